@@ -1,0 +1,23 @@
+//! Shared by the loom model files: runs a model and reports its size.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+/// Runs `body` under `loom::model`, prints how many interleavings were
+/// explored and how long it took, and fails if only one was explored (a
+/// model that explores nothing proves nothing).
+pub fn explore(name: &str, body: impl Fn() + Sync + Send + 'static) {
+    static RUNS: AtomicUsize = AtomicUsize::new(0);
+    let started = Instant::now();
+    let before = RUNS.load(Ordering::SeqCst);
+    loom::model(move || {
+        RUNS.fetch_add(1, Ordering::SeqCst);
+        body();
+    });
+    let runs = RUNS.load(Ordering::SeqCst) - before;
+    eprintln!(
+        "loom model {name}: {runs} interleavings in {:?}",
+        started.elapsed()
+    );
+    assert!(runs > 1, "model {name} explored a single interleaving");
+}

@@ -1,0 +1,91 @@
+//! The one public error type.
+
+use std::fmt;
+
+/// Everything a store operation can refuse with.
+///
+/// Variants carry the data a caller needs to act (the current version on a
+/// conflict, the full scope on a capacity refusal). Messages are lowercase
+/// and stable; a probe of another tenant's id yields exactly the value a
+/// missing id yields.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// No such record (or it belongs to another tenant).
+    #[error("not found")]
+    NotFound,
+    /// The record's deadline has passed; it is gone even if not yet swept.
+    #[error("expired")]
+    Expired,
+    /// The record was explicitly revoked.
+    #[error("revoked")]
+    Revoked,
+    /// A compare-and-swap lost: the record is at `current_version`.
+    #[error("version conflict: current version is {current_version}")]
+    Conflict {
+        /// The version the record has now.
+        current_version: u64,
+    },
+    /// A one-time token was already consumed.
+    #[error("token already consumed")]
+    ReplayRejected,
+    /// Admission refused: `scope` is at its limit. Nothing was changed.
+    #[error("capacity exceeded: {scope}")]
+    CapacityExceeded {
+        /// The limit that was full.
+        scope: Scope,
+    },
+    /// The store is draining and takes no new work.
+    #[error("store is draining")]
+    Draining,
+    /// The store cannot guarantee the operation atomically, so it refuses.
+    #[error("service unavailable")]
+    ServiceUnavailable,
+    /// The id was issued by an earlier incarnation of the store.
+    #[error("store restarted since this id was issued")]
+    Restarted,
+    /// An argument is outside its documented range.
+    #[error("invalid argument: {reason}")]
+    InvalidArgument {
+        /// Which rule the argument broke.
+        reason: &'static str,
+    },
+    /// A name is empty or malformed.
+    #[error("invalid name")]
+    InvalidName,
+    /// A name uses the reserved `__` prefix.
+    #[error("reserved name")]
+    ReservedName,
+    /// An idempotency key was reused with different parameters.
+    #[error("idempotency key reused with different parameters")]
+    IdempotencyMismatch,
+    /// The same idempotency key is being processed right now; retry shortly.
+    #[error("duplicate request in flight; retry")]
+    InFlight,
+}
+
+/// The limit that refused an admission, named in
+/// [`Error::CapacityExceeded`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Scope {
+    /// The store-wide ceiling of one collection.
+    Collection(&'static str),
+    /// A tenant's quota in one collection.
+    Tenant(&'static str),
+    /// A parent's cap on its children in one collection.
+    Parent(&'static str),
+}
+
+impl fmt::Display for Scope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Scope::Collection(c) => write!(f, "{c} collection ceiling"),
+            Scope::Tenant(c) => write!(f, "tenant quota for {c}"),
+            Scope::Parent(c) => write!(f, "per-parent cap on {c}"),
+        }
+    }
+}
+
+/// Shorthand for results of store operations.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,71 @@
+//! relaystore: the ephemeral-state store a network relay embeds.
+//!
+//! A relay (a game-session relay, a TURN-like media relay, a rendezvous
+//! service) must remember, for seconds to hours, who is hosting, who is alive
+//! and which tokens were used, and must do so on its packet path, within hard
+//! bounds, and deterministically enough to test exactly. This crate is that
+//! memory.
+//!
+//! This release provides the engine every collection is built on:
+//!
+//! - [`time`]: the [`Clock`](time::Clock) trait, [`SystemClock`](time::SystemClock)
+//!   and the test-driven [`ManualClock`](time::ManualClock). Time is an input;
+//!   the core never reads the OS clock.
+//! - Versioned records in sharded concurrent maps, every transition a
+//!   compare-and-swap ([`Stamp`], [`Error::Conflict`]).
+//! - [`wheel`]: a hierarchical timing wheel with O(1) insert and cancel and
+//!   deterministic expiry order.
+//! - [`quota`]: padded atomic counters and all-or-nothing reservations.
+//! - [`TtlMap`]: a bounded map of expiring entries built from those parts,
+//!   and [`ExpiryDriver`], the background thread that sweeps it.
+//!
+//! # Quick start
+//!
+//! ```
+//! use relaystore::{time::ManualClock, Error, TtlConfig, TtlMap};
+//! use std::{sync::Arc, time::Duration};
+//!
+//! let clock = Arc::new(ManualClock::new());
+//! let sessions = TtlMap::new(
+//!     TtlConfig { name: "sessions", entries_max: 2, ..TtlConfig::default() },
+//!     clock.clone(),
+//! )?;
+//!
+//! sessions.insert(1u64, "host-a", Duration::from_secs(30))?;
+//! sessions.insert(2u64, "host-b", Duration::from_secs(30))?;
+//! // The map is full: new work is refused with a typed error, nothing evicted.
+//! assert!(matches!(
+//!     sessions.insert(3u64, "host-c", Duration::from_secs(30)),
+//!     Err(Error::CapacityExceeded { .. })
+//! ));
+//!
+//! clock.advance(Duration::from_secs(31));
+//! assert_eq!(sessions.get(&1), Err(Error::Expired)); // invisible before any sweep
+//! assert_eq!(sessions.sweep().len(), 2);              // reclaimed by the sweep
+//! sessions.insert(3u64, "host-c", Duration::from_secs(30))?;
+//! # Ok::<(), Error>(())
+//! ```
+//!
+//! See `docs/ARCHITECTURE.md` for the design and `docs/adr/` for the
+//! decisions behind it.
+
+#[cfg(not(relaystore_loom))]
+mod driver;
+mod error;
+#[cfg(relaystore_loom)]
+#[doc(hidden)]
+pub mod model;
+pub mod quota;
+mod record;
+mod shard;
+mod sync;
+mod table;
+pub mod time;
+mod ttl;
+pub mod wheel;
+
+#[cfg(not(relaystore_loom))]
+pub use driver::{ExpiryDriver, Sweep};
+pub use error::{Error, Result, Scope};
+pub use record::{Stamp, CAS_ATTEMPTS_MAX, DEADLINE_MAX_MS};
+pub use ttl::{Removed, TtlConfig, TtlMap};

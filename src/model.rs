@@ -1,0 +1,126 @@
+//! Internals exposed only to the loom models (`--cfg relaystore_loom`).
+//!
+//! Nothing here is part of the public API. The fault switches turn one
+//! correct step into its classic broken form so each model can prove that it
+//! catches the bug it is about.
+
+pub use crate::quota::{Counter, Reservation};
+pub use crate::record::Stamp;
+use crate::record::{Record, Versions};
+use crate::sync::Arc;
+use crate::table::Table;
+use crate::time::MonoTime;
+use crate::wheel::TimerHandle;
+
+/// Per-model fault switches. Loom runs all threads of one model on the
+/// test's OS thread, so these thread-locals are per model, not global.
+pub mod faults {
+    use std::cell::Cell;
+
+    std::thread_local! {
+        /// Replace compare-and-swap with a blind store (records, counters).
+        pub static BLIND_STORE: Cell<bool> = const { Cell::new(false) };
+        /// A state read taken early, used by the next sweep decision.
+        pub(crate) static EARLY_READ: Cell<Option<crate::record::State>> = const { Cell::new(None) };
+    }
+
+    /// Turns the blind-store fault on or off for this model.
+    pub fn blind_store(on: bool) {
+        BLIND_STORE.with(|f| f.set(on));
+    }
+}
+
+/// One versioned record, for the CAS models.
+pub struct ModelRecord(Record<()>);
+
+impl ModelRecord {
+    /// A record at version `version`, live until `deadline_ms`.
+    pub fn new(version: u64, deadline_ms: u64) -> Self {
+        ModelRecord(Record::new(version, deadline_ms, TimerHandle::NONE, ()))
+    }
+
+    /// CAS the deadline to `deadline_ms` if the version is `expected`.
+    pub fn set_deadline(&self, expected: u64, deadline_ms: u64) -> Result<Stamp, crate::Error> {
+        self.0
+            .transition(Some(expected), |_| Ok(deadline_ms))
+            .map(|(_, after)| after)
+            .map_err(|r| match r {
+                crate::record::Refusal::Error(e) => e,
+                crate::record::Refusal::SeqExhausted => unreachable!("fresh record"),
+            })
+    }
+
+    /// CAS the deadline to `deadline_ms` at whatever version is current,
+    /// retrying lost races (the bounded retry loop of `renew`).
+    pub fn set_deadline_any(&self, deadline_ms: u64) -> Result<Stamp, crate::Error> {
+        self.0
+            .transition(None, |_| Ok(deadline_ms))
+            .map(|(_, after)| after)
+            .map_err(|r| match r {
+                crate::record::Refusal::Error(e) => e,
+                crate::record::Refusal::SeqExhausted => unreachable!("fresh record"),
+            })
+    }
+
+    /// The current stamp.
+    pub fn stamp(&self) -> Stamp {
+        self.0.stamp()
+    }
+}
+
+/// A table keyed by `u64`, for the expiry models.
+pub struct ModelTable(Table<u64, u64>);
+
+impl ModelTable {
+    /// An empty table with room for `capacity` records.
+    pub fn new(capacity: u64) -> Self {
+        ModelTable(Table::new(
+            "model",
+            capacity,
+            Arc::new(Versions::new()),
+            MonoTime::ZERO,
+        ))
+    }
+
+    /// Inserts `key` live until `deadline_ms`.
+    pub fn insert(&self, key: u64, now_ms: u64, deadline_ms: u64) -> Result<Stamp, crate::Error> {
+        self.0
+            .insert(key, key, MonoTime::from_millis(now_ms), deadline_ms)
+            .map(|(s, _)| s)
+    }
+
+    /// Renews `key` to `deadline_ms` as seen at `now_ms`.
+    pub fn renew(&self, key: u64, now_ms: u64, deadline_ms: u64) -> Result<Stamp, crate::Error> {
+        self.0
+            .renew(&key, MonoTime::from_millis(now_ms), deadline_ms, None)
+    }
+
+    /// Sweeps at `now_ms`; returns the keys removed.
+    pub fn sweep(&self, now_ms: u64) -> Vec<u64> {
+        let mut out = Vec::new();
+        self.0.sweep(MonoTime::from_millis(now_ms), &mut out);
+        out.into_iter().map(|r| r.key).collect()
+    }
+
+    /// The broken twin's sweep: decides from a state read before locking.
+    pub fn sweep_check_then_act(&self, key: u64, now_ms: u64) -> Vec<u64> {
+        self.0.stash_early_read(&key);
+        self.sweep(now_ms)
+    }
+
+    /// The stamp of `key` if it is held (live or not).
+    pub fn held(&self, key: u64) -> Option<Stamp> {
+        let mut found = None;
+        self.0.for_each(|k, _, s| {
+            if *k == key {
+                found = Some(s);
+            }
+        });
+        found
+    }
+
+    /// Records held, admission units in use, and wheel entries.
+    pub fn counts(&self) -> (usize, u64, usize) {
+        (self.0.len(), self.0.ceiling().used(), self.0.scheduled())
+    }
+}

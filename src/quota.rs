@@ -1,0 +1,147 @@
+//! Admission counters and all-or-nothing reservations.
+//!
+//! A [`Counter`] bounds one scope (a collection's ceiling, a tenant's quota,
+//! a parent's children). Acquiring is a compare-and-swap that never lets the
+//! count exceed the limit, not even for an instant, so a refusal is never
+//! caused by another thread's doomed attempt. A [`Reservation`] holds units
+//! in up to [`SCOPES_MAX`] counters at once: it is taken for all of them or
+//! for none, and it gives everything back when dropped (including during a
+//! panic) unless the operation it guards [`commit`](Reservation::commit)s.
+//!
+//! Each counter is padded to its own cache line, so two hot counters never
+//! slow each other down by sharing one.
+
+use crate::error::{Error, Scope};
+use crate::record::CAS_ATTEMPTS_MAX;
+use crate::sync::{AtomicU64, Ordering};
+use crossbeam_utils::CachePadded;
+
+/// Most scopes one reservation can span.
+pub const SCOPES_MAX: usize = 4;
+
+/// A bounded count of units in use for one scope.
+#[derive(Debug)]
+pub struct Counter {
+    used: CachePadded<AtomicU64>,
+    limit: u64,
+    scope: Scope,
+}
+
+impl Counter {
+    /// A counter for `scope` that admits at most `limit` units.
+    pub fn new(scope: Scope, limit: u64) -> Self {
+        Counter {
+            used: CachePadded::new(AtomicU64::new(0)),
+            limit,
+            scope,
+        }
+    }
+
+    /// Units currently held.
+    pub fn used(&self) -> u64 {
+        self.used.load(Ordering::Acquire)
+    }
+
+    /// The most units this counter admits.
+    pub fn limit(&self) -> u64 {
+        self.limit
+    }
+
+    /// The scope this counter bounds.
+    pub fn scope(&self) -> Scope {
+        self.scope
+    }
+
+    /// Takes `n` units if they fit under the limit; `false` changes nothing.
+    ///
+    /// The retry loop is bounded: a CAS fails only when another thread
+    /// changed the count, and after [`CAS_ATTEMPTS_MAX`] such losses the
+    /// attempt is refused as if full rather than spinning.
+    pub fn try_acquire(&self, n: u64) -> bool {
+        let mut used = self.used.load(Ordering::Acquire);
+        for _ in 0..CAS_ATTEMPTS_MAX {
+            let Some(next) = used.checked_add(n).filter(|&next| next <= self.limit) else {
+                return false;
+            };
+            match self.cas(used, next) {
+                Ok(()) => return true,
+                Err(actual) => used = actual,
+            }
+        }
+        false
+    }
+
+    /// Gives back `n` units previously acquired.
+    pub fn release(&self, n: u64) {
+        let before = self.used.fetch_sub(n, Ordering::AcqRel);
+        debug_assert!(before >= n, "{} released {n} of {before} units", self.scope);
+    }
+
+    #[cfg(not(relaystore_loom))]
+    fn cas(&self, current: u64, next: u64) -> Result<(), u64> {
+        self.used
+            .compare_exchange(current, next, Ordering::AcqRel, Ordering::Acquire)
+            .map(drop)
+    }
+
+    /// Under the model-checking build a fault switch can split the CAS into
+    /// a load-check-store, the broken twin the loom model must catch.
+    #[cfg(relaystore_loom)]
+    fn cas(&self, current: u64, next: u64) -> Result<(), u64> {
+        if crate::model::faults::BLIND_STORE.with(|f| f.get()) {
+            self.used.store(next, Ordering::Release);
+            return Ok(());
+        }
+        self.used
+            .compare_exchange(current, next, Ordering::AcqRel, Ordering::Acquire)
+            .map(drop)
+    }
+}
+
+/// Units held in several counters; released on drop unless committed.
+#[must_use = "a reservation is released as soon as it is dropped"]
+#[derive(Debug)]
+pub struct Reservation<'a> {
+    held: [Option<(&'a Counter, u64)>; SCOPES_MAX],
+}
+
+impl<'a> Reservation<'a> {
+    /// Acquires every `(counter, units)` pair, or none of them.
+    ///
+    /// On refusal the error names the first full scope, and every counter is
+    /// exactly as it was. Passing more than [`SCOPES_MAX`] pairs is an
+    /// [`Error::InvalidArgument`].
+    pub fn acquire(parts: &[(&'a Counter, u64)]) -> Result<Self, Error> {
+        if parts.len() > SCOPES_MAX {
+            return Err(Error::InvalidArgument {
+                reason: "a reservation spans at most SCOPES_MAX scopes",
+            });
+        }
+        let mut reservation = Reservation {
+            held: [None; SCOPES_MAX],
+        };
+        for (i, &(counter, units)) in parts.iter().enumerate() {
+            if !counter.try_acquire(units) {
+                // `reservation` drops here and releases what it holds.
+                return Err(Error::CapacityExceeded {
+                    scope: counter.scope(),
+                });
+            }
+            reservation.held[i] = Some((counter, units));
+        }
+        Ok(reservation)
+    }
+
+    /// Keeps the units: the operation succeeded and now owns them.
+    pub fn commit(mut self) {
+        self.held = [None; SCOPES_MAX];
+    }
+}
+
+impl Drop for Reservation<'_> {
+    fn drop(&mut self) {
+        for (counter, units) in self.held.iter().flatten() {
+            counter.release(*units);
+        }
+    }
+}

@@ -1,0 +1,230 @@
+//! Versioned records and the compare-and-swap transition helper.
+//!
+//! # Ground rules
+//!
+//! - **One word of mutable state.** A record's deadline and the low part of
+//!   its version live together in one `AtomicU64` ([`State`]): 40 bits of
+//!   deadline in milliseconds (about 34.8 years of clock range) and a 24-bit
+//!   transition sequence. A transition such as renew is therefore one shared
+//!   map read plus one CAS on this word; it never takes a shard's write lock.
+//! - **Versions.** The version a caller sees is `base + seq`. `base` is issued
+//!   by the store-wide [`Versions`] counter when the record is created and is
+//!   only changed (by [`Record::rebase`], under the shard's write lock) when
+//!   `seq` runs out, which keeps the version unchanged. Before a record leaves
+//!   the map, its final version is folded into the counter
+//!   ([`Versions::retire`]) while the shard lock is still held, so a key that
+//!   is deleted and created again always starts above every version the old
+//!   record reached: no ABA, and versions strictly increase per key.
+//! - **Liveness.** A record is live iff `now < deadline`. A deadline of zero
+//!   means "dead": no clock reading makes it live.
+//! - **The payload** (`value`) is immutable while shared; it is changed only
+//!   through the shard's write lock, which also excludes every CAS.
+//! - **The timer** field names the record's entry in its table's wheel. It is
+//!   read and written only while that wheel's lock is held.
+
+use crate::error::Error;
+use crate::sync::{AtomicU64, Ordering};
+use crate::time::MonoTime;
+use crate::wheel::TimerHandle;
+use crossbeam_utils::CachePadded;
+
+const SEQ_BITS: u32 = 24;
+const SEQ_MAX: u64 = (1 << SEQ_BITS) - 1;
+/// The latest deadline a record can have, in milliseconds of clock time.
+pub const DEADLINE_MAX_MS: u64 = (1 << (u64::BITS - SEQ_BITS)) - 1;
+
+/// How many times a transition retries a lost CAS before reporting
+/// [`Error::Conflict`]. A CAS is lost only when another transition on the
+/// same record succeeded in between, so reaching this bound means the record
+/// is being hammered by concurrent writers.
+pub const CAS_ATTEMPTS_MAX: usize = 16;
+
+/// A record's packed `(deadline, seq)` word.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) struct State(u64);
+
+impl State {
+    pub(crate) fn new(deadline_ms: u64, seq: u64) -> Self {
+        debug_assert!(
+            deadline_ms <= DEADLINE_MAX_MS,
+            "deadline {deadline_ms} out of range"
+        );
+        debug_assert!(seq <= SEQ_MAX);
+        State((deadline_ms << SEQ_BITS) | seq)
+    }
+
+    pub(crate) fn deadline_ms(self) -> u64 {
+        self.0 >> SEQ_BITS
+    }
+
+    pub(crate) fn seq(self) -> u64 {
+        self.0 & SEQ_MAX
+    }
+
+    pub(crate) fn is_live(self, now: MonoTime) -> bool {
+        now.as_millis() < self.deadline_ms()
+    }
+}
+
+/// A consistent view of a record: its version and deadline, read together.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Stamp {
+    /// The record's version; every transition increases it.
+    pub version: u64,
+    /// The monotonic instant at which the record stops being live.
+    pub deadline: MonoTime,
+}
+
+impl Stamp {
+    /// Time left before the deadline, measured from `now`.
+    pub fn remaining(&self, now: MonoTime) -> std::time::Duration {
+        self.deadline.saturating_since(now)
+    }
+}
+
+/// Why a [`Record::transition`] did not happen.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Refusal {
+    /// The decision or the version check refused; report this error.
+    Error(Error),
+    /// The sequence is exhausted; rebase under the write lock and retry.
+    SeqExhausted,
+}
+
+/// A versioned record as stored in a table.
+pub(crate) struct Record<V> {
+    state: AtomicU64,
+    base: u64,
+    timer: AtomicU64,
+    pub(crate) value: V,
+}
+
+impl<V> Record<V> {
+    pub(crate) fn new(version: u64, deadline_ms: u64, timer: TimerHandle, value: V) -> Self {
+        Record {
+            state: AtomicU64::new(State::new(deadline_ms, 0).0),
+            base: version,
+            timer: AtomicU64::new(timer.to_bits()),
+            value,
+        }
+    }
+
+    pub(crate) fn state(&self) -> State {
+        State(self.state.load(Ordering::Acquire))
+    }
+
+    pub(crate) fn stamp_of(&self, state: State) -> Stamp {
+        Stamp {
+            version: self.base + state.seq(),
+            deadline: MonoTime::from_millis(state.deadline_ms()),
+        }
+    }
+
+    pub(crate) fn stamp(&self) -> Stamp {
+        self.stamp_of(self.state())
+    }
+
+    /// Only with the owning wheel's lock held.
+    pub(crate) fn timer(&self) -> TimerHandle {
+        TimerHandle::from_bits(self.timer.load(Ordering::Relaxed))
+    }
+
+    /// Only with the owning wheel's lock held.
+    pub(crate) fn set_timer(&self, handle: TimerHandle) {
+        self.timer.store(handle.to_bits(), Ordering::Relaxed);
+    }
+
+    /// Applies a transition by compare-and-swap.
+    ///
+    /// `decide` is a pure function from the current stamp to the new deadline
+    /// (or a refusal). If `expected` is given, the transition applies only at
+    /// exactly that version; otherwise a lost CAS is retried up to
+    /// [`CAS_ATTEMPTS_MAX`] times against the fresh state. Returns the stamps
+    /// before and after.
+    pub(crate) fn transition(
+        &self,
+        expected: Option<u64>,
+        mut decide: impl FnMut(Stamp) -> Result<u64, Error>,
+    ) -> Result<(Stamp, Stamp), Refusal> {
+        let mut current = self.state();
+        for _ in 0..CAS_ATTEMPTS_MAX {
+            let before = self.stamp_of(current);
+            if let Some(expected) = expected {
+                if expected != before.version {
+                    return Err(Refusal::Error(Error::Conflict {
+                        current_version: before.version,
+                    }));
+                }
+            }
+            let deadline_ms = decide(before).map_err(Refusal::Error)?;
+            if current.seq() == SEQ_MAX {
+                return Err(Refusal::SeqExhausted);
+            }
+            let next = State::new(deadline_ms, current.seq() + 1);
+            match self.cas(current, next) {
+                Ok(()) => return Ok((before, self.stamp_of(next))),
+                Err(actual) => current = actual,
+            }
+        }
+        Err(Refusal::Error(Error::Conflict {
+            current_version: self.stamp_of(current).version,
+        }))
+    }
+
+    #[cfg(not(relaystore_loom))]
+    fn cas(&self, current: State, next: State) -> Result<(), State> {
+        self.state
+            .compare_exchange(current.0, next.0, Ordering::AcqRel, Ordering::Acquire)
+            .map(drop)
+            .map_err(State)
+    }
+
+    /// Under the model-checking build a fault switch can turn the CAS into a
+    /// plain store, the broken twin the loom models must catch.
+    #[cfg(relaystore_loom)]
+    fn cas(&self, current: State, next: State) -> Result<(), State> {
+        if crate::model::faults::BLIND_STORE.with(|f| f.get()) {
+            self.state.store(next.0, Ordering::Release);
+            return Ok(());
+        }
+        self.state
+            .compare_exchange(current.0, next.0, Ordering::AcqRel, Ordering::Acquire)
+            .map(drop)
+            .map_err(State)
+    }
+
+    /// Folds the sequence into the base so transitions can continue. The
+    /// visible version does not change. Needs `&mut`, i.e. the write lock.
+    pub(crate) fn rebase(&mut self) {
+        let state = self.state();
+        self.base += state.seq();
+        self.state = AtomicU64::new(State::new(state.deadline_ms(), 0).0);
+    }
+}
+
+/// The store-wide version counter.
+///
+/// `issue` hands out a fresh base for a new record; `retire` is called with a
+/// record's final version, under the shard lock, before the record leaves the
+/// map. Together they make versions strictly increase per key across delete
+/// and re-create, while an in-place transition touches no shared counter.
+#[derive(Debug, Default)]
+pub(crate) struct Versions {
+    last: CachePadded<AtomicU64>,
+}
+
+impl Versions {
+    pub(crate) fn new() -> Self {
+        Versions {
+            last: CachePadded::new(AtomicU64::new(0)),
+        }
+    }
+
+    pub(crate) fn issue(&self) -> u64 {
+        self.last.fetch_add(1, Ordering::AcqRel) + 1
+    }
+
+    pub(crate) fn retire(&self, final_version: u64) {
+        self.last.fetch_max(final_version, Ordering::AcqRel);
+    }
+}

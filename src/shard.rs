@@ -1,0 +1,188 @@
+//! The one module that touches `dashmap`.
+//!
+//! [`ShardMap`] is a sharded concurrent hash map, hashed with a per-process
+//! random `ahash` seed (keys are attacker-influenced, so a fixed seed would
+//! invite collision flooding). Access is through closures only: no `Ref`,
+//! `RefMut` or `Entry` guard ever leaves this module, so no caller can hold a
+//! shard lock while calling back into the store (the classic dashmap
+//! self-deadlock).
+//!
+//! # Ground rules for closures passed in
+//!
+//! They run while a shard lock is held. They must be short, must not call
+//! into the store or into user code, must not take the wheel lock (the lock
+//! order is wheel, then shard; never the reverse) and must not panic. Small
+//! side effects on atomics owned by the record or on the store-wide version
+//! counter are allowed; they are the point of some closures.
+//!
+//! Under `--cfg relaystore_loom` the map is a single `sync::RwLock<HashMap>`
+//! behind the same API, because loom cannot see inside dashmap; the models
+//! then exercise the real record transitions on top of it.
+
+use std::hash::Hash;
+
+type Hasher = ahash::RandomState;
+
+/// What an [`ShardMap::upsert`] decision does with the key.
+pub(crate) enum Upsert<V, R> {
+    /// Store `V` (replacing any existing value) and return `R`.
+    Put(V, R),
+    /// Leave the map as it is and return `R`.
+    Keep(R),
+}
+
+#[cfg(not(relaystore_loom))]
+mod imp {
+    use super::*;
+    use dashmap::mapref::entry::Entry;
+    use dashmap::DashMap;
+
+    pub(crate) struct ShardMap<K, V> {
+        inner: DashMap<K, V, Hasher>,
+    }
+
+    impl<K: Eq + Hash, V> ShardMap<K, V> {
+        pub(crate) fn with_capacity(capacity: usize) -> Self {
+            ShardMap {
+                inner: DashMap::with_capacity_and_hasher(capacity, Hasher::new()),
+            }
+        }
+
+        /// Runs `f` on the value under a shared shard lock.
+        #[inline]
+        pub(crate) fn read<R>(&self, key: &K, f: impl FnOnce(&V) -> R) -> Option<R> {
+            self.inner.get(key).map(|r| f(r.value()))
+        }
+
+        /// Runs `f` on the value under an exclusive shard lock.
+        pub(crate) fn update<R>(&self, key: &K, f: impl FnOnce(&mut V) -> R) -> Option<R> {
+            self.inner.get_mut(key).map(|mut r| f(r.value_mut()))
+        }
+
+        /// Decides, under the exclusive shard lock, what to do with `key`
+        /// given its current value. Returns the decision's result and the
+        /// value it replaced, if any.
+        pub(crate) fn upsert<R>(
+            &self,
+            key: K,
+            decide: impl FnOnce(Option<&V>) -> Upsert<V, R>,
+        ) -> (R, Option<V>) {
+            match self.inner.entry(key) {
+                Entry::Occupied(mut slot) => match decide(Some(slot.get())) {
+                    Upsert::Put(value, r) => (r, Some(slot.insert(value))),
+                    Upsert::Keep(r) => (r, None),
+                },
+                Entry::Vacant(slot) => match decide(None) {
+                    Upsert::Put(value, r) => {
+                        slot.insert(value);
+                        (r, None)
+                    }
+                    Upsert::Keep(r) => (r, None),
+                },
+            }
+        }
+
+        /// Removes the value if `decide` approves it under the exclusive
+        /// shard lock. `None` if the key is absent; `Some(Err)` carries the
+        /// refusal.
+        pub(crate) fn remove_if<E>(
+            &self,
+            key: &K,
+            decide: impl FnOnce(&V) -> Result<(), E>,
+        ) -> Option<Result<V, E>> {
+            let mut refusal = None;
+            let mut seen = false;
+            let removed = self.inner.remove_if(key, |_, v| {
+                seen = true;
+                match decide(v) {
+                    Ok(()) => true,
+                    Err(e) => {
+                        refusal = Some(e);
+                        false
+                    }
+                }
+            });
+            match (removed, refusal) {
+                (Some((_, v)), _) => Some(Ok(v)),
+                (None, Some(e)) => Some(Err(e)),
+                (None, None) => {
+                    debug_assert!(!seen);
+                    None
+                }
+            }
+        }
+
+        pub(crate) fn len(&self) -> usize {
+            self.inner.len()
+        }
+
+        /// Visits every entry, one shard at a time, under shared locks.
+        /// Not a snapshot: concurrent writers may or may not be seen.
+        pub(crate) fn for_each(&self, mut f: impl FnMut(&K, &V)) {
+            for r in self.inner.iter() {
+                f(r.key(), r.value());
+            }
+        }
+    }
+}
+
+#[cfg(relaystore_loom)]
+mod imp {
+    use super::*;
+    use crate::sync::{read, write, RwLock};
+    use std::collections::HashMap;
+
+    pub(crate) struct ShardMap<K, V> {
+        inner: RwLock<HashMap<K, V, Hasher>>,
+    }
+
+    impl<K: Eq + Hash, V> ShardMap<K, V> {
+        pub(crate) fn with_capacity(capacity: usize) -> Self {
+            ShardMap {
+                inner: RwLock::new(HashMap::with_capacity_and_hasher(capacity, Hasher::new())),
+            }
+        }
+
+        pub(crate) fn read<R>(&self, key: &K, f: impl FnOnce(&V) -> R) -> Option<R> {
+            read(&self.inner).get(key).map(f)
+        }
+
+        pub(crate) fn update<R>(&self, key: &K, f: impl FnOnce(&mut V) -> R) -> Option<R> {
+            write(&self.inner).get_mut(key).map(f)
+        }
+
+        pub(crate) fn upsert<R>(
+            &self,
+            key: K,
+            decide: impl FnOnce(Option<&V>) -> Upsert<V, R>,
+        ) -> (R, Option<V>) {
+            let mut map = write(&self.inner);
+            match decide(map.get(&key)) {
+                Upsert::Put(value, r) => (r, map.insert(key, value)),
+                Upsert::Keep(r) => (r, None),
+            }
+        }
+
+        pub(crate) fn remove_if<E>(
+            &self,
+            key: &K,
+            decide: impl FnOnce(&V) -> Result<(), E>,
+        ) -> Option<Result<V, E>> {
+            let mut map = write(&self.inner);
+            let verdict = decide(map.get(key)?);
+            Some(verdict.map(|()| map.remove(key).expect("key was present under the lock")))
+        }
+
+        pub(crate) fn len(&self) -> usize {
+            read(&self.inner).len()
+        }
+
+        pub(crate) fn for_each(&self, mut f: impl FnMut(&K, &V)) {
+            for (k, v) in read(&self.inner).iter() {
+                f(k, v);
+            }
+        }
+    }
+}
+
+pub(crate) use imp::ShardMap;

@@ -1,0 +1,338 @@
+//! `Table`: one collection of versioned, expiring records.
+//!
+//! A table joins a [`ShardMap`] of [`Record`]s, a timing [`Wheel`] that knows
+//! when each record is due, a [`Counter`] for the collection's ceiling and
+//! the store-wide [`Versions`]. Every method takes `now` as an argument; the
+//! table never reads a clock.
+//!
+//! # Ground rules
+//!
+//! - **Lock order: wheel, then shard.** Creation, removal, sweeping and the
+//!   rare renewal that moves a deadline earlier take the wheel lock and then
+//!   touch the map. Nothing takes the wheel lock while holding a shard lock.
+//!   Renewals that extend a deadline (the common case) take no wheel lock at
+//!   all: one shared shard read and one CAS.
+//! - **Wheel invariant.** Every record has exactly one wheel entry, its
+//!   `timer`, and that entry is due no later than the record's deadline. So
+//!   the wheel may fire early for a record that was renewed (the sweep then
+//!   re-schedules it at its current deadline) but never late.
+//! - **Removal re-checks under the lock.** The sweep removes a record only if,
+//!   under the shard's write lock, it is still the record the wheel entry
+//!   belongs to and it is still expired. A renewal that won its CAS first is
+//!   therefore never lost, and a renewal that comes after finds the record
+//!   gone.
+//! - **Counting.** The ceiling counter is acquired before a record is
+//!   inserted and released exactly once when it leaves the map, by whichever
+//!   path removes it.
+
+use crate::error::{Error, Result, Scope};
+use crate::quota::{Counter, Reservation};
+use crate::record::{Record, Refusal, Stamp, Versions};
+use crate::shard::{ShardMap, Upsert};
+use crate::sync::{lock, Arc, AtomicU64, Mutex, Ordering};
+use crate::time::MonoTime;
+use crate::wheel::{Fired, Wheel};
+use std::hash::Hash;
+
+/// A record that left a table, with the stamp it had when it left.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Removed<K, V> {
+    /// The record's key.
+    pub key: K,
+    /// The record's payload.
+    pub value: V,
+    /// Version and deadline at removal.
+    pub stamp: Stamp,
+}
+
+struct Timers<K> {
+    wheel: Wheel<K>,
+    /// Scratch space reused by every sweep, so sweeping does not allocate.
+    fired: Vec<Fired<K>>,
+}
+
+/// Why the sweep left a fired record in place.
+enum Keep {
+    /// The wheel entry no longer belongs to the record under this key.
+    Stale,
+    /// The record was renewed; re-schedule at this deadline.
+    Live(u64),
+}
+
+pub(crate) struct Table<K, V> {
+    map: ShardMap<K, Record<V>>,
+    timers: Mutex<Timers<K>>,
+    ceiling: Counter,
+    versions: Arc<Versions>,
+    swept_to_ms: AtomicU64,
+}
+
+impl<K, V> Table<K, V>
+where
+    K: Eq + Hash + Ord + Clone,
+{
+    pub(crate) fn new(
+        name: &'static str,
+        capacity: u64,
+        versions: Arc<Versions>,
+        start: MonoTime,
+    ) -> Self {
+        let hint = usize::try_from(capacity.min(1 << 16)).unwrap_or(1 << 16);
+        Table {
+            map: ShardMap::with_capacity(hint),
+            timers: Mutex::new(Timers {
+                wheel: Wheel::new(start.as_millis()),
+                fired: Vec::new(),
+            }),
+            ceiling: Counter::new(Scope::Collection(name), capacity),
+            versions,
+            swept_to_ms: AtomicU64::new(start.as_millis()),
+        }
+    }
+
+    /// Inserts a record live until `deadline_ms`. A live record under the
+    /// key is a [`Error::Conflict`]; an expired one is replaced and returned.
+    pub(crate) fn insert(
+        &self,
+        key: K,
+        value: V,
+        now: MonoTime,
+        deadline_ms: u64,
+    ) -> Result<(Stamp, Option<Removed<K, V>>)> {
+        let reservation = Reservation::acquire(&[(&self.ceiling, 1)])?;
+        let mut timers = lock(&self.timers);
+        let handle = timers.wheel.insert(key.clone(), deadline_ms);
+        let (outcome, replaced) = self.map.upsert(key.clone(), |existing| {
+            if let Some(old) = existing {
+                let state = old.state();
+                if state.is_live(now) {
+                    return Upsert::Keep(Err(Error::Conflict {
+                        current_version: old.stamp_of(state).version,
+                    }));
+                }
+                self.versions.retire(old.stamp_of(state).version);
+            }
+            let version = self.versions.issue();
+            let stamp = Stamp {
+                version,
+                deadline: MonoTime::from_millis(deadline_ms),
+            };
+            Upsert::Put(Record::new(version, deadline_ms, handle, value), Ok(stamp))
+        });
+        let stamp = match outcome {
+            Ok(stamp) => stamp,
+            Err(e) => {
+                timers.wheel.cancel(handle);
+                return Err(e);
+            }
+        };
+        reservation.commit();
+        let replaced = replaced.map(|old| {
+            timers.wheel.cancel(old.timer());
+            self.ceiling.release(1);
+            Removed {
+                stamp: old.stamp(),
+                key,
+                value: old.value,
+            }
+        });
+        Ok((stamp, replaced))
+    }
+
+    /// Runs `f` on a live record under a shared shard lock. Crate-internal:
+    /// `f` must follow the shard module's closure rules.
+    pub(crate) fn read<R>(
+        &self,
+        key: &K,
+        now: MonoTime,
+        f: impl FnOnce(&V, Stamp) -> R,
+    ) -> Result<R> {
+        self.map
+            .read(key, |r| {
+                let state = r.state();
+                if state.is_live(now) {
+                    Ok(f(&r.value, r.stamp_of(state)))
+                } else {
+                    Err(Error::Expired)
+                }
+            })
+            .unwrap_or(Err(Error::NotFound))
+    }
+
+    /// Moves a live record's deadline to `deadline_ms` (an absolute reset),
+    /// optionally only at version `expected`.
+    pub(crate) fn renew(
+        &self,
+        key: &K,
+        now: MonoTime,
+        deadline_ms: u64,
+        expected: Option<u64>,
+    ) -> Result<Stamp> {
+        // One rebase at most: after it the sequence has its full range again.
+        for _ in 0..2 {
+            let outcome = self.map.read(key, |r| {
+                r.transition(expected, |current| {
+                    if now < current.deadline {
+                        Ok(deadline_ms)
+                    } else {
+                        Err(Error::Expired)
+                    }
+                })
+            });
+            match outcome {
+                None => return Err(Error::NotFound),
+                Some(Ok((before, after))) => {
+                    if after.deadline < before.deadline {
+                        self.pull_in(key);
+                    }
+                    return Ok(after);
+                }
+                Some(Err(Refusal::Error(e))) => return Err(e),
+                Some(Err(Refusal::SeqExhausted)) => {
+                    self.map.update(key, Record::rebase);
+                }
+            }
+        }
+        unreachable!("a rebased record always has room for one more transition")
+    }
+
+    /// After a deadline moved earlier, moves the record's wheel entry so it is
+    /// due no later than the deadline (the wheel invariant).
+    fn pull_in(&self, key: &K) {
+        let mut timers = lock(&self.timers);
+        let wheel = &mut timers.wheel;
+        self.map.read(key, |r| {
+            let handle = r.timer();
+            let deadline = r.state().deadline_ms();
+            if wheel.due(handle).is_some_and(|due| due > deadline) {
+                wheel.reschedule(handle, deadline);
+            }
+        });
+    }
+
+    /// Removes a live record, optionally only at version `expected`.
+    pub(crate) fn remove(
+        &self,
+        key: &K,
+        now: MonoTime,
+        expected: Option<u64>,
+    ) -> Result<(V, Stamp)> {
+        let mut timers = lock(&self.timers);
+        let verdict = self.map.remove_if(key, |r| {
+            let state = r.state();
+            let stamp = r.stamp_of(state);
+            if !state.is_live(now) {
+                return Err(Error::Expired);
+            }
+            if expected.is_some_and(|e| e != stamp.version) {
+                return Err(Error::Conflict {
+                    current_version: stamp.version,
+                });
+            }
+            self.versions.retire(stamp.version);
+            Ok(())
+        });
+        match verdict {
+            None => Err(Error::NotFound),
+            Some(Err(e)) => Err(e),
+            Some(Ok(record)) => {
+                timers.wheel.cancel(record.timer());
+                self.ceiling.release(1);
+                let stamp = record.stamp();
+                Ok((record.value, stamp))
+            }
+        }
+    }
+
+    /// Advances the wheel to `now` and removes every record that is expired,
+    /// appending them to `out` in `(deadline, key)` order. Returns how many
+    /// were removed.
+    pub(crate) fn sweep(&self, now: MonoTime, out: &mut Vec<Removed<K, V>>) -> usize {
+        let before = out.len();
+        let mut guard = lock(&self.timers);
+        let timers = &mut *guard;
+        timers.wheel.advance(now.as_millis(), &mut timers.fired);
+        for fired in timers.fired.drain(..) {
+            let verdict = self.map.remove_if(&fired.item, |r| {
+                if r.timer() != fired.handle {
+                    return Err(Keep::Stale);
+                }
+                let state = self.observed_state(r);
+                if state.is_live(now) {
+                    return Err(Keep::Live(state.deadline_ms()));
+                }
+                self.versions.retire(r.stamp_of(state).version);
+                Ok(())
+            });
+            match verdict {
+                Some(Ok(record)) => {
+                    self.ceiling.release(1);
+                    out.push(Removed {
+                        stamp: record.stamp(),
+                        key: fired.item,
+                        value: record.value,
+                    });
+                }
+                Some(Err(Keep::Live(deadline_ms))) => {
+                    let handle = timers.wheel.insert(fired.item.clone(), deadline_ms);
+                    self.map.read(&fired.item, |r| r.set_timer(handle));
+                }
+                // A stale entry cannot arise while every removal cancels its
+                // timer under the wheel lock; skipping one is still safe.
+                Some(Err(Keep::Stale)) | None => {}
+            }
+        }
+        drop(guard);
+        self.swept_to_ms
+            .fetch_max(now.as_millis(), Ordering::AcqRel);
+        out.len() - before
+    }
+
+    #[cfg(not(relaystore_loom))]
+    #[inline]
+    fn observed_state(&self, r: &Record<V>) -> crate::record::State {
+        r.state()
+    }
+
+    /// The broken twin for the loom models: with the fault on, the sweep
+    /// decides from a reading taken before it had the lock (check-then-act).
+    #[cfg(relaystore_loom)]
+    fn observed_state(&self, r: &Record<V>) -> crate::record::State {
+        crate::model::faults::EARLY_READ
+            .with(|f| f.take())
+            .unwrap_or_else(|| r.state())
+    }
+
+    /// Test hook for the broken twin: remembers the record's state now, to be
+    /// used (stale) by the next sweep decision.
+    #[cfg(relaystore_loom)]
+    pub(crate) fn stash_early_read(&self, key: &K) {
+        if let Some(state) = self.map.read(key, |r| r.state()) {
+            crate::model::faults::EARLY_READ.with(|f| f.set(Some(state)));
+        }
+    }
+
+    /// The latest `now` a sweep has completed at.
+    pub(crate) fn swept_to(&self) -> MonoTime {
+        MonoTime::from_millis(self.swept_to_ms.load(Ordering::Acquire))
+    }
+
+    /// Records physically present (live or expired but not yet swept).
+    pub(crate) fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    pub(crate) fn ceiling(&self) -> &Counter {
+        &self.ceiling
+    }
+
+    /// Wheel entries; equals `len()` whenever no operation is in flight.
+    pub(crate) fn scheduled(&self) -> usize {
+        lock(&self.timers).wheel.len()
+    }
+
+    /// Visits every record (live or not) with its current stamp.
+    pub(crate) fn for_each(&self, mut f: impl FnMut(&K, &V, Stamp)) {
+        self.map.for_each(|k, r| f(k, &r.value, r.stamp()));
+    }
+}

@@ -1,0 +1,183 @@
+//! Time as an input: the [`Clock`] trait and its two implementations.
+//!
+//! Every expiry decision in the store is made on a [`MonoTime`], a reading of
+//! a monotonic clock in whole milliseconds since the clock's origin. The wall
+//! clock is read only to report an absolute expiry to callers and never
+//! decides anything, so a wall-clock jump in either direction changes no
+//! outcome. This module is the only place in the crate that reads the OS
+//! clock.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant, SystemTime};
+
+/// A monotonic instant: whole milliseconds since the clock's origin.
+///
+/// Millisecond resolution is a deliberate choice (see
+/// `docs/adr/0003-wheel-geometry.md`): relay TTLs are seconds to hours, and a
+/// `u64` of milliseconds packs with a version into one atomic word.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct MonoTime(u64);
+
+impl MonoTime {
+    /// The clock's origin.
+    pub const ZERO: MonoTime = MonoTime(0);
+
+    /// An instant `ms` milliseconds after the origin.
+    pub const fn from_millis(ms: u64) -> Self {
+        MonoTime(ms)
+    }
+
+    /// Milliseconds since the origin.
+    pub const fn as_millis(self) -> u64 {
+        self.0
+    }
+
+    /// `self + d`, rounding `d` up to whole milliseconds and saturating.
+    pub fn saturating_add(self, d: Duration) -> Self {
+        MonoTime(self.0.saturating_add(duration_to_millis_ceil(d)))
+    }
+
+    /// The time from `earlier` to `self`, or zero if `earlier` is later.
+    pub fn saturating_since(self, earlier: MonoTime) -> Duration {
+        Duration::from_millis(self.0.saturating_sub(earlier.0))
+    }
+}
+
+/// `d` in whole milliseconds, rounded up so that a deadline computed from it
+/// is never earlier than asked for. Saturates at `u64::MAX`.
+pub fn duration_to_millis_ceil(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX)
+}
+
+/// A source of time for the store.
+///
+/// Implementations must make [`Clock::now`] monotonic (never decreasing).
+/// [`Clock::wall`] may jump in either direction; the store uses it only to
+/// report wall-clock expiry times.
+pub trait Clock: Send + Sync + 'static {
+    /// The monotonic reading that drives every expiry decision.
+    fn now(&self) -> MonoTime;
+    /// The wall-clock reading, for reporting only.
+    fn wall(&self) -> SystemTime;
+}
+
+/// The production clock: `Instant` for monotonic time, `SystemTime` for wall.
+///
+/// A reading costs one `clock_gettime` through the vDSO (about 20 ns; see
+/// `docs/adr/0001-time-as-input.md` for why the store reads it at most once
+/// per operation rather than caching a coarse tick).
+#[derive(Debug, Clone)]
+pub struct SystemClock {
+    origin: Instant,
+}
+
+impl SystemClock {
+    /// A clock whose origin is the moment of construction.
+    pub fn new() -> Self {
+        SystemClock {
+            origin: Instant::now(),
+        }
+    }
+}
+
+impl Default for SystemClock {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Clock for SystemClock {
+    fn now(&self) -> MonoTime {
+        let ms = self.origin.elapsed().as_millis();
+        MonoTime(u64::try_from(ms).unwrap_or(u64::MAX))
+    }
+
+    fn wall(&self) -> SystemTime {
+        SystemTime::now()
+    }
+}
+
+/// A clock moved only by the test that owns it.
+///
+/// Monotonic time starts at zero and only moves forwards through
+/// [`ManualClock::advance`]; wall time can be set or jumped either way.
+///
+/// ```
+/// use relaystore::time::{Clock, ManualClock, MonoTime};
+/// use std::time::Duration;
+///
+/// let clock = ManualClock::new();
+/// clock.advance(Duration::from_millis(1500));
+/// assert_eq!(clock.now(), MonoTime::from_millis(1500));
+/// clock.jump_wall_backward(Duration::from_secs(3600)); // changes no expiry
+/// assert_eq!(clock.now(), MonoTime::from_millis(1500));
+/// ```
+#[derive(Debug)]
+pub struct ManualClock {
+    mono_ms: AtomicU64,
+    wall: Mutex<SystemTime>,
+}
+
+impl ManualClock {
+    /// A clock at monotonic zero with wall time 2026-01-01T00:00:00Z.
+    pub fn new() -> Self {
+        ManualClock {
+            mono_ms: AtomicU64::new(0),
+            wall: Mutex::new(SystemTime::UNIX_EPOCH + Duration::from_secs(1_767_225_600)),
+        }
+    }
+
+    /// Moves both monotonic and wall time forwards by `d` (rounded up to ms).
+    pub fn advance(&self, d: Duration) {
+        let ms = duration_to_millis_ceil(d);
+        self.mono_ms.fetch_add(ms, Ordering::SeqCst);
+        let mut wall = self.wall.lock().unwrap_or_else(|p| p.into_inner());
+        *wall += Duration::from_millis(ms);
+    }
+
+    /// Sets monotonic time to `t`. Panics if `t` is earlier than now, because
+    /// a monotonic clock never goes back.
+    pub fn set(&self, t: MonoTime) {
+        let previous = self.mono_ms.fetch_max(t.0, Ordering::SeqCst);
+        assert!(previous <= t.0, "ManualClock cannot move backwards");
+    }
+
+    /// Jumps wall time forwards without moving monotonic time.
+    pub fn jump_wall_forward(&self, d: Duration) {
+        let mut wall = self.wall.lock().unwrap_or_else(|p| p.into_inner());
+        *wall += d;
+    }
+
+    /// Jumps wall time backwards without moving monotonic time.
+    pub fn jump_wall_backward(&self, d: Duration) {
+        let mut wall = self.wall.lock().unwrap_or_else(|p| p.into_inner());
+        *wall -= d;
+    }
+}
+
+impl Default for ManualClock {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Clock for ManualClock {
+    fn now(&self) -> MonoTime {
+        MonoTime(self.mono_ms.load(Ordering::SeqCst))
+    }
+
+    fn wall(&self) -> SystemTime {
+        *self.wall.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl<C: Clock> Clock for std::sync::Arc<C> {
+    fn now(&self) -> MonoTime {
+        (**self).now()
+    }
+
+    fn wall(&self) -> SystemTime {
+        (**self).wall()
+    }
+}

@@ -1,0 +1,177 @@
+//! The timing wheel against a `BTreeMap` oracle.
+//!
+//! Random inserts, cancels, reschedules (earlier and later), far deadlines
+//! beyond the top level, and advances of every size. The wheel must return
+//! exactly what the oracle says is due, in the oracle's `(due, item)` order:
+//! never early, and at the first advance that reaches the deadline.
+
+use proptest::prelude::*;
+use relaystore::wheel::{Fired, TimerHandle, Wheel};
+use std::collections::{BTreeMap, HashMap};
+
+#[derive(Debug, Clone)]
+enum Op {
+    Insert { delay: u64 },
+    Cancel { pick: usize },
+    Reschedule { pick: usize, delay: u64 },
+    Advance { by: u64 },
+}
+
+/// Delays that hit every level of a 3-level wheel (64^3 = 262,144 ticks)
+/// and well beyond it, so the overflow list is exercised.
+fn delay() -> impl Strategy<Value = u64> {
+    prop_oneof![
+        4 => 0u64..64,
+        3 => 64u64..4096,
+        2 => 4096u64..262_144,
+        1 => 262_144u64..5_000_000,
+    ]
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        5 => delay().prop_map(|delay| Op::Insert { delay }),
+        1 => any::<usize>().prop_map(|pick| Op::Cancel { pick }),
+        2 => (any::<usize>(), delay()).prop_map(|(pick, delay)| Op::Reschedule { pick, delay }),
+        3 => delay().prop_map(|by| Op::Advance { by }),
+    ]
+}
+
+fn check(levels: usize, start: u64, ops: &[Op]) -> Result<(), TestCaseError> {
+    let mut wheel = Wheel::with_levels(levels, start);
+    let mut oracle: BTreeMap<(u64, u32), ()> = BTreeMap::new();
+    let mut live: HashMap<u32, (TimerHandle, u64)> = HashMap::new();
+    let mut ids: Vec<u32> = Vec::new();
+    let mut next_id = 0u32;
+    let mut now = start;
+    let mut out: Vec<Fired<u32>> = Vec::new();
+    for op in ops {
+        match *op {
+            Op::Insert { delay } => {
+                let id = next_id;
+                next_id += 1;
+                let due = now + delay;
+                let handle = wheel.insert(id, due);
+                oracle.insert((due, id), ());
+                live.insert(id, (handle, due));
+                ids.push(id);
+            }
+            Op::Cancel { pick } if !ids.is_empty() => {
+                let id = ids.swap_remove(pick % ids.len());
+                let (handle, due) = live.remove(&id).unwrap();
+                prop_assert_eq!(wheel.cancel(handle), Some(id));
+                prop_assert_eq!(wheel.cancel(handle), None, "double cancel");
+                oracle.remove(&(due, id));
+            }
+            Op::Reschedule { pick, delay } if !ids.is_empty() => {
+                let id = ids[pick % ids.len()];
+                let (handle, old) = live[&id];
+                // Half the reschedules move a timer earlier, half later.
+                let due = if pick % 2 == 0 {
+                    now + delay / 8
+                } else {
+                    now + delay
+                };
+                prop_assert!(wheel.reschedule(handle, due));
+                oracle.remove(&(old, id));
+                oracle.insert((due, id), ());
+                live.insert(id, (handle, due));
+            }
+            Op::Advance { by } => {
+                now += by;
+                out.clear();
+                wheel.advance(now, &mut out);
+                let mut expected = Vec::new();
+                while let Some((&(due, id), _)) = oracle.first_key_value() {
+                    if due > now {
+                        break;
+                    }
+                    oracle.pop_first();
+                    expected.push((due, id));
+                }
+                let got: Vec<(u64, u32)> = out.iter().map(|f| (f.due, f.item)).collect();
+                prop_assert_eq!(&got, &expected, "advance to {}", now);
+                for f in &out {
+                    prop_assert!(f.due <= now, "fired early");
+                    let (handle, _) = live.remove(&f.item).unwrap();
+                    prop_assert_eq!(handle, f.handle);
+                    prop_assert_eq!(wheel.cancel(handle), None, "fired handle is stale");
+                    ids.retain(|&i| i != f.item);
+                }
+            }
+            _ => {}
+        }
+        prop_assert_eq!(wheel.len(), oracle.len());
+    }
+    // Drain: everything left fires, in oracle order, by the last deadline.
+    let rest: Vec<(u64, u32)> = oracle.keys().copied().collect();
+    if let Some(&(last, _)) = rest.last() {
+        out.clear();
+        wheel.advance(last, &mut out);
+        let got: Vec<(u64, u32)> = out.iter().map(|f| (f.due, f.item)).collect();
+        prop_assert_eq!(got, rest);
+    }
+    prop_assert!(wheel.is_empty());
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn three_level_wheel_matches_oracle(start in 0u64..1_000_000, ops in prop::collection::vec(op(), 1..300)) {
+        check(3, start, &ops)?;
+    }
+
+    #[test]
+    fn default_wheel_matches_oracle(start in 0u64..(1 << 40), ops in prop::collection::vec(op(), 1..300)) {
+        check(relaystore::wheel::DEFAULT_LEVELS, start, &ops)?;
+    }
+
+    #[test]
+    fn one_level_wheel_matches_oracle(ops in prop::collection::vec(op(), 1..200)) {
+        check(1, 0, &ops)?;
+    }
+}
+
+#[test]
+fn overdue_insert_fires_on_the_next_advance() {
+    let mut wheel = Wheel::new(1000);
+    wheel.insert(1u32, 500);
+    let mut out = Vec::new();
+    wheel.advance(1000, &mut out);
+    assert_eq!(
+        out.iter().map(|f| (f.item, f.due)).collect::<Vec<_>>(),
+        vec![(1, 500)]
+    );
+}
+
+#[test]
+fn ties_fire_in_item_order_whatever_the_insertion_order() {
+    let mut wheel = Wheel::new(0);
+    for item in [7u32, 3, 9, 1] {
+        wheel.insert(item, 100_000); // cascades from level 2
+    }
+    for item in [8u32, 2] {
+        wheel.insert(item, 100_000);
+    }
+    let mut out = Vec::new();
+    wheel.advance(100_000, &mut out);
+    assert_eq!(
+        out.iter().map(|f| f.item).collect::<Vec<_>>(),
+        vec![1, 2, 3, 7, 8, 9]
+    );
+}
+
+#[test]
+fn next_due_reports_the_earliest_work() {
+    let mut wheel = Wheel::new(0);
+    assert_eq!(wheel.next_due(), None);
+    wheel.insert(1u32, 70);
+    // 70 sits on level 1: the wheel has work (a cascade) at its slot start.
+    assert_eq!(wheel.next_due(), Some(64));
+    let mut out = Vec::new();
+    wheel.advance(64, &mut out);
+    assert!(out.is_empty());
+    assert_eq!(wheel.next_due(), Some(70));
+}
