@@ -69,3 +69,8 @@ pub use driver::{ExpiryDriver, Sweep};
 pub use error::{Error, Result, Scope};
 pub use record::{Stamp, CAS_ATTEMPTS_MAX, DEADLINE_MAX_MS};
 pub use ttl::{Removed, TtlConfig, TtlMap};
+
+/// The README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -196,16 +196,17 @@ where
         unreachable!("a rebased record always has room for one more transition")
     }
 
-    /// After a deadline moved earlier, moves the record's wheel entry so it is
-    /// due no later than the deadline (the wheel invariant).
+    /// After a deadline moved earlier, re-schedules the record's wheel entry
+    /// at its current deadline, keeping the wheel invariant (due no later
+    /// than the deadline). The deadline is read under the wheel lock, so a
+    /// concurrent renewal either happened before (and is seen) or will call
+    /// this again after.
     fn pull_in(&self, key: &K) {
         let mut timers = lock(&self.timers);
         let wheel = &mut timers.wheel;
         self.map.read(key, |r| {
-            let handle = r.timer();
-            let deadline = r.state().deadline_ms();
-            if wheel.due(handle).is_some_and(|due| due > deadline) {
-                wheel.reschedule(handle, deadline);
+            if wheel.cancel(r.timer()) {
+                r.set_timer(wheel.insert(key.clone(), r.state().deadline_ms()));
             }
         });
     }

@@ -59,8 +59,8 @@ fn check(levels: usize, start: u64, ops: &[Op]) -> Result<(), TestCaseError> {
             Op::Cancel { pick } if !ids.is_empty() => {
                 let id = ids.swap_remove(pick % ids.len());
                 let (handle, due) = live.remove(&id).unwrap();
-                prop_assert_eq!(wheel.cancel(handle), Some(id));
-                prop_assert_eq!(wheel.cancel(handle), None, "double cancel");
+                prop_assert!(wheel.cancel(handle));
+                prop_assert!(!wheel.cancel(handle), "double cancel");
                 oracle.remove(&(due, id));
             }
             Op::Reschedule { pick, delay } if !ids.is_empty() => {
@@ -72,7 +72,8 @@ fn check(levels: usize, start: u64, ops: &[Op]) -> Result<(), TestCaseError> {
                 } else {
                     now + delay
                 };
-                prop_assert!(wheel.reschedule(handle, due));
+                prop_assert!(wheel.cancel(handle));
+                let handle = wheel.insert(id, due);
                 oracle.remove(&(old, id));
                 oracle.insert((due, id), ());
                 live.insert(id, (handle, due));
@@ -95,13 +96,14 @@ fn check(levels: usize, start: u64, ops: &[Op]) -> Result<(), TestCaseError> {
                     prop_assert!(f.due <= now, "fired early");
                     let (handle, _) = live.remove(&f.item).unwrap();
                     prop_assert_eq!(handle, f.handle);
-                    prop_assert_eq!(wheel.cancel(handle), None, "fired handle is stale");
+                    prop_assert!(!wheel.cancel(handle), "fired handle is stale");
                     ids.retain(|&i| i != f.item);
                 }
             }
             _ => {}
         }
         prop_assert_eq!(wheel.len(), oracle.len());
+        prop_assert!(wheel.stale() <= wheel.len().max(relaystore::wheel::COMPACT_MIN));
     }
     // Drain: everything left fires, in oracle order, by the last deadline.
     let rest: Vec<(u64, u32)> = oracle.keys().copied().collect();
@@ -174,4 +176,43 @@ fn next_due_reports_the_earliest_work() {
     wheel.advance(64, &mut out);
     assert!(out.is_empty());
     assert_eq!(wheel.next_due(), Some(70));
+}
+
+#[test]
+fn mass_cancellation_compacts_and_keeps_exact_order() {
+    let mut wheel = Wheel::new(0);
+    let mut oracle = BTreeMap::new();
+    let mut handles = Vec::new();
+    let mut x: u64 = 0x2545_F491_4F6C_DD1D;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    for id in 0..20_000u32 {
+        let due = 1 + next() % 300_000;
+        handles.push((wheel.insert(id, due), due, id));
+        oracle.insert((due, id), ());
+    }
+    let mut max_stale = 0;
+    for (i, &(handle, due, id)) in handles.iter().enumerate() {
+        if i % 10 != 0 {
+            assert!(wheel.cancel(handle));
+            oracle.remove(&(due, id));
+            max_stale = max_stale.max(wheel.stale());
+            assert!(wheel.stale() <= wheel.len().max(relaystore::wheel::COMPACT_MIN));
+        }
+    }
+    assert!(
+        max_stale >= relaystore::wheel::COMPACT_MIN,
+        "compaction never triggered"
+    );
+    assert_eq!(wheel.len(), 2_000);
+    let mut out = Vec::new();
+    wheel.advance(300_000, &mut out);
+    let got: Vec<(u64, u32)> = out.iter().map(|f| (f.due, f.item)).collect();
+    let expected: Vec<(u64, u32)> = oracle.keys().copied().collect();
+    assert_eq!(got, expected);
+    assert_eq!((wheel.len(), wheel.stale()), (0, 0));
 }

@@ -20,10 +20,21 @@
 //! - **Occupancy.** `occupied[L]` has bit `s` set iff slot `s` of level `L` is
 //!   non-empty. Finding the next due slot is a mask and a `trailing_zeros`
 //!   per level, never a walk over empty slots.
-//! - **Handles.** Entries live in a slab; a [`TimerHandle`] is the slab index
-//!   plus a generation that is bumped whenever the node is freed, so a handle
-//!   to a fired or cancelled entry is recognised as stale and never touches
-//!   the node's next occupant. Insert, cancel and reschedule are O(1).
+//! - **Storage.** Each slot is a contiguous `Vec` of entries carrying their
+//!   item, due tick, id and generation, so cascading a slot is a sequential
+//!   scan and emitting a tick sorts a contiguous batch. This matters: with a
+//!   million timers, a design that chases a pointer per entry pays a cache
+//!   miss per entry per move.
+//! - **Handles and lazy cancellation.** A [`TimerHandle`] is an id plus a
+//!   generation. `gens[id]` is odd while the id is scheduled and even while
+//!   it is free; an entry in a slot is valid iff its generation equals
+//!   `gens[id]`. Cancel is O(1): it bumps the generation and leaves the entry
+//!   where it is, to be dropped when its slot is processed. So that stale
+//!   entries never take more memory than live ones, the wheel compacts every
+//!   slot once stale entries outnumber live entries (and [`COMPACT_MIN`]),
+//!   which is amortised O(1) per cancel. An id whose generation would wrap is
+//!   retired rather than reused, so a stale entry can never be mistaken for
+//!   a live one.
 //! - **Order.** `advance` returns entries in `(due, item)` order. Within one
 //!   tick the batch is sorted by item, so the order is a pure function of the
 //!   operations applied, independent of hashing or thread timing.
@@ -40,8 +51,8 @@ pub const DEFAULT_LEVELS: usize = 6;
 /// Most levels a wheel may have; 10 levels of 6 bits cover all of `u64`.
 pub const MAX_LEVELS: usize = 10;
 
-/// Sentinel for "no node" in the intrusive lists.
-const NIL: u32 = u32::MAX;
+/// Stale (cancelled) entries tolerated before compaction, at minimum.
+pub const COMPACT_MIN: usize = 1024;
 
 /// A stable reference to a scheduled entry.
 ///
@@ -49,26 +60,26 @@ const NIL: u32 = u32::MAX;
 /// every operation with it is a no-op that reports the handle as stale.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub struct TimerHandle {
-    index: u32,
+    id: u32,
     generation: u32,
 }
 
 impl TimerHandle {
     /// A handle that never refers to an entry.
     pub const NONE: TimerHandle = TimerHandle {
-        index: NIL,
+        id: u32::MAX,
         generation: 0,
     };
 
     /// Packs the handle into one word so it can live in an atomic.
     pub fn to_bits(self) -> u64 {
-        (u64::from(self.generation) << 32) | u64::from(self.index)
+        (u64::from(self.generation) << 32) | u64::from(self.id)
     }
 
     /// Inverse of [`TimerHandle::to_bits`].
     pub fn from_bits(bits: u64) -> Self {
         TimerHandle {
-            index: bits as u32,
+            id: bits as u32,
             generation: (bits >> 32) as u32,
         }
     }
@@ -85,59 +96,42 @@ pub struct Fired<T> {
     pub handle: TimerHandle,
 }
 
-/// Which list a node is on.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+struct Entry<T> {
+    item: T,
+    due: u64,
+    id: u32,
+    generation: u32,
+}
+
+/// Where an entry due at some tick belongs.
+#[derive(Copy, Clone)]
 enum Place {
-    /// On the free list.
-    Free,
-    /// In slot `slot` of level `level`.
-    Slot { level: u8, slot: u8 },
-    /// Due further out than the levels reach.
+    Slot(usize),
     Overflow,
-    /// Inserted with a due tick the wheel had already passed.
     Overdue,
 }
 
-struct Node<T> {
-    item: Option<T>,
-    due: u64,
-    prev: u32,
-    next: u32,
-    generation: u32,
-    place: Place,
-}
-
-#[derive(Copy, Clone)]
-struct List {
-    head: u32,
-    tail: u32,
-}
-
-impl List {
-    const EMPTY: List = List {
-        head: NIL,
-        tail: NIL,
-    };
-}
+/// Slot vectors larger than this are freed after being drained instead of
+/// being kept for reuse, so one burst does not pin its memory forever.
+const KEEP_CAPACITY_MAX: usize = 256;
 
 /// The hierarchical timing wheel. See the module docs for its ground rules.
 pub struct Wheel<T> {
-    nodes: Vec<Node<T>>,
-    free_head: u32,
-    /// `levels * SLOTS` slot lists, then nothing else: overflow and overdue
-    /// have their own fields so their indices never need arithmetic.
-    slots: Vec<List>,
-    overflow: List,
+    /// `levels * SLOTS` slot vectors, level-major.
+    slots: Vec<Vec<Entry<T>>>,
+    overflow: Vec<Entry<T>>,
     /// A lower bound on the smallest due tick in `overflow` (cancels may
     /// leave it low, which only causes one harmless early re-examination).
     overflow_min_due: u64,
-    overdue: List,
+    overdue: Vec<Entry<T>>,
     occupied: [u64; MAX_LEVELS],
     levels: usize,
     elapsed: u64,
+    /// Generation per id: odd while scheduled, even while free.
+    gens: Vec<u32>,
+    free_ids: Vec<u32>,
     len: usize,
-    /// Reused scratch buffer for the batch of one tick.
-    batch: Vec<u32>,
+    stale: usize,
 }
 
 impl<T: Ord> Wheel<T> {
@@ -156,21 +150,21 @@ impl<T: Ord> Wheel<T> {
             "a wheel needs 1..={MAX_LEVELS} levels, got {levels}"
         );
         Wheel {
-            nodes: Vec::new(),
-            free_head: NIL,
-            slots: vec![List::EMPTY; levels * SLOTS],
-            overflow: List::EMPTY,
+            slots: (0..levels * SLOTS).map(|_| Vec::new()).collect(),
+            overflow: Vec::new(),
             overflow_min_due: u64::MAX,
-            overdue: List::EMPTY,
+            overdue: Vec::new(),
             occupied: [0; MAX_LEVELS],
             levels,
             elapsed: start,
+            gens: Vec::new(),
+            free_ids: Vec::new(),
             len: 0,
-            batch: Vec::new(),
+            stale: 0,
         }
     }
 
-    /// Number of scheduled entries.
+    /// Number of scheduled (not fired, not cancelled) entries.
     pub fn len(&self) -> usize {
         self.len
     }
@@ -180,50 +174,66 @@ impl<T: Ord> Wheel<T> {
         self.len == 0
     }
 
+    /// Cancelled entries still physically held; never more than
+    /// `max(len, COMPACT_MIN)`.
+    pub fn stale(&self) -> usize {
+        self.stale
+    }
+
     /// The tick up to which every due entry has been returned.
     pub fn elapsed(&self) -> u64 {
         self.elapsed
     }
 
-    /// Reserves slab room for `additional` more entries.
+    /// Reserves id room for `additional` more entries.
     pub fn reserve(&mut self, additional: usize) {
-        self.nodes.reserve(additional);
+        self.gens.reserve(additional);
     }
 
-    /// Schedules `item` at tick `due`. O(1).
+    /// Schedules `item` at tick `due`. O(1) amortised.
     pub fn insert(&mut self, item: T, due: u64) -> TimerHandle {
-        let index = self.alloc(item, due);
-        self.link(index);
-        self.len += 1;
-        TimerHandle {
-            index,
-            generation: self.nodes[index as usize].generation,
-        }
-    }
-
-    /// Removes a scheduled entry. O(1). Returns `None` for a stale handle.
-    pub fn cancel(&mut self, handle: TimerHandle) -> Option<T> {
-        let index = self.resolve(handle)?;
-        self.unlink(index);
-        self.len -= 1;
-        Some(self.free(index))
-    }
-
-    /// Moves a scheduled entry to tick `due`. O(1). Returns `false` for a
-    /// stale handle. The handle stays the same.
-    pub fn reschedule(&mut self, handle: TimerHandle, due: u64) -> bool {
-        let Some(index) = self.resolve(handle) else {
-            return false;
+        let id = match self.free_ids.pop() {
+            Some(id) => id,
+            None => {
+                let id = u32::try_from(self.gens.len())
+                    .ok()
+                    .filter(|&id| id != u32::MAX)
+                    .expect("timing wheel exceeds u32::MAX - 1 ids");
+                self.gens.push(0);
+                id
+            }
         };
-        self.unlink(index);
-        self.nodes[index as usize].due = due;
-        self.link(index);
-        true
+        let generation = self.gens[id as usize] + 1;
+        debug_assert!(generation % 2 == 1, "a free id has an even generation");
+        self.gens[id as usize] = generation;
+        self.len += 1;
+        self.push(Entry {
+            item,
+            due,
+            id,
+            generation,
+        });
+        TimerHandle { id, generation }
     }
 
-    /// The due tick of a scheduled entry, or `None` for a stale handle.
-    pub fn due(&self, handle: TimerHandle) -> Option<u64> {
-        self.resolve(handle).map(|i| self.nodes[i as usize].due)
+    /// Whether `handle` refers to a scheduled entry.
+    pub fn contains(&self, handle: TimerHandle) -> bool {
+        self.gens.get(handle.id as usize) == Some(&handle.generation) && handle.generation % 2 == 1
+    }
+
+    /// Cancels a scheduled entry. O(1) amortised. Returns `false` for a
+    /// stale handle.
+    pub fn cancel(&mut self, handle: TimerHandle) -> bool {
+        if !self.contains(handle) {
+            return false;
+        }
+        self.release_id(handle.id);
+        self.len -= 1;
+        self.stale += 1;
+        if self.stale > self.len.max(COMPACT_MIN) {
+            self.compact();
+        }
+        true
     }
 
     /// Returns, in `(due, item)` order, every entry due at or before `now`,
@@ -232,28 +242,32 @@ impl<T: Ord> Wheel<T> {
     ///
     /// Cost: O(1) per returned entry plus O(levels) per non-empty slot visited
     /// (cascading moves an entry down at most `levels - 1` times in its life),
-    /// plus sorting each tick's batch by item.
+    /// plus sorting each tick's batch.
     pub fn advance(&mut self, now: u64, out: &mut Vec<Fired<T>>) {
         let now = now.max(self.elapsed);
-        if self.overdue.head != NIL {
-            let list = std::mem::replace(&mut self.overdue, List::EMPTY);
-            self.emit_list(list, out);
+        if !self.overdue.is_empty() {
+            let mut batch = std::mem::take(&mut self.overdue);
+            self.emit(&mut batch, out);
+            if self.overdue.is_empty() {
+                self.overdue = batch;
+            }
         }
         while let Some(next) = self.next_event(now) {
             self.elapsed = self.elapsed.max(next.at);
             match next.source {
                 Source::Slot { level: 0, slot } => {
-                    let list = self.take_slot(0, slot);
-                    self.emit_list(list, out);
+                    let mut batch = self.take_slot(0, slot);
+                    self.emit(&mut batch, out);
+                    self.recycle(batch, slot);
                 }
                 Source::Slot { level, slot } => {
-                    let list = self.take_slot(level, slot);
-                    self.relink_all(list);
+                    let batch = self.take_slot(level, slot);
+                    self.relink(batch, level * SLOTS + slot);
                 }
                 Source::Overflow => {
-                    let list = std::mem::replace(&mut self.overflow, List::EMPTY);
+                    let batch = std::mem::take(&mut self.overflow);
                     self.overflow_min_due = u64::MAX;
-                    self.relink_all(list);
+                    self.relink_overflow(batch);
                 }
             }
         }
@@ -263,7 +277,7 @@ impl<T: Ord> Wheel<T> {
     /// The earliest tick at which the wheel has work (an entry to fire or a
     /// slot to cascade), if any. Useful for a driver that sleeps until then.
     pub fn next_due(&self) -> Option<u64> {
-        if self.overdue.head != NIL {
+        if !self.overdue.is_empty() {
             return Some(self.elapsed);
         }
         self.next_event(u64::MAX).map(|n| n.at)
@@ -271,48 +285,18 @@ impl<T: Ord> Wheel<T> {
 
     // ----- internals -------------------------------------------------------
 
-    fn resolve(&self, handle: TimerHandle) -> Option<u32> {
-        let node = self.nodes.get(handle.index as usize)?;
-        (node.generation == handle.generation && node.place != Place::Free).then_some(handle.index)
-    }
-
-    fn alloc(&mut self, item: T, due: u64) -> u32 {
-        if self.free_head != NIL {
-            let index = self.free_head;
-            let node = &mut self.nodes[index as usize];
-            self.free_head = node.next;
-            node.item = Some(item);
-            node.due = due;
-            node.prev = NIL;
-            node.next = NIL;
-            index
-        } else {
-            let index = u32::try_from(self.nodes.len())
-                .ok()
-                .filter(|&i| i != NIL)
-                .expect("timing wheel slab exceeds u32::MAX - 1 entries");
-            self.nodes.push(Node {
-                item: Some(item),
-                due,
-                prev: NIL,
-                next: NIL,
-                generation: 0,
-                place: Place::Free,
-            });
-            index
+    fn release_id(&mut self, id: u32) {
+        let generation = &mut self.gens[id as usize];
+        *generation = generation.wrapping_add(1);
+        // An id whose generation would wrap is retired for good, so no
+        // lingering stale entry can ever match a later generation.
+        if *generation < u32::MAX - 1 {
+            self.free_ids.push(id);
         }
     }
 
-    fn free(&mut self, index: u32) -> T {
-        let node = &mut self.nodes[index as usize];
-        node.generation = node.generation.wrapping_add(1);
-        node.place = Place::Free;
-        node.prev = NIL;
-        node.next = self.free_head;
-        self.free_head = index;
-        node.item
-            .take()
-            .expect("a scheduled wheel node always holds its item")
+    fn is_valid(&self, entry: &Entry<T>) -> bool {
+        self.gens[entry.id as usize] == entry.generation
     }
 
     /// Where an entry due at `due` belongs given the current `elapsed`.
@@ -328,122 +312,116 @@ impl<T: Ord> Wheel<T> {
             return Place::Overflow;
         }
         let slot = (due >> (level as u32 * SLOT_BITS)) as usize & (SLOTS - 1);
-        Place::Slot {
-            level: level as u8,
-            slot: slot as u8,
-        }
+        Place::Slot(level * SLOTS + slot)
     }
 
-    fn link(&mut self, index: u32) {
-        let due = self.nodes[index as usize].due;
-        let place = self.place_for(due);
-        self.nodes[index as usize].place = place;
-        let list = match place {
-            Place::Slot { level, slot } => {
-                self.occupied[level as usize] |= 1 << slot;
-                &mut self.slots[level as usize * SLOTS + slot as usize]
+    fn push(&mut self, entry: Entry<T>) {
+        match self.place_for(entry.due) {
+            Place::Slot(index) => {
+                self.occupied[index / SLOTS] |= 1 << (index % SLOTS);
+                self.slots[index].push(entry);
             }
             Place::Overflow => {
-                self.overflow_min_due = self.overflow_min_due.min(due);
-                &mut self.overflow
+                self.overflow_min_due = self.overflow_min_due.min(entry.due);
+                self.overflow.push(entry);
             }
-            Place::Overdue => &mut self.overdue,
-            Place::Free => unreachable!("place_for never returns Free"),
-        };
-        // Append at the tail; `nodes` is borrowed separately below.
-        let tail = list.tail;
-        list.tail = index;
-        if tail == NIL {
-            list.head = index;
-        }
-        let node = &mut self.nodes[index as usize];
-        node.prev = tail;
-        node.next = NIL;
-        if tail != NIL {
-            self.nodes[tail as usize].next = index;
+            Place::Overdue => self.overdue.push(entry),
         }
     }
 
-    fn unlink(&mut self, index: u32) {
-        let (prev, next, place) = {
-            let node = &self.nodes[index as usize];
-            (node.prev, node.next, node.place)
-        };
-        if prev != NIL {
-            self.nodes[prev as usize].next = next;
-        }
-        if next != NIL {
-            self.nodes[next as usize].prev = prev;
-        }
-        let list = match place {
-            Place::Slot { level, slot } => &mut self.slots[level as usize * SLOTS + slot as usize],
-            Place::Overflow => &mut self.overflow,
-            Place::Overdue => &mut self.overdue,
-            Place::Free => unreachable!("unlink of a free node"),
-        };
-        if list.head == index {
-            list.head = next;
-        }
-        if list.tail == index {
-            list.tail = prev;
-        }
-        if let Place::Slot { level, slot } = place {
-            if list.head == NIL {
-                self.occupied[level as usize] &= !(1 << slot);
-            }
-        }
-    }
-
-    fn take_slot(&mut self, level: usize, slot: usize) -> List {
+    fn take_slot(&mut self, level: usize, slot: usize) -> Vec<Entry<T>> {
         self.occupied[level] &= !(1 << slot);
-        std::mem::replace(&mut self.slots[level * SLOTS + slot], List::EMPTY)
+        std::mem::take(&mut self.slots[level * SLOTS + slot])
     }
 
-    /// Re-places every node of a detached list relative to the new `elapsed`.
-    fn relink_all(&mut self, list: List) {
-        let mut cursor = list.head;
-        while cursor != NIL {
-            let next = self.nodes[cursor as usize].next;
-            self.link(cursor);
-            cursor = next;
+    /// Gives a drained slot vector back to slot `index` for reuse, if it is
+    /// small and the slot is still empty.
+    fn recycle(&mut self, mut batch: Vec<Entry<T>>, index: usize) {
+        if batch.capacity() <= KEEP_CAPACITY_MAX && self.slots[index].is_empty() {
+            batch.clear();
+            self.slots[index] = batch;
         }
     }
 
-    /// Frees every node of a detached list and emits its items in
-    /// `(due, item)` order.
-    fn emit_list(&mut self, list: List, out: &mut Vec<Fired<T>>) {
-        let mut batch = std::mem::take(&mut self.batch);
-        batch.clear();
-        let mut cursor = list.head;
-        while cursor != NIL {
-            batch.push(cursor);
-            cursor = self.nodes[cursor as usize].next;
+    /// Re-places every valid entry of a cascaded slot relative to the new
+    /// `elapsed`; drops stale ones.
+    fn relink(&mut self, mut batch: Vec<Entry<T>>, index: usize) {
+        self.relink_valid(&mut batch);
+        self.recycle(batch, index);
+    }
+
+    fn relink_overflow(&mut self, mut batch: Vec<Entry<T>>) {
+        self.relink_valid(&mut batch);
+        if self.overflow.capacity() == 0 {
+            self.overflow = batch;
         }
-        {
-            let nodes = &self.nodes;
-            batch.sort_unstable_by(|&a, &b| {
-                let (a, b) = (&nodes[a as usize], &nodes[b as usize]);
-                (a.due, a.item.as_ref()).cmp(&(b.due, b.item.as_ref()))
-            });
+    }
+
+    fn relink_valid(&mut self, batch: &mut Vec<Entry<T>>) {
+        // With nothing cancelled, every entry is valid: skip the generation
+        // lookup, a random read into `gens`, which dominates at scale.
+        if self.stale == 0 {
+            for entry in batch.drain(..) {
+                self.push(entry);
+            }
+            return;
         }
+        for entry in batch.drain(..) {
+            if self.is_valid(&entry) {
+                self.push(entry);
+            } else {
+                self.stale -= 1;
+            }
+        }
+    }
+
+    /// Frees and emits every valid entry of a batch in `(due, item)` order.
+    fn emit(&mut self, batch: &mut Vec<Entry<T>>, out: &mut Vec<Fired<T>>) {
+        if self.stale > 0 {
+            let before = batch.len();
+            batch.retain(|e| self.gens[e.id as usize] == e.generation);
+            self.stale -= before - batch.len();
+        }
+        batch.sort_unstable_by(|a, b| (a.due, &a.item).cmp(&(b.due, &b.item)));
         out.reserve(batch.len());
-        for &index in &batch {
-            let generation = self.nodes[index as usize].generation;
-            let due = self.nodes[index as usize].due;
+        self.len -= batch.len();
+        for entry in batch.drain(..) {
             debug_assert!(
-                due <= self.elapsed,
-                "entry fired early: due {due}, elapsed {}",
+                entry.due <= self.elapsed,
+                "entry fired early: due {}, elapsed {}",
+                entry.due,
                 self.elapsed
             );
-            let item = self.free(index);
+            self.release_id(entry.id);
             out.push(Fired {
-                item,
-                due,
-                handle: TimerHandle { index, generation },
+                item: entry.item,
+                due: entry.due,
+                handle: TimerHandle {
+                    id: entry.id,
+                    generation: entry.generation,
+                },
             });
         }
-        self.len -= batch.len();
-        self.batch = batch;
+    }
+
+    /// Drops every stale entry from every list. O(entries held).
+    fn compact(&mut self) {
+        let gens = &self.gens;
+        let valid = |e: &Entry<T>| gens[e.id as usize] == e.generation;
+        for (index, slot) in self.slots.iter_mut().enumerate() {
+            if !slot.is_empty() {
+                slot.retain(|e| valid(e));
+                if slot.is_empty() {
+                    self.occupied[index / SLOTS] &= !(1 << (index % SLOTS));
+                }
+            }
+        }
+        self.overflow.retain(|e| valid(e));
+        if self.overflow.is_empty() {
+            self.overflow_min_due = u64::MAX;
+        }
+        self.overdue.retain(|e| valid(e));
+        self.stale = 0;
     }
 
     /// The earliest pending piece of work at or before `limit`.
@@ -483,7 +461,7 @@ impl<T: Ord> Wheel<T> {
                 });
             }
         }
-        if self.overflow.head != NIL {
+        if !self.overflow.is_empty() {
             let top_bits = self.levels as u32 * SLOT_BITS;
             let window_start = if top_bits >= u64::BITS {
                 0

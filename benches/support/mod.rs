@@ -1,0 +1,32 @@
+//! Helpers shared by the bench files.
+#![allow(dead_code)]
+
+/// A small deterministic generator, so benches need no RNG dependency and
+/// every run sees the same keys and deadlines.
+pub struct XorShift(pub u64);
+
+impl XorShift {
+    /// The next pseudo-random word.
+    pub fn next_u64(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        x
+    }
+
+    /// A pseudo-random number in `0..n`.
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n
+    }
+}
+
+/// Pending-timer populations the issue asks for.
+pub const SIZES: [usize; 2] = [10_000, 1_000_000];
+
+/// Deadlines are spread over this window, like a minute of relay TTLs.
+pub const WINDOW_MS: u64 = 60_000;
+
+/// The driver tick used when draining expirations.
+pub const TICK_MS: u64 = 10;
