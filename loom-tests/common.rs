@@ -1,20 +1,21 @@
 //! Shared by the loom model files: runs a model and reports its size.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
 /// Runs `body` under `loom::model`, prints how many interleavings were
 /// explored and how long it took, and fails if only one was explored (a
 /// model that explores nothing proves nothing).
 pub fn explore(name: &str, body: impl Fn() + Sync + Send + 'static) {
-    static RUNS: AtomicUsize = AtomicUsize::new(0);
+    let runs = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&runs);
     let started = Instant::now();
-    let before = RUNS.load(Ordering::SeqCst);
     loom::model(move || {
-        RUNS.fetch_add(1, Ordering::SeqCst);
+        counter.fetch_add(1, Ordering::SeqCst);
         body();
     });
-    let runs = RUNS.load(Ordering::SeqCst) - before;
+    let runs = runs.load(Ordering::SeqCst);
     eprintln!(
         "loom model {name}: {runs} interleavings in {:?}",
         started.elapsed()
