@@ -49,25 +49,35 @@
 //! See `docs/ARCHITECTURE.md` for the design and `docs/adr/` for the
 //! decisions behind it.
 
+mod config;
 #[cfg(not(relaystore_loom))]
 mod driver;
 mod error;
+pub mod events;
+mod ids;
 #[cfg(relaystore_loom)]
 #[doc(hidden)]
 pub mod model;
 pub mod quota;
 mod record;
 mod shard;
+mod store;
 mod sync;
 mod table;
 pub mod time;
 mod ttl;
 pub mod wheel;
 
+pub use config::{StoreConfig, TenantQuota};
 #[cfg(not(relaystore_loom))]
 pub use driver::{ExpiryDriver, Sweep};
 pub use error::{Error, Result, Scope};
+pub use ids::{AttemptId, JoinToken, LeaseId, TenantId, TOKEN_SECRET_BYTES};
 pub use record::{Stamp, CAS_ATTEMPTS_MAX, DEADLINE_MAX_MS};
+pub use store::{
+    Admission, Binding, Cursor, EndpointSeen, Health, JoinTicket, LeaseGrant, LeaseInfo,
+    ListingInfo, Page, PresenceInfo, Stats, Store,
+};
 pub use ttl::{Removed, TtlConfig, TtlMap};
 
 /// The README's examples, compiled and run as doctests.

@@ -7,10 +7,10 @@
 pub use crate::quota::{Counter, Reservation};
 pub use crate::record::Stamp;
 use crate::record::{Record, Versions};
-use crate::sync::Arc;
 use crate::table::Table;
 use crate::time::MonoTime;
 use crate::wheel::TimerHandle;
+use std::sync::Arc;
 
 /// Per-model fault switches. Loom runs all threads of one model on the
 /// test's OS thread, so these thread-locals are per model, not global.
@@ -27,6 +27,35 @@ pub mod faults {
     /// Turns the blind-store fault on or off for this model.
     pub fn blind_store(on: bool) {
         BLIND_STORE.with(|f| f.set(on));
+    }
+
+    /// A broken variant of one store operation, for the store models.
+    #[derive(Copy, Clone, Debug, PartialEq, Eq)]
+    pub enum StoreFault {
+        /// Everything correct.
+        None,
+        /// `bind_endpoint` checks the phase under a shared lock, then
+        /// writes under the exclusive one without checking again.
+        BindCheckThenAct,
+        /// `consume` does the same check-then-act.
+        ConsumeCheckThenAct,
+        /// `begin_join` skips registering the attempt with its listing.
+        JoinWithoutAttach,
+        /// `revoke` writes the tombstone after removing the lease.
+        TombstoneAfterRemoval,
+    }
+
+    std::thread_local! {
+        static STORE_FAULT: Cell<StoreFault> = const { Cell::new(StoreFault::None) };
+    }
+
+    /// Sets the store fault for this model.
+    pub fn store_fault(fault: StoreFault) {
+        STORE_FAULT.with(|f| f.set(fault));
+    }
+
+    pub(crate) fn active(fault: StoreFault) -> bool {
+        STORE_FAULT.with(|f| f.get()) == fault
     }
 }
 

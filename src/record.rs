@@ -193,6 +193,17 @@ impl<V> Record<V> {
             .map_err(State)
     }
 
+    /// Moves the deadline and advances the version by one. Needs `&mut`,
+    /// i.e. the shard's write lock, which excludes every concurrent CAS.
+    pub(crate) fn bump(&mut self, deadline_ms: u64) -> Stamp {
+        if self.state().seq() == SEQ_MAX {
+            self.rebase();
+        }
+        let next = State::new(deadline_ms, self.state().seq() + 1);
+        self.state.store(next.0, Ordering::Release);
+        self.stamp_of(next)
+    }
+
     /// Folds the sequence into the base so transitions can continue. The
     /// visible version does not change. Needs `&mut`, i.e. the write lock.
     pub(crate) fn rebase(&mut self) {

@@ -1,7 +1,6 @@
 //! The one place that chooses between `std` and loom primitives.
 //!
-//! Every atomic, lock and `Arc` the store's concurrent code uses comes from
-//! here. A model-checking build (`RUSTFLAGS="--cfg relaystore_loom"`) swaps in
+//! Every atomic and lock the store's concurrent code uses comes from here. A model-checking build (`RUSTFLAGS="--cfg relaystore_loom"`) swaps in
 //! loom's versions so the models in `loom-tests/` explore the real transition
 //! code. The cfg is named after the crate because some dependencies react to a
 //! bare `loom` cfg.
@@ -14,14 +13,20 @@
 #[cfg(not(relaystore_loom))]
 pub(crate) use std::sync::{
     atomic::{AtomicU64, Ordering},
-    Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard,
+    Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard,
 };
 
 #[cfg(relaystore_loom)]
 pub(crate) use loom::sync::{
     atomic::{AtomicU64, Ordering},
-    Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard,
+    Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard,
 };
+
+/// `Arc` is always std's: the store shares immutable data through it
+/// (`Arc<str>` keys, `Arc<dyn Clock>`, per-tenant state) and relies on
+/// unsized coercion and `From<&str>`, which loom's `Arc` lacks. Reference
+/// counts are not what the models check; the atomics and locks are.
+pub(crate) use std::sync::Arc;
 
 /// Locks `mutex`, recovering the guard if a previous holder panicked.
 pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {

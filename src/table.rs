@@ -168,9 +168,23 @@ where
         deadline_ms: u64,
         expected: Option<u64>,
     ) -> Result<Stamp> {
+        self.renew_guarded(key, now, deadline_ms, expected, |_| Ok(()))
+    }
+
+    /// [`renew`](Self::renew), refused with `guard`'s error if `guard`
+    /// rejects the payload (checked under the same shared lock as the CAS).
+    pub(crate) fn renew_guarded(
+        &self,
+        key: &K,
+        now: MonoTime,
+        deadline_ms: u64,
+        expected: Option<u64>,
+        guard: impl Fn(&V) -> Result<()>,
+    ) -> Result<Stamp> {
         // One rebase at most: after it the sequence has its full range again.
         for _ in 0..2 {
             let outcome = self.map.read(key, |r| {
+                guard(&r.value).map_err(Refusal::Error)?;
                 r.transition(expected, |current| {
                     if now < current.deadline {
                         Ok(deadline_ms)
@@ -211,6 +225,48 @@ where
         });
     }
 
+    /// Changes a live record's payload under the shard's write lock,
+    /// optionally only at version `expected`. `f` returns its result and
+    /// either `None` (bookkeeping only: the version stays) or
+    /// `Some(deadline)` (a transition: the version advances and the
+    /// deadline is set). `f` follows the shard module's closure rules.
+    pub(crate) fn update<R>(
+        &self,
+        key: &K,
+        now: MonoTime,
+        expected: Option<u64>,
+        f: impl FnOnce(&mut V, Stamp) -> Result<(R, Option<u64>)>,
+    ) -> Result<(R, Stamp)> {
+        let outcome = self.map.update(key, |r| {
+            let state = r.state();
+            let before = r.stamp_of(state);
+            if !state.is_live(now) {
+                return Err(Error::Expired);
+            }
+            if expected.is_some_and(|e| e != before.version) {
+                return Err(Error::Conflict {
+                    current_version: before.version,
+                });
+            }
+            let (out, deadline) = f(&mut r.value, before)?;
+            let after = match deadline {
+                Some(deadline) => r.bump(deadline),
+                None => before,
+            };
+            Ok((out, before, after))
+        });
+        match outcome {
+            None => Err(Error::NotFound),
+            Some(Err(e)) => Err(e),
+            Some(Ok((out, before, after))) => {
+                if after.deadline < before.deadline {
+                    self.pull_in(key);
+                }
+                Ok((out, after))
+            }
+        }
+    }
+
     /// Removes a live record, optionally only at version `expected`.
     pub(crate) fn remove(
         &self,
@@ -218,18 +274,38 @@ where
         now: MonoTime,
         expected: Option<u64>,
     ) -> Result<(V, Stamp)> {
+        self.remove_with(
+            key,
+            |_, stamp, live| {
+                if !live {
+                    return Err(Error::Expired);
+                }
+                if expected.is_some_and(|e| e != stamp.version) {
+                    return Err(Error::Conflict {
+                        current_version: stamp.version,
+                    });
+                }
+                Ok(())
+            },
+            now,
+        )
+        .map(|r| (r.value, r.stamp))
+    }
+
+    /// Removes a record, live or not, if `decide` approves it under the
+    /// shard's write lock. `decide` sees the value, the stamp and whether
+    /// the record is live at `now`.
+    pub(crate) fn remove_with(
+        &self,
+        key: &K,
+        decide: impl FnOnce(&V, Stamp, bool) -> Result<()>,
+        now: MonoTime,
+    ) -> Result<Removed<K, V>> {
         let mut timers = lock(&self.timers);
         let verdict = self.map.remove_if(key, |r| {
             let state = r.state();
             let stamp = r.stamp_of(state);
-            if !state.is_live(now) {
-                return Err(Error::Expired);
-            }
-            if expected.is_some_and(|e| e != stamp.version) {
-                return Err(Error::Conflict {
-                    current_version: stamp.version,
-                });
-            }
+            decide(&r.value, stamp, state.is_live(now))?;
             self.versions.retire(stamp.version);
             Ok(())
         });
@@ -239,8 +315,11 @@ where
             Some(Ok(record)) => {
                 timers.wheel.cancel(record.timer());
                 self.ceiling.release(1);
-                let stamp = record.stamp();
-                Ok((record.value, stamp))
+                Ok(Removed {
+                    stamp: record.stamp(),
+                    key: key.clone(),
+                    value: record.value,
+                })
             }
         }
     }

@@ -1,0 +1,203 @@
+//! Loom models of the relay store's races: join vs revoke, bind vs bind,
+//! consume vs consume, renew vs revoke. Each runs the real `Store` code and
+//! has a broken twin (`model::faults::StoreFault`) that the model catches.
+#![cfg(relaystore_loom)]
+
+#[path = "common.rs"]
+mod common;
+
+use loom::thread;
+use relaystore::model::faults::{store_fault, StoreFault};
+use relaystore::time::ManualClock;
+use relaystore::{Error, Store, StoreConfig, TenantId};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+const T: TenantId = TenantId(1);
+const MINUTE: Duration = Duration::from_secs(60);
+
+fn store() -> Arc<Store> {
+    let config = StoreConfig {
+        subscribers_max: 1,
+        subscriber_buffer_max: 8,
+        ..StoreConfig::default()
+    };
+    Arc::new(Store::new(config, Arc::new(ManualClock::new())).unwrap())
+}
+
+fn addr(port: u16) -> SocketAddr {
+    SocketAddr::from(([198, 51, 100, 1], port))
+}
+
+fn name(fault: StoreFault, model: &str) -> String {
+    if fault == StoreFault::None {
+        model.to_string()
+    } else {
+        format!("{model} ({fault:?})")
+    }
+}
+
+/// A join racing the revocation of its listing's lease: once revoke has
+/// returned nothing under the lease is visible, and once both are done no
+/// attempt is left behind (every admission counter is back to zero).
+fn join_vs_revoke(fault: StoreFault) {
+    common::explore(&name(fault, "join_vs_revoke"), move || {
+        store_fault(fault);
+        let store = store();
+        let lease = store.grant(T, "host", MINUTE, None).unwrap();
+        store.publish(T, lease.id, "lobby", b"", None).unwrap();
+        let joiner = {
+            let store = Arc::clone(&store);
+            thread::spawn(move || store.begin_join(T, "lobby", "client", MINUTE, None))
+        };
+        store.revoke(T, lease.id).unwrap();
+        assert_eq!(store.get_listing(T, "lobby"), Err(Error::NotFound));
+        let joined = joiner.join().unwrap();
+        if let Ok(ticket) = &joined {
+            let bound = store.bind_endpoint(T, ticket.attempt, &ticket.token, addr(1));
+            assert_eq!(
+                bound,
+                Err(Error::NotFound),
+                "a join survived its lease's revocation"
+            );
+        }
+        let stats = store.stats();
+        assert_eq!(
+            (stats.attempts, stats.attempts_pending, stats.listings),
+            (0, 0, 0),
+            "an attempt was orphaned by the revocation: {joined:?}"
+        );
+    });
+}
+
+/// Two binds of one attempt with different addresses: exactly one wins, the
+/// other gets `Conflict`, and the admission carries the winner's address.
+fn bind_vs_bind(fault: StoreFault) {
+    common::explore(&name(fault, "bind_vs_bind"), move || {
+        store_fault(fault);
+        let store = store();
+        let lease = store.grant(T, "host", MINUTE, None).unwrap();
+        store.publish(T, lease.id, "lobby", b"", None).unwrap();
+        let ticket = store
+            .begin_join(T, "lobby", "client", MINUTE, None)
+            .unwrap();
+        let other = {
+            let (store, ticket) = (Arc::clone(&store), ticket.clone());
+            thread::spawn(move || store.bind_endpoint(T, ticket.attempt, &ticket.token, addr(2)))
+        };
+        let mine = store.bind_endpoint(T, ticket.attempt, &ticket.token, addr(1));
+        let theirs = other.join().unwrap();
+        let winners: Vec<SocketAddr> = [&mine, &theirs]
+            .iter()
+            .filter_map(|r| r.as_ref().ok())
+            .map(|b| b.addr)
+            .collect();
+        assert_eq!(
+            winners.len(),
+            1,
+            "exactly one bind wins: {mine:?} {theirs:?}"
+        );
+        assert!(matches!(
+            [&mine, &theirs].iter().find(|r| r.is_err()),
+            Some(Err(Error::Conflict { .. }))
+        ));
+        assert_eq!(store.consume(T, &ticket.token).unwrap().addr, winners[0]);
+    });
+}
+
+/// Two consumes of one bound token: exactly one is admitted, the other is
+/// `ReplayRejected`, and the pending counters are released exactly once.
+fn consume_vs_consume(fault: StoreFault) {
+    common::explore(&name(fault, "consume_vs_consume"), move || {
+        store_fault(fault);
+        let store = store();
+        let lease = store.grant(T, "host", MINUTE, None).unwrap();
+        store.publish(T, lease.id, "lobby", b"", None).unwrap();
+        let ticket = store
+            .begin_join(T, "lobby", "client", MINUTE, None)
+            .unwrap();
+        store
+            .bind_endpoint(T, ticket.attempt, &ticket.token, addr(1))
+            .unwrap();
+        let other = {
+            let (store, token) = (Arc::clone(&store), ticket.token);
+            thread::spawn(move || store.consume(T, &token))
+        };
+        let mine = store.consume(T, &ticket.token);
+        let theirs = other.join().unwrap();
+        let admitted = [&mine, &theirs].iter().filter(|r| r.is_ok()).count();
+        assert_eq!(admitted, 1, "exactly one consume wins: {mine:?} {theirs:?}");
+        assert!([&mine, &theirs].contains(&&Err(Error::ReplayRejected)));
+        assert_eq!(store.stats().attempts_pending, 0);
+    });
+}
+
+/// A renewal racing a revocation: the renewal either happened first (`Ok`)
+/// or saw the revocation (`Revoked`), never a bare `NotFound`; afterwards
+/// the lease is revoked.
+fn renew_vs_revoke(fault: StoreFault) {
+    common::explore(&name(fault, "renew_vs_revoke"), move || {
+        store_fault(fault);
+        let store = store();
+        let lease = store.grant(T, "host", MINUTE, None).unwrap();
+        let renewer = {
+            let store = Arc::clone(&store);
+            thread::spawn(move || store.renew(T, lease.id, MINUTE))
+        };
+        store.revoke(T, lease.id).unwrap();
+        let renewed = renewer.join().unwrap();
+        assert!(
+            matches!(renewed, Ok(_) | Err(Error::Revoked)),
+            "renewal saw the lease neither live nor revoked: {renewed:?}"
+        );
+        assert_eq!(store.renew(T, lease.id, MINUTE), Err(Error::Revoked));
+        assert_eq!(store.stats().leases, 0);
+    });
+}
+
+#[test]
+fn join_racing_revoke_leaves_nothing_visible_or_orphaned() {
+    join_vs_revoke(StoreFault::None);
+}
+
+#[test]
+#[should_panic(expected = "orphaned")]
+fn broken_twin_join_without_attach_orphans_an_attempt() {
+    join_vs_revoke(StoreFault::JoinWithoutAttach);
+}
+
+#[test]
+fn exactly_one_of_two_binds_wins() {
+    bind_vs_bind(StoreFault::None);
+}
+
+#[test]
+#[should_panic(expected = "exactly one bind wins")]
+fn broken_twin_check_then_act_bind_lets_both_win() {
+    bind_vs_bind(StoreFault::BindCheckThenAct);
+}
+
+#[test]
+fn exactly_one_of_two_consumes_wins() {
+    consume_vs_consume(StoreFault::None);
+}
+
+/// Caught either as two admissions or, where the second release comes
+/// first, as the pending counter's underflow assertion.
+#[test]
+#[should_panic]
+fn broken_twin_check_then_act_consume_admits_twice() {
+    consume_vs_consume(StoreFault::ConsumeCheckThenAct);
+}
+
+#[test]
+fn renewal_racing_revocation_is_ok_or_revoked() {
+    renew_vs_revoke(StoreFault::None);
+}
+
+#[test]
+#[should_panic(expected = "neither live nor revoked")]
+fn broken_twin_late_tombstone_answers_not_found() {
+    renew_vs_revoke(StoreFault::TombstoneAfterRemoval);
+}

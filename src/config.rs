@@ -1,0 +1,185 @@
+//! Every limit of a [`Store`](crate::Store), in one place.
+//!
+//! Each field is a hard limit with its unit in its name. [`StoreConfig`] is a
+//! plain struct with [`Default`]s sized for a mid-size relay node; change
+//! what you need with struct-update syntax and [`Store::new`](crate::Store::new)
+//! validates the whole set.
+
+use crate::error::{Error, Result};
+use crate::record::DEADLINE_MAX_MS;
+use crate::time::duration_to_millis_ceil;
+use std::time::Duration;
+
+/// Per-tenant quotas (the same for every tenant in this release).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TenantQuota {
+    /// Leases one tenant may hold.
+    pub leases_max: u64,
+    /// Listings one tenant may publish.
+    pub listings_max: u64,
+    /// Presence records one tenant may hold.
+    pub presence_max: u64,
+    /// Pending (not yet consumed) join attempts one tenant may have.
+    pub attempts_max: u64,
+    /// Attempt records one tenant may hold, including consumed tokens
+    /// remembered for replay rejection.
+    pub replay_max: u64,
+    /// Idempotency records one tenant may hold.
+    pub idempotency_max: u64,
+}
+
+impl Default for TenantQuota {
+    fn default() -> Self {
+        TenantQuota {
+            leases_max: 10_000,
+            listings_max: 10_000,
+            presence_max: 100_000,
+            attempts_max: 50_000,
+            replay_max: 100_000,
+            idempotency_max: 50_000,
+        }
+    }
+}
+
+/// The limits of a [`Store`](crate::Store).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreConfig {
+    /// Shortest TTL accepted anywhere; shorter is `InvalidArgument`.
+    pub ttl_min: Duration,
+    /// Longest TTL accepted anywhere; longer is `InvalidArgument`.
+    pub ttl_max: Duration,
+    /// Store-wide ceiling on leases.
+    pub leases_max: u64,
+    /// Store-wide ceiling on listings.
+    pub listings_max: u64,
+    /// Store-wide ceiling on presence records.
+    pub presence_max: u64,
+    /// Store-wide ceiling on pending join attempts.
+    pub attempts_max: u64,
+    /// Store-wide ceiling on attempt records including remembered tokens.
+    pub replay_max: u64,
+    /// Store-wide ceiling on idempotency records.
+    pub idempotency_max: u64,
+    /// Store-wide ceiling on lease revocation tombstones.
+    pub tombstones_max: u64,
+    /// Most distinct tenants the store will track.
+    pub tenants_max: u64,
+    /// Quotas applied to each tenant.
+    pub tenant: TenantQuota,
+    /// Listings one lease may carry.
+    pub listings_per_lease_max: usize,
+    /// Pending attempts one listing may have.
+    pub attempts_per_listing_max: usize,
+    /// Observed endpoints kept per lease (least recently seen replaced).
+    pub endpoints_per_lease_max: usize,
+    /// Presence records one lease may carry.
+    pub presence_per_lease_max: usize,
+    /// Largest attribute blob on a listing or presence record.
+    pub attrs_bytes_max: usize,
+    /// Longest listing key, member name, holder, client or idempotency key.
+    pub name_bytes_max: usize,
+    /// Most listings or members returned by one `list` call.
+    pub page_len_max: usize,
+    /// How long a consumed token is remembered after its own deadline.
+    pub replay_grace: Duration,
+    /// How long a revoked lease answers `Revoked` rather than `NotFound`.
+    pub tombstone_ttl: Duration,
+    /// How long an idempotency key returns its original outcome.
+    pub idempotency_ttl: Duration,
+    /// Most event subscribers at once.
+    pub subscribers_max: usize,
+    /// Events buffered per subscriber before it lags.
+    pub subscriber_buffer_max: usize,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        StoreConfig {
+            ttl_min: Duration::from_millis(100),
+            ttl_max: Duration::from_secs(24 * 60 * 60),
+            leases_max: 1_000_000,
+            listings_max: 1_000_000,
+            presence_max: 2_000_000,
+            attempts_max: 500_000,
+            replay_max: 1_000_000,
+            idempotency_max: 500_000,
+            tombstones_max: 500_000,
+            tenants_max: 10_000,
+            tenant: TenantQuota::default(),
+            listings_per_lease_max: 16,
+            attempts_per_listing_max: 64,
+            endpoints_per_lease_max: 8,
+            presence_per_lease_max: 256,
+            attrs_bytes_max: 1024,
+            name_bytes_max: 128,
+            page_len_max: 1000,
+            replay_grace: Duration::from_secs(60),
+            tombstone_ttl: Duration::from_secs(600),
+            idempotency_ttl: Duration::from_secs(600),
+            subscribers_max: 16,
+            subscriber_buffer_max: 4096,
+        }
+    }
+}
+
+impl StoreConfig {
+    /// Checks that the limits are consistent; the error names the rule.
+    pub fn validate(&self) -> Result<()> {
+        let invalid = |reason| Err(Error::InvalidArgument { reason });
+        if self.ttl_min.is_zero() || self.ttl_min > self.ttl_max {
+            return invalid("ttl_min must be positive and at most ttl_max");
+        }
+        let longest = self
+            .ttl_max
+            .max(self.tombstone_ttl)
+            .max(self.idempotency_ttl)
+            + self.replay_grace;
+        if duration_to_millis_ceil(longest) >= DEADLINE_MAX_MS / 2 {
+            return invalid(
+                "ttl_max, tombstone_ttl, idempotency_ttl and replay_grace must fit the clock range",
+            );
+        }
+        if self.tombstone_ttl.is_zero() || self.idempotency_ttl.is_zero() {
+            return invalid("tombstone_ttl and idempotency_ttl must be positive");
+        }
+        let ceilings = [
+            self.leases_max,
+            self.listings_max,
+            self.presence_max,
+            self.attempts_max,
+            self.replay_max,
+            self.idempotency_max,
+            self.tombstones_max,
+            self.tenants_max,
+        ];
+        if ceilings.contains(&0) {
+            return invalid("every store-wide ceiling must be positive");
+        }
+        let q = &self.tenant;
+        let quotas = [
+            q.leases_max,
+            q.listings_max,
+            q.presence_max,
+            q.attempts_max,
+            q.replay_max,
+            q.idempotency_max,
+        ];
+        if quotas.contains(&0) {
+            return invalid("every tenant quota must be positive");
+        }
+        let caps = [
+            self.listings_per_lease_max,
+            self.attempts_per_listing_max,
+            self.endpoints_per_lease_max,
+            self.presence_per_lease_max,
+            self.name_bytes_max,
+            self.page_len_max,
+            self.subscribers_max,
+            self.subscriber_buffer_max,
+        ];
+        if caps.contains(&0) {
+            return invalid("every per-parent cap, size and buffer limit must be positive");
+        }
+        Ok(())
+    }
+}

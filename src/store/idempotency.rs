@@ -1,0 +1,161 @@
+//! Idempotency keys for creating operations.
+//!
+//! The first call with a key claims it (an in-flight record), runs the
+//! operation and stores its outcome. A repeat with the same parameters gets
+//! the stored outcome; with different parameters, `IdempotencyMismatch`;
+//! while the first is still running, the retryable `InFlight`. A failed
+//! operation releases its claim (also on panic), so a retry runs it again.
+
+use super::join::JoinTicket;
+use super::lease::LeaseGrant;
+use super::listing::ListingInfo;
+use super::{owned_by, NameKey, Owner, Store};
+use crate::error::{Error, Result};
+use crate::events::Cause;
+use crate::ids::TenantId;
+use crate::quota::Reservation;
+use crate::sync::Arc;
+use crate::time::MonoTime;
+
+/// The parameters a stored outcome was produced from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum IdemParams {
+    Grant {
+        holder: Arc<str>,
+        ttl_ms: u64,
+    },
+    Publish {
+        lease: u64,
+        key: Arc<str>,
+        attrs: Arc<[u8]>,
+    },
+    Join {
+        listing: Arc<str>,
+        client: Arc<str>,
+        ttl_ms: u64,
+    },
+}
+
+#[derive(Clone, Debug)]
+pub(crate) enum Outcome {
+    Grant(LeaseGrant),
+    Publish(ListingInfo),
+    Join(JoinTicket),
+}
+
+pub(crate) struct Idem {
+    pub(super) owner: Owner,
+    params: IdemParams,
+    outcome: Option<Outcome>,
+}
+
+/// Removes an in-flight claim unless disarmed: on failure and on panic.
+struct Claim<'a> {
+    store: &'a Store,
+    key: &'a NameKey,
+    now: MonoTime,
+    armed: bool,
+}
+
+impl Drop for Claim<'_> {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let removed = self.store.idempotency.remove_with(
+            self.key,
+            |v, _, _| owned_by(v.outcome.is_none()),
+            self.now,
+        );
+        if let Ok(r) = removed {
+            self.store.retire_idem(r, Cause::Released);
+        }
+    }
+}
+
+impl Store {
+    /// Runs `run` at most once per idempotency key within the window.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn idempotent<T>(
+        &self,
+        tenant: TenantId,
+        key: Option<&str>,
+        params: IdemParams,
+        now: MonoTime,
+        run: impl FnOnce() -> Result<T>,
+        store: impl FnOnce(&T) -> Outcome,
+        load: impl Fn(&Outcome) -> Option<T>,
+    ) -> Result<T> {
+        let Some(key) = key else {
+            return run();
+        };
+        let ikey: NameKey = (tenant, self.name(key)?);
+        let t = self.tenant_or_create(tenant)?;
+        let deadline = now.saturating_add(self.config.idempotency_ttl).as_millis();
+        // Claim the key, or answer from the record that holds it. A record
+        // left by a revoked tenant epoch is cleared once and the claim
+        // retried.
+        let mut claimed = false;
+        for _ in 0..2 {
+            let reservation = Reservation::acquire(&[(&t.idempotency, 1)])?;
+            let record = Idem {
+                owner: Owner::of(&t),
+                params: params.clone(),
+                outcome: None,
+            };
+            match self.idempotency.insert(ikey.clone(), record, now, deadline) {
+                Ok((_, replaced)) => {
+                    reservation.commit();
+                    if let Some(old) = replaced {
+                        self.retire_idem(old, Cause::Expired);
+                    }
+                    claimed = true;
+                    break;
+                }
+                Err(Error::Conflict { .. }) => {}
+                Err(e) => return Err(e),
+            }
+            drop(reservation);
+            let seen = self.idempotency.read(&ikey, now, |v, _| {
+                (v.owner.valid(), v.params == params, v.outcome.clone())
+            });
+            match seen {
+                Ok((true, false, _)) => return Err(Error::IdempotencyMismatch),
+                Ok((true, true, None)) => return Err(Error::InFlight),
+                Ok((true, true, Some(outcome))) => {
+                    return load(&outcome).ok_or(Error::IdempotencyMismatch)
+                }
+                Ok((false, _, _)) => {
+                    if let Ok(r) = self.idempotency.remove_with(
+                        &ikey,
+                        |v, _, _| owned_by(!v.owner.valid()),
+                        now,
+                    ) {
+                        self.retire_idem(r, Cause::Revoked);
+                    }
+                }
+                // Expired or removed in between: try to claim again.
+                Err(_) => {}
+            }
+        }
+        if !claimed {
+            return Err(Error::InFlight);
+        }
+        let mut claim = Claim {
+            store: self,
+            key: &ikey,
+            now,
+            armed: true,
+        };
+        let result = run()?;
+        let outcome = store(&result);
+        let stored = self.idempotency.update(&ikey, now, None, |v, _| {
+            v.outcome = Some(outcome);
+            Ok(((), None))
+        });
+        if stored.is_ok() {
+            claim.armed = false;
+        }
+        Ok(result)
+    }
+}

@@ -1,0 +1,371 @@
+//! Join attempts, endpoint binding, one-time tokens and replay memory.
+//!
+//! An attempt goes Pending -> Bound -> Consumed. Each step runs under the
+//! attempt's shard write lock, so exactly one bind and exactly one consume
+//! win under any concurrency. A consumed attempt stays in the table as the
+//! token's replay memory until the token's deadline plus `replay_grace`;
+//! its slot was reserved when the attempt began, so consumption can never
+//! fail for lack of room.
+
+use super::idempotency::{IdemParams, Outcome};
+use super::{owned_by, IdKey, Owner, Store};
+use crate::error::{Error, Result};
+use crate::events::{Cause, Collection, RecordId};
+use crate::ids::{AttemptId, JoinToken, TenantId, TOKEN_SECRET_BYTES};
+use crate::quota::Reservation;
+use crate::sync::Arc;
+use crate::time::{duration_to_millis_ceil, MonoTime};
+use std::net::SocketAddr;
+use std::time::{Duration, SystemTime};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Phase {
+    Pending,
+    Bound(SocketAddr),
+    Consumed(SocketAddr),
+}
+
+impl Phase {
+    pub(super) fn is_consumed(self) -> bool {
+        matches!(self, Phase::Consumed(_))
+    }
+}
+
+pub(crate) struct Attempt {
+    pub(super) owner: Owner,
+    pub(super) listing: Arc<str>,
+    /// The publication of the listing this attempt joins.
+    pub(super) origin: u64,
+    client: Arc<str>,
+    secret: [u8; TOKEN_SECRET_BYTES],
+    pub(super) phase: Phase,
+    pub(super) attached: bool,
+}
+
+/// What [`Store::begin_join`] returns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JoinTicket {
+    /// The attempt.
+    pub attempt: AttemptId,
+    /// Its one-time token; hand it to the client.
+    pub token: JoinToken,
+    /// When the attempt (and the token) stop being valid.
+    pub deadline: MonoTime,
+    /// The same on the wall clock at issue time, for reporting.
+    pub expires_at: SystemTime,
+}
+
+/// What [`Store::bind_endpoint`] returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Binding {
+    /// The attempt.
+    pub attempt: AttemptId,
+    /// The address it is bound to.
+    pub addr: SocketAddr,
+    /// The attempt's version after binding.
+    pub version: u64,
+}
+
+/// What [`Store::consume`] returns: the admission the token authorised.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Admission {
+    /// The attempt.
+    pub attempt: AttemptId,
+    /// The client that began it.
+    pub client: Arc<str>,
+    /// The listing it joined.
+    pub listing: Arc<str>,
+    /// The endpoint it was bound to.
+    pub addr: SocketAddr,
+}
+
+impl Store {
+    /// Begins an attempt by `client` to join the listing under `listing`,
+    /// valid for `ttl`, and issues its one-time token (128 bits from the OS
+    /// CSPRNG).
+    ///
+    /// Requires the listing and its lease to be visible, room under the
+    /// listing's cap on pending attempts, the tenant's attempt and replay
+    /// quotas and the store-wide ceilings; all are reserved at once or none.
+    pub fn begin_join(
+        &self,
+        tenant: TenantId,
+        listing: &str,
+        client: &str,
+        ttl: Duration,
+        idempotency_key: Option<&str>,
+    ) -> Result<JoinTicket> {
+        let listing = self.name(listing)?;
+        let client = self.name(client)?;
+        let now = self.clock.now();
+        let deadline = self.deadline(now, ttl)?;
+        let params = IdemParams::Join {
+            listing: Arc::clone(&listing),
+            client: Arc::clone(&client),
+            ttl_ms: deadline - now.as_millis(),
+        };
+        self.idempotent(
+            tenant,
+            idempotency_key,
+            params,
+            now,
+            || self.begin_join_now(tenant, listing, client, now, deadline),
+            |t| Outcome::Join(t.clone()),
+            |o| match o {
+                Outcome::Join(t) => Some(t.clone()),
+                _ => None,
+            },
+        )
+    }
+
+    fn begin_join_now(
+        &self,
+        tenant: TenantId,
+        listing: Arc<str>,
+        client: Arc<str>,
+        now: MonoTime,
+        deadline: u64,
+    ) -> Result<JoinTicket> {
+        let nkey = (tenant, Arc::clone(&listing));
+        let view = self.listing_view(&nkey, now)?;
+        let t = self.tenant(tenant).ok_or(Error::NotFound)?;
+        let reservation =
+            Reservation::acquire(&[(&self.pending, 1), (&t.attempts, 1), (&t.replay, 1)])?;
+        let seq = self.next_seq();
+        let id = self.attempt_id(seq);
+        let token = JoinToken::issue(id)?;
+        let attempt = Attempt {
+            owner: Owner::of(&t),
+            listing,
+            origin: view.origin,
+            client,
+            secret: *token.secret(),
+            phase: Phase::Pending,
+            attached: false,
+        };
+        let key: IdKey = (tenant, seq);
+        let (stamp, _) = self.attempts.insert(key, attempt, now, deadline)?;
+        let cap = self.config.attempts_per_listing_max;
+        #[cfg(relaystore_loom)]
+        let skip =
+            crate::model::faults::active(crate::model::faults::StoreFault::JoinWithoutAttach);
+        #[cfg(not(relaystore_loom))]
+        let skip = false;
+        let attached = if skip {
+            // Broken twin: never registered with the listing.
+            Ok(((), stamp))
+        } else {
+            self.listings.update(&nkey, now, None, |l, _| {
+                if l.origin != view.origin || !l.attached || !l.owner.valid() {
+                    return Err(Error::NotFound);
+                }
+                if l.attempts.len() >= cap {
+                    return Err(Error::CapacityExceeded {
+                        scope: crate::error::Scope::Parent("attempts"),
+                    });
+                }
+                l.attempts.push(seq);
+                Ok(((), None))
+            })
+        };
+        if let Err(e) = attached {
+            let _ = self
+                .attempts
+                .remove_with(&key, |v, _, _| owned_by(!v.attached), now);
+            return Err(match e {
+                Error::Expired => Error::NotFound,
+                e => e,
+            });
+        }
+        self.attempts
+            .update(&key, now, None, |v, _| {
+                v.attached = true;
+                Ok(((), None))
+            })
+            .map_err(|_| Error::Revoked)?;
+        reservation.commit();
+        Ok(JoinTicket {
+            attempt: id,
+            token,
+            deadline: stamp.deadline,
+            expires_at: self.clock.wall() + stamp.remaining(now),
+        })
+    }
+
+    /// The attempt under `token`, if the token is genuine and the attempt
+    /// visible: its listing and whether it is consumed. A consumed token is
+    /// reported before the parents are checked, so a replay is always
+    /// `ReplayRejected`.
+    fn attempt_for(
+        &self,
+        tenant: TenantId,
+        id: AttemptId,
+        token: &JoinToken,
+        now: MonoTime,
+    ) -> Result<(IdKey, Arc<str>)> {
+        let seq = self.attempt_seq(id)?;
+        if token.attempt() != id {
+            return Err(Error::NotFound);
+        }
+        let key = (tenant, seq);
+        let seen = self.attempts.read(&key, now, |v, _| {
+            (v.attached && v.owner.valid() && token.matches(&v.secret))
+                .then(|| (v.phase, Arc::clone(&v.listing), v.origin))
+        });
+        let (phase, listing, origin) = match seen {
+            Ok(Some(found)) => found,
+            Ok(None) => return Err(Error::NotFound),
+            Err(e) => return Err(e),
+        };
+        if phase.is_consumed() {
+            return Err(Error::ReplayRejected);
+        }
+        // Fail closed: an attempt whose listing or lease is gone authorises
+        // nothing.
+        let view = self.listing_view(&(tenant, Arc::clone(&listing)), now)?;
+        if view.origin != origin {
+            return Err(Error::NotFound);
+        }
+        Ok((key, listing))
+    }
+
+    /// Binds the attempt to the public address the relay observed for its
+    /// client (Pending -> Bound). Exactly one bind wins; repeating the
+    /// winning bind with the same address returns the same binding; another
+    /// address is [`Error::Conflict`].
+    pub fn bind_endpoint(
+        &self,
+        tenant: TenantId,
+        attempt: AttemptId,
+        token: &JoinToken,
+        observed: SocketAddr,
+    ) -> Result<Binding> {
+        let now = self.clock.now();
+        let (key, _) = self.attempt_for(tenant, attempt, token, now)?;
+        #[cfg(relaystore_loom)]
+        if crate::model::faults::active(crate::model::faults::StoreFault::BindCheckThenAct) {
+            // Broken twin: decide under a shared lock, write under another.
+            if self.attempts.read(&key, now, |v, _| v.phase)? != Phase::Pending {
+                return Err(Error::Conflict { current_version: 0 });
+            }
+            let (_, stamp) = self.attempts.update(&key, now, None, |v, stamp| {
+                v.phase = Phase::Bound(observed);
+                Ok(((), Some(super::stamp_deadline(&stamp))))
+            })?;
+            return Ok(Binding {
+                attempt,
+                addr: observed,
+                version: stamp.version,
+            });
+        }
+        let (addr, stamp) = self.attempts.update(&key, now, None, |v, stamp| {
+            if !token.matches(&v.secret) {
+                return Err(Error::NotFound);
+            }
+            match v.phase {
+                Phase::Pending => {
+                    v.phase = Phase::Bound(observed);
+                    Ok((observed, Some(super::stamp_deadline(&stamp))))
+                }
+                Phase::Bound(addr) if addr == observed => Ok((addr, None)),
+                Phase::Bound(_) => Err(Error::Conflict {
+                    current_version: stamp.version,
+                }),
+                Phase::Consumed(_) => Err(Error::ReplayRejected),
+            }
+        })?;
+        Ok(Binding {
+            attempt,
+            addr,
+            version: stamp.version,
+        })
+    }
+
+    /// Consumes a bound token (Bound -> Consumed), exactly once under any
+    /// concurrency. Every later consume is [`Error::ReplayRejected`] until
+    /// the token's deadline plus `replay_grace`. An unbound attempt is
+    /// [`Error::Conflict`].
+    pub fn consume(&self, tenant: TenantId, token: &JoinToken) -> Result<Admission> {
+        let now = self.clock.now();
+        let (key, listing) = self.attempt_for(tenant, token.attempt(), token, now)?;
+        let grace_ms = duration_to_millis_ceil(self.config.replay_grace);
+        #[cfg(relaystore_loom)]
+        let broken =
+            crate::model::faults::active(crate::model::faults::StoreFault::ConsumeCheckThenAct)
+                && matches!(
+                    self.attempts.read(&key, now, |v, _| v.phase)?,
+                    Phase::Bound(_)
+                );
+        let ((addr, client, origin), _) = self.attempts.update(&key, now, None, |v, stamp| {
+            #[cfg(relaystore_loom)]
+            if broken {
+                // Broken twin: the phase was checked under a shared lock
+                // before; write without checking again.
+                let addr = match v.phase {
+                    Phase::Bound(a) | Phase::Consumed(a) => a,
+                    Phase::Pending => unreachable!("checked before"),
+                };
+                v.phase = Phase::Consumed(addr);
+                return Ok(((addr, Arc::clone(&v.client), v.origin), None));
+            }
+            if !token.matches(&v.secret) {
+                return Err(Error::NotFound);
+            }
+            match v.phase {
+                Phase::Bound(addr) => {
+                    v.phase = Phase::Consumed(addr);
+                    let remembered = super::stamp_deadline(&stamp) + grace_ms;
+                    Ok(((addr, Arc::clone(&v.client), v.origin), Some(remembered)))
+                }
+                Phase::Pending => Err(Error::Conflict {
+                    current_version: stamp.version,
+                }),
+                Phase::Consumed(_) => Err(Error::ReplayRejected),
+            }
+        })?;
+        // No longer pending: free its place under the listing's cap and in
+        // the pending quotas. The replay units stay with the record.
+        if let Some(t) = self.tenant(tenant) {
+            t.attempts.release(1);
+        }
+        self.pending.release(1);
+        self.detach_attempt(tenant, &listing, origin, key.1);
+        self.emit(
+            Collection::Attempts,
+            tenant,
+            RecordId::Attempt(token.attempt()),
+            Cause::Consumed,
+        );
+        Ok(Admission {
+            attempt: token.attempt(),
+            client,
+            listing,
+            addr,
+        })
+    }
+
+    /// Cancels a pending or bound attempt. A consumed one is
+    /// [`Error::ReplayRejected`].
+    pub fn cancel_join(&self, tenant: TenantId, attempt: AttemptId) -> Result<()> {
+        let key = (tenant, self.attempt_seq(attempt)?);
+        let now = self.clock.now();
+        let removed = self.attempts.remove_with(
+            &key,
+            |v, _, live| {
+                if !v.attached || !v.owner.valid() {
+                    return Err(Error::NotFound);
+                }
+                if v.phase.is_consumed() {
+                    return Err(Error::ReplayRejected);
+                }
+                if !live {
+                    return Err(Error::Expired);
+                }
+                Ok(())
+            },
+            now,
+        )?;
+        self.retire_attempt(removed, Cause::Released, true);
+        Ok(())
+    }
+}

@@ -1,0 +1,338 @@
+//! Leases: TTL-bound grants that other records attach to.
+
+use super::idempotency::{IdemParams, Outcome};
+use super::{Owner, Store};
+use crate::error::{Error, Result, Scope};
+use crate::events::Cause;
+use crate::ids::{LeaseId, TenantId};
+use crate::quota::Reservation;
+use crate::record::Stamp;
+use crate::sync::{lock, Arc, Ordering};
+use crate::time::MonoTime;
+use std::net::SocketAddr;
+use std::time::{Duration, SystemTime};
+
+pub(crate) struct Lease {
+    pub(super) owner: Owner,
+    holder: Arc<str>,
+    fence: u64,
+    /// Attached listings, by key (at most `listings_per_lease_max`).
+    pub(super) listings: Vec<Arc<str>>,
+    /// Attached presence records, by member (at most `presence_per_lease_max`).
+    pub(super) members: Vec<Arc<str>>,
+    /// Observed public endpoints (at most `endpoints_per_lease_max`).
+    endpoints: Vec<(SocketAddr, MonoTime)>,
+}
+
+/// What [`Store::grant`] returns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaseGrant {
+    /// The new lease.
+    pub id: LeaseId,
+    /// Its fencing token: strictly greater than every earlier grant's.
+    pub fence: u64,
+    /// Its version.
+    pub version: u64,
+    /// Its deadline on the store's monotonic clock.
+    pub deadline: MonoTime,
+    /// Its deadline on the wall clock at grant time, for reporting.
+    pub expires_at: SystemTime,
+}
+
+/// What [`Store::get_lease`] returns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaseInfo {
+    /// The lease.
+    pub id: LeaseId,
+    /// Who holds it.
+    pub holder: Arc<str>,
+    /// Its fencing token.
+    pub fence: u64,
+    /// Its version.
+    pub version: u64,
+    /// Time left before it expires.
+    pub remaining: Duration,
+}
+
+/// A public endpoint observed for a lease holder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EndpointSeen {
+    /// The observed address.
+    pub addr: SocketAddr,
+    /// When it was last observed, on the store's monotonic clock.
+    pub last_seen: MonoTime,
+}
+
+impl Store {
+    /// Grants a lease to `holder` for `ttl`.
+    ///
+    /// With an idempotency key, a repeat within `idempotency_ttl` returns the
+    /// original grant; a repeat with a different holder or TTL is
+    /// [`Error::IdempotencyMismatch`].
+    pub fn grant(
+        &self,
+        tenant: TenantId,
+        holder: &str,
+        ttl: Duration,
+        idempotency_key: Option<&str>,
+    ) -> Result<LeaseGrant> {
+        let holder = self.name(holder)?;
+        let now = self.clock.now();
+        let deadline = self.deadline(now, ttl)?;
+        let params = IdemParams::Grant {
+            holder: Arc::clone(&holder),
+            ttl_ms: deadline - now.as_millis(),
+        };
+        self.idempotent(
+            tenant,
+            idempotency_key,
+            params,
+            now,
+            || self.grant_now(tenant, holder, now, deadline),
+            |g| Outcome::Grant(g.clone()),
+            |o| match o {
+                Outcome::Grant(g) => Some(g.clone()),
+                _ => None,
+            },
+        )
+    }
+
+    fn grant_now(
+        &self,
+        tenant: TenantId,
+        holder: Arc<str>,
+        now: MonoTime,
+        deadline: u64,
+    ) -> Result<LeaseGrant> {
+        let t = self.tenant_or_create(tenant)?;
+        let reservation = Reservation::acquire(&[(&t.leases, 1)])?;
+        let seq = self.next_seq();
+        let fence = self.fences.fetch_add(1, Ordering::AcqRel) + 1;
+        let lease = Lease {
+            owner: Owner::of(&t),
+            holder,
+            fence,
+            listings: Vec::new(),
+            members: Vec::new(),
+            endpoints: Vec::new(),
+        };
+        let (stamp, replaced) = self.leases.insert((tenant, seq), lease, now, deadline)?;
+        debug_assert!(
+            replaced.is_none(),
+            "lease sequence numbers are never reused"
+        );
+        reservation.commit();
+        lock(&t.index).leases.insert(seq);
+        Ok(LeaseGrant {
+            id: self.lease_id(seq),
+            fence,
+            version: stamp.version,
+            deadline: stamp.deadline,
+            expires_at: self.clock.wall() + stamp.remaining(now),
+        })
+    }
+
+    /// Resets a lease's deadline to `now + ttl`.
+    ///
+    /// [`Error::Expired`] once its deadline has passed (even unswept),
+    /// [`Error::Revoked`] after revocation while its tombstone lives,
+    /// [`Error::NotFound`] otherwise, [`Error::Restarted`] for an id from an
+    /// earlier incarnation.
+    pub fn renew(&self, tenant: TenantId, id: LeaseId, ttl: Duration) -> Result<Stamp> {
+        self.renew_lease(tenant, id, ttl, None)
+    }
+
+    /// [`renew`](Self::renew), only if the lease is still at `version`.
+    pub fn renew_at(
+        &self,
+        tenant: TenantId,
+        id: LeaseId,
+        ttl: Duration,
+        version: u64,
+    ) -> Result<Stamp> {
+        self.renew_lease(tenant, id, ttl, Some(version))
+    }
+
+    fn renew_lease(
+        &self,
+        tenant: TenantId,
+        id: LeaseId,
+        ttl: Duration,
+        expected: Option<u64>,
+    ) -> Result<Stamp> {
+        let key = (tenant, self.lease_seq(id)?);
+        let now = self.clock.now();
+        let deadline = self.deadline(now, ttl)?;
+        let guard = |lease: &Lease| {
+            if lease.owner.valid() {
+                Ok(())
+            } else {
+                Err(Error::Revoked)
+            }
+        };
+        match self
+            .leases
+            .renew_guarded(&key, now, deadline, expected, guard)
+        {
+            Err(Error::NotFound) => Err(self.gone(&key, now)),
+            other => other,
+        }
+    }
+
+    /// A live lease's holder, fence, version and remaining time.
+    pub fn get_lease(&self, tenant: TenantId, id: LeaseId) -> Result<LeaseInfo> {
+        let key = (tenant, self.lease_seq(id)?);
+        let now = self.clock.now();
+        let seen = self.leases.read(&key, now, |lease, stamp| {
+            lease.owner.valid().then(|| LeaseInfo {
+                id,
+                holder: Arc::clone(&lease.holder),
+                fence: lease.fence,
+                version: stamp.version,
+                remaining: stamp.remaining(now),
+            })
+        });
+        match seen {
+            Ok(Some(info)) => Ok(info),
+            Ok(None) => Err(Error::Revoked),
+            Err(Error::NotFound) => Err(self.gone(&key, now)),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Revokes a lease and everything attached to it (listings, their join
+    /// attempts, presence). The moment this returns, none of it is
+    /// observable through any path. Idempotent: revoking a revoked lease
+    /// (while its tombstone lives) is `Ok`.
+    pub fn revoke(&self, tenant: TenantId, id: LeaseId) -> Result<()> {
+        let key = (tenant, self.lease_seq(id)?);
+        let now = self.clock.now();
+        match self.leases.read(&key, now, |lease, _| lease.owner.valid()) {
+            Ok(true) => {}
+            Ok(false) => return Err(Error::Revoked),
+            Err(Error::NotFound) => {
+                return match self.gone(&key, now) {
+                    Error::Revoked => Ok(()),
+                    e => Err(e),
+                }
+            }
+            Err(e) => return Err(e),
+        }
+        // The tombstone goes first so that a renewal that misses the lease
+        // finds it.
+        #[cfg(relaystore_loom)]
+        let late =
+            crate::model::faults::active(crate::model::faults::StoreFault::TombstoneAfterRemoval);
+        #[cfg(not(relaystore_loom))]
+        let late = false;
+        if !late {
+            self.tombstone(key, now);
+        }
+        let removed = self.leases.remove_with(
+            &key,
+            |lease, _, _| super::owned_by(lease.owner.valid()),
+            now,
+        );
+        if late {
+            self.tombstone(key, now);
+        }
+        match removed {
+            Ok(removed) => {
+                self.retire_lease(removed, Cause::Revoked, now);
+                Ok(())
+            }
+            // Another revocation (or the sweep) removed it first.
+            Err(Error::NotFound) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Records that `addr` was observed for the lease's holder now. Keeps at
+    /// most `endpoints_per_lease_max` addresses; past that the least
+    /// recently seen one is replaced (the one documented replacement policy).
+    pub fn observe_endpoint(
+        &self,
+        tenant: TenantId,
+        lease: LeaseId,
+        addr: SocketAddr,
+    ) -> Result<()> {
+        let key = (tenant, self.lease_seq(lease)?);
+        let now = self.clock.now();
+        let cap = self.config.endpoints_per_lease_max;
+        let outcome = self.leases.update(&key, now, None, |l, _| {
+            if !l.owner.valid() {
+                return Err(Error::Revoked);
+            }
+            if let Some(seen) = l.endpoints.iter_mut().find(|(a, _)| *a == addr) {
+                seen.1 = now;
+            } else if l.endpoints.len() < cap {
+                l.endpoints.push((addr, now));
+            } else if let Some(oldest) = l.endpoints.iter_mut().min_by_key(|(a, at)| (*at, *a)) {
+                *oldest = (addr, now);
+            }
+            Ok(((), None))
+        });
+        match outcome {
+            Ok(_) => Ok(()),
+            Err(Error::NotFound) => Err(self.gone(&key, now)),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The endpoints observed for a live lease, most recently seen first.
+    pub fn endpoints(&self, tenant: TenantId, lease: LeaseId) -> Result<Vec<EndpointSeen>> {
+        let key = (tenant, self.lease_seq(lease)?);
+        let now = self.clock.now();
+        let seen = self.leases.read(&key, now, |l, _| {
+            l.owner.valid().then(|| {
+                l.endpoints
+                    .iter()
+                    .map(|&(addr, last_seen)| EndpointSeen { addr, last_seen })
+                    .collect::<Vec<_>>()
+            })
+        });
+        match seen {
+            Ok(Some(mut list)) => {
+                list.sort_by(|a, b| b.last_seen.cmp(&a.last_seen).then(a.addr.cmp(&b.addr)));
+                Ok(list)
+            }
+            Ok(None) => Err(Error::Revoked),
+            Err(Error::NotFound) => Err(self.gone(&key, now)),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Attaches a child under the lease's write lock: the one step that
+    /// orders child creation against revocation. `index` picks the lease's
+    /// index for this kind of child; a full index refuses with the
+    /// per-parent `scope`, and the lease is left unchanged.
+    pub(super) fn attach_to_lease(
+        &self,
+        tenant: TenantId,
+        seq: u64,
+        now: MonoTime,
+        index: fn(&mut Lease) -> &mut Vec<Arc<str>>,
+        child: Arc<str>,
+        (scope, cap): (&'static str, usize),
+    ) -> Result<()> {
+        let key = (tenant, seq);
+        let outcome = self.leases.update(&key, now, None, |lease, _| {
+            if !lease.owner.valid() {
+                return Err(Error::Revoked);
+            }
+            let children = index(lease);
+            if children.len() >= cap {
+                return Err(Error::CapacityExceeded {
+                    scope: Scope::Parent(scope),
+                });
+            }
+            children.push(child);
+            Ok(((), None))
+        });
+        match outcome {
+            Ok(_) => Ok(()),
+            Err(Error::NotFound) => Err(self.gone(&key, now)),
+            Err(e) => Err(e),
+        }
+    }
+}

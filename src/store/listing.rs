@@ -1,0 +1,351 @@
+//! Listings: published, discoverable entries attached to a lease.
+
+use super::idempotency::{IdemParams, Outcome};
+use super::{owned_by, NameKey, Owner, Store};
+use crate::error::{Error, Result};
+use crate::events::Cause;
+use crate::ids::{LeaseId, TenantId};
+use crate::quota::Reservation;
+use crate::record::DEADLINE_MAX_MS;
+use crate::sync::{lock, Arc};
+use crate::time::MonoTime;
+use std::ops::Bound;
+
+pub(crate) struct Listing {
+    pub(super) owner: Owner,
+    /// The lease this listing lives under.
+    pub(super) lease: u64,
+    /// Unique per publication, so a re-published key is a different listing.
+    pub(super) origin: u64,
+    attrs: Arc<[u8]>,
+    /// Pending or bound join attempts (at most `attempts_per_listing_max`).
+    pub(super) attempts: Vec<u64>,
+    /// Visible only once registered with its lease.
+    pub(super) attached: bool,
+}
+
+/// A visible listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListingInfo {
+    /// Its key.
+    pub key: Arc<str>,
+    /// The lease it lives under.
+    pub lease: LeaseId,
+    /// Its attributes.
+    pub attrs: Arc<[u8]>,
+    /// Its version; [`Store::update_listing`] takes it.
+    pub version: u64,
+}
+
+/// Where a listing of keys stopped; pass it back for the next page.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cursor(pub(crate) Arc<str>);
+
+/// One page of a `list` call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Page<T> {
+    /// The visible items of this page, in key order.
+    pub items: Vec<T>,
+    /// `Some` if there may be more; pass it to the next call.
+    pub next: Option<Cursor>,
+}
+
+/// What the store needs to know about a visible listing.
+pub(super) struct ListingView {
+    pub(super) lease: u64,
+    pub(super) origin: u64,
+    info: ListingInfo,
+}
+
+impl Store {
+    /// Publishes a listing under `key`, attached to `lease`, with `attrs`
+    /// (at most `attrs_bytes_max` bytes). A visible listing under `key` is
+    /// [`Error::Conflict`]. The listing is visible only while its lease is.
+    pub fn publish(
+        &self,
+        tenant: TenantId,
+        lease: LeaseId,
+        key: &str,
+        attrs: &[u8],
+        idempotency_key: Option<&str>,
+    ) -> Result<ListingInfo> {
+        let lease_seq = self.lease_seq(lease)?;
+        let key = self.name(key)?;
+        let attrs = self.attrs(attrs)?;
+        let now = self.clock.now();
+        let params = IdemParams::Publish {
+            lease: lease_seq,
+            key: Arc::clone(&key),
+            attrs: Arc::clone(&attrs),
+        };
+        self.idempotent(
+            tenant,
+            idempotency_key,
+            params,
+            now,
+            || self.publish_now(tenant, lease_seq, key, attrs, now),
+            |l| Outcome::Publish(l.clone()),
+            |o| match o {
+                Outcome::Publish(l) => Some(l.clone()),
+                _ => None,
+            },
+        )
+    }
+
+    fn publish_now(
+        &self,
+        tenant: TenantId,
+        lease: u64,
+        key: Arc<str>,
+        attrs: Arc<[u8]>,
+        now: MonoTime,
+    ) -> Result<ListingInfo> {
+        self.lease_status(tenant, lease, now)?;
+        let t = self.tenant(tenant).ok_or(Error::NotFound)?;
+        let reservation = Reservation::acquire(&[(&t.listings, 1)])?;
+        let origin = self.next_seq();
+        let nkey: NameKey = (tenant, Arc::clone(&key));
+        let make = || Listing {
+            owner: Owner::of(&t),
+            lease,
+            origin,
+            attrs: Arc::clone(&attrs),
+            attempts: Vec::new(),
+            attached: false,
+        };
+        // A key held by an invisible listing (its lease gone, its tenant
+        // revoked) is cleared once, then the insert is retried.
+        let stamp = match self
+            .listings
+            .insert(nkey.clone(), make(), now, DEADLINE_MAX_MS)
+        {
+            Err(Error::Conflict { current_version }) => {
+                if !self.clear_invisible_listing(&nkey, now) {
+                    return Err(Error::Conflict { current_version });
+                }
+                self.listings
+                    .insert(nkey.clone(), make(), now, DEADLINE_MAX_MS)?
+                    .0
+            }
+            other => other?.0,
+        };
+        let attached = self.attach_to_lease(
+            tenant,
+            lease,
+            now,
+            |l| &mut l.listings,
+            Arc::clone(&key),
+            ("listings", self.config.listings_per_lease_max),
+        );
+        if let Err(e) = attached {
+            let _ = self.listings.remove_with(
+                &nkey,
+                |v, _, _| owned_by(v.origin == origin && !v.attached),
+                now,
+            );
+            return Err(e);
+        }
+        self.mark_listing_attached(&nkey, origin, now)?;
+        reservation.commit();
+        lock(&t.index).listings.insert(Arc::clone(&key));
+        Ok(ListingInfo {
+            key,
+            lease: self.lease_id(lease),
+            attrs,
+            version: stamp.version,
+        })
+    }
+
+    /// Makes a listing visible. Fails only if a revocation removed it after
+    /// it was attached; the caller's reservation then gives the units back.
+    fn mark_listing_attached(&self, key: &NameKey, origin: u64, now: MonoTime) -> Result<()> {
+        self.listings
+            .update(key, now, None, |v, _| {
+                if v.origin != origin {
+                    return Err(Error::Revoked);
+                }
+                v.attached = true;
+                Ok(((), None))
+            })
+            .map(drop)
+            .map_err(|_| Error::Revoked)
+    }
+
+    /// Removes the listing under `key` if it is attached but invisible.
+    /// Returns whether the key is now free to reuse.
+    fn clear_invisible_listing(&self, key: &NameKey, now: MonoTime) -> bool {
+        let seen = self.listings.read(key, now, |v, _| {
+            (v.attached, v.owner.valid(), v.lease, v.origin)
+        });
+        let Ok((true, owner_valid, lease, origin)) = seen else {
+            // Unattached: another publish is in flight for this key.
+            return false;
+        };
+        if owner_valid && self.lease_status(key.0, lease, now).is_ok() {
+            return false;
+        }
+        match self
+            .listings
+            .remove_with(key, |v, _, _| owned_by(v.origin == origin), now)
+        {
+            Ok(removed) => {
+                self.retire_listing(removed, Cause::Cascaded, now, true);
+                true
+            }
+            Err(_) => true,
+        }
+    }
+
+    /// The visible listing under `key`, with what its children need.
+    pub(super) fn listing_view(&self, key: &NameKey, now: MonoTime) -> Result<ListingView> {
+        let seen = self.listings.read(key, now, |v, stamp| {
+            (v.attached && v.owner.valid()).then(|| ListingView {
+                lease: v.lease,
+                origin: v.origin,
+                info: ListingInfo {
+                    key: Arc::clone(&key.1),
+                    lease: self.lease_id(v.lease),
+                    attrs: Arc::clone(&v.attrs),
+                    version: stamp.version,
+                },
+            })
+        });
+        let view = match seen {
+            Ok(Some(view)) => view,
+            Ok(None) | Err(Error::Expired) | Err(Error::NotFound) => return Err(Error::NotFound),
+            Err(e) => return Err(e),
+        };
+        self.lease_status(key.0, view.lease, now)
+            .map_err(|_| Error::NotFound)?;
+        Ok(view)
+    }
+
+    /// A visible listing.
+    pub fn get_listing(&self, tenant: TenantId, key: &str) -> Result<ListingInfo> {
+        let key = self.name(key)?;
+        Ok(self.listing_view(&(tenant, key), self.clock.now())?.info)
+    }
+
+    /// Replaces a listing's attributes, only if it is still at
+    /// `expected_version`. Returns the new version.
+    pub fn update_listing(
+        &self,
+        tenant: TenantId,
+        key: &str,
+        expected_version: u64,
+        attrs: &[u8],
+    ) -> Result<u64> {
+        let nkey = (tenant, self.name(key)?);
+        let attrs = self.attrs(attrs)?;
+        let now = self.clock.now();
+        let view = self.listing_view(&nkey, now)?;
+        let (_, stamp) = self
+            .listings
+            .update(&nkey, now, Some(expected_version), |v, stamp| {
+                if v.origin != view.origin {
+                    return Err(Error::NotFound);
+                }
+                v.attrs = attrs;
+                Ok(((), Some(super::stamp_deadline(&stamp))))
+            })?;
+        Ok(stamp.version)
+    }
+
+    /// Removes a listing (and its pending join attempts), optionally only at
+    /// `expected_version`.
+    pub fn unpublish(
+        &self,
+        tenant: TenantId,
+        key: &str,
+        expected_version: Option<u64>,
+    ) -> Result<()> {
+        self.end_listing(tenant, key, expected_version, Cause::Released)
+    }
+
+    /// Revokes a listing and its pending join attempts. Idempotent: a
+    /// listing that is not (or no longer) visible is `Ok`.
+    pub fn revoke_listing(&self, tenant: TenantId, key: &str) -> Result<()> {
+        match self.end_listing(tenant, key, None, Cause::Revoked) {
+            Err(Error::NotFound) => Ok(()),
+            other => other,
+        }
+    }
+
+    fn end_listing(
+        &self,
+        tenant: TenantId,
+        key: &str,
+        expected: Option<u64>,
+        cause: Cause,
+    ) -> Result<()> {
+        let nkey = (tenant, self.name(key)?);
+        let now = self.clock.now();
+        let view = self.listing_view(&nkey, now)?;
+        let removed = self.listings.remove_with(
+            &nkey,
+            |v, stamp, _| {
+                owned_by(v.origin == view.origin)?;
+                match expected {
+                    Some(e) if e != stamp.version => Err(Error::Conflict {
+                        current_version: stamp.version,
+                    }),
+                    _ => Ok(()),
+                }
+            },
+            now,
+        )?;
+        self.retire_listing(removed, cause, now, true);
+        Ok(())
+    }
+
+    /// Up to `limit` visible listings of `tenant` after `cursor`, in key
+    /// order. A listing visible for the whole scan is returned exactly once
+    /// across the pages; nothing expired or revoked is returned. A page may
+    /// hold fewer than `limit` items when some keys turned invisible; `next`
+    /// says whether to go on. `limit` must be in `1..=page_len_max`.
+    pub fn list_listings(
+        &self,
+        tenant: TenantId,
+        cursor: Option<&Cursor>,
+        limit: usize,
+    ) -> Result<Page<ListingInfo>> {
+        let keys = self.page_keys(tenant, cursor, limit, |index| &index.listings)?;
+        let now = self.clock.now();
+        let next = (keys.len() == limit)
+            .then(|| keys.last().cloned().map(Cursor))
+            .flatten();
+        let items = keys
+            .into_iter()
+            .filter_map(|k| self.listing_view(&(tenant, k), now).ok().map(|v| v.info))
+            .collect();
+        Ok(Page { items, next })
+    }
+
+    /// The next `limit` keys after `cursor` in one of a tenant's indexes.
+    pub(super) fn page_keys(
+        &self,
+        tenant: TenantId,
+        cursor: Option<&Cursor>,
+        limit: usize,
+        index: fn(&super::TenantIndex) -> &std::collections::BTreeSet<Arc<str>>,
+    ) -> Result<Vec<Arc<str>>> {
+        if limit == 0 || limit > self.config.page_len_max {
+            return Err(Error::InvalidArgument {
+                reason: "limit must be in 1..=page_len_max",
+            });
+        }
+        let Some(t) = self.tenant(tenant) else {
+            return Ok(Vec::new());
+        };
+        let guard = lock(&t.index);
+        let start = match cursor {
+            Some(Cursor(after)) => Bound::Excluded(&**after),
+            None => Bound::Unbounded,
+        };
+        Ok(index(&guard)
+            .range::<str, _>((start, Bound::Unbounded))
+            .take(limit)
+            .cloned()
+            .collect())
+    }
+}

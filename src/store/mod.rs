@@ -1,0 +1,699 @@
+//! [`Store`]: the in-memory engine for a relay's ephemeral state.
+//!
+//! The store is a set of [`Table`]s (leases, listings, presence, join
+//! attempts, tombstones, idempotency records) sharing one clock, one version
+//! counter and one event hub, plus a registry of tenants with their quotas.
+//!
+//! # Ground rules
+//!
+//! - **Visibility is validated, removal is indexed.** A record is visible
+//!   only if it is live, its tenant's epoch is the one it was created in,
+//!   it is *attached*, and every ancestor (listing, lease) is visible too;
+//!   every read path checks this. So revoking a lease or a tenant hides
+//!   everything under it in one step. Physical removal follows through the
+//!   parent's bounded index of children, synchronously, before revoke
+//!   returns.
+//! - **Attach before visible.** A child is inserted unattached (invisible),
+//!   then registered in its parent's index under the parent's shard lock,
+//!   then marked attached. Revoke removes the parent under the same lock, so
+//!   a child either is in the index the revoke collects, or finds the parent
+//!   gone and rolls back. No orphan is ever visible.
+//! - **Who owns the counters.** Until a record is marked attached, its tenant
+//!   counters belong to the operation's `Reservation` (released on failure,
+//!   also on panic); once attached, they belong to the record and are
+//!   released exactly once, by whichever path removes it. Table ceilings are
+//!   released by the table.
+//! - **No nested map calls.** Store code never calls a table from inside a
+//!   table closure. Cross-table steps run one after another, and each step
+//!   re-checks what it depends on.
+//! - **Events after the fact.** Events are emitted after the removal, never
+//!   under a lock. Records that were never visible (rolled back) emit none.
+
+mod idempotency;
+mod join;
+mod lease;
+mod listing;
+mod presence;
+
+pub use join::{Admission, Binding, JoinTicket};
+pub use lease::{EndpointSeen, LeaseGrant, LeaseInfo};
+pub use listing::{Cursor, ListingInfo, Page};
+pub use presence::PresenceInfo;
+
+use crate::config::StoreConfig;
+use crate::error::{Error, Result, Scope};
+use crate::events::{Cause, Collection, Event, EventHub, RecordId, Subscription};
+use crate::ids::{random_bytes, AttemptId, LeaseId, TenantId};
+use crate::quota::Counter;
+use crate::record::{Stamp, Versions};
+use crate::shard::{ShardMap, Upsert};
+use crate::sync::{lock, Arc, AtomicU64, Mutex, Ordering};
+use crate::table::{Removed, Table};
+use crate::time::{duration_to_millis_ceil, Clock, MonoTime};
+use idempotency::Idem;
+use join::Attempt;
+use lease::Lease;
+use listing::Listing;
+use presence::Presence;
+use std::collections::BTreeSet;
+use std::time::{Duration, SystemTime};
+
+type IdKey = (TenantId, u64);
+type NameKey = (TenantId, Arc<str>);
+
+/// Per-tenant state: the epoch that tenant revocation bumps, the quota
+/// counters, and the indexes that `list` and tenant revocation walk.
+pub(crate) struct Tenant {
+    epoch: AtomicU64,
+    leases: Counter,
+    listings: Counter,
+    presence: Counter,
+    attempts: Counter,
+    replay: Counter,
+    idempotency: Counter,
+    index: Mutex<TenantIndex>,
+}
+
+#[derive(Default)]
+struct TenantIndex {
+    leases: BTreeSet<u64>,
+    listings: BTreeSet<Arc<str>>,
+    members: BTreeSet<Arc<str>>,
+}
+
+impl Tenant {
+    fn epoch(&self) -> u64 {
+        self.epoch.load(Ordering::Acquire)
+    }
+}
+
+/// Which tenant a record belongs to, and in which of its epochs.
+#[derive(Clone)]
+pub(crate) struct Owner {
+    tenant: Arc<Tenant>,
+    epoch: u64,
+}
+
+impl Owner {
+    fn of(tenant: &Arc<Tenant>) -> Self {
+        Owner {
+            tenant: Arc::clone(tenant),
+            epoch: tenant.epoch(),
+        }
+    }
+
+    /// False once the tenant has been revoked since the record was made.
+    fn valid(&self) -> bool {
+        self.tenant.epoch() == self.epoch
+    }
+}
+
+/// Readiness of a store.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Health {
+    /// Accepting all operations.
+    Ready,
+}
+
+/// Counts of records held, per collection (live or awaiting the sweep).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Stats {
+    /// Leases held.
+    pub leases: usize,
+    /// Listings held.
+    pub listings: usize,
+    /// Presence records held.
+    pub presence: usize,
+    /// Attempt records held, including remembered consumed tokens.
+    pub attempts: usize,
+    /// Pending or bound attempts admitted.
+    pub attempts_pending: u64,
+    /// Tombstones held.
+    pub tombstones: usize,
+    /// Idempotency records held.
+    pub idempotency: usize,
+    /// Tenants known.
+    pub tenants: usize,
+}
+
+/// The in-memory relay state store.
+///
+/// ```
+/// use relaystore::{time::ManualClock, Store, StoreConfig, TenantId};
+/// use std::{sync::Arc, time::Duration};
+///
+/// let clock = Arc::new(ManualClock::new());
+/// let store = Store::new(StoreConfig::default(), clock.clone())?;
+/// let game = TenantId(1);
+///
+/// let lease = store.grant(game, "host-a", Duration::from_secs(30), None)?;
+/// store.publish(game, lease.id, "lobby-1", b"mode=ffa", None)?;
+/// let ticket = store.begin_join(game, "lobby-1", "client-7", Duration::from_secs(10), None)?;
+/// store.bind_endpoint(game, ticket.attempt, &ticket.token, "203.0.113.9:4000".parse().unwrap())?;
+/// let admitted = store.consume(game, &ticket.token)?;
+/// assert_eq!(admitted.client.as_ref(), "client-7");
+/// assert_eq!(store.consume(game, &ticket.token), Err(relaystore::Error::ReplayRejected));
+///
+/// store.revoke(game, lease.id)?; // the listing goes with it
+/// assert_eq!(store.get_listing(game, "lobby-1"), Err(relaystore::Error::NotFound));
+/// # Ok::<(), relaystore::Error>(())
+/// ```
+pub struct Store {
+    config: StoreConfig,
+    clock: Arc<dyn Clock>,
+    incarnation: u32,
+    seqs: AtomicU64,
+    fences: AtomicU64,
+    tenants: ShardMap<TenantId, Arc<Tenant>>,
+    tenant_count: Counter,
+    leases: Table<IdKey, Lease>,
+    tombstones: Table<IdKey, ()>,
+    listings: Table<NameKey, Listing>,
+    presence: Table<NameKey, Presence>,
+    attempts: Table<IdKey, Attempt>,
+    pending: Counter,
+    idempotency: Table<NameKey, Idem>,
+    events: Arc<EventHub>,
+    ttl_min_ms: u64,
+    ttl_max_ms: u64,
+}
+
+impl Store {
+    /// A store with `config`'s limits on `clock`. Draws a random
+    /// incarnation from the OS CSPRNG.
+    pub fn new(config: StoreConfig, clock: Arc<dyn Clock>) -> Result<Self> {
+        config.validate()?;
+        let mut bytes = [0; 4];
+        random_bytes(&mut bytes)?;
+        let start = clock.now();
+        let versions = Arc::new(Versions::new());
+        Ok(Store {
+            incarnation: u32::from_le_bytes(bytes),
+            seqs: AtomicU64::new(0),
+            fences: AtomicU64::new(0),
+            tenants: ShardMap::with_capacity(64),
+            tenant_count: Counter::new(Scope::Collection("tenants"), config.tenants_max),
+            leases: Table::new("leases", config.leases_max, Arc::clone(&versions), start),
+            tombstones: Table::new(
+                "tombstones",
+                config.tombstones_max,
+                Arc::clone(&versions),
+                start,
+            ),
+            listings: Table::new(
+                "listings",
+                config.listings_max,
+                Arc::clone(&versions),
+                start,
+            ),
+            presence: Table::new(
+                "presence",
+                config.presence_max,
+                Arc::clone(&versions),
+                start,
+            ),
+            attempts: Table::new("replay", config.replay_max, Arc::clone(&versions), start),
+            pending: Counter::new(Scope::Collection("attempts"), config.attempts_max),
+            idempotency: Table::new(
+                "idempotency",
+                config.idempotency_max,
+                Arc::clone(&versions),
+                start,
+            ),
+            events: Arc::new(EventHub::new(
+                config.subscribers_max,
+                config.subscriber_buffer_max,
+            )),
+            ttl_min_ms: duration_to_millis_ceil(config.ttl_min),
+            ttl_max_ms: duration_to_millis_ceil(config.ttl_max),
+            clock,
+            config,
+        })
+    }
+
+    /// The limits this store was built with.
+    pub fn config(&self) -> &StoreConfig {
+        &self.config
+    }
+
+    /// Readiness, for a readiness probe.
+    pub fn health(&self) -> Health {
+        Health::Ready
+    }
+
+    /// Subscribes to removal events. Refused with `CapacityExceeded` past
+    /// `subscribers_max`.
+    pub fn subscribe(&self) -> Result<Subscription> {
+        self.events.subscribe()
+    }
+
+    /// Records held per collection.
+    pub fn stats(&self) -> Stats {
+        Stats {
+            leases: self.leases.len(),
+            listings: self.listings.len(),
+            presence: self.presence.len(),
+            attempts: self.attempts.len(),
+            attempts_pending: self.pending.used(),
+            tombstones: self.tombstones.len(),
+            idempotency: self.idempotency.len(),
+            tenants: self.tenants.len(),
+        }
+    }
+
+    /// The wall-clock time at which `deadline` falls, for reporting only.
+    pub fn expires_at(&self, deadline: MonoTime) -> SystemTime {
+        self.clock.wall() + deadline.saturating_since(self.clock.now())
+    }
+
+    /// How long ago the last sweep ran; large values mean a stalled driver.
+    pub fn sweep_lag(&self) -> Duration {
+        self.clock.now().saturating_since(self.leases.swept_to())
+    }
+
+    /// Physically removes everything that has expired by the store's clock
+    /// and cascades removals to children. Returns how many records left.
+    pub fn sweep(&self) -> usize {
+        self.sweep_at(self.clock.now())
+    }
+
+    fn sweep_at(&self, now: MonoTime) -> usize {
+        let mut n = 0;
+        let mut leases = Vec::new();
+        self.leases.sweep(now, &mut leases);
+        for r in leases {
+            n += 1 + self.retire_lease(r, Cause::Expired, now);
+        }
+        let mut presence = Vec::new();
+        self.presence.sweep(now, &mut presence);
+        for r in presence {
+            n += 1;
+            self.retire_presence(r, Cause::Expired, true);
+        }
+        let mut attempts = Vec::new();
+        self.attempts.sweep(now, &mut attempts);
+        for r in attempts {
+            n += 1;
+            self.retire_attempt(r, Cause::Expired, true);
+        }
+        let mut listings = Vec::new();
+        self.listings.sweep(now, &mut listings);
+        for r in listings {
+            n += 1 + self.retire_listing(r, Cause::Expired, now, true);
+        }
+        let mut tombstones = Vec::new();
+        self.tombstones.sweep(now, &mut tombstones);
+        for r in tombstones {
+            n += 1;
+            self.emit(
+                Collection::Tombstones,
+                r.key.0,
+                RecordId::Lease(self.lease_id(r.key.1)),
+                Cause::Expired,
+            );
+        }
+        let mut idem = Vec::new();
+        self.idempotency.sweep(now, &mut idem);
+        for r in idem {
+            n += 1;
+            self.retire_idem(r, Cause::Expired);
+        }
+        n
+    }
+
+    /// Revokes a whole tenant: every record it has becomes invisible at once
+    /// (its epoch moves on), then its leases (and everything attached) and
+    /// presence records are removed. Idempotent; an unknown tenant is fine.
+    pub fn revoke_tenant(&self, tenant: TenantId) -> Result<()> {
+        let Some(t) = self.tenant(tenant) else {
+            return Ok(());
+        };
+        t.epoch.fetch_add(1, Ordering::AcqRel);
+        let now = self.clock.now();
+        let (leases, members) = {
+            let index = lock(&t.index);
+            (
+                index.leases.iter().copied().collect::<Vec<_>>(),
+                index.members.iter().cloned().collect::<Vec<_>>(),
+            )
+        };
+        for seq in leases {
+            // As for a single revocation: tombstone first, best effort.
+            self.tombstone((tenant, seq), now);
+            if let Ok(r) = self
+                .leases
+                .remove_with(&(tenant, seq), |v, _, _| stale(&v.owner), now)
+            {
+                self.retire_lease(r, Cause::Revoked, now);
+            }
+        }
+        for member in members {
+            if let Ok(r) =
+                self.presence
+                    .remove_with(&(tenant, member), |v, _, _| stale(&v.owner), now)
+            {
+                self.retire_presence(r, Cause::Revoked, true);
+            }
+        }
+        Ok(())
+    }
+
+    // ----- shared helpers ----------------------------------------------------
+
+    fn next_seq(&self) -> u64 {
+        self.seqs.fetch_add(1, Ordering::AcqRel) + 1
+    }
+
+    fn lease_id(&self, seq: u64) -> LeaseId {
+        LeaseId::new(self.incarnation, seq)
+    }
+
+    fn attempt_id(&self, seq: u64) -> AttemptId {
+        AttemptId::new(self.incarnation, seq)
+    }
+
+    /// The sequence number of a lease id from this incarnation.
+    fn lease_seq(&self, id: LeaseId) -> Result<u64> {
+        if id.incarnation() != self.incarnation {
+            return Err(Error::Restarted);
+        }
+        Ok(id.seq())
+    }
+
+    fn attempt_seq(&self, id: AttemptId) -> Result<u64> {
+        if id.incarnation() != self.incarnation {
+            return Err(Error::Restarted);
+        }
+        Ok(id.seq())
+    }
+
+    /// Validates `ttl` and turns it into an absolute deadline from `now`.
+    fn deadline(&self, now: MonoTime, ttl: Duration) -> Result<u64> {
+        if ttl.is_zero() {
+            return Err(Error::InvalidArgument {
+                reason: "ttl must be positive",
+            });
+        }
+        let ms = duration_to_millis_ceil(ttl);
+        if ms < self.ttl_min_ms {
+            return Err(Error::InvalidArgument {
+                reason: "ttl is below the configured minimum",
+            });
+        }
+        if ms > self.ttl_max_ms {
+            return Err(Error::InvalidArgument {
+                reason: "ttl is above the configured maximum",
+            });
+        }
+        Ok(now.as_millis() + ms)
+    }
+
+    /// A caller-supplied name (listing key, member, holder, client,
+    /// idempotency key): non-empty and at most `name_bytes_max` bytes.
+    fn name(&self, name: &str) -> Result<Arc<str>> {
+        if name.is_empty() {
+            return Err(Error::InvalidName);
+        }
+        if name.len() > self.config.name_bytes_max {
+            return Err(Error::InvalidArgument {
+                reason: "name is longer than name_bytes_max",
+            });
+        }
+        Ok(Arc::from(name))
+    }
+
+    fn attrs(&self, attrs: &[u8]) -> Result<Arc<[u8]>> {
+        if attrs.len() > self.config.attrs_bytes_max {
+            return Err(Error::InvalidArgument {
+                reason: "attributes are larger than attrs_bytes_max",
+            });
+        }
+        Ok(Arc::from(attrs))
+    }
+
+    fn tenant(&self, id: TenantId) -> Option<Arc<Tenant>> {
+        self.tenants.read(&id, Arc::clone)
+    }
+
+    fn tenant_or_create(&self, id: TenantId) -> Result<Arc<Tenant>> {
+        if let Some(t) = self.tenant(id) {
+            return Ok(t);
+        }
+        let q = &self.config.tenant;
+        let (outcome, _) = self.tenants.upsert(id, |existing| match existing {
+            Some(t) => Upsert::Keep(Ok(Arc::clone(t))),
+            None if !self.tenant_count.try_acquire(1) => {
+                Upsert::Keep(Err(Error::CapacityExceeded {
+                    scope: Scope::Collection("tenants"),
+                }))
+            }
+            None => {
+                let t = Arc::new(Tenant {
+                    epoch: AtomicU64::new(0),
+                    leases: Counter::new(Scope::Tenant("leases"), q.leases_max),
+                    listings: Counter::new(Scope::Tenant("listings"), q.listings_max),
+                    presence: Counter::new(Scope::Tenant("presence"), q.presence_max),
+                    attempts: Counter::new(Scope::Tenant("attempts"), q.attempts_max),
+                    replay: Counter::new(Scope::Tenant("replay"), q.replay_max),
+                    idempotency: Counter::new(Scope::Tenant("idempotency"), q.idempotency_max),
+                    index: Mutex::new(TenantIndex::default()),
+                });
+                Upsert::Put(Arc::clone(&t), Ok(t))
+            }
+        });
+        outcome
+    }
+
+    /// Whether a lease is visible: `Ok`, or why not.
+    fn lease_status(&self, tenant: TenantId, seq: u64, now: MonoTime) -> Result<()> {
+        let key = (tenant, seq);
+        match self.leases.read(&key, now, |v, _| v.owner.valid()) {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(Error::Revoked),
+            Err(Error::NotFound) => Err(self.gone(&key, now)),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// What a missing lease is: revoked while its tombstone lives, else
+    /// not found.
+    fn gone(&self, key: &IdKey, now: MonoTime) -> Error {
+        match self.tombstones.read(key, now, |_, _| ()) {
+            Ok(()) => Error::Revoked,
+            Err(_) => Error::NotFound,
+        }
+    }
+
+    /// Records that a lease was revoked, so renewals that miss it answer
+    /// `Revoked`. Best effort: a full tombstone table must not stop a
+    /// revocation (renewals then get `NotFound`, still a refusal).
+    fn tombstone(&self, key: IdKey, now: MonoTime) {
+        let deadline = now.saturating_add(self.config.tombstone_ttl).as_millis();
+        if let Ok((_, Some(old))) = self.tombstones.insert(key, (), now, deadline) {
+            let id = RecordId::Lease(self.lease_id(old.key.1));
+            self.emit(Collection::Tombstones, old.key.0, id, Cause::Expired);
+        }
+    }
+
+    fn emit(&self, collection: Collection, tenant: TenantId, id: RecordId, cause: Cause) {
+        self.events.emit(Event {
+            collection,
+            tenant,
+            id,
+            cause,
+        });
+    }
+
+    // ----- removal bookkeeping --------------------------------------------
+    //
+    // Each `retire_*` runs exactly once per record that left its table, by
+    // whichever path removed it. It releases the tenant counters the record
+    // owned (if it was attached), detaches it from its parent's index when
+    // asked (`detach`: the parent is not itself being removed), cascades to
+    // its children, and emits its event. Returns the number of descendants
+    // removed.
+
+    fn retire_lease(&self, r: Removed<IdKey, Lease>, cause: Cause, now: MonoTime) -> usize {
+        let (tenant, seq) = r.key;
+        let lease = r.value;
+        lease.owner.tenant.leases.release(1);
+        lock(&lease.owner.tenant.index).leases.remove(&seq);
+        self.emit(
+            Collection::Leases,
+            tenant,
+            RecordId::Lease(self.lease_id(seq)),
+            cause,
+        );
+        let mut n = 0;
+        for key in lease.listings {
+            let removed =
+                self.listings
+                    .remove_with(&(tenant, key), |v, _, _| owned_by(v.lease == seq), now);
+            if let Ok(child) = removed {
+                n += 1 + self.retire_listing(child, Cause::Cascaded, now, false);
+            }
+        }
+        for member in lease.members {
+            let removed = self.presence.remove_with(
+                &(tenant, member),
+                |v, _, _| owned_by(v.lease == Some(seq)),
+                now,
+            );
+            if let Ok(child) = removed {
+                n += 1;
+                self.retire_presence(child, Cause::Cascaded, false);
+            }
+        }
+        n
+    }
+
+    fn retire_listing(
+        &self,
+        r: Removed<NameKey, Listing>,
+        cause: Cause,
+        now: MonoTime,
+        detach: bool,
+    ) -> usize {
+        let (tenant, key) = r.key;
+        let listing = r.value;
+        if listing.attached {
+            listing.owner.tenant.listings.release(1);
+            lock(&listing.owner.tenant.index).listings.remove(&key);
+            self.emit(
+                Collection::Listings,
+                tenant,
+                RecordId::Listing(Arc::clone(&key)),
+                cause,
+            );
+        }
+        if detach {
+            let _ = self
+                .leases
+                .update(&(tenant, listing.lease), now, None, |lease, _| {
+                    lease.listings.retain(|k| *k != key);
+                    Ok(((), None))
+                });
+        }
+        let mut n = 0;
+        for seq in listing.attempts {
+            let origin = listing.origin;
+            let removed = self.attempts.remove_with(
+                &(tenant, seq),
+                |v, _, _| owned_by(v.origin == origin && !v.phase.is_consumed()),
+                now,
+            );
+            if let Ok(child) = removed {
+                n += 1;
+                self.retire_attempt(child, Cause::Cascaded, false);
+            }
+        }
+        n
+    }
+
+    fn retire_presence(&self, r: Removed<NameKey, Presence>, cause: Cause, detach: bool) {
+        let (tenant, member) = r.key;
+        let presence = r.value;
+        if presence.attached {
+            presence.owner.tenant.presence.release(1);
+            lock(&presence.owner.tenant.index).members.remove(&member);
+            self.emit(
+                Collection::Presence,
+                tenant,
+                RecordId::Member(Arc::clone(&member)),
+                cause,
+            );
+        }
+        if let (true, Some(lease)) = (detach, presence.lease) {
+            let _ = self
+                .leases
+                .update(&(tenant, lease), self.clock.now(), None, |l, _| {
+                    l.members.retain(|m| *m != member);
+                    Ok(((), None))
+                });
+        }
+    }
+
+    fn retire_attempt(&self, r: Removed<IdKey, Attempt>, cause: Cause, detach: bool) {
+        let (tenant, seq) = r.key;
+        let attempt = r.value;
+        let consumed = attempt.phase.is_consumed();
+        if attempt.attached {
+            let owner = &attempt.owner.tenant;
+            owner.replay.release(1);
+            if !consumed {
+                owner.attempts.release(1);
+                self.pending.release(1);
+            }
+            let collection = if consumed {
+                Collection::Replay
+            } else {
+                Collection::Attempts
+            };
+            self.emit(
+                collection,
+                tenant,
+                RecordId::Attempt(self.attempt_id(seq)),
+                cause,
+            );
+        }
+        if detach && !consumed {
+            self.detach_attempt(tenant, &attempt.listing, attempt.origin, seq);
+        }
+    }
+
+    fn detach_attempt(&self, tenant: TenantId, listing: &Arc<str>, origin: u64, seq: u64) {
+        let key = (tenant, Arc::clone(listing));
+        let _ = self.listings.update(&key, self.clock.now(), None, |l, _| {
+            if l.origin == origin {
+                l.attempts.retain(|s| *s != seq);
+            }
+            Ok(((), None))
+        });
+    }
+
+    fn retire_idem(&self, r: Removed<NameKey, Idem>, cause: Cause) {
+        r.value.owner.tenant.idempotency.release(1);
+        self.emit(
+            Collection::Idempotency,
+            r.key.0,
+            RecordId::Key(r.key.1),
+            cause,
+        );
+    }
+}
+
+/// A removal predicate: approve iff `owned`.
+fn owned_by(owned: bool) -> Result<()> {
+    if owned {
+        Ok(())
+    } else {
+        Err(Error::NotFound)
+    }
+}
+
+/// A removal predicate for tenant revocation: approve records of an earlier
+/// epoch only.
+fn stale(owner: &Owner) -> Result<()> {
+    owned_by(!owner.valid())
+}
+
+#[cfg(not(relaystore_loom))]
+impl crate::driver::Sweep for Store {
+    fn sweep_expired(&self) -> usize {
+        self.sweep()
+    }
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("incarnation", &format_args!("{:08x}", self.incarnation))
+            .field("stats", &self.stats())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Stamp helper shared by the collection modules.
+fn stamp_deadline(stamp: &Stamp) -> u64 {
+    stamp.deadline.as_millis()
+}
