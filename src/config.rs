@@ -26,6 +26,8 @@ pub struct TenantQuota {
     pub replay_max: u64,
     /// Idempotency records one tenant may hold.
     pub idempotency_max: u64,
+    /// Named locks one tenant may hold.
+    pub locks_max: u64,
 }
 
 impl Default for TenantQuota {
@@ -37,6 +39,7 @@ impl Default for TenantQuota {
             attempts_max: 50_000,
             replay_max: 100_000,
             idempotency_max: 50_000,
+            locks_max: 10_000,
         }
     }
 }
@@ -60,6 +63,8 @@ pub struct StoreConfig {
     pub replay_max: u64,
     /// Store-wide ceiling on idempotency records.
     pub idempotency_max: u64,
+    /// Store-wide ceiling on named locks.
+    pub locks_max: u64,
     /// Store-wide ceiling on lease revocation tombstones.
     pub tombstones_max: u64,
     /// Most distinct tenants the store will track.
@@ -74,6 +79,8 @@ pub struct StoreConfig {
     pub endpoints_per_lease_max: usize,
     /// Presence records one lease may carry.
     pub presence_per_lease_max: usize,
+    /// Named locks one lease may carry.
+    pub locks_per_lease_max: usize,
     /// Largest attribute blob on a listing or presence record.
     pub attrs_bytes_max: usize,
     /// Longest listing key, member name, holder, client or idempotency key.
@@ -103,6 +110,7 @@ impl Default for StoreConfig {
             attempts_max: 500_000,
             replay_max: 1_000_000,
             idempotency_max: 500_000,
+            locks_max: 100_000,
             tombstones_max: 500_000,
             tenants_max: 10_000,
             tenant: TenantQuota::default(),
@@ -110,6 +118,7 @@ impl Default for StoreConfig {
             attempts_per_listing_max: 64,
             endpoints_per_lease_max: 8,
             presence_per_lease_max: 256,
+            locks_per_lease_max: 64,
             attrs_bytes_max: 1024,
             name_bytes_max: 128,
             page_len_max: 1000,
@@ -149,6 +158,7 @@ impl StoreConfig {
             self.attempts_max,
             self.replay_max,
             self.idempotency_max,
+            self.locks_max,
             self.tombstones_max,
             self.tenants_max,
         ];
@@ -163,6 +173,7 @@ impl StoreConfig {
             q.attempts_max,
             q.replay_max,
             q.idempotency_max,
+            q.locks_max,
         ];
         if quotas.contains(&0) {
             return invalid("every tenant quota must be positive");
@@ -172,6 +183,7 @@ impl StoreConfig {
             self.attempts_per_listing_max,
             self.endpoints_per_lease_max,
             self.presence_per_lease_max,
+            self.locks_per_lease_max,
             self.name_bytes_max,
             self.page_len_max,
             self.subscribers_max,

@@ -76,7 +76,7 @@ pub use ids::{AttemptId, JoinToken, LeaseId, TenantId, TOKEN_SECRET_BYTES};
 pub use record::{Stamp, CAS_ATTEMPTS_MAX, DEADLINE_MAX_MS};
 pub use store::{
     Admission, Binding, Cursor, EndpointSeen, Health, JoinTicket, LeaseGrant, LeaseInfo,
-    ListingInfo, Page, PresenceInfo, Stats, Store,
+    ListingInfo, LockGuard, LockInfo, Page, PresenceInfo, Stats, Store, RESERVED_PREFIX,
 };
 pub use ttl::{Removed, TtlConfig, TtlMap};
 

@@ -43,6 +43,14 @@ pub mod faults {
         JoinWithoutAttach,
         /// `revoke` writes the tombstone after removing the lease.
         TombstoneAfterRemoval,
+        /// `try_lock` decides "nobody holds it" first, then overwrites.
+        LockBlindUpsert,
+        /// `release` checks the fence, then removes without checking again.
+        ReleaseCheckThenAct,
+        /// `release` removes the lock whatever its fence.
+        ReleaseUnfenced,
+        /// A renewal ignores the deadline (resurrects an expired record).
+        RenewIgnoresDeadline,
     }
 
     std::thread_local! {

@@ -186,6 +186,12 @@ where
             let outcome = self.map.read(key, |r| {
                 guard(&r.value).map_err(Refusal::Error)?;
                 r.transition(expected, |current| {
+                    #[cfg(relaystore_loom)]
+                    if crate::model::faults::active(
+                        crate::model::faults::StoreFault::RenewIgnoresDeadline,
+                    ) {
+                        return Ok(deadline_ms);
+                    }
                     if now < current.deadline {
                         Ok(deadline_ms)
                     } else {

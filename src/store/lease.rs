@@ -20,6 +20,8 @@ pub(crate) struct Lease {
     pub(super) listings: Vec<Arc<str>>,
     /// Attached presence records, by member (at most `presence_per_lease_max`).
     pub(super) members: Vec<Arc<str>>,
+    /// Attached named locks, by name (at most `locks_per_lease_max`).
+    pub(super) locks: Vec<Arc<str>>,
     /// Observed public endpoints (at most `endpoints_per_lease_max`).
     endpoints: Vec<(SocketAddr, MonoTime)>,
 }
@@ -114,6 +116,7 @@ impl Store {
             fence,
             listings: Vec::new(),
             members: Vec::new(),
+            locks: Vec::new(),
             endpoints: Vec::new(),
         };
         let (stamp, replaced) = self.leases.insert((tenant, seq), lease, now, deadline)?;

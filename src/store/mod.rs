@@ -1,7 +1,7 @@
 //! [`Store`]: the in-memory engine for a relay's ephemeral state.
 //!
 //! The store is a set of [`Table`]s (leases, listings, presence, join
-//! attempts, tombstones, idempotency records) sharing one clock, one version
+//! attempts, tombstones, idempotency records, named locks) sharing one clock, one version
 //! counter and one event hub, plus a registry of tenants with their quotas.
 //!
 //! # Ground rules
@@ -33,11 +33,13 @@ mod idempotency;
 mod join;
 mod lease;
 mod listing;
+mod lock;
 mod presence;
 
 pub use join::{Admission, Binding, JoinTicket};
 pub use lease::{EndpointSeen, LeaseGrant, LeaseInfo};
 pub use listing::{Cursor, ListingInfo, Page};
+pub use lock::{LockGuard, LockInfo, RESERVED_PREFIX};
 pub use presence::PresenceInfo;
 
 use crate::config::StoreConfig;
@@ -54,6 +56,7 @@ use idempotency::Idem;
 use join::Attempt;
 use lease::Lease;
 use listing::Listing;
+use lock::Lock;
 use presence::Presence;
 use std::collections::BTreeSet;
 use std::time::{Duration, SystemTime};
@@ -71,6 +74,7 @@ pub(crate) struct Tenant {
     attempts: Counter,
     replay: Counter,
     idempotency: Counter,
+    locks: Counter,
     index: Mutex<TenantIndex>,
 }
 
@@ -132,6 +136,8 @@ pub struct Stats {
     pub tombstones: usize,
     /// Idempotency records held.
     pub idempotency: usize,
+    /// Named locks held.
+    pub locks: usize,
     /// Tenants known.
     pub tenants: usize,
 }
@@ -173,6 +179,7 @@ pub struct Store {
     attempts: Table<IdKey, Attempt>,
     pending: Counter,
     idempotency: Table<NameKey, Idem>,
+    locks: Table<NameKey, Lock>,
     events: Arc<EventHub>,
     ttl_min_ms: u64,
     ttl_max_ms: u64,
@@ -220,6 +227,7 @@ impl Store {
                 Arc::clone(&versions),
                 start,
             ),
+            locks: Table::new("locks", config.locks_max, Arc::clone(&versions), start),
             events: Arc::new(EventHub::new(
                 config.subscribers_max,
                 config.subscriber_buffer_max,
@@ -257,6 +265,7 @@ impl Store {
             attempts_pending: self.pending.used(),
             tombstones: self.tombstones.len(),
             idempotency: self.idempotency.len(),
+            locks: self.locks.len(),
             tenants: self.tenants.len(),
         }
     }
@@ -311,6 +320,12 @@ impl Store {
                 RecordId::Lease(self.lease_id(r.key.1)),
                 Cause::Expired,
             );
+        }
+        let mut locks = Vec::new();
+        self.locks.sweep(now, &mut locks);
+        for r in locks {
+            n += 1;
+            self.retire_lock(r, Cause::Expired, true);
         }
         let mut idem = Vec::new();
         self.idempotency.sweep(now, &mut idem);
@@ -456,6 +471,7 @@ impl Store {
                     attempts: Counter::new(Scope::Tenant("attempts"), q.attempts_max),
                     replay: Counter::new(Scope::Tenant("replay"), q.replay_max),
                     idempotency: Counter::new(Scope::Tenant("idempotency"), q.idempotency_max),
+                    locks: Counter::new(Scope::Tenant("locks"), q.locks_max),
                     index: Mutex::new(TenantIndex::default()),
                 });
                 Upsert::Put(Arc::clone(&t), Ok(t))
@@ -542,6 +558,17 @@ impl Store {
             if let Ok(child) = removed {
                 n += 1;
                 self.retire_presence(child, Cause::Cascaded, false);
+            }
+        }
+        for name in lease.locks {
+            let removed = self.locks.remove_with(
+                &(tenant, name),
+                |v, _, _| owned_by(v.lease == Some(seq)),
+                now,
+            );
+            if let Ok(child) = removed {
+                n += 1;
+                self.retire_lock(child, Cause::Cascaded, false);
             }
         }
         n

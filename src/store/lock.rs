@@ -1,0 +1,407 @@
+//! Named locks with a TTL and fencing tokens.
+//!
+//! `try_lock` either takes the lock (returning a [`LockGuard`] with a fence
+//! strictly greater than every earlier fence) or reports that another live
+//! owner holds it (`Ok(None)`: losing is a value, not an error). A lock lapses
+//! silently at its deadline and can then be taken again. `release` checks the
+//! fence, so a holder whose lock lapsed can never release its successor's.
+
+use super::{owned_by, NameKey, Owner, Store};
+use crate::error::{Error, Result};
+use crate::events::{Cause, Collection, RecordId};
+use crate::ids::{LeaseId, TenantId};
+use crate::quota::Reservation;
+use crate::record::Stamp;
+use crate::sync::{Arc, Ordering};
+use crate::time::MonoTime;
+use std::sync::atomic::AtomicU64;
+use std::time::Duration;
+
+/// Names starting with this prefix are reserved for the store itself.
+pub const RESERVED_PREFIX: &str = "__";
+
+pub(crate) struct Lock {
+    pub(super) owner: Owner,
+    holder: Arc<str>,
+    fence: u64,
+    pub(super) lease: Option<u64>,
+    pub(super) attached: bool,
+}
+
+/// A held lock. Plain data plus a borrow of the store: it does **not**
+/// release on drop (a lock outliving its guard lapses at its deadline, which
+/// is what a fenced lock is for); call [`release`](Self::release).
+///
+/// ```
+/// use relaystore::{time::ManualClock, Store, StoreConfig, TenantId};
+/// use std::{sync::Arc, time::Duration};
+///
+/// // A resource that refuses writes from stale holders by fence.
+/// struct Storage { highest_fence: u64, value: &'static str }
+/// impl Storage {
+///     fn write(&mut self, fence: u64, value: &'static str) -> Result<(), &'static str> {
+///         if fence < self.highest_fence { return Err("stale holder"); }
+///         self.highest_fence = fence;
+///         self.value = value;
+///         Ok(())
+///     }
+/// }
+///
+/// let clock = Arc::new(ManualClock::new());
+/// let store = Store::new(StoreConfig::default(), clock.clone())?;
+/// let mut storage = Storage { highest_fence: 0, value: "" };
+/// let t = TenantId(1);
+///
+/// let first = store.try_lock(t, "match-42", "worker-a", Duration::from_secs(5), None)?.unwrap();
+/// assert!(store.try_lock(t, "match-42", "worker-b", Duration::from_secs(5), None)?.is_none());
+///
+/// clock.advance(Duration::from_secs(6)); // worker-a stalls; its lock lapses
+/// let second = store.try_lock(t, "match-42", "worker-b", Duration::from_secs(5), None)?.unwrap();
+/// assert!(second.fence() > first.fence());
+/// storage.write(second.fence(), "b").unwrap();
+/// assert_eq!(storage.write(first.fence(), "a"), Err("stale holder")); // fenced off
+/// first.release()?; // cannot release worker-b's lock
+/// assert!(store.get_lock(t, "match-42").is_ok());
+/// # Ok::<(), relaystore::Error>(())
+/// ```
+#[must_use = "a lock is held until released or until its TTL lapses"]
+pub struct LockGuard<'s> {
+    store: &'s Store,
+    tenant: TenantId,
+    name: Arc<str>,
+    fence: u64,
+    deadline_ms: AtomicU64,
+}
+
+/// A visible lock's state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockInfo {
+    /// Who holds it.
+    pub holder: Arc<str>,
+    /// Its fencing token.
+    pub fence: u64,
+    /// Its version.
+    pub version: u64,
+    /// Time left before it lapses.
+    pub remaining: Duration,
+}
+
+impl LockGuard<'_> {
+    /// The fencing token: strictly greater than any earlier holder's.
+    pub fn fence(&self) -> u64 {
+        self.fence
+    }
+
+    /// The lock's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Resets the lock's deadline to `now + ttl`. [`Error::Expired`] once it
+    /// has lapsed, even if nobody took it since.
+    pub fn renew(&self, ttl: Duration) -> Result<Stamp> {
+        match self
+            .store
+            .renew_lock(self.tenant, &self.name, self.fence, ttl)
+        {
+            Ok(stamp) => {
+                self.deadline_ms
+                    .store(stamp.deadline.as_millis(), Ordering::Release);
+                Ok(stamp)
+            }
+            // Reclaimed after lapsing: the guard knows its own deadline.
+            Err(Error::NotFound) if self.store.clock.now() >= self.deadline() => {
+                Err(Error::Expired)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Releases the lock if this guard still holds it. Idempotent, and never
+    /// releases a later holder's lock.
+    pub fn release(&self) -> Result<()> {
+        self.store.release_lock(self.tenant, &self.name, self.fence)
+    }
+
+    /// The deadline as of the last acquire or renew by this guard.
+    pub fn deadline(&self) -> MonoTime {
+        MonoTime::from_millis(self.deadline_ms.load(Ordering::Acquire))
+    }
+}
+
+impl std::fmt::Debug for LockGuard<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LockGuard")
+            .field("tenant", &self.tenant)
+            .field("name", &self.name)
+            .field("fence", &self.fence)
+            .finish()
+    }
+}
+
+impl Store {
+    /// Takes the lock `name` for `owner` for `ttl`, or returns `Ok(None)` if
+    /// another live owner holds it. With `lease`, the lock is attached to the
+    /// lease and released (cause `Cascaded`) when the lease goes.
+    ///
+    /// Empty name: [`Error::InvalidName`]; a name starting with `__`:
+    /// [`Error::ReservedName`]; `ttl == 0` or outside the configured range:
+    /// [`Error::InvalidArgument`].
+    pub fn try_lock(
+        &self,
+        tenant: TenantId,
+        name: &str,
+        owner: &str,
+        ttl: Duration,
+        lease: Option<LeaseId>,
+    ) -> Result<Option<LockGuard<'_>>> {
+        if name.starts_with(RESERVED_PREFIX) {
+            return Err(Error::ReservedName);
+        }
+        let name = self.name(name)?;
+        let holder = self.name(owner)?;
+        let lease = lease.map(|l| self.lease_seq(l)).transpose()?;
+        let now = self.clock.now();
+        let deadline = self.deadline(now, ttl)?;
+        if let Some(seq) = lease {
+            self.lease_status(tenant, seq, now)?;
+        }
+        let key: NameKey = (tenant, Arc::clone(&name));
+        #[cfg(relaystore_loom)]
+        if crate::model::faults::active(crate::model::faults::StoreFault::LockBlindUpsert)
+            && self.locks.read(&key, now, |_, _| ()).is_err()
+        {
+            // Broken twin: "nobody holds it" decided before a blind overwrite.
+            let _ = self.locks.remove_with(&key, |_, _, _| Ok(()), now);
+        }
+        for _ in 0..2 {
+            match self.acquire_lock(&key, &holder, lease, now, deadline) {
+                Ok(fence) => {
+                    return Ok(Some(LockGuard {
+                        store: self,
+                        tenant,
+                        name,
+                        fence,
+                        deadline_ms: AtomicU64::new(deadline),
+                    }))
+                }
+                Err(Error::Conflict { .. }) => {
+                    if !self.clear_invisible_lock(&key, now) {
+                        return Ok(None);
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(None)
+    }
+
+    fn acquire_lock(
+        &self,
+        key: &NameKey,
+        holder: &Arc<str>,
+        lease: Option<u64>,
+        now: MonoTime,
+        deadline: u64,
+    ) -> Result<u64> {
+        let t = self.tenant_or_create(key.0)?;
+        let reservation = Reservation::acquire(&[(&t.locks, 1)])?;
+        // The fence is the record's version at insert: issued under the
+        // shard lock and strictly increasing per name across holders, so a
+        // later holder always has a higher fence. It is written into the
+        // record in the same step that makes the record visible.
+        let record = Lock {
+            owner: Owner::of(&t),
+            holder: Arc::clone(holder),
+            fence: 0,
+            lease,
+            attached: false,
+        };
+        let (stamp, replaced) = self.locks.insert(key.clone(), record, now, deadline)?;
+        let fence = stamp.version;
+        if let Some(old) = replaced {
+            self.retire_lock(old, Cause::Expired, true);
+        }
+        if let Some(seq) = lease {
+            let attached = self.attach_to_lease(
+                key.0,
+                seq,
+                now,
+                |l| &mut l.locks,
+                Arc::clone(&key.1),
+                ("locks", self.config.locks_per_lease_max),
+            );
+            if let Err(e) = attached {
+                let _ = self.locks.remove_with(
+                    key,
+                    |v, s, _| owned_by(s.version == fence && !v.attached),
+                    now,
+                );
+                return Err(e);
+            }
+        }
+        self.locks
+            .update(key, now, None, |v, s| {
+                owned_by(s.version == fence && !v.attached)?;
+                v.fence = fence;
+                v.attached = true;
+                Ok(((), None))
+            })
+            .map_err(|_| Error::Revoked)?;
+        reservation.commit();
+        Ok(fence)
+    }
+
+    /// Removes the lock under `key` if its holder is invisible (tenant
+    /// revoked, or its lease gone). Returns whether the name is now free.
+    fn clear_invisible_lock(&self, key: &NameKey, now: MonoTime) -> bool {
+        let seen = self.locks.read(key, now, |v, _| {
+            (v.attached, v.owner.valid(), v.lease, v.fence)
+        });
+        let Ok((true, owner_valid, lease, fence)) = seen else {
+            return false;
+        };
+        let lease_ok = lease.is_none_or(|seq| self.lease_status(key.0, seq, now).is_ok());
+        if owner_valid && lease_ok {
+            return false;
+        }
+        match self
+            .locks
+            .remove_with(key, |v, _, _| owned_by(v.fence == fence), now)
+        {
+            Ok(removed) => {
+                self.retire_lock(removed, Cause::Cascaded, true);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// The lock `name`, if a live, visible owner holds it.
+    pub fn get_lock(&self, tenant: TenantId, name: &str) -> Result<LockInfo> {
+        let key = (tenant, self.name(name)?);
+        let now = self.clock.now();
+        let seen = self.locks.read(&key, now, |v, stamp| {
+            (v.attached && v.owner.valid()).then(|| {
+                (
+                    v.lease,
+                    LockInfo {
+                        holder: Arc::clone(&v.holder),
+                        fence: v.fence,
+                        version: stamp.version,
+                        remaining: stamp.remaining(now),
+                    },
+                )
+            })
+        });
+        match seen {
+            Ok(Some((lease, info))) => {
+                if let Some(seq) = lease {
+                    self.lease_status(tenant, seq, now)
+                        .map_err(|_| Error::NotFound)?;
+                }
+                Ok(info)
+            }
+            Ok(None) | Err(Error::Expired) => Err(Error::NotFound),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Renews the lock `name` held with `fence` (what [`LockGuard::renew`]
+    /// does, for callers that keep the fence rather than the guard).
+    /// [`Error::Expired`] once it has lapsed, also if another owner has
+    /// taken it since; [`Error::NotFound`] after it was released.
+    pub fn renew_lock(
+        &self,
+        tenant: TenantId,
+        name: &str,
+        fence: u64,
+        ttl: Duration,
+    ) -> Result<Stamp> {
+        let key = (tenant, self.name(name)?);
+        let now = self.clock.now();
+        let deadline = self.deadline(now, ttl)?;
+        // A lock attached to a lease that is no longer visible is gone.
+        if let Ok(Some(seq)) = self.locks.read(&key, now, |v, _| v.lease) {
+            self.lease_status(tenant, seq, now)
+                .map_err(|_| Error::NotFound)?;
+        }
+        let guard = |l: &Lock| {
+            if l.fence == fence && l.owner.valid() {
+                Ok(())
+            } else {
+                Err(Error::Expired)
+            }
+        };
+        self.locks.renew_guarded(&key, now, deadline, None, guard)
+    }
+
+    /// Releases the lock `name` if it is still held with `fence`. Idempotent,
+    /// and never releases a later holder's lock.
+    pub fn release_lock(&self, tenant: TenantId, name: &str, fence: u64) -> Result<()> {
+        let key = (tenant, self.name(name)?);
+        let now = self.clock.now();
+        #[cfg(relaystore_loom)]
+        {
+            use crate::model::faults::{active, StoreFault};
+            if active(StoreFault::ReleaseUnfenced) {
+                if let Ok(r) = self.locks.remove_with(&key, |_, _, _| Ok(()), now) {
+                    self.retire_lock(r, Cause::Released, true);
+                }
+                return Ok(());
+            }
+            let checked_ours = active(StoreFault::ReleaseCheckThenAct) && {
+                let mut ours = false;
+                self.locks
+                    .for_each(|k, v, _| ours |= *k == key && v.fence == fence);
+                ours
+            };
+            if checked_ours {
+                // Broken twin: ownership checked, then removed unchecked.
+                if let Ok(r) = self.locks.remove_with(&key, |_, _, _| Ok(()), now) {
+                    self.retire_lock(r, Cause::Released, true);
+                }
+                return Ok(());
+            }
+        }
+        // Live or lapsed-but-unswept: only this fence's lock is removed.
+        match self
+            .locks
+            .remove_with(&key, |v, _, _| owned_by(v.fence == fence), now)
+        {
+            Ok(removed) => {
+                self.retire_lock(removed, Cause::Released, true);
+                Ok(())
+            }
+            Err(Error::NotFound) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    pub(super) fn retire_lock(
+        &self,
+        r: crate::table::Removed<NameKey, Lock>,
+        cause: Cause,
+        detach: bool,
+    ) {
+        let (tenant, name) = r.key;
+        let held = r.value;
+        if held.attached {
+            held.owner.tenant.locks.release(1);
+            self.emit(
+                Collection::Locks,
+                tenant,
+                RecordId::Key(Arc::clone(&name)),
+                cause,
+            );
+        }
+        if let (true, Some(seq)) = (detach, held.lease) {
+            let _ = self
+                .leases
+                .update(&(tenant, seq), self.clock.now(), None, |l, _| {
+                    l.locks.retain(|n| *n != name);
+                    Ok(((), None))
+                });
+        }
+    }
+}
