@@ -44,6 +44,24 @@ impl Default for TenantQuota {
     }
 }
 
+/// Where a store gets each tenant's quotas. Asked once per tenant, when the
+/// store first sees it; a policy can give a paying customer more room than a
+/// free tier.
+pub trait QuotaPolicy: Send + Sync + 'static {
+    /// The quotas for `tenant`.
+    fn quota(&self, tenant: crate::TenantId) -> TenantQuota;
+}
+
+/// The default policy: the same quotas for every tenant.
+#[derive(Debug, Clone)]
+pub struct UniformQuota(pub TenantQuota);
+
+impl QuotaPolicy for UniformQuota {
+    fn quota(&self, _tenant: crate::TenantId) -> TenantQuota {
+        self.0.clone()
+    }
+}
+
 /// The limits of a [`Store`](crate::Store).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoreConfig {
@@ -97,6 +115,10 @@ pub struct StoreConfig {
     pub subscribers_max: usize,
     /// Events buffered per subscriber before it lags.
     pub subscriber_buffer_max: usize,
+    /// How long the expiry driver may go without sweeping before joins,
+    /// binds and consumes are refused with `ServiceUnavailable` (expiry, and
+    /// so token validity, can no longer be guaranteed).
+    pub driver_stall_max: Duration,
 }
 
 impl Default for StoreConfig {
@@ -127,6 +149,7 @@ impl Default for StoreConfig {
             idempotency_ttl: Duration::from_secs(600),
             subscribers_max: 16,
             subscriber_buffer_max: 4096,
+            driver_stall_max: Duration::from_secs(5),
         }
     }
 }

@@ -68,7 +68,7 @@ pub mod time;
 mod ttl;
 pub mod wheel;
 
-pub use config::{StoreConfig, TenantQuota};
+pub use config::{QuotaPolicy, StoreConfig, TenantQuota, UniformQuota};
 #[cfg(not(relaystore_loom))]
 pub use driver::{ExpiryDriver, Sweep};
 pub use error::{Error, Result, Scope};

@@ -126,6 +126,8 @@ impl Store {
         now: MonoTime,
         deadline: u64,
     ) -> Result<JoinTicket> {
+        self.admit_new(now)?;
+        self.authorize(now)?;
         let nkey = (tenant, Arc::clone(&listing));
         let view = self.listing_view(&nkey, now)?;
         let t = self.tenant(tenant).ok_or(Error::NotFound)?;
@@ -204,6 +206,7 @@ impl Store {
         now: MonoTime,
     ) -> Result<(IdKey, Arc<str>)> {
         let seq = self.attempt_seq(id)?;
+        self.authorize(now)?;
         if token.attempt() != id {
             return Err(Error::NotFound);
         }

@@ -106,6 +106,7 @@ impl Store {
         now: MonoTime,
         deadline: u64,
     ) -> Result<LeaseGrant> {
+        self.admit_new(now)?;
         let t = self.tenant_or_create(tenant)?;
         let reservation = Reservation::acquire(&[(&t.leases, 1)])?;
         let seq = self.next_seq();
@@ -126,6 +127,17 @@ impl Store {
         );
         reservation.commit();
         lock(&t.index).leases.insert(seq);
+        // A drain that finished while this grant was in flight may have
+        // missed the lease in the tenant's index: take it back.
+        if self.is_stopped() {
+            if let Ok(r) = self
+                .leases
+                .remove_with(&(tenant, seq), |_, _, _| Ok(()), now)
+            {
+                self.retire_lease(r, Cause::Drained, now);
+            }
+            return Err(Error::ServiceUnavailable);
+        }
         Ok(LeaseGrant {
             id: self.lease_id(seq),
             fence,

@@ -100,6 +100,7 @@ impl Store {
         attrs: Arc<[u8]>,
         now: MonoTime,
     ) -> Result<ListingInfo> {
+        self.admit_new(now)?;
         self.lease_status(tenant, lease, now)?;
         let t = self.tenant(tenant).ok_or(Error::NotFound)?;
         let reservation = Reservation::acquire(&[(&t.listings, 1)])?;

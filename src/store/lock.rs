@@ -205,6 +205,7 @@ impl Store {
         deadline: u64,
     ) -> Result<u64> {
         let t = self.tenant_or_create(key.0)?;
+        self.admit_new(now)?;
         let reservation = Reservation::acquire(&[(&t.locks, 1)])?;
         // The fence is the record's version at insert: issued under the
         // shard lock and strictly increasing per name across holders, so a

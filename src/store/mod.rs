@@ -32,17 +32,19 @@
 mod idempotency;
 mod join;
 mod lease;
+mod lifecycle;
 mod listing;
 mod lock;
 mod presence;
 
 pub use join::{Admission, Binding, JoinTicket};
 pub use lease::{EndpointSeen, LeaseGrant, LeaseInfo};
+pub use lifecycle::Health;
 pub use listing::{Cursor, ListingInfo, Page};
 pub use lock::{LockGuard, LockInfo, RESERVED_PREFIX};
 pub use presence::PresenceInfo;
 
-use crate::config::StoreConfig;
+use crate::config::{QuotaPolicy, StoreConfig, UniformQuota};
 use crate::error::{Error, Result, Scope};
 use crate::events::{Cause, Collection, Event, EventHub, RecordId, Subscription};
 use crate::ids::{random_bytes, AttemptId, LeaseId, TenantId};
@@ -112,13 +114,6 @@ impl Owner {
     }
 }
 
-/// Readiness of a store.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum Health {
-    /// Accepting all operations.
-    Ready,
-}
-
 /// Counts of records held, per collection (live or awaiting the sweep).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Stats {
@@ -183,12 +178,26 @@ pub struct Store {
     events: Arc<EventHub>,
     ttl_min_ms: u64,
     ttl_max_ms: u64,
+    policy: Arc<dyn QuotaPolicy>,
+    state: AtomicU64,
+    drain_deadline_ms: AtomicU64,
 }
 
 impl Store {
     /// A store with `config`'s limits on `clock`. Draws a random
     /// incarnation from the OS CSPRNG.
     pub fn new(config: StoreConfig, clock: Arc<dyn Clock>) -> Result<Self> {
+        let policy = Arc::new(UniformQuota(config.tenant.clone()));
+        Self::with_policy(config, clock, policy)
+    }
+
+    /// A store whose per-tenant quotas come from `policy` (asked once, when
+    /// a tenant is first seen) instead of `config.tenant`.
+    pub fn with_policy(
+        config: StoreConfig,
+        clock: Arc<dyn Clock>,
+        policy: Arc<dyn QuotaPolicy>,
+    ) -> Result<Self> {
         config.validate()?;
         let mut bytes = [0; 4];
         random_bytes(&mut bytes)?;
@@ -234,6 +243,9 @@ impl Store {
             )),
             ttl_min_ms: duration_to_millis_ceil(config.ttl_min),
             ttl_max_ms: duration_to_millis_ceil(config.ttl_max),
+            policy,
+            state: AtomicU64::new(lifecycle::READY),
+            drain_deadline_ms: AtomicU64::new(u64::MAX),
             clock,
             config,
         })
@@ -242,11 +254,6 @@ impl Store {
     /// The limits this store was built with.
     pub fn config(&self) -> &StoreConfig {
         &self.config
-    }
-
-    /// Readiness, for a readiness probe.
-    pub fn health(&self) -> Health {
-        Health::Ready
     }
 
     /// Subscribes to removal events. Refused with `CapacityExceeded` past
@@ -277,7 +284,11 @@ impl Store {
 
     /// How long ago the last sweep ran; large values mean a stalled driver.
     pub fn sweep_lag(&self) -> Duration {
-        self.clock.now().saturating_since(self.leases.swept_to())
+        self.clock.now().saturating_since(self.leases_swept_to())
+    }
+
+    fn leases_swept_to(&self) -> MonoTime {
+        self.leases.swept_to()
     }
 
     /// Physically removes everything that has expired by the store's clock
@@ -287,6 +298,7 @@ impl Store {
     }
 
     fn sweep_at(&self, now: MonoTime) -> usize {
+        self.finish_drain_if_due(now);
         let mut n = 0;
         let mut leases = Vec::new();
         self.leases.sweep(now, &mut leases);
@@ -454,7 +466,7 @@ impl Store {
         if let Some(t) = self.tenant(id) {
             return Ok(t);
         }
-        let q = &self.config.tenant;
+        let q = self.policy.quota(id);
         let (outcome, _) = self.tenants.upsert(id, |existing| match existing {
             Some(t) => Upsert::Keep(Ok(Arc::clone(t))),
             None if !self.tenant_count.try_acquire(1) => {
@@ -696,6 +708,11 @@ fn owned_by(owned: bool) -> Result<()> {
     } else {
         Err(Error::NotFound)
     }
+}
+
+/// A removal predicate that approves any record (drain ends everything).
+fn stale_or_any(_owner: &Owner) -> Result<()> {
+    Ok(())
 }
 
 /// A removal predicate for tenant revocation: approve records of an earlier

@@ -103,6 +103,7 @@ impl Store {
         deadline: u64,
     ) -> Result<Stamp> {
         let t = self.tenant_or_create(key.0)?;
+        self.admit_new(now)?;
         let reservation = Reservation::acquire(&[(&t.presence, 1)])?;
         let record = Presence {
             owner: Owner::of(&t),

@@ -1,0 +1,105 @@
+//! Wiring a store into a relay's lifecycle: `health()` behind the readiness
+//! probe, and SIGTERM starting a drain.
+//!
+//! ```text
+//! cargo run --example readiness
+//! ```
+//!
+//! The standard library has no signal API, so this example simulates the
+//! SIGTERM with a timer thread setting the same flag a signal handler would
+//! (e.g. one installed with the `signal-hook` crate or `tokio::signal`). On
+//! the signal the relay starts a drain: the probe turns 503 so the load
+//! balancer stops sending new sessions, existing sessions keep renewing and
+//! consuming, and at the deadline everything left is revoked and the process
+//! exits.
+
+use relaystore::time::SystemClock;
+use relaystore::{Error, ExpiryDriver, Health, Store, StoreConfig, TenantId};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const GAME: TenantId = TenantId(1);
+
+/// What a readiness endpoint would answer.
+fn readiness(store: &Store) -> (u16, &'static str) {
+    match store.health() {
+        Health::Ready => (200, "ready"),
+        Health::Draining { .. } => (503, "draining"),
+        Health::Stopped => (503, "stopped"),
+    }
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let store = Arc::new(Store::new(
+        StoreConfig::default(),
+        Arc::new(SystemClock::new()),
+    )?);
+    let driver = ExpiryDriver::spawn(store.clone(), Duration::from_millis(10))?;
+    let started = Instant::now();
+    let t = || format!("{:>5.2}s", started.elapsed().as_secs_f64());
+
+    let lease = store.grant(GAME, "host-1", Duration::from_secs(5), None)?;
+    store.publish(GAME, lease.id, "lobby", b"", None)?;
+    let ticket = store.begin_join(GAME, "lobby", "late-client", Duration::from_secs(30), None)?;
+    println!("{} probe {:?}", t(), readiness(&store));
+
+    // The "signal handler".
+    let terminate = Arc::new(AtomicBool::new(false));
+    {
+        let terminate = terminate.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(500));
+            terminate.store(true, Ordering::SeqCst);
+        });
+    }
+
+    // The relay's main loop: renew the host's lease, answer probes.
+    let mut draining_since = None;
+    loop {
+        std::thread::sleep(Duration::from_millis(100));
+        if terminate.load(Ordering::SeqCst) && draining_since.is_none() {
+            let deadline = store.begin_drain(Duration::from_secs(1))?;
+            draining_since = Some(Instant::now());
+            println!("{} SIGTERM: draining until {:?}", t(), deadline);
+            println!(
+                "{} new join while draining -> {:?}",
+                t(),
+                store
+                    .begin_join(GAME, "lobby", "new-client", Duration::from_secs(5), None)
+                    .map(drop)
+            );
+            let bound = store.bind_endpoint(
+                GAME,
+                ticket.attempt,
+                &ticket.token,
+                "203.0.113.1:4000".parse()?,
+            );
+            println!(
+                "{} existing join binds  -> {:?}",
+                t(),
+                bound.map(|b| b.addr)
+            );
+            println!(
+                "{} existing join admits -> {:?}",
+                t(),
+                store.consume(GAME, &ticket.token).map(|a| a.client)
+            );
+        }
+        match store.renew(GAME, lease.id, Duration::from_secs(5)) {
+            Ok(_) => {}
+            Err(Error::Revoked) => println!("{} lease revoked by the drain", t()),
+            Err(e) => println!("{} renew -> {e:?}", t()),
+        }
+        let (code, body) = readiness(&store);
+        if draining_since.is_some() {
+            println!("{} probe ({code}, {body:?})", t());
+        }
+        if store.health() == Health::Stopped {
+            break;
+        }
+    }
+    driver.stop();
+    println!("{} stopped; stats {:?}", t(), store.stats());
+    Ok(())
+}

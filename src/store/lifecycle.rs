@@ -1,0 +1,179 @@
+//! Lifecycle: health, drain, and the fail-closed admission checks.
+//!
+//! A store is `Ready`, then (after [`Store::begin_drain`]) `Draining` until
+//! its drain deadline, then `Stopped`. The transition to `Stopped` happens at
+//! the first sweep, health probe or admission check at or past the deadline,
+//! so with the driver running a drain ends within its window plus one tick,
+//! whatever callers do. Exactly one caller wins the transition and revokes
+//! every remaining lease (cause `Drained`).
+
+use super::{stale_or_any, Store};
+use crate::error::{Error, Result};
+use crate::events::Cause;
+use crate::sync::{lock, Ordering};
+use crate::time::MonoTime;
+use std::hash::{Hash, Hasher};
+use std::time::Duration;
+
+pub(super) const READY: u64 = 0;
+pub(super) const DRAINING: u64 = 1;
+pub(super) const STOPPED: u64 = 2;
+
+/// Readiness of a store, for a readiness probe.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Health {
+    /// Accepting all operations.
+    Ready,
+    /// Refusing new grants, publishes, joins, presence and locks with
+    /// `Draining`; existing records keep working until `deadline`.
+    Draining {
+        /// When the drain ends and every remaining lease is revoked.
+        deadline: MonoTime,
+    },
+    /// Drained: new work and authorizations are refused with
+    /// `ServiceUnavailable`.
+    Stopped,
+}
+
+impl Store {
+    /// The store's readiness. Also completes a drain whose deadline passed.
+    pub fn health(&self) -> Health {
+        let now = self.clock.now();
+        self.finish_drain_if_due(now);
+        match self.state.load(Ordering::Acquire) {
+            READY => Health::Ready,
+            DRAINING => Health::Draining {
+                deadline: MonoTime::from_millis(self.drain_deadline_ms.load(Ordering::Acquire)),
+            },
+            _ => Health::Stopped,
+        }
+    }
+
+    /// Starts draining: from now on new grants, publishes, joins, presence
+    /// records and locks are refused with [`Error::Draining`], while renew,
+    /// release, bind and consume of existing records keep working. At
+    /// `now + window` every remaining lease (and everything attached) is
+    /// revoked with cause `Drained` and the store stops. Calling it again
+    /// while draining keeps the earlier deadline. Returns the deadline.
+    pub fn begin_drain(&self, window: Duration) -> Result<MonoTime> {
+        let now = self.clock.now();
+        let deadline = now.saturating_add(window).as_millis();
+        match self
+            .state
+            .compare_exchange(READY, DRAINING, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => self.drain_deadline_ms.store(deadline, Ordering::Release),
+            Err(STOPPED) => return Err(Error::ServiceUnavailable),
+            Err(_) => {}
+        }
+        self.finish_drain_if_due(now);
+        Ok(MonoTime::from_millis(
+            self.drain_deadline_ms.load(Ordering::Acquire),
+        ))
+    }
+
+    /// Admission for new work (grants, publishes, joins, new presence and
+    /// locks): `Draining` while draining, `ServiceUnavailable` once stopped.
+    pub(super) fn admit_new(&self, now: MonoTime) -> Result<()> {
+        self.finish_drain_if_due(now);
+        match self.state.load(Ordering::Acquire) {
+            READY => Ok(()),
+            DRAINING => Err(Error::Draining),
+            _ => Err(Error::ServiceUnavailable),
+        }
+    }
+
+    /// Admission for authorizations (joins, bind, consume): refused with
+    /// `ServiceUnavailable` whenever the store cannot guarantee them — it is
+    /// stopped, or the expiry driver has not run for longer than
+    /// `driver_stall_max` (so expiry, and with it the token's validity,
+    /// cannot be guaranteed).
+    pub(super) fn authorize(&self, now: MonoTime) -> Result<()> {
+        self.finish_drain_if_due(now);
+        if self.state.load(Ordering::Acquire) == STOPPED {
+            return Err(Error::ServiceUnavailable);
+        }
+        if now.saturating_since(self.leases_swept_to()) > self.config.driver_stall_max {
+            return Err(Error::ServiceUnavailable);
+        }
+        Ok(())
+    }
+
+    pub(super) fn is_stopped(&self) -> bool {
+        self.state.load(Ordering::Acquire) == STOPPED
+    }
+
+    /// Ends the drain if its deadline has passed. One caller wins.
+    pub(super) fn finish_drain_if_due(&self, now: MonoTime) {
+        if self.state.load(Ordering::Acquire) != DRAINING
+            || now.as_millis() < self.drain_deadline_ms.load(Ordering::Acquire)
+        {
+            return;
+        }
+        if self
+            .state
+            .compare_exchange(DRAINING, STOPPED, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            return;
+        }
+        let mut tenants = Vec::new();
+        self.tenants
+            .for_each(|id, t| tenants.push((*id, t.clone())));
+        for (tenant, t) in tenants {
+            let (leases, members) = {
+                let index = lock(&t.index);
+                (
+                    index.leases.iter().copied().collect::<Vec<_>>(),
+                    index.members.iter().cloned().collect::<Vec<_>>(),
+                )
+            };
+            for seq in leases {
+                self.tombstone((tenant, seq), now);
+                if let Ok(r) = self
+                    .leases
+                    .remove_with(&(tenant, seq), |_, _, _| Ok(()), now)
+                {
+                    self.retire_lease(r, Cause::Drained, now);
+                }
+            }
+            for member in members {
+                let removed = self.presence.remove_with(
+                    &(tenant, member),
+                    |v, _, _| stale_or_any(&v.owner),
+                    now,
+                );
+                if let Ok(r) = removed {
+                    self.retire_presence(r, Cause::Drained, true);
+                }
+            }
+        }
+    }
+
+    /// An order-independent digest of every record held: collection, key,
+    /// version and deadline. Equal digests mean equal stored state as far as
+    /// versions can tell. For tests and diagnostics; costs a full scan.
+    pub fn digest(&self) -> u64 {
+        fn mix(tag: u8, key: &impl Hash, version: u64, deadline: MonoTime) -> u64 {
+            let mut h = std::hash::DefaultHasher::new();
+            (tag, key, version, deadline).hash(&mut h);
+            h.finish()
+        }
+        let mut d = 0u64;
+        self.leases
+            .for_each(|k, _, s| d = d.wrapping_add(mix(1, k, s.version, s.deadline)));
+        self.listings
+            .for_each(|k, _, s| d = d.wrapping_add(mix(2, k, s.version, s.deadline)));
+        self.presence
+            .for_each(|k, _, s| d = d.wrapping_add(mix(3, k, s.version, s.deadline)));
+        self.attempts
+            .for_each(|k, _, s| d = d.wrapping_add(mix(4, k, s.version, s.deadline)));
+        self.tombstones
+            .for_each(|k, _, s| d = d.wrapping_add(mix(5, k, s.version, s.deadline)));
+        self.idempotency
+            .for_each(|k, _, s| d = d.wrapping_add(mix(6, k, s.version, s.deadline)));
+        self.locks
+            .for_each(|k, _, s| d = d.wrapping_add(mix(7, k, s.version, s.deadline)));
+        d
+    }
+}
