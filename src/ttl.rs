@@ -6,11 +6,11 @@
 //! are built from the same parts.
 
 use crate::error::{Error, Result};
-use crate::record::{Stamp, Versions, DEADLINE_MAX_MS};
+use crate::record::{Stamp, TtlRange, Versions};
 use crate::sync::Arc;
 pub use crate::table::Removed;
 use crate::table::Table;
-use crate::time::{duration_to_millis_ceil, Clock, MonoTime};
+use crate::time::{Clock, MonoTime};
 use std::hash::Hash;
 use std::time::{Duration, SystemTime};
 
@@ -75,8 +75,7 @@ impl Default for TtlConfig {
 pub struct TtlMap<K, V> {
     table: Table<K, V>,
     clock: Arc<dyn Clock>,
-    ttl_min_ms: u64,
-    ttl_max_ms: u64,
+    ttl: TtlRange,
 }
 
 impl<K, V> TtlMap<K, V>
@@ -85,18 +84,7 @@ where
 {
     /// A map with `config`'s limits on `clock`.
     pub fn new(config: TtlConfig, clock: Arc<dyn Clock>) -> Result<Self> {
-        let ttl_min_ms = duration_to_millis_ceil(config.ttl_min);
-        let ttl_max_ms = duration_to_millis_ceil(config.ttl_max);
-        if config.ttl_min.is_zero() {
-            return Err(Error::InvalidArgument {
-                reason: "ttl_min must be positive",
-            });
-        }
-        if config.ttl_min > config.ttl_max || ttl_max_ms > DEADLINE_MAX_MS {
-            return Err(Error::InvalidArgument {
-                reason: "ttl_max must be at least ttl_min and within the clock range",
-            });
-        }
+        let ttl = TtlRange::new(config.ttl_min, config.ttl_max)?;
         if config.entries_max == 0 {
             return Err(Error::InvalidArgument {
                 reason: "entries_max must be positive",
@@ -111,35 +99,12 @@ where
                 start,
             ),
             clock,
-            ttl_min_ms,
-            ttl_max_ms,
+            ttl,
         })
     }
 
-    /// Validates `ttl` and turns it into an absolute deadline from `now`.
     fn deadline(&self, now: MonoTime, ttl: Duration) -> Result<u64> {
-        if ttl.is_zero() {
-            return Err(Error::InvalidArgument {
-                reason: "ttl must be positive",
-            });
-        }
-        let ms = duration_to_millis_ceil(ttl);
-        if ms < self.ttl_min_ms {
-            return Err(Error::InvalidArgument {
-                reason: "ttl is below the configured minimum",
-            });
-        }
-        if ms > self.ttl_max_ms {
-            return Err(Error::InvalidArgument {
-                reason: "ttl is above the configured maximum",
-            });
-        }
-        now.as_millis()
-            .checked_add(ms)
-            .filter(|&d| d <= DEADLINE_MAX_MS)
-            .ok_or(Error::InvalidArgument {
-                reason: "deadline is beyond the clock's range",
-            })
+        self.ttl.deadline(now, ttl)
     }
 
     /// Inserts `value` under `key`, live for `ttl` (rounded up to whole

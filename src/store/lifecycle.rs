@@ -7,10 +7,10 @@
 //! whatever callers do. Exactly one caller wins the transition and revokes
 //! every remaining lease (cause `Drained`).
 
-use super::{stale_or_any, Store};
+use super::{any, Store};
 use crate::error::{Error, Result};
 use crate::events::Cause;
-use crate::sync::{lock, Ordering};
+use crate::sync::Ordering;
 use crate::time::MonoTime;
 use std::hash::{Hash, Hasher};
 use std::time::Duration;
@@ -121,32 +121,7 @@ impl Store {
         self.tenants
             .for_each(|id, t| tenants.push((*id, t.clone())));
         for (tenant, t) in tenants {
-            let (leases, members) = {
-                let index = lock(&t.index);
-                (
-                    index.leases.iter().copied().collect::<Vec<_>>(),
-                    index.members.iter().cloned().collect::<Vec<_>>(),
-                )
-            };
-            for seq in leases {
-                self.tombstone((tenant, seq), now);
-                if let Ok(r) = self
-                    .leases
-                    .remove_with(&(tenant, seq), |_, _, _| Ok(()), now)
-                {
-                    self.retire_lease(r, Cause::Drained, now);
-                }
-            }
-            for member in members {
-                let removed = self.presence.remove_with(
-                    &(tenant, member),
-                    |v, _, _| stale_or_any(&v.owner),
-                    now,
-                );
-                if let Ok(r) = removed {
-                    self.retire_presence(r, Cause::Drained, true);
-                }
-            }
+            self.end_tenant_records(tenant, &t, any, Cause::Drained, now);
         }
     }
 

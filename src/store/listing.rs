@@ -310,43 +310,56 @@ impl Store {
         cursor: Option<&Cursor>,
         limit: usize,
     ) -> Result<Page<ListingInfo>> {
-        let keys = self.page_keys(tenant, cursor, limit, |index| &index.listings)?;
-        let now = self.clock.now();
-        let next = (keys.len() == limit)
-            .then(|| keys.last().cloned().map(Cursor))
-            .flatten();
-        let items = keys
-            .into_iter()
-            .filter_map(|k| self.listing_view(&(tenant, k), now).ok().map(|v| v.info))
-            .collect();
-        Ok(Page { items, next })
+        self.page(
+            tenant,
+            cursor,
+            limit,
+            |index| &index.listings,
+            |store, key, now| store.listing_view(key, now).ok().map(|v| v.info),
+        )
     }
 
-    /// The next `limit` keys after `cursor` in one of a tenant's indexes.
-    pub(super) fn page_keys(
+    /// One page of a tenant's index: up to `limit` keys after `cursor`,
+    /// each turned into an item by `view` (invisible ones are skipped).
+    pub(super) fn page<T>(
         &self,
         tenant: TenantId,
         cursor: Option<&Cursor>,
         limit: usize,
         index: fn(&super::TenantIndex) -> &std::collections::BTreeSet<Arc<str>>,
-    ) -> Result<Vec<Arc<str>>> {
+        view: impl Fn(&Self, &NameKey, MonoTime) -> Option<T>,
+    ) -> Result<Page<T>> {
         if limit == 0 || limit > self.config.page_len_max {
             return Err(Error::InvalidArgument {
                 reason: "limit must be in 1..=page_len_max",
             });
         }
         let Some(t) = self.tenant(tenant) else {
-            return Ok(Vec::new());
+            return Ok(Page {
+                items: Vec::new(),
+                next: None,
+            });
         };
-        let guard = lock(&t.index);
-        let start = match cursor {
-            Some(Cursor(after)) => Bound::Excluded(&**after),
-            None => Bound::Unbounded,
+        let keys: Vec<Arc<str>> = {
+            let guard = lock(&t.index);
+            let start = match cursor {
+                Some(Cursor(after)) => Bound::Excluded(&**after),
+                None => Bound::Unbounded,
+            };
+            index(&guard)
+                .range::<str, _>((start, Bound::Unbounded))
+                .take(limit)
+                .cloned()
+                .collect()
         };
-        Ok(index(&guard)
-            .range::<str, _>((start, Bound::Unbounded))
-            .take(limit)
-            .cloned()
-            .collect())
+        let now = self.clock.now();
+        let next = (keys.len() == limit)
+            .then(|| keys.last().cloned().map(Cursor))
+            .flatten();
+        let items = keys
+            .into_iter()
+            .filter_map(|key| view(self, &(tenant, key), now))
+            .collect();
+        Ok(Page { items, next })
     }
 }

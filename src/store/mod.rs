@@ -49,11 +49,11 @@ use crate::error::{Error, Result, Scope};
 use crate::events::{Cause, Collection, Event, EventHub, RecordId, Subscription};
 use crate::ids::{random_bytes, AttemptId, LeaseId, TenantId};
 use crate::quota::Counter;
-use crate::record::{Stamp, Versions};
+use crate::record::{Stamp, TtlRange, Versions};
 use crate::shard::{ShardMap, Upsert};
 use crate::sync::{lock, Arc, AtomicU64, Mutex, Ordering};
 use crate::table::{Removed, Table};
-use crate::time::{duration_to_millis_ceil, Clock, MonoTime};
+use crate::time::{Clock, MonoTime};
 use idempotency::Idem;
 use join::Attempt;
 use lease::Lease;
@@ -176,8 +176,7 @@ pub struct Store {
     idempotency: Table<NameKey, Idem>,
     locks: Table<NameKey, Lock>,
     events: Arc<EventHub>,
-    ttl_min_ms: u64,
-    ttl_max_ms: u64,
+    ttl: TtlRange,
     policy: Arc<dyn QuotaPolicy>,
     state: AtomicU64,
     drain_deadline_ms: AtomicU64,
@@ -241,8 +240,7 @@ impl Store {
                 config.subscribers_max,
                 config.subscriber_buffer_max,
             )),
-            ttl_min_ms: duration_to_millis_ceil(config.ttl_min),
-            ttl_max_ms: duration_to_millis_ceil(config.ttl_max),
+            ttl: TtlRange::new(config.ttl_min, config.ttl_max)?,
             policy,
             state: AtomicU64::new(lifecycle::READY),
             drain_deadline_ms: AtomicU64::new(u64::MAX),
@@ -356,7 +354,22 @@ impl Store {
             return Ok(());
         };
         t.epoch.fetch_add(1, Ordering::AcqRel);
-        let now = self.clock.now();
+        self.end_tenant_records(tenant, &t, stale, Cause::Revoked, self.clock.now());
+        Ok(())
+    }
+
+    /// Removes a tenant's indexed leases (tombstoned first, with everything
+    /// attached) and presence records that `approve` accepts, with `cause`.
+    /// Used by tenant revocation (stale records only) and by the end of a
+    /// drain (everything).
+    fn end_tenant_records(
+        &self,
+        tenant: TenantId,
+        t: &Tenant,
+        approve: fn(&Owner) -> Result<()>,
+        cause: Cause,
+        now: MonoTime,
+    ) {
         let (leases, members) = {
             let index = lock(&t.index);
             (
@@ -367,22 +380,21 @@ impl Store {
         for seq in leases {
             // As for a single revocation: tombstone first, best effort.
             self.tombstone((tenant, seq), now);
-            if let Ok(r) = self
+            let removed = self
                 .leases
-                .remove_with(&(tenant, seq), |v, _, _| stale(&v.owner), now)
-            {
-                self.retire_lease(r, Cause::Revoked, now);
+                .remove_with(&(tenant, seq), |v, _, _| approve(&v.owner), now);
+            if let Ok(r) = removed {
+                self.retire_lease(r, cause, now);
             }
         }
         for member in members {
-            if let Ok(r) =
+            let removed =
                 self.presence
-                    .remove_with(&(tenant, member), |v, _, _| stale(&v.owner), now)
-            {
-                self.retire_presence(r, Cause::Revoked, true);
+                    .remove_with(&(tenant, member), |v, _, _| approve(&v.owner), now);
+            if let Ok(r) = removed {
+                self.retire_presence(r, cause, true);
             }
         }
-        Ok(())
     }
 
     // ----- shared helpers ----------------------------------------------------
@@ -416,23 +428,7 @@ impl Store {
 
     /// Validates `ttl` and turns it into an absolute deadline from `now`.
     fn deadline(&self, now: MonoTime, ttl: Duration) -> Result<u64> {
-        if ttl.is_zero() {
-            return Err(Error::InvalidArgument {
-                reason: "ttl must be positive",
-            });
-        }
-        let ms = duration_to_millis_ceil(ttl);
-        if ms < self.ttl_min_ms {
-            return Err(Error::InvalidArgument {
-                reason: "ttl is below the configured minimum",
-            });
-        }
-        if ms > self.ttl_max_ms {
-            return Err(Error::InvalidArgument {
-                reason: "ttl is above the configured maximum",
-            });
-        }
-        Ok(now.as_millis() + ms)
+        self.ttl.deadline(now, ttl)
     }
 
     /// A caller-supplied name (listing key, member, holder, client,
@@ -710,8 +706,8 @@ fn owned_by(owned: bool) -> Result<()> {
     }
 }
 
-/// A removal predicate that approves any record (drain ends everything).
-fn stale_or_any(_owner: &Owner) -> Result<()> {
+/// A removal predicate that approves any record (a drain ends everything).
+fn any(_owner: &Owner) -> Result<()> {
     Ok(())
 }
 

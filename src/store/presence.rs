@@ -208,16 +208,13 @@ impl Store {
         cursor: Option<&Cursor>,
         limit: usize,
     ) -> Result<Page<PresenceInfo>> {
-        let keys = self.page_keys(tenant, cursor, limit, |index| &index.members)?;
-        let now = self.clock.now();
-        let next = (keys.len() == limit)
-            .then(|| keys.last().cloned().map(Cursor))
-            .flatten();
-        let items = keys
-            .into_iter()
-            .filter_map(|m| self.presence_info(&(tenant, m), now).ok())
-            .collect();
-        Ok(Page { items, next })
+        self.page(
+            tenant,
+            cursor,
+            limit,
+            |index| &index.members,
+            |store, key, now| store.presence_info(key, now).ok(),
+        )
     }
 
     /// Removes a member's presence.
