@@ -8,7 +8,7 @@ use std::fmt;
 /// conflict, the full scope on a capacity refusal). Messages are lowercase
 /// and stable; a probe of another tenant's id yields exactly the value a
 /// missing id yields.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// No such record (or it belongs to another tenant).

@@ -21,6 +21,10 @@
 //!   belongs to and it is still expired. A renewal that won its CAS first is
 //!   therefore never lost, and a renewal that comes after finds the record
 //!   gone.
+//! - **Bookkeeping is not state.** Indexes kept inside a record (a
+//!   parent's children) change through `modify`, which works on a record
+//!   whether or not it is live and does not move its version, so an index
+//!   stays exact while its record awaits the sweep.
 //! - **Counting.** The ceiling counter is acquired before a record is
 //!   inserted and released exactly once when it leaves the map, by whichever
 //!   path removes it.
@@ -45,8 +49,8 @@ pub struct Removed<K, V> {
     pub stamp: Stamp,
 }
 
-struct Timers<K> {
-    wheel: Wheel<K>,
+pub(crate) struct Timers<K> {
+    pub(crate) wheel: Wheel<K>,
     /// Scratch space reused by every sweep, so sweeping does not allocate.
     fired: Vec<Fired<K>>,
 }
@@ -273,6 +277,14 @@ where
         }
     }
 
+    /// Changes a record's bookkeeping (not its state: no version change, no
+    /// liveness check) under the shard's write lock. For indexes that must
+    /// stay exact whether or not their record is live, such as a parent's
+    /// list of children. Returns `None` if the key is absent.
+    pub(crate) fn modify<R>(&self, key: &K, f: impl FnOnce(&mut V) -> R) -> Option<R> {
+        self.map.update(key, |r| f(&mut r.value))
+    }
+
     /// Removes a live record, optionally only at version `expected`.
     pub(crate) fn remove(
         &self,
@@ -415,6 +427,12 @@ where
     /// Wheel entries; equals `len()` whenever no operation is in flight.
     pub(crate) fn scheduled(&self) -> usize {
         lock(&self.timers).wheel.len()
+    }
+
+    /// The wheel, for tests that corrupt it on purpose.
+    #[cfg(test)]
+    pub(crate) fn timers_for_audit(&self) -> &Mutex<Timers<K>> {
+        &self.timers
     }
 
     /// Visits every record (live or not) with its current stamp.

@@ -808,3 +808,20 @@ fn a_cross_tenant_probe_is_indistinguishable_from_a_missing_id() {
     s.bind_endpoint(T, t.attempt, &t.token, addr(1)).unwrap();
     s.get_presence(T, "alice").unwrap();
 }
+
+#[test]
+fn reclaiming_a_key_from_an_expired_unswept_lease_keeps_its_index_exact() {
+    // Found by the simulation (seed 6): detaching a child from a parent
+    // whose deadline had passed, but which was not yet swept, left a stale
+    // entry in the parent's index.
+    let (c, s) = store();
+    let old = s.grant(T, "h", SEC, None).unwrap();
+    s.publish(T, old.id, "lobby", b"", None).unwrap();
+    c.advance(SEC); // `old` expired, not swept
+    let new = s.grant(T, "h", SEC * 60, None).unwrap();
+    s.publish(T, new.id, "lobby", b"", None).unwrap(); // reclaims the key
+    s.audit().unwrap();
+    s.sweep();
+    s.audit().unwrap();
+    assert_eq!(s.get_listing(T, "lobby").unwrap().lease, new.id);
+}

@@ -120,6 +120,8 @@ impl Store {
         let mut tenants = Vec::new();
         self.tenants
             .for_each(|id, t| tenants.push((*id, t.clone())));
+        // In tenant order, not hash order, so a drain is deterministic.
+        tenants.sort_unstable_by_key(|(id, _)| *id);
         for (tenant, t) in tenants {
             self.end_tenant_records(tenant, &t, any, Cause::Drained, now);
         }

@@ -397,12 +397,9 @@ impl Store {
             );
         }
         if let (true, Some(seq)) = (detach, held.lease) {
-            let _ = self
-                .leases
-                .update(&(tenant, seq), self.clock.now(), None, |l, _| {
-                    l.locks.retain(|n| *n != name);
-                    Ok(((), None))
-                });
+            self.leases.modify(&(tenant, seq), |l| {
+                l.locks.retain(|n| *n != name);
+            });
         }
     }
 }

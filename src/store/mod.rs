@@ -29,6 +29,7 @@
 //! - **Events after the fact.** Events are emitted after the removal, never
 //!   under a lock. Records that were never visible (rolled back) emit none.
 
+mod audit;
 mod idempotency;
 mod join;
 mod lease;
@@ -602,12 +603,9 @@ impl Store {
             );
         }
         if detach {
-            let _ = self
-                .leases
-                .update(&(tenant, listing.lease), now, None, |lease, _| {
-                    lease.listings.retain(|k| *k != key);
-                    Ok(((), None))
-                });
+            self.leases.modify(&(tenant, listing.lease), |lease| {
+                lease.listings.retain(|k| *k != key);
+            });
         }
         let mut n = 0;
         for seq in listing.attempts {
@@ -639,12 +637,9 @@ impl Store {
             );
         }
         if let (true, Some(lease)) = (detach, presence.lease) {
-            let _ = self
-                .leases
-                .update(&(tenant, lease), self.clock.now(), None, |l, _| {
-                    l.members.retain(|m| *m != member);
-                    Ok(((), None))
-                });
+            self.leases.modify(&(tenant, lease), |l| {
+                l.members.retain(|m| *m != member);
+            });
         }
     }
 
@@ -678,11 +673,10 @@ impl Store {
 
     fn detach_attempt(&self, tenant: TenantId, listing: &Arc<str>, origin: u64, seq: u64) {
         let key = (tenant, Arc::clone(listing));
-        let _ = self.listings.update(&key, self.clock.now(), None, |l, _| {
+        self.listings.modify(&key, |l| {
             if l.origin == origin {
                 l.attempts.retain(|s| *s != seq);
             }
-            Ok(((), None))
         });
     }
 

@@ -1,0 +1,320 @@
+//! `audit`: recompute every counter and index from the records.
+//!
+//! The store keeps several derived structures next to its records: table
+//! ceilings, wheel entries, per-tenant quota counters and indexes, the
+//! pending-attempt counter, and each parent's index of its children. The
+//! audit rebuilds all of them from the records and reports the first
+//! difference. It is what the simulation tests check after every batch of
+//! steps, and an operator can run it on a quiet store.
+
+use super::{Store, Tenant};
+use crate::ids::TenantId;
+use crate::sync::{lock, Arc};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// A lease's children by kind: listings, members, locks.
+type Children = (BTreeSet<Arc<str>>, BTreeSet<Arc<str>>, BTreeSet<Arc<str>>);
+type ChildIndex = BTreeMap<(TenantId, u64), Children>;
+
+#[derive(Default)]
+struct Counts {
+    leases: u64,
+    listings: u64,
+    presence: u64,
+    attempts: u64,
+    replay: u64,
+    idempotency: u64,
+    locks: u64,
+    lease_seqs: BTreeSet<u64>,
+    listing_keys: BTreeSet<Arc<str>>,
+    members: BTreeSet<Arc<str>>,
+}
+
+impl Store {
+    /// Checks that every derived structure agrees with the records. Meant
+    /// for a store with no operation in flight (concurrent operations show
+    /// up as transient differences). Costs a scan of every table.
+    pub fn audit(&self) -> Result<(), String> {
+        let check = |what: &str, held: usize, counted: u64, scheduled: usize| {
+            if held as u64 != counted || held != scheduled {
+                return Err(format!(
+                    "{what}: {held} records, {counted} admitted, {scheduled} wheel entries"
+                ));
+            }
+            Ok(())
+        };
+        check(
+            "leases",
+            self.leases.len(),
+            self.leases.ceiling().used(),
+            self.leases.scheduled(),
+        )?;
+        check(
+            "listings",
+            self.listings.len(),
+            self.listings.ceiling().used(),
+            self.listings.scheduled(),
+        )?;
+        check(
+            "presence",
+            self.presence.len(),
+            self.presence.ceiling().used(),
+            self.presence.scheduled(),
+        )?;
+        check(
+            "attempts",
+            self.attempts.len(),
+            self.attempts.ceiling().used(),
+            self.attempts.scheduled(),
+        )?;
+        check(
+            "tombstones",
+            self.tombstones.len(),
+            self.tombstones.ceiling().used(),
+            self.tombstones.scheduled(),
+        )?;
+        check(
+            "idempotency",
+            self.idempotency.len(),
+            self.idempotency.ceiling().used(),
+            self.idempotency.scheduled(),
+        )?;
+        check(
+            "locks",
+            self.locks.len(),
+            self.locks.ceiling().used(),
+            self.locks.scheduled(),
+        )?;
+        check(
+            "tenants",
+            self.tenants.len(),
+            self.tenant_count.used(),
+            self.tenants.len(),
+        )?;
+
+        // Rebuild per-tenant counts (by the tenant state a record points at)
+        // and the parents' child indexes.
+        let mut counts: BTreeMap<TenantId, Counts> = BTreeMap::new();
+        let mut by_ptr: Vec<(TenantId, Arc<Tenant>)> = Vec::new();
+        self.tenants
+            .for_each(|id, t| by_ptr.push((*id, Arc::clone(t))));
+        let tenant_of = |t: &Arc<Tenant>| {
+            by_ptr
+                .iter()
+                .find(|(_, x)| Arc::ptr_eq(x, t))
+                .map(|(id, _)| *id)
+        };
+        let mut lease_children: ChildIndex = BTreeMap::new();
+        let mut listing_children: BTreeMap<(TenantId, Arc<str>), BTreeSet<u64>> = BTreeMap::new();
+        let mut pending = 0u64;
+        let mut problem: Option<String> = None;
+        let mut fail = |p: String| {
+            problem.get_or_insert(p);
+        };
+
+        self.leases.for_each(|(tenant, seq), lease, _| {
+            match tenant_of(&lease.owner.tenant) {
+                Some(id) if id == *tenant => {}
+                _ => fail(format!("lease {seq} points at another tenant's state")),
+            }
+            let c = counts.entry(*tenant).or_default();
+            c.leases += 1;
+            c.lease_seqs.insert(*seq);
+            let as_set = |v: &Vec<Arc<str>>| v.iter().cloned().collect::<BTreeSet<_>>();
+            lease_children.insert(
+                (*tenant, *seq),
+                (
+                    as_set(&lease.listings),
+                    as_set(&lease.members),
+                    as_set(&lease.locks),
+                ),
+            );
+        });
+        let mut seen_children: ChildIndex = BTreeMap::new();
+        self.listings.for_each(|(tenant, key), listing, _| {
+            if !listing.attached {
+                fail(format!("listing {key:?} left unattached"));
+                return;
+            }
+            let c = counts.entry(*tenant).or_default();
+            c.listings += 1;
+            c.listing_keys.insert(Arc::clone(key));
+            seen_children
+                .entry((*tenant, listing.lease))
+                .or_default()
+                .0
+                .insert(Arc::clone(key));
+            listing_children.insert(
+                (*tenant, Arc::clone(key)),
+                listing.attempts.iter().copied().collect(),
+            );
+        });
+        self.presence.for_each(|(tenant, member), presence, _| {
+            if !presence.attached {
+                fail(format!("presence {member:?} left unattached"));
+                return;
+            }
+            let c = counts.entry(*tenant).or_default();
+            c.presence += 1;
+            c.members.insert(Arc::clone(member));
+            if let Some(seq) = presence.lease {
+                seen_children
+                    .entry((*tenant, seq))
+                    .or_default()
+                    .1
+                    .insert(Arc::clone(member));
+            }
+        });
+        self.locks.for_each(|(tenant, name), held, _| {
+            if !held.attached {
+                fail(format!("lock {name:?} left unattached"));
+                return;
+            }
+            counts.entry(*tenant).or_default().locks += 1;
+            if let Some(seq) = held.lease {
+                seen_children
+                    .entry((*tenant, seq))
+                    .or_default()
+                    .2
+                    .insert(Arc::clone(name));
+            }
+        });
+        let mut seen_attempts: BTreeMap<(TenantId, Arc<str>), BTreeSet<u64>> = BTreeMap::new();
+        let mut origins: BTreeMap<(TenantId, Arc<str>), u64> = BTreeMap::new();
+        self.listings.for_each(|k, l, _| {
+            origins.insert(k.clone(), l.origin);
+        });
+        self.attempts.for_each(|(tenant, seq), attempt, _| {
+            if !attempt.attached {
+                fail(format!("attempt {seq} left unattached"));
+                return;
+            }
+            let c = counts.entry(*tenant).or_default();
+            c.replay += 1;
+            if !attempt.phase.is_consumed() {
+                c.attempts += 1;
+                pending += 1;
+                let key = (*tenant, Arc::clone(&attempt.listing));
+                if origins.get(&key) == Some(&attempt.origin) {
+                    seen_attempts.entry(key).or_default().insert(*seq);
+                } else {
+                    fail(format!("pending attempt {seq} outlived its listing"));
+                }
+            }
+        });
+        self.idempotency
+            .for_each(|(tenant, _), _, _| counts.entry(*tenant).or_default().idempotency += 1);
+        if let Some(p) = problem {
+            return Err(p);
+        }
+        if pending != self.pending.used() {
+            return Err(format!(
+                "{pending} pending attempts, {} admitted",
+                self.pending.used()
+            ));
+        }
+
+        for (id, t) in &by_ptr {
+            let c = counts.remove(id).unwrap_or_default();
+            let pairs = [
+                ("leases", c.leases, t.leases.used()),
+                ("listings", c.listings, t.listings.used()),
+                ("presence", c.presence, t.presence.used()),
+                ("attempts", c.attempts, t.attempts.used()),
+                ("replay", c.replay, t.replay.used()),
+                ("idempotency", c.idempotency, t.idempotency.used()),
+                ("locks", c.locks, t.locks.used()),
+            ];
+            for (what, held, admitted) in pairs {
+                if held != admitted {
+                    return Err(format!("{id} {what}: {held} records, {admitted} admitted"));
+                }
+            }
+            let index = lock(&t.index);
+            if index.leases != c.lease_seqs
+                || index.listings != c.listing_keys
+                || index.members != c.members
+            {
+                return Err(format!("{id}: tenant index differs from its records"));
+            }
+        }
+        if let Some((id, _)) = counts.into_iter().next() {
+            return Err(format!("records of {id}, which the registry does not know"));
+        }
+        for (lease, children) in lease_children {
+            let seen = seen_children.remove(&lease).unwrap_or_default();
+            if children != seen {
+                return Err(format!(
+                    "lease {} index {children:?} but children {seen:?}",
+                    lease.1
+                ));
+            }
+        }
+        if let Some((lease, _)) = seen_children.into_iter().next() {
+            return Err(format!("children of lease {} outlived it", lease.1));
+        }
+        for (listing, attempts) in listing_children {
+            let seen = seen_attempts.remove(&listing).unwrap_or_default();
+            if attempts != seen {
+                return Err(format!(
+                    "listing {:?} index {attempts:?} but attempts {seen:?}",
+                    listing.1
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::time::ManualClock;
+    use crate::{Store, StoreConfig, TenantId};
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    /// A store with a lease, a listing and a pending join.
+    fn busy() -> Store {
+        let s = Store::new(StoreConfig::default(), Arc::new(ManualClock::new())).unwrap();
+        let t = TenantId(1);
+        let g = s.grant(t, "h", Duration::from_secs(60), None).unwrap();
+        s.publish(t, g.id, "l", b"", None).unwrap();
+        s.begin_join(t, "l", "c", Duration::from_secs(10), None)
+            .unwrap();
+        s.audit().expect("a consistent store passes");
+        s
+    }
+
+    #[test]
+    fn the_audit_notices_a_leaked_admission_unit() {
+        let s = busy();
+        assert!(s.leases.ceiling().try_acquire(1));
+        assert!(s.audit().unwrap_err().contains("leases"));
+    }
+
+    #[test]
+    fn the_audit_notices_a_lost_pending_release() {
+        let s = busy();
+        assert!(s.pending.try_acquire(1));
+        assert!(s.audit().unwrap_err().contains("pending"));
+    }
+
+    #[test]
+    fn the_audit_notices_a_stale_tenant_index() {
+        let s = busy();
+        let t = s.tenant(TenantId(1)).unwrap();
+        crate::sync::lock(&t.index)
+            .listings
+            .insert(Arc::from("ghost"));
+        assert!(s.audit().unwrap_err().contains("tenant index"));
+    }
+
+    #[test]
+    fn the_audit_notices_a_timer_without_a_record() {
+        let s = busy();
+        crate::sync::lock(s.leases.timers_for_audit())
+            .wheel
+            .insert((TenantId(9), 9), 1);
+        assert!(s.audit().unwrap_err().contains("wheel"));
+    }
+}
