@@ -103,6 +103,19 @@ where
         now: MonoTime,
         deadline_ms: u64,
     ) -> Result<(Stamp, Option<Removed<K, V>>)> {
+        self.insert_with(key, |_| value, now, deadline_ms)
+    }
+
+    /// [`insert`](Self::insert), building the value from the version the
+    /// record gets, inside the same critical section (a lock's fence is its
+    /// version, and must be in the record the moment it is visible).
+    pub(crate) fn insert_with(
+        &self,
+        key: K,
+        make: impl FnOnce(u64) -> V,
+        now: MonoTime,
+        deadline_ms: u64,
+    ) -> Result<(Stamp, Option<Removed<K, V>>)> {
         let reservation = Reservation::acquire(&[(&self.ceiling, 1)])?;
         let mut timers = lock(&self.timers);
         let handle = timers.wheel.insert(key.clone(), deadline_ms);
@@ -121,7 +134,10 @@ where
                 version,
                 deadline: MonoTime::from_millis(deadline_ms),
             };
-            Upsert::Put(Record::new(version, deadline_ms, handle, value), Ok(stamp))
+            Upsert::Put(
+                Record::new(version, deadline_ms, handle, make(version)),
+                Ok(stamp),
+            )
         });
         let stamp = match outcome {
             Ok(stamp) => stamp,

@@ -1,7 +1,7 @@
 //! Listings: published, discoverable entries attached to a lease.
 
 use super::idempotency::{IdemParams, Outcome};
-use super::{owned_by, NameKey, Owner, Store};
+use super::{owned_by, NameKey, Occupant, Owner, Store};
 use crate::error::{Error, Result};
 use crate::events::Cause;
 use crate::ids::{LeaseId, TenantId};
@@ -121,8 +121,10 @@ impl Store {
             .insert(nkey.clone(), make(), now, DEADLINE_MAX_MS)
         {
             Err(Error::Conflict { current_version }) => {
-                if !self.clear_invisible_listing(&nkey, now) {
-                    return Err(Error::Conflict { current_version });
+                match self.listing_occupant(&nkey, now) {
+                    Occupant::Visible => return Err(Error::Conflict { current_version }),
+                    Occupant::InFlight => return Err(Error::InFlight),
+                    Occupant::Cleared => {}
                 }
                 self.listings
                     .insert(nkey.clone(), make(), now, DEADLINE_MAX_MS)?
@@ -172,29 +174,28 @@ impl Store {
             .map_err(|_| Error::Revoked)
     }
 
-    /// Removes the listing under `key` if it is attached but invisible.
-    /// Returns whether the key is now free to reuse.
-    fn clear_invisible_listing(&self, key: &NameKey, now: MonoTime) -> bool {
+    /// What holds `key`: a visible listing, a publish in flight, or an
+    /// invisible listing (its lease gone, its tenant revoked), which is
+    /// removed so the key can be reused.
+    fn listing_occupant(&self, key: &NameKey, now: MonoTime) -> Occupant {
         let seen = self.listings.read(key, now, |v, _| {
             (v.attached, v.owner.valid(), v.lease, v.origin)
         });
-        let Ok((true, owner_valid, lease, origin)) = seen else {
-            // Unattached: another publish is in flight for this key.
-            return false;
+        let (owner_valid, lease, origin) = match seen {
+            Ok((true, owner_valid, lease, origin)) => (owner_valid, lease, origin),
+            Ok((false, ..)) => return Occupant::InFlight,
+            Err(_) => return Occupant::Cleared,
         };
         if owner_valid && self.lease_status(key.0, lease, now).is_ok() {
-            return false;
+            return Occupant::Visible;
         }
-        match self
-            .listings
-            .remove_with(key, |v, _, _| owned_by(v.origin == origin), now)
+        if let Ok(removed) =
+            self.listings
+                .remove_with(key, |v, _, _| owned_by(v.origin == origin), now)
         {
-            Ok(removed) => {
-                self.retire_listing(removed, Cause::Cascaded, now, true);
-                true
-            }
-            Err(_) => true,
+            self.retire_listing(removed, Cause::Cascaded, now, true);
         }
+        Occupant::Cleared
     }
 
     /// The visible listing under `key`, with what its children need.

@@ -6,7 +6,7 @@
 //! silently at its deadline and can then be taken again. `release` checks the
 //! fence, so a holder whose lock lapsed can never release its successor's.
 
-use super::{owned_by, NameKey, Owner, Store};
+use super::{owned_by, NameKey, Occupant, Owner, Store};
 use crate::error::{Error, Result};
 use crate::events::{Cause, Collection, RecordId};
 use crate::ids::{LeaseId, TenantId};
@@ -185,11 +185,11 @@ impl Store {
                         deadline_ms: AtomicU64::new(deadline),
                     }))
                 }
-                Err(Error::Conflict { .. }) => {
-                    if !self.clear_invisible_lock(&key, now) {
-                        return Ok(None);
-                    }
-                }
+                Err(Error::Conflict { .. }) => match self.occupant(&key, now) {
+                    Occupant::Visible => return Ok(None),
+                    Occupant::InFlight => return Err(Error::InFlight),
+                    Occupant::Cleared => {}
+                },
                 Err(e) => return Err(e),
             }
         }
@@ -210,15 +210,19 @@ impl Store {
         // The fence is the record's version at insert: issued under the
         // shard lock and strictly increasing per name across holders, so a
         // later holder always has a higher fence. It is written into the
-        // record in the same step that makes the record visible.
-        let record = Lock {
-            owner: Owner::of(&t),
-            holder: Arc::clone(holder),
-            fence: 0,
+        // record inside the insert, so a lock without a lease is visible,
+        // with its fence, the moment it exists. A lock under a lease is
+        // registered with the lease first and only then made visible.
+        let owner = Owner::of(&t);
+        let holder = Arc::clone(holder);
+        let make = |version| Lock {
+            owner,
+            holder,
+            fence: version,
             lease,
-            attached: false,
+            attached: lease.is_none(),
         };
-        let (stamp, replaced) = self.locks.insert(key.clone(), record, now, deadline)?;
+        let (stamp, replaced) = self.locks.insert_with(key.clone(), make, now, deadline)?;
         let fence = stamp.version;
         if let Some(old) = replaced {
             self.retire_lock(old, Cause::Expired, true);
@@ -235,47 +239,47 @@ impl Store {
             if let Err(e) = attached {
                 let _ = self.locks.remove_with(
                     key,
-                    |v, s, _| owned_by(s.version == fence && !v.attached),
+                    |v, _, _| owned_by(v.fence == fence && !v.attached),
                     now,
                 );
                 return Err(e);
             }
+            self.locks
+                .update(key, now, None, |v, _| {
+                    owned_by(v.fence == fence && !v.attached)?;
+                    v.attached = true;
+                    Ok(((), None))
+                })
+                .map_err(|_| Error::Revoked)?;
         }
-        self.locks
-            .update(key, now, None, |v, s| {
-                owned_by(s.version == fence && !v.attached)?;
-                v.fence = fence;
-                v.attached = true;
-                Ok(((), None))
-            })
-            .map_err(|_| Error::Revoked)?;
         reservation.commit();
         Ok(fence)
     }
 
-    /// Removes the lock under `key` if its holder is invisible (tenant
-    /// revoked, or its lease gone). Returns whether the name is now free.
-    fn clear_invisible_lock(&self, key: &NameKey, now: MonoTime) -> bool {
+    /// What holds the name under `key`: a visible owner, an acquisition in
+    /// flight, or an invisible owner (tenant revoked, lease gone), which is
+    /// removed so the name can be taken.
+    fn occupant(&self, key: &NameKey, now: MonoTime) -> Occupant {
         let seen = self.locks.read(key, now, |v, _| {
             (v.attached, v.owner.valid(), v.lease, v.fence)
         });
-        let Ok((true, owner_valid, lease, fence)) = seen else {
-            return false;
+        let (owner_valid, lease, fence) = match seen {
+            Ok((true, owner_valid, lease, fence)) => (owner_valid, lease, fence),
+            Ok((false, ..)) => return Occupant::InFlight,
+            // Expired or gone since the insert refused: free to retry.
+            Err(_) => return Occupant::Cleared,
         };
         let lease_ok = lease.is_none_or(|seq| self.lease_status(key.0, seq, now).is_ok());
         if owner_valid && lease_ok {
-            return false;
+            return Occupant::Visible;
         }
-        match self
+        if let Ok(removed) = self
             .locks
             .remove_with(key, |v, _, _| owned_by(v.fence == fence), now)
         {
-            Ok(removed) => {
-                self.retire_lock(removed, Cause::Cascaded, true);
-                true
-            }
-            Err(_) => false,
+            self.retire_lock(removed, Cause::Cascaded, true);
         }
+        Occupant::Cleared
     }
 
     /// The lock `name`, if a live, visible owner holds it.

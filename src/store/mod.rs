@@ -94,6 +94,16 @@ impl Tenant {
     }
 }
 
+/// What occupies a key that an insert found taken.
+pub(crate) enum Occupant {
+    /// A visible record: the key is genuinely taken.
+    Visible,
+    /// A record being created right now (not yet visible): retry shortly.
+    InFlight,
+    /// An invisible record, now removed (or the key freed meanwhile).
+    Cleared,
+}
+
 /// Which tenant a record belongs to, and in which of its epochs.
 #[derive(Clone)]
 pub(crate) struct Owner {

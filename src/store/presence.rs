@@ -1,7 +1,7 @@
 //! Presence: a member's heartbeat record with a TTL.
 
 use super::listing::{Cursor, Page};
-use super::{owned_by, NameKey, Owner, Store};
+use super::{owned_by, NameKey, Occupant, Owner, Store};
 use crate::error::{Error, Result};
 use crate::events::Cause;
 use crate::ids::{LeaseId, TenantId};
@@ -77,17 +77,23 @@ impl Store {
             match refreshed {
                 Ok((_, stamp)) => return Ok(stamp),
                 Err(Error::NotFound | Error::Expired) => {}
-                Err(Error::Conflict { current_version }) => {
-                    if !self.clear_invisible_presence(&key, now) {
-                        return Err(Error::Conflict { current_version });
-                    }
-                }
+                Err(Error::Conflict { current_version }) => match self.presence_occupant(&key, now)
+                {
+                    Occupant::Visible => return Err(Error::Conflict { current_version }),
+                    Occupant::InFlight => return Err(Error::InFlight),
+                    Occupant::Cleared => {}
+                },
                 Err(e) => return Err(e),
             }
             let attrs = attrs.clone().unwrap_or_else(|| Arc::from(&[][..]));
             match self.create_presence(&key, attrs, lease, now, deadline) {
-                Err(Error::Conflict { .. }) if self.clear_invisible_presence(&key, now) => {}
-                Err(Error::Conflict { .. }) => {}
+                // Someone else created it meanwhile: refresh theirs, unless
+                // their creation is still in flight.
+                Err(Error::Conflict { .. }) => {
+                    if let Occupant::InFlight = self.presence_occupant(&key, now) {
+                        return Err(Error::InFlight);
+                    }
+                }
                 other => return other,
             }
         }
@@ -147,29 +153,29 @@ impl Store {
         Ok(stamp)
     }
 
-    /// Removes the presence under `key` if it is attached but invisible
-    /// (tenant revoked, or its lease gone). Returns whether it did.
-    fn clear_invisible_presence(&self, key: &NameKey, now: MonoTime) -> bool {
+    /// What holds `key`: a visible presence, a creation in flight, or an
+    /// invisible record (tenant revoked, or its lease gone), which is
+    /// removed so the member can come back.
+    fn presence_occupant(&self, key: &NameKey, now: MonoTime) -> Occupant {
         let seen = self.presence.read(key, now, |v, s| {
             (v.attached, v.owner.valid(), v.lease, s.version)
         });
-        let Ok((true, owner_valid, lease, version)) = seen else {
-            return false;
+        let (owner_valid, lease, version) = match seen {
+            Ok((true, owner_valid, lease, version)) => (owner_valid, lease, version),
+            Ok((false, ..)) => return Occupant::InFlight,
+            Err(_) => return Occupant::Cleared,
         };
         let lease_ok = lease.is_none_or(|seq| self.lease_status(key.0, seq, now).is_ok());
         if owner_valid && lease_ok {
-            return false;
+            return Occupant::Visible;
         }
-        match self
-            .presence
-            .remove_with(key, |_, s, _| owned_by(s.version == version), now)
+        if let Ok(removed) =
+            self.presence
+                .remove_with(key, |_, s, _| owned_by(s.version == version), now)
         {
-            Ok(removed) => {
-                self.retire_presence(removed, Cause::Cascaded, true);
-                true
-            }
-            Err(_) => false,
+            self.retire_presence(removed, Cause::Cascaded, true);
         }
+        Occupant::Cleared
     }
 
     /// A visible presence record.
