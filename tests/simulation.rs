@@ -16,7 +16,13 @@
 //! - I5 a token is consumed at most once, and only a consumed token is
 //!   `ReplayRejected`;
 //! - I6 a revocation closes every descendant;
-//! - I7 the wheel holds exactly one entry per record (part of the audit).
+//! - I7 the wheel holds exactly one live entry per record (the audit
+//!   compares counts; the wheel's property test checks its deadlines).
+//!
+//! I2 (nothing removed before its deadline unless revoked, released or
+//! consumed) is checked exactly, outcome by outcome, by the model-based
+//! test in `tests/model_based.rs`. The audit, this file's main oracle, is
+//! shown to catch each kind of broken bookkeeping by its unit tests.
 //!
 //! Each seed runs twice and the traces and final digests must match.
 //! A failure prints the seed; reproduce one with

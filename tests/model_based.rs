@@ -1,0 +1,147 @@
+//! Model-based tests: random operation sequences run against the real store
+//! and a small sequential reference model (`tests/model/mod.rs`), comparing
+//! every outcome; proptest shrinks a failing sequence to a minimal one and
+//! records it in `tests/model_based.proptest-regressions` (committed, so it
+//! is replayed first on every run).
+//!
+//! Also the stable-toolchain fuzz driver: random byte strings decoded into
+//! operations and checked the same way. `RELAYSTORE_FUZZ_ITERATIONS=N` sets
+//! how many inputs (default 2,000); `RELAYSTORE_FUZZ_SEED` where to start.
+//! Any failing input is printed as bytes; paste it into
+//! `fuzz_regressions()` below to keep it as a regression test.
+
+mod model;
+
+use model::{decode, run, run_with_model_grace, Op};
+use proptest::prelude::*;
+
+fn op() -> impl Strategy<Value = Op> {
+    // Mostly tenant 0, so ids usually meet their own tenant.
+    let tenant = prop_oneof![5 => Just(0u8), 1 => Just(1u8)];
+    let small = 0u8..2;
+    let idx = 0usize..64;
+    let ttl = prop_oneof![
+        1 => Just(5u64),
+        1 => Just(70_000u64),
+        8 => 10u64..30_000,
+    ];
+    prop_oneof![
+        3 => (tenant.clone(), ttl.clone()).prop_map(|(tenant, ttl_ms)| Op::Grant { tenant, ttl_ms }),
+        3 => (tenant.clone(), idx.clone(), ttl.clone()).prop_map(|(tenant, lease, ttl_ms)| Op::Renew { tenant, lease, ttl_ms }),
+        1 => (tenant.clone(), idx.clone()).prop_map(|(tenant, lease)| Op::Revoke { tenant, lease }),
+        2 => (tenant.clone(), idx.clone()).prop_map(|(tenant, lease)| Op::GetLease { tenant, lease }),
+        3 => (tenant.clone(), idx.clone(), small.clone()).prop_map(|(tenant, lease, key)| Op::Publish { tenant, lease, key }),
+        2 => (tenant.clone(), small.clone()).prop_map(|(tenant, key)| Op::GetListing { tenant, key }),
+        1 => (tenant.clone(), small.clone()).prop_map(|(tenant, key)| Op::Unpublish { tenant, key }),
+        3 => (tenant.clone(), small.clone(), ttl.clone()).prop_map(|(tenant, key, ttl_ms)| Op::BeginJoin { tenant, key, ttl_ms }),
+        3 => (tenant.clone(), idx.clone(), small.clone()).prop_map(|(tenant, attempt, port)| Op::Bind { tenant, attempt, port }),
+        3 => (tenant.clone(), idx.clone()).prop_map(|(tenant, attempt)| Op::Consume { tenant, attempt }),
+        1 => (tenant.clone(), idx.clone()).prop_map(|(tenant, attempt)| Op::Cancel { tenant, attempt }),
+        2 => (tenant.clone(), small.clone(), ttl.clone()).prop_map(|(tenant, member, ttl_ms)| Op::Heartbeat { tenant, member, ttl_ms }),
+        1 => (tenant.clone(), small.clone()).prop_map(|(tenant, member)| Op::GetPresence { tenant, member }),
+        1 => (tenant.clone(), small.clone()).prop_map(|(tenant, member)| Op::Leave { tenant, member }),
+        2 => (tenant.clone(), small.clone(), ttl).prop_map(|(tenant, name, ttl_ms)| Op::TryLock { tenant, name, ttl_ms }),
+        1 => (tenant.clone(), small.clone(), idx).prop_map(|(tenant, name, fence)| Op::Release { tenant, name, fence }),
+        1 => (tenant, small).prop_map(|(tenant, name)| Op::GetLock { tenant, name }),
+        4 => (0u64..1_000).prop_map(|ms| Op::Advance { ms }),
+        1 => (1_000u64..12_000).prop_map(|ms| Op::Advance { ms }),
+        5 => Just(Op::Sweep),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: 256,
+        failure_persistence: Some(Box::new(
+            proptest::test_runner::FileFailurePersistence::Direct("tests/model_based.proptest-regressions"),
+        )),
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn the_store_agrees_with_the_reference_model(ops in prop::collection::vec(op(), 1..200)) {
+        if let Err(e) = run(&ops) {
+            return Err(TestCaseError::fail(e));
+        }
+    }
+}
+
+#[test]
+fn fuzzed_byte_strings_agree_with_the_reference_model() {
+    let iterations: u64 = std::env::var("RELAYSTORE_FUZZ_ITERATIONS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2_000);
+    let start: u64 = std::env::var("RELAYSTORE_FUZZ_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1);
+    for seed in start..start + iterations {
+        let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        let len = 3 * (1 + (x % 150) as usize);
+        let bytes: Vec<u8> = (0..len)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect();
+        if let Err(e) = run(&decode(&bytes)) {
+            panic!("fuzz input (seed {seed}) failed: {e}\ninput bytes: {bytes:?}");
+        }
+    }
+}
+
+/// The comparison can fail: a model that believes in a shorter replay grace
+/// than the store disagrees on the case that pins the end of the grace.
+#[test]
+fn a_model_with_the_wrong_replay_grace_is_caught() {
+    let ops = [
+        Op::Grant {
+            tenant: 0,
+            ttl_ms: 6174,
+        },
+        Op::Publish {
+            tenant: 0,
+            lease: 0,
+            key: 0,
+        },
+        Op::BeginJoin {
+            tenant: 0,
+            key: 0,
+            ttl_ms: 17934,
+        },
+        Op::Bind {
+            tenant: 0,
+            attempt: 0,
+            port: 0,
+        },
+        Op::Advance { ms: 5174 },
+        Op::Sweep,
+        Op::Consume {
+            tenant: 0,
+            attempt: 0,
+        },
+        Op::Advance { ms: 16760 },
+        Op::Sweep,
+        Op::Bind {
+            tenant: 0,
+            attempt: 0,
+            port: 0,
+        },
+    ];
+    run(&ops).expect("the real model agrees");
+    let err =
+        run_with_model_grace(&ops, 4_000).expect_err("a 4 s grace disagrees with the store's 5 s");
+    assert!(err.contains("ReplayRejected"), "{err}");
+}
+
+/// Inputs the fuzz driver once failed on, kept as regression tests.
+#[test]
+fn fuzz_regressions() {
+    let inputs: &[&[u8]] = &[];
+    for bytes in inputs {
+        run(&decode(bytes)).unwrap();
+    }
+}
