@@ -81,7 +81,9 @@ where
         versions: Arc<Versions>,
         start: MonoTime,
     ) -> Self {
-        let hint = usize::try_from(capacity.min(1 << 16)).unwrap_or(1 << 16);
+        // Start small and grow: a table sized for its ceiling up front would
+        // cost every store the memory of its largest possible load.
+        let hint = usize::try_from(capacity.min(1 << 10)).unwrap_or(1 << 10);
         Table {
             map: ShardMap::with_capacity(hint),
             timers: Mutex::new(Timers {

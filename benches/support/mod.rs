@@ -30,3 +30,31 @@ pub const WINDOW_MS: u64 = 60_000;
 
 /// The driver tick used when draining expirations.
 pub const TICK_MS: u64 = 10;
+
+/// Runs `op(thread, i)` for `i` in `0..iters` on each of `threads` threads
+/// started together at a barrier; returns the wall time of the slowest.
+pub fn run_threads(
+    threads: usize,
+    iters: u64,
+    op: impl Fn(usize, u64) + Send + Sync + Clone + 'static,
+) -> std::time::Duration {
+    let barrier = std::sync::Arc::new(std::sync::Barrier::new(threads));
+    let handles: Vec<_> = (0..threads)
+        .map(|t| {
+            let (barrier, op) = (barrier.clone(), op.clone());
+            std::thread::spawn(move || {
+                barrier.wait();
+                let start = std::time::Instant::now();
+                for i in 0..iters {
+                    op(t, i);
+                }
+                start.elapsed()
+            })
+        })
+        .collect();
+    handles
+        .into_iter()
+        .map(|h| h.join().unwrap())
+        .max()
+        .unwrap()
+}

@@ -1,0 +1,392 @@
+//! The relay store per operation, side by side with what a relay engineer
+//! would otherwise use, in the same criterion groups:
+//!
+//! - `store`: `relaystore::Store` (leases with tenants, tombstones,
+//!   fences, versions, quotas, timing wheel);
+//! - `ttl_map`: the engine alone (`TtlMap`);
+//! - `mutex_heap`: a `Mutex<HashMap>` plus a `BinaryHeap` with lazy deletion;
+//! - `moka`: `moka::sync::Cache` with per-entry expiry;
+//! - `dashmap_cas`: a raw `DashMap` get plus an atomic CAS on the deadline,
+//!   the floor any sharded design pays.
+//!
+//! Every implementation reads the clock once per operation (a renewal
+//! cannot avoid it), so the comparison isolates the bookkeeping. Sizes are
+//! live records (10k, 1M); threads are 1 and 2 (`Barrier` + `iter_custom`).
+
+#[path = "support/mod.rs"]
+mod support;
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use dashmap::DashMap;
+use moka::sync::Cache;
+use relaystore::time::SystemClock;
+use relaystore::{LeaseId, Store, StoreConfig, TenantId, TenantQuota, TtlConfig, TtlMap};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+use std::hint::black_box;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use support::run_threads;
+
+const SIZES: [u64; 2] = [10_000, 1_000_000];
+const THREADS: [usize; 2] = [1, 2];
+const TTL: Duration = Duration::from_secs(600);
+const TENANTS: u64 = 16;
+
+/// A cheap, well-spread index for operation `i` of thread `t`.
+fn pick(t: usize, i: u64, n: u64) -> u64 {
+    let mut z = (i ^ ((t as u64) << 48)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z ^= z >> 29;
+    z % n
+}
+
+/// Ceilings well above the fixture, since the creating benches add
+/// millions of records over a run.
+fn store_config(n: u64) -> StoreConfig {
+    let n = n + 2_000_000;
+    StoreConfig {
+        leases_max: n * 4,
+        listings_max: n * 4,
+        attempts_max: n * 4,
+        replay_max: n * 8,
+        presence_max: n * 4,
+        tenant: TenantQuota {
+            leases_max: n * 4,
+            listings_max: n * 4,
+            attempts_max: n * 4,
+            replay_max: n * 8,
+            presence_max: n * 4,
+            ..TenantQuota::default()
+        },
+        ..StoreConfig::default()
+    }
+}
+
+struct Fixture {
+    store: Arc<Store>,
+    /// The store's expiry driver, as in production (joins fail closed
+    /// without one).
+    _driver: relaystore::ExpiryDriver,
+    leases: Arc<Vec<(TenantId, LeaseId)>>,
+    ttl_map: Arc<TtlMap<u64, [u8; 16]>>,
+    mutex_heap: Arc<MutexHeap>,
+    moka: Cache<u64, Held>,
+    dashmap: Arc<DashMap<u64, AtomicU64, ahash::RandomState>>,
+    origin: Instant,
+}
+
+type Deadlines = HashMap<u64, (u64, [u8; 16])>;
+type LazyHeap = BinaryHeap<Reverse<(u64, u64)>>;
+
+/// The hand-written baseline: one lock around a map and a lazy heap.
+struct MutexHeap {
+    inner: Mutex<(Deadlines, LazyHeap)>,
+}
+
+impl MutexHeap {
+    fn renew(&self, key: u64, now_ms: u64) -> bool {
+        let mut guard = self.inner.lock().unwrap();
+        let (map, heap) = &mut *guard;
+        match map.get_mut(&key) {
+            Some(entry) if entry.0 > now_ms => {
+                entry.0 = now_ms + TTL.as_millis() as u64;
+                heap.push(Reverse((entry.0, key)));
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn get(&self, key: u64, now_ms: u64) -> Option<[u8; 16]> {
+        let guard = self.inner.lock().unwrap();
+        guard.0.get(&key).filter(|e| e.0 > now_ms).map(|e| e.1)
+    }
+}
+
+#[derive(Clone)]
+struct Held {
+    holder: [u8; 16],
+}
+
+struct PerEntry;
+
+impl moka::Expiry<u64, Held> for PerEntry {
+    fn expire_after_create(&self, _: &u64, _: &Held, _: std::time::Instant) -> Option<Duration> {
+        Some(TTL)
+    }
+    fn expire_after_update(
+        &self,
+        _: &u64,
+        _: &Held,
+        _: std::time::Instant,
+        _: Option<Duration>,
+    ) -> Option<Duration> {
+        Some(TTL)
+    }
+}
+
+fn fixture(n: u64) -> Fixture {
+    let clock = Arc::new(SystemClock::new());
+    let store = Arc::new(Store::new(store_config(n), clock.clone()).unwrap());
+    let leases: Vec<_> = (0..n)
+        .map(|i| {
+            let t = TenantId(i % TENANTS);
+            (t, store.grant(t, "host-0123456789", TTL, None).unwrap().id)
+        })
+        .collect();
+    let ttl_map = Arc::new(
+        TtlMap::new(
+            TtlConfig {
+                entries_max: n * 2,
+                ..TtlConfig::default()
+            },
+            clock,
+        )
+        .unwrap(),
+    );
+    let origin = Instant::now();
+    let mut map = HashMap::with_capacity(n as usize);
+    let mut heap = BinaryHeap::with_capacity(n as usize);
+    let dashmap = DashMap::with_capacity_and_hasher(n as usize, ahash::RandomState::new());
+    let moka = Cache::builder()
+        .max_capacity(n * 2)
+        .expire_after(PerEntry)
+        .build();
+    for k in 0..n {
+        ttl_map.insert(k, [7; 16], TTL).unwrap();
+        let deadline = TTL.as_millis() as u64;
+        map.insert(k, (deadline, [7; 16]));
+        heap.push(Reverse((deadline, k)));
+        dashmap.insert(k, AtomicU64::new(deadline));
+        moka.insert(k, Held { holder: [7; 16] });
+    }
+    let driver = relaystore::ExpiryDriver::spawn(store.clone(), Duration::from_millis(10)).unwrap();
+    Fixture {
+        _driver: driver,
+        store,
+        leases: Arc::new(leases),
+        ttl_map,
+        mutex_heap: Arc::new(MutexHeap {
+            inner: Mutex::new((map, heap)),
+        }),
+        moka,
+        dashmap: Arc::new(dashmap),
+        origin,
+    }
+}
+
+fn config() -> Criterion {
+    Criterion::default()
+        .sample_size(10)
+        .warm_up_time(Duration::from_millis(300))
+        .measurement_time(Duration::from_secs(2))
+}
+
+/// Lease renewal (the hot path: heartbeats and refreshes).
+fn renew_and_get(c: &mut Criterion) {
+    for n in SIZES {
+        let f = fixture(n);
+        for (op, name) in [(0, "lease_renew"), (1, "lease_get")] {
+            let mut group = c.benchmark_group(format!("{name}/{n}"));
+            for threads in THREADS {
+                group.throughput(Throughput::Elements(threads as u64));
+                let id = |what: &str| BenchmarkId::new(what, format!("{threads}t"));
+                let (store, leases) = (f.store.clone(), f.leases.clone());
+                group.bench_function(id("store"), |b| {
+                    b.iter_custom(|iters| {
+                        let (store, leases) = (store.clone(), leases.clone());
+                        run_threads(threads, iters, move |t, i| {
+                            let (tenant, lease) = leases[pick(t, i, n) as usize];
+                            if op == 0 {
+                                black_box(store.renew(tenant, lease, TTL).unwrap());
+                            } else {
+                                black_box(store.get_lease(tenant, lease).unwrap());
+                            }
+                        })
+                    })
+                });
+                let map = f.ttl_map.clone();
+                group.bench_function(id("ttl_map"), |b| {
+                    b.iter_custom(|iters| {
+                        let map = map.clone();
+                        run_threads(threads, iters, move |t, i| {
+                            let k = pick(t, i, n);
+                            if op == 0 {
+                                black_box(map.renew(&k, TTL).unwrap());
+                            } else {
+                                black_box(map.get(&k).unwrap());
+                            }
+                        })
+                    })
+                });
+                let (mh, origin) = (f.mutex_heap.clone(), f.origin);
+                group.bench_function(id("mutex_heap"), |b| {
+                    b.iter_custom(|iters| {
+                        let mh = mh.clone();
+                        run_threads(threads, iters, move |t, i| {
+                            let now = origin.elapsed().as_millis() as u64;
+                            let k = pick(t, i, n);
+                            if op == 0 {
+                                assert!(mh.renew(k, now));
+                            } else {
+                                black_box(mh.get(k, now).unwrap());
+                            }
+                        })
+                    })
+                });
+                let cache = f.moka.clone();
+                group.bench_function(id("moka"), |b| {
+                    b.iter_custom(|iters| {
+                        let cache = cache.clone();
+                        run_threads(threads, iters, move |t, i| {
+                            let k = pick(t, i, n);
+                            if op == 0 {
+                                cache.insert(k, Held { holder: [7; 16] });
+                            } else {
+                                black_box(cache.get(&k).unwrap().holder);
+                            }
+                        })
+                    })
+                });
+                let (dm, origin) = (f.dashmap.clone(), f.origin);
+                group.bench_function(id("dashmap_cas"), |b| {
+                    b.iter_custom(|iters| {
+                        let dm = dm.clone();
+                        run_threads(threads, iters, move |t, i| {
+                            let now = origin.elapsed().as_millis() as u64;
+                            let k = pick(t, i, n);
+                            let entry = dm.get(&k).unwrap();
+                            let current = entry.load(Ordering::Acquire);
+                            if op == 0 {
+                                let _ = entry.compare_exchange(
+                                    current,
+                                    now + TTL.as_millis() as u64,
+                                    Ordering::AcqRel,
+                                    Ordering::Acquire,
+                                );
+                            } else {
+                                black_box(current > now);
+                            }
+                        })
+                    })
+                });
+            }
+            group.finish();
+        }
+    }
+}
+
+/// Creating operations and cascades, one thread, at 10k and 1M live leases.
+fn lifecycle_ops(c: &mut Criterion) {
+    for n in SIZES {
+        let f = fixture(n);
+        let mut group = c.benchmark_group(format!("store_ops/{n}"));
+        group.throughput(Throughput::Elements(1));
+        let store = f.store.clone();
+        group.bench_function("grant", |b| {
+            b.iter(|| {
+                black_box(
+                    store
+                        .grant(TenantId(99), "host-0123456789", TTL, None)
+                        .unwrap(),
+                )
+            })
+        });
+        let mut published = 0u64;
+        group.bench_function("publish", |b| {
+            b.iter_custom(|iters| {
+                let lease = store.grant(TenantId(98), "h", TTL, None).unwrap().id;
+                let mut leases = vec![lease];
+                let start = Instant::now();
+                for i in 0..iters {
+                    if i % 16 == 15 {
+                        // Stay under the per-lease cap without timing it much.
+                        leases.push(store.grant(TenantId(98), "h", TTL, None).unwrap().id);
+                    }
+                    let lease = *leases.last().unwrap();
+                    published += 1;
+                    let key = format!("b{n}-{published}");
+                    black_box(
+                        store
+                            .publish(TenantId(98), lease, &key, b"x", None)
+                            .unwrap(),
+                    );
+                }
+                start.elapsed()
+            })
+        });
+        let addr = SocketAddr::from(([203, 0, 113, 1], 4000));
+        group.throughput(Throughput::Elements(3));
+        let lobby = store.grant(TenantId(97), "h", TTL, None).unwrap().id;
+        store
+            .publish(TenantId(97), lobby, "lobby", b"", None)
+            .unwrap();
+        group.bench_function("join_bind_consume", |b| {
+            b.iter(|| {
+                let t = store
+                    .begin_join(TenantId(97), "lobby", "c", Duration::from_secs(10), None)
+                    .unwrap();
+                store
+                    .bind_endpoint(TenantId(97), t.attempt, &t.token, addr)
+                    .unwrap();
+                black_box(store.consume(TenantId(97), &t.token).unwrap());
+            })
+        });
+        for children in [0u64, 16] {
+            group.throughput(Throughput::Elements(children + 1));
+            group.bench_function(BenchmarkId::new("revoke_cascade", children), |b| {
+                b.iter_custom(|iters| {
+                    let mut total = Duration::ZERO;
+                    for i in 0..iters {
+                        let lease = store.grant(TenantId(96), "h", TTL, None).unwrap().id;
+                        for c in 0..children {
+                            let key = format!("r{n}-{i}-{c}");
+                            if c < 8 {
+                                store.publish(TenantId(96), lease, &key, b"", None).unwrap();
+                            } else {
+                                store
+                                    .heartbeat(TenantId(96), &key, TTL, None, Some(lease))
+                                    .unwrap();
+                            }
+                        }
+                        let start = Instant::now();
+                        store.revoke(TenantId(96), lease).unwrap();
+                        total += start.elapsed();
+                    }
+                    total
+                })
+            });
+            group.bench_function(
+                BenchmarkId::new("baseline_dashmap_removes", children),
+                |b| {
+                    b.iter_custom(|iters| {
+                        let map = &f.dashmap;
+                        let mut total = Duration::ZERO;
+                        for i in 0..iters {
+                            let base = n + 1 + i * (children + 1);
+                            for k in base..=base + children {
+                                map.insert(k, AtomicU64::new(0));
+                            }
+                            let start = Instant::now();
+                            for k in base..=base + children {
+                                black_box(map.remove(&k));
+                            }
+                            total += start.elapsed();
+                        }
+                        total
+                    })
+                },
+            );
+        }
+        group.finish();
+    }
+}
+
+criterion_group! {
+    name = benches;
+    config = config();
+    targets = renew_and_get, lifecycle_ops
+}
+criterion_main!(benches);

@@ -1,0 +1,176 @@
+//! Heap bytes per live record, measured with a counting allocator:
+//! leases, listings and pending join attempts in the store at 10^5 and 10^6
+//! records, next to what the same leases cost in the engine alone
+//! (`TtlMap`), a `Mutex<HashMap>` + `BinaryHeap` store, and moka with
+//! per-entry expiry. Everything a structure allocates counts: map buckets,
+//! timers, indexes, per-record allocations.
+//!
+//! ```text
+//! cargo run --release --example memory            # 10^5 and 10^6
+//! cargo run --release --example memory -- 100000  # one size
+//! ```
+
+use cap::Cap;
+use relaystore::time::SystemClock;
+use relaystore::{Store, StoreConfig, TenantId, TenantQuota, TtlConfig, TtlMap};
+use std::alloc::System;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+#[global_allocator]
+static HEAP: Cap<System> = Cap::new(System, usize::MAX);
+
+const TTL: Duration = Duration::from_secs(600);
+/// A 16-byte holder id, as the capacity target assumes.
+const HOLDER: &str = "host-0123456789a";
+
+fn heap() -> usize {
+    HEAP.allocated()
+}
+
+/// Bytes per record that `build` leaves allocated, dropping what it built
+/// afterwards.
+fn per_record<T>(n: u64, build: impl FnOnce(u64) -> T) -> f64 {
+    let before = heap();
+    let built = build(n);
+    let bytes = heap().saturating_sub(before);
+    drop(built);
+    bytes as f64 / n as f64
+}
+
+fn config(n: u64) -> StoreConfig {
+    StoreConfig {
+        leases_max: n * 2,
+        listings_max: n * 2,
+        attempts_max: n * 2,
+        replay_max: n * 2,
+        tenant: TenantQuota {
+            leases_max: n * 2,
+            listings_max: n * 2,
+            attempts_max: n * 2,
+            replay_max: n * 2,
+            ..TenantQuota::default()
+        },
+        listings_per_lease_max: 16,
+        attempts_per_listing_max: 64,
+        ..StoreConfig::default()
+    }
+}
+
+struct PerEntry;
+
+impl moka::Expiry<u64, [u8; 16]> for PerEntry {
+    fn expire_after_create(
+        &self,
+        _: &u64,
+        _: &[u8; 16],
+        _: std::time::Instant,
+    ) -> Option<Duration> {
+        Some(TTL)
+    }
+}
+
+fn main() {
+    let sizes: Vec<u64> = match std::env::args().nth(1) {
+        Some(n) => vec![n.parse().expect("a record count")],
+        None => vec![100_000, 1_000_000],
+    };
+    println!("{:<44}{:>14}{:>14}", "heap bytes per live record", "", "");
+    for n in sizes {
+        let t = TenantId(1);
+        let lease = per_record(n, |n| {
+            let s = Store::new(config(n), Arc::new(SystemClock::new())).unwrap();
+            for _ in 0..n {
+                s.grant(t, HOLDER, TTL, None).unwrap();
+            }
+            s
+        });
+        // Listings and attempts: measured as the growth over a store that
+        // already holds their leases and listings.
+        let store = Store::new(config(n), Arc::new(SystemClock::new())).unwrap();
+        let leases: Vec<_> = (0..n.div_ceil(16))
+            .map(|_| store.grant(t, HOLDER, TTL, None).unwrap().id)
+            .collect();
+        let before = heap();
+        for i in 0..n {
+            store
+                .publish(
+                    t,
+                    leases[(i / 16) as usize],
+                    &format!("lobby-{i:08}"),
+                    b"mode=ffa;slots=8",
+                    None,
+                )
+                .unwrap();
+        }
+        let listing = (heap() - before) as f64 / n as f64;
+        let before = heap();
+        let mut tickets = Vec::with_capacity(n as usize);
+        let ticket_bytes = heap() - before;
+        let before = heap();
+        for i in 0..n {
+            tickets.push(
+                store
+                    .begin_join(
+                        t,
+                        &format!("lobby-{:08}", i / 64 * 64),
+                        "client-01234567",
+                        TTL,
+                        None,
+                    )
+                    .unwrap(),
+            );
+        }
+        let attempt = (heap() - before - ticket_bytes) as f64 / n as f64;
+        drop(tickets);
+        drop(store);
+
+        let ttl_map = per_record(n, |n| {
+            let m = TtlMap::new(
+                TtlConfig {
+                    entries_max: n * 2,
+                    ..TtlConfig::default()
+                },
+                Arc::new(SystemClock::new()),
+            )
+            .unwrap();
+            for k in 0..n {
+                m.insert(k, [7u8; 16], TTL).unwrap();
+            }
+            m
+        });
+        let baseline = per_record(n, |n| {
+            let mut map: HashMap<u64, (u64, [u8; 16])> = HashMap::new();
+            let mut heap: BinaryHeap<Reverse<(u64, u64)>> = BinaryHeap::new();
+            for k in 0..n {
+                map.insert(k, (600_000, [7; 16]));
+                heap.push(Reverse((600_000, k)));
+            }
+            std::sync::Mutex::new((map, heap))
+        });
+        let moka = per_record(n, |n| {
+            let c: moka::sync::Cache<u64, [u8; 16]> = moka::sync::Cache::builder()
+                .max_capacity(n * 2)
+                .expire_after(PerEntry)
+                .build();
+            for k in 0..n {
+                c.insert(k, [7; 16]);
+            }
+            c.run_pending_tasks();
+            c
+        });
+        println!("records: {n}");
+        println!("  {:<42}{:>10.0}", "store lease (16-byte holder)", lease);
+        println!("  {:<42}{:>10.0}", "store listing (16-byte attrs)", listing);
+        println!("  {:<42}{:>10.0}", "store pending join attempt", attempt);
+        println!(
+            "  {:<42}{:>10.0}",
+            "engine entry (TtlMap<u64, [u8; 16]>)", ttl_map
+        );
+        println!("  {:<42}{:>10.0}", "Mutex<HashMap> + BinaryHeap", baseline);
+        println!("  {:<42}{:>10.0}", "moka with per-entry expiry", moka);
+        println!("  lease / moka: {:.2}", lease / moka);
+    }
+}
