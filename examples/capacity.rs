@@ -25,6 +25,9 @@
 //! (deadline to the removal event, from the vanished members), and how many
 //! sessions one core carries at the rates above.
 
+#[path = "support/mod.rs"]
+mod support;
+
 use cap::Cap;
 use relaystore::events::{Cause, Collection, Received, RecordId};
 use relaystore::time::SystemClock;
@@ -35,6 +38,7 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use support::{options, Histogram, Options};
 
 /// Counts live heap bytes, to report memory per session.
 #[global_allocator]
@@ -83,76 +87,6 @@ fn store_ops(op: Op) -> u64 {
     }
 }
 
-struct Options {
-    sessions: u64,
-    seconds: u64,
-    threads: usize,
-}
-
-fn options() -> Result<Options, String> {
-    let mut o = Options {
-        sessions: 20_000,
-        seconds: 15,
-        threads: 2,
-    };
-    let mut args = std::env::args().skip(1);
-    while let Some(flag) = args.next() {
-        let value = args.next().ok_or(format!("{flag} needs a value"))?;
-        let parse = |v: &str| v.parse::<u64>().map_err(|e| format!("{flag}: {e}"));
-        match flag.as_str() {
-            "--sessions" => o.sessions = parse(&value)?,
-            "--seconds" => o.seconds = parse(&value)?,
-            "--threads" => o.threads = parse(&value)? as usize,
-            _ => return Err(format!("unknown option {flag}")),
-        }
-    }
-    if o.sessions == 0 || o.seconds == 0 || o.threads == 0 {
-        return Err("sessions, seconds and threads must be positive".into());
-    }
-    Ok(o)
-}
-
-/// Log-linear latency histogram: 8 sub-buckets per power of two (~12%).
-struct Histogram(Vec<u64>);
-
-impl Histogram {
-    fn new() -> Self {
-        Histogram(vec![0; 64 * 8])
-    }
-    fn record(&mut self, ns: u64) {
-        let ns = ns.max(1);
-        let exp = 63 - ns.leading_zeros() as usize;
-        let sub = if exp >= 3 {
-            (ns >> (exp - 3)) as usize & 7
-        } else {
-            0
-        };
-        self.0[exp * 8 + sub] += 1;
-    }
-    fn merge(&mut self, other: &Histogram) {
-        self.0.iter_mut().zip(&other.0).for_each(|(a, b)| *a += b);
-    }
-    fn count(&self) -> u64 {
-        self.0.iter().sum()
-    }
-    fn quantile(&self, q: f64) -> u64 {
-        let target = ((self.count() as f64) * q).ceil().max(1.0) as u64;
-        let mut seen = 0;
-        for (i, &n) in self.0.iter().enumerate() {
-            seen += n;
-            if seen >= target {
-                let (exp, sub) = (i / 8, i % 8);
-                return if exp >= 3 {
-                    ((8 + sub as u64 + 1) << (exp - 3)) - 1
-                } else {
-                    1 << exp
-                };
-            }
-        }
-        0
-    }
-}
-
 /// One hosted session's ids.
 struct Session {
     tenant: TenantId,
@@ -174,8 +108,12 @@ fn host(s: &Store, i: u64) -> Result<LeaseId, relaystore::Error> {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let o = options()
-        .map_err(|e| format!("{e}\nusage: capacity [--sessions N] [--seconds S] [--threads T]"))?;
+    let o = options(Options {
+        sessions: 20000,
+        seconds: 15,
+        threads: 2,
+    })
+    .map_err(|e| format!("{e}\nusage: capacity [--sessions N] [--seconds S] [--threads T]"))?;
     let n = o.sessions;
     let config = StoreConfig {
         leases_max: n * 2,

@@ -14,11 +14,15 @@
 //! time from a deadline to the record's physical removal by the driver.
 //! One operation in 32 is timed, so the clock read does not dominate.
 
+#[path = "support/mod.rs"]
+mod support;
+
 use relaystore::time::{Clock, SystemClock};
 use relaystore::{ExpiryDriver, Sweep, TtlConfig, TtlMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use support::{options, Histogram, Options};
 
 const SESSION_TTL: Duration = Duration::from_secs(30);
 const SHORT_TTL: Duration = Duration::from_secs(2);
@@ -30,86 +34,6 @@ const SAMPLE_EVERY: u64 = 32;
 struct Session {
     _host: [u8; 16],
     _region: u16,
-}
-
-struct Options {
-    sessions: u64,
-    seconds: u64,
-    threads: usize,
-}
-
-fn options() -> Result<Options, String> {
-    let mut o = Options {
-        sessions: 200_000,
-        seconds: 10,
-        threads: 2,
-    };
-    let mut args = std::env::args().skip(1);
-    while let Some(flag) = args.next() {
-        let value = args.next().ok_or(format!("{flag} needs a value"))?;
-        let parse = |v: &str| v.parse::<u64>().map_err(|e| format!("{flag}: {e}"));
-        match flag.as_str() {
-            "--sessions" => o.sessions = parse(&value)?,
-            "--seconds" => o.seconds = parse(&value)?,
-            "--threads" => o.threads = parse(&value)? as usize,
-            _ => return Err(format!("unknown option {flag}")),
-        }
-    }
-    if o.sessions == 0 || o.seconds == 0 || o.threads == 0 {
-        return Err("sessions, seconds and threads must be positive".into());
-    }
-    Ok(o)
-}
-
-/// Log-linear latency histogram: 8 sub-buckets per power of two (~12%).
-struct Histogram {
-    buckets: Vec<u64>,
-}
-
-impl Histogram {
-    fn new() -> Self {
-        Histogram {
-            buckets: vec![0; 64 * 8],
-        }
-    }
-
-    fn record(&mut self, ns: u64) {
-        let ns = ns.max(1);
-        let exp = 63 - ns.leading_zeros() as usize;
-        let sub = if exp >= 3 {
-            (ns >> (exp - 3)) as usize & 7
-        } else {
-            0
-        };
-        self.buckets[exp * 8 + sub] += 1;
-    }
-
-    fn merge(&mut self, other: &Histogram) {
-        for (a, b) in self.buckets.iter_mut().zip(&other.buckets) {
-            *a += b;
-        }
-    }
-
-    fn count(&self) -> u64 {
-        self.buckets.iter().sum()
-    }
-
-    fn quantile(&self, q: f64) -> u64 {
-        let target = ((self.count() as f64) * q).ceil().max(1.0) as u64;
-        let mut seen = 0;
-        for (i, &n) in self.buckets.iter().enumerate() {
-            seen += n;
-            if seen >= target {
-                let (exp, sub) = (i / 8, i % 8);
-                return if exp >= 3 {
-                    ((8 + sub as u64 + 1) << (exp - 3)) - 1
-                } else {
-                    1 << exp
-                };
-            }
-        }
-        0
-    }
 }
 
 #[derive(Clone, Copy)]
@@ -152,8 +76,12 @@ fn key(slot: u64, generation: u64) -> u64 {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let o = options()
-        .map_err(|e| format!("{e}\nusage: capacity [--sessions N] [--seconds S] [--threads T]"))?;
+    let o = options(Options {
+        sessions: 200000,
+        seconds: 10,
+        threads: 2,
+    })
+    .map_err(|e| format!("{e}\nusage: capacity [--sessions N] [--seconds S] [--threads T]"))?;
     let short_lived = (o.sessions / 10).max(1);
     let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
     let config = TtlConfig {

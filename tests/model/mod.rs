@@ -727,57 +727,19 @@ fn resolve(op: &Op, leases: usize, attempts: usize, fences: usize) -> Option<Op>
             }
         })
     };
-    Some(match op.clone() {
-        Op::Renew {
-            tenant,
-            lease,
-            ttl_ms,
-        } => Op::Renew {
-            tenant,
-            lease: pick(lease, leases)?,
-            ttl_ms,
-        },
-        Op::Revoke { tenant, lease } => Op::Revoke {
-            tenant,
-            lease: pick(lease, leases)?,
-        },
-        Op::GetLease { tenant, lease } => Op::GetLease {
-            tenant,
-            lease: pick(lease, leases)?,
-        },
-        Op::Publish { tenant, lease, key } => Op::Publish {
-            tenant,
-            lease: pick(lease, leases)?,
-            key,
-        },
-        Op::Bind {
-            tenant,
-            attempt,
-            port,
-        } => Op::Bind {
-            tenant,
-            attempt: pick(attempt, attempts)?,
-            port,
-        },
-        Op::Consume { tenant, attempt } => Op::Consume {
-            tenant,
-            attempt: pick(attempt, attempts)?,
-        },
-        Op::Cancel { tenant, attempt } => Op::Cancel {
-            tenant,
-            attempt: pick(attempt, attempts)?,
-        },
-        Op::Release {
-            tenant,
-            name,
-            fence,
-        } => Op::Release {
-            tenant,
-            name,
-            fence: pick(fence, fences)?,
-        },
-        other => other,
-    })
+    let mut op = op.clone();
+    match &mut op {
+        Op::Renew { lease, .. }
+        | Op::Revoke { lease, .. }
+        | Op::GetLease { lease, .. }
+        | Op::Publish { lease, .. } => *lease = pick(*lease, leases)?,
+        Op::Bind { attempt, .. } | Op::Consume { attempt, .. } | Op::Cancel { attempt, .. } => {
+            *attempt = pick(*attempt, attempts)?
+        }
+        Op::Release { fence, .. } => *fence = pick(*fence, fences)?,
+        _ => {}
+    }
+    Some(op)
 }
 
 /// Decodes arbitrary bytes into operations (for fuzzing): two bytes per op.
