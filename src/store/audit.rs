@@ -121,14 +121,11 @@ impl Store {
             c.leases += 1;
             c.lease_seqs.insert(*seq);
             let as_set = |v: &Vec<Arc<str>>| v.iter().cloned().collect::<BTreeSet<_>>();
-            lease_children.insert(
-                (*tenant, *seq),
-                (
-                    as_set(&lease.listings),
-                    as_set(&lease.members),
-                    as_set(&lease.locks),
-                ),
-            );
+            let children = match &lease.children {
+                Some(c) => (as_set(&c.listings), as_set(&c.members), as_set(&c.locks)),
+                None => Children::default(),
+            };
+            lease_children.insert((*tenant, *seq), children);
         });
         let mut seen_children: ChildIndex = BTreeMap::new();
         self.listings.for_each(|(tenant, key), listing, _| {

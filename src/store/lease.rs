@@ -16,6 +16,15 @@ pub(crate) struct Lease {
     pub(super) owner: Owner,
     holder: Arc<str>,
     fence: u64,
+    /// Children and observed endpoints, allocated on first use: most leases
+    /// have few or none, and keeping four vectors inline would more than
+    /// double every lease's map entry, on the renew hot path.
+    pub(super) children: Option<Box<LeaseChildren>>,
+}
+
+/// What hangs off a lease, by kind.
+#[derive(Default)]
+pub(crate) struct LeaseChildren {
     /// Attached listings, by key (at most `listings_per_lease_max`).
     pub(super) listings: Vec<Arc<str>>,
     /// Attached presence records, by member (at most `presence_per_lease_max`).
@@ -24,6 +33,23 @@ pub(crate) struct Lease {
     pub(super) locks: Vec<Arc<str>>,
     /// Observed public endpoints (at most `endpoints_per_lease_max`).
     endpoints: Vec<(SocketAddr, MonoTime)>,
+}
+
+impl Lease {
+    fn children_mut(&mut self) -> &mut LeaseChildren {
+        self.children.get_or_insert_with(Default::default)
+    }
+
+    /// Detaches one child from the index `index` picks (bookkeeping).
+    pub(super) fn detach(
+        &mut self,
+        index: fn(&mut LeaseChildren) -> &mut Vec<Arc<str>>,
+        child: &str,
+    ) {
+        if let Some(children) = self.children.as_mut() {
+            index(children).retain(|c| &**c != child);
+        }
+    }
 }
 
 /// What [`Store::grant`] returns.
@@ -115,10 +141,7 @@ impl Store {
             owner: Owner::of(&t),
             holder,
             fence,
-            listings: Vec::new(),
-            members: Vec::new(),
-            locks: Vec::new(),
-            endpoints: Vec::new(),
+            children: None,
         };
         let (stamp, replaced) = self.leases.insert((tenant, seq), lease, now, deadline)?;
         debug_assert!(
@@ -278,11 +301,12 @@ impl Store {
             if !l.owner.valid() {
                 return Err(Error::Revoked);
             }
-            if let Some(seen) = l.endpoints.iter_mut().find(|(a, _)| *a == addr) {
+            let endpoints = &mut l.children_mut().endpoints;
+            if let Some(seen) = endpoints.iter_mut().find(|(a, _)| *a == addr) {
                 seen.1 = now;
-            } else if l.endpoints.len() < cap {
-                l.endpoints.push((addr, now));
-            } else if let Some(oldest) = l.endpoints.iter_mut().min_by_key(|(a, at)| (*at, *a)) {
+            } else if endpoints.len() < cap {
+                endpoints.push((addr, now));
+            } else if let Some(oldest) = endpoints.iter_mut().min_by_key(|(a, at)| (*at, *a)) {
                 *oldest = (addr, now);
             }
             Ok(((), None))
@@ -300,7 +324,10 @@ impl Store {
         let now = self.clock.now();
         let seen = self.leases.read(&key, now, |l, _| {
             l.owner.valid().then(|| {
-                l.endpoints
+                l.children
+                    .as_ref()
+                    .map(|c| c.endpoints.as_slice())
+                    .unwrap_or_default()
                     .iter()
                     .map(|&(addr, last_seen)| EndpointSeen { addr, last_seen })
                     .collect::<Vec<_>>()
@@ -326,7 +353,7 @@ impl Store {
         tenant: TenantId,
         seq: u64,
         now: MonoTime,
-        index: fn(&mut Lease) -> &mut Vec<Arc<str>>,
+        index: fn(&mut LeaseChildren) -> &mut Vec<Arc<str>>,
         child: Arc<str>,
         (scope, cap): (&'static str, usize),
     ) -> Result<()> {
@@ -335,7 +362,7 @@ impl Store {
             if !lease.owner.valid() {
                 return Err(Error::Revoked);
             }
-            let children = index(lease);
+            let children = index(lease.children_mut());
             if children.len() >= cap {
                 return Err(Error::CapacityExceeded {
                     scope: Scope::Parent(scope),

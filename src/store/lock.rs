@@ -402,7 +402,7 @@ impl Store {
         }
         if let (true, Some(seq)) = (detach, held.lease) {
             self.leases.modify(&(tenant, seq), |l| {
-                l.locks.retain(|n| *n != name);
+                l.detach(|c| &mut c.locks, &name);
             });
         }
     }

@@ -560,7 +560,8 @@ impl Store {
             cause,
         );
         let mut n = 0;
-        for key in lease.listings {
+        let children = lease.children.map(|c| *c).unwrap_or_default();
+        for key in children.listings {
             let removed =
                 self.listings
                     .remove_with(&(tenant, key), |v, _, _| owned_by(v.lease == seq), now);
@@ -568,7 +569,7 @@ impl Store {
                 n += 1 + self.retire_listing(child, Cause::Cascaded, now, false);
             }
         }
-        for member in lease.members {
+        for member in children.members {
             let removed = self.presence.remove_with(
                 &(tenant, member),
                 |v, _, _| owned_by(v.lease == Some(seq)),
@@ -579,7 +580,7 @@ impl Store {
                 self.retire_presence(child, Cause::Cascaded, false);
             }
         }
-        for name in lease.locks {
+        for name in children.locks {
             let removed = self.locks.remove_with(
                 &(tenant, name),
                 |v, _, _| owned_by(v.lease == Some(seq)),
@@ -614,7 +615,7 @@ impl Store {
         }
         if detach {
             self.leases.modify(&(tenant, listing.lease), |lease| {
-                lease.listings.retain(|k| *k != key);
+                lease.detach(|c| &mut c.listings, &key);
             });
         }
         let mut n = 0;
@@ -648,7 +649,7 @@ impl Store {
         }
         if let (true, Some(lease)) = (detach, presence.lease) {
             self.leases.modify(&(tenant, lease), |l| {
-                l.members.retain(|m| *m != member);
+                l.detach(|c| &mut c.members, &member);
             });
         }
     }
