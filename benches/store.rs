@@ -384,9 +384,28 @@ fn lifecycle_ops(c: &mut Criterion) {
     }
 }
 
+/// One driver tick with nothing due: what the expiry driver costs the
+/// store every tick while all leases are live (600 s TTLs).
+fn idle_tick(c: &mut Criterion) {
+    let mut group = c.benchmark_group("idle_tick");
+    group.throughput(Throughput::Elements(1));
+    for n in SIZES {
+        let f = fixture(n);
+        let store = f.store.clone();
+        group.bench_function(BenchmarkId::new("store_sweep", n), |b| {
+            b.iter(|| black_box(store.sweep()))
+        });
+        let map = f.ttl_map.clone();
+        group.bench_function(BenchmarkId::new("ttl_map_sweep", n), |b| {
+            b.iter(|| black_box(map.sweep_into(&mut Vec::new())))
+        });
+    }
+    group.finish();
+}
+
 criterion_group! {
     name = benches;
     config = config();
-    targets = renew_and_get, lifecycle_ops
+    targets = renew_and_get, lifecycle_ops, idle_tick
 }
 criterion_main!(benches);
