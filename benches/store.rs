@@ -403,9 +403,157 @@ fn idle_tick(c: &mut Criterion) {
     group.finish();
 }
 
+/// Admission cost: the same create-and-remove cycles with per-tenant
+/// quotas on (the default policy) and switched off
+/// ([`TenantQuota::unlimited`]); store-wide ceilings count in both. With 2
+/// threads both work in one tenant, so its counters are shared.
+fn quotas(c: &mut Criterion) {
+    // A manual clock that stands still while timed: the tombstones and
+    // replay records the cycles leave are swept between samples, untimed,
+    // so no driver thread competes for the two cores.
+    let clock = Arc::new(relaystore::time::ManualClock::new());
+    let quota_store = |tenant: TenantQuota| {
+        let config = StoreConfig {
+            tombstone_ttl: Duration::from_secs(1),
+            tombstones_max: 50_000_000,
+            replay_max: 50_000_000,
+            replay_grace: Duration::from_millis(100),
+            tenant,
+            ..store_config(0)
+        };
+        let store = Arc::new(Store::new(config, clock.clone()).unwrap());
+        // Outlives every settle below (11 s of clock each).
+        let day = Duration::from_secs(20 * 3600);
+        let lobby = store.grant(TenantId(1), "h", day, None).unwrap().id;
+        store
+            .publish(TenantId(1), lobby, "lobby", b"", None)
+            .unwrap();
+        store
+    };
+    let on = quota_store(store_config(0).tenant);
+    let off = quota_store(TenantQuota::unlimited());
+    let settle = |store: &Store| {
+        clock.advance(Duration::from_secs(11));
+        while store.sweep() > 0 {}
+    };
+    let addr = SocketAddr::from(([203, 0, 113, 1], 4000));
+    for threads in THREADS {
+        let mut group = c.benchmark_group(format!("quotas/{threads}t"));
+        for (name, store) in [("on", &on), ("off", &off)] {
+            group.throughput(Throughput::Elements(2 * threads as u64));
+            group.bench_function(BenchmarkId::new("grant_revoke", name), |b| {
+                b.iter_custom(|iters| {
+                    settle(store);
+                    let store = store.clone();
+                    run_threads(threads, iters, move |_, _| {
+                        let g = store.grant(TenantId(1), "host-0123456789", TTL, None);
+                        store.revoke(TenantId(1), g.unwrap().id).unwrap();
+                    })
+                })
+            });
+            group.throughput(Throughput::Elements(3 * threads as u64));
+            group.bench_function(BenchmarkId::new("join_bind_consume", name), |b| {
+                b.iter_custom(|iters| {
+                    settle(store);
+                    let store = store.clone();
+                    run_threads(threads, iters, move |_, _| {
+                        let t = store
+                            .begin_join(TenantId(1), "lobby", "c", Duration::from_secs(10), None)
+                            .unwrap();
+                        store
+                            .bind_endpoint(TenantId(1), t.attempt, &t.token, addr)
+                            .unwrap();
+                        black_box(store.consume(TenantId(1), &t.token).unwrap());
+                    })
+                })
+            });
+        }
+        group.finish();
+    }
+}
+
+/// Expiry in the relay store against tokio-util's `DelayQueue`: `n` leases
+/// due over a minute, drained one 10 ms driver tick at a time; time per
+/// expired record. The store's sweep removes each lease from its map,
+/// releases its quotas, frees its tenant index entry and publishes its
+/// removal; the queue only hands back its key.
+fn store_expiry(c: &mut Criterion) {
+    let mut group = c.benchmark_group("store_expiry");
+    group.throughput(Throughput::Elements(1));
+    for n in SIZES {
+        group.bench_function(BenchmarkId::new("store_sweep", n), |b| {
+            b.iter_custom(|iters| {
+                scaled(iters, n, || {
+                    let clock = Arc::new(relaystore::time::ManualClock::new());
+                    let store = Store::new(store_config(n), clock.clone()).unwrap();
+                    for i in 0..n {
+                        let ttl = Duration::from_millis(100 + pick(0, i, WINDOW_MS));
+                        store.grant(TenantId(i % TENANTS), "h", ttl, None).unwrap();
+                    }
+                    let (start, mut expired) = (Instant::now(), 0);
+                    while expired < n as usize {
+                        clock.advance(Duration::from_millis(TICK_MS));
+                        expired += black_box(store.sweep());
+                    }
+                    start.elapsed()
+                })
+            })
+        });
+        group.bench_function(BenchmarkId::new("delay_queue", n), |b| {
+            b.iter_custom(|iters| {
+                scaled(iters, n, || {
+                    let rt = tokio::runtime::Builder::new_current_thread()
+                        .enable_time()
+                        .start_paused(true)
+                        .build()
+                        .unwrap();
+                    rt.block_on(async {
+                        let mut queue = tokio_util::time::DelayQueue::with_capacity(n as usize);
+                        for i in 0..n {
+                            let ttl = Duration::from_millis(100 + pick(0, i, WINDOW_MS));
+                            queue.insert(i, ttl);
+                        }
+                        let (mut elapsed, mut expired) = (Duration::ZERO, 0);
+                        while expired < n {
+                            tokio::time::advance(Duration::from_millis(TICK_MS)).await;
+                            let start = Instant::now();
+                            expired += std::future::poll_fn(|cx| {
+                                let mut k = 0;
+                                while let std::task::Poll::Ready(Some(e)) = queue.poll_expired(cx) {
+                                    black_box(e);
+                                    k += 1;
+                                }
+                                std::task::Poll::Ready(k)
+                            })
+                            .await;
+                            elapsed += start.elapsed();
+                        }
+                        elapsed
+                    })
+                })
+            })
+        });
+    }
+    group.finish();
+}
+
+const WINDOW_MS: u64 = 60_000;
+const TICK_MS: u64 = 10;
+
+/// Repeats `round` (which expires `per_round` records and returns the time
+/// it took) until `iters` expirations are covered, and scales to `iters`.
+fn scaled(iters: u64, per_round: u64, mut round: impl FnMut() -> Duration) -> Duration {
+    let (mut total, mut done) = (Duration::ZERO, 0u64);
+    while done < iters {
+        total += round();
+        done += per_round;
+    }
+    total.mul_f64(iters as f64 / done as f64)
+}
+
 criterion_group! {
     name = benches;
     config = config();
-    targets = renew_and_get, lifecycle_ops, idle_tick
+    targets = renew_and_get, lifecycle_ops, idle_tick, quotas, store_expiry
 }
 criterion_main!(benches);

@@ -10,7 +10,13 @@ use crate::record::DEADLINE_MAX_MS;
 use crate::time::duration_to_millis_ceil;
 use std::time::Duration;
 
-/// Per-tenant quotas (the same for every tenant in this release).
+/// Per-tenant quotas, as a [`QuotaPolicy`] hands them out.
+///
+/// A field set to [`TenantQuota::OFF`] switches that quota off: the store
+/// keeps no per-tenant count for it, and only the store-wide ceiling
+/// bounds the tenant. Meant for single-tenant deployments, where the
+/// per-tenant counter would only repeat the store-wide one.
+/// [`TenantQuota::unlimited`] switches all of them off.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TenantQuota {
     /// Leases one tenant may hold.
@@ -28,6 +34,24 @@ pub struct TenantQuota {
     pub idempotency_max: u64,
     /// Named locks one tenant may hold.
     pub locks_max: u64,
+}
+
+impl TenantQuota {
+    /// The value of a quota field that switches the quota off.
+    pub const OFF: u64 = u64::MAX;
+
+    /// Every per-tenant quota off; the store-wide ceilings still apply.
+    pub fn unlimited() -> Self {
+        TenantQuota {
+            leases_max: Self::OFF,
+            listings_max: Self::OFF,
+            presence_max: Self::OFF,
+            attempts_max: Self::OFF,
+            replay_max: Self::OFF,
+            idempotency_max: Self::OFF,
+            locks_max: Self::OFF,
+        }
+    }
 }
 
 impl Default for TenantQuota {

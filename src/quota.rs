@@ -25,6 +25,8 @@ pub struct Counter {
     used: CachePadded<AtomicU64>,
     limit: u64,
     scope: Scope,
+    /// False for a scope whose quota is switched off: nothing is counted.
+    counted: bool,
 }
 
 impl Counter {
@@ -34,7 +36,26 @@ impl Counter {
             used: CachePadded::new(AtomicU64::new(0)),
             limit,
             scope,
+            counted: true,
         }
+    }
+
+    /// A scope with no quota: every acquire succeeds and touches no shared
+    /// memory, every release is a no-op, and [`used`](Self::used) stays 0.
+    /// For per-tenant quotas that an operator switched off; store-wide
+    /// ceilings are always counted.
+    pub fn uncounted(scope: Scope) -> Self {
+        Counter {
+            used: CachePadded::new(AtomicU64::new(0)),
+            limit: u64::MAX,
+            scope,
+            counted: false,
+        }
+    }
+
+    /// False for an [`uncounted`](Self::uncounted) scope.
+    pub fn is_counted(&self) -> bool {
+        self.counted
     }
 
     /// Units currently held.
@@ -58,6 +79,9 @@ impl Counter {
     /// changed the count, and after [`CAS_ATTEMPTS_MAX`] such losses the
     /// attempt is refused as if full rather than spinning.
     pub fn try_acquire(&self, n: u64) -> bool {
+        if !self.counted {
+            return true;
+        }
         let mut used = self.used.load(Ordering::Acquire);
         for _ in 0..CAS_ATTEMPTS_MAX {
             let Some(next) = used.checked_add(n).filter(|&next| next <= self.limit) else {
@@ -73,6 +97,9 @@ impl Counter {
 
     /// Gives back `n` units previously acquired.
     pub fn release(&self, n: u64) {
+        if !self.counted {
+            return;
+        }
         let before = self.used.fetch_sub(n, Ordering::AcqRel);
         debug_assert!(before >= n, "{} released {n} of {before} units", self.scope);
     }
@@ -143,5 +170,32 @@ impl Drop for Reservation<'_> {
         for (counter, units) in self.held.iter().flatten() {
             counter.release(*units);
         }
+    }
+}
+
+#[cfg(all(test, not(relaystore_loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_uncounted_scope_admits_everything_and_counts_nothing() {
+        let off = Counter::uncounted(Scope::Tenant("leases"));
+        let on = Counter::new(Scope::Collection("leases"), 2);
+        assert!(!off.is_counted() && on.is_counted());
+        for _ in 0..3 {
+            assert!(off.try_acquire(u64::MAX));
+        }
+        off.release(7);
+        assert_eq!(off.used(), 0);
+        // In a reservation, only the counted scope can refuse.
+        let held = Reservation::acquire(&[(&off, 1), (&on, 2)]).unwrap();
+        assert_eq!(
+            Reservation::acquire(&[(&off, 1), (&on, 1)]).unwrap_err(),
+            Error::CapacityExceeded {
+                scope: Scope::Collection("leases")
+            }
+        );
+        drop(held);
+        assert_eq!((off.used(), on.used()), (0, 0));
     }
 }

@@ -348,6 +348,61 @@ fn a_quota_policy_gives_tenants_different_room() {
 }
 
 #[test]
+fn a_switched_off_tenant_quota_leaves_only_the_store_ceiling() {
+    // Tenant A has no lease quota; tenant B keeps a quota of 2.
+    struct OffForA;
+    impl QuotaPolicy for OffForA {
+        fn quota(&self, tenant: TenantId) -> TenantQuota {
+            if tenant == A {
+                TenantQuota::unlimited()
+            } else {
+                TenantQuota {
+                    leases_max: 2,
+                    ..TenantQuota::default()
+                }
+            }
+        }
+    }
+    let config = StoreConfig {
+        leases_max: 10,
+        tenant: TenantQuota {
+            leases_max: 1,
+            ..TenantQuota::default()
+        },
+        ..StoreConfig::default()
+    };
+    let clock = Arc::new(ManualClock::new());
+    let s = Store::with_policy(config, clock.clone(), Arc::new(OffForA)).unwrap();
+    let b: Vec<_> = (0..3).map(|_| s.grant(B, "h", SEC, None)).collect();
+    assert!(b[0].is_ok() && b[1].is_ok());
+    assert_eq!(
+        b[2],
+        Err(Error::CapacityExceeded {
+            scope: Scope::Tenant("leases")
+        })
+    );
+    // A takes the rest of the store-wide ceiling, then meets it.
+    let a: Vec<_> = (0..8)
+        .map(|_| s.grant(A, "h", SEC, None).unwrap())
+        .collect();
+    assert_eq!(
+        s.grant(A, "h", SEC, None),
+        Err(Error::CapacityExceeded {
+            scope: Scope::Collection("leases")
+        })
+    );
+    s.audit().unwrap();
+    // Releasing and expiring keep the books straight with nothing counted.
+    s.revoke(A, a[0].id).unwrap();
+    s.grant(A, "h", SEC, None).unwrap();
+    clock.advance(SEC * 2);
+    s.sweep();
+    assert_eq!(s.stats().leases, 0);
+    s.audit().unwrap();
+    assert_eq!(s.grant(A, "h", SEC, None).map(|_| ()), Ok(()));
+}
+
+#[test]
 fn the_clock_trait_object_is_what_decides() {
     let (clock, s) = store();
     let g = s.grant(A, "h", SEC, None).unwrap();

@@ -214,21 +214,24 @@ impl Store {
         for (id, t) in &by_ptr {
             let c = counts.remove(id).unwrap_or_default();
             let pairs = [
-                ("leases", c.leases, t.leases.used()),
-                ("listings", c.listings, t.listings.used()),
-                ("presence", c.presence, t.presence.used()),
-                ("attempts", c.attempts, t.attempts.used()),
-                ("replay", c.replay, t.replay.used()),
-                ("idempotency", c.idempotency, t.idempotency.used()),
-                ("locks", c.locks, t.locks.used()),
+                ("leases", c.leases, &t.leases),
+                ("listings", c.listings, &t.listings),
+                ("presence", c.presence, &t.presence),
+                ("attempts", c.attempts, &t.attempts),
+                ("replay", c.replay, &t.replay),
+                ("idempotency", c.idempotency, &t.idempotency),
+                ("locks", c.locks, &t.locks),
             ];
-            for (what, held, admitted) in pairs {
+            // A quota that is switched off keeps no count to compare.
+            for (what, held, counter) in pairs.into_iter().filter(|p| p.2.is_counted()) {
+                let admitted = counter.used();
                 if held != admitted {
                     return Err(format!("{id} {what}: {held} records, {admitted} admitted"));
                 }
             }
             let index = lock(&t.index);
-            if index.leases != c.lease_seqs
+            let leases: BTreeSet<u64> = index.leases.iter().copied().collect();
+            if leases != c.lease_seqs
                 || index.listings != c.listing_keys
                 || index.members != c.members
             {
