@@ -2,8 +2,9 @@
 //! leases, listings and pending join attempts in the store at 10^5 and 10^6
 //! records, next to what the same leases cost in the engine alone
 //! (`TtlMap`), a `Mutex<HashMap>` + `BinaryHeap` store, and moka with
-//! per-entry expiry. Everything a structure allocates counts: map buckets,
-//! timers, indexes, per-record allocations.
+//! per-entry expiry, and a bare `DashMap` holding only a key and a word (the
+//! floor for any design on a sharded map). Everything a structure
+//! allocates counts: map buckets, timers, indexes, per-record allocations.
 //!
 //! ```text
 //! cargo run --release --example memory            # 10^5 and 10^6
@@ -16,6 +17,7 @@ use relaystore::{Store, StoreConfig, TenantId, TenantQuota, TtlConfig, TtlMap};
 use std::alloc::System;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -161,6 +163,15 @@ fn main() {
             c.run_pending_tasks();
             c
         });
+        // The floor of any design on a sharded map: a lease-sized key and
+        // one word of state, nothing else.
+        let floor = per_record(n, |n| {
+            let map = dashmap::DashMap::with_hasher(ahash::RandomState::new());
+            for k in 0..n {
+                map.insert((1u64, k), AtomicU64::new(600_000));
+            }
+            map
+        });
         println!("records: {n}");
         println!("  {:<42}{:>10.0}", "store lease (16-byte holder)", lease);
         println!("  {:<42}{:>10.0}", "store listing (16-byte attrs)", listing);
@@ -171,6 +182,10 @@ fn main() {
         );
         println!("  {:<42}{:>10.0}", "Mutex<HashMap> + BinaryHeap", baseline);
         println!("  {:<42}{:>10.0}", "moka with per-entry expiry", moka);
+        println!(
+            "  {:<42}{:>10.0}",
+            "DashMap<(u64, u64), AtomicU64> (floor)", floor
+        );
         println!("  lease / moka: {:.2}", lease / moka);
     }
 }
