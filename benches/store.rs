@@ -26,7 +26,7 @@ use std::collections::{BinaryHeap, HashMap};
 use std::hint::black_box;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 use support::run_threads;
 
@@ -52,6 +52,7 @@ fn store_config(n: u64) -> StoreConfig {
         attempts_max: n * 4,
         replay_max: n * 8,
         presence_max: n * 4,
+        tombstones_max: n * 4,
         tenant: TenantQuota {
             leases_max: n * 4,
             listings_max: n * 4,
@@ -97,6 +98,19 @@ impl MutexHeap {
             }
             _ => false,
         }
+    }
+
+    fn insert(&self, key: u64, now_ms: u64) {
+        let mut guard = self.inner.lock().unwrap();
+        let (map, heap) = &mut *guard;
+        let deadline = now_ms + TTL.as_millis() as u64;
+        map.insert(key, (deadline, [7; 16]));
+        heap.push(Reverse((deadline, key)));
+    }
+
+    /// Removal leaves the heap entry behind, as lazy deletion does.
+    fn remove(&self, key: u64) {
+        self.inner.lock().unwrap().0.remove(&key);
     }
 
     fn get(&self, key: u64, now_ms: u64) -> Option<[u8; 16]> {
@@ -278,109 +292,343 @@ fn renew_and_get(c: &mut Criterion) {
     }
 }
 
-/// Creating operations and cascades, one thread, at 10k and 1M live leases.
-fn lifecycle_ops(c: &mut Criterion) {
+/// Runs `op` on `threads` threads for `iters` operations each, in chunks
+/// of at most `chunk` per thread: `setup(len)` prepares `len` items
+/// untimed, the threads run `op(&items, index)` timed, and
+/// `teardown(items)` removes what the chunk created, untimed. So the live
+/// population stays near the fixture's size however many operations
+/// criterion asks for.
+fn chunked<S: Send + Sync + 'static>(
+    threads: usize,
+    iters: u64,
+    chunk: u64,
+    mut setup: impl FnMut(u64) -> S,
+    op: impl Fn(&S, u64) + Send + Sync + Clone + 'static,
+    mut teardown: impl FnMut(S),
+) -> Duration {
+    let (mut total, mut done) = (Duration::ZERO, 0);
+    while done < iters {
+        let k = chunk.min(iters - done);
+        let items = Arc::new(setup(k * threads as u64));
+        let (shared, op) = (items.clone(), op.clone());
+        total += run_threads(threads, k, move |t, i| op(&shared, t as u64 * k + i));
+        match Arc::try_unwrap(items) {
+            Ok(items) => teardown(items),
+            Err(_) => unreachable!("every thread has finished"),
+        }
+        done += k;
+    }
+    total
+}
+
+fn slots<T>(len: u64) -> Vec<OnceLock<T>> {
+    (0..len).map(|_| OnceLock::new()).collect()
+}
+
+const HOLDER: &str = "host-0123456789a";
+const JOIN_TTL: Duration = Duration::from_secs(10);
+const LISTINGS_PER_LEASE: u64 = 16;
+const ATTEMPTS_PER_LISTING: u64 = 64;
+
+/// `len` leases' worth of listings for joins: one listing per
+/// `ATTEMPTS_PER_LISTING` attempts, under leases that `teardown` revokes.
+fn lobbies(store: &Store, t: TenantId, tag: &str, len: u64) -> (Vec<LeaseId>, Vec<String>) {
+    let count = len.div_ceil(ATTEMPTS_PER_LISTING);
+    let leases: Vec<_> = (0..count.div_ceil(LISTINGS_PER_LEASE))
+        .map(|_| store.grant(t, HOLDER, TTL, None).unwrap().id)
+        .collect();
+    let keys: Vec<String> = (0..count)
+        .map(|i| format!("{tag}-{}-{i}", leases[0].to_bits()))
+        .collect();
+    for (i, key) in keys.iter().enumerate() {
+        let lease = leases[i / LISTINGS_PER_LEASE as usize];
+        store.publish(t, lease, key, b"mode=ffa", None).unwrap();
+    }
+    (leases, keys)
+}
+
+fn revoke_all(store: &Store, t: TenantId, leases: &[LeaseId]) {
+    for &lease in leases {
+        store.revoke(t, lease).unwrap();
+    }
+}
+
+/// The creating operations and the transitions of a join, at 10k and 1M
+/// live leases, 1 and 2 threads. Grant has the baselines' inserts beside
+/// it; the relay-specific operations have no counterpart in them.
+fn create_ops(c: &mut Criterion) {
     for n in SIZES {
         let f = fixture(n);
-        let mut group = c.benchmark_group(format!("store_ops/{n}"));
-        group.throughput(Throughput::Elements(1));
-        let store = f.store.clone();
-        group.bench_function("grant", |b| {
-            b.iter(|| {
-                black_box(
-                    store
-                        .grant(TenantId(99), "host-0123456789", TTL, None)
-                        .unwrap(),
-                )
-            })
-        });
-        let mut published = 0u64;
-        group.bench_function("publish", |b| {
-            b.iter_custom(|iters| {
-                let lease = store.grant(TenantId(98), "h", TTL, None).unwrap().id;
-                let mut leases = vec![lease];
-                let start = Instant::now();
-                for i in 0..iters {
-                    if i % 16 == 15 {
-                        // Stay under the per-lease cap without timing it much.
-                        leases.push(store.grant(TenantId(98), "h", TTL, None).unwrap().id);
-                    }
-                    let lease = *leases.last().unwrap();
-                    published += 1;
-                    let key = format!("b{n}-{published}");
-                    black_box(
-                        store
-                            .publish(TenantId(98), lease, &key, b"x", None)
-                            .unwrap(),
-                    );
-                }
-                start.elapsed()
-            })
-        });
+        let chunk = (n / 10).min(10_000);
+        let store = &f.store;
         let addr = SocketAddr::from(([203, 0, 113, 1], 4000));
-        group.throughput(Throughput::Elements(3));
-        let lobby = store.grant(TenantId(97), "h", TTL, None).unwrap().id;
-        store
-            .publish(TenantId(97), lobby, "lobby", b"", None)
-            .unwrap();
-        group.bench_function("join_bind_consume", |b| {
-            b.iter(|| {
-                let t = store
-                    .begin_join(TenantId(97), "lobby", "c", Duration::from_secs(10), None)
-                    .unwrap();
-                store
-                    .bind_endpoint(TenantId(97), t.attempt, &t.token, addr)
-                    .unwrap();
-                black_box(store.consume(TenantId(97), &t.token).unwrap());
-            })
-        });
-        for children in [0u64, 16] {
-            group.throughput(Throughput::Elements(children + 1));
-            group.bench_function(BenchmarkId::new("revoke_cascade", children), |b| {
+
+        let mut group = c.benchmark_group(format!("lease_grant/{n}"));
+        for threads in THREADS {
+            group.throughput(Throughput::Elements(threads as u64));
+            let id = |what: &str| BenchmarkId::new(what, format!("{threads}t"));
+            let t = TenantId(99);
+            group.bench_function(id("store"), |b| {
                 b.iter_custom(|iters| {
-                    let mut total = Duration::ZERO;
-                    for i in 0..iters {
-                        let lease = store.grant(TenantId(96), "h", TTL, None).unwrap().id;
-                        for c in 0..children {
-                            let key = format!("r{n}-{i}-{c}");
-                            if c < 8 {
-                                store.publish(TenantId(96), lease, &key, b"", None).unwrap();
-                            } else {
-                                store
-                                    .heartbeat(TenantId(96), &key, TTL, None, Some(lease))
-                                    .unwrap();
-                            }
-                        }
-                        let start = Instant::now();
-                        store.revoke(TenantId(96), lease).unwrap();
-                        total += start.elapsed();
-                    }
-                    total
+                    let s = store.clone();
+                    chunked(
+                        threads,
+                        iters,
+                        chunk,
+                        slots::<LeaseId>,
+                        move |ids, i| {
+                            let lease = s.grant(t, HOLDER, TTL, None).unwrap().id;
+                            ids[i as usize].set(lease).unwrap();
+                        },
+                        |ids| {
+                            let ids = ids.into_iter().map(|l| l.into_inner().unwrap());
+                            revoke_all(store, t, &ids.collect::<Vec<_>>());
+                        },
+                    )
                 })
             });
-            group.bench_function(
-                BenchmarkId::new("baseline_dashmap_removes", children),
-                |b| {
-                    b.iter_custom(|iters| {
-                        let map = &f.dashmap;
-                        let mut total = Duration::ZERO;
-                        for i in 0..iters {
-                            let base = n + 1 + i * (children + 1);
-                            for k in base..=base + children {
-                                map.insert(k, AtomicU64::new(0));
-                            }
-                            let start = Instant::now();
-                            for k in base..=base + children {
-                                black_box(map.remove(&k));
-                            }
-                            total += start.elapsed();
-                        }
-                        total
-                    })
-                },
-            );
+            // Fresh keys above the fixture's, one range per chunk.
+            let next = AtomicU64::new(1 << 40);
+            let fresh = |len: u64| next.fetch_add(len, Ordering::Relaxed);
+            let (mh, origin) = (f.mutex_heap.clone(), f.origin);
+            group.bench_function(id("mutex_heap"), |b| {
+                b.iter_custom(|iters| {
+                    let mh2 = mh.clone();
+                    chunked(
+                        threads,
+                        iters,
+                        chunk,
+                        |len| (fresh(len), len),
+                        move |&(base, _), i| {
+                            mh2.insert(base + i, origin.elapsed().as_millis() as u64);
+                        },
+                        |(base, len)| (base..base + len).for_each(|k| mh.remove(k)),
+                    )
+                })
+            });
+            let cache = f.moka.clone();
+            group.bench_function(id("moka"), |b| {
+                b.iter_custom(|iters| {
+                    let c2 = cache.clone();
+                    chunked(
+                        threads,
+                        iters,
+                        chunk,
+                        |len| (fresh(len), len),
+                        move |&(base, _), i| c2.insert(base + i, Held { holder: [7; 16] }),
+                        |(base, len)| (base..base + len).for_each(|k| cache.invalidate(&k)),
+                    )
+                })
+            });
+            let dm = f.dashmap.clone();
+            group.bench_function(id("dashmap_insert"), |b| {
+                b.iter_custom(|iters| {
+                    let dm2 = dm.clone();
+                    chunked(
+                        threads,
+                        iters,
+                        chunk,
+                        |len| (fresh(len), len),
+                        move |&(base, _), i| {
+                            dm2.insert(base + i, AtomicU64::new(TTL.as_millis() as u64));
+                        },
+                        |(base, len)| {
+                            (base..base + len).for_each(|k| {
+                                dm.remove(&k);
+                            })
+                        },
+                    )
+                })
+            });
         }
         group.finish();
+
+        let mut group = c.benchmark_group(format!("listing_publish/{n}"));
+        for threads in THREADS {
+            group.throughput(Throughput::Elements(threads as u64));
+            let t = TenantId(98);
+            group.bench_function(BenchmarkId::new("store", format!("{threads}t")), |b| {
+                b.iter_custom(|iters| {
+                    let s = store.clone();
+                    chunked(
+                        threads,
+                        iters,
+                        chunk,
+                        |len| {
+                            let leases: Vec<_> = (0..len.div_ceil(LISTINGS_PER_LEASE))
+                                .map(|_| store.grant(t, HOLDER, TTL, None).unwrap().id)
+                                .collect();
+                            let tag = leases[0].to_bits();
+                            let keys: Vec<_> = (0..len).map(|i| format!("p-{tag}-{i}")).collect();
+                            (leases, keys)
+                        },
+                        move |(leases, keys), i| {
+                            let lease = leases[(i / LISTINGS_PER_LEASE) as usize];
+                            let key = &keys[i as usize];
+                            s.publish(t, lease, key, b"mode=ffa", None).unwrap();
+                        },
+                        |(leases, _)| revoke_all(store, t, &leases),
+                    )
+                })
+            });
+        }
+        group.finish();
+
+        // The three steps of a join, each timed alone.
+        for (step, name) in [(0, "join_begin"), (1, "join_bind"), (2, "join_consume")] {
+            let mut group = c.benchmark_group(format!("{name}/{n}"));
+            for threads in THREADS {
+                group.throughput(Throughput::Elements(threads as u64));
+                let t = TenantId(97 - step);
+                group.bench_function(BenchmarkId::new("store", format!("{threads}t")), |b| {
+                    b.iter_custom(|iters| {
+                        let s = store.clone();
+                        chunked(
+                            threads,
+                            iters,
+                            chunk,
+                            |len| {
+                                let (leases, keys) = lobbies(store, t, name, len);
+                                let tickets: Vec<_> = (0..len)
+                                    .filter(|_| step > 0)
+                                    .map(|i| {
+                                        let key = &keys[(i / ATTEMPTS_PER_LISTING) as usize];
+                                        let tk = store.begin_join(
+                                            t,
+                                            key,
+                                            "client-0123456",
+                                            JOIN_TTL,
+                                            None,
+                                        );
+                                        let tk = tk.unwrap();
+                                        if step > 1 {
+                                            store
+                                                .bind_endpoint(t, tk.attempt, &tk.token, addr)
+                                                .unwrap();
+                                        }
+                                        tk
+                                    })
+                                    .collect();
+                                (leases, keys, tickets)
+                            },
+                            move |(_, keys, tickets), i| match step {
+                                0 => {
+                                    let key = &keys[(i / ATTEMPTS_PER_LISTING) as usize];
+                                    let tk = s.begin_join(t, key, "client-0123456", JOIN_TTL, None);
+                                    black_box(tk.unwrap());
+                                }
+                                1 => {
+                                    let tk = &tickets[i as usize];
+                                    black_box(
+                                        s.bind_endpoint(t, tk.attempt, &tk.token, addr).unwrap(),
+                                    );
+                                }
+                                _ => {
+                                    black_box(s.consume(t, &tickets[i as usize].token).unwrap());
+                                }
+                            },
+                            |(leases, _, _)| revoke_all(store, t, &leases),
+                        )
+                    })
+                });
+            }
+            group.finish();
+        }
+
+        // Revoking a lease with N children (half listings, half presence):
+        // the cascade, the same children removed one by one through the
+        // store's own calls, and N + 1 bare map removes.
+        for children in [0u64, 4, 16] {
+            let mut group = c.benchmark_group(format!("lease_revoke/{n}/{children}_children"));
+            for threads in THREADS {
+                group.throughput(Throughput::Elements((children + 1) * threads as u64));
+                let id = |what: &str| BenchmarkId::new(what, format!("{threads}t"));
+                let t = TenantId(90);
+                let family = |len: u64| -> Vec<(LeaseId, Vec<String>)> {
+                    (0..len)
+                        .map(|_| {
+                            let lease = store.grant(t, HOLDER, TTL, None).unwrap().id;
+                            let tag = lease.to_bits();
+                            let keys: Vec<_> = (0..children)
+                                .map(|c| {
+                                    let key = format!("r-{tag}-{c}");
+                                    if c % 2 == 0 {
+                                        store.publish(t, lease, &key, b"", None).unwrap();
+                                    } else {
+                                        store.heartbeat(t, &key, TTL, None, Some(lease)).unwrap();
+                                    }
+                                    key
+                                })
+                                .collect();
+                            (lease, keys)
+                        })
+                        .collect()
+                };
+                group.bench_function(id("store_cascade"), |b| {
+                    b.iter_custom(|iters| {
+                        let s = store.clone();
+                        chunked(
+                            threads,
+                            iters,
+                            chunk,
+                            family,
+                            move |leases, i| s.revoke(t, leases[i as usize].0).unwrap(),
+                            drop,
+                        )
+                    })
+                });
+                group.bench_function(id("store_one_by_one"), |b| {
+                    b.iter_custom(|iters| {
+                        let s = store.clone();
+                        chunked(
+                            threads,
+                            iters,
+                            chunk,
+                            family,
+                            move |leases, i| {
+                                let (lease, keys) = &leases[i as usize];
+                                for (c, key) in keys.iter().enumerate() {
+                                    if c % 2 == 0 {
+                                        s.revoke_listing(t, key).unwrap();
+                                    } else {
+                                        s.leave(t, key).unwrap();
+                                    }
+                                }
+                                s.revoke(t, *lease).unwrap();
+                            },
+                            drop,
+                        )
+                    })
+                });
+                let next = AtomicU64::new(1 << 41);
+                let dm = f.dashmap.clone();
+                group.bench_function(id("dashmap_removes"), |b| {
+                    b.iter_custom(|iters| {
+                        let dm2 = dm.clone();
+                        chunked(
+                            threads,
+                            iters,
+                            chunk,
+                            |len| {
+                                let base = next.fetch_add(len * (children + 1), Ordering::Relaxed);
+                                for k in base..base + len * (children + 1) {
+                                    dm.insert(k, AtomicU64::new(0));
+                                }
+                                base
+                            },
+                            move |&base, i| {
+                                let first = base + i * (children + 1);
+                                for k in first..=first + children {
+                                    black_box(dm2.remove(&k));
+                                }
+                            },
+                            drop,
+                        )
+                    })
+                });
+            }
+            group.finish();
+        }
     }
 }
 
@@ -554,6 +802,6 @@ fn scaled(iters: u64, per_round: u64, mut round: impl FnMut() -> Duration) -> Du
 criterion_group! {
     name = benches;
     config = config();
-    targets = renew_and_get, lifecycle_ops, idle_tick, quotas, store_expiry
+    targets = renew_and_get, create_ops, idle_tick, quotas, store_expiry
 }
 criterion_main!(benches);
