@@ -47,7 +47,10 @@ impl MonoTime {
 /// `d` in whole milliseconds, rounded up so that a deadline computed from it
 /// is never earlier than asked for. Saturates at `u64::MAX`.
 pub fn duration_to_millis_ceil(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX)
+    // Whole seconds are whole milliseconds, so only the sub-second part
+    // rounds; done in u64 to stay off 128-bit division on the renew path.
+    let sub_ms = u64::from(d.subsec_nanos().div_ceil(1_000_000));
+    d.as_secs().saturating_mul(1000).saturating_add(sub_ms)
 }
 
 /// A source of time for the store.
@@ -179,5 +182,33 @@ impl<C: Clock> Clock for std::sync::Arc<C> {
 
     fn wall(&self) -> SystemTime {
         (**self).wall()
+    }
+}
+
+#[cfg(all(test, not(relaystore_loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn millis_round_up_and_saturate() {
+        let reference =
+            |d: Duration| u64::try_from(d.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX);
+        let cases = [
+            Duration::ZERO,
+            Duration::from_nanos(1),
+            Duration::from_nanos(999_999),
+            Duration::from_millis(1),
+            Duration::from_nanos(1_000_001),
+            Duration::new(1, 999_999_999),
+            Duration::new(600, 0),
+            Duration::new(u64::MAX / 1000, 999_999_999),
+            Duration::new(u64::MAX / 1000 + 1, 0),
+            Duration::MAX,
+        ];
+        for d in cases {
+            assert_eq!(duration_to_millis_ceil(d), reference(d), "{d:?}");
+        }
+        assert_eq!(duration_to_millis_ceil(Duration::from_nanos(1)), 1);
+        assert_eq!(duration_to_millis_ceil(Duration::MAX), u64::MAX);
     }
 }
