@@ -15,8 +15,10 @@ use std::time::Duration;
 /// A field set to [`TenantQuota::OFF`] switches that quota off: the store
 /// keeps no per-tenant count for it, and only the store-wide ceiling
 /// bounds the tenant. Meant for single-tenant deployments, where the
-/// per-tenant counter would only repeat the store-wide one.
-/// [`TenantQuota::unlimited`] switches all of them off.
+/// per-tenant counter would only repeat the store-wide one; in a
+/// multi-tenant store, a tenant with a quota off can take a collection up
+/// to its store-wide ceiling. [`TenantQuota::unlimited`] switches all of
+/// them off (ADR 0011).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TenantQuota {
     /// Leases one tenant may hold.

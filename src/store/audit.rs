@@ -307,6 +307,10 @@ mod tests {
             .listings
             .insert(Arc::from("ghost"));
         assert!(s.audit().unwrap_err().contains("tenant index"));
+        crate::sync::lock(&t.index).listings.remove("ghost");
+        s.audit().unwrap();
+        crate::sync::lock(&t.index).leases.insert(u64::MAX);
+        assert!(s.audit().unwrap_err().contains("tenant index"));
     }
 
     #[test]
