@@ -7,7 +7,7 @@ use crate::events::Cause;
 use crate::ids::{LeaseId, TenantId};
 use crate::quota::Reservation;
 use crate::record::Stamp;
-use crate::sync::{lock, Arc, Ordering};
+use crate::sync::{lock, Arc};
 use crate::time::MonoTime;
 use std::net::SocketAddr;
 use std::time::{Duration, SystemTime};
@@ -15,7 +15,6 @@ use std::time::{Duration, SystemTime};
 pub(crate) struct Lease {
     pub(super) owner: Owner,
     holder: Arc<str>,
-    fence: u64,
     /// Children and observed endpoints, allocated on first use: most leases
     /// have few or none, and keeping four vectors inline would more than
     /// double every lease's map entry, on the renew hot path.
@@ -135,12 +134,12 @@ impl Store {
         self.admit_new(now)?;
         let t = self.tenant_or_create(tenant)?;
         let reservation = Reservation::acquire(&[(&t.leases, 1)])?;
+        // The lease's sequence number is its fence: drawn from the
+        // store-wide sequence, it exceeds that of every grant before it.
         let seq = self.next_seq();
-        let fence = self.fences.fetch_add(1, Ordering::AcqRel) + 1;
         let lease = Lease {
             owner: Owner::of(&t),
             holder,
-            fence,
             children: None,
         };
         let (stamp, replaced) = self.leases.insert((tenant, seq), lease, now, deadline)?;
@@ -163,7 +162,7 @@ impl Store {
         }
         Ok(LeaseGrant {
             id: self.lease_id(seq),
-            fence,
+            fence: seq,
             version: stamp.version,
             deadline: stamp.deadline,
             expires_at: self.clock.wall() + stamp.remaining(now),
@@ -225,7 +224,7 @@ impl Store {
             lease.owner.valid().then(|| LeaseInfo {
                 id,
                 holder: Arc::clone(&lease.holder),
-                fence: lease.fence,
+                fence: id.seq(),
                 version: stamp.version,
                 remaining: stamp.remaining(now),
             })

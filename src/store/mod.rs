@@ -179,7 +179,6 @@ pub struct Store {
     clock: Arc<dyn Clock>,
     incarnation: u32,
     seqs: AtomicU64,
-    fences: AtomicU64,
     tenants: ShardMap<TenantId, Arc<Tenant>>,
     tenant_count: Counter,
     leases: Table<IdKey, Lease>,
@@ -220,7 +219,6 @@ impl Store {
         Ok(Store {
             incarnation: u32::from_le_bytes(bytes),
             seqs: AtomicU64::new(0),
-            fences: AtomicU64::new(0),
             tenants: ShardMap::with_capacity(64),
             tenant_count: Counter::new(Scope::Collection("tenants"), config.tenants_max),
             leases: Table::new("leases", config.leases_max, Arc::clone(&versions), start),
