@@ -798,11 +798,44 @@ fn a_cross_tenant_probe_is_indistinguishable_from_a_missing_id() {
             format!("{:?}", s.leave(OTHER, "alice")),
             format!("{:?}", s.leave(T, "nobody")),
         ),
+        (
+            format!("{:?}", s.endpoints(OTHER, g.id)),
+            format!("{:?}", s.endpoints(T, missing_lease)),
+        ),
+        (
+            format!("{:?}", s.renew_at(OTHER, g.id, SEC, g.version)),
+            format!("{:?}", s.renew_at(T, missing_lease, SEC, g.version)),
+        ),
+        (
+            format!("{:?}", s.heartbeat(OTHER, "bob", SEC, None, Some(g.id))),
+            format!(
+                "{:?}",
+                s.heartbeat(T, "bob", SEC, None, Some(missing_lease))
+            ),
+        ),
+        (
+            format!(
+                "{:?}",
+                s.try_lock(OTHER, "l", "o", SEC, Some(g.id)).map(|_| ())
+            ),
+            format!(
+                "{:?}",
+                s.try_lock(T, "l", "o", SEC, Some(missing_lease))
+                    .map(|_| ())
+            ),
+        ),
     ];
     for (probe, missing) in pairs {
         assert_eq!(probe, missing);
         assert_eq!(probe, "Err(NotFound)");
     }
+    // A revoked lease answers Revoked to its own tenant only.
+    let gone = s.grant(T, "h", SEC * 10, None).unwrap();
+    s.revoke(T, gone.id).unwrap();
+    assert_eq!(s.get_lease(T, gone.id), Err(Error::Revoked));
+    assert_eq!(s.get_lease(OTHER, gone.id), Err(Error::NotFound));
+    assert_eq!(s.renew(OTHER, gone.id, SEC), Err(Error::NotFound));
+    assert_eq!(s.revoke(OTHER, gone.id), Err(Error::NotFound));
     assert_eq!(Error::NotFound.to_string(), "not found");
     // And the probes changed nothing for the owner.
     s.bind_endpoint(T, t.attempt, &t.token, addr(1)).unwrap();
