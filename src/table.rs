@@ -169,10 +169,25 @@ where
         now: MonoTime,
         f: impl FnOnce(&V, Stamp) -> R,
     ) -> Result<R> {
+        self.read_owned(key, now, |_| true, f)
+    }
+
+    /// [`read`](Self::read), treating a record that `owned` rejects exactly
+    /// like a missing one (`NotFound`, whether or not it is live): for
+    /// tables whose key does not carry the tenant.
+    pub(crate) fn read_owned<R>(
+        &self,
+        key: &K,
+        now: MonoTime,
+        owned: impl FnOnce(&V) -> bool,
+        f: impl FnOnce(&V, Stamp) -> R,
+    ) -> Result<R> {
         self.map
             .read(key, |r| {
                 let state = r.state();
-                if state.is_live(now) {
+                if !owned(&r.value) {
+                    Err(Error::NotFound)
+                } else if state.is_live(now) {
                     Ok(f(&r.value, r.stamp_of(state)))
                 } else {
                     Err(Error::Expired)
@@ -265,9 +280,25 @@ where
         expected: Option<u64>,
         f: impl FnOnce(&mut V, Stamp) -> Result<(R, Option<u64>)>,
     ) -> Result<(R, Stamp)> {
+        self.update_owned(key, now, |_| true, expected, f)
+    }
+
+    /// [`update`](Self::update), treating a record that `owned` rejects
+    /// exactly like a missing one (see [`read_owned`](Self::read_owned)).
+    pub(crate) fn update_owned<R>(
+        &self,
+        key: &K,
+        now: MonoTime,
+        owned: impl FnOnce(&V) -> bool,
+        expected: Option<u64>,
+        f: impl FnOnce(&mut V, Stamp) -> Result<(R, Option<u64>)>,
+    ) -> Result<(R, Stamp)> {
         let outcome = self.map.update(key, |r| {
             let state = r.state();
             let before = r.stamp_of(state);
+            if !owned(&r.value) {
+                return Err(Error::NotFound);
+            }
             if !state.is_live(now) {
                 return Err(Error::Expired);
             }

@@ -732,7 +732,7 @@ fn a_lagging_subscriber_is_told_how_many_it_missed_and_continues() {
 
 #[test]
 fn a_cross_tenant_probe_is_indistinguishable_from_a_missing_id() {
-    let (_c, s) = store();
+    let (c, s) = store();
     let g = hosted(&s);
     let t = s.begin_join(T, "lobby", "c", SEC * 10, None).unwrap();
     s.heartbeat(T, "alice", SEC * 10, None, None).unwrap();
@@ -836,6 +836,25 @@ fn a_cross_tenant_probe_is_indistinguishable_from_a_missing_id() {
     assert_eq!(s.get_lease(OTHER, gone.id), Err(Error::NotFound));
     assert_eq!(s.renew(OTHER, gone.id, SEC), Err(Error::NotFound));
     assert_eq!(s.revoke(OTHER, gone.id), Err(Error::NotFound));
+    // Expired but not yet swept: `Expired` to its tenant, `NotFound` to
+    // any other (leases and attempts are keyed by sequence number alone).
+    let brief = s.grant(T, "h", SEC, None).unwrap();
+    let tk = s.begin_join(T, "lobby", "c2", SEC, None).unwrap();
+    c.advance(SEC);
+    assert_eq!(s.get_lease(T, brief.id), Err(Error::Expired));
+    let probes = [
+        s.get_lease(OTHER, brief.id).map(drop),
+        s.renew(OTHER, brief.id, SEC).map(drop),
+        s.revoke(OTHER, brief.id),
+        s.observe_endpoint(OTHER, brief.id, addr(1)),
+        s.endpoints(OTHER, brief.id).map(drop),
+        s.cancel_join(OTHER, tk.attempt),
+        s.bind_endpoint(OTHER, tk.attempt, &tk.token, addr(1)).map(drop),
+        s.consume(OTHER, &tk.token).map(drop),
+    ];
+    for probe in probes {
+        assert_eq!(probe, Err(Error::NotFound));
+    }
     assert_eq!(Error::NotFound.to_string(), "not found");
     // And the probes changed nothing for the owner.
     s.bind_endpoint(T, t.attempt, &t.token, addr(1)).unwrap();

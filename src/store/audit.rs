@@ -112,7 +112,8 @@ impl Store {
             problem.get_or_insert(p);
         };
 
-        self.leases.for_each(|(tenant, seq), lease, _| {
+        self.leases.for_each(|seq, lease, _| {
+            let tenant = &lease.owner.tenant.id;
             match tenant_of(&lease.owner.tenant) {
                 Some(id) if id == *tenant => {}
                 _ => fail(format!("lease {seq} points at another tenant's state")),
@@ -181,7 +182,11 @@ impl Store {
         self.listings.for_each(|k, l, _| {
             origins.insert(k.clone(), l.origin);
         });
-        self.attempts.for_each(|(tenant, seq), attempt, _| {
+        self.attempts.for_each(|seq, attempt, _| {
+            let tenant = &attempt.owner.tenant.id;
+            if tenant_of(&attempt.owner.tenant) != Some(*tenant) {
+                fail(format!("attempt {seq} points at another tenant's state"));
+            }
             if !attempt.attached {
                 fail(format!("attempt {seq} left unattached"));
                 return;
@@ -318,7 +323,7 @@ mod tests {
         let s = busy();
         crate::sync::lock(s.leases.timers_for_audit())
             .wheel
-            .insert((TenantId(9), 9), 1);
+            .insert(u64::MAX - 9, 1);
         assert!(s.audit().unwrap_err().contains("wheel"));
     }
 }

@@ -145,7 +145,7 @@ impl Store {
             phase: Phase::Pending,
             attached: false,
         };
-        let key: IdKey = (tenant, seq);
+        let key: IdKey = seq;
         let (stamp, _) = self.attempts.insert(key, attempt, now, deadline)?;
         let cap = self.config.attempts_per_listing_max;
         #[cfg(relaystore_loom)]
@@ -210,8 +210,9 @@ impl Store {
         if token.attempt() != id {
             return Err(Error::NotFound);
         }
-        let key = (tenant, seq);
-        let seen = self.attempts.read(&key, now, |v, _| {
+        let key = seq;
+        let owned = |v: &Attempt| v.owner.is_of(tenant);
+        let seen = self.attempts.read_owned(&key, now, owned, |v, _| {
             (v.attached && v.owner.valid() && token.matches(&v.secret))
                 .then(|| (v.phase, Arc::clone(&v.listing), v.origin))
         });
@@ -261,22 +262,25 @@ impl Store {
                 version: stamp.version,
             });
         }
-        let (addr, stamp) = self.attempts.update(&key, now, None, |v, stamp| {
-            if !token.matches(&v.secret) {
-                return Err(Error::NotFound);
-            }
-            match v.phase {
-                Phase::Pending => {
-                    v.phase = Phase::Bound(observed);
-                    Ok((observed, Some(super::stamp_deadline(&stamp))))
+        let owned = |v: &Attempt| v.owner.is_of(tenant);
+        let (addr, stamp) = self
+            .attempts
+            .update_owned(&key, now, owned, None, |v, stamp| {
+                if !token.matches(&v.secret) {
+                    return Err(Error::NotFound);
                 }
-                Phase::Bound(addr) if addr == observed => Ok((addr, None)),
-                Phase::Bound(_) => Err(Error::Conflict {
-                    current_version: stamp.version,
-                }),
-                Phase::Consumed(_) => Err(Error::ReplayRejected),
-            }
-        })?;
+                match v.phase {
+                    Phase::Pending => {
+                        v.phase = Phase::Bound(observed);
+                        Ok((observed, Some(super::stamp_deadline(&stamp))))
+                    }
+                    Phase::Bound(addr) if addr == observed => Ok((addr, None)),
+                    Phase::Bound(_) => Err(Error::Conflict {
+                        current_version: stamp.version,
+                    }),
+                    Phase::Consumed(_) => Err(Error::ReplayRejected),
+                }
+            })?;
         Ok(Binding {
             attempt,
             addr,
@@ -299,40 +303,43 @@ impl Store {
                     self.attempts.read(&key, now, |v, _| v.phase)?,
                     Phase::Bound(_)
                 );
-        let ((addr, client, origin), _) = self.attempts.update(&key, now, None, |v, stamp| {
-            #[cfg(relaystore_loom)]
-            if broken {
-                // Broken twin: the phase was checked under a shared lock
-                // before; write without checking again.
-                let addr = match v.phase {
-                    Phase::Bound(a) | Phase::Consumed(a) => a,
-                    Phase::Pending => unreachable!("checked before"),
-                };
-                v.phase = Phase::Consumed(addr);
-                return Ok(((addr, Arc::clone(&v.client), v.origin), None));
-            }
-            if !token.matches(&v.secret) {
-                return Err(Error::NotFound);
-            }
-            match v.phase {
-                Phase::Bound(addr) => {
-                    v.phase = Phase::Consumed(addr);
-                    let remembered = super::stamp_deadline(&stamp) + grace_ms;
-                    Ok(((addr, Arc::clone(&v.client), v.origin), Some(remembered)))
-                }
-                Phase::Pending => Err(Error::Conflict {
-                    current_version: stamp.version,
-                }),
-                Phase::Consumed(_) => Err(Error::ReplayRejected),
-            }
-        })?;
+        let owned = |v: &Attempt| v.owner.is_of(tenant);
+        let ((addr, client, origin), _) =
+            self.attempts
+                .update_owned(&key, now, owned, None, |v, stamp| {
+                    #[cfg(relaystore_loom)]
+                    if broken {
+                        // Broken twin: the phase was checked under a shared lock
+                        // before; write without checking again.
+                        let addr = match v.phase {
+                            Phase::Bound(a) | Phase::Consumed(a) => a,
+                            Phase::Pending => unreachable!("checked before"),
+                        };
+                        v.phase = Phase::Consumed(addr);
+                        return Ok(((addr, Arc::clone(&v.client), v.origin), None));
+                    }
+                    if !token.matches(&v.secret) {
+                        return Err(Error::NotFound);
+                    }
+                    match v.phase {
+                        Phase::Bound(addr) => {
+                            v.phase = Phase::Consumed(addr);
+                            let remembered = super::stamp_deadline(&stamp) + grace_ms;
+                            Ok(((addr, Arc::clone(&v.client), v.origin), Some(remembered)))
+                        }
+                        Phase::Pending => Err(Error::Conflict {
+                            current_version: stamp.version,
+                        }),
+                        Phase::Consumed(_) => Err(Error::ReplayRejected),
+                    }
+                })?;
         // No longer pending: free its place under the listing's cap and in
         // the pending quotas. The replay units stay with the record.
         if let Some(t) = self.tenant(tenant) {
             t.attempts.release(1);
         }
         self.pending.release(1);
-        self.detach_attempt(tenant, &listing, origin, key.1);
+        self.detach_attempt(tenant, &listing, origin, key);
         self.emit(
             Collection::Attempts,
             tenant,
@@ -350,12 +357,12 @@ impl Store {
     /// Cancels a pending or bound attempt. A consumed one is
     /// [`Error::ReplayRejected`].
     pub fn cancel_join(&self, tenant: TenantId, attempt: AttemptId) -> Result<()> {
-        let key = (tenant, self.attempt_seq(attempt)?);
+        let key = self.attempt_seq(attempt)?;
         let now = self.clock.now();
         let removed = self.attempts.remove_with(
             &key,
             |v, _, live| {
-                if !v.attached || !v.owner.valid() {
+                if !v.owner.is_of(tenant) || !v.attached || !v.owner.valid() {
                     return Err(Error::NotFound);
                 }
                 if v.phase.is_consumed() {

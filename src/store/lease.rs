@@ -142,7 +142,7 @@ impl Store {
             holder,
             children: None,
         };
-        let (stamp, replaced) = self.leases.insert((tenant, seq), lease, now, deadline)?;
+        let (stamp, replaced) = self.leases.insert(seq, lease, now, deadline)?;
         debug_assert!(
             replaced.is_none(),
             "lease sequence numbers are never reused"
@@ -152,10 +152,7 @@ impl Store {
         // A drain that finished while this grant was in flight may have
         // missed the lease in the tenant's index: take it back.
         if self.is_stopped() {
-            if let Ok(r) = self
-                .leases
-                .remove_with(&(tenant, seq), |_, _, _| Ok(()), now)
-            {
+            if let Ok(r) = self.leases.remove_with(&seq, |_, _, _| Ok(()), now) {
                 self.retire_lease(r, Cause::Drained, now);
             }
             return Err(Error::ServiceUnavailable);
@@ -197,11 +194,13 @@ impl Store {
         ttl: Duration,
         expected: Option<u64>,
     ) -> Result<Stamp> {
-        let key = (tenant, self.lease_seq(id)?);
+        let seq = self.lease_seq(id)?;
         let now = self.clock.now();
         let deadline = self.deadline(now, ttl)?;
         let guard = |lease: &Lease| {
-            if lease.owner.valid() {
+            if !lease.owner.is_of(tenant) {
+                Err(Error::NotFound)
+            } else if lease.owner.valid() {
                 Ok(())
             } else {
                 Err(Error::Revoked)
@@ -209,18 +208,18 @@ impl Store {
         };
         match self
             .leases
-            .renew_guarded(&key, now, deadline, expected, guard)
+            .renew_guarded(&seq, now, deadline, expected, guard)
         {
-            Err(Error::NotFound) => Err(self.gone(&key, now)),
+            Err(Error::NotFound) => Err(self.gone(tenant, seq, now)),
             other => other,
         }
     }
 
     /// A live lease's holder, fence, version and remaining time.
     pub fn get_lease(&self, tenant: TenantId, id: LeaseId) -> Result<LeaseInfo> {
-        let key = (tenant, self.lease_seq(id)?);
+        let seq = self.lease_seq(id)?;
         let now = self.clock.now();
-        let seen = self.leases.read(&key, now, |lease, stamp| {
+        let seen = self.read_lease(tenant, seq, now, |lease, stamp| {
             lease.owner.valid().then(|| LeaseInfo {
                 id,
                 holder: Arc::clone(&lease.holder),
@@ -232,7 +231,7 @@ impl Store {
         match seen {
             Ok(Some(info)) => Ok(info),
             Ok(None) => Err(Error::Revoked),
-            Err(Error::NotFound) => Err(self.gone(&key, now)),
+            Err(Error::NotFound) => Err(self.gone(tenant, seq, now)),
             Err(e) => Err(e),
         }
     }
@@ -242,13 +241,13 @@ impl Store {
     /// observable through any path. Idempotent: revoking a revoked lease
     /// (while its tombstone lives) is `Ok`.
     pub fn revoke(&self, tenant: TenantId, id: LeaseId) -> Result<()> {
-        let key = (tenant, self.lease_seq(id)?);
+        let seq = self.lease_seq(id)?;
         let now = self.clock.now();
-        match self.leases.read(&key, now, |lease, _| lease.owner.valid()) {
+        match self.read_lease(tenant, seq, now, |lease, _| lease.owner.valid()) {
             Ok(true) => {}
             Ok(false) => return Err(Error::Revoked),
             Err(Error::NotFound) => {
-                return match self.gone(&key, now) {
+                return match self.gone(tenant, seq, now) {
                     Error::Revoked => Ok(()),
                     e => Err(e),
                 }
@@ -263,15 +262,15 @@ impl Store {
         #[cfg(not(relaystore_loom))]
         let late = false;
         if !late {
-            self.tombstone(key, now);
+            self.tombstone(tenant, seq, now);
         }
         let removed = self.leases.remove_with(
-            &key,
-            |lease, _, _| super::owned_by(lease.owner.valid()),
+            &seq,
+            |lease, _, _| super::owned_by(lease.owner.is_of(tenant) && lease.owner.valid()),
             now,
         );
         if late {
-            self.tombstone(key, now);
+            self.tombstone(tenant, seq, now);
         }
         match removed {
             Ok(removed) => {
@@ -293,10 +292,11 @@ impl Store {
         lease: LeaseId,
         addr: SocketAddr,
     ) -> Result<()> {
-        let key = (tenant, self.lease_seq(lease)?);
+        let seq = self.lease_seq(lease)?;
         let now = self.clock.now();
         let cap = self.config.endpoints_per_lease_max;
-        let outcome = self.leases.update(&key, now, None, |l, _| {
+        let owned = |l: &Lease| l.owner.is_of(tenant);
+        let outcome = self.leases.update_owned(&seq, now, owned, None, |l, _| {
             if !l.owner.valid() {
                 return Err(Error::Revoked);
             }
@@ -312,16 +312,16 @@ impl Store {
         });
         match outcome {
             Ok(_) => Ok(()),
-            Err(Error::NotFound) => Err(self.gone(&key, now)),
+            Err(Error::NotFound) => Err(self.gone(tenant, seq, now)),
             Err(e) => Err(e),
         }
     }
 
     /// The endpoints observed for a live lease, most recently seen first.
     pub fn endpoints(&self, tenant: TenantId, lease: LeaseId) -> Result<Vec<EndpointSeen>> {
-        let key = (tenant, self.lease_seq(lease)?);
+        let seq = self.lease_seq(lease)?;
         let now = self.clock.now();
-        let seen = self.leases.read(&key, now, |l, _| {
+        let seen = self.read_lease(tenant, seq, now, |l, _| {
             l.owner.valid().then(|| {
                 l.children
                     .as_ref()
@@ -338,7 +338,7 @@ impl Store {
                 Ok(list)
             }
             Ok(None) => Err(Error::Revoked),
-            Err(Error::NotFound) => Err(self.gone(&key, now)),
+            Err(Error::NotFound) => Err(self.gone(tenant, seq, now)),
             Err(e) => Err(e),
         }
     }
@@ -356,23 +356,25 @@ impl Store {
         child: Arc<str>,
         (scope, cap): (&'static str, usize),
     ) -> Result<()> {
-        let key = (tenant, seq);
-        let outcome = self.leases.update(&key, now, None, |lease, _| {
-            if !lease.owner.valid() {
-                return Err(Error::Revoked);
-            }
-            let children = index(lease.children_mut());
-            if children.len() >= cap {
-                return Err(Error::CapacityExceeded {
-                    scope: Scope::Parent(scope),
-                });
-            }
-            children.push(child);
-            Ok(((), None))
-        });
+        let owned = |l: &Lease| l.owner.is_of(tenant);
+        let outcome = self
+            .leases
+            .update_owned(&seq, now, owned, None, |lease, _| {
+                if !lease.owner.valid() {
+                    return Err(Error::Revoked);
+                }
+                let children = index(lease.children_mut());
+                if children.len() >= cap {
+                    return Err(Error::CapacityExceeded {
+                        scope: Scope::Parent(scope),
+                    });
+                }
+                children.push(child);
+                Ok(((), None))
+            });
         match outcome {
             Ok(_) => Ok(()),
-            Err(Error::NotFound) => Err(self.gone(&key, now)),
+            Err(Error::NotFound) => Err(self.gone(tenant, seq, now)),
             Err(e) => Err(e),
         }
     }

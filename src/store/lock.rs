@@ -401,7 +401,7 @@ impl Store {
             );
         }
         if let (true, Some(seq)) = (detach, held.lease) {
-            self.leases.modify(&(tenant, seq), |l| {
+            self.leases.modify(&seq, |l| {
                 l.detach(|c| &mut c.locks, &name);
             });
         }

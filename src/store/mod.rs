@@ -64,13 +64,21 @@ use presence::Presence;
 use std::collections::{BTreeSet, HashSet};
 use std::time::{Duration, SystemTime};
 
-type IdKey = (TenantId, u64);
+/// Leases and attempts are keyed by their sequence number alone (unique in
+/// the store); the tenant is in the record, and every access by id checks
+/// it, so another tenant's record answers exactly like a missing one. Half
+/// the key of `(tenant, seq)`, in the map and in every wheel entry.
+type IdKey = u64;
 type NameKey = (TenantId, Arc<str>);
 
 /// Per-tenant state: the epoch that tenant revocation bumps, the quota
 /// counters, and the indexes that `list` and tenant revocation walk.
+/// `repr(C)` keeps the id next to the epoch, in the line every validation
+/// reads.
+#[repr(C)]
 pub(crate) struct Tenant {
     epoch: AtomicU64,
+    id: TenantId,
     leases: Counter,
     listings: Counter,
     presence: Counter,
@@ -127,6 +135,11 @@ impl Owner {
     fn valid(&self) -> bool {
         self.tenant.epoch() == self.epoch
     }
+
+    /// Whether the record belongs to `tenant`.
+    fn is_of(&self, tenant: TenantId) -> bool {
+        self.tenant.id == tenant
+    }
 }
 
 /// Counts of records held, per collection (live or awaiting the sweep).
@@ -182,7 +195,8 @@ pub struct Store {
     tenants: ShardMap<TenantId, Arc<Tenant>>,
     tenant_count: Counter,
     leases: Table<IdKey, Lease>,
-    tombstones: Table<IdKey, ()>,
+    /// Revoked leases' sequence numbers, with their tenant.
+    tombstones: Table<IdKey, TenantId>,
     listings: Table<NameKey, Listing>,
     presence: Table<NameKey, Presence>,
     attempts: Table<IdKey, Attempt>,
@@ -339,8 +353,8 @@ impl Store {
             n += 1;
             self.emit(
                 Collection::Tombstones,
-                r.key.0,
-                RecordId::Lease(self.lease_id(r.key.1)),
+                r.value,
+                RecordId::Lease(self.lease_id(r.key)),
                 Cause::Expired,
             );
         }
@@ -394,10 +408,10 @@ impl Store {
         leases.sort_unstable();
         for seq in leases {
             // As for a single revocation: tombstone first, best effort.
-            self.tombstone((tenant, seq), now);
+            self.tombstone(tenant, seq, now);
             let removed = self
                 .leases
-                .remove_with(&(tenant, seq), |v, _, _| approve(&v.owner), now);
+                .remove_with(&seq, |v, _, _| approve(&v.owner), now);
             if let Ok(r) = removed {
                 self.retire_lease(r, cause, now);
             }
@@ -495,6 +509,7 @@ impl Store {
             None => {
                 let t = Arc::new(Tenant {
                     epoch: AtomicU64::new(0),
+                    id,
                     leases: quota(Scope::Tenant("leases"), q.leases_max),
                     listings: quota(Scope::Tenant("listings"), q.listings_max),
                     presence: quota(Scope::Tenant("presence"), q.presence_max),
@@ -512,32 +527,44 @@ impl Store {
 
     /// Whether a lease is visible: `Ok`, or why not.
     fn lease_status(&self, tenant: TenantId, seq: u64, now: MonoTime) -> Result<()> {
-        let key = (tenant, seq);
-        match self.leases.read(&key, now, |v, _| v.owner.valid()) {
+        match self.read_lease(tenant, seq, now, |v, _| v.owner.valid()) {
             Ok(true) => Ok(()),
             Ok(false) => Err(Error::Revoked),
-            Err(Error::NotFound) => Err(self.gone(&key, now)),
+            Err(Error::NotFound) => Err(self.gone(tenant, seq, now)),
             Err(e) => Err(e),
         }
     }
 
+    /// Reads tenant `tenant`'s lease `seq`; `NotFound` if it is another
+    /// tenant's.
+    fn read_lease<R>(
+        &self,
+        tenant: TenantId,
+        seq: u64,
+        now: MonoTime,
+        read: impl FnOnce(&Lease, Stamp) -> R,
+    ) -> Result<R> {
+        self.leases
+            .read_owned(&seq, now, |v| v.owner.is_of(tenant), read)
+    }
+
     /// What a missing lease is: revoked while its tombstone lives, else
     /// not found.
-    fn gone(&self, key: &IdKey, now: MonoTime) -> Error {
-        match self.tombstones.read(key, now, |_, _| ()) {
-            Ok(()) => Error::Revoked,
-            Err(_) => Error::NotFound,
+    fn gone(&self, tenant: TenantId, seq: u64, now: MonoTime) -> Error {
+        match self.tombstones.read(&seq, now, |owner, _| *owner == tenant) {
+            Ok(true) => Error::Revoked,
+            _ => Error::NotFound,
         }
     }
 
     /// Records that a lease was revoked, so renewals that miss it answer
     /// `Revoked`. Best effort: a full tombstone table must not stop a
     /// revocation (renewals then get `NotFound`, still a refusal).
-    fn tombstone(&self, key: IdKey, now: MonoTime) {
+    fn tombstone(&self, tenant: TenantId, seq: u64, now: MonoTime) {
         let deadline = now.saturating_add(self.config.tombstone_ttl).as_millis();
-        if let Ok((_, Some(old))) = self.tombstones.insert(key, (), now, deadline) {
-            let id = RecordId::Lease(self.lease_id(old.key.1));
-            self.emit(Collection::Tombstones, old.key.0, id, Cause::Expired);
+        if let Ok((_, Some(old))) = self.tombstones.insert(seq, tenant, now, deadline) {
+            let id = RecordId::Lease(self.lease_id(old.key));
+            self.emit(Collection::Tombstones, old.value, id, Cause::Expired);
         }
     }
 
@@ -560,8 +587,9 @@ impl Store {
     // removed.
 
     fn retire_lease(&self, r: Removed<IdKey, Lease>, cause: Cause, now: MonoTime) -> usize {
-        let (tenant, seq) = r.key;
+        let seq = r.key;
         let lease = r.value;
+        let tenant = lease.owner.tenant.id;
         lease.owner.tenant.leases.release(1);
         lock(&lease.owner.tenant.index).leases.remove(&seq);
         self.emit(
@@ -625,7 +653,7 @@ impl Store {
             );
         }
         if detach {
-            self.leases.modify(&(tenant, listing.lease), |lease| {
+            self.leases.modify(&listing.lease, |lease| {
                 lease.detach(|c| &mut c.listings, &key);
             });
         }
@@ -633,7 +661,7 @@ impl Store {
         for seq in listing.attempts {
             let origin = listing.origin;
             let removed = self.attempts.remove_with(
-                &(tenant, seq),
+                &seq,
                 |v, _, _| owned_by(v.origin == origin && !v.phase.is_consumed()),
                 now,
             );
@@ -659,15 +687,16 @@ impl Store {
             );
         }
         if let (true, Some(lease)) = (detach, presence.lease) {
-            self.leases.modify(&(tenant, lease), |l| {
+            self.leases.modify(&lease, |l| {
                 l.detach(|c| &mut c.members, &member);
             });
         }
     }
 
     fn retire_attempt(&self, r: Removed<IdKey, Attempt>, cause: Cause, detach: bool) {
-        let (tenant, seq) = r.key;
+        let seq = r.key;
         let attempt = r.value;
+        let tenant = attempt.owner.tenant.id;
         let consumed = attempt.phase.is_consumed();
         if attempt.attached {
             let owner = &attempt.owner.tenant;
