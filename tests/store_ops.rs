@@ -849,7 +849,8 @@ fn a_cross_tenant_probe_is_indistinguishable_from_a_missing_id() {
         s.observe_endpoint(OTHER, brief.id, addr(1)),
         s.endpoints(OTHER, brief.id).map(drop),
         s.cancel_join(OTHER, tk.attempt),
-        s.bind_endpoint(OTHER, tk.attempt, &tk.token, addr(1)).map(drop),
+        s.bind_endpoint(OTHER, tk.attempt, &tk.token, addr(1))
+            .map(drop),
         s.consume(OTHER, &tk.token).map(drop),
     ];
     for probe in probes {
