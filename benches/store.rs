@@ -28,7 +28,7 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
-use support::run_threads;
+use support::{run_threads, scaled, TICK_MS, WINDOW_MS};
 
 const SIZES: [u64; 2] = [10_000, 1_000_000];
 const THREADS: [usize; 2] = [1, 2];
@@ -820,20 +820,6 @@ fn store_expiry(c: &mut Criterion) {
         });
     }
     group.finish();
-}
-
-const WINDOW_MS: u64 = 60_000;
-const TICK_MS: u64 = 10;
-
-/// Repeats `round` (which expires `per_round` records and returns the time
-/// it took) until `iters` expirations are covered, and scales to `iters`.
-fn scaled(iters: u64, per_round: u64, mut round: impl FnMut() -> Duration) -> Duration {
-    let (mut total, mut done) = (Duration::ZERO, 0u64);
-    while done < iters {
-        total += round();
-        done += per_round;
-    }
-    total.mul_f64(iters as f64 / done as f64)
 }
 
 criterion_group! {

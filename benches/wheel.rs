@@ -18,7 +18,7 @@ use std::collections::BinaryHeap;
 use std::hint::black_box;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use support::{XorShift, SIZES, TICK_MS, WINDOW_MS};
+use support::{scaled, XorShift, SIZES, TICK_MS, WINDOW_MS};
 
 /// A min-heap of `(due, id)` with lazy deletion: cancel marks the id dead and
 /// the pop loop skips dead ids.
@@ -193,7 +193,7 @@ fn expire(c: &mut Criterion) {
     for n in SIZES {
         group.bench_with_input(BenchmarkId::new("wheel", n), &n, |b, &n| {
             b.iter_custom(|iters| {
-                scaled(iters, n, || {
+                scaled(iters, n as u64, || {
                     let mut rng = XorShift(0x5eed);
                     let (mut wheel, _) = wheel_with(n, &mut rng);
                     let mut out: Vec<Fired<u32>> = Vec::with_capacity(4096);
@@ -211,7 +211,7 @@ fn expire(c: &mut Criterion) {
         });
         group.bench_with_input(BenchmarkId::new("lazy_heap", n), &n, |b, &n| {
             b.iter_custom(|iters| {
-                scaled(iters, n, || {
+                scaled(iters, n as u64, || {
                     let mut rng = XorShift(0x5eed);
                     let mut heap = heap_with(n, &mut rng);
                     let start = Instant::now();
@@ -226,7 +226,7 @@ fn expire(c: &mut Criterion) {
         });
         group.bench_with_input(BenchmarkId::new("delay_queue", n), &n, |b, &n| {
             b.iter_custom(|iters| {
-                scaled(iters, n, || {
+                scaled(iters, n as u64, || {
                     let rt = paused_runtime();
                     rt.block_on(async {
                         let mut rng = XorShift(0x5eed);
@@ -257,7 +257,7 @@ fn expire(c: &mut Criterion) {
         });
         group.bench_with_input(BenchmarkId::new("ttlmap_sweep", n), &n, |b, &n| {
             b.iter_custom(|iters| {
-                scaled(iters, n, || {
+                scaled(iters, n as u64, || {
                     let mut rng = XorShift(0x5eed);
                     let clock = Arc::new(ManualClock::new());
                     let config = TtlConfig {
@@ -282,7 +282,7 @@ fn expire(c: &mut Criterion) {
         });
         group.bench_with_input(BenchmarkId::new("dashmap_remove", n), &n, |b, &n| {
             b.iter_custom(|iters| {
-                scaled(iters, n, || {
+                scaled(iters, n as u64, || {
                     let map =
                         dashmap::DashMap::with_capacity_and_hasher(n, ahash::RandomState::new());
                     let mut rng = XorShift(0x5eed);
@@ -303,18 +303,6 @@ fn expire(c: &mut Criterion) {
         });
     }
     group.finish();
-}
-
-/// Repeats `round` (which expires `per_round` records and returns the time it
-/// took) until `iters` expirations are covered, and scales to `iters`.
-fn scaled(iters: u64, per_round: usize, mut round: impl FnMut() -> Duration) -> Duration {
-    let mut total = Duration::ZERO;
-    let mut done = 0u64;
-    while done < iters {
-        total += round();
-        done += per_round as u64;
-    }
-    total.mul_f64(iters as f64 / done as f64)
 }
 
 fn config() -> Criterion {

@@ -58,3 +58,19 @@ pub fn run_threads(
         .max()
         .unwrap()
 }
+
+/// Repeats `round` (which expires `per_round` records and returns the time
+/// it took) until `iters` expirations are covered, and scales the total to
+/// exactly `iters`.
+pub fn scaled(
+    iters: u64,
+    per_round: u64,
+    mut round: impl FnMut() -> std::time::Duration,
+) -> std::time::Duration {
+    let (mut total, mut done) = (std::time::Duration::ZERO, 0u64);
+    while done < iters {
+        total += round();
+        done += per_round;
+    }
+    total.mul_f64(iters as f64 / done as f64)
+}
