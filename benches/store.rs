@@ -28,7 +28,7 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
-use support::{run_threads, scaled, TICK_MS, WINDOW_MS};
+use support::{delay_queue_drain, run_threads, scaled, TICK_MS, WINDOW_MS};
 
 const SIZES: [u64; 2] = [10_000, 1_000_000];
 const THREADS: [usize; 2] = [1, 2];
@@ -787,34 +787,7 @@ fn store_expiry(c: &mut Criterion) {
         group.bench_function(BenchmarkId::new("delay_queue", n), |b| {
             b.iter_custom(|iters| {
                 scaled(iters, n, || {
-                    let rt = tokio::runtime::Builder::new_current_thread()
-                        .enable_time()
-                        .start_paused(true)
-                        .build()
-                        .unwrap();
-                    rt.block_on(async {
-                        let mut queue = tokio_util::time::DelayQueue::with_capacity(n as usize);
-                        for i in 0..n {
-                            let ttl = Duration::from_millis(100 + pick(0, i, WINDOW_MS));
-                            queue.insert(i, ttl);
-                        }
-                        let (mut elapsed, mut expired) = (Duration::ZERO, 0);
-                        while expired < n {
-                            tokio::time::advance(Duration::from_millis(TICK_MS)).await;
-                            let start = Instant::now();
-                            expired += std::future::poll_fn(|cx| {
-                                let mut k = 0;
-                                while let std::task::Poll::Ready(Some(e)) = queue.poll_expired(cx) {
-                                    black_box(e);
-                                    k += 1;
-                                }
-                                std::task::Poll::Ready(k)
-                            })
-                            .await;
-                            elapsed += start.elapsed();
-                        }
-                        elapsed
-                    })
+                    delay_queue_drain(n, |i| 100 + pick(0, i, WINDOW_MS))
                 })
             })
         });

@@ -18,7 +18,7 @@ use std::collections::BinaryHeap;
 use std::hint::black_box;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use support::{scaled, XorShift, SIZES, TICK_MS, WINDOW_MS};
+use support::{delay_queue_drain, scaled, XorShift, SIZES, TICK_MS, WINDOW_MS};
 
 /// A min-heap of `(due, id)` with lazy deletion: cancel marks the id dead and
 /// the pop loop skips dead ids.
@@ -227,31 +227,8 @@ fn expire(c: &mut Criterion) {
         group.bench_with_input(BenchmarkId::new("delay_queue", n), &n, |b, &n| {
             b.iter_custom(|iters| {
                 scaled(iters, n as u64, || {
-                    let rt = paused_runtime();
-                    rt.block_on(async {
-                        let mut rng = XorShift(0x5eed);
-                        let mut queue = tokio_util::time::DelayQueue::with_capacity(n);
-                        for i in 0..n as u32 {
-                            queue.insert(i, Duration::from_millis(1 + rng.below(WINDOW_MS)));
-                        }
-                        let mut elapsed = Duration::ZERO;
-                        let mut expired = 0;
-                        while expired < n {
-                            tokio::time::advance(Duration::from_millis(TICK_MS)).await;
-                            let start = Instant::now();
-                            expired += std::future::poll_fn(|cx| {
-                                let mut k = 0;
-                                while let std::task::Poll::Ready(Some(e)) = queue.poll_expired(cx) {
-                                    black_box(e);
-                                    k += 1;
-                                }
-                                std::task::Poll::Ready(k)
-                            })
-                            .await;
-                            elapsed += start.elapsed();
-                        }
-                        elapsed
-                    })
+                    let mut rng = XorShift(0x5eed);
+                    delay_queue_drain(n as u64, |_| 1 + rng.below(WINDOW_MS))
                 })
             })
         });

@@ -74,3 +74,38 @@ pub fn scaled(
     }
     total.mul_f64(iters as f64 / done as f64)
 }
+
+/// Puts `n` keys into a tokio-util `DelayQueue` (key `i` due after
+/// `ttl_ms(i)` ms) on a paused runtime, then drains it one `TICK_MS` tick
+/// at a time; returns the time spent polling expired keys only.
+pub fn delay_queue_drain(n: u64, mut ttl_ms: impl FnMut(u64) -> u64) -> std::time::Duration {
+    use std::task::Poll;
+    use std::time::{Duration, Instant};
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .expect("tokio runtime");
+    rt.block_on(async {
+        let mut queue = tokio_util::time::DelayQueue::with_capacity(n as usize);
+        for i in 0..n {
+            queue.insert(i, Duration::from_millis(ttl_ms(i)));
+        }
+        let (mut elapsed, mut expired) = (Duration::ZERO, 0);
+        while expired < n {
+            tokio::time::advance(Duration::from_millis(TICK_MS)).await;
+            let start = Instant::now();
+            expired += std::future::poll_fn(|cx| {
+                let mut k = 0;
+                while let Poll::Ready(Some(e)) = queue.poll_expired(cx) {
+                    std::hint::black_box(e);
+                    k += 1;
+                }
+                Poll::Ready(k)
+            })
+            .await;
+            elapsed += start.elapsed();
+        }
+        elapsed
+    })
+}
