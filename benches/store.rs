@@ -7,11 +7,19 @@
 //! - `mutex_heap`: a `Mutex<HashMap>` plus a `BinaryHeap` with lazy deletion;
 //! - `moka`: `moka::sync::Cache` with per-entry expiry;
 //! - `dashmap_cas`: a raw `DashMap` get plus an atomic CAS on the deadline,
-//!   the floor any sharded design pays.
+//!   the floor any sharded design pays (`dashmap_insert` and
+//!   `dashmap_removes` for the creating and revoking groups);
+//! - `delay_queue`: tokio-util's `DelayQueue`, in the expiry group.
+//!
+//! Groups: `lease_renew`, `lease_get`, `lease_grant`, `listing_publish`,
+//! `join_begin`, `join_bind`, `join_consume`, `lease_revoke` (0, 4 and 16
+//! children, cascade against the same removals one by one), `idle_tick`,
+//! `quotas` (per-tenant quotas on against off) and `store_expiry`.
 //!
 //! Every implementation reads the clock once per operation (a renewal
 //! cannot avoid it), so the comparison isolates the bookkeeping. Sizes are
 //! live records (10k, 1M); threads are 1 and 2 (`Barrier` + `iter_custom`).
+//! How and why the groups measure as they do: docs/adr/0012.
 
 #[path = "support/mod.rs"]
 mod support;
