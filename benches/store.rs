@@ -38,6 +38,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 use support::{delay_queue_drain, run_threads, scaled, TICK_MS, WINDOW_MS};
 
+/// A 16-byte holder id, as the memory target assumes.
+const HOLDER: &str = "host-0123456789a";
 const SIZES: [u64; 2] = [10_000, 1_000_000];
 const THREADS: [usize; 2] = [1, 2];
 const TTL: Duration = Duration::from_secs(600);
@@ -179,7 +181,7 @@ fn fixture(n: u64) -> Fixture {
     let granted: Vec<_> = (0..n)
         .map(|i| {
             let t = TenantId(i % TENANTS);
-            store.grant(t, "host-0123456789", TTL, None).unwrap().id
+            store.grant(t, HOLDER, TTL, None).unwrap().id
         })
         .collect();
     let leases = Leases {
@@ -367,7 +369,6 @@ fn slots<T>(len: u64) -> Vec<OnceLock<T>> {
     (0..len).map(|_| OnceLock::new()).collect()
 }
 
-const HOLDER: &str = "host-0123456789a";
 const JOIN_TTL: Duration = Duration::from_secs(1);
 const LISTINGS_PER_LEASE: u64 = 16;
 const ATTEMPTS_PER_LISTING: u64 = 64;
@@ -739,7 +740,7 @@ fn quotas(c: &mut Criterion) {
                     settle(store);
                     let store = store.clone();
                     run_threads(threads, iters, move |_, _| {
-                        let g = store.grant(TenantId(1), "host-0123456789", TTL, None);
+                        let g = store.grant(TenantId(1), HOLDER, TTL, None);
                         store.revoke(TenantId(1), g.unwrap().id).unwrap();
                     })
                 })
