@@ -377,11 +377,14 @@ impl<T: Ord> Wheel<T> {
 
     /// Frees and emits every valid entry of a batch in `(due, item)` order.
     fn emit(&mut self, batch: &mut Vec<Entry<T>>, out: &mut Vec<Fired<T>>) {
-        if self.stale > 0 {
-            let before = batch.len();
-            batch.retain(|e| self.gens[e.id as usize] == e.generation);
-            self.stale -= before - batch.len();
-        }
+        // Always check, even with nothing stale: the reads are independent of
+        // each other, so the CPU overlaps their cache misses, and the writes
+        // that free the ids below then hit cache instead of missing one by
+        // one (at 10^6 timers the ids' generations are a random walk over
+        // 4 MB).
+        let before = batch.len();
+        batch.retain(|e| self.gens[e.id as usize] == e.generation);
+        self.stale -= before - batch.len();
         batch.sort_unstable_by(|a, b| (a.due, &a.item).cmp(&(b.due, &b.item)));
         out.reserve(batch.len());
         self.len -= batch.len();
