@@ -97,11 +97,11 @@ impl Store {
         let mut counts: BTreeMap<TenantId, Counts> = BTreeMap::new();
         let mut by_ptr: Vec<(TenantId, Arc<Tenant>)> = Vec::new();
         self.tenants
-            .for_each(|id, t| by_ptr.push((*id, Arc::clone(t))));
-        let tenant_of = |t: &Arc<Tenant>| {
+            .for_each(|id, t| by_ptr.push((*id, Arc::clone(&t.tenant))));
+        let tenant_of = |t: &Tenant| {
             by_ptr
                 .iter()
-                .find(|(_, x)| Arc::ptr_eq(x, t))
+                .find(|(_, x)| std::ptr::eq(&**x, t))
                 .map(|(id, _)| *id)
         };
         let mut lease_children: ChildIndex = BTreeMap::new();
@@ -113,8 +113,8 @@ impl Store {
         };
 
         self.leases.for_each(|seq, lease, _| {
-            let tenant = &lease.owner.tenant.id;
-            match tenant_of(&lease.owner.tenant) {
+            let tenant = &lease.owner.id();
+            match tenant_of(lease.owner.tenant()) {
                 Some(id) if id == *tenant => {}
                 _ => fail(format!("lease {seq} points at another tenant's state")),
             }
@@ -183,8 +183,8 @@ impl Store {
             origins.insert(k.clone(), l.origin);
         });
         self.attempts.for_each(|seq, attempt, _| {
-            let tenant = &attempt.owner.tenant.id;
-            if tenant_of(&attempt.owner.tenant) != Some(*tenant) {
+            let tenant = &attempt.owner.id();
+            if tenant_of(attempt.owner.tenant()) != Some(*tenant) {
                 fail(format!("attempt {seq} points at another tenant's state"));
             }
             if !attempt.attached {
@@ -236,11 +236,15 @@ impl Store {
             }
             let index = lock(&t.index);
             let leases: BTreeSet<u64> = index.leases.iter().copied().collect();
-            if leases != c.lease_seqs
-                || index.listings != c.listing_keys
-                || index.members != c.members
-            {
-                return Err(format!("{id}: tenant index differs from its records"));
+            let differs = [
+                ("leases", leases != c.lease_seqs),
+                ("listings", index.listings != c.listing_keys),
+                ("presence", index.members != c.members),
+            ];
+            if let Some((what, _)) = differs.iter().find(|d| d.1) {
+                return Err(format!(
+                    "{id}: tenant index of {what} differs from its records"
+                ));
             }
         }
         if let Some((id, _)) = counts.into_iter().next() {
@@ -308,13 +312,13 @@ mod tests {
     fn the_audit_notices_a_stale_tenant_index() {
         let s = busy();
         let t = s.tenant(TenantId(1)).unwrap();
-        crate::sync::lock(&t.index)
+        crate::sync::lock(&t.tenant.index)
             .listings
             .insert(Arc::from("ghost"));
         assert!(s.audit().unwrap_err().contains("tenant index"));
-        crate::sync::lock(&t.index).listings.remove("ghost");
+        crate::sync::lock(&t.tenant.index).listings.remove("ghost");
         s.audit().unwrap();
-        crate::sync::lock(&t.index).leases.insert(u64::MAX);
+        crate::sync::lock(&t.tenant.index).leases.insert(u64::MAX);
         assert!(s.audit().unwrap_err().contains("tenant index"));
     }
 

@@ -97,7 +97,7 @@ impl Store {
         // retried.
         let mut claimed = false;
         for _ in 0..2 {
-            let reservation = Reservation::acquire(&[(&t.idempotency, 1)])?;
+            let reservation = Reservation::acquire(&[(&t.tenant.idempotency, 1)])?;
             let record = Idem {
                 owner: Owner::of(&t),
                 params: params.clone(),

@@ -131,8 +131,11 @@ impl Store {
         let nkey = (tenant, Arc::clone(&listing));
         let view = self.listing_view(&nkey, now)?;
         let t = self.tenant(tenant).ok_or(Error::NotFound)?;
-        let reservation =
-            Reservation::acquire(&[(&self.pending, 1), (&t.attempts, 1), (&t.replay, 1)])?;
+        let reservation = Reservation::acquire(&[
+            (&self.pending, 1),
+            (&t.tenant.attempts, 1),
+            (&t.tenant.replay, 1),
+        ])?;
         let seq = self.next_seq();
         let id = self.attempt_id(seq);
         let token = JoinToken::issue(id)?;
@@ -336,7 +339,7 @@ impl Store {
         // No longer pending: free its place under the listing's cap and in
         // the pending quotas. The replay units stay with the record.
         if let Some(t) = self.tenant(tenant) {
-            t.attempts.release(1);
+            t.tenant.attempts.release(1);
         }
         self.pending.release(1);
         self.detach_attempt(tenant, &listing, origin, key);

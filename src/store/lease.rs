@@ -133,7 +133,7 @@ impl Store {
     ) -> Result<LeaseGrant> {
         self.admit_new(now)?;
         let t = self.tenant_or_create(tenant)?;
-        let reservation = Reservation::acquire(&[(&t.leases, 1)])?;
+        let reservation = Reservation::acquire(&[(&t.tenant.leases, 1)])?;
         // The lease's sequence number is its fence: drawn from the
         // store-wide sequence, it exceeds that of every grant before it.
         let seq = self.next_seq();
@@ -148,7 +148,7 @@ impl Store {
             "lease sequence numbers are never reused"
         );
         reservation.commit();
-        lock(&t.index).leases.insert(seq);
+        lock(&t.tenant.index).leases.insert(seq);
         // A drain that finished while this grant was in flight may have
         // missed the lease in the tenant's index: take it back.
         if self.is_stopped() {

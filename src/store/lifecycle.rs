@@ -123,7 +123,7 @@ impl Store {
         // In tenant order, not hash order, so a drain is deterministic.
         tenants.sort_unstable_by_key(|(id, _)| *id);
         for (tenant, t) in tenants {
-            self.end_tenant_records(tenant, &t, any, Cause::Drained, now);
+            self.end_tenant_records(tenant, &t.tenant, any, Cause::Drained, now);
         }
     }
 

@@ -103,7 +103,7 @@ impl Store {
         self.admit_new(now)?;
         self.lease_status(tenant, lease, now)?;
         let t = self.tenant(tenant).ok_or(Error::NotFound)?;
-        let reservation = Reservation::acquire(&[(&t.listings, 1)])?;
+        let reservation = Reservation::acquire(&[(&t.tenant.listings, 1)])?;
         let origin = self.next_seq();
         let nkey: NameKey = (tenant, Arc::clone(&key));
         let make = || Listing {
@@ -150,7 +150,7 @@ impl Store {
         }
         self.mark_listing_attached(&nkey, origin, now)?;
         reservation.commit();
-        lock(&t.index).listings.insert(Arc::clone(&key));
+        lock(&t.tenant.index).listings.insert(Arc::clone(&key));
         Ok(ListingInfo {
             key,
             lease: self.lease_id(lease),
@@ -342,7 +342,7 @@ impl Store {
             });
         };
         let keys: Vec<Arc<str>> = {
-            let guard = lock(&t.index);
+            let guard = lock(&t.tenant.index);
             let start = match cursor {
                 Some(Cursor(after)) => Bound::Excluded(&**after),
                 None => Bound::Unbounded,

@@ -206,7 +206,7 @@ impl Store {
     ) -> Result<u64> {
         let t = self.tenant_or_create(key.0)?;
         self.admit_new(now)?;
-        let reservation = Reservation::acquire(&[(&t.locks, 1)])?;
+        let reservation = Reservation::acquire(&[(&t.tenant.locks, 1)])?;
         // The fence is the record's version at insert: issued under the
         // shard lock and strictly increasing per name across holders, so a
         // later holder always has a higher fence. It is written into the
@@ -392,7 +392,7 @@ impl Store {
         let (tenant, name) = r.key;
         let held = r.value;
         if held.attached {
-            held.owner.tenant.locks.release(1);
+            held.owner.tenant().locks.release(1);
             self.emit(
                 Collection::Locks,
                 tenant,

@@ -52,7 +52,7 @@ use crate::ids::{random_bytes, AttemptId, LeaseId, TenantId};
 use crate::quota::Counter;
 use crate::record::{Stamp, TtlRange, Versions};
 use crate::shard::{ShardMap, Upsert};
-use crate::sync::{lock, Arc, AtomicU64, Mutex, Ordering};
+use crate::sync::{lock, Arc, AtomicBool, AtomicU64, Mutex, Ordering};
 use crate::table::{Removed, Table};
 use crate::time::{Clock, MonoTime};
 use idempotency::Idem;
@@ -71,14 +71,9 @@ use std::time::{Duration, SystemTime};
 type IdKey = u64;
 type NameKey = (TenantId, Arc<str>);
 
-/// Per-tenant state: the epoch that tenant revocation bumps, the quota
-/// counters, and the indexes that `list` and tenant revocation walk.
-/// `repr(C)` keeps the id next to the epoch, in the line every validation
-/// reads.
-#[repr(C)]
+/// Per-tenant state that outlives tenant revocation: the quota counters,
+/// and the indexes that `list` and tenant revocation walk.
 pub(crate) struct Tenant {
-    epoch: AtomicU64,
-    id: TenantId,
     leases: Counter,
     listings: Counter,
     presence: Counter,
@@ -100,9 +95,36 @@ struct TenantIndex {
     members: BTreeSet<Arc<str>>,
 }
 
-impl Tenant {
-    fn epoch(&self) -> u64 {
-        self.epoch.load(Ordering::Acquire)
+/// One epoch of a tenant: what the registry holds for it, and what every
+/// record made in it points at. Revoking the tenant ends the epoch (one
+/// store, hiding every record of it at once) and registers a new one over
+/// the same [`Tenant`] state. A record needs one pointer for both "whose?"
+/// and "still valid?", and `repr(C)` keeps the flag and the id, which every
+/// validation reads, in one line.
+#[repr(C)]
+pub(crate) struct Epoch {
+    ended: AtomicBool,
+    id: TenantId,
+    tenant: Arc<Tenant>,
+}
+
+impl Epoch {
+    fn first(id: TenantId, tenant: Tenant) -> Self {
+        Epoch {
+            ended: AtomicBool::new(false),
+            id,
+            tenant: Arc::new(tenant),
+        }
+    }
+
+    /// Ends this epoch and returns the tenant's next one.
+    fn end(&self) -> Self {
+        self.ended.store(true, Ordering::Release);
+        Epoch {
+            ended: AtomicBool::new(false),
+            id: self.id,
+            tenant: Arc::clone(&self.tenant),
+        }
     }
 }
 
@@ -116,29 +138,37 @@ pub(crate) enum Occupant {
     Cleared,
 }
 
-/// Which tenant a record belongs to, and in which of its epochs.
+/// Which tenant a record belongs to, and in which of its epochs: one
+/// pointer, in every record's map entry.
 #[derive(Clone)]
 pub(crate) struct Owner {
-    tenant: Arc<Tenant>,
-    epoch: u64,
+    epoch: Arc<Epoch>,
 }
 
 impl Owner {
-    fn of(tenant: &Arc<Tenant>) -> Self {
+    fn of(epoch: &Arc<Epoch>) -> Self {
         Owner {
-            tenant: Arc::clone(tenant),
-            epoch: tenant.epoch(),
+            epoch: Arc::clone(epoch),
         }
     }
 
     /// False once the tenant has been revoked since the record was made.
     fn valid(&self) -> bool {
-        self.tenant.epoch() == self.epoch
+        !self.epoch.ended.load(Ordering::Acquire)
     }
 
     /// Whether the record belongs to `tenant`.
     fn is_of(&self, tenant: TenantId) -> bool {
-        self.tenant.id == tenant
+        self.epoch.id == tenant
+    }
+
+    fn id(&self) -> TenantId {
+        self.epoch.id
+    }
+
+    /// The tenant's counters and indexes.
+    fn tenant(&self) -> &Tenant {
+        &self.epoch.tenant
     }
 }
 
@@ -192,7 +222,8 @@ pub struct Store {
     clock: Arc<dyn Clock>,
     incarnation: u32,
     seqs: AtomicU64,
-    tenants: ShardMap<TenantId, Arc<Tenant>>,
+    /// Each tenant's current epoch.
+    tenants: ShardMap<TenantId, Arc<Epoch>>,
     tenant_count: Counter,
     leases: Table<IdKey, Lease>,
     /// Revoked leases' sequence numbers, with their tenant.
@@ -377,11 +408,19 @@ impl Store {
     /// (its epoch moves on), then its leases (and everything attached) and
     /// presence records are removed. Idempotent; an unknown tenant is fine.
     pub fn revoke_tenant(&self, tenant: TenantId) -> Result<()> {
-        let Some(t) = self.tenant(tenant) else {
-            return Ok(());
-        };
-        t.epoch.fetch_add(1, Ordering::AcqRel);
-        self.end_tenant_records(tenant, &t, stale, Cause::Revoked, self.clock.now());
+        // Under the registry's write lock, so two revocations end one epoch
+        // each and a creator reads either the old epoch (its record is
+        // hidden with the rest) or the new one.
+        let (ended, _) = self.tenants.upsert(tenant, |current| match current {
+            Some(epoch) => {
+                let next = Arc::new(epoch.end());
+                Upsert::Put(Arc::clone(&next), Some(next))
+            }
+            None => Upsert::Keep(None),
+        });
+        if let Some(t) = ended {
+            self.end_tenant_records(tenant, &t.tenant, stale, Cause::Revoked, self.clock.now());
+        }
         Ok(())
     }
 
@@ -483,11 +522,12 @@ impl Store {
         Ok(Arc::from(attrs))
     }
 
-    fn tenant(&self, id: TenantId) -> Option<Arc<Tenant>> {
+    /// The tenant's current epoch, if the tenant is known.
+    fn tenant(&self, id: TenantId) -> Option<Arc<Epoch>> {
         self.tenants.read(&id, Arc::clone)
     }
 
-    fn tenant_or_create(&self, id: TenantId) -> Result<Arc<Tenant>> {
+    fn tenant_or_create(&self, id: TenantId) -> Result<Arc<Epoch>> {
         if let Some(t) = self.tenant(id) {
             return Ok(t);
         }
@@ -507,18 +547,19 @@ impl Store {
                 }))
             }
             None => {
-                let t = Arc::new(Tenant {
-                    epoch: AtomicU64::new(0),
+                let t = Arc::new(Epoch::first(
                     id,
-                    leases: quota(Scope::Tenant("leases"), q.leases_max),
-                    listings: quota(Scope::Tenant("listings"), q.listings_max),
-                    presence: quota(Scope::Tenant("presence"), q.presence_max),
-                    attempts: quota(Scope::Tenant("attempts"), q.attempts_max),
-                    replay: quota(Scope::Tenant("replay"), q.replay_max),
-                    idempotency: quota(Scope::Tenant("idempotency"), q.idempotency_max),
-                    locks: quota(Scope::Tenant("locks"), q.locks_max),
-                    index: Mutex::new(TenantIndex::default()),
-                });
+                    Tenant {
+                        leases: quota(Scope::Tenant("leases"), q.leases_max),
+                        listings: quota(Scope::Tenant("listings"), q.listings_max),
+                        presence: quota(Scope::Tenant("presence"), q.presence_max),
+                        attempts: quota(Scope::Tenant("attempts"), q.attempts_max),
+                        replay: quota(Scope::Tenant("replay"), q.replay_max),
+                        idempotency: quota(Scope::Tenant("idempotency"), q.idempotency_max),
+                        locks: quota(Scope::Tenant("locks"), q.locks_max),
+                        index: Mutex::new(TenantIndex::default()),
+                    },
+                ));
                 Upsert::Put(Arc::clone(&t), Ok(t))
             }
         });
@@ -589,9 +630,9 @@ impl Store {
     fn retire_lease(&self, r: Removed<IdKey, Lease>, cause: Cause, now: MonoTime) -> usize {
         let seq = r.key;
         let lease = r.value;
-        let tenant = lease.owner.tenant.id;
-        lease.owner.tenant.leases.release(1);
-        lock(&lease.owner.tenant.index).leases.remove(&seq);
+        let tenant = lease.owner.id();
+        lease.owner.tenant().leases.release(1);
+        lock(&lease.owner.tenant().index).leases.remove(&seq);
         self.emit(
             Collection::Leases,
             tenant,
@@ -643,8 +684,8 @@ impl Store {
         let (tenant, key) = r.key;
         let listing = r.value;
         if listing.attached {
-            listing.owner.tenant.listings.release(1);
-            lock(&listing.owner.tenant.index).listings.remove(&key);
+            listing.owner.tenant().listings.release(1);
+            lock(&listing.owner.tenant().index).listings.remove(&key);
             self.emit(
                 Collection::Listings,
                 tenant,
@@ -677,8 +718,8 @@ impl Store {
         let (tenant, member) = r.key;
         let presence = r.value;
         if presence.attached {
-            presence.owner.tenant.presence.release(1);
-            lock(&presence.owner.tenant.index).members.remove(&member);
+            presence.owner.tenant().presence.release(1);
+            lock(&presence.owner.tenant().index).members.remove(&member);
             self.emit(
                 Collection::Presence,
                 tenant,
@@ -696,10 +737,10 @@ impl Store {
     fn retire_attempt(&self, r: Removed<IdKey, Attempt>, cause: Cause, detach: bool) {
         let seq = r.key;
         let attempt = r.value;
-        let tenant = attempt.owner.tenant.id;
+        let tenant = attempt.owner.id();
         let consumed = attempt.phase.is_consumed();
         if attempt.attached {
-            let owner = &attempt.owner.tenant;
+            let owner = attempt.owner.tenant();
             owner.replay.release(1);
             if !consumed {
                 owner.attempts.release(1);
@@ -732,7 +773,7 @@ impl Store {
     }
 
     fn retire_idem(&self, r: Removed<NameKey, Idem>, cause: Cause) {
-        r.value.owner.tenant.idempotency.release(1);
+        r.value.owner.tenant().idempotency.release(1);
         self.emit(
             Collection::Idempotency,
             r.key.0,

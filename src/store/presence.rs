@@ -110,7 +110,7 @@ impl Store {
     ) -> Result<Stamp> {
         let t = self.tenant_or_create(key.0)?;
         self.admit_new(now)?;
-        let reservation = Reservation::acquire(&[(&t.presence, 1)])?;
+        let reservation = Reservation::acquire(&[(&t.tenant.presence, 1)])?;
         let record = Presence {
             owner: Owner::of(&t),
             lease,
@@ -149,7 +149,7 @@ impl Store {
             })
             .map_err(|_| Error::Revoked)?;
         reservation.commit();
-        lock(&t.index).members.insert(Arc::clone(&key.1));
+        lock(&t.tenant.index).members.insert(Arc::clone(&key.1));
         Ok(stamp)
     }
 
