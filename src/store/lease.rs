@@ -142,13 +142,20 @@ impl Store {
             holder,
             children: None,
         };
-        let (stamp, replaced) = self.leases.insert(seq, lease, now, deadline)?;
+        let (stamp, replaced) = {
+            // Visible and indexed under one hold of the tenant's index: a
+            // sweep or revocation that removes the lease takes this lock to
+            // drop it from the index, so it cannot fall between the two.
+            let mut index = lock(&t.tenant.index);
+            let inserted = self.leases.insert(seq, lease, now, deadline)?;
+            index.leases.insert(seq);
+            inserted
+        };
         debug_assert!(
             replaced.is_none(),
             "lease sequence numbers are never reused"
         );
         reservation.commit();
-        lock(&t.tenant.index).leases.insert(seq);
         // A drain that finished while this grant was in flight may have
         // missed the lease in the tenant's index: take it back.
         if self.is_stopped() {

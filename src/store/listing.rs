@@ -148,9 +148,16 @@ impl Store {
             );
             return Err(e);
         }
-        self.mark_listing_attached(&nkey, origin, now)?;
+        {
+            // Visible and indexed in one critical section of the tenant's
+            // index: a revocation that removes the listing takes this lock
+            // to drop the key, so it cannot fall between the two and leave
+            // a key behind for a listing that is gone.
+            let mut index = lock(&t.tenant.index);
+            self.mark_listing_attached(&nkey, origin, now)?;
+            index.listings.insert(Arc::clone(&key));
+        }
         reservation.commit();
-        lock(&t.tenant.index).listings.insert(Arc::clone(&key));
         Ok(ListingInfo {
             key,
             lease: self.lease_id(lease),

@@ -141,15 +141,20 @@ impl Store {
             }
         }
         let version = stamp.version;
-        self.presence
-            .update(key, now, None, |v, s| {
-                owned_by(s.version == version)?;
-                v.attached = true;
-                Ok(((), None))
-            })
-            .map_err(|_| Error::Revoked)?;
+        {
+            // Visible and indexed under one hold of the tenant's index, as
+            // for listings.
+            let mut index = lock(&t.tenant.index);
+            self.presence
+                .update(key, now, None, |v, s| {
+                    owned_by(s.version == version)?;
+                    v.attached = true;
+                    Ok(((), None))
+                })
+                .map_err(|_| Error::Revoked)?;
+            index.members.insert(Arc::clone(&key.1));
+        }
         reservation.commit();
-        lock(&t.tenant.index).members.insert(Arc::clone(&key.1));
         Ok(stamp)
     }
 
