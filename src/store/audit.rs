@@ -113,12 +113,12 @@ impl Store {
         };
 
         self.leases.for_each(|seq, lease, _| {
-            let tenant = &lease.owner.id();
+            let tenant = lease.owner.id();
             match tenant_of(lease.owner.tenant()) {
-                Some(id) if id == *tenant => {}
+                Some(id) if id == tenant => {}
                 _ => fail(format!("lease {seq} points at another tenant's state")),
             }
-            let c = counts.entry(*tenant).or_default();
+            let c = counts.entry(tenant).or_default();
             c.leases += 1;
             c.lease_seqs.insert(*seq);
             let as_set = |v: &Vec<Arc<str>>| v.iter().cloned().collect::<BTreeSet<_>>();
@@ -126,7 +126,7 @@ impl Store {
                 Some(c) => (as_set(&c.listings), as_set(&c.members), as_set(&c.locks)),
                 None => Children::default(),
             };
-            lease_children.insert((*tenant, *seq), children);
+            lease_children.insert((tenant, *seq), children);
         });
         let mut seen_children: ChildIndex = BTreeMap::new();
         self.listings.for_each(|(tenant, key), listing, _| {
@@ -183,20 +183,20 @@ impl Store {
             origins.insert(k.clone(), l.origin);
         });
         self.attempts.for_each(|seq, attempt, _| {
-            let tenant = &attempt.owner.id();
-            if tenant_of(attempt.owner.tenant()) != Some(*tenant) {
+            let tenant = attempt.owner.id();
+            if tenant_of(attempt.owner.tenant()) != Some(tenant) {
                 fail(format!("attempt {seq} points at another tenant's state"));
             }
             if !attempt.attached {
                 fail(format!("attempt {seq} left unattached"));
                 return;
             }
-            let c = counts.entry(*tenant).or_default();
+            let c = counts.entry(tenant).or_default();
             c.replay += 1;
             if !attempt.phase.is_consumed() {
                 c.attempts += 1;
                 pending += 1;
-                let key = (*tenant, Arc::clone(&attempt.listing));
+                let key = (tenant, Arc::clone(&attempt.listing));
                 if origins.get(&key) == Some(&attempt.origin) {
                     seen_attempts.entry(key).or_default().insert(*seq);
                 } else {

@@ -411,15 +411,16 @@ impl Store {
         // Under the registry's write lock, so two revocations end one epoch
         // each and a creator reads either the old epoch (its record is
         // hidden with the rest) or the new one.
-        let (ended, _) = self.tenants.upsert(tenant, |current| match current {
+        let (next, _) = self.tenants.upsert(tenant, |current| match current {
             Some(epoch) => {
                 let next = Arc::new(epoch.end());
                 Upsert::Put(Arc::clone(&next), Some(next))
             }
             None => Upsert::Keep(None),
         });
-        if let Some(t) = ended {
-            self.end_tenant_records(tenant, &t.tenant, stale, Cause::Revoked, self.clock.now());
+        if let Some(next) = next {
+            let now = self.clock.now();
+            self.end_tenant_records(tenant, &next.tenant, stale, Cause::Revoked, now);
         }
         Ok(())
     }
