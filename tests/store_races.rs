@@ -353,11 +353,10 @@ fn renewals_racing_the_sweep_keep_the_books_exact() {
 }
 
 /// Tenant revocation racing grants, publications and heartbeats under
-/// those leases, in the same tenant:
-/// whatever was created before a revocation began is invisible once it
-/// returns, and the books are exact once the creators stop (the audit
-/// needs a quiet store: a grant in flight has reserved room it has not
-/// yet filled).
+/// those leases, in the same tenant: whatever was created before a
+/// revocation began is invisible once it returns, and the books are exact
+/// once the creators stop (the audit needs a quiet store: a grant in flight
+/// has reserved room it has not yet filled).
 #[test]
 fn a_tenant_revocation_hides_everything_created_before_it() {
     let (clock, s) = store();
@@ -369,6 +368,8 @@ fn a_tenant_revocation_hides_everything_created_before_it() {
         .map(|t| {
             let (s, done, stop) = (s.clone(), done.clone(), stop.clone());
             std::thread::spawn(move || {
+                // (publications, heartbeats) that succeeded: the race needs both.
+                let mut made = (0u64, 0u64);
                 let mut i = 0u64;
                 while !stop.load(Ordering::SeqCst) {
                     i += 1;
@@ -377,16 +378,22 @@ fn a_tenant_revocation_hides_everything_created_before_it() {
                     };
                     let key = format!("l{t}-{i}");
                     // Refused when a revocation got in between.
-                    let _ = s.publish(T, g.id, &key, b"", None);
-                    let _ = s.heartbeat(T, &key, SEC * 60, None, Some(g.id));
+                    made.0 += u64::from(s.publish(T, g.id, &key, b"", None).is_ok());
+                    made.1 += u64::from(s.heartbeat(T, &key, SEC * 60, None, Some(g.id)).is_ok());
                     done.lock().unwrap().push((g.id, key));
                 }
+                made
             })
         })
         .collect();
     let mut checked = 0;
+    let patience = std::time::Instant::now() + Duration::from_secs(60);
     for round in 0..rounds {
         while done.lock().unwrap().len() < per_round * (round + 1) {
+            assert!(
+                std::time::Instant::now() < patience,
+                "round {round}: the creators stopped making progress"
+            );
             std::thread::yield_now();
         }
         let before: Vec<_> = done.lock().unwrap().clone();
@@ -400,7 +407,8 @@ fn a_tenant_revocation_hides_everything_created_before_it() {
     }
     stop.store(true, Ordering::SeqCst);
     for c in creators {
-        c.join().unwrap();
+        let (published, heartbeats) = c.join().unwrap();
+        assert!(published > 0 && heartbeats > 0, "{published} {heartbeats}");
     }
     assert!(checked >= rounds * per_round);
     s.audit().unwrap();
