@@ -25,8 +25,12 @@ const GAME: TenantId = TenantId(1);
 fn readiness(store: &Store) -> (u16, &'static str) {
     match store.health() {
         Health::Ready => (200, "ready"),
+        // Authorizations are refused (e.g. the expiry driver stalled).
+        Health::Degraded { .. } => (503, "degraded"),
         Health::Draining { .. } => (503, "draining"),
         Health::Stopped => (503, "stopped"),
+        // Any state added later is not ready either.
+        _ => (503, "not ready"),
     }
 }
 

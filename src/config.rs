@@ -145,6 +145,15 @@ pub struct StoreConfig {
     /// binds and consumes are refused with `ServiceUnavailable` (expiry, and
     /// so token validity, can no longer be guaranteed).
     pub driver_stall_max: Duration,
+    /// Longest drain window `begin_drain` accepts; longer is
+    /// `InvalidArgument`, so a drain always ends.
+    pub drain_window_max: Duration,
+    /// Lowest fence (lease or lock) the store may issue, as a number the
+    /// host persisted from an earlier incarnation (0: none). Fences start
+    /// above the wall clock at start in nanoseconds since the Unix epoch,
+    /// or above this floor if it is higher; set it when the wall clock may
+    /// have stepped back across a restart. At most `u64::MAX / 2`.
+    pub fence_floor: u64,
 }
 
 impl Default for StoreConfig {
@@ -176,6 +185,8 @@ impl Default for StoreConfig {
             subscribers_max: 16,
             subscriber_buffer_max: 4096,
             driver_stall_max: Duration::from_secs(5),
+            drain_window_max: Duration::from_secs(60 * 60),
+            fence_floor: 0,
         }
     }
 }
@@ -196,6 +207,12 @@ impl StoreConfig {
             return invalid(
                 "ttl_max, tombstone_ttl, idempotency_ttl and replay_grace must fit the clock range",
             );
+        }
+        if duration_to_millis_ceil(self.drain_window_max) >= DEADLINE_MAX_MS / 2 {
+            return invalid("drain_window_max must fit the clock range");
+        }
+        if self.fence_floor > u64::MAX / 2 {
+            return invalid("fence_floor must be at most u64::MAX / 2");
         }
         if self.tombstone_ttl.is_zero() || self.idempotency_ttl.is_zero() {
             return invalid("tombstone_ttl and idempotency_ttl must be positive");

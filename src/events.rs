@@ -32,6 +32,22 @@ pub enum Collection {
     Locks,
 }
 
+impl Collection {
+    /// The collection's name in a [`Scope`] of a capacity refusal.
+    pub(crate) fn scope_name(self) -> &'static str {
+        match self {
+            Collection::Leases => "leases",
+            Collection::Listings => "listings",
+            Collection::Presence => "presence",
+            Collection::Attempts => "attempts",
+            Collection::Replay => "replay",
+            Collection::Idempotency => "idempotency",
+            Collection::Tombstones => "tombstones",
+            Collection::Locks => "locks",
+        }
+    }
+}
+
 /// Why a record was removed.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Cause {

@@ -1,7 +1,7 @@
 //! Identifiers and one-time tokens the store hands out.
 //!
 //! Every id and token carries the **incarnation** of the store that issued it
-//! (a random number drawn when the store is created), so an id from before a
+//! (64 random bits drawn when the store is created), so an id from before a
 //! restart is recognised and refused with [`Error::Restarted`](crate::Error)
 //! rather than looked up. Token secrets are 128 bits from the OS CSPRNG and
 //! are compared in constant time.
@@ -32,12 +32,12 @@ macro_rules! store_id {
         $(#[$doc])*
         #[derive(Copy, Clone, PartialEq, Eq, Hash)]
         pub struct $name {
-            incarnation: u32,
+            incarnation: u64,
             seq: u64,
         }
 
         impl $name {
-            pub(crate) fn new(incarnation: u32, seq: u64) -> Self {
+            pub(crate) fn new(incarnation: u64, seq: u64) -> Self {
                 $name { incarnation, seq }
             }
 
@@ -45,7 +45,7 @@ macro_rules! store_id {
                 self.seq
             }
 
-            pub(crate) fn incarnation(self) -> u32 {
+            pub(crate) fn incarnation(self) -> u64 {
                 self.incarnation
             }
 
@@ -59,7 +59,7 @@ macro_rules! store_id {
             /// incarnation, refused with `Restarted`).
             pub fn from_bits(bits: u128) -> Self {
                 $name {
-                    incarnation: (bits >> 64) as u32,
+                    incarnation: (bits >> 64) as u64,
                     seq: bits as u64,
                 }
             }
@@ -67,7 +67,7 @@ macro_rules! store_id {
 
         impl fmt::Display for $name {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                write!(f, concat!($tag, "-{:08x}-{:x}"), self.incarnation, self.seq)
+                write!(f, concat!($tag, "-{:016x}-{:x}"), self.incarnation, self.seq)
             }
         }
 

@@ -75,8 +75,8 @@ pub use error::{Error, Result, Scope};
 pub use ids::{AttemptId, JoinToken, LeaseId, TenantId, TOKEN_SECRET_BYTES};
 pub use record::{Stamp, CAS_ATTEMPTS_MAX, DEADLINE_MAX_MS};
 pub use store::{
-    Admission, Binding, Cursor, EndpointSeen, Health, JoinTicket, LeaseGrant, LeaseInfo,
-    ListingInfo, LockGuard, LockInfo, Page, PresenceInfo, Stats, Store, RESERVED_PREFIX,
+    Admission, Binding, Cursor, DegradedReason, EndpointSeen, Health, JoinTicket, LeaseGrant,
+    LeaseInfo, ListingInfo, LockGuard, LockInfo, Page, PresenceInfo, Stats, Store, RESERVED_PREFIX,
 };
 pub use ttl::{Removed, TtlConfig, TtlMap};
 

@@ -275,8 +275,13 @@ pub(crate) struct Versions {
 
 impl Versions {
     pub(crate) fn new() -> Self {
+        Self::starting_after(0)
+    }
+
+    /// A counter whose first version is `floor + 1`.
+    pub(crate) fn starting_after(floor: u64) -> Self {
         Versions {
-            last: CachePadded::new(AtomicU64::new(0)),
+            last: CachePadded::new(AtomicU64::new(floor)),
         }
     }
 

@@ -7,9 +7,10 @@
 //! difference. It is what the simulation tests check after every batch of
 //! steps, and an operator can run it on a quiet store.
 
-use super::{Store, Tenant};
+use super::tenant::Tenant;
+use super::Store;
 use crate::ids::TenantId;
-use crate::sync::{lock, Arc};
+use crate::sync::{lock, Arc, Ordering};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// A lease's children by kind: listings, members, locks.
@@ -233,6 +234,13 @@ impl Store {
                 if held != admitted {
                     return Err(format!("{id} {what}: {held} records, {admitted} admitted"));
                 }
+            }
+            let records = c.leases + c.listings + c.presence + c.replay + c.idempotency + c.locks;
+            let holds = t.holds.load(Ordering::Acquire);
+            if records != holds || holds == 0 {
+                return Err(format!(
+                    "{id} is registered with {holds} holds and {records} records"
+                ));
             }
             let index = lock(&t.index);
             let leases: BTreeSet<u64> = index.leases.iter().copied().collect();

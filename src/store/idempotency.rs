@@ -9,7 +9,8 @@
 use super::join::JoinTicket;
 use super::lease::LeaseGrant;
 use super::listing::ListingInfo;
-use super::{owned_by, NameKey, Owner, Store};
+use super::tenant::Owner;
+use super::{owned_by, Collection, NameKey, Store};
 use crate::error::{Error, Result};
 use crate::events::Cause;
 use crate::ids::TenantId;
@@ -90,22 +91,25 @@ impl Store {
             return run();
         };
         let ikey: NameKey = (tenant, self.name(key)?);
-        let t = self.tenant_or_create(tenant)?;
         let deadline = now.saturating_add(self.config.idempotency_ttl).as_millis();
         // Claim the key, or answer from the record that holds it. A record
         // left by a revoked tenant epoch is cleared once and the claim
         // retried.
         let mut claimed = false;
         for _ in 0..2 {
+            // The claim holds its tenant like any record (it is one).
+            let hold = self.hold_tenant(tenant, &[Collection::Idempotency])?;
+            let t = hold.epoch();
             let reservation = Reservation::acquire(&[(&t.tenant.idempotency, 1)])?;
             let record = Idem {
-                owner: Owner::of(&t),
+                owner: Owner::of(t),
                 params: params.clone(),
                 outcome: None,
             };
             match self.idempotency.insert(ikey.clone(), record, now, deadline) {
                 Ok((_, replaced)) => {
                     reservation.commit();
+                    hold.keep();
                     if let Some(old) = replaced {
                         self.retire_idem(old, Cause::Expired);
                     }
@@ -116,6 +120,7 @@ impl Store {
                 Err(e) => return Err(e),
             }
             drop(reservation);
+            drop(hold);
             let seen = self.idempotency.read(&ikey, now, |v, _| {
                 (v.owner.valid(), v.params == params, v.outcome.clone())
             });

@@ -7,13 +7,17 @@
 //! its slot was reserved when the attempt began, so consumption can never
 //! fail for lack of room.
 
+use super::attach::{Child, Parent};
 use super::idempotency::{IdemParams, Outcome};
-use super::{owned_by, IdKey, Owner, Store};
+use super::tenant::Owner;
+use super::visible::Ancestry;
+use super::{Collection, IdKey, Store};
 use crate::error::{Error, Result};
-use crate::events::{Cause, Collection, RecordId};
+use crate::events::{Cause, RecordId};
 use crate::ids::{AttemptId, JoinToken, TenantId, TOKEN_SECRET_BYTES};
-use crate::quota::Reservation;
+use crate::quota::Counter;
 use crate::sync::Arc;
+use crate::table::{Removed, Table};
 use crate::time::{duration_to_millis_ceil, MonoTime};
 use std::net::SocketAddr;
 use std::time::{Duration, SystemTime};
@@ -40,6 +44,42 @@ pub(crate) struct Attempt {
     secret: [u8; TOKEN_SECRET_BYTES],
     pub(super) phase: Phase,
     pub(super) attached: bool,
+}
+
+impl Child for Attempt {
+    type Key = IdKey;
+    /// A pending attempt, and the replay memory it becomes once consumed.
+    const QUOTAS: &'static [Collection] = &[Collection::Attempts, Collection::Replay];
+
+    fn table(store: &Store) -> &Table<IdKey, Attempt> {
+        &store.attempts
+    }
+
+    /// The store-wide ceiling on pending attempts (the table's own ceiling
+    /// bounds attempt records, consumed ones included).
+    fn shared(store: &Store) -> Option<&Counter> {
+        Some(&store.pending)
+    }
+
+    fn attached(&self) -> bool {
+        self.attached
+    }
+
+    fn set_attached(&mut self) {
+        self.attached = true;
+    }
+
+    fn ancestry(&self) -> Ancestry {
+        Ancestry {
+            owner_valid: self.owner.valid(),
+            lease: None,
+            listing: Some((Arc::clone(&self.listing), self.origin)),
+        }
+    }
+
+    fn retire(store: &Store, removed: Removed<IdKey, Self>, cause: Cause, _now: MonoTime) {
+        store.retire_attempt(removed, cause, true);
+    }
 }
 
 /// What [`Store::begin_join`] returns.
@@ -126,75 +166,74 @@ impl Store {
         now: MonoTime,
         deadline: u64,
     ) -> Result<JoinTicket> {
-        self.admit_new(now)?;
         self.authorize(now)?;
         let nkey = (tenant, Arc::clone(&listing));
         let view = self.listing_view(&nkey, now)?;
-        let t = self.tenant(tenant).ok_or(Error::NotFound)?;
-        let reservation = Reservation::acquire(&[
-            (&self.pending, 1),
-            (&t.tenant.attempts, 1),
-            (&t.tenant.replay, 1),
-        ])?;
         let seq = self.next_seq();
         let id = self.attempt_id(seq);
         let token = JoinToken::issue(id)?;
-        let attempt = Attempt {
-            owner: Owner::of(&t),
-            listing,
-            origin: view.origin,
-            client,
-            secret: *token.secret(),
-            phase: Phase::Pending,
-            attached: false,
-        };
-        let key: IdKey = seq;
-        let (stamp, _) = self.attempts.insert(key, attempt, now, deadline)?;
-        let cap = self.config.attempts_per_listing_max;
         #[cfg(relaystore_loom)]
         let skip =
             crate::model::faults::active(crate::model::faults::StoreFault::JoinWithoutAttach);
         #[cfg(not(relaystore_loom))]
         let skip = false;
-        let attached = if skip {
+        let parent = if skip {
             // Broken twin: never registered with the listing.
-            Ok(((), stamp))
+            Parent::None
         } else {
-            self.listings.update(&nkey, now, None, |l, _| {
-                if l.origin != view.origin || !l.attached || !l.owner.valid() {
-                    return Err(Error::NotFound);
-                }
-                if l.attempts.len() >= cap {
-                    return Err(Error::CapacityExceeded {
-                        scope: crate::error::Scope::Parent("attempts"),
-                    });
-                }
-                l.attempts.push(seq);
-                Ok(((), None))
-            })
+            Parent::Listing {
+                key: nkey,
+                origin: view.origin,
+                child: seq,
+            }
         };
-        if let Err(e) = attached {
-            let _ = self
-                .attempts
-                .remove_with(&key, |v, _, _| owned_by(!v.attached), now);
-            return Err(match e {
-                Error::Expired => Error::NotFound,
-                e => e,
-            });
-        }
-        self.attempts
-            .update(&key, now, None, |v, _| {
-                v.attached = true;
-                Ok(((), None))
-            })
-            .map_err(|_| Error::Revoked)?;
-        reservation.commit();
+        let stamp = self.create(tenant, seq, parent, now, deadline, |owner, _| Attempt {
+            owner,
+            listing: Arc::clone(&listing),
+            origin: view.origin,
+            client: Arc::clone(&client),
+            secret: *token.secret(),
+            phase: Phase::Pending,
+            attached: false,
+        })?;
         Ok(JoinTicket {
             attempt: id,
             token,
             deadline: stamp.deadline,
             expires_at: self.clock.wall() + stamp.remaining(now),
         })
+    }
+
+    /// The visible attempt `seq` of `tenant` (with `token`'s secret, if
+    /// given): its listing. A consumed attempt is `ReplayRejected`, reported
+    /// before its ancestors are checked, so a replay is always refused as
+    /// one; an attempt whose listing or lease is gone authorises nothing and
+    /// answers as a missing one.
+    fn visible_attempt(
+        &self,
+        tenant: TenantId,
+        seq: IdKey,
+        token: Option<&JoinToken>,
+        now: MonoTime,
+    ) -> Result<Arc<str>> {
+        let owned = |v: &Attempt| v.owner.is_of(tenant);
+        let seen = self.attempts.read_owned(&seq, now, owned, |v, _| {
+            let genuine = token.is_none_or(|t| t.matches(&v.secret));
+            (v.attached && v.owner.valid() && genuine).then(|| (v.phase, v.ancestry()))
+        });
+        let (phase, ancestry) = match seen {
+            Ok(Some(found)) => found,
+            Ok(None) => return Err(Error::NotFound),
+            Err(e) => return Err(e),
+        };
+        if phase.is_consumed() {
+            return Err(Error::ReplayRejected);
+        }
+        if !self.ancestors_visible(tenant, &ancestry, now) {
+            return Err(Error::NotFound);
+        }
+        let (listing, _) = ancestry.listing.expect("an attempt hangs from a listing");
+        Ok(listing)
     }
 
     /// The attempt under `token`, if the token is genuine and the attempt
@@ -213,27 +252,8 @@ impl Store {
         if token.attempt() != id {
             return Err(Error::NotFound);
         }
-        let key = seq;
-        let owned = |v: &Attempt| v.owner.is_of(tenant);
-        let seen = self.attempts.read_owned(&key, now, owned, |v, _| {
-            (v.attached && v.owner.valid() && token.matches(&v.secret))
-                .then(|| (v.phase, Arc::clone(&v.listing), v.origin))
-        });
-        let (phase, listing, origin) = match seen {
-            Ok(Some(found)) => found,
-            Ok(None) => return Err(Error::NotFound),
-            Err(e) => return Err(e),
-        };
-        if phase.is_consumed() {
-            return Err(Error::ReplayRejected);
-        }
-        // Fail closed: an attempt whose listing or lease is gone authorises
-        // nothing.
-        let view = self.listing_view(&(tenant, Arc::clone(&listing)), now)?;
-        if view.origin != origin {
-            return Err(Error::NotFound);
-        }
-        Ok((key, listing))
+        let listing = self.visible_attempt(tenant, seq, Some(token), now)?;
+        Ok((seq, listing))
     }
 
     /// Binds the attempt to the public address the relay observed for its
@@ -307,7 +327,7 @@ impl Store {
                     Phase::Bound(_)
                 );
         let owned = |v: &Attempt| v.owner.is_of(tenant);
-        let ((addr, client, origin), _) =
+        let ((addr, client, origin, owner), _) =
             self.attempts
                 .update_owned(&key, now, owned, None, |v, stamp| {
                     #[cfg(relaystore_loom)]
@@ -319,7 +339,8 @@ impl Store {
                             Phase::Pending => unreachable!("checked before"),
                         };
                         v.phase = Phase::Consumed(addr);
-                        return Ok(((addr, Arc::clone(&v.client), v.origin), None));
+                        let found = (addr, Arc::clone(&v.client), v.origin, v.owner.clone());
+                        return Ok((found, None));
                     }
                     if !token.matches(&v.secret) {
                         return Err(Error::NotFound);
@@ -328,7 +349,8 @@ impl Store {
                         Phase::Bound(addr) => {
                             v.phase = Phase::Consumed(addr);
                             let remembered = super::stamp_deadline(&stamp) + grace_ms;
-                            Ok(((addr, Arc::clone(&v.client), v.origin), Some(remembered)))
+                            let found = (addr, Arc::clone(&v.client), v.origin, v.owner.clone());
+                            Ok((found, Some(remembered)))
                         }
                         Phase::Pending => Err(Error::Conflict {
                             current_version: stamp.version,
@@ -338,9 +360,7 @@ impl Store {
                 })?;
         // No longer pending: free its place under the listing's cap and in
         // the pending quotas. The replay units stay with the record.
-        if let Some(t) = self.tenant(tenant) {
-            t.tenant.attempts.release(1);
-        }
+        owner.tenant().attempts.release(1);
         self.pending.release(1);
         self.detach_attempt(tenant, &listing, origin, key);
         self.emit(
@@ -362,6 +382,7 @@ impl Store {
     pub fn cancel_join(&self, tenant: TenantId, attempt: AttemptId) -> Result<()> {
         let key = self.attempt_seq(attempt)?;
         let now = self.clock.now();
+        self.visible_attempt(tenant, key, None, now)?;
         let removed = self.attempts.remove_with(
             &key,
             |v, _, live| {

@@ -1,13 +1,16 @@
 //! Leases: TTL-bound grants that other records attach to.
 
+use super::attach::{Child, LeaseChild, Parent};
 use super::idempotency::{IdemParams, Outcome};
-use super::{Owner, Store};
-use crate::error::{Error, Result, Scope};
+use super::tenant::{Owner, TenantIndex};
+use super::visible::Ancestry;
+use super::{Collection, IdKey, Store};
+use crate::error::{Error, Result};
 use crate::events::Cause;
 use crate::ids::{LeaseId, TenantId};
-use crate::quota::Reservation;
 use crate::record::Stamp;
-use crate::sync::{lock, Arc};
+use crate::sync::Arc;
+use crate::table::{Removed, Table};
 use crate::time::MonoTime;
 use std::net::SocketAddr;
 use std::time::{Duration, SystemTime};
@@ -35,19 +38,52 @@ pub(crate) struct LeaseChildren {
 }
 
 impl Lease {
-    fn children_mut(&mut self) -> &mut LeaseChildren {
+    pub(super) fn children_mut(&mut self) -> &mut LeaseChildren {
         self.children.get_or_insert_with(Default::default)
     }
 
-    /// Detaches one child from the index `index` picks (bookkeeping).
-    pub(super) fn detach(
-        &mut self,
-        index: fn(&mut LeaseChildren) -> &mut Vec<Arc<str>>,
-        child: &str,
-    ) {
+    /// Takes one entry of `child` out of the index of `kind` (bookkeeping).
+    /// One, not all: a creation of the same key in flight may hold another
+    /// entry, which is its own to give back or confirm.
+    pub(super) fn detach(&mut self, kind: LeaseChild, child: &str) {
         if let Some(children) = self.children.as_mut() {
-            index(children).retain(|c| &**c != child);
+            let index = kind.of_mut(children);
+            if let Some(i) = index.iter().position(|c| &**c == child) {
+                index.swap_remove(i);
+            }
         }
+    }
+}
+
+impl Child for Lease {
+    type Key = IdKey;
+    const QUOTAS: &'static [Collection] = &[Collection::Leases];
+
+    fn table(store: &Store) -> &Table<IdKey, Lease> {
+        &store.leases
+    }
+
+    /// A lease has no parent: it is visible from its insert on.
+    fn attached(&self) -> bool {
+        true
+    }
+
+    fn set_attached(&mut self) {}
+
+    fn ancestry(&self) -> Ancestry {
+        Ancestry {
+            owner_valid: self.owner.valid(),
+            lease: None,
+            listing: None,
+        }
+    }
+
+    fn index(key: &IdKey, index: &mut TenantIndex) {
+        index.leases.insert(*key);
+    }
+
+    fn retire(store: &Store, removed: Removed<IdKey, Self>, cause: Cause, now: MonoTime) {
+        store.retire_lease(removed, cause, now);
     }
 }
 
@@ -131,39 +167,14 @@ impl Store {
         now: MonoTime,
         deadline: u64,
     ) -> Result<LeaseGrant> {
-        self.admit_new(now)?;
-        let t = self.tenant_or_create(tenant)?;
-        let reservation = Reservation::acquire(&[(&t.tenant.leases, 1)])?;
         // The lease's sequence number is its fence: drawn from the
         // store-wide sequence, it exceeds that of every grant before it.
         let seq = self.next_seq();
-        let lease = Lease {
-            owner: Owner::of(&t),
-            holder,
+        let stamp = self.create(tenant, seq, Parent::None, now, deadline, |owner, _| Lease {
+            owner,
+            holder: Arc::clone(&holder),
             children: None,
-        };
-        let (stamp, replaced) = {
-            // Visible and indexed under one hold of the tenant's index: a
-            // sweep or revocation that removes the lease takes this lock to
-            // drop it from the index, so it cannot fall between the two.
-            let mut index = lock(&t.tenant.index);
-            let inserted = self.leases.insert(seq, lease, now, deadline)?;
-            index.leases.insert(seq);
-            inserted
-        };
-        debug_assert!(
-            replaced.is_none(),
-            "lease sequence numbers are never reused"
-        );
-        reservation.commit();
-        // A drain that finished while this grant was in flight may have
-        // missed the lease in the tenant's index: take it back.
-        if self.is_stopped() {
-            if let Ok(r) = self.leases.remove_with(&seq, |_, _, _| Ok(()), now) {
-                self.retire_lease(r, Cause::Drained, now);
-            }
-            return Err(Error::ServiceUnavailable);
-        }
+        })?;
         Ok(LeaseGrant {
             id: self.lease_id(seq),
             fence: seq,
@@ -345,42 +356,6 @@ impl Store {
                 Ok(list)
             }
             Ok(None) => Err(Error::Revoked),
-            Err(Error::NotFound) => Err(self.gone(tenant, seq, now)),
-            Err(e) => Err(e),
-        }
-    }
-
-    /// Attaches a child under the lease's write lock: the one step that
-    /// orders child creation against revocation. `index` picks the lease's
-    /// index for this kind of child; a full index refuses with the
-    /// per-parent `scope`, and the lease is left unchanged.
-    pub(super) fn attach_to_lease(
-        &self,
-        tenant: TenantId,
-        seq: u64,
-        now: MonoTime,
-        index: fn(&mut LeaseChildren) -> &mut Vec<Arc<str>>,
-        child: Arc<str>,
-        (scope, cap): (&'static str, usize),
-    ) -> Result<()> {
-        let owned = |l: &Lease| l.owner.is_of(tenant);
-        let outcome = self
-            .leases
-            .update_owned(&seq, now, owned, None, |lease, _| {
-                if !lease.owner.valid() {
-                    return Err(Error::Revoked);
-                }
-                let children = index(lease.children_mut());
-                if children.len() >= cap {
-                    return Err(Error::CapacityExceeded {
-                        scope: Scope::Parent(scope),
-                    });
-                }
-                children.push(child);
-                Ok(((), None))
-            });
-        match outcome {
-            Ok(_) => Ok(()),
             Err(Error::NotFound) => Err(self.gone(tenant, seq, now)),
             Err(e) => Err(e),
         }

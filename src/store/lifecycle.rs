@@ -7,7 +7,8 @@
 //! whatever callers do. Exactly one caller wins the transition and revokes
 //! every remaining lease (cause `Drained`).
 
-use super::{any, Store};
+use super::tenant::any;
+use super::Store;
 use crate::error::{Error, Result};
 use crate::events::Cause;
 use crate::sync::Ordering;
@@ -19,11 +20,38 @@ pub(super) const READY: u64 = 0;
 pub(super) const DRAINING: u64 = 1;
 pub(super) const STOPPED: u64 = 2;
 
-/// Readiness of a store, for a readiness probe.
+/// Why a store is [`Health::Degraded`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum DegradedReason {
+    /// The expiry driver has not swept for longer than `driver_stall_max`,
+    /// so expiry, and with it the validity of tokens, cannot be
+    /// guaranteed: joins, binds and consumes are refused with
+    /// `ServiceUnavailable` until the next sweep.
+    DriverStalled,
+}
+
+impl std::fmt::Display for DegradedReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DegradedReason::DriverStalled => f.write_str("expiry driver stalled"),
+        }
+    }
+}
+
+/// Readiness of a store, for a readiness probe: anything but `Ready` takes
+/// the node out of rotation.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Health {
     /// Accepting all operations.
     Ready,
+    /// Up, but refusing authorizations (joins, binds, consumes) for
+    /// `reason`; the rest works. Ready again once the cause is gone.
+    Degraded {
+        /// Why.
+        reason: DegradedReason,
+    },
     /// Refusing new grants, publishes, joins, presence and locks with
     /// `Draining`; existing records keep working until `deadline`.
     Draining {
@@ -41,6 +69,9 @@ impl Store {
         let now = self.clock.now();
         self.finish_drain_if_due(now);
         match self.state.load(Ordering::Acquire) {
+            READY if self.driver_stalled(now) => Health::Degraded {
+                reason: DegradedReason::DriverStalled,
+            },
             READY => Health::Ready,
             DRAINING => Health::Draining {
                 deadline: MonoTime::from_millis(self.drain_deadline_ms.load(Ordering::Acquire)),
@@ -55,7 +86,15 @@ impl Store {
     /// `now + window` every remaining lease (and everything attached) is
     /// revoked with cause `Drained` and the store stops. Calling it again
     /// while draining keeps the earlier deadline. Returns the deadline.
+    ///
+    /// A `window` longer than `drain_window_max` is
+    /// [`Error::InvalidArgument`] and changes nothing.
     pub fn begin_drain(&self, window: Duration) -> Result<MonoTime> {
+        if window > self.config.drain_window_max {
+            return Err(Error::InvalidArgument {
+                reason: "drain window is longer than drain_window_max",
+            });
+        }
         let now = self.clock.now();
         let deadline = now.saturating_add(window).as_millis();
         match self
@@ -93,10 +132,16 @@ impl Store {
         if self.state.load(Ordering::Acquire) == STOPPED {
             return Err(Error::ServiceUnavailable);
         }
-        if now.saturating_since(self.leases_swept_to()) > self.config.driver_stall_max {
+        if self.driver_stalled(now) {
             return Err(Error::ServiceUnavailable);
         }
         Ok(())
+    }
+
+    /// Whether the expiry driver has not swept for longer than
+    /// `driver_stall_max`.
+    fn driver_stalled(&self, now: MonoTime) -> bool {
+        now.saturating_since(self.leases_swept_to()) > self.config.driver_stall_max
     }
 
     pub(super) fn is_stopped(&self) -> bool {

@@ -1,13 +1,16 @@
 //! Listings: published, discoverable entries attached to a lease.
 
+use super::attach::{Child, LeaseChild, Parent};
 use super::idempotency::{IdemParams, Outcome};
-use super::{owned_by, NameKey, Occupant, Owner, Store};
+use super::tenant::{Owner, TenantIndex};
+use super::visible::Ancestry;
+use super::{Collection, NameKey, Store};
 use crate::error::{Error, Result};
 use crate::events::Cause;
 use crate::ids::{LeaseId, TenantId};
-use crate::quota::Reservation;
 use crate::record::DEADLINE_MAX_MS;
 use crate::sync::{lock, Arc};
+use crate::table::{Removed, Table};
 use crate::time::MonoTime;
 use std::ops::Bound;
 
@@ -22,6 +25,39 @@ pub(crate) struct Listing {
     pub(super) attempts: Vec<u64>,
     /// Visible only once registered with its lease.
     pub(super) attached: bool,
+}
+
+impl Child for Listing {
+    type Key = NameKey;
+    const QUOTAS: &'static [Collection] = &[Collection::Listings];
+
+    fn table(store: &Store) -> &Table<NameKey, Listing> {
+        &store.listings
+    }
+
+    fn attached(&self) -> bool {
+        self.attached
+    }
+
+    fn set_attached(&mut self) {
+        self.attached = true;
+    }
+
+    fn ancestry(&self) -> Ancestry {
+        Ancestry {
+            owner_valid: self.owner.valid(),
+            lease: Some(self.lease),
+            listing: None,
+        }
+    }
+
+    fn index(key: &NameKey, index: &mut TenantIndex) {
+        index.listings.insert(Arc::clone(&key.1));
+    }
+
+    fn retire(store: &Store, removed: Removed<NameKey, Self>, cause: Cause, now: MonoTime) {
+        store.retire_listing(removed, cause, now, true);
+    }
 }
 
 /// A visible listing.
@@ -100,109 +136,29 @@ impl Store {
         attrs: Arc<[u8]>,
         now: MonoTime,
     ) -> Result<ListingInfo> {
-        self.admit_new(now)?;
-        self.lease_status(tenant, lease, now)?;
-        let t = self.tenant(tenant).ok_or(Error::NotFound)?;
-        let reservation = Reservation::acquire(&[(&t.tenant.listings, 1)])?;
         let origin = self.next_seq();
+        let parent = Parent::Lease {
+            seq: lease,
+            kind: LeaseChild::Listings,
+            child: Arc::clone(&key),
+        };
         let nkey: NameKey = (tenant, Arc::clone(&key));
-        let make = || Listing {
-            owner: Owner::of(&t),
-            lease,
-            origin,
-            attrs: Arc::clone(&attrs),
-            attempts: Vec::new(),
-            attached: false,
-        };
-        // A key held by an invisible listing (its lease gone, its tenant
-        // revoked) is cleared once, then the insert is retried.
-        let stamp = match self
-            .listings
-            .insert(nkey.clone(), make(), now, DEADLINE_MAX_MS)
-        {
-            Err(Error::Conflict { current_version }) => {
-                match self.listing_occupant(&nkey, now) {
-                    Occupant::Visible => return Err(Error::Conflict { current_version }),
-                    Occupant::InFlight => return Err(Error::InFlight),
-                    Occupant::Cleared => {}
-                }
-                self.listings
-                    .insert(nkey.clone(), make(), now, DEADLINE_MAX_MS)?
-                    .0
+        let stamp = self.create(tenant, nkey, parent, now, DEADLINE_MAX_MS, |owner, _| {
+            Listing {
+                owner,
+                lease,
+                origin,
+                attrs: Arc::clone(&attrs),
+                attempts: Vec::new(),
+                attached: false,
             }
-            other => other?.0,
-        };
-        let attached = self.attach_to_lease(
-            tenant,
-            lease,
-            now,
-            |l| &mut l.listings,
-            Arc::clone(&key),
-            ("listings", self.config.listings_per_lease_max),
-        );
-        if let Err(e) = attached {
-            let _ = self.listings.remove_with(
-                &nkey,
-                |v, _, _| owned_by(v.origin == origin && !v.attached),
-                now,
-            );
-            return Err(e);
-        }
-        {
-            // Visible and indexed in one critical section of the tenant's
-            // index: a revocation that removes the listing takes this lock
-            // to drop the key, so it cannot fall between the two and leave
-            // a key behind for a listing that is gone.
-            let mut index = lock(&t.tenant.index);
-            self.mark_listing_attached(&nkey, origin, now)?;
-            index.listings.insert(Arc::clone(&key));
-        }
-        reservation.commit();
+        })?;
         Ok(ListingInfo {
             key,
             lease: self.lease_id(lease),
             attrs,
             version: stamp.version,
         })
-    }
-
-    /// Makes a listing visible. Fails only if a revocation removed it after
-    /// it was attached; the caller's reservation then gives the units back.
-    fn mark_listing_attached(&self, key: &NameKey, origin: u64, now: MonoTime) -> Result<()> {
-        self.listings
-            .update(key, now, None, |v, _| {
-                if v.origin != origin {
-                    return Err(Error::Revoked);
-                }
-                v.attached = true;
-                Ok(((), None))
-            })
-            .map(drop)
-            .map_err(|_| Error::Revoked)
-    }
-
-    /// What holds `key`: a visible listing, a publish in flight, or an
-    /// invisible listing (its lease gone, its tenant revoked), which is
-    /// removed so the key can be reused.
-    fn listing_occupant(&self, key: &NameKey, now: MonoTime) -> Occupant {
-        let seen = self.listings.read(key, now, |v, _| {
-            (v.attached, v.owner.valid(), v.lease, v.origin)
-        });
-        let (owner_valid, lease, origin) = match seen {
-            Ok((true, owner_valid, lease, origin)) => (owner_valid, lease, origin),
-            Ok((false, ..)) => return Occupant::InFlight,
-            Err(_) => return Occupant::Cleared,
-        };
-        if owner_valid && self.lease_status(key.0, lease, now).is_ok() {
-            return Occupant::Visible;
-        }
-        if let Ok(removed) =
-            self.listings
-                .remove_with(key, |v, _, _| owned_by(v.origin == origin), now)
-        {
-            self.retire_listing(removed, Cause::Cascaded, now, true);
-        }
-        Occupant::Cleared
     }
 
     /// The visible listing under `key`, with what its children need.
@@ -293,7 +249,7 @@ impl Store {
         let removed = self.listings.remove_with(
             &nkey,
             |v, stamp, _| {
-                owned_by(v.origin == view.origin)?;
+                super::owned_by(v.origin == view.origin)?;
                 match expected {
                     Some(e) if e != stamp.version => Err(Error::Conflict {
                         current_version: stamp.version,
@@ -334,7 +290,7 @@ impl Store {
         tenant: TenantId,
         cursor: Option<&Cursor>,
         limit: usize,
-        index: fn(&super::TenantIndex) -> &std::collections::BTreeSet<Arc<str>>,
+        index: fn(&TenantIndex) -> &std::collections::BTreeSet<Arc<str>>,
         view: impl Fn(&Self, &NameKey, MonoTime) -> Option<T>,
     ) -> Result<Page<T>> {
         if limit == 0 || limit > self.config.page_len_max {

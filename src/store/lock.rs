@@ -6,13 +6,16 @@
 //! silently at its deadline and can then be taken again. `release` checks the
 //! fence, so a holder whose lock lapsed can never release its successor's.
 
-use super::{owned_by, NameKey, Occupant, Owner, Store};
+use super::attach::{Child, LeaseChild, Parent};
+use super::tenant::Owner;
+use super::visible::Ancestry;
+use super::{owned_by, Collection, NameKey, Store};
 use crate::error::{Error, Result};
-use crate::events::{Cause, Collection, RecordId};
+use crate::events::Cause;
 use crate::ids::{LeaseId, TenantId};
-use crate::quota::Reservation;
 use crate::record::Stamp;
 use crate::sync::{Arc, Ordering};
+use crate::table::{Removed, Table};
 use crate::time::MonoTime;
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;
@@ -26,6 +29,40 @@ pub(crate) struct Lock {
     fence: u64,
     pub(super) lease: Option<u64>,
     pub(super) attached: bool,
+}
+
+impl Child for Lock {
+    type Key = NameKey;
+    const QUOTAS: &'static [Collection] = &[Collection::Locks];
+
+    fn table(store: &Store) -> &Table<NameKey, Lock> {
+        &store.locks
+    }
+
+    fn attached(&self) -> bool {
+        self.attached
+    }
+
+    fn set_attached(&mut self) {
+        self.attached = true;
+    }
+
+    fn ancestry(&self) -> Ancestry {
+        Ancestry {
+            owner_valid: self.owner.valid(),
+            lease: self.lease,
+            listing: None,
+        }
+    }
+
+    /// The fence is the version the lock was inserted at.
+    fn made_at(&self, version: u64) -> bool {
+        self.fence == version
+    }
+
+    fn retire(store: &Store, removed: Removed<NameKey, Self>, cause: Cause, _now: MonoTime) {
+        store.retire_lock(removed, cause, true);
+    }
 }
 
 /// A held lock. Plain data plus a borrow of the store: it does **not**
@@ -163,9 +200,6 @@ impl Store {
         let lease = lease.map(|l| self.lease_seq(l)).transpose()?;
         let now = self.clock.now();
         let deadline = self.deadline(now, ttl)?;
-        if let Some(seq) = lease {
-            self.lease_status(tenant, seq, now)?;
-        }
         let key: NameKey = (tenant, Arc::clone(&name));
         #[cfg(relaystore_loom)]
         if crate::model::faults::active(crate::model::faults::StoreFault::LockBlindUpsert)
@@ -174,112 +208,37 @@ impl Store {
             // Broken twin: "nobody holds it" decided before a blind overwrite.
             let _ = self.locks.remove_with(&key, |_, _, _| Ok(()), now);
         }
-        for _ in 0..2 {
-            match self.acquire_lock(&key, &holder, lease, now, deadline) {
-                Ok(fence) => {
-                    return Ok(Some(LockGuard {
-                        store: self,
-                        tenant,
-                        name,
-                        fence,
-                        deadline_ms: AtomicU64::new(deadline),
-                    }))
-                }
-                Err(Error::Conflict { .. }) => match self.occupant(&key, now) {
-                    Occupant::Visible => return Ok(None),
-                    Occupant::InFlight => return Err(Error::InFlight),
-                    Occupant::Cleared => {}
-                },
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(None)
-    }
-
-    fn acquire_lock(
-        &self,
-        key: &NameKey,
-        holder: &Arc<str>,
-        lease: Option<u64>,
-        now: MonoTime,
-        deadline: u64,
-    ) -> Result<u64> {
-        let t = self.tenant_or_create(key.0)?;
-        self.admit_new(now)?;
-        let reservation = Reservation::acquire(&[(&t.tenant.locks, 1)])?;
+        let parent = match lease {
+            Some(seq) => Parent::Lease {
+                seq,
+                kind: LeaseChild::Locks,
+                child: Arc::clone(&name),
+            },
+            None => Parent::None,
+        };
         // The fence is the record's version at insert: issued under the
-        // shard lock and strictly increasing per name across holders, so a
-        // later holder always has a higher fence. It is written into the
-        // record inside the insert, so a lock without a lease is visible,
-        // with its fence, the moment it exists. A lock under a lease is
-        // registered with the lease first and only then made visible.
-        let owner = Owner::of(&t);
-        let holder = Arc::clone(holder);
-        let make = |version| Lock {
+        // shard lock and strictly increasing per name across holders (and
+        // above every fence of an earlier incarnation), so a later holder
+        // always has a higher fence.
+        let made = self.create(tenant, key, parent, now, deadline, |owner, version| Lock {
             owner,
-            holder,
+            holder: Arc::clone(&holder),
             fence: version,
             lease,
-            attached: lease.is_none(),
-        };
-        let (stamp, replaced) = self.locks.insert_with(key.clone(), make, now, deadline)?;
-        let fence = stamp.version;
-        if let Some(old) = replaced {
-            self.retire_lock(old, Cause::Expired, true);
-        }
-        if let Some(seq) = lease {
-            let attached = self.attach_to_lease(
-                key.0,
-                seq,
-                now,
-                |l| &mut l.locks,
-                Arc::clone(&key.1),
-                ("locks", self.config.locks_per_lease_max),
-            );
-            if let Err(e) = attached {
-                let _ = self.locks.remove_with(
-                    key,
-                    |v, _, _| owned_by(v.fence == fence && !v.attached),
-                    now,
-                );
-                return Err(e);
-            }
-            self.locks
-                .update(key, now, None, |v, _| {
-                    owned_by(v.fence == fence && !v.attached)?;
-                    v.attached = true;
-                    Ok(((), None))
-                })
-                .map_err(|_| Error::Revoked)?;
-        }
-        reservation.commit();
-        Ok(fence)
-    }
-
-    /// What holds the name under `key`: a visible owner, an acquisition in
-    /// flight, or an invisible owner (tenant revoked, lease gone), which is
-    /// removed so the name can be taken.
-    fn occupant(&self, key: &NameKey, now: MonoTime) -> Occupant {
-        let seen = self.locks.read(key, now, |v, _| {
-            (v.attached, v.owner.valid(), v.lease, v.fence)
+            attached: false,
         });
-        let (owner_valid, lease, fence) = match seen {
-            Ok((true, owner_valid, lease, fence)) => (owner_valid, lease, fence),
-            Ok((false, ..)) => return Occupant::InFlight,
-            // Expired or gone since the insert refused: free to retry.
-            Err(_) => return Occupant::Cleared,
-        };
-        let lease_ok = lease.is_none_or(|seq| self.lease_status(key.0, seq, now).is_ok());
-        if owner_valid && lease_ok {
-            return Occupant::Visible;
+        match made {
+            Ok(stamp) => Ok(Some(LockGuard {
+                store: self,
+                tenant,
+                name,
+                fence: stamp.version,
+                deadline_ms: AtomicU64::new(deadline),
+            })),
+            // Another live owner holds it: losing is a value.
+            Err(Error::Conflict { .. }) => Ok(None),
+            Err(e) => Err(e),
         }
-        if let Ok(removed) = self
-            .locks
-            .remove_with(key, |v, _, _| owned_by(v.fence == fence), now)
-        {
-            self.retire_lock(removed, Cause::Cascaded, true);
-        }
-        Occupant::Cleared
     }
 
     /// The lock `name`, if a live, visible owner holds it.
@@ -324,6 +283,7 @@ impl Store {
         ttl: Duration,
     ) -> Result<Stamp> {
         let key = (tenant, self.name(name)?);
+        let fence = self.fence_of_this_incarnation(fence)?;
         let now = self.clock.now();
         let deadline = self.deadline(now, ttl)?;
         // A lock attached to a lease that is no longer visible is gone.
@@ -345,6 +305,7 @@ impl Store {
     /// and never releases a later holder's lock.
     pub fn release_lock(&self, tenant: TenantId, name: &str, fence: u64) -> Result<()> {
         let key = (tenant, self.name(name)?);
+        let fence = self.fence_of_this_incarnation(fence)?;
         let now = self.clock.now();
         #[cfg(relaystore_loom)]
         {
@@ -380,30 +341,6 @@ impl Store {
             }
             Err(Error::NotFound) => Ok(()),
             Err(e) => Err(e),
-        }
-    }
-
-    pub(super) fn retire_lock(
-        &self,
-        r: crate::table::Removed<NameKey, Lock>,
-        cause: Cause,
-        detach: bool,
-    ) {
-        let (tenant, name) = r.key;
-        let held = r.value;
-        if held.attached {
-            held.owner.tenant().locks.release(1);
-            self.emit(
-                Collection::Locks,
-                tenant,
-                RecordId::Key(Arc::clone(&name)),
-                cause,
-            );
-        }
-        if let (true, Some(seq)) = (detach, held.lease) {
-            self.leases.modify(&seq, |l| {
-                l.detach(|c| &mut c.locks, &name);
-            });
         }
     }
 }

@@ -29,6 +29,7 @@
 //! - **Events after the fact.** Events are emitted after the removal, never
 //!   under a lock. Records that were never visible (rolled back) emit none.
 
+mod attach;
 mod audit;
 mod idempotency;
 mod join;
@@ -37,23 +38,26 @@ mod lifecycle;
 mod listing;
 mod lock;
 mod presence;
+mod retire;
+mod tenant;
+mod visible;
 
 pub use join::{Admission, Binding, JoinTicket};
 pub use lease::{EndpointSeen, LeaseGrant, LeaseInfo};
-pub use lifecycle::Health;
+pub use lifecycle::{DegradedReason, Health};
 pub use listing::{Cursor, ListingInfo, Page};
 pub use lock::{LockGuard, LockInfo, RESERVED_PREFIX};
 pub use presence::PresenceInfo;
 
-use crate::config::{QuotaPolicy, StoreConfig, TenantQuota, UniformQuota};
+use crate::config::{QuotaPolicy, StoreConfig, UniformQuota};
 use crate::error::{Error, Result, Scope};
 use crate::events::{Cause, Collection, Event, EventHub, RecordId, Subscription};
 use crate::ids::{random_bytes, AttemptId, LeaseId, TenantId};
 use crate::quota::Counter;
 use crate::record::{Stamp, TtlRange, Versions};
-use crate::shard::{ShardMap, Upsert};
-use crate::sync::{lock, Arc, AtomicBool, AtomicU64, Mutex, Ordering};
-use crate::table::{Removed, Table};
+use crate::shard::ShardMap;
+use crate::sync::{lock, Arc, AtomicU64, Ordering};
+use crate::table::Table;
 use crate::time::{Clock, MonoTime};
 use idempotency::Idem;
 use join::Attempt;
@@ -61,8 +65,8 @@ use lease::Lease;
 use listing::Listing;
 use lock::Lock;
 use presence::Presence;
-use std::collections::{BTreeSet, HashSet};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use tenant::Epoch;
 
 /// Leases and attempts are keyed by their sequence number alone (unique in
 /// the store); the tenant is in the record, and every access by id checks
@@ -70,107 +74,6 @@ use std::time::{Duration, SystemTime};
 /// the key of `(tenant, seq)`, in the map and in every wheel entry.
 type IdKey = u64;
 type NameKey = (TenantId, Arc<str>);
-
-/// Per-tenant state that outlives tenant revocation: the quota counters,
-/// and the indexes that `list` and tenant revocation walk.
-pub(crate) struct Tenant {
-    leases: Counter,
-    listings: Counter,
-    presence: Counter,
-    attempts: Counter,
-    replay: Counter,
-    idempotency: Counter,
-    locks: Counter,
-    index: Mutex<TenantIndex>,
-}
-
-#[derive(Default)]
-struct TenantIndex {
-    /// Hashed, not ordered: nothing pages through a tenant's leases, and
-    /// every expiry and revocation removes one at a random position, where
-    /// an ordered set costs several cache misses (it was the largest single
-    /// cost of expiring a lease at 10^6). Walks sort first.
-    leases: HashSet<u64, ahash::RandomState>,
-    listings: BTreeSet<Arc<str>>,
-    members: BTreeSet<Arc<str>>,
-}
-
-/// One epoch of a tenant: what the registry holds for it, and what every
-/// record made in it points at. Revoking the tenant ends the epoch (one
-/// store, hiding every record of it at once) and registers a new one over
-/// the same [`Tenant`] state. A record needs one pointer for both "whose?"
-/// and "still valid?", and `repr(C)` keeps the flag and the id, which every
-/// validation reads, in one line.
-#[repr(C)]
-pub(crate) struct Epoch {
-    ended: AtomicBool,
-    id: TenantId,
-    tenant: Arc<Tenant>,
-}
-
-impl Epoch {
-    fn first(id: TenantId, tenant: Tenant) -> Self {
-        Epoch {
-            ended: AtomicBool::new(false),
-            id,
-            tenant: Arc::new(tenant),
-        }
-    }
-
-    /// Ends this epoch and returns the tenant's next one.
-    fn end(&self) -> Self {
-        self.ended.store(true, Ordering::Release);
-        Epoch {
-            ended: AtomicBool::new(false),
-            id: self.id,
-            tenant: Arc::clone(&self.tenant),
-        }
-    }
-}
-
-/// What occupies a key that an insert found taken.
-pub(crate) enum Occupant {
-    /// A visible record: the key is genuinely taken.
-    Visible,
-    /// A record being created right now (not yet visible): retry shortly.
-    InFlight,
-    /// An invisible record, now removed (or the key freed meanwhile).
-    Cleared,
-}
-
-/// Which tenant a record belongs to, and in which of its epochs: one
-/// pointer, in every record's map entry.
-#[derive(Clone)]
-pub(crate) struct Owner {
-    epoch: Arc<Epoch>,
-}
-
-impl Owner {
-    fn of(epoch: &Arc<Epoch>) -> Self {
-        Owner {
-            epoch: Arc::clone(epoch),
-        }
-    }
-
-    /// False once the tenant has been revoked since the record was made.
-    fn valid(&self) -> bool {
-        !self.epoch.ended.load(Ordering::Acquire)
-    }
-
-    /// Whether the record belongs to `tenant`.
-    fn is_of(&self, tenant: TenantId) -> bool {
-        self.epoch.id == tenant
-    }
-
-    fn id(&self) -> TenantId {
-        self.epoch.id
-    }
-
-    /// The tenant's counters and indexes.
-    fn tenant(&self) -> &Tenant {
-        &self.epoch.tenant
-    }
-}
 
 /// Counts of records held, per collection (live or awaiting the sweep).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -220,7 +123,10 @@ pub struct Stats {
 pub struct Store {
     config: StoreConfig,
     clock: Arc<dyn Clock>,
-    incarnation: u32,
+    incarnation: u64,
+    /// Every fence this incarnation issues is at least this (see
+    /// [`fence_floor`](Self::fence_floor)).
+    fence_floor: u64,
     seqs: AtomicU64,
     /// Each tenant's current epoch.
     tenants: ShardMap<TenantId, Arc<Epoch>>,
@@ -257,13 +163,15 @@ impl Store {
         policy: Arc<dyn QuotaPolicy>,
     ) -> Result<Self> {
         config.validate()?;
-        let mut bytes = [0; 4];
+        let mut bytes = [0; 8];
         random_bytes(&mut bytes)?;
         let start = clock.now();
-        let versions = Arc::new(Versions::new());
+        let floor = fence_floor(clock.wall(), config.fence_floor);
+        let versions = Arc::new(Versions::starting_after(floor));
         Ok(Store {
-            incarnation: u32::from_le_bytes(bytes),
-            seqs: AtomicU64::new(0),
+            incarnation: u64::from_le_bytes(bytes),
+            fence_floor: floor,
+            seqs: AtomicU64::new(floor),
             tenants: ShardMap::with_capacity(64),
             tenant_count: Counter::new(Scope::Collection("tenants"), config.tenants_max),
             leases: Table::new("leases", config.leases_max, Arc::clone(&versions), start),
@@ -305,6 +213,17 @@ impl Store {
             clock,
             config,
         })
+    }
+
+    /// The lowest fence (lease or lock) this incarnation can issue: the
+    /// wall clock at start in nanoseconds since the Unix epoch, or the
+    /// configured `fence_floor` if that is higher. Every fence an earlier
+    /// incarnation issued is below it as long as that incarnation issued
+    /// fewer than one fence per nanosecond on average and the wall clock
+    /// did not step back across the restart (the host's floor covers that
+    /// case). A fence below it is from an earlier incarnation: `Restarted`.
+    pub fn fence_floor(&self) -> u64 {
+        self.fence_floor
     }
 
     /// The limits this store was built with.
@@ -404,68 +323,6 @@ impl Store {
         n
     }
 
-    /// Revokes a whole tenant: every record it has becomes invisible at once
-    /// (its epoch moves on), then its leases (and everything attached) and
-    /// presence records are removed. Idempotent; an unknown tenant is fine.
-    pub fn revoke_tenant(&self, tenant: TenantId) -> Result<()> {
-        // Under the registry's write lock, so two revocations end one epoch
-        // each and a creator reads either the old epoch (its record is
-        // hidden with the rest) or the new one.
-        let (next, _) = self.tenants.upsert(tenant, |current| match current {
-            Some(epoch) => {
-                let next = Arc::new(epoch.end());
-                Upsert::Put(Arc::clone(&next), Some(next))
-            }
-            None => Upsert::Keep(None),
-        });
-        if let Some(next) = next {
-            let now = self.clock.now();
-            self.end_tenant_records(tenant, &next.tenant, stale, Cause::Revoked, now);
-        }
-        Ok(())
-    }
-
-    /// Removes a tenant's indexed leases (tombstoned first, with everything
-    /// attached) and presence records that `approve` accepts, with `cause`.
-    /// Used by tenant revocation (stale records only) and by the end of a
-    /// drain (everything).
-    fn end_tenant_records(
-        &self,
-        tenant: TenantId,
-        t: &Tenant,
-        approve: fn(&Owner) -> Result<()>,
-        cause: Cause,
-        now: MonoTime,
-    ) {
-        let (mut leases, members) = {
-            let index = lock(&t.index);
-            (
-                index.leases.iter().copied().collect::<Vec<_>>(),
-                index.members.iter().cloned().collect::<Vec<_>>(),
-            )
-        };
-        // Oldest first, as the same operations must give the same events.
-        leases.sort_unstable();
-        for seq in leases {
-            // As for a single revocation: tombstone first, best effort.
-            self.tombstone(tenant, seq, now);
-            let removed = self
-                .leases
-                .remove_with(&seq, |v, _, _| approve(&v.owner), now);
-            if let Ok(r) = removed {
-                self.retire_lease(r, cause, now);
-            }
-        }
-        for member in members {
-            let removed =
-                self.presence
-                    .remove_with(&(tenant, member), |v, _, _| approve(&v.owner), now);
-            if let Ok(r) = removed {
-                self.retire_presence(r, cause, true);
-            }
-        }
-    }
-
     // ----- shared helpers ----------------------------------------------------
 
     fn next_seq(&self) -> u64 {
@@ -481,6 +338,14 @@ impl Store {
     }
 
     /// The sequence number of a lease id from this incarnation.
+    /// Refuses a fence from an earlier incarnation with `Restarted`.
+    fn fence_of_this_incarnation(&self, fence: u64) -> Result<u64> {
+        if fence <= self.fence_floor {
+            return Err(Error::Restarted);
+        }
+        Ok(fence)
+    }
+
     fn lease_seq(&self, id: LeaseId) -> Result<u64> {
         if id.incarnation() != self.incarnation {
             return Err(Error::Restarted);
@@ -523,82 +388,6 @@ impl Store {
         Ok(Arc::from(attrs))
     }
 
-    /// The tenant's current epoch, if the tenant is known.
-    fn tenant(&self, id: TenantId) -> Option<Arc<Epoch>> {
-        self.tenants.read(&id, Arc::clone)
-    }
-
-    fn tenant_or_create(&self, id: TenantId) -> Result<Arc<Epoch>> {
-        if let Some(t) = self.tenant(id) {
-            return Ok(t);
-        }
-        let q = self.policy.quota(id);
-        let quota = |scope, limit| {
-            if limit == TenantQuota::OFF {
-                Counter::uncounted(scope)
-            } else {
-                Counter::new(scope, limit)
-            }
-        };
-        let (outcome, _) = self.tenants.upsert(id, |existing| match existing {
-            Some(t) => Upsert::Keep(Ok(Arc::clone(t))),
-            None if !self.tenant_count.try_acquire(1) => {
-                Upsert::Keep(Err(Error::CapacityExceeded {
-                    scope: Scope::Collection("tenants"),
-                }))
-            }
-            None => {
-                let t = Arc::new(Epoch::first(
-                    id,
-                    Tenant {
-                        leases: quota(Scope::Tenant("leases"), q.leases_max),
-                        listings: quota(Scope::Tenant("listings"), q.listings_max),
-                        presence: quota(Scope::Tenant("presence"), q.presence_max),
-                        attempts: quota(Scope::Tenant("attempts"), q.attempts_max),
-                        replay: quota(Scope::Tenant("replay"), q.replay_max),
-                        idempotency: quota(Scope::Tenant("idempotency"), q.idempotency_max),
-                        locks: quota(Scope::Tenant("locks"), q.locks_max),
-                        index: Mutex::new(TenantIndex::default()),
-                    },
-                ));
-                Upsert::Put(Arc::clone(&t), Ok(t))
-            }
-        });
-        outcome
-    }
-
-    /// Whether a lease is visible: `Ok`, or why not.
-    fn lease_status(&self, tenant: TenantId, seq: u64, now: MonoTime) -> Result<()> {
-        match self.read_lease(tenant, seq, now, |v, _| v.owner.valid()) {
-            Ok(true) => Ok(()),
-            Ok(false) => Err(Error::Revoked),
-            Err(Error::NotFound) => Err(self.gone(tenant, seq, now)),
-            Err(e) => Err(e),
-        }
-    }
-
-    /// Reads tenant `tenant`'s lease `seq`; `NotFound` if it is another
-    /// tenant's.
-    fn read_lease<R>(
-        &self,
-        tenant: TenantId,
-        seq: u64,
-        now: MonoTime,
-        read: impl FnOnce(&Lease, Stamp) -> R,
-    ) -> Result<R> {
-        self.leases
-            .read_owned(&seq, now, |v| v.owner.is_of(tenant), read)
-    }
-
-    /// What a missing lease is: revoked while its tombstone lives, else
-    /// not found.
-    fn gone(&self, tenant: TenantId, seq: u64, now: MonoTime) -> Error {
-        match self.tombstones.read(&seq, now, |owner, _| *owner == tenant) {
-            Ok(true) => Error::Revoked,
-            _ => Error::NotFound,
-        }
-    }
-
     /// Records that a lease was revoked, so renewals that miss it answer
     /// `Revoked`. Best effort: a full tombstone table must not stop a
     /// revocation (renewals then get `NotFound`, still a refusal).
@@ -618,170 +407,15 @@ impl Store {
             cause,
         });
     }
+}
 
-    // ----- removal bookkeeping --------------------------------------------
-    //
-    // Each `retire_*` runs exactly once per record that left its table, by
-    // whichever path removed it. It releases the tenant counters the record
-    // owned (if it was attached), detaches it from its parent's index when
-    // asked (`detach`: the parent is not itself being removed), cascades to
-    // its children, and emits its event. Returns the number of descendants
-    // removed.
-
-    fn retire_lease(&self, r: Removed<IdKey, Lease>, cause: Cause, now: MonoTime) -> usize {
-        let seq = r.key;
-        let lease = r.value;
-        let tenant = lease.owner.id();
-        lease.owner.tenant().leases.release(1);
-        lock(&lease.owner.tenant().index).leases.remove(&seq);
-        self.emit(
-            Collection::Leases,
-            tenant,
-            RecordId::Lease(self.lease_id(seq)),
-            cause,
-        );
-        let mut n = 0;
-        let children = lease.children.map(|c| *c).unwrap_or_default();
-        for key in children.listings {
-            let removed =
-                self.listings
-                    .remove_with(&(tenant, key), |v, _, _| owned_by(v.lease == seq), now);
-            if let Ok(child) = removed {
-                n += 1 + self.retire_listing(child, Cause::Cascaded, now, false);
-            }
-        }
-        for member in children.members {
-            let removed = self.presence.remove_with(
-                &(tenant, member),
-                |v, _, _| owned_by(v.lease == Some(seq)),
-                now,
-            );
-            if let Ok(child) = removed {
-                n += 1;
-                self.retire_presence(child, Cause::Cascaded, false);
-            }
-        }
-        for name in children.locks {
-            let removed = self.locks.remove_with(
-                &(tenant, name),
-                |v, _, _| owned_by(v.lease == Some(seq)),
-                now,
-            );
-            if let Ok(child) = removed {
-                n += 1;
-                self.retire_lock(child, Cause::Cascaded, false);
-            }
-        }
-        n
-    }
-
-    fn retire_listing(
-        &self,
-        r: Removed<NameKey, Listing>,
-        cause: Cause,
-        now: MonoTime,
-        detach: bool,
-    ) -> usize {
-        let (tenant, key) = r.key;
-        let listing = r.value;
-        if listing.attached {
-            listing.owner.tenant().listings.release(1);
-            lock(&listing.owner.tenant().index).listings.remove(&key);
-            self.emit(
-                Collection::Listings,
-                tenant,
-                RecordId::Listing(Arc::clone(&key)),
-                cause,
-            );
-        }
-        if detach {
-            self.leases.modify(&listing.lease, |lease| {
-                lease.detach(|c| &mut c.listings, &key);
-            });
-        }
-        let mut n = 0;
-        for seq in listing.attempts {
-            let origin = listing.origin;
-            let removed = self.attempts.remove_with(
-                &seq,
-                |v, _, _| owned_by(v.origin == origin && !v.phase.is_consumed()),
-                now,
-            );
-            if let Ok(child) = removed {
-                n += 1;
-                self.retire_attempt(child, Cause::Cascaded, false);
-            }
-        }
-        n
-    }
-
-    fn retire_presence(&self, r: Removed<NameKey, Presence>, cause: Cause, detach: bool) {
-        let (tenant, member) = r.key;
-        let presence = r.value;
-        if presence.attached {
-            presence.owner.tenant().presence.release(1);
-            lock(&presence.owner.tenant().index).members.remove(&member);
-            self.emit(
-                Collection::Presence,
-                tenant,
-                RecordId::Member(Arc::clone(&member)),
-                cause,
-            );
-        }
-        if let (true, Some(lease)) = (detach, presence.lease) {
-            self.leases.modify(&lease, |l| {
-                l.detach(|c| &mut c.members, &member);
-            });
-        }
-    }
-
-    fn retire_attempt(&self, r: Removed<IdKey, Attempt>, cause: Cause, detach: bool) {
-        let seq = r.key;
-        let attempt = r.value;
-        let tenant = attempt.owner.id();
-        let consumed = attempt.phase.is_consumed();
-        if attempt.attached {
-            let owner = attempt.owner.tenant();
-            owner.replay.release(1);
-            if !consumed {
-                owner.attempts.release(1);
-                self.pending.release(1);
-            }
-            let collection = if consumed {
-                Collection::Replay
-            } else {
-                Collection::Attempts
-            };
-            self.emit(
-                collection,
-                tenant,
-                RecordId::Attempt(self.attempt_id(seq)),
-                cause,
-            );
-        }
-        if detach && !consumed {
-            self.detach_attempt(tenant, &attempt.listing, attempt.origin, seq);
-        }
-    }
-
-    fn detach_attempt(&self, tenant: TenantId, listing: &Arc<str>, origin: u64, seq: u64) {
-        let key = (tenant, Arc::clone(listing));
-        self.listings.modify(&key, |l| {
-            if l.origin == origin {
-                l.attempts.retain(|s| *s != seq);
-            }
-        });
-    }
-
-    fn retire_idem(&self, r: Removed<NameKey, Idem>, cause: Cause) {
-        r.value.owner.tenant().idempotency.release(1);
-        self.emit(
-            Collection::Idempotency,
-            r.key.0,
-            RecordId::Key(r.key.1),
-            cause,
-        );
-    }
+/// The first fence of an incarnation that starts at wall time `wall`:
+/// nanoseconds since the Unix epoch, or the host's `floor` if higher.
+fn fence_floor(wall: SystemTime, floor: u64) -> u64 {
+    let nanos = wall
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX / 2));
+    nanos.max(floor)
 }
 
 /// A removal predicate: approve iff `owned`.
@@ -791,17 +425,6 @@ fn owned_by(owned: bool) -> Result<()> {
     } else {
         Err(Error::NotFound)
     }
-}
-
-/// A removal predicate that approves any record (a drain ends everything).
-fn any(_owner: &Owner) -> Result<()> {
-    Ok(())
-}
-
-/// A removal predicate for tenant revocation: approve records of an earlier
-/// epoch only.
-fn stale(owner: &Owner) -> Result<()> {
-    owned_by(!owner.valid())
 }
 
 #[cfg(not(relaystore_loom))]
@@ -814,7 +437,7 @@ impl crate::driver::Sweep for Store {
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Store")
-            .field("incarnation", &format_args!("{:08x}", self.incarnation))
+            .field("incarnation", &format_args!("{:016x}", self.incarnation))
             .field("stats", &self.stats())
             .finish_non_exhaustive()
     }

@@ -1,13 +1,16 @@
 //! Presence: a member's heartbeat record with a TTL.
 
+use super::attach::{Child, LeaseChild, Occupant, Parent};
 use super::listing::{Cursor, Page};
-use super::{owned_by, NameKey, Occupant, Owner, Store};
+use super::tenant::{Owner, TenantIndex};
+use super::visible::Ancestry;
+use super::{owned_by, Collection, NameKey, Store};
 use crate::error::{Error, Result};
 use crate::events::Cause;
 use crate::ids::{LeaseId, TenantId};
-use crate::quota::Reservation;
 use crate::record::Stamp;
-use crate::sync::{lock, Arc};
+use crate::sync::Arc;
+use crate::table::{Removed, Table};
 use crate::time::MonoTime;
 use std::time::Duration;
 
@@ -17,6 +20,39 @@ pub(crate) struct Presence {
     pub(super) lease: Option<u64>,
     attrs: Arc<[u8]>,
     pub(super) attached: bool,
+}
+
+impl Child for Presence {
+    type Key = NameKey;
+    const QUOTAS: &'static [Collection] = &[Collection::Presence];
+
+    fn table(store: &Store) -> &Table<NameKey, Presence> {
+        &store.presence
+    }
+
+    fn attached(&self) -> bool {
+        self.attached
+    }
+
+    fn set_attached(&mut self) {
+        self.attached = true;
+    }
+
+    fn ancestry(&self) -> Ancestry {
+        Ancestry {
+            owner_valid: self.owner.valid(),
+            lease: self.lease,
+            listing: None,
+        }
+    }
+
+    fn index(key: &NameKey, index: &mut TenantIndex) {
+        index.members.insert(Arc::clone(&key.1));
+    }
+
+    fn retire(store: &Store, removed: Removed<NameKey, Self>, cause: Cause, _now: MonoTime) {
+        store.retire_presence(removed, cause, true);
+    }
 }
 
 /// A visible presence record.
@@ -77,110 +113,40 @@ impl Store {
             match refreshed {
                 Ok((_, stamp)) => return Ok(stamp),
                 Err(Error::NotFound | Error::Expired) => {}
-                Err(Error::Conflict { current_version }) => match self.presence_occupant(&key, now)
-                {
-                    Occupant::Visible => return Err(Error::Conflict { current_version }),
-                    Occupant::InFlight => return Err(Error::InFlight),
-                    Occupant::Cleared => {}
-                },
-                Err(e) => return Err(e),
-            }
-            let attrs = attrs.clone().unwrap_or_else(|| Arc::from(&[][..]));
-            match self.create_presence(&key, attrs, lease, now, deadline) {
-                // Someone else created it meanwhile: refresh theirs, unless
-                // their creation is still in flight.
-                Err(Error::Conflict { .. }) => {
-                    if let Occupant::InFlight = self.presence_occupant(&key, now) {
-                        return Err(Error::InFlight);
+                // Under another lease: taken, unless that lease is gone.
+                Err(Error::Conflict { current_version }) => {
+                    match self.occupant::<Presence>(tenant, &key, now) {
+                        Occupant::Visible => return Err(Error::Conflict { current_version }),
+                        Occupant::InFlight => return Err(Error::InFlight),
+                        Occupant::Cleared => {}
                     }
                 }
+                Err(e) => return Err(e),
+            }
+            let parent = match lease {
+                Some(seq) => Parent::Lease {
+                    seq,
+                    kind: LeaseChild::Members,
+                    child: Arc::clone(&key.1),
+                },
+                None => Parent::None,
+            };
+            let attrs = attrs.clone().unwrap_or_else(|| Arc::from(&[][..]));
+            let created = self.create(tenant, key.clone(), parent, now, deadline, |owner, _| {
+                Presence {
+                    owner,
+                    lease,
+                    attrs: Arc::clone(&attrs),
+                    attached: false,
+                }
+            });
+            match created {
+                // Someone else created it meanwhile: refresh theirs.
+                Err(Error::Conflict { .. }) => {}
                 other => return other,
             }
         }
         Err(Error::InFlight)
-    }
-
-    fn create_presence(
-        &self,
-        key: &NameKey,
-        attrs: Arc<[u8]>,
-        lease: Option<u64>,
-        now: MonoTime,
-        deadline: u64,
-    ) -> Result<Stamp> {
-        let t = self.tenant_or_create(key.0)?;
-        self.admit_new(now)?;
-        let reservation = Reservation::acquire(&[(&t.tenant.presence, 1)])?;
-        let record = Presence {
-            owner: Owner::of(&t),
-            lease,
-            attrs,
-            attached: false,
-        };
-        let (stamp, replaced) = self.presence.insert(key.clone(), record, now, deadline)?;
-        if let Some(old) = replaced {
-            self.retire_presence(old, Cause::Expired, true);
-        }
-        if let Some(seq) = lease {
-            let attached = self.attach_to_lease(
-                key.0,
-                seq,
-                now,
-                |l| &mut l.members,
-                Arc::clone(&key.1),
-                ("presence", self.config.presence_per_lease_max),
-            );
-            if let Err(e) = attached {
-                let version = stamp.version;
-                let _ = self.presence.remove_with(
-                    key,
-                    |v, s, _| owned_by(s.version == version && !v.attached),
-                    now,
-                );
-                return Err(e);
-            }
-        }
-        let version = stamp.version;
-        {
-            // Visible and indexed under one hold of the tenant's index, as
-            // for listings.
-            let mut index = lock(&t.tenant.index);
-            self.presence
-                .update(key, now, None, |v, s| {
-                    owned_by(s.version == version)?;
-                    v.attached = true;
-                    Ok(((), None))
-                })
-                .map_err(|_| Error::Revoked)?;
-            index.members.insert(Arc::clone(&key.1));
-        }
-        reservation.commit();
-        Ok(stamp)
-    }
-
-    /// What holds `key`: a visible presence, a creation in flight, or an
-    /// invisible record (tenant revoked, or its lease gone), which is
-    /// removed so the member can come back.
-    fn presence_occupant(&self, key: &NameKey, now: MonoTime) -> Occupant {
-        let seen = self.presence.read(key, now, |v, s| {
-            (v.attached, v.owner.valid(), v.lease, s.version)
-        });
-        let (owner_valid, lease, version) = match seen {
-            Ok((true, owner_valid, lease, version)) => (owner_valid, lease, version),
-            Ok((false, ..)) => return Occupant::InFlight,
-            Err(_) => return Occupant::Cleared,
-        };
-        let lease_ok = lease.is_none_or(|seq| self.lease_status(key.0, seq, now).is_ok());
-        if owner_valid && lease_ok {
-            return Occupant::Visible;
-        }
-        if let Ok(removed) =
-            self.presence
-                .remove_with(key, |_, s, _| owned_by(s.version == version), now)
-        {
-            self.retire_presence(removed, Cause::Cascaded, true);
-        }
-        Occupant::Cleared
     }
 
     /// A visible presence record.

@@ -334,12 +334,8 @@ impl Model {
                 if let Err(k) = self.lease_status(tenant, lease) {
                     return Outcome::Err(k);
                 }
-                if self.listings.contains_key(&(tenant, key)) {
-                    if self.listing_visible(tenant, key).is_some() {
-                        return Outcome::Err(Kind::Conflict);
-                    }
-                    self.remove_listing(tenant, key);
-                }
+                // The narrow scope (the lease's cap) is decided before the
+                // key is looked at.
                 let on_lease = self
                     .listings
                     .iter()
@@ -347,6 +343,12 @@ impl Model {
                     .count();
                 if on_lease >= LISTINGS_PER_LEASE {
                     return Outcome::Err(Kind::Capacity("per-parent cap on listings".into()));
+                }
+                if self.listings.contains_key(&(tenant, key)) {
+                    if self.listing_visible(tenant, key).is_some() {
+                        return Outcome::Err(Kind::Conflict);
+                    }
+                    self.remove_listing(tenant, key);
                 }
                 self.instances += 1;
                 self.listings.insert(
@@ -447,13 +449,19 @@ impl Model {
                 if !a.present || a.tenant != tenant {
                     return Outcome::Err(Kind::NotFound);
                 }
-                if a.phase == PhaseM::Consumed {
-                    return Outcome::Err(Kind::ReplayRejected);
-                }
                 if now >= a.deadline {
                     return Outcome::Err(Kind::Expired);
                 }
-                a.present = false;
+                if a.phase == PhaseM::Consumed {
+                    return Outcome::Err(Kind::ReplayRejected);
+                }
+                // The same ancestor rule as every other path.
+                let (key, instance) = (a.key, a.instance);
+                match self.listing_visible(tenant, key) {
+                    Some(l) if l.instance == instance => {}
+                    _ => return Outcome::Err(Kind::NotFound),
+                }
+                self.attempts[attempt].present = false;
                 Outcome::Ok
             }
             Op::Bind { .. } | Op::Consume { .. } | Op::Cancel { .. } => Outcome::Ok,

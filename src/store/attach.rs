@@ -1,0 +1,480 @@
+//! The one creation protocol: how every record comes into the store.
+//!
+//! Grants, publishes, new presence records, named locks and join attempts
+//! all run [`Store::create`]. It owns the order of the steps, and a
+//! [`Pending`] guard undoes every step taken so far on a refusal, an error
+//! or a panic, so no caller writes any of this sequence by hand.
+//!
+//! # Ground rules
+//!
+//! 1. **Lifecycle first.** A draining or stopped store refuses before
+//!    anything is taken.
+//! 2. **Narrow scopes before shared ones.** The tenant hold (a known
+//!    tenant: nothing shared), then a slot in the parent's index of
+//!    children (the per-parent cap), then the tenant's quotas. Only then
+//!    the shared scopes: a new tenant's registry slot (taken only for
+//!    records without a parent, after its quota was seen to be non-zero),
+//!    store-wide counters, and the table's ceiling inside the insert. A
+//!    doomed operation — one its own tenant's limits refuse — so never
+//!    holds a unit that another tenant's admission needs, even for an
+//!    instant.
+//! 3. **Insert invisible, confirm, then attach.** A child is inserted
+//!    unattached (invisible). Its parent slot is then confirmed under the
+//!    parent's shard lock: if the parent was removed since the slot was
+//!    taken, the removal could not see the child, so the creation fails
+//!    and removes the child itself; if the parent is removed after the
+//!    confirmation, the removal's cascade finds the slot and removes the
+//!    child. Last, under the tenant's index lock, the record is marked
+//!    attached (visible) and indexed, so a tenant revocation or a drain
+//!    that walks the index either sees it or happened before it.
+//! 4. **Commit, then look at the stop.** The guard's units pass to the
+//!    record. A drain that stopped the store while the creation was in
+//!    flight may have walked the tenant's index before the record was in
+//!    it, so a creation that sees the store stopped takes its record back
+//!    (cause `Drained`) and answers `ServiceUnavailable`. A drain that
+//!    stops the store after that look walks the index after the record
+//!    was indexed, and removes it.
+//! 5. **A taken key.** An insert that finds the key held by a visible
+//!    record answers `Conflict`; by a creation in flight, `InFlight`; by a
+//!    record no longer visible (its ancestor or tenant gone), the record is
+//!    removed and the insert tried once more. A key found taken at both
+//!    tries answers `Conflict`.
+//!
+//! A record without a parent (a lease; presence or a lock without a lease)
+//! has nothing to confirm: it is inserted attached, and indexed, under one
+//! hold of the tenant's index lock, so it is visible from the moment it
+//! exists (a lock's fence is readable the moment the lock is held).
+
+use super::lease::{Lease, LeaseChildren};
+use super::tenant::{Hold, Owner, TenantIndex};
+use super::visible::Ancestry;
+use super::{owned_by, Collection, NameKey, Store};
+use crate::config::StoreConfig;
+use crate::error::{Error, Result, Scope};
+use crate::events::Cause;
+use crate::ids::TenantId;
+use crate::quota::Counter;
+use crate::record::Stamp;
+use crate::sync::{lock, Arc};
+use crate::table::{Removed, Table};
+use crate::time::MonoTime;
+use std::hash::Hash;
+
+/// A kind of record that [`Store::create`] can make.
+pub(super) trait Child: Sized {
+    /// The table's key.
+    type Key: Eq + Hash + Ord + Clone;
+    /// The tenant quotas one record takes a unit of, narrowest first.
+    const QUOTAS: &'static [Collection];
+    /// The record's table.
+    fn table(store: &Store) -> &Table<Self::Key, Self>;
+    /// A store-wide counter the record takes a unit of, besides its
+    /// table's ceiling.
+    fn shared(_store: &Store) -> Option<&Counter> {
+        None
+    }
+    fn attached(&self) -> bool;
+    fn set_attached(&mut self);
+    /// What the record's visibility depends on.
+    fn ancestry(&self) -> Ancestry;
+    /// Puts the key in the tenant's index, if the kind is indexed.
+    fn index(_key: &Self::Key, _index: &mut TenantIndex) {}
+    /// Whether this is the record a creation inserted at `version`, for
+    /// taking it back after a stop (the default: the key alone says so).
+    fn made_at(&self, _version: u64) -> bool {
+        true
+    }
+    /// The removal bookkeeping of a record that left its table (it is
+    /// detached from its parent).
+    fn retire(store: &Store, removed: Removed<Self::Key, Self>, cause: Cause, now: MonoTime);
+}
+
+/// The kind of child a lease keeps an index of.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum LeaseChild {
+    Listings,
+    Members,
+    Locks,
+}
+
+impl LeaseChild {
+    fn collection(self) -> Collection {
+        match self {
+            LeaseChild::Listings => Collection::Listings,
+            LeaseChild::Members => Collection::Presence,
+            LeaseChild::Locks => Collection::Locks,
+        }
+    }
+
+    fn cap(self, config: &StoreConfig) -> usize {
+        match self {
+            LeaseChild::Listings => config.listings_per_lease_max,
+            LeaseChild::Members => config.presence_per_lease_max,
+            LeaseChild::Locks => config.locks_per_lease_max,
+        }
+    }
+
+    pub(super) fn of(self, c: &LeaseChildren) -> &Vec<Arc<str>> {
+        match self {
+            LeaseChild::Listings => &c.listings,
+            LeaseChild::Members => &c.members,
+            LeaseChild::Locks => &c.locks,
+        }
+    }
+
+    pub(super) fn of_mut(self, c: &mut LeaseChildren) -> &mut Vec<Arc<str>> {
+        match self {
+            LeaseChild::Listings => &mut c.listings,
+            LeaseChild::Members => &mut c.members,
+            LeaseChild::Locks => &mut c.locks,
+        }
+    }
+}
+
+/// Where a new record hangs.
+pub(super) enum Parent {
+    /// Nowhere: a lease, or presence or a lock without a lease.
+    None,
+    /// In lease `seq`'s index of `kind`, as `child`.
+    Lease {
+        seq: u64,
+        kind: LeaseChild,
+        child: Arc<str>,
+    },
+    /// In the attempts of the listing under `key` published as `origin`.
+    Listing {
+        key: NameKey,
+        origin: u64,
+        child: u64,
+    },
+}
+
+impl Parent {
+    /// Takes a slot in the parent's index of children: refused if the
+    /// parent is not visible or its cap is reached. The narrow scope every
+    /// child is decided by first.
+    fn reserve(&self, store: &Store, tenant: TenantId, now: MonoTime) -> Result<()> {
+        match self {
+            Parent::None => Ok(()),
+            Parent::Lease { seq, kind, child } => {
+                let cap = kind.cap(&store.config);
+                let owned = |l: &Lease| l.owner.is_of(tenant);
+                let taken = store
+                    .leases
+                    .update_owned(seq, now, owned, None, |lease, _| {
+                        if !lease.owner.valid() {
+                            return Err(Error::Revoked);
+                        }
+                        let children = kind.of_mut(lease.children_mut());
+                        if children.len() >= cap {
+                            return Err(Error::CapacityExceeded {
+                                scope: Scope::Parent(kind.collection().scope_name()),
+                            });
+                        }
+                        children.push(Arc::clone(child));
+                        Ok(((), None))
+                    });
+                match taken {
+                    Ok(_) => Ok(()),
+                    Err(Error::NotFound) => Err(store.gone(tenant, *seq, now)),
+                    Err(e) => Err(e),
+                }
+            }
+            Parent::Listing { key, origin, child } => {
+                let cap = store.config.attempts_per_listing_max;
+                let taken = store.listings.update(key, now, None, |l, _| {
+                    if l.origin != *origin || !l.attached || !l.owner.valid() {
+                        return Err(Error::NotFound);
+                    }
+                    if l.attempts.len() >= cap {
+                        return Err(Error::CapacityExceeded {
+                            scope: Scope::Parent(Collection::Attempts.scope_name()),
+                        });
+                    }
+                    l.attempts.push(*child);
+                    Ok(((), None))
+                });
+                match taken {
+                    Ok(_) => Ok(()),
+                    Err(Error::Expired) => Err(Error::NotFound),
+                    Err(e) => Err(e),
+                }
+            }
+        }
+    }
+
+    /// Whether the slot is still in a parent that is still there, under the
+    /// parent's shard lock (see rule 3).
+    fn confirm(&self, store: &Store) -> Result<()> {
+        let held = match self {
+            Parent::None => Some(true),
+            Parent::Lease { seq, kind, child } => store.leases.modify(seq, |l| {
+                l.owner.valid()
+                    && l.children
+                        .as_deref()
+                        .is_some_and(|c| kind.of(c).contains(child))
+            }),
+            Parent::Listing { key, origin, child } => store.listings.modify(key, |l| {
+                l.origin == *origin && l.owner.valid() && l.attempts.contains(child)
+            }),
+        };
+        match (held, self) {
+            (Some(true), _) => Ok(()),
+            (_, Parent::Listing { .. }) => Err(Error::NotFound),
+            _ => Err(Error::Revoked),
+        }
+    }
+
+    /// Gives the slot back.
+    fn release(&self, store: &Store) {
+        match self {
+            Parent::None => {}
+            Parent::Lease { seq, kind, child } => {
+                store.leases.modify(seq, |l| l.detach(*kind, child));
+            }
+            Parent::Listing { key, origin, child } => {
+                store.listings.modify(key, |l| {
+                    if l.origin == *origin {
+                        if let Some(i) = l.attempts.iter().position(|s| s == child) {
+                            l.attempts.swap_remove(i);
+                        }
+                    }
+                });
+            }
+        }
+    }
+}
+
+/// What an insert found under a key it could not take.
+pub(super) enum Occupant {
+    /// A visible record: the key is genuinely taken.
+    Visible,
+    /// A record being created right now (not yet visible): retry shortly.
+    InFlight,
+    /// An invisible record, now removed (or the key freed meanwhile).
+    Cleared,
+}
+
+/// Everything a creation has taken so far; undone on drop unless
+/// committed (rollback on refusal, error and panic alike).
+struct Pending<'s, C: Child> {
+    store: &'s Store,
+    now: MonoTime,
+    parent: Parent,
+    slot: bool,
+    hold: Option<Hold<'s>>,
+    /// How many of `C::QUOTAS` are held.
+    quotas: usize,
+    shared: Option<&'s Counter>,
+    /// The key and version of the inserted, not yet attached record.
+    inserted: Option<(C::Key, u64)>,
+}
+
+impl<C: Child> Pending<'_, C> {
+    /// The record owns everything now.
+    fn commit(&mut self) {
+        if let Some(hold) = self.hold.take() {
+            hold.keep();
+        }
+        self.slot = false;
+        self.quotas = 0;
+        self.shared = None;
+        self.inserted = None;
+    }
+}
+
+impl<C: Child> Drop for Pending<'_, C> {
+    fn drop(&mut self) {
+        if let Some((key, version)) = self.inserted.take() {
+            // Never attached, so never visible and never counted by a
+            // removal path: the record and its units are this guard's.
+            let _ = C::table(self.store).remove_with(
+                &key,
+                |v, s, _| owned_by(s.version == version && !v.attached()),
+                self.now,
+            );
+        }
+        if let Some(shared) = self.shared.take() {
+            shared.release(1);
+        }
+        if let Some(hold) = &self.hold {
+            let tenant = &hold.epoch().tenant;
+            for &c in &C::QUOTAS[..self.quotas] {
+                if let Some(quota) = tenant.quota(c) {
+                    quota.release(1);
+                }
+            }
+        }
+        if self.slot {
+            self.parent.release(self.store);
+        }
+        // The hold goes last: giving it back may forget the tenant.
+        self.hold.take();
+    }
+}
+
+impl Store {
+    /// Creates a record of kind `C` under `key` for `tenant`, live until
+    /// `deadline`, hanging from `parent`, following the protocol in this
+    /// module's docs. `make` builds the record from its owner and the
+    /// version it gets (a lock's fence is its version). Returns the
+    /// record's stamp.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn create<C: Child>(
+        &self,
+        tenant: TenantId,
+        key: C::Key,
+        parent: Parent,
+        now: MonoTime,
+        deadline: u64,
+        make: impl Fn(Owner, u64) -> C,
+    ) -> Result<Stamp> {
+        self.admit_new(now)?;
+        let hold = match parent {
+            // A child's parent holds the tenant: nothing to register, and a
+            // tenant that holds nothing has no parent to offer.
+            Parent::None => self.hold_tenant(tenant, C::QUOTAS)?,
+            _ => self
+                .hold_known_tenant(tenant)
+                .ok_or_else(|| self.missing_parent(&parent, tenant, now))?,
+        };
+        let epoch = Arc::clone(hold.epoch());
+        let mut pending = Pending::<C> {
+            store: self,
+            now,
+            parent,
+            slot: false,
+            hold: Some(hold),
+            quotas: 0,
+            shared: None,
+            inserted: None,
+        };
+        // Narrow scopes: the parent's cap, then the tenant's quotas.
+        pending.parent.reserve(self, tenant, now)?;
+        pending.slot = true;
+        for &c in C::QUOTAS {
+            if let Some(quota) = epoch.tenant.quota(c) {
+                if !quota.try_acquire(1) {
+                    return Err(Error::CapacityExceeded {
+                        scope: quota.scope(),
+                    });
+                }
+            }
+            pending.quotas += 1;
+        }
+        // Shared scopes: store-wide counters, then the table's ceiling.
+        if let Some(shared) = C::shared(self) {
+            if !shared.try_acquire(1) {
+                return Err(Error::CapacityExceeded {
+                    scope: shared.scope(),
+                });
+            }
+            pending.shared = Some(shared);
+        }
+        let owner = Owner::of(&epoch);
+        let born = matches!(pending.parent, Parent::None);
+        let build = |version| {
+            let mut record = make(owner.clone(), version);
+            if born {
+                record.set_attached();
+            }
+            record
+        };
+        let table = C::table(self);
+        let mut tries = 0;
+        let (stamp, replaced) = loop {
+            tries += 1;
+            let inserted = if born {
+                let mut index = lock(&epoch.tenant.index);
+                let inserted = table.insert_with(key.clone(), &build, now, deadline);
+                if inserted.is_ok() {
+                    C::index(&key, &mut index);
+                }
+                inserted
+            } else {
+                table.insert_with(key.clone(), &build, now, deadline)
+            };
+            match inserted {
+                Ok(done) => break done,
+                Err(Error::Conflict { current_version }) => {
+                    match self.occupant::<C>(tenant, &key, now) {
+                        Occupant::Visible => return Err(Error::Conflict { current_version }),
+                        Occupant::InFlight => return Err(Error::InFlight),
+                        Occupant::Cleared if tries < 2 => {}
+                        // Taken at each try, if only briefly: the key was
+                        // held when this insert ran.
+                        Occupant::Cleared => return Err(Error::Conflict { current_version }),
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        };
+        if let Some(old) = replaced {
+            // An expired record under the same key: its retirement takes
+            // the key out of the tenant's index, where a record born
+            // attached has just put it back.
+            C::retire(self, old, Cause::Expired, now);
+            if born {
+                C::index(&key, &mut lock(&epoch.tenant.index));
+            }
+        }
+        let version = stamp.version;
+        if !born {
+            pending.inserted = Some((key.clone(), version));
+            pending.parent.confirm(self)?;
+            let mut index = lock(&epoch.tenant.index);
+            table
+                .update(&key, now, None, |v, s| {
+                    owned_by(s.version == version && !v.attached())?;
+                    v.set_attached();
+                    Ok(((), None))
+                })
+                .map_err(|_| Error::Revoked)?;
+            C::index(&key, &mut index);
+        }
+        pending.commit();
+        drop(pending);
+        if self.is_stopped() {
+            let taken = table.remove_with(&key, |v, _, _| owned_by(v.made_at(version)), now);
+            if let Ok(r) = taken {
+                C::retire(self, r, Cause::Drained, now);
+            }
+            return Err(Error::ServiceUnavailable);
+        }
+        Ok(stamp)
+    }
+
+    /// What a child whose tenant holds nothing answers: its parent is
+    /// missing (or, for a lease, revoked while its tombstone lives).
+    fn missing_parent(&self, parent: &Parent, tenant: TenantId, now: MonoTime) -> Error {
+        match parent {
+            Parent::Lease { seq, .. } => self.gone(tenant, *seq, now),
+            _ => Error::NotFound,
+        }
+    }
+
+    /// What holds `key`: a visible record, a creation in flight, or a
+    /// record no longer visible, which is removed so the key can be reused.
+    pub(super) fn occupant<C: Child>(
+        &self,
+        tenant: TenantId,
+        key: &C::Key,
+        now: MonoTime,
+    ) -> Occupant {
+        let table = C::table(self);
+        let seen = table.read(key, now, |v, s| (v.attached(), v.ancestry(), s.version));
+        let (ancestry, version) = match seen {
+            Ok((true, ancestry, version)) => (ancestry, version),
+            Ok((false, ..)) => return Occupant::InFlight,
+            // Expired or gone since the insert refused: free to retry.
+            Err(_) => return Occupant::Cleared,
+        };
+        if self.ancestors_visible(tenant, &ancestry, now) {
+            return Occupant::Visible;
+        }
+        if let Ok(removed) = table.remove_with(key, |_, s, _| owned_by(s.version == version), now) {
+            C::retire(self, removed, Cause::Cascaded, now);
+        }
+        Occupant::Cleared
+    }
+}

@@ -1,0 +1,218 @@
+//! Removal bookkeeping: what happens after a record left its table.
+//!
+//! Each `retire_*` runs exactly once per record that left its table, by
+//! whichever path removed it (sweep, revocation, cascade, release, drain).
+//! If the record was attached it owns its tenant units and its tenant
+//! hold: they are given back here, its key leaves the tenant's index, and
+//! its event is emitted. A record that was never attached owns nothing (its
+//! creation's guard gives its units back) and emits nothing. When asked
+//! (`detach`: the parent is not itself being removed), the record also
+//! leaves its parent's index; then its own children are removed (cause
+//! `Cascaded`). Each returns the number of descendants it removed.
+
+use super::attach::LeaseChild;
+use super::idempotency::Idem;
+use super::join::Attempt;
+use super::lease::Lease;
+use super::listing::Listing;
+use super::lock::Lock;
+use super::presence::Presence;
+use super::{owned_by, Collection, IdKey, NameKey, Store};
+use crate::events::{Cause, RecordId};
+use crate::ids::TenantId;
+use crate::sync::{lock, Arc};
+use crate::table::Removed;
+use crate::time::MonoTime;
+
+impl Store {
+    pub(super) fn retire_lease(
+        &self,
+        r: Removed<IdKey, Lease>,
+        cause: Cause,
+        now: MonoTime,
+    ) -> usize {
+        let seq = r.key;
+        let lease = r.value;
+        let tenant = lease.owner.id();
+        lease.owner.tenant().leases.release(1);
+        lock(&lease.owner.tenant().index).leases.remove(&seq);
+        self.emit(
+            Collection::Leases,
+            tenant,
+            RecordId::Lease(self.lease_id(seq)),
+            cause,
+        );
+        let mut n = 0;
+        let children = lease.children.map(|c| *c).unwrap_or_default();
+        for key in children.listings {
+            let removed =
+                self.listings
+                    .remove_with(&(tenant, key), |v, _, _| owned_by(v.lease == seq), now);
+            if let Ok(child) = removed {
+                n += 1 + self.retire_listing(child, Cause::Cascaded, now, false);
+            }
+        }
+        for member in children.members {
+            let removed = self.presence.remove_with(
+                &(tenant, member),
+                |v, _, _| owned_by(v.lease == Some(seq)),
+                now,
+            );
+            if let Ok(child) = removed {
+                n += 1;
+                self.retire_presence(child, Cause::Cascaded, false);
+            }
+        }
+        for name in children.locks {
+            let removed = self.locks.remove_with(
+                &(tenant, name),
+                |v, _, _| owned_by(v.lease == Some(seq)),
+                now,
+            );
+            if let Ok(child) = removed {
+                n += 1;
+                self.retire_lock(child, Cause::Cascaded, false);
+            }
+        }
+        self.release_owner(&lease.owner);
+        n
+    }
+
+    pub(super) fn retire_listing(
+        &self,
+        r: Removed<NameKey, Listing>,
+        cause: Cause,
+        now: MonoTime,
+        detach: bool,
+    ) -> usize {
+        let (tenant, key) = r.key;
+        let listing = r.value;
+        if listing.attached {
+            listing.owner.tenant().listings.release(1);
+            lock(&listing.owner.tenant().index).listings.remove(&key);
+            let id = RecordId::Listing(Arc::clone(&key));
+            self.emit(Collection::Listings, tenant, id, cause);
+        }
+        if detach {
+            self.detach_from_lease(listing.lease, LeaseChild::Listings, &key);
+        }
+        let mut n = 0;
+        for seq in &listing.attempts {
+            let origin = listing.origin;
+            let removed = self.attempts.remove_with(
+                seq,
+                |v, _, _| owned_by(v.origin == origin && !v.phase.is_consumed()),
+                now,
+            );
+            if let Ok(child) = removed {
+                n += 1;
+                self.retire_attempt(child, Cause::Cascaded, false);
+            }
+        }
+        // The hold goes last: the tenant must outlive its record's children.
+        if listing.attached {
+            self.release_owner(&listing.owner);
+        }
+        n
+    }
+
+    pub(super) fn retire_presence(
+        &self,
+        r: Removed<NameKey, Presence>,
+        cause: Cause,
+        detach: bool,
+    ) {
+        let (tenant, member) = r.key;
+        let presence = r.value;
+        if let (true, Some(lease)) = (detach, presence.lease) {
+            self.detach_from_lease(lease, LeaseChild::Members, &member);
+        }
+        if presence.attached {
+            presence.owner.tenant().presence.release(1);
+            lock(&presence.owner.tenant().index).members.remove(&member);
+            self.emit(
+                Collection::Presence,
+                tenant,
+                RecordId::Member(member),
+                cause,
+            );
+            self.release_owner(&presence.owner);
+        }
+    }
+
+    pub(super) fn retire_attempt(&self, r: Removed<IdKey, Attempt>, cause: Cause, detach: bool) {
+        let seq = r.key;
+        let attempt = r.value;
+        let tenant = attempt.owner.id();
+        let consumed = attempt.phase.is_consumed();
+        if detach && !consumed {
+            self.detach_attempt(tenant, &attempt.listing, attempt.origin, seq);
+        }
+        if attempt.attached {
+            let owner = attempt.owner.tenant();
+            owner.replay.release(1);
+            if !consumed {
+                owner.attempts.release(1);
+                self.pending.release(1);
+            }
+            let collection = if consumed {
+                Collection::Replay
+            } else {
+                Collection::Attempts
+            };
+            self.emit(
+                collection,
+                tenant,
+                RecordId::Attempt(self.attempt_id(seq)),
+                cause,
+            );
+            self.release_owner(&attempt.owner);
+        }
+    }
+
+    /// Takes attempt `seq` out of the pending attempts of the listing
+    /// published as `origin`.
+    pub(super) fn detach_attempt(
+        &self,
+        tenant: TenantId,
+        listing: &Arc<str>,
+        origin: u64,
+        seq: u64,
+    ) {
+        let key = (tenant, Arc::clone(listing));
+        self.listings.modify(&key, |l| {
+            if l.origin == origin {
+                l.attempts.retain(|s| *s != seq);
+            }
+        });
+    }
+
+    pub(super) fn retire_lock(&self, r: Removed<NameKey, Lock>, cause: Cause, detach: bool) {
+        let (tenant, name) = r.key;
+        let held = r.value;
+        if let (true, Some(seq)) = (detach, held.lease) {
+            self.detach_from_lease(seq, LeaseChild::Locks, &name);
+        }
+        if held.attached {
+            held.owner.tenant().locks.release(1);
+            self.emit(Collection::Locks, tenant, RecordId::Key(name), cause);
+            self.release_owner(&held.owner);
+        }
+    }
+
+    pub(super) fn retire_idem(&self, r: Removed<NameKey, Idem>, cause: Cause) {
+        r.value.owner.tenant().idempotency.release(1);
+        self.emit(
+            Collection::Idempotency,
+            r.key.0,
+            RecordId::Key(r.key.1),
+            cause,
+        );
+        self.release_owner(&r.value.owner);
+    }
+
+    /// Takes one entry of `child` out of lease `seq`'s index of `kind`.
+    fn detach_from_lease(&self, seq: u64, kind: LeaseChild, child: &str) {
+        self.leases.modify(&seq, |l| l.detach(kind, child));
+    }
+}

@@ -1,0 +1,364 @@
+//! Tenants: the registry of tenants that hold something now, their quota
+//! counters and indexes, their epochs, and tenant revocation.
+//!
+//! # Ground rules
+//!
+//! - **A tenant is registered while it holds something.** Every record
+//!   that points at a tenant, and every creation in flight for it, holds
+//!   one unit of the tenant's `holds` count. The unit that a creation takes
+//!   (a [`Hold`]) passes to its record when the creation commits, and is
+//!   given back by whichever path removes the record. When the count falls
+//!   to zero the tenant is forgotten: its registry slot (`tenants_max`) and
+//!   its quota state go with it, so `tenants_max` bounds live tenants.
+//! - **Holds are taken under the registry's shard lock** (shared for a
+//!   known tenant, exclusive to register one), and a tenant is removed only
+//!   under the exclusive lock after seeing zero holds. So a hold is never
+//!   taken on a tenant that is being forgotten.
+//! - **A refusal registers nothing.** A new tenant is registered only after
+//!   its own quota for what it asks has been seen to be non-zero, and a
+//!   refused creation gives its hold back, which forgets a tenant that
+//!   holds nothing else.
+
+use super::{lock, Collection, Store};
+use crate::config::TenantQuota;
+use crate::error::{Error, Result, Scope};
+use crate::events::Cause;
+use crate::ids::TenantId;
+use crate::quota::Counter;
+use crate::shard::Upsert;
+use crate::sync::{Arc, AtomicBool, AtomicU64, Mutex, Ordering};
+use crate::time::MonoTime;
+use std::collections::{BTreeSet, HashSet};
+
+/// Per-tenant state that outlives tenant revocation: the quota counters,
+/// the count of what the tenant holds, and the indexes that `list` and
+/// tenant revocation walk.
+pub(crate) struct Tenant {
+    pub(super) leases: Counter,
+    pub(super) listings: Counter,
+    pub(super) presence: Counter,
+    pub(super) attempts: Counter,
+    pub(super) replay: Counter,
+    pub(super) idempotency: Counter,
+    pub(super) locks: Counter,
+    /// Records pointing at this tenant plus creations in flight for it.
+    pub(super) holds: AtomicU64,
+    pub(super) index: Mutex<TenantIndex>,
+}
+
+impl Tenant {
+    fn new(q: &TenantQuota) -> Self {
+        let quota = |c: Collection| {
+            let limit = quota_limit(q, c);
+            let scope = Scope::Tenant(c.scope_name());
+            if limit == TenantQuota::OFF {
+                Counter::uncounted(scope)
+            } else {
+                Counter::new(scope, limit)
+            }
+        };
+        Tenant {
+            leases: quota(Collection::Leases),
+            listings: quota(Collection::Listings),
+            presence: quota(Collection::Presence),
+            attempts: quota(Collection::Attempts),
+            replay: quota(Collection::Replay),
+            idempotency: quota(Collection::Idempotency),
+            locks: quota(Collection::Locks),
+            holds: AtomicU64::new(0),
+            index: Mutex::new(TenantIndex::default()),
+        }
+    }
+
+    /// The tenant's quota counter for collection `c`, if it has one.
+    pub(super) fn quota(&self, c: Collection) -> Option<&Counter> {
+        match c {
+            Collection::Leases => Some(&self.leases),
+            Collection::Listings => Some(&self.listings),
+            Collection::Presence => Some(&self.presence),
+            Collection::Attempts => Some(&self.attempts),
+            Collection::Replay => Some(&self.replay),
+            Collection::Idempotency => Some(&self.idempotency),
+            Collection::Locks => Some(&self.locks),
+            Collection::Tombstones => None,
+        }
+    }
+}
+
+/// The limit a quota sets on collection `c` (`OFF` where it sets none).
+fn quota_limit(q: &TenantQuota, c: Collection) -> u64 {
+    match c {
+        Collection::Leases => q.leases_max,
+        Collection::Listings => q.listings_max,
+        Collection::Presence => q.presence_max,
+        Collection::Attempts => q.attempts_max,
+        Collection::Replay => q.replay_max,
+        Collection::Idempotency => q.idempotency_max,
+        Collection::Locks => q.locks_max,
+        Collection::Tombstones => TenantQuota::OFF,
+    }
+}
+
+#[derive(Default)]
+pub(crate) struct TenantIndex {
+    /// Hashed, not ordered: nothing pages through a tenant's leases, and
+    /// every expiry and revocation removes one at a random position, where
+    /// an ordered set costs several cache misses (it was the largest single
+    /// cost of expiring a lease at 10^6). Walks sort first.
+    pub(super) leases: HashSet<u64, ahash::RandomState>,
+    pub(super) listings: BTreeSet<Arc<str>>,
+    pub(super) members: BTreeSet<Arc<str>>,
+}
+
+/// One epoch of a tenant: what the registry holds for it, and what every
+/// record made in it points at. Revoking the tenant ends the epoch (one
+/// store, hiding every record of it at once) and registers a new one over
+/// the same [`Tenant`] state. A record needs one pointer for both "whose?"
+/// and "still valid?", and `repr(C)` keeps the flag and the id, which every
+/// validation reads, in one line.
+#[repr(C)]
+pub(crate) struct Epoch {
+    ended: AtomicBool,
+    pub(super) id: TenantId,
+    pub(super) tenant: Arc<Tenant>,
+}
+
+impl Epoch {
+    /// Ends this epoch and returns the tenant's next one.
+    fn end(&self) -> Self {
+        self.ended.store(true, Ordering::Release);
+        Epoch {
+            ended: AtomicBool::new(false),
+            id: self.id,
+            tenant: Arc::clone(&self.tenant),
+        }
+    }
+}
+
+/// Which tenant a record belongs to, and in which of its epochs: one
+/// pointer, in every record's map entry.
+#[derive(Clone)]
+pub(crate) struct Owner {
+    epoch: Arc<Epoch>,
+}
+
+impl Owner {
+    pub(super) fn of(epoch: &Arc<Epoch>) -> Self {
+        Owner {
+            epoch: Arc::clone(epoch),
+        }
+    }
+
+    /// False once the tenant has been revoked since the record was made.
+    pub(super) fn valid(&self) -> bool {
+        !self.epoch.ended.load(Ordering::Acquire)
+    }
+
+    /// Whether the record belongs to `tenant`.
+    pub(super) fn is_of(&self, tenant: TenantId) -> bool {
+        self.epoch.id == tenant
+    }
+
+    pub(super) fn id(&self) -> TenantId {
+        self.epoch.id
+    }
+
+    /// The tenant's counters and indexes.
+    pub(super) fn tenant(&self) -> &Tenant {
+        &self.epoch.tenant
+    }
+}
+
+/// One unit of a tenant's `holds`, taken for a creation in flight. Given
+/// back on drop (which forgets a tenant left with nothing) unless
+/// [`keep`](Self::keep) passes it to the record the creation made.
+pub(super) struct Hold<'s> {
+    store: &'s Store,
+    epoch: Arc<Epoch>,
+    armed: bool,
+}
+
+impl Hold<'_> {
+    pub(super) fn epoch(&self) -> &Arc<Epoch> {
+        &self.epoch
+    }
+
+    /// The record now owns the unit.
+    pub(super) fn keep(mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for Hold<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.store.release_tenant(&self.epoch.tenant, self.epoch.id);
+        }
+    }
+}
+
+impl Store {
+    /// The tenant's current epoch, if the tenant holds anything.
+    pub(super) fn tenant(&self, id: TenantId) -> Option<Arc<Epoch>> {
+        self.tenants.read(&id, Arc::clone)
+    }
+
+    /// Takes a hold on tenant `id` for a creation that will reserve units
+    /// in `quotas`, registering the tenant if it holds nothing yet. A new
+    /// tenant whose quota for one of `quotas` is zero is refused before it
+    /// takes a registry slot.
+    pub(super) fn hold_tenant(&self, id: TenantId, quotas: &[Collection]) -> Result<Hold<'_>> {
+        if let Some(hold) = self.hold_known_tenant(id) {
+            return Ok(hold);
+        }
+        Ok(Hold {
+            store: self,
+            epoch: self.register_tenant(id, quotas)?,
+            armed: true,
+        })
+    }
+
+    /// A hold on tenant `id` if it is registered; never registers it.
+    pub(super) fn hold_known_tenant(&self, id: TenantId) -> Option<Hold<'_>> {
+        let epoch = self.tenants.read(&id, |epoch| {
+            epoch.tenant.holds.fetch_add(1, Ordering::AcqRel);
+            Arc::clone(epoch)
+        })?;
+        Some(Hold {
+            store: self,
+            epoch,
+            armed: true,
+        })
+    }
+
+    /// Gives back the hold of a record that left its table.
+    pub(super) fn release_owner(&self, owner: &Owner) {
+        self.release_tenant(&owner.epoch.tenant, owner.epoch.id);
+    }
+
+    fn register_tenant(&self, id: TenantId, quotas: &[Collection]) -> Result<Arc<Epoch>> {
+        // The policy is the host's code: asked outside every lock.
+        let q = self.policy.quota(id);
+        if let Some(&c) = quotas.iter().find(|&&c| quota_limit(&q, c) == 0) {
+            return Err(Error::CapacityExceeded {
+                scope: Scope::Tenant(c.scope_name()),
+            });
+        }
+        let (outcome, _) = self.tenants.upsert(id, |existing| match existing {
+            Some(epoch) => {
+                epoch.tenant.holds.fetch_add(1, Ordering::AcqRel);
+                Upsert::Keep(Ok(Arc::clone(epoch)))
+            }
+            None if !self.tenant_count.try_acquire(1) => {
+                Upsert::Keep(Err(Error::CapacityExceeded {
+                    scope: Scope::Collection("tenants"),
+                }))
+            }
+            None => {
+                let tenant = Tenant::new(&q);
+                tenant.holds.store(1, Ordering::Release);
+                let epoch = Arc::new(Epoch {
+                    ended: AtomicBool::new(false),
+                    id,
+                    tenant: Arc::new(tenant),
+                });
+                Upsert::Put(Arc::clone(&epoch), Ok(epoch))
+            }
+        });
+        outcome
+    }
+
+    /// Gives back one unit of `tenant`'s holds; the last one forgets it.
+    pub(super) fn release_tenant(&self, tenant: &Arc<Tenant>, id: TenantId) {
+        let before = tenant.holds.fetch_sub(1, Ordering::AcqRel);
+        debug_assert!(before > 0, "{id} released a hold it did not have");
+        if before != 1 {
+            return;
+        }
+        let forgotten = self.tenants.remove_if(&id, |epoch| {
+            let idle = Arc::ptr_eq(&epoch.tenant, tenant)
+                && epoch.tenant.holds.load(Ordering::Acquire) == 0;
+            if idle {
+                Ok(())
+            } else {
+                Err(())
+            }
+        });
+        if let Some(Ok(_)) = forgotten {
+            self.tenant_count.release(1);
+        }
+    }
+
+    /// Revokes a whole tenant: every record it has becomes invisible at once
+    /// (its epoch moves on), then its leases (and everything attached) and
+    /// presence records are removed. Idempotent; an unknown tenant is fine.
+    pub fn revoke_tenant(&self, tenant: TenantId) -> Result<()> {
+        // Under the registry's write lock, so two revocations end one epoch
+        // each and a creator reads either the old epoch (its record is
+        // hidden with the rest) or the new one.
+        let (next, _) = self.tenants.upsert(tenant, |current| match current {
+            Some(epoch) => {
+                let next = Arc::new(epoch.end());
+                Upsert::Put(Arc::clone(&next), Some(next))
+            }
+            None => Upsert::Keep(None),
+        });
+        if let Some(next) = next {
+            let now = self.clock.now();
+            self.end_tenant_records(tenant, &next.tenant, stale, Cause::Revoked, now);
+        }
+        Ok(())
+    }
+
+    /// Removes a tenant's indexed leases (tombstoned first, with everything
+    /// attached) and presence records that `approve` accepts, with `cause`.
+    /// Used by tenant revocation (stale records only) and by the end of a
+    /// drain (everything).
+    pub(super) fn end_tenant_records(
+        &self,
+        tenant: TenantId,
+        t: &Tenant,
+        approve: fn(&Owner) -> Result<()>,
+        cause: Cause,
+        now: MonoTime,
+    ) {
+        let (mut leases, members) = {
+            let index = lock(&t.index);
+            (
+                index.leases.iter().copied().collect::<Vec<_>>(),
+                index.members.iter().cloned().collect::<Vec<_>>(),
+            )
+        };
+        // Oldest first, as the same operations must give the same events.
+        leases.sort_unstable();
+        for seq in leases {
+            // As for a single revocation: tombstone first, best effort.
+            self.tombstone(tenant, seq, now);
+            let removed = self
+                .leases
+                .remove_with(&seq, |v, _, _| approve(&v.owner), now);
+            if let Ok(r) = removed {
+                self.retire_lease(r, cause, now);
+            }
+        }
+        for member in members {
+            let removed =
+                self.presence
+                    .remove_with(&(tenant, member), |v, _, _| approve(&v.owner), now);
+            if let Ok(r) = removed {
+                self.retire_presence(r, cause, true);
+            }
+        }
+    }
+}
+
+/// A removal predicate that approves any record (a drain ends everything).
+pub(super) fn any(_owner: &Owner) -> Result<()> {
+    Ok(())
+}
+
+/// A removal predicate for tenant revocation: approve records of an earlier
+/// epoch only.
+fn stale(owner: &Owner) -> Result<()> {
+    super::owned_by(!owner.valid())
+}

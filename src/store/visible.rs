@@ -1,0 +1,75 @@
+//! The visibility rule, in one place.
+//!
+//! A record is visible iff it is live (`now < deadline`), it is attached,
+//! its tenant's epoch is the one it was made in, and every ancestor (its
+//! listing, its lease) is visible too. Every read path applies this rule,
+//! so revoking or expiring a parent hides everything under it in one step,
+//! before any sweep. A record that is not visible answers exactly as a
+//! missing one does (`NotFound`), except where a path documents a more
+//! precise answer for the record itself (`Expired`, `Revoked` for a lease
+//! while its tombstone lives, `ReplayRejected` for a consumed token).
+
+use super::lease::Lease;
+use super::Store;
+use crate::error::{Error, Result};
+use crate::ids::TenantId;
+use crate::record::Stamp;
+use crate::sync::Arc;
+use crate::time::MonoTime;
+
+/// What a record's visibility depends on besides its own liveness, read
+/// from the record under its shard lock and checked after it is released
+/// (no nested map calls).
+pub(super) struct Ancestry {
+    /// The record's tenant epoch has not ended.
+    pub(super) owner_valid: bool,
+    /// The lease it hangs from, if any.
+    pub(super) lease: Option<u64>,
+    /// The listing (key and publication) it hangs from, if any.
+    pub(super) listing: Option<(Arc<str>, u64)>,
+}
+
+impl Store {
+    /// Whether every ancestor in `a` is visible (and the owner valid).
+    pub(super) fn ancestors_visible(&self, tenant: TenantId, a: &Ancestry, now: MonoTime) -> bool {
+        a.owner_valid
+            && a.lease
+                .is_none_or(|seq| self.lease_status(tenant, seq, now).is_ok())
+            && a.listing.as_ref().is_none_or(|(key, origin)| {
+                self.listing_view(&(tenant, Arc::clone(key)), now)
+                    .is_ok_and(|view| view.origin == *origin)
+            })
+    }
+
+    /// Whether a lease is visible: `Ok`, or why not.
+    pub(super) fn lease_status(&self, tenant: TenantId, seq: u64, now: MonoTime) -> Result<()> {
+        match self.read_lease(tenant, seq, now, |v, _| v.owner.valid()) {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(Error::Revoked),
+            Err(Error::NotFound) => Err(self.gone(tenant, seq, now)),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Reads tenant `tenant`'s lease `seq`; `NotFound` if it is another
+    /// tenant's.
+    pub(super) fn read_lease<R>(
+        &self,
+        tenant: TenantId,
+        seq: u64,
+        now: MonoTime,
+        read: impl FnOnce(&Lease, Stamp) -> R,
+    ) -> Result<R> {
+        self.leases
+            .read_owned(&seq, now, |v| v.owner.is_of(tenant), read)
+    }
+
+    /// What a missing lease is: revoked while its tombstone lives, else
+    /// not found.
+    pub(super) fn gone(&self, tenant: TenantId, seq: u64, now: MonoTime) -> Error {
+        match self.tombstones.read(&seq, now, |owner, _| *owner == tenant) {
+            Ok(true) => Error::Revoked,
+            _ => Error::NotFound,
+        }
+    }
+}

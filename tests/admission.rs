@@ -1,0 +1,435 @@
+//! Admission fairness and the tenant registry (SPEC §6).
+//!
+//! A doomed operation (one its own tenant's narrow scope refuses: a
+//! per-parent cap or the tenant's quota) must never hold room that another
+//! tenant needs, not even for an instant; a refusal leaves the tenant
+//! registry as it was; and a tenant with nothing left is forgotten, so
+//! `tenants_max` bounds live tenants, not every tenant ever seen.
+//!
+//! The contests run two threads for `RELAYSTORE_ADMISSION_ROUNDS` rounds
+//! each (20,000 by default; raise it for a heavy run).
+
+mod common;
+
+use common::{rounds, store_with, A, B, SEC};
+use relaystore::{Error, QuotaPolicy, Scope, Store, StoreConfig, TenantId, TenantQuota};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+fn contest_rounds() -> usize {
+    rounds("RELAYSTORE_ADMISSION_ROUNDS", 20_000)
+}
+
+/// Which narrow scope must refuse the doomed operation.
+#[derive(Clone, Copy, Debug)]
+enum Narrow {
+    Parent,
+    Tenant,
+}
+
+fn refused_by(e: &Error, narrow: Narrow) -> bool {
+    matches!(
+        (e, narrow),
+        (
+            Error::CapacityExceeded {
+                scope: Scope::Parent(_)
+            },
+            Narrow::Parent
+        ) | (
+            Error::CapacityExceeded {
+                scope: Scope::Tenant(_)
+            },
+            Narrow::Tenant
+        )
+    )
+}
+
+/// Tenant A runs `doomed` in a loop on one thread (each call must be
+/// refused by `narrow`), while tenant B runs `fits` on another (each call
+/// has room at every instant, so each must succeed). Returns nothing; fails
+/// with the count of B's refusals.
+fn contest(
+    s: &Store,
+    narrow: Narrow,
+    doomed: impl Fn(&Store) -> Result<(), Error> + Sync,
+    fits: impl Fn(&Store) -> Result<(), Error> + Sync,
+) {
+    let n = contest_rounds();
+    let done = AtomicBool::new(false);
+    let (refused, first) = std::thread::scope(|scope| {
+        let a = scope.spawn(|| {
+            // Keep A busy for as long as B runs, at least `n` rounds.
+            let mut i = 0;
+            while i < n || !done.load(Ordering::Acquire) {
+                match doomed(s) {
+                    Err(e) if refused_by(&e, narrow) => {}
+                    other => {
+                        panic!("the doomed operation gave {other:?}, not a {narrow:?} refusal")
+                    }
+                }
+                i += 1;
+            }
+        });
+        let b = scope.spawn(|| {
+            let mut refused = 0usize;
+            let mut first = None;
+            for _ in 0..n {
+                if let Err(e) = fits(s) {
+                    refused += 1;
+                    first.get_or_insert(e);
+                }
+            }
+            done.store(true, Ordering::Release);
+            (refused, first)
+        });
+        let out = b.join().unwrap();
+        a.join().unwrap();
+        out
+    });
+    assert_eq!(
+        refused, 0,
+        "tenant B was refused {refused} of {n} times (first: {first:?}) while only tenant A's own {narrow:?} scope was full"
+    );
+}
+
+#[test]
+fn a_listing_at_its_attempt_cap_costs_other_tenants_no_join() {
+    let (_c, s) = store_with(StoreConfig {
+        attempts_per_listing_max: 2,
+        attempts_max: 3,
+        replay_max: 3,
+        ..StoreConfig::default()
+    });
+    for (t, key) in [(A, "a"), (B, "b")] {
+        let lease = s.grant(t, "h", SEC * 600, None).unwrap();
+        s.publish(t, lease.id, key, b"", None).unwrap();
+    }
+    for i in 0..2 {
+        s.begin_join(A, "a", &format!("c{i}"), SEC * 600, None)
+            .unwrap();
+    }
+    contest(
+        &s,
+        Narrow::Parent,
+        |s| s.begin_join(A, "a", "c", SEC * 600, None).map(drop),
+        |s| {
+            let t = s.begin_join(B, "b", "c", SEC * 600, None)?;
+            s.cancel_join(B, t.attempt)
+        },
+    );
+}
+
+#[test]
+fn a_tenant_at_its_attempt_quota_costs_other_tenants_no_join() {
+    let (_c, s) = store_with(StoreConfig {
+        attempts_max: 2,
+        replay_max: 2,
+        tenant: TenantQuota {
+            attempts_max: 1,
+            ..TenantQuota::default()
+        },
+        ..StoreConfig::default()
+    });
+    for (t, key) in [(A, "a"), (B, "b")] {
+        let lease = s.grant(t, "h", SEC * 600, None).unwrap();
+        s.publish(t, lease.id, key, b"", None).unwrap();
+    }
+    s.begin_join(A, "a", "c", SEC * 600, None).unwrap();
+    contest(
+        &s,
+        Narrow::Tenant,
+        |s| s.begin_join(A, "a", "c", SEC * 600, None).map(drop),
+        |s| {
+            let t = s.begin_join(B, "b", "c", SEC * 600, None)?;
+            s.cancel_join(B, t.attempt)
+        },
+    );
+}
+
+#[test]
+fn a_lease_at_its_listing_cap_costs_other_tenants_no_publish() {
+    let (_c, s) = store_with(StoreConfig {
+        listings_per_lease_max: 1,
+        listings_max: 2,
+        ..StoreConfig::default()
+    });
+    let la = s.grant(A, "h", SEC * 600, None).unwrap().id;
+    let lb = s.grant(B, "h", SEC * 600, None).unwrap().id;
+    s.publish(A, la, "a1", b"", None).unwrap();
+    contest(
+        &s,
+        Narrow::Parent,
+        |s| s.publish(A, la, "a2", b"", None).map(drop),
+        |s| {
+            s.publish(B, lb, "b1", b"", None)?;
+            s.unpublish(B, "b1", None)
+        },
+    );
+}
+
+#[test]
+fn a_tenant_at_its_listing_quota_costs_other_tenants_no_publish() {
+    let (_c, s) = store_with(StoreConfig {
+        listings_max: 2,
+        tenant: TenantQuota {
+            listings_max: 1,
+            ..TenantQuota::default()
+        },
+        ..StoreConfig::default()
+    });
+    let la = s.grant(A, "h", SEC * 600, None).unwrap().id;
+    let lb = s.grant(B, "h", SEC * 600, None).unwrap().id;
+    s.publish(A, la, "a1", b"", None).unwrap();
+    contest(
+        &s,
+        Narrow::Tenant,
+        |s| s.publish(A, la, "a2", b"", None).map(drop),
+        |s| {
+            s.publish(B, lb, "b1", b"", None)?;
+            s.unpublish(B, "b1", None)
+        },
+    );
+}
+
+#[test]
+fn a_lease_at_its_presence_cap_costs_other_tenants_no_heartbeat() {
+    let (_c, s) = store_with(StoreConfig {
+        presence_per_lease_max: 1,
+        presence_max: 2,
+        ..StoreConfig::default()
+    });
+    let la = s.grant(A, "h", SEC * 600, None).unwrap().id;
+    let lb = s.grant(B, "h", SEC * 600, None).unwrap().id;
+    s.heartbeat(A, "m1", SEC * 600, None, Some(la)).unwrap();
+    contest(
+        &s,
+        Narrow::Parent,
+        |s| s.heartbeat(A, "m2", SEC * 600, None, Some(la)).map(drop),
+        |s| {
+            s.heartbeat(B, "n", SEC * 600, None, Some(lb))?;
+            s.leave(B, "n")
+        },
+    );
+}
+
+#[test]
+fn a_tenant_at_its_presence_quota_costs_other_tenants_no_heartbeat() {
+    let (_c, s) = store_with(StoreConfig {
+        presence_max: 2,
+        tenant: TenantQuota {
+            presence_max: 1,
+            ..TenantQuota::default()
+        },
+        ..StoreConfig::default()
+    });
+    s.heartbeat(A, "m1", SEC * 600, None, None).unwrap();
+    // B keeps one record, so its slot in the tenant registry stays put.
+    s.grant(B, "h", SEC * 600, None).unwrap();
+    contest(
+        &s,
+        Narrow::Tenant,
+        |s| s.heartbeat(A, "m2", SEC * 600, None, None).map(drop),
+        |s| {
+            s.heartbeat(B, "n", SEC * 600, None, None)?;
+            s.leave(B, "n")
+        },
+    );
+}
+
+#[test]
+fn a_lease_at_its_lock_cap_costs_other_tenants_no_lock() {
+    let (_c, s) = store_with(StoreConfig {
+        locks_per_lease_max: 1,
+        locks_max: 2,
+        ..StoreConfig::default()
+    });
+    let la = s.grant(A, "h", SEC * 600, None).unwrap().id;
+    let lb = s.grant(B, "h", SEC * 600, None).unwrap().id;
+    assert!(s
+        .try_lock(A, "l1", "w", SEC * 600, Some(la))
+        .unwrap()
+        .is_some());
+    contest(
+        &s,
+        Narrow::Parent,
+        |s| s.try_lock(A, "l2", "w", SEC * 600, Some(la)).map(drop),
+        |s| match s.try_lock(B, "k", "w", SEC * 600, Some(lb))? {
+            Some(guard) => guard.release(),
+            None => panic!("nobody else holds B's lock"),
+        },
+    );
+}
+
+#[test]
+fn a_tenant_at_its_lease_quota_costs_other_tenants_no_grant() {
+    let (_c, s) = store_with(StoreConfig {
+        leases_max: 2,
+        tenant: TenantQuota {
+            leases_max: 1,
+            ..TenantQuota::default()
+        },
+        ..StoreConfig::default()
+    });
+    s.grant(A, "h", SEC * 600, None).unwrap();
+    // B keeps a presence record, so its registry slot stays put.
+    s.heartbeat(B, "n", SEC * 600, None, None).unwrap();
+    contest(
+        &s,
+        Narrow::Tenant,
+        |s| s.grant(A, "h", SEC * 600, None).map(drop),
+        |s| {
+            let g = s.grant(B, "h", SEC * 600, None)?;
+            s.revoke(B, g.id)
+        },
+    );
+}
+
+#[test]
+fn a_tenant_at_its_lock_quota_costs_other_tenants_no_lock() {
+    let (_c, s) = store_with(StoreConfig {
+        locks_max: 2,
+        tenant: TenantQuota {
+            locks_max: 1,
+            ..TenantQuota::default()
+        },
+        ..StoreConfig::default()
+    });
+    assert!(s.try_lock(A, "l1", "w", SEC * 600, None).unwrap().is_some());
+    s.heartbeat(B, "n", SEC * 600, None, None).unwrap();
+    contest(
+        &s,
+        Narrow::Tenant,
+        |s| s.try_lock(A, "l2", "w", SEC * 600, None).map(drop),
+        |s| match s.try_lock(B, "k", "w", SEC * 600, None)? {
+            Some(guard) => guard.release(),
+            None => panic!("nobody else holds B's lock"),
+        },
+    );
+}
+
+/// Tenants from 1000 on get no presence quota at all.
+struct NoPresenceFromThousand;
+
+impl QuotaPolicy for NoPresenceFromThousand {
+    fn quota(&self, tenant: TenantId) -> TenantQuota {
+        TenantQuota {
+            presence_max: if tenant.0 >= 1000 { 0 } else { 100 },
+            ..TenantQuota::default()
+        }
+    }
+}
+
+#[test]
+fn a_new_tenant_refused_by_its_own_quota_takes_no_registry_slot() {
+    let clock = Arc::new(relaystore::time::ManualClock::new());
+    let s = Store::with_policy(
+        StoreConfig {
+            tenants_max: 2,
+            ..StoreConfig::default()
+        },
+        clock,
+        Arc::new(NoPresenceFromThousand),
+    )
+    .unwrap();
+    s.grant(A, "h", SEC * 600, None).unwrap();
+    let next = std::sync::atomic::AtomicU64::new(1000);
+    // B registers and is forgotten every round; the doomed new tenants
+    // (each a different one) must never take the last registry slot.
+    contest(
+        &s,
+        Narrow::Tenant,
+        |s| {
+            let t = TenantId(next.fetch_add(1, Ordering::Relaxed));
+            s.heartbeat(t, "m", SEC * 600, None, None).map(drop)
+        },
+        |s| {
+            s.heartbeat(B, "n", SEC * 600, None, None)?;
+            s.leave(B, "n")
+        },
+    );
+    assert_eq!(s.stats().tenants, 1, "only A holds anything");
+}
+
+#[test]
+fn refused_creations_by_new_tenants_leave_the_registry_as_it_was() {
+    let (clock, s) = store_with(StoreConfig {
+        tenants_max: 3,
+        leases_max: 1,
+        presence_max: 1,
+        locks_max: 1,
+        ..StoreConfig::default()
+    });
+    let full = |e: Result<(), Error>| {
+        assert!(
+            matches!(
+                e,
+                Err(Error::CapacityExceeded {
+                    scope: Scope::Collection(_)
+                })
+            ),
+            "{e:?}"
+        )
+    };
+    // One tenant fills every collection the others will ask for.
+    s.grant(A, "h", SEC, None).unwrap();
+    s.heartbeat(A, "m", SEC, None, None).unwrap();
+    assert!(s.try_lock(A, "l", "w", SEC, None).unwrap().is_some());
+    for t in [TenantId(10), TenantId(11)] {
+        full(s.grant(t, "h", SEC, None).map(drop));
+        full(s.heartbeat(t, "m", SEC, None, None).map(drop));
+        full(s.try_lock(t, "l", "w", SEC, None).map(drop));
+    }
+    assert_eq!(s.stats().tenants, 1, "refusals registered tenants");
+    clock.advance(SEC * 2);
+    s.sweep();
+    assert_eq!(
+        s.stats().tenants,
+        0,
+        "a tenant with nothing left is forgotten"
+    );
+    for t in 20..24 {
+        let t = TenantId(t);
+        s.heartbeat(t, "m", SEC, None, None).unwrap();
+        s.leave(t, "m").unwrap();
+    }
+}
+
+#[test]
+fn tenant_churn_far_past_tenants_max_never_fills_the_registry() {
+    let (clock, s) = store_with(StoreConfig {
+        tenants_max: 100,
+        ..StoreConfig::default()
+    });
+    let n = rounds("RELAYSTORE_TENANT_CHURN", 30_000) as u64;
+    for i in 0..n {
+        let t = TenantId(1_000_000 + i);
+        match i % 4 {
+            0 => {
+                s.heartbeat(t, "m", SEC, None, None).unwrap();
+                s.leave(t, "m").unwrap();
+            }
+            1 => {
+                let g = s.try_lock(t, "l", "w", SEC, None).unwrap().unwrap();
+                g.release().unwrap();
+            }
+            2 => {
+                // Left to expire: the sweep below forgets the tenant.
+                s.grant(t, "h", SEC, None).unwrap();
+            }
+            _ => {
+                let g = s.grant(t, "h", SEC, Some("k")).unwrap();
+                s.revoke(t, g.id).unwrap();
+                // Its idempotency record holds the tenant until it expires.
+            }
+        }
+        if i % 64 == 63 {
+            clock.advance(Duration::from_secs(601));
+            s.sweep();
+            assert!(s.stats().tenants <= 1, "{:?}", s.stats());
+        }
+    }
+    clock.advance(Duration::from_secs(601));
+    s.sweep();
+    assert_eq!(s.stats().tenants, 0, "{:?}", s.stats());
+}
