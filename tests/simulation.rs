@@ -17,7 +17,14 @@
 //!   `ReplayRejected`;
 //! - I6 a revocation closes every descendant;
 //! - I7 the wheel holds exactly one live entry per record (the audit
-//!   compares counts; the wheel's property test checks its deadlines).
+//!   compares counts; the wheel's property test checks its deadlines);
+//! - I8 neighbour fairness: a creation refused for capacity (grants,
+//!   publishes, joins and locks without idempotency keys, whose claim may
+//!   clean up after a revoked tenant) leaves every record, counter and the
+//!   tenant registry exactly as they were, so a tenant at its limit costs
+//!   the others nothing. (That a doomed operation holds nothing *while* it
+//!   runs is checked on two threads in `tests/admission.rs` and by the
+//!   loom model `a_doomed_admission_never_takes_anothers_room`.)
 //!
 //! I2 (nothing removed before its deadline unless revoked, released or
 //! consumed) is checked exactly, outcome by outcome, by the model-based
@@ -47,25 +54,27 @@ fn config() -> StoreConfig {
     StoreConfig {
         ttl_min: MS * 10,
         ttl_max: Duration::from_secs(60),
-        leases_max: 40,
-        listings_max: 30,
-        presence_max: 30,
-        attempts_max: 30,
-        replay_max: 50,
-        locks_max: 20,
+        // Tight enough that every kind of scope refuses now and then (I8).
+        leases_max: 12,
+        listings_max: 10,
+        presence_max: 10,
+        attempts_max: 8,
+        replay_max: 14,
+        locks_max: 6,
         tombstones_max: 40,
         idempotency_max: 30,
+        tenants_max: 3,
         tenant: TenantQuota {
-            leases_max: 20,
-            listings_max: 15,
-            presence_max: 15,
-            attempts_max: 15,
-            replay_max: 25,
+            leases_max: 6,
+            listings_max: 5,
+            presence_max: 5,
+            attempts_max: 4,
+            replay_max: 8,
             idempotency_max: 15,
-            locks_max: 10,
+            locks_max: 3,
         },
-        listings_per_lease_max: 3,
-        attempts_per_listing_max: 4,
+        listings_per_lease_max: 2,
+        attempts_per_listing_max: 2,
         endpoints_per_lease_max: 2,
         presence_per_lease_max: 4,
         locks_per_lease_max: 2,
@@ -126,6 +135,8 @@ struct Sim {
     steps_since_sweep: u32,
     /// Successful operations by kind, to show the run exercised them.
     successes: HashMap<u8, u64>,
+    /// How many capacity refusals I8 compared.
+    refusals_checked: u64,
 }
 
 fn tenant(rng: &mut Rng) -> TenantId {
@@ -164,6 +175,7 @@ impl Sim {
             trace: std::hash::DefaultHasher::new(),
             steps_since_sweep: 0,
             successes: HashMap::new(),
+            refusals_checked: 0,
         }
     }
 
@@ -177,6 +189,27 @@ impl Sim {
         (op, r.as_ref().err().cloned()).hash(&mut self.trace);
         if r.is_ok() {
             *self.successes.entry(op).or_default() += 1;
+        }
+    }
+
+    /// What I8 compares: every record (digest) and every count.
+    fn fingerprint(&self) -> (u64, relaystore::Stats) {
+        (self.store.digest(), self.store.stats())
+    }
+
+    /// I8: a creation refused for capacity changed nothing.
+    fn refusal_changed_nothing<T>(
+        &mut self,
+        r: &Result<T, Error>,
+        before: (u64, relaystore::Stats),
+    ) {
+        if let Err(e @ Error::CapacityExceeded { .. }) = r {
+            self.refusals_checked += 1;
+            assert_eq!(
+                self.fingerprint(),
+                before,
+                "I8: a creation refused with {e} changed the store"
+            );
         }
     }
 
@@ -196,7 +229,11 @@ impl Sim {
             0..=9 => {
                 let (t, ttl) = (tenant(&mut self.rng), ttl(&mut self.rng));
                 let key = (self.rng.below(4) == 0).then(|| format!("req-{}", self.rng.below(5)));
+                let before = self.fingerprint();
                 let r = s.grant(t, "host", ttl, key.as_deref());
+                if key.is_none() {
+                    self.refusal_changed_nothing(&r, before);
+                }
                 if let Ok(g) = &r {
                     if g.fence > self.lease_fence {
                         self.lease_fence = g.fence;
@@ -247,7 +284,11 @@ impl Sim {
                     let key = format!("l{}", self.rng.below(8));
                     let idem =
                         (self.rng.below(5) == 0).then(|| format!("pub-{}", self.rng.below(3)));
+                    let before = self.fingerprint();
                     let r = s.publish(t, id, &key, b"a", idem.as_deref());
+                    if idem.is_none() {
+                        self.refusal_changed_nothing(&r, before);
+                    }
                     if let Ok(l) = &r {
                         // An idempotent replay returns the stored outcome,
                         // not a new transition.
@@ -332,7 +373,11 @@ impl Sim {
                     let ttl = ttl(&mut self.rng);
                     let idem =
                         (self.rng.below(5) == 0).then(|| format!("join-{}", self.rng.below(3)));
+                    let before = self.fingerprint();
                     let r = s.begin_join(t, &key, "client", ttl, idem.as_deref());
+                    if idem.is_none() {
+                        self.refusal_changed_nothing(&r, before);
+                    }
                     if let Ok(ticket) = &r {
                         self.tickets.push((t, ticket.clone()));
                     }
@@ -391,9 +436,11 @@ impl Sim {
                     None
                 };
                 let ttl = ttl(&mut self.rng);
+                let before = self.fingerprint();
                 let r = s
                     .try_lock(t, &name, "w", ttl, lease)
                     .map(|g| g.map(|g| g.fence()));
+                self.refusal_changed_nothing(&r, before);
                 if let Ok(Some(fence)) = &r {
                     let last = self
                         .lock_fences
@@ -531,7 +578,14 @@ impl Sim {
         }
         let mut by_op: Vec<(u8, u64)> = self.successes.iter().map(|(k, v)| (*k, *v)).collect();
         by_op.sort_unstable();
-        eprintln!("successes by op: {by_op:?}");
+        eprintln!(
+            "successes by op: {by_op:?}; I8 compared {} refusals",
+            self.refusals_checked
+        );
+        assert!(
+            self.refusals_checked > 0,
+            "I8 never ran: no creation was refused for capacity"
+        );
         self.clock.advance(Duration::from_secs(200));
         self.store.sweep();
         self.store.audit().expect("final audit");
@@ -562,7 +616,7 @@ fn env(name: &str, default: u64) -> u64 {
 
 #[test]
 fn seeded_simulation_keeps_every_invariant_and_is_deterministic() {
-    let steps = env("RELAYSTORE_SIM_STEPS", 100_000);
+    let steps = env("RELAYSTORE_SIM_STEPS", 30_000);
     let seeds: Vec<u64> = match std::env::var("RELAYSTORE_SIM_SEEDS") {
         Ok(v) if v.contains(',') => v.split(',').filter_map(|s| s.parse().ok()).collect(),
         Ok(v) => match v.parse::<u64>() {
