@@ -362,6 +362,7 @@ impl Store {
             }
             pending.quotas += 1;
         }
+        seam::after(seam::Step::Reserved);
         // Shared scopes: store-wide counters, then the table's ceiling.
         if let Some(shared) = C::shared(self) {
             if !shared.try_acquire(1) {
@@ -409,6 +410,10 @@ impl Store {
                 Err(e) => return Err(e),
             }
         };
+        if born {
+            // Visible and indexed: the record owns its units from here on.
+            pending.commit();
+        }
         if let Some(old) = replaced {
             // An expired record under the same key: its retirement takes
             // the key out of the tenant's index, where a record born
@@ -421,7 +426,9 @@ impl Store {
         let version = stamp.version;
         if !born {
             pending.inserted = Some((key.clone(), version));
+            seam::after(seam::Step::Inserted);
             pending.parent.confirm(self)?;
+            seam::after(seam::Step::Confirmed);
             let mut index = lock(&epoch.tenant.index);
             table
                 .update(&key, now, None, |v, s| {
@@ -434,6 +441,7 @@ impl Store {
         }
         pending.commit();
         drop(pending);
+        seam::after(seam::Step::Committed);
         if self.is_stopped() {
             let taken = table.remove_with(&key, |v, _, _| owned_by(v.made_at(version)), now);
             if let Ok(r) = taken {
@@ -476,5 +484,119 @@ impl Store {
             C::retire(self, removed, Cause::Cascaded, now);
         }
         Occupant::Cleared
+    }
+}
+
+/// The one place a fault can enter a creation: a test build can make any
+/// step boundary panic, to check that the guard rolls back everything taken
+/// so far. In other builds every call is an empty inline function.
+pub(super) mod seam {
+    /// A boundary between two steps of the protocol.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub(crate) enum Step {
+        /// The narrow scopes are taken, nothing shared yet.
+        Reserved,
+        /// The record is in its table, invisible.
+        Inserted,
+        /// The parent slot is confirmed; the record is not yet attached.
+        Confirmed,
+        /// The record is visible and owns its units.
+        Committed,
+    }
+
+    #[cfg(not(test))]
+    #[inline(always)]
+    pub(crate) fn after(_step: Step) {}
+
+    #[cfg(test)]
+    std::thread_local! {
+        static PANIC_AFTER: std::cell::Cell<Option<Step>> = const { std::cell::Cell::new(None) };
+    }
+
+    /// Makes the next creation on this thread panic after `step`.
+    #[cfg(test)]
+    pub(crate) fn panic_after(step: Option<Step>) {
+        PANIC_AFTER.with(|p| p.set(step));
+    }
+
+    #[cfg(test)]
+    pub(crate) fn after(step: Step) {
+        if PANIC_AFTER.with(|p| p.get()) == Some(step) {
+            PANIC_AFTER.with(|p| p.set(None));
+            panic!("injected panic after {step:?}");
+        }
+    }
+}
+
+#[cfg(all(test, not(relaystore_loom)))]
+mod tests {
+    use super::seam::{panic_after, Step};
+    use crate::time::ManualClock;
+    use crate::{Error, Store, StoreConfig, TenantId};
+    use std::panic::{catch_unwind, AssertUnwindSafe};
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    const T: TenantId = TenantId(1);
+    const TTL: Duration = Duration::from_secs(60);
+
+    /// Runs `create` with a panic injected after `step`; afterwards the
+    /// store must be exactly as before (audit, stats, digest), and the same
+    /// creation must then succeed (nothing left answering `InFlight`).
+    fn rolls_back(step: Step, create: impl Fn(&Store) -> Result<(), Error>) {
+        let s = Store::new(StoreConfig::default(), Arc::new(ManualClock::new())).unwrap();
+        let lease = s.grant(T, "h", TTL, None).unwrap().id;
+        s.publish(T, lease, "lobby", b"", None).unwrap();
+        let setup = |s: &Store| {
+            let _ = s.try_lock(T, "l-setup", "w", TTL, Some(lease));
+        };
+        setup(&s);
+        let before = (s.stats(), s.digest());
+        panic_after(Some(step));
+        let outcome = catch_unwind(AssertUnwindSafe(|| create(&s)));
+        panic_after(None);
+        assert!(outcome.is_err(), "no panic was injected after {step:?}");
+        s.audit().unwrap_or_else(|e| panic!("after {step:?}: {e}"));
+        assert_eq!((s.stats(), s.digest()), before, "after {step:?}");
+        create(&s).unwrap_or_else(|e| panic!("retry after a panic at {step:?}: {e}"));
+        s.audit().unwrap();
+    }
+
+    fn lease_of(s: &Store) -> crate::LeaseId {
+        s.get_listing(T, "lobby").unwrap().lease
+    }
+
+    #[test]
+    fn a_panic_at_any_step_of_a_creation_leaves_nothing_behind() {
+        for step in [Step::Reserved, Step::Inserted, Step::Confirmed] {
+            rolls_back(step, |s| {
+                s.publish(T, lease_of(s), "lobby-2", b"", None).map(drop)
+            });
+            rolls_back(step, |s| {
+                s.heartbeat(T, "m", TTL, None, Some(lease_of(s))).map(drop)
+            });
+            rolls_back(step, |s| {
+                let guard = s.try_lock(T, "l", "w", TTL, Some(lease_of(s)))?;
+                guard.map(drop).ok_or(Error::InFlight)
+            });
+            rolls_back(step, |s| s.begin_join(T, "lobby", "c", TTL, None).map(drop));
+        }
+        // Records without a parent are visible from their insert on: only
+        // the step before it can roll back.
+        rolls_back(Step::Reserved, |s| s.grant(T, "h", TTL, None).map(drop));
+        rolls_back(Step::Reserved, |s| {
+            s.heartbeat(TenantId(2), "m", TTL, None, None).map(drop)
+        });
+    }
+
+    #[test]
+    fn a_panic_after_the_commit_leaves_a_whole_record() {
+        let s = Store::new(StoreConfig::default(), Arc::new(ManualClock::new())).unwrap();
+        let lease = s.grant(T, "h", TTL, None).unwrap().id;
+        panic_after(Some(Step::Committed));
+        let outcome = catch_unwind(AssertUnwindSafe(|| s.publish(T, lease, "x", b"", None)));
+        assert!(outcome.is_err());
+        s.audit().unwrap();
+        assert!(s.get_listing(T, "x").is_ok());
     }
 }
