@@ -1,5 +1,6 @@
 //! Loom models of the relay store's races: join vs revoke, bind vs bind,
-//! consume vs consume, renew vs revoke. Each runs the real `Store` code and
+//! consume vs consume, renew vs revoke, and a doomed admission vs another
+//! tenant's admission at the shared ceiling. Each runs the real `Store` code and
 //! has a broken twin (`model::faults::StoreFault`) that the model catches.
 #![cfg(relaystore_loom)]
 
@@ -9,7 +10,7 @@ mod common;
 use loom::thread;
 use relaystore::model::faults::{store_fault, StoreFault};
 use relaystore::time::ManualClock;
-use relaystore::{Error, Store, StoreConfig, TenantId};
+use relaystore::{Error, Scope, Store, StoreConfig, TenantId};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -154,6 +155,58 @@ fn renew_vs_revoke(fault: StoreFault) {
         assert_eq!(store.renew(T, lease.id, MINUTE), Err(Error::Revoked));
         assert_eq!(store.stats().leases, 0);
     });
+}
+
+/// Tenant A publishes under a lease at its per-lease cap (doomed by its
+/// own narrow scope) while tenant B publishes with the one unit left under
+/// the store-wide ceiling: A is refused by the lease's cap and B, whose
+/// admission had room at every instant, is admitted.
+fn doomed_vs_neighbour(fault: StoreFault) {
+    common::explore(&name(fault, "doomed_vs_neighbour"), move || {
+        store_fault(fault);
+        let config = StoreConfig {
+            listings_per_lease_max: 1,
+            listings_max: 2,
+            subscribers_max: 1,
+            subscriber_buffer_max: 8,
+            ..StoreConfig::default()
+        };
+        let store = Arc::new(Store::new(config, Arc::new(ManualClock::new())).unwrap());
+        let a = TenantId(1);
+        let b = TenantId(2);
+        let la = store.grant(a, "host", MINUTE, None).unwrap().id;
+        let lb = store.grant(b, "host", MINUTE, None).unwrap().id;
+        store.publish(a, la, "a1", b"", None).unwrap();
+        let doomed = {
+            let store = Arc::clone(&store);
+            thread::spawn(move || store.publish(a, la, "a2", b"", None))
+        };
+        let neighbour = store.publish(b, lb, "b1", b"", None);
+        assert!(
+            matches!(
+                doomed.join().unwrap(),
+                Err(Error::CapacityExceeded {
+                    scope: Scope::Parent(_)
+                })
+            ),
+            "a doomed admission was refused by a shared scope: it took shared room first"
+        );
+        assert!(
+            neighbour.is_ok(),
+            "a doomed admission took the neighbour's room: {neighbour:?}"
+        );
+    });
+}
+
+#[test]
+fn a_doomed_admission_never_takes_anothers_room() {
+    doomed_vs_neighbour(StoreFault::None);
+}
+
+#[test]
+#[should_panic(expected = "a doomed admission")]
+fn broken_twin_shared_scope_first_refuses_the_neighbour() {
+    doomed_vs_neighbour(StoreFault::SharedScopeFirst);
 }
 
 #[test]

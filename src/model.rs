@@ -51,6 +51,9 @@ pub mod faults {
         ReleaseUnfenced,
         /// A renewal ignores the deadline (resurrects an expired record).
         RenewIgnoresDeadline,
+        /// A creation holds a unit of its table's store-wide ceiling while
+        /// its narrow scopes (parent cap, tenant quota) are decided.
+        SharedScopeFirst,
     }
 
     std::thread_local! {

@@ -53,7 +53,7 @@ use crate::config::StoreConfig;
 use crate::error::{Error, Result, Scope};
 use crate::events::Cause;
 use crate::ids::TenantId;
-use crate::quota::Counter;
+use crate::quota::{Counter, Reservation};
 use crate::record::Stamp;
 use crate::sync::{lock, Arc};
 use crate::table::{Removed, Table};
@@ -349,6 +349,13 @@ impl Store {
             shared: None,
             inserted: None,
         };
+        let table = C::table(self);
+        // The broken twin of the model checker holds a unit of the shared
+        // ceiling while the narrow scopes are decided (the order this
+        // protocol exists to forbid); elsewhere this is `None`.
+        let early = seam::shared_first()
+            .then(|| Reservation::acquire(&[(table.ceiling(), 1)]))
+            .transpose()?;
         // Narrow scopes: the parent's cap, then the tenant's quotas.
         pending.parent.reserve(self, tenant, now)?;
         pending.slot = true;
@@ -362,6 +369,7 @@ impl Store {
             }
             pending.quotas += 1;
         }
+        drop(early);
         seam::after(seam::Step::Reserved);
         // Shared scopes: store-wide counters, then the table's ceiling.
         if let Some(shared) = C::shared(self) {
@@ -381,7 +389,6 @@ impl Store {
             }
             record
         };
-        let table = C::table(self);
         let mut tries = 0;
         let (stamp, replaced) = loop {
             tries += 1;
@@ -489,7 +496,8 @@ impl Store {
 
 /// The one place a fault can enter a creation: a test build can make any
 /// step boundary panic, to check that the guard rolls back everything taken
-/// so far. In other builds every call is an empty inline function.
+/// so far, and the model-checking build can take the scopes in the wrong
+/// order. In other builds every call is an empty inline function.
 pub(super) mod seam {
     /// A boundary between two steps of the protocol.
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -507,6 +515,20 @@ pub(super) mod seam {
     #[cfg(not(test))]
     #[inline(always)]
     pub(crate) fn after(_step: Step) {}
+
+    /// Whether to take a shared unit before the narrow scopes: only the
+    /// model checker's broken twin does.
+    #[cfg(not(relaystore_loom))]
+    #[inline(always)]
+    pub(crate) fn shared_first() -> bool {
+        false
+    }
+
+    #[cfg(relaystore_loom)]
+    pub(crate) fn shared_first() -> bool {
+        use crate::model::faults::{active, StoreFault};
+        active(StoreFault::SharedScopeFirst)
+    }
 
     #[cfg(test)]
     std::thread_local! {
