@@ -70,9 +70,11 @@ impl Default for TenantQuota {
     }
 }
 
-/// Where a store gets each tenant's quotas. Asked once per tenant, when the
-/// store first sees it; a policy can give a paying customer more room than a
-/// free tier.
+/// Where a store gets each tenant's quotas. Asked when the store registers
+/// a tenant (its first creation, and again after it held nothing and was
+/// forgotten), outside every lock; a policy can give a paying customer more
+/// room than a free tier. A quota of 0 refuses that collection to the
+/// tenant without registering it.
 pub trait QuotaPolicy: Send + Sync + 'static {
     /// The quotas for `tenant`.
     fn quota(&self, tenant: crate::TenantId) -> TenantQuota;

@@ -46,7 +46,7 @@
 //! exists (a lock's fence is readable the moment the lock is held).
 
 use super::lease::{Lease, LeaseChildren};
-use super::tenant::{Hold, Owner, TenantIndex};
+use super::tenant::{Epoch, Owner, TenantIndex};
 use super::visible::Ancestry;
 use super::{owned_by, Collection, NameKey, Store};
 use crate::config::StoreConfig;
@@ -257,12 +257,15 @@ pub(super) enum Occupant {
 
 /// Everything a creation has taken so far; undone on drop unless
 /// committed (rollback on refusal, error and panic alike).
-struct Pending<'s, C: Child> {
+struct Pending<'s, 'e, C: Child> {
     store: &'s Store,
     now: MonoTime,
+    /// The tenant epoch the record is made in; `held` while this creation
+    /// owns a unit of the tenant's holds.
+    epoch: &'e Arc<Epoch>,
+    held: bool,
     parent: Parent,
     slot: bool,
-    hold: Option<Hold<'s>>,
     /// How many of `C::QUOTAS` are held.
     quotas: usize,
     shared: Option<&'s Counter>,
@@ -270,12 +273,10 @@ struct Pending<'s, C: Child> {
     inserted: Option<(C::Key, u64)>,
 }
 
-impl<C: Child> Pending<'_, C> {
+impl<C: Child> Pending<'_, '_, C> {
     /// The record owns everything now.
     fn commit(&mut self) {
-        if let Some(hold) = self.hold.take() {
-            hold.keep();
-        }
+        self.held = false;
         self.slot = false;
         self.quotas = 0;
         self.shared = None;
@@ -283,7 +284,7 @@ impl<C: Child> Pending<'_, C> {
     }
 }
 
-impl<C: Child> Drop for Pending<'_, C> {
+impl<C: Child> Drop for Pending<'_, '_, C> {
     fn drop(&mut self) {
         if let Some((key, version)) = self.inserted.take() {
             // Never attached, so never visible and never counted by a
@@ -297,19 +298,18 @@ impl<C: Child> Drop for Pending<'_, C> {
         if let Some(shared) = self.shared.take() {
             shared.release(1);
         }
-        if let Some(hold) = &self.hold {
-            let tenant = &hold.epoch().tenant;
-            for &c in &C::QUOTAS[..self.quotas] {
-                if let Some(quota) = tenant.quota(c) {
-                    quota.release(1);
-                }
+        for &c in &C::QUOTAS[..self.quotas] {
+            if let Some(quota) = self.epoch.tenant.quota(c) {
+                quota.release(1);
             }
         }
         if self.slot {
             self.parent.release(self.store);
         }
         // The hold goes last: giving it back may forget the tenant.
-        self.hold.take();
+        if self.held {
+            self.store.release_tenant(&self.epoch.tenant, self.epoch.id);
+        }
     }
 }
 
@@ -338,13 +338,15 @@ impl Store {
                 .hold_known_tenant(tenant)
                 .ok_or_else(|| self.missing_parent(&parent, tenant, now))?,
         };
-        let epoch = Arc::clone(hold.epoch());
+        // The creation owns the hold's unit from here on (`held`).
+        let epoch = hold.into_epoch();
         let mut pending = Pending::<C> {
             store: self,
             now,
+            epoch: &epoch,
+            held: true,
             parent,
             slot: false,
-            hold: Some(hold),
             quotas: 0,
             shared: None,
             inserted: None,
@@ -380,10 +382,9 @@ impl Store {
             }
             pending.shared = Some(shared);
         }
-        let owner = Owner::of(&epoch);
         let born = matches!(pending.parent, Parent::None);
         let build = |version| {
-            let mut record = make(owner.clone(), version);
+            let mut record = make(Owner::of(&epoch), version);
             if born {
                 record.set_attached();
             }

@@ -94,7 +94,8 @@ pub struct Stats {
     pub idempotency: usize,
     /// Named locks held.
     pub locks: usize,
-    /// Tenants known.
+    /// Tenants registered: those holding a record or with a creation in
+    /// flight (a tenant with nothing left is forgotten).
     pub tenants: usize,
 }
 
@@ -155,8 +156,9 @@ impl Store {
         Self::with_policy(config, clock, policy)
     }
 
-    /// A store whose per-tenant quotas come from `policy` (asked once, when
-    /// a tenant is first seen) instead of `config.tenant`.
+    /// A store whose per-tenant quotas come from `policy` (asked when a
+    /// tenant is registered: when it first creates something, and again
+    /// after it held nothing and was forgotten) instead of `config.tenant`.
     pub fn with_policy(
         config: StoreConfig,
         clock: Arc<dyn Clock>,

@@ -32,7 +32,9 @@ use std::collections::{BTreeSet, HashSet};
 
 /// Per-tenant state that outlives tenant revocation: the quota counters,
 /// the count of what the tenant holds, and the indexes that `list` and
-/// tenant revocation walk.
+/// tenant revocation walk. `repr(C)` keeps `holds` beside the index lock:
+/// every creation touches both, so they share a cache line.
+#[repr(C)]
 pub(crate) struct Tenant {
     pub(super) leases: Counter,
     pub(super) listings: Counter,
@@ -174,25 +176,42 @@ impl Owner {
 /// [`keep`](Self::keep) passes it to the record the creation made.
 pub(super) struct Hold<'s> {
     store: &'s Store,
-    epoch: Arc<Epoch>,
-    armed: bool,
+    /// `None` once [`into_epoch`](Self::into_epoch) handed it on.
+    epoch: Option<Arc<Epoch>>,
 }
 
 impl Hold<'_> {
+    fn new(store: &Store, epoch: Arc<Epoch>) -> Hold<'_> {
+        Hold {
+            store,
+            epoch: Some(epoch),
+        }
+    }
+
     pub(super) fn epoch(&self) -> &Arc<Epoch> {
-        &self.epoch
+        self.epoch
+            .as_ref()
+            .expect("a hold has its epoch until handed on")
+    }
+
+    /// The epoch, with the unit: the caller now owns it and gives it back
+    /// with [`Store::release_tenant`] unless a record takes it over.
+    pub(super) fn into_epoch(mut self) -> Arc<Epoch> {
+        self.epoch
+            .take()
+            .expect("a hold has its epoch until handed on")
     }
 
     /// The record now owns the unit.
     pub(super) fn keep(mut self) {
-        self.armed = false;
+        self.epoch = None;
     }
 }
 
 impl Drop for Hold<'_> {
     fn drop(&mut self) {
-        if self.armed {
-            self.store.release_tenant(&self.epoch.tenant, self.epoch.id);
+        if let Some(epoch) = self.epoch.take() {
+            self.store.release_tenant(&epoch.tenant, epoch.id);
         }
     }
 }
@@ -211,11 +230,7 @@ impl Store {
         if let Some(hold) = self.hold_known_tenant(id) {
             return Ok(hold);
         }
-        Ok(Hold {
-            store: self,
-            epoch: self.register_tenant(id, quotas)?,
-            armed: true,
-        })
+        Ok(Hold::new(self, self.register_tenant(id, quotas)?))
     }
 
     /// A hold on tenant `id` if it is registered; never registers it.
@@ -224,11 +239,7 @@ impl Store {
             epoch.tenant.holds.fetch_add(1, Ordering::AcqRel);
             Arc::clone(epoch)
         })?;
-        Some(Hold {
-            store: self,
-            epoch,
-            armed: true,
-        })
+        Some(Hold::new(self, epoch))
     }
 
     /// Gives back the hold of a record that left its table.
