@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 const LIMIT: u64 = 1 << 40;
 
 fn counter() -> Counter {
-    Counter::new(Scope::Collection("bench"), LIMIT)
+    Counter::new(Scope::Named("bench"), LIMIT)
 }
 
 fn mutex_acquire(m: &Mutex<u64>) -> bool {

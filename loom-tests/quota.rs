@@ -21,7 +21,7 @@ fn last_unit(broken: bool) {
         },
         move || {
             faults::blind_store(broken);
-            let counter = Arc::new(Counter::new(Scope::Collection("model"), 1));
+            let counter = Arc::new(Counter::new(Scope::Named("model"), 1));
             let holders = Arc::new(AtomicUsize::new(0));
             let threads: Vec<_> = (0..2)
                 .map(|_| {
@@ -58,8 +58,8 @@ fn all_or_nothing(broken: bool) {
         },
         move || {
             faults::blind_store(broken);
-            let a = Arc::new(Counter::new(Scope::Tenant("model"), 1));
-            let b = Arc::new(Counter::new(Scope::Collection("model"), 1));
+            let a = Arc::new(Counter::new(Scope::Named("model"), 1));
+            let b = Arc::new(Counter::new(Scope::Named("model"), 1));
             let both = {
                 let (a, b) = (Arc::clone(&a), Arc::clone(&b));
                 thread::spawn(move || match Reservation::acquire(&[(&a, 1), (&b, 1)]) {

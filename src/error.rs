@@ -1,5 +1,6 @@
 //! The one public error type.
 
+use crate::events::Collection;
 use std::fmt;
 
 /// Everything a store operation can refuse with.
@@ -69,20 +70,33 @@ pub enum Error {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Scope {
-    /// The store-wide ceiling of one collection.
-    Collection(&'static str),
+    /// The store-wide ceiling of one collection (`leases_max`, ...; for
+    /// [`Collection::Attempts`] the pending attempts, `attempts_max`; for
+    /// [`Collection::Replay`] every attempt record, `replay_max`).
+    Collection(Collection),
     /// A tenant's quota in one collection.
-    Tenant(&'static str),
-    /// A parent's cap on its children in one collection.
-    Parent(&'static str),
+    Tenant(Collection),
+    /// A parent's cap on its children in one collection
+    /// (`listings_per_lease_max`, `attempts_per_listing_max`, ...).
+    Parent(Collection),
+    /// The store-wide ceiling on registered tenants (`tenants_max`).
+    Tenants,
+    /// The store-wide ceiling on event subscribers (`subscribers_max`).
+    Subscribers,
+    /// The ceiling of a [`TtlMap`](crate::TtlMap) or of a
+    /// [`Counter`](crate::quota::Counter) built outside a store, by name.
+    Named(&'static str),
 }
 
 impl fmt::Display for Scope {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Scope::Collection(c) => write!(f, "{c} collection ceiling"),
-            Scope::Tenant(c) => write!(f, "tenant quota for {c}"),
-            Scope::Parent(c) => write!(f, "per-parent cap on {c}"),
+            Scope::Collection(c) => write!(f, "{} collection ceiling", c.scope_name()),
+            Scope::Tenant(c) => write!(f, "tenant quota for {}", c.scope_name()),
+            Scope::Parent(c) => write!(f, "per-parent cap on {}", c.scope_name()),
+            Scope::Tenants => f.write_str("tenants ceiling"),
+            Scope::Subscribers => f.write_str("subscribers ceiling"),
+            Scope::Named(name) => write!(f, "{name} ceiling"),
         }
     }
 }

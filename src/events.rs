@@ -11,7 +11,14 @@ use crate::ids::{AttemptId, LeaseId, TenantId};
 use crate::sync::{lock, Arc, AtomicU64, Mutex, Ordering};
 use std::collections::VecDeque;
 
-/// The collection a removed record belonged to.
+/// A collection of the store: what a removal event names, and what a
+/// capacity refusal's [`Scope`] names.
+///
+/// Join attempts are one table with two bounds. [`Attempts`](Self::Attempts)
+/// names pending or bound attempts (bounded by `attempts_max`, per tenant
+/// and per listing); [`Replay`](Self::Replay) names every attempt record,
+/// consumed tokens remembered for replay rejection included (bounded by
+/// `replay_max`), which is the table's own ceiling.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Collection {
     /// Leases.
@@ -22,7 +29,8 @@ pub enum Collection {
     Presence,
     /// Join attempts (pending or bound).
     Attempts,
-    /// Replay memory of consumed tokens.
+    /// Attempt records including the replay memory of consumed tokens (as
+    /// an event: a consumed token's memory left).
     Replay,
     /// Idempotency records.
     Idempotency,
@@ -33,7 +41,7 @@ pub enum Collection {
 }
 
 impl Collection {
-    /// The collection's name in a [`Scope`] of a capacity refusal.
+    /// The collection's name, as a refusal's message shows it.
     pub(crate) fn scope_name(self) -> &'static str {
         match self {
             Collection::Leases => "leases",
@@ -133,7 +141,7 @@ impl EventHub {
         let mut inboxes = lock(&self.inboxes);
         if inboxes.len() >= self.subscribers_max {
             return Err(Error::CapacityExceeded {
-                scope: Scope::Collection("subscribers"),
+                scope: Scope::Subscribers,
             });
         }
         let inbox = Arc::new(Inbox {

@@ -115,7 +115,7 @@ impl ModelTable {
     /// An empty table with room for `capacity` records.
     pub fn new(capacity: u64) -> Self {
         ModelTable(Table::new(
-            "model",
+            crate::Scope::Named("model"),
             capacity,
             Arc::new(Versions::new()),
             MonoTime::ZERO,

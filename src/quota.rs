@@ -176,11 +176,12 @@ impl Drop for Reservation<'_> {
 #[cfg(all(test, not(relaystore_loom)))]
 mod tests {
     use super::*;
+    use crate::events::Collection;
 
     #[test]
     fn an_uncounted_scope_admits_everything_and_counts_nothing() {
-        let off = Counter::uncounted(Scope::Tenant("leases"));
-        let on = Counter::new(Scope::Collection("leases"), 2);
+        let off = Counter::uncounted(Scope::Tenant(Collection::Leases));
+        let on = Counter::new(Scope::Collection(Collection::Leases), 2);
         assert!(!off.is_counted() && on.is_counted());
         for _ in 0..3 {
             assert!(off.try_acquire(u64::MAX));
@@ -192,7 +193,7 @@ mod tests {
         assert_eq!(
             Reservation::acquire(&[(&off, 1), (&on, 1)]).unwrap_err(),
             Error::CapacityExceeded {
-                scope: Scope::Collection("leases")
+                scope: Scope::Collection(Collection::Leases)
             }
         );
         drop(held);

@@ -76,7 +76,7 @@ where
     K: Eq + Hash + Ord + Clone,
 {
     pub(crate) fn new(
-        name: &'static str,
+        scope: Scope,
         capacity: u64,
         versions: Arc<Versions>,
         start: MonoTime,
@@ -90,7 +90,7 @@ where
                 wheel: Wheel::new(start.as_millis()),
                 fired: Vec::new(),
             }),
-            ceiling: Counter::new(Scope::Collection(name), capacity),
+            ceiling: Counter::new(scope, capacity),
             versions,
             swept_to_ms: AtomicU64::new(start.as_millis()),
         }

@@ -5,7 +5,7 @@
 //! removal and a hard ceiling on the number of entries. The relay collections
 //! are built from the same parts.
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, Scope};
 use crate::record::{Stamp, TtlRange, Versions};
 use crate::sync::Arc;
 pub use crate::table::Removed;
@@ -93,7 +93,7 @@ where
         let start = clock.now();
         Ok(TtlMap {
             table: Table::new(
-                config.name,
+                Scope::Named(config.name),
                 config.entries_max,
                 Arc::new(Versions::new()),
                 start,

@@ -49,7 +49,7 @@ fn a_full_store_refuses_a_million_inserts_and_changes_nothing() {
                 for _ in 0..500_000 {
                     match s.grant(A, "h", SEC * 60, None) {
                         Err(Error::CapacityExceeded {
-                            scope: Scope::Collection("leases"),
+                            scope: Scope::Collection(Collection::Leases),
                         }) => refused += 1,
                         other => panic!("admitted or wrong refusal: {other:?}"),
                     }
@@ -98,7 +98,7 @@ fn a_tenant_at_its_quota_costs_another_tenant_nothing() {
                     matches!(
                         s.grant(A, "a", SEC * 60, None),
                         Err(Error::CapacityExceeded {
-                            scope: Scope::Tenant("leases")
+                            scope: Scope::Tenant(Collection::Leases)
                         })
                     )
                 })
@@ -134,7 +134,7 @@ fn a_refusal_on_the_third_scope_leaves_the_first_two_untouched() {
     assert_eq!(
         s.begin_join(A, "lobby", "c2", SEC * 10, None),
         Err(Error::CapacityExceeded {
-            scope: Scope::Tenant("replay")
+            scope: Scope::Tenant(Collection::Replay)
         })
     );
     assert_eq!((s.digest(), s.stats()), before);
@@ -148,9 +148,9 @@ fn a_refusal_on_the_third_scope_leaves_the_first_two_untouched() {
 #[test]
 fn a_reservation_rolls_back_when_its_operation_panics() {
     let scopes = [
-        Counter::new(Scope::Collection("x"), 10),
-        Counter::new(Scope::Tenant("x"), 10),
-        Counter::new(Scope::Parent("x"), 10),
+        Counter::new(Scope::Named("x"), 10),
+        Counter::new(Scope::Named("x"), 10),
+        Counter::new(Scope::Named("x"), 10),
     ];
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let _held =
@@ -166,7 +166,7 @@ fn a_reservation_rolls_back_when_its_operation_panics() {
         scopes.iter().map(Counter::used).collect::<Vec<_>>(),
         vec![0, 0, 0]
     );
-    let full = Counter::new(Scope::Parent("y"), 0);
+    let full = Counter::new(Scope::Named("y"), 0);
     assert!(Reservation::acquire(&[(&scopes[0], 1), (&scopes[1], 1), (&full, 1)]).is_err());
     assert_eq!(
         scopes.iter().map(Counter::used).collect::<Vec<_>>(),
@@ -320,7 +320,7 @@ fn a_full_replay_store_refuses_joins_and_leaves_nothing() {
     assert_eq!(
         s.begin_join(A, "lobby", "c3", SEC * 10, None),
         Err(Error::CapacityExceeded {
-            scope: Scope::Collection("replay")
+            scope: Scope::Collection(Collection::Replay)
         })
     );
     assert_eq!((s.digest(), s.stats()), before);
@@ -378,7 +378,7 @@ fn a_switched_off_tenant_quota_leaves_only_the_store_ceiling() {
     assert_eq!(
         b[2],
         Err(Error::CapacityExceeded {
-            scope: Scope::Tenant("leases")
+            scope: Scope::Tenant(Collection::Leases)
         })
     );
     // A takes the rest of the store-wide ceiling, then meets it.
@@ -388,7 +388,7 @@ fn a_switched_off_tenant_quota_leaves_only_the_store_ceiling() {
     assert_eq!(
         s.grant(A, "h", SEC, None),
         Err(Error::CapacityExceeded {
-            scope: Scope::Collection("leases")
+            scope: Scope::Collection(Collection::Leases)
         })
     );
     s.audit().unwrap();

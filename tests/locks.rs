@@ -179,7 +179,7 @@ fn lock_ceilings_refuse_with_their_scope() {
     assert_eq!(
         s.try_lock(T, "c", "w", SEC, None).err(),
         Some(Error::CapacityExceeded {
-            scope: Scope::Tenant("locks")
+            scope: Scope::Tenant(Collection::Locks)
         })
     );
     let _c = s
@@ -189,7 +189,7 @@ fn lock_ceilings_refuse_with_their_scope() {
     assert_eq!(
         s.try_lock(TenantId(10), "d", "w", SEC, None).err(),
         Some(Error::CapacityExceeded {
-            scope: Scope::Collection("locks")
+            scope: Scope::Collection(Collection::Locks)
         })
     );
     assert_eq!(s.stats().locks, 3);

@@ -161,14 +161,14 @@ fn tenant_quota_and_store_ceiling_refuse_with_their_scope() {
     assert_eq!(
         s.grant(T, "c", SEC, None),
         Err(Error::CapacityExceeded {
-            scope: Scope::Tenant("leases")
+            scope: Scope::Tenant(Collection::Leases)
         })
     );
     s.grant(OTHER, "a", SEC, None).unwrap();
     assert_eq!(
         s.grant(OTHER, "b", SEC, None),
         Err(Error::CapacityExceeded {
-            scope: Scope::Collection("leases")
+            scope: Scope::Collection(Collection::Leases)
         })
     );
     assert_eq!(s.stats().leases, 3);
@@ -267,7 +267,7 @@ fn publish_validates_and_respects_the_per_lease_cap() {
     assert_eq!(
         s.publish(T, g.id, "d", b"", None),
         Err(Error::CapacityExceeded {
-            scope: Scope::Parent("listings")
+            scope: Scope::Parent(Collection::Listings)
         })
     );
     assert_eq!(
@@ -476,7 +476,7 @@ fn attempts_are_capped_per_listing_and_refusals_leave_nothing() {
     assert_eq!(
         s.begin_join(T, "lobby", "c3", SEC * 10, None),
         Err(Error::CapacityExceeded {
-            scope: Scope::Parent("attempts")
+            scope: Scope::Parent(Collection::Attempts)
         })
     );
     assert_eq!(s.stats(), before, "refusal changed nothing");

@@ -249,7 +249,7 @@ fn full_map_refuses_with_its_scope_and_evicts_nothing() {
     assert_eq!(
         map.insert(9, "x".into(), SEC),
         Err(Error::CapacityExceeded {
-            scope: Scope::Collection("test")
+            scope: Scope::Named("test")
         })
     );
     for k in 0..3 {

@@ -168,7 +168,7 @@ impl Parent {
                         let children = kind.of_mut(lease.children_mut());
                         if children.len() >= cap {
                             return Err(Error::CapacityExceeded {
-                                scope: Scope::Parent(kind.collection().scope_name()),
+                                scope: Scope::Parent(kind.collection()),
                             });
                         }
                         children.push(Arc::clone(child));
@@ -188,7 +188,7 @@ impl Parent {
                     }
                     if l.attempts.len() >= cap {
                         return Err(Error::CapacityExceeded {
-                            scope: Scope::Parent(Collection::Attempts.scope_name()),
+                            scope: Scope::Parent(Collection::Attempts),
                         });
                     }
                     l.attempts.push(*child);

@@ -52,7 +52,7 @@ impl Tenant {
     fn new(q: &TenantQuota) -> Self {
         let quota = |c: Collection| {
             let limit = quota_limit(q, c);
-            let scope = Scope::Tenant(c.scope_name());
+            let scope = Scope::Tenant(c);
             if limit == TenantQuota::OFF {
                 Counter::uncounted(scope)
             } else {
@@ -252,7 +252,7 @@ impl Store {
         let q = self.policy.quota(id);
         if let Some(&c) = quotas.iter().find(|&&c| quota_limit(&q, c) == 0) {
             return Err(Error::CapacityExceeded {
-                scope: Scope::Tenant(c.scope_name()),
+                scope: Scope::Tenant(c),
             });
         }
         let (outcome, _) = self.tenants.upsert(id, |existing| match existing {
@@ -262,7 +262,7 @@ impl Store {
             }
             None if !self.tenant_count.try_acquire(1) => {
                 Upsert::Keep(Err(Error::CapacityExceeded {
-                    scope: Scope::Collection("tenants"),
+                    scope: Scope::Tenants,
                 }))
             }
             None => {
