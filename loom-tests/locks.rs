@@ -154,8 +154,8 @@ fn exactly_one_of_two_try_locks_wins() {
 
 #[test]
 #[should_panic(expected = "exactly one try_lock wins")]
-fn broken_twin_blind_upsert_lets_both_win() {
-    two_try_locks(StoreFault::LockBlindUpsert);
+fn broken_twin_ignoring_the_holder_lets_both_win() {
+    two_try_locks(StoreFault::KeyHolderIgnored);
 }
 
 #[test]
@@ -165,8 +165,8 @@ fn release_racing_try_lock_never_frees_the_new_holder() {
 
 #[test]
 #[should_panic(expected = "stale release freed")]
-fn broken_twin_check_then_act_release_frees_the_new_holder() {
-    release_vs_try_lock(StoreFault::ReleaseCheckThenAct);
+fn broken_twin_unfenced_release_racing_try_lock_frees_the_new_holder() {
+    release_vs_try_lock(StoreFault::ReleaseUnfenced);
 }
 
 #[test]

@@ -227,8 +227,8 @@ fn exactly_one_of_two_binds_wins() {
 
 #[test]
 #[should_panic(expected = "exactly one bind wins")]
-fn broken_twin_check_then_act_bind_lets_both_win() {
-    bind_vs_bind(StoreFault::BindCheckThenAct);
+fn broken_twin_bind_ignoring_the_phase_lets_both_win() {
+    bind_vs_bind(StoreFault::BindIgnoresPhase);
 }
 
 #[test]
@@ -240,8 +240,8 @@ fn exactly_one_of_two_consumes_wins() {
 /// first, as the pending counter's underflow assertion.
 #[test]
 #[should_panic]
-fn broken_twin_check_then_act_consume_admits_twice() {
-    consume_vs_consume(StoreFault::ConsumeCheckThenAct);
+fn broken_twin_consume_ignoring_the_phase_admits_twice() {
+    consume_vs_consume(StoreFault::ConsumeIgnoresPhase);
 }
 
 #[test]

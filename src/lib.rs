@@ -54,6 +54,11 @@ mod config;
 mod driver;
 mod error;
 pub mod events;
+#[cfg(relaystore_loom)]
+#[doc(hidden)]
+pub mod faults;
+#[cfg(not(relaystore_loom))]
+mod faults;
 mod ids;
 #[cfg(relaystore_loom)]
 #[doc(hidden)]

@@ -12,63 +12,9 @@ use crate::time::MonoTime;
 use crate::wheel::TimerHandle;
 use std::sync::Arc;
 
-/// Per-model fault switches. Loom runs all threads of one model on the
-/// test's OS thread, so these thread-locals are per model, not global.
-pub mod faults {
-    use std::cell::Cell;
-
-    std::thread_local! {
-        /// Replace compare-and-swap with a blind store (records, counters).
-        pub static BLIND_STORE: Cell<bool> = const { Cell::new(false) };
-        /// A state read taken early, used by the next sweep decision.
-        pub(crate) static EARLY_READ: Cell<Option<crate::record::State>> = const { Cell::new(None) };
-    }
-
-    /// Turns the blind-store fault on or off for this model.
-    pub fn blind_store(on: bool) {
-        BLIND_STORE.with(|f| f.set(on));
-    }
-
-    /// A broken variant of one store operation, for the store models.
-    #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-    pub enum StoreFault {
-        /// Everything correct.
-        None,
-        /// `bind_endpoint` checks the phase under a shared lock, then
-        /// writes under the exclusive one without checking again.
-        BindCheckThenAct,
-        /// `consume` does the same check-then-act.
-        ConsumeCheckThenAct,
-        /// `begin_join` skips registering the attempt with its listing.
-        JoinWithoutAttach,
-        /// `revoke` writes the tombstone after removing the lease.
-        TombstoneAfterRemoval,
-        /// `try_lock` decides "nobody holds it" first, then overwrites.
-        LockBlindUpsert,
-        /// `release` checks the fence, then removes without checking again.
-        ReleaseCheckThenAct,
-        /// `release` removes the lock whatever its fence.
-        ReleaseUnfenced,
-        /// A renewal ignores the deadline (resurrects an expired record).
-        RenewIgnoresDeadline,
-        /// A creation holds a unit of its table's store-wide ceiling while
-        /// its narrow scopes (parent cap, tenant quota) are decided.
-        SharedScopeFirst,
-    }
-
-    std::thread_local! {
-        static STORE_FAULT: Cell<StoreFault> = const { Cell::new(StoreFault::None) };
-    }
-
-    /// Sets the store fault for this model.
-    pub fn store_fault(fault: StoreFault) {
-        STORE_FAULT.with(|f| f.set(fault));
-    }
-
-    pub(crate) fn active(fault: StoreFault) -> bool {
-        STORE_FAULT.with(|f| f.get()) == fault
-    }
-}
+/// The fault switches (they live with the code they break, so the engine
+/// never imports this module).
+pub use crate::faults;
 
 /// One versioned record, for the CAS models.
 pub struct ModelRecord(Record<()>);

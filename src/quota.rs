@@ -115,7 +115,7 @@ impl Counter {
     /// a load-check-store, the broken twin the loom model must catch.
     #[cfg(relaystore_loom)]
     fn cas(&self, current: u64, next: u64) -> Result<(), u64> {
-        if crate::model::faults::BLIND_STORE.with(|f| f.get()) {
+        if crate::faults::BLIND_STORE.with(|f| f.get()) {
             self.used.store(next, Ordering::Release);
             return Ok(());
         }

@@ -232,7 +232,7 @@ impl<V> Record<V> {
     /// plain store, the broken twin the loom models must catch.
     #[cfg(relaystore_loom)]
     fn cas(&self, current: State, next: State) -> Result<(), State> {
-        if crate::model::faults::BLIND_STORE.with(|f| f.get()) {
+        if crate::faults::BLIND_STORE.with(|f| f.get()) {
             self.state.store(next.0, Ordering::Release);
             return Ok(());
         }
@@ -259,6 +259,19 @@ impl<V> Record<V> {
         let state = self.state();
         self.base += state.seq();
         self.state = AtomicU64::new(State::new(state.deadline_ms(), 0).0);
+    }
+}
+
+/// The renewal decision: a record at `current` renewed at `now` moves to
+/// `deadline_ms` only if it is still live (an absolute reset, refused once
+/// the deadline has passed, swept or not). The model checker's broken twin
+/// ignores the deadline and resurrects an expired record.
+pub(crate) fn renewal(now: MonoTime, current: Stamp, deadline_ms: u64) -> Result<u64, Error> {
+    use crate::faults::{active, StoreFault};
+    if now < current.deadline || active(StoreFault::RenewIgnoresDeadline) {
+        Ok(deadline_ms)
+    } else {
+        Err(Error::Expired)
     }
 }
 

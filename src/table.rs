@@ -31,7 +31,7 @@
 
 use crate::error::{Error, Result, Scope};
 use crate::quota::{Counter, Reservation};
-use crate::record::{Record, Refusal, Stamp, Versions};
+use crate::record::{renewal, Record, Refusal, Stamp, Versions};
 use crate::shard::{ShardMap, Upsert};
 use crate::sync::{lock, Arc, AtomicU64, Mutex, Ordering};
 use crate::time::MonoTime;
@@ -222,19 +222,7 @@ where
         for _ in 0..2 {
             let outcome = self.map.read(key, |r| {
                 guard(&r.value).map_err(Refusal::Error)?;
-                r.transition(expected, |current| {
-                    #[cfg(relaystore_loom)]
-                    if crate::model::faults::active(
-                        crate::model::faults::StoreFault::RenewIgnoresDeadline,
-                    ) {
-                        return Ok(deadline_ms);
-                    }
-                    if now < current.deadline {
-                        Ok(deadline_ms)
-                    } else {
-                        Err(Error::Expired)
-                    }
-                })
+                r.transition(expected, |current| renewal(now, current, deadline_ms))
             });
             match outcome {
                 None => return Err(Error::NotFound),
@@ -445,7 +433,7 @@ where
     /// decides from a reading taken before it had the lock (check-then-act).
     #[cfg(relaystore_loom)]
     fn observed_state(&self, r: &Record<V>) -> crate::record::State {
-        crate::model::faults::EARLY_READ
+        crate::faults::EARLY_READ
             .with(|f| f.take())
             .unwrap_or_else(|| r.state())
     }
@@ -455,7 +443,7 @@ where
     #[cfg(relaystore_loom)]
     pub(crate) fn stash_early_read(&self, key: &K) {
         if let Some(state) = self.map.read(key, |r| r.state()) {
-            crate::model::faults::EARLY_READ.with(|f| f.set(Some(state)));
+            crate::faults::EARLY_READ.with(|f| f.set(Some(state)));
         }
     }
 

@@ -48,7 +48,7 @@
 use super::lease::{Lease, LeaseChildren};
 use super::tenant::{Epoch, Owner, TenantIndex};
 use super::visible::Ancestry;
-use super::{owned_by, Collection, NameKey, Store};
+use super::{decide, owned_by, Collection, NameKey, Store};
 use crate::config::StoreConfig;
 use crate::error::{Error, Result, Scope};
 use crate::events::Cause;
@@ -355,7 +355,7 @@ impl Store {
         // The broken twin of the model checker holds a unit of the shared
         // ceiling while the narrow scopes are decided (the order this
         // protocol exists to forbid); elsewhere this is `None`.
-        let early = seam::shared_first()
+        let early = decide::shared_scope_first()
             .then(|| Reservation::acquire(&[(table.ceiling(), 1)]))
             .transpose()?;
         // Narrow scopes: the parent's cap, then the tenant's quotas.
@@ -485,7 +485,7 @@ impl Store {
             // Expired or gone since the insert refused: free to retry.
             Err(_) => return Occupant::Cleared,
         };
-        if self.ancestors_visible(tenant, &ancestry, now) {
+        if decide::key_taken(self.ancestors_visible(tenant, &ancestry, now)) {
             return Occupant::Visible;
         }
         if let Ok(removed) = table.remove_with(key, |_, s, _| owned_by(s.version == version), now) {
@@ -495,10 +495,10 @@ impl Store {
     }
 }
 
-/// The one place a fault can enter a creation: a test build can make any
-/// step boundary panic, to check that the guard rolls back everything taken
-/// so far, and the model-checking build can take the scopes in the wrong
-/// order. In other builds every call is an empty inline function.
+/// Where a panic can enter a creation: a test build can make any step
+/// boundary panic, to check that the guard rolls back everything taken so
+/// far. In other builds every call is an empty inline function. (The model
+/// checker's twins of the protocol's decisions enter through `decide`.)
 pub(super) mod seam {
     /// A boundary between two steps of the protocol.
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -516,20 +516,6 @@ pub(super) mod seam {
     #[cfg(not(test))]
     #[inline(always)]
     pub(crate) fn after(_step: Step) {}
-
-    /// Whether to take a shared unit before the narrow scopes: only the
-    /// model checker's broken twin does.
-    #[cfg(not(relaystore_loom))]
-    #[inline(always)]
-    pub(crate) fn shared_first() -> bool {
-        false
-    }
-
-    #[cfg(relaystore_loom)]
-    pub(crate) fn shared_first() -> bool {
-        use crate::model::faults::{active, StoreFault};
-        active(StoreFault::SharedScopeFirst)
-    }
 
     #[cfg(test)]
     std::thread_local! {

@@ -8,6 +8,7 @@
 //! fail for lack of room.
 
 use super::attach::{Child, Parent};
+use super::decide;
 use super::idempotency::{IdemParams, Outcome};
 use super::tenant::Owner;
 use super::visible::Ancestry;
@@ -172,20 +173,14 @@ impl Store {
         let seq = self.next_seq();
         let id = self.attempt_id(seq);
         let token = JoinToken::issue(id)?;
-        #[cfg(relaystore_loom)]
-        let skip =
-            crate::model::faults::active(crate::model::faults::StoreFault::JoinWithoutAttach);
-        #[cfg(not(relaystore_loom))]
-        let skip = false;
-        let parent = if skip {
-            // Broken twin: never registered with the listing.
-            Parent::None
-        } else {
+        let parent = if decide::join_attaches() {
             Parent::Listing {
                 key: nkey,
                 origin: view.origin,
                 child: seq,
             }
+        } else {
+            Parent::None
         };
         let stamp = self.create(tenant, seq, parent, now, deadline, |owner, _| Attempt {
             owner,
@@ -269,22 +264,6 @@ impl Store {
     ) -> Result<Binding> {
         let now = self.clock.now();
         let (key, _) = self.attempt_for(tenant, attempt, token, now)?;
-        #[cfg(relaystore_loom)]
-        if crate::model::faults::active(crate::model::faults::StoreFault::BindCheckThenAct) {
-            // Broken twin: decide under a shared lock, write under another.
-            if self.attempts.read(&key, now, |v, _| v.phase)? != Phase::Pending {
-                return Err(Error::Conflict { current_version: 0 });
-            }
-            let (_, stamp) = self.attempts.update(&key, now, None, |v, stamp| {
-                v.phase = Phase::Bound(observed);
-                Ok(((), Some(super::stamp_deadline(&stamp))))
-            })?;
-            return Ok(Binding {
-                attempt,
-                addr: observed,
-                version: stamp.version,
-            });
-        }
         let owned = |v: &Attempt| v.owner.is_of(tenant);
         let (addr, stamp) = self
             .attempts
@@ -292,16 +271,13 @@ impl Store {
                 if !token.matches(&v.secret) {
                     return Err(Error::NotFound);
                 }
-                match v.phase {
-                    Phase::Pending => {
-                        v.phase = Phase::Bound(observed);
+                match decide::bind(v.phase, observed, stamp.version)? {
+                    Some(next) => {
+                        v.phase = next;
                         Ok((observed, Some(super::stamp_deadline(&stamp))))
                     }
-                    Phase::Bound(addr) if addr == observed => Ok((addr, None)),
-                    Phase::Bound(_) => Err(Error::Conflict {
-                        current_version: stamp.version,
-                    }),
-                    Phase::Consumed(_) => Err(Error::ReplayRejected),
+                    // The winning bind, repeated: the same binding.
+                    None => Ok((observed, None)),
                 }
             })?;
         Ok(Binding {
@@ -319,44 +295,19 @@ impl Store {
         let now = self.clock.now();
         let (key, listing) = self.attempt_for(tenant, token.attempt(), token, now)?;
         let grace_ms = duration_to_millis_ceil(self.config.replay_grace);
-        #[cfg(relaystore_loom)]
-        let broken =
-            crate::model::faults::active(crate::model::faults::StoreFault::ConsumeCheckThenAct)
-                && matches!(
-                    self.attempts.read(&key, now, |v, _| v.phase)?,
-                    Phase::Bound(_)
-                );
         let owned = |v: &Attempt| v.owner.is_of(tenant);
         let ((addr, client, origin, owner), _) =
             self.attempts
                 .update_owned(&key, now, owned, None, |v, stamp| {
-                    #[cfg(relaystore_loom)]
-                    if broken {
-                        // Broken twin: the phase was checked under a shared lock
-                        // before; write without checking again.
-                        let addr = match v.phase {
-                            Phase::Bound(a) | Phase::Consumed(a) => a,
-                            Phase::Pending => unreachable!("checked before"),
-                        };
-                        v.phase = Phase::Consumed(addr);
-                        let found = (addr, Arc::clone(&v.client), v.origin, v.owner.clone());
-                        return Ok((found, None));
-                    }
                     if !token.matches(&v.secret) {
                         return Err(Error::NotFound);
                     }
-                    match v.phase {
-                        Phase::Bound(addr) => {
-                            v.phase = Phase::Consumed(addr);
-                            let remembered = super::stamp_deadline(&stamp) + grace_ms;
-                            let found = (addr, Arc::clone(&v.client), v.origin, v.owner.clone());
-                            Ok((found, Some(remembered)))
-                        }
-                        Phase::Pending => Err(Error::Conflict {
-                            current_version: stamp.version,
-                        }),
-                        Phase::Consumed(_) => Err(Error::ReplayRejected),
-                    }
+                    let addr = decide::consume(v.phase, stamp.version)?;
+                    v.phase = Phase::Consumed(addr);
+                    // Remembered as replay memory past the token's deadline.
+                    let remembered = super::stamp_deadline(&stamp) + grace_ms;
+                    let found = (addr, Arc::clone(&v.client), v.origin, v.owner.clone());
+                    Ok((found, Some(remembered)))
                 })?;
         // No longer pending: free its place under the listing's cap and in
         // the pending quotas. The replay units stay with the record.

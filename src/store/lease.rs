@@ -1,6 +1,7 @@
 //! Leases: TTL-bound grants that other records attach to.
 
 use super::attach::{Child, LeaseChild, Parent};
+use super::decide;
 use super::idempotency::{IdemParams, Outcome};
 use super::tenant::{Owner, TenantIndex};
 use super::visible::Ancestry;
@@ -274,11 +275,7 @@ impl Store {
         }
         // The tombstone goes first so that a renewal that misses the lease
         // finds it.
-        #[cfg(relaystore_loom)]
-        let late =
-            crate::model::faults::active(crate::model::faults::StoreFault::TombstoneAfterRemoval);
-        #[cfg(not(relaystore_loom))]
-        let late = false;
+        let late = !decide::tombstone_first();
         if !late {
             self.tombstone(tenant, seq, now);
         }

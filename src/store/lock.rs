@@ -7,6 +7,7 @@
 //! fence, so a holder whose lock lapsed can never release its successor's.
 
 use super::attach::{Child, LeaseChild, Parent};
+use super::decide;
 use super::tenant::Owner;
 use super::visible::Ancestry;
 use super::{owned_by, Collection, NameKey, Store};
@@ -201,13 +202,6 @@ impl Store {
         let now = self.clock.now();
         let deadline = self.deadline(now, ttl)?;
         let key: NameKey = (tenant, Arc::clone(&name));
-        #[cfg(relaystore_loom)]
-        if crate::model::faults::active(crate::model::faults::StoreFault::LockBlindUpsert)
-            && self.locks.read(&key, now, |_, _| ()).is_err()
-        {
-            // Broken twin: "nobody holds it" decided before a blind overwrite.
-            let _ = self.locks.remove_with(&key, |_, _, _| Ok(()), now);
-        }
         let parent = match lease {
             Some(seq) => Parent::Lease {
                 seq,
@@ -307,34 +301,12 @@ impl Store {
         let key = (tenant, self.name(name)?);
         let fence = self.fence_of_this_incarnation(fence)?;
         let now = self.clock.now();
-        #[cfg(relaystore_loom)]
-        {
-            use crate::model::faults::{active, StoreFault};
-            if active(StoreFault::ReleaseUnfenced) {
-                if let Ok(r) = self.locks.remove_with(&key, |_, _, _| Ok(()), now) {
-                    self.retire_lock(r, Cause::Released, true);
-                }
-                return Ok(());
-            }
-            let checked_ours = active(StoreFault::ReleaseCheckThenAct) && {
-                let mut ours = false;
-                self.locks
-                    .for_each(|k, v, _| ours |= *k == key && v.fence == fence);
-                ours
-            };
-            if checked_ours {
-                // Broken twin: ownership checked, then removed unchecked.
-                if let Ok(r) = self.locks.remove_with(&key, |_, _, _| Ok(()), now) {
-                    self.retire_lock(r, Cause::Released, true);
-                }
-                return Ok(());
-            }
-        }
         // Live or lapsed-but-unswept: only this fence's lock is removed.
-        match self
-            .locks
-            .remove_with(&key, |v, _, _| owned_by(v.fence == fence), now)
-        {
+        match self.locks.remove_with(
+            &key,
+            |v, _, _| owned_by(decide::release(v.fence, fence)),
+            now,
+        ) {
             Ok(removed) => {
                 self.retire_lock(removed, Cause::Released, true);
                 Ok(())

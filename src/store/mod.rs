@@ -31,6 +31,7 @@
 
 mod attach;
 mod audit;
+mod decide;
 mod idempotency;
 mod join;
 mod lease;

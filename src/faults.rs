@@ -1,0 +1,76 @@
+//! Fault switches for the loom models' broken twins.
+//!
+//! Each switch turns one decision into its classic broken form at the one
+//! place that decision is made (`store/decide.rs`, the creation seam in
+//! `store/attach.rs`, `record.rs`, `quota.rs`, the sweep in `table.rs`), so
+//! each model can prove it catches the bug it is about. Production bodies
+//! contain no fault code. Loom runs all threads of one model on the test's
+//! OS thread, so these thread-locals are per model, not global.
+//!
+//! Outside the model-checking build (`--cfg relaystore_loom`) [`active`] is
+//! a constant `false`, so every twin folds away and nothing here is read.
+
+#![cfg_attr(not(relaystore_loom), allow(dead_code))]
+
+use std::cell::Cell;
+
+std::thread_local! {
+    /// Replace compare-and-swap with a blind store (records, counters).
+    pub static BLIND_STORE: Cell<bool> = const { Cell::new(false) };
+    /// A state read taken early, used by the next sweep decision.
+    pub(crate) static EARLY_READ: Cell<Option<crate::record::State>> = const { Cell::new(None) };
+}
+
+/// Turns the blind-store fault on or off for this model.
+pub fn blind_store(on: bool) {
+    BLIND_STORE.with(|f| f.set(on));
+}
+
+/// A broken variant of one store decision, for the store models.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum StoreFault {
+    /// Everything correct.
+    None,
+    /// The bind decision ignores the attempt's phase: every bind wins.
+    BindIgnoresPhase,
+    /// The consume decision ignores the attempt's phase: a consumed token
+    /// is admitted again.
+    ConsumeIgnoresPhase,
+    /// `begin_join` does not register the attempt with its listing.
+    JoinWithoutAttach,
+    /// `revoke` writes the tombstone after removing the lease.
+    TombstoneAfterRemoval,
+    /// A creation treats a key held by a visible record as free: it
+    /// removes the holder and takes the key.
+    KeyHolderIgnored,
+    /// The release decision ignores the fence.
+    ReleaseUnfenced,
+    /// The renewal decision ignores the deadline (resurrects an expired
+    /// record).
+    RenewIgnoresDeadline,
+    /// A creation holds a unit of its table's store-wide ceiling while its
+    /// narrow scopes (parent cap, tenant quota) are decided.
+    SharedScopeFirst,
+}
+
+std::thread_local! {
+    static STORE_FAULT: Cell<StoreFault> = const { Cell::new(StoreFault::None) };
+}
+
+/// Sets the store fault for this model.
+pub fn store_fault(fault: StoreFault) {
+    STORE_FAULT.with(|f| f.set(fault));
+}
+
+/// Whether `fault` is switched on for this model.
+#[cfg(relaystore_loom)]
+pub(crate) fn active(fault: StoreFault) -> bool {
+    STORE_FAULT.with(|f| f.get()) == fault
+}
+
+/// Never: only the model-checking build breaks anything.
+#[cfg(not(relaystore_loom))]
+#[inline(always)]
+pub(crate) const fn active(_fault: StoreFault) -> bool {
+    false
+}

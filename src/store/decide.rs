@@ -1,0 +1,115 @@
+//! The store's transition decisions, as pure functions.
+//!
+//! Each decision is taken inside the closure that holds the record's shard
+//! write lock, so deciding and writing are one step; here they are plain
+//! functions of the record's state, which the tables below check case by
+//! case. This is also the one place where the model-checking build swaps a
+//! decision for its broken twin ([`crate::faults`]); in every other build
+//! `faults::active` is a constant `false` and the twin folds away.
+
+use super::join::Phase;
+use crate::error::{Error, Result};
+use crate::faults::{active, StoreFault};
+use std::net::SocketAddr;
+
+/// What a bind of `observed` does to an attempt in `phase` at `version`:
+/// `Ok(Some(next))` moves it (Pending -> Bound), `Ok(None)` repeats the
+/// winning bind, `Err` refuses.
+pub(super) fn bind(phase: Phase, observed: SocketAddr, version: u64) -> Result<Option<Phase>> {
+    if active(StoreFault::BindIgnoresPhase) {
+        return Ok(Some(Phase::Bound(observed)));
+    }
+    match phase {
+        Phase::Pending => Ok(Some(Phase::Bound(observed))),
+        Phase::Bound(addr) if addr == observed => Ok(None),
+        Phase::Bound(_) => Err(Error::Conflict {
+            current_version: version,
+        }),
+        Phase::Consumed(_) => Err(Error::ReplayRejected),
+    }
+}
+
+/// What a consume does to an attempt in `phase` at `version`: the address
+/// to admit (the attempt becomes `Consumed` with it), or why not.
+pub(super) fn consume(phase: Phase, version: u64) -> Result<SocketAddr> {
+    match phase {
+        Phase::Bound(addr) => Ok(addr),
+        Phase::Consumed(addr) if active(StoreFault::ConsumeIgnoresPhase) => Ok(addr),
+        Phase::Pending => Err(Error::Conflict {
+            current_version: version,
+        }),
+        Phase::Consumed(_) => Err(Error::ReplayRejected),
+    }
+}
+
+/// Whether a release with `fence` may remove a lock held with `held`.
+pub(super) fn release(held: u64, fence: u64) -> bool {
+    held == fence || active(StoreFault::ReleaseUnfenced)
+}
+
+/// Whether a key held by a record that is still visible is taken.
+pub(super) fn key_taken(holder_visible: bool) -> bool {
+    holder_visible && !active(StoreFault::KeyHolderIgnored)
+}
+
+/// Whether a revocation writes the lease's tombstone before removing the
+/// lease (so a renewal that misses the lease finds the tombstone).
+pub(super) fn tombstone_first() -> bool {
+    !active(StoreFault::TombstoneAfterRemoval)
+}
+
+/// Whether a join registers its attempt with its listing.
+pub(super) fn join_attaches() -> bool {
+    !active(StoreFault::JoinWithoutAttach)
+}
+
+/// Whether a creation takes a unit of its table's ceiling before its
+/// narrow scopes are decided (never; the order the protocol forbids).
+pub(super) fn shared_scope_first() -> bool {
+    active(StoreFault::SharedScopeFirst)
+}
+
+#[cfg(all(test, not(relaystore_loom)))]
+mod tests {
+    use super::*;
+
+    fn at(port: u16) -> SocketAddr {
+        SocketAddr::from(([192, 0, 2, 1], port))
+    }
+
+    #[test]
+    fn bind_decisions() {
+        let cases = [
+            (Phase::Pending, Ok(Some(Phase::Bound(at(1))))),
+            (Phase::Bound(at(1)), Ok(None)),
+            (
+                Phase::Bound(at(2)),
+                Err(Error::Conflict { current_version: 7 }),
+            ),
+            (Phase::Consumed(at(1)), Err(Error::ReplayRejected)),
+        ];
+        for (phase, want) in cases {
+            assert_eq!(bind(phase, at(1), 7), want, "{phase:?}");
+        }
+    }
+
+    #[test]
+    fn consume_decisions() {
+        let cases = [
+            (Phase::Bound(at(1)), Ok(at(1))),
+            (Phase::Pending, Err(Error::Conflict { current_version: 7 })),
+            (Phase::Consumed(at(1)), Err(Error::ReplayRejected)),
+        ];
+        for (phase, want) in cases {
+            assert_eq!(consume(phase, 7), want, "{phase:?}");
+        }
+    }
+
+    #[test]
+    fn release_and_key_decisions() {
+        assert!(release(5, 5));
+        assert!(!release(5, 4) && !release(4, 5));
+        assert!(key_taken(true) && !key_taken(false));
+        assert!(tombstone_first() && join_attaches() && !shared_scope_first());
+    }
+}
