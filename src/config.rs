@@ -6,6 +6,7 @@
 //! validates the whole set.
 
 use crate::error::{Error, Result};
+use crate::events::Collection;
 use crate::record::DEADLINE_MAX_MS;
 use crate::time::duration_to_millis_ceil;
 use std::time::Duration;
@@ -41,6 +42,21 @@ pub struct TenantQuota {
 impl TenantQuota {
     /// The value of a quota field that switches the quota off.
     pub const OFF: u64 = u64::MAX;
+
+    /// The quota on collection `c` ([`OFF`](Self::OFF) for tombstones,
+    /// which no tenant quota bounds).
+    pub fn limit(&self, c: Collection) -> u64 {
+        match c {
+            Collection::Leases => self.leases_max,
+            Collection::Listings => self.listings_max,
+            Collection::Presence => self.presence_max,
+            Collection::Attempts => self.attempts_max,
+            Collection::Replay => self.replay_max,
+            Collection::Idempotency => self.idempotency_max,
+            Collection::Locks => self.locks_max,
+            Collection::Tombstones => Self::OFF,
+        }
+    }
 
     /// Every per-tenant quota off; the store-wide ceilings still apply.
     pub fn unlimited() -> Self {
@@ -194,6 +210,22 @@ impl Default for StoreConfig {
 }
 
 impl StoreConfig {
+    /// The store-wide ceiling on collection `c` (for
+    /// [`Collection::Attempts`], pending attempts; for
+    /// [`Collection::Replay`], every attempt record).
+    pub fn ceiling(&self, c: Collection) -> u64 {
+        match c {
+            Collection::Leases => self.leases_max,
+            Collection::Listings => self.listings_max,
+            Collection::Presence => self.presence_max,
+            Collection::Attempts => self.attempts_max,
+            Collection::Replay => self.replay_max,
+            Collection::Idempotency => self.idempotency_max,
+            Collection::Tombstones => self.tombstones_max,
+            Collection::Locks => self.locks_max,
+        }
+    }
+
     /// Checks that the limits are consistent; the error names the rule.
     pub fn validate(&self) -> Result<()> {
         let invalid = |reason| Err(Error::InvalidArgument { reason });
@@ -219,31 +251,10 @@ impl StoreConfig {
         if self.tombstone_ttl.is_zero() || self.idempotency_ttl.is_zero() {
             return invalid("tombstone_ttl and idempotency_ttl must be positive");
         }
-        let ceilings = [
-            self.leases_max,
-            self.listings_max,
-            self.presence_max,
-            self.attempts_max,
-            self.replay_max,
-            self.idempotency_max,
-            self.locks_max,
-            self.tombstones_max,
-            self.tenants_max,
-        ];
-        if ceilings.contains(&0) {
+        if self.tenants_max == 0 || Collection::ALL.iter().any(|&c| self.ceiling(c) == 0) {
             return invalid("every store-wide ceiling must be positive");
         }
-        let q = &self.tenant;
-        let quotas = [
-            q.leases_max,
-            q.listings_max,
-            q.presence_max,
-            q.attempts_max,
-            q.replay_max,
-            q.idempotency_max,
-            q.locks_max,
-        ];
-        if quotas.contains(&0) {
+        if Collection::ALL.iter().any(|&c| self.tenant.limit(c) == 0) {
             return invalid("every tenant quota must be positive");
         }
         let caps = [

@@ -41,6 +41,19 @@ pub enum Collection {
 }
 
 impl Collection {
+    /// Every collection, in declaration order: what per-collection data is
+    /// indexed by (`Collection as usize`).
+    pub const ALL: [Collection; 8] = [
+        Collection::Leases,
+        Collection::Listings,
+        Collection::Presence,
+        Collection::Attempts,
+        Collection::Replay,
+        Collection::Idempotency,
+        Collection::Tombstones,
+        Collection::Locks,
+    ];
+
     /// The collection's name, as a refusal's message shows it.
     pub(crate) fn scope_name(self) -> &'static str {
         match self {
@@ -55,6 +68,15 @@ impl Collection {
         }
     }
 }
+
+// `ALL[i] as usize == i`: per-collection arrays are indexed by the enum.
+const _: () = {
+    let mut i = 0;
+    while i < Collection::ALL.len() {
+        assert!(Collection::ALL[i] as usize == i);
+        i += 1;
+    }
+};
 
 /// Why a record was removed.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]

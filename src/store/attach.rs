@@ -46,6 +46,7 @@
 //! exists (a lock's fence is readable the moment the lock is held).
 
 use super::lease::{Lease, LeaseChildren};
+use super::retire::Stored;
 use super::tenant::{Epoch, Owner, TenantIndex};
 use super::visible::Ancestry;
 use super::{decide, owned_by, Collection, NameKey, Store};
@@ -56,18 +57,12 @@ use crate::ids::TenantId;
 use crate::quota::{Counter, Reservation};
 use crate::record::Stamp;
 use crate::sync::{lock, Arc};
-use crate::table::{Removed, Table};
 use crate::time::MonoTime;
-use std::hash::Hash;
 
 /// A kind of record that [`Store::create`] can make.
-pub(super) trait Child: Sized {
-    /// The table's key.
-    type Key: Eq + Hash + Ord + Clone;
+pub(super) trait Child: Stored {
     /// The tenant quotas one record takes a unit of, narrowest first.
     const QUOTAS: &'static [Collection];
-    /// The record's table.
-    fn table(store: &Store) -> &Table<Self::Key, Self>;
     /// A store-wide counter the record takes a unit of, besides its
     /// table's ceiling.
     fn shared(_store: &Store) -> Option<&Counter> {
@@ -84,9 +79,6 @@ pub(super) trait Child: Sized {
     fn made_at(&self, _version: u64) -> bool {
         true
     }
-    /// The removal bookkeeping of a record that left its table (it is
-    /// detached from its parent).
-    fn retire(store: &Store, removed: Removed<Self::Key, Self>, cause: Cause, now: MonoTime);
 }
 
 /// The kind of child a lease keeps an index of.
@@ -299,9 +291,7 @@ impl<C: Child> Drop for Pending<'_, '_, C> {
             shared.release(1);
         }
         for &c in &C::QUOTAS[..self.quotas] {
-            if let Some(quota) = self.epoch.tenant.quota(c) {
-                quota.release(1);
-            }
+            self.epoch.tenant.quota(c).release(1);
         }
         if self.slot {
             self.parent.release(self.store);
@@ -362,12 +352,11 @@ impl Store {
         pending.parent.reserve(self, tenant, now)?;
         pending.slot = true;
         for &c in C::QUOTAS {
-            if let Some(quota) = epoch.tenant.quota(c) {
-                if !quota.try_acquire(1) {
-                    return Err(Error::CapacityExceeded {
-                        scope: quota.scope(),
-                    });
-                }
+            let quota = epoch.tenant.quota(c);
+            if !quota.try_acquire(1) {
+                return Err(Error::CapacityExceeded {
+                    scope: quota.scope(),
+                });
             }
             pending.quotas += 1;
         }

@@ -8,7 +8,7 @@
 //! steps, and an operator can run it on a quiet store.
 
 use super::tenant::Tenant;
-use super::Store;
+use super::{Collection, Store};
 use crate::ids::TenantId;
 use crate::sync::{lock, Arc, Ordering};
 use std::collections::{BTreeMap, BTreeSet};
@@ -219,20 +219,29 @@ impl Store {
 
         for (id, t) in &by_ptr {
             let c = counts.remove(id).unwrap_or_default();
-            let pairs = [
-                ("leases", c.leases, &t.leases),
-                ("listings", c.listings, &t.listings),
-                ("presence", c.presence, &t.presence),
-                ("attempts", c.attempts, &t.attempts),
-                ("replay", c.replay, &t.replay),
-                ("idempotency", c.idempotency, &t.idempotency),
-                ("locks", c.locks, &t.locks),
-            ];
+            let c_ = &c;
+            let held = |c: Collection| match c {
+                Collection::Leases => c_.leases,
+                Collection::Listings => c_.listings,
+                Collection::Presence => c_.presence,
+                Collection::Attempts => c_.attempts,
+                Collection::Replay => c_.replay,
+                Collection::Idempotency => c_.idempotency,
+                Collection::Locks => c_.locks,
+                Collection::Tombstones => 0,
+            };
             // A quota that is switched off keeps no count to compare.
-            for (what, held, counter) in pairs.into_iter().filter(|p| p.2.is_counted()) {
-                let admitted = counter.used();
+            for what in Collection::ALL {
+                let counter = t.quota(what);
+                if !counter.is_counted() {
+                    continue;
+                }
+                let (held, admitted) = (held(what), counter.used());
                 if held != admitted {
-                    return Err(format!("{id} {what}: {held} records, {admitted} admitted"));
+                    return Err(format!(
+                        "{id} {}: {held} records, {admitted} admitted",
+                        what.scope_name()
+                    ));
                 }
             }
             let records = c.leases + c.listings + c.presence + c.replay + c.idempotency + c.locks;

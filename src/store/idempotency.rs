@@ -100,7 +100,8 @@ impl Store {
             // The claim holds its tenant like any record (it is one).
             let hold = self.hold_tenant(tenant, &[Collection::Idempotency])?;
             let t = hold.epoch();
-            let reservation = Reservation::acquire(&[(&t.tenant.idempotency, 1)])?;
+            let reservation =
+                Reservation::acquire(&[(t.tenant.quota(Collection::Idempotency), 1)])?;
             let record = Idem {
                 owner: Owner::of(t),
                 params: params.clone(),

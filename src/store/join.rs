@@ -10,6 +10,7 @@
 use super::attach::{Child, Parent};
 use super::decide;
 use super::idempotency::{IdemParams, Outcome};
+use super::retire::Stored;
 use super::tenant::Owner;
 use super::visible::Ancestry;
 use super::{Collection, IdKey, Store};
@@ -47,14 +48,22 @@ pub(crate) struct Attempt {
     pub(super) attached: bool,
 }
 
-impl Child for Attempt {
+impl Stored for Attempt {
     type Key = IdKey;
-    /// A pending attempt, and the replay memory it becomes once consumed.
-    const QUOTAS: &'static [Collection] = &[Collection::Attempts, Collection::Replay];
 
     fn table(store: &Store) -> &Table<IdKey, Attempt> {
         &store.attempts
     }
+
+    fn retire(store: &Store, removed: Removed<IdKey, Self>, cause: Cause, _now: MonoTime) -> usize {
+        store.retire_attempt(removed, cause, true);
+        0
+    }
+}
+
+impl Child for Attempt {
+    /// A pending attempt, and the replay memory it becomes once consumed.
+    const QUOTAS: &'static [Collection] = &[Collection::Attempts, Collection::Replay];
 
     /// The store-wide ceiling on pending attempts (the table's own ceiling
     /// bounds attempt records, consumed ones included).
@@ -76,10 +85,6 @@ impl Child for Attempt {
             lease: None,
             listing: Some((Arc::clone(&self.listing), self.origin)),
         }
-    }
-
-    fn retire(store: &Store, removed: Removed<IdKey, Self>, cause: Cause, _now: MonoTime) {
-        store.retire_attempt(removed, cause, true);
     }
 }
 
@@ -311,7 +316,7 @@ impl Store {
                 })?;
         // No longer pending: free its place under the listing's cap and in
         // the pending quotas. The replay units stay with the record.
-        owner.tenant().attempts.release(1);
+        owner.tenant().quota(Collection::Attempts).release(1);
         self.pending.release(1);
         self.detach_attempt(tenant, &listing, origin, key);
         self.emit(

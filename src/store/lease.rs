@@ -3,6 +3,7 @@
 use super::attach::{Child, LeaseChild, Parent};
 use super::decide;
 use super::idempotency::{IdemParams, Outcome};
+use super::retire::Stored;
 use super::tenant::{Owner, TenantIndex};
 use super::visible::Ancestry;
 use super::{Collection, IdKey, Store};
@@ -56,13 +57,20 @@ impl Lease {
     }
 }
 
-impl Child for Lease {
+impl Stored for Lease {
     type Key = IdKey;
-    const QUOTAS: &'static [Collection] = &[Collection::Leases];
 
     fn table(store: &Store) -> &Table<IdKey, Lease> {
         &store.leases
     }
+
+    fn retire(store: &Store, removed: Removed<IdKey, Self>, cause: Cause, now: MonoTime) -> usize {
+        store.retire_lease(removed, cause, now)
+    }
+}
+
+impl Child for Lease {
+    const QUOTAS: &'static [Collection] = &[Collection::Leases];
 
     /// A lease has no parent: it is visible from its insert on.
     fn attached(&self) -> bool {
@@ -81,10 +89,6 @@ impl Child for Lease {
 
     fn index(key: &IdKey, index: &mut TenantIndex) {
         index.leases.insert(*key);
-    }
-
-    fn retire(store: &Store, removed: Removed<IdKey, Self>, cause: Cause, now: MonoTime) {
-        store.retire_lease(removed, cause, now);
     }
 }
 

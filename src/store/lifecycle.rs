@@ -8,12 +8,11 @@
 //! every remaining lease (cause `Drained`).
 
 use super::tenant::any;
-use super::Store;
+use super::{Attempt, Idem, Lease, Listing, Lock, Presence, Store};
 use crate::error::{Error, Result};
 use crate::events::Cause;
 use crate::sync::Ordering;
 use crate::time::MonoTime;
-use std::hash::{Hash, Hasher};
 use std::time::Duration;
 
 pub(super) const READY: u64 = 0;
@@ -176,26 +175,13 @@ impl Store {
     /// version and deadline. Equal digests mean equal stored state as far as
     /// versions can tell. For tests and diagnostics; costs a full scan.
     pub fn digest(&self) -> u64 {
-        fn mix(tag: u8, key: &impl Hash, version: u64, deadline: MonoTime) -> u64 {
-            let mut h = std::hash::DefaultHasher::new();
-            (tag, key, version, deadline).hash(&mut h);
-            h.finish()
-        }
-        let mut d = 0u64;
-        self.leases
-            .for_each(|k, _, s| d = d.wrapping_add(mix(1, k, s.version, s.deadline)));
-        self.listings
-            .for_each(|k, _, s| d = d.wrapping_add(mix(2, k, s.version, s.deadline)));
-        self.presence
-            .for_each(|k, _, s| d = d.wrapping_add(mix(3, k, s.version, s.deadline)));
-        self.attempts
-            .for_each(|k, _, s| d = d.wrapping_add(mix(4, k, s.version, s.deadline)));
-        self.tombstones
-            .for_each(|k, _, s| d = d.wrapping_add(mix(5, k, s.version, s.deadline)));
-        self.idempotency
-            .for_each(|k, _, s| d = d.wrapping_add(mix(6, k, s.version, s.deadline)));
-        self.locks
-            .for_each(|k, _, s| d = d.wrapping_add(mix(7, k, s.version, s.deadline)));
-        d
+        use super::retire::digest_table;
+        self.digest_kind::<Lease>(1)
+            .wrapping_add(self.digest_kind::<Listing>(2))
+            .wrapping_add(self.digest_kind::<Presence>(3))
+            .wrapping_add(self.digest_kind::<Attempt>(4))
+            .wrapping_add(digest_table(&self.tombstones, 5))
+            .wrapping_add(self.digest_kind::<Idem>(6))
+            .wrapping_add(self.digest_kind::<Lock>(7))
     }
 }

@@ -2,6 +2,7 @@
 
 use super::attach::{Child, LeaseChild, Parent};
 use super::idempotency::{IdemParams, Outcome};
+use super::retire::Stored;
 use super::tenant::{Owner, TenantIndex};
 use super::visible::Ancestry;
 use super::{Collection, NameKey, Store};
@@ -27,13 +28,25 @@ pub(crate) struct Listing {
     pub(super) attached: bool,
 }
 
-impl Child for Listing {
+impl Stored for Listing {
     type Key = NameKey;
-    const QUOTAS: &'static [Collection] = &[Collection::Listings];
 
     fn table(store: &Store) -> &Table<NameKey, Listing> {
         &store.listings
     }
+
+    fn retire(
+        store: &Store,
+        removed: Removed<NameKey, Self>,
+        cause: Cause,
+        now: MonoTime,
+    ) -> usize {
+        store.retire_listing(removed, cause, now, true)
+    }
+}
+
+impl Child for Listing {
+    const QUOTAS: &'static [Collection] = &[Collection::Listings];
 
     fn attached(&self) -> bool {
         self.attached
@@ -53,10 +66,6 @@ impl Child for Listing {
 
     fn index(key: &NameKey, index: &mut TenantIndex) {
         index.listings.insert(Arc::clone(&key.1));
-    }
-
-    fn retire(store: &Store, removed: Removed<NameKey, Self>, cause: Cause, now: MonoTime) {
-        store.retire_listing(removed, cause, now, true);
     }
 }
 

@@ -8,6 +8,7 @@
 
 use super::attach::{Child, LeaseChild, Parent};
 use super::decide;
+use super::retire::Stored;
 use super::tenant::Owner;
 use super::visible::Ancestry;
 use super::{owned_by, Collection, NameKey, Store};
@@ -32,13 +33,26 @@ pub(crate) struct Lock {
     pub(super) attached: bool,
 }
 
-impl Child for Lock {
+impl Stored for Lock {
     type Key = NameKey;
-    const QUOTAS: &'static [Collection] = &[Collection::Locks];
 
     fn table(store: &Store) -> &Table<NameKey, Lock> {
         &store.locks
     }
+
+    fn retire(
+        store: &Store,
+        removed: Removed<NameKey, Self>,
+        cause: Cause,
+        _now: MonoTime,
+    ) -> usize {
+        store.retire_lock(removed, cause, true);
+        0
+    }
+}
+
+impl Child for Lock {
+    const QUOTAS: &'static [Collection] = &[Collection::Locks];
 
     fn attached(&self) -> bool {
         self.attached
@@ -59,10 +73,6 @@ impl Child for Lock {
     /// The fence is the version the lock was inserted at.
     fn made_at(&self, version: u64) -> bool {
         self.fence == version
-    }
-
-    fn retire(store: &Store, removed: Removed<NameKey, Self>, cause: Cause, _now: MonoTime) {
-        store.retire_lock(removed, cause, true);
     }
 }
 

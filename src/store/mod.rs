@@ -177,49 +177,17 @@ impl Store {
             seqs: AtomicU64::new(floor),
             tenants: ShardMap::with_capacity(64),
             tenant_count: Counter::new(Scope::Tenants, config.tenants_max),
-            leases: Table::new(
-                Scope::Collection(Collection::Leases),
-                config.leases_max,
-                Arc::clone(&versions),
-                start,
+            leases: table(&config, Collection::Leases, &versions, start),
+            tombstones: table(&config, Collection::Tombstones, &versions, start),
+            listings: table(&config, Collection::Listings, &versions, start),
+            presence: table(&config, Collection::Presence, &versions, start),
+            attempts: table(&config, Collection::Replay, &versions, start),
+            pending: Counter::new(
+                Scope::Collection(Collection::Attempts),
+                config.ceiling(Collection::Attempts),
             ),
-            tombstones: Table::new(
-                Scope::Collection(Collection::Tombstones),
-                config.tombstones_max,
-                Arc::clone(&versions),
-                start,
-            ),
-            listings: Table::new(
-                Scope::Collection(Collection::Listings),
-                config.listings_max,
-                Arc::clone(&versions),
-                start,
-            ),
-            presence: Table::new(
-                Scope::Collection(Collection::Presence),
-                config.presence_max,
-                Arc::clone(&versions),
-                start,
-            ),
-            attempts: Table::new(
-                Scope::Collection(Collection::Replay),
-                config.replay_max,
-                Arc::clone(&versions),
-                start,
-            ),
-            pending: Counter::new(Scope::Collection(Collection::Attempts), config.attempts_max),
-            idempotency: Table::new(
-                Scope::Collection(Collection::Idempotency),
-                config.idempotency_max,
-                Arc::clone(&versions),
-                start,
-            ),
-            locks: Table::new(
-                Scope::Collection(Collection::Locks),
-                config.locks_max,
-                Arc::clone(&versions),
-                start,
-            ),
+            idempotency: table(&config, Collection::Idempotency, &versions, start),
+            locks: table(&config, Collection::Locks, &versions, start),
             events: Arc::new(EventHub::new(
                 config.subscribers_max,
                 config.subscriber_buffer_max,
@@ -292,29 +260,11 @@ impl Store {
 
     fn sweep_at(&self, now: MonoTime) -> usize {
         self.finish_drain_if_due(now);
-        let mut n = 0;
-        let mut leases = Vec::new();
-        self.leases.sweep(now, &mut leases);
-        for r in leases {
-            n += 1 + self.retire_lease(r, Cause::Expired, now);
-        }
-        let mut presence = Vec::new();
-        self.presence.sweep(now, &mut presence);
-        for r in presence {
-            n += 1;
-            self.retire_presence(r, Cause::Expired, true);
-        }
-        let mut attempts = Vec::new();
-        self.attempts.sweep(now, &mut attempts);
-        for r in attempts {
-            n += 1;
-            self.retire_attempt(r, Cause::Expired, true);
-        }
-        let mut listings = Vec::new();
-        self.listings.sweep(now, &mut listings);
-        for r in listings {
-            n += 1 + self.retire_listing(r, Cause::Expired, now, true);
-        }
+        // Parents first, so their children go with them as `Cascaded`.
+        let mut n = self.sweep_kind::<Lease>(now)
+            + self.sweep_kind::<Presence>(now)
+            + self.sweep_kind::<Attempt>(now)
+            + self.sweep_kind::<Listing>(now);
         let mut tombstones = Vec::new();
         self.tombstones.sweep(now, &mut tombstones);
         for r in tombstones {
@@ -326,19 +276,7 @@ impl Store {
                 Cause::Expired,
             );
         }
-        let mut locks = Vec::new();
-        self.locks.sweep(now, &mut locks);
-        for r in locks {
-            n += 1;
-            self.retire_lock(r, Cause::Expired, true);
-        }
-        let mut idem = Vec::new();
-        self.idempotency.sweep(now, &mut idem);
-        for r in idem {
-            n += 1;
-            self.retire_idem(r, Cause::Expired);
-        }
-        n
+        n + self.sweep_kind::<Lock>(now) + self.sweep_kind::<Idem>(now)
     }
 
     // ----- shared helpers ----------------------------------------------------
@@ -425,6 +363,23 @@ impl Store {
             cause,
         });
     }
+}
+
+/// The table of collection `c`, bounded by the collection's store-wide
+/// ceiling (the attempt table by [`Collection::Replay`]'s: every attempt
+/// record, consumed ones included).
+fn table<K: Eq + std::hash::Hash + Ord + Clone, V>(
+    config: &StoreConfig,
+    c: Collection,
+    versions: &Arc<Versions>,
+    start: MonoTime,
+) -> Table<K, V> {
+    Table::new(
+        Scope::Collection(c),
+        config.ceiling(c),
+        Arc::clone(versions),
+        start,
+    )
 }
 
 /// The first fence of an incarnation that starts at wall time `wall`:

@@ -2,6 +2,7 @@
 
 use super::attach::{Child, LeaseChild, Occupant, Parent};
 use super::listing::{Cursor, Page};
+use super::retire::Stored;
 use super::tenant::{Owner, TenantIndex};
 use super::visible::Ancestry;
 use super::{owned_by, Collection, NameKey, Store};
@@ -22,13 +23,26 @@ pub(crate) struct Presence {
     pub(super) attached: bool,
 }
 
-impl Child for Presence {
+impl Stored for Presence {
     type Key = NameKey;
-    const QUOTAS: &'static [Collection] = &[Collection::Presence];
 
     fn table(store: &Store) -> &Table<NameKey, Presence> {
         &store.presence
     }
+
+    fn retire(
+        store: &Store,
+        removed: Removed<NameKey, Self>,
+        cause: Cause,
+        _now: MonoTime,
+    ) -> usize {
+        store.retire_presence(removed, cause, true);
+        0
+    }
+}
+
+impl Child for Presence {
+    const QUOTAS: &'static [Collection] = &[Collection::Presence];
 
     fn attached(&self) -> bool {
         self.attached
@@ -48,10 +62,6 @@ impl Child for Presence {
 
     fn index(key: &NameKey, index: &mut TenantIndex) {
         index.members.insert(Arc::clone(&key.1));
-    }
-
-    fn retire(store: &Store, removed: Removed<NameKey, Self>, cause: Cause, _now: MonoTime) {
-        store.retire_presence(removed, cause, true);
     }
 }
 

@@ -21,8 +21,73 @@ use super::{owned_by, Collection, IdKey, NameKey, Store};
 use crate::events::{Cause, RecordId};
 use crate::ids::TenantId;
 use crate::sync::{lock, Arc};
-use crate::table::Removed;
+use crate::table::{Removed, Table};
 use crate::time::MonoTime;
+use std::hash::{Hash, Hasher};
+
+/// A kind of record the store keeps in a table of its own: where it lives
+/// and what removing it involves. The sweep and the digest loop over the
+/// kinds through this trait; creation adds [`Child`](super::attach::Child).
+pub(super) trait Stored: Sized {
+    /// The table's key.
+    type Key: Eq + Hash + Ord + Clone;
+    /// The record's table.
+    fn table(store: &Store) -> &Table<Self::Key, Self>;
+    /// The removal bookkeeping of a record that left its table (detached
+    /// from its parent): returns the descendants it removed.
+    fn retire(
+        store: &Store,
+        removed: Removed<Self::Key, Self>,
+        cause: Cause,
+        now: MonoTime,
+    ) -> usize;
+}
+
+impl Stored for Idem {
+    type Key = NameKey;
+
+    fn table(store: &Store) -> &Table<NameKey, Idem> {
+        &store.idempotency
+    }
+
+    fn retire(
+        store: &Store,
+        removed: Removed<NameKey, Self>,
+        cause: Cause,
+        _now: MonoTime,
+    ) -> usize {
+        store.retire_idem(removed, cause);
+        0
+    }
+}
+
+impl Store {
+    /// Sweeps one kind's table at `now` and retires what left: the records
+    /// removed, descendants included.
+    pub(super) fn sweep_kind<S: Stored>(&self, now: MonoTime) -> usize {
+        let mut out = Vec::new();
+        S::table(self).sweep(now, &mut out);
+        out.into_iter()
+            .map(|r| 1 + S::retire(self, r, Cause::Expired, now))
+            .sum()
+    }
+
+    /// An order-independent digest of one kind's table, tagged `tag`.
+    pub(super) fn digest_kind<S: Stored>(&self, tag: u8) -> u64 {
+        digest_table(S::table(self), tag)
+    }
+}
+
+/// The sum of per-record hashes of (tag, key, version, deadline).
+pub(super) fn digest_table<K: Eq + Hash + Ord + Clone, V>(table: &Table<K, V>, tag: u8) -> u64 {
+    let mut d = 0u64;
+    table.for_each(|k, _, s| {
+        let mut h = std::hash::DefaultHasher::new();
+        (tag, k, s.version, s.deadline).hash(&mut h);
+        d = d.wrapping_add(h.finish());
+    });
+    d
+}
 
 impl Store {
     pub(super) fn retire_lease(
@@ -34,7 +99,7 @@ impl Store {
         let seq = r.key;
         let lease = r.value;
         let tenant = lease.owner.id();
-        lease.owner.tenant().leases.release(1);
+        lease.owner.tenant().quota(Collection::Leases).release(1);
         lock(&lease.owner.tenant().index).leases.remove(&seq);
         self.emit(
             Collection::Leases,
@@ -88,7 +153,11 @@ impl Store {
         let (tenant, key) = r.key;
         let listing = r.value;
         if listing.attached {
-            listing.owner.tenant().listings.release(1);
+            listing
+                .owner
+                .tenant()
+                .quota(Collection::Listings)
+                .release(1);
             lock(&listing.owner.tenant().index).listings.remove(&key);
             let id = RecordId::Listing(Arc::clone(&key));
             self.emit(Collection::Listings, tenant, id, cause);
@@ -128,7 +197,11 @@ impl Store {
             self.detach_from_lease(lease, LeaseChild::Members, &member);
         }
         if presence.attached {
-            presence.owner.tenant().presence.release(1);
+            presence
+                .owner
+                .tenant()
+                .quota(Collection::Presence)
+                .release(1);
             lock(&presence.owner.tenant().index).members.remove(&member);
             self.emit(
                 Collection::Presence,
@@ -150,9 +223,9 @@ impl Store {
         }
         if attempt.attached {
             let owner = attempt.owner.tenant();
-            owner.replay.release(1);
+            owner.quota(Collection::Replay).release(1);
             if !consumed {
-                owner.attempts.release(1);
+                owner.quota(Collection::Attempts).release(1);
                 self.pending.release(1);
             }
             let collection = if consumed {
@@ -194,14 +267,18 @@ impl Store {
             self.detach_from_lease(seq, LeaseChild::Locks, &name);
         }
         if held.attached {
-            held.owner.tenant().locks.release(1);
+            held.owner.tenant().quota(Collection::Locks).release(1);
             self.emit(Collection::Locks, tenant, RecordId::Key(name), cause);
             self.release_owner(&held.owner);
         }
     }
 
     pub(super) fn retire_idem(&self, r: Removed<NameKey, Idem>, cause: Cause) {
-        r.value.owner.tenant().idempotency.release(1);
+        r.value
+            .owner
+            .tenant()
+            .quota(Collection::Idempotency)
+            .release(1);
         self.emit(
             Collection::Idempotency,
             r.key.0,

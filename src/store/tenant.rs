@@ -36,13 +36,9 @@ use std::collections::{BTreeSet, HashSet};
 /// every creation touches both, so they share a cache line.
 #[repr(C)]
 pub(crate) struct Tenant {
-    pub(super) leases: Counter,
-    pub(super) listings: Counter,
-    pub(super) presence: Counter,
-    pub(super) attempts: Counter,
-    pub(super) replay: Counter,
-    pub(super) idempotency: Counter,
-    pub(super) locks: Counter,
+    /// One quota counter per collection, indexed by `Collection as usize`
+    /// (uncounted where the quota is off, and for tombstones).
+    quotas: [Counter; Collection::ALL.len()],
     /// Records pointing at this tenant plus creations in flight for it.
     pub(super) holds: AtomicU64,
     pub(super) index: Mutex<TenantIndex>,
@@ -51,7 +47,7 @@ pub(crate) struct Tenant {
 impl Tenant {
     fn new(q: &TenantQuota) -> Self {
         let quota = |c: Collection| {
-            let limit = quota_limit(q, c);
+            let limit = q.limit(c);
             let scope = Scope::Tenant(c);
             if limit == TenantQuota::OFF {
                 Counter::uncounted(scope)
@@ -60,44 +56,15 @@ impl Tenant {
             }
         };
         Tenant {
-            leases: quota(Collection::Leases),
-            listings: quota(Collection::Listings),
-            presence: quota(Collection::Presence),
-            attempts: quota(Collection::Attempts),
-            replay: quota(Collection::Replay),
-            idempotency: quota(Collection::Idempotency),
-            locks: quota(Collection::Locks),
+            quotas: Collection::ALL.map(quota),
             holds: AtomicU64::new(0),
             index: Mutex::new(TenantIndex::default()),
         }
     }
 
-    /// The tenant's quota counter for collection `c`, if it has one.
-    pub(super) fn quota(&self, c: Collection) -> Option<&Counter> {
-        match c {
-            Collection::Leases => Some(&self.leases),
-            Collection::Listings => Some(&self.listings),
-            Collection::Presence => Some(&self.presence),
-            Collection::Attempts => Some(&self.attempts),
-            Collection::Replay => Some(&self.replay),
-            Collection::Idempotency => Some(&self.idempotency),
-            Collection::Locks => Some(&self.locks),
-            Collection::Tombstones => None,
-        }
-    }
-}
-
-/// The limit a quota sets on collection `c` (`OFF` where it sets none).
-fn quota_limit(q: &TenantQuota, c: Collection) -> u64 {
-    match c {
-        Collection::Leases => q.leases_max,
-        Collection::Listings => q.listings_max,
-        Collection::Presence => q.presence_max,
-        Collection::Attempts => q.attempts_max,
-        Collection::Replay => q.replay_max,
-        Collection::Idempotency => q.idempotency_max,
-        Collection::Locks => q.locks_max,
-        Collection::Tombstones => TenantQuota::OFF,
+    /// The tenant's quota counter for collection `c`.
+    pub(super) fn quota(&self, c: Collection) -> &Counter {
+        &self.quotas[c as usize]
     }
 }
 
@@ -250,7 +217,7 @@ impl Store {
     fn register_tenant(&self, id: TenantId, quotas: &[Collection]) -> Result<Arc<Epoch>> {
         // The policy is the host's code: asked outside every lock.
         let q = self.policy.quota(id);
-        if let Some(&c) = quotas.iter().find(|&&c| quota_limit(&q, c) == 0) {
+        if let Some(&c) = quotas.iter().find(|&&c| q.limit(c) == 0) {
             return Err(Error::CapacityExceeded {
                 scope: Scope::Tenant(c),
             });
