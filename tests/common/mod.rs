@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub mod ops;
+
 use relaystore::time::ManualClock;
 use relaystore::{Store, StoreConfig, TenantId};
 use std::net::SocketAddr;

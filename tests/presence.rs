@@ -1,0 +1,64 @@
+//! Presence: heartbeats, lists, leave, lease attachment.
+//! Every operation's happy path and typed errors, on a `ManualClock`.
+
+mod common;
+
+use common::ops::*;
+use relaystore::time::MonoTime;
+use relaystore::Error;
+
+#[test]
+fn heartbeat_creates_then_refreshes_and_expires() {
+    let (c, s) = store();
+    let first = s
+        .heartbeat(T, "alice", SEC * 5, Some(b"online"), None)
+        .unwrap();
+    c.advance(SEC * 4);
+    let second = s.heartbeat(T, "alice", SEC * 5, None, None).unwrap();
+    assert!(second.version > first.version);
+    assert_eq!(second.deadline, MonoTime::from_millis(9000));
+    let info = s.get_presence(T, "alice").unwrap();
+    assert_eq!(info.attrs.as_ref(), b"online", "attrs kept when not given");
+    c.advance(SEC * 5);
+    assert_eq!(s.get_presence(T, "alice"), Err(Error::Expired));
+    s.sweep();
+    assert_eq!(s.get_presence(T, "alice"), Err(Error::NotFound));
+    assert_eq!(s.stats().presence, 0);
+}
+
+#[test]
+fn presence_lists_and_leaves() {
+    let (_c, s) = store();
+    for m in ["c", "a", "b"] {
+        s.heartbeat(T, m, SEC, None, None).unwrap();
+    }
+    let page = s.list_presence(T, None, 10).unwrap();
+    let members: Vec<&str> = page.items.iter().map(|p| p.member.as_ref()).collect();
+    assert_eq!(members, vec!["a", "b", "c"]);
+    s.leave(T, "b").unwrap();
+    assert_eq!(s.leave(T, "b"), Err(Error::NotFound));
+    assert_eq!(s.list_presence(T, None, 10).unwrap().items.len(), 2);
+}
+
+#[test]
+fn presence_attached_to_a_lease_dies_with_it() {
+    let (_c, s) = store();
+    let g = s.grant(T, "h", SEC * 60, None).unwrap();
+    s.heartbeat(T, "alice", SEC * 30, None, Some(g.id)).unwrap();
+    assert_eq!(s.get_presence(T, "alice").unwrap().lease, Some(g.id));
+    let other = s.grant(T, "h2", SEC * 60, None).unwrap();
+    assert!(matches!(
+        s.heartbeat(T, "alice", SEC * 30, None, Some(other.id)),
+        Err(Error::Conflict { .. })
+    ));
+    s.revoke(T, g.id).unwrap();
+    assert_eq!(s.get_presence(T, "alice"), Err(Error::NotFound));
+    assert_eq!(s.stats().presence, 0);
+    assert_eq!(
+        s.heartbeat(T, "bob", SEC, None, Some(g.id)),
+        Err(Error::Revoked)
+    );
+    // The member can come back under a live lease.
+    s.heartbeat(T, "alice", SEC * 30, None, Some(other.id))
+        .unwrap();
+}
