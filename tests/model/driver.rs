@@ -1,0 +1,192 @@
+//! The driver: runs the same operations on the real store and on the
+//! reference model and compares every outcome.
+
+use super::ops::*;
+use super::reference::Model;
+use super::*;
+use relaystore::time::ManualClock;
+use relaystore::{AttemptId, JoinTicket, LeaseId, Store, TenantId};
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+/// Runs `ops` on a fresh store and a fresh model; returns the first step at
+/// which they disagree, with both outcomes.
+pub fn run(ops: &[Op]) -> Result<(), String> {
+    run_with_model_grace(ops, GRACE_MS)
+}
+
+/// [`run`], with a model whose replay grace is `grace_ms` (a wrong value is
+/// a deliberate fault, to show the comparison catches it).
+pub fn run_with_model_grace(ops: &[Op], grace_ms: u64) -> Result<(), String> {
+    let clock = Arc::new(ManualClock::new());
+    let store = Store::new(config(), clock.clone()).map_err(|e| e.to_string())?;
+    let mut model = Model::with_grace(grace_ms);
+    let mut leases: Vec<LeaseId> = Vec::new();
+    let mut tickets: Vec<JoinTicket> = Vec::new();
+    // Per acquisition index (the model's), the store's fence.
+    let mut fences: Vec<u64> = Vec::new();
+    // Outcome counts, printed with RELAYSTORE_MODEL_STATS=1 to tune the mix.
+    let stats = std::env::var_os("RELAYSTORE_MODEL_STATS").is_some();
+    let mut seen: HashMap<String, u64> = HashMap::new();
+    for (step, op) in ops.iter().enumerate() {
+        // Resolve indexes against what exists; skip ops that name nothing.
+        let op = match resolve(op, leases.len(), tickets.len(), fences.len()) {
+            Some(op) => op,
+            None => continue,
+        };
+        let t = |tenant: u8| TenantId(u64::from(tenant));
+        let ttl = |ms: u64| Duration::from_millis(ms);
+        let key = |k: u8| format!("k{k}");
+        let got = match op.clone() {
+            Op::Grant { tenant, ttl_ms } => {
+                let r = store.grant(t(tenant), "h", ttl(ttl_ms), None);
+                if let Ok(g) = &r {
+                    leases.push(g.id);
+                }
+                outcome(&r)
+            }
+            Op::Renew {
+                tenant,
+                lease,
+                ttl_ms,
+            } => outcome(&store.renew(t(tenant), leases[lease], ttl(ttl_ms))),
+            Op::Revoke { tenant, lease } => outcome(&store.revoke(t(tenant), leases[lease])),
+            Op::GetLease { tenant, lease } => outcome(&store.get_lease(t(tenant), leases[lease])),
+            Op::Publish {
+                tenant,
+                lease,
+                key: k,
+            } => outcome(&store.publish(t(tenant), leases[lease], &key(k), b"", None)),
+            Op::GetListing { tenant, key: k } => outcome(&store.get_listing(t(tenant), &key(k))),
+            Op::Unpublish { tenant, key: k } => outcome(&store.unpublish(t(tenant), &key(k), None)),
+            Op::BeginJoin {
+                tenant,
+                key: k,
+                ttl_ms,
+            } => {
+                let r = store.begin_join(t(tenant), &key(k), "c", ttl(ttl_ms), None);
+                if let Ok(ticket) = &r {
+                    tickets.push(ticket.clone());
+                }
+                outcome(&r)
+            }
+            Op::Bind {
+                tenant,
+                attempt,
+                port,
+            } => {
+                let ticket = &tickets[attempt];
+                let addr = SocketAddr::from(([192, 0, 2, 1], 1000 + u16::from(port)));
+                outcome(&store.bind_endpoint(t(tenant), ticket.attempt, &ticket.token, addr))
+            }
+            Op::Consume { tenant, attempt } => {
+                outcome(&store.consume(t(tenant), &tickets[attempt].token))
+            }
+            Op::Cancel { tenant, attempt } => {
+                let id: AttemptId = tickets[attempt].attempt;
+                outcome(&store.cancel_join(t(tenant), id))
+            }
+            Op::Heartbeat {
+                tenant,
+                member,
+                ttl_ms,
+            } => {
+                outcome(&store.heartbeat(t(tenant), &format!("m{member}"), ttl(ttl_ms), None, None))
+            }
+            Op::GetPresence { tenant, member } => {
+                outcome(&store.get_presence(t(tenant), &format!("m{member}")))
+            }
+            Op::Leave { tenant, member } => outcome(&store.leave(t(tenant), &format!("m{member}"))),
+            Op::TryLock {
+                tenant,
+                name,
+                ttl_ms,
+            } => match store.try_lock(t(tenant), &format!("n{name}"), "w", ttl(ttl_ms), None) {
+                Ok(Some(g)) => {
+                    fences.push(g.fence());
+                    Outcome::Locked(true)
+                }
+                Ok(None) => Outcome::Locked(false),
+                Err(e) => Outcome::Err(kind(&e)),
+            },
+            Op::Release {
+                tenant,
+                name,
+                fence,
+            } => outcome(&store.release_lock(t(tenant), &format!("n{name}"), fences[fence])),
+            Op::GetLock { tenant, name } => {
+                outcome(&store.get_lock(t(tenant), &format!("n{name}")))
+            }
+            Op::Advance { ms } => {
+                clock.advance(Duration::from_millis(ms));
+                Outcome::Ok
+            }
+            Op::Sweep => {
+                store.sweep();
+                Outcome::Ok
+            }
+        };
+        // The model names acquisitions 1, 2, 3...; the driver's list is 0-based.
+        let model_op = match op.clone() {
+            Op::Release {
+                tenant,
+                name,
+                fence,
+            } => Op::Release {
+                tenant,
+                name,
+                fence: fence + 1,
+            },
+            other => other,
+        };
+        let expected = model.apply(&model_op, tickets.len());
+        if got != expected {
+            return Err(format!(
+                "step {step}: {op:?}: store {got:?}, model {expected:?}"
+            ));
+        }
+        if let Err(e) = store.audit() {
+            return Err(format!("step {step}: {op:?}: audit: {e}"));
+        }
+        if stats {
+            let name = format!("{op:?}");
+            let name = name.split([' ', '{']).next().unwrap_or("").to_string();
+            *seen.entry(format!("{name} {got:?}")).or_default() += 1;
+        }
+    }
+    if stats {
+        let mut all: Vec<_> = seen.into_iter().collect();
+        all.sort();
+        eprintln!("{all:?}");
+    }
+    Ok(())
+}
+
+/// Maps an op's free indexes onto what exists, or drops it.
+pub fn resolve(op: &Op, leases: usize, attempts: usize, fences: usize) -> Option<Op> {
+    // Three picks in four take one of the two newest (live ones are mostly
+    // recent); the rest take any, so old ids keep being exercised too.
+    let pick = |i: usize, n: usize| {
+        (n > 0).then(|| {
+            if i % 4 == 0 {
+                (i / 4) % n
+            } else {
+                n - 1 - (i % 2).min(n - 1)
+            }
+        })
+    };
+    let mut op = op.clone();
+    match &mut op {
+        Op::Renew { lease, .. }
+        | Op::Revoke { lease, .. }
+        | Op::GetLease { lease, .. }
+        | Op::Publish { lease, .. } => *lease = pick(*lease, leases)?,
+        Op::Bind { attempt, .. } | Op::Consume { attempt, .. } | Op::Cancel { attempt, .. } => {
+            *attempt = pick(*attempt, attempts)?
+        }
+        Op::Release { fence, .. } => *fence = pick(*fence, fences)?,
+        _ => {}
+    }
+    Some(op)
+}

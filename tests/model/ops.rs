@@ -1,0 +1,237 @@
+//! The operations a model-based run is made of, their outcomes as the
+//! comparison sees them, and the decoder that turns fuzz bytes into them.
+
+#![allow(dead_code)]
+
+use relaystore::Error;
+
+/// One operation. Indexes (`lease`, `attempt`, `fence`) pick among what was
+/// created so far, modulo its length; keys and names come from small sets.
+#[derive(Clone, Debug)]
+pub enum Op {
+    Grant {
+        tenant: u8,
+        ttl_ms: u64,
+    },
+    Renew {
+        tenant: u8,
+        lease: usize,
+        ttl_ms: u64,
+    },
+    Revoke {
+        tenant: u8,
+        lease: usize,
+    },
+    GetLease {
+        tenant: u8,
+        lease: usize,
+    },
+    Publish {
+        tenant: u8,
+        lease: usize,
+        key: u8,
+    },
+    GetListing {
+        tenant: u8,
+        key: u8,
+    },
+    Unpublish {
+        tenant: u8,
+        key: u8,
+    },
+    BeginJoin {
+        tenant: u8,
+        key: u8,
+        ttl_ms: u64,
+    },
+    Bind {
+        tenant: u8,
+        attempt: usize,
+        port: u8,
+    },
+    Consume {
+        tenant: u8,
+        attempt: usize,
+    },
+    Cancel {
+        tenant: u8,
+        attempt: usize,
+    },
+    Heartbeat {
+        tenant: u8,
+        member: u8,
+        ttl_ms: u64,
+    },
+    GetPresence {
+        tenant: u8,
+        member: u8,
+    },
+    Leave {
+        tenant: u8,
+        member: u8,
+    },
+    TryLock {
+        tenant: u8,
+        name: u8,
+        ttl_ms: u64,
+    },
+    Release {
+        tenant: u8,
+        name: u8,
+        fence: usize,
+    },
+    GetLock {
+        tenant: u8,
+        name: u8,
+    },
+    Advance {
+        ms: u64,
+    },
+    Sweep,
+}
+
+/// The shape of an outcome: which error, or that it succeeded (with the
+/// parts of a success the model can predict).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Ok,
+    Locked(bool),
+    Err(Kind),
+}
+
+/// An error with its data reduced to what the model can know.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Kind {
+    NotFound,
+    Expired,
+    Revoked,
+    Conflict,
+    ReplayRejected,
+    Capacity(String),
+    ServiceUnavailable,
+    InvalidArgument,
+    Other(String),
+}
+
+pub fn kind(e: &Error) -> Kind {
+    match e {
+        Error::NotFound => Kind::NotFound,
+        Error::Expired => Kind::Expired,
+        Error::Revoked => Kind::Revoked,
+        Error::Conflict { .. } => Kind::Conflict,
+        Error::ReplayRejected => Kind::ReplayRejected,
+        Error::CapacityExceeded { scope } => Kind::Capacity(scope.to_string()),
+        Error::ServiceUnavailable => Kind::ServiceUnavailable,
+        Error::InvalidArgument { .. } => Kind::InvalidArgument,
+        other => Kind::Other(other.to_string()),
+    }
+}
+
+pub fn outcome<T>(r: &Result<T, Error>) -> Outcome {
+    match r {
+        Ok(_) => Outcome::Ok,
+        Err(e) => Outcome::Err(kind(e)),
+    }
+}
+
+pub fn port_of(op: &Op) -> u8 {
+    match op {
+        Op::Bind { port, .. } => *port,
+        _ => 0,
+    }
+}
+
+/// Decodes arbitrary bytes into operations (for fuzzing): two bytes per op.
+pub fn decode(bytes: &[u8]) -> Vec<Op> {
+    bytes
+        .chunks(3)
+        .filter(|c| c.len() == 3)
+        .map(|c| {
+            let (a, b, x) = (c[0], c[1], c[2]);
+            // Mostly tenant 0, so ids usually meet their own tenant.
+            let tenant = u8::from(b & 7 == 7);
+            let small = (b >> 1) & 1;
+            let idx = usize::from(x);
+            let ttl_ms = match x % 16 {
+                0 => 5,
+                1 => 70_000,
+                n => 10 + u64::from(n) * 2_000,
+            };
+            // Weighted toward the grant -> publish -> join -> bind -> consume
+            // chain, which needs several steps to line up.
+            const KINDS: [u8; 32] = [
+                0, 0, 0, 1, 1, 2, 3, 4, 4, 4, 5, 6, 7, 7, 7, 7, 8, 8, 8, 9, 9, 9, 10, 11, 12, 13,
+                14, 15, 16, 17, 18, 19,
+            ];
+            match KINDS[usize::from(a) % 32] {
+                0 => Op::Grant { tenant, ttl_ms },
+                1 => Op::Renew {
+                    tenant,
+                    lease: idx,
+                    ttl_ms,
+                },
+                2 => Op::Revoke { tenant, lease: idx },
+                3 => Op::GetLease { tenant, lease: idx },
+                4 => Op::Publish {
+                    tenant,
+                    lease: idx,
+                    key: small,
+                },
+                5 => Op::GetListing { tenant, key: small },
+                6 => Op::Unpublish { tenant, key: small },
+                7 => Op::BeginJoin {
+                    tenant,
+                    key: small,
+                    ttl_ms,
+                },
+                8 => Op::Bind {
+                    tenant,
+                    attempt: idx,
+                    port: small,
+                },
+                9 => Op::Consume {
+                    tenant,
+                    attempt: idx,
+                },
+                10 => Op::Cancel {
+                    tenant,
+                    attempt: idx,
+                },
+                11 => Op::Heartbeat {
+                    tenant,
+                    member: small,
+                    ttl_ms,
+                },
+                12 => Op::GetPresence {
+                    tenant,
+                    member: small,
+                },
+                13 => Op::Leave {
+                    tenant,
+                    member: small,
+                },
+                14 => Op::TryLock {
+                    tenant,
+                    name: small,
+                    ttl_ms,
+                },
+                15 => Op::Release {
+                    tenant,
+                    name: small,
+                    fence: idx,
+                },
+                16 => Op::GetLock {
+                    tenant,
+                    name: small,
+                },
+                17 => Op::Advance {
+                    ms: u64::from(x) * 4,
+                },
+                18 => Op::Advance {
+                    ms: u64::from(x) * 40,
+                },
+                _ => Op::Sweep,
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,404 @@
+//! The reference model: the contract written with plain maps, sequential
+//! and without concurrency.
+
+#![allow(dead_code)]
+
+use super::ops::*;
+use super::*;
+use std::collections::HashMap;
+
+pub struct LeaseM {
+    tenant: u8,
+    deadline: u64,
+    present: bool,
+}
+
+pub struct ListingM {
+    lease: usize,
+    instance: usize,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+pub enum PhaseM {
+    Pending,
+    Bound(u8),
+    Consumed,
+}
+
+pub struct AttemptM {
+    tenant: u8,
+    key: u8,
+    instance: usize,
+    deadline: u64,
+    phase: PhaseM,
+    present: bool,
+}
+
+pub struct LockM {
+    deadline: u64,
+    acquisition: usize,
+}
+
+#[derive(Default)]
+pub struct Model {
+    /// The replay grace the model believes in (the store's, unless a test
+    /// injects a disagreement on purpose).
+    grace_ms: u64,
+    now: u64,
+    last_sweep: u64,
+    leases: Vec<LeaseM>,
+    tombstones: HashMap<usize, u64>,
+    listings: HashMap<(u8, u8), ListingM>,
+    instances: usize,
+    attempts: Vec<AttemptM>,
+    presence: HashMap<(u8, u8), u64>,
+    locks: HashMap<(u8, u8), LockM>,
+    acquisitions: usize,
+}
+
+pub fn ttl_ok(ttl_ms: u64) -> bool {
+    (TTL_MIN_MS..=TTL_MAX_MS).contains(&ttl_ms)
+}
+
+pub const INVALID: Outcome = Outcome::Err(Kind::InvalidArgument);
+
+impl Model {
+    /// An empty model whose replay grace is `grace_ms`.
+    pub fn with_grace(grace_ms: u64) -> Self {
+        Model {
+            grace_ms,
+            ..Model::default()
+        }
+    }
+
+    fn lease_status(&self, tenant: u8, lease: usize) -> Result<(), Kind> {
+        match self.leases.get(lease) {
+            Some(l) if l.tenant == tenant && l.present => {
+                if self.now < l.deadline {
+                    Ok(())
+                } else {
+                    Err(Kind::Expired)
+                }
+            }
+            Some(l)
+                if l.tenant == tenant
+                    && self.tombstones.get(&lease).is_some_and(|&d| self.now < d) =>
+            {
+                Err(Kind::Revoked)
+            }
+            _ => Err(Kind::NotFound),
+        }
+    }
+
+    fn listing_visible(&self, tenant: u8, key: u8) -> Option<&ListingM> {
+        self.listings
+            .get(&(tenant, key))
+            .filter(|l| self.lease_status(tenant, l.lease).is_ok())
+    }
+
+    fn stalled(&self) -> bool {
+        self.now - self.last_sweep > STALL_MS
+    }
+
+    fn remove_listing(&mut self, tenant: u8, key: u8) {
+        if let Some(l) = self.listings.remove(&(tenant, key)) {
+            for a in &mut self.attempts {
+                if a.present && a.instance == l.instance && a.phase != PhaseM::Consumed {
+                    a.present = false;
+                }
+            }
+        }
+    }
+
+    fn remove_lease(&mut self, lease: usize) {
+        self.leases[lease].present = false;
+        let tenant = self.leases[lease].tenant;
+        let keys: Vec<u8> = self
+            .listings
+            .iter()
+            .filter(|(k, l)| k.0 == tenant && l.lease == lease)
+            .map(|(k, _)| k.1)
+            .collect();
+        for key in keys {
+            self.remove_listing(tenant, key);
+        }
+    }
+
+    fn pending_on(&self, instance: usize) -> usize {
+        self.attempts
+            .iter()
+            .filter(|a| a.present && a.instance == instance && a.phase != PhaseM::Consumed)
+            .count()
+    }
+
+    /// Applies `op`; `fence_of` maps an acquisition index to whether it is
+    /// the current holder of its name.
+    pub fn apply(&mut self, op: &Op, created_attempts: usize) -> Outcome {
+        let now = self.now;
+        match *op {
+            Op::Grant { tenant, ttl_ms } => {
+                if !ttl_ok(ttl_ms) {
+                    return INVALID;
+                }
+                self.leases.push(LeaseM {
+                    tenant,
+                    deadline: now + ttl_ms,
+                    present: true,
+                });
+                Outcome::Ok
+            }
+            Op::Renew {
+                tenant,
+                lease,
+                ttl_ms,
+            } => {
+                if !ttl_ok(ttl_ms) {
+                    return INVALID;
+                }
+                match self.lease_status(tenant, lease) {
+                    Ok(()) => {
+                        self.leases[lease].deadline = now + ttl_ms;
+                        Outcome::Ok
+                    }
+                    Err(k) => Outcome::Err(k),
+                }
+            }
+            Op::Revoke { tenant, lease } => match self.lease_status(tenant, lease) {
+                Ok(()) => {
+                    self.tombstones.insert(lease, now + TOMBSTONE_MS);
+                    self.remove_lease(lease);
+                    Outcome::Ok
+                }
+                Err(Kind::Revoked) => Outcome::Ok,
+                Err(k) => Outcome::Err(k),
+            },
+            Op::GetLease { tenant, lease } => match self.lease_status(tenant, lease) {
+                Ok(()) => Outcome::Ok,
+                Err(k) => Outcome::Err(k),
+            },
+            Op::Publish { tenant, lease, key } => {
+                if let Err(k) = self.lease_status(tenant, lease) {
+                    return Outcome::Err(k);
+                }
+                // The narrow scope (the lease's cap) is decided before the
+                // key is looked at.
+                let on_lease = self
+                    .listings
+                    .iter()
+                    .filter(|(k, l)| k.0 == tenant && l.lease == lease)
+                    .count();
+                if on_lease >= LISTINGS_PER_LEASE {
+                    return Outcome::Err(Kind::Capacity("per-parent cap on listings".into()));
+                }
+                if self.listings.contains_key(&(tenant, key)) {
+                    if self.listing_visible(tenant, key).is_some() {
+                        return Outcome::Err(Kind::Conflict);
+                    }
+                    self.remove_listing(tenant, key);
+                }
+                self.instances += 1;
+                self.listings.insert(
+                    (tenant, key),
+                    ListingM {
+                        lease,
+                        instance: self.instances,
+                    },
+                );
+                Outcome::Ok
+            }
+            Op::GetListing { tenant, key } => match self.listing_visible(tenant, key) {
+                Some(_) => Outcome::Ok,
+                None => Outcome::Err(Kind::NotFound),
+            },
+            Op::Unpublish { tenant, key } => {
+                if self.listing_visible(tenant, key).is_none() {
+                    return Outcome::Err(Kind::NotFound);
+                }
+                self.remove_listing(tenant, key);
+                Outcome::Ok
+            }
+            Op::BeginJoin {
+                tenant,
+                key,
+                ttl_ms,
+            } => {
+                if !ttl_ok(ttl_ms) {
+                    return INVALID;
+                }
+                if self.stalled() {
+                    return Outcome::Err(Kind::ServiceUnavailable);
+                }
+                let Some(instance) = self.listing_visible(tenant, key).map(|l| l.instance) else {
+                    return Outcome::Err(Kind::NotFound);
+                };
+                if self.pending_on(instance) >= ATTEMPTS_PER_LISTING {
+                    return Outcome::Err(Kind::Capacity("per-parent cap on attempts".into()));
+                }
+                self.attempts.push(AttemptM {
+                    tenant,
+                    key,
+                    instance,
+                    deadline: now + ttl_ms,
+                    phase: PhaseM::Pending,
+                    present: true,
+                });
+                Outcome::Ok
+            }
+            Op::Bind {
+                tenant, attempt, ..
+            }
+            | Op::Consume { tenant, attempt }
+                if created_attempts > 0 =>
+            {
+                let is_bind = matches!(op, Op::Bind { .. });
+                if self.stalled() {
+                    return Outcome::Err(Kind::ServiceUnavailable);
+                }
+                let a = &self.attempts[attempt];
+                if !a.present || a.tenant != tenant {
+                    return Outcome::Err(Kind::NotFound);
+                }
+                if now >= a.deadline {
+                    return Outcome::Err(Kind::Expired);
+                }
+                if a.phase == PhaseM::Consumed {
+                    return Outcome::Err(Kind::ReplayRejected);
+                }
+                match self.listing_visible(tenant, a.key) {
+                    Some(l) if l.instance == a.instance => {}
+                    _ => return Outcome::Err(Kind::NotFound),
+                }
+                let a = &mut self.attempts[attempt];
+                if is_bind {
+                    let p = port_of(op);
+                    match a.phase {
+                        PhaseM::Pending => {
+                            a.phase = PhaseM::Bound(p);
+                            Outcome::Ok
+                        }
+                        PhaseM::Bound(q) if q == p => Outcome::Ok,
+                        _ => Outcome::Err(Kind::Conflict),
+                    }
+                } else {
+                    match a.phase {
+                        PhaseM::Bound(_) => {
+                            a.phase = PhaseM::Consumed;
+                            a.deadline += self.grace_ms;
+                            Outcome::Ok
+                        }
+                        _ => Outcome::Err(Kind::Conflict),
+                    }
+                }
+            }
+            Op::Cancel { tenant, attempt } if created_attempts > 0 => {
+                let a = &mut self.attempts[attempt];
+                if !a.present || a.tenant != tenant {
+                    return Outcome::Err(Kind::NotFound);
+                }
+                if now >= a.deadline {
+                    return Outcome::Err(Kind::Expired);
+                }
+                if a.phase == PhaseM::Consumed {
+                    return Outcome::Err(Kind::ReplayRejected);
+                }
+                // The same ancestor rule as every other path.
+                let (key, instance) = (a.key, a.instance);
+                match self.listing_visible(tenant, key) {
+                    Some(l) if l.instance == instance => {}
+                    _ => return Outcome::Err(Kind::NotFound),
+                }
+                self.attempts[attempt].present = false;
+                Outcome::Ok
+            }
+            Op::Bind { .. } | Op::Consume { .. } | Op::Cancel { .. } => Outcome::Ok,
+            Op::Heartbeat {
+                tenant,
+                member,
+                ttl_ms,
+            } => {
+                if !ttl_ok(ttl_ms) {
+                    return INVALID;
+                }
+                self.presence.insert((tenant, member), now + ttl_ms);
+                Outcome::Ok
+            }
+            Op::GetPresence { tenant, member } => match self.presence.get(&(tenant, member)) {
+                Some(&d) if now < d => Outcome::Ok,
+                Some(_) => Outcome::Err(Kind::Expired),
+                None => Outcome::Err(Kind::NotFound),
+            },
+            Op::Leave { tenant, member } => match self.presence.get(&(tenant, member)) {
+                Some(&d) if now < d => {
+                    self.presence.remove(&(tenant, member));
+                    Outcome::Ok
+                }
+                Some(_) => Outcome::Err(Kind::Expired),
+                None => Outcome::Err(Kind::NotFound),
+            },
+            Op::TryLock {
+                tenant,
+                name,
+                ttl_ms,
+            } => {
+                if !ttl_ok(ttl_ms) {
+                    return INVALID;
+                }
+                match self.locks.get(&(tenant, name)) {
+                    Some(l) if now < l.deadline => Outcome::Locked(false),
+                    _ => {
+                        self.acquisitions += 1;
+                        self.locks.insert(
+                            (tenant, name),
+                            LockM {
+                                deadline: now + ttl_ms,
+                                acquisition: self.acquisitions,
+                            },
+                        );
+                        Outcome::Locked(true)
+                    }
+                }
+            }
+            Op::Release {
+                tenant,
+                name,
+                fence,
+            } => {
+                if self
+                    .locks
+                    .get(&(tenant, name))
+                    .is_some_and(|l| l.acquisition == fence)
+                {
+                    self.locks.remove(&(tenant, name));
+                }
+                Outcome::Ok
+            }
+            Op::GetLock { tenant, name } => match self.locks.get(&(tenant, name)) {
+                Some(l) if now < l.deadline => Outcome::Ok,
+                _ => Outcome::Err(Kind::NotFound),
+            },
+            Op::Advance { ms } => {
+                self.now += ms;
+                Outcome::Ok
+            }
+            Op::Sweep => {
+                let now = self.now;
+                self.last_sweep = now;
+                let expired: Vec<usize> = (0..self.leases.len())
+                    .filter(|&i| self.leases[i].present && self.leases[i].deadline <= now)
+                    .collect();
+                for i in expired {
+                    self.remove_lease(i);
+                }
+                for a in &mut self.attempts {
+                    if a.present && a.deadline <= now {
+                        a.present = false;
+                    }
+                }
+                self.presence.retain(|_, d| now < *d);
+                self.locks.retain(|_, l| now < l.deadline);
+                self.tombstones.retain(|_, d| now < *d);
+                Outcome::Ok
+            }
+        }
+    }
+}
