@@ -1,5 +1,5 @@
 //! Model-based tests: random operation sequences run against the real store
-//! and a small sequential reference model (`tests/model/mod.rs`), comparing
+//! and a small sequential reference model (`tests/model/`), comparing
 //! every outcome; proptest shrinks a failing sequence to a minimal one and
 //! records it in `tests/model_based.proptest-regressions` (committed, so it
 //! is replayed first on every run).
