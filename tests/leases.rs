@@ -162,3 +162,15 @@ fn observed_endpoints_are_capped_and_replace_the_least_recently_seen() {
         .collect();
     assert_eq!(seen, vec![addr(3), addr(1)]);
 }
+
+#[test]
+fn revoking_an_expired_lease_is_expired_and_leaves_no_tombstone() {
+    let (clock, s) = store();
+    let g = s.grant(T, "h", SEC, None).unwrap();
+    clock.advance(SEC * 2);
+    assert_eq!(s.revoke(T, g.id), Err(Error::Expired));
+    assert_eq!(s.renew(T, g.id, SEC), Err(Error::Expired));
+    assert_eq!(s.stats().tombstones, 0);
+    s.sweep();
+    assert_eq!(s.revoke(T, g.id), Err(Error::NotFound));
+}

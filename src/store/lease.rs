@@ -266,39 +266,51 @@ impl Store {
     pub fn revoke(&self, tenant: TenantId, id: LeaseId) -> Result<()> {
         let seq = self.lease_seq(id)?;
         let now = self.clock.now();
-        match self.read_lease(tenant, seq, now, |lease, _| lease.owner.valid()) {
-            Ok(true) => {}
-            Ok(false) => return Err(Error::Revoked),
-            Err(Error::NotFound) => {
-                return match self.gone(tenant, seq, now) {
-                    Error::Revoked => Ok(()),
-                    e => Err(e),
-                }
-            }
-            Err(e) => return Err(e),
-        }
-        // The tombstone goes first so that a renewal that misses the lease
-        // finds it.
-        let late = !decide::tombstone_first();
-        if !late {
+        // The tombstone goes first, so that a renewal that misses the
+        // lease finds it. It is written for a lease that is visible now;
+        // whether the lease is revoked, and what to answer if not, is
+        // decided by the removal, under the lease's lock.
+        let early = decide::tombstone_first() && self.lease_status(tenant, seq, now).is_ok();
+        if early {
             self.tombstone(tenant, seq, now);
         }
         let removed = self.leases.remove_with(
             &seq,
-            |lease, _, _| super::owned_by(lease.owner.is_of(tenant) && lease.owner.valid()),
+            |lease, _, live| {
+                if !lease.owner.is_of(tenant) {
+                    Err(Error::NotFound)
+                } else if !lease.owner.valid() {
+                    Err(Error::Revoked)
+                } else if !live {
+                    Err(Error::Expired)
+                } else {
+                    Ok(())
+                }
+            },
             now,
         );
-        if late {
-            self.tombstone(tenant, seq, now);
-        }
         match removed {
             Ok(removed) => {
+                if !early {
+                    self.tombstone(tenant, seq, now);
+                }
                 self.retire_lease(removed, Cause::Revoked, now);
                 Ok(())
             }
-            // Another revocation (or the sweep) removed it first.
-            Err(Error::NotFound) => Ok(()),
-            Err(e) => Err(e),
+            // Gone: revoked before (idempotent while its tombstone lives),
+            // or never this tenant's.
+            Err(Error::NotFound) => match self.gone(tenant, seq, now) {
+                Error::Revoked => Ok(()),
+                e => Err(e),
+            },
+            Err(e) => {
+                // Expired meanwhile (a renewal with an earlier clock reading
+                // shortened it): not revoked, so no tombstone either.
+                if early && e == Error::Expired {
+                    self.untombstone(tenant, seq, now);
+                }
+                Err(e)
+            }
         }
     }
 

@@ -355,6 +355,17 @@ impl Store {
         }
     }
 
+    /// Takes back a tombstone written for a revocation that did not happen.
+    fn untombstone(&self, tenant: TenantId, seq: u64, now: MonoTime) {
+        let removed = self
+            .tombstones
+            .remove_with(&seq, |t, _, _| owned_by(*t == tenant), now);
+        if let Ok(r) = removed {
+            let id = RecordId::Lease(self.lease_id(r.key));
+            self.emit(Collection::Tombstones, r.value, id, Cause::Released);
+        }
+    }
+
     fn emit(&self, collection: Collection, tenant: TenantId, id: RecordId, cause: Cause) {
         self.events.emit(Event {
             collection,
