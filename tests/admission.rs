@@ -433,3 +433,31 @@ fn tenant_churn_far_past_tenants_max_never_fills_the_registry() {
     s.sweep();
     assert_eq!(s.stats().tenants, 0, "{:?}", s.stats());
 }
+
+#[test]
+fn a_tenant_at_its_idempotency_quota_costs_other_tenants_no_claim() {
+    let (_c, s) = store_with(StoreConfig {
+        idempotency_max: 2,
+        tenant: TenantQuota {
+            idempotency_max: 1,
+            ..TenantQuota::default()
+        },
+        ..StoreConfig::default()
+    });
+    s.grant(A, "h", SEC * 600, Some("k1")).unwrap();
+    // B's claims go through a publish that its revoked lease refuses, so
+    // each claim is given back and the last unit is free again.
+    s.heartbeat(B, "n", SEC * 600, None, None).unwrap();
+    let gone = s.grant(B, "h", SEC * 600, None).unwrap().id;
+    s.revoke(B, gone).unwrap();
+    contest(
+        &s,
+        Narrow::Tenant,
+        |s| s.grant(A, "h", SEC * 600, Some("k2")).map(drop),
+        |s| match s.publish(B, gone, "x", b"", Some("p")) {
+            Err(Error::Revoked) => Ok(()),
+            Err(e) => Err(e),
+            Ok(l) => panic!("published under a revoked lease: {l:?}"),
+        },
+    );
+}
