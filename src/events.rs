@@ -8,7 +8,7 @@
 
 use crate::error::{Error, Result, Scope};
 use crate::ids::{AttemptId, LeaseId, TenantId};
-use crate::sync::{lock, Arc, AtomicU64, Mutex, Ordering};
+use crate::sync::{lock_at, Arc, AtomicU64, Mutex, Ordering, Rung};
 use std::collections::VecDeque;
 
 /// A collection of the store: what a removal event names, and what a
@@ -160,7 +160,7 @@ impl EventHub {
     }
 
     pub(crate) fn subscribe(self: &Arc<Self>) -> Result<Subscription> {
-        let mut inboxes = lock(&self.inboxes);
+        let mut inboxes = lock_at(Rung::Hub, &self.inboxes);
         if inboxes.len() >= self.subscribers_max {
             return Err(Error::CapacityExceeded {
                 scope: Scope::Subscribers,
@@ -187,9 +187,9 @@ impl EventHub {
         }
         // Delivered under the hub's lock (hub, then inbox: the only order
         // in which both are held), so an event costs no allocation.
-        let inboxes = lock(&self.inboxes);
+        let inboxes = lock_at(Rung::Hub, &self.inboxes);
         for inbox in inboxes.iter() {
-            let mut queue = lock(&inbox.queue);
+            let mut queue = lock_at(Rung::Inbox, &inbox.queue);
             if queue.len() >= inbox.capacity {
                 queue.pop_front();
                 inbox.missed.fetch_add(1, Ordering::AcqRel);
@@ -212,7 +212,9 @@ impl Subscription {
         if missed > 0 {
             return Some(Received::Lagged { missed });
         }
-        lock(&self.inbox.queue).pop_front().map(Received::Event)
+        lock_at(Rung::Inbox, &self.inbox.queue)
+            .pop_front()
+            .map(Received::Event)
     }
 
     /// Everything buffered now, in order.
@@ -223,7 +225,7 @@ impl Subscription {
 
 impl Drop for Subscription {
     fn drop(&mut self) {
-        let mut inboxes = lock(&self.hub.inboxes);
+        let mut inboxes = lock_at(Rung::Hub, &self.hub.inboxes);
         inboxes.retain(|i| !Arc::ptr_eq(i, &self.inbox));
         self.hub
             .count

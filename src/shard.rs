@@ -19,6 +19,7 @@
 //! behind the same API, because loom cannot see inside dashmap; the models
 //! then exercise the real record transitions on top of it.
 
+use crate::sync::{enter, Rung};
 use std::hash::Hash;
 
 type Hasher = ahash::RandomState;
@@ -51,11 +52,13 @@ mod imp {
         /// Runs `f` on the value under a shared shard lock.
         #[inline]
         pub(crate) fn read<R>(&self, key: &K, f: impl FnOnce(&V) -> R) -> Option<R> {
+            let _shard = enter(Rung::Shard);
             self.inner.get(key).map(|r| f(r.value()))
         }
 
         /// Runs `f` on the value under an exclusive shard lock.
         pub(crate) fn update<R>(&self, key: &K, f: impl FnOnce(&mut V) -> R) -> Option<R> {
+            let _shard = enter(Rung::Shard);
             self.inner.get_mut(key).map(|mut r| f(r.value_mut()))
         }
 
@@ -67,6 +70,7 @@ mod imp {
             key: K,
             decide: impl FnOnce(Option<&V>) -> Upsert<V, R>,
         ) -> (R, Option<V>) {
+            let _shard = enter(Rung::Shard);
             match self.inner.entry(key) {
                 Entry::Occupied(mut slot) => match decide(Some(slot.get())) {
                     Upsert::Put(value, r) => (r, Some(slot.insert(value))),
@@ -90,6 +94,7 @@ mod imp {
             key: &K,
             decide: impl FnOnce(&V) -> Result<(), E>,
         ) -> Option<Result<V, E>> {
+            let _shard = enter(Rung::Shard);
             let mut refusal = None;
             let mut seen = false;
             let removed = self.inner.remove_if(key, |_, v| {
@@ -119,6 +124,7 @@ mod imp {
         /// Visits every entry, one shard at a time, under shared locks.
         /// Not a snapshot: concurrent writers may or may not be seen.
         pub(crate) fn for_each(&self, mut f: impl FnMut(&K, &V)) {
+            let _shard = enter(Rung::Shard);
             for r in self.inner.iter() {
                 f(r.key(), r.value());
             }
@@ -144,10 +150,12 @@ mod imp {
         }
 
         pub(crate) fn read<R>(&self, key: &K, f: impl FnOnce(&V) -> R) -> Option<R> {
+            let _shard = enter(Rung::Shard);
             read(&self.inner).get(key).map(f)
         }
 
         pub(crate) fn update<R>(&self, key: &K, f: impl FnOnce(&mut V) -> R) -> Option<R> {
+            let _shard = enter(Rung::Shard);
             write(&self.inner).get_mut(key).map(f)
         }
 
@@ -156,6 +164,7 @@ mod imp {
             key: K,
             decide: impl FnOnce(Option<&V>) -> Upsert<V, R>,
         ) -> (R, Option<V>) {
+            let _shard = enter(Rung::Shard);
             let mut map = write(&self.inner);
             match decide(map.get(&key)) {
                 Upsert::Put(value, r) => (r, map.insert(key, value)),
@@ -168,6 +177,7 @@ mod imp {
             key: &K,
             decide: impl FnOnce(&V) -> Result<(), E>,
         ) -> Option<Result<V, E>> {
+            let _shard = enter(Rung::Shard);
             let mut map = write(&self.inner);
             let verdict = decide(map.get(key)?);
             Some(verdict.map(|()| map.remove(key).expect("key was present under the lock")))
@@ -178,6 +188,7 @@ mod imp {
         }
 
         pub(crate) fn for_each(&self, mut f: impl FnMut(&K, &V)) {
+            let _shard = enter(Rung::Shard);
             for (k, v) in read(&self.inner).iter() {
                 f(k, v);
             }

@@ -47,3 +47,129 @@ pub(crate) fn write<T>(lock: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
     lock.write()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
+
+/// A rung of the one lock hierarchy (`docs/ARCHITECTURE.md`). A thread may
+/// take a lock only on a rung strictly below (numerically above) every lock
+/// it already holds; so two shard locks are never held at once (no nested
+/// map calls) and no cycle can form.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Rung {
+    /// A tenant's index.
+    TenantIndex = 1,
+    /// A table's timing wheel.
+    Wheel = 2,
+    /// A shard of any concurrent map (tables and the tenant registry).
+    Shard = 3,
+    /// The event hub's subscriber list.
+    Hub = 4,
+    /// One subscriber's inbox.
+    Inbox = 5,
+}
+
+/// Proof that the current thread entered `rung`; leaving restores what it
+/// held before. Debug builds check the hierarchy on entry; release builds
+/// (and the loom build, whose threads share one OS thread) carry nothing.
+#[must_use]
+pub(crate) struct Entered {
+    #[cfg(all(debug_assertions, not(relaystore_loom)))]
+    before: u8,
+}
+
+#[cfg(all(debug_assertions, not(relaystore_loom)))]
+std::thread_local! {
+    static HELD: std::cell::Cell<u8> = const { std::cell::Cell::new(0) };
+}
+
+/// Enters `rung`, panicking in a debug build if the thread holds a lock on
+/// the same or a lower rung (a break of the hierarchy).
+#[inline]
+pub(crate) fn enter(rung: Rung) -> Entered {
+    #[cfg(all(debug_assertions, not(relaystore_loom)))]
+    {
+        let before = HELD.with(|h| h.get());
+        assert!(
+            before < rung as u8,
+            "lock hierarchy broken: taking {rung:?} while holding rung {before}"
+        );
+        HELD.with(|h| h.set(rung as u8));
+        Entered { before }
+    }
+    #[cfg(not(all(debug_assertions, not(relaystore_loom))))]
+    {
+        let _ = rung;
+        Entered {}
+    }
+}
+
+#[cfg(all(debug_assertions, not(relaystore_loom)))]
+impl Drop for Entered {
+    fn drop(&mut self) {
+        HELD.with(|h| h.set(self.before));
+    }
+}
+
+/// A mutex guard that also holds its [`Rung`].
+pub(crate) struct Ranked<'a, T> {
+    // Declared first, so dropped first: the lock is released before the
+    // rung is left.
+    guard: MutexGuard<'a, T>,
+    _rung: Entered,
+}
+
+impl<T> std::ops::Deref for Ranked<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.guard
+    }
+}
+
+impl<T> std::ops::DerefMut for Ranked<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        &mut self.guard
+    }
+}
+
+/// [`lock`], on `rung` of the hierarchy.
+pub(crate) fn lock_at<T>(rung: Rung, mutex: &Mutex<T>) -> Ranked<'_, T> {
+    let entered = enter(rung);
+    Ranked {
+        guard: lock(mutex),
+        _rung: entered,
+    }
+}
+
+#[cfg(all(test, debug_assertions, not(relaystore_loom)))]
+mod tests {
+    use super::*;
+    use crate::shard::{ShardMap, Upsert};
+
+    #[test]
+    fn locks_taken_down_the_hierarchy_are_fine_and_leaving_restores() {
+        let (index, wheel) = (Mutex::new(()), Mutex::new(()));
+        let map: ShardMap<u8, u8> = ShardMap::with_capacity(4);
+        map.upsert(1, |_| Upsert::Put(1, ()));
+        {
+            let _i = lock_at(Rung::TenantIndex, &index);
+            let _w = lock_at(Rung::Wheel, &wheel);
+            assert_eq!(map.read(&1, |v| *v), Some(1));
+        }
+        // Everything was left: a fresh start at the top is allowed again.
+        let _i = lock_at(Rung::TenantIndex, &index);
+    }
+
+    #[test]
+    #[should_panic(expected = "lock hierarchy broken")]
+    fn taking_a_tenant_index_under_a_wheel_lock_is_caught() {
+        let (index, wheel) = (Mutex::new(()), Mutex::new(()));
+        let _w = lock_at(Rung::Wheel, &wheel);
+        let _i = lock_at(Rung::TenantIndex, &index);
+    }
+
+    #[test]
+    #[should_panic(expected = "lock hierarchy broken")]
+    fn a_nested_map_call_is_caught() {
+        let map: ShardMap<u8, u8> = ShardMap::with_capacity(4);
+        map.upsert(1, |_| Upsert::Put(1, ()));
+        map.read(&1, |_| map.read(&2, |_| ()));
+    }
+}

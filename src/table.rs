@@ -33,7 +33,7 @@ use crate::error::{Error, Result, Scope};
 use crate::quota::{Counter, Reservation};
 use crate::record::{renewal, Record, Refusal, Stamp, Versions};
 use crate::shard::{ShardMap, Upsert};
-use crate::sync::{lock, Arc, AtomicU64, Mutex, Ordering};
+use crate::sync::{lock_at, Arc, AtomicU64, Mutex, Ordering, Rung};
 use crate::time::MonoTime;
 use crate::wheel::{Fired, Wheel};
 use std::hash::Hash;
@@ -119,7 +119,7 @@ where
         deadline_ms: u64,
     ) -> Result<(Stamp, Option<Removed<K, V>>)> {
         let reservation = Reservation::acquire(&[(&self.ceiling, 1)])?;
-        let mut timers = lock(&self.timers);
+        let mut timers = lock_at(Rung::Wheel, &self.timers);
         let handle = timers.wheel.insert(key.clone(), deadline_ms);
         let (outcome, replaced) = self.map.upsert(key.clone(), |existing| {
             if let Some(old) = existing {
@@ -247,7 +247,7 @@ where
     /// concurrent renewal either happened before (and is seen) or will call
     /// this again after.
     fn pull_in(&self, key: &K) {
-        let mut timers = lock(&self.timers);
+        let mut timers = lock_at(Rung::Wheel, &self.timers);
         let wheel = &mut timers.wheel;
         self.map.read(key, |r| {
             if wheel.cancel(r.timer()) {
@@ -356,7 +356,7 @@ where
         decide: impl FnOnce(&V, Stamp, bool) -> Result<()>,
         now: MonoTime,
     ) -> Result<Removed<K, V>> {
-        let mut timers = lock(&self.timers);
+        let mut timers = lock_at(Rung::Wheel, &self.timers);
         let verdict = self.map.remove_if(key, |r| {
             let state = r.state();
             let stamp = r.stamp_of(state);
@@ -384,7 +384,7 @@ where
     /// were removed.
     pub(crate) fn sweep(&self, now: MonoTime, out: &mut Vec<Removed<K, V>>) -> usize {
         let before = out.len();
-        let mut guard = lock(&self.timers);
+        let mut guard = lock_at(Rung::Wheel, &self.timers);
         let timers = &mut *guard;
         timers.wheel.advance(now.as_millis(), &mut timers.fired);
         for fired in timers.fired.drain(..) {
@@ -463,7 +463,7 @@ where
 
     /// Wheel entries; equals `len()` whenever no operation is in flight.
     pub(crate) fn scheduled(&self) -> usize {
-        lock(&self.timers).wheel.len()
+        lock_at(Rung::Wheel, &self.timers).wheel.len()
     }
 
     /// The wheel, for tests that corrupt it on purpose.

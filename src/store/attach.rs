@@ -56,7 +56,7 @@ use crate::events::Cause;
 use crate::ids::TenantId;
 use crate::quota::{Counter, Reservation};
 use crate::record::Stamp;
-use crate::sync::{lock, Arc};
+use crate::sync::{lock_at, Arc, Rung};
 use crate::time::MonoTime;
 
 /// A kind of record that [`Store::create`] can make.
@@ -383,7 +383,7 @@ impl Store {
         let (stamp, replaced) = loop {
             tries += 1;
             let inserted = if born {
-                let mut index = lock(&epoch.tenant.index);
+                let mut index = lock_at(Rung::TenantIndex, &epoch.tenant.index);
                 let inserted = table.insert_with(key.clone(), &build, now, deadline);
                 if inserted.is_ok() {
                     C::index(&key, &mut index);
@@ -417,7 +417,7 @@ impl Store {
             // attached has just put it back.
             C::retire(self, old, Cause::Expired, now);
             if born {
-                C::index(&key, &mut lock(&epoch.tenant.index));
+                C::index(&key, &mut lock_at(Rung::TenantIndex, &epoch.tenant.index));
             }
         }
         let version = stamp.version;
@@ -426,7 +426,7 @@ impl Store {
             seam::after(seam::Step::Inserted);
             pending.parent.confirm(self)?;
             seam::after(seam::Step::Confirmed);
-            let mut index = lock(&epoch.tenant.index);
+            let mut index = lock_at(Rung::TenantIndex, &epoch.tenant.index);
             table
                 .update(&key, now, None, |v, s| {
                     owned_by(s.version == version && !v.attached())?;

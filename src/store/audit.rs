@@ -10,7 +10,7 @@
 use super::tenant::Tenant;
 use super::{Collection, Store};
 use crate::ids::TenantId;
-use crate::sync::{lock, Arc, Ordering};
+use crate::sync::{lock_at, Arc, Ordering, Rung};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// A lease's children by kind: listings, members, locks.
@@ -251,7 +251,7 @@ impl Store {
                     "{id} is registered with {holds} holds and {records} records"
                 ));
             }
-            let index = lock(&t.index);
+            let index = lock_at(Rung::TenantIndex, &t.index);
             let leases: BTreeSet<u64> = index.leases.iter().copied().collect();
             let differs = [
                 ("leases", leases != c.lease_seqs),
@@ -329,13 +329,17 @@ mod tests {
     fn the_audit_notices_a_stale_tenant_index() {
         let s = busy();
         let t = s.tenant(TenantId(1)).unwrap();
-        crate::sync::lock(&t.tenant.index)
+        crate::sync::lock_at(crate::sync::Rung::TenantIndex, &t.tenant.index)
             .listings
             .insert(Arc::from("ghost"));
         assert!(s.audit().unwrap_err().contains("tenant index"));
-        crate::sync::lock(&t.tenant.index).listings.remove("ghost");
+        crate::sync::lock_at(crate::sync::Rung::TenantIndex, &t.tenant.index)
+            .listings
+            .remove("ghost");
         s.audit().unwrap();
-        crate::sync::lock(&t.tenant.index).leases.insert(u64::MAX);
+        crate::sync::lock_at(crate::sync::Rung::TenantIndex, &t.tenant.index)
+            .leases
+            .insert(u64::MAX);
         assert!(s.audit().unwrap_err().contains("tenant index"));
     }
 

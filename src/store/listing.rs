@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 use crate::events::Cause;
 use crate::ids::{LeaseId, TenantId};
 use crate::record::DEADLINE_MAX_MS;
-use crate::sync::{lock, Arc};
+use crate::sync::{lock_at, Arc, Rung};
 use crate::table::{Removed, Table};
 use crate::time::MonoTime;
 use std::ops::Bound;
@@ -314,7 +314,7 @@ impl Store {
             });
         };
         let keys: Vec<Arc<str>> = {
-            let guard = lock(&t.tenant.index);
+            let guard = lock_at(Rung::TenantIndex, &t.tenant.index);
             let start = match cursor {
                 Some(Cursor(after)) => Bound::Excluded(&**after),
                 None => Bound::Unbounded,

@@ -57,7 +57,7 @@ use crate::ids::{random_bytes, AttemptId, LeaseId, TenantId};
 use crate::quota::Counter;
 use crate::record::{Stamp, TtlRange, Versions};
 use crate::shard::ShardMap;
-use crate::sync::{lock, Arc, AtomicU64, Ordering};
+use crate::sync::{Arc, AtomicU64, Ordering};
 use crate::table::Table;
 use crate::time::{Clock, MonoTime};
 use idempotency::Idem;

@@ -20,7 +20,7 @@ use super::presence::Presence;
 use super::{owned_by, Collection, IdKey, NameKey, Store};
 use crate::events::{Cause, RecordId};
 use crate::ids::TenantId;
-use crate::sync::{lock, Arc};
+use crate::sync::{lock_at, Arc, Rung};
 use crate::table::{Removed, Table};
 use crate::time::MonoTime;
 use std::hash::{Hash, Hasher};
@@ -100,7 +100,9 @@ impl Store {
         let lease = r.value;
         let tenant = lease.owner.id();
         lease.owner.tenant().quota(Collection::Leases).release(1);
-        lock(&lease.owner.tenant().index).leases.remove(&seq);
+        lock_at(Rung::TenantIndex, &lease.owner.tenant().index)
+            .leases
+            .remove(&seq);
         self.emit(
             Collection::Leases,
             tenant,
@@ -158,7 +160,9 @@ impl Store {
                 .tenant()
                 .quota(Collection::Listings)
                 .release(1);
-            lock(&listing.owner.tenant().index).listings.remove(&key);
+            lock_at(Rung::TenantIndex, &listing.owner.tenant().index)
+                .listings
+                .remove(&key);
             let id = RecordId::Listing(Arc::clone(&key));
             self.emit(Collection::Listings, tenant, id, cause);
         }
@@ -202,7 +206,9 @@ impl Store {
                 .tenant()
                 .quota(Collection::Presence)
                 .release(1);
-            lock(&presence.owner.tenant().index).members.remove(&member);
+            lock_at(Rung::TenantIndex, &presence.owner.tenant().index)
+                .members
+                .remove(&member);
             self.emit(
                 Collection::Presence,
                 tenant,

@@ -19,14 +19,14 @@
 //!   refused creation gives its hold back, which forgets a tenant that
 //!   holds nothing else.
 
-use super::{lock, Collection, Store};
+use super::{Collection, Store};
 use crate::config::TenantQuota;
 use crate::error::{Error, Result, Scope};
 use crate::events::Cause;
 use crate::ids::TenantId;
 use crate::quota::Counter;
 use crate::shard::Upsert;
-use crate::sync::{Arc, AtomicBool, AtomicU64, Mutex, Ordering};
+use crate::sync::{lock_at, Arc, AtomicBool, AtomicU64, Mutex, Ordering, Rung};
 use crate::time::MonoTime;
 use std::collections::{BTreeSet, HashSet};
 
@@ -301,7 +301,7 @@ impl Store {
         now: MonoTime,
     ) {
         let (mut leases, members) = {
-            let index = lock(&t.index);
+            let index = lock_at(Rung::TenantIndex, &t.index);
             (
                 index.leases.iter().copied().collect::<Vec<_>>(),
                 index.members.iter().cloned().collect::<Vec<_>>(),
