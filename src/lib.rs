@@ -81,7 +81,8 @@ pub use ids::{AttemptId, JoinToken, LeaseId, TenantId, TOKEN_SECRET_BYTES};
 pub use record::{Stamp, CAS_ATTEMPTS_MAX, DEADLINE_MAX_MS};
 pub use store::{
     Admission, Binding, Cursor, DegradedReason, EndpointSeen, Health, JoinTicket, LeaseGrant,
-    LeaseInfo, ListingInfo, LockGuard, LockInfo, Page, PresenceInfo, Stats, Store, RESERVED_PREFIX,
+    LeaseInfo, ListingInfo, LockGuard, LockInfo, Page, PresenceInfo, Stats, Store, StoreBuilder,
+    EXPIRY_TICK_DEFAULT, RESERVED_PREFIX,
 };
 pub use ttl::{Removed, TtlConfig, TtlMap};
 

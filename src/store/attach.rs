@@ -149,9 +149,10 @@ impl Parent {
         match self {
             Parent::None => Ok(()),
             Parent::Lease { seq, kind, child } => {
-                let cap = kind.cap(&store.config);
+                let cap = kind.cap(&store.shared.config);
                 let owned = |l: &Lease| l.owner.is_of(tenant);
                 let taken = store
+                    .shared
                     .leases
                     .update_owned(seq, now, owned, None, |lease, _| {
                         if !lease.owner.valid() {
@@ -173,8 +174,8 @@ impl Parent {
                 }
             }
             Parent::Listing { key, origin, child } => {
-                let cap = store.config.attempts_per_listing_max;
-                let taken = store.listings.update(key, now, None, |l, _| {
+                let cap = store.shared.config.attempts_per_listing_max;
+                let taken = store.shared.listings.update(key, now, None, |l, _| {
                     if l.origin != *origin || !l.attached || !l.owner.valid() {
                         return Err(Error::NotFound);
                     }
@@ -200,13 +201,13 @@ impl Parent {
     fn confirm(&self, store: &Store) -> Result<()> {
         let held = match self {
             Parent::None => Some(true),
-            Parent::Lease { seq, kind, child } => store.leases.modify(seq, |l| {
+            Parent::Lease { seq, kind, child } => store.shared.leases.modify(seq, |l| {
                 l.owner.valid()
                     && l.children
                         .as_deref()
                         .is_some_and(|c| kind.of(c).contains(child))
             }),
-            Parent::Listing { key, origin, child } => store.listings.modify(key, |l| {
+            Parent::Listing { key, origin, child } => store.shared.listings.modify(key, |l| {
                 l.origin == *origin && l.owner.valid() && l.attempts.contains(child)
             }),
         };
@@ -222,10 +223,10 @@ impl Parent {
         match self {
             Parent::None => {}
             Parent::Lease { seq, kind, child } => {
-                store.leases.modify(seq, |l| l.detach(*kind, child));
+                store.shared.leases.modify(seq, |l| l.detach(*kind, child));
             }
             Parent::Listing { key, origin, child } => {
-                store.listings.modify(key, |l| {
+                store.shared.listings.modify(key, |l| {
                     if l.origin == *origin {
                         if let Some(i) = l.attempts.iter().position(|s| s == child) {
                             l.attempts.swap_remove(i);

@@ -46,58 +46,59 @@ impl Store {
         };
         check(
             "leases",
-            self.leases.len(),
-            self.leases.ceiling().used(),
-            self.leases.scheduled(),
+            self.shared.leases.len(),
+            self.shared.leases.ceiling().used(),
+            self.shared.leases.scheduled(),
         )?;
         check(
             "listings",
-            self.listings.len(),
-            self.listings.ceiling().used(),
-            self.listings.scheduled(),
+            self.shared.listings.len(),
+            self.shared.listings.ceiling().used(),
+            self.shared.listings.scheduled(),
         )?;
         check(
             "presence",
-            self.presence.len(),
-            self.presence.ceiling().used(),
-            self.presence.scheduled(),
+            self.shared.presence.len(),
+            self.shared.presence.ceiling().used(),
+            self.shared.presence.scheduled(),
         )?;
         check(
             "attempts",
-            self.attempts.len(),
-            self.attempts.ceiling().used(),
-            self.attempts.scheduled(),
+            self.shared.attempts.len(),
+            self.shared.attempts.ceiling().used(),
+            self.shared.attempts.scheduled(),
         )?;
         check(
             "tombstones",
-            self.tombstones.len(),
-            self.tombstones.ceiling().used(),
-            self.tombstones.scheduled(),
+            self.shared.tombstones.len(),
+            self.shared.tombstones.ceiling().used(),
+            self.shared.tombstones.scheduled(),
         )?;
         check(
             "idempotency",
-            self.idempotency.len(),
-            self.idempotency.ceiling().used(),
-            self.idempotency.scheduled(),
+            self.shared.idempotency.len(),
+            self.shared.idempotency.ceiling().used(),
+            self.shared.idempotency.scheduled(),
         )?;
         check(
             "locks",
-            self.locks.len(),
-            self.locks.ceiling().used(),
-            self.locks.scheduled(),
+            self.shared.locks.len(),
+            self.shared.locks.ceiling().used(),
+            self.shared.locks.scheduled(),
         )?;
         check(
             "tenants",
-            self.tenants.len(),
-            self.tenant_count.used(),
-            self.tenants.len(),
+            self.shared.tenants.len(),
+            self.shared.tenant_count.used(),
+            self.shared.tenants.len(),
         )?;
 
         // Rebuild per-tenant counts (by the tenant state a record points at)
         // and the parents' child indexes.
         let mut counts: BTreeMap<TenantId, Counts> = BTreeMap::new();
         let mut by_ptr: Vec<(TenantId, Arc<Tenant>)> = Vec::new();
-        self.tenants
+        self.shared
+            .tenants
             .for_each(|id, t| by_ptr.push((*id, Arc::clone(&t.tenant))));
         let tenant_of = |t: &Tenant| {
             by_ptr
@@ -113,7 +114,7 @@ impl Store {
             problem.get_or_insert(p);
         };
 
-        self.leases.for_each(|seq, lease, _| {
+        self.shared.leases.for_each(|seq, lease, _| {
             let tenant = lease.owner.id();
             match tenant_of(lease.owner.tenant()) {
                 Some(id) if id == tenant => {}
@@ -130,7 +131,7 @@ impl Store {
             lease_children.insert((tenant, *seq), children);
         });
         let mut seen_children: ChildIndex = BTreeMap::new();
-        self.listings.for_each(|(tenant, key), listing, _| {
+        self.shared.listings.for_each(|(tenant, key), listing, _| {
             if !listing.attached {
                 fail(format!("listing {key:?} left unattached"));
                 return;
@@ -148,23 +149,25 @@ impl Store {
                 listing.attempts.iter().copied().collect(),
             );
         });
-        self.presence.for_each(|(tenant, member), presence, _| {
-            if !presence.attached {
-                fail(format!("presence {member:?} left unattached"));
-                return;
-            }
-            let c = counts.entry(*tenant).or_default();
-            c.presence += 1;
-            c.members.insert(Arc::clone(member));
-            if let Some(seq) = presence.lease {
-                seen_children
-                    .entry((*tenant, seq))
-                    .or_default()
-                    .1
-                    .insert(Arc::clone(member));
-            }
-        });
-        self.locks.for_each(|(tenant, name), held, _| {
+        self.shared
+            .presence
+            .for_each(|(tenant, member), presence, _| {
+                if !presence.attached {
+                    fail(format!("presence {member:?} left unattached"));
+                    return;
+                }
+                let c = counts.entry(*tenant).or_default();
+                c.presence += 1;
+                c.members.insert(Arc::clone(member));
+                if let Some(seq) = presence.lease {
+                    seen_children
+                        .entry((*tenant, seq))
+                        .or_default()
+                        .1
+                        .insert(Arc::clone(member));
+                }
+            });
+        self.shared.locks.for_each(|(tenant, name), held, _| {
             if !held.attached {
                 fail(format!("lock {name:?} left unattached"));
                 return;
@@ -180,10 +183,10 @@ impl Store {
         });
         let mut seen_attempts: BTreeMap<(TenantId, Arc<str>), BTreeSet<u64>> = BTreeMap::new();
         let mut origins: BTreeMap<(TenantId, Arc<str>), u64> = BTreeMap::new();
-        self.listings.for_each(|k, l, _| {
+        self.shared.listings.for_each(|k, l, _| {
             origins.insert(k.clone(), l.origin);
         });
-        self.attempts.for_each(|seq, attempt, _| {
+        self.shared.attempts.for_each(|seq, attempt, _| {
             let tenant = attempt.owner.id();
             if tenant_of(attempt.owner.tenant()) != Some(tenant) {
                 fail(format!("attempt {seq} points at another tenant's state"));
@@ -205,15 +208,16 @@ impl Store {
                 }
             }
         });
-        self.idempotency
+        self.shared
+            .idempotency
             .for_each(|(tenant, _), _, _| counts.entry(*tenant).or_default().idempotency += 1);
         if let Some(p) = problem {
             return Err(p);
         }
-        if pending != self.pending.used() {
+        if pending != self.shared.pending.used() {
             return Err(format!(
                 "{pending} pending attempts, {} admitted",
-                self.pending.used()
+                self.shared.pending.used()
             ));
         }
 
@@ -314,14 +318,14 @@ mod tests {
     #[test]
     fn the_audit_notices_a_leaked_admission_unit() {
         let s = busy();
-        assert!(s.leases.ceiling().try_acquire(1));
+        assert!(s.shared.leases.ceiling().try_acquire(1));
         assert!(s.audit().unwrap_err().contains("leases"));
     }
 
     #[test]
     fn the_audit_notices_a_lost_pending_release() {
         let s = busy();
-        assert!(s.pending.try_acquire(1));
+        assert!(s.shared.pending.try_acquire(1));
         assert!(s.audit().unwrap_err().contains("pending"));
     }
 
@@ -346,7 +350,7 @@ mod tests {
     #[test]
     fn the_audit_notices_a_timer_without_a_record() {
         let s = busy();
-        crate::sync::lock(s.leases.timers_for_audit())
+        crate::sync::lock(s.shared.leases.timers_for_audit())
             .wheel
             .insert(u64::MAX - 9, 1);
         assert!(s.audit().unwrap_err().contains("wheel"));

@@ -63,7 +63,7 @@ impl Drop for Claim<'_> {
         if !self.armed {
             return;
         }
-        let removed = self.store.idempotency.remove_with(
+        let removed = self.store.shared.idempotency.remove_with(
             self.key,
             |v, _, _| owned_by(v.outcome.is_none()),
             self.now,
@@ -91,7 +91,9 @@ impl Store {
             return run();
         };
         let ikey: NameKey = (tenant, self.name(key)?);
-        let deadline = now.saturating_add(self.config.idempotency_ttl).as_millis();
+        let deadline = now
+            .saturating_add(self.shared.config.idempotency_ttl)
+            .as_millis();
         // Claim the key, or answer from the record that holds it. A record
         // left by a revoked tenant epoch is cleared once and the claim
         // retried.
@@ -107,7 +109,11 @@ impl Store {
                 params: params.clone(),
                 outcome: None,
             };
-            match self.idempotency.insert(ikey.clone(), record, now, deadline) {
+            match self
+                .shared
+                .idempotency
+                .insert(ikey.clone(), record, now, deadline)
+            {
                 Ok((_, replaced)) => {
                     reservation.commit();
                     hold.keep();
@@ -122,7 +128,7 @@ impl Store {
             }
             drop(reservation);
             drop(hold);
-            let seen = self.idempotency.read(&ikey, now, |v, _| {
+            let seen = self.shared.idempotency.read(&ikey, now, |v, _| {
                 (v.owner.valid(), v.params == params, v.outcome.clone())
             });
             match seen {
@@ -132,7 +138,7 @@ impl Store {
                     return load(&outcome).ok_or(Error::IdempotencyMismatch)
                 }
                 Ok((false, _, _)) => {
-                    if let Ok(r) = self.idempotency.remove_with(
+                    if let Ok(r) = self.shared.idempotency.remove_with(
                         &ikey,
                         |v, _, _| owned_by(!v.owner.valid()),
                         now,
@@ -155,7 +161,7 @@ impl Store {
         };
         let result = run()?;
         let outcome = store(&result);
-        let stored = self.idempotency.update(&ikey, now, None, |v, _| {
+        let stored = self.shared.idempotency.update(&ikey, now, None, |v, _| {
             v.outcome = Some(outcome);
             Ok(((), None))
         });

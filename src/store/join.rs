@@ -52,7 +52,7 @@ impl Stored for Attempt {
     type Key = IdKey;
 
     fn table(store: &Store) -> &Table<IdKey, Attempt> {
-        &store.attempts
+        &store.shared.attempts
     }
 
     fn retire(store: &Store, removed: Removed<IdKey, Self>, cause: Cause, _now: MonoTime) -> usize {
@@ -68,7 +68,7 @@ impl Child for Attempt {
     /// The store-wide ceiling on pending attempts (the table's own ceiling
     /// bounds attempt records, consumed ones included).
     fn shared(store: &Store) -> Option<&Counter> {
-        Some(&store.pending)
+        Some(&store.shared.pending)
     }
 
     fn attached(&self) -> bool {
@@ -143,7 +143,7 @@ impl Store {
     ) -> Result<JoinTicket> {
         let listing = self.name(listing)?;
         let client = self.name(client)?;
-        let now = self.clock.now();
+        let now = self.shared.clock.now();
         let deadline = self.deadline(now, ttl)?;
         let params = IdemParams::Join {
             listing: Arc::clone(&listing),
@@ -200,7 +200,7 @@ impl Store {
             attempt: id,
             token,
             deadline: stamp.deadline,
-            expires_at: self.clock.wall() + stamp.remaining(now),
+            expires_at: self.shared.clock.wall() + stamp.remaining(now),
         })
     }
 
@@ -217,7 +217,7 @@ impl Store {
         now: MonoTime,
     ) -> Result<Arc<str>> {
         let owned = |v: &Attempt| v.owner.is_of(tenant);
-        let seen = self.attempts.read_owned(&seq, now, owned, |v, _| {
+        let seen = self.shared.attempts.read_owned(&seq, now, owned, |v, _| {
             let genuine = token.is_none_or(|t| t.matches(&v.secret));
             (v.attached && v.owner.valid() && genuine).then(|| (v.phase, v.ancestry()))
         });
@@ -267,24 +267,25 @@ impl Store {
         token: &JoinToken,
         observed: SocketAddr,
     ) -> Result<Binding> {
-        let now = self.clock.now();
+        let now = self.shared.clock.now();
         let (key, _) = self.attempt_for(tenant, attempt, token, now)?;
         let owned = |v: &Attempt| v.owner.is_of(tenant);
-        let (addr, stamp) = self
-            .attempts
-            .update_owned(&key, now, owned, None, |v, stamp| {
-                if !token.matches(&v.secret) {
-                    return Err(Error::NotFound);
-                }
-                match decide::bind(v.phase, observed, stamp.version)? {
-                    Some(next) => {
-                        v.phase = next;
-                        Ok((observed, Some(super::stamp_deadline(&stamp))))
+        let (addr, stamp) =
+            self.shared
+                .attempts
+                .update_owned(&key, now, owned, None, |v, stamp| {
+                    if !token.matches(&v.secret) {
+                        return Err(Error::NotFound);
                     }
-                    // The winning bind, repeated: the same binding.
-                    None => Ok((observed, None)),
-                }
-            })?;
+                    match decide::bind(v.phase, observed, stamp.version)? {
+                        Some(next) => {
+                            v.phase = next;
+                            Ok((observed, Some(super::stamp_deadline(&stamp))))
+                        }
+                        // The winning bind, repeated: the same binding.
+                        None => Ok((observed, None)),
+                    }
+                })?;
         Ok(Binding {
             attempt,
             addr,
@@ -297,12 +298,13 @@ impl Store {
     /// the token's deadline plus `replay_grace`. An unbound attempt is
     /// [`Error::Conflict`].
     pub fn consume(&self, tenant: TenantId, token: &JoinToken) -> Result<Admission> {
-        let now = self.clock.now();
+        let now = self.shared.clock.now();
         let (key, listing) = self.attempt_for(tenant, token.attempt(), token, now)?;
-        let grace_ms = duration_to_millis_ceil(self.config.replay_grace);
+        let grace_ms = duration_to_millis_ceil(self.shared.config.replay_grace);
         let owned = |v: &Attempt| v.owner.is_of(tenant);
         let ((addr, client, origin, owner), _) =
-            self.attempts
+            self.shared
+                .attempts
                 .update_owned(&key, now, owned, None, |v, stamp| {
                     if !token.matches(&v.secret) {
                         return Err(Error::NotFound);
@@ -317,7 +319,7 @@ impl Store {
         // No longer pending: free its place under the listing's cap and in
         // the pending quotas. The replay units stay with the record.
         owner.tenant().quota(Collection::Attempts).release(1);
-        self.pending.release(1);
+        self.shared.pending.release(1);
         self.detach_attempt(tenant, &listing, origin, key);
         self.emit(
             Collection::Attempts,
@@ -337,9 +339,9 @@ impl Store {
     /// [`Error::ReplayRejected`].
     pub fn cancel_join(&self, tenant: TenantId, attempt: AttemptId) -> Result<()> {
         let key = self.attempt_seq(attempt)?;
-        let now = self.clock.now();
+        let now = self.shared.clock.now();
         self.visible_attempt(tenant, key, None, now)?;
-        let removed = self.attempts.remove_with(
+        let removed = self.shared.attempts.remove_with(
             &key,
             |v, _, live| {
                 if !v.owner.is_of(tenant) || !v.attached || !v.owner.valid() {

@@ -61,7 +61,7 @@ impl Stored for Lease {
     type Key = IdKey;
 
     fn table(store: &Store) -> &Table<IdKey, Lease> {
-        &store.leases
+        &store.shared.leases
     }
 
     fn retire(store: &Store, removed: Removed<IdKey, Self>, cause: Cause, now: MonoTime) -> usize {
@@ -145,7 +145,7 @@ impl Store {
         idempotency_key: Option<&str>,
     ) -> Result<LeaseGrant> {
         let holder = self.name(holder)?;
-        let now = self.clock.now();
+        let now = self.shared.clock.now();
         let deadline = self.deadline(now, ttl)?;
         let params = IdemParams::Grant {
             holder: Arc::clone(&holder),
@@ -185,7 +185,7 @@ impl Store {
             fence: seq,
             version: stamp.version,
             deadline: stamp.deadline,
-            expires_at: self.clock.wall() + stamp.remaining(now),
+            expires_at: self.shared.clock.wall() + stamp.remaining(now),
         })
     }
 
@@ -218,7 +218,7 @@ impl Store {
         expected: Option<u64>,
     ) -> Result<Stamp> {
         let seq = self.lease_seq(id)?;
-        let now = self.clock.now();
+        let now = self.shared.clock.now();
         let deadline = self.deadline(now, ttl)?;
         let guard = |lease: &Lease| {
             if !lease.owner.is_of(tenant) {
@@ -230,6 +230,7 @@ impl Store {
             }
         };
         match self
+            .shared
             .leases
             .renew_guarded(&seq, now, deadline, expected, guard)
         {
@@ -241,7 +242,7 @@ impl Store {
     /// A live lease's holder, fence, version and remaining time.
     pub fn get_lease(&self, tenant: TenantId, id: LeaseId) -> Result<LeaseInfo> {
         let seq = self.lease_seq(id)?;
-        let now = self.clock.now();
+        let now = self.shared.clock.now();
         let seen = self.read_lease(tenant, seq, now, |lease, stamp| {
             lease.owner.valid().then(|| LeaseInfo {
                 id,
@@ -265,7 +266,7 @@ impl Store {
     /// (while its tombstone lives) is `Ok`.
     pub fn revoke(&self, tenant: TenantId, id: LeaseId) -> Result<()> {
         let seq = self.lease_seq(id)?;
-        let now = self.clock.now();
+        let now = self.shared.clock.now();
         // The tombstone goes first, so that a renewal that misses the
         // lease finds it. It is written for a lease that is visible now;
         // whether the lease is revoked, and what to answer if not, is
@@ -274,7 +275,7 @@ impl Store {
         if early {
             self.tombstone(tenant, seq, now);
         }
-        let removed = self.leases.remove_with(
+        let removed = self.shared.leases.remove_with(
             &seq,
             |lease, _, live| {
                 if !lease.owner.is_of(tenant) {
@@ -324,23 +325,26 @@ impl Store {
         addr: SocketAddr,
     ) -> Result<()> {
         let seq = self.lease_seq(lease)?;
-        let now = self.clock.now();
-        let cap = self.config.endpoints_per_lease_max;
+        let now = self.shared.clock.now();
+        let cap = self.shared.config.endpoints_per_lease_max;
         let owned = |l: &Lease| l.owner.is_of(tenant);
-        let outcome = self.leases.update_owned(&seq, now, owned, None, |l, _| {
-            if !l.owner.valid() {
-                return Err(Error::Revoked);
-            }
-            let endpoints = &mut l.children_mut().endpoints;
-            if let Some(seen) = endpoints.iter_mut().find(|(a, _)| *a == addr) {
-                seen.1 = now;
-            } else if endpoints.len() < cap {
-                endpoints.push((addr, now));
-            } else if let Some(oldest) = endpoints.iter_mut().min_by_key(|(a, at)| (*at, *a)) {
-                *oldest = (addr, now);
-            }
-            Ok(((), None))
-        });
+        let outcome = self
+            .shared
+            .leases
+            .update_owned(&seq, now, owned, None, |l, _| {
+                if !l.owner.valid() {
+                    return Err(Error::Revoked);
+                }
+                let endpoints = &mut l.children_mut().endpoints;
+                if let Some(seen) = endpoints.iter_mut().find(|(a, _)| *a == addr) {
+                    seen.1 = now;
+                } else if endpoints.len() < cap {
+                    endpoints.push((addr, now));
+                } else if let Some(oldest) = endpoints.iter_mut().min_by_key(|(a, at)| (*at, *a)) {
+                    *oldest = (addr, now);
+                }
+                Ok(((), None))
+            });
         match outcome {
             Ok(_) => Ok(()),
             Err(Error::NotFound) => Err(self.gone(tenant, seq, now)),
@@ -351,7 +355,7 @@ impl Store {
     /// The endpoints observed for a live lease, most recently seen first.
     pub fn endpoints(&self, tenant: TenantId, lease: LeaseId) -> Result<Vec<EndpointSeen>> {
         let seq = self.lease_seq(lease)?;
-        let now = self.clock.now();
+        let now = self.shared.clock.now();
         let seen = self.read_lease(tenant, seq, now, |l, _| {
             l.owner.valid().then(|| {
                 l.children

@@ -65,15 +65,17 @@ pub enum Health {
 impl Store {
     /// The store's readiness. Also completes a drain whose deadline passed.
     pub fn health(&self) -> Health {
-        let now = self.clock.now();
+        let now = self.shared.clock.now();
         self.finish_drain_if_due(now);
-        match self.state.load(Ordering::Acquire) {
+        match self.shared.state.load(Ordering::Acquire) {
             READY if self.driver_stalled(now) => Health::Degraded {
                 reason: DegradedReason::DriverStalled,
             },
             READY => Health::Ready,
             DRAINING => Health::Draining {
-                deadline: MonoTime::from_millis(self.drain_deadline_ms.load(Ordering::Acquire)),
+                deadline: MonoTime::from_millis(
+                    self.shared.drain_deadline_ms.load(Ordering::Acquire),
+                ),
             },
             _ => Health::Stopped,
         }
@@ -89,24 +91,29 @@ impl Store {
     /// A `window` longer than `drain_window_max` is
     /// [`Error::InvalidArgument`] and changes nothing.
     pub fn begin_drain(&self, window: Duration) -> Result<MonoTime> {
-        if window > self.config.drain_window_max {
+        if window > self.shared.config.drain_window_max {
             return Err(Error::InvalidArgument {
                 reason: "drain window is longer than drain_window_max",
             });
         }
-        let now = self.clock.now();
+        let now = self.shared.clock.now();
         let deadline = now.saturating_add(window).as_millis();
-        match self
-            .state
-            .compare_exchange(READY, DRAINING, Ordering::AcqRel, Ordering::Acquire)
-        {
-            Ok(_) => self.drain_deadline_ms.store(deadline, Ordering::Release),
+        match self.shared.state.compare_exchange(
+            READY,
+            DRAINING,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
+            Ok(_) => self
+                .shared
+                .drain_deadline_ms
+                .store(deadline, Ordering::Release),
             Err(STOPPED) => return Err(Error::ServiceUnavailable),
             Err(_) => {}
         }
         self.finish_drain_if_due(now);
         Ok(MonoTime::from_millis(
-            self.drain_deadline_ms.load(Ordering::Acquire),
+            self.shared.drain_deadline_ms.load(Ordering::Acquire),
         ))
     }
 
@@ -114,7 +121,7 @@ impl Store {
     /// locks): `Draining` while draining, `ServiceUnavailable` once stopped.
     pub(super) fn admit_new(&self, now: MonoTime) -> Result<()> {
         self.finish_drain_if_due(now);
-        match self.state.load(Ordering::Acquire) {
+        match self.shared.state.load(Ordering::Acquire) {
             READY => Ok(()),
             DRAINING => Err(Error::Draining),
             _ => Err(Error::ServiceUnavailable),
@@ -128,7 +135,7 @@ impl Store {
     /// cannot be guaranteed).
     pub(super) fn authorize(&self, now: MonoTime) -> Result<()> {
         self.finish_drain_if_due(now);
-        if self.state.load(Ordering::Acquire) == STOPPED {
+        if self.shared.state.load(Ordering::Acquire) == STOPPED {
             return Err(Error::ServiceUnavailable);
         }
         if self.driver_stalled(now) {
@@ -140,21 +147,22 @@ impl Store {
     /// Whether the expiry driver has not swept for longer than
     /// `driver_stall_max`.
     fn driver_stalled(&self, now: MonoTime) -> bool {
-        now.saturating_since(self.leases_swept_to()) > self.config.driver_stall_max
+        now.saturating_since(self.leases_swept_to()) > self.shared.config.driver_stall_max
     }
 
     pub(super) fn is_stopped(&self) -> bool {
-        self.state.load(Ordering::Acquire) == STOPPED
+        self.shared.state.load(Ordering::Acquire) == STOPPED
     }
 
     /// Ends the drain if its deadline has passed. One caller wins.
     pub(super) fn finish_drain_if_due(&self, now: MonoTime) {
-        if self.state.load(Ordering::Acquire) != DRAINING
-            || now.as_millis() < self.drain_deadline_ms.load(Ordering::Acquire)
+        if self.shared.state.load(Ordering::Acquire) != DRAINING
+            || now.as_millis() < self.shared.drain_deadline_ms.load(Ordering::Acquire)
         {
             return;
         }
         if self
+            .shared
             .state
             .compare_exchange(DRAINING, STOPPED, Ordering::AcqRel, Ordering::Acquire)
             .is_err()
@@ -162,7 +170,8 @@ impl Store {
             return;
         }
         let mut tenants = Vec::new();
-        self.tenants
+        self.shared
+            .tenants
             .for_each(|id, t| tenants.push((*id, t.clone())));
         // In tenant order, not hash order, so a drain is deterministic.
         tenants.sort_unstable_by_key(|(id, _)| *id);
@@ -180,7 +189,7 @@ impl Store {
             .wrapping_add(self.digest_kind::<Listing>(2))
             .wrapping_add(self.digest_kind::<Presence>(3))
             .wrapping_add(self.digest_kind::<Attempt>(4))
-            .wrapping_add(digest_table(&self.tombstones, 5))
+            .wrapping_add(digest_table(&self.shared.tombstones, 5))
             .wrapping_add(self.digest_kind::<Idem>(6))
             .wrapping_add(self.digest_kind::<Lock>(7))
     }

@@ -32,7 +32,7 @@ impl Stored for Listing {
     type Key = NameKey;
 
     fn table(store: &Store) -> &Table<NameKey, Listing> {
-        &store.listings
+        &store.shared.listings
     }
 
     fn retire(
@@ -117,7 +117,7 @@ impl Store {
         let lease_seq = self.lease_seq(lease)?;
         let key = self.name(key)?;
         let attrs = self.attrs(attrs)?;
-        let now = self.clock.now();
+        let now = self.shared.clock.now();
         let params = IdemParams::Publish {
             lease: lease_seq,
             key: Arc::clone(&key),
@@ -172,7 +172,7 @@ impl Store {
 
     /// The visible listing under `key`, with what its children need.
     pub(super) fn listing_view(&self, key: &NameKey, now: MonoTime) -> Result<ListingView> {
-        let seen = self.listings.read(key, now, |v, stamp| {
+        let seen = self.shared.listings.read(key, now, |v, stamp| {
             (v.attached && v.owner.valid()).then(|| ListingView {
                 lease: v.lease,
                 origin: v.origin,
@@ -197,7 +197,9 @@ impl Store {
     /// A visible listing.
     pub fn get_listing(&self, tenant: TenantId, key: &str) -> Result<ListingInfo> {
         let key = self.name(key)?;
-        Ok(self.listing_view(&(tenant, key), self.clock.now())?.info)
+        Ok(self
+            .listing_view(&(tenant, key), self.shared.clock.now())?
+            .info)
     }
 
     /// Replaces a listing's attributes, only if it is still at
@@ -211,17 +213,18 @@ impl Store {
     ) -> Result<u64> {
         let nkey = (tenant, self.name(key)?);
         let attrs = self.attrs(attrs)?;
-        let now = self.clock.now();
+        let now = self.shared.clock.now();
         let view = self.listing_view(&nkey, now)?;
-        let (_, stamp) = self
-            .listings
-            .update(&nkey, now, Some(expected_version), |v, stamp| {
-                if v.origin != view.origin {
-                    return Err(Error::NotFound);
-                }
-                v.attrs = attrs;
-                Ok(((), Some(super::stamp_deadline(&stamp))))
-            })?;
+        let (_, stamp) =
+            self.shared
+                .listings
+                .update(&nkey, now, Some(expected_version), |v, stamp| {
+                    if v.origin != view.origin {
+                        return Err(Error::NotFound);
+                    }
+                    v.attrs = attrs;
+                    Ok(((), Some(super::stamp_deadline(&stamp))))
+                })?;
         Ok(stamp.version)
     }
 
@@ -253,9 +256,9 @@ impl Store {
         cause: Cause,
     ) -> Result<()> {
         let nkey = (tenant, self.name(key)?);
-        let now = self.clock.now();
+        let now = self.shared.clock.now();
         let view = self.listing_view(&nkey, now)?;
-        let removed = self.listings.remove_with(
+        let removed = self.shared.listings.remove_with(
             &nkey,
             |v, stamp, _| {
                 super::owned_by(v.origin == view.origin)?;
@@ -302,7 +305,7 @@ impl Store {
         index: fn(&TenantIndex) -> &std::collections::BTreeSet<Arc<str>>,
         view: impl Fn(&Self, &NameKey, MonoTime) -> Option<T>,
     ) -> Result<Page<T>> {
-        if limit == 0 || limit > self.config.page_len_max {
+        if limit == 0 || limit > self.shared.config.page_len_max {
             return Err(Error::InvalidArgument {
                 reason: "limit must be in 1..=page_len_max",
             });
@@ -325,7 +328,7 @@ impl Store {
                 .cloned()
                 .collect()
         };
-        let now = self.clock.now();
+        let now = self.shared.clock.now();
         let next = (keys.len() == limit)
             .then(|| keys.last().cloned().map(Cursor))
             .flatten();

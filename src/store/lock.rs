@@ -37,7 +37,7 @@ impl Stored for Lock {
     type Key = NameKey;
 
     fn table(store: &Store) -> &Table<NameKey, Lock> {
-        &store.locks
+        &store.shared.locks
     }
 
     fn retire(
@@ -76,9 +76,10 @@ impl Child for Lock {
     }
 }
 
-/// A held lock. Plain data plus a borrow of the store: it does **not**
-/// release on drop (a lock outliving its guard lapses at its deadline, which
-/// is what a fenced lock is for); call [`release`](Self::release).
+/// A held lock: its fence plus a handle on the store, so it is `'static`
+/// and `Send` and can move into a spawned task. It does **not** release on
+/// drop (a lock outliving its guard lapses at its deadline, which is what a
+/// fenced lock is for); call [`release`](Self::release).
 ///
 /// ```
 /// use relaystore::{time::ManualClock, Store, StoreConfig, TenantId};
@@ -113,8 +114,8 @@ impl Child for Lock {
 /// # Ok::<(), relaystore::Error>(())
 /// ```
 #[must_use = "a lock is held until released or until its TTL lapses"]
-pub struct LockGuard<'s> {
-    store: &'s Store,
+pub struct LockGuard {
+    store: Store,
     tenant: TenantId,
     name: Arc<str>,
     fence: u64,
@@ -134,7 +135,7 @@ pub struct LockInfo {
     pub remaining: Duration,
 }
 
-impl LockGuard<'_> {
+impl LockGuard {
     /// The fencing token: strictly greater than any earlier holder's.
     pub fn fence(&self) -> u64 {
         self.fence
@@ -158,7 +159,7 @@ impl LockGuard<'_> {
                 Ok(stamp)
             }
             // Reclaimed after lapsing: the guard knows its own deadline.
-            Err(Error::NotFound) if self.store.clock.now() >= self.deadline() => {
+            Err(Error::NotFound) if self.store.shared.clock.now() >= self.deadline() => {
                 Err(Error::Expired)
             }
             Err(e) => Err(e),
@@ -177,7 +178,7 @@ impl LockGuard<'_> {
     }
 }
 
-impl std::fmt::Debug for LockGuard<'_> {
+impl std::fmt::Debug for LockGuard {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LockGuard")
             .field("tenant", &self.tenant)
@@ -202,14 +203,14 @@ impl Store {
         owner: &str,
         ttl: Duration,
         lease: Option<LeaseId>,
-    ) -> Result<Option<LockGuard<'_>>> {
+    ) -> Result<Option<LockGuard>> {
         if name.starts_with(RESERVED_PREFIX) {
             return Err(Error::ReservedName);
         }
         let name = self.name(name)?;
         let holder = self.name(owner)?;
         let lease = lease.map(|l| self.lease_seq(l)).transpose()?;
-        let now = self.clock.now();
+        let now = self.shared.clock.now();
         let deadline = self.deadline(now, ttl)?;
         let key: NameKey = (tenant, Arc::clone(&name));
         let parent = match lease {
@@ -233,7 +234,7 @@ impl Store {
         });
         match made {
             Ok(stamp) => Ok(Some(LockGuard {
-                store: self,
+                store: self.clone(),
                 tenant,
                 name,
                 fence: stamp.version,
@@ -248,8 +249,8 @@ impl Store {
     /// The lock `name`, if a live, visible owner holds it.
     pub fn get_lock(&self, tenant: TenantId, name: &str) -> Result<LockInfo> {
         let key = (tenant, self.name(name)?);
-        let now = self.clock.now();
-        let seen = self.locks.read(&key, now, |v, stamp| {
+        let now = self.shared.clock.now();
+        let seen = self.shared.locks.read(&key, now, |v, stamp| {
             (v.attached && v.owner.valid()).then(|| {
                 (
                     v.lease,
@@ -288,10 +289,10 @@ impl Store {
     ) -> Result<Stamp> {
         let key = (tenant, self.name(name)?);
         let fence = self.fence_of_this_incarnation(fence)?;
-        let now = self.clock.now();
+        let now = self.shared.clock.now();
         let deadline = self.deadline(now, ttl)?;
         // A lock attached to a lease that is no longer visible is gone.
-        if let Ok(Some(seq)) = self.locks.read(&key, now, |v, _| v.lease) {
+        if let Ok(Some(seq)) = self.shared.locks.read(&key, now, |v, _| v.lease) {
             self.lease_status(tenant, seq, now)
                 .map_err(|_| Error::NotFound)?;
         }
@@ -302,7 +303,9 @@ impl Store {
                 Err(Error::Expired)
             }
         };
-        self.locks.renew_guarded(&key, now, deadline, None, guard)
+        self.shared
+            .locks
+            .renew_guarded(&key, now, deadline, None, guard)
     }
 
     /// Releases the lock `name` if it is still held with `fence`. Idempotent,
@@ -310,9 +313,9 @@ impl Store {
     pub fn release_lock(&self, tenant: TenantId, name: &str, fence: u64) -> Result<()> {
         let key = (tenant, self.name(name)?);
         let fence = self.fence_of_this_incarnation(fence)?;
-        let now = self.clock.now();
+        let now = self.shared.clock.now();
         // Live or lapsed-but-unswept: only this fence's lock is removed.
-        match self.locks.remove_with(
+        match self.shared.locks.remove_with(
             &key,
             |v, _, _| owned_by(decide::release(v.fence, fence)),
             now,

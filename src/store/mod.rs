@@ -31,6 +31,7 @@
 
 mod attach;
 mod audit;
+mod builder;
 mod decide;
 mod idempotency;
 mod join;
@@ -43,6 +44,7 @@ mod retire;
 mod tenant;
 mod visible;
 
+pub use builder::{StoreBuilder, EXPIRY_TICK_DEFAULT};
 pub use join::{Admission, Binding, JoinTicket};
 pub use lease::{EndpointSeen, LeaseGrant, LeaseInfo};
 pub use lifecycle::{DegradedReason, Health};
@@ -100,7 +102,9 @@ pub struct Stats {
     pub tenants: usize,
 }
 
-/// The in-memory relay state store.
+/// The in-memory relay state store: a cheap `Clone` handle (one pointer);
+/// every clone is the same store, so a handle can move into each thread or
+/// task that serves relay traffic.
 ///
 /// ```
 /// use relaystore::{time::ManualClock, Store, StoreConfig, TenantId};
@@ -122,7 +126,13 @@ pub struct Stats {
 /// assert_eq!(store.get_listing(game, "lobby-1"), Err(relaystore::Error::NotFound));
 /// # Ok::<(), relaystore::Error>(())
 /// ```
+#[derive(Clone)]
 pub struct Store {
+    shared: Arc<Shared>,
+}
+
+/// Everything one store holds; every [`Store`] handle points at one.
+pub(crate) struct Shared {
     config: StoreConfig,
     clock: Arc<dyn Clock>,
     incarnation: u64,
@@ -147,6 +157,9 @@ pub struct Store {
     policy: Arc<dyn QuotaPolicy>,
     state: AtomicU64,
     drain_deadline_ms: AtomicU64,
+    /// The stop signal of the background expiry driver the builder
+    /// started, if any; raised when the last handle goes.
+    driver: std::sync::Mutex<Option<builder::DriverStop>>,
 }
 
 impl Store {
@@ -171,7 +184,7 @@ impl Store {
         let start = clock.now();
         let floor = fence_floor(clock.wall(), config.fence_floor);
         let versions = Arc::new(Versions::starting_after(floor));
-        Ok(Store {
+        let shared = Shared {
             incarnation: u64::from_le_bytes(bytes),
             fence_floor: floor,
             seqs: AtomicU64::new(floor),
@@ -196,8 +209,12 @@ impl Store {
             policy,
             state: AtomicU64::new(lifecycle::READY),
             drain_deadline_ms: AtomicU64::new(u64::MAX),
+            driver: std::sync::Mutex::new(None),
             clock,
             config,
+        };
+        Ok(Store {
+            shared: Arc::new(shared),
         })
     }
 
@@ -209,53 +226,56 @@ impl Store {
     /// did not step back across the restart (the host's floor covers that
     /// case). A fence below it is from an earlier incarnation: `Restarted`.
     pub fn fence_floor(&self) -> u64 {
-        self.fence_floor
+        self.shared.fence_floor
     }
 
     /// The limits this store was built with.
     pub fn config(&self) -> &StoreConfig {
-        &self.config
+        &self.shared.config
     }
 
     /// Subscribes to removal events. Refused with `CapacityExceeded` past
     /// `subscribers_max`.
     pub fn subscribe(&self) -> Result<Subscription> {
-        self.events.subscribe()
+        self.shared.events.subscribe()
     }
 
     /// Records held per collection.
     pub fn stats(&self) -> Stats {
         Stats {
-            leases: self.leases.len(),
-            listings: self.listings.len(),
-            presence: self.presence.len(),
-            attempts: self.attempts.len(),
-            attempts_pending: self.pending.used(),
-            tombstones: self.tombstones.len(),
-            idempotency: self.idempotency.len(),
-            locks: self.locks.len(),
-            tenants: self.tenants.len(),
+            leases: self.shared.leases.len(),
+            listings: self.shared.listings.len(),
+            presence: self.shared.presence.len(),
+            attempts: self.shared.attempts.len(),
+            attempts_pending: self.shared.pending.used(),
+            tombstones: self.shared.tombstones.len(),
+            idempotency: self.shared.idempotency.len(),
+            locks: self.shared.locks.len(),
+            tenants: self.shared.tenants.len(),
         }
     }
 
     /// The wall-clock time at which `deadline` falls, for reporting only.
     pub fn expires_at(&self, deadline: MonoTime) -> SystemTime {
-        self.clock.wall() + deadline.saturating_since(self.clock.now())
+        self.shared.clock.wall() + deadline.saturating_since(self.shared.clock.now())
     }
 
     /// How long ago the last sweep ran; large values mean a stalled driver.
     pub fn sweep_lag(&self) -> Duration {
-        self.clock.now().saturating_since(self.leases_swept_to())
+        self.shared
+            .clock
+            .now()
+            .saturating_since(self.leases_swept_to())
     }
 
     fn leases_swept_to(&self) -> MonoTime {
-        self.leases.swept_to()
+        self.shared.leases.swept_to()
     }
 
     /// Physically removes everything that has expired by the store's clock
     /// and cascades removals to children. Returns how many records left.
     pub fn sweep(&self) -> usize {
-        self.sweep_at(self.clock.now())
+        self.sweep_at(self.shared.clock.now())
     }
 
     fn sweep_at(&self, now: MonoTime) -> usize {
@@ -266,7 +286,7 @@ impl Store {
             + self.sweep_kind::<Attempt>(now)
             + self.sweep_kind::<Listing>(now);
         let mut tombstones = Vec::new();
-        self.tombstones.sweep(now, &mut tombstones);
+        self.shared.tombstones.sweep(now, &mut tombstones);
         for r in tombstones {
             n += 1;
             self.emit(
@@ -282,35 +302,35 @@ impl Store {
     // ----- shared helpers ----------------------------------------------------
 
     fn next_seq(&self) -> u64 {
-        self.seqs.fetch_add(1, Ordering::AcqRel) + 1
+        self.shared.seqs.fetch_add(1, Ordering::AcqRel) + 1
     }
 
     fn lease_id(&self, seq: u64) -> LeaseId {
-        LeaseId::new(self.incarnation, seq)
+        LeaseId::new(self.shared.incarnation, seq)
     }
 
     fn attempt_id(&self, seq: u64) -> AttemptId {
-        AttemptId::new(self.incarnation, seq)
+        AttemptId::new(self.shared.incarnation, seq)
     }
 
     /// The sequence number of a lease id from this incarnation.
     /// Refuses a fence from an earlier incarnation with `Restarted`.
     fn fence_of_this_incarnation(&self, fence: u64) -> Result<u64> {
-        if fence <= self.fence_floor {
+        if fence <= self.shared.fence_floor {
             return Err(Error::Restarted);
         }
         Ok(fence)
     }
 
     fn lease_seq(&self, id: LeaseId) -> Result<u64> {
-        if id.incarnation() != self.incarnation {
+        if id.incarnation() != self.shared.incarnation {
             return Err(Error::Restarted);
         }
         Ok(id.seq())
     }
 
     fn attempt_seq(&self, id: AttemptId) -> Result<u64> {
-        if id.incarnation() != self.incarnation {
+        if id.incarnation() != self.shared.incarnation {
             return Err(Error::Restarted);
         }
         Ok(id.seq())
@@ -318,7 +338,7 @@ impl Store {
 
     /// Validates `ttl` and turns it into an absolute deadline from `now`.
     fn deadline(&self, now: MonoTime, ttl: Duration) -> Result<u64> {
-        self.ttl.deadline(now, ttl)
+        self.shared.ttl.deadline(now, ttl)
     }
 
     /// A caller-supplied name (listing key, member, holder, client,
@@ -327,7 +347,7 @@ impl Store {
         if name.is_empty() {
             return Err(Error::InvalidName);
         }
-        if name.len() > self.config.name_bytes_max {
+        if name.len() > self.shared.config.name_bytes_max {
             return Err(Error::InvalidArgument {
                 reason: "name is longer than name_bytes_max",
             });
@@ -336,7 +356,7 @@ impl Store {
     }
 
     fn attrs(&self, attrs: &[u8]) -> Result<Arc<[u8]>> {
-        if attrs.len() > self.config.attrs_bytes_max {
+        if attrs.len() > self.shared.config.attrs_bytes_max {
             return Err(Error::InvalidArgument {
                 reason: "attributes are larger than attrs_bytes_max",
             });
@@ -348,8 +368,10 @@ impl Store {
     /// `Revoked`. Best effort: a full tombstone table must not stop a
     /// revocation (renewals then get `NotFound`, still a refusal).
     fn tombstone(&self, tenant: TenantId, seq: u64, now: MonoTime) {
-        let deadline = now.saturating_add(self.config.tombstone_ttl).as_millis();
-        if let Ok((_, Some(old))) = self.tombstones.insert(seq, tenant, now, deadline) {
+        let deadline = now
+            .saturating_add(self.shared.config.tombstone_ttl)
+            .as_millis();
+        if let Ok((_, Some(old))) = self.shared.tombstones.insert(seq, tenant, now, deadline) {
             let id = RecordId::Lease(self.lease_id(old.key));
             self.emit(Collection::Tombstones, old.value, id, Cause::Expired);
         }
@@ -357,9 +379,10 @@ impl Store {
 
     /// Takes back a tombstone written for a revocation that did not happen.
     fn untombstone(&self, tenant: TenantId, seq: u64, now: MonoTime) {
-        let removed = self
-            .tombstones
-            .remove_with(&seq, |t, _, _| owned_by(*t == tenant), now);
+        let removed =
+            self.shared
+                .tombstones
+                .remove_with(&seq, |t, _, _| owned_by(*t == tenant), now);
         if let Ok(r) = removed {
             let id = RecordId::Lease(self.lease_id(r.key));
             self.emit(Collection::Tombstones, r.value, id, Cause::Released);
@@ -367,7 +390,7 @@ impl Store {
     }
 
     fn emit(&self, collection: Collection, tenant: TenantId, id: RecordId, cause: Cause) {
-        self.events.emit(Event {
+        self.shared.events.emit(Event {
             collection,
             tenant,
             id,
@@ -421,7 +444,10 @@ impl crate::driver::Sweep for Store {
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Store")
-            .field("incarnation", &format_args!("{:016x}", self.incarnation))
+            .field(
+                "incarnation",
+                &format_args!("{:016x}", self.shared.incarnation),
+            )
             .field("stats", &self.stats())
             .finish_non_exhaustive()
     }

@@ -27,7 +27,7 @@ impl Stored for Presence {
     type Key = NameKey;
 
     fn table(store: &Store) -> &Table<NameKey, Presence> {
-        &store.presence
+        &store.shared.presence
     }
 
     fn retire(
@@ -97,7 +97,7 @@ impl Store {
         let member = self.name(member)?;
         let attrs = attrs.map(|a| self.attrs(a)).transpose()?;
         let lease = lease.map(|l| self.lease_seq(l)).transpose()?;
-        let now = self.clock.now();
+        let now = self.shared.clock.now();
         let deadline = self.deadline(now, ttl)?;
         if let Some(seq) = lease {
             self.lease_status(tenant, seq, now)?;
@@ -106,7 +106,7 @@ impl Store {
         // Refresh an existing record, else create one. A create that loses
         // a race with a concurrent create goes round once more.
         for _ in 0..2 {
-            let refreshed = self.presence.update(&key, now, None, |v, stamp| {
+            let refreshed = self.shared.presence.update(&key, now, None, |v, stamp| {
                 if !v.attached || !v.owner.valid() {
                     return Err(Error::NotFound);
                 }
@@ -162,11 +162,11 @@ impl Store {
     /// A visible presence record.
     pub fn get_presence(&self, tenant: TenantId, member: &str) -> Result<PresenceInfo> {
         let key = (tenant, self.name(member)?);
-        self.presence_info(&key, self.clock.now())
+        self.presence_info(&key, self.shared.clock.now())
     }
 
     fn presence_info(&self, key: &NameKey, now: MonoTime) -> Result<PresenceInfo> {
-        let seen = self.presence.read(key, now, |v, stamp| {
+        let seen = self.shared.presence.read(key, now, |v, stamp| {
             (v.attached && v.owner.valid()).then(|| PresenceInfo {
                 member: Arc::clone(&key.1),
                 attrs: Arc::clone(&v.attrs),
@@ -207,9 +207,9 @@ impl Store {
     /// Removes a member's presence.
     pub fn leave(&self, tenant: TenantId, member: &str) -> Result<()> {
         let key = (tenant, self.name(member)?);
-        let now = self.clock.now();
+        let now = self.shared.clock.now();
         self.presence_info(&key, now)?;
-        let removed = self.presence.remove_with(
+        let removed = self.shared.presence.remove_with(
             &key,
             |v, _, _| owned_by(v.attached && v.owner.valid()),
             now,

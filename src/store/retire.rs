@@ -47,7 +47,7 @@ impl Stored for Idem {
     type Key = NameKey;
 
     fn table(store: &Store) -> &Table<NameKey, Idem> {
-        &store.idempotency
+        &store.shared.idempotency
     }
 
     fn retire(
@@ -112,15 +112,17 @@ impl Store {
         let mut n = 0;
         let children = lease.children.map(|c| *c).unwrap_or_default();
         for key in children.listings {
-            let removed =
-                self.listings
-                    .remove_with(&(tenant, key), |v, _, _| owned_by(v.lease == seq), now);
+            let removed = self.shared.listings.remove_with(
+                &(tenant, key),
+                |v, _, _| owned_by(v.lease == seq),
+                now,
+            );
             if let Ok(child) = removed {
                 n += 1 + self.retire_listing(child, Cause::Cascaded, now, false);
             }
         }
         for member in children.members {
-            let removed = self.presence.remove_with(
+            let removed = self.shared.presence.remove_with(
                 &(tenant, member),
                 |v, _, _| owned_by(v.lease == Some(seq)),
                 now,
@@ -131,7 +133,7 @@ impl Store {
             }
         }
         for name in children.locks {
-            let removed = self.locks.remove_with(
+            let removed = self.shared.locks.remove_with(
                 &(tenant, name),
                 |v, _, _| owned_by(v.lease == Some(seq)),
                 now,
@@ -172,7 +174,7 @@ impl Store {
         let mut n = 0;
         for seq in &listing.attempts {
             let origin = listing.origin;
-            let removed = self.attempts.remove_with(
+            let removed = self.shared.attempts.remove_with(
                 seq,
                 |v, _, _| owned_by(v.origin == origin && !v.phase.is_consumed()),
                 now,
@@ -232,7 +234,7 @@ impl Store {
             owner.quota(Collection::Replay).release(1);
             if !consumed {
                 owner.quota(Collection::Attempts).release(1);
-                self.pending.release(1);
+                self.shared.pending.release(1);
             }
             let collection = if consumed {
                 Collection::Replay
@@ -259,7 +261,7 @@ impl Store {
         seq: u64,
     ) {
         let key = (tenant, Arc::clone(listing));
-        self.listings.modify(&key, |l| {
+        self.shared.listings.modify(&key, |l| {
             if l.origin == origin {
                 l.attempts.retain(|s| *s != seq);
             }
@@ -296,6 +298,6 @@ impl Store {
 
     /// Takes one entry of `child` out of lease `seq`'s index of `kind`.
     fn detach_from_lease(&self, seq: u64, kind: LeaseChild, child: &str) {
-        self.leases.modify(&seq, |l| l.detach(kind, child));
+        self.shared.leases.modify(&seq, |l| l.detach(kind, child));
     }
 }

@@ -186,7 +186,7 @@ impl Drop for Hold<'_> {
 impl Store {
     /// The tenant's current epoch, if the tenant holds anything.
     pub(super) fn tenant(&self, id: TenantId) -> Option<Arc<Epoch>> {
-        self.tenants.read(&id, Arc::clone)
+        self.shared.tenants.read(&id, Arc::clone)
     }
 
     /// Takes a hold on tenant `id` for a creation that will reserve units
@@ -202,7 +202,7 @@ impl Store {
 
     /// A hold on tenant `id` if it is registered; never registers it.
     pub(super) fn hold_known_tenant(&self, id: TenantId) -> Option<Hold<'_>> {
-        let epoch = self.tenants.read(&id, |epoch| {
+        let epoch = self.shared.tenants.read(&id, |epoch| {
             epoch.tenant.holds.fetch_add(1, Ordering::AcqRel);
             Arc::clone(epoch)
         })?;
@@ -216,18 +216,18 @@ impl Store {
 
     fn register_tenant(&self, id: TenantId, quotas: &[Collection]) -> Result<Arc<Epoch>> {
         // The policy is the host's code: asked outside every lock.
-        let q = self.policy.quota(id);
+        let q = self.shared.policy.quota(id);
         if let Some(&c) = quotas.iter().find(|&&c| q.limit(c) == 0) {
             return Err(Error::CapacityExceeded {
                 scope: Scope::Tenant(c),
             });
         }
-        let (outcome, _) = self.tenants.upsert(id, |existing| match existing {
+        let (outcome, _) = self.shared.tenants.upsert(id, |existing| match existing {
             Some(epoch) => {
                 epoch.tenant.holds.fetch_add(1, Ordering::AcqRel);
                 Upsert::Keep(Ok(Arc::clone(epoch)))
             }
-            None if !self.tenant_count.try_acquire(1) => {
+            None if !self.shared.tenant_count.try_acquire(1) => {
                 Upsert::Keep(Err(Error::CapacityExceeded {
                     scope: Scope::Tenants,
                 }))
@@ -253,7 +253,7 @@ impl Store {
         if before != 1 {
             return;
         }
-        let forgotten = self.tenants.remove_if(&id, |epoch| {
+        let forgotten = self.shared.tenants.remove_if(&id, |epoch| {
             let idle = Arc::ptr_eq(&epoch.tenant, tenant)
                 && epoch.tenant.holds.load(Ordering::Acquire) == 0;
             if idle {
@@ -263,7 +263,7 @@ impl Store {
             }
         });
         if let Some(Ok(_)) = forgotten {
-            self.tenant_count.release(1);
+            self.shared.tenant_count.release(1);
         }
     }
 
@@ -274,7 +274,7 @@ impl Store {
         // Under the registry's write lock, so two revocations end one epoch
         // each and a creator reads either the old epoch (its record is
         // hidden with the rest) or the new one.
-        let (next, _) = self.tenants.upsert(tenant, |current| match current {
+        let (next, _) = self.shared.tenants.upsert(tenant, |current| match current {
             Some(epoch) => {
                 let next = Arc::new(epoch.end());
                 Upsert::Put(Arc::clone(&next), Some(next))
@@ -282,7 +282,7 @@ impl Store {
             None => Upsert::Keep(None),
         });
         if let Some(next) = next {
-            let now = self.clock.now();
+            let now = self.shared.clock.now();
             self.end_tenant_records(tenant, &next.tenant, stale, Cause::Revoked, now);
         }
         Ok(())
@@ -313,6 +313,7 @@ impl Store {
             // As for a single revocation: tombstone first, best effort.
             self.tombstone(tenant, seq, now);
             let removed = self
+                .shared
                 .leases
                 .remove_with(&seq, |v, _, _| approve(&v.owner), now);
             if let Ok(r) = removed {
@@ -320,9 +321,11 @@ impl Store {
             }
         }
         for member in members {
-            let removed =
-                self.presence
-                    .remove_with(&(tenant, member), |v, _, _| approve(&v.owner), now);
+            let removed = self.shared.presence.remove_with(
+                &(tenant, member),
+                |v, _, _| approve(&v.owner),
+                now,
+            );
             if let Ok(r) = removed {
                 self.retire_presence(r, cause, true);
             }

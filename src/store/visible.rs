@@ -60,14 +60,19 @@ impl Store {
         now: MonoTime,
         read: impl FnOnce(&Lease, Stamp) -> R,
     ) -> Result<R> {
-        self.leases
+        self.shared
+            .leases
             .read_owned(&seq, now, |v| v.owner.is_of(tenant), read)
     }
 
     /// What a missing lease is: revoked while its tombstone lives, else
     /// not found.
     pub(super) fn gone(&self, tenant: TenantId, seq: u64, now: MonoTime) -> Error {
-        match self.tombstones.read(&seq, now, |owner, _| *owner == tenant) {
+        match self
+            .shared
+            .tombstones
+            .read(&seq, now, |owner, _| *owner == tenant)
+        {
             Ok(true) => Error::Revoked,
             _ => Error::NotFound,
         }
