@@ -6,7 +6,36 @@
 //! bounds, and deterministically enough to test exactly. This crate is that
 //! memory.
 //!
-//! This release provides the engine every collection is built on:
+//! [`Store`] is that memory: per tenant, **leases** with fencing tokens,
+//! **listings** attached to them, **presence**, **join attempts** with
+//! one-time tokens, endpoint binding and replay rejection, **cascade
+//! revocation**, **idempotency keys**, **named locks** and **removal
+//! events**. Build one with [`Store::builder`]; it is a cheap `Clone`
+//! handle, and by default a background driver expires records on time.
+//!
+//! ```
+//! use relaystore::{Error, Store, TenantId};
+//! use std::time::Duration;
+//!
+//! let store = Store::builder().build()?;
+//! let game = TenantId(1);
+//! let lease = store.grant(game, "host-a", Duration::from_secs(30), None)?;
+//! store.publish(game, lease.id, "lobby-1", b"mode=ffa", None)?;
+//! let ticket = store.begin_join(game, "lobby-1", "client-7", Duration::from_secs(10), None)?;
+//! store.bind_endpoint(game, ticket.attempt, &ticket.token, "203.0.113.9:4000".parse().unwrap())?;
+//! store.consume(game, &ticket.token)?;                  // admitted, exactly once
+//! assert_eq!(store.consume(game, &ticket.token), Err(Error::ReplayRejected));
+//! store.revoke(game, lease.id)?;                        // the listing goes with it
+//! assert_eq!(store.get_listing(game, "lobby-1"), Err(Error::NotFound));
+//! # Ok::<(), Error>(())
+//! ```
+//!
+//! Every store is bounded ([`StoreConfig`], [`TenantQuota`]: a full store
+//! refuses with [`Error::CapacityExceeded`] and evicts nothing), fair (a
+//! tenant at its own limit costs the others nothing), and deterministic on
+//! a [`ManualClock`](time::ManualClock).
+//!
+//! Underneath is the engine every collection is built on, usable alone:
 //!
 //! - [`time`]: the [`Clock`](time::Clock) trait, [`SystemClock`](time::SystemClock)
 //!   and the test-driven [`ManualClock`](time::ManualClock). Time is an input;
@@ -19,7 +48,7 @@
 //! - [`TtlMap`]: a bounded map of expiring entries built from those parts,
 //!   and [`ExpiryDriver`], the background thread that sweeps it.
 //!
-//! # Quick start
+//! # The engine alone
 //!
 //! ```
 //! use relaystore::{time::ManualClock, Error, TtlConfig, TtlMap};
