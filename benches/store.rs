@@ -80,7 +80,7 @@ fn store_config(n: u64) -> StoreConfig {
 }
 
 struct Fixture {
-    store: Arc<Store>,
+    store: Store,
     /// The store's expiry driver, as in production (joins fail closed
     /// without one).
     _driver: relaystore::ExpiryDriver,
@@ -177,7 +177,7 @@ impl Leases {
 
 fn fixture(n: u64) -> Fixture {
     let clock = Arc::new(SystemClock::new());
-    let store = Arc::new(Store::new(store_config(n), clock.clone()).unwrap());
+    let store = Store::new(store_config(n), clock.clone()).unwrap();
     let granted: Vec<_> = (0..n)
         .map(|i| {
             let t = TenantId(i % TENANTS);
@@ -220,7 +220,9 @@ fn fixture(n: u64) -> Fixture {
         dashmap.insert(k, AtomicU64::new(deadline));
         moka.insert(k, Held { holder: [7; 16] });
     }
-    let driver = relaystore::ExpiryDriver::spawn(store.clone(), Duration::from_millis(10)).unwrap();
+    let driver =
+        relaystore::ExpiryDriver::spawn(Arc::new(store.clone()), Duration::from_millis(10))
+            .unwrap();
     Fixture {
         _driver: driver,
         store,
@@ -715,7 +717,7 @@ fn quotas(c: &mut Criterion) {
             tenant,
             ..store_config(0)
         };
-        let store = Arc::new(Store::new(config, clock.clone()).unwrap());
+        let store = Store::new(config, clock.clone()).unwrap();
         // Outlives every settle below (11 s of clock each).
         let day = Duration::from_secs(20 * 3600);
         let lobby = store.grant(TenantId(1), "h", day, None).unwrap().id;

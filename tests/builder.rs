@@ -61,7 +61,9 @@ fn a_built_store_keeps_itself_healthy_and_its_handles_are_static() {
     assert_eq!(drivers(), 1);
     let lease = driven.grant(T, "h", Duration::from_secs(60), None).unwrap();
     driven.publish(T, lease.id, "lobby", b"", None).unwrap();
-    driven.grant(T, "h", Duration::from_millis(20), None).unwrap();
+    driven
+        .grant(T, "h", Duration::from_millis(20), None)
+        .unwrap();
     std::thread::sleep(Duration::from_millis(400));
     assert_eq!(driven.health(), Health::Ready);
     join_once(&driven).unwrap();
