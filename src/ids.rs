@@ -71,6 +71,33 @@ macro_rules! store_id {
             }
         }
 
+        /// Parses the [`Display`](fmt::Display) form back, so an id can
+        /// travel to a client as text and return.
+        impl std::str::FromStr for $name {
+            type Err = ParseIdError;
+
+            fn from_str(text: &str) -> std::result::Result<Self, ParseIdError> {
+                let rest = text
+                    .strip_prefix(concat!($tag, "-"))
+                    .ok_or(ParseIdError)?;
+                let (incarnation, seq) = rest.split_once('-').ok_or(ParseIdError)?;
+                if incarnation.len() != 16 || seq.is_empty() || seq.len() > 16 {
+                    return Err(ParseIdError);
+                }
+                let hex = |digits: &str| {
+                    if digits.bytes().all(|b| b.is_ascii_hexdigit()) {
+                        u64::from_str_radix(digits, 16).map_err(|_| ParseIdError)
+                    } else {
+                        Err(ParseIdError)
+                    }
+                };
+                Ok($name {
+                    incarnation: hex(incarnation)?,
+                    seq: hex(seq)?,
+                })
+            }
+        }
+
         impl fmt::Debug for $name {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 fmt::Display::fmt(self, f)
@@ -89,6 +116,12 @@ store_id!(
     AttemptId,
     "attempt"
 );
+
+/// Text that is not an id's `Display` form (`lease-<16 hex>-<hex>`,
+/// `attempt-<16 hex>-<hex>`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("not a relaystore id")]
+pub struct ParseIdError;
 
 /// Length of a token's secret in bytes (128 bits).
 pub const TOKEN_SECRET_BYTES: usize = 16;
@@ -158,5 +191,40 @@ impl fmt::Debug for JoinToken {
             .field("attempt", &self.attempt)
             .field("secret", &"<redacted>")
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_round_trip_through_text_and_bits() {
+        for (incarnation, seq) in [(0, 0), (u64::MAX, u64::MAX), (0x0123_4567_89ab_cdef, 42)] {
+            let id = LeaseId::new(incarnation, seq);
+            assert_eq!(id.to_string().parse::<LeaseId>(), Ok(id));
+            assert_eq!(LeaseId::from_bits(id.to_bits()), id);
+            let id = AttemptId::new(incarnation, seq);
+            assert_eq!(id.to_string().parse::<AttemptId>(), Ok(id));
+        }
+    }
+
+    #[test]
+    fn malformed_ids_are_refused() {
+        let lease = LeaseId::new(7, 9).to_string();
+        for bad in [
+            "",
+            "lease-",
+            "lease-0000000000000007",
+            "lease-0000000000000007-",
+            "lease-7-9",
+            "lease-000000000000000g-9",
+            "lease-0000000000000007-+9",
+            "lease-0000000000000007-10000000000000000",
+            "attempt-0000000000000007-9",
+        ] {
+            assert_eq!(bad.parse::<LeaseId>(), Err(ParseIdError), "{bad:?}");
+        }
+        assert!(lease.parse::<AttemptId>().is_err());
     }
 }

@@ -106,7 +106,7 @@ pub use config::{QuotaPolicy, StoreConfig, TenantQuota, UniformQuota};
 #[cfg(not(relaystore_loom))]
 pub use driver::{ExpiryDriver, Sweep};
 pub use error::{Error, Result, Scope};
-pub use ids::{AttemptId, JoinToken, LeaseId, TenantId, TOKEN_SECRET_BYTES};
+pub use ids::{AttemptId, JoinToken, LeaseId, ParseIdError, TenantId, TOKEN_SECRET_BYTES};
 pub use record::{Stamp, CAS_ATTEMPTS_MAX, DEADLINE_MAX_MS};
 pub use store::{
     Admission, Binding, Cursor, DegradedReason, EndpointSeen, Health, JoinTicket, LeaseGrant,

@@ -136,3 +136,24 @@ fn paged_listing_returns_each_stable_listing_exactly_once() {
     ));
     assert!(s.list_listings(OTHER, None, 10).unwrap().items.is_empty());
 }
+
+#[test]
+fn a_cursor_survives_a_trip_through_text() {
+    let (_c, s) = store();
+    let g = s.grant(T, "h", SEC * 60, None).unwrap();
+    for key in ["a", "b", "c"] {
+        s.publish(T, g.id, key, b"", None).unwrap();
+    }
+    let first = s.list_listings(T, None, 1).unwrap();
+    let cursor = first.next.expect("more to come");
+    let sent = cursor.to_string();
+    let back = relaystore::Cursor::from(sent.as_str());
+    assert_eq!(back, cursor);
+    let keys = |p: relaystore::Page<relaystore::ListingInfo>| {
+        p.items.into_iter().map(|l| l.key).collect::<Vec<_>>()
+    };
+    assert_eq!(
+        keys(s.list_listings(T, Some(&back), 2).unwrap()),
+        keys(s.list_listings(T, Some(&cursor), 2).unwrap())
+    );
+}

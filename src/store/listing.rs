@@ -82,9 +82,30 @@ pub struct ListingInfo {
     pub version: u64,
 }
 
-/// Where a listing of keys stopped; pass it back for the next page.
+/// Where a listing of keys stopped; pass it back for the next page. Its
+/// text form (`Display`, `From<&str>`) can travel to a client and back:
+/// it is the last key of the page, and paging resumes after it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Cursor(pub(crate) Arc<str>);
+
+impl Cursor {
+    /// The cursor's text form.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for Cursor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<&str> for Cursor {
+    fn from(text: &str) -> Self {
+        Cursor(Arc::from(text))
+    }
+}
 
 /// One page of a `list` call.
 #[derive(Debug, Clone, PartialEq, Eq)]
