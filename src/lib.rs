@@ -109,9 +109,9 @@ pub use error::{Error, Result, Scope};
 pub use ids::{AttemptId, JoinToken, LeaseId, ParseIdError, TenantId, TOKEN_SECRET_BYTES};
 pub use record::{Stamp, CAS_ATTEMPTS_MAX, DEADLINE_MAX_MS};
 pub use store::{
-    Admission, Binding, Cursor, DegradedReason, EndpointSeen, Health, JoinTicket, LeaseGrant,
-    LeaseInfo, ListingInfo, LockGuard, LockInfo, Page, PresenceInfo, Stats, Store, StoreBuilder,
-    EXPIRY_TICK_DEFAULT, RESERVED_PREFIX,
+    Admission, AuditError, Binding, Cursor, DegradedReason, EndpointSeen, Health, JoinTicket,
+    LeaseGrant, LeaseInfo, ListingInfo, LockGuard, LockInfo, Page, PresenceInfo, Stats, Store,
+    StoreBuilder, EXPIRY_TICK_DEFAULT, RESERVED_PREFIX,
 };
 pub use ttl::{Removed, TtlConfig, TtlMap};
 

@@ -11,7 +11,20 @@ use super::tenant::Tenant;
 use super::{Collection, Store};
 use crate::ids::TenantId;
 use crate::sync::{lock_at, Arc, Ordering, Rung};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+/// The first difference [`Store::audit`] found between the records and a
+/// structure derived from them (a counter, an index, a wheel entry).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("audit: {0}")]
+pub struct AuditError(String);
+
+impl AuditError {
+    /// What differs, in words.
+    pub fn finding(&self) -> &str {
+        &self.0
+    }
+}
 
 /// A lease's children by kind: listings, members, locks.
 type Children = (BTreeSet<Arc<str>>, BTreeSet<Arc<str>>, BTreeSet<Arc<str>>);
@@ -34,8 +47,15 @@ struct Counts {
 impl Store {
     /// Checks that every derived structure agrees with the records. Meant
     /// for a store with no operation in flight (concurrent operations show
-    /// up as transient differences). Costs a scan of every table.
-    pub fn audit(&self) -> Result<(), String> {
+    /// up as transient differences). Costs a scan of every table: O(records
+    /// + tenants), with the records' ordered indexes rebuilt on the side.
+    pub fn audit(&self) -> Result<(), AuditError> {
+        self.find_difference().map_err(AuditError)
+    }
+
+    /// The first difference between the records and what is derived from
+    /// them, described.
+    fn find_difference(&self) -> Result<(), String> {
         let check = |what: &str, held: usize, counted: u64, scheduled: usize| {
             if held as u64 != counted || held != scheduled {
                 return Err(format!(
@@ -100,12 +120,10 @@ impl Store {
         self.shared
             .tenants
             .for_each(|id, t| by_ptr.push((*id, Arc::clone(&t.tenant))));
-        let tenant_of = |t: &Tenant| {
-            by_ptr
-                .iter()
-                .find(|(_, x)| std::ptr::eq(&**x, t))
-                .map(|(id, _)| *id)
-        };
+        // Which registered tenant owns a tenant state, by its address.
+        let owners: HashMap<*const Tenant, TenantId> =
+            by_ptr.iter().map(|(id, t)| (Arc::as_ptr(t), *id)).collect();
+        let tenant_of = |t: &Tenant| owners.get(&(t as *const Tenant)).copied();
         let mut lease_children: ChildIndex = BTreeMap::new();
         let mut listing_children: BTreeMap<(TenantId, Arc<str>), BTreeSet<u64>> = BTreeMap::new();
         let mut pending = 0u64;
@@ -319,14 +337,14 @@ mod tests {
     fn the_audit_notices_a_leaked_admission_unit() {
         let s = busy();
         assert!(s.shared.leases.ceiling().try_acquire(1));
-        assert!(s.audit().unwrap_err().contains("leases"));
+        assert!(s.audit().unwrap_err().finding().contains("leases"));
     }
 
     #[test]
     fn the_audit_notices_a_lost_pending_release() {
         let s = busy();
         assert!(s.shared.pending.try_acquire(1));
-        assert!(s.audit().unwrap_err().contains("pending"));
+        assert!(s.audit().unwrap_err().finding().contains("pending"));
     }
 
     #[test]
@@ -336,7 +354,7 @@ mod tests {
         crate::sync::lock_at(crate::sync::Rung::TenantIndex, &t.tenant.index)
             .listings
             .insert(Arc::from("ghost"));
-        assert!(s.audit().unwrap_err().contains("tenant index"));
+        assert!(s.audit().unwrap_err().finding().contains("tenant index"));
         crate::sync::lock_at(crate::sync::Rung::TenantIndex, &t.tenant.index)
             .listings
             .remove("ghost");
@@ -344,7 +362,7 @@ mod tests {
         crate::sync::lock_at(crate::sync::Rung::TenantIndex, &t.tenant.index)
             .leases
             .insert(u64::MAX);
-        assert!(s.audit().unwrap_err().contains("tenant index"));
+        assert!(s.audit().unwrap_err().finding().contains("tenant index"));
     }
 
     #[test]
@@ -353,6 +371,6 @@ mod tests {
         crate::sync::lock(s.shared.leases.timers_for_audit())
             .wheel
             .insert(u64::MAX - 9, 1);
-        assert!(s.audit().unwrap_err().contains("wheel"));
+        assert!(s.audit().unwrap_err().finding().contains("wheel"));
     }
 }

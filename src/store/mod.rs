@@ -44,6 +44,7 @@ mod retire;
 mod tenant;
 mod visible;
 
+pub use audit::AuditError;
 pub use builder::{StoreBuilder, EXPIRY_TICK_DEFAULT};
 pub use join::{Admission, Binding, JoinTicket};
 pub use lease::{EndpointSeen, LeaseGrant, LeaseInfo};
