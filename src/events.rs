@@ -8,8 +8,11 @@
 
 use crate::error::{Error, Result, Scope};
 use crate::ids::{AttemptId, LeaseId, TenantId};
-use crate::sync::{lock_at, Arc, AtomicU64, Mutex, Ordering, Rung};
+use crate::sync::{lock_at, Arc, AtomicU64, Condvar, Mutex, Ordering, Rung};
 use std::collections::VecDeque;
+use std::pin::Pin;
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
 
 /// A collection of the store: what a removal event names, and what a
 /// capacity refusal's [`Scope`] names.
@@ -135,10 +138,36 @@ pub enum Received {
     },
 }
 
+/// Why a wait for an event ended without one.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, thiserror::Error)]
+#[non_exhaustive]
+pub enum RecvError {
+    /// The store is gone and every buffered event has been read.
+    #[error("the store is gone")]
+    Closed,
+    /// Nothing arrived within the timeout.
+    #[error("no event within the timeout")]
+    Timeout,
+}
+
 struct Inbox {
-    queue: Mutex<VecDeque<Event>>,
+    queue: Mutex<Queue>,
+    /// Signalled on every delivery and on close, for blocking receivers.
+    ready: Condvar,
     missed: AtomicU64,
     capacity: usize,
+}
+
+#[derive(Default)]
+struct Queue {
+    events: VecDeque<Event>,
+    /// The task of an async receiver waiting on this inbox.
+    waker: Option<Waker>,
+    /// The store is gone: nothing more will arrive.
+    closed: bool,
+    /// Blocking receivers waiting now: a delivery signals the condition
+    /// variable only when one is, as signalling is a system call.
+    sleepers: usize,
 }
 
 pub(crate) struct EventHub {
@@ -167,7 +196,11 @@ impl EventHub {
             });
         }
         let inbox = Arc::new(Inbox {
-            queue: Mutex::new(VecDeque::with_capacity(self.buffer_max.min(1024))),
+            queue: Mutex::new(Queue {
+                events: VecDeque::with_capacity(self.buffer_max.min(1024)),
+                ..Queue::default()
+            }),
+            ready: Condvar::new(),
             missed: AtomicU64::new(0),
             capacity: self.buffer_max,
         });
@@ -186,16 +219,42 @@ impl EventHub {
             return;
         }
         // Delivered under the hub's lock (hub, then inbox: the only order
-        // in which both are held), so an event costs no allocation.
-        let inboxes = lock_at(Rung::Hub, &self.inboxes);
-        for inbox in inboxes.iter() {
-            let mut queue = lock_at(Rung::Inbox, &inbox.queue);
-            if queue.len() >= inbox.capacity {
-                queue.pop_front();
-                inbox.missed.fetch_add(1, Ordering::AcqRel);
+        // in which both are held), so an event costs no allocation unless
+        // an async receiver waits; its waker runs after every lock is given
+        // up, since it is the executor's code.
+        let mut wake = Vec::new();
+        {
+            let inboxes = lock_at(Rung::Hub, &self.inboxes);
+            for inbox in inboxes.iter() {
+                let mut queue = lock_at(Rung::Inbox, &inbox.queue);
+                if queue.events.len() >= inbox.capacity {
+                    queue.events.pop_front();
+                    inbox.missed.fetch_add(1, Ordering::AcqRel);
+                }
+                queue.events.push_back(event.clone());
+                wake.extend(queue.waker.take());
+                if queue.sleepers > 0 {
+                    inbox.ready.notify_one();
+                }
             }
-            queue.push_back(event.clone());
         }
+        wake.into_iter().for_each(Waker::wake);
+    }
+
+    /// The store is gone: every receiver, blocked or async, is told once it
+    /// has read what is buffered.
+    pub(crate) fn close(&self) {
+        let mut wake = Vec::new();
+        {
+            let inboxes = lock_at(Rung::Hub, &self.inboxes);
+            for inbox in inboxes.iter() {
+                let mut queue = lock_at(Rung::Inbox, &inbox.queue);
+                queue.closed = true;
+                wake.extend(queue.waker.take());
+                inbox.ready.notify_all();
+            }
+        }
+        wake.into_iter().for_each(Waker::wake);
     }
 }
 
@@ -208,18 +267,94 @@ pub struct Subscription {
 impl Subscription {
     /// The next event, a lag report, or `None` if nothing is buffered.
     pub fn try_recv(&self) -> Option<Received> {
-        let missed = self.inbox.missed.swap(0, Ordering::AcqRel);
-        if missed > 0 {
-            return Some(Received::Lagged { missed });
-        }
-        lock_at(Rung::Inbox, &self.inbox.queue)
-            .pop_front()
-            .map(Received::Event)
+        let mut queue = lock_at(Rung::Inbox, &self.inbox.queue);
+        self.take(&mut queue)
     }
 
     /// Everything buffered now, in order.
     pub fn drain(&self) -> Vec<Received> {
         std::iter::from_fn(|| self.try_recv()).collect()
+    }
+
+    /// The next event or lag report, waiting for one as long as it takes;
+    /// [`RecvError::Closed`] once the store is gone and the buffer empty.
+    pub fn recv(&self) -> Result<Received, RecvError> {
+        self.wait(None)
+    }
+
+    /// [`recv`](Self::recv), waiting at most `timeout`
+    /// ([`RecvError::Timeout`] then).
+    pub fn recv_timeout(&self, timeout: Duration) -> Result<Received, RecvError> {
+        self.wait(Some(timeout))
+    }
+
+    /// [`recv`](Self::recv) as a future, for any executor. Cancel-safe:
+    /// dropping it before it completes loses no event.
+    pub fn recv_async(&self) -> RecvFuture<'_> {
+        RecvFuture { subscription: self }
+    }
+
+    /// Takes the next item from a locked queue: a lag report first.
+    fn take(&self, queue: &mut Queue) -> Option<Received> {
+        let missed = self.inbox.missed.swap(0, Ordering::AcqRel);
+        if missed > 0 {
+            return Some(Received::Lagged { missed });
+        }
+        queue.events.pop_front().map(Received::Event)
+    }
+
+    fn wait(&self, timeout: Option<Duration>) -> Result<Received, RecvError> {
+        let deadline = timeout.map(|t| std::time::Instant::now() + t);
+        let mut queue = lock_at(Rung::Inbox, &self.inbox.queue);
+        loop {
+            if let Some(received) = self.take(&mut queue) {
+                return Ok(received);
+            }
+            if queue.closed {
+                return Err(RecvError::Closed);
+            }
+            let left = match deadline {
+                None => None,
+                Some(d) => match d.checked_duration_since(std::time::Instant::now()) {
+                    Some(left) if !left.is_zero() => Some(left),
+                    _ => return Err(RecvError::Timeout),
+                },
+            };
+            queue.sleepers += 1;
+            queue = queue.wait(&self.inbox.ready, left);
+            queue.sleepers -= 1;
+        }
+    }
+}
+
+/// The future of [`Subscription::recv_async`].
+#[must_use = "futures do nothing unless polled"]
+pub struct RecvFuture<'a> {
+    subscription: &'a Subscription,
+}
+
+impl std::future::Future for RecvFuture<'_> {
+    type Output = Result<Received, RecvError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let sub = self.subscription;
+        let mut queue = lock_at(Rung::Inbox, &sub.inbox.queue);
+        if let Some(received) = sub.take(&mut queue) {
+            return Poll::Ready(Ok(received));
+        }
+        if queue.closed {
+            return Poll::Ready(Err(RecvError::Closed));
+        }
+        // Registered under the same lock a delivery takes, so no event can
+        // slip in between the look and the registration.
+        queue.waker = Some(cx.waker().clone());
+        Poll::Pending
+    }
+}
+
+impl std::fmt::Debug for RecvFuture<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RecvFuture").finish_non_exhaustive()
     }
 }
 

@@ -13,13 +13,13 @@
 #[cfg(not(relaystore_loom))]
 pub(crate) use std::sync::{
     atomic::{AtomicBool, AtomicU64, Ordering},
-    Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard,
+    Condvar, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard,
 };
 
 #[cfg(relaystore_loom)]
 pub(crate) use loom::sync::{
     atomic::{AtomicBool, AtomicU64, Ordering},
-    Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard,
+    Condvar, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard,
 };
 
 /// `Arc` is always std's: the store shares immutable data through it
@@ -126,6 +126,25 @@ impl<T> std::ops::Deref for Ranked<'_, T> {
 impl<T> std::ops::DerefMut for Ranked<'_, T> {
     fn deref_mut(&mut self) -> &mut T {
         &mut self.guard
+    }
+}
+
+impl<'a, T> Ranked<'a, T> {
+    /// Waits on `condvar` (which gives the lock up while waiting) for at
+    /// most `timeout` (`None`: without limit). The rung stays entered: the
+    /// waiting thread takes no other lock meanwhile.
+    pub(crate) fn wait(self, condvar: &Condvar, timeout: Option<std::time::Duration>) -> Self {
+        let Ranked { guard, _rung } = self;
+        let guard = match timeout {
+            None => condvar.wait(guard).unwrap_or_else(|p| p.into_inner()),
+            Some(t) => {
+                condvar
+                    .wait_timeout(guard, t)
+                    .unwrap_or_else(|p| p.into_inner())
+                    .0
+            }
+        };
+        Ranked { guard, _rung }
     }
 }
 

@@ -4,9 +4,11 @@
 mod common;
 
 use common::ops::*;
-use relaystore::events::{Cause, Collection, Received, RecordId};
+use relaystore::events::{Cause, Collection, Received, RecordId, RecvError};
 use relaystore::{Error, StoreConfig};
+use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 #[test]
 fn a_lagging_subscriber_is_told_how_many_it_missed_and_continues() {
@@ -44,4 +46,107 @@ fn a_lagging_subscriber_is_told_how_many_it_missed_and_continues() {
     drop(events);
     s.subscribe()
         .expect("a dropped subscription frees its place");
+}
+
+/// Polls `future` to completion on the calling thread, parking between
+/// polls: an executor with nothing in common with tokio.
+fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    struct Unpark(std::thread::Thread);
+    impl std::task::Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = std::task::Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut cx = std::task::Context::from_waker(&waker);
+    let mut future = std::pin::pin!(future);
+    loop {
+        if let std::task::Poll::Ready(out) = future.as_mut().poll(&mut cx) {
+            return out;
+        }
+        std::thread::park();
+    }
+}
+
+/// Revokes a fresh lease from another thread after `delay`: one event.
+fn revoke_later(s: &relaystore::Store, delay: Duration) -> std::thread::JoinHandle<()> {
+    let g = s.grant(T, "h", SEC * 60, None).unwrap();
+    let s = s.clone();
+    std::thread::spawn(move || {
+        std::thread::sleep(delay);
+        s.revoke(T, g.id).unwrap();
+    })
+}
+
+fn is_lease_revoked(r: &Received) -> bool {
+    matches!(r, Received::Event(e) if e.collection == Collection::Leases && e.cause == Cause::Revoked)
+}
+
+#[test]
+fn a_blocking_receiver_waits_for_the_next_event_and_times_out_without_one() {
+    let (_c, s) = store();
+    let events = s.subscribe().unwrap();
+    assert_eq!(
+        events.recv_timeout(Duration::from_millis(20)),
+        Err(RecvError::Timeout)
+    );
+    let revoker = revoke_later(&s, Duration::from_millis(20));
+    let got = events.recv_timeout(Duration::from_secs(10)).unwrap();
+    assert!(is_lease_revoked(&got), "{got:?}");
+    revoker.join().unwrap();
+}
+
+#[test]
+fn receivers_learn_the_store_is_gone_after_reading_what_is_buffered() {
+    let (_c, s) = store();
+    let events = s.subscribe().unwrap();
+    let g = s.grant(T, "h", SEC * 60, None).unwrap();
+    s.revoke(T, g.id).unwrap();
+    let waiter = {
+        let events = s.subscribe().unwrap();
+        std::thread::spawn(move || events.recv_timeout(Duration::from_secs(10)))
+    };
+    drop(s);
+    assert!(is_lease_revoked(&events.recv().unwrap()));
+    assert_eq!(events.recv(), Err(RecvError::Closed));
+    assert_eq!(block_on(events.recv_async()), Err(RecvError::Closed));
+    assert_eq!(waiter.join().unwrap(), Err(RecvError::Closed));
+}
+
+#[test]
+fn an_async_receiver_wakes_on_tokio_and_on_a_bare_executor() {
+    let (_c, s) = store();
+    let events = s.subscribe().unwrap();
+    let revoker = revoke_later(&s, Duration::from_millis(20));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    let got = runtime
+        .block_on(async {
+            tokio::time::timeout(Duration::from_secs(10), events.recv_async()).await
+        })
+        .expect("woken within the timeout")
+        .unwrap();
+    assert!(is_lease_revoked(&got), "{got:?}");
+    revoker.join().unwrap();
+
+    let revoker = revoke_later(&s, Duration::from_millis(20));
+    assert!(is_lease_revoked(&block_on(events.recv_async()).unwrap()));
+    revoker.join().unwrap();
+}
+
+#[test]
+fn a_dropped_async_receive_loses_no_event() {
+    let (_c, s) = store();
+    let events = s.subscribe().unwrap();
+    let waker = std::task::Waker::noop();
+    let mut cx = std::task::Context::from_waker(waker);
+    {
+        let mut pending = std::pin::pin!(events.recv_async());
+        assert!(pending.as_mut().poll(&mut cx).is_pending());
+    }
+    let g = s.grant(T, "h", SEC * 60, None).unwrap();
+    s.revoke(T, g.id).unwrap();
+    assert!(is_lease_revoked(&events.try_recv().unwrap()));
 }

@@ -149,12 +149,12 @@ impl DriverStop {
     }
 }
 
-impl Drop for Shared {
-    fn drop(&mut self) {
-        // The last handle is gone (possibly in the driver thread itself,
-        // at the end of a sweep): tell the driver, never wait for it.
-        let stop = self.driver.lock().unwrap_or_else(|p| p.into_inner()).take();
-        if let Some(stop) = stop {
+impl DriverStop {
+    /// Tells the driver the store is gone (from `Shared`'s drop, possibly
+    /// in the driver thread itself at the end of a sweep): never waits.
+    pub(super) fn stop(stop: &std::sync::Mutex<Option<DriverStop>>) {
+        let taken = stop.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(stop) = taken {
             stop.raise();
         }
     }

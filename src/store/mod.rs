@@ -442,6 +442,16 @@ impl crate::driver::Sweep for Store {
     }
 }
 
+impl Drop for Shared {
+    /// The last handle is gone: the driver stops at its next wake-up, and
+    /// every event subscriber, blocked or async, learns the store is closed
+    /// once it has read what is buffered.
+    fn drop(&mut self) {
+        builder::DriverStop::stop(&self.driver);
+        self.events.close();
+    }
+}
+
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Store")
