@@ -289,7 +289,10 @@ impl Subscription {
     }
 
     /// [`recv`](Self::recv) as a future, for any executor. Cancel-safe:
-    /// dropping it before it completes loses no event.
+    /// dropping it before it completes loses no event. A subscription
+    /// wakes one waiting task: give each consumer its own subscription
+    /// rather than awaiting one from several tasks at once (the last task
+    /// to wait is the one woken).
     pub fn recv_async(&self) -> RecvFuture<'_> {
         RecvFuture { subscription: self }
     }
