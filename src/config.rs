@@ -226,50 +226,92 @@ impl StoreConfig {
         }
     }
 
-    /// Checks that the limits are consistent; the error names the rule.
+    /// The name of the field that holds the ceiling on collection `c`.
+    fn ceiling_field(c: Collection) -> &'static str {
+        match c {
+            Collection::Leases => "leases_max",
+            Collection::Listings => "listings_max",
+            Collection::Presence => "presence_max",
+            Collection::Attempts => "attempts_max",
+            Collection::Replay => "replay_max",
+            Collection::Idempotency => "idempotency_max",
+            Collection::Tombstones => "tombstones_max",
+            Collection::Locks => "locks_max",
+        }
+    }
+
+    /// Checks that the limits are consistent. A refusal is
+    /// [`Error::InvalidConfig`] naming the first offending field and the
+    /// rule it breaks.
     pub fn validate(&self) -> Result<()> {
-        let invalid = |reason| Err(Error::InvalidArgument { reason });
-        if self.ttl_min.is_zero() || self.ttl_min > self.ttl_max {
-            return invalid("ttl_min must be positive and at most ttl_max");
+        let invalid = |field, rule| Err(Error::InvalidConfig { field, rule });
+        if self.ttl_min.is_zero() {
+            return invalid("ttl_min", "must be positive");
         }
-        let longest = self
-            .ttl_max
-            .max(self.tombstone_ttl)
-            .max(self.idempotency_ttl)
-            + self.replay_grace;
-        if duration_to_millis_ceil(longest) >= DEADLINE_MAX_MS / 2 {
-            return invalid(
-                "ttl_max, tombstone_ttl, idempotency_ttl and replay_grace must fit the clock range",
-            );
+        if self.ttl_min > self.ttl_max {
+            return invalid("ttl_max", "must be at least ttl_min");
         }
-        if duration_to_millis_ceil(self.drain_window_max) >= DEADLINE_MAX_MS / 2 {
-            return invalid("drain_window_max must fit the clock range");
+        let fits = |d: Duration| duration_to_millis_ceil(d) < DEADLINE_MAX_MS / 2;
+        let clock_range = "must fit the clock range (with replay_grace)";
+        for (field, d) in [
+            ("ttl_max", self.ttl_max),
+            ("tombstone_ttl", self.tombstone_ttl),
+            ("idempotency_ttl", self.idempotency_ttl),
+        ] {
+            if !fits(d.saturating_add(self.replay_grace)) {
+                return invalid(field, clock_range);
+            }
+        }
+        if !fits(self.drain_window_max) {
+            return invalid("drain_window_max", "must fit the clock range");
         }
         if self.fence_floor > u64::MAX / 2 {
-            return invalid("fence_floor must be at most u64::MAX / 2");
+            return invalid("fence_floor", "must be at most u64::MAX / 2");
         }
-        if self.tombstone_ttl.is_zero() || self.idempotency_ttl.is_zero() {
-            return invalid("tombstone_ttl and idempotency_ttl must be positive");
+        for (field, d) in [
+            ("tombstone_ttl", self.tombstone_ttl),
+            ("idempotency_ttl", self.idempotency_ttl),
+            ("driver_stall_max", self.driver_stall_max),
+        ] {
+            if d.is_zero() {
+                return invalid(field, "must be positive");
+            }
         }
-        if self.tenants_max == 0 || Collection::ALL.iter().any(|&c| self.ceiling(c) == 0) {
-            return invalid("every store-wide ceiling must be positive");
+        if self.tenants_max == 0 {
+            return invalid("tenants_max", "must be positive");
         }
-        if Collection::ALL.iter().any(|&c| self.tenant.limit(c) == 0) {
-            return invalid("every tenant quota must be positive");
+        if let Some(&c) = Collection::ALL.iter().find(|&&c| self.ceiling(c) == 0) {
+            return invalid(Self::ceiling_field(c), "must be positive");
         }
-        let caps = [
-            self.listings_per_lease_max,
-            self.attempts_per_listing_max,
-            self.endpoints_per_lease_max,
-            self.presence_per_lease_max,
-            self.locks_per_lease_max,
-            self.name_bytes_max,
-            self.page_len_max,
-            self.subscribers_max,
-            self.subscriber_buffer_max,
+        if let Some(&c) = Collection::ALL.iter().find(|&&c| self.tenant.limit(c) == 0) {
+            let field = match c {
+                Collection::Leases => "tenant.leases_max",
+                Collection::Listings => "tenant.listings_max",
+                Collection::Presence => "tenant.presence_max",
+                Collection::Attempts => "tenant.attempts_max",
+                Collection::Replay => "tenant.replay_max",
+                Collection::Idempotency => "tenant.idempotency_max",
+                Collection::Locks => "tenant.locks_max",
+                Collection::Tombstones => unreachable!("no tenant quota bounds tombstones"),
+            };
+            return invalid(
+                field,
+                "must be positive (TenantQuota::OFF switches a quota off)",
+            );
+        }
+        let sizes = [
+            ("listings_per_lease_max", self.listings_per_lease_max),
+            ("attempts_per_listing_max", self.attempts_per_listing_max),
+            ("endpoints_per_lease_max", self.endpoints_per_lease_max),
+            ("presence_per_lease_max", self.presence_per_lease_max),
+            ("locks_per_lease_max", self.locks_per_lease_max),
+            ("name_bytes_max", self.name_bytes_max),
+            ("page_len_max", self.page_len_max),
+            ("subscribers_max", self.subscribers_max),
+            ("subscriber_buffer_max", self.subscriber_buffer_max),
         ];
-        if caps.contains(&0) {
-            return invalid("every per-parent cap, size and buffer limit must be positive");
+        if let Some((field, _)) = sizes.iter().find(|(_, v)| *v == 0) {
+            return invalid(field, "must be positive");
         }
         Ok(())
     }

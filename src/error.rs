@@ -45,6 +45,15 @@ pub enum Error {
     /// The id was issued by an earlier incarnation of the store.
     #[error("store restarted since this id was issued")]
     Restarted,
+    /// A configuration value breaks a rule; `field` names it as the
+    /// configuration spells it (`tenant.` for a tenant quota).
+    #[error("invalid configuration: {field} {rule}")]
+    InvalidConfig {
+        /// The offending field.
+        field: &'static str,
+        /// The rule it breaks.
+        rule: &'static str,
+    },
     /// An argument is outside its documented range.
     #[error("invalid argument: {reason}")]
     InvalidArgument {

@@ -110,7 +110,13 @@ fn a_built_store_keeps_itself_healthy_and_its_handles_are_static() {
     for tick in [Duration::ZERO, Duration::from_millis(500)] {
         let built = Store::builder().config(short()).expiry_tick(tick).build();
         assert!(
-            matches!(built, Err(Error::InvalidArgument { .. })),
+            matches!(
+                built,
+                Err(Error::InvalidConfig {
+                    field: "expiry_tick",
+                    ..
+                })
+            ),
             "{tick:?}"
         );
     }

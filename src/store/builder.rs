@@ -93,7 +93,7 @@ impl StoreBuilder {
 
     /// How often the background driver sweeps. Must be positive and
     /// shorter than `driver_stall_max`, or `build` refuses with
-    /// `InvalidArgument`.
+    /// `InvalidConfig { field: "expiry_tick", .. }`.
     pub fn expiry_tick(mut self, tick: Duration) -> Self {
         self.expiry_tick = Some(tick);
         self
@@ -108,13 +108,14 @@ impl StoreBuilder {
     }
 
     /// Validates everything and builds the store, starting its driver.
-    /// Fails with `InvalidArgument` naming the broken rule, or with
+    /// Fails with `InvalidConfig` naming the offending field, or with
     /// `ServiceUnavailable` if the OS refuses a thread or random bytes.
     pub fn build(self) -> Result<Store> {
         if let Some(tick) = self.expiry_tick {
             if tick.is_zero() || tick >= self.config.driver_stall_max {
-                return Err(Error::InvalidArgument {
-                    reason: "expiry tick must be positive and shorter than driver_stall_max",
+                return Err(Error::InvalidConfig {
+                    field: "expiry_tick",
+                    rule: "must be positive and shorter than driver_stall_max",
                 });
             }
         }
