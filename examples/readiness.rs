@@ -63,9 +63,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     loop {
         std::thread::sleep(Duration::from_millis(100));
         if terminate.load(Ordering::SeqCst) && draining_since.is_none() {
-            let deadline = store.begin_drain(Duration::from_secs(1))?;
+            let remaining = store.begin_drain(Duration::from_secs(1))?;
             draining_since = Some(Instant::now());
-            println!("{} SIGTERM: draining until {:?}", t(), deadline);
+            println!("{} SIGTERM: draining for {:?}", t(), remaining);
             println!(
                 "{} new join while draining -> {:?}",
                 t(),

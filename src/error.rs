@@ -42,6 +42,16 @@ pub enum Error {
     /// The store cannot guarantee the operation atomically, so it refuses.
     #[error("service unavailable")]
     ServiceUnavailable,
+    /// The engine's backend (a Redis server, say) could not be reached or
+    /// did not answer within its configured bound. The engine fails closed:
+    /// the operation took effect entirely or not at all, and the caller
+    /// cannot tell which, so a retry should carry an idempotency key. The
+    /// in-memory engine never returns it.
+    #[error("backend unavailable: {detail}")]
+    BackendUnavailable {
+        /// What failed, for logs (not a stable message).
+        detail: std::sync::Arc<str>,
+    },
     /// The id was issued by an earlier incarnation of the store.
     #[error("store restarted since this id was issued")]
     Restarted,

@@ -110,8 +110,8 @@ pub use ids::{AttemptId, JoinToken, LeaseId, ParseIdError, TenantId, TOKEN_SECRE
 pub use record::{Stamp, CAS_ATTEMPTS_MAX, DEADLINE_MAX_MS};
 pub use store::{
     Admission, AuditError, Binding, Cursor, DegradedReason, EndpointSeen, Health, JoinTicket,
-    LeaseGrant, LeaseInfo, ListingInfo, LockGuard, LockInfo, Page, PresenceInfo, Stats, Store,
-    StoreBuilder, EXPIRY_TICK_DEFAULT, RESERVED_PREFIX,
+    LeaseGrant, LeaseInfo, ListingInfo, LockGuard, LockInfo, Page, PresenceInfo, Renewal, Stats,
+    Store, StoreBuilder, EXPIRY_TICK_DEFAULT, RESERVED_PREFIX,
 };
 pub use ttl::{Removed, TtlConfig, TtlMap};
 

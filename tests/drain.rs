@@ -88,8 +88,8 @@ fn a_drain_window_past_the_configured_maximum_is_refused() {
         );
     }
     assert_eq!(s.health(), Health::Ready, "a refused drain changes nothing");
-    let deadline = s.begin_drain(SEC * 30).unwrap();
-    assert_eq!(s.health(), Health::Draining { deadline });
+    let remaining = s.begin_drain(SEC * 30).unwrap();
+    assert_eq!(s.health(), Health::Draining { remaining });
 }
 
 #[test]

@@ -5,7 +5,7 @@ mod common;
 
 use common::ops::*;
 use relaystore::events::Collection;
-use relaystore::time::MonoTime;
+use relaystore::time::{Clock, ManualClock};
 use relaystore::{Error, Scope, StoreConfig, TenantId, TenantQuota};
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -25,7 +25,9 @@ fn renew_is_an_absolute_reset_and_refused_after_the_deadline() {
     let g = s.grant(T, "host", SEC * 10, None).unwrap();
     c.advance(SEC * 9);
     let r = s.renew(T, g.id, SEC * 2).unwrap();
-    assert_eq!(r.deadline, MonoTime::from_millis(11_000));
+    assert_eq!(r.remaining, SEC * 2, "from now, not added to what was left");
+    assert_eq!(g.remaining, SEC * 10);
+    assert_eq!(g.expires_at, ManualClock::new().wall() + SEC * 10);
     assert!(r.version > g.version);
     c.advance(SEC * 2);
     assert_eq!(s.renew(T, g.id, SEC), Err(Error::Expired));

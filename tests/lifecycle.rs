@@ -185,11 +185,12 @@ fn drain_refuses_new_work_keeps_existing_work_and_stops_at_the_deadline() {
     let lock = s.try_lock(A, "job", "w", SEC * 60, None).unwrap().unwrap();
     assert_eq!(s.health(), Health::Ready);
 
-    let deadline = s.begin_drain(SEC * 10).unwrap();
-    assert_eq!(s.health(), Health::Draining { deadline });
+    let remaining = s.begin_drain(SEC * 10).unwrap();
+    assert_eq!(remaining, SEC * 10);
+    assert_eq!(s.health(), Health::Draining { remaining });
     assert_eq!(
         s.begin_drain(SEC * 100).unwrap(),
-        deadline,
+        remaining,
         "a second call keeps the deadline"
     );
     assert_eq!(s.grant(A, "x", SEC, None), Err(Error::Draining));
@@ -237,8 +238,8 @@ fn drain_refuses_new_work_keeps_existing_work_and_stops_at_the_deadline() {
 fn a_drain_completes_at_its_deadline_even_without_the_driver() {
     let (clock, s) = store();
     s.grant(A, "host", SEC * 600, None).unwrap();
-    let deadline = s.begin_drain(SEC).unwrap();
-    clock.set(deadline);
+    let remaining = s.begin_drain(SEC).unwrap();
+    clock.advance(remaining);
     // No sweep: the readiness probe itself finishes the drain.
     assert_eq!(s.health(), Health::Stopped);
     assert_eq!(s.stats().leases, 0);

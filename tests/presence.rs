@@ -4,7 +4,6 @@
 mod common;
 
 use common::ops::*;
-use relaystore::time::MonoTime;
 use relaystore::Error;
 
 #[test]
@@ -16,10 +15,12 @@ fn heartbeat_creates_then_refreshes_and_expires() {
     c.advance(SEC * 4);
     let second = s.heartbeat(T, "alice", SEC * 5, None, None).unwrap();
     assert!(second.version > first.version);
-    assert_eq!(second.deadline, MonoTime::from_millis(9000));
+    assert_eq!(second.remaining, SEC * 5);
+    c.advance(SEC);
     let info = s.get_presence(T, "alice").unwrap();
+    assert_eq!(info.remaining, SEC * 4, "measured at the read");
     assert_eq!(info.attrs.as_ref(), b"online", "attrs kept when not given");
-    c.advance(SEC * 5);
+    c.advance(SEC * 4);
     assert_eq!(s.get_presence(T, "alice"), Err(Error::Expired));
     s.sweep();
     assert_eq!(s.get_presence(T, "alice"), Err(Error::NotFound));

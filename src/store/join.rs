@@ -95,8 +95,8 @@ pub struct JoinTicket {
     pub attempt: AttemptId,
     /// Its one-time token; hand it to the client.
     pub token: JoinToken,
-    /// When the attempt (and the token) stop being valid.
-    pub deadline: MonoTime,
+    /// Time left before the attempt (and the token) stop being valid.
+    pub remaining: Duration,
     /// The same on the wall clock at issue time, for reporting.
     pub expires_at: SystemTime,
 }
@@ -199,7 +199,7 @@ impl Store {
         Ok(JoinTicket {
             attempt: id,
             token,
-            deadline: stamp.deadline,
+            remaining: stamp.remaining(now),
             expires_at: self.shared.clock.wall() + stamp.remaining(now),
         })
     }

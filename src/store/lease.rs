@@ -6,11 +6,10 @@ use super::idempotency::{IdemParams, Outcome};
 use super::retire::Stored;
 use super::tenant::{Owner, TenantIndex};
 use super::visible::Ancestry;
-use super::{Collection, IdKey, Store};
+use super::{Collection, IdKey, Renewal, Store};
 use crate::error::{Error, Result};
 use crate::events::Cause;
 use crate::ids::{LeaseId, TenantId};
-use crate::record::Stamp;
 use crate::sync::Arc;
 use crate::table::{Removed, Table};
 use crate::time::MonoTime;
@@ -101,8 +100,8 @@ pub struct LeaseGrant {
     pub fence: u64,
     /// Its version.
     pub version: u64,
-    /// Its deadline on the store's monotonic clock.
-    pub deadline: MonoTime,
+    /// Time left before it expires, measured when it was granted.
+    pub remaining: Duration,
     /// Its deadline on the wall clock at grant time, for reporting.
     pub expires_at: SystemTime,
 }
@@ -127,8 +126,8 @@ pub struct LeaseInfo {
 pub struct EndpointSeen {
     /// The observed address.
     pub addr: SocketAddr,
-    /// When it was last observed, on the store's monotonic clock.
-    pub last_seen: MonoTime,
+    /// How long ago it was last observed.
+    pub age: Duration,
 }
 
 impl Store {
@@ -184,7 +183,7 @@ impl Store {
             id: self.lease_id(seq),
             fence: seq,
             version: stamp.version,
-            deadline: stamp.deadline,
+            remaining: stamp.remaining(now),
             expires_at: self.shared.clock.wall() + stamp.remaining(now),
         })
     }
@@ -195,7 +194,7 @@ impl Store {
     /// [`Error::Revoked`] after revocation while its tombstone lives,
     /// [`Error::NotFound`] otherwise, [`Error::Restarted`] for an id from an
     /// earlier incarnation.
-    pub fn renew(&self, tenant: TenantId, id: LeaseId, ttl: Duration) -> Result<Stamp> {
+    pub fn renew(&self, tenant: TenantId, id: LeaseId, ttl: Duration) -> Result<Renewal> {
         self.renew_lease(tenant, id, ttl, None)
     }
 
@@ -206,7 +205,7 @@ impl Store {
         id: LeaseId,
         ttl: Duration,
         version: u64,
-    ) -> Result<Stamp> {
+    ) -> Result<Renewal> {
         self.renew_lease(tenant, id, ttl, Some(version))
     }
 
@@ -216,7 +215,7 @@ impl Store {
         id: LeaseId,
         ttl: Duration,
         expected: Option<u64>,
-    ) -> Result<Stamp> {
+    ) -> Result<Renewal> {
         let seq = self.lease_seq(id)?;
         let now = self.shared.clock.now();
         let deadline = self.deadline(now, ttl)?;
@@ -234,8 +233,9 @@ impl Store {
             .leases
             .renew_guarded(&seq, now, deadline, expected, guard)
         {
+            Ok(stamp) => Ok(Renewal::of(stamp, now)),
             Err(Error::NotFound) => Err(self.gone(tenant, seq, now)),
-            other => other,
+            Err(e) => Err(e),
         }
     }
 
@@ -363,13 +363,16 @@ impl Store {
                     .map(|c| c.endpoints.as_slice())
                     .unwrap_or_default()
                     .iter()
-                    .map(|&(addr, last_seen)| EndpointSeen { addr, last_seen })
+                    .map(|&(addr, last_seen)| EndpointSeen {
+                        addr,
+                        age: now.saturating_since(last_seen),
+                    })
                     .collect::<Vec<_>>()
             })
         });
         match seen {
             Ok(Some(mut list)) => {
-                list.sort_by(|a, b| b.last_seen.cmp(&a.last_seen).then(a.addr.cmp(&b.addr)));
+                list.sort_by(|a, b| a.age.cmp(&b.age).then(a.addr.cmp(&b.addr)));
                 Ok(list)
             }
             Ok(None) => Err(Error::Revoked),

@@ -54,8 +54,9 @@ pub enum Health {
     /// Refusing new grants, publishes, joins, presence and locks with
     /// `Draining`; existing records keep working until `deadline`.
     Draining {
-        /// When the drain ends and every remaining lease is revoked.
-        deadline: MonoTime,
+        /// Time left before the drain ends and every remaining lease is
+        /// revoked.
+        remaining: Duration,
     },
     /// Drained: new work and authorizations are refused with
     /// `ServiceUnavailable`.
@@ -73,9 +74,10 @@ impl Store {
             },
             READY => Health::Ready,
             DRAINING => Health::Draining {
-                deadline: MonoTime::from_millis(
+                remaining: MonoTime::from_millis(
                     self.shared.drain_deadline_ms.load(Ordering::Acquire),
-                ),
+                )
+                .saturating_since(now),
             },
             _ => Health::Stopped,
         }
@@ -86,11 +88,12 @@ impl Store {
     /// release, bind and consume of existing records keep working. At
     /// `now + window` every remaining lease (and everything attached) is
     /// revoked with cause `Drained` and the store stops. Calling it again
-    /// while draining keeps the earlier deadline. Returns the deadline.
+    /// while draining keeps the earlier deadline. Returns the time left
+    /// before the drain ends.
     ///
     /// A `window` longer than `drain_window_max` is
     /// [`Error::InvalidArgument`] and changes nothing.
-    pub fn begin_drain(&self, window: Duration) -> Result<MonoTime> {
+    pub fn begin_drain(&self, window: Duration) -> Result<Duration> {
         if window > self.shared.config.drain_window_max {
             return Err(Error::InvalidArgument {
                 reason: "drain window is longer than drain_window_max",
@@ -112,9 +115,10 @@ impl Store {
             Err(_) => {}
         }
         self.finish_drain_if_due(now);
-        Ok(MonoTime::from_millis(
-            self.shared.drain_deadline_ms.load(Ordering::Acquire),
-        ))
+        Ok(
+            MonoTime::from_millis(self.shared.drain_deadline_ms.load(Ordering::Acquire))
+                .saturating_since(now),
+        )
     }
 
     /// Admission for new work (grants, publishes, joins, new presence and

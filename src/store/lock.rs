@@ -11,7 +11,7 @@ use super::decide;
 use super::retire::Stored;
 use super::tenant::Owner;
 use super::visible::Ancestry;
-use super::{owned_by, Collection, NameKey, Store};
+use super::{owned_by, Collection, NameKey, Renewal, Store};
 use crate::error::{Error, Result};
 use crate::events::Cause;
 use crate::ids::{LeaseId, TenantId};
@@ -148,15 +148,15 @@ impl LockGuard {
 
     /// Resets the lock's deadline to `now + ttl`. [`Error::Expired`] once it
     /// has lapsed, even if nobody took it since.
-    pub fn renew(&self, ttl: Duration) -> Result<Stamp> {
+    pub fn renew(&self, ttl: Duration) -> Result<Renewal> {
         match self
             .store
-            .renew_lock(self.tenant, &self.name, self.fence, ttl)
+            .renew_lock_at(self.tenant, &self.name, self.fence, ttl)
         {
-            Ok(stamp) => {
+            Ok((stamp, now)) => {
                 self.deadline_ms
                     .store(stamp.deadline.as_millis(), Ordering::Release);
-                Ok(stamp)
+                Ok(Renewal::of(stamp, now))
             }
             // Reclaimed after lapsing: the guard knows its own deadline.
             Err(Error::NotFound) if self.store.shared.clock.now() >= self.deadline() => {
@@ -286,7 +286,20 @@ impl Store {
         name: &str,
         fence: u64,
         ttl: Duration,
-    ) -> Result<Stamp> {
+    ) -> Result<Renewal> {
+        self.renew_lock_at(tenant, name, fence, ttl)
+            .map(|(stamp, now)| Renewal::of(stamp, now))
+    }
+
+    /// [`renew_lock`](Self::renew_lock), also returning the record's stamp
+    /// and the reading it was renewed at.
+    fn renew_lock_at(
+        &self,
+        tenant: TenantId,
+        name: &str,
+        fence: u64,
+        ttl: Duration,
+    ) -> Result<(Stamp, MonoTime)> {
         let key = (tenant, self.name(name)?);
         let fence = self.fence_of_this_incarnation(fence)?;
         let now = self.shared.clock.now();
@@ -306,6 +319,7 @@ impl Store {
         self.shared
             .locks
             .renew_guarded(&key, now, deadline, None, guard)
+            .map(|stamp| (stamp, now))
     }
 
     /// Releases the lock `name` if it is still held with `fence`. Idempotent,

@@ -103,6 +103,26 @@ pub struct Stats {
     pub tenants: usize,
 }
 
+/// What a renewal or a presence heartbeat returns: the record's new version
+/// and the time it has left, measured at the renewal. Engine-neutral: no
+/// reading of any process's clock (see `docs/adr/0019-time-in-results.md`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Renewal {
+    /// The record's version after the renewal.
+    pub version: u64,
+    /// Time left before the record expires unless renewed again.
+    pub remaining: Duration,
+}
+
+impl Renewal {
+    pub(crate) fn of(stamp: Stamp, now: MonoTime) -> Self {
+        Renewal {
+            version: stamp.version,
+            remaining: stamp.remaining(now),
+        }
+    }
+}
+
 /// The in-memory relay state store: a cheap `Clone` handle (one pointer);
 /// every clone is the same store, so a handle can move into each thread or
 /// task that serves relay traffic.

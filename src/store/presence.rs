@@ -5,11 +5,10 @@ use super::listing::{Cursor, Page};
 use super::retire::Stored;
 use super::tenant::{Owner, TenantIndex};
 use super::visible::Ancestry;
-use super::{owned_by, Collection, NameKey, Store};
+use super::{owned_by, Collection, NameKey, Renewal, Store};
 use crate::error::{Error, Result};
 use crate::events::Cause;
 use crate::ids::{LeaseId, TenantId};
-use crate::record::Stamp;
 use crate::sync::Arc;
 use crate::table::{Removed, Table};
 use crate::time::MonoTime;
@@ -77,7 +76,8 @@ pub struct PresenceInfo {
     /// Its version.
     pub version: u64,
     /// When it stops being live, on the store's monotonic clock.
-    pub deadline: MonoTime,
+    /// Time left before it expires unless refreshed.
+    pub remaining: Duration,
 }
 
 impl Store {
@@ -93,7 +93,7 @@ impl Store {
         ttl: Duration,
         attrs: Option<&[u8]>,
         lease: Option<LeaseId>,
-    ) -> Result<Stamp> {
+    ) -> Result<Renewal> {
         let member = self.name(member)?;
         let attrs = attrs.map(|a| self.attrs(a)).transpose()?;
         let lease = lease.map(|l| self.lease_seq(l)).transpose()?;
@@ -121,7 +121,7 @@ impl Store {
                 Ok(((), Some(deadline)))
             });
             match refreshed {
-                Ok((_, stamp)) => return Ok(stamp),
+                Ok((_, stamp)) => return Ok(Renewal::of(stamp, now)),
                 Err(Error::NotFound | Error::Expired) => {}
                 // Under another lease: taken, unless that lease is gone.
                 Err(Error::Conflict { current_version }) => {
@@ -153,7 +153,7 @@ impl Store {
             match created {
                 // Someone else created it meanwhile: refresh theirs.
                 Err(Error::Conflict { .. }) => {}
-                other => return other,
+                other => return other.map(|stamp| Renewal::of(stamp, now)),
             }
         }
         Err(Error::InFlight)
@@ -172,7 +172,7 @@ impl Store {
                 attrs: Arc::clone(&v.attrs),
                 lease: v.lease.map(|seq| self.lease_id(seq)),
                 version: stamp.version,
-                deadline: stamp.deadline,
+                remaining: stamp.remaining(now),
             })
         });
         let info = match seen {
