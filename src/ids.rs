@@ -65,6 +65,19 @@ macro_rules! store_id {
             }
         }
 
+        impl $name {
+            /// The id as 16 bytes (big-endian `to_bits`), for binary
+            /// protocols; every engine's ids use this one encoding.
+            pub fn to_bytes(self) -> [u8; 16] {
+                self.to_bits().to_be_bytes()
+            }
+
+            /// Inverse of `to_bytes`.
+            pub fn from_bytes(bytes: [u8; 16]) -> Self {
+                Self::from_bits(u128::from_be_bytes(bytes))
+            }
+        }
+
         impl fmt::Display for $name {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 write!(f, concat!($tag, "-{:016x}-{:x}"), self.incarnation, self.seq)

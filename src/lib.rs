@@ -81,6 +81,7 @@
 mod config;
 #[cfg(not(relaystore_loom))]
 mod driver;
+mod engine;
 mod error;
 pub mod events;
 #[cfg(relaystore_loom)]
@@ -105,6 +106,7 @@ pub mod wheel;
 pub use config::{QuotaPolicy, StoreConfig, TenantQuota, UniformQuota};
 #[cfg(not(relaystore_loom))]
 pub use driver::{ExpiryDriver, Sweep};
+pub use engine::{Engine, Events};
 pub use error::{Error, Result, Scope};
 pub use ids::{AttemptId, JoinToken, LeaseId, ParseIdError, TenantId, TOKEN_SECRET_BYTES};
 pub use record::{Stamp, CAS_ATTEMPTS_MAX, DEADLINE_MAX_MS};

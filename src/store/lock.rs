@@ -176,6 +176,20 @@ impl LockGuard {
     pub fn deadline(&self) -> MonoTime {
         MonoTime::from_millis(self.deadline_ms.load(Ordering::Acquire))
     }
+
+    /// The state of a lock this guard has just taken for `holder`: the
+    /// engine contract's answer to `try_lock`. A lock's version is its
+    /// fence when it is taken.
+    pub(super) fn taken_by(self, holder: &str) -> LockInfo {
+        LockInfo {
+            holder: Arc::from(holder),
+            fence: self.fence,
+            version: self.fence,
+            remaining: self
+                .deadline()
+                .saturating_since(self.store.shared.clock.now()),
+        }
+    }
 }
 
 impl std::fmt::Debug for LockGuard {

@@ -32,6 +32,7 @@
 mod attach;
 mod audit;
 mod builder;
+mod contract;
 mod decide;
 mod idempotency;
 mod join;

@@ -1,0 +1,321 @@
+//! The engine contract: the one trait relay code is written against.
+//!
+//! [`Engine`] covers every relay operation (leases, listings, presence,
+//! join attempts, locks, tenants, lifecycle and removal events). The
+//! in-memory [`Store`](crate::Store) implements it, and so can an engine
+//! that keeps the state elsewhere (a Redis server shared by several relay
+//! processes). Code generic over `E: Engine` runs unchanged on either.
+//!
+//! Every operation is `async`, because a remote engine does I/O, and every
+//! returned future is `Send`, so it can be awaited inside a spawned task on
+//! any executor. The futures are **cancel-safe**: dropping one before it
+//! completes leaves the operation applied entirely or not at all, never
+//! in part (for the in-memory engine the whole operation runs in the first
+//! poll, and a future never polled does nothing).
+//!
+//! Values crossing the contract are engine-neutral: ids are plain values
+//! that carry the issuing store's incarnation and round-trip through text
+//! and bytes; time is reported as time remaining (plus a wall-clock expiry
+//! on creation), never as a reading of one process's clock. A backend that
+//! cannot be reached fails closed with
+//! [`Error::BackendUnavailable`](crate::Error::BackendUnavailable).
+//!
+//! The semantics of each operation, its errors and its limits are those
+//! documented on the [`Store`](crate::Store) method of the same name; an
+//! engine differs only where the trait says so. `docs/adr/0018-engine-contract.md`
+//! explains the shape (one trait, generic rather than `dyn`, no tenant
+//! handle).
+//!
+//! ```
+//! use relaystore::{Engine, Error, Store, TenantId};
+//! use std::time::Duration;
+//!
+//! // Relay code, written once against the contract.
+//! async fn host_and_admit<E: Engine>(engine: &E, game: TenantId) -> Result<(), Error> {
+//!     let lease = engine.grant(game, "host-a", Duration::from_secs(30), None).await?;
+//!     engine.publish(game, lease.id, "lobby-1", b"mode=ffa", None).await?;
+//!     let ticket = engine
+//!         .begin_join(game, "lobby-1", "client-7", Duration::from_secs(10), None)
+//!         .await?;
+//!     let seen = "203.0.113.9:4000".parse().unwrap();
+//!     engine.bind_endpoint(game, ticket.attempt, &ticket.token, seen).await?;
+//!     engine.consume(game, &ticket.token).await?;
+//!     assert_eq!(engine.consume(game, &ticket.token).await, Err(Error::ReplayRejected));
+//!     Ok(())
+//! }
+//!
+//! // The in-memory engine's futures are ready at once: any executor will do.
+//! let store = Store::builder().build()?;
+//! let mut task = std::pin::pin!(host_and_admit(&store, TenantId(1)));
+//! let waker = std::task::Waker::noop();
+//! let done = task.as_mut().poll(&mut std::task::Context::from_waker(waker));
+//! assert_eq!(done, std::task::Poll::Ready(Ok(())));
+//! # use std::future::Future;
+//! # Ok::<(), Error>(())
+//! ```
+
+use crate::error::Result;
+use crate::events::{Received, RecvError};
+use crate::ids::{AttemptId, JoinToken, LeaseId, TenantId};
+use crate::store::{
+    Admission, Binding, Cursor, EndpointSeen, Health, JoinTicket, LeaseGrant, LeaseInfo,
+    ListingInfo, LockInfo, Page, PresenceInfo, Renewal,
+};
+use std::future::Future;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// A relay state engine: every relay operation, engine-neutral and async.
+///
+/// An engine is a cheap `Clone` handle that can be shared across threads
+/// and tasks. Operations are grouped below as leases, listings, presence,
+/// joins, locks, and tenants and lifecycle; each is documented in full on
+/// the [`Store`](crate::Store) method of the same name.
+pub trait Engine: Clone + Send + Sync + 'static {
+    /// The engine's subscription to removal events.
+    type Events: Events;
+
+    // ----- leases -----
+
+    /// Grants a lease to `holder` for `ttl` ([`Store::grant`](crate::Store::grant)).
+    fn grant(
+        &self,
+        tenant: TenantId,
+        holder: &str,
+        ttl: Duration,
+        idempotency_key: Option<&str>,
+    ) -> impl Future<Output = Result<LeaseGrant>> + Send;
+
+    /// Resets a lease's deadline to now + `ttl` ([`Store::renew`](crate::Store::renew)).
+    fn renew(
+        &self,
+        tenant: TenantId,
+        id: LeaseId,
+        ttl: Duration,
+    ) -> impl Future<Output = Result<Renewal>> + Send;
+
+    /// [`renew`](Self::renew), only if the lease is still at `version`.
+    fn renew_at(
+        &self,
+        tenant: TenantId,
+        id: LeaseId,
+        ttl: Duration,
+        version: u64,
+    ) -> impl Future<Output = Result<Renewal>> + Send;
+
+    /// A live lease ([`Store::get_lease`](crate::Store::get_lease)).
+    fn get_lease(
+        &self,
+        tenant: TenantId,
+        id: LeaseId,
+    ) -> impl Future<Output = Result<LeaseInfo>> + Send;
+
+    /// Revokes a lease and, in the same step, everything attached to it
+    /// ([`Store::revoke`](crate::Store::revoke)).
+    fn revoke(&self, tenant: TenantId, id: LeaseId) -> impl Future<Output = Result<()>> + Send;
+
+    /// Records a public endpoint observed for a lease's holder
+    /// ([`Store::observe_endpoint`](crate::Store::observe_endpoint)).
+    fn observe_endpoint(
+        &self,
+        tenant: TenantId,
+        lease: LeaseId,
+        addr: SocketAddr,
+    ) -> impl Future<Output = Result<()>> + Send;
+
+    /// The endpoints observed for a lease, most recent first.
+    fn endpoints(
+        &self,
+        tenant: TenantId,
+        lease: LeaseId,
+    ) -> impl Future<Output = Result<Vec<EndpointSeen>>> + Send;
+
+    // ----- listings -----
+
+    /// Publishes a listing attached to a lease ([`Store::publish`](crate::Store::publish)).
+    fn publish(
+        &self,
+        tenant: TenantId,
+        lease: LeaseId,
+        key: &str,
+        attrs: &[u8],
+        idempotency_key: Option<&str>,
+    ) -> impl Future<Output = Result<ListingInfo>> + Send;
+
+    /// A visible listing.
+    fn get_listing(
+        &self,
+        tenant: TenantId,
+        key: &str,
+    ) -> impl Future<Output = Result<ListingInfo>> + Send;
+
+    /// Replaces a listing's attributes if it is at `expected_version`;
+    /// returns the new version.
+    fn update_listing(
+        &self,
+        tenant: TenantId,
+        key: &str,
+        expected_version: u64,
+        attrs: &[u8],
+    ) -> impl Future<Output = Result<u64>> + Send;
+
+    /// Removes a listing (at `expected_version`, if given).
+    fn unpublish(
+        &self,
+        tenant: TenantId,
+        key: &str,
+        expected_version: Option<u64>,
+    ) -> impl Future<Output = Result<()>> + Send;
+
+    /// Revokes a listing and its join attempts.
+    fn revoke_listing(
+        &self,
+        tenant: TenantId,
+        key: &str,
+    ) -> impl Future<Output = Result<()>> + Send;
+
+    /// One page of a tenant's visible listings in key order; pass the
+    /// returned cursor back for the next page.
+    fn list_listings(
+        &self,
+        tenant: TenantId,
+        cursor: Option<&Cursor>,
+        limit: usize,
+    ) -> impl Future<Output = Result<Page<ListingInfo>>> + Send;
+
+    // ----- presence -----
+
+    /// Creates or refreshes a presence record
+    /// ([`Store::heartbeat`](crate::Store::heartbeat)).
+    fn heartbeat(
+        &self,
+        tenant: TenantId,
+        member: &str,
+        ttl: Duration,
+        attrs: Option<&[u8]>,
+        lease: Option<LeaseId>,
+    ) -> impl Future<Output = Result<Renewal>> + Send;
+
+    /// A visible presence record.
+    fn get_presence(
+        &self,
+        tenant: TenantId,
+        member: &str,
+    ) -> impl Future<Output = Result<PresenceInfo>> + Send;
+
+    /// One page of a tenant's visible presence records in member order.
+    fn list_presence(
+        &self,
+        tenant: TenantId,
+        cursor: Option<&Cursor>,
+        limit: usize,
+    ) -> impl Future<Output = Result<Page<PresenceInfo>>> + Send;
+
+    /// Removes a presence record.
+    fn leave(&self, tenant: TenantId, member: &str) -> impl Future<Output = Result<()>> + Send;
+
+    // ----- joins -----
+
+    /// Starts a join attempt on a listing and issues its one-time token
+    /// ([`Store::begin_join`](crate::Store::begin_join)).
+    fn begin_join(
+        &self,
+        tenant: TenantId,
+        listing: &str,
+        client: &str,
+        ttl: Duration,
+        idempotency_key: Option<&str>,
+    ) -> impl Future<Output = Result<JoinTicket>> + Send;
+
+    /// Binds the endpoint observed for an attempt, once
+    /// ([`Store::bind_endpoint`](crate::Store::bind_endpoint)).
+    fn bind_endpoint(
+        &self,
+        tenant: TenantId,
+        attempt: AttemptId,
+        token: &JoinToken,
+        observed: SocketAddr,
+    ) -> impl Future<Output = Result<Binding>> + Send;
+
+    /// Admits the token's client, exactly once
+    /// ([`Store::consume`](crate::Store::consume)).
+    fn consume(
+        &self,
+        tenant: TenantId,
+        token: &JoinToken,
+    ) -> impl Future<Output = Result<Admission>> + Send;
+
+    /// Cancels a pending or bound attempt.
+    fn cancel_join(
+        &self,
+        tenant: TenantId,
+        attempt: AttemptId,
+    ) -> impl Future<Output = Result<()>> + Send;
+
+    // ----- locks -----
+
+    /// Takes the lock `name` for `owner`, or `None` if another live owner
+    /// holds it ([`Store::try_lock`](crate::Store::try_lock)). The contract
+    /// hands back the lock's state, not a guard: keep its `fence` and
+    /// renew or release with it (a remote engine cannot release on drop).
+    fn try_lock(
+        &self,
+        tenant: TenantId,
+        name: &str,
+        owner: &str,
+        ttl: Duration,
+        lease: Option<LeaseId>,
+    ) -> impl Future<Output = Result<Option<LockInfo>>> + Send;
+
+    /// The lock `name`, if a live owner holds it.
+    fn get_lock(
+        &self,
+        tenant: TenantId,
+        name: &str,
+    ) -> impl Future<Output = Result<LockInfo>> + Send;
+
+    /// Renews the lock `name` held with `fence`.
+    fn renew_lock(
+        &self,
+        tenant: TenantId,
+        name: &str,
+        fence: u64,
+        ttl: Duration,
+    ) -> impl Future<Output = Result<Renewal>> + Send;
+
+    /// Releases the lock `name` if it is still held with `fence`.
+    fn release_lock(
+        &self,
+        tenant: TenantId,
+        name: &str,
+        fence: u64,
+    ) -> impl Future<Output = Result<()>> + Send;
+
+    // ----- tenants and lifecycle -----
+
+    /// Revokes everything a tenant holds, in one step
+    /// ([`Store::revoke_tenant`](crate::Store::revoke_tenant)).
+    fn revoke_tenant(&self, tenant: TenantId) -> impl Future<Output = Result<()>> + Send;
+
+    /// The engine's readiness, for a readiness probe.
+    fn health(&self) -> impl Future<Output = Health> + Send;
+
+    /// Starts draining; returns the time left before the drain ends
+    /// ([`Store::begin_drain`](crate::Store::begin_drain)).
+    fn begin_drain(&self, window: Duration) -> impl Future<Output = Result<Duration>> + Send;
+
+    /// A new subscription to removal events.
+    fn subscribe(&self) -> impl Future<Output = Result<Self::Events>> + Send;
+}
+
+/// A subscription to an engine's removal events: a bounded buffer that
+/// reports what it had to drop as [`Received::Lagged`].
+pub trait Events: Send + Sync + 'static {
+    /// The next buffered event or lag report, without waiting.
+    fn try_recv(&self) -> Option<Received>;
+
+    /// Waits for the next event or lag report. Cancel-safe: dropping the
+    /// future loses nothing. [`RecvError::Closed`] once the engine is gone
+    /// and the buffer is read.
+    fn recv(&self) -> impl Future<Output = std::result::Result<Received, RecvError>> + Send;
+}
