@@ -79,6 +79,8 @@
 //! decisions behind it.
 
 mod config;
+#[cfg(feature = "conformance")]
+pub mod conformance;
 #[cfg(not(relaystore_loom))]
 mod driver;
 mod engine;

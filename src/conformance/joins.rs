@@ -1,0 +1,174 @@
+//! Join attempts (SPEC §4): bind once, consume exactly once, replay
+//! memory, the typed errors, and idempotent creation.
+
+use super::{config, ensure, ensure_eq, join_all, Harness, Outcome};
+use crate::engine::Engine;
+use crate::error::Error;
+use crate::ids::{JoinToken, TenantId, TOKEN_SECRET_BYTES};
+use std::net::SocketAddr;
+
+const T: TenantId = TenantId(1);
+
+fn addr(port: u16) -> SocketAddr {
+    SocketAddr::from(([203, 0, 113, 7], port))
+}
+
+async fn hosted<E: Engine>(e: &E, ttl: std::time::Duration) -> Result<(), Error> {
+    let g = e.grant(T, "host", ttl, None).await?;
+    e.publish(T, g.id, "lobby", b"", None).await.map(drop)
+}
+
+pub(super) async fn bind_then_consume_once<H: Harness>(h: &H) -> Outcome {
+    let u = h.unit();
+    let e = h.engine(config(u)).await?;
+    hosted(&e, u * 600).await?;
+    let t = e.begin_join(T, "lobby", "client", u * 10, None).await?;
+    ensure_eq!(t.remaining, u * 10, "a ticket's TTL");
+    ensure_eq!(t.token.attempt(), t.attempt, "the token names its attempt");
+    let b = e.bind_endpoint(T, t.attempt, &t.token, addr(1)).await?;
+    ensure_eq!((b.attempt, b.addr), (t.attempt, addr(1)), "bind");
+    ensure_eq!(
+        e.bind_endpoint(T, t.attempt, &t.token, addr(1)).await,
+        Ok(b),
+        "the winning bind repeats"
+    );
+    ensure_eq!(
+        e.bind_endpoint(T, t.attempt, &t.token, addr(2)).await,
+        Err(Error::Conflict {
+            current_version: b.version
+        }),
+        "a second address"
+    );
+    let a = e.consume(T, &t.token).await?;
+    ensure_eq!(
+        (a.attempt, a.client.as_ref(), a.listing.as_ref(), a.addr),
+        (t.attempt, "client", "lobby", addr(1)),
+        "admission"
+    );
+    ensure_eq!(
+        e.consume(T, &t.token).await.map(drop),
+        Err(Error::ReplayRejected),
+        "second consume"
+    );
+    // Remembered past the attempt's deadline, for the replay grace (5 units).
+    h.advance(u * 12).await;
+    ensure_eq!(
+        e.consume(T, &t.token).await.map(drop),
+        Err(Error::ReplayRejected),
+        "replay after the attempt's deadline"
+    );
+    Ok(())
+}
+
+pub(super) async fn concurrent_consumes<H: Harness>(h: &H) -> Outcome {
+    let u = h.unit();
+    let e = h.engine(config(u)).await?;
+    hosted(&e, u * 600).await?;
+    let t = e.begin_join(T, "lobby", "client", u * 10, None).await?;
+    let binds = join_all(
+        (1..=8)
+            .map(|port| e.bind_endpoint(T, t.attempt, &t.token, addr(port)))
+            .collect(),
+    )
+    .await;
+    let bound: Vec<_> = binds.iter().filter_map(|b| b.as_ref().ok()).collect();
+    ensure_eq!(bound.len(), 1, "binds that won: {binds:?}");
+    let consumes = join_all((0..8).map(|_| e.consume(T, &t.token)).collect()).await;
+    let admitted = consumes.iter().filter(|c| c.is_ok()).count();
+    let replays = consumes
+        .iter()
+        .filter(|c| **c == Err(Error::ReplayRejected))
+        .count();
+    ensure_eq!((admitted, replays), (1, 7), "consumes: {consumes:?}");
+    Ok(())
+}
+
+pub(super) async fn errors<H: Harness>(h: &H) -> Outcome {
+    let u = h.unit();
+    let e = h.engine(config(u)).await?;
+    hosted(&e, u * 600).await?;
+    ensure_eq!(
+        e.begin_join(T, "nope", "c", u, None).await.map(drop),
+        Err(Error::NotFound),
+        "join a missing listing"
+    );
+    let t = e.begin_join(T, "lobby", "c", u * 10, None).await?;
+    ensure!(
+        matches!(e.consume(T, &t.token).await, Err(Error::Conflict { .. })),
+        "consuming an unbound attempt"
+    );
+    let mut forged = t.token.to_bytes();
+    forged[16 + TOKEN_SECRET_BYTES - 1] ^= 1;
+    let forged = JoinToken::from_bytes(&forged);
+    ensure_eq!(
+        e.bind_endpoint(T, t.attempt, &forged, addr(1))
+            .await
+            .map(drop),
+        Err(Error::NotFound),
+        "a forged token binds"
+    );
+    ensure_eq!(
+        e.consume(T, &forged).await.map(drop),
+        Err(Error::NotFound),
+        "a forged token consumes"
+    );
+    e.cancel_join(T, t.attempt).await?;
+    ensure_eq!(
+        e.bind_endpoint(T, t.attempt, &t.token, addr(1))
+            .await
+            .map(drop),
+        Err(Error::NotFound),
+        "bind after cancel"
+    );
+    ensure_eq!(
+        e.cancel_join(T, t.attempt).await,
+        Err(Error::NotFound),
+        "cancel twice"
+    );
+    let late = e.begin_join(T, "lobby", "c", u * 2, None).await?;
+    h.advance(u * 3).await;
+    ensure!(
+        matches!(
+            e.bind_endpoint(T, late.attempt, &late.token, addr(1)).await,
+            Err(Error::Expired | Error::NotFound)
+        ),
+        "bind after the ticket's deadline"
+    );
+    Ok(())
+}
+
+pub(super) async fn idempotency<H: Harness>(h: &H) -> Outcome {
+    let u = h.unit();
+    let e = h.engine(config(u)).await?;
+    let g = e.grant(T, "host", u * 600, Some("grant-1")).await?;
+    let again = e.grant(T, "host", u * 600, Some("grant-1")).await?;
+    ensure_eq!(again.id, g.id, "a repeated grant returns the original");
+    ensure_eq!(
+        e.grant(T, "other", u * 600, Some("grant-1"))
+            .await
+            .map(drop),
+        Err(Error::IdempotencyMismatch),
+        "same key, other parameters"
+    );
+    let l = e.publish(T, g.id, "lobby", b"", Some("pub-1")).await?;
+    ensure_eq!(
+        e.publish(T, g.id, "lobby", b"", Some("pub-1")).await?,
+        l,
+        "a repeated publish"
+    );
+    let t = e
+        .begin_join(T, "lobby", "c", u * 10, Some("join-1"))
+        .await?;
+    let t2 = e
+        .begin_join(T, "lobby", "c", u * 10, Some("join-1"))
+        .await?;
+    ensure_eq!(t2.attempt, t.attempt, "a repeated join");
+    ensure_eq!(
+        e.grant(TenantId(2), "host", u * 600, Some("grant-1"))
+            .await
+            .map(|g2| g2.id == g.id),
+        Ok(false),
+        "keys are per tenant"
+    );
+    Ok(())
+}

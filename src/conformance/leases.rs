@@ -1,0 +1,146 @@
+//! Leases (SPEC §4): grant, renew, get, revoke, expiry, endpoints, ids.
+
+use super::{config, ensure, ensure_eq, Harness, Outcome};
+use crate::engine::Engine;
+use crate::error::Error;
+use crate::ids::{AttemptId, JoinToken, LeaseId, TenantId};
+use std::net::SocketAddr;
+
+const T: TenantId = TenantId(1);
+
+pub(super) async fn grant_renew_get_revoke<H: Harness>(h: &H) -> Outcome {
+    let u = h.unit();
+    let e = h.engine(config(u)).await?;
+    let g = e.grant(T, "host", u * 10, None).await?;
+    ensure_eq!(g.remaining, u * 10, "a grant reports its whole TTL");
+    let info = e.get_lease(T, g.id).await?;
+    ensure_eq!(
+        (info.id, info.holder.as_ref(), info.fence, info.version),
+        (g.id, "host", g.fence, g.version),
+        "get_lease"
+    );
+    ensure!(info.remaining <= u * 10, "remaining {:?}", info.remaining);
+    let r = e.renew(T, g.id, u * 20).await?;
+    ensure!(r.version > g.version, "a renewal moves the version");
+    ensure_eq!(r.remaining, u * 20, "a renewal resets to the new TTL");
+    ensure_eq!(
+        e.renew_at(T, g.id, u * 20, g.version).await,
+        Err(Error::Conflict {
+            current_version: r.version
+        }),
+        "renew_at a stale version"
+    );
+    let r2 = e.renew_at(T, g.id, u * 5, r.version).await?;
+    ensure!(r2.version > r.version, "renew_at moves the version");
+    e.revoke(T, g.id).await?;
+    ensure_eq!(e.revoke(T, g.id).await, Ok(()), "revoke is idempotent");
+    ensure_eq!(e.get_lease(T, g.id).await, Err(Error::Revoked), "get");
+    ensure_eq!(e.renew(T, g.id, u).await, Err(Error::Revoked), "renew");
+    Ok(())
+}
+
+pub(super) async fn fences_increase<H: Harness>(h: &H) -> Outcome {
+    let u = h.unit();
+    let e = h.engine(config(u)).await?;
+    let mut last = 0;
+    for i in 0..12 {
+        let g = e.grant(TenantId(i % 3), "h", u * 10, None).await?;
+        ensure!(g.fence > last, "fence {} after {last}", g.fence);
+        last = g.fence;
+        if i % 2 == 0 {
+            e.revoke(TenantId(i % 3), g.id).await?;
+        }
+    }
+    Ok(())
+}
+
+pub(super) async fn expiry<H: Harness>(h: &H) -> Outcome {
+    let u = h.unit();
+    let e = h.engine(config(u)).await?;
+    let short = e.grant(T, "short", u * 2, None).await?;
+    let long = e.grant(T, "long", u * 100, None).await?;
+    h.advance(u * 3).await;
+    for (what, got) in [
+        ("get", e.get_lease(T, short.id).await.map(drop)),
+        ("renew", e.renew(T, short.id, u * 10).await.map(drop)),
+    ] {
+        ensure!(
+            matches!(got, Err(Error::Expired | Error::NotFound)),
+            "{what} after the deadline: {got:?}"
+        );
+    }
+    ensure_eq!(
+        e.get_lease(T, long.id).await?.holder.as_ref(),
+        "long",
+        "an unexpired neighbour"
+    );
+    Ok(())
+}
+
+pub(super) async fn endpoints<H: Harness>(h: &H) -> Outcome {
+    let u = h.unit();
+    let e = h.engine(config(u)).await?;
+    let g = e.grant(T, "host", u * 100, None).await?;
+    let addr = |port| SocketAddr::from(([203, 0, 113, 7], port));
+    e.observe_endpoint(T, g.id, addr(1)).await?;
+    h.advance(u).await;
+    e.observe_endpoint(T, g.id, addr(2)).await?;
+    let seen = e.endpoints(T, g.id).await?;
+    ensure_eq!(
+        seen.iter().map(|s| s.addr).collect::<Vec<_>>(),
+        vec![addr(2), addr(1)],
+        "most recent first"
+    );
+    ensure!(seen[0].age <= seen[1].age, "ages {seen:?}");
+    // Past the cap (2) the least recently seen one is replaced.
+    h.advance(u).await;
+    e.observe_endpoint(T, g.id, addr(3)).await?;
+    let seen = e.endpoints(T, g.id).await?;
+    ensure_eq!(
+        seen.iter().map(|s| s.addr).collect::<Vec<_>>(),
+        vec![addr(3), addr(2)],
+        "the cap replaces the oldest"
+    );
+    e.revoke(T, g.id).await?;
+    ensure_eq!(e.endpoints(T, g.id).await, Err(Error::Revoked), "revoked");
+    Ok(())
+}
+
+pub(super) async fn ids_travel<H: Harness>(h: &H) -> Outcome {
+    let u = h.unit();
+    let e = h.engine(config(u)).await?;
+    let g = e.grant(T, "host", u * 100, None).await?;
+    e.publish(T, g.id, "lobby", b"", None).await?;
+    let ticket = e.begin_join(T, "lobby", "c", u * 10, None).await?;
+    let text: LeaseId =
+        g.id.to_string()
+            .parse()
+            .map_err(|_| super::Fault::new("lease id text".into()))?;
+    ensure_eq!(text, g.id, "a lease id through text");
+    ensure_eq!(
+        LeaseId::from_bytes(g.id.to_bytes()),
+        g.id,
+        "a lease id through bytes"
+    );
+    let attempt: AttemptId = ticket
+        .attempt
+        .to_string()
+        .parse()
+        .map_err(|_| super::Fault::new("attempt id text".into()))?;
+    ensure_eq!(attempt, ticket.attempt, "an attempt id through text");
+    let token = JoinToken::from_bytes(&ticket.token.to_bytes());
+    ensure_eq!(
+        token.attempt(),
+        ticket.attempt,
+        "a token carries its attempt"
+    );
+    ensure_eq!(e.get_lease(T, text).await?.id, g.id, "a parsed id works");
+    ensure!(
+        "lease-zz".parse::<LeaseId>().is_err(),
+        "garbage must not parse"
+    );
+    let addr = SocketAddr::from(([203, 0, 113, 7], 9));
+    e.bind_endpoint(T, attempt, &token, addr).await?;
+    e.consume(T, &token).await?;
+    Ok(())
+}

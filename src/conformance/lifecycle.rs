@@ -1,0 +1,238 @@
+//! Revocation, removal events and lifecycle (SPEC §4, §7): cascades are
+//! visible the moment revoke returns, every removal is announced, a drain
+//! ends in `Stopped`, and ids from another incarnation are `Restarted`.
+
+use super::{config, ensure, ensure_eq, Harness, Outcome};
+use crate::engine::{Engine, Events};
+use crate::error::Error;
+use crate::events::{Cause, Collection, Received};
+use crate::ids::TenantId;
+use crate::store::Health;
+use std::net::SocketAddr;
+
+const T: TenantId = TenantId(1);
+const OTHER: TenantId = TenantId(2);
+
+fn addr(port: u16) -> SocketAddr {
+    SocketAddr::from(([203, 0, 113, 7], port))
+}
+
+pub(super) async fn cascade<H: Harness>(h: &H) -> Outcome {
+    let u = h.unit();
+    let e = h.engine(config(u)).await?;
+    let g = e.grant(T, "host", u * 100, None).await?;
+    e.publish(T, g.id, "lobby", b"", None).await?;
+    let t = e.begin_join(T, "lobby", "c", u * 10, None).await?;
+    e.bind_endpoint(T, t.attempt, &t.token, addr(1)).await?;
+    e.heartbeat(T, "alice", u * 10, None, Some(g.id)).await?;
+    e.try_lock(T, "job", "a", u * 10, Some(g.id)).await?;
+    e.revoke(T, g.id).await?;
+    ensure_eq!(
+        e.get_listing(T, "lobby").await.map(drop),
+        Err(Error::NotFound),
+        "listing"
+    );
+    ensure_eq!(
+        e.consume(T, &t.token).await.map(drop),
+        Err(Error::NotFound),
+        "consume"
+    );
+    ensure_eq!(
+        e.get_presence(T, "alice").await.map(drop),
+        Err(Error::NotFound),
+        "presence"
+    );
+    ensure_eq!(
+        e.get_lock(T, "job").await.map(drop),
+        Err(Error::NotFound),
+        "lock"
+    );
+    // Revoking a listing takes its attempts with it.
+    let g2 = e.grant(T, "host", u * 100, None).await?;
+    e.publish(T, g2.id, "lobby", b"", None).await?;
+    let t2 = e.begin_join(T, "lobby", "c", u * 10, None).await?;
+    e.revoke_listing(T, "lobby").await?;
+    ensure_eq!(
+        e.bind_endpoint(T, t2.attempt, &t2.token, addr(1))
+            .await
+            .map(drop),
+        Err(Error::NotFound),
+        "an attempt of a revoked listing"
+    );
+    ensure!(e.get_lease(T, g2.id).await.is_ok(), "the lease stays");
+    Ok(())
+}
+
+pub(super) async fn revoke_tenant<H: Harness>(h: &H) -> Outcome {
+    let u = h.unit();
+    let e = h.engine(config(u)).await?;
+    let mut leases = Vec::new();
+    for tenant in [T, OTHER] {
+        let g = e.grant(tenant, "host", u * 100, None).await?;
+        e.publish(tenant, g.id, "lobby", b"", None).await?;
+        e.heartbeat(tenant, "alice", u * 10, None, None).await?;
+        e.try_lock(tenant, "job", "a", u * 10, None).await?;
+        leases.push(g.id);
+    }
+    e.revoke_tenant(T).await?;
+    ensure_eq!(
+        e.get_lease(T, leases[0]).await.map(drop),
+        Err(Error::Revoked),
+        "lease"
+    );
+    ensure_eq!(
+        e.get_listing(T, "lobby").await.map(drop),
+        Err(Error::NotFound),
+        "listing"
+    );
+    ensure_eq!(
+        e.get_presence(T, "alice").await.map(drop),
+        Err(Error::NotFound),
+        "presence"
+    );
+    ensure_eq!(
+        e.get_lock(T, "job").await.map(drop),
+        Err(Error::NotFound),
+        "lock"
+    );
+    ensure!(
+        e.get_lease(OTHER, leases[1]).await.is_ok(),
+        "neighbour lease"
+    );
+    ensure!(
+        e.get_listing(OTHER, "lobby").await.is_ok(),
+        "neighbour listing"
+    );
+    ensure!(e.get_lock(OTHER, "job").await.is_ok(), "neighbour lock");
+    let g = e.grant(T, "host", u * 100, None).await?;
+    e.publish(T, g.id, "lobby", b"", None).await?;
+    Ok(())
+}
+
+/// Everything buffered now, as (collection, tenant, cause).
+fn drained<S: Events>(events: &S) -> Result<Vec<(Collection, TenantId, Cause)>, String> {
+    let mut out = Vec::new();
+    while let Some(received) = events.try_recv() {
+        match received {
+            Received::Event(e) => out.push((e.collection, e.tenant, e.cause)),
+            other => return Err(format!("unexpected {other:?}")),
+        }
+    }
+    out.sort_by_key(|&(c, t, cause)| (c as u8, t, format!("{cause:?}")));
+    Ok(out)
+}
+
+pub(super) async fn events<H: Harness>(h: &H) -> Outcome {
+    let u = h.unit();
+    let e = h.engine(config(u)).await?;
+    let events = e.subscribe().await?;
+    let g = e.grant(T, "host", u * 100, None).await?;
+    e.publish(T, g.id, "lobby", b"", None).await?;
+    e.revoke(T, g.id).await?;
+    let seen = drained(&events).map_err(super::Fault::new)?;
+    ensure_eq!(
+        seen,
+        vec![
+            (Collection::Leases, T, Cause::Revoked),
+            (Collection::Listings, T, Cause::Cascaded)
+        ],
+        "a revocation's events"
+    );
+    let short = e.grant(OTHER, "host", u * 2, None).await?;
+    e.publish(OTHER, short.id, "room", b"", None).await?;
+    h.advance(u * 3).await;
+    let seen = drained(&events).map_err(super::Fault::new)?;
+    ensure_eq!(
+        seen,
+        vec![
+            (Collection::Leases, OTHER, Cause::Expired),
+            (Collection::Listings, OTHER, Cause::Cascaded)
+        ],
+        "an expiry's events"
+    );
+    let waited = e.heartbeat(T, "bob", u * 50, None, None).await;
+    ensure!(waited.is_ok(), "heartbeat: {waited:?}");
+    e.leave(T, "bob").await?;
+    match events.recv().await {
+        Ok(Received::Event(ev)) => ensure_eq!(
+            (ev.collection, ev.tenant, ev.cause),
+            (Collection::Presence, T, Cause::Released),
+            "a wait for the next event"
+        ),
+        other => ensure!(false, "recv: {other:?}"),
+    }
+    Ok(())
+}
+
+pub(super) async fn drain<H: Harness>(h: &H) -> Outcome {
+    let u = h.unit();
+    let e = h.engine(config(u)).await?;
+    let g = e.grant(T, "host", u * 600, None).await?;
+    e.publish(T, g.id, "lobby", b"", None).await?;
+    let t = e.begin_join(T, "lobby", "c", u * 60, None).await?;
+    ensure_eq!(e.health().await, Health::Ready, "before");
+    let remaining = e.begin_drain(u * 10).await?;
+    ensure_eq!(remaining, u * 10, "the drain window");
+    ensure!(
+        matches!(e.health().await, Health::Draining { remaining } if remaining <= u * 10),
+        "draining"
+    );
+    ensure_eq!(
+        e.grant(T, "x", u, None).await.map(drop),
+        Err(Error::Draining),
+        "a grant while draining"
+    );
+    ensure_eq!(
+        e.begin_join(T, "lobby", "c2", u, None).await.map(drop),
+        Err(Error::Draining),
+        "a join while draining"
+    );
+    e.renew(T, g.id, u * 600).await?;
+    e.bind_endpoint(T, t.attempt, &t.token, addr(1)).await?;
+    e.consume(T, &t.token).await?;
+    h.advance(u * 11).await;
+    ensure_eq!(e.health().await, Health::Stopped, "after the window");
+    ensure_eq!(
+        e.grant(T, "x", u, None).await.map(drop),
+        Err(Error::ServiceUnavailable),
+        "a grant once stopped"
+    );
+    ensure!(
+        e.get_lease(T, g.id).await.is_err(),
+        "a lease outlived the drain"
+    );
+    Ok(())
+}
+
+pub(super) async fn restart<H: Harness>(h: &H) -> Outcome {
+    let u = h.unit();
+    let before = h.engine(config(u)).await?;
+    let g = before.grant(T, "host", u * 100, None).await?;
+    before.publish(T, g.id, "lobby", b"", None).await?;
+    let t = before.begin_join(T, "lobby", "c", u * 10, None).await?;
+    let after = h.engine(config(u)).await?;
+    ensure_eq!(
+        after.get_lease(T, g.id).await.map(drop),
+        Err(Error::Restarted),
+        "a lease id"
+    );
+    ensure_eq!(
+        after.renew(T, g.id, u).await.map(drop),
+        Err(Error::Restarted),
+        "renew"
+    );
+    ensure_eq!(
+        after.consume(T, &t.token).await.map(drop),
+        Err(Error::Restarted),
+        "a token"
+    );
+    ensure_eq!(
+        after
+            .bind_endpoint(T, t.attempt, &t.token, addr(1))
+            .await
+            .map(drop),
+        Err(Error::Restarted),
+        "bind"
+    );
+    Ok(())
+}

@@ -1,0 +1,246 @@
+//! Bounds and isolation (SPEC §4–§6): bad input is refused with a typed
+//! error, every limit refuses with the scope that was full and changes
+//! nothing, and another tenant's ids answer exactly as missing ones.
+
+use super::{config, ensure, ensure_eq, Harness, Outcome};
+use crate::config::TenantQuota;
+use crate::engine::Engine;
+use crate::error::{Error, Scope};
+use crate::events::Collection;
+use crate::ids::{AttemptId, JoinToken, LeaseId, TenantId};
+use std::net::SocketAddr;
+
+const T: TenantId = TenantId(1);
+const OTHER: TenantId = TenantId(2);
+
+pub(super) async fn bad_input<H: Harness>(h: &H) -> Outcome {
+    let u = h.unit();
+    let e = h.engine(config(u)).await?;
+    let invalid = |r: Result<(), Error>| matches!(r, Err(Error::InvalidArgument { .. }));
+    ensure!(
+        invalid(
+            e.grant(T, "h", std::time::Duration::ZERO, None)
+                .await
+                .map(drop)
+        ),
+        "a zero TTL"
+    );
+    ensure!(
+        invalid(e.grant(T, "h", u * 3601, None).await.map(drop)),
+        "a TTL over ttl_max"
+    );
+    ensure_eq!(
+        e.grant(T, "", u, None).await.map(drop),
+        Err(Error::InvalidName),
+        "an empty holder"
+    );
+    let g = e.grant(T, "h", u * 100, None).await?;
+    ensure_eq!(
+        e.publish(T, g.id, "", b"", None).await.map(drop),
+        Err(Error::InvalidName),
+        "an empty key"
+    );
+    let big = vec![0; 1 << 20];
+    ensure!(
+        invalid(e.publish(T, g.id, "k", &big, None).await.map(drop)),
+        "attrs over attrs_bytes_max"
+    );
+    ensure_eq!(
+        e.try_lock(T, "__internal", "a", u, None).await.map(drop),
+        Err(Error::ReservedName),
+        "a reserved lock name"
+    );
+    ensure_eq!(
+        e.try_lock(T, "", "a", u, None).await.map(drop),
+        Err(Error::InvalidName),
+        "an empty lock name"
+    );
+    ensure!(
+        invalid(
+            e.try_lock(T, "job", "a", std::time::Duration::ZERO, None)
+                .await
+                .map(drop)
+        ),
+        "a zero lock TTL"
+    );
+    ensure!(
+        invalid(e.begin_drain(u * 3601).await.map(drop)),
+        "a drain window over drain_window_max"
+    );
+    ensure_eq!(
+        e.list_listings(T, None, 10).await?.items.len(),
+        0,
+        "a refused publish left a listing"
+    );
+    Ok(())
+}
+
+pub(super) async fn tenant_quota<H: Harness>(h: &H) -> Outcome {
+    let u = h.unit();
+    let mut cfg = config(u);
+    cfg.tenant = TenantQuota {
+        leases_max: 2,
+        ..TenantQuota::default()
+    };
+    let e = h.engine(cfg).await?;
+    let first = e.grant(T, "h", u * 100, None).await?;
+    e.grant(T, "h", u * 100, None).await?;
+    ensure_eq!(
+        e.grant(T, "h", u * 100, None).await.map(drop),
+        Err(Error::CapacityExceeded {
+            scope: Scope::Tenant(Collection::Leases)
+        }),
+        "a tenant over its quota"
+    );
+    e.grant(OTHER, "h", u * 100, None)
+        .await
+        .map_err(|err| super::Fault::new(format!("a neighbour was refused: {err:?}")))?;
+    e.revoke(T, first.id).await?;
+    e.grant(T, "h", u * 100, None)
+        .await
+        .map_err(|err| super::Fault::new(format!("revoke did not free quota: {err:?}")))?;
+    Ok(())
+}
+
+pub(super) async fn ceilings_and_parent_caps<H: Harness>(h: &H) -> Outcome {
+    let u = h.unit();
+    let mut cfg = config(u);
+    cfg.leases_max = 3;
+    let e = h.engine(cfg).await?;
+    let g = e.grant(T, "h", u * 100, None).await?;
+    e.grant(OTHER, "h", u * 100, None).await?;
+    e.grant(TenantId(3), "h", u * 100, None).await?;
+    ensure_eq!(
+        e.grant(TenantId(4), "h", u * 100, None).await.map(drop),
+        Err(Error::CapacityExceeded {
+            scope: Scope::Collection(Collection::Leases)
+        }),
+        "the store-wide ceiling"
+    );
+    for i in 0..3 {
+        e.publish(T, g.id, &format!("room-{i}"), b"", None).await?;
+    }
+    ensure_eq!(
+        e.publish(T, g.id, "room-3", b"", None).await.map(drop),
+        Err(Error::CapacityExceeded {
+            scope: Scope::Parent(Collection::Listings)
+        }),
+        "listings per lease"
+    );
+    ensure_eq!(
+        e.get_listing(T, "room-3").await.map(drop),
+        Err(Error::NotFound),
+        "a refused publish left a listing"
+    );
+    for client in ["a", "b"] {
+        e.begin_join(T, "room-0", client, u * 10, None).await?;
+    }
+    ensure_eq!(
+        e.begin_join(T, "room-0", "c", u * 10, None).await.map(drop),
+        Err(Error::CapacityExceeded {
+            scope: Scope::Parent(Collection::Attempts)
+        }),
+        "attempts per listing"
+    );
+    e.revoke(T, g.id).await?;
+    e.grant(TenantId(4), "h", u * 100, None)
+        .await
+        .map_err(|err| super::Fault::new(format!("revoke did not free room: {err:?}")))?;
+    Ok(())
+}
+
+pub(super) async fn isolation<H: Harness>(h: &H) -> Outcome {
+    let u = h.unit();
+    let e = h.engine(config(u)).await?;
+    let g = e.grant(T, "host", u * 100, None).await?;
+    e.publish(T, g.id, "lobby", b"", None).await?;
+    let t = e.begin_join(T, "lobby", "c", u * 10, None).await?;
+    e.heartbeat(T, "alice", u * 10, None, None).await?;
+    let lock = e.try_lock(T, "job", "a", u * 10, None).await?;
+    let fence = lock.map_or(0, |l| l.fence);
+    let missing = LeaseId::from_bits(g.id.to_bits() + 999);
+    let missing_attempt = AttemptId::from_bits(t.attempt.to_bits() + 999);
+    let mut bytes = t.token.to_bytes();
+    bytes[..16].copy_from_slice(&missing_attempt.to_bytes());
+    let missing_token = JoinToken::from_bytes(&bytes);
+    let a = SocketAddr::from(([203, 0, 113, 7], 1));
+    let probes: Vec<(&str, String, String)> = vec![
+        (
+            "get_lease",
+            format!("{:?}", e.get_lease(OTHER, g.id).await),
+            format!("{:?}", e.get_lease(T, missing).await),
+        ),
+        (
+            "renew",
+            format!("{:?}", e.renew(OTHER, g.id, u).await),
+            format!("{:?}", e.renew(T, missing, u).await),
+        ),
+        (
+            "publish",
+            format!("{:?}", e.publish(OTHER, g.id, "x", b"", None).await),
+            format!("{:?}", e.publish(T, missing, "x", b"", None).await),
+        ),
+        (
+            "observe_endpoint",
+            format!("{:?}", e.observe_endpoint(OTHER, g.id, a).await),
+            format!("{:?}", e.observe_endpoint(T, missing, a).await),
+        ),
+        (
+            "get_listing",
+            format!("{:?}", e.get_listing(OTHER, "lobby").await),
+            format!("{:?}", e.get_listing(T, "nope").await),
+        ),
+        (
+            "begin_join",
+            format!("{:?}", e.begin_join(OTHER, "lobby", "c", u, None).await),
+            format!("{:?}", e.begin_join(T, "nope", "c", u, None).await),
+        ),
+        (
+            "bind_endpoint",
+            format!("{:?}", e.bind_endpoint(OTHER, t.attempt, &t.token, a).await),
+            format!(
+                "{:?}",
+                e.bind_endpoint(T, missing_attempt, &t.token, a).await
+            ),
+        ),
+        (
+            "consume",
+            format!("{:?}", e.consume(OTHER, &t.token).await),
+            format!("{:?}", e.consume(T, &missing_token).await),
+        ),
+        (
+            "cancel_join",
+            format!("{:?}", e.cancel_join(OTHER, t.attempt).await),
+            format!("{:?}", e.cancel_join(T, missing_attempt).await),
+        ),
+        (
+            "get_presence",
+            format!("{:?}", e.get_presence(OTHER, "alice").await),
+            format!("{:?}", e.get_presence(T, "nobody").await),
+        ),
+        (
+            "get_lock",
+            format!("{:?}", e.get_lock(OTHER, "job").await),
+            format!("{:?}", e.get_lock(T, "nothing").await),
+        ),
+        (
+            "renew_lock",
+            format!("{:?}", e.renew_lock(OTHER, "job", fence, u).await),
+            format!("{:?}", e.renew_lock(T, "nothing", fence, u).await),
+        ),
+        (
+            "revoke",
+            format!("{:?}", e.revoke(OTHER, g.id).await),
+            format!("{:?}", e.revoke(T, missing).await),
+        ),
+    ];
+    for (op, foreign, absent) in probes {
+        ensure_eq!(foreign, absent, "{op} on another tenant's record");
+    }
+    // The probes changed nothing.
+    ensure_eq!(e.get_lease(T, g.id).await?.id, g.id, "the lease");
+    ensure!(e.get_listing(T, "lobby").await.is_ok(), "the listing");
+    e.bind_endpoint(T, t.attempt, &t.token, a).await?;
+    e.consume(T, &t.token).await?;
+    Ok(())
+}

@@ -1,0 +1,177 @@
+//! The conformance suite on the in-memory engine, and on two deliberately
+//! broken engines that the suite must catch.
+
+use relaystore::conformance::{self, Harness, InMemory, CHECKS};
+use relaystore::events::Subscription;
+use relaystore::{
+    Admission, AttemptId, Binding, Cursor, EndpointSeen, Engine, Error, Health, JoinTicket,
+    JoinToken, LeaseGrant, LeaseId, LeaseInfo, ListingInfo, LockInfo, Page, PresenceInfo, Renewal,
+    Result, Store, StoreConfig, TenantId,
+};
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .expect("runtime")
+        .block_on(future)
+}
+
+#[test]
+fn the_in_memory_engine_conforms() {
+    let failures = block_on(conformance::run(&InMemory::new()));
+    let report: Vec<String> = failures.iter().map(ToString::to_string).collect();
+    assert!(report.is_empty(), "{}", report.join("\n"));
+    assert!(CHECKS.len() >= 20);
+}
+
+/// How an engine is broken.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Defect {
+    /// A consume of an already consumed token answers with the first
+    /// admission again instead of `ReplayRejected`.
+    SecondConsume,
+    /// `update_listing` ignores the expected version.
+    UnversionedUpdate,
+}
+
+/// The in-memory engine with one defect.
+#[derive(Clone)]
+struct Broken {
+    inner: Store,
+    defect: Defect,
+    admitted: Arc<Mutex<HashMap<AttemptId, Admission>>>,
+}
+
+struct BrokenHarness {
+    inner: InMemory,
+    defect: Defect,
+}
+
+impl Harness for BrokenHarness {
+    type Engine = Broken;
+
+    fn unit(&self) -> Duration {
+        self.inner.unit()
+    }
+
+    async fn engine(&self, config: StoreConfig) -> Result<Broken> {
+        Ok(Broken {
+            inner: self.inner.engine(config).await?,
+            defect: self.defect,
+            admitted: Arc::default(),
+        })
+    }
+
+    async fn advance(&self, elapsed: Duration) {
+        self.inner.advance(elapsed).await;
+    }
+}
+
+/// Methods the broken engine passes straight through.
+macro_rules! delegate {
+    ($($name:ident($($arg:ident: $ty:ty),*) -> $out:ty;)*) => {
+        $(async fn $name(&self, $($arg: $ty),*) -> $out {
+            Engine::$name(&self.inner, $($arg),*).await
+        })*
+    };
+}
+
+impl Engine for Broken {
+    type Events = Subscription;
+
+    delegate! {
+        grant(tenant: TenantId, holder: &str, ttl: Duration, key: Option<&str>) -> Result<LeaseGrant>;
+        renew(tenant: TenantId, id: LeaseId, ttl: Duration) -> Result<Renewal>;
+        renew_at(tenant: TenantId, id: LeaseId, ttl: Duration, version: u64) -> Result<Renewal>;
+        get_lease(tenant: TenantId, id: LeaseId) -> Result<LeaseInfo>;
+        revoke(tenant: TenantId, id: LeaseId) -> Result<()>;
+        observe_endpoint(tenant: TenantId, lease: LeaseId, addr: SocketAddr) -> Result<()>;
+        endpoints(tenant: TenantId, lease: LeaseId) -> Result<Vec<EndpointSeen>>;
+        publish(tenant: TenantId, lease: LeaseId, k: &str, attrs: &[u8], key: Option<&str>) -> Result<ListingInfo>;
+        get_listing(tenant: TenantId, key: &str) -> Result<ListingInfo>;
+        unpublish(tenant: TenantId, key: &str, expected: Option<u64>) -> Result<()>;
+        revoke_listing(tenant: TenantId, key: &str) -> Result<()>;
+        list_listings(tenant: TenantId, cursor: Option<&Cursor>, limit: usize) -> Result<Page<ListingInfo>>;
+        heartbeat(tenant: TenantId, member: &str, ttl: Duration, attrs: Option<&[u8]>, lease: Option<LeaseId>) -> Result<Renewal>;
+        get_presence(tenant: TenantId, member: &str) -> Result<PresenceInfo>;
+        list_presence(tenant: TenantId, cursor: Option<&Cursor>, limit: usize) -> Result<Page<PresenceInfo>>;
+        leave(tenant: TenantId, member: &str) -> Result<()>;
+        begin_join(tenant: TenantId, listing: &str, client: &str, ttl: Duration, key: Option<&str>) -> Result<JoinTicket>;
+        bind_endpoint(tenant: TenantId, attempt: AttemptId, token: &JoinToken, observed: SocketAddr) -> Result<Binding>;
+        cancel_join(tenant: TenantId, attempt: AttemptId) -> Result<()>;
+        try_lock(tenant: TenantId, name: &str, owner: &str, ttl: Duration, lease: Option<LeaseId>) -> Result<Option<LockInfo>>;
+        get_lock(tenant: TenantId, name: &str) -> Result<LockInfo>;
+        renew_lock(tenant: TenantId, name: &str, fence: u64, ttl: Duration) -> Result<Renewal>;
+        release_lock(tenant: TenantId, name: &str, fence: u64) -> Result<()>;
+        revoke_tenant(tenant: TenantId) -> Result<()>;
+        health() -> Health;
+        begin_drain(window: Duration) -> Result<Duration>;
+        subscribe() -> Result<Subscription>;
+    }
+
+    async fn update_listing(
+        &self,
+        tenant: TenantId,
+        key: &str,
+        expected: u64,
+        attrs: &[u8],
+    ) -> Result<u64> {
+        let expected = match self.defect {
+            Defect::UnversionedUpdate => Engine::get_listing(&self.inner, tenant, key)
+                .await
+                .map_or(expected, |l| l.version),
+            Defect::SecondConsume => expected,
+        };
+        Engine::update_listing(&self.inner, tenant, key, expected, attrs).await
+    }
+
+    async fn consume(&self, tenant: TenantId, token: &JoinToken) -> Result<Admission> {
+        let result = Engine::consume(&self.inner, tenant, token).await;
+        let mut admitted = self.admitted.lock().unwrap();
+        match (&result, self.defect) {
+            (Ok(a), _) => {
+                admitted.insert(token.attempt(), a.clone());
+            }
+            (Err(Error::ReplayRejected), Defect::SecondConsume) => {
+                if let Some(first) = admitted.get(&token.attempt()) {
+                    return Ok(first.clone());
+                }
+            }
+            _ => {}
+        }
+        result
+    }
+}
+
+fn failed_checks(defect: Defect) -> Vec<&'static str> {
+    let harness = BrokenHarness {
+        inner: InMemory::new(),
+        defect,
+    };
+    let failures = block_on(conformance::run(&harness));
+    failures.iter().map(|f| f.check).collect()
+}
+
+#[test]
+fn the_suite_catches_an_engine_that_lets_a_second_consume_through() {
+    assert_eq!(
+        failed_checks(Defect::SecondConsume),
+        vec![
+            "joins::bind_then_consume_once",
+            "joins::concurrent_consumes"
+        ]
+    );
+}
+
+#[test]
+fn the_suite_catches_an_engine_that_ignores_the_expected_version() {
+    assert_eq!(
+        failed_checks(Defect::UnversionedUpdate),
+        vec!["listings::publish_update_unpublish"]
+    );
+}
