@@ -16,7 +16,13 @@ pub trait Sweep: Send + Sync + 'static {
     fn sweep_expired(&self) -> usize;
 }
 
-impl<K, V> Sweep for crate::TtlMap<K, V>
+impl Sweep for crate::Store {
+    fn sweep_expired(&self) -> usize {
+        self.sweep()
+    }
+}
+
+impl<K, V> Sweep for crate::ttl::TtlMap<K, V>
 where
     K: Eq + std::hash::Hash + Ord + Clone + Send + Sync + 'static,
     V: Send + Sync + 'static,

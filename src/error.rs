@@ -102,8 +102,8 @@ pub enum Scope {
     Tenants,
     /// The store-wide ceiling on event subscribers (`subscribers_max`).
     Subscribers,
-    /// The ceiling of a [`TtlMap`](crate::TtlMap) or of a
-    /// [`Counter`](crate::quota::Counter) built outside a store, by name.
+    /// The ceiling of a `TtlMap` or of a quota `Counter` built outside a
+    /// store (feature `internals`), by name.
     Named(&'static str),
 }
 

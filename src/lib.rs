@@ -35,45 +35,25 @@
 //! tenant at its own limit costs the others nothing), and deterministic on
 //! a [`ManualClock`](time::ManualClock).
 //!
-//! Underneath is the engine every collection is built on, usable alone:
+//! # One contract, more than one engine
 //!
-//! - [`time`]: the [`Clock`](time::Clock) trait, [`SystemClock`](time::SystemClock)
-//!   and the test-driven [`ManualClock`](time::ManualClock). Time is an input;
-//!   the core never reads the OS clock.
-//! - Versioned records in sharded concurrent maps, every transition a
-//!   compare-and-swap ([`Stamp`], [`Error::Conflict`]).
-//! - [`wheel`]: a hierarchical timing wheel with O(1) insert and cancel and
-//!   deterministic expiry order.
-//! - [`quota`]: padded atomic counters and all-or-nothing reservations.
-//! - [`TtlMap`]: a bounded map of expiring entries built from those parts,
-//!   and [`ExpiryDriver`], the background thread that sweeps it.
+//! Relay code that should outlive one process is written against
+//! [`Engine`]: every relay operation, async, with engine-neutral values
+//! (ids that travel as text or bytes, time as time remaining, a typed
+//! [`Error::BackendUnavailable`]). [`Store`] implements it with futures that
+//! complete at once and keeps its synchronous methods as the fast path; an
+//! engine that keeps the state in a shared server implements the same
+//! trait, and the `conformance` feature's suite checks that it behaves the
+//! same.
 //!
-//! # The engine alone
+//! # Features
 //!
-//! ```
-//! use relaystore::{time::ManualClock, Error, TtlConfig, TtlMap};
-//! use std::{sync::Arc, time::Duration};
-//!
-//! let clock = Arc::new(ManualClock::new());
-//! let sessions = TtlMap::new(
-//!     TtlConfig { name: "sessions", entries_max: 2, ..TtlConfig::default() },
-//!     clock.clone(),
-//! )?;
-//!
-//! sessions.insert(1u64, "host-a", Duration::from_secs(30))?;
-//! sessions.insert(2u64, "host-b", Duration::from_secs(30))?;
-//! // The map is full: new work is refused with a typed error, nothing evicted.
-//! assert!(matches!(
-//!     sessions.insert(3u64, "host-c", Duration::from_secs(30)),
-//!     Err(Error::CapacityExceeded { .. })
-//! ));
-//!
-//! clock.advance(Duration::from_secs(31));
-//! assert_eq!(sessions.get(&1), Err(Error::Expired)); // invisible before any sweep
-//! assert_eq!(sessions.sweep().len(), 2);              // reclaimed by the sweep
-//! sessions.insert(3u64, "host-c", Duration::from_secs(30))?;
-//! # Ok::<(), Error>(())
-//! ```
+//! - `conformance`: the conformance suite (`relaystore::conformance`), for
+//!   an engine's own tests.
+//! - `internals`: the parts the store is built from (a hierarchical timing
+//!   wheel, padded quota counters, a bounded `TtlMap` with its expiry
+//!   driver) and the test oracles (`Store::audit`, `Store::digest`), for
+//!   benches and experiments. Not a stable API.
 //!
 //! See `docs/ARCHITECTURE.md` for the design and `docs/adr/` for the
 //! decisions behind it.
@@ -81,7 +61,7 @@
 mod config;
 #[cfg(feature = "conformance")]
 pub mod conformance;
-#[cfg(not(relaystore_loom))]
+#[cfg(all(any(test, feature = "internals"), not(relaystore_loom)))]
 mod driver;
 mod engine;
 mod error;
@@ -95,28 +75,41 @@ mod ids;
 #[cfg(relaystore_loom)]
 #[doc(hidden)]
 pub mod model;
+#[cfg(feature = "internals")]
 pub mod quota;
+#[cfg(not(feature = "internals"))]
+#[allow(dead_code)] // the parts only benches and experiments call
+mod quota;
 mod record;
 mod shard;
 mod store;
 mod sync;
 mod table;
 pub mod time;
+#[cfg(any(test, feature = "internals"))]
 mod ttl;
+#[cfg(feature = "internals")]
 pub mod wheel;
+#[cfg(not(feature = "internals"))]
+#[allow(dead_code)] // the parts only benches and experiments call
+mod wheel;
 
 pub use config::{QuotaPolicy, StoreConfig, TenantQuota, UniformQuota};
-#[cfg(not(relaystore_loom))]
+#[cfg(all(feature = "internals", not(relaystore_loom)))]
 pub use driver::{ExpiryDriver, Sweep};
 pub use engine::{Engine, Events};
 pub use error::{Error, Result, Scope};
 pub use ids::{AttemptId, JoinToken, LeaseId, ParseIdError, TenantId, TOKEN_SECRET_BYTES};
+#[cfg(feature = "internals")]
 pub use record::{Stamp, CAS_ATTEMPTS_MAX, DEADLINE_MAX_MS};
+#[cfg(feature = "internals")]
+pub use store::AuditError;
 pub use store::{
-    Admission, AuditError, Binding, Cursor, DegradedReason, EndpointSeen, Health, JoinTicket,
-    LeaseGrant, LeaseInfo, ListingInfo, LockGuard, LockInfo, Page, PresenceInfo, Renewal, Stats,
-    Store, StoreBuilder, EXPIRY_TICK_DEFAULT, RESERVED_PREFIX,
+    Admission, Binding, Cursor, DegradedReason, EndpointSeen, Health, JoinTicket, LeaseGrant,
+    LeaseInfo, ListingInfo, LockGuard, LockInfo, Page, PresenceInfo, Renewal, Stats, Store,
+    StoreBuilder, EXPIRY_TICK_DEFAULT, RESERVED_PREFIX,
 };
+#[cfg(feature = "internals")]
 pub use ttl::{Removed, TtlConfig, TtlMap};
 
 /// The README's examples, compiled and run as doctests.

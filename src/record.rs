@@ -287,6 +287,7 @@ pub(crate) struct Versions {
 }
 
 impl Versions {
+    #[cfg(any(test, feature = "internals"))]
     pub(crate) fn new() -> Self {
         Self::starting_after(0)
     }

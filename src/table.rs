@@ -198,6 +198,7 @@ where
 
     /// Moves a live record's deadline to `deadline_ms` (an absolute reset),
     /// optionally only at version `expected`.
+    #[cfg(any(test, feature = "internals"))]
     pub(crate) fn renew(
         &self,
         key: &K,
@@ -323,6 +324,7 @@ where
     }
 
     /// Removes a live record, optionally only at version `expected`.
+    #[cfg(any(test, feature = "internals"))]
     pub(crate) fn remove(
         &self,
         key: &K,
@@ -462,6 +464,7 @@ where
     }
 
     /// Wheel entries; equals `len()` whenever no operation is in flight.
+    #[cfg(any(test, feature = "internals"))]
     pub(crate) fn scheduled(&self) -> usize {
         lock_at(Rung::Wheel, &self.timers).wheel.len()
     }
@@ -473,6 +476,7 @@ where
     }
 
     /// Visits every record (live or not) with its current stamp.
+    #[cfg(any(test, feature = "internals"))]
     pub(crate) fn for_each(&self, mut f: impl FnMut(&K, &V, Stamp)) {
         self.map.for_each(|k, r| f(k, &r.value, r.stamp()));
     }

@@ -8,7 +8,7 @@
 //! every remaining lease (cause `Drained`).
 
 use super::tenant::any;
-use super::{Attempt, Idem, Lease, Listing, Lock, Presence, Store};
+use super::Store;
 use crate::error::{Error, Result};
 use crate::events::Cause;
 use crate::sync::Ordering;
@@ -187,8 +187,10 @@ impl Store {
     /// An order-independent digest of every record held: collection, key,
     /// version and deadline. Equal digests mean equal stored state as far as
     /// versions can tell. For tests and diagnostics; costs a full scan.
+    #[cfg(any(test, feature = "internals"))]
     pub fn digest(&self) -> u64 {
         use super::retire::digest_table;
+        use super::{Attempt, Idem, Lease, Listing, Lock, Presence};
         self.digest_kind::<Lease>(1)
             .wrapping_add(self.digest_kind::<Listing>(2))
             .wrapping_add(self.digest_kind::<Presence>(3))

@@ -30,6 +30,7 @@
 //!   under a lock. Records that were never visible (rolled back) emit none.
 
 mod attach;
+#[cfg(any(test, feature = "internals"))]
 mod audit;
 mod builder;
 mod contract;
@@ -45,6 +46,7 @@ mod retire;
 mod tenant;
 mod visible;
 
+#[cfg(any(test, feature = "internals"))]
 pub use audit::AuditError;
 pub use builder::{StoreBuilder, EXPIRY_TICK_DEFAULT};
 pub use join::{Admission, Binding, JoinTicket};
@@ -453,13 +455,6 @@ fn owned_by(owned: bool) -> Result<()> {
         Ok(())
     } else {
         Err(Error::NotFound)
-    }
-}
-
-#[cfg(not(relaystore_loom))]
-impl crate::driver::Sweep for Store {
-    fn sweep_expired(&self) -> usize {
-        self.sweep()
     }
 }
 

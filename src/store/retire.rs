@@ -23,7 +23,7 @@ use crate::ids::TenantId;
 use crate::sync::{lock_at, Arc, Rung};
 use crate::table::{Removed, Table};
 use crate::time::MonoTime;
-use std::hash::{Hash, Hasher};
+use std::hash::Hash;
 
 /// A kind of record the store keeps in a table of its own: where it lives
 /// and what removing it involves. The sweep and the digest loop over the
@@ -73,15 +73,18 @@ impl Store {
     }
 
     /// An order-independent digest of one kind's table, tagged `tag`.
+    #[cfg(any(test, feature = "internals"))]
     pub(super) fn digest_kind<S: Stored>(&self, tag: u8) -> u64 {
         digest_table(S::table(self), tag)
     }
 }
 
 /// The sum of per-record hashes of (tag, key, version, deadline).
+#[cfg(any(test, feature = "internals"))]
 pub(super) fn digest_table<K: Eq + Hash + Ord + Clone, V>(table: &Table<K, V>, tag: u8) -> u64 {
     let mut d = 0u64;
     table.for_each(|k, _, s| {
+        use std::hash::Hasher;
         let mut h = std::hash::DefaultHasher::new();
         (tag, k, s.version, s.deadline).hash(&mut h);
         d = d.wrapping_add(h.finish());
