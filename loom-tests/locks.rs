@@ -105,14 +105,15 @@ fn renew_vs_expiry(fault: StoreFault) {
         clock.advance(SEC);
         store.sweep();
         match renewer.join().unwrap() {
-            Ok(stamp) => {
+            Ok(_) => {
+                // Renewed at 0 to a deadline of 5 s, so 4 s are left at 1 s;
+                // a renewal after the lapse would leave 5 s.
+                store.sweep();
                 assert_eq!(
-                    stamp.deadline.as_millis(),
-                    5000,
+                    store.get_lock(T, "L").map(|l| (l.fence, l.remaining)),
+                    Ok((fence, SEC * 4)),
                     "renewed after the lock lapsed"
                 );
-                store.sweep();
-                assert_eq!(store.get_lock(T, "L").map(|l| l.fence), Ok(fence));
             }
             Err(e) => {
                 assert!(matches!(e, Error::Expired | Error::NotFound), "{e:?}");
