@@ -10,8 +10,9 @@
 //! returned future is `Send`, so it can be awaited inside a spawned task on
 //! any executor. The futures are **cancel-safe**: dropping one before it
 //! completes leaves the operation applied entirely or not at all, never
-//! in part (for the in-memory engine the whole operation runs in the first
-//! poll, and a future never polled does nothing).
+//! in part. The in-memory engine runs the whole operation when the method
+//! is called and returns a future that is already complete; a remote
+//! engine's operation runs when its future is first polled.
 //!
 //! Values crossing the contract are engine-neutral: ids are plain values
 //! that carry the issuing store's incarnation and round-trip through text
