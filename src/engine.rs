@@ -56,7 +56,7 @@
 //! ```
 
 use crate::error::Result;
-use crate::events::{Received, RecvError};
+use crate::events::{Collection, Received, RecvError};
 use crate::ids::{AttemptId, JoinToken, LeaseId, TenantId};
 use crate::store::{
     Admission, Binding, Cursor, EndpointSeen, Health, JoinTicket, LeaseGrant, LeaseInfo,
@@ -305,8 +305,15 @@ pub trait Engine: Clone + Send + Sync + 'static {
     /// ([`Store::begin_drain`](crate::Store::begin_drain)).
     fn begin_drain(&self, window: Duration) -> impl Future<Output = Result<Duration>> + Send;
 
-    /// A new subscription to removal events.
+    /// A new subscription to every removal event.
     fn subscribe(&self) -> impl Future<Output = Result<Self::Events>> + Send;
+
+    /// A new subscription to the removal events of `collections` only
+    /// ([`Store::subscribe_to`](crate::Store::subscribe_to)).
+    fn subscribe_to(
+        &self,
+        collections: &[Collection],
+    ) -> impl Future<Output = Result<Self::Events>> + Send;
 }
 
 /// A subscription to an engine's removal events: a bounded buffer that

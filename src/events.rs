@@ -151,6 +151,8 @@ pub enum RecvError {
 }
 
 struct Inbox {
+    /// The collections this subscriber wants: bit `Collection as usize`.
+    wanted: u32,
     queue: Mutex<Queue>,
     /// Signalled on every delivery and on close, for blocking receivers.
     ready: Condvar,
@@ -188,7 +190,11 @@ impl EventHub {
         }
     }
 
-    pub(crate) fn subscribe(self: &Arc<Self>) -> Result<Subscription> {
+    /// A subscription to the removal events of `collections`.
+    pub(crate) fn subscribe(self: &Arc<Self>, collections: &[Collection]) -> Result<Subscription> {
+        let wanted = collections
+            .iter()
+            .fold(0u32, |bits, &c| bits | 1 << (c as u32));
         let mut inboxes = lock_at(Rung::Hub, &self.inboxes);
         if inboxes.len() >= self.subscribers_max {
             return Err(Error::CapacityExceeded {
@@ -196,6 +202,7 @@ impl EventHub {
             });
         }
         let inbox = Arc::new(Inbox {
+            wanted,
             queue: Mutex::new(Queue {
                 events: VecDeque::with_capacity(self.buffer_max.min(1024)),
                 ..Queue::default()
@@ -225,7 +232,8 @@ impl EventHub {
         let mut wake = Vec::new();
         {
             let inboxes = lock_at(Rung::Hub, &self.inboxes);
-            for inbox in inboxes.iter() {
+            let bit = 1 << (event.collection as u32);
+            for inbox in inboxes.iter().filter(|i| i.wanted & bit != 0) {
                 let mut queue = lock_at(Rung::Inbox, &inbox.queue);
                 if queue.events.len() >= inbox.capacity {
                     queue.events.pop_front();

@@ -2,7 +2,7 @@
 //! broken engines that the suite must catch.
 
 use relaystore::conformance::{self, Harness, InMemory, CHECKS};
-use relaystore::events::Subscription;
+use relaystore::events::{Collection, Subscription};
 use relaystore::{
     Admission, AttemptId, Binding, Cursor, EndpointSeen, Engine, Error, Health, JoinTicket,
     JoinToken, LeaseGrant, LeaseId, LeaseInfo, ListingInfo, LockInfo, Page, PresenceInfo, Renewal,
@@ -112,6 +112,7 @@ impl Engine for Broken {
         health() -> Health;
         begin_drain(window: Duration) -> Result<Duration>;
         subscribe() -> Result<Subscription>;
+        subscribe_to(collections: &[Collection]) -> Result<Subscription>;
     }
 
     async fn update_listing(

@@ -150,3 +150,35 @@ fn a_dropped_async_receive_loses_no_event() {
     s.revoke(T, g.id).unwrap();
     assert!(is_lease_revoked(&events.try_recv().unwrap()));
 }
+
+#[test]
+fn a_filtered_subscriber_buffers_only_its_collections_and_never_lags_on_others() {
+    let (_c, s) = store_with(StoreConfig {
+        subscriber_buffer_max: 2,
+        ..config()
+    });
+    let members = s.subscribe_to(&[Collection::Presence]).unwrap();
+    let everything = s.subscribe().unwrap();
+    s.heartbeat(T, "alice", SEC * 10, None, None).unwrap();
+    for _ in 0..5 {
+        let g = s.grant(T, "host", SEC * 10, None).unwrap();
+        s.revoke(T, g.id).unwrap();
+    }
+    s.leave(T, "alice").unwrap();
+    match members.try_recv() {
+        Some(Received::Event(e)) => assert_eq!(
+            (e.collection, e.cause, e.id),
+            (
+                Collection::Presence,
+                Cause::Released,
+                RecordId::Member("alice".into())
+            )
+        ),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(members.try_recv(), None, "nothing else was buffered");
+    assert!(
+        matches!(everything.try_recv(), Some(Received::Lagged { missed: 4 })),
+        "an unfiltered subscriber with the same buffer lagged"
+    );
+}

@@ -126,6 +126,7 @@ pub(super) async fn events<H: Harness>(h: &H) -> Outcome {
     let u = h.unit();
     let e = h.engine(config(u)).await?;
     let events = e.subscribe().await?;
+    let members = e.subscribe_to(&[Collection::Presence]).await?;
     let g = e.grant(T, "host", u * 100, None).await?;
     e.publish(T, g.id, "lobby", b"", None).await?;
     e.revoke(T, g.id).await?;
@@ -161,6 +162,11 @@ pub(super) async fn events<H: Harness>(h: &H) -> Outcome {
         ),
         other => ensure!(false, "recv: {other:?}"),
     }
+    ensure_eq!(
+        drained(&members).map_err(super::Fault::new)?,
+        vec![(Collection::Presence, T, Cause::Released)],
+        "a subscription to presence only"
+    );
     Ok(())
 }
 

@@ -12,7 +12,7 @@ use super::{
 };
 use crate::engine::{Engine, Events};
 use crate::error::Result;
-use crate::events::{Received, RecvError, Subscription};
+use crate::events::{Collection, Received, RecvError, Subscription};
 use crate::ids::{AttemptId, JoinToken, LeaseId, TenantId};
 use std::future::{ready, Future};
 use std::net::SocketAddr;
@@ -278,6 +278,13 @@ impl Engine for Store {
 
     fn subscribe(&self) -> impl Future<Output = Result<Subscription>> + Send {
         ready(Store::subscribe(self))
+    }
+
+    fn subscribe_to(
+        &self,
+        collections: &[Collection],
+    ) -> impl Future<Output = Result<Subscription>> + Send {
+        ready(Store::subscribe_to(self, collections))
     }
 }
 

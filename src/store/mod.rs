@@ -258,10 +258,17 @@ impl Store {
         &self.shared.config
     }
 
-    /// Subscribes to removal events. Refused with `CapacityExceeded` past
-    /// `subscribers_max`.
+    /// Subscribes to every removal event. Refused with `CapacityExceeded`
+    /// past `subscribers_max`.
     pub fn subscribe(&self) -> Result<Subscription> {
-        self.shared.events.subscribe()
+        self.shared.events.subscribe(&Collection::ALL)
+    }
+
+    /// Subscribes to the removal events of `collections` only: the others
+    /// are never buffered for this subscriber, never count towards its lag
+    /// and never wake it. Refused like [`subscribe`](Self::subscribe).
+    pub fn subscribe_to(&self, collections: &[Collection]) -> Result<Subscription> {
+        self.shared.events.subscribe(collections)
     }
 
     /// Records held per collection.
