@@ -13,8 +13,7 @@
 //! consuming, and at the deadline everything left is revoked and the process
 //! exits.
 
-use relaystore::time::SystemClock;
-use relaystore::{Error, ExpiryDriver, Health, Store, StoreConfig, TenantId};
+use relaystore::{Error, Health, Store, StoreConfig, TenantId};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -35,11 +34,9 @@ fn readiness(store: &Store) -> (u16, &'static str) {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let store = Arc::new(Store::new(
-        StoreConfig::default(),
-        Arc::new(SystemClock::new()),
-    )?);
-    let driver = ExpiryDriver::spawn(store.clone(), Duration::from_millis(10))?;
+    // The builder starts the background expiry driver; it stops when the
+    // last handle goes.
+    let store = Store::builder().config(StoreConfig::default()).build()?;
     let started = Instant::now();
     let t = || format!("{:>5.2}s", started.elapsed().as_secs_f64());
 
@@ -103,7 +100,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             break;
         }
     }
-    driver.stop();
     println!("{} stopped; stats {:?}", t(), store.stats());
     Ok(())
 }
