@@ -159,6 +159,12 @@ pub struct StoreConfig {
     pub subscribers_max: usize,
     /// Events buffered per subscriber before it lags.
     pub subscriber_buffer_max: usize,
+    /// Most wake listeners attached at once, store-wide.
+    pub listeners_max: u64,
+    /// Most listeners on one wake channel.
+    pub listeners_per_channel_max: usize,
+    /// Most wake channels (with at least one listener) per tenant.
+    pub channels_per_tenant_max: u64,
     /// How long the expiry driver may go without sweeping before joins,
     /// binds and consumes are refused with `ServiceUnavailable` (expiry, and
     /// so token validity, can no longer be guaranteed).
@@ -202,6 +208,9 @@ impl Default for StoreConfig {
             idempotency_ttl: Duration::from_secs(600),
             subscribers_max: 16,
             subscriber_buffer_max: 4096,
+            listeners_max: 65_536,
+            listeners_per_channel_max: 1_024,
+            channels_per_tenant_max: 4_096,
             driver_stall_max: Duration::from_secs(5),
             drain_window_max: Duration::from_secs(60 * 60),
             fence_floor: 0,
@@ -279,6 +288,18 @@ impl StoreConfig {
         }
         if self.tenants_max == 0 {
             return invalid("tenants_max", "must be positive");
+        }
+        for (field, limit) in [
+            ("listeners_max", self.listeners_max),
+            (
+                "listeners_per_channel_max",
+                self.listeners_per_channel_max as u64,
+            ),
+            ("channels_per_tenant_max", self.channels_per_tenant_max),
+        ] {
+            if limit == 0 {
+                return invalid(field, "must be positive");
+            }
         }
         if let Some(&c) = Collection::ALL.iter().find(|&&c| self.ceiling(c) == 0) {
             return invalid(Self::ceiling_field(c), "must be positive");

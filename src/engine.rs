@@ -62,6 +62,7 @@ use crate::store::{
     Admission, Binding, Cursor, EndpointSeen, Health, JoinTicket, LeaseGrant, LeaseInfo,
     ListingInfo, LockInfo, Page, PresenceInfo, Renewal,
 };
+use crate::wake::Wake;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -75,6 +76,9 @@ use std::time::Duration;
 pub trait Engine: Clone + Send + Sync + 'static {
     /// The engine's subscription to removal events.
     type Events: Events;
+
+    /// The engine's listener on a wake channel.
+    type Listener: Wakes;
 
     // ----- leases -----
 
@@ -314,6 +318,31 @@ pub trait Engine: Clone + Send + Sync + 'static {
         &self,
         collections: &[Collection],
     ) -> impl Future<Output = Result<Self::Events>> + Send;
+
+    // ----- wake channels -----
+
+    /// Wakes every listener of `channel` attached before the call
+    /// ([`Store::notify`](crate::Store::notify)).
+    fn notify(&self, tenant: TenantId, channel: &str) -> impl Future<Output = Result<()>> + Send;
+
+    /// Attaches a listener to `channel`
+    /// ([`Store::listen`](crate::Store::listen)).
+    fn listen(
+        &self,
+        tenant: TenantId,
+        channel: &str,
+    ) -> impl Future<Output = Result<Self::Listener>> + Send;
+}
+
+/// A listener on a wake channel: wakes not yet received coalesce into one.
+pub trait Wakes: Send + Sync + 'static {
+    /// The wake pending now, if any, without waiting.
+    fn try_recv(&self) -> Option<Wake>;
+
+    /// Waits for the next wake. Cancel-safe: dropping the future consumes
+    /// nothing. [`RecvError::Closed`] once the engine has stopped or is
+    /// gone and no wake is pending.
+    fn recv(&self) -> impl Future<Output = std::result::Result<Wake, RecvError>> + Send;
 }
 
 /// A subscription to an engine's removal events: a bounded buffer that

@@ -102,6 +102,14 @@ pub enum Scope {
     Tenants,
     /// The store-wide ceiling on event subscribers (`subscribers_max`).
     Subscribers,
+    /// The store-wide ceiling on wake listeners (`listeners_max`).
+    Listeners,
+    /// The cap on one wake channel's listeners
+    /// (`listeners_per_channel_max`).
+    ChannelListeners,
+    /// A tenant's cap on wake channels with listeners
+    /// (`channels_per_tenant_max`).
+    TenantChannels,
     /// The ceiling of a `TtlMap` or of a quota `Counter` built outside a
     /// store (feature `internals`), by name.
     Named(&'static str),
@@ -115,6 +123,9 @@ impl fmt::Display for Scope {
             Scope::Parent(c) => write!(f, "per-parent cap on {}", c.scope_name()),
             Scope::Tenants => f.write_str("tenants ceiling"),
             Scope::Subscribers => f.write_str("subscribers ceiling"),
+            Scope::Listeners => f.write_str("listeners ceiling"),
+            Scope::ChannelListeners => f.write_str("per-channel cap on listeners"),
+            Scope::TenantChannels => f.write_str("tenant cap on wake channels"),
             Scope::Named(name) => write!(f, "{name} ceiling"),
         }
     }

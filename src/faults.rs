@@ -51,6 +51,9 @@ pub enum StoreFault {
     /// A creation holds a unit of its table's store-wide ceiling while its
     /// narrow scopes (parent cap, tenant quota) are decided.
     SharedScopeFirst,
+    /// A listener's future registers its waker after giving up the lock it
+    /// looked for a pending wake under.
+    WakerAfterUnlock,
 }
 
 std::thread_local! {

@@ -88,6 +88,7 @@ mod table;
 pub mod time;
 #[cfg(any(test, feature = "internals"))]
 mod ttl;
+pub mod wake;
 #[cfg(feature = "internals")]
 pub mod wheel;
 #[cfg(not(feature = "internals"))]
@@ -97,7 +98,7 @@ mod wheel;
 pub use config::{QuotaPolicy, StoreConfig, TenantQuota, UniformQuota};
 #[cfg(all(feature = "internals", not(relaystore_loom)))]
 pub use driver::{ExpiryDriver, Sweep};
-pub use engine::{Engine, Events};
+pub use engine::{Engine, Events, Wakes};
 pub use error::{Error, Result, Scope};
 pub use ids::{AttemptId, JoinToken, LeaseId, ParseIdError, TenantId, TOKEN_SECRET_BYTES};
 #[cfg(feature = "internals")]

@@ -64,6 +64,8 @@ pub(crate) enum Rung {
     Hub = 4,
     /// One subscriber's inbox.
     Inbox = 5,
+    /// One wake listener's slot.
+    Listener = 6,
 }
 
 /// Proof that the current thread entered `rung`; leaving restores what it

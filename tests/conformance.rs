@@ -3,6 +3,7 @@
 
 use relaystore::conformance::{self, Harness, InMemory, CHECKS};
 use relaystore::events::{Collection, Subscription};
+use relaystore::wake::Listener;
 use relaystore::{
     Admission, AttemptId, Binding, Cursor, EndpointSeen, Engine, Error, Health, JoinTicket,
     JoinToken, LeaseGrant, LeaseId, LeaseInfo, ListingInfo, LockInfo, Page, PresenceInfo, Renewal,
@@ -83,6 +84,7 @@ macro_rules! delegate {
 
 impl Engine for Broken {
     type Events = Subscription;
+    type Listener = Listener;
 
     delegate! {
         grant(tenant: TenantId, holder: &str, ttl: Duration, key: Option<&str>) -> Result<LeaseGrant>;
@@ -113,6 +115,8 @@ impl Engine for Broken {
         begin_drain(window: Duration) -> Result<Duration>;
         subscribe() -> Result<Subscription>;
         subscribe_to(collections: &[Collection]) -> Result<Subscription>;
+        notify(tenant: TenantId, channel: &str) -> Result<()>;
+        listen(tenant: TenantId, channel: &str) -> Result<Listener>;
     }
 
     async fn update_listing(

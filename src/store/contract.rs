@@ -10,16 +10,18 @@ use super::{
     Admission, Binding, Cursor, EndpointSeen, Health, JoinTicket, LeaseGrant, LeaseInfo,
     ListingInfo, LockInfo, Page, PresenceInfo, Renewal, Store,
 };
-use crate::engine::{Engine, Events};
+use crate::engine::{Engine, Events, Wakes};
 use crate::error::Result;
 use crate::events::{Collection, Received, RecvError, Subscription};
 use crate::ids::{AttemptId, JoinToken, LeaseId, TenantId};
+use crate::wake::{Listener, Wake};
 use std::future::{ready, Future};
 use std::net::SocketAddr;
 use std::time::Duration;
 
 impl Engine for Store {
     type Events = Subscription;
+    type Listener = Listener;
 
     fn grant(
         &self,
@@ -285,6 +287,28 @@ impl Engine for Store {
         collections: &[Collection],
     ) -> impl Future<Output = Result<Subscription>> + Send {
         ready(Store::subscribe_to(self, collections))
+    }
+
+    fn notify(&self, tenant: TenantId, channel: &str) -> impl Future<Output = Result<()>> + Send {
+        ready(Store::notify(self, tenant, channel))
+    }
+
+    fn listen(
+        &self,
+        tenant: TenantId,
+        channel: &str,
+    ) -> impl Future<Output = Result<Listener>> + Send {
+        ready(Store::listen(self, tenant, channel))
+    }
+}
+
+impl Wakes for Listener {
+    fn try_recv(&self) -> Option<Wake> {
+        Listener::try_recv(self)
+    }
+
+    fn recv(&self) -> impl Future<Output = std::result::Result<Wake, RecvError>> + Send {
+        self.recv_async()
     }
 }
 

@@ -182,6 +182,7 @@ impl Store {
         for (tenant, t) in tenants {
             self.end_tenant_records(tenant, &t.tenant, any, Cause::Drained, now);
         }
+        self.shared.wakes.close();
     }
 
     /// An order-independent digest of every record held: collection, key,

@@ -45,6 +45,7 @@ mod presence;
 mod retire;
 mod tenant;
 mod visible;
+mod wakes;
 
 #[cfg(any(test, feature = "internals"))]
 pub use audit::AuditError;
@@ -66,6 +67,7 @@ use crate::shard::ShardMap;
 use crate::sync::{Arc, AtomicU64, Ordering};
 use crate::table::Table;
 use crate::time::{Clock, MonoTime};
+use crate::wake::WakeHub;
 use idempotency::Idem;
 use join::Attempt;
 use lease::Lease;
@@ -177,6 +179,7 @@ pub(crate) struct Shared {
     idempotency: Table<NameKey, Idem>,
     locks: Table<NameKey, Lock>,
     events: Arc<EventHub>,
+    wakes: Arc<WakeHub>,
     ttl: TtlRange,
     policy: Arc<dyn QuotaPolicy>,
     state: AtomicU64,
@@ -228,6 +231,11 @@ impl Store {
             events: Arc::new(EventHub::new(
                 config.subscribers_max,
                 config.subscriber_buffer_max,
+            )),
+            wakes: Arc::new(WakeHub::new(
+                config.listeners_max,
+                config.listeners_per_channel_max,
+                config.channels_per_tenant_max,
             )),
             ttl: TtlRange::new(config.ttl_min, config.ttl_max)?,
             policy,
@@ -472,6 +480,7 @@ impl Drop for Shared {
     fn drop(&mut self) {
         builder::DriverStop::stop(&self.driver);
         self.events.close();
+        self.wakes.close();
     }
 }
 

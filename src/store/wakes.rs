@@ -1,0 +1,48 @@
+//! The store's side of wake channels (`src/wake.rs`): names are checked
+//! here, and the lifecycle decides whether a channel still takes work.
+
+use super::{lock::RESERVED_PREFIX, Store};
+use crate::error::{Error, Result};
+use crate::ids::TenantId;
+use crate::wake::Listener;
+
+impl Store {
+    /// Wakes every listener of `channel` attached before this call; wakes
+    /// not yet received coalesce into one. A channel nobody listens to is
+    /// fine (nothing happens).
+    ///
+    /// Empty name: [`Error::InvalidName`]; longer than `name_bytes_max`:
+    /// [`Error::InvalidArgument`]; starting with `__` (reserved for the
+    /// store's own channels): [`Error::ReservedName`]; once the store has
+    /// stopped: [`Error::ServiceUnavailable`].
+    pub fn notify(&self, tenant: TenantId, channel: &str) -> Result<()> {
+        let channel = self.channel_name(channel)?;
+        self.shared.wakes.notify(&(tenant, channel))
+    }
+
+    /// Attaches a listener to `channel`: every notify that starts after
+    /// this returns reaches it. Dropping the listener detaches it.
+    ///
+    /// Names as for [`notify`](Self::notify). Refused with
+    /// `CapacityExceeded` past `listeners_max` (scope `Listeners`),
+    /// `listeners_per_channel_max` (`ChannelListeners`) or, for a channel
+    /// with no listener yet, `channels_per_tenant_max` (`TenantChannels`);
+    /// with `ServiceUnavailable` once the store has stopped. Listeners
+    /// receive `Closed` when the store stops or its last handle goes.
+    pub fn listen(&self, tenant: TenantId, channel: &str) -> Result<Listener> {
+        let channel = self.channel_name(channel)?;
+        self.shared.wakes.listen(tenant, channel)
+    }
+
+    /// Wake listeners attached now.
+    pub fn listeners(&self) -> u64 {
+        self.shared.wakes.listeners()
+    }
+
+    fn channel_name(&self, channel: &str) -> Result<std::sync::Arc<str>> {
+        if channel.starts_with(RESERVED_PREFIX) {
+            return Err(Error::ReservedName);
+        }
+        self.name(channel)
+    }
+}

@@ -1,0 +1,392 @@
+//! Wake channels: `notify(tenant, channel)` wakes every listener of that
+//! channel attached before the call. A wake carries the channel, never a
+//! payload; wakes a listener has not yet received coalesce into one, so a
+//! listener costs O(1) memory however often its channel is notified.
+//!
+//! A channel exists while it has listeners: the first `listen` creates it
+//! (counted against the tenant's `channels_per_tenant_max`), the last
+//! listener's drop removes it, and a notify to a channel nobody listens to
+//! does nothing. Listener counts are bounded per channel and per store.
+//!
+//! Locks: a channel's listener list lives in a shard of a concurrent map
+//! ([`Rung::Shard`]); each listener's slot has its own mutex
+//! ([`Rung::Listener`]), taken under the shard lock by `notify` and
+//! `close`, and alone by the receiver. Wakers (executor code) run after
+//! every lock is given up.
+
+use crate::error::{Error, Result, Scope};
+use crate::faults::{self, StoreFault};
+use crate::ids::TenantId;
+use crate::quota::Counter;
+use crate::shard::{ShardMap, Upsert};
+use crate::sync::{lock_at, Arc, AtomicBool, Condvar, Mutex, Ordering, Rung};
+use std::pin::Pin;
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+pub use crate::events::RecvError;
+
+/// What a listener receives: its channel was notified (once or more) since
+/// it last received.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Wake {
+    /// The tenant the channel belongs to.
+    pub tenant: TenantId,
+    /// The channel.
+    pub channel: Arc<str>,
+}
+
+type ChannelKey = (TenantId, Arc<str>);
+
+/// Every channel of one store, with its listeners.
+pub(crate) struct WakeHub {
+    channels: ShardMap<ChannelKey, Vec<Arc<Cell>>>,
+    /// Channels per tenant, counted against `channels_per_tenant_max`.
+    tenant_channels: ShardMap<TenantId, u64>,
+    listeners: Counter,
+    per_channel_max: usize,
+    channels_per_tenant_max: u64,
+    closed: AtomicBool,
+}
+
+/// One listener's state: a pending flag, not a queue.
+struct Cell {
+    wake: Wake,
+    slot: Mutex<Slot>,
+    ready: Condvar,
+}
+
+#[derive(Default)]
+struct Slot {
+    /// Notified since the last receive.
+    pending: bool,
+    /// The store stopped or is gone: nothing more will come.
+    closed: bool,
+    /// The task of an async receiver waiting now.
+    waker: Option<Waker>,
+    /// Blocking receivers waiting now (a signal is a system call, so it is
+    /// sent only when one is).
+    sleepers: usize,
+}
+
+impl Cell {
+    /// Marks the listener notified; a wake already pending absorbs this
+    /// one. Called under the channel's shard lock.
+    fn signal(&self, wakers: &mut Vec<Waker>) {
+        let mut slot = lock_at(Rung::Listener, &self.slot);
+        if !slot.pending {
+            slot.pending = true;
+            wakers.extend(slot.waker.take());
+            if slot.sleepers > 0 {
+                self.ready.notify_one();
+            }
+        }
+    }
+
+    fn close(&self, wakers: &mut Vec<Waker>) {
+        let mut slot = lock_at(Rung::Listener, &self.slot);
+        slot.closed = true;
+        wakers.extend(slot.waker.take());
+        self.ready.notify_all();
+    }
+
+    /// Takes a pending wake, else reports whether the listener is closed.
+    fn take(&self, slot: &mut Slot) -> Option<Result<Wake, RecvError>> {
+        if slot.pending {
+            slot.pending = false;
+            Some(Ok(self.wake.clone()))
+        } else if slot.closed {
+            Some(Err(RecvError::Closed))
+        } else {
+            None
+        }
+    }
+}
+
+impl WakeHub {
+    pub(crate) fn new(
+        listeners_max: u64,
+        per_channel_max: usize,
+        channels_per_tenant_max: u64,
+    ) -> Self {
+        WakeHub {
+            channels: ShardMap::with_capacity(64),
+            tenant_channels: ShardMap::with_capacity(16),
+            listeners: Counter::new(Scope::Listeners, listeners_max),
+            per_channel_max,
+            channels_per_tenant_max,
+            closed: AtomicBool::new(false),
+        }
+    }
+
+    /// Attaches a listener to `(tenant, channel)`. Every notify that starts
+    /// after this returns reaches it.
+    pub(crate) fn listen(
+        self: &Arc<Self>,
+        tenant: TenantId,
+        channel: Arc<str>,
+    ) -> Result<Listener> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::ServiceUnavailable);
+        }
+        if !self.listeners.try_acquire(1) {
+            return Err(Error::CapacityExceeded {
+                scope: Scope::Listeners,
+            });
+        }
+        let cell = Arc::new(Cell {
+            wake: Wake {
+                tenant,
+                channel: Arc::clone(&channel),
+            },
+            slot: Mutex::new(Slot::default()),
+            ready: Condvar::new(),
+        });
+        let key: ChannelKey = (tenant, channel);
+        match self.attach(&key, &cell) {
+            Ok(()) => {}
+            Err(e) => {
+                self.listeners.release(1);
+                return Err(e);
+            }
+        }
+        let listener = Listener {
+            cell,
+            hub: Arc::clone(self),
+        };
+        // A close that ran before the attach could not see this listener.
+        if self.closed.load(Ordering::Acquire) {
+            let mut wakers = Vec::new();
+            listener.cell.close(&mut wakers);
+        }
+        Ok(listener)
+    }
+
+    /// Puts `cell` in the channel's list, creating the channel (and taking
+    /// one of the tenant's channel slots) if it has no listeners yet.
+    fn attach(&self, key: &ChannelKey, cell: &Arc<Cell>) -> Result<()> {
+        let full = Error::CapacityExceeded {
+            scope: Scope::ChannelListeners,
+        };
+        loop {
+            let joined = self.channels.update(key, |list| {
+                if list.len() >= self.per_channel_max {
+                    return false;
+                }
+                list.push(Arc::clone(cell));
+                true
+            });
+            match joined {
+                Some(true) => return Ok(()),
+                Some(false) => return Err(full),
+                None => {}
+            }
+            // A new channel: the tenant's channel slot first, then the
+            // channel, unless another listener created it meanwhile.
+            self.take_channel_slot(key.0)?;
+            let (created, _) = self
+                .channels
+                .upsert(key.clone(), |existing| match existing {
+                    None => Upsert::Put(vec![Arc::clone(cell)], true),
+                    Some(_) => Upsert::Keep(false),
+                });
+            if created {
+                return Ok(());
+            }
+            self.give_channel_slot(key.0);
+        }
+    }
+
+    fn take_channel_slot(&self, tenant: TenantId) -> Result<()> {
+        let max = self.channels_per_tenant_max;
+        let (taken, _) = self.tenant_channels.upsert(tenant, |count| match count {
+            Some(&n) if n >= max => Upsert::Keep(false),
+            Some(&n) => Upsert::Put(n + 1, true),
+            None => Upsert::Put(1, true),
+        });
+        if taken {
+            Ok(())
+        } else {
+            Err(Error::CapacityExceeded {
+                scope: Scope::TenantChannels,
+            })
+        }
+    }
+
+    fn give_channel_slot(&self, tenant: TenantId) {
+        let emptied = self.tenant_channels.update(&tenant, |n| {
+            *n -= 1;
+            *n == 0
+        });
+        if emptied == Some(true) {
+            // Forget the tenant unless a listen took a slot meanwhile.
+            self.tenant_channels
+                .remove_if(&tenant, |&n| if n == 0 { Ok(()) } else { Err(()) });
+        }
+    }
+
+    /// Wakes every listener attached to `(tenant, channel)` now.
+    pub(crate) fn notify(&self, key: &ChannelKey) -> Result<()> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::ServiceUnavailable);
+        }
+        let mut wakers = Vec::new();
+        self.channels.read(key, |list| {
+            for cell in list {
+                cell.signal(&mut wakers);
+            }
+        });
+        wakers.into_iter().for_each(Waker::wake);
+        Ok(())
+    }
+
+    /// The one close path: the store stopped or is gone. Every listener,
+    /// blocked or async, receives what is pending and then `Closed`; new
+    /// listens and notifies are refused.
+    pub(crate) fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        let mut wakers = Vec::new();
+        self.channels.for_each(|_, list| {
+            for cell in list {
+                cell.close(&mut wakers);
+            }
+        });
+        wakers.into_iter().for_each(Waker::wake);
+    }
+
+    /// Listeners attached now.
+    pub(crate) fn listeners(&self) -> u64 {
+        self.listeners.used()
+    }
+
+    fn detach(&self, cell: &Arc<Cell>) {
+        let key: ChannelKey = (cell.wake.tenant, Arc::clone(&cell.wake.channel));
+        let emptied = self.channels.update(&key, |list| {
+            list.retain(|c| !Arc::ptr_eq(c, cell));
+            list.is_empty()
+        });
+        if emptied == Some(true) {
+            // Remove the channel unless a listen joined it meanwhile.
+            let removed =
+                self.channels.remove_if(
+                    &key,
+                    |list| {
+                        if list.is_empty() {
+                            Ok(())
+                        } else {
+                            Err(())
+                        }
+                    },
+                );
+            if matches!(removed, Some(Ok(_))) {
+                self.give_channel_slot(key.0);
+            }
+        }
+        self.listeners.release(1);
+    }
+}
+
+/// A listener on one wake channel, from [`Store::listen`](crate::Store::listen).
+/// Detaches when dropped.
+pub struct Listener {
+    cell: Arc<Cell>,
+    hub: Arc<WakeHub>,
+}
+
+impl Listener {
+    /// The wake pending now, if any, without waiting.
+    pub fn try_recv(&self) -> Option<Wake> {
+        let mut slot = lock_at(Rung::Listener, &self.cell.slot);
+        match self.cell.take(&mut slot) {
+            Some(Ok(wake)) => Some(wake),
+            _ => None,
+        }
+    }
+
+    /// Waits for the next wake. [`RecvError::Closed`] once the store has
+    /// stopped or is gone and no wake is pending.
+    pub fn recv(&self) -> Result<Wake, RecvError> {
+        self.wait(None)
+    }
+
+    /// [`recv`](Self::recv) for at most `timeout`;
+    /// [`RecvError::Timeout`] if nothing came.
+    pub fn recv_timeout(&self, timeout: Duration) -> Result<Wake, RecvError> {
+        self.wait(Some(timeout))
+    }
+
+    /// A future of the next wake, for any executor. Cancel-safe: dropping
+    /// it consumes nothing. One task at a time should wait on a listener.
+    pub fn recv_async(&self) -> WakeFuture<'_> {
+        WakeFuture { listener: self }
+    }
+
+    fn wait(&self, timeout: Option<Duration>) -> Result<Wake, RecvError> {
+        let deadline = timeout.map(|t| std::time::Instant::now() + t);
+        let mut slot = lock_at(Rung::Listener, &self.cell.slot);
+        loop {
+            if let Some(result) = self.cell.take(&mut slot) {
+                return result;
+            }
+            let left = match deadline {
+                None => None,
+                Some(d) => match d.checked_duration_since(std::time::Instant::now()) {
+                    Some(left) if !left.is_zero() => Some(left),
+                    _ => return Err(RecvError::Timeout),
+                },
+            };
+            slot.sleepers += 1;
+            slot = slot.wait(&self.cell.ready, left);
+            slot.sleepers -= 1;
+        }
+    }
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        self.hub.detach(&self.cell);
+    }
+}
+
+impl std::fmt::Debug for Listener {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Listener")
+            .field("tenant", &self.cell.wake.tenant)
+            .field("channel", &self.cell.wake.channel)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The future of [`Listener::recv_async`].
+#[must_use = "futures do nothing unless polled"]
+pub struct WakeFuture<'a> {
+    listener: &'a Listener,
+}
+
+impl std::future::Future for WakeFuture<'_> {
+    type Output = Result<Wake, RecvError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let cell = &self.listener.cell;
+        let mut slot = lock_at(Rung::Listener, &cell.slot);
+        if let Some(result) = cell.take(&mut slot) {
+            return Poll::Ready(result);
+        }
+        if faults::active(StoreFault::WakerAfterUnlock) {
+            // Broken twin: the waker is registered after the lock is given
+            // up, so a notify in between finds no waker and is lost.
+            drop(slot);
+            slot = lock_at(Rung::Listener, &cell.slot);
+        }
+        // Registered under the lock `signal` takes, so no notify can slip
+        // in between the look and the registration.
+        slot.waker = Some(cx.waker().clone());
+        Poll::Pending
+    }
+}
+
+impl std::fmt::Debug for WakeFuture<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WakeFuture").finish_non_exhaustive()
+    }
+}
