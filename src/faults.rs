@@ -54,6 +54,9 @@ pub enum StoreFault {
     /// A listener's future registers its waker after giving up the lock it
     /// looked for a pending wake under.
     WakerAfterUnlock,
+    /// The listen that creates a channel overwrites one another listen
+    /// created meanwhile.
+    ChannelOverwrite,
 }
 
 std::thread_local! {

@@ -187,8 +187,10 @@ impl WakeHub {
             let (created, _) = self
                 .channels
                 .upsert(key.clone(), |existing| match existing {
-                    None => Upsert::Put(vec![Arc::clone(cell)], true),
-                    Some(_) => Upsert::Keep(false),
+                    // Broken twin: a channel created meanwhile is
+                    // overwritten, losing its listener.
+                    Some(_) if !faults::active(StoreFault::ChannelOverwrite) => Upsert::Keep(false),
+                    _ => Upsert::Put(vec![Arc::clone(cell)], true),
                 });
             if created {
                 return Ok(());

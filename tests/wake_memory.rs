@@ -34,4 +34,3 @@ fn a_million_notifies_to_a_slow_listener_take_no_memory() {
     assert_eq!(slow.try_recv(), Some(wake(T, "lobby")));
     assert_eq!(slow.try_recv(), None);
 }
-

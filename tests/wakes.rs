@@ -59,7 +59,11 @@ fn channels_are_per_tenant_and_per_name() {
     let other_name = s.listen(T, "lobby-2").unwrap();
     s.notify(OTHER, "lobby").unwrap();
     s.notify(T, "lobby-3").unwrap();
-    assert_eq!(mine.try_recv(), None, "another tenant's channel of that name");
+    assert_eq!(
+        mine.try_recv(),
+        None,
+        "another tenant's channel of that name"
+    );
     assert_eq!(other_name.try_recv(), None);
 }
 
@@ -162,13 +166,14 @@ fn listeners_are_closed_when_the_store_stops_after_their_pending_wake() {
     s.notify(T, "lobby").unwrap();
     s.begin_drain(Duration::ZERO).unwrap();
     assert_eq!(s.health(), Health::Stopped);
-    assert_eq!(listener.recv(), Ok(wake(T, "lobby")), "the pending wake first");
+    assert_eq!(
+        listener.recv(),
+        Ok(wake(T, "lobby")),
+        "the pending wake first"
+    );
     assert_eq!(listener.recv(), Err(RecvError::Closed));
     assert_eq!(s.notify(T, "lobby"), Err(Error::ServiceUnavailable));
-    assert_eq!(
-        s.listen(T, "lobby").err(),
-        Some(Error::ServiceUnavailable)
-    );
+    assert_eq!(s.listen(T, "lobby").err(), Some(Error::ServiceUnavailable));
 }
 
 #[test]

@@ -29,6 +29,7 @@ mod lifecycle;
 mod limits;
 mod listings;
 mod locks;
+mod wakes;
 
 pub use harness::InMemory;
 
@@ -146,6 +147,8 @@ pub const CHECKS: &[&str] = &[
     "lifecycle::events",
     "lifecycle::drain",
     "lifecycle::restart",
+    "wakes::notify_and_listen",
+    "wakes::channel_names",
 ];
 
 /// Runs every check against engines from `harness`; returns the failures
@@ -188,6 +191,8 @@ pub async fn run<H: Harness>(harness: &H) -> Vec<Failure> {
     check!(lifecycle::events);
     check!(lifecycle::drain);
     check!(lifecycle::restart);
+    check!(wakes::notify_and_listen);
+    check!(wakes::channel_names);
     failures
 }
 

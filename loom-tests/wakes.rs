@@ -1,0 +1,112 @@
+//! Loom models of wake channels: a notify racing a listener's async wait,
+//! and two listens creating one channel. Each runs the real `Store` and has
+//! a broken twin the model catches: in both, a wake is lost.
+#![cfg(relaystore_loom)]
+
+#[path = "common.rs"]
+mod common;
+
+use loom::sync::atomic::{AtomicBool, Ordering};
+use loom::thread;
+use relaystore::model::faults::{store_fault, StoreFault};
+use relaystore::time::ManualClock;
+use relaystore::{Store, StoreConfig, TenantId};
+use std::future::Future;
+use std::pin::pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
+
+const T: TenantId = TenantId(1);
+
+fn store() -> Store {
+    let config = StoreConfig {
+        subscribers_max: 1,
+        subscriber_buffer_max: 8,
+        ..StoreConfig::default()
+    };
+    Store::new(config, Arc::new(ManualClock::new())).unwrap()
+}
+
+fn name(fault: StoreFault, model: &str) -> String {
+    if fault == StoreFault::None {
+        model.to_string()
+    } else {
+        format!("{model} ({fault:?})")
+    }
+}
+
+/// A waker that records that it was woken.
+struct Flag(AtomicBool);
+
+impl Wake for Flag {
+    fn wake(self: Arc<Self>) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+/// A listener's future polled once while another thread notifies: either
+/// the poll sees the wake, or the notify finds the registered waker. A
+/// wake is never lost between the look and the registration.
+fn poll_vs_notify(fault: StoreFault) {
+    common::explore(&name(fault, "poll_vs_notify"), move || {
+        store_fault(fault);
+        let store = store();
+        let listener = store.listen(T, "lobby").unwrap();
+        let notifier = {
+            let store = store.clone();
+            thread::spawn(move || store.notify(T, "lobby").unwrap())
+        };
+        let flag = Arc::new(Flag(AtomicBool::new(false)));
+        let waker = Waker::from(Arc::clone(&flag));
+        let mut future = pin!(listener.recv_async());
+        let polled = future.as_mut().poll(&mut Context::from_waker(&waker));
+        notifier.join().unwrap();
+        match polled {
+            Poll::Ready(result) => assert!(result.is_ok(), "{result:?}"),
+            Poll::Pending => assert!(
+                flag.0.load(Ordering::SeqCst),
+                "the notify was lost: the future is pending and was never woken"
+            ),
+        }
+    });
+}
+
+/// Two listens on a channel nobody listens to yet, then a notify: both
+/// listeners are woken, and the channel is counted once.
+fn two_listens_create_one_channel(fault: StoreFault) {
+    common::explore(&name(fault, "two_listens_create_one_channel"), move || {
+        store_fault(fault);
+        let store = store();
+        let other = {
+            let store = store.clone();
+            thread::spawn(move || store.listen(T, "lobby").unwrap())
+        };
+        let mine = store.listen(T, "lobby").unwrap();
+        let theirs = other.join().unwrap();
+        store.notify(T, "lobby").unwrap();
+        assert!(mine.try_recv().is_some(), "a listener lost its wake");
+        assert!(theirs.try_recv().is_some(), "a listener lost its wake");
+    });
+}
+
+#[test]
+fn notify_racing_an_async_wait_is_never_lost() {
+    poll_vs_notify(StoreFault::None);
+}
+
+#[test]
+#[should_panic]
+fn broken_twin_waker_registered_after_unlock_loses_the_wake() {
+    poll_vs_notify(StoreFault::WakerAfterUnlock);
+}
+
+#[test]
+fn two_listens_creating_one_channel_both_stay_attached() {
+    two_listens_create_one_channel(StoreFault::None);
+}
+
+#[test]
+#[should_panic]
+fn broken_twin_channel_overwrite_loses_a_listener() {
+    two_listens_create_one_channel(StoreFault::ChannelOverwrite);
+}
