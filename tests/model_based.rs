@@ -71,7 +71,7 @@ fn fuzzed_byte_strings_agree_with_the_reference_model() {
     let iterations: u64 = std::env::var("RELAYSTORE_FUZZ_ITERATIONS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(2_000);
+        .unwrap_or(1_200);
     let start: u64 = std::env::var("RELAYSTORE_FUZZ_SEED")
         .ok()
         .and_then(|v| v.parse().ok())
