@@ -37,6 +37,7 @@
 //! Longer runs: `RELAYSTORE_SIM_SEEDS=32 RELAYSTORE_SIM_STEPS=1000000`.
 
 use relaystore::time::ManualClock;
+use relaystore::wake::Listener;
 use relaystore::{Error, JoinTicket, LeaseId, Store, StoreConfig, TenantId, TenantQuota};
 use std::collections::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};
@@ -137,6 +138,10 @@ struct Sim {
     successes: HashMap<u8, u64>,
     /// How many capacity refusals I8 compared.
     refusals_checked: u64,
+    /// Wake listeners, with whether the model says a wake is pending.
+    listeners: Vec<(TenantId, &'static str, Listener, bool)>,
+    /// Listeners of the store before the last restart.
+    retired: Vec<(TenantId, &'static str, Listener, bool)>,
 }
 
 fn tenant(rng: &mut Rng) -> TenantId {
@@ -176,6 +181,8 @@ impl Sim {
             steps_since_sweep: 0,
             successes: HashMap::new(),
             refusals_checked: 0,
+            listeners: Vec::new(),
+            retired: Vec::new(),
         }
     }
 
@@ -219,6 +226,18 @@ impl Sim {
     }
 
     fn step(&mut self) {
+        // I10: the listeners of a store that is gone get their pending
+        // wake, then `Closed` (without waiting).
+        for (_, _, l, pending) in self.retired.drain(..) {
+            if pending {
+                assert!(l.try_recv().is_some(), "I10: a pending wake was lost");
+            }
+            assert_eq!(
+                l.recv_timeout(Duration::ZERO),
+                Err(relaystore::wake::RecvError::Closed),
+                "I10"
+            );
+        }
         let op = self.rng.below(100) as u8;
         let s = Arc::clone(&self.store);
         match op {
@@ -512,6 +531,7 @@ impl Sim {
             98 if s.health() == relaystore::Health::Stopped || self.rng.below(100) == 0 => {
                 self.restart();
             }
+            99 => self.wake_step(),
             _ => {}
         }
         // The driver: usually sweeps every step; sometimes stalls for a while.
@@ -523,6 +543,43 @@ impl Sim {
         }
     }
 
+    /// Wake channels. I9: a listener holds a wake exactly when a notify of
+    /// its channel came after it attached and after its last receive.
+    fn wake_step(&mut self) {
+        let t = tenant(&mut self.rng);
+        let channel = ["a", "b"][self.rng.below(2) as usize];
+        match self.rng.below(4) {
+            0 if self.listeners.len() < 8 => match self.store.listen(t, channel) {
+                Ok(l) => self.listeners.push((t, channel, l, false)),
+                Err(e) => assert_eq!(e, Error::ServiceUnavailable, "listen"),
+            },
+            1 => match self.store.notify(t, channel) {
+                Ok(()) => {
+                    for (lt, lc, _, pending) in &mut self.listeners {
+                        if *lt == t && *lc == channel {
+                            *pending = true;
+                        }
+                    }
+                }
+                Err(e) => assert_eq!(e, Error::ServiceUnavailable, "notify"),
+            },
+            2 if !self.listeners.is_empty() => {
+                let i = self.rng.below(self.listeners.len() as u64) as usize;
+                let (lt, lc, l, pending) = &mut self.listeners[i];
+                let got = l.try_recv();
+                assert_eq!(got.is_some(), *pending, "I9: {lt:?}/{lc} pending");
+                *pending = false;
+            }
+            3 if !self.listeners.is_empty() => {
+                let i = self.rng.below(self.listeners.len() as u64) as usize;
+                self.listeners.swap_remove(i);
+            }
+            _ => {}
+        }
+        9u8.hash(&mut self.trace);
+        self.store.listeners().hash(&mut self.trace);
+    }
+
     /// A restart: a new store, empty, with a new incarnation. Ids from the
     /// old one must answer `Restarted`.
     fn restart(&mut self) {
@@ -530,6 +587,8 @@ impl Sim {
             self.old_ids.push((t, id, ticket.clone()));
         }
         self.store = Arc::new(Store::new(config(), self.clock.clone()).unwrap());
+        // The old store's listeners are checked once it is gone (I10).
+        self.retired = std::mem::take(&mut self.listeners);
         self.leases.clear();
         self.listings.clear();
         self.tickets.clear();
