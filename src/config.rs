@@ -165,6 +165,14 @@ pub struct StoreConfig {
     pub listeners_per_channel_max: usize,
     /// Most wake channels (with at least one listener) per tenant.
     pub channels_per_tenant_max: u64,
+    /// Most streams per tenant.
+    pub streams_per_tenant_max: u64,
+    /// Largest `bytes_max` a stream may be created with, in payload bytes.
+    pub stream_bytes_max: usize,
+    /// Largest payload of one stream entry, in bytes.
+    pub stream_payload_bytes_max: usize,
+    /// Most named consumers per stream.
+    pub consumers_per_stream_max: usize,
     /// How long the expiry driver may go without sweeping before joins,
     /// binds and consumes are refused with `ServiceUnavailable` (expiry, and
     /// so token validity, can no longer be guaranteed).
@@ -211,6 +219,10 @@ impl Default for StoreConfig {
             listeners_max: 65_536,
             listeners_per_channel_max: 1_024,
             channels_per_tenant_max: 4_096,
+            streams_per_tenant_max: 1_024,
+            stream_bytes_max: 16 << 20,
+            stream_payload_bytes_max: 64 << 10,
+            consumers_per_stream_max: 64,
             driver_stall_max: Duration::from_secs(5),
             drain_window_max: Duration::from_secs(60 * 60),
             fence_floor: 0,
@@ -296,6 +308,16 @@ impl StoreConfig {
                 self.listeners_per_channel_max as u64,
             ),
             ("channels_per_tenant_max", self.channels_per_tenant_max),
+            ("streams_per_tenant_max", self.streams_per_tenant_max),
+            ("stream_bytes_max", self.stream_bytes_max as u64),
+            (
+                "stream_payload_bytes_max",
+                self.stream_payload_bytes_max as u64,
+            ),
+            (
+                "consumers_per_stream_max",
+                self.consumers_per_stream_max as u64,
+            ),
         ] {
             if limit == 0 {
                 return invalid(field, "must be positive");

@@ -52,6 +52,16 @@ pub enum Error {
         /// What failed, for logs (not a stable message).
         detail: std::sync::Arc<str>,
     },
+    /// The stream no longer holds the requested offset; `first` is the
+    /// lowest offset it still holds.
+    #[error("trimmed: the first offset held is {first}")]
+    Trimmed {
+        /// The lowest offset still readable.
+        first: u64,
+    },
+    /// A stream of that name exists already, with other settings.
+    #[error("exists with other settings")]
+    Exists,
     /// The id was issued by an earlier incarnation of the store.
     #[error("store restarted since this id was issued")]
     Restarted,
@@ -110,6 +120,12 @@ pub enum Scope {
     /// A tenant's cap on wake channels with listeners
     /// (`channels_per_tenant_max`).
     TenantChannels,
+    /// A stream created with `WhenFull::Refuse` is full.
+    StreamEntries,
+    /// A tenant's cap on streams (`streams_per_tenant_max`).
+    TenantStreams,
+    /// A stream's cap on named consumers (`consumers_per_stream_max`).
+    StreamConsumers,
     /// The ceiling of a `TtlMap` or of a quota `Counter` built outside a
     /// store (feature `internals`), by name.
     Named(&'static str),
@@ -126,6 +142,9 @@ impl fmt::Display for Scope {
             Scope::Listeners => f.write_str("listeners ceiling"),
             Scope::ChannelListeners => f.write_str("per-channel cap on listeners"),
             Scope::TenantChannels => f.write_str("tenant cap on wake channels"),
+            Scope::StreamEntries => f.write_str("stream retention (refusing when full)"),
+            Scope::TenantStreams => f.write_str("tenant cap on streams"),
+            Scope::StreamConsumers => f.write_str("per-stream cap on consumers"),
             Scope::Named(name) => write!(f, "{name} ceiling"),
         }
     }

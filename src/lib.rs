@@ -83,6 +83,7 @@ mod quota;
 mod record;
 mod shard;
 mod store;
+pub mod stream;
 mod sync;
 mod table;
 pub mod time;

@@ -66,6 +66,8 @@ pub(crate) enum Rung {
     Inbox = 5,
     /// One wake listener's slot.
     Listener = 6,
+    /// One stream's log.
+    Stream = 7,
 }
 
 /// Proof that the current thread entered `rung`; leaving restores what it

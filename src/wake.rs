@@ -9,8 +9,8 @@
 //! does nothing. Listener counts are bounded per channel and per store.
 //!
 //! Locks: a channel's listener list lives in a shard of a concurrent map
-//! ([`Rung::Shard`]); each listener's slot has its own mutex
-//! ([`Rung::Listener`]), taken under the shard lock by `notify` and
+//! (rung `Shard`); each listener's slot has its own mutex
+//! (rung `Listener`), taken under the shard lock by `notify` and
 //! `close`, and alone by the receiver. Wakers (executor code) run after
 //! every lock is given up.
 
@@ -231,6 +231,12 @@ impl WakeHub {
     pub(crate) fn notify(&self, key: &ChannelKey) -> Result<()> {
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::ServiceUnavailable);
+        }
+        // No listener anywhere: nothing to look up. A listen counts itself
+        // before it attaches, so one that returned before this notify
+        // started is seen here.
+        if self.listeners.used() == 0 {
+            return Ok(());
         }
         let mut wakers = Vec::new();
         self.channels.read(key, |list| {

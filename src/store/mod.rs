@@ -43,6 +43,7 @@ mod listing;
 mod lock;
 mod presence;
 mod retire;
+mod streams;
 mod tenant;
 mod visible;
 mod wakes;
@@ -56,6 +57,7 @@ pub use lifecycle::{DegradedReason, Health};
 pub use listing::{Cursor, ListingInfo, Page};
 pub use lock::{LockGuard, LockInfo, RESERVED_PREFIX};
 pub use presence::PresenceInfo;
+pub use streams::Follower;
 
 use crate::config::{QuotaPolicy, StoreConfig, UniformQuota};
 use crate::error::{Error, Result, Scope};
@@ -64,6 +66,7 @@ use crate::ids::{random_bytes, AttemptId, LeaseId, TenantId};
 use crate::quota::Counter;
 use crate::record::{Stamp, TtlRange, Versions};
 use crate::shard::ShardMap;
+use crate::stream::{StreamHub, StreamLimits};
 use crate::sync::{Arc, AtomicU64, Ordering};
 use crate::table::Table;
 use crate::time::{Clock, MonoTime};
@@ -180,6 +183,7 @@ pub(crate) struct Shared {
     locks: Table<NameKey, Lock>,
     events: Arc<EventHub>,
     wakes: Arc<WakeHub>,
+    streams: StreamHub,
     ttl: TtlRange,
     policy: Arc<dyn QuotaPolicy>,
     state: AtomicU64,
@@ -237,6 +241,12 @@ impl Store {
                 config.listeners_per_channel_max,
                 config.channels_per_tenant_max,
             )),
+            streams: StreamHub::new(StreamLimits {
+                streams_per_tenant_max: config.streams_per_tenant_max,
+                bytes_max: config.stream_bytes_max,
+                payload_bytes_max: config.stream_payload_bytes_max,
+                consumers_max: config.consumers_per_stream_max,
+            }),
             ttl: TtlRange::new(config.ttl_min, config.ttl_max)?,
             policy,
             state: AtomicU64::new(lifecycle::READY),

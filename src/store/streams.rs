@@ -1,0 +1,207 @@
+//! The store's side of streams (`src/stream.rs`): names, the lifecycle, the
+//! clock, and the wake each append sends to the stream's followers.
+
+use super::{lifecycle::STOPPED, lock::RESERVED_PREFIX, Store};
+use crate::error::{Error, Result};
+use crate::ids::TenantId;
+use crate::stream::{wake_channel, StreamConfig, StreamRead};
+use crate::sync::{Arc, Ordering};
+use crate::wake::{Listener, RecvError};
+use std::time::Duration;
+
+impl Store {
+    /// Creates the stream `name` with `config`'s retention. Creating it
+    /// again with the same settings is a no-op; with other settings,
+    /// [`Error::Exists`]. Names as for [`notify`](Self::notify); refused
+    /// with `CapacityExceeded` (`TenantStreams`) past
+    /// `streams_per_tenant_max`, with `InvalidArgument` for a zero limit or
+    /// a `bytes_max` above `stream_bytes_max`, and with `Draining` or
+    /// `ServiceUnavailable` while the store drains or once it stopped.
+    pub fn create_stream(&self, tenant: TenantId, name: &str, config: StreamConfig) -> Result<()> {
+        let name = self.stream_name(name)?;
+        self.admit_new(self.shared.clock.now())?;
+        self.shared.streams.create((tenant, name), config)
+    }
+
+    /// Deletes the stream `name` with its entries and consumers.
+    pub fn delete_stream(&self, tenant: TenantId, name: &str) -> Result<()> {
+        let name = self.stream_name(name)?;
+        self.shared.streams.delete(&(tenant, name))
+    }
+
+    /// Appends `payload` to the stream; returns its offset, one above the
+    /// stream's previous one. A full stream refuses (`CapacityExceeded`,
+    /// scope `StreamEntries`) or trims its oldest entries, as created.
+    /// Wakes the stream's followers once the entry is readable.
+    pub fn append(&self, tenant: TenantId, name: &str, payload: &[u8]) -> Result<u64> {
+        let name = self.stream_name(name)?;
+        self.refuse_if_stopped()?;
+        let now = self.shared.clock.now();
+        let (offset, wake) = self.shared.streams.append(&(tenant, name), payload, now)?;
+        self.shared.wakes.notify(&(tenant, wake))?;
+        Ok(offset)
+    }
+
+    /// Up to `max` entries (at most `page_len_max`) from offset `from` on.
+    /// [`Error::Trimmed`] names the first offset held if `from` was trimmed
+    /// away; an offset past the end is `InvalidArgument`.
+    pub fn read(&self, tenant: TenantId, name: &str, from: u64, max: usize) -> Result<StreamRead> {
+        let name = self.stream_name(name)?;
+        let max = max.min(self.shared.config.page_len_max);
+        let now = self.shared.clock.now();
+        self.shared.streams.read(&(tenant, name), from, max, now)
+    }
+
+    /// Drops every entry below `before`; returns the first offset held.
+    pub fn trim_stream(&self, tenant: TenantId, name: &str, before: u64) -> Result<u64> {
+        let name = self.stream_name(name)?;
+        self.shared.streams.trim(&(tenant, name), before)
+    }
+
+    /// Records that `consumer` has processed everything below `offset`.
+    /// Never backwards: a lower offset is `Conflict` with the committed
+    /// one as `current_version`. A new consumer past
+    /// `consumers_per_stream_max` is refused (`StreamConsumers`).
+    pub fn commit(&self, tenant: TenantId, name: &str, consumer: &str, offset: u64) -> Result<()> {
+        let name = self.stream_name(name)?;
+        let consumer = self.name(consumer)?;
+        self.shared
+            .streams
+            .commit(&(tenant, name), consumer, offset)
+    }
+
+    /// The offset `consumer` committed, if it ever did.
+    pub fn committed(&self, tenant: TenantId, name: &str, consumer: &str) -> Result<Option<u64>> {
+        let name = self.stream_name(name)?;
+        self.shared.streams.committed(&(tenant, name), consumer)
+    }
+
+    /// Follows the stream as `consumer`, from its committed offset (or the
+    /// first offset held). The follower listens for appends before it
+    /// reads the committed offset, so no entry appended in between is
+    /// missed; it does not commit by itself ([`Follower::commit`]).
+    pub fn follow(&self, tenant: TenantId, name: &str, consumer: &str) -> Result<Follower> {
+        let stream = self.stream_name(name)?;
+        let consumer = self.name(consumer)?;
+        let wakes = self.shared.wakes.listen(tenant, wake_channel(&stream))?;
+        let position = self
+            .shared
+            .streams
+            .start(&(tenant, Arc::clone(&stream)), &consumer)?;
+        Ok(Follower {
+            store: self.clone(),
+            tenant,
+            stream,
+            consumer,
+            position,
+            wakes,
+        })
+    }
+
+    /// Streams held.
+    pub fn streams(&self) -> u64 {
+        self.shared.streams.len()
+    }
+
+    fn refuse_if_stopped(&self) -> Result<()> {
+        if self.shared.state.load(Ordering::Acquire) == STOPPED {
+            Err(Error::ServiceUnavailable)
+        } else {
+            Ok(())
+        }
+    }
+
+    fn stream_name(&self, name: &str) -> Result<Arc<str>> {
+        if name.starts_with(RESERVED_PREFIX) {
+            return Err(Error::ReservedName);
+        }
+        self.name(name)
+    }
+}
+
+/// A consumer following one stream: reads from its position on and waits
+/// for appends, without polling. From [`Store::follow`].
+#[derive(Debug)]
+pub struct Follower {
+    store: Store,
+    tenant: TenantId,
+    stream: Arc<str>,
+    consumer: Arc<str>,
+    position: u64,
+    wakes: Listener,
+}
+
+impl Follower {
+    /// The offset the next read starts at.
+    pub fn position(&self) -> u64 {
+        self.position
+    }
+
+    /// Up to `max` entries from the position on, without waiting (possibly
+    /// none); advances the position past them.
+    pub fn try_next(&mut self, max: usize) -> Result<StreamRead> {
+        let read = self
+            .store
+            .read(self.tenant, &self.stream, self.position, max)?;
+        self.position = read.next;
+        Ok(read)
+    }
+
+    /// Waits until there is at least one entry from the position on, and
+    /// returns up to `max` of them. `ServiceUnavailable` once the store has
+    /// stopped or is gone.
+    pub fn next(&mut self, max: usize) -> Result<StreamRead> {
+        self.next_within(max, None)
+    }
+
+    /// [`next`](Self::next) for at most `timeout`; an empty read if nothing
+    /// came.
+    pub fn next_timeout(&mut self, max: usize, timeout: Duration) -> Result<StreamRead> {
+        self.next_within(max, Some(timeout))
+    }
+
+    /// [`next`](Self::next) as a future, for any executor. Cancel-safe:
+    /// the position moves only when entries are returned.
+    pub async fn next_async(&mut self, max: usize) -> Result<StreamRead> {
+        loop {
+            let read = self.try_next(max)?;
+            if !read.entries.is_empty() {
+                return Ok(read);
+            }
+            self.wakes
+                .recv_async()
+                .await
+                .map_err(|_| Error::ServiceUnavailable)?;
+        }
+    }
+
+    fn next_within(&mut self, max: usize, timeout: Option<Duration>) -> Result<StreamRead> {
+        let deadline = timeout.map(|t| std::time::Instant::now() + t);
+        loop {
+            // Read after taking any pending wake: an append between the
+            // read and the wait leaves a wake, so the wait returns at once.
+            let read = self.try_next(max)?;
+            if !read.entries.is_empty() {
+                return Ok(read);
+            }
+            let waited = match deadline {
+                None => self.wakes.recv(),
+                Some(d) => match d.checked_duration_since(std::time::Instant::now()) {
+                    Some(left) => self.wakes.recv_timeout(left),
+                    None => return Ok(read),
+                },
+            };
+            match waited {
+                Ok(_) => {}
+                Err(RecvError::Timeout) => return Ok(read),
+                Err(_) => return Err(Error::ServiceUnavailable),
+            }
+        }
+    }
+
+    /// Commits the follower's position for its consumer.
+    pub fn commit(&self) -> Result<()> {
+        self.store
+            .commit(self.tenant, &self.stream, &self.consumer, self.position)
+    }
+}

@@ -1,0 +1,383 @@
+//! Streams: per-tenant append-only logs with offsets, explicit retention,
+//! and named consumers with committed offsets.
+//!
+//! An offset is issued once per stream and never reused or renumbered,
+//! also across trims and a stream emptied by them. Retention is chosen at
+//! creation ([`StreamConfig`]): entries, bytes and (optionally) age, and
+//! what a full stream does ([`WhenFull`]), with no default that loses
+//! data silently. Age-based trimming happens when the stream is next
+//! appended to or read (nothing expired is ever returned).
+//!
+//! Each stream has one mutex (rung `Stream`) over its log; the map of
+//! streams is a concurrent map whose closures only clone the stream's
+//! `Arc`. Appends notify the stream's wake channel after the lock is given
+//! up, so a follower woken by an append always reads it.
+
+use crate::error::{Error, Result, Scope};
+use crate::ids::TenantId;
+use crate::shard::{ShardMap, Upsert};
+use crate::sync::{lock_at, Arc, AtomicU64, Mutex, Ordering, Rung};
+use crate::time::MonoTime;
+use std::collections::{BTreeMap, VecDeque};
+use std::time::Duration;
+
+/// What a full stream does with an append.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum WhenFull {
+    /// Refuse it with `CapacityExceeded { scope: StreamEntries }`; nothing
+    /// is lost.
+    Refuse,
+    /// Trim the oldest entries until the new one fits.
+    TrimOldest,
+}
+
+/// A stream's retention, chosen when it is created.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct StreamConfig {
+    /// Most entries held.
+    pub entries_max: usize,
+    /// Most payload bytes held (at most the store's `stream_bytes_max`).
+    pub bytes_max: usize,
+    /// Entries older than this are trimmed; `None` keeps them until the
+    /// entry or byte limits apply.
+    pub age_max: Option<Duration>,
+    /// What an append to a full stream does.
+    pub when_full: WhenFull,
+}
+
+impl StreamConfig {
+    /// Retention by entries and bytes, with an explicit choice of what a
+    /// full stream does.
+    pub fn new(entries_max: usize, bytes_max: usize, when_full: WhenFull) -> Self {
+        StreamConfig {
+            entries_max,
+            bytes_max,
+            age_max: None,
+            when_full,
+        }
+    }
+
+    /// The same, also trimming entries older than `age_max`.
+    pub fn with_age_max(mut self, age_max: Duration) -> Self {
+        self.age_max = Some(age_max);
+        self
+    }
+}
+
+/// One entry of a stream.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StreamEntry {
+    /// Its offset: strictly increasing in the stream, never reused.
+    pub offset: u64,
+    /// Its payload.
+    pub payload: Arc<[u8]>,
+}
+
+/// What [`Store::read`](crate::Store::read) returns.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StreamRead {
+    /// Entries from the requested offset on, in offset order.
+    pub entries: Vec<StreamEntry>,
+    /// The offset to read from next.
+    pub next: u64,
+}
+
+/// The store-wide bounds on streams.
+pub(crate) struct StreamLimits {
+    pub(crate) streams_per_tenant_max: u64,
+    pub(crate) bytes_max: usize,
+    pub(crate) payload_bytes_max: usize,
+    pub(crate) consumers_max: usize,
+}
+
+type StreamKey = (TenantId, Arc<str>);
+
+pub(crate) struct StreamHub {
+    streams: ShardMap<StreamKey, Arc<Stream>>,
+    tenant_streams: ShardMap<TenantId, u64>,
+    limits: StreamLimits,
+    /// Streams held, for stats.
+    count: AtomicU64,
+}
+
+pub(crate) struct Stream {
+    config: StreamConfig,
+    /// The stream's own wake channel (reserved name), notified per append.
+    wake: Arc<str>,
+    log: Mutex<Log>,
+}
+
+struct Log {
+    entries: VecDeque<(StreamEntry, MonoTime)>,
+    /// The offset the next append gets.
+    next: u64,
+    /// The lowest offset still readable (everything below was trimmed).
+    first: u64,
+    bytes: usize,
+    consumers: BTreeMap<Arc<str>, u64>,
+}
+
+impl Log {
+    fn pop_front(&mut self) {
+        if let Some((entry, _)) = self.entries.pop_front() {
+            self.bytes -= entry.payload.len();
+            self.first = entry.offset + 1;
+        }
+    }
+
+    /// Trims entries older than the stream's age limit.
+    fn trim_aged(&mut self, config: &StreamConfig, now: MonoTime) {
+        if let Some(age) = config.age_max {
+            while self
+                .entries
+                .front()
+                .is_some_and(|(_, at)| now.saturating_since(*at) >= age)
+            {
+                self.pop_front();
+            }
+        }
+    }
+}
+
+impl StreamHub {
+    pub(crate) fn new(limits: StreamLimits) -> Self {
+        StreamHub {
+            streams: ShardMap::with_capacity(16),
+            tenant_streams: ShardMap::with_capacity(16),
+            limits,
+            count: AtomicU64::new(0),
+        }
+    }
+
+    pub(crate) fn len(&self) -> u64 {
+        self.count.load(Ordering::Acquire)
+    }
+
+    fn get(&self, key: &StreamKey) -> Result<Arc<Stream>> {
+        self.streams.read(key, Arc::clone).ok_or(Error::NotFound)
+    }
+
+    pub(crate) fn create(&self, key: StreamKey, config: StreamConfig) -> Result<()> {
+        if config.entries_max == 0 || config.bytes_max == 0 {
+            return Err(Error::InvalidArgument {
+                reason: "a stream's entries_max and bytes_max must be positive",
+            });
+        }
+        if config.bytes_max > self.limits.bytes_max {
+            return Err(Error::InvalidArgument {
+                reason: "a stream's bytes_max is above stream_bytes_max",
+            });
+        }
+        if config.age_max.is_some_and(|a| a.is_zero()) {
+            return Err(Error::InvalidArgument {
+                reason: "a stream's age_max must be positive",
+            });
+        }
+        let max = self.limits.streams_per_tenant_max;
+        let (taken, _) = self.tenant_streams.upsert(key.0, |n| match n {
+            Some(&n) if n >= max => Upsert::Keep(false),
+            Some(&n) => Upsert::Put(n + 1, true),
+            None => Upsert::Put(1, true),
+        });
+        if !taken {
+            return Err(Error::CapacityExceeded {
+                scope: Scope::TenantStreams,
+            });
+        }
+        let stream = Arc::new(Stream {
+            config: config.clone(),
+            wake: wake_channel(&key.1),
+            log: Mutex::new(Log {
+                entries: VecDeque::new(),
+                next: 0,
+                first: 0,
+                bytes: 0,
+                consumers: BTreeMap::new(),
+            }),
+        });
+        let (created, _) = self.streams.upsert(key.clone(), |existing| match existing {
+            None => Upsert::Put(stream, Ok(())),
+            Some(s) if s.config == config => Upsert::Keep(Err(None)),
+            Some(_) => Upsert::Keep(Err(Some(Error::Exists))),
+        });
+        match created {
+            Ok(()) => {
+                self.count.fetch_add(1, Ordering::AcqRel);
+                Ok(())
+            }
+            Err(refusal) => {
+                self.give_slot(key.0);
+                // The same stream again is not an error (a retried create).
+                refusal.map_or(Ok(()), Err)
+            }
+        }
+    }
+
+    fn give_slot(&self, tenant: TenantId) {
+        let emptied = self.tenant_streams.update(&tenant, |n| {
+            *n -= 1;
+            *n == 0
+        });
+        if emptied == Some(true) {
+            self.tenant_streams
+                .remove_if(&tenant, |&n| if n == 0 { Ok(()) } else { Err(()) });
+        }
+    }
+
+    pub(crate) fn delete(&self, key: &StreamKey) -> Result<()> {
+        match self.streams.remove_if(key, |_| Ok::<(), ()>(())) {
+            Some(Ok(_)) => {
+                self.count.fetch_sub(1, Ordering::AcqRel);
+                self.give_slot(key.0);
+                Ok(())
+            }
+            _ => Err(Error::NotFound),
+        }
+    }
+
+    /// Appends `payload`; returns its offset and the stream's wake channel
+    /// (to notify once the lock is given up).
+    pub(crate) fn append(
+        &self,
+        key: &StreamKey,
+        payload: &[u8],
+        now: MonoTime,
+    ) -> Result<(u64, Arc<str>)> {
+        if payload.len() > self.limits.payload_bytes_max {
+            return Err(Error::InvalidArgument {
+                reason: "payload is larger than stream_payload_bytes_max",
+            });
+        }
+        let stream = self.get(key)?;
+        let config = &stream.config;
+        if payload.len() > config.bytes_max {
+            return Err(Error::InvalidArgument {
+                reason: "payload is larger than the stream's bytes_max",
+            });
+        }
+        let mut log = lock_at(Rung::Stream, &stream.log);
+        log.trim_aged(config, now);
+        let full = |log: &Log| {
+            log.entries.len() >= config.entries_max || log.bytes + payload.len() > config.bytes_max
+        };
+        if full(&log) {
+            match config.when_full {
+                WhenFull::Refuse => {
+                    return Err(Error::CapacityExceeded {
+                        scope: Scope::StreamEntries,
+                    })
+                }
+                WhenFull::TrimOldest => {
+                    while full(&log) {
+                        log.pop_front();
+                    }
+                }
+            }
+        }
+        let offset = log.next;
+        log.next += 1;
+        log.bytes += payload.len();
+        log.entries.push_back((
+            StreamEntry {
+                offset,
+                payload: Arc::from(payload),
+            },
+            now,
+        ));
+        Ok((offset, Arc::clone(&stream.wake)))
+    }
+
+    pub(crate) fn read(
+        &self,
+        key: &StreamKey,
+        from: u64,
+        max: usize,
+        now: MonoTime,
+    ) -> Result<StreamRead> {
+        let stream = self.get(key)?;
+        let mut log = lock_at(Rung::Stream, &stream.log);
+        log.trim_aged(&stream.config, now);
+        if from < log.first {
+            return Err(Error::Trimmed { first: log.first });
+        }
+        if from > log.next {
+            return Err(Error::InvalidArgument {
+                reason: "offset is beyond the end of the stream",
+            });
+        }
+        let skip = (from - log.first) as usize;
+        let entries: Vec<StreamEntry> = log
+            .entries
+            .iter()
+            .skip(skip)
+            .take(max)
+            .map(|(e, _)| e.clone())
+            .collect();
+        let next = entries.last().map_or(from, |e| e.offset + 1);
+        Ok(StreamRead { entries, next })
+    }
+
+    pub(crate) fn trim(&self, key: &StreamKey, before: u64) -> Result<u64> {
+        let stream = self.get(key)?;
+        let mut log = lock_at(Rung::Stream, &stream.log);
+        if before > log.next {
+            return Err(Error::InvalidArgument {
+                reason: "offset is beyond the end of the stream",
+            });
+        }
+        while log.entries.front().is_some_and(|(e, _)| e.offset < before) {
+            log.pop_front();
+        }
+        log.first = log.first.max(before);
+        Ok(log.first)
+    }
+
+    pub(crate) fn commit(&self, key: &StreamKey, consumer: Arc<str>, offset: u64) -> Result<()> {
+        let stream = self.get(key)?;
+        let mut log = lock_at(Rung::Stream, &stream.log);
+        if offset > log.next {
+            return Err(Error::InvalidArgument {
+                reason: "offset is beyond the end of the stream",
+            });
+        }
+        let consumers = log.consumers.len();
+        match log.consumers.get_mut(&consumer) {
+            Some(&mut committed) if offset < committed => Err(Error::Conflict {
+                current_version: committed,
+            }),
+            Some(committed) => {
+                *committed = offset;
+                Ok(())
+            }
+            None if consumers >= self.limits.consumers_max => Err(Error::CapacityExceeded {
+                scope: Scope::StreamConsumers,
+            }),
+            None => {
+                log.consumers.insert(consumer, offset);
+                Ok(())
+            }
+        }
+    }
+
+    pub(crate) fn committed(&self, key: &StreamKey, consumer: &str) -> Result<Option<u64>> {
+        let stream = self.get(key)?;
+        let log = lock_at(Rung::Stream, &stream.log);
+        Ok(log.consumers.get(consumer).copied())
+    }
+
+    /// Where a follower of `consumer` starts: its committed offset, or the
+    /// first offset still held if it never committed. (A committed offset
+    /// since trimmed away makes the follower's first read `Trimmed`.)
+    pub(crate) fn start(&self, key: &StreamKey, consumer: &str) -> Result<u64> {
+        let stream = self.get(key)?;
+        let log = lock_at(Rung::Stream, &stream.log);
+        Ok(log.consumers.get(consumer).copied().unwrap_or(log.first))
+    }
+}
+
+/// The reserved name of a stream's wake channel.
+pub(crate) fn wake_channel(stream: &str) -> Arc<str> {
+    Arc::from(format!("{}stream:{stream}", crate::store::RESERVED_PREFIX))
+}
+
+pub use crate::store::Follower;

@@ -1,0 +1,234 @@
+//! Streams: offsets, retention, trimming, consumers and followers.
+//! Every rule and typed refusal, on a `ManualClock`.
+
+mod common;
+
+use common::ops::*;
+use relaystore::stream::{StreamConfig, WhenFull};
+use relaystore::{Error, Scope, StoreConfig};
+use std::time::Duration;
+
+fn offsets(read: &relaystore::stream::StreamRead) -> Vec<u64> {
+    read.entries.iter().map(|e| e.offset).collect()
+}
+
+#[test]
+fn offsets_increase_and_reads_come_in_order() {
+    let (_c, s) = store();
+    s.create_stream(T, "log", StreamConfig::new(100, 1 << 20, WhenFull::Refuse))
+        .unwrap();
+    for i in 0..5u8 {
+        assert_eq!(s.append(T, "log", &[i]).unwrap(), u64::from(i));
+    }
+    let read = s.read(T, "log", 1, 3).unwrap();
+    assert_eq!(offsets(&read), vec![1, 2, 3]);
+    assert_eq!(read.entries[0].payload.as_ref(), &[1]);
+    assert_eq!(read.next, 4);
+    let rest = s.read(T, "log", read.next, 10).unwrap();
+    assert_eq!((offsets(&rest), rest.next), (vec![4], 5));
+    assert_eq!(s.read(T, "log", 5, 10).unwrap().entries, vec![]);
+    assert!(matches!(
+        s.read(T, "log", 6, 10),
+        Err(Error::InvalidArgument { .. })
+    ));
+    assert_eq!(
+        s.read(OTHER, "log", 0, 10),
+        Err(Error::NotFound),
+        "per tenant"
+    );
+}
+
+#[test]
+fn a_refusing_stream_refuses_when_full_and_loses_nothing() {
+    let (_c, s) = store();
+    s.create_stream(T, "log", StreamConfig::new(2, 1 << 20, WhenFull::Refuse))
+        .unwrap();
+    s.append(T, "log", b"a").unwrap();
+    s.append(T, "log", b"b").unwrap();
+    assert_eq!(
+        s.append(T, "log", b"c"),
+        Err(Error::CapacityExceeded {
+            scope: Scope::StreamEntries
+        })
+    );
+    assert_eq!(offsets(&s.read(T, "log", 0, 10).unwrap()), vec![0, 1]);
+    assert_eq!(s.trim_stream(T, "log", 1).unwrap(), 1);
+    assert_eq!(s.append(T, "log", b"c").unwrap(), 2, "room after a trim");
+}
+
+#[test]
+fn a_trimming_stream_drops_its_oldest_and_never_reuses_an_offset() {
+    let (_c, s) = store();
+    s.create_stream(
+        T,
+        "log",
+        StreamConfig::new(3, 1 << 20, WhenFull::TrimOldest),
+    )
+    .unwrap();
+    for i in 0..5u8 {
+        s.append(T, "log", &[i]).unwrap();
+    }
+    assert_eq!(s.read(T, "log", 0, 10), Err(Error::Trimmed { first: 2 }));
+    assert_eq!(offsets(&s.read(T, "log", 2, 10).unwrap()), vec![2, 3, 4]);
+    // Emptied by a trim, the stream still continues its offsets.
+    assert_eq!(s.trim_stream(T, "log", 5).unwrap(), 5);
+    assert_eq!(s.read(T, "log", 4, 10), Err(Error::Trimmed { first: 5 }));
+    assert_eq!(s.append(T, "log", b"x").unwrap(), 5);
+}
+
+#[test]
+fn byte_and_age_limits_trim_too() {
+    let (c, s) = store();
+    s.create_stream(T, "bytes", StreamConfig::new(100, 10, WhenFull::TrimOldest))
+        .unwrap();
+    s.append(T, "bytes", &[0; 6]).unwrap();
+    s.append(T, "bytes", &[1; 6]).unwrap();
+    assert_eq!(s.read(T, "bytes", 0, 10), Err(Error::Trimmed { first: 1 }));
+    assert!(matches!(
+        s.append(T, "bytes", &[0; 11]),
+        Err(Error::InvalidArgument { .. })
+    ));
+    let aged = StreamConfig::new(100, 1 << 20, WhenFull::Refuse).with_age_max(SEC * 10);
+    s.create_stream(T, "aged", aged).unwrap();
+    s.append(T, "aged", b"old").unwrap();
+    c.advance(SEC * 5);
+    s.append(T, "aged", b"new").unwrap();
+    c.advance(SEC * 5);
+    assert_eq!(s.read(T, "aged", 0, 10), Err(Error::Trimmed { first: 1 }));
+    assert_eq!(offsets(&s.read(T, "aged", 1, 10).unwrap()), vec![1]);
+}
+
+#[test]
+fn creation_is_checked_and_bounded() {
+    let (_c, s) = store_with(StoreConfig {
+        streams_per_tenant_max: 2,
+        stream_bytes_max: 1 << 20,
+        ..config()
+    });
+    let cfg = StreamConfig::new(10, 1000, WhenFull::Refuse);
+    s.create_stream(T, "a", cfg.clone()).unwrap();
+    s.create_stream(T, "a", cfg.clone()).unwrap();
+    assert_eq!(s.streams(), 1, "creating it again is a no-op");
+    assert_eq!(
+        s.create_stream(T, "a", StreamConfig::new(10, 1000, WhenFull::TrimOldest)),
+        Err(Error::Exists)
+    );
+    s.create_stream(T, "b", cfg.clone()).unwrap();
+    assert_eq!(
+        s.create_stream(T, "c", cfg.clone()),
+        Err(Error::CapacityExceeded {
+            scope: Scope::TenantStreams
+        })
+    );
+    s.create_stream(OTHER, "c", cfg.clone()).unwrap();
+    s.delete_stream(T, "b").unwrap();
+    s.create_stream(T, "c", cfg.clone()).unwrap();
+    assert_eq!(s.create_stream(T, "", cfg.clone()), Err(Error::InvalidName));
+    assert_eq!(
+        s.create_stream(T, "__x", cfg.clone()),
+        Err(Error::ReservedName)
+    );
+    for bad in [
+        StreamConfig::new(0, 10, WhenFull::Refuse),
+        StreamConfig::new(10, 0, WhenFull::Refuse),
+        StreamConfig::new(10, (1 << 20) + 1, WhenFull::Refuse),
+        StreamConfig::new(10, 10, WhenFull::Refuse).with_age_max(Duration::ZERO),
+    ] {
+        assert!(matches!(
+            s.create_stream(OTHER, "d", bad),
+            Err(Error::InvalidArgument { .. })
+        ));
+    }
+    assert_eq!(s.append(T, "missing", b"x"), Err(Error::NotFound));
+}
+
+#[test]
+fn commits_never_go_backwards_and_consumers_are_bounded() {
+    let (_c, s) = store_with(StoreConfig {
+        consumers_per_stream_max: 1,
+        ..config()
+    });
+    s.create_stream(T, "log", StreamConfig::new(10, 1000, WhenFull::Refuse))
+        .unwrap();
+    for _ in 0..4 {
+        s.append(T, "log", b"x").unwrap();
+    }
+    assert_eq!(s.committed(T, "log", "worker").unwrap(), None);
+    s.commit(T, "log", "worker", 3).unwrap();
+    assert_eq!(
+        s.commit(T, "log", "worker", 2),
+        Err(Error::Conflict { current_version: 3 })
+    );
+    s.commit(T, "log", "worker", 3).unwrap();
+    assert_eq!(s.committed(T, "log", "worker").unwrap(), Some(3));
+    assert!(matches!(
+        s.commit(T, "log", "worker", 5),
+        Err(Error::InvalidArgument { .. })
+    ));
+    assert_eq!(
+        s.commit(T, "log", "other", 0),
+        Err(Error::CapacityExceeded {
+            scope: Scope::StreamConsumers
+        })
+    );
+}
+
+#[test]
+fn a_follower_misses_nothing_and_repeats_nothing_across_restarts() {
+    let (_c, s) = store();
+    s.create_stream(T, "log", StreamConfig::new(100, 1 << 20, WhenFull::Refuse))
+        .unwrap();
+    s.append(T, "log", b"0").unwrap();
+    let mut seen = Vec::new();
+    let mut f = s.follow(T, "log", "worker").unwrap();
+    s.append(T, "log", b"1").unwrap();
+    seen.extend(offsets(&f.next(10).unwrap()));
+    f.commit().unwrap();
+    drop(f);
+    s.append(T, "log", b"2").unwrap();
+    let mut f = s.follow(T, "log", "worker").unwrap();
+    assert_eq!(f.position(), 2, "from the committed offset");
+    s.append(T, "log", b"3").unwrap();
+    seen.extend(offsets(&f.next(10).unwrap()));
+    assert_eq!(f.try_next(10).unwrap().entries, vec![]);
+    assert_eq!(seen, vec![0, 1, 2, 3]);
+}
+
+#[test]
+fn a_follower_waits_for_appends_blocking_and_async() {
+    let (_c, s) = store();
+    s.create_stream(T, "log", StreamConfig::new(100, 1 << 20, WhenFull::Refuse))
+        .unwrap();
+    let mut f = s.follow(T, "log", "worker").unwrap();
+    assert_eq!(
+        f.next_timeout(10, Duration::from_millis(20))
+            .unwrap()
+            .entries,
+        vec![]
+    );
+    let appender = {
+        let s = s.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(20));
+            s.append(T, "log", b"a").unwrap();
+        })
+    };
+    assert_eq!(offsets(&f.next(10).unwrap()), vec![0]);
+    appender.join().unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let appender = {
+        let s = s.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(20));
+            s.append(T, "log", b"b").unwrap();
+        })
+    };
+    let read = runtime.block_on(f.next_async(10)).unwrap();
+    assert_eq!(offsets(&read), vec![1]);
+    appender.join().unwrap();
+    s.begin_drain(Duration::ZERO).unwrap();
+    assert_eq!(f.next(10).map(drop), Err(Error::ServiceUnavailable));
+    assert_eq!(s.append(T, "log", b"c"), Err(Error::ServiceUnavailable));
+}
