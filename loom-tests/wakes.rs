@@ -9,9 +9,11 @@ mod common;
 use loom::sync::atomic::{AtomicBool, Ordering};
 use loom::thread;
 use relaystore::model::faults::{store_fault, StoreFault};
+use relaystore::stream::{StreamConfig, WhenFull};
 use relaystore::time::ManualClock;
 use relaystore::{Store, StoreConfig, TenantId};
 use std::future::Future;
+use std::mem::ManuallyDrop;
 use std::pin::pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
@@ -87,6 +89,42 @@ fn two_listens_create_one_channel(fault: StoreFault) {
         assert!(mine.try_recv().is_some(), "a listener lost its wake");
         assert!(theirs.try_recv().is_some(), "a listener lost its wake");
     });
+}
+
+/// An append racing a new follower's first blocking read: the follower
+/// returns the entry whichever comes first (it reads before it waits, and
+/// it listens before it reads), and never waits for a wake that will not
+/// come.
+fn append_vs_follow(fault: StoreFault) {
+    common::explore(&name(fault, "append_vs_follow"), move || {
+        store_fault(fault);
+        // Kept from dropping while unwinding: the broken twin ends in loom's
+        // deadlock report, after which loom objects cannot be dropped.
+        let store = ManuallyDrop::new(store());
+        let config = StreamConfig::new(8, 1024, WhenFull::Refuse);
+        store.create_stream(T, "log", config).unwrap();
+        let appender = {
+            let store = Store::clone(&store);
+            thread::spawn(move || store.append(T, "log", b"x").unwrap())
+        };
+        let mut follower = ManuallyDrop::new(store.follow(T, "log", "worker").unwrap());
+        let read = follower.next(8).unwrap();
+        assert_eq!(appender.join().unwrap(), 0);
+        assert_eq!(read.entries.len(), 1, "the entry was missed");
+        drop(ManuallyDrop::into_inner(follower));
+        drop(ManuallyDrop::into_inner(store));
+    });
+}
+
+#[test]
+fn an_append_racing_a_new_follower_is_never_missed() {
+    append_vs_follow(StoreFault::None);
+}
+
+#[test]
+#[should_panic]
+fn broken_twin_waiting_before_reading_misses_an_earlier_append() {
+    append_vs_follow(StoreFault::WaitBeforeRead);
 }
 
 #[test]

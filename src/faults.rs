@@ -57,6 +57,8 @@ pub enum StoreFault {
     /// The listen that creates a channel overwrites one another listen
     /// created meanwhile.
     ChannelOverwrite,
+    /// A stream follower waits for a wake before its first read.
+    WaitBeforeRead,
 }
 
 std::thread_local! {

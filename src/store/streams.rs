@@ -177,6 +177,11 @@ impl Follower {
 
     fn next_within(&mut self, max: usize, timeout: Option<Duration>) -> Result<StreamRead> {
         let deadline = timeout.map(|t| std::time::Instant::now() + t);
+        if crate::faults::active(crate::faults::StoreFault::WaitBeforeRead) {
+            // Broken twin: an entry appended before the follower attached
+            // left no wake, so this waits for one that never comes.
+            let _ = self.wakes.recv();
+        }
         loop {
             // Read after taking any pending wake: an append between the
             // read and the wait leaves a wake, so the wait returns at once.
