@@ -62,6 +62,7 @@ use crate::store::{
     Admission, Binding, Cursor, EndpointSeen, Health, JoinTicket, LeaseGrant, LeaseInfo,
     ListingInfo, LockInfo, Page, PresenceInfo, Renewal,
 };
+use crate::stream::{StreamConfig, StreamRead};
 use crate::wake::Wake;
 use std::future::Future;
 use std::net::SocketAddr;
@@ -79,6 +80,9 @@ pub trait Engine: Clone + Send + Sync + 'static {
 
     /// The engine's listener on a wake channel.
     type Listener: Wakes;
+
+    /// The engine's stream follower.
+    type Follower: Follow;
 
     // ----- leases -----
 
@@ -332,6 +336,90 @@ pub trait Engine: Clone + Send + Sync + 'static {
         tenant: TenantId,
         channel: &str,
     ) -> impl Future<Output = Result<Self::Listener>> + Send;
+
+    // ----- streams -----
+
+    /// Creates a stream with explicit retention
+    /// ([`Store::create_stream`](crate::Store::create_stream)).
+    fn create_stream(
+        &self,
+        tenant: TenantId,
+        name: &str,
+        config: StreamConfig,
+    ) -> impl Future<Output = Result<()>> + Send;
+
+    /// Deletes a stream with its entries and consumers.
+    fn delete_stream(
+        &self,
+        tenant: TenantId,
+        name: &str,
+    ) -> impl Future<Output = Result<()>> + Send;
+
+    /// Appends an entry; returns its offset
+    /// ([`Store::append`](crate::Store::append)).
+    fn append(
+        &self,
+        tenant: TenantId,
+        name: &str,
+        payload: &[u8],
+    ) -> impl Future<Output = Result<u64>> + Send;
+
+    /// Entries from an offset on ([`Store::read`](crate::Store::read)).
+    fn read(
+        &self,
+        tenant: TenantId,
+        name: &str,
+        from: u64,
+        max: usize,
+    ) -> impl Future<Output = Result<StreamRead>> + Send;
+
+    /// Drops the entries below `before`; returns the first offset held.
+    fn trim_stream(
+        &self,
+        tenant: TenantId,
+        name: &str,
+        before: u64,
+    ) -> impl Future<Output = Result<u64>> + Send;
+
+    /// Commits a consumer's offset, never backwards
+    /// ([`Store::commit`](crate::Store::commit)).
+    fn commit(
+        &self,
+        tenant: TenantId,
+        name: &str,
+        consumer: &str,
+        offset: u64,
+    ) -> impl Future<Output = Result<()>> + Send;
+
+    /// A consumer's committed offset, if any.
+    fn committed(
+        &self,
+        tenant: TenantId,
+        name: &str,
+        consumer: &str,
+    ) -> impl Future<Output = Result<Option<u64>>> + Send;
+
+    /// Follows a stream as a consumer, from its committed offset
+    /// ([`Store::follow`](crate::Store::follow)).
+    fn follow(
+        &self,
+        tenant: TenantId,
+        name: &str,
+        consumer: &str,
+    ) -> impl Future<Output = Result<Self::Follower>> + Send;
+}
+
+/// A consumer following one stream: waits for appends, never polls.
+pub trait Follow: Send + 'static {
+    /// The offset the next read starts at.
+    fn position(&self) -> u64;
+
+    /// Waits for at least one entry from the position on and returns up to
+    /// `max`. Cancel-safe: the position moves only with returned entries.
+    fn next(&mut self, max: usize) -> impl Future<Output = Result<StreamRead>> + Send;
+
+    /// Commits the position for the follower's consumer.
+    fn commit(&self) -> impl Future<Output = Result<()>> + Send;
 }
 
 /// A listener on a wake channel: wakes not yet received coalesce into one.

@@ -99,7 +99,7 @@ mod wheel;
 pub use config::{QuotaPolicy, StoreConfig, TenantQuota, UniformQuota};
 #[cfg(all(feature = "internals", not(relaystore_loom)))]
 pub use driver::{ExpiryDriver, Sweep};
-pub use engine::{Engine, Events, Wakes};
+pub use engine::{Engine, Events, Follow, Wakes};
 pub use error::{Error, Result, Scope};
 pub use ids::{AttemptId, JoinToken, LeaseId, ParseIdError, TenantId, TOKEN_SECRET_BYTES};
 #[cfg(feature = "internals")]

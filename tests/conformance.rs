@@ -3,6 +3,7 @@
 
 use relaystore::conformance::{self, Harness, InMemory, CHECKS};
 use relaystore::events::{Collection, Subscription};
+use relaystore::stream::{Follower, StreamConfig, StreamRead};
 use relaystore::wake::Listener;
 use relaystore::{
     Admission, AttemptId, Binding, Cursor, EndpointSeen, Engine, Error, Health, JoinTicket,
@@ -85,6 +86,7 @@ macro_rules! delegate {
 impl Engine for Broken {
     type Events = Subscription;
     type Listener = Listener;
+    type Follower = Follower;
 
     delegate! {
         grant(tenant: TenantId, holder: &str, ttl: Duration, key: Option<&str>) -> Result<LeaseGrant>;
@@ -117,6 +119,14 @@ impl Engine for Broken {
         subscribe_to(collections: &[Collection]) -> Result<Subscription>;
         notify(tenant: TenantId, channel: &str) -> Result<()>;
         listen(tenant: TenantId, channel: &str) -> Result<Listener>;
+        create_stream(tenant: TenantId, name: &str, config: StreamConfig) -> Result<()>;
+        delete_stream(tenant: TenantId, name: &str) -> Result<()>;
+        append(tenant: TenantId, name: &str, payload: &[u8]) -> Result<u64>;
+        read(tenant: TenantId, name: &str, from: u64, max: usize) -> Result<StreamRead>;
+        trim_stream(tenant: TenantId, name: &str, before: u64) -> Result<u64>;
+        commit(tenant: TenantId, name: &str, consumer: &str, offset: u64) -> Result<()>;
+        committed(tenant: TenantId, name: &str, consumer: &str) -> Result<Option<u64>>;
+        follow(tenant: TenantId, name: &str, consumer: &str) -> Result<Follower>;
     }
 
     async fn update_listing(

@@ -29,6 +29,7 @@ mod lifecycle;
 mod limits;
 mod listings;
 mod locks;
+mod streams;
 mod wakes;
 
 pub use harness::InMemory;
@@ -149,6 +150,8 @@ pub const CHECKS: &[&str] = &[
     "lifecycle::restart",
     "wakes::notify_and_listen",
     "wakes::channel_names",
+    "streams::offsets_and_retention",
+    "streams::consumers_and_followers",
 ];
 
 /// Runs every check against engines from `harness`; returns the failures
@@ -193,6 +196,8 @@ pub async fn run<H: Harness>(harness: &H) -> Vec<Failure> {
     check!(lifecycle::restart);
     check!(wakes::notify_and_listen);
     check!(wakes::channel_names);
+    check!(streams::offsets_and_retention);
+    check!(streams::consumers_and_followers);
     failures
 }
 

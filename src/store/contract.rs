@@ -7,13 +7,14 @@
 //! median of 5 runs; this form 1.02x. docs/PERFORMANCE.md has both.)
 
 use super::{
-    Admission, Binding, Cursor, EndpointSeen, Health, JoinTicket, LeaseGrant, LeaseInfo,
+    Admission, Binding, Cursor, EndpointSeen, Follower, Health, JoinTicket, LeaseGrant, LeaseInfo,
     ListingInfo, LockInfo, Page, PresenceInfo, Renewal, Store,
 };
-use crate::engine::{Engine, Events, Wakes};
+use crate::engine::{Engine, Events, Follow, Wakes};
 use crate::error::Result;
 use crate::events::{Collection, Received, RecvError, Subscription};
 use crate::ids::{AttemptId, JoinToken, LeaseId, TenantId};
+use crate::stream::{StreamConfig, StreamRead};
 use crate::wake::{Listener, Wake};
 use std::future::{ready, Future};
 use std::net::SocketAddr;
@@ -22,6 +23,7 @@ use std::time::Duration;
 impl Engine for Store {
     type Events = Subscription;
     type Listener = Listener;
+    type Follower = Follower;
 
     fn grant(
         &self,
@@ -299,6 +301,93 @@ impl Engine for Store {
         channel: &str,
     ) -> impl Future<Output = Result<Listener>> + Send {
         ready(Store::listen(self, tenant, channel))
+    }
+
+    fn create_stream(
+        &self,
+        tenant: TenantId,
+        name: &str,
+        config: StreamConfig,
+    ) -> impl Future<Output = Result<()>> + Send {
+        ready(Store::create_stream(self, tenant, name, config))
+    }
+
+    fn delete_stream(
+        &self,
+        tenant: TenantId,
+        name: &str,
+    ) -> impl Future<Output = Result<()>> + Send {
+        ready(Store::delete_stream(self, tenant, name))
+    }
+
+    fn append(
+        &self,
+        tenant: TenantId,
+        name: &str,
+        payload: &[u8],
+    ) -> impl Future<Output = Result<u64>> + Send {
+        ready(Store::append(self, tenant, name, payload))
+    }
+
+    fn read(
+        &self,
+        tenant: TenantId,
+        name: &str,
+        from: u64,
+        max: usize,
+    ) -> impl Future<Output = Result<StreamRead>> + Send {
+        ready(Store::read(self, tenant, name, from, max))
+    }
+
+    fn trim_stream(
+        &self,
+        tenant: TenantId,
+        name: &str,
+        before: u64,
+    ) -> impl Future<Output = Result<u64>> + Send {
+        ready(Store::trim_stream(self, tenant, name, before))
+    }
+
+    fn commit(
+        &self,
+        tenant: TenantId,
+        name: &str,
+        consumer: &str,
+        offset: u64,
+    ) -> impl Future<Output = Result<()>> + Send {
+        ready(Store::commit(self, tenant, name, consumer, offset))
+    }
+
+    fn committed(
+        &self,
+        tenant: TenantId,
+        name: &str,
+        consumer: &str,
+    ) -> impl Future<Output = Result<Option<u64>>> + Send {
+        ready(Store::committed(self, tenant, name, consumer))
+    }
+
+    fn follow(
+        &self,
+        tenant: TenantId,
+        name: &str,
+        consumer: &str,
+    ) -> impl Future<Output = Result<Follower>> + Send {
+        ready(Store::follow(self, tenant, name, consumer))
+    }
+}
+
+impl Follow for Follower {
+    fn position(&self) -> u64 {
+        Follower::position(self)
+    }
+
+    fn next(&mut self, max: usize) -> impl Future<Output = Result<StreamRead>> + Send {
+        self.next_async(max)
+    }
+
+    fn commit(&self) -> impl Future<Output = Result<()>> + Send {
+        ready(Follower::commit(self))
     }
 }
 
