@@ -52,7 +52,7 @@ pub enum Health {
         reason: DegradedReason,
     },
     /// Refusing new grants, publishes, joins, presence and locks with
-    /// `Draining`; existing records keep working until `deadline`.
+    /// `Draining`; existing records keep working until the drain ends.
     Draining {
         /// Time left before the drain ends and every remaining lease is
         /// revoked.
