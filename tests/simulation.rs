@@ -36,6 +36,7 @@
 //! `RELAYSTORE_SIM_SEEDS=<seed> cargo test --release --test simulation`.
 //! Longer runs: `RELAYSTORE_SIM_SEEDS=32 RELAYSTORE_SIM_STEPS=1000000`.
 
+use relaystore::stream::{StreamConfig, WhenFull};
 use relaystore::time::ManualClock;
 use relaystore::wake::Listener;
 use relaystore::{Error, JoinTicket, LeaseId, Store, StoreConfig, TenantId, TenantQuota};
@@ -142,6 +143,8 @@ struct Sim {
     listeners: Vec<(TenantId, &'static str, Listener, bool)>,
     /// Listeners of the store before the last restart.
     retired: Vec<(TenantId, &'static str, Listener, bool)>,
+    /// Streams created: (first offset held, next offset), per the model.
+    streams: HashMap<(TenantId, &'static str), (u64, u64)>,
 }
 
 fn tenant(rng: &mut Rng) -> TenantId {
@@ -183,6 +186,7 @@ impl Sim {
             refusals_checked: 0,
             listeners: Vec::new(),
             retired: Vec::new(),
+            streams: HashMap::new(),
         }
     }
 
@@ -531,7 +535,8 @@ impl Sim {
             98 if s.health() == relaystore::Health::Stopped || self.rng.below(100) == 0 => {
                 self.restart();
             }
-            99 => self.wake_step(),
+            99 if self.rng.below(2) == 0 => self.wake_step(),
+            99 => self.stream_step(),
             _ => {}
         }
         // The driver: usually sweeps every step; sometimes stalls for a while.
@@ -580,6 +585,84 @@ impl Sim {
         self.store.listeners().hash(&mut self.trace);
     }
 
+    /// Streams. I11: offsets are issued in sequence and never reused; a
+    /// trimming stream keeps its newest 4, a refusing one refuses the 5th;
+    /// a read returns exactly the offsets the model holds from its start,
+    /// or `Trimmed` with the model's first offset.
+    fn stream_step(&mut self) {
+        let t = tenant(&mut self.rng);
+        let name = ["trimming", "refusing"][self.rng.below(2) as usize];
+        let when_full = if name == "trimming" {
+            WhenFull::TrimOldest
+        } else {
+            WhenFull::Refuse
+        };
+        if !self.streams.contains_key(&(t, name)) {
+            match self
+                .store
+                .create_stream(t, name, StreamConfig::new(4, 1 << 10, when_full))
+            {
+                Ok(()) => {
+                    self.streams.insert((t, name), (0, 0));
+                }
+                Err(e) => assert!(
+                    matches!(e, Error::Draining | Error::ServiceUnavailable),
+                    "create_stream: {e:?}"
+                ),
+            }
+            return;
+        }
+        let choice = self.rng.below(6);
+        // A burst of appends, so retention is reached often.
+        for _ in 0..if choice < 3 { 1 + self.rng.below(3) } else { 0 } {
+            let (first, next) = self.streams[&(t, name)];
+            match self.store.append(t, name, b"entry") {
+                Ok(offset) => {
+                    assert_eq!(offset, next, "I11: offsets in sequence");
+                    // A full trimming stream dropped its oldest entry.
+                    let first = if next - first == 4 { first + 1 } else { first };
+                    self.streams.insert((t, name), (first, next + 1));
+                }
+                Err(Error::CapacityExceeded { .. }) => {
+                    assert_eq!(
+                        when_full,
+                        WhenFull::Refuse,
+                        "I11: a trimming stream refused"
+                    );
+                    assert_eq!(next - first, 4, "I11: refused before it was full");
+                }
+                Err(e) => assert_eq!(e, Error::ServiceUnavailable, "append"),
+            }
+        }
+        let (first, next) = self.streams[&(t, name)];
+        match choice {
+            0..=2 => {}
+            3..=4 => {
+                let from = first.saturating_sub(1) + self.rng.below(next - first + 2);
+                let from = from.min(next);
+                match self.store.read(t, name, from, 3) {
+                    Ok(read) => {
+                        assert!(from >= first, "I11: read below the first offset held");
+                        let got: Vec<u64> = read.entries.iter().map(|e| e.offset).collect();
+                        let want: Vec<u64> = (from..next).take(3).collect();
+                        assert_eq!(got, want, "I11: read from {from}");
+                    }
+                    Err(Error::Trimmed { first: held }) => {
+                        assert!(from < first, "I11: Trimmed for a held offset");
+                        assert_eq!(held, first, "I11: the first offset held");
+                    }
+                    Err(e) => panic!("read: {e:?}"),
+                }
+            }
+            _ => {
+                let before = first + self.rng.below(next - first + 1);
+                assert_eq!(self.store.trim_stream(t, name, before), Ok(before));
+                self.streams.insert((t, name), (before, next));
+            }
+        }
+        11u8.hash(&mut self.trace);
+    }
+
     /// A restart: a new store, empty, with a new incarnation. Ids from the
     /// old one must answer `Restarted`.
     fn restart(&mut self) {
@@ -589,6 +672,7 @@ impl Sim {
         self.store = Arc::new(Store::new(config(), self.clock.clone()).unwrap());
         // The old store's listeners are checked once it is gone (I10).
         self.retired = std::mem::take(&mut self.listeners);
+        self.streams.clear();
         self.leases.clear();
         self.listings.clear();
         self.tickets.clear();
