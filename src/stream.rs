@@ -17,7 +17,7 @@ use crate::error::{Error, Result, Scope};
 use crate::ids::TenantId;
 use crate::shard::{ShardMap, Upsert};
 use crate::sync::{lock_at, Arc, AtomicU64, Mutex, Ordering, Rung};
-use crate::time::MonoTime;
+use crate::time::{Clock, MonoTime};
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
@@ -241,15 +241,23 @@ impl StreamHub {
         &self,
         key: &StreamKey,
         payload: &[u8],
-        now: MonoTime,
+        clock: &dyn Clock,
     ) -> Result<(u64, Arc<str>)> {
         if payload.len() > self.limits.payload_bytes_max {
             return Err(Error::InvalidArgument {
                 reason: "payload is larger than stream_payload_bytes_max",
             });
         }
-        let stream = self.get(key)?;
+        // Under the map's shared lock: no `Arc` traffic on the stream.
+        self.streams
+            .read(key, |stream| Self::append_to(stream, payload, clock))
+            .ok_or(Error::NotFound)?
+    }
+
+    fn append_to(stream: &Stream, payload: &[u8], clock: &dyn Clock) -> Result<(u64, Arc<str>)> {
         let config = &stream.config;
+        // Entries are stamped only when the stream has an age limit.
+        let now = config.age_max.map_or(MonoTime::ZERO, |_| clock.now());
         if payload.len() > config.bytes_max {
             return Err(Error::InvalidArgument {
                 reason: "payload is larger than the stream's bytes_max",

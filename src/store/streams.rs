@@ -36,8 +36,10 @@ impl Store {
     pub fn append(&self, tenant: TenantId, name: &str, payload: &[u8]) -> Result<u64> {
         let name = self.stream_name(name)?;
         self.refuse_if_stopped()?;
-        let now = self.shared.clock.now();
-        let (offset, wake) = self.shared.streams.append(&(tenant, name), payload, now)?;
+        let (offset, wake) = self
+            .shared
+            .streams
+            .append(&(tenant, name), payload, &*self.shared.clock)?;
         self.shared.wakes.notify(&(tenant, wake))?;
         Ok(offset)
     }
