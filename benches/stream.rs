@@ -72,7 +72,7 @@ fn read(c: &mut Criterion) {
         s.append(T, "log", &PAYLOAD).unwrap();
     }
     group.bench_function("store", |b| {
-        b.iter(|| black_box(s.read(T, "log", 500, 100).unwrap()))
+        b.iter(|| black_box(s.read_stream(T, "log", 500, 100).unwrap()))
     });
     let ring: Mutex<VecDeque<(u64, Arc<[u8]>)>> =
         Mutex::new((0..1000).map(|i| (i, Arc::from(&PAYLOAD[..]))).collect());

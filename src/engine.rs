@@ -364,8 +364,8 @@ pub trait Engine: Clone + Send + Sync + 'static {
         payload: &[u8],
     ) -> impl Future<Output = Result<u64>> + Send;
 
-    /// Entries from an offset on ([`Store::read`](crate::Store::read)).
-    fn read(
+    /// Entries from an offset on ([`Store::read_stream`](crate::Store::read_stream)).
+    fn read_stream(
         &self,
         tenant: TenantId,
         name: &str,

@@ -73,7 +73,7 @@ pub struct StreamEntry {
     pub payload: Arc<[u8]>,
 }
 
-/// What [`Store::read`](crate::Store::read) returns.
+/// What [`Store::read_stream`](crate::Store::read_stream) returns.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StreamRead {
     /// Entries from the requested offset on, in offset order.

@@ -122,7 +122,7 @@ impl Engine for Broken {
         create_stream(tenant: TenantId, name: &str, config: StreamConfig) -> Result<()>;
         delete_stream(tenant: TenantId, name: &str) -> Result<()>;
         append(tenant: TenantId, name: &str, payload: &[u8]) -> Result<u64>;
-        read(tenant: TenantId, name: &str, from: u64, max: usize) -> Result<StreamRead>;
+        read_stream(tenant: TenantId, name: &str, from: u64, max: usize) -> Result<StreamRead>;
         trim_stream(tenant: TenantId, name: &str, before: u64) -> Result<u64>;
         commit(tenant: TenantId, name: &str, consumer: &str, offset: u64) -> Result<()>;
         committed(tenant: TenantId, name: &str, consumer: &str) -> Result<Option<u64>>;

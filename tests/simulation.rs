@@ -640,7 +640,7 @@ impl Sim {
             3..=4 => {
                 let from = first.saturating_sub(1) + self.rng.below(next - first + 2);
                 let from = from.min(next);
-                match self.store.read(t, name, from, 3) {
+                match self.store.read_stream(t, name, from, 3) {
                     Ok(read) => {
                         assert!(from >= first, "I11: read below the first offset held");
                         let got: Vec<u64> = read.entries.iter().map(|e| e.offset).collect();

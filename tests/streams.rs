@@ -20,19 +20,19 @@ fn offsets_increase_and_reads_come_in_order() {
     for i in 0..5u8 {
         assert_eq!(s.append(T, "log", &[i]).unwrap(), u64::from(i));
     }
-    let read = s.read(T, "log", 1, 3).unwrap();
+    let read = s.read_stream(T, "log", 1, 3).unwrap();
     assert_eq!(offsets(&read), vec![1, 2, 3]);
     assert_eq!(read.entries[0].payload.as_ref(), &[1]);
     assert_eq!(read.next, 4);
-    let rest = s.read(T, "log", read.next, 10).unwrap();
+    let rest = s.read_stream(T, "log", read.next, 10).unwrap();
     assert_eq!((offsets(&rest), rest.next), (vec![4], 5));
-    assert_eq!(s.read(T, "log", 5, 10).unwrap().entries, vec![]);
+    assert_eq!(s.read_stream(T, "log", 5, 10).unwrap().entries, vec![]);
     assert!(matches!(
-        s.read(T, "log", 6, 10),
+        s.read_stream(T, "log", 6, 10),
         Err(Error::InvalidArgument { .. })
     ));
     assert_eq!(
-        s.read(OTHER, "log", 0, 10),
+        s.read_stream(OTHER, "log", 0, 10),
         Err(Error::NotFound),
         "per tenant"
     );
@@ -51,7 +51,10 @@ fn a_refusing_stream_refuses_when_full_and_loses_nothing() {
             scope: Scope::StreamEntries
         })
     );
-    assert_eq!(offsets(&s.read(T, "log", 0, 10).unwrap()), vec![0, 1]);
+    assert_eq!(
+        offsets(&s.read_stream(T, "log", 0, 10).unwrap()),
+        vec![0, 1]
+    );
     assert_eq!(s.trim_stream(T, "log", 1).unwrap(), 1);
     assert_eq!(s.append(T, "log", b"c").unwrap(), 2, "room after a trim");
 }
@@ -68,11 +71,20 @@ fn a_trimming_stream_drops_its_oldest_and_never_reuses_an_offset() {
     for i in 0..5u8 {
         s.append(T, "log", &[i]).unwrap();
     }
-    assert_eq!(s.read(T, "log", 0, 10), Err(Error::Trimmed { first: 2 }));
-    assert_eq!(offsets(&s.read(T, "log", 2, 10).unwrap()), vec![2, 3, 4]);
+    assert_eq!(
+        s.read_stream(T, "log", 0, 10),
+        Err(Error::Trimmed { first: 2 })
+    );
+    assert_eq!(
+        offsets(&s.read_stream(T, "log", 2, 10).unwrap()),
+        vec![2, 3, 4]
+    );
     // Emptied by a trim, the stream still continues its offsets.
     assert_eq!(s.trim_stream(T, "log", 5).unwrap(), 5);
-    assert_eq!(s.read(T, "log", 4, 10), Err(Error::Trimmed { first: 5 }));
+    assert_eq!(
+        s.read_stream(T, "log", 4, 10),
+        Err(Error::Trimmed { first: 5 })
+    );
     assert_eq!(s.append(T, "log", b"x").unwrap(), 5);
 }
 
@@ -83,7 +95,10 @@ fn byte_and_age_limits_trim_too() {
         .unwrap();
     s.append(T, "bytes", &[0; 6]).unwrap();
     s.append(T, "bytes", &[1; 6]).unwrap();
-    assert_eq!(s.read(T, "bytes", 0, 10), Err(Error::Trimmed { first: 1 }));
+    assert_eq!(
+        s.read_stream(T, "bytes", 0, 10),
+        Err(Error::Trimmed { first: 1 })
+    );
     assert!(matches!(
         s.append(T, "bytes", &[0; 11]),
         Err(Error::InvalidArgument { .. })
@@ -94,8 +109,11 @@ fn byte_and_age_limits_trim_too() {
     c.advance(SEC * 5);
     s.append(T, "aged", b"new").unwrap();
     c.advance(SEC * 5);
-    assert_eq!(s.read(T, "aged", 0, 10), Err(Error::Trimmed { first: 1 }));
-    assert_eq!(offsets(&s.read(T, "aged", 1, 10).unwrap()), vec![1]);
+    assert_eq!(
+        s.read_stream(T, "aged", 0, 10),
+        Err(Error::Trimmed { first: 1 })
+    );
+    assert_eq!(offsets(&s.read_stream(T, "aged", 1, 10).unwrap()), vec![1]);
 }
 
 #[test]

@@ -28,7 +28,7 @@ pub(super) async fn offsets_and_retention<H: Harness>(h: &H) -> Outcome {
         "a full refusing stream"
     );
     ensure_eq!(
-        offsets(&e.read(T, "refusing", 0, 10).await?),
+        offsets(&e.read_stream(T, "refusing", 0, 10).await?),
         vec![0, 1],
         "nothing lost"
     );
@@ -42,7 +42,7 @@ pub(super) async fn offsets_and_retention<H: Harness>(h: &H) -> Outcome {
         e.append(T, "trimming", b"x").await?;
     }
     ensure_eq!(
-        e.read(T, "trimming", 0, 10).await,
+        e.read_stream(T, "trimming", 0, 10).await,
         Err(Error::Trimmed { first: 1 }),
         "a trimmed offset"
     );
@@ -53,7 +53,7 @@ pub(super) async fn offsets_and_retention<H: Harness>(h: &H) -> Outcome {
         "offsets continue after the stream was emptied"
     );
     ensure_eq!(
-        e.read(OTHER, "trimming", 0, 10).await,
+        e.read_stream(OTHER, "trimming", 0, 10).await,
         Err(Error::NotFound),
         "another tenant's stream"
     );

@@ -329,14 +329,14 @@ impl Engine for Store {
         ready(Store::append(self, tenant, name, payload))
     }
 
-    fn read(
+    fn read_stream(
         &self,
         tenant: TenantId,
         name: &str,
         from: u64,
         max: usize,
     ) -> impl Future<Output = Result<StreamRead>> + Send {
-        ready(Store::read(self, tenant, name, from, max))
+        ready(Store::read_stream(self, tenant, name, from, max))
     }
 
     fn trim_stream(

@@ -36,10 +36,10 @@ impl Store {
     pub fn append(&self, tenant: TenantId, name: &str, payload: &[u8]) -> Result<u64> {
         let name = self.stream_name(name)?;
         self.refuse_if_stopped()?;
-        let (offset, wake) = self
-            .shared
-            .streams
-            .append(&(tenant, name), payload, &*self.shared.clock)?;
+        let (offset, wake) =
+            self.shared
+                .streams
+                .append(&(tenant, name), payload, &*self.shared.clock)?;
         self.shared.wakes.notify(&(tenant, wake))?;
         Ok(offset)
     }
@@ -47,7 +47,13 @@ impl Store {
     /// Up to `max` entries (at most `page_len_max`) from offset `from` on.
     /// [`Error::Trimmed`] names the first offset held if `from` was trimmed
     /// away; an offset past the end is `InvalidArgument`.
-    pub fn read(&self, tenant: TenantId, name: &str, from: u64, max: usize) -> Result<StreamRead> {
+    pub fn read_stream(
+        &self,
+        tenant: TenantId,
+        name: &str,
+        from: u64,
+        max: usize,
+    ) -> Result<StreamRead> {
         let name = self.stream_name(name)?;
         let max = max.min(self.shared.config.page_len_max);
         let now = self.shared.clock.now();
@@ -144,7 +150,7 @@ impl Follower {
     pub fn try_next(&mut self, max: usize) -> Result<StreamRead> {
         let read = self
             .store
-            .read(self.tenant, &self.stream, self.position, max)?;
+            .read_stream(self.tenant, &self.stream, self.position, max)?;
         self.position = read.next;
         Ok(read)
     }
