@@ -38,6 +38,10 @@ pub struct Wake {
 
 type ChannelKey = (TenantId, Arc<str>);
 
+/// Rounds a `listen` makes when the channel keeps being created or removed
+/// under it, before it answers `InFlight` (retry).
+const ATTACH_ROUNDS_MAX: usize = 4;
+
 /// Every channel of one store, with its listeners.
 pub(crate) struct WakeHub {
     channels: ShardMap<ChannelKey, Vec<Arc<Cell>>>,
@@ -168,7 +172,9 @@ impl WakeHub {
         let full = Error::CapacityExceeded {
             scope: Scope::ChannelListeners,
         };
-        loop {
+        // Each round loses only to a listen that created the channel or a
+        // drop that removed it in between; past a few, report contention.
+        for _ in 0..ATTACH_ROUNDS_MAX {
             let joined = self.channels.update(key, |list| {
                 if list.len() >= self.per_channel_max {
                     return false;
@@ -197,6 +203,7 @@ impl WakeHub {
             }
             self.give_channel_slot(key.0);
         }
+        Err(Error::InFlight)
     }
 
     fn take_channel_slot(&self, tenant: TenantId) -> Result<()> {

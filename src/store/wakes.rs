@@ -27,8 +27,10 @@ impl Store {
     /// `CapacityExceeded` past `listeners_max` (scope `Listeners`),
     /// `listeners_per_channel_max` (`ChannelListeners`) or, for a channel
     /// with no listener yet, `channels_per_tenant_max` (`TenantChannels`);
-    /// with `ServiceUnavailable` once the store has stopped. Listeners
-    /// receive `Closed` when the store stops or its last handle goes.
+    /// with `ServiceUnavailable` once the store has stopped; with `InFlight`
+    /// (retry) if the channel was created and removed under it several
+    /// times in a row. Listeners receive `Closed` when the store stops or
+    /// its last handle goes.
     pub fn listen(&self, tenant: TenantId, channel: &str) -> Result<Listener> {
         let channel = self.channel_name(channel)?;
         self.shared.wakes.listen(tenant, channel)
