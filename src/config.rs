@@ -165,8 +165,13 @@ pub struct StoreConfig {
     pub listeners_per_channel_max: usize,
     /// Most wake channels (with at least one listener) per tenant.
     pub channels_per_tenant_max: u64,
+    /// Most streams held, store-wide.
+    pub streams_max: u64,
     /// Most streams per tenant.
     pub streams_per_tenant_max: u64,
+    /// Largest `entries_max` a stream may be created with (entries cost
+    /// memory even when their payloads are empty).
+    pub stream_entries_max: usize,
     /// Largest `bytes_max` a stream may be created with, in payload bytes.
     pub stream_bytes_max: usize,
     /// Largest payload of one stream entry, in bytes.
@@ -219,7 +224,9 @@ impl Default for StoreConfig {
             listeners_max: 65_536,
             listeners_per_channel_max: 1_024,
             channels_per_tenant_max: 4_096,
+            streams_max: 65_536,
             streams_per_tenant_max: 1_024,
+            stream_entries_max: 1 << 20,
             stream_bytes_max: 16 << 20,
             stream_payload_bytes_max: 64 << 10,
             consumers_per_stream_max: 64,
@@ -308,7 +315,9 @@ impl StoreConfig {
                 self.listeners_per_channel_max as u64,
             ),
             ("channels_per_tenant_max", self.channels_per_tenant_max),
+            ("streams_max", self.streams_max),
             ("streams_per_tenant_max", self.streams_per_tenant_max),
+            ("stream_entries_max", self.stream_entries_max as u64),
             ("stream_bytes_max", self.stream_bytes_max as u64),
             (
                 "stream_payload_bytes_max",

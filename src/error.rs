@@ -124,6 +124,8 @@ pub enum Scope {
     StreamEntries,
     /// A tenant's cap on streams (`streams_per_tenant_max`).
     TenantStreams,
+    /// The store-wide ceiling on streams (`streams_max`).
+    Streams,
     /// A stream's cap on named consumers (`consumers_per_stream_max`).
     StreamConsumers,
     /// The ceiling of a `TtlMap` or of a quota `Counter` built outside a
@@ -144,6 +146,7 @@ impl fmt::Display for Scope {
             Scope::TenantChannels => f.write_str("tenant cap on wake channels"),
             Scope::StreamEntries => f.write_str("stream retention (refusing when full)"),
             Scope::TenantStreams => f.write_str("tenant cap on streams"),
+            Scope::Streams => f.write_str("streams ceiling"),
             Scope::StreamConsumers => f.write_str("per-stream cap on consumers"),
             Scope::Named(name) => write!(f, "{name} ceiling"),
         }

@@ -15,8 +15,9 @@
 
 use crate::error::{Error, Result, Scope};
 use crate::ids::TenantId;
+use crate::quota::Counter;
 use crate::shard::{ShardMap, Upsert};
-use crate::sync::{lock_at, Arc, AtomicU64, Mutex, Ordering, Rung};
+use crate::sync::{lock_at, Arc, Mutex, Rung};
 use crate::time::{Clock, MonoTime};
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
@@ -84,7 +85,9 @@ pub struct StreamRead {
 
 /// The store-wide bounds on streams.
 pub(crate) struct StreamLimits {
+    pub(crate) streams_max: u64,
     pub(crate) streams_per_tenant_max: u64,
+    pub(crate) entries_max: usize,
     pub(crate) bytes_max: usize,
     pub(crate) payload_bytes_max: usize,
     pub(crate) consumers_max: usize,
@@ -96,8 +99,8 @@ pub(crate) struct StreamHub {
     streams: ShardMap<StreamKey, Arc<Stream>>,
     tenant_streams: ShardMap<TenantId, u64>,
     limits: StreamLimits,
-    /// Streams held, for stats.
-    count: AtomicU64,
+    /// Streams held, against `streams_max`.
+    count: Counter,
 }
 
 pub(crate) struct Stream {
@@ -144,13 +147,13 @@ impl StreamHub {
         StreamHub {
             streams: ShardMap::with_capacity(16),
             tenant_streams: ShardMap::with_capacity(16),
+            count: Counter::new(Scope::Streams, limits.streams_max),
             limits,
-            count: AtomicU64::new(0),
         }
     }
 
     pub(crate) fn len(&self) -> u64 {
-        self.count.load(Ordering::Acquire)
+        self.count.used()
     }
 
     fn get(&self, key: &StreamKey) -> Result<Arc<Stream>> {
@@ -158,6 +161,11 @@ impl StreamHub {
     }
 
     pub(crate) fn create(&self, key: StreamKey, config: StreamConfig) -> Result<()> {
+        if config.entries_max > self.limits.entries_max {
+            return Err(Error::InvalidArgument {
+                reason: "a stream's entries_max is above stream_entries_max",
+            });
+        }
         if config.entries_max == 0 || config.bytes_max == 0 {
             return Err(Error::InvalidArgument {
                 reason: "a stream's entries_max and bytes_max must be positive",
@@ -184,6 +192,14 @@ impl StreamHub {
                 scope: Scope::TenantStreams,
             });
         }
+        // The tenant's own cap first, then the store-wide one (a tenant at
+        // its cap never holds store-wide room).
+        if !self.count.try_acquire(1) {
+            self.give_slot(key.0);
+            return Err(Error::CapacityExceeded {
+                scope: Scope::Streams,
+            });
+        }
         let stream = Arc::new(Stream {
             config: config.clone(),
             wake: wake_channel(&key.1),
@@ -201,11 +217,9 @@ impl StreamHub {
             Some(_) => Upsert::Keep(Err(Some(Error::Exists))),
         });
         match created {
-            Ok(()) => {
-                self.count.fetch_add(1, Ordering::AcqRel);
-                Ok(())
-            }
+            Ok(()) => Ok(()),
             Err(refusal) => {
+                self.count.release(1);
                 self.give_slot(key.0);
                 // The same stream again is not an error (a retried create).
                 refusal.map_or(Ok(()), Err)
@@ -227,7 +241,7 @@ impl StreamHub {
     pub(crate) fn delete(&self, key: &StreamKey) -> Result<()> {
         match self.streams.remove_if(key, |_| Ok::<(), ()>(())) {
             Some(Ok(_)) => {
-                self.count.fetch_sub(1, Ordering::AcqRel);
+                self.count.release(1);
                 self.give_slot(key.0);
                 Ok(())
             }

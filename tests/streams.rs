@@ -250,3 +250,34 @@ fn a_follower_waits_for_appends_blocking_and_async() {
     assert_eq!(f.next(10).map(drop), Err(Error::ServiceUnavailable));
     assert_eq!(s.append(T, "log", b"c"), Err(Error::ServiceUnavailable));
 }
+
+#[test]
+fn streams_are_bounded_store_wide_and_in_entries() {
+    let (_c, s) = store_with(StoreConfig {
+        streams_max: 2,
+        stream_entries_max: 100,
+        ..config()
+    });
+    let cfg = StreamConfig::new(100, 1000, WhenFull::Refuse);
+    s.create_stream(T, "a", cfg.clone()).unwrap();
+    s.create_stream(OTHER, "a", cfg.clone()).unwrap();
+    assert_eq!(
+        s.create_stream(relaystore::TenantId(3), "a", cfg.clone()),
+        Err(Error::CapacityExceeded {
+            scope: Scope::Streams
+        }),
+        "a third tenant's stream past streams_max"
+    );
+    // A refused creation holds nothing: after a delete there is room.
+    s.delete_stream(OTHER, "a").unwrap();
+    s.create_stream(relaystore::TenantId(3), "a", cfg).unwrap();
+    assert!(matches!(
+        s.create_stream(
+            OTHER,
+            "b",
+            StreamConfig::new(101, 1000, WhenFull::TrimOldest)
+        ),
+        Err(Error::InvalidArgument { .. })
+    ));
+    assert_eq!(s.streams(), 2);
+}

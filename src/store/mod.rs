@@ -242,7 +242,9 @@ impl Store {
                 config.channels_per_tenant_max,
             )),
             streams: StreamHub::new(StreamLimits {
+                streams_max: config.streams_max,
                 streams_per_tenant_max: config.streams_per_tenant_max,
+                entries_max: config.stream_entries_max,
                 bytes_max: config.stream_bytes_max,
                 payload_bytes_max: config.stream_payload_bytes_max,
                 consumers_max: config.consumers_per_stream_max,

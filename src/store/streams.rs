@@ -14,8 +14,10 @@ impl Store {
     /// again with the same settings is a no-op; with other settings,
     /// [`Error::Exists`]. Names as for [`notify`](Self::notify); refused
     /// with `CapacityExceeded` (`TenantStreams`) past
-    /// `streams_per_tenant_max`, with `InvalidArgument` for a zero limit or
-    /// a `bytes_max` above `stream_bytes_max`, and with `Draining` or
+    /// `streams_per_tenant_max` and (`Streams`) past `streams_max`, with
+    /// `InvalidArgument` for a zero limit, an `entries_max` above
+    /// `stream_entries_max` or a `bytes_max` above `stream_bytes_max`, and
+    /// with `Draining` or
     /// `ServiceUnavailable` while the store drains or once it stopped.
     pub fn create_stream(&self, tenant: TenantId, name: &str, config: StreamConfig) -> Result<()> {
         let name = self.stream_name(name)?;
