@@ -315,26 +315,18 @@ impl Subscription {
     }
 
     fn wait(&self, timeout: Option<Duration>) -> Result<Received, RecvError> {
-        let deadline = timeout.map(|t| std::time::Instant::now() + t);
-        let mut queue = lock_at(Rung::Inbox, &self.inbox.queue);
-        loop {
-            if let Some(received) = self.take(&mut queue) {
-                return Ok(received);
-            }
-            if queue.closed {
-                return Err(RecvError::Closed);
-            }
-            let left = match deadline {
-                None => None,
-                Some(d) => match d.checked_duration_since(std::time::Instant::now()) {
-                    Some(left) if !left.is_zero() => Some(left),
-                    _ => return Err(RecvError::Timeout),
+        lock_at(Rung::Inbox, &self.inbox.queue)
+            .wait_for(
+                &self.inbox.ready,
+                timeout,
+                |queue| &mut queue.sleepers,
+                |queue| match self.take(queue) {
+                    Some(received) => Some(Ok(received)),
+                    None if queue.closed => Some(Err(RecvError::Closed)),
+                    None => None,
                 },
-            };
-            queue.sleepers += 1;
-            queue = queue.wait(&self.inbox.ready, left);
-            queue.sleepers -= 1;
-        }
+            )
+            .unwrap_or(Err(RecvError::Timeout))
     }
 }
 

@@ -150,6 +150,36 @@ impl<'a, T> Ranked<'a, T> {
         };
         Ranked { guard, _rung }
     }
+
+    /// Waits on `condvar` until `ready` takes something from the guarded
+    /// state, for at most `timeout` (`None`: without limit); `None` if the
+    /// time ran out. `sleepers` is the state's count of waiting threads,
+    /// kept so that a signaller can skip the system call when nobody waits.
+    /// The one waiting loop of the blocking receivers.
+    pub(crate) fn wait_for<R>(
+        mut self,
+        condvar: &Condvar,
+        timeout: Option<std::time::Duration>,
+        sleepers: fn(&mut T) -> &mut usize,
+        mut ready: impl FnMut(&mut T) -> Option<R>,
+    ) -> Option<R> {
+        let deadline = timeout.map(|t| std::time::Instant::now() + t);
+        loop {
+            if let Some(taken) = ready(&mut self) {
+                return Some(taken);
+            }
+            let left = match deadline {
+                None => None,
+                Some(d) => match d.checked_duration_since(std::time::Instant::now()) {
+                    Some(left) if !left.is_zero() => Some(left),
+                    _ => return None,
+                },
+            };
+            *sleepers(&mut self) += 1;
+            self = self.wait(condvar, left);
+            *sleepers(&mut self) -= 1;
+        }
+    }
 }
 
 /// [`lock`], on `rung` of the hierarchy.

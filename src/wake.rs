@@ -337,23 +337,14 @@ impl Listener {
     }
 
     fn wait(&self, timeout: Option<Duration>) -> Result<Wake, RecvError> {
-        let deadline = timeout.map(|t| std::time::Instant::now() + t);
-        let mut slot = lock_at(Rung::Listener, &self.cell.slot);
-        loop {
-            if let Some(result) = self.cell.take(&mut slot) {
-                return result;
-            }
-            let left = match deadline {
-                None => None,
-                Some(d) => match d.checked_duration_since(std::time::Instant::now()) {
-                    Some(left) if !left.is_zero() => Some(left),
-                    _ => return Err(RecvError::Timeout),
-                },
-            };
-            slot.sleepers += 1;
-            slot = slot.wait(&self.cell.ready, left);
-            slot.sleepers -= 1;
-        }
+        lock_at(Rung::Listener, &self.cell.slot)
+            .wait_for(
+                &self.cell.ready,
+                timeout,
+                |slot| &mut slot.sleepers,
+                |slot| self.cell.take(slot),
+            )
+            .unwrap_or(Err(RecvError::Timeout))
     }
 }
 
