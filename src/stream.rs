@@ -5,20 +5,28 @@
 //! also across trims and a stream emptied by them. Retention is chosen at
 //! creation ([`StreamConfig`]): entries, bytes and (optionally) age, and
 //! what a full stream does ([`WhenFull`]), with no default that loses
-//! data silently. Age-based trimming happens when the stream is next
-//! appended to or read (nothing expired is ever returned).
+//! data silently.
+//!
+//! Age-based trimming runs on a timing wheel of its own: a stream with an
+//! age limit has at most one timer, due when its oldest entry comes of
+//! age; the store's sweep fires it, trims, and sets the next one from the
+//! new oldest entry. So aged entries give their memory back without
+//! anyone reading the stream. Appends and reads also trim what is due
+//! (nothing aged is ever returned, however late the sweep).
 //!
 //! Each stream has one mutex (rung `Stream`) over its log; the map of
 //! streams is a concurrent map whose closures only clone the stream's
-//! `Arc`. Appends notify the stream's wake channel after the lock is given
-//! up, so a follower woken by an append always reads it.
+//! `Arc`. The age wheel's mutex (rung `Wheel`) is never taken while a log
+//! or a map shard is held. Appends notify the stream's wake channel after
+//! the lock is given up, so a follower woken by an append always reads it.
 
 use crate::error::{Error, Result, Scope};
 use crate::ids::TenantId;
 use crate::quota::Counter;
 use crate::shard::{ShardMap, Upsert};
-use crate::sync::{lock_at, Arc, Mutex, Rung};
-use crate::time::{Clock, MonoTime};
+use crate::sync::{lock_at, Arc, AtomicU64, Mutex, Ordering, Rung};
+use crate::time::{duration_to_millis_ceil, Clock, MonoTime};
+use crate::wheel::{Fired, TimerHandle, Wheel};
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
@@ -74,6 +82,21 @@ pub struct StreamEntry {
     pub payload: Arc<[u8]>,
 }
 
+/// What a stream holds, from [`Store::stream_info`](crate::Store::stream_info).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StreamInfo {
+    /// The lowest offset still held (everything below was trimmed).
+    pub first: u64,
+    /// The offset the next append gets.
+    pub next: u64,
+    /// Entries held.
+    pub entries: usize,
+    /// Payload bytes held.
+    pub bytes: usize,
+    /// Named consumers with a committed offset.
+    pub consumers: usize,
+}
+
 /// What [`Store::read_stream`](crate::Store::read_stream) returns.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StreamRead {
@@ -95,18 +118,31 @@ pub(crate) struct StreamLimits {
 
 type StreamKey = (TenantId, Arc<str>);
 
+/// An age timer's item: the stream and its serial, so a timer set for a
+/// deleted stream never acts on a new stream of the same name.
+type AgeItem = (StreamKey, u64);
+
 pub(crate) struct StreamHub {
     streams: ShardMap<StreamKey, Arc<Stream>>,
     tenant_streams: ShardMap<TenantId, u64>,
     limits: StreamLimits,
     /// Streams held, against `streams_max`.
     count: Counter,
+    /// When the oldest entry of each aging stream comes of age. At most
+    /// one timer per stream (its log's `armed`), so at most `streams_max`
+    /// live timers.
+    aging: Mutex<Wheel<AgeItem>>,
+    serials: AtomicU64,
 }
 
 pub(crate) struct Stream {
     config: StreamConfig,
+    /// Tells this stream from an earlier one of the same name.
+    serial: u64,
     /// The stream's own wake channel (reserved name), notified per append.
     wake: Arc<str>,
+    /// The handle of its age timer, if one was set (bits; for deletion).
+    timer: AtomicU64,
     log: Mutex<Log>,
 }
 
@@ -118,6 +154,9 @@ struct Log {
     first: u64,
     bytes: usize,
     consumers: BTreeMap<Arc<str>, u64>,
+    /// Whether the stream has an age timer set, or is about to have one
+    /// set by the thread that raised this flag.
+    armed: bool,
 }
 
 impl Log {
@@ -128,27 +167,48 @@ impl Log {
         }
     }
 
-    /// Trims entries older than the stream's age limit.
-    fn trim_aged(&mut self, config: &StreamConfig, now: MonoTime) {
-        if let Some(age) = config.age_max {
-            while self
-                .entries
-                .front()
-                .is_some_and(|(_, at)| now.saturating_since(*at) >= age)
-            {
-                self.pop_front();
-            }
+    /// Trims entries older than the stream's age limit; returns how many.
+    fn trim_aged(&mut self, config: &StreamConfig, now: MonoTime) -> usize {
+        let Some(age) = config.age_max else { return 0 };
+        let before = self.entries.len();
+        while self
+            .entries
+            .front()
+            .is_some_and(|(_, at)| now.saturating_since(*at) >= age)
+        {
+            self.pop_front();
         }
+        before - self.entries.len()
+    }
+
+    /// The tick the oldest entry comes of age at, if the stream ages.
+    fn due(&self, config: &StreamConfig) -> Option<u64> {
+        let age = config.age_max?;
+        let (_, at) = self.entries.front()?;
+        Some(at.as_millis().saturating_add(duration_to_millis_ceil(age)))
+    }
+
+    /// Raises `armed` if the stream ages, holds an entry and has no timer:
+    /// the due tick of the timer the caller must then set.
+    fn arm(&mut self, config: &StreamConfig) -> Option<u64> {
+        if self.armed {
+            return None;
+        }
+        let due = self.due(config)?;
+        self.armed = true;
+        Some(due)
     }
 }
 
 impl StreamHub {
-    pub(crate) fn new(limits: StreamLimits) -> Self {
+    pub(crate) fn new(limits: StreamLimits, start: MonoTime) -> Self {
         StreamHub {
             streams: ShardMap::with_capacity(16),
             tenant_streams: ShardMap::with_capacity(16),
             count: Counter::new(Scope::Streams, limits.streams_max),
             limits,
+            aging: Mutex::new(Wheel::new(start.as_millis())),
+            serials: AtomicU64::new(0),
         }
     }
 
@@ -202,13 +262,16 @@ impl StreamHub {
         }
         let stream = Arc::new(Stream {
             config: config.clone(),
+            serial: self.serials.fetch_add(1, Ordering::Relaxed),
             wake: wake_channel(&key.1),
+            timer: AtomicU64::new(TimerHandle::NONE.to_bits()),
             log: Mutex::new(Log {
                 entries: VecDeque::new(),
                 next: 0,
                 first: 0,
                 bytes: 0,
                 consumers: BTreeMap::new(),
+                armed: false,
             }),
         });
         let (created, _) = self.streams.upsert(key.clone(), |existing| match existing {
@@ -240,13 +303,105 @@ impl StreamHub {
 
     pub(crate) fn delete(&self, key: &StreamKey) -> Result<()> {
         match self.streams.remove_if(key, |_| Ok::<(), ()>(())) {
-            Some(Ok(_)) => {
+            Some(Ok(stream)) => {
                 self.count.release(1);
                 self.give_slot(key.0);
+                // A timer set after this read fires for a serial no stream
+                // has any more, and is dropped then.
+                let timer = TimerHandle::from_bits(stream.timer.load(Ordering::Acquire));
+                lock_at(Rung::Wheel, &self.aging).cancel(timer);
                 Ok(())
             }
             _ => Err(Error::NotFound),
         }
+    }
+
+    /// Sets the age timer of the stream under `key` at tick `due`.
+    fn set_timer(&self, stream: &Stream, key: StreamKey, due: u64) {
+        let handle = lock_at(Rung::Wheel, &self.aging).insert((key, stream.serial), due);
+        stream.timer.store(handle.to_bits(), Ordering::Release);
+    }
+
+    /// Fires the age timers due at `now`: trims each stream's aged entries
+    /// and sets its next timer from its new oldest entry. Returns the
+    /// entries trimmed.
+    pub(crate) fn sweep(&self, now: MonoTime) -> usize {
+        let mut fired: Vec<Fired<AgeItem>> = Vec::new();
+        lock_at(Rung::Wheel, &self.aging).advance(now.as_millis(), &mut fired);
+        let mut trimmed = 0;
+        for Fired {
+            item: (key, serial),
+            ..
+        } in fired
+        {
+            let Ok(stream) = self.get(&key) else { continue };
+            if stream.serial != serial {
+                continue;
+            }
+            let next = {
+                let mut log = lock_at(Rung::Stream, &stream.log);
+                trimmed += log.trim_aged(&stream.config, now);
+                log.armed = false;
+                log.arm(&stream.config)
+            };
+            if let Some(due) = next {
+                self.set_timer(&stream, key, due);
+            }
+        }
+        trimmed
+    }
+
+    /// The first difference between the streams and what is derived from
+    /// them: the store-wide and per-tenant counts, each log's bytes and
+    /// bounds, and an age timer behind every armed stream.
+    #[cfg(any(test, feature = "internals"))]
+    pub(crate) fn audit(&self) -> std::result::Result<(), String> {
+        let mut streams = Vec::new();
+        self.streams
+            .for_each(|key, stream| streams.push((key.clone(), Arc::clone(stream))));
+        if streams.len() as u64 != self.count.used() {
+            return Err(format!(
+                "streams: {} held, {} admitted",
+                streams.len(),
+                self.count.used()
+            ));
+        }
+        let mut per_tenant: BTreeMap<TenantId, u64> = BTreeMap::new();
+        for ((tenant, name), stream) in &streams {
+            *per_tenant.entry(*tenant).or_default() += 1;
+            let log = lock_at(Rung::Stream, &stream.log);
+            let bytes: usize = log.entries.iter().map(|(e, _)| e.payload.len()).sum();
+            let offsets_run = log
+                .entries
+                .iter()
+                .zip(log.first..)
+                .all(|((e, _), o)| e.offset == o);
+            if bytes != log.bytes
+                || !offsets_run
+                || log.first + log.entries.len() as u64 != log.next
+                || log.entries.len() > stream.config.entries_max
+                || log.bytes > stream.config.bytes_max
+            {
+                return Err(format!("stream {name}: its log disagrees with its counts"));
+            }
+            if !log.armed && log.due(&stream.config).is_some() {
+                return Err(format!("stream {name}: aging entries and no age timer"));
+            }
+            let armed = log.armed;
+            drop(log);
+            let timer = TimerHandle::from_bits(stream.timer.load(Ordering::Acquire));
+            if armed && !lock_at(Rung::Wheel, &self.aging).contains(timer) {
+                return Err(format!("stream {name}: armed without an age timer"));
+            }
+        }
+        let mut counted = BTreeMap::new();
+        self.tenant_streams.for_each(|t, &n| {
+            counted.insert(*t, n);
+        });
+        if counted != per_tenant {
+            return Err("streams: the per-tenant counts differ from the streams".into());
+        }
+        Ok(())
     }
 
     /// Appends `payload`; returns its offset and the stream's wake channel
@@ -263,12 +418,32 @@ impl StreamHub {
             });
         }
         // Under the map's shared lock: no `Arc` traffic on the stream.
-        self.streams
-            .read(key, |stream| Self::append_to(stream, payload, clock))
-            .ok_or(Error::NotFound)?
+        let appended = self
+            .streams
+            .read(key, |stream| {
+                Self::append_to(stream, payload, clock).map(|(offset, wake, arm)| {
+                    // The first entry of a stream without an age timer: the
+                    // timer is set once the map's lock is given up.
+                    let arm = arm.map(|due| (Arc::clone(stream), due));
+                    (offset, wake, arm)
+                })
+            })
+            .ok_or(Error::NotFound)??;
+        let (offset, wake, arm) = appended;
+        if let Some((stream, due)) = arm {
+            self.set_timer(&stream, key.clone(), due);
+        }
+        Ok((offset, wake))
     }
 
-    fn append_to(stream: &Stream, payload: &[u8], clock: &dyn Clock) -> Result<(u64, Arc<str>)> {
+    /// Appends under the stream's lock; returns the offset, the wake
+    /// channel and, if this append raised `armed`, the due tick of the
+    /// stream's age timer.
+    fn append_to(
+        stream: &Stream,
+        payload: &[u8],
+        clock: &dyn Clock,
+    ) -> Result<(u64, Arc<str>, Option<u64>)> {
         let config = &stream.config;
         // Entries are stamped only when the stream has an age limit.
         let now = config.age_max.map_or(MonoTime::ZERO, |_| clock.now());
@@ -306,7 +481,8 @@ impl StreamHub {
             },
             now,
         ));
-        Ok((offset, Arc::clone(&stream.wake)))
+        let arm = log.arm(config);
+        Ok((offset, Arc::clone(&stream.wake), arm))
     }
 
     pub(crate) fn read(
@@ -379,6 +555,20 @@ impl StreamHub {
                 Ok(())
             }
         }
+    }
+
+    /// What the stream holds, without trimming (aged entries the sweep has
+    /// not reached yet are counted).
+    pub(crate) fn info(&self, key: &StreamKey) -> Result<StreamInfo> {
+        let stream = self.get(key)?;
+        let log = lock_at(Rung::Stream, &stream.log);
+        Ok(StreamInfo {
+            first: log.first,
+            next: log.next,
+            entries: log.entries.len(),
+            bytes: log.bytes,
+            consumers: log.consumers.len(),
+        })
     }
 
     pub(crate) fn committed(&self, key: &StreamKey, consumer: &str) -> Result<Option<u64>> {

@@ -117,6 +117,64 @@ fn byte_and_age_limits_trim_too() {
 }
 
 #[test]
+fn the_sweep_trims_aged_entries_that_nobody_reads() {
+    let (c, s) = store();
+    let aged = StreamConfig::new(100, 1 << 20, WhenFull::Refuse).with_age_max(SEC * 10);
+    s.create_stream(T, "aged", aged.clone()).unwrap();
+    s.append(T, "aged", b"first").unwrap();
+    c.advance(SEC * 4);
+    s.append(T, "aged", b"second").unwrap();
+    c.advance(SEC * 4);
+    s.append(T, "aged", b"third").unwrap();
+    s.sweep();
+    assert_eq!(
+        s.stream_info(T, "aged").unwrap().entries,
+        3,
+        "nothing aged yet"
+    );
+    // The first entry comes of age at 10 s; the sweep alone trims it.
+    c.advance(SEC * 2);
+    s.sweep();
+    let info = s.stream_info(T, "aged").unwrap();
+    assert_eq!((info.first, info.entries, info.bytes), (1, 2, 11));
+    // The next timer follows the new oldest entry (due at 14 s, then 18 s).
+    c.advance(SEC * 4);
+    s.sweep();
+    assert_eq!(s.stream_info(T, "aged").unwrap().entries, 1);
+    c.advance(SEC * 4);
+    s.sweep();
+    let info = s.stream_info(T, "aged").unwrap();
+    assert_eq!(
+        (info.first, info.next, info.entries, info.bytes),
+        (3, 3, 0, 0)
+    );
+    s.audit().unwrap();
+    // An emptied stream ages again from its next entry, at the next offset.
+    s.append(T, "aged", b"later").unwrap();
+    c.advance(SEC * 10);
+    s.sweep();
+    assert_eq!(s.stream_info(T, "aged").unwrap().first, 4);
+    // A timer set for a deleted stream never touches a new one of that name.
+    s.append(T, "aged", b"doomed").unwrap();
+    s.delete_stream(T, "aged").unwrap();
+    s.create_stream(T, "aged", aged).unwrap();
+    c.advance(SEC * 5);
+    s.append(T, "aged", b"young").unwrap();
+    c.advance(SEC * 5);
+    s.sweep();
+    assert_eq!(s.stream_info(T, "aged").unwrap().entries, 1);
+    s.audit().unwrap();
+    // A stream without an age limit keeps its entries.
+    s.create_stream(T, "kept", StreamConfig::new(10, 100, WhenFull::Refuse))
+        .unwrap();
+    s.append(T, "kept", b"x").unwrap();
+    c.advance(SEC * 3600);
+    s.sweep();
+    assert_eq!(s.stream_info(T, "kept").unwrap().entries, 1);
+    assert_eq!(s.stream_info(T, "gone"), Err(Error::NotFound));
+}
+
+#[test]
 fn creation_is_checked_and_bounded() {
     let (_c, s) = store_with(StoreConfig {
         streams_per_tenant_max: 2,

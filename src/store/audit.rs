@@ -106,6 +106,7 @@ impl Store {
             self.shared.locks.ceiling().used(),
             self.shared.locks.scheduled(),
         )?;
+        self.shared.streams.audit()?;
         check(
             "tenants",
             self.shared.tenants.len(),

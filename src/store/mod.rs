@@ -241,14 +241,17 @@ impl Store {
                 config.listeners_per_channel_max,
                 config.channels_per_tenant_max,
             )),
-            streams: StreamHub::new(StreamLimits {
-                streams_max: config.streams_max,
-                streams_per_tenant_max: config.streams_per_tenant_max,
-                entries_max: config.stream_entries_max,
-                bytes_max: config.stream_bytes_max,
-                payload_bytes_max: config.stream_payload_bytes_max,
-                consumers_max: config.consumers_per_stream_max,
-            }),
+            streams: StreamHub::new(
+                StreamLimits {
+                    streams_max: config.streams_max,
+                    streams_per_tenant_max: config.streams_per_tenant_max,
+                    entries_max: config.stream_entries_max,
+                    bytes_max: config.stream_bytes_max,
+                    payload_bytes_max: config.stream_payload_bytes_max,
+                    consumers_max: config.consumers_per_stream_max,
+                },
+                start,
+            ),
             ttl: TtlRange::new(config.ttl_min, config.ttl_max)?,
             policy,
             state: AtomicU64::new(lifecycle::READY),
@@ -336,6 +339,8 @@ impl Store {
             + self.sweep_kind::<Presence>(now)
             + self.sweep_kind::<Attempt>(now)
             + self.sweep_kind::<Listing>(now);
+        // Aged stream entries are not records: they are trimmed, not counted.
+        self.shared.streams.sweep(now);
         let mut tombstones = Vec::new();
         self.shared.tombstones.sweep(now, &mut tombstones);
         for r in tombstones {

@@ -4,7 +4,7 @@
 use super::{lifecycle::STOPPED, lock::RESERVED_PREFIX, Store};
 use crate::error::{Error, Result};
 use crate::ids::TenantId;
-use crate::stream::{wake_channel, StreamConfig, StreamRead};
+use crate::stream::{wake_channel, StreamConfig, StreamInfo, StreamRead};
 use crate::sync::{Arc, Ordering};
 use crate::wake::{Listener, RecvError};
 use std::time::Duration;
@@ -78,6 +78,16 @@ impl Store {
         self.shared
             .streams
             .commit(&(tenant, name), consumer, offset)
+    }
+
+    /// What the stream holds now: its first and next offsets, its entries,
+    /// payload bytes and consumers. Does not trim: entries past the
+    /// stream's age that the sweep has not reached yet (at most one expiry
+    /// tick late with the driver running) are counted, though no read
+    /// returns them.
+    pub fn stream_info(&self, tenant: TenantId, name: &str) -> Result<StreamInfo> {
+        let name = self.stream_name(name)?;
+        self.shared.streams.info(&(tenant, name))
     }
 
     /// The offset `consumer` committed, if it ever did.
