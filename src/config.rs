@@ -44,7 +44,9 @@ impl TenantQuota {
     pub const OFF: u64 = u64::MAX;
 
     /// The quota on collection `c` ([`OFF`](Self::OFF) for tombstones,
-    /// which no tenant quota bounds).
+    /// which no tenant quota bounds, and for streams, which
+    /// [`StoreConfig::streams_per_tenant_max`] bounds alike for every
+    /// tenant).
     pub fn limit(&self, c: Collection) -> u64 {
         match c {
             Collection::Leases => self.leases_max,
@@ -54,7 +56,7 @@ impl TenantQuota {
             Collection::Replay => self.replay_max,
             Collection::Idempotency => self.idempotency_max,
             Collection::Locks => self.locks_max,
-            Collection::Tombstones => Self::OFF,
+            Collection::Tombstones | Collection::Streams => Self::OFF,
         }
     }
 
@@ -143,6 +145,8 @@ pub struct StoreConfig {
     pub presence_per_lease_max: usize,
     /// Named locks one lease may carry.
     pub locks_per_lease_max: usize,
+    /// Streams one lease may carry (streams created attached to it).
+    pub streams_per_lease_max: usize,
     /// Largest attribute blob on a listing or presence record.
     pub attrs_bytes_max: usize,
     /// Longest listing key, member name, holder, client or idempotency key.
@@ -213,6 +217,7 @@ impl Default for StoreConfig {
             endpoints_per_lease_max: 8,
             presence_per_lease_max: 256,
             locks_per_lease_max: 64,
+            streams_per_lease_max: 16,
             attrs_bytes_max: 1024,
             name_bytes_max: 128,
             page_len_max: 1000,
@@ -251,6 +256,7 @@ impl StoreConfig {
             Collection::Idempotency => self.idempotency_max,
             Collection::Tombstones => self.tombstones_max,
             Collection::Locks => self.locks_max,
+            Collection::Streams => self.streams_max,
         }
     }
 
@@ -265,6 +271,7 @@ impl StoreConfig {
             Collection::Idempotency => "idempotency_max",
             Collection::Tombstones => "tombstones_max",
             Collection::Locks => "locks_max",
+            Collection::Streams => "streams_max",
         }
     }
 
@@ -315,7 +322,6 @@ impl StoreConfig {
                 self.listeners_per_channel_max as u64,
             ),
             ("channels_per_tenant_max", self.channels_per_tenant_max),
-            ("streams_max", self.streams_max),
             ("streams_per_tenant_max", self.streams_per_tenant_max),
             ("stream_entries_max", self.stream_entries_max as u64),
             ("stream_bytes_max", self.stream_bytes_max as u64),
@@ -344,7 +350,9 @@ impl StoreConfig {
                 Collection::Replay => "tenant.replay_max",
                 Collection::Idempotency => "tenant.idempotency_max",
                 Collection::Locks => "tenant.locks_max",
-                Collection::Tombstones => unreachable!("no tenant quota bounds tombstones"),
+                Collection::Tombstones | Collection::Streams => {
+                    unreachable!("no tenant quota bounds tombstones or streams")
+                }
             };
             return invalid(
                 field,
@@ -357,6 +365,7 @@ impl StoreConfig {
             ("endpoints_per_lease_max", self.endpoints_per_lease_max),
             ("presence_per_lease_max", self.presence_per_lease_max),
             ("locks_per_lease_max", self.locks_per_lease_max),
+            ("streams_per_lease_max", self.streams_per_lease_max),
             ("name_bytes_max", self.name_bytes_max),
             ("page_len_max", self.page_len_max),
             ("subscribers_max", self.subscribers_max),

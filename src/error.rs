@@ -103,7 +103,8 @@ pub enum Scope {
     /// [`Collection::Attempts`] the pending attempts, `attempts_max`; for
     /// [`Collection::Replay`] every attempt record, `replay_max`).
     Collection(Collection),
-    /// A tenant's quota in one collection.
+    /// A tenant's quota in one collection (for [`Collection::Streams`],
+    /// `streams_per_tenant_max`).
     Tenant(Collection),
     /// A parent's cap on its children in one collection
     /// (`listings_per_lease_max`, `attempts_per_listing_max`, ...).
@@ -122,10 +123,6 @@ pub enum Scope {
     TenantChannels,
     /// A stream created with `WhenFull::Refuse` is full.
     StreamEntries,
-    /// A tenant's cap on streams (`streams_per_tenant_max`).
-    TenantStreams,
-    /// The store-wide ceiling on streams (`streams_max`).
-    Streams,
     /// A stream's cap on named consumers (`consumers_per_stream_max`).
     StreamConsumers,
     /// The ceiling of a `TtlMap` or of a quota `Counter` built outside a
@@ -145,8 +142,6 @@ impl fmt::Display for Scope {
             Scope::ChannelListeners => f.write_str("per-channel cap on listeners"),
             Scope::TenantChannels => f.write_str("tenant cap on wake channels"),
             Scope::StreamEntries => f.write_str("stream retention (refusing when full)"),
-            Scope::TenantStreams => f.write_str("tenant cap on streams"),
-            Scope::Streams => f.write_str("streams ceiling"),
             Scope::StreamConsumers => f.write_str("per-stream cap on consumers"),
             Scope::Named(name) => write!(f, "{name} ceiling"),
         }

@@ -41,12 +41,14 @@ pub enum Collection {
     Tombstones,
     /// Named locks.
     Locks,
+    /// Streams (their removal: deleted, or cascaded with their lease).
+    Streams,
 }
 
 impl Collection {
     /// Every collection, in declaration order: what per-collection data is
     /// indexed by (`Collection as usize`).
-    pub const ALL: [Collection; 8] = [
+    pub const ALL: [Collection; 9] = [
         Collection::Leases,
         Collection::Listings,
         Collection::Presence,
@@ -55,6 +57,7 @@ impl Collection {
         Collection::Idempotency,
         Collection::Tombstones,
         Collection::Locks,
+        Collection::Streams,
     ];
 
     /// The collection's name, as a refusal's message shows it.
@@ -68,6 +71,7 @@ impl Collection {
             Collection::Idempotency => "idempotency",
             Collection::Tombstones => "tombstones",
             Collection::Locks => "locks",
+            Collection::Streams => "streams",
         }
     }
 }
@@ -111,6 +115,8 @@ pub enum RecordId {
     Attempt(AttemptId),
     /// An idempotency record or a lock, by key or name.
     Key(Arc<str>),
+    /// A stream, by name.
+    Stream(Arc<str>),
 }
 
 /// One removal.

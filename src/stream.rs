@@ -21,10 +21,11 @@
 //! the lock is given up, so a follower woken by an append always reads it.
 
 use crate::error::{Error, Result, Scope};
-use crate::ids::TenantId;
+use crate::events::Collection;
+use crate::ids::{LeaseId, TenantId};
 use crate::quota::Counter;
 use crate::shard::{ShardMap, Upsert};
-use crate::sync::{lock_at, Arc, AtomicU64, Mutex, Ordering, Rung};
+use crate::sync::{lock_at, Arc, AtomicBool, AtomicU64, Mutex, Ordering, Rung};
 use crate::time::{duration_to_millis_ceil, Clock, MonoTime};
 use crate::wheel::{Fired, TimerHandle, Wheel};
 use std::collections::{BTreeMap, VecDeque};
@@ -52,6 +53,10 @@ pub struct StreamConfig {
     pub age_max: Option<Duration>,
     /// What an append to a full stream does.
     pub when_full: WhenFull,
+    /// The lease the stream is attached to, if any: the stream is removed
+    /// with it (removal event, cause `Cascaded`) and is not visible once
+    /// the lease is not.
+    pub lease: Option<LeaseId>,
 }
 
 impl StreamConfig {
@@ -63,7 +68,15 @@ impl StreamConfig {
             bytes_max,
             age_max: None,
             when_full,
+            lease: None,
         }
+    }
+
+    /// The same, attached to `lease`: the stream lives no longer than the
+    /// lease (at most `streams_per_lease_max` per lease).
+    pub fn attached_to(mut self, lease: LeaseId) -> Self {
+        self.lease = Some(lease);
+        self
     }
 
     /// The same, also trimming entries older than `age_max`.
@@ -118,6 +131,20 @@ pub(crate) struct StreamLimits {
 
 type StreamKey = (TenantId, Arc<str>);
 
+/// Whether the lease with this sequence number is visible, asked (with no
+/// lock held) before a stream attached to it is used.
+pub(crate) type Alive<'a> = &'a dyn Fn(u64) -> bool;
+
+/// What a creation did.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Created {
+    /// Inserted a new stream (with its serial; invisible if attached to a
+    /// lease, until revealed).
+    New(u64),
+    /// Found the same stream there already (a retried create).
+    Existing,
+}
+
 /// An age timer's item: the stream and its serial, so a timer set for a
 /// deleted stream never acts on a new stream of the same name.
 type AgeItem = (StreamKey, u64);
@@ -140,7 +167,12 @@ pub(crate) struct Stream {
     /// Tells this stream from an earlier one of the same name.
     serial: u64,
     /// The stream's own wake channel (reserved name), notified per append.
-    wake: Arc<str>,
+    pub(crate) wake: Arc<str>,
+    /// The sequence number of the lease it is attached to.
+    pub(crate) lease: Option<u64>,
+    /// False while the creation of an attached stream is confirming its
+    /// lease; such a stream answers `NotFound` to everything.
+    visible: AtomicBool,
     /// The handle of its age timer, if one was set (bits; for deletion).
     timer: AtomicU64,
     log: Mutex<Log>,
@@ -200,12 +232,19 @@ impl Log {
     }
 }
 
+impl Stream {
+    /// False while the creation of an attached stream is in flight.
+    pub(crate) fn visible(&self) -> bool {
+        self.visible.load(Ordering::Acquire)
+    }
+}
+
 impl StreamHub {
     pub(crate) fn new(limits: StreamLimits, start: MonoTime) -> Self {
         StreamHub {
             streams: ShardMap::with_capacity(16),
             tenant_streams: ShardMap::with_capacity(16),
-            count: Counter::new(Scope::Streams, limits.streams_max),
+            count: Counter::new(Scope::Collection(Collection::Streams), limits.streams_max),
             limits,
             aging: Mutex::new(Wheel::new(start.as_millis())),
             serials: AtomicU64::new(0),
@@ -216,11 +255,28 @@ impl StreamHub {
         self.count.used()
     }
 
-    fn get(&self, key: &StreamKey) -> Result<Arc<Stream>> {
-        self.streams.read(key, Arc::clone).ok_or(Error::NotFound)
+    /// The visible stream under `key` whose lease, if any, is `alive`.
+    fn get(&self, key: &StreamKey, alive: Alive) -> Result<Arc<Stream>> {
+        let stream = self
+            .streams
+            .read(key, |s| s.visible().then(|| Arc::clone(s)))
+            .flatten()
+            .ok_or(Error::NotFound)?;
+        match stream.lease {
+            Some(seq) if !alive(seq) => Err(Error::NotFound),
+            _ => Ok(stream),
+        }
     }
 
-    pub(crate) fn create(&self, key: StreamKey, config: StreamConfig) -> Result<()> {
+    /// Creates the stream; `lease` is the sequence number of the lease in
+    /// `config.lease` (then the stream is inserted invisible, for the
+    /// caller to confirm the lease and [`reveal`](Self::reveal) it).
+    pub(crate) fn create(
+        &self,
+        key: StreamKey,
+        config: StreamConfig,
+        lease: Option<u64>,
+    ) -> Result<Created> {
         if config.entries_max > self.limits.entries_max {
             return Err(Error::InvalidArgument {
                 reason: "a stream's entries_max is above stream_entries_max",
@@ -249,7 +305,7 @@ impl StreamHub {
         });
         if !taken {
             return Err(Error::CapacityExceeded {
-                scope: Scope::TenantStreams,
+                scope: Scope::Tenant(Collection::Streams),
             });
         }
         // The tenant's own cap first, then the store-wide one (a tenant at
@@ -257,13 +313,16 @@ impl StreamHub {
         if !self.count.try_acquire(1) {
             self.give_slot(key.0);
             return Err(Error::CapacityExceeded {
-                scope: Scope::Streams,
+                scope: Scope::Collection(Collection::Streams),
             });
         }
+        let serial = self.serials.fetch_add(1, Ordering::Relaxed);
         let stream = Arc::new(Stream {
             config: config.clone(),
-            serial: self.serials.fetch_add(1, Ordering::Relaxed),
+            serial,
             wake: wake_channel(&key.1),
+            lease,
+            visible: AtomicBool::new(lease.is_none()),
             timer: AtomicU64::new(TimerHandle::NONE.to_bits()),
             log: Mutex::new(Log {
                 entries: VecDeque::new(),
@@ -275,19 +334,61 @@ impl StreamHub {
             }),
         });
         let (created, _) = self.streams.upsert(key.clone(), |existing| match existing {
-            None => Upsert::Put(stream, Ok(())),
-            Some(s) if s.config == config => Upsert::Keep(Err(None)),
-            Some(_) => Upsert::Keep(Err(Some(Error::Exists))),
+            None => Upsert::Put(stream, Ok(Created::New(serial))),
+            Some(s) if !s.visible() => Upsert::Keep(Err(Error::InFlight)),
+            // The same stream again is not an error (a retried create).
+            Some(s) if s.config == config => Upsert::Keep(Ok(Created::Existing)),
+            Some(_) => Upsert::Keep(Err(Error::Exists)),
         });
-        match created {
-            Ok(()) => Ok(()),
-            Err(refusal) => {
-                self.count.release(1);
-                self.give_slot(key.0);
-                // The same stream again is not an error (a retried create).
-                refusal.map_or(Ok(()), Err)
-            }
+        if created != Ok(Created::New(serial)) {
+            self.count.release(1);
+            self.give_slot(key.0);
         }
+        created
+    }
+
+    /// Makes the stream created as `serial` visible; false if it is gone
+    /// (its lease was removed since the creation confirmed it).
+    pub(crate) fn reveal(&self, key: &StreamKey, serial: u64) -> bool {
+        self.streams
+            .read(key, |s| {
+                let ours = s.serial == serial;
+                if ours {
+                    s.visible.store(true, Ordering::Release);
+                }
+                ours
+            })
+            .unwrap_or(false)
+    }
+
+    /// Removes the stream under `key` if `remove` says so; gives its slots
+    /// back and cancels its age timer.
+    fn remove(&self, key: &StreamKey, remove: impl FnOnce(&Stream) -> bool) -> Option<Arc<Stream>> {
+        let removed = self
+            .streams
+            .remove_if(key, |s| if remove(s) { Ok(()) } else { Err(()) });
+        let Some(Ok(stream)) = removed else {
+            return None;
+        };
+        self.count.release(1);
+        self.give_slot(key.0);
+        // A timer set after this read fires for a serial no stream has any
+        // more, and is dropped then.
+        let timer = TimerHandle::from_bits(stream.timer.load(Ordering::Acquire));
+        lock_at(Rung::Wheel, &self.aging).cancel(timer);
+        Some(stream)
+    }
+
+    /// Takes back the stream a creation inserted as `serial` and could not
+    /// confirm (never visible).
+    pub(crate) fn withdraw(&self, key: &StreamKey, serial: u64) {
+        self.remove(key, |s| s.serial == serial);
+    }
+
+    /// Removes the stream under `key` if it hangs from lease `seq` (a
+    /// cascade); returns it, for its event and its followers' wake.
+    pub(crate) fn remove_child(&self, key: &StreamKey, seq: u64) -> Option<Arc<Stream>> {
+        self.remove(key, |s| s.lease == Some(seq))
     }
 
     fn give_slot(&self, tenant: TenantId) {
@@ -301,19 +402,13 @@ impl StreamHub {
         }
     }
 
-    pub(crate) fn delete(&self, key: &StreamKey) -> Result<()> {
-        match self.streams.remove_if(key, |_| Ok::<(), ()>(())) {
-            Some(Ok(stream)) => {
-                self.count.release(1);
-                self.give_slot(key.0);
-                // A timer set after this read fires for a serial no stream
-                // has any more, and is dropped then.
-                let timer = TimerHandle::from_bits(stream.timer.load(Ordering::Acquire));
-                lock_at(Rung::Wheel, &self.aging).cancel(timer);
-                Ok(())
-            }
-            _ => Err(Error::NotFound),
-        }
+    /// Deletes the visible stream under `key` (whose lease, if any, is
+    /// `alive`); returns it, for its lease's index, its event and its
+    /// followers' wake.
+    pub(crate) fn delete(&self, key: &StreamKey, alive: Alive) -> Result<Arc<Stream>> {
+        let stream = self.get(key, alive)?;
+        self.remove(key, |s| s.serial == stream.serial)
+            .ok_or(Error::NotFound)
     }
 
     /// Sets the age timer of the stream under `key` at tick `due`.
@@ -334,7 +429,9 @@ impl StreamHub {
             ..
         } in fired
         {
-            let Ok(stream) = self.get(&key) else { continue };
+            let Some(stream) = self.streams.read(&key, Arc::clone) else {
+                continue;
+            };
             if stream.serial != serial {
                 continue;
             }
@@ -349,6 +446,18 @@ impl StreamHub {
             }
         }
         trimmed
+    }
+
+    /// Every stream attached to a lease: its tenant, lease and name.
+    #[cfg(any(test, feature = "internals"))]
+    pub(crate) fn attached(&self) -> Vec<(TenantId, u64, Arc<str>)> {
+        let mut out = Vec::new();
+        self.streams.for_each(|(tenant, name), s| {
+            if let Some(seq) = s.lease {
+                out.push((*tenant, seq, Arc::clone(name)));
+            }
+        });
+        out
     }
 
     /// The first difference between the streams and what is derived from
@@ -411,27 +520,43 @@ impl StreamHub {
         key: &StreamKey,
         payload: &[u8],
         clock: &dyn Clock,
+        alive: Alive,
     ) -> Result<(u64, Arc<str>)> {
         if payload.len() > self.limits.payload_bytes_max {
             return Err(Error::InvalidArgument {
                 reason: "payload is larger than stream_payload_bytes_max",
             });
         }
-        // Under the map's shared lock: no `Arc` traffic on the stream.
+        // Under the map's shared lock: no `Arc` traffic on the stream, unless
+        // its lease has to be asked about (with no lock held).
         let appended = self
             .streams
             .read(key, |stream| {
-                Self::append_to(stream, payload, clock).map(|(offset, wake, arm)| {
-                    // The first entry of a stream without an age timer: the
-                    // timer is set once the map's lock is given up.
-                    let arm = arm.map(|due| (Arc::clone(stream), due));
-                    (offset, wake, arm)
-                })
+                if !stream.visible() {
+                    return Err(Error::NotFound);
+                }
+                if stream.lease.is_some() {
+                    return Ok(Err(Arc::clone(stream)));
+                }
+                Ok(Ok(Self::append_to(stream, payload, clock)?))
             })
             .ok_or(Error::NotFound)??;
-        let (offset, wake, arm) = appended;
-        if let Some((stream, due)) = arm {
-            self.set_timer(&stream, key.clone(), due);
+        let (offset, wake, arm) = match appended {
+            Ok(done) => done,
+            Err(stream) => {
+                if stream.lease.is_some_and(|seq| !alive(seq)) {
+                    return Err(Error::NotFound);
+                }
+                Self::append_to(&stream, payload, clock)?
+            }
+        };
+        if let Some(due) = arm {
+            // The first entry of a stream without an age timer: set it now
+            // that no lock is held.
+            let stream = self.streams.read(key, Arc::clone);
+            if let Some(stream) = stream {
+                self.set_timer(&stream, key.clone(), due);
+            }
         }
         Ok((offset, wake))
     }
@@ -488,11 +613,12 @@ impl StreamHub {
     pub(crate) fn read(
         &self,
         key: &StreamKey,
+        alive: Alive,
         from: u64,
         max: usize,
         now: MonoTime,
     ) -> Result<StreamRead> {
-        let stream = self.get(key)?;
+        let stream = self.get(key, alive)?;
         let mut log = lock_at(Rung::Stream, &stream.log);
         log.trim_aged(&stream.config, now);
         if from < log.first {
@@ -515,8 +641,8 @@ impl StreamHub {
         Ok(StreamRead { entries, next })
     }
 
-    pub(crate) fn trim(&self, key: &StreamKey, before: u64) -> Result<u64> {
-        let stream = self.get(key)?;
+    pub(crate) fn trim(&self, key: &StreamKey, alive: Alive, before: u64) -> Result<u64> {
+        let stream = self.get(key, alive)?;
         let mut log = lock_at(Rung::Stream, &stream.log);
         if before > log.next {
             return Err(Error::InvalidArgument {
@@ -530,8 +656,14 @@ impl StreamHub {
         Ok(log.first)
     }
 
-    pub(crate) fn commit(&self, key: &StreamKey, consumer: Arc<str>, offset: u64) -> Result<()> {
-        let stream = self.get(key)?;
+    pub(crate) fn commit(
+        &self,
+        key: &StreamKey,
+        alive: Alive,
+        consumer: Arc<str>,
+        offset: u64,
+    ) -> Result<()> {
+        let stream = self.get(key, alive)?;
         let mut log = lock_at(Rung::Stream, &stream.log);
         if offset > log.next {
             return Err(Error::InvalidArgument {
@@ -559,8 +691,8 @@ impl StreamHub {
 
     /// What the stream holds, without trimming (aged entries the sweep has
     /// not reached yet are counted).
-    pub(crate) fn info(&self, key: &StreamKey) -> Result<StreamInfo> {
-        let stream = self.get(key)?;
+    pub(crate) fn info(&self, key: &StreamKey, alive: Alive) -> Result<StreamInfo> {
+        let stream = self.get(key, alive)?;
         let log = lock_at(Rung::Stream, &stream.log);
         Ok(StreamInfo {
             first: log.first,
@@ -571,8 +703,13 @@ impl StreamHub {
         })
     }
 
-    pub(crate) fn committed(&self, key: &StreamKey, consumer: &str) -> Result<Option<u64>> {
-        let stream = self.get(key)?;
+    pub(crate) fn committed(
+        &self,
+        key: &StreamKey,
+        alive: Alive,
+        consumer: &str,
+    ) -> Result<Option<u64>> {
+        let stream = self.get(key, alive)?;
         let log = lock_at(Rung::Stream, &stream.log);
         Ok(log.consumers.get(consumer).copied())
     }
@@ -580,8 +717,8 @@ impl StreamHub {
     /// Where a follower of `consumer` starts: its committed offset, or the
     /// first offset still held if it never committed. (A committed offset
     /// since trimmed away makes the follower's first read `Trimmed`.)
-    pub(crate) fn start(&self, key: &StreamKey, consumer: &str) -> Result<u64> {
-        let stream = self.get(key)?;
+    pub(crate) fn start(&self, key: &StreamKey, alive: Alive, consumer: &str) -> Result<u64> {
+        let stream = self.get(key, alive)?;
         let log = lock_at(Rung::Stream, &stream.log);
         Ok(log.consumers.get(consumer).copied().unwrap_or(log.first))
     }

@@ -193,7 +193,7 @@ fn creation_is_checked_and_bounded() {
     assert_eq!(
         s.create_stream(T, "c", cfg.clone()),
         Err(Error::CapacityExceeded {
-            scope: Scope::TenantStreams
+            scope: Scope::Tenant(relaystore::events::Collection::Streams)
         })
     );
     s.create_stream(OTHER, "c", cfg.clone()).unwrap();
@@ -322,7 +322,7 @@ fn streams_are_bounded_store_wide_and_in_entries() {
     assert_eq!(
         s.create_stream(relaystore::TenantId(3), "a", cfg.clone()),
         Err(Error::CapacityExceeded {
-            scope: Scope::Streams
+            scope: Scope::Collection(relaystore::events::Collection::Streams)
         }),
         "a third tenant's stream past streams_max"
     );
@@ -338,4 +338,149 @@ fn streams_are_bounded_store_wide_and_in_entries() {
         Err(Error::InvalidArgument { .. })
     ));
     assert_eq!(s.streams(), 2);
+}
+
+#[test]
+fn a_stream_attached_to_a_lease_dies_with_it() {
+    use relaystore::events::{Cause, Collection, RecordId};
+    let (c, s) = store_with(StoreConfig {
+        streams_per_lease_max: 2,
+        ..config()
+    });
+    let events = s.subscribe_to(&[Collection::Streams]).unwrap();
+    let next_event = || match events.try_recv() {
+        Some(relaystore::events::Received::Event(e)) => Some(e),
+        _ => None,
+    };
+    let g = s.grant(T, "host", SEC * 60, None).unwrap();
+    let under = |cfg: StreamConfig| cfg.attached_to(g.id);
+    let cfg = under(StreamConfig::new(10, 1024, WhenFull::Refuse));
+    s.create_stream(T, "room", cfg.clone()).unwrap();
+    s.create_stream(T, "room", cfg.clone()).unwrap();
+    s.create_stream(T, "chat", cfg.clone()).unwrap();
+    assert_eq!(
+        s.create_stream(T, "third", cfg.clone()),
+        Err(Error::CapacityExceeded {
+            scope: Scope::Parent(Collection::Streams)
+        }),
+        "past streams_per_lease_max"
+    );
+    assert_eq!(s.streams(), 2);
+    assert_eq!(
+        s.create_stream(OTHER, "room", cfg.clone()),
+        Err(Error::NotFound),
+        "another tenant's lease"
+    );
+    s.append(T, "room", b"hello").unwrap();
+    let mut follower = s.follow(T, "room", "worker").unwrap();
+    s.audit().unwrap();
+
+    // Revoking the lease removes its streams at once, with their events.
+    s.revoke(T, g.id).unwrap();
+    for op in [
+        s.append(T, "room", b"late").map(drop),
+        s.read_stream(T, "room", 0, 10).map(drop),
+        s.stream_info(T, "chat").map(drop),
+        s.commit(T, "chat", "worker", 0),
+        s.delete_stream(T, "chat"),
+    ] {
+        assert_eq!(op, Err(Error::NotFound));
+    }
+    assert_eq!(
+        follower.next(10),
+        Err(Error::NotFound),
+        "the follower wakes"
+    );
+    let mut removed: Vec<_> = std::iter::from_fn(next_event)
+        .map(|e| (e.id, e.cause))
+        .collect();
+    removed.sort_by_key(|(id, _)| format!("{id:?}"));
+    assert_eq!(
+        removed,
+        vec![
+            (RecordId::Stream("chat".into()), Cause::Cascaded),
+            (RecordId::Stream("room".into()), Cause::Cascaded),
+        ]
+    );
+    assert_eq!(s.streams(), 0);
+    assert_eq!(
+        s.create_stream(T, "late", cfg.clone()),
+        Err(Error::Revoked),
+        "a revoked lease takes no streams"
+    );
+    s.audit().unwrap();
+
+    // An expired lease hides its streams before the sweep removes them.
+    let g = s.grant(T, "host", SEC * 10, None).unwrap();
+    let cfg = StreamConfig::new(10, 1024, WhenFull::Refuse).attached_to(g.id);
+    s.create_stream(T, "room", cfg.clone()).unwrap();
+    s.delete_stream(T, "room").unwrap();
+    s.create_stream(T, "room", cfg).unwrap();
+    assert_eq!(
+        next_event().map(|e| e.cause),
+        Some(Cause::Released),
+        "a deleted stream's event"
+    );
+    s.audit().unwrap();
+    c.advance(SEC * 10);
+    assert_eq!(
+        s.read_stream(T, "room", 0, 1).map(drop),
+        Err(Error::NotFound)
+    );
+    assert_eq!(s.streams(), 1, "not yet swept");
+    s.sweep();
+    assert_eq!(s.streams(), 0);
+    assert_eq!(next_event().map(|e| e.cause), Some(Cause::Cascaded));
+    s.audit().unwrap();
+
+    // A stream without a lease survives the lease of the same name's stream.
+    let g = s.grant(T, "host", SEC * 10, None).unwrap();
+    s.create_stream(T, "free", StreamConfig::new(10, 1024, WhenFull::Refuse))
+        .unwrap();
+    s.revoke(T, g.id).unwrap();
+    s.append(T, "free", b"still here").unwrap();
+    s.audit().unwrap();
+}
+
+/// An attached stream's creation racing its lease's revocation: whichever
+/// wins, no stream outlives the lease, and a creation that answered `Ok`
+/// made a stream the revocation then removed (with its event).
+#[test]
+fn an_attached_creation_racing_the_revocation_leaves_nothing() {
+    let rounds = common::rounds("RELAYSTORE_STREAM_RACE_ROUNDS", 300);
+    let (_c, s) = store();
+    let events = s
+        .subscribe_to(&[relaystore::events::Collection::Streams])
+        .unwrap();
+    let (mut created, mut refused) = (0, 0);
+    for round in 0..rounds {
+        let g = s.grant(T, "host", SEC * 60, None).unwrap();
+        let cfg = StreamConfig::new(4, 64, WhenFull::Refuse).attached_to(g.id);
+        let start = std::sync::Arc::new(std::sync::Barrier::new(2));
+        let maker = {
+            let (s, start) = (s.clone(), start.clone());
+            std::thread::spawn(move || {
+                start.wait();
+                s.create_stream(T, "room", cfg)
+            })
+        };
+        start.wait();
+        // Spread the revocation over the creation's steps.
+        for _ in 0..round % 64 {
+            std::hint::spin_loop();
+        }
+        s.revoke(T, g.id).unwrap();
+        let made = match maker.join().unwrap() {
+            Ok(()) => 1,
+            Err(Error::Revoked | Error::NotFound) => 0,
+            Err(e) => panic!("round {round}: {e:?}"),
+        };
+        assert_eq!(s.streams(), 0, "round {round}: a stream outlived its lease");
+        s.audit().unwrap();
+        let removed = std::iter::from_fn(|| events.try_recv()).count();
+        assert_eq!(removed, made, "round {round}: one event per stream made");
+        created += made;
+        refused += 1 - made;
+    }
+    eprintln!("attached creations racing a revocation: {created} made, {refused} refused");
 }

@@ -87,6 +87,7 @@ pub(super) enum LeaseChild {
     Listings,
     Members,
     Locks,
+    Streams,
 }
 
 impl LeaseChild {
@@ -95,6 +96,7 @@ impl LeaseChild {
             LeaseChild::Listings => Collection::Listings,
             LeaseChild::Members => Collection::Presence,
             LeaseChild::Locks => Collection::Locks,
+            LeaseChild::Streams => Collection::Streams,
         }
     }
 
@@ -103,6 +105,7 @@ impl LeaseChild {
             LeaseChild::Listings => config.listings_per_lease_max,
             LeaseChild::Members => config.presence_per_lease_max,
             LeaseChild::Locks => config.locks_per_lease_max,
+            LeaseChild::Streams => config.streams_per_lease_max,
         }
     }
 
@@ -111,6 +114,7 @@ impl LeaseChild {
             LeaseChild::Listings => &c.listings,
             LeaseChild::Members => &c.members,
             LeaseChild::Locks => &c.locks,
+            LeaseChild::Streams => &c.streams,
         }
     }
 
@@ -119,6 +123,7 @@ impl LeaseChild {
             LeaseChild::Listings => &mut c.listings,
             LeaseChild::Members => &mut c.members,
             LeaseChild::Locks => &mut c.locks,
+            LeaseChild::Streams => &mut c.streams,
         }
     }
 }
@@ -145,7 +150,7 @@ impl Parent {
     /// Takes a slot in the parent's index of children: refused if the
     /// parent is not visible or its cap is reached. The narrow scope every
     /// child is decided by first.
-    fn reserve(&self, store: &Store, tenant: TenantId, now: MonoTime) -> Result<()> {
+    pub(super) fn reserve(&self, store: &Store, tenant: TenantId, now: MonoTime) -> Result<()> {
         match self {
             Parent::None => Ok(()),
             Parent::Lease { seq, kind, child } => {
@@ -198,7 +203,7 @@ impl Parent {
 
     /// Whether the slot is still in a parent that is still there, under the
     /// parent's shard lock (see rule 3).
-    fn confirm(&self, store: &Store) -> Result<()> {
+    pub(super) fn confirm(&self, store: &Store) -> Result<()> {
         let held = match self {
             Parent::None => Some(true),
             Parent::Lease { seq, kind, child } => store.shared.leases.modify(seq, |l| {
@@ -219,7 +224,7 @@ impl Parent {
     }
 
     /// Gives the slot back.
-    fn release(&self, store: &Store) {
+    pub(super) fn release(&self, store: &Store) {
         match self {
             Parent::None => {}
             Parent::Lease { seq, kind, child } => {

@@ -26,8 +26,13 @@ impl AuditError {
     }
 }
 
-/// A lease's children by kind: listings, members, locks.
-type Children = (BTreeSet<Arc<str>>, BTreeSet<Arc<str>>, BTreeSet<Arc<str>>);
+/// A lease's children by kind: listings, members, locks, streams.
+type Children = (
+    BTreeSet<Arc<str>>,
+    BTreeSet<Arc<str>>,
+    BTreeSet<Arc<str>>,
+    BTreeSet<Arc<str>>,
+);
 type ChildIndex = BTreeMap<(TenantId, u64), Children>;
 
 #[derive(Default)]
@@ -144,7 +149,12 @@ impl Store {
             c.lease_seqs.insert(*seq);
             let as_set = |v: &Vec<Arc<str>>| v.iter().cloned().collect::<BTreeSet<_>>();
             let children = match &lease.children {
-                Some(c) => (as_set(&c.listings), as_set(&c.members), as_set(&c.locks)),
+                Some(c) => (
+                    as_set(&c.listings),
+                    as_set(&c.members),
+                    as_set(&c.locks),
+                    as_set(&c.streams),
+                ),
                 None => Children::default(),
             };
             lease_children.insert((tenant, *seq), children);
@@ -200,6 +210,13 @@ impl Store {
                     .insert(Arc::clone(name));
             }
         });
+        for (tenant, seq, name) in self.shared.streams.attached() {
+            seen_children
+                .entry((tenant, seq))
+                .or_default()
+                .3
+                .insert(name);
+        }
         let mut seen_attempts: BTreeMap<(TenantId, Arc<str>), BTreeSet<u64>> = BTreeMap::new();
         let mut origins: BTreeMap<(TenantId, Arc<str>), u64> = BTreeMap::new();
         self.shared.listings.for_each(|k, l, _| {
@@ -251,7 +268,7 @@ impl Store {
                 Collection::Replay => c_.replay,
                 Collection::Idempotency => c_.idempotency,
                 Collection::Locks => c_.locks,
-                Collection::Tombstones => 0,
+                Collection::Tombstones | Collection::Streams => 0,
             };
             // A quota that is switched off keeps no count to compare.
             for what in Collection::ALL {

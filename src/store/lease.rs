@@ -34,6 +34,8 @@ pub(crate) struct LeaseChildren {
     pub(super) members: Vec<Arc<str>>,
     /// Attached named locks, by name (at most `locks_per_lease_max`).
     pub(super) locks: Vec<Arc<str>>,
+    /// Attached streams, by name (at most `streams_per_lease_max`).
+    pub(super) streams: Vec<Arc<str>>,
     /// Observed public endpoints (at most `endpoints_per_lease_max`).
     endpoints: Vec<(SocketAddr, MonoTime)>,
 }
@@ -261,7 +263,7 @@ impl Store {
     }
 
     /// Revokes a lease and everything attached to it (listings, their join
-    /// attempts, presence). The moment this returns, none of it is
+    /// attempts, presence, locks, streams). The moment this returns, none of it is
     /// observable through any path. Idempotent: revoking a revoked lease
     /// (while its tombstone lives) is `Ok`.
     pub fn revoke(&self, tenant: TenantId, id: LeaseId) -> Result<()> {

@@ -146,6 +146,16 @@ impl Store {
                 self.retire_lock(child, Cause::Cascaded, false);
             }
         }
+        for name in children.streams {
+            let key = (tenant, name);
+            // One still being created was never visible: its creation
+            // finds it gone and answers for it.
+            let removed = self.shared.streams.remove_child(&key, seq);
+            // (A stream is not a record: it is not counted in `n`.)
+            if let Some(stream) = removed.filter(|s| s.visible()) {
+                self.stream_removed(tenant, key.1, &stream, Cause::Cascaded);
+            }
+        }
         self.release_owner(&lease.owner);
         n
     }
@@ -300,7 +310,7 @@ impl Store {
     }
 
     /// Takes one entry of `child` out of lease `seq`'s index of `kind`.
-    fn detach_from_lease(&self, seq: u64, kind: LeaseChild, child: &str) {
+    pub(super) fn detach_from_lease(&self, seq: u64, kind: LeaseChild, child: &str) {
         self.shared.leases.modify(&seq, |l| l.detach(kind, child));
     }
 }

@@ -1,10 +1,12 @@
 //! The store's side of streams (`src/stream.rs`): names, the lifecycle, the
 //! clock, and the wake each append sends to the stream's followers.
 
-use super::{lifecycle::STOPPED, lock::RESERVED_PREFIX, Store};
+use super::attach::{LeaseChild, Parent};
+use super::{lifecycle::STOPPED, lock::RESERVED_PREFIX, Collection, Store};
 use crate::error::{Error, Result};
+use crate::events::{Cause, RecordId};
 use crate::ids::TenantId;
-use crate::stream::{wake_channel, StreamConfig, StreamInfo, StreamRead};
+use crate::stream::{wake_channel, Created, Stream, StreamConfig, StreamInfo, StreamRead};
 use crate::sync::{Arc, Ordering};
 use crate::wake::{Listener, RecvError};
 use std::time::Duration;
@@ -19,16 +21,103 @@ impl Store {
     /// `stream_entries_max` or a `bytes_max` above `stream_bytes_max`, and
     /// with `Draining` or
     /// `ServiceUnavailable` while the store drains or once it stopped.
+    ///
+    /// A stream created [`attached_to`](StreamConfig::attached_to) a lease
+    /// takes a slot of the lease's `streams_per_lease_max`
+    /// (`CapacityExceeded`, `Parent(Streams)`), is refused like any child
+    /// of a lease that is not visible (`NotFound`, `Revoked`, `Expired`,
+    /// `Restarted`), answers `NotFound` everywhere once the lease is not
+    /// visible, and is removed with the lease (removal event `Streams`,
+    /// cause `Cascaded`). A creation of the same name still confirming its
+    /// lease answers `InFlight`.
     pub fn create_stream(&self, tenant: TenantId, name: &str, config: StreamConfig) -> Result<()> {
         let name = self.stream_name(name)?;
-        self.admit_new(self.shared.clock.now())?;
-        self.shared.streams.create((tenant, name), config)
+        let now = self.shared.clock.now();
+        self.admit_new(now)?;
+        let Some(lease) = config.lease else {
+            return self
+                .shared
+                .streams
+                .create((tenant, name), config, None)
+                .map(drop);
+        };
+        // A child of a lease: a slot in the lease's index first, then the
+        // stream, inserted invisible; then the slot is confirmed under the
+        // lease's lock and the stream revealed (the creation protocol's rule
+        // 3). A lease removed before the confirmation could not see the
+        // stream, so the creation takes it back; one removed after it finds
+        // the slot and removes the stream.
+        let seq = self.lease_seq(lease)?;
+        let parent = Parent::Lease {
+            seq,
+            kind: LeaseChild::Streams,
+            child: Arc::clone(&name),
+        };
+        parent.reserve(self, tenant, now)?;
+        let key = (tenant, name);
+        let serial = match self.shared.streams.create(key.clone(), config, Some(seq)) {
+            Ok(Created::New(serial)) => serial,
+            other => {
+                parent.release(self);
+                return other.map(drop);
+            }
+        };
+        if let Err(e) = parent.confirm(self) {
+            self.shared.streams.withdraw(&key, serial);
+            parent.release(self);
+            return Err(e);
+        }
+        if self.shared.streams.reveal(&key, serial) {
+            Ok(())
+        } else {
+            // Removed with its lease between the confirmation and now.
+            Err(self
+                .lease_status(tenant, seq, now)
+                .err()
+                .unwrap_or(Error::NotFound))
+        }
     }
 
-    /// Deletes the stream `name` with its entries and consumers.
+    /// Deletes the stream `name` with its entries and consumers (removal
+    /// event `Streams`, cause `Released`). Its followers wake and find it
+    /// gone.
     pub fn delete_stream(&self, tenant: TenantId, name: &str) -> Result<()> {
         let name = self.stream_name(name)?;
-        self.shared.streams.delete(&(tenant, name))
+        let stream = self
+            .shared
+            .streams
+            .delete(&(tenant, Arc::clone(&name)), &self.alive(tenant))?;
+        if let Some(seq) = stream.lease {
+            self.detach_from_lease(seq, LeaseChild::Streams, &name);
+        }
+        self.stream_removed(tenant, name, &stream, Cause::Released);
+        Ok(())
+    }
+
+    /// What follows a stream's removal: its event, and a wake for its
+    /// followers, who then find it gone.
+    pub(super) fn stream_removed(
+        &self,
+        tenant: TenantId,
+        name: Arc<str>,
+        stream: &Stream,
+        cause: Cause,
+    ) {
+        self.emit(Collection::Streams, tenant, RecordId::Stream(name), cause);
+        // No listener (no follower) is not a failure here.
+        let _ = self
+            .shared
+            .wakes
+            .notify(&(tenant, Arc::clone(&stream.wake)));
+    }
+
+    /// Whether tenant `tenant`'s lease `seq` is visible now: the gate of
+    /// every use of a stream attached to it.
+    fn alive(&self, tenant: TenantId) -> impl Fn(u64) -> bool + '_ {
+        move |seq| {
+            self.lease_status(tenant, seq, self.shared.clock.now())
+                .is_ok()
+        }
     }
 
     /// Appends `payload` to the stream; returns its offset, one above the
@@ -38,10 +127,12 @@ impl Store {
     pub fn append(&self, tenant: TenantId, name: &str, payload: &[u8]) -> Result<u64> {
         let name = self.stream_name(name)?;
         self.refuse_if_stopped()?;
-        let (offset, wake) =
-            self.shared
-                .streams
-                .append(&(tenant, name), payload, &*self.shared.clock)?;
+        let (offset, wake) = self.shared.streams.append(
+            &(tenant, name),
+            payload,
+            &*self.shared.clock,
+            &self.alive(tenant),
+        )?;
         self.shared.wakes.notify(&(tenant, wake))?;
         Ok(offset)
     }
@@ -59,13 +150,17 @@ impl Store {
         let name = self.stream_name(name)?;
         let max = max.min(self.shared.config.page_len_max);
         let now = self.shared.clock.now();
-        self.shared.streams.read(&(tenant, name), from, max, now)
+        self.shared
+            .streams
+            .read(&(tenant, name), &self.alive(tenant), from, max, now)
     }
 
     /// Drops every entry below `before`; returns the first offset held.
     pub fn trim_stream(&self, tenant: TenantId, name: &str, before: u64) -> Result<u64> {
         let name = self.stream_name(name)?;
-        self.shared.streams.trim(&(tenant, name), before)
+        self.shared
+            .streams
+            .trim(&(tenant, name), &self.alive(tenant), before)
     }
 
     /// Records that `consumer` has processed everything below `offset`.
@@ -77,7 +172,7 @@ impl Store {
         let consumer = self.name(consumer)?;
         self.shared
             .streams
-            .commit(&(tenant, name), consumer, offset)
+            .commit(&(tenant, name), &self.alive(tenant), consumer, offset)
     }
 
     /// What the stream holds now: its first and next offsets, its entries,
@@ -87,13 +182,17 @@ impl Store {
     /// returns them.
     pub fn stream_info(&self, tenant: TenantId, name: &str) -> Result<StreamInfo> {
         let name = self.stream_name(name)?;
-        self.shared.streams.info(&(tenant, name))
+        self.shared
+            .streams
+            .info(&(tenant, name), &self.alive(tenant))
     }
 
     /// The offset `consumer` committed, if it ever did.
     pub fn committed(&self, tenant: TenantId, name: &str, consumer: &str) -> Result<Option<u64>> {
         let name = self.stream_name(name)?;
-        self.shared.streams.committed(&(tenant, name), consumer)
+        self.shared
+            .streams
+            .committed(&(tenant, name), &self.alive(tenant), consumer)
     }
 
     /// Follows the stream as `consumer`, from its committed offset (or the
@@ -104,10 +203,11 @@ impl Store {
         let stream = self.stream_name(name)?;
         let consumer = self.name(consumer)?;
         let wakes = self.shared.wakes.listen(tenant, wake_channel(&stream))?;
-        let position = self
-            .shared
-            .streams
-            .start(&(tenant, Arc::clone(&stream)), &consumer)?;
+        let position = self.shared.streams.start(
+            &(tenant, Arc::clone(&stream)),
+            &self.alive(tenant),
+            &consumer,
+        )?;
         Ok(Follower {
             store: self.clone(),
             tenant,
