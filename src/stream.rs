@@ -379,6 +379,17 @@ impl StreamHub {
         Some(stream)
     }
 
+    /// Removes the stream under `key` if it hangs from a lease that is no
+    /// longer `alive` (its name is free again, as a record's key is once
+    /// its ancestor is gone); returns it, for its event.
+    pub(crate) fn clear_orphan(&self, key: &StreamKey, alive: Alive) -> Option<Arc<Stream>> {
+        let seq = self.streams.read(key, |s| s.lease).flatten()?;
+        if alive(seq) {
+            return None;
+        }
+        self.remove_child(key, seq).filter(|s| s.visible())
+    }
+
     /// Takes back the stream a creation inserted as `serial` and could not
     /// confirm (never visible).
     pub(crate) fn withdraw(&self, key: &StreamKey, serial: u64) {

@@ -433,6 +433,26 @@ fn a_stream_attached_to_a_lease_dies_with_it() {
     assert_eq!(next_event().map(|e| e.cause), Some(Cause::Cascaded));
     s.audit().unwrap();
 
+    // The name of a stream whose lease expired is free before the sweep.
+    let g = s.grant(T, "host", SEC * 10, None).unwrap();
+    let cfg = StreamConfig::new(10, 1024, WhenFull::Refuse).attached_to(g.id);
+    s.create_stream(T, "room", cfg).unwrap();
+    c.advance(SEC * 10);
+    let free = StreamConfig::new(5, 1024, WhenFull::Refuse);
+    s.create_stream(T, "room", free).unwrap();
+    s.audit().unwrap();
+    assert_eq!(next_event().map(|e| e.cause), Some(Cause::Cascaded));
+    assert_eq!(s.append(T, "room", b"new"), Ok(0));
+    s.sweep();
+    assert_eq!(
+        s.append(T, "room", b"kept"),
+        Ok(1),
+        "the lease's sweep spares it"
+    );
+    s.delete_stream(T, "room").unwrap();
+    assert_eq!(next_event().map(|e| e.cause), Some(Cause::Released));
+    s.audit().unwrap();
+
     // A stream without a lease survives the lease of the same name's stream.
     let g = s.grant(T, "host", SEC * 10, None).unwrap();
     s.create_stream(T, "free", StreamConfig::new(10, 1024, WhenFull::Refuse))

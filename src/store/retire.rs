@@ -9,6 +9,8 @@
 //! (`detach`: the parent is not itself being removed), the record also
 //! leaves its parent's index; then its own children are removed (cause
 //! `Cascaded`). Each returns the number of descendants it removed.
+//! `retire_stream` is the same for a stream that left the stream hub (not
+//! a record: it owns no tenant units, and counts as no descendant).
 
 use super::attach::LeaseChild;
 use super::idempotency::Idem;
@@ -20,6 +22,7 @@ use super::presence::Presence;
 use super::{owned_by, Collection, IdKey, NameKey, Store};
 use crate::events::{Cause, RecordId};
 use crate::ids::TenantId;
+use crate::stream::Stream;
 use crate::sync::{lock_at, Arc, Rung};
 use crate::table::{Removed, Table};
 use crate::time::MonoTime;
@@ -153,7 +156,7 @@ impl Store {
             let removed = self.shared.streams.remove_child(&key, seq);
             // (A stream is not a record: it is not counted in `n`.)
             if let Some(stream) = removed.filter(|s| s.visible()) {
-                self.stream_removed(tenant, key.1, &stream, Cause::Cascaded);
+                self.retire_stream(tenant, key.1, &stream, Cause::Cascaded, false);
             }
         }
         self.release_owner(&lease.owner);
@@ -310,6 +313,29 @@ impl Store {
     }
 
     /// Takes one entry of `child` out of lease `seq`'s index of `kind`.
+    /// After a stream left the stream hub: its event, its lease's index
+    /// (when `detach`: the lease is not itself being removed), and a wake
+    /// for its followers, who then find it gone. Streams are not records:
+    /// they own no tenant units or holds.
+    pub(super) fn retire_stream(
+        &self,
+        tenant: TenantId,
+        name: Arc<str>,
+        stream: &Stream,
+        cause: Cause,
+        detach: bool,
+    ) {
+        if let Some(seq) = stream.lease.filter(|_| detach) {
+            self.detach_from_lease(seq, LeaseChild::Streams, &name);
+        }
+        self.emit(Collection::Streams, tenant, RecordId::Stream(name), cause);
+        // No follower listening is not a failure here.
+        let _ = self
+            .shared
+            .wakes
+            .notify(&(tenant, Arc::clone(&stream.wake)));
+    }
+
     pub(super) fn detach_from_lease(&self, seq: u64, kind: LeaseChild, child: &str) {
         self.shared.leases.modify(&seq, |l| l.detach(kind, child));
     }

@@ -2,11 +2,11 @@
 //! clock, and the wake each append sends to the stream's followers.
 
 use super::attach::{LeaseChild, Parent};
-use super::{lifecycle::STOPPED, lock::RESERVED_PREFIX, Collection, Store};
+use super::{lifecycle::STOPPED, lock::RESERVED_PREFIX, Store};
 use crate::error::{Error, Result};
-use crate::events::{Cause, RecordId};
+use crate::events::Cause;
 use crate::ids::TenantId;
-use crate::stream::{wake_channel, Created, Stream, StreamConfig, StreamInfo, StreamRead};
+use crate::stream::{wake_channel, Created, StreamConfig, StreamInfo, StreamRead};
 use crate::sync::{Arc, Ordering};
 use crate::wake::{Listener, RecvError};
 use std::time::Duration;
@@ -34,6 +34,15 @@ impl Store {
         let name = self.stream_name(name)?;
         let now = self.shared.clock.now();
         self.admit_new(now)?;
+        // A stream whose lease is gone but not yet removed holds the name
+        // only until then: it goes now, and the name is free.
+        let orphan = self
+            .shared
+            .streams
+            .clear_orphan(&(tenant, Arc::clone(&name)), &self.alive(tenant));
+        if let Some(stream) = orphan {
+            self.retire_stream(tenant, Arc::clone(&name), &stream, Cause::Cascaded, true);
+        }
         let Some(lease) = config.lease else {
             return self
                 .shared
@@ -87,28 +96,8 @@ impl Store {
             .shared
             .streams
             .delete(&(tenant, Arc::clone(&name)), &self.alive(tenant))?;
-        if let Some(seq) = stream.lease {
-            self.detach_from_lease(seq, LeaseChild::Streams, &name);
-        }
-        self.stream_removed(tenant, name, &stream, Cause::Released);
+        self.retire_stream(tenant, name, &stream, Cause::Released, true);
         Ok(())
-    }
-
-    /// What follows a stream's removal: its event, and a wake for its
-    /// followers, who then find it gone.
-    pub(super) fn stream_removed(
-        &self,
-        tenant: TenantId,
-        name: Arc<str>,
-        stream: &Stream,
-        cause: Cause,
-    ) {
-        self.emit(Collection::Streams, tenant, RecordId::Stream(name), cause);
-        // No listener (no follower) is not a failure here.
-        let _ = self
-            .shared
-            .wakes
-            .notify(&(tenant, Arc::clone(&stream.wake)));
     }
 
     /// Whether tenant `tenant`'s lease `seq` is visible now: the gate of
