@@ -6,7 +6,7 @@
 //!
 //! Also the stable-toolchain fuzz driver: random byte strings decoded into
 //! operations and checked the same way. `RELAYSTORE_FUZZ_ITERATIONS=N` sets
-//! how many inputs (default 2,000); `RELAYSTORE_FUZZ_SEED` where to start.
+//! how many inputs (default 1,000); `RELAYSTORE_FUZZ_SEED` where to start.
 //! Any failing input is printed as bytes; paste it into
 //! `fuzz_regressions()` below to keep it as a regression test.
 
@@ -40,9 +40,17 @@ fn op() -> impl Strategy<Value = Op> {
         2 => (tenant.clone(), small.clone(), ttl.clone()).prop_map(|(tenant, member, ttl_ms)| Op::Heartbeat { tenant, member, ttl_ms }),
         1 => (tenant.clone(), small.clone()).prop_map(|(tenant, member)| Op::GetPresence { tenant, member }),
         1 => (tenant.clone(), small.clone()).prop_map(|(tenant, member)| Op::Leave { tenant, member }),
-        2 => (tenant.clone(), small.clone(), ttl).prop_map(|(tenant, name, ttl_ms)| Op::TryLock { tenant, name, ttl_ms }),
-        1 => (tenant.clone(), small.clone(), idx).prop_map(|(tenant, name, fence)| Op::Release { tenant, name, fence }),
-        1 => (tenant, small).prop_map(|(tenant, name)| Op::GetLock { tenant, name }),
+        2 => (tenant.clone(), small.clone(), ttl.clone()).prop_map(|(tenant, name, ttl_ms)| Op::TryLock { tenant, name, ttl_ms }),
+        1 => (tenant.clone(), small.clone(), idx.clone()).prop_map(|(tenant, name, fence)| Op::Release { tenant, name, fence }),
+        1 => (tenant.clone(), small.clone()).prop_map(|(tenant, name)| Op::GetLock { tenant, name }),
+        3 => (tenant.clone(), small.clone(), prop::bool::weighted(0.3), idx.clone(), any::<(bool, bool)>()).prop_map(|(tenant, stream, attached, lease, (trim, aged))| Op::CreateStream { tenant, stream, attached, lease, trim, aged }),
+        8 => (tenant.clone(), small.clone()).prop_map(|(tenant, stream)| Op::Append { tenant, stream }),
+        3 => (tenant.clone(), small.clone(), 0u8..6).prop_map(|(tenant, stream, from)| Op::ReadStream { tenant, stream, from }),
+        2 => (tenant.clone(), small.clone(), 0u8..6).prop_map(|(tenant, stream, offset)| Op::CommitStream { tenant, stream, offset }),
+        1 => (tenant.clone(), small.clone()).prop_map(|(tenant, stream)| Op::DeleteStream { tenant, stream }),
+        1 => (tenant.clone(), small.clone()).prop_map(|(tenant, channel)| Op::Listen { tenant, channel }),
+        2 => (tenant.clone(), small.clone()).prop_map(|(tenant, channel)| Op::Notify { tenant, channel }),
+        2 => idx.clone().prop_map(|listener| Op::TryRecv { listener }),
         4 => (0u64..1_000).prop_map(|ms| Op::Advance { ms }),
         1 => (1_000u64..12_000).prop_map(|ms| Op::Advance { ms }),
         5 => Just(Op::Sweep),
@@ -71,7 +79,7 @@ fn fuzzed_byte_strings_agree_with_the_reference_model() {
     let iterations: u64 = std::env::var("RELAYSTORE_FUZZ_ITERATIONS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(1_200);
+        .unwrap_or(1_000);
     let start: u64 = std::env::var("RELAYSTORE_FUZZ_SEED")
         .ok()
         .and_then(|v| v.parse().ok())

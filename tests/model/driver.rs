@@ -4,6 +4,7 @@
 use super::ops::*;
 use super::reference::Model;
 use super::*;
+use relaystore::stream::{StreamConfig, WhenFull};
 use relaystore::time::ManualClock;
 use relaystore::{AttemptId, JoinTicket, LeaseId, Store, TenantId};
 use std::collections::HashMap;
@@ -26,12 +27,14 @@ pub fn run_with_model_grace(ops: &[Op], grace_ms: u64) -> Result<(), String> {
     let mut tickets: Vec<JoinTicket> = Vec::new();
     // Per acquisition index (the model's), the store's fence.
     let mut fences: Vec<u64> = Vec::new();
+    let mut listeners: Vec<relaystore::wake::Listener> = Vec::new();
     // Outcome counts, printed with RELAYSTORE_MODEL_STATS=1 to tune the mix.
     let stats = std::env::var_os("RELAYSTORE_MODEL_STATS").is_some();
     let mut seen: HashMap<String, u64> = HashMap::new();
     for (step, op) in ops.iter().enumerate() {
         // Resolve indexes against what exists; skip ops that name nothing.
-        let op = match resolve(op, leases.len(), tickets.len(), fences.len()) {
+        let counts = [leases.len(), tickets.len(), fences.len(), listeners.len()];
+        let op = match resolve(op, counts) {
             Some(op) => op,
             None => continue,
         };
@@ -118,6 +121,73 @@ pub fn run_with_model_grace(ops: &[Op], grace_ms: u64) -> Result<(), String> {
             Op::GetLock { tenant, name } => {
                 outcome(&store.get_lock(t(tenant), &format!("n{name}")))
             }
+            Op::CreateStream {
+                tenant,
+                stream,
+                attached,
+                lease,
+                trim,
+                aged,
+            } => {
+                let when_full = if trim {
+                    WhenFull::TrimOldest
+                } else {
+                    WhenFull::Refuse
+                };
+                let mut cfg = StreamConfig::new(STREAM_ENTRIES, 1024, when_full);
+                if aged {
+                    cfg = cfg.with_age_max(Duration::from_millis(STREAM_AGE_MS));
+                }
+                if attached {
+                    cfg = cfg.attached_to(leases[lease]);
+                }
+                outcome(&store.create_stream(t(tenant), &format!("s{stream}"), cfg))
+            }
+            Op::Append { tenant, stream } => {
+                match store.append(t(tenant), &format!("s{stream}"), b"payload") {
+                    Ok(offset) => Outcome::Offset(offset),
+                    Err(e) => Outcome::Err(kind(&e)),
+                }
+            }
+            Op::ReadStream {
+                tenant,
+                stream,
+                from,
+            } => match store.read_stream(t(tenant), &format!("s{stream}"), u64::from(from), 2) {
+                Ok(read) => {
+                    let offsets: Vec<u64> = read.entries.iter().map(|e| e.offset).collect();
+                    let expected: Vec<u64> = (u64::from(from)..read.next).collect();
+                    if offsets != expected {
+                        return Err(format!("step {step}: {op:?}: offsets {offsets:?}"));
+                    }
+                    Outcome::Read {
+                        entries: read.entries.len(),
+                        next: read.next,
+                    }
+                }
+                Err(e) => Outcome::Err(kind(&e)),
+            },
+            Op::CommitStream {
+                tenant,
+                stream,
+                offset,
+            } => outcome(&store.commit(t(tenant), &format!("s{stream}"), "c", u64::from(offset))),
+            Op::DeleteStream { tenant, stream } => {
+                outcome(&store.delete_stream(t(tenant), &format!("s{stream}")))
+            }
+            Op::Listen { tenant, channel } => {
+                match store.listen(t(tenant), &format!("c{channel}")) {
+                    Ok(l) => {
+                        listeners.push(l);
+                        Outcome::Ok
+                    }
+                    Err(e) => Outcome::Err(kind(&e)),
+                }
+            }
+            Op::Notify { tenant, channel } => {
+                outcome(&store.notify(t(tenant), &format!("c{channel}")))
+            }
+            Op::TryRecv { listener } => Outcome::Woke(listeners[listener].try_recv().is_some()),
             Op::Advance { ms } => {
                 clock.advance(Duration::from_millis(ms));
                 Outcome::Ok
@@ -163,8 +233,10 @@ pub fn run_with_model_grace(ops: &[Op], grace_ms: u64) -> Result<(), String> {
     Ok(())
 }
 
-/// Maps an op's free indexes onto what exists, or drops it.
-pub fn resolve(op: &Op, leases: usize, attempts: usize, fences: usize) -> Option<Op> {
+/// Maps an op's free indexes onto what exists (leases, attempts, fences,
+/// listeners, as counted in `counts`), or drops it.
+pub fn resolve(op: &Op, counts: [usize; 4]) -> Option<Op> {
+    let [leases, attempts, fences, listeners] = counts;
     // Three picks in four take one of the two newest (live ones are mostly
     // recent); the rest take any, so old ids keep being exercised too.
     let pick = |i: usize, n: usize| {
@@ -186,6 +258,12 @@ pub fn resolve(op: &Op, leases: usize, attempts: usize, fences: usize) -> Option
             *attempt = pick(*attempt, attempts)?
         }
         Op::Release { fence, .. } => *fence = pick(*fence, fences)?,
+        Op::CreateStream {
+            attached: true,
+            lease,
+            ..
+        } => *lease = pick(*lease, leases)?,
+        Op::TryRecv { listener } => *listener = pick(*listener, listeners)?,
         _ => {}
     }
     Some(op)

@@ -7,7 +7,11 @@
 //! sweep or an explicit removal, a revoked lease leaves a tombstone, a
 //! listing is visible only while its lease is, a consumed token is
 //! remembered for the grace period, and authorizations fail closed when the
-//! sweep has not run for `driver_stall_max`.
+//! sweep has not run for `driver_stall_max`. Streams: offsets never reused,
+//! entry and age retention (refuse or trim when full), commits never
+//! backwards, a stream attached to a lease gone with it (its name free
+//! again). Wakes: a notify marks every listener of its channel attached
+//! before it, and a listener holds at most one wake.
 #![allow(dead_code)]
 
 use relaystore::StoreConfig;
@@ -27,6 +31,8 @@ pub const TOMBSTONE_MS: u64 = 10_000;
 pub const STALL_MS: u64 = 5_000;
 pub const LISTINGS_PER_LEASE: usize = 2;
 pub const ATTEMPTS_PER_LISTING: usize = 2;
+pub const STREAM_ENTRIES: usize = 3;
+pub const STREAM_AGE_MS: u64 = 3_000;
 
 pub fn config() -> StoreConfig {
     StoreConfig {

@@ -84,6 +84,48 @@ pub enum Op {
         tenant: u8,
         name: u8,
     },
+    /// A stream (`s0`/`s1`), unattached or attached to a lease, refusing
+    /// or trimming when full, with or without an age limit.
+    CreateStream {
+        tenant: u8,
+        stream: u8,
+        attached: bool,
+        lease: usize,
+        trim: bool,
+        aged: bool,
+    },
+    Append {
+        tenant: u8,
+        stream: u8,
+    },
+    ReadStream {
+        tenant: u8,
+        stream: u8,
+        from: u8,
+    },
+    /// Commits consumer `c`'s offset.
+    CommitStream {
+        tenant: u8,
+        stream: u8,
+        offset: u8,
+    },
+    DeleteStream {
+        tenant: u8,
+        stream: u8,
+    },
+    /// Attaches a new listener to wake channel `c0`/`c1`.
+    Listen {
+        tenant: u8,
+        channel: u8,
+    },
+    Notify {
+        tenant: u8,
+        channel: u8,
+    },
+    /// Takes a listener's pending wake, if any, without waiting.
+    TryRecv {
+        listener: usize,
+    },
     Advance {
         ms: u64,
     },
@@ -96,6 +138,15 @@ pub enum Op {
 pub enum Outcome {
     Ok,
     Locked(bool),
+    /// An append's offset.
+    Offset(u64),
+    /// A read: how many entries, and the offset to read from next.
+    Read {
+        entries: usize,
+        next: u64,
+    },
+    /// Whether a listener had a wake.
+    Woke(bool),
     Err(Kind),
 }
 
@@ -110,6 +161,8 @@ pub enum Kind {
     Capacity(String),
     ServiceUnavailable,
     InvalidArgument,
+    Trimmed(u64),
+    Exists,
     Other(String),
 }
 
@@ -123,6 +176,8 @@ pub fn kind(e: &Error) -> Kind {
         Error::CapacityExceeded { scope } => Kind::Capacity(scope.to_string()),
         Error::ServiceUnavailable => Kind::ServiceUnavailable,
         Error::InvalidArgument { .. } => Kind::InvalidArgument,
+        Error::Trimmed { first } => Kind::Trimmed(*first),
+        Error::Exists => Kind::Exists,
         other => Kind::Other(other.to_string()),
     }
 }
@@ -159,11 +214,47 @@ pub fn decode(bytes: &[u8]) -> Vec<Op> {
             };
             // Weighted toward the grant -> publish -> join -> bind -> consume
             // chain, which needs several steps to line up.
-            const KINDS: [u8; 32] = [
+            const KINDS: [u8; 48] = [
                 0, 0, 0, 1, 1, 2, 3, 4, 4, 4, 5, 6, 7, 7, 7, 7, 8, 8, 8, 9, 9, 9, 10, 11, 12, 13,
-                14, 15, 16, 17, 18, 19,
+                14, 15, 16, 17, 18, 19, 20, 20, 21, 21, 21, 21, 21, 21, 22, 22, 23, 23, 24, 25, 25,
+                26,
             ];
-            match KINDS[usize::from(a) % 32] {
+            let stream = small;
+            match KINDS[usize::from(a) % 48] {
+                20 => Op::CreateStream {
+                    tenant,
+                    stream,
+                    attached: x & 1 == 1,
+                    lease: idx,
+                    trim: x & 2 == 2,
+                    aged: x & 4 == 4,
+                },
+                21 => Op::Append { tenant, stream },
+                22 => Op::ReadStream {
+                    tenant,
+                    stream,
+                    from: x % 6,
+                },
+                23 => Op::CommitStream {
+                    tenant,
+                    stream,
+                    offset: x % 6,
+                },
+                24 => Op::DeleteStream { tenant, stream },
+                25 => match x % 3 {
+                    0 => Op::Listen {
+                        tenant,
+                        channel: small,
+                    },
+                    1 => Op::Notify {
+                        tenant,
+                        channel: small,
+                    },
+                    _ => Op::TryRecv {
+                        listener: usize::from(x),
+                    },
+                },
+                26 => Op::Sweep,
                 0 => Op::Grant { tenant, ttl_ms },
                 1 => Op::Renew {
                     tenant,

@@ -39,6 +39,36 @@ pub struct LockM {
     acquisition: usize,
 }
 
+#[derive(PartialEq)]
+pub struct StreamM {
+    lease: Option<usize>,
+    trim: bool,
+    aged: bool,
+    /// When each entry held was appended, oldest first.
+    entries: std::collections::VecDeque<u64>,
+    /// The offset the next append gets; entries hold `next - len ..`.
+    next: u64,
+    committed: Option<u64>,
+}
+
+impl StreamM {
+    fn first(&self) -> u64 {
+        self.next - self.entries.len() as u64
+    }
+
+    fn trim_aged(&mut self, now: u64) {
+        if self.aged {
+            while self
+                .entries
+                .front()
+                .is_some_and(|&at| now - at >= STREAM_AGE_MS)
+            {
+                self.entries.pop_front();
+            }
+        }
+    }
+}
+
 #[derive(Default)]
 pub struct Model {
     /// The replay grace the model believes in (the store's, unless a test
@@ -54,6 +84,9 @@ pub struct Model {
     presence: HashMap<(u8, u8), u64>,
     locks: HashMap<(u8, u8), LockM>,
     acquisitions: usize,
+    streams: HashMap<(u8, u8), StreamM>,
+    /// Per listener: its tenant, channel, and whether a wake is pending.
+    listeners: Vec<(u8, u8, bool)>,
 }
 
 pub fn ttl_ok(ttl_ms: u64) -> bool {
@@ -94,6 +127,17 @@ impl Model {
         self.listings
             .get(&(tenant, key))
             .filter(|l| self.lease_status(tenant, l.lease).is_ok())
+    }
+
+    /// The stream, if it is there and its lease (if any) is visible. One
+    /// whose lease is not is as good as gone: its name is free again.
+    fn stream(&mut self, tenant: u8, stream: u8) -> Option<&mut StreamM> {
+        let lease = self.streams.get(&(tenant, stream))?.lease;
+        if lease.is_some_and(|l| self.lease_status(tenant, l).is_err()) {
+            self.streams.remove(&(tenant, stream));
+            return None;
+        }
+        self.streams.get_mut(&(tenant, stream))
     }
 
     fn stalled(&self) -> bool {
@@ -376,6 +420,118 @@ impl Model {
                 Some(l) if now < l.deadline => Outcome::Ok,
                 _ => Outcome::Err(Kind::NotFound),
             },
+            Op::CreateStream {
+                tenant,
+                stream,
+                attached,
+                lease,
+                trim,
+                aged,
+            } => {
+                let lease = attached.then_some(lease);
+                if let Some(l) = lease {
+                    if let Err(k) = self.lease_status(tenant, l) {
+                        // Clearing an orphan comes first, and is invisible.
+                        self.stream(tenant, stream);
+                        return Outcome::Err(k);
+                    }
+                }
+                let new = StreamM {
+                    lease,
+                    trim,
+                    aged,
+                    entries: Default::default(),
+                    next: 0,
+                    committed: None,
+                };
+                match self.stream(tenant, stream) {
+                    Some(s) if (s.lease, s.trim, s.aged) == (lease, trim, aged) => Outcome::Ok,
+                    Some(_) => Outcome::Err(Kind::Exists),
+                    None => {
+                        self.streams.insert((tenant, stream), new);
+                        Outcome::Ok
+                    }
+                }
+            }
+            Op::Append { tenant, stream } => {
+                let Some(s) = self.stream(tenant, stream) else {
+                    return Outcome::Err(Kind::NotFound);
+                };
+                s.trim_aged(now);
+                if s.entries.len() >= STREAM_ENTRIES {
+                    if !s.trim {
+                        return Outcome::Err(Kind::Capacity(
+                            "stream retention (refusing when full)".into(),
+                        ));
+                    }
+                    s.entries.pop_front();
+                }
+                s.entries.push_back(now);
+                s.next += 1;
+                Outcome::Offset(s.next - 1)
+            }
+            Op::ReadStream {
+                tenant,
+                stream,
+                from,
+            } => {
+                let Some(s) = self.stream(tenant, stream) else {
+                    return Outcome::Err(Kind::NotFound);
+                };
+                s.trim_aged(now);
+                let from = u64::from(from);
+                if from < s.first() {
+                    return Outcome::Err(Kind::Trimmed(s.first()));
+                }
+                if from > s.next {
+                    return INVALID;
+                }
+                let entries = (s.next - from).min(2) as usize;
+                Outcome::Read {
+                    entries,
+                    next: from + entries as u64,
+                }
+            }
+            Op::CommitStream {
+                tenant,
+                stream,
+                offset,
+            } => {
+                let Some(s) = self.stream(tenant, stream) else {
+                    return Outcome::Err(Kind::NotFound);
+                };
+                let offset = u64::from(offset);
+                if offset > s.next {
+                    return INVALID;
+                }
+                if s.committed.is_some_and(|c| offset < c) {
+                    return Outcome::Err(Kind::Conflict);
+                }
+                s.committed = Some(offset);
+                Outcome::Ok
+            }
+            Op::DeleteStream { tenant, stream } => match self.stream(tenant, stream) {
+                Some(_) => {
+                    self.streams.remove(&(tenant, stream));
+                    Outcome::Ok
+                }
+                None => Outcome::Err(Kind::NotFound),
+            },
+            Op::Listen { tenant, channel } => {
+                self.listeners.push((tenant, channel, false));
+                Outcome::Ok
+            }
+            Op::Notify { tenant, channel } => {
+                for l in &mut self.listeners {
+                    if (l.0, l.1) == (tenant, channel) {
+                        l.2 = true;
+                    }
+                }
+                Outcome::Ok
+            }
+            Op::TryRecv { listener } => {
+                Outcome::Woke(std::mem::replace(&mut self.listeners[listener].2, false))
+            }
             Op::Advance { ms } => {
                 self.now += ms;
                 Outcome::Ok
