@@ -8,8 +8,12 @@
 //!   trip (two wakes) between two threads blocked in their receive: the
 //!   store's blocking `recv`, tokio `Notify` awaited on a parking executor,
 //!   and a `Mutex<bool>` + `Condvar` pair.
+//! - `wake_latency` (not a criterion group; printed after them): the
+//!   distribution of one-way wake latency across threads, notify to the
+//!   woken thread running, for the same three, as p50 / p99 / p99.9 over
+//!   `LATENCY_SAMPLES` wakes each, in three interleaved rounds.
 
-use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use criterion::{criterion_group, BenchmarkId, Criterion, Throughput};
 use relaystore::{Store, TenantId};
 use std::future::Future;
 use std::hint::black_box;
@@ -222,9 +226,140 @@ fn pingpong(c: &mut Criterion) {
     group.finish();
 }
 
+/// Wakes measured per implementation and round.
+const LATENCY_SAMPLES: u64 = 20_000;
+
+/// One-way latencies: before each ping the pinger stamps the time; the
+/// partner, once woken, records how long ago that was, then answers so the
+/// next ping starts from both threads idle. Returns the partner's
+/// histogram (nanoseconds).
+fn one_way(
+    ping: impl Fn() + Send + 'static,
+    wait_pong: impl Fn(),
+    wait_ping: impl Fn() + Send + 'static,
+    pong: impl Fn() + Send + 'static,
+) -> hdrhistogram::Histogram<u64> {
+    let base = Instant::now();
+    let stamp = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let partner = {
+        let (stamp, stop) = (stamp.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut hist = hdrhistogram::Histogram::<u64>::new(3).unwrap();
+            loop {
+                wait_ping();
+                let now = base.elapsed().as_nanos() as u64;
+                if stop.load(Ordering::SeqCst) {
+                    break hist;
+                }
+                hist.record(now.saturating_sub(stamp.load(Ordering::SeqCst)))
+                    .unwrap();
+                pong();
+            }
+        })
+    };
+    for _ in 0..LATENCY_SAMPLES {
+        // Let the partner block in its receive, as an idle worker does.
+        std::thread::sleep(Duration::from_micros(20));
+        stamp.store(base.elapsed().as_nanos() as u64, Ordering::SeqCst);
+        ping();
+        wait_pong();
+    }
+    stop.store(true, Ordering::SeqCst);
+    ping();
+    partner.join().unwrap()
+}
+
+fn latency_store() -> hdrhistogram::Histogram<u64> {
+    let store = Store::builder().build().unwrap();
+    let pings = store.listen(T, "ping").unwrap();
+    let pongs = store.listen(T, "pong").unwrap();
+    let (s1, s2) = (store.clone(), store.clone());
+    one_way(
+        move || s1.notify(T, "ping").unwrap(),
+        move || {
+            pongs.recv().unwrap();
+        },
+        move || {
+            pings.recv().unwrap();
+        },
+        move || s2.notify(T, "pong").unwrap(),
+    )
+}
+
+fn latency_tokio() -> hdrhistogram::Histogram<u64> {
+    let ping = Arc::new(Notify::new());
+    let pong = Arc::new(Notify::new());
+    let (p1, p2, q1, q2) = (ping.clone(), ping, pong.clone(), pong);
+    one_way(
+        move || p1.notify_one(),
+        move || block_on(q1.notified()),
+        move || block_on(p2.notified()),
+        move || q2.notify_one(),
+    )
+}
+
+fn latency_condvar() -> hdrhistogram::Histogram<u64> {
+    let ping = Arc::new(Flag::default());
+    let pong = Arc::new(Flag::default());
+    let (p1, p2, q1, q2) = (ping.clone(), ping, pong.clone(), pong);
+    one_way(
+        move || p1.raise(),
+        move || q1.wait(),
+        move || p2.wait(),
+        move || q2.raise(),
+    )
+}
+
+/// Prints p50 / p99 / p99.9 of one-way wake latency per implementation
+/// and round, and the median of the rounds.
+fn latency_report() {
+    type Measure = fn() -> hdrhistogram::Histogram<u64>;
+    let impls: [(&str, Measure); 3] = [
+        ("store", latency_store),
+        ("tokio_notify", latency_tokio),
+        ("mutex_condvar", latency_condvar),
+    ];
+    let mut rounds: Vec<Vec<[u64; 3]>> = vec![Vec::new(); impls.len()];
+    for _ in 0..3 {
+        for (i, (_, measure)) in impls.iter().enumerate() {
+            let h = measure();
+            let q = |q: f64| h.value_at_quantile(q) / 1_000;
+            rounds[i].push([q(0.5), q(0.99), q(0.999)]);
+        }
+    }
+    println!("wake_latency: one-way, notify -> woken thread, {LATENCY_SAMPLES} wakes per round, microseconds");
+    for ((name, _), runs) in impls.iter().zip(&rounds) {
+        let median = |k: usize| {
+            let mut v: Vec<u64> = runs.iter().map(|r| r[k]).collect();
+            v.sort_unstable();
+            v[v.len() / 2]
+        };
+        println!(
+            "  {name:<14} p50 {:>4}  p99 {:>5}  p99.9 {:>5}   (rounds: {:?})",
+            median(0),
+            median(1),
+            median(2),
+            runs
+        );
+    }
+}
+
 criterion_group! {
     name = benches;
     config = config();
     targets = fanout, pingpong
 }
-criterion_main!(benches);
+
+fn main() {
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+    // With a filter, the report runs only when the filter names it.
+    let filters: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    if filters.is_empty() || filters.iter().any(|f| "wake_latency".contains(f.as_str())) {
+        latency_report();
+    }
+}

@@ -3,7 +3,9 @@
 //! records, next to what the same leases cost in the engine alone
 //! (`TtlMap`), a `Mutex<HashMap>` + `BinaryHeap` store, and moka with
 //! per-entry expiry, and a bare `DashMap` holding only a key and a word (the
-//! floor for any design on a sharded map). Everything a structure
+//! floor for any design on a sharded map); and stream entries with 64-byte
+//! payloads, next to the same payloads in a `VecDeque` ring and a bounded
+//! `crossbeam-channel`. Everything a structure
 //! allocates counts: map buckets, timers, indexes, per-record allocations.
 //!
 //! ```text
@@ -174,6 +176,44 @@ fn main() {
             }
             map
         });
+        // Stream entries with 64-byte payloads, all in one stream, against
+        // the same payloads (as `Arc<[u8]>`) in a ring and a channel.
+        const PAYLOAD: [u8; 64] = [7; 64];
+        let stream = per_record(n, |n| {
+            let store = Store::new(
+                StoreConfig {
+                    stream_entries_max: n as usize,
+                    stream_bytes_max: n as usize * PAYLOAD.len(),
+                    ..config(n)
+                },
+                Arc::new(SystemClock::new()),
+            )
+            .unwrap();
+            let retention = relaystore::stream::StreamConfig::new(
+                n as usize,
+                n as usize * PAYLOAD.len(),
+                relaystore::stream::WhenFull::Refuse,
+            );
+            store.create_stream(TenantId(1), "log", retention).unwrap();
+            for _ in 0..n {
+                store.append(TenantId(1), "log", &PAYLOAD).unwrap();
+            }
+            store
+        });
+        let ring = per_record(n, |n| {
+            let mut ring = std::collections::VecDeque::with_capacity(n as usize);
+            for _ in 0..n {
+                ring.push_back(Arc::<[u8]>::from(&PAYLOAD[..]));
+            }
+            std::sync::Mutex::new(ring)
+        });
+        let channel = per_record(n, |n| {
+            let (tx, rx) = crossbeam_channel::bounded(n as usize);
+            for _ in 0..n {
+                tx.send(Arc::<[u8]>::from(&PAYLOAD[..])).unwrap();
+            }
+            (tx, rx)
+        });
         println!("records: {n}");
         println!("  {:<42}{:>10.0}", "store lease (16-byte holder)", lease);
         println!("  {:<42}{:>10.0}", "store listing (16-byte attrs)", listing);
@@ -189,5 +229,12 @@ fn main() {
             "DashMap<(u64, u64), AtomicU64> (floor)", floor
         );
         println!("  lease / moka: {:.2}", lease / moka);
+        println!("stream entries (64-byte payloads): {n}");
+        println!("  {:<42}{:>10.0}", "store stream entry", stream);
+        println!("  {:<42}{:>10.0}", "Mutex<VecDeque<Arc<[u8]>>>", ring);
+        println!(
+            "  {:<42}{:>10.0}",
+            "crossbeam bounded channel of Arc<[u8]>", channel
+        );
     }
 }

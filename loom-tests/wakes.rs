@@ -1,5 +1,7 @@
-//! Loom models of wake channels: a notify racing a listener's async wait,
-//! and two listens creating one channel. Each runs the real `Store` and has
+//! Loom models of wake channels and other blocking receivers: a notify
+//! racing a listener's async wait and its blocking wait, a removal event
+//! racing a blocked subscriber, two listens creating one channel, and an
+//! append racing a new follower. Each runs the real `Store` and has
 //! a broken twin the model catches: in both, a wake is lost.
 #![cfg(relaystore_loom)]
 
@@ -73,6 +75,55 @@ fn poll_vs_notify(fault: StoreFault) {
     });
 }
 
+/// A receiver blocking in `recv` while another thread notifies: the
+/// receiver returns the wake whichever comes first. The notify signals the
+/// condition variable after giving up the listener's lock, which is safe
+/// only because a receiver counts itself a sleeper and starts waiting
+/// under that lock in one step.
+fn recv_vs_notify(fault: StoreFault) {
+    common::explore(&name(fault, "recv_vs_notify"), move || {
+        store_fault(fault);
+        // Kept from dropping while unwinding, as in `append_vs_follow`.
+        let store = ManuallyDrop::new(store());
+        let listener = ManuallyDrop::new(store.listen(T, "lobby").unwrap());
+        let notifier = {
+            let store = Store::clone(&store);
+            thread::spawn(move || store.notify(T, "lobby").unwrap())
+        };
+        let wake = listener.recv().unwrap();
+        notifier.join().unwrap();
+        assert_eq!(&*wake.channel, "lobby");
+        drop(ManuallyDrop::into_inner(listener));
+        drop(ManuallyDrop::into_inner(store));
+    });
+}
+
+/// A subscriber blocking in `recv` while another thread revokes a lease:
+/// the subscriber returns the removal event whichever comes first (the
+/// event hub signals after giving up the inbox's lock, like a notify).
+fn recv_vs_emit(fault: StoreFault) {
+    common::explore(&name(fault, "recv_vs_emit"), move || {
+        store_fault(fault);
+        let store = ManuallyDrop::new(store());
+        let events = ManuallyDrop::new(store.subscribe().unwrap());
+        let grant = store
+            .grant(T, "host", std::time::Duration::from_secs(60), None)
+            .unwrap();
+        let revoker = {
+            let store = Store::clone(&store);
+            thread::spawn(move || store.revoke(T, grant.id).unwrap())
+        };
+        let received = events.recv().unwrap();
+        revoker.join().unwrap();
+        assert!(
+            matches!(received, relaystore::events::Received::Event(_)),
+            "{received:?}"
+        );
+        drop(ManuallyDrop::into_inner(events));
+        drop(ManuallyDrop::into_inner(store));
+    });
+}
+
 /// Two listens on a channel nobody listens to yet, then a notify: both
 /// listeners are woken, and the channel is counted once.
 fn two_listens_create_one_channel(fault: StoreFault) {
@@ -136,6 +187,28 @@ fn notify_racing_an_async_wait_is_never_lost() {
 #[should_panic]
 fn broken_twin_waker_registered_after_unlock_loses_the_wake() {
     poll_vs_notify(StoreFault::WakerAfterUnlock);
+}
+
+#[test]
+fn notify_racing_a_blocked_receiver_is_never_lost() {
+    recv_vs_notify(StoreFault::None);
+}
+
+#[test]
+#[should_panic]
+fn broken_twin_sleepers_read_before_the_wake_loses_it() {
+    recv_vs_notify(StoreFault::SleepersReadEarly);
+}
+
+#[test]
+fn a_removal_racing_a_blocked_subscriber_is_never_lost() {
+    recv_vs_emit(StoreFault::None);
+}
+
+#[test]
+#[should_panic]
+fn broken_twin_sleepers_read_before_the_event_loses_it() {
+    recv_vs_emit(StoreFault::SleepersReadEarly);
 }
 
 #[test]

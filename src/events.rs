@@ -7,6 +7,7 @@
 //! grows memory past `subscribers_max * subscriber_buffer_max` events.
 
 use crate::error::{Error, Result, Scope};
+use crate::faults::{self, StoreFault};
 use crate::ids::{AttemptId, LeaseId, TenantId};
 use crate::sync::{lock_at, Arc, AtomicU64, Condvar, Mutex, Ordering, Rung};
 use std::collections::VecDeque;
@@ -240,14 +241,24 @@ impl EventHub {
             let inboxes = lock_at(Rung::Hub, &self.inboxes);
             let bit = 1 << (event.collection as u32);
             for inbox in inboxes.iter().filter(|i| i.wanted & bit != 0) {
-                let mut queue = lock_at(Rung::Inbox, &inbox.queue);
-                if queue.events.len() >= inbox.capacity {
-                    queue.events.pop_front();
-                    inbox.missed.fetch_add(1, Ordering::AcqRel);
-                }
-                queue.events.push_back(event.clone());
-                wake.extend(queue.waker.take());
-                if queue.sleepers > 0 {
+                // Broken twin: a receiver that starts to wait between the
+                // two holds is never signalled.
+                let early = faults::active(StoreFault::SleepersReadEarly)
+                    .then(|| lock_at(Rung::Inbox, &inbox.queue).sleepers > 0);
+                let sleeping = {
+                    let mut queue = lock_at(Rung::Inbox, &inbox.queue);
+                    if queue.events.len() >= inbox.capacity {
+                        queue.events.pop_front();
+                        inbox.missed.fetch_add(1, Ordering::AcqRel);
+                    }
+                    queue.events.push_back(event.clone());
+                    wake.extend(queue.waker.take());
+                    early.unwrap_or(queue.sleepers > 0)
+                };
+                // Signalled after the inbox's lock is given up, so the
+                // receiver does not wake only to wait for it (a sleeper
+                // counted under the lock is already waiting).
+                if sleeping {
                     inbox.ready.notify_one();
                 }
             }

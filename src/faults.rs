@@ -59,6 +59,10 @@ pub enum StoreFault {
     ChannelOverwrite,
     /// A stream follower waits for a wake before its first read.
     WaitBeforeRead,
+    /// A delivery (a notify to a wake listener, an event to a subscriber)
+    /// looks for blocked receivers under one hold of the receiver's lock
+    /// and delivers under another.
+    SleepersReadEarly,
 }
 
 std::thread_local! {

@@ -76,14 +76,39 @@ struct Slot {
 impl Cell {
     /// Marks the listener notified; a wake already pending absorbs this
     /// one. Called under the channel's shard lock.
+    ///
+    /// A blocked receiver is signalled after the slot's lock is given up,
+    /// so it does not wake only to wait for that lock. Nothing is missed:
+    /// a receiver counts itself a sleeper and starts waiting under the
+    /// lock, atomically, so one counted here is waiting (or woke already
+    /// and will find the wake pending).
     fn signal(&self, wakers: &mut Vec<Waker>) {
-        let mut slot = lock_at(Rung::Listener, &self.slot);
-        if !slot.pending {
+        if faults::active(StoreFault::SleepersReadEarly) {
+            // Broken twin: a receiver that counts itself a sleeper between
+            // the two holds is never signalled.
+            let sleeping = lock_at(Rung::Listener, &self.slot).sleepers > 0;
+            let mut slot = lock_at(Rung::Listener, &self.slot);
+            if !slot.pending {
+                slot.pending = true;
+                wakers.extend(slot.waker.take());
+                drop(slot);
+                if sleeping {
+                    self.ready.notify_one();
+                }
+            }
+            return;
+        }
+        let sleeping = {
+            let mut slot = lock_at(Rung::Listener, &self.slot);
+            if slot.pending {
+                return;
+            }
             slot.pending = true;
             wakers.extend(slot.waker.take());
-            if slot.sleepers > 0 {
-                self.ready.notify_one();
-            }
+            slot.sleepers > 0
+        };
+        if sleeping {
+            self.ready.notify_one();
         }
     }
 
