@@ -15,11 +15,15 @@
 //! side effects on atomics owned by the record or on the store-wide version
 //! counter are allowed; they are the point of some closures.
 //!
+//! Lookups take any borrowed form of the key (`K: Borrow<Q>`), so a caller
+//! holding a name as `&str` looks it up without building an owned key.
+//!
 //! Under `--cfg relaystore_loom` the map is a single `sync::RwLock<HashMap>`
 //! behind the same API, because loom cannot see inside dashmap; the models
 //! then exercise the real record transitions on top of it.
 
 use crate::sync::{enter, Rung};
+use std::borrow::Borrow;
 use std::hash::Hash;
 
 type Hasher = ahash::RandomState;
@@ -51,13 +55,21 @@ mod imp {
 
         /// Runs `f` on the value under a shared shard lock.
         #[inline]
-        pub(crate) fn read<R>(&self, key: &K, f: impl FnOnce(&V) -> R) -> Option<R> {
+        pub(crate) fn read<Q, R>(&self, key: &Q, f: impl FnOnce(&V) -> R) -> Option<R>
+        where
+            K: Borrow<Q>,
+            Q: Hash + Eq + ?Sized,
+        {
             let _shard = enter(Rung::Shard);
             self.inner.get(key).map(|r| f(r.value()))
         }
 
         /// Runs `f` on the value under an exclusive shard lock.
-        pub(crate) fn update<R>(&self, key: &K, f: impl FnOnce(&mut V) -> R) -> Option<R> {
+        pub(crate) fn update<Q, R>(&self, key: &Q, f: impl FnOnce(&mut V) -> R) -> Option<R>
+        where
+            K: Borrow<Q>,
+            Q: Hash + Eq + ?Sized,
+        {
             let _shard = enter(Rung::Shard);
             self.inner.get_mut(key).map(|mut r| f(r.value_mut()))
         }
@@ -89,11 +101,15 @@ mod imp {
         /// Removes the value if `decide` approves it under the exclusive
         /// shard lock. `None` if the key is absent; `Some(Err)` carries the
         /// refusal.
-        pub(crate) fn remove_if<E>(
+        pub(crate) fn remove_if<Q, E>(
             &self,
-            key: &K,
+            key: &Q,
             decide: impl FnOnce(&V) -> Result<(), E>,
-        ) -> Option<Result<V, E>> {
+        ) -> Option<Result<V, E>>
+        where
+            K: Borrow<Q>,
+            Q: Hash + Eq + ?Sized,
+        {
             let _shard = enter(Rung::Shard);
             let mut refusal = None;
             let mut seen = false;
@@ -149,12 +165,20 @@ mod imp {
             }
         }
 
-        pub(crate) fn read<R>(&self, key: &K, f: impl FnOnce(&V) -> R) -> Option<R> {
+        pub(crate) fn read<Q, R>(&self, key: &Q, f: impl FnOnce(&V) -> R) -> Option<R>
+        where
+            K: Borrow<Q>,
+            Q: Hash + Eq + ?Sized,
+        {
             let _shard = enter(Rung::Shard);
             read(&self.inner).get(key).map(f)
         }
 
-        pub(crate) fn update<R>(&self, key: &K, f: impl FnOnce(&mut V) -> R) -> Option<R> {
+        pub(crate) fn update<Q, R>(&self, key: &Q, f: impl FnOnce(&mut V) -> R) -> Option<R>
+        where
+            K: Borrow<Q>,
+            Q: Hash + Eq + ?Sized,
+        {
             let _shard = enter(Rung::Shard);
             write(&self.inner).get_mut(key).map(f)
         }
@@ -172,11 +196,15 @@ mod imp {
             }
         }
 
-        pub(crate) fn remove_if<E>(
+        pub(crate) fn remove_if<Q, E>(
             &self,
-            key: &K,
+            key: &Q,
             decide: impl FnOnce(&V) -> Result<(), E>,
-        ) -> Option<Result<V, E>> {
+        ) -> Option<Result<V, E>>
+        where
+            K: Borrow<Q>,
+            Q: Hash + Eq + ?Sized,
+        {
             let _shard = enter(Rung::Shard);
             let mut map = write(&self.inner);
             let verdict = decide(map.get(key)?);

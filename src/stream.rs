@@ -129,7 +129,63 @@ pub(crate) struct StreamLimits {
     pub(crate) consumers_max: usize,
 }
 
-type StreamKey = (TenantId, Arc<str>);
+/// A stream's key in the map: its tenant and name.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct StreamKey(pub(crate) TenantId, pub(crate) Arc<str>);
+
+/// A stream's key as a caller holds it: looked up without building an
+/// owned key (no allocation per append or read).
+pub(crate) type Name<'a> = (TenantId, &'a str);
+
+/// A key seen through its parts: an owned [`StreamKey`] and a borrowed
+/// [`Name`] hash and compare alike, so the map finds one by the other.
+pub(crate) trait KeyView {
+    fn parts(&self) -> (TenantId, &str);
+}
+
+impl KeyView for StreamKey {
+    fn parts(&self) -> (TenantId, &str) {
+        (self.0, &self.1)
+    }
+}
+
+impl KeyView for Name<'_> {
+    fn parts(&self) -> (TenantId, &str) {
+        *self
+    }
+}
+
+impl std::hash::Hash for dyn KeyView + '_ {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.parts().hash(state);
+    }
+}
+
+impl PartialEq for dyn KeyView + '_ {
+    fn eq(&self, other: &Self) -> bool {
+        self.parts() == other.parts()
+    }
+}
+
+impl Eq for dyn KeyView + '_ {}
+
+// By hand, to hash exactly as the view does (`Borrow` requires it).
+impl std::hash::Hash for StreamKey {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.parts().hash(state);
+    }
+}
+
+impl<'a> std::borrow::Borrow<dyn KeyView + 'a> for StreamKey {
+    fn borrow(&self) -> &(dyn KeyView + 'a) {
+        self
+    }
+}
+
+/// The map's lookup form of a borrowed key.
+fn view<'k>(key: &'k Name<'_>) -> &'k (dyn KeyView + 'k) {
+    key
+}
 
 /// Whether the lease with this sequence number is visible, asked (with no
 /// lock held) before a stream attached to it is used.
@@ -166,6 +222,8 @@ pub(crate) struct Stream {
     config: StreamConfig,
     /// Tells this stream from an earlier one of the same name.
     serial: u64,
+    /// Its key (for its age timer).
+    key: StreamKey,
     /// The stream's own wake channel (reserved name), notified per append.
     pub(crate) wake: Arc<str>,
     /// The sequence number of the lease it is attached to.
@@ -256,10 +314,10 @@ impl StreamHub {
     }
 
     /// The visible stream under `key` whose lease, if any, is `alive`.
-    fn get(&self, key: &StreamKey, alive: Alive) -> Result<Arc<Stream>> {
+    fn get(&self, key: Name, alive: Alive) -> Result<Arc<Stream>> {
         let stream = self
             .streams
-            .read(key, |s| s.visible().then(|| Arc::clone(s)))
+            .read(view(&key), |s| s.visible().then(|| Arc::clone(s)))
             .flatten()
             .ok_or(Error::NotFound)?;
         match stream.lease {
@@ -321,6 +379,7 @@ impl StreamHub {
             config: config.clone(),
             serial,
             wake: wake_channel(&key.1),
+            key: key.clone(),
             lease,
             visible: AtomicBool::new(lease.is_none()),
             timer: AtomicU64::new(TimerHandle::NONE.to_bits()),
@@ -349,9 +408,9 @@ impl StreamHub {
 
     /// Makes the stream created as `serial` visible; false if it is gone
     /// (its lease was removed since the creation confirmed it).
-    pub(crate) fn reveal(&self, key: &StreamKey, serial: u64) -> bool {
+    pub(crate) fn reveal(&self, key: Name, serial: u64) -> bool {
         self.streams
-            .read(key, |s| {
+            .read(view(&key), |s| {
                 let ours = s.serial == serial;
                 if ours {
                     s.visible.store(true, Ordering::Release);
@@ -363,10 +422,10 @@ impl StreamHub {
 
     /// Removes the stream under `key` if `remove` says so; gives its slots
     /// back and cancels its age timer.
-    fn remove(&self, key: &StreamKey, remove: impl FnOnce(&Stream) -> bool) -> Option<Arc<Stream>> {
+    fn remove(&self, key: Name, remove: impl FnOnce(&Stream) -> bool) -> Option<Arc<Stream>> {
         let removed = self
             .streams
-            .remove_if(key, |s| if remove(s) { Ok(()) } else { Err(()) });
+            .remove_if(view(&key), |s| if remove(s) { Ok(()) } else { Err(()) });
         let Some(Ok(stream)) = removed else {
             return None;
         };
@@ -382,8 +441,8 @@ impl StreamHub {
     /// Removes the stream under `key` if it hangs from a lease that is no
     /// longer `alive` (its name is free again, as a record's key is once
     /// its ancestor is gone); returns it, for its event.
-    pub(crate) fn clear_orphan(&self, key: &StreamKey, alive: Alive) -> Option<Arc<Stream>> {
-        let seq = self.streams.read(key, |s| s.lease).flatten()?;
+    pub(crate) fn clear_orphan(&self, key: Name, alive: Alive) -> Option<Arc<Stream>> {
+        let seq = self.streams.read(view(&key), |s| s.lease).flatten()?;
         if alive(seq) {
             return None;
         }
@@ -392,13 +451,13 @@ impl StreamHub {
 
     /// Takes back the stream a creation inserted as `serial` and could not
     /// confirm (never visible).
-    pub(crate) fn withdraw(&self, key: &StreamKey, serial: u64) {
+    pub(crate) fn withdraw(&self, key: Name, serial: u64) {
         self.remove(key, |s| s.serial == serial);
     }
 
     /// Removes the stream under `key` if it hangs from lease `seq` (a
     /// cascade); returns it, for its event and its followers' wake.
-    pub(crate) fn remove_child(&self, key: &StreamKey, seq: u64) -> Option<Arc<Stream>> {
+    pub(crate) fn remove_child(&self, key: Name, seq: u64) -> Option<Arc<Stream>> {
         self.remove(key, |s| s.lease == Some(seq))
     }
 
@@ -416,15 +475,16 @@ impl StreamHub {
     /// Deletes the visible stream under `key` (whose lease, if any, is
     /// `alive`); returns it, for its lease's index, its event and its
     /// followers' wake.
-    pub(crate) fn delete(&self, key: &StreamKey, alive: Alive) -> Result<Arc<Stream>> {
+    pub(crate) fn delete(&self, key: Name, alive: Alive) -> Result<Arc<Stream>> {
         let stream = self.get(key, alive)?;
         self.remove(key, |s| s.serial == stream.serial)
             .ok_or(Error::NotFound)
     }
 
     /// Sets the age timer of the stream under `key` at tick `due`.
-    fn set_timer(&self, stream: &Stream, key: StreamKey, due: u64) {
-        let handle = lock_at(Rung::Wheel, &self.aging).insert((key, stream.serial), due);
+    fn set_timer(&self, stream: &Stream, due: u64) {
+        let item = (stream.key.clone(), stream.serial);
+        let handle = lock_at(Rung::Wheel, &self.aging).insert(item, due);
         stream.timer.store(handle.to_bits(), Ordering::Release);
     }
 
@@ -453,7 +513,7 @@ impl StreamHub {
                 log.arm(&stream.config)
             };
             if let Some(due) = next {
-                self.set_timer(&stream, key, due);
+                self.set_timer(&stream, due);
             }
         }
         trimmed
@@ -463,7 +523,7 @@ impl StreamHub {
     #[cfg(any(test, feature = "internals"))]
     pub(crate) fn attached(&self) -> Vec<(TenantId, u64, Arc<str>)> {
         let mut out = Vec::new();
-        self.streams.for_each(|(tenant, name), s| {
+        self.streams.for_each(|StreamKey(tenant, name), s| {
             if let Some(seq) = s.lease {
                 out.push((*tenant, seq, Arc::clone(name)));
             }
@@ -487,7 +547,7 @@ impl StreamHub {
             ));
         }
         let mut per_tenant: BTreeMap<TenantId, u64> = BTreeMap::new();
-        for ((tenant, name), stream) in &streams {
+        for (StreamKey(tenant, name), stream) in &streams {
             *per_tenant.entry(*tenant).or_default() += 1;
             let log = lock_at(Rung::Stream, &stream.log);
             let bytes: usize = log.entries.iter().map(|(e, _)| e.payload.len()).sum();
@@ -528,7 +588,7 @@ impl StreamHub {
     /// (to notify once the lock is given up).
     pub(crate) fn append(
         &self,
-        key: &StreamKey,
+        key: Name,
         payload: &[u8],
         clock: &dyn Clock,
         alive: Alive,
@@ -542,7 +602,7 @@ impl StreamHub {
         // its lease has to be asked about (with no lock held).
         let appended = self
             .streams
-            .read(key, |stream| {
+            .read(view(&key), |stream| {
                 if !stream.visible() {
                     return Err(Error::NotFound);
                 }
@@ -564,9 +624,9 @@ impl StreamHub {
         if let Some(due) = arm {
             // The first entry of a stream without an age timer: set it now
             // that no lock is held.
-            let stream = self.streams.read(key, Arc::clone);
+            let stream = self.streams.read(view(&key), Arc::clone);
             if let Some(stream) = stream {
-                self.set_timer(&stream, key.clone(), due);
+                self.set_timer(&stream, due);
             }
         }
         Ok((offset, wake))
@@ -623,7 +683,7 @@ impl StreamHub {
 
     pub(crate) fn read(
         &self,
-        key: &StreamKey,
+        key: Name,
         alive: Alive,
         from: u64,
         max: usize,
@@ -652,7 +712,7 @@ impl StreamHub {
         Ok(StreamRead { entries, next })
     }
 
-    pub(crate) fn trim(&self, key: &StreamKey, alive: Alive, before: u64) -> Result<u64> {
+    pub(crate) fn trim(&self, key: Name, alive: Alive, before: u64) -> Result<u64> {
         let stream = self.get(key, alive)?;
         let mut log = lock_at(Rung::Stream, &stream.log);
         if before > log.next {
@@ -669,7 +729,7 @@ impl StreamHub {
 
     pub(crate) fn commit(
         &self,
-        key: &StreamKey,
+        key: Name,
         alive: Alive,
         consumer: Arc<str>,
         offset: u64,
@@ -702,7 +762,7 @@ impl StreamHub {
 
     /// What the stream holds, without trimming (aged entries the sweep has
     /// not reached yet are counted).
-    pub(crate) fn info(&self, key: &StreamKey, alive: Alive) -> Result<StreamInfo> {
+    pub(crate) fn info(&self, key: Name, alive: Alive) -> Result<StreamInfo> {
         let stream = self.get(key, alive)?;
         let log = lock_at(Rung::Stream, &stream.log);
         Ok(StreamInfo {
@@ -714,12 +774,7 @@ impl StreamHub {
         })
     }
 
-    pub(crate) fn committed(
-        &self,
-        key: &StreamKey,
-        alive: Alive,
-        consumer: &str,
-    ) -> Result<Option<u64>> {
+    pub(crate) fn committed(&self, key: Name, alive: Alive, consumer: &str) -> Result<Option<u64>> {
         let stream = self.get(key, alive)?;
         let log = lock_at(Rung::Stream, &stream.log);
         Ok(log.consumers.get(consumer).copied())
@@ -728,7 +783,7 @@ impl StreamHub {
     /// Where a follower of `consumer` starts: its committed offset, or the
     /// first offset still held if it never committed. (A committed offset
     /// since trimmed away makes the follower's first read `Trimmed`.)
-    pub(crate) fn start(&self, key: &StreamKey, alive: Alive, consumer: &str) -> Result<u64> {
+    pub(crate) fn start(&self, key: Name, alive: Alive, consumer: &str) -> Result<u64> {
         let stream = self.get(key, alive)?;
         let log = lock_at(Rung::Stream, &stream.log);
         Ok(log.consumers.get(consumer).copied().unwrap_or(log.first))

@@ -400,6 +400,12 @@ impl Store {
     /// A caller-supplied name (listing key, member, holder, client,
     /// idempotency key): non-empty and at most `name_bytes_max` bytes.
     fn name(&self, name: &str) -> Result<Arc<str>> {
+        self.check_name(name)?;
+        Ok(Arc::from(name))
+    }
+
+    /// The rules of [`name`](Self::name), without copying the name.
+    fn check_name(&self, name: &str) -> Result<()> {
         if name.is_empty() {
             return Err(Error::InvalidName);
         }
@@ -408,7 +414,7 @@ impl Store {
                 reason: "name is longer than name_bytes_max",
             });
         }
-        Ok(Arc::from(name))
+        Ok(())
     }
 
     fn attrs(&self, attrs: &[u8]) -> Result<Arc<[u8]>> {

@@ -150,13 +150,12 @@ impl Store {
             }
         }
         for name in children.streams {
-            let key = (tenant, name);
             // One still being created was never visible: its creation
             // finds it gone and answers for it.
-            let removed = self.shared.streams.remove_child(&key, seq);
+            let removed = self.shared.streams.remove_child((tenant, &name), seq);
             // (A stream is not a record: it is not counted in `n`.)
             if let Some(stream) = removed.filter(|s| s.visible()) {
-                self.retire_stream(tenant, key.1, &stream, Cause::Cascaded, false);
+                self.retire_stream(tenant, name, &stream, Cause::Cascaded, false);
             }
         }
         self.release_owner(&lease.owner);

@@ -6,7 +6,7 @@ use super::{lifecycle::STOPPED, lock::RESERVED_PREFIX, Store};
 use crate::error::{Error, Result};
 use crate::events::Cause;
 use crate::ids::TenantId;
-use crate::stream::{wake_channel, Created, StreamConfig, StreamInfo, StreamRead};
+use crate::stream::{wake_channel, Created, StreamConfig, StreamInfo, StreamKey, StreamRead};
 use crate::sync::{Arc, Ordering};
 use crate::wake::{Listener, RecvError};
 use std::time::Duration;
@@ -31,7 +31,8 @@ impl Store {
     /// cause `Cascaded`). A creation of the same name still confirming its
     /// lease answers `InFlight`.
     pub fn create_stream(&self, tenant: TenantId, name: &str, config: StreamConfig) -> Result<()> {
-        let name = self.stream_name(name)?;
+        self.check_stream_name(name)?;
+        let name: Arc<str> = Arc::from(name);
         let now = self.shared.clock.now();
         self.admit_new(now)?;
         // A stream whose lease is gone but not yet removed holds the name
@@ -39,7 +40,7 @@ impl Store {
         let orphan = self
             .shared
             .streams
-            .clear_orphan(&(tenant, Arc::clone(&name)), &self.alive(tenant));
+            .clear_orphan((tenant, &name), &self.alive(tenant));
         if let Some(stream) = orphan {
             self.retire_stream(tenant, Arc::clone(&name), &stream, Cause::Cascaded, true);
         }
@@ -47,7 +48,7 @@ impl Store {
             return self
                 .shared
                 .streams
-                .create((tenant, name), config, None)
+                .create(StreamKey(tenant, name), config, None)
                 .map(drop);
         };
         // A child of a lease: a slot in the lease's index first, then the
@@ -63,8 +64,8 @@ impl Store {
             child: Arc::clone(&name),
         };
         parent.reserve(self, tenant, now)?;
-        let key = (tenant, name);
-        let serial = match self.shared.streams.create(key.clone(), config, Some(seq)) {
+        let key = StreamKey(tenant, Arc::clone(&name));
+        let serial = match self.shared.streams.create(key, config, Some(seq)) {
             Ok(Created::New(serial)) => serial,
             other => {
                 parent.release(self);
@@ -72,11 +73,11 @@ impl Store {
             }
         };
         if let Err(e) = parent.confirm(self) {
-            self.shared.streams.withdraw(&key, serial);
+            self.shared.streams.withdraw((tenant, &name), serial);
             parent.release(self);
             return Err(e);
         }
-        if self.shared.streams.reveal(&key, serial) {
+        if self.shared.streams.reveal((tenant, &name), serial) {
             Ok(())
         } else {
             // Removed with its lease between the confirmation and now.
@@ -91,12 +92,12 @@ impl Store {
     /// event `Streams`, cause `Released`). Its followers wake and find it
     /// gone.
     pub fn delete_stream(&self, tenant: TenantId, name: &str) -> Result<()> {
-        let name = self.stream_name(name)?;
+        self.check_stream_name(name)?;
         let stream = self
             .shared
             .streams
-            .delete(&(tenant, Arc::clone(&name)), &self.alive(tenant))?;
-        self.retire_stream(tenant, name, &stream, Cause::Released, true);
+            .delete((tenant, name), &self.alive(tenant))?;
+        self.retire_stream(tenant, Arc::from(name), &stream, Cause::Released, true);
         Ok(())
     }
 
@@ -114,10 +115,10 @@ impl Store {
     /// scope `StreamEntries`) or trims its oldest entries, as created.
     /// Wakes the stream's followers once the entry is readable.
     pub fn append(&self, tenant: TenantId, name: &str, payload: &[u8]) -> Result<u64> {
-        let name = self.stream_name(name)?;
+        self.check_stream_name(name)?;
         self.refuse_if_stopped()?;
         let (offset, wake) = self.shared.streams.append(
-            &(tenant, name),
+            (tenant, name),
             payload,
             &*self.shared.clock,
             &self.alive(tenant),
@@ -136,20 +137,20 @@ impl Store {
         from: u64,
         max: usize,
     ) -> Result<StreamRead> {
-        let name = self.stream_name(name)?;
+        self.check_stream_name(name)?;
         let max = max.min(self.shared.config.page_len_max);
         let now = self.shared.clock.now();
         self.shared
             .streams
-            .read(&(tenant, name), &self.alive(tenant), from, max, now)
+            .read((tenant, name), &self.alive(tenant), from, max, now)
     }
 
     /// Drops every entry below `before`; returns the first offset held.
     pub fn trim_stream(&self, tenant: TenantId, name: &str, before: u64) -> Result<u64> {
-        let name = self.stream_name(name)?;
+        self.check_stream_name(name)?;
         self.shared
             .streams
-            .trim(&(tenant, name), &self.alive(tenant), before)
+            .trim((tenant, name), &self.alive(tenant), before)
     }
 
     /// Records that `consumer` has processed everything below `offset`.
@@ -157,11 +158,11 @@ impl Store {
     /// one as `current_version`. A new consumer past
     /// `consumers_per_stream_max` is refused (`StreamConsumers`).
     pub fn commit(&self, tenant: TenantId, name: &str, consumer: &str, offset: u64) -> Result<()> {
-        let name = self.stream_name(name)?;
+        self.check_stream_name(name)?;
         let consumer = self.name(consumer)?;
         self.shared
             .streams
-            .commit(&(tenant, name), &self.alive(tenant), consumer, offset)
+            .commit((tenant, name), &self.alive(tenant), consumer, offset)
     }
 
     /// What the stream holds now: its first and next offsets, its entries,
@@ -170,18 +171,18 @@ impl Store {
     /// tick late with the driver running) are counted, though no read
     /// returns them.
     pub fn stream_info(&self, tenant: TenantId, name: &str) -> Result<StreamInfo> {
-        let name = self.stream_name(name)?;
+        self.check_stream_name(name)?;
         self.shared
             .streams
-            .info(&(tenant, name), &self.alive(tenant))
+            .info((tenant, name), &self.alive(tenant))
     }
 
     /// The offset `consumer` committed, if it ever did.
     pub fn committed(&self, tenant: TenantId, name: &str, consumer: &str) -> Result<Option<u64>> {
-        let name = self.stream_name(name)?;
+        self.check_stream_name(name)?;
         self.shared
             .streams
-            .committed(&(tenant, name), &self.alive(tenant), consumer)
+            .committed((tenant, name), &self.alive(tenant), consumer)
     }
 
     /// Follows the stream as `consumer`, from its committed offset (or the
@@ -192,11 +193,10 @@ impl Store {
         let stream = self.stream_name(name)?;
         let consumer = self.name(consumer)?;
         let wakes = self.shared.wakes.listen(tenant, wake_channel(&stream))?;
-        let position = self.shared.streams.start(
-            &(tenant, Arc::clone(&stream)),
-            &self.alive(tenant),
-            &consumer,
-        )?;
+        let position =
+            self.shared
+                .streams
+                .start((tenant, &stream), &self.alive(tenant), &consumer)?;
         Ok(Follower {
             store: self.clone(),
             tenant,
@@ -221,10 +221,17 @@ impl Store {
     }
 
     fn stream_name(&self, name: &str) -> Result<Arc<str>> {
+        self.check_stream_name(name)?;
+        Ok(Arc::from(name))
+    }
+
+    /// A stream name's rules, checked without copying it: those of
+    /// [`name`](Self::name), and not the reserved prefix.
+    fn check_stream_name(&self, name: &str) -> Result<()> {
         if name.starts_with(RESERVED_PREFIX) {
             return Err(Error::ReservedName);
         }
-        self.name(name)
+        self.check_name(name)
     }
 }
 
