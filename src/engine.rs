@@ -62,7 +62,7 @@ use crate::store::{
     Admission, Binding, Cursor, EndpointSeen, Health, JoinTicket, LeaseGrant, LeaseInfo,
     ListingInfo, LockInfo, Page, PresenceInfo, Renewal,
 };
-use crate::stream::{StreamConfig, StreamRead};
+use crate::stream::{StreamConfig, StreamInfo, StreamRead};
 use crate::wake::Wake;
 use std::future::Future;
 use std::net::SocketAddr;
@@ -390,6 +390,14 @@ pub trait Engine: Clone + Send + Sync + 'static {
         consumer: &str,
         offset: u64,
     ) -> impl Future<Output = Result<()>> + Send;
+
+    /// What a stream holds: offsets, entries, bytes, consumers
+    /// ([`Store::stream_info`](crate::Store::stream_info)).
+    fn stream_info(
+        &self,
+        tenant: TenantId,
+        name: &str,
+    ) -> impl Future<Output = Result<StreamInfo>> + Send;
 
     /// A consumer's committed offset, if any.
     fn committed(

@@ -125,6 +125,7 @@ impl Engine for Broken {
         read_stream(tenant: TenantId, name: &str, from: u64, max: usize) -> Result<StreamRead>;
         trim_stream(tenant: TenantId, name: &str, before: u64) -> Result<u64>;
         commit(tenant: TenantId, name: &str, consumer: &str, offset: u64) -> Result<()>;
+        stream_info(tenant: TenantId, name: &str) -> Result<relaystore::stream::StreamInfo>;
         committed(tenant: TenantId, name: &str, consumer: &str) -> Result<Option<u64>>;
         follow(tenant: TenantId, name: &str, consumer: &str) -> Result<Follower>;
     }

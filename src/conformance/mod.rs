@@ -152,6 +152,7 @@ pub const CHECKS: &[&str] = &[
     "wakes::channel_names",
     "streams::offsets_and_retention",
     "streams::consumers_and_followers",
+    "streams::lifetimes",
 ];
 
 /// Runs every check against engines from `harness`; returns the failures
@@ -198,6 +199,7 @@ pub async fn run<H: Harness>(harness: &H) -> Vec<Failure> {
     check!(wakes::channel_names);
     check!(streams::offsets_and_retention);
     check!(streams::consumers_and_followers);
+    check!(streams::lifetimes);
     failures
 }
 

@@ -32,6 +32,12 @@ pub(super) async fn offsets_and_retention<H: Harness>(h: &H) -> Outcome {
         vec![0, 1],
         "nothing lost"
     );
+    let info = e.stream_info(T, "refusing").await?;
+    ensure_eq!(
+        (info.first, info.next, info.entries, info.bytes),
+        (0, 2, 2, 2),
+        "stream_info"
+    );
     e.create_stream(
         T,
         "trimming",
@@ -94,5 +100,73 @@ pub(super) async fn consumers_and_followers<H: Harness>(h: &H) -> Outcome {
     let mut again = e.follow(T, "log", "worker").await?;
     ensure_eq!(again.position(), 2, "a new follower starts at the commit");
     ensure_eq!(offsets(&again.next(10).await?), vec![2], "nothing repeated");
+    Ok(())
+}
+
+/// A stream's lifetimes: entries past its age limit are never returned,
+/// and a stream attached to a lease is gone with it (hidden the moment the
+/// lease is revoked or expires, its name free again).
+pub(super) async fn lifetimes<H: Harness>(h: &H) -> Outcome {
+    let u = h.unit();
+    let e = h.engine(config(u)).await?;
+    let aged = StreamConfig::new(100, 1 << 16, WhenFull::Refuse).with_age_max(u * 10);
+    e.create_stream(T, "aged", aged).await?;
+    e.append(T, "aged", b"old").await?;
+    h.advance(u * 6).await;
+    e.append(T, "aged", b"new").await?;
+    h.advance(u * 6).await;
+    ensure_eq!(
+        e.read_stream(T, "aged", 0, 10).await,
+        Err(Error::Trimmed { first: 1 }),
+        "an entry past the stream's age"
+    );
+    ensure_eq!(
+        offsets(&e.read_stream(T, "aged", 1, 10).await?),
+        vec![1],
+        "a younger entry stays"
+    );
+
+    let g = e.grant(T, "host", u * 10, None).await?;
+    let attached = StreamConfig::new(10, 1024, WhenFull::Refuse).attached_to(g.id);
+    e.create_stream(T, "room", attached.clone()).await?;
+    ensure_eq!(
+        e.create_stream(OTHER, "room", attached.clone()).await,
+        Err(Error::NotFound),
+        "another tenant's lease takes no streams"
+    );
+    e.append(T, "room", b"hello").await?;
+    e.revoke(T, g.id).await?;
+    ensure_eq!(
+        e.append(T, "room", b"late").await,
+        Err(Error::NotFound),
+        "append after the lease was revoked"
+    );
+    ensure_eq!(
+        e.read_stream(T, "room", 0, 10).await.map(drop),
+        Err(Error::NotFound),
+        "read after the lease was revoked"
+    );
+    ensure_eq!(
+        e.create_stream(T, "room", attached).await,
+        Err(Error::Revoked),
+        "a revoked lease takes no streams"
+    );
+
+    let g = e.grant(T, "host", u * 10, None).await?;
+    let attached = StreamConfig::new(10, 1024, WhenFull::Refuse).attached_to(g.id);
+    e.create_stream(T, "room", attached).await?;
+    h.advance(u * 11).await;
+    ensure_eq!(
+        e.append(T, "room", b"late").await,
+        Err(Error::NotFound),
+        "append after the lease expired"
+    );
+    e.create_stream(T, "room", StreamConfig::new(10, 1024, WhenFull::Refuse))
+        .await?;
+    ensure_eq!(
+        e.append(T, "room", b"again").await,
+        Ok(0),
+        "the name is free once its lease is gone"
+    );
     Ok(())
 }

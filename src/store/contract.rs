@@ -14,7 +14,7 @@ use crate::engine::{Engine, Events, Follow, Wakes};
 use crate::error::Result;
 use crate::events::{Collection, Received, RecvError, Subscription};
 use crate::ids::{AttemptId, JoinToken, LeaseId, TenantId};
-use crate::stream::{StreamConfig, StreamRead};
+use crate::stream::{StreamConfig, StreamInfo, StreamRead};
 use crate::wake::{Listener, Wake};
 use std::future::{ready, Future};
 use std::net::SocketAddr;
@@ -356,6 +356,14 @@ impl Engine for Store {
         offset: u64,
     ) -> impl Future<Output = Result<()>> + Send {
         ready(Store::commit(self, tenant, name, consumer, offset))
+    }
+
+    fn stream_info(
+        &self,
+        tenant: TenantId,
+        name: &str,
+    ) -> impl Future<Output = Result<StreamInfo>> + Send {
+        ready(Store::stream_info(self, tenant, name))
     }
 
     fn committed(
