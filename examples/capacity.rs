@@ -38,7 +38,7 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use support::{options, Histogram, Options};
+use support::{cpu_time, max_resident_bytes, micros, options, Histogram, Options};
 
 /// Counts live heap bytes, to report memory per session.
 #[global_allocator]
@@ -54,6 +54,13 @@ const LEASE_TTL: Duration = Duration::from_secs(600);
 const PRESENCE_TTL: Duration = Duration::from_secs(15);
 const VANISH_TTL: Duration = Duration::from_secs(1);
 const SAMPLE_EVERY: u64 = 16;
+
+const USAGE: &str =
+    "usage: cargo run --release --example capacity -- [--sessions N] [--seconds S] [--threads T]
+
+  --sessions N   hosted sessions (default 20000)
+  --seconds S    how long the load runs (default 15)
+  --threads T    worker threads running the operation mix (default 2)";
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 enum Op {
@@ -108,12 +115,14 @@ fn host(s: &Store, i: u64) -> Result<LeaseId, relaystore::Error> {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let o = options(Options {
-        sessions: 20000,
-        seconds: 15,
-        threads: 2,
-    })
-    .map_err(|e| format!("{e}\nusage: capacity [--sessions N] [--seconds S] [--threads T]"))?;
+    let o = options(
+        Options {
+            sessions: 20000,
+            seconds: 15,
+            threads: 2,
+        },
+        USAGE,
+    );
     let n = o.sessions;
     let config = StoreConfig {
         leases_max: n * 2,
@@ -175,6 +184,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let vanished: Arc<Mutex<HashMap<String, Instant>>> = Arc::new(Mutex::new(HashMap::new()));
     let total_rate: f64 = MIX.iter().map(|m| m.1).sum();
     let started = Instant::now();
+    let cpu_started = cpu_time();
     let workers: Vec<_> = (0..o.threads)
         .map(|t| {
             let (store, sessions, stop, done, vanished) = (
@@ -189,6 +199,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     MIX.iter().map(|m| (m.0, Histogram::new())).collect();
                 let mut counts: HashMap<Op, u64> = HashMap::new();
                 let mut failures: HashMap<Op, u64> = HashMap::new();
+                let mut refusals: HashMap<(Op, String), u64> = HashMap::new();
                 let mut x = 0x9E37_79B9_7F4A_7C15u64 ^ (t as u64 + 1);
                 let mut k = 0u64;
                 let mut vanish_seq = 0u64;
@@ -207,7 +218,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                         let s = &sessions[i as usize];
                         let timed = k % SAMPLE_EVERY == 0;
                         let t0 = timed.then(Instant::now);
-                        let ok = match op {
+                        let result: Result<(), relaystore::Error> = match op {
                             Op::Heartbeat => store
                                 .heartbeat(
                                     s.tenant,
@@ -216,8 +227,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                                     None,
                                     None,
                                 )
-                                .is_ok(),
-                            Op::Lookup => store.get_listing(s.tenant, &listing(i)).is_ok(),
+                                .map(drop),
+                            Op::Lookup => store.get_listing(s.tenant, &listing(i)).map(drop),
                             Op::Join => {
                                 let addr =
                                     SocketAddr::from(([203, 0, 113, (x % 250) as u8], 40_000));
@@ -238,11 +249,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                                         )?;
                                         store.consume(s.tenant, &ticket.token)
                                     })
-                                    .is_ok()
+                                    .map(drop)
                             }
                             Op::Refresh => {
                                 let lease = *s.lease.lock().unwrap();
-                                store.renew(s.tenant, lease, LEASE_TTL).is_ok()
+                                store.renew(s.tenant, lease, LEASE_TTL).map(drop)
                             }
                             Op::Churn => {
                                 let mut lease = s.lease.lock().unwrap();
@@ -261,22 +272,22 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                                     }) {
                                     Ok(id) => {
                                         *lease = id;
-                                        true
+                                        Ok(())
                                     }
-                                    Err(_) => false,
+                                    Err(e) => Err(e),
                                 }
                             }
                             Op::Vanish => {
                                 vanish_seq += 1;
                                 let member = format!("gone-{t}-{vanish_seq}");
                                 let deadline = Instant::now() + VANISH_TTL;
-                                let ok = store
+                                let result = store
                                     .heartbeat(s.tenant, &member, VANISH_TTL, None, None)
-                                    .is_ok();
-                                if ok {
+                                    .map(drop);
+                                if result.is_ok() {
                                     vanished.lock().unwrap().insert(member, deadline);
                                 }
-                                ok
+                                result
                             }
                         };
                         if let Some(t0) = t0 {
@@ -284,15 +295,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                                 .unwrap()
                                 .record(t0.elapsed().as_nanos() as u64);
                         }
-                        if !ok {
-                            *failures.entry(op).or_default() += 1;
+                        match result {
+                            Ok(()) => {}
+                            // An admission refusal, by the limit that refused.
+                            Err(relaystore::Error::CapacityExceeded { scope }) => {
+                                *refusals.entry((op, scope.to_string())).or_default() += 1;
+                            }
+                            // Anything else: e.g. a lookup that raced churn.
+                            Err(_) => *failures.entry(op).or_default() += 1,
                         }
                         *counts.entry(op).or_default() += 1;
                         k += 1;
                     }
                     done.fetch_add(256, Ordering::Relaxed);
                 }
-                (hist, counts, failures)
+                (hist, counts, failures, refusals)
             })
         })
         .collect();
@@ -343,11 +360,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     stop.store(true, Ordering::Relaxed);
     let elapsed = started.elapsed().as_secs_f64();
+    // The whole process: workers, the expiry driver and the event reader.
+    let cpu_used = cpu_started
+        .zip(cpu_time())
+        .map(|(a, b)| (b - a).as_secs_f64());
     let mut hist: HashMap<Op, Histogram> = MIX.iter().map(|m| (m.0, Histogram::new())).collect();
     let mut counts: HashMap<Op, u64> = HashMap::new();
     let mut failures: HashMap<Op, u64> = HashMap::new();
+    let mut refusals: HashMap<(Op, String), u64> = HashMap::new();
     for w in workers {
-        let (h, c, f) = w.join().expect("worker panicked");
+        let (h, c, f, r) = w.join().expect("worker panicked");
+        for (key, n) in r {
+            *refusals.entry(key).or_default() += n;
+        }
         for (op, hh) in &h {
             hist.get_mut(op).unwrap().merge(hh);
         }
@@ -366,46 +391,99 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     println!();
     println!(
-        "{:<38}{:>12}{:>10}{:>10}{:>11}{:>10}",
-        "operation", "ops/s", "p50 ns", "p99 ns", "p99.9 ns", "refused"
+        "{:<38}{:>10}{:>9}{:>9}{:>10}{:>9}{:>9}",
+        "operation", "ops/s", "p50 µs", "p99 µs", "p99.9 µs", "refused", "failed"
     );
     let mut store_ops_total = 0;
     for (op, _, name) in MIX {
         let c = counts.get(&op).copied().unwrap_or(0);
         store_ops_total += c * store_ops(op);
         let h = &hist[&op];
+        let refused: u64 = refusals
+            .iter()
+            .filter(|((o, _), _)| *o == op)
+            .map(|(_, n)| n)
+            .sum();
         println!(
-            "{:<38}{:>12.0}{:>10}{:>10}{:>11}{:>10}",
+            "{:<38}{:>10.0}{:>9}{:>9}{:>10}{:>9}{:>9}",
             name,
             c as f64 / elapsed,
-            h.quantile(0.5),
-            h.quantile(0.99),
-            h.quantile(0.999),
+            micros(h.quantile(0.5)),
+            micros(h.quantile(0.99)),
+            micros(h.quantile(0.999)),
+            refused,
             failures.get(&op).copied().unwrap_or(0)
         );
     }
     let mix_total: u64 = counts.values().sum();
-    let refused: u64 = failures.values().sum();
+    let refused: u64 = refusals.values().sum();
+    let failed: u64 = failures.values().sum();
     println!(
-        "{:<38}{:>12.0}   ({:.0} store operations/s; {:.3}% refused)",
+        "{:<38}{:>10.0}   ({:.0} store operations/s; {:.3}% refused, {:.3}% failed)",
         "all",
         mix_total as f64 / elapsed,
         store_ops_total as f64 / elapsed,
-        100.0 * refused as f64 / mix_total.max(1) as f64
+        100.0 * refused as f64 / mix_total.max(1) as f64,
+        100.0 * failed as f64 / mix_total.max(1) as f64
     );
     println!(
-        "expiry lag (deadline -> removal event) over {} vanished members: p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
+        "  refused: an admission refusal (CapacityExceeded), counted by the limit that refused it;"
+    );
+    println!("  failed: any other error, e.g. a lookup or join that raced its session's churn (NotFound).");
+    let mut by_limit: HashMap<&str, u64> = HashMap::new();
+    for ((_, scope), n) in &refusals {
+        *by_limit.entry(scope.as_str()).or_default() += n;
+    }
+    let mut by_limit: Vec<_> = by_limit.into_iter().collect();
+    by_limit.sort();
+    for (scope, n) in by_limit {
+        println!("  refused by the {scope}: {n}");
+    }
+    println!(
+        "expiry lag over {} vanished members: p50 {} ms, p99 {} ms, max {} ms",
         lag.count(),
-        lag.quantile(0.5) as f64 / 1e6,
-        lag.quantile(0.99) as f64 / 1e6,
-        lag.quantile(1.0) as f64 / 1e6
+        micros(lag.quantile(0.5) / 1_000),
+        micros(lag.quantile(0.99) / 1_000),
+        micros(lag.quantile(1.0) / 1_000)
     );
-    println!("heap per session: {heap_per_session:.0} bytes (the store's, at setup)");
-    let per_core = mix_total as f64 / elapsed / o.threads as f64;
-    println!(
-        "one core sustains ~{:.0} sessions at these rates ({total_rate:.3} mix operations per session per second)",
-        per_core / total_rate
-    );
+    println!("  (from a member's deadline to its removal event reaching a reader blocked in recv; the driver ticks every 10 ms)");
+    let gib = (1u64 << 30) as f64;
+    match max_resident_bytes() {
+        Some(rss) => println!(
+            "memory: {heap_per_session:.0} heap bytes per session (the store's, at setup) = {:.0} sessions per GiB of heap; peak resident set {:.0} MiB",
+            gib / heap_per_session,
+            rss as f64 / (1u64 << 20) as f64
+        ),
+        None => println!(
+            "memory: {heap_per_session:.0} heap bytes per session (the store's, at setup) = {:.0} sessions per GiB of heap",
+            gib / heap_per_session
+        ),
+    }
+    match cpu_used {
+        Some(cpu) if cpu > 0.0 => {
+            let per_cpu_second = mix_total as f64 / cpu;
+            println!(
+                "cpu: {cpu:.1} s of CPU over {elapsed:.1} s ({:.2} cores busy); one core sustains ~{:.0} sessions at these rates",
+                cpu / elapsed,
+                per_cpu_second / total_rate
+            );
+            println!(
+                "  ({total_rate:.3} mix operations per session per second; {per_cpu_second:.0} mix operations per CPU-second, the whole process counted)"
+            );
+            let sessions = per_cpu_second / total_rate;
+            println!(
+                "binds first: a core's ~{sessions:.0} sessions take {:.2} GiB of heap; with less memory than that per core, memory binds before CPU",
+                sessions * heap_per_session / gib
+            );
+        }
+        _ => {
+            let per_core = mix_total as f64 / elapsed / o.threads as f64;
+            println!(
+                "one core sustains ~{:.0} sessions at these rates (from wall time x threads: this platform reports no CPU time)",
+                per_core / total_rate
+            );
+        }
+    }
     store
         .audit()
         .map_err(|e| format!("bookkeeping check failed: {e}"))?;

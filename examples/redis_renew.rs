@@ -183,11 +183,14 @@ fn pick(t: usize, i: u64, n: u64) -> u64 {
 }
 
 fn main() -> Result<(), String> {
-    let o = options(Options {
-        sessions: 100_000,
-        seconds: 5,
-        threads: 2,
-    })?;
+    let o = options(
+        Options {
+            sessions: 100_000,
+            seconds: 5,
+            threads: 2,
+        },
+        "usage: redis_renew [--sessions N] [--seconds S] [--threads T] (with REDIS_URL set)",
+    );
     let Ok(url) = std::env::var("REDIS_URL") else {
         println!("REDIS_URL is not set; nothing to compare against (see the file's docs)");
         return Ok(());

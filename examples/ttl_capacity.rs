@@ -76,12 +76,14 @@ fn key(slot: u64, generation: u64) -> u64 {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let o = options(Options {
-        sessions: 200000,
-        seconds: 10,
-        threads: 2,
-    })
-    .map_err(|e| format!("{e}\nusage: capacity [--sessions N] [--seconds S] [--threads T]"))?;
+    let o = options(
+        Options {
+            sessions: 200000,
+            seconds: 10,
+            threads: 2,
+        },
+        "usage: ttl_capacity [--sessions N] [--seconds S] [--threads T]",
+    );
     let short_lived = (o.sessions / 10).max(1);
     let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
     let config = TtlConfig {
@@ -251,7 +253,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     let lag = measured.lag.lock().unwrap();
     println!(
-        "expiry lag (deadline -> removal) over {} expirations: p50 {:.1} ms, p99 {:.1} ms, max bucket {:.1} ms",
+        "expiry lag (deadline -> removal) over {} expirations: p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
         lag.count(),
         lag.quantile(0.5) as f64 / 1e6,
         lag.quantile(0.99) as f64 / 1e6,

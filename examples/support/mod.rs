@@ -1,5 +1,5 @@
-//! Shared by the capacity examples: command-line options and a latency
-//! histogram.
+//! Shared by the capacity examples: command-line options, a latency
+//! histogram, and the process's CPU time and peak resident set.
 #![allow(dead_code)]
 
 /// `--sessions N --seconds S --threads T`.
@@ -10,17 +10,32 @@ pub struct Options {
 }
 
 /// Parses the command line over `defaults`; every value must be positive.
-pub fn options(defaults: Options) -> Result<Options, String> {
+/// `--help` prints `usage` and exits 0; a bad command line prints what is
+/// wrong and `usage`, and exits 2.
+pub fn options(defaults: Options, usage: &str) -> Options {
+    if std::env::args().skip(1).any(|a| a == "--help" || a == "-h") {
+        println!("{usage}");
+        std::process::exit(0);
+    }
+    parse_options(defaults).unwrap_or_else(|e| {
+        eprintln!("error: {e}\n\n{usage}");
+        std::process::exit(2);
+    })
+}
+
+fn parse_options(defaults: Options) -> Result<Options, String> {
     let mut o = defaults;
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
+        if !matches!(flag.as_str(), "--sessions" | "--seconds" | "--threads") {
+            return Err(format!("unknown option {flag:?}"));
+        }
         let value = args.next().ok_or(format!("{flag} needs a value"))?;
         let parse = |v: &str| v.parse::<u64>().map_err(|e| format!("{flag}: {e}"));
         match flag.as_str() {
             "--sessions" => o.sessions = parse(&value)?,
             "--seconds" => o.seconds = parse(&value)?,
-            "--threads" => o.threads = parse(&value)? as usize,
-            _ => return Err(format!("unknown option {flag}")),
+            _ => o.threads = parse(&value)? as usize,
         }
     }
     if o.sessions == 0 || o.seconds == 0 || o.threads == 0 {
@@ -29,48 +44,62 @@ pub fn options(defaults: Options) -> Result<Options, String> {
     Ok(o)
 }
 
-/// Log-linear latency histogram: 8 sub-buckets per power of two (~12%).
-pub struct Histogram(Vec<u64>);
+/// A latency histogram in nanoseconds (hdrhistogram, 3 significant
+/// digits, from 1 ns to 100 s; longer values count as 100 s).
+pub struct Histogram(hdrhistogram::Histogram<u64>);
 
 impl Histogram {
     pub fn new() -> Self {
-        Histogram(vec![0; 64 * 8])
+        let max = 100_000_000_000;
+        Histogram(hdrhistogram::Histogram::new_with_bounds(1, max, 3).expect("valid bounds"))
     }
 
     pub fn record(&mut self, ns: u64) {
-        let ns = ns.max(1);
-        let exp = 63 - ns.leading_zeros() as usize;
-        let sub = if exp >= 3 {
-            (ns >> (exp - 3)) as usize & 7
-        } else {
-            0
-        };
-        self.0[exp * 8 + sub] += 1;
+        self.0.saturating_record(ns.max(1));
     }
 
     pub fn merge(&mut self, other: &Histogram) {
-        self.0.iter_mut().zip(&other.0).for_each(|(a, b)| *a += b);
+        self.0.add(&other.0).expect("histograms of one precision");
     }
 
     pub fn count(&self) -> u64 {
-        self.0.iter().sum()
+        self.0.len()
     }
 
-    /// The upper edge of the bucket holding quantile `q`.
+    /// The value at quantile `q` (0 when empty).
     pub fn quantile(&self, q: f64) -> u64 {
-        let target = ((self.count() as f64) * q).ceil().max(1.0) as u64;
-        let mut seen = 0;
-        for (i, &n) in self.0.iter().enumerate() {
-            seen += n;
-            if seen >= target {
-                let (exp, sub) = (i / 8, i % 8);
-                return if exp >= 3 {
-                    ((8 + sub as u64 + 1) << (exp - 3)) - 1
-                } else {
-                    1 << exp
-                };
-            }
-        }
-        0
+        self.0.value_at_quantile(q)
     }
+}
+
+/// Nanoseconds as microseconds with three significant digits.
+pub fn micros(ns: u64) -> String {
+    let us = ns as f64 / 1e3;
+    match us {
+        u if u >= 100.0 => format!("{u:.0}"),
+        u if u >= 10.0 => format!("{u:.1}"),
+        u => format!("{u:.2}"),
+    }
+}
+
+/// CPU time this process has used so far (user + system, every thread),
+/// from `/proc/self/stat` (Linux; in the kernel's fixed 100 Hz user ticks).
+/// `None` where that file is not available.
+pub fn cpu_time() -> Option<std::time::Duration> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The command name (field 2) may hold spaces: count from after it.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // Fields 14 and 15 of the file (utime, stime) are 11 and 12 here.
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    Some(std::time::Duration::from_millis(ticks * 10))
+}
+
+/// The process's peak resident set in bytes (`VmHWM` of
+/// `/proc/self/status`; Linux), if known.
+pub fn max_resident_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
 }
