@@ -12,6 +12,7 @@ mod common;
 
 use loom::sync::Arc;
 use loom::thread;
+use relaystore::model::faults::{store_fault, StoreFault};
 use relaystore::model::ModelTable;
 use relaystore::Error;
 
@@ -62,4 +63,49 @@ fn renewal_and_sweep_never_both_win() {
 #[should_panic(expected = "a successful renewal was swept away")]
 fn broken_twin_check_then_act_sweep_loses_a_renewal() {
     renew_vs_sweep(true);
+}
+
+/// A record re-created under its key between two of the sweep's batches
+/// (the sweep handles one fired entry per hold of the wheel lock here):
+/// the old record's batch finds its entry no longer the record's and
+/// leaves the new record alone, with exactly one wheel entry.
+fn recreate_between_batches(fault: StoreFault) {
+    let label = if fault == StoreFault::None {
+        "recreate_between_batches".to_string()
+    } else {
+        format!("recreate_between_batches ({fault:?})")
+    };
+    common::explore(&label, move || {
+        store_fault(fault);
+        let table = Arc::new(ModelTable::new(4));
+        table.insert(1, 0, 10).unwrap();
+        table.insert(2, 0, 10).unwrap();
+        let creator = {
+            let table = Arc::clone(&table);
+            thread::spawn(move || {
+                // Key 2 expired at 10: the insert replaces it.
+                table.insert(2, 12, 30).unwrap()
+            })
+        };
+        let swept = table.sweep(12);
+        let created = creator.join().unwrap();
+        assert!(swept.contains(&1), "the expired record 1 was not swept");
+        assert_eq!(table.held(2), Some(created), "the new record 2 is gone");
+        assert_eq!(
+            table.counts(),
+            (1, 1, 1),
+            "records, admissions and wheel entries disagree"
+        );
+    });
+}
+
+#[test]
+fn a_record_recreated_between_sweep_batches_keeps_one_timer() {
+    recreate_between_batches(StoreFault::None);
+}
+
+#[test]
+#[should_panic]
+fn broken_twin_sweep_ignoring_the_handle_doubles_a_timer() {
+    recreate_between_batches(StoreFault::SweepIgnoresHandle);
 }

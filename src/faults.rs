@@ -63,6 +63,9 @@ pub enum StoreFault {
     /// looks for blocked receivers under one hold of the receiver's lock
     /// and delivers under another.
     SleepersReadEarly,
+    /// The sweep's batch does not check that a fired wheel entry is still
+    /// the record's (its handle) before deciding on the record.
+    SweepIgnoresHandle,
 }
 
 std::thread_local! {

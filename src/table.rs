@@ -36,6 +36,7 @@ use crate::shard::{ShardMap, Upsert};
 use crate::sync::{lock_at, Arc, AtomicU64, Mutex, Ordering, Rung};
 use crate::time::MonoTime;
 use crate::wheel::{Fired, Wheel};
+use crossbeam_utils::CachePadded;
 use std::hash::Hash;
 
 /// A record that left a table, with the stamp it had when it left.
@@ -55,6 +56,32 @@ pub(crate) struct Timers<K> {
     fired: Vec<Fired<K>>,
 }
 
+/// Fired wheel entries a sweep handles per hold of a wheel shard's lock:
+/// with the shard's own advance, the most work a creation or removal can
+/// wait behind.
+#[cfg(not(relaystore_loom))]
+pub const SWEEP_BATCH_MAX: usize = 1024;
+/// One entry per hold in the model-checking build, so the models explore
+/// every gap between batches.
+#[cfg(relaystore_loom)]
+pub const SWEEP_BATCH_MAX: usize = 1;
+
+/// Wheel shards per table. A record's timer lives in the shard its key
+/// hashes to, so creations and removals of different keys mostly take
+/// different locks, and a mass expiry is advanced and swept one shard at a
+/// time (each shard's advance moves about 1/8 of the due entries).
+pub const WHEEL_SHARDS: usize = 8;
+
+/// Picks a key's wheel shard. Fixed seeds: the choice only spreads lock
+/// traffic (a skewed spread costs what one wheel did), and a fixed one
+/// keeps runs reproducible.
+const SHARD_HASH: ahash::RandomState = ahash::RandomState::with_seeds(
+    0x243f_6a88_85a3_08d3,
+    0x1319_8a2e_0370_7344,
+    0xa409_3822_299f_31d0,
+    0x082e_fa98_ec4e_6c89,
+);
+
 /// Why the sweep left a fired record in place.
 enum Keep {
     /// The wheel entry no longer belongs to the record under this key.
@@ -65,7 +92,8 @@ enum Keep {
 
 pub(crate) struct Table<K, V> {
     map: ShardMap<K, Record<V>>,
-    timers: Mutex<Timers<K>>,
+    /// The timing wheel, in [`WHEEL_SHARDS`] shards by key.
+    timers: Box<[CachePadded<Mutex<Timers<K>>>]>,
     ceiling: Counter,
     versions: Arc<Versions>,
     swept_to_ms: AtomicU64,
@@ -86,10 +114,14 @@ where
         let hint = usize::try_from(capacity.min(1 << 10)).unwrap_or(1 << 10);
         Table {
             map: ShardMap::with_capacity(hint),
-            timers: Mutex::new(Timers {
-                wheel: Wheel::new(start.as_millis()),
-                fired: Vec::new(),
-            }),
+            timers: (0..WHEEL_SHARDS)
+                .map(|_| {
+                    CachePadded::new(Mutex::new(Timers {
+                        wheel: Wheel::new(start.as_millis()),
+                        fired: Vec::new(),
+                    }))
+                })
+                .collect(),
             ceiling: Counter::new(scope, capacity),
             versions,
             swept_to_ms: AtomicU64::new(start.as_millis()),
@@ -119,7 +151,7 @@ where
         deadline_ms: u64,
     ) -> Result<(Stamp, Option<Removed<K, V>>)> {
         let reservation = Reservation::acquire(&[(&self.ceiling, 1)])?;
-        let mut timers = lock_at(Rung::Wheel, &self.timers);
+        let mut timers = lock_at(Rung::Wheel, self.timers_of(&key));
         let handle = timers.wheel.insert(key.clone(), deadline_ms);
         let (outcome, replaced) = self.map.upsert(key.clone(), |existing| {
             if let Some(old) = existing {
@@ -248,7 +280,7 @@ where
     /// concurrent renewal either happened before (and is seen) or will call
     /// this again after.
     fn pull_in(&self, key: &K) {
-        let mut timers = lock_at(Rung::Wheel, &self.timers);
+        let mut timers = lock_at(Rung::Wheel, self.timers_of(key));
         let wheel = &mut timers.wheel;
         self.map.read(key, |r| {
             if wheel.cancel(r.timer()) {
@@ -358,7 +390,7 @@ where
         decide: impl FnOnce(&V, Stamp, bool) -> Result<()>,
         now: MonoTime,
     ) -> Result<Removed<K, V>> {
-        let mut timers = lock_at(Rung::Wheel, &self.timers);
+        let mut timers = lock_at(Rung::Wheel, self.timers_of(key));
         let verdict = self.map.remove_if(key, |r| {
             let state = r.state();
             let stamp = r.stamp_of(state);
@@ -384,45 +416,102 @@ where
     /// Advances the wheel to `now` and removes every record that is expired,
     /// appending them to `out` in `(deadline, key)` order. Returns how many
     /// were removed.
+    ///
+    /// The wheel's shards are swept one at a time, and each shard's fired
+    /// entries in batches of at most [`SWEEP_BATCH_MAX`], each under its
+    /// own hold of the shard's lock, so a mass expiry delays a creation or
+    /// removal by one shard's advance or one batch, not by the whole sweep.
+    /// Between batches, a record whose entry fired and awaits its batch has
+    /// no wheel entry; every path that meets it then is safe: a removal's
+    /// cancel finds its handle stale and removes it anyway, a creation
+    /// under its key clears it as expired, and a renewal that reschedules
+    /// it gives it a new handle, so its batch finds the handle changed and
+    /// leaves it alone (`Keep::Stale`).
     pub(crate) fn sweep(&self, now: MonoTime, out: &mut Vec<Removed<K, V>>) -> usize {
         let before = out.len();
-        let mut guard = lock_at(Rung::Wheel, &self.timers);
-        let timers = &mut *guard;
-        timers.wheel.advance(now.as_millis(), &mut timers.fired);
-        for fired in timers.fired.drain(..) {
-            let verdict = self.map.remove_if(&fired.item, |r| {
-                if r.timer() != fired.handle {
-                    return Err(Keep::Stale);
-                }
-                let state = self.observed_state(r);
-                if state.is_live(now) {
-                    return Err(Keep::Live(state.deadline_ms()));
-                }
-                self.versions.retire(r.stamp_of(state).version);
-                Ok(())
-            });
-            match verdict {
-                Some(Ok(record)) => {
-                    self.ceiling.release(1);
-                    out.push(Removed {
-                        stamp: record.stamp(),
-                        key: fired.item,
-                        value: record.value,
-                    });
-                }
-                Some(Err(Keep::Live(deadline_ms))) => {
-                    let handle = timers.wheel.insert(fired.item.clone(), deadline_ms);
-                    self.map.read(&fired.item, |r| r.set_timer(handle));
-                }
-                // A stale entry cannot arise while every removal cancels its
-                // timer under the wheel lock; skipping one is still safe.
-                Some(Err(Keep::Stale)) | None => {}
-            }
+        let mut shards_removing = 0;
+        for timers in self.timers.iter() {
+            let len = out.len();
+            self.sweep_shard(timers, now, out);
+            shards_removing += usize::from(out.len() > len);
         }
-        drop(guard);
+        // Each shard's removals come in order; merge them into one.
+        if shards_removing > 1 {
+            out[before..]
+                .sort_by(|a, b| (a.stamp.deadline, &a.key).cmp(&(b.stamp.deadline, &b.key)));
+        }
         self.swept_to_ms
             .fetch_max(now.as_millis(), Ordering::AcqRel);
         out.len() - before
+    }
+
+    fn sweep_shard(&self, shard: &Mutex<Timers<K>>, now: MonoTime, out: &mut Vec<Removed<K, V>>) {
+        let mut fired = {
+            let mut guard = lock_at(Rung::Wheel, shard);
+            let timers = &mut *guard;
+            timers.wheel.advance(now.as_millis(), &mut timers.fired);
+            std::mem::take(&mut timers.fired)
+        };
+        let mut batch = fired.drain(..);
+        while batch.len() > 0 {
+            let mut timers = lock_at(Rung::Wheel, shard);
+            for fired in batch.by_ref().take(SWEEP_BATCH_MAX) {
+                self.sweep_one(fired, now, &mut timers, out);
+            }
+        }
+        drop(batch);
+        // The scratch space goes back for the next sweep to reuse.
+        let mut timers = lock_at(Rung::Wheel, shard);
+        if timers.fired.capacity() < fired.capacity() {
+            timers.fired = fired;
+        }
+    }
+
+    /// The wheel shard that holds `key`'s timer.
+    fn timers_of(&self, key: &K) -> &Mutex<Timers<K>> {
+        let shard = SHARD_HASH.hash_one(key) as usize % WHEEL_SHARDS;
+        &self.timers[shard]
+    }
+
+    /// Decides one fired entry under the wheel lock: removes its record if
+    /// it is expired, reschedules it if it was renewed, skips it if the
+    /// entry is no longer the record's.
+    fn sweep_one(
+        &self,
+        fired: Fired<K>,
+        now: MonoTime,
+        timers: &mut Timers<K>,
+        out: &mut Vec<Removed<K, V>>,
+    ) {
+        let check_handle = !crate::faults::active(crate::faults::StoreFault::SweepIgnoresHandle);
+        let verdict = self.map.remove_if(&fired.item, |r| {
+            if check_handle && r.timer() != fired.handle {
+                return Err(Keep::Stale);
+            }
+            let state = self.observed_state(r);
+            if state.is_live(now) {
+                return Err(Keep::Live(state.deadline_ms()));
+            }
+            self.versions.retire(r.stamp_of(state).version);
+            Ok(())
+        });
+        match verdict {
+            Some(Ok(record)) => {
+                self.ceiling.release(1);
+                out.push(Removed {
+                    stamp: record.stamp(),
+                    key: fired.item,
+                    value: record.value,
+                });
+            }
+            Some(Err(Keep::Live(deadline_ms))) => {
+                let handle = timers.wheel.insert(fired.item.clone(), deadline_ms);
+                self.map.read(&fired.item, |r| r.set_timer(handle));
+            }
+            // The record was removed, replaced or rescheduled since its
+            // entry fired (between batches): nothing is left to do.
+            Some(Err(Keep::Stale)) | None => {}
+        }
     }
 
     #[cfg(not(relaystore_loom))]
@@ -466,13 +555,16 @@ where
     /// Wheel entries; equals `len()` whenever no operation is in flight.
     #[cfg(any(test, feature = "internals"))]
     pub(crate) fn scheduled(&self) -> usize {
-        lock_at(Rung::Wheel, &self.timers).wheel.len()
+        self.timers
+            .iter()
+            .map(|t| lock_at(Rung::Wheel, t).wheel.len())
+            .sum()
     }
 
-    /// The wheel, for tests that corrupt it on purpose.
+    /// The wheel shard of `key`, for tests that corrupt it on purpose.
     #[cfg(test)]
-    pub(crate) fn timers_for_audit(&self) -> &Mutex<Timers<K>> {
-        &self.timers
+    pub(crate) fn timers_for_audit(&self, key: &K) -> &Mutex<Timers<K>> {
+        self.timers_of(key)
     }
 
     /// Visits every record (live or not) with its current stamp.
