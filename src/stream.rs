@@ -519,6 +519,11 @@ impl StreamHub {
         trimmed
     }
 
+    /// Streams tenant `tenant` holds.
+    pub(crate) fn tenant_streams(&self, tenant: TenantId) -> u64 {
+        self.tenant_streams.read(&tenant, |&n| n).unwrap_or(0)
+    }
+
     /// Every stream attached to a lease: its tenant, lease and name.
     #[cfg(any(test, feature = "internals"))]
     pub(crate) fn attached(&self) -> Vec<(TenantId, u64, Arc<str>)> {

@@ -45,6 +45,7 @@ mod presence;
 mod retire;
 mod streams;
 mod tenant;
+mod usage;
 mod visible;
 mod wakes;
 
@@ -58,6 +59,7 @@ pub use listing::{Cursor, ListingInfo, Page};
 pub use lock::{LockGuard, LockInfo, RESERVED_PREFIX};
 pub use presence::PresenceInfo;
 pub use streams::Follower;
+pub use usage::{TenantUsage, Usage};
 
 use crate::config::{QuotaPolicy, StoreConfig, UniformQuota};
 use crate::error::{Error, Result, Scope};
