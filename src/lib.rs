@@ -109,7 +109,7 @@ pub use store::AuditError;
 pub use store::{
     Admission, Binding, Cursor, DegradedReason, EndpointSeen, Health, JoinTicket, LeaseGrant,
     LeaseInfo, ListingInfo, LockGuard, LockInfo, Page, PresenceInfo, Renewal, Stats, Store,
-    StoreBuilder, TenantUsage, Usage, EXPIRY_TICK_DEFAULT, RESERVED_PREFIX,
+    StoreBuilder, TenantUsage, Usage, EXPIRY_TICK_DEFAULT, REFUSAL_LOG_INTERVAL, RESERVED_PREFIX,
 };
 #[cfg(feature = "internals")]
 pub use ttl::{Removed, TtlConfig, TtlMap};

@@ -325,6 +325,25 @@ impl Store {
         deadline: u64,
         make: impl Fn(Owner, u64) -> C,
     ) -> Result<Stamp> {
+        let created = self.create_steps(tenant, key, parent, now, deadline, make);
+        if let Err(Error::CapacityExceeded { scope }) = &created {
+            self.observe_refusal(tenant, *scope, now);
+        }
+        created
+    }
+
+    /// The steps of [`create`](Self::create), in the order this module's
+    /// rules give.
+    #[allow(clippy::too_many_arguments)]
+    fn create_steps<C: Child>(
+        &self,
+        tenant: TenantId,
+        key: C::Key,
+        parent: Parent,
+        now: MonoTime,
+        deadline: u64,
+        make: impl Fn(Owner, u64) -> C,
+    ) -> Result<Stamp> {
         self.admit_new(now)?;
         let hold = match parent {
             // A child's parent holds the tenant: nothing to register, and a

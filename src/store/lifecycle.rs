@@ -107,10 +107,15 @@ impl Store {
             Ordering::AcqRel,
             Ordering::Acquire,
         ) {
-            Ok(_) => self
-                .shared
-                .drain_deadline_ms
-                .store(deadline, Ordering::Release),
+            Ok(_) => {
+                self.shared
+                    .drain_deadline_ms
+                    .store(deadline, Ordering::Release);
+                tracing::info!(
+                    window_ms = window.as_millis() as u64,
+                    "relaystore draining: new work is refused; remaining leases are revoked when the window ends",
+                );
+            }
             Err(STOPPED) => return Err(Error::ServiceUnavailable),
             Err(_) => {}
         }
@@ -151,7 +156,12 @@ impl Store {
     /// Whether the expiry driver has not swept for longer than
     /// `driver_stall_max`.
     fn driver_stalled(&self, now: MonoTime) -> bool {
-        now.saturating_since(self.leases_swept_to()) > self.shared.config.driver_stall_max
+        let lag = now.saturating_since(self.leases_swept_to());
+        let stalled = lag > self.shared.config.driver_stall_max;
+        if stalled {
+            self.observe_stall(lag);
+        }
+        stalled
     }
 
     pub(super) fn is_stopped(&self) -> bool {
@@ -173,16 +183,20 @@ impl Store {
         {
             return;
         }
+        let span = tracing::info_span!("relaystore_drain_end", tenants = tracing::field::Empty);
+        let _entered = span.enter();
         let mut tenants = Vec::new();
         self.shared
             .tenants
             .for_each(|id, t| tenants.push((*id, t.clone())));
+        span.record("tenants", tenants.len());
         // In tenant order, not hash order, so a drain is deterministic.
         tenants.sort_unstable_by_key(|(id, _)| *id);
         for (tenant, t) in tenants {
             self.end_tenant_records(tenant, &t.tenant, any, Cause::Drained, now);
         }
         self.shared.wakes.close();
+        tracing::info!("relaystore drained and stopped");
     }
 
     /// An order-independent digest of every record held: collection, key,

@@ -41,6 +41,7 @@ mod lease;
 mod lifecycle;
 mod listing;
 mod lock;
+mod observe;
 mod presence;
 mod retire;
 mod streams;
@@ -57,6 +58,7 @@ pub use lease::{EndpointSeen, LeaseGrant, LeaseInfo};
 pub use lifecycle::{DegradedReason, Health};
 pub use listing::{Cursor, ListingInfo, Page};
 pub use lock::{LockGuard, LockInfo, RESERVED_PREFIX};
+pub use observe::REFUSAL_LOG_INTERVAL;
 pub use presence::PresenceInfo;
 pub use streams::Follower;
 pub use usage::{TenantUsage, Usage};
@@ -190,6 +192,8 @@ pub(crate) struct Shared {
     policy: Arc<dyn QuotaPolicy>,
     state: AtomicU64,
     drain_deadline_ms: AtomicU64,
+    /// What the store reports through `tracing`.
+    observe: observe::Observe,
     /// The stop signal of the background expiry driver the builder
     /// started, if any; raised when the last handle goes.
     driver: std::sync::Mutex<Option<builder::DriverStop>>,
@@ -258,10 +262,16 @@ impl Store {
             policy,
             state: AtomicU64::new(lifecycle::READY),
             drain_deadline_ms: AtomicU64::new(u64::MAX),
+            observe: observe::Observe::new(),
             driver: std::sync::Mutex::new(None),
             clock,
             config,
         };
+        tracing::info!(
+            incarnation = format_args!("{:016x}", shared.incarnation),
+            fence_floor = shared.fence_floor,
+            "relaystore store started: a new incarnation; ids and fences from earlier ones answer Restarted",
+        );
         Ok(Store {
             shared: Arc::new(shared),
         })
@@ -335,6 +345,15 @@ impl Store {
     }
 
     fn sweep_at(&self, now: MonoTime) -> usize {
+        let span = tracing::debug_span!("relaystore_sweep", removed = tracing::field::Empty);
+        let _entered = span.enter();
+        let removed = self.sweep_steps(now);
+        span.record("removed", removed);
+        self.observe_sweep_ran();
+        removed
+    }
+
+    fn sweep_steps(&self, now: MonoTime) -> usize {
         self.finish_drain_if_due(now);
         // Parents first, so their children go with them as `Cascaded`.
         let mut n = self.sweep_kind::<Lease>(now)

@@ -1,0 +1,123 @@
+//! What the store tells an operator through `tracing`: refusals (with the
+//! tenant, the limit and its use; at most one event per
+//! [`REFUSAL_LOG_INTERVAL`], with a count of those left out), a stalled
+//! expiry driver and its recovery, and the start of each incarnation. The
+//! spans of sweeps, drains and tenant revocations are opened where those
+//! run. Nothing here prints: without a subscriber installed, each call is
+//! a check of a cached flag.
+
+use super::{Collection, Store};
+use crate::error::Scope;
+use crate::ids::TenantId;
+use crate::sync::{AtomicBool, AtomicU64, Ordering};
+use crate::time::MonoTime;
+use std::time::Duration;
+
+/// Refusal events are logged at most once per this interval (store
+/// clock); the next one logged counts those left out in between.
+pub const REFUSAL_LOG_INTERVAL: Duration = Duration::from_secs(1);
+
+/// The store's observation state.
+pub(crate) struct Observe {
+    /// When a refusal was last logged (ms on the store clock), or
+    /// `u64::MAX` if never.
+    refusal_logged_ms: AtomicU64,
+    /// Refusals left out since the last one logged.
+    refusals_skipped: AtomicU64,
+    /// A stalled driver was reported and has not recovered since.
+    stall_reported: AtomicBool,
+}
+
+impl Observe {
+    pub(crate) fn new() -> Self {
+        Observe {
+            refusal_logged_ms: AtomicU64::new(u64::MAX),
+            refusals_skipped: AtomicU64::new(0),
+            stall_reported: AtomicBool::new(false),
+        }
+    }
+}
+
+impl Store {
+    /// Logs a refusal of `tenant`'s work by `scope` (rate-limited).
+    pub(super) fn observe_refusal(&self, tenant: TenantId, scope: Scope, now: MonoTime) {
+        if !tracing::enabled!(tracing::Level::INFO) {
+            return;
+        }
+        let o = &self.shared.observe;
+        let now_ms = now.as_millis();
+        let last = o.refusal_logged_ms.load(Ordering::Acquire);
+        let due = last == u64::MAX
+            || now_ms.saturating_sub(last) >= REFUSAL_LOG_INTERVAL.as_millis() as u64;
+        if !due
+            || o.refusal_logged_ms
+                .compare_exchange(last, now_ms, Ordering::AcqRel, Ordering::Acquire)
+                .is_err()
+        {
+            o.refusals_skipped.fetch_add(1, Ordering::AcqRel);
+            return;
+        }
+        let skipped = o.refusals_skipped.swap(0, Ordering::AcqRel);
+        let usage = match scope {
+            Scope::Tenant(c) => self.usage(tenant).of(c),
+            Scope::Collection(c) => self.ceiling_usage(c),
+            _ => None,
+        };
+        tracing::info!(
+            tenant = tenant.0,
+            scope = %scope,
+            limit = usage.map(|u| u.limit),
+            used = usage.map(|u| u.used),
+            refusals_not_logged = skipped,
+            "relaystore refused new work: {scope} reached",
+        );
+    }
+
+    /// The use of the store-wide ceiling on `c`.
+    fn ceiling_usage(&self, c: Collection) -> Option<super::Usage> {
+        let counter = match c {
+            Collection::Leases => self.shared.leases.ceiling(),
+            Collection::Listings => self.shared.listings.ceiling(),
+            Collection::Presence => self.shared.presence.ceiling(),
+            Collection::Attempts => &self.shared.pending,
+            Collection::Replay => self.shared.attempts.ceiling(),
+            Collection::Idempotency => self.shared.idempotency.ceiling(),
+            Collection::Tombstones => self.shared.tombstones.ceiling(),
+            Collection::Locks => self.shared.locks.ceiling(),
+            Collection::Streams => return None,
+        };
+        Some(super::Usage {
+            used: counter.used(),
+            limit: counter.limit(),
+        })
+    }
+
+    /// Reports, once, that the sweep has not run for longer than
+    /// `driver_stall_max` (`lag` since it last ran).
+    pub(super) fn observe_stall(&self, lag: Duration) {
+        if !self
+            .shared
+            .observe
+            .stall_reported
+            .swap(true, Ordering::AcqRel)
+        {
+            tracing::warn!(
+                lag_ms = lag.as_millis() as u64,
+                driver_stall_max_ms = self.shared.config.driver_stall_max.as_millis() as u64,
+                "relaystore expiry driver stalled: joins, binds and consumes are refused until it sweeps again",
+            );
+        }
+    }
+
+    /// Reports that a sweep ran after a reported stall.
+    pub(super) fn observe_sweep_ran(&self) {
+        if self
+            .shared
+            .observe
+            .stall_reported
+            .swap(false, Ordering::AcqRel)
+        {
+            tracing::info!("relaystore expiry driver recovered: sweeping again");
+        }
+    }
+}
