@@ -50,6 +50,24 @@ pub struct Removed<K, V> {
     pub stamp: Stamp,
 }
 
+/// One shard of a table's wheel.
+pub(crate) struct WheelShard<K> {
+    timers: Mutex<Timers<K>>,
+    /// A lower bound on the earliest tick this shard's wheel has work at,
+    /// so a sweep skips a shard with nothing due without taking its lock.
+    /// Lowered under the lock by every insert; set exactly by each advance.
+    next_due_ms: AtomicU64,
+}
+
+impl<K: Ord + Clone> WheelShard<K> {
+    /// Schedules `item` at `due` (under this shard's lock: `timers`).
+    fn schedule(&self, timers: &mut Timers<K>, item: K, due: u64) -> crate::wheel::TimerHandle {
+        let handle = timers.wheel.insert(item, due);
+        self.next_due_ms.fetch_min(due, Ordering::AcqRel);
+        handle
+    }
+}
+
 pub(crate) struct Timers<K> {
     pub(crate) wheel: Wheel<K>,
     /// Scratch space reused by every sweep, so sweeping does not allocate.
@@ -93,7 +111,7 @@ enum Keep {
 pub(crate) struct Table<K, V> {
     map: ShardMap<K, Record<V>>,
     /// The timing wheel, in [`WHEEL_SHARDS`] shards by key.
-    timers: Box<[CachePadded<Mutex<Timers<K>>>]>,
+    timers: Box<[CachePadded<WheelShard<K>>]>,
     ceiling: Counter,
     versions: Arc<Versions>,
     swept_to_ms: AtomicU64,
@@ -116,10 +134,13 @@ where
             map: ShardMap::with_capacity(hint),
             timers: (0..WHEEL_SHARDS)
                 .map(|_| {
-                    CachePadded::new(Mutex::new(Timers {
-                        wheel: Wheel::new(start.as_millis()),
-                        fired: Vec::new(),
-                    }))
+                    CachePadded::new(WheelShard {
+                        timers: Mutex::new(Timers {
+                            wheel: Wheel::new(start.as_millis()),
+                            fired: Vec::new(),
+                        }),
+                        next_due_ms: AtomicU64::new(u64::MAX),
+                    })
                 })
                 .collect(),
             ceiling: Counter::new(scope, capacity),
@@ -151,8 +172,9 @@ where
         deadline_ms: u64,
     ) -> Result<(Stamp, Option<Removed<K, V>>)> {
         let reservation = Reservation::acquire(&[(&self.ceiling, 1)])?;
-        let mut timers = lock_at(Rung::Wheel, self.timers_of(&key));
-        let handle = timers.wheel.insert(key.clone(), deadline_ms);
+        let shard = self.timers_of(&key);
+        let mut timers = lock_at(Rung::Wheel, &shard.timers);
+        let handle = shard.schedule(&mut timers, key.clone(), deadline_ms);
         let (outcome, replaced) = self.map.upsert(key.clone(), |existing| {
             if let Some(old) = existing {
                 let state = old.state();
@@ -280,11 +302,12 @@ where
     /// concurrent renewal either happened before (and is seen) or will call
     /// this again after.
     fn pull_in(&self, key: &K) {
-        let mut timers = lock_at(Rung::Wheel, self.timers_of(key));
-        let wheel = &mut timers.wheel;
+        let shard = self.timers_of(key);
+        let mut timers = lock_at(Rung::Wheel, &shard.timers);
         self.map.read(key, |r| {
-            if wheel.cancel(r.timer()) {
-                r.set_timer(wheel.insert(key.clone(), r.state().deadline_ms()));
+            if timers.wheel.cancel(r.timer()) {
+                let due = r.state().deadline_ms();
+                r.set_timer(shard.schedule(&mut timers, key.clone(), due));
             }
         });
     }
@@ -390,7 +413,7 @@ where
         decide: impl FnOnce(&V, Stamp, bool) -> Result<()>,
         now: MonoTime,
     ) -> Result<Removed<K, V>> {
-        let mut timers = lock_at(Rung::Wheel, self.timers_of(key));
+        let mut timers = lock_at(Rung::Wheel, &self.timers_of(key).timers);
         let verdict = self.map.remove_if(key, |r| {
             let state = r.state();
             let stamp = r.stamp_of(state);
@@ -445,30 +468,40 @@ where
         out.len() - before
     }
 
-    fn sweep_shard(&self, shard: &Mutex<Timers<K>>, now: MonoTime, out: &mut Vec<Removed<K, V>>) {
+    fn sweep_shard(&self, shard: &WheelShard<K>, now: MonoTime, out: &mut Vec<Removed<K, V>>) {
+        // Nothing due: no lock. An insert racing this look is one that
+        // finishes after the sweep; the next sweep sees it.
+        if now.as_millis() < shard.next_due_ms.load(Ordering::Acquire) {
+            return;
+        }
         let mut fired = {
-            let mut guard = lock_at(Rung::Wheel, shard);
+            let mut guard = lock_at(Rung::Wheel, &shard.timers);
             let timers = &mut *guard;
             timers.wheel.advance(now.as_millis(), &mut timers.fired);
+            let next = timers.wheel.next_due().unwrap_or(u64::MAX);
+            shard.next_due_ms.store(next, Ordering::Release);
+            if timers.fired.is_empty() {
+                return;
+            }
             std::mem::take(&mut timers.fired)
         };
         let mut batch = fired.drain(..);
         while batch.len() > 0 {
-            let mut timers = lock_at(Rung::Wheel, shard);
+            let mut timers = lock_at(Rung::Wheel, &shard.timers);
             for fired in batch.by_ref().take(SWEEP_BATCH_MAX) {
-                self.sweep_one(fired, now, &mut timers, out);
+                self.sweep_one(fired, now, shard, &mut timers, out);
             }
         }
         drop(batch);
         // The scratch space goes back for the next sweep to reuse.
-        let mut timers = lock_at(Rung::Wheel, shard);
+        let mut timers = lock_at(Rung::Wheel, &shard.timers);
         if timers.fired.capacity() < fired.capacity() {
             timers.fired = fired;
         }
     }
 
     /// The wheel shard that holds `key`'s timer.
-    fn timers_of(&self, key: &K) -> &Mutex<Timers<K>> {
+    fn timers_of(&self, key: &K) -> &WheelShard<K> {
         let shard = SHARD_HASH.hash_one(key) as usize % WHEEL_SHARDS;
         &self.timers[shard]
     }
@@ -480,6 +513,7 @@ where
         &self,
         fired: Fired<K>,
         now: MonoTime,
+        shard: &WheelShard<K>,
         timers: &mut Timers<K>,
         out: &mut Vec<Removed<K, V>>,
     ) {
@@ -505,7 +539,7 @@ where
                 });
             }
             Some(Err(Keep::Live(deadline_ms))) => {
-                let handle = timers.wheel.insert(fired.item.clone(), deadline_ms);
+                let handle = shard.schedule(timers, fired.item.clone(), deadline_ms);
                 self.map.read(&fired.item, |r| r.set_timer(handle));
             }
             // The record was removed, replaced or rescheduled since its
@@ -557,14 +591,14 @@ where
     pub(crate) fn scheduled(&self) -> usize {
         self.timers
             .iter()
-            .map(|t| lock_at(Rung::Wheel, t).wheel.len())
+            .map(|t| lock_at(Rung::Wheel, &t.timers).wheel.len())
             .sum()
     }
 
     /// The wheel shard of `key`, for tests that corrupt it on purpose.
     #[cfg(test)]
     pub(crate) fn timers_for_audit(&self, key: &K) -> &Mutex<Timers<K>> {
-        self.timers_of(key)
+        &self.timers_of(key).timers
     }
 
     /// Visits every record (live or not) with its current stamp.

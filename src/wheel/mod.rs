@@ -20,7 +20,9 @@
 //! - **Occupancy.** `occupied[L]` has bit `s` set iff slot `s` of level `L` is
 //!   non-empty. Finding the next due slot is a mask and a `trailing_zeros`
 //!   per level, never a walk over empty slots.
-//! - **Storage.** Each slot is a contiguous `Vec` of entries carrying their
+//! - **Storage.** The slot table is allocated by the first entry placed in
+//!   a slot, so a wheel that never held one costs a few words. Each slot is
+//!   a contiguous `Vec` of entries carrying their
 //!   item, due tick, id and generation, so cascading a slot is a sequential
 //!   scan and emitting a tick sorts a contiguous batch. This matters: with a
 //!   million timers, a design that chases a pointer per entry pays a cache
@@ -150,7 +152,8 @@ impl<T: Ord> Wheel<T> {
             "a wheel needs 1..={MAX_LEVELS} levels, got {levels}"
         );
         Wheel {
-            slots: (0..levels * SLOTS).map(|_| Vec::new()).collect(),
+            // Allocated by the first entry: an idle wheel costs nothing.
+            slots: Vec::new(),
             overflow: Vec::new(),
             overflow_min_due: u64::MAX,
             overdue: Vec::new(),
@@ -318,6 +321,9 @@ impl<T: Ord> Wheel<T> {
     fn push(&mut self, entry: Entry<T>) {
         match self.place_for(entry.due) {
             Place::Slot(index) => {
+                if self.slots.is_empty() {
+                    self.slots = (0..self.levels * SLOTS).map(|_| Vec::new()).collect();
+                }
                 self.occupied[index / SLOTS] |= 1 << (index % SLOTS);
                 self.slots[index].push(entry);
             }
