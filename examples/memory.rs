@@ -5,7 +5,8 @@
 //! per-entry expiry, and a bare `DashMap` holding only a key and a word (the
 //! floor for any design on a sharded map); and stream entries with 64-byte
 //! payloads, next to the same payloads in a `VecDeque` ring and a bounded
-//! `crossbeam-channel`. Everything a structure
+//! `crossbeam-channel`; and the store's other records (presence, locks,
+//! tombstones, idempotency records, consumed tokens' replay records). Everything a structure
 //! allocates counts: map buckets, timers, indexes, per-record allocations.
 //!
 //! ```text
@@ -61,6 +62,112 @@ fn config(n: u64) -> StoreConfig {
         attempts_per_listing_max: 64,
         ..StoreConfig::default()
     }
+}
+
+/// A config with room for `n` of every record, store-wide and per tenant.
+fn roomy(n: u64) -> StoreConfig {
+    let room = n * 2;
+    StoreConfig {
+        presence_max: room,
+        locks_max: room,
+        tombstones_max: room,
+        idempotency_max: room,
+        tenant: TenantQuota {
+            presence_max: room,
+            locks_max: room,
+            idempotency_max: room,
+            ..config(n).tenant
+        },
+        ..config(n)
+    }
+}
+
+/// Heap bytes per record of the collections a relay holds besides leases,
+/// listings and pending attempts: presence, named locks, tombstones,
+/// idempotency records and consumed tokens' replay records. A record that
+/// cannot be made alone is measured as the difference between two stores
+/// that differ only in it.
+fn other_collections(n: u64) -> Vec<(&'static str, f64)> {
+    let t = TenantId(1);
+    let store = |config: StoreConfig| Store::builder().config(config).build().unwrap();
+    let presence = per_record(n, |n| {
+        let s = store(roomy(n));
+        for i in 0..n {
+            s.heartbeat(t, &format!("member-{i:08}"), TTL, None, None)
+                .unwrap();
+        }
+        s
+    });
+    // A lock lives while its guard does: the guards are kept, and their
+    // vector (not the store's) is left out.
+    let s = store(roomy(n));
+    let mut guards = Vec::with_capacity(n as usize);
+    let before = heap();
+    for i in 0..n {
+        guards.push(
+            s.try_lock(t, &format!("lock-{i:08}"), HOLDER, TTL, None)
+                .unwrap(),
+        );
+    }
+    let lock = (heap() - before) as f64 / n as f64;
+    drop(guards);
+    drop(s);
+    // Granted then revoked: with tombstones kept (60 s) against the same
+    // with tombstones gone (swept after 1 ms).
+    let revoked = |tombstone_ttl: Duration| {
+        per_record(n, |n| {
+            let s = store(StoreConfig {
+                tombstone_ttl,
+                ..roomy(n)
+            });
+            let ids: Vec<_> = (0..n)
+                .map(|_| s.grant(t, HOLDER, TTL, None).unwrap().id)
+                .collect();
+            for id in ids {
+                s.revoke(t, id).unwrap();
+            }
+            std::thread::sleep(Duration::from_millis(50));
+            s.sweep();
+            s
+        })
+    };
+    let tombstone = revoked(Duration::from_secs(60)) - revoked(Duration::from_millis(1));
+    // Grants with an idempotency key against grants without.
+    let granted = |keyed: bool| {
+        per_record(n, |n| {
+            let s = store(roomy(n));
+            for i in 0..n {
+                let key = format!("req-{i:012}");
+                s.grant(t, HOLDER, TTL, keyed.then_some(key.as_str()))
+                    .unwrap();
+            }
+            s
+        })
+    };
+    let idempotency = granted(true) - granted(false);
+    // Consumed tokens: the growth of a store with its listings in place
+    // while attempts are begun, bound and consumed.
+    let s = store(roomy(n));
+    let lease = s.grant(t, HOLDER, TTL, None).unwrap().id;
+    s.publish(t, lease, "lobby", b"", None).unwrap();
+    let addr = std::net::SocketAddr::from(([203, 0, 113, 7], 40_000));
+    let before = heap();
+    for _ in 0..n {
+        let ticket = s
+            .begin_join(t, "lobby", "client-01234567", TTL, None)
+            .unwrap();
+        s.bind_endpoint(t, ticket.attempt, &ticket.token, addr)
+            .unwrap();
+        s.consume(t, &ticket.token).unwrap();
+    }
+    let replay = (heap() - before) as f64 / n as f64;
+    vec![
+        ("store presence record (no lease)", presence),
+        ("store named lock", lock),
+        ("store tombstone (revoked lease)", tombstone),
+        ("store idempotency record", idempotency),
+        ("store consumed token's replay record", replay),
+    ]
 }
 
 struct PerEntry;
@@ -229,6 +336,9 @@ fn main() {
             "DashMap<(u64, u64), AtomicU64> (floor)", floor
         );
         println!("  lease / moka: {:.2}", lease / moka);
+        for (name, bytes) in other_collections(n) {
+            println!("  {name:<42}{bytes:>10.0}");
+        }
         println!("stream entries (64-byte payloads): {n}");
         println!("  {:<42}{:>10.0}", "store stream entry", stream);
         println!("  {:<42}{:>10.0}", "Mutex<VecDeque<Arc<[u8]>>>", ring);
