@@ -178,6 +178,14 @@ pub struct StoreConfig {
     pub stream_entries_max: usize,
     /// Largest `bytes_max` a stream may be created with, in payload bytes.
     pub stream_bytes_max: usize,
+    /// Stream capacity the store commits to, in payload bytes: the
+    /// `bytes_max` of every stream held, together. A stream reserves its
+    /// whole `bytes_max` when it is created, so the streams' payloads can
+    /// never need more than this.
+    pub stream_bytes_total_max: u64,
+    /// The same for entries: the `entries_max` of every stream held,
+    /// together (an entry costs about 50 bytes besides its payload).
+    pub stream_entries_total_max: u64,
     /// Largest payload of one stream entry, in bytes.
     pub stream_payload_bytes_max: usize,
     /// Most named consumers per stream.
@@ -233,6 +241,8 @@ impl Default for StoreConfig {
             streams_per_tenant_max: 1_024,
             stream_entries_max: 1 << 20,
             stream_bytes_max: 16 << 20,
+            stream_bytes_total_max: 1 << 30,
+            stream_entries_total_max: 1 << 22,
             stream_payload_bytes_max: 64 << 10,
             consumers_per_stream_max: 64,
             driver_stall_max: Duration::from_secs(5),
@@ -325,6 +335,8 @@ impl StoreConfig {
             ("streams_per_tenant_max", self.streams_per_tenant_max),
             ("stream_entries_max", self.stream_entries_max as u64),
             ("stream_bytes_max", self.stream_bytes_max as u64),
+            ("stream_bytes_total_max", self.stream_bytes_total_max),
+            ("stream_entries_total_max", self.stream_entries_total_max),
             (
                 "stream_payload_bytes_max",
                 self.stream_payload_bytes_max as u64,

@@ -125,6 +125,12 @@ pub enum Scope {
     StreamEntries,
     /// A stream's cap on named consumers (`consumers_per_stream_max`).
     StreamConsumers,
+    /// The store-wide budget of stream bytes: the streams' `bytes_max`
+    /// together (`stream_bytes_total_max`).
+    StreamBytesTotal,
+    /// The store-wide budget of stream entries: the streams' `entries_max`
+    /// together (`stream_entries_total_max`).
+    StreamEntriesTotal,
     /// The ceiling of a `TtlMap` or of a quota `Counter` built outside a
     /// store (feature `internals`), by name.
     Named(&'static str),
@@ -143,6 +149,8 @@ impl fmt::Display for Scope {
             Scope::TenantChannels => f.write_str("tenant cap on wake channels"),
             Scope::StreamEntries => f.write_str("stream retention (refusing when full)"),
             Scope::StreamConsumers => f.write_str("per-stream cap on consumers"),
+            Scope::StreamBytesTotal => f.write_str("store-wide budget of stream bytes"),
+            Scope::StreamEntriesTotal => f.write_str("store-wide budget of stream entries"),
             Scope::Named(name) => write!(f, "{name} ceiling"),
         }
     }

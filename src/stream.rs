@@ -23,7 +23,7 @@
 use crate::error::{Error, Result, Scope};
 use crate::events::Collection;
 use crate::ids::{LeaseId, TenantId};
-use crate::quota::Counter;
+use crate::quota::{Counter, Reservation};
 use crate::shard::{ShardMap, Upsert};
 use crate::sync::{lock_at, Arc, AtomicBool, AtomicU64, Mutex, Ordering, Rung};
 use crate::time::{duration_to_millis_ceil, Clock, MonoTime};
@@ -127,6 +127,8 @@ pub(crate) struct StreamLimits {
     pub(crate) bytes_max: usize,
     pub(crate) payload_bytes_max: usize,
     pub(crate) consumers_max: usize,
+    pub(crate) bytes_total_max: u64,
+    pub(crate) entries_total_max: u64,
 }
 
 /// A stream's key in the map: its tenant and name.
@@ -211,6 +213,11 @@ pub(crate) struct StreamHub {
     limits: StreamLimits,
     /// Streams held, against `streams_max`.
     count: Counter,
+    /// The streams' `bytes_max` together, against `stream_bytes_total_max`.
+    budget_bytes: Counter,
+    /// The streams' `entries_max` together, against
+    /// `stream_entries_total_max`.
+    budget_entries: Counter,
     /// When the oldest entry of each aging stream comes of age. At most
     /// one timer per stream (its log's `armed`), so at most `streams_max`
     /// live timers.
@@ -303,6 +310,8 @@ impl StreamHub {
             streams: ShardMap::with_capacity(16),
             tenant_streams: ShardMap::with_capacity(16),
             count: Counter::new(Scope::Collection(Collection::Streams), limits.streams_max),
+            budget_bytes: Counter::new(Scope::StreamBytesTotal, limits.bytes_total_max),
+            budget_entries: Counter::new(Scope::StreamEntriesTotal, limits.entries_total_max),
             limits,
             aging: Mutex::new(Wheel::new(start.as_millis())),
             serials: AtomicU64::new(0),
@@ -355,6 +364,17 @@ impl StreamHub {
                 reason: "a stream's age_max must be positive",
             });
         }
+        // A retried creation finds its stream and takes no room, however
+        // full the store is.
+        let held = self
+            .streams
+            .read(&key, |s| s.visible().then(|| s.config == config))
+            .flatten();
+        match held {
+            Some(true) => return Ok(Created::Existing),
+            Some(false) => return Err(Error::Exists),
+            None => {}
+        }
         let max = self.limits.streams_per_tenant_max;
         let (taken, _) = self.tenant_streams.upsert(key.0, |n| match n {
             Some(&n) if n >= max => Upsert::Keep(false),
@@ -366,14 +386,22 @@ impl StreamHub {
                 scope: Scope::Tenant(Collection::Streams),
             });
         }
-        // The tenant's own cap first, then the store-wide one (a tenant at
-        // its cap never holds store-wide room).
-        if !self.count.try_acquire(1) {
-            self.give_slot(key.0);
-            return Err(Error::CapacityExceeded {
-                scope: Scope::Collection(Collection::Streams),
-            });
-        }
+        // The tenant's own cap first, then the store-wide ones (a tenant at
+        // its cap never holds store-wide room): a stream, and its whole
+        // capacity from the store's budget, so no append can need memory
+        // the store did not commit to.
+        let store_wide = Reservation::acquire(&[
+            (&self.count, 1),
+            (&self.budget_bytes, config.bytes_max as u64),
+            (&self.budget_entries, config.entries_max as u64),
+        ]);
+        let store_wide = match store_wide {
+            Ok(held) => held,
+            Err(refusal) => {
+                self.give_slot(key.0);
+                return Err(refusal);
+            }
+        };
         let serial = self.serials.fetch_add(1, Ordering::Relaxed);
         let stream = Arc::new(Stream {
             config: config.clone(),
@@ -399,8 +427,10 @@ impl StreamHub {
             Some(s) if s.config == config => Upsert::Keep(Ok(Created::Existing)),
             Some(_) => Upsert::Keep(Err(Error::Exists)),
         });
-        if created != Ok(Created::New(serial)) {
-            self.count.release(1);
+        if created == Ok(Created::New(serial)) {
+            store_wide.commit();
+        } else {
+            drop(store_wide);
             self.give_slot(key.0);
         }
         created
@@ -430,6 +460,9 @@ impl StreamHub {
             return None;
         };
         self.count.release(1);
+        self.budget_bytes.release(stream.config.bytes_max as u64);
+        self.budget_entries
+            .release(stream.config.entries_max as u64);
         self.give_slot(key.0);
         // A timer set after this read fires for a serial no stream has any
         // more, and is dropped then.
@@ -549,6 +582,19 @@ impl StreamHub {
                 "streams: {} held, {} admitted",
                 streams.len(),
                 self.count.used()
+            ));
+        }
+        let budget = |f: fn(&StreamConfig) -> usize| {
+            streams
+                .iter()
+                .map(|(_, s)| f(&s.config) as u64)
+                .sum::<u64>()
+        };
+        let reserved = (budget(|c| c.bytes_max), budget(|c| c.entries_max));
+        let budgeted = (self.budget_bytes.used(), self.budget_entries.used());
+        if reserved != budgeted {
+            return Err(format!(
+                "streams reserve {reserved:?} (bytes, entries) but the budget counts {budgeted:?}"
             ));
         }
         let mut per_tenant: BTreeMap<TenantId, u64> = BTreeMap::new();

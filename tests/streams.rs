@@ -504,3 +504,46 @@ fn an_attached_creation_racing_the_revocation_leaves_nothing() {
     }
     eprintln!("attached creations racing a revocation: {created} made, {refused} refused");
 }
+
+/// A stream reserves its whole capacity from the store-wide budget when it
+/// is created, so the streams together can never hold more than the store
+/// committed to; deleting one gives its share back.
+#[test]
+fn streams_reserve_their_capacity_from_a_store_wide_budget() {
+    let (_c, s) = store_with(StoreConfig {
+        stream_bytes_total_max: 1000,
+        stream_entries_total_max: 30,
+        ..config()
+    });
+    let cfg = |entries, bytes| StreamConfig::new(entries, bytes, WhenFull::Refuse);
+    s.create_stream(T, "a", cfg(10, 600)).unwrap();
+    assert_eq!(
+        s.create_stream(T, "b", cfg(10, 500)),
+        Err(Error::CapacityExceeded {
+            scope: Scope::StreamBytesTotal
+        }),
+        "600 + 500 bytes reserved"
+    );
+    s.create_stream(T, "b", cfg(10, 400)).unwrap();
+    assert_eq!(
+        s.create_stream(OTHER, "c", cfg(11, 1)),
+        Err(Error::CapacityExceeded {
+            scope: Scope::StreamBytesTotal
+        }),
+        "the byte budget is spent"
+    );
+    s.delete_stream(T, "b").unwrap();
+    assert_eq!(
+        s.create_stream(OTHER, "c", cfg(21, 100)),
+        Err(Error::CapacityExceeded {
+            scope: Scope::StreamEntriesTotal
+        }),
+        "10 + 21 entries reserved"
+    );
+    assert_eq!(s.streams(), 1, "a refusal holds nothing");
+    s.create_stream(OTHER, "c", cfg(20, 100)).unwrap();
+    // A retried creation reserves nothing twice.
+    s.create_stream(OTHER, "c", cfg(20, 100)).unwrap();
+    s.audit().unwrap();
+    assert_eq!(s.streams(), 2);
+}

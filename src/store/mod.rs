@@ -255,6 +255,8 @@ impl Store {
                     bytes_max: config.stream_bytes_max,
                     payload_bytes_max: config.stream_payload_bytes_max,
                     consumers_max: config.consumers_per_stream_max,
+                    bytes_total_max: config.stream_bytes_total_max,
+                    entries_total_max: config.stream_entries_total_max,
                 },
                 start,
             ),

@@ -18,7 +18,10 @@ impl Store {
     /// with `CapacityExceeded` (`TenantStreams`) past
     /// `streams_per_tenant_max` and (`Streams`) past `streams_max`, with
     /// `InvalidArgument` for a zero limit, an `entries_max` above
-    /// `stream_entries_max` or a `bytes_max` above `stream_bytes_max`, and
+    /// `stream_entries_max` or a `bytes_max` above `stream_bytes_max`, with
+    /// `StreamBytesTotal` / `StreamEntriesTotal` when the stream's whole
+    /// capacity (it is reserved at creation) does not fit the store-wide
+    /// budget (`stream_bytes_total_max`, `stream_entries_total_max`), and
     /// with `Draining` or
     /// `ServiceUnavailable` while the store drains or once it stopped.
     ///
