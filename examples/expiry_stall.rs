@@ -16,7 +16,7 @@
 mod support;
 
 use relaystore::time::{ManualClock, MonoTime};
-use relaystore::{Store, StoreConfig, TenantId, TenantQuota};
+use relaystore::{Store, TenantId};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
@@ -31,14 +31,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         Some(a) => a.parse().map_err(|e| format!("RECORDS: {e}"))?,
     };
-    let config = StoreConfig {
-        leases_max: n * 2,
-        tenant: TenantQuota {
-            leases_max: n * 2,
-            ..TenantQuota::default()
-        },
-        ..StoreConfig::default()
-    };
+    let config = support::room_for_leases(n);
     let clock = Arc::new(ManualClock::new());
     let store = Store::new(config, clock.clone())?;
     let doomed = TenantId(1);

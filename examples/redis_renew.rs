@@ -22,7 +22,7 @@
 mod support;
 
 use relaystore::time::SystemClock;
-use relaystore::{Store, StoreConfig, TenantId, TenantQuota};
+use relaystore::{Store, TenantId};
 use std::io::{BufRead, BufReader, BufWriter, Read, Write};
 use std::net::TcpStream;
 use std::sync::Arc;
@@ -264,14 +264,7 @@ fn main() -> Result<(), String> {
     );
 
     // The embedded store: the same leases and renewals.
-    let config = StoreConfig {
-        leases_max: n * 2,
-        tenant: TenantQuota {
-            leases_max: n * 2,
-            ..TenantQuota::default()
-        },
-        ..StoreConfig::default()
-    };
+    let config = support::room_for_leases(n);
     let store = Store::new(config, Arc::new(SystemClock::new())).map_err(|e| e.to_string())?;
     let t = TenantId(1);
     let leases: Vec<_> = (0..n)

@@ -103,3 +103,16 @@ pub fn max_resident_bytes() -> Option<u64> {
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kib * 1024)
 }
+
+/// The default limits with room for `2n` leases, store-wide and for one
+/// tenant.
+pub fn room_for_leases(n: u64) -> relaystore::StoreConfig {
+    relaystore::StoreConfig {
+        leases_max: n * 2,
+        tenant: relaystore::TenantQuota {
+            leases_max: n * 2,
+            ..relaystore::TenantQuota::default()
+        },
+        ..relaystore::StoreConfig::default()
+    }
+}
