@@ -163,3 +163,43 @@ fn lifecycle_and_revocations_are_traced() {
     assert!(has("SPAN relaystore_drain_end"), "{lines:#?}");
     assert!(has("drained and stopped"), "{lines:#?}");
 }
+
+#[test]
+fn stream_and_wake_refusals_are_logged_too() {
+    let ((), log) = captured(|| {
+        let (c, s) = store_with(StoreConfig {
+            listeners_per_channel_max: 1,
+            ..config()
+        });
+        let full =
+            relaystore::stream::StreamConfig::new(1, 64, relaystore::stream::WhenFull::Refuse);
+        s.create_stream(T, "log", full).unwrap();
+        s.append(T, "log", b"x").unwrap();
+        assert!(matches!(
+            s.append(T, "log", b"y"),
+            Err(Error::CapacityExceeded { .. })
+        ));
+        c.advance(SEC);
+        let _first = s.listen(T, "lobby").unwrap();
+        assert!(matches!(
+            s.listen(T, "lobby"),
+            Err(Error::CapacityExceeded { .. })
+        ));
+    });
+    let refusals = log.matching("refused new work");
+    assert_eq!(refusals.len(), 2, "{refusals:#?}");
+    assert!(
+        refusals[0].contains("scope=stream retention"),
+        "{}",
+        refusals[0]
+    );
+    assert!(
+        refusals[1].contains("scope=per-channel cap on listeners"),
+        "{}",
+        refusals[1]
+    );
+    assert!(
+        refusals.iter().all(|r| r.contains("tenant=1")),
+        "{refusals:#?}"
+    );
+}

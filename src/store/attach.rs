@@ -326,10 +326,7 @@ impl Store {
         make: impl Fn(Owner, u64) -> C,
     ) -> Result<Stamp> {
         let created = self.create_steps(tenant, key, parent, now, deadline, make);
-        if let Err(Error::CapacityExceeded { scope }) = &created {
-            self.observe_refusal(tenant, *scope, now);
-        }
-        created
+        self.observed(tenant, created)
     }
 
     /// The steps of [`create`](Self::create), in the order this module's

@@ -1,13 +1,15 @@
 //! What the store tells an operator through `tracing`: refusals (with the
 //! tenant, the limit and its use; at most one event per
-//! [`REFUSAL_LOG_INTERVAL`], with a count of those left out), a stalled
+//! [`REFUSAL_LOG_INTERVAL`], with a count of those left out; from record
+//! creations, stream creations, appends and commits, and wake listens),
+//! a stalled
 //! expiry driver and its recovery, and the start of each incarnation. The
 //! spans of sweeps, drains and tenant revocations are opened where those
 //! run. Nothing here prints: without a subscriber installed, each call is
 //! a check of a cached flag.
 
 use super::{Collection, Store};
-use crate::error::Scope;
+use crate::error::{Error, Result, Scope};
 use crate::ids::TenantId;
 use crate::sync::{AtomicBool, AtomicU64, Ordering};
 use crate::time::MonoTime;
@@ -39,8 +41,17 @@ impl Observe {
 }
 
 impl Store {
+    /// `result`, with a refusal of `tenant`'s work for capacity logged: the
+    /// one way every refusing path reports.
+    pub(super) fn observed<T>(&self, tenant: TenantId, result: Result<T>) -> Result<T> {
+        if let Err(Error::CapacityExceeded { scope }) = &result {
+            self.observe_refusal(tenant, *scope, self.shared.clock.now());
+        }
+        result
+    }
+
     /// Logs a refusal of `tenant`'s work by `scope` (rate-limited).
-    pub(super) fn observe_refusal(&self, tenant: TenantId, scope: Scope, now: MonoTime) {
+    fn observe_refusal(&self, tenant: TenantId, scope: Scope, now: MonoTime) {
         if !tracing::enabled!(tracing::Level::INFO) {
             return;
         }

@@ -34,6 +34,16 @@ impl Store {
     /// cause `Cascaded`). A creation of the same name still confirming its
     /// lease answers `InFlight`.
     pub fn create_stream(&self, tenant: TenantId, name: &str, config: StreamConfig) -> Result<()> {
+        let created = self.create_stream_steps(tenant, name, config);
+        self.observed(tenant, created)
+    }
+
+    fn create_stream_steps(
+        &self,
+        tenant: TenantId,
+        name: &str,
+        config: StreamConfig,
+    ) -> Result<()> {
         self.check_stream_name(name)?;
         let name: Arc<str> = Arc::from(name);
         let now = self.shared.clock.now();
@@ -120,12 +130,13 @@ impl Store {
     pub fn append(&self, tenant: TenantId, name: &str, payload: &[u8]) -> Result<u64> {
         self.check_stream_name(name)?;
         self.refuse_if_stopped()?;
-        let (offset, wake) = self.shared.streams.append(
+        let appended = self.shared.streams.append(
             (tenant, name),
             payload,
             &*self.shared.clock,
             &self.alive(tenant),
-        )?;
+        );
+        let (offset, wake) = self.observed(tenant, appended)?;
         self.shared.wakes.notify(&(tenant, wake))?;
         Ok(offset)
     }
@@ -163,9 +174,11 @@ impl Store {
     pub fn commit(&self, tenant: TenantId, name: &str, consumer: &str, offset: u64) -> Result<()> {
         self.check_stream_name(name)?;
         let consumer = self.name(consumer)?;
-        self.shared
-            .streams
-            .commit((tenant, name), &self.alive(tenant), consumer, offset)
+        let committed =
+            self.shared
+                .streams
+                .commit((tenant, name), &self.alive(tenant), consumer, offset);
+        self.observed(tenant, committed)
     }
 
     /// What the stream holds now: its first and next offsets, its entries,
@@ -195,7 +208,8 @@ impl Store {
     pub fn follow(&self, tenant: TenantId, name: &str, consumer: &str) -> Result<Follower> {
         let stream = self.stream_name(name)?;
         let consumer = self.name(consumer)?;
-        let wakes = self.shared.wakes.listen(tenant, wake_channel(&stream))?;
+        let listening = self.shared.wakes.listen(tenant, wake_channel(&stream));
+        let wakes = self.observed(tenant, listening)?;
         let position =
             self.shared
                 .streams

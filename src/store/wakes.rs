@@ -33,7 +33,8 @@ impl Store {
     /// its last handle goes.
     pub fn listen(&self, tenant: TenantId, channel: &str) -> Result<Listener> {
         let channel = self.channel_name(channel)?;
-        self.shared.wakes.listen(tenant, channel)
+        let listening = self.shared.wakes.listen(tenant, channel);
+        self.observed(tenant, listening)
     }
 
     /// Wake listeners attached now.
