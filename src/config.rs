@@ -11,6 +11,10 @@ use crate::record::DEADLINE_MAX_MS;
 use crate::time::duration_to_millis_ceil;
 use std::time::Duration;
 
+/// Most missed fires a schedule enqueues after a pause; then it skips
+/// forward to its grid.
+pub const SCHEDULE_CATCH_UP_MAX: u32 = 64;
+
 /// Per-tenant quotas, as a [`QuotaPolicy`] hands them out.
 ///
 /// A field set to [`TenantQuota::OFF`] switches that quota off: the store
@@ -44,9 +48,11 @@ impl TenantQuota {
     pub const OFF: u64 = u64::MAX;
 
     /// The quota on collection `c` ([`OFF`](Self::OFF) for tombstones,
-    /// which no tenant quota bounds, and for streams, which
-    /// [`StoreConfig::streams_per_tenant_max`] bounds alike for every
-    /// tenant).
+    /// which no tenant quota bounds, and for streams, queues and schedules,
+    /// which [`StoreConfig::streams_per_tenant_max`],
+    /// [`queues_per_tenant_max`](StoreConfig::queues_per_tenant_max) and
+    /// [`schedules_per_tenant_max`](StoreConfig::schedules_per_tenant_max)
+    /// bound alike for every tenant).
     pub fn limit(&self, c: Collection) -> u64 {
         match c {
             Collection::Leases => self.leases_max,
@@ -56,7 +62,10 @@ impl TenantQuota {
             Collection::Replay => self.replay_max,
             Collection::Idempotency => self.idempotency_max,
             Collection::Locks => self.locks_max,
-            Collection::Tombstones | Collection::Streams => Self::OFF,
+            Collection::Tombstones
+            | Collection::Streams
+            | Collection::Queues
+            | Collection::Schedules => Self::OFF,
         }
     }
 
@@ -190,6 +199,30 @@ pub struct StoreConfig {
     pub stream_payload_bytes_max: usize,
     /// Most named consumers per stream.
     pub consumers_per_stream_max: usize,
+    /// Most job queues held, store-wide.
+    pub queues_max: u64,
+    /// Most job queues per tenant.
+    pub queues_per_tenant_max: u64,
+    /// Largest `jobs_max` a queue may be created with.
+    pub queue_jobs_max: usize,
+    /// Largest `bytes_max` a queue may be created with, in payload bytes.
+    pub queue_bytes_max: usize,
+    /// Queue capacity the store commits to, in jobs: the `jobs_max` of
+    /// every queue held, together (a queue reserves it at creation; a job
+    /// costs about 150 bytes besides its payload).
+    pub queue_jobs_total_max: u64,
+    /// The same in payload bytes: the queues' `bytes_max` together.
+    pub queue_bytes_total_max: u64,
+    /// Largest payload of one job, in bytes.
+    pub job_payload_bytes_max: usize,
+    /// Most schedules held, store-wide.
+    pub schedules_max: u64,
+    /// Most schedules per tenant.
+    pub schedules_per_tenant_max: u64,
+    /// Shortest interval a schedule accepts.
+    pub schedule_interval_min: Duration,
+    /// Longest interval a schedule accepts.
+    pub schedule_interval_max: Duration,
     /// How long the expiry driver may go without sweeping before joins,
     /// binds and consumes are refused with `ServiceUnavailable` (expiry, and
     /// so token validity, can no longer be guaranteed).
@@ -245,6 +278,17 @@ impl Default for StoreConfig {
             stream_entries_total_max: 1 << 22,
             stream_payload_bytes_max: 64 << 10,
             consumers_per_stream_max: 64,
+            queues_max: 16_384,
+            queues_per_tenant_max: 256,
+            queue_jobs_max: 1 << 20,
+            queue_bytes_max: 64 << 20,
+            queue_jobs_total_max: 1 << 22,
+            queue_bytes_total_max: 1 << 30,
+            job_payload_bytes_max: 64 << 10,
+            schedules_max: 16_384,
+            schedules_per_tenant_max: 256,
+            schedule_interval_min: Duration::from_millis(100),
+            schedule_interval_max: Duration::from_secs(7 * 24 * 60 * 60),
             driver_stall_max: Duration::from_secs(5),
             drain_window_max: Duration::from_secs(60 * 60),
             fence_floor: 0,
@@ -267,6 +311,8 @@ impl StoreConfig {
             Collection::Tombstones => self.tombstones_max,
             Collection::Locks => self.locks_max,
             Collection::Streams => self.streams_max,
+            Collection::Queues => self.queues_max,
+            Collection::Schedules => self.schedules_max,
         }
     }
 
@@ -282,6 +328,8 @@ impl StoreConfig {
             Collection::Tombstones => "tombstones_max",
             Collection::Locks => "locks_max",
             Collection::Streams => "streams_max",
+            Collection::Queues => "queues_max",
+            Collection::Schedules => "schedules_max",
         }
     }
 
@@ -306,6 +354,21 @@ impl StoreConfig {
             if !fits(d.saturating_add(self.replay_grace)) {
                 return invalid(field, clock_range);
             }
+        }
+        if self.schedule_interval_min.is_zero() {
+            return invalid("schedule_interval_min", "must be positive");
+        }
+        if self.schedule_interval_min > self.schedule_interval_max {
+            return invalid(
+                "schedule_interval_max",
+                "must be at least schedule_interval_min",
+            );
+        }
+        if !fits(
+            self.schedule_interval_max
+                .saturating_mul(SCHEDULE_CATCH_UP_MAX + 1),
+        ) {
+            return invalid("schedule_interval_max", "must fit the clock range");
         }
         if !fits(self.drain_window_max) {
             return invalid("drain_window_max", "must fit the clock range");
@@ -345,6 +408,13 @@ impl StoreConfig {
                 "consumers_per_stream_max",
                 self.consumers_per_stream_max as u64,
             ),
+            ("queues_per_tenant_max", self.queues_per_tenant_max),
+            ("queue_jobs_max", self.queue_jobs_max as u64),
+            ("queue_bytes_max", self.queue_bytes_max as u64),
+            ("queue_jobs_total_max", self.queue_jobs_total_max),
+            ("queue_bytes_total_max", self.queue_bytes_total_max),
+            ("job_payload_bytes_max", self.job_payload_bytes_max as u64),
+            ("schedules_per_tenant_max", self.schedules_per_tenant_max),
         ] {
             if limit == 0 {
                 return invalid(field, "must be positive");
@@ -362,8 +432,11 @@ impl StoreConfig {
                 Collection::Replay => "tenant.replay_max",
                 Collection::Idempotency => "tenant.idempotency_max",
                 Collection::Locks => "tenant.locks_max",
-                Collection::Tombstones | Collection::Streams => {
-                    unreachable!("no tenant quota bounds tombstones or streams")
+                Collection::Tombstones
+                | Collection::Streams
+                | Collection::Queues
+                | Collection::Schedules => {
+                    unreachable!("no tenant quota bounds these collections")
                 }
             };
             return invalid(

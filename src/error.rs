@@ -92,6 +92,15 @@ pub enum Error {
     /// The same idempotency key is being processed right now; retry shortly.
     #[error("duplicate request in flight; retry")]
     InFlight,
+    /// The claim is not the job's live claim: superseded by a later claim,
+    /// another claim's token, or lapsed (its visibility passed). The job
+    /// was left exactly as it was.
+    #[error("stale claim: not the job's live claim")]
+    StaleClaim,
+    /// The runner no longer holds the scheduler lock (it lapsed, or a
+    /// runner with a newer fence took it); it fired nothing.
+    #[error("leadership lost: the scheduler lock is not this runner's")]
+    LeadershipLost,
 }
 
 /// The limit that refused an admission, named in
@@ -131,6 +140,20 @@ pub enum Scope {
     /// The store-wide budget of stream entries: the streams' `entries_max`
     /// together (`stream_entries_total_max`).
     StreamEntriesTotal,
+    /// A queue's `jobs_max`: it holds that many jobs (dead letters
+    /// included).
+    QueueJobs,
+    /// A queue's `bytes_max` of payload.
+    QueueBytes,
+    /// A queue holds `dead_letters_max` dead letters and takes no jobs
+    /// until they are requeued or purged.
+    QueueDeadLetters,
+    /// The store-wide budget of queue jobs: the queues' `jobs_max`
+    /// together (`queue_jobs_total_max`).
+    QueueJobsTotal,
+    /// The store-wide budget of queue bytes: the queues' `bytes_max`
+    /// together (`queue_bytes_total_max`).
+    QueueBytesTotal,
     /// The ceiling of a `TtlMap` or of a quota `Counter` built outside a
     /// store (feature `internals`), by name.
     Named(&'static str),
@@ -151,6 +174,11 @@ impl fmt::Display for Scope {
             Scope::StreamConsumers => f.write_str("per-stream cap on consumers"),
             Scope::StreamBytesTotal => f.write_str("store-wide budget of stream bytes"),
             Scope::StreamEntriesTotal => f.write_str("store-wide budget of stream entries"),
+            Scope::QueueJobs => f.write_str("per-queue cap on jobs"),
+            Scope::QueueBytes => f.write_str("per-queue cap on payload bytes"),
+            Scope::QueueDeadLetters => f.write_str("per-queue cap on dead letters"),
+            Scope::QueueJobsTotal => f.write_str("store-wide budget of queue jobs"),
+            Scope::QueueBytesTotal => f.write_str("store-wide budget of queue bytes"),
             Scope::Named(name) => write!(f, "{name} ceiling"),
         }
     }

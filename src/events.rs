@@ -44,12 +44,16 @@ pub enum Collection {
     Locks,
     /// Streams (their removal: deleted, or cascaded with their lease).
     Streams,
+    /// Job queues (their removal: deleted, with every job in them).
+    Queues,
+    /// Interval schedules (their removal: unscheduled).
+    Schedules,
 }
 
 impl Collection {
     /// Every collection, in declaration order: what per-collection data is
     /// indexed by (`Collection as usize`).
-    pub const ALL: [Collection; 9] = [
+    pub const ALL: [Collection; 11] = [
         Collection::Leases,
         Collection::Listings,
         Collection::Presence,
@@ -59,6 +63,8 @@ impl Collection {
         Collection::Tombstones,
         Collection::Locks,
         Collection::Streams,
+        Collection::Queues,
+        Collection::Schedules,
     ];
 
     /// The collection's name, as a refusal's message shows it.
@@ -73,6 +79,8 @@ impl Collection {
             Collection::Tombstones => "tombstones",
             Collection::Locks => "locks",
             Collection::Streams => "streams",
+            Collection::Queues => "queues",
+            Collection::Schedules => "schedules",
         }
     }
 }
@@ -118,6 +126,10 @@ pub enum RecordId {
     Key(Arc<str>),
     /// A stream, by name.
     Stream(Arc<str>),
+    /// A job queue, by name.
+    Queue(Arc<str>),
+    /// A schedule, by name.
+    Schedule(Arc<str>),
 }
 
 /// One removal.

@@ -66,6 +66,14 @@ pub enum StoreFault {
     /// The sweep's batch does not check that a fired wheel entry is still
     /// the record's (its handle) before deciding on the record.
     SweepIgnoresHandle,
+    /// A claim picks the oldest ready job under one hold of the queue's
+    /// lock and takes it under another.
+    ClaimSplitHold,
+    /// An ack checks its claim under one hold of the queue's lock and
+    /// removes the job under another.
+    AckSplitHold,
+    /// A schedule run ignores the newest fence its book has seen.
+    StaleLeaderFires,
 }
 
 std::thread_local! {

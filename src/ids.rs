@@ -129,9 +129,15 @@ store_id!(
     AttemptId,
     "attempt"
 );
+store_id!(
+    /// A job, issued by [`Store::enqueue`](crate::Store::enqueue): unique in
+    /// the store, increasing in enqueue order.
+    JobId,
+    "job"
+);
 
 /// Text that is not an id's `Display` form (`lease-<16 hex>-<hex>`,
-/// `attempt-<16 hex>-<hex>`).
+/// `attempt-<16 hex>-<hex>`, `job-<16 hex>-<hex>`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("not a relaystore id")]
 pub struct ParseIdError;

@@ -75,12 +75,15 @@ mod ids;
 #[cfg(relaystore_loom)]
 #[doc(hidden)]
 pub mod model;
+mod named;
+pub mod queue;
 #[cfg(feature = "internals")]
 pub mod quota;
 #[cfg(not(feature = "internals"))]
 #[allow(dead_code)] // the parts only benches and experiments call
 mod quota;
 mod record;
+pub mod schedule;
 mod shard;
 mod store;
 pub mod stream;
@@ -96,20 +99,22 @@ pub mod wheel;
 #[allow(dead_code)] // the parts only benches and experiments call
 mod wheel;
 
-pub use config::{QuotaPolicy, StoreConfig, TenantQuota, UniformQuota};
+pub use config::{QuotaPolicy, StoreConfig, TenantQuota, UniformQuota, SCHEDULE_CATCH_UP_MAX};
 #[cfg(all(feature = "internals", not(relaystore_loom)))]
 pub use driver::{ExpiryDriver, Sweep};
 pub use engine::{Engine, Events, Follow, Wakes};
 pub use error::{Error, Result, Scope};
-pub use ids::{AttemptId, JoinToken, LeaseId, ParseIdError, TenantId, TOKEN_SECRET_BYTES};
+pub use ids::{AttemptId, JobId, JoinToken, LeaseId, ParseIdError, TenantId, TOKEN_SECRET_BYTES};
 #[cfg(feature = "internals")]
 pub use record::{Stamp, CAS_ATTEMPTS_MAX, DEADLINE_MAX_MS};
 #[cfg(feature = "internals")]
 pub use store::AuditError;
 pub use store::{
-    Admission, Binding, Cursor, DegradedReason, EndpointSeen, Health, JoinTicket, LeaseGrant,
-    LeaseInfo, ListingInfo, LockGuard, LockInfo, Page, PresenceInfo, Renewal, Stats, Store,
-    StoreBuilder, TenantUsage, Usage, EXPIRY_TICK_DEFAULT, REFUSAL_LOG_INTERVAL, RESERVED_PREFIX,
+    outbox_config, Admission, Binding, ClaimedJob, Cursor, DeadLetter, DegradedReason,
+    EndpointSeen, Health, JoinTicket, LeaseGrant, LeaseInfo, ListingInfo, LockGuard, LockInfo,
+    OutboxMessage, OutboxRun, Page, PresenceInfo, Renewal, Scheduler, SchedulerStep, SchedulerStop,
+    Stats, Store, StoreBuilder, TenantUsage, Usage, EXPIRY_TICK_DEFAULT, OUTBOX_QUEUE,
+    REFUSAL_LOG_INTERVAL, RESERVED_PREFIX, SCHEDULER_LOCK,
 };
 #[cfg(feature = "internals")]
 pub use ttl::{Removed, TtlConfig, TtlMap};

@@ -23,6 +23,7 @@
 use crate::error::{Error, Result, Scope};
 use crate::events::Collection;
 use crate::ids::{LeaseId, TenantId};
+use crate::named::{view, Name, TenantCounts, TenantName};
 use crate::quota::{Counter, Reservation};
 use crate::shard::{ShardMap, Upsert};
 use crate::sync::{lock_at, Arc, AtomicBool, AtomicU64, Mutex, Ordering, Rung};
@@ -131,64 +132,6 @@ pub(crate) struct StreamLimits {
     pub(crate) entries_total_max: u64,
 }
 
-/// A stream's key in the map: its tenant and name.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) struct StreamKey(pub(crate) TenantId, pub(crate) Arc<str>);
-
-/// A stream's key as a caller holds it: looked up without building an
-/// owned key (no allocation per append or read).
-pub(crate) type Name<'a> = (TenantId, &'a str);
-
-/// A key seen through its parts: an owned [`StreamKey`] and a borrowed
-/// [`Name`] hash and compare alike, so the map finds one by the other.
-pub(crate) trait KeyView {
-    fn parts(&self) -> (TenantId, &str);
-}
-
-impl KeyView for StreamKey {
-    fn parts(&self) -> (TenantId, &str) {
-        (self.0, &self.1)
-    }
-}
-
-impl KeyView for Name<'_> {
-    fn parts(&self) -> (TenantId, &str) {
-        *self
-    }
-}
-
-impl std::hash::Hash for dyn KeyView + '_ {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.parts().hash(state);
-    }
-}
-
-impl PartialEq for dyn KeyView + '_ {
-    fn eq(&self, other: &Self) -> bool {
-        self.parts() == other.parts()
-    }
-}
-
-impl Eq for dyn KeyView + '_ {}
-
-// By hand, to hash exactly as the view does (`Borrow` requires it).
-impl std::hash::Hash for StreamKey {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.parts().hash(state);
-    }
-}
-
-impl<'a> std::borrow::Borrow<dyn KeyView + 'a> for StreamKey {
-    fn borrow(&self) -> &(dyn KeyView + 'a) {
-        self
-    }
-}
-
-/// The map's lookup form of a borrowed key.
-fn view<'k>(key: &'k Name<'_>) -> &'k (dyn KeyView + 'k) {
-    key
-}
-
 /// Whether the lease with this sequence number is visible, asked (with no
 /// lock held) before a stream attached to it is used.
 pub(crate) type Alive<'a> = &'a dyn Fn(u64) -> bool;
@@ -205,11 +148,11 @@ pub(crate) enum Created {
 
 /// An age timer's item: the stream and its serial, so a timer set for a
 /// deleted stream never acts on a new stream of the same name.
-type AgeItem = (StreamKey, u64);
+type AgeItem = (TenantName, u64);
 
 pub(crate) struct StreamHub {
-    streams: ShardMap<StreamKey, Arc<Stream>>,
-    tenant_streams: ShardMap<TenantId, u64>,
+    streams: ShardMap<TenantName, Arc<Stream>>,
+    tenant_streams: TenantCounts,
     limits: StreamLimits,
     /// Streams held, against `streams_max`.
     count: Counter,
@@ -230,7 +173,7 @@ pub(crate) struct Stream {
     /// Tells this stream from an earlier one of the same name.
     serial: u64,
     /// Its key (for its age timer).
-    key: StreamKey,
+    key: TenantName,
     /// The stream's own wake channel (reserved name), notified per append.
     pub(crate) wake: Arc<str>,
     /// The sequence number of the lease it is attached to.
@@ -308,7 +251,10 @@ impl StreamHub {
     pub(crate) fn new(limits: StreamLimits, start: MonoTime) -> Self {
         StreamHub {
             streams: ShardMap::with_capacity(16),
-            tenant_streams: ShardMap::with_capacity(16),
+            tenant_streams: TenantCounts::new(
+                limits.streams_per_tenant_max,
+                Scope::Tenant(Collection::Streams),
+            ),
             count: Counter::new(Scope::Collection(Collection::Streams), limits.streams_max),
             budget_bytes: Counter::new(Scope::StreamBytesTotal, limits.bytes_total_max),
             budget_entries: Counter::new(Scope::StreamEntriesTotal, limits.entries_total_max),
@@ -340,7 +286,7 @@ impl StreamHub {
     /// caller to confirm the lease and [`reveal`](Self::reveal) it).
     pub(crate) fn create(
         &self,
-        key: StreamKey,
+        key: TenantName,
         config: StreamConfig,
         lease: Option<u64>,
     ) -> Result<Created> {
@@ -375,17 +321,7 @@ impl StreamHub {
             Some(false) => return Err(Error::Exists),
             None => {}
         }
-        let max = self.limits.streams_per_tenant_max;
-        let (taken, _) = self.tenant_streams.upsert(key.0, |n| match n {
-            Some(&n) if n >= max => Upsert::Keep(false),
-            Some(&n) => Upsert::Put(n + 1, true),
-            None => Upsert::Put(1, true),
-        });
-        if !taken {
-            return Err(Error::CapacityExceeded {
-                scope: Scope::Tenant(Collection::Streams),
-            });
-        }
+        self.tenant_streams.take(key.0)?;
         // The tenant's own cap first, then the store-wide ones (a tenant at
         // its cap never holds store-wide room): a stream, and its whole
         // capacity from the store's budget, so no append can need memory
@@ -495,14 +431,7 @@ impl StreamHub {
     }
 
     fn give_slot(&self, tenant: TenantId) {
-        let emptied = self.tenant_streams.update(&tenant, |n| {
-            *n -= 1;
-            *n == 0
-        });
-        if emptied == Some(true) {
-            self.tenant_streams
-                .remove_if(&tenant, |&n| if n == 0 { Ok(()) } else { Err(()) });
-        }
+        self.tenant_streams.give(tenant);
     }
 
     /// Deletes the visible stream under `key` (whose lease, if any, is
@@ -554,14 +483,14 @@ impl StreamHub {
 
     /// Streams tenant `tenant` holds.
     pub(crate) fn tenant_streams(&self, tenant: TenantId) -> u64 {
-        self.tenant_streams.read(&tenant, |&n| n).unwrap_or(0)
+        self.tenant_streams.of(tenant)
     }
 
     /// Every stream attached to a lease: its tenant, lease and name.
     #[cfg(any(test, feature = "internals"))]
     pub(crate) fn attached(&self) -> Vec<(TenantId, u64, Arc<str>)> {
         let mut out = Vec::new();
-        self.streams.for_each(|StreamKey(tenant, name), s| {
+        self.streams.for_each(|TenantName(tenant, name), s| {
             if let Some(seq) = s.lease {
                 out.push((*tenant, seq, Arc::clone(name)));
             }
@@ -598,7 +527,7 @@ impl StreamHub {
             ));
         }
         let mut per_tenant: BTreeMap<TenantId, u64> = BTreeMap::new();
-        for (StreamKey(tenant, name), stream) in &streams {
+        for (TenantName(tenant, name), stream) in &streams {
             *per_tenant.entry(*tenant).or_default() += 1;
             let log = lock_at(Rung::Stream, &stream.log);
             let bytes: usize = log.entries.iter().map(|(e, _)| e.payload.len()).sum();
@@ -625,11 +554,7 @@ impl StreamHub {
                 return Err(format!("stream {name}: armed without an age timer"));
             }
         }
-        let mut counted = BTreeMap::new();
-        self.tenant_streams.for_each(|t, &n| {
-            counted.insert(*t, n);
-        });
-        if counted != per_tenant {
+        if self.tenant_streams.snapshot() != per_tenant {
             return Err("streams: the per-tenant counts differ from the streams".into());
         }
         Ok(())

@@ -56,18 +56,22 @@ pub(crate) fn write<T>(lock: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
 pub(crate) enum Rung {
     /// A tenant's index.
     TenantIndex = 1,
-    /// A table's timing wheel.
-    Wheel = 2,
+    /// One schedule (held while its fire is enqueued).
+    Schedule = 2,
+    /// A timing wheel (a table's, or the streams' or queues' own).
+    Wheel = 3,
     /// A shard of any concurrent map (tables and the tenant registry).
-    Shard = 3,
+    Shard = 4,
     /// The event hub's subscriber list.
-    Hub = 4,
+    Hub = 5,
     /// One subscriber's inbox.
-    Inbox = 5,
+    Inbox = 6,
     /// One wake listener's slot.
-    Listener = 6,
+    Listener = 7,
     /// One stream's log.
-    Stream = 7,
+    Stream = 8,
+    /// One job queue's state.
+    Queue = 9,
 }
 
 /// Proof that the current thread entered `rung`; leaving restores what it

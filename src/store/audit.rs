@@ -112,6 +112,8 @@ impl Store {
             self.shared.locks.scheduled(),
         )?;
         self.shared.streams.audit()?;
+        self.shared.queues.audit()?;
+        self.shared.schedules.audit()?;
         check(
             "tenants",
             self.shared.tenants.len(),
@@ -268,7 +270,10 @@ impl Store {
                 Collection::Replay => c_.replay,
                 Collection::Idempotency => c_.idempotency,
                 Collection::Locks => c_.locks,
-                Collection::Tombstones | Collection::Streams => 0,
+                Collection::Tombstones
+                | Collection::Streams
+                | Collection::Queues
+                | Collection::Schedules => 0,
             };
             // A quota that is switched off keeps no count to compare.
             for what in Collection::ALL {

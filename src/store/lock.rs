@@ -146,6 +146,11 @@ impl LockGuard {
         &self.name
     }
 
+    /// The tenant the lock belongs to.
+    pub fn tenant(&self) -> TenantId {
+        self.tenant
+    }
+
     /// Resets the lock's deadline to `now + ttl`. [`Error::Expired`] once it
     /// has lapsed, even if nobody took it since.
     pub fn renew(&self, ttl: Duration) -> Result<Renewal> {
@@ -221,6 +226,19 @@ impl Store {
         if name.starts_with(RESERVED_PREFIX) {
             return Err(Error::ReservedName);
         }
+        self.take_lock(tenant, name, owner, ttl, lease)
+    }
+
+    /// [`try_lock`](Self::try_lock) under any name (the store's own
+    /// reserved ones too).
+    pub(super) fn take_lock(
+        &self,
+        tenant: TenantId,
+        name: &str,
+        owner: &str,
+        ttl: Duration,
+        lease: Option<LeaseId>,
+    ) -> Result<Option<LockGuard>> {
         let name = self.name(name)?;
         let holder = self.name(owner)?;
         let lease = lease.map(|l| self.lease_seq(l)).transpose()?;

@@ -42,8 +42,11 @@ mod lifecycle;
 mod listing;
 mod lock;
 mod observe;
+mod outbox;
 mod presence;
+mod queues;
 mod retire;
+mod schedules;
 mod streams;
 mod tenant;
 mod usage;
@@ -59,7 +62,10 @@ pub use lifecycle::{DegradedReason, Health};
 pub use listing::{Cursor, ListingInfo, Page};
 pub use lock::{LockGuard, LockInfo, RESERVED_PREFIX};
 pub use observe::REFUSAL_LOG_INTERVAL;
+pub use outbox::{outbox_config, OutboxMessage, OutboxRun, OUTBOX_QUEUE};
 pub use presence::PresenceInfo;
+pub use queues::{ClaimedJob, DeadLetter};
+pub use schedules::{Scheduler, SchedulerStep, SchedulerStop, SCHEDULER_LOCK};
 pub use streams::Follower;
 pub use usage::{TenantUsage, Usage};
 
@@ -67,8 +73,10 @@ use crate::config::{QuotaPolicy, StoreConfig, UniformQuota};
 use crate::error::{Error, Result, Scope};
 use crate::events::{Cause, Collection, Event, EventHub, RecordId, Subscription};
 use crate::ids::{random_bytes, AttemptId, LeaseId, TenantId};
+use crate::queue::{QueueHub, QueueLimits};
 use crate::quota::Counter;
 use crate::record::{Stamp, TtlRange, Versions};
+use crate::schedule::{ScheduleHub, ScheduleLimits};
 use crate::shard::ShardMap;
 use crate::stream::{StreamHub, StreamLimits};
 use crate::sync::{Arc, AtomicU64, Ordering};
@@ -188,6 +196,8 @@ pub(crate) struct Shared {
     events: Arc<EventHub>,
     wakes: Arc<WakeHub>,
     streams: StreamHub,
+    queues: QueueHub,
+    schedules: ScheduleHub,
     ttl: TtlRange,
     policy: Arc<dyn QuotaPolicy>,
     state: AtomicU64,
@@ -260,6 +270,25 @@ impl Store {
                 },
                 start,
             ),
+            queues: QueueHub::new(
+                QueueLimits {
+                    queues_max: config.queues_max,
+                    queues_per_tenant_max: config.queues_per_tenant_max,
+                    jobs_max: config.queue_jobs_max,
+                    bytes_max: config.queue_bytes_max,
+                    payload_bytes_max: config.job_payload_bytes_max,
+                    jobs_total_max: config.queue_jobs_total_max,
+                    bytes_total_max: config.queue_bytes_total_max,
+                },
+                start,
+            ),
+            schedules: ScheduleHub::new(ScheduleLimits {
+                schedules_max: config.schedules_max,
+                per_tenant_max: usize::try_from(config.schedules_per_tenant_max)
+                    .unwrap_or(usize::MAX),
+                interval_min: config.schedule_interval_min,
+                interval_max: config.schedule_interval_max,
+            }),
             ttl: TtlRange::new(config.ttl_min, config.ttl_max)?,
             policy,
             state: AtomicU64::new(lifecycle::READY),
@@ -364,6 +393,11 @@ impl Store {
             + self.sweep_kind::<Listing>(now);
         // Aged stream entries are not records: they are trimmed, not counted.
         self.shared.streams.sweep(now);
+        // Nor are jobs: delays end and lapsed claims return their jobs.
+        for woken in self.shared.queues.sweep(now.as_millis()) {
+            // A store that stopped has no workers left to wake.
+            let _ = self.shared.wakes.notify(&woken);
+        }
         let mut tombstones = Vec::new();
         self.shared.tombstones.sweep(now, &mut tombstones);
         for r in tombstones {
@@ -438,6 +472,26 @@ impl Store {
             });
         }
         Ok(())
+    }
+
+    /// The name of something a caller creates beside the store's own
+    /// (a stream, a queue, a schedule): [`name`](Self::name)'s rules,
+    /// checked without copying it, and not the reserved `__` prefix
+    /// ([`Error::ReservedName`]).
+    fn check_own_name(&self, name: &str) -> Result<()> {
+        if name.starts_with(RESERVED_PREFIX) {
+            return Err(Error::ReservedName);
+        }
+        self.check_name(name)
+    }
+
+    /// Refuses with `ServiceUnavailable` once the store has stopped.
+    fn refuse_if_stopped(&self) -> Result<()> {
+        if self.shared.state.load(Ordering::Acquire) == lifecycle::STOPPED {
+            Err(Error::ServiceUnavailable)
+        } else {
+            Ok(())
+        }
     }
 
     fn attrs(&self, attrs: &[u8]) -> Result<Arc<[u8]>> {

@@ -95,7 +95,7 @@ impl Store {
             Collection::Idempotency => self.shared.idempotency.ceiling(),
             Collection::Tombstones => self.shared.tombstones.ceiling(),
             Collection::Locks => self.shared.locks.ceiling(),
-            Collection::Streams => return None,
+            Collection::Streams | Collection::Queues | Collection::Schedules => return None,
         };
         Some(super::Usage {
             used: counter.used(),

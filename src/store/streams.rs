@@ -2,12 +2,13 @@
 //! clock, and the wake each append sends to the stream's followers.
 
 use super::attach::{LeaseChild, Parent};
-use super::{lifecycle::STOPPED, lock::RESERVED_PREFIX, Store};
+use super::Store;
 use crate::error::{Error, Result};
 use crate::events::Cause;
 use crate::ids::TenantId;
-use crate::stream::{wake_channel, Created, StreamConfig, StreamInfo, StreamKey, StreamRead};
-use crate::sync::{Arc, Ordering};
+use crate::named::TenantName;
+use crate::stream::{wake_channel, Created, StreamConfig, StreamInfo, StreamRead};
+use crate::sync::Arc;
 use crate::wake::{Listener, RecvError};
 use std::time::Duration;
 
@@ -44,7 +45,7 @@ impl Store {
         name: &str,
         config: StreamConfig,
     ) -> Result<()> {
-        self.check_stream_name(name)?;
+        self.check_own_name(name)?;
         let name: Arc<str> = Arc::from(name);
         let now = self.shared.clock.now();
         self.admit_new(now)?;
@@ -61,7 +62,7 @@ impl Store {
             return self
                 .shared
                 .streams
-                .create(StreamKey(tenant, name), config, None)
+                .create(TenantName(tenant, name), config, None)
                 .map(drop);
         };
         // A child of a lease: a slot in the lease's index first, then the
@@ -77,7 +78,7 @@ impl Store {
             child: Arc::clone(&name),
         };
         parent.reserve(self, tenant, now)?;
-        let key = StreamKey(tenant, Arc::clone(&name));
+        let key = TenantName(tenant, Arc::clone(&name));
         let serial = match self.shared.streams.create(key, config, Some(seq)) {
             Ok(Created::New(serial)) => serial,
             other => {
@@ -105,7 +106,7 @@ impl Store {
     /// event `Streams`, cause `Released`). Its followers wake and find it
     /// gone.
     pub fn delete_stream(&self, tenant: TenantId, name: &str) -> Result<()> {
-        self.check_stream_name(name)?;
+        self.check_own_name(name)?;
         let stream = self
             .shared
             .streams
@@ -128,7 +129,7 @@ impl Store {
     /// scope `StreamEntries`) or trims its oldest entries, as created.
     /// Wakes the stream's followers once the entry is readable.
     pub fn append(&self, tenant: TenantId, name: &str, payload: &[u8]) -> Result<u64> {
-        self.check_stream_name(name)?;
+        self.check_own_name(name)?;
         self.refuse_if_stopped()?;
         let appended = self.shared.streams.append(
             (tenant, name),
@@ -151,7 +152,7 @@ impl Store {
         from: u64,
         max: usize,
     ) -> Result<StreamRead> {
-        self.check_stream_name(name)?;
+        self.check_own_name(name)?;
         let max = max.min(self.shared.config.page_len_max);
         let now = self.shared.clock.now();
         self.shared
@@ -161,7 +162,7 @@ impl Store {
 
     /// Drops every entry below `before`; returns the first offset held.
     pub fn trim_stream(&self, tenant: TenantId, name: &str, before: u64) -> Result<u64> {
-        self.check_stream_name(name)?;
+        self.check_own_name(name)?;
         self.shared
             .streams
             .trim((tenant, name), &self.alive(tenant), before)
@@ -172,7 +173,7 @@ impl Store {
     /// one as `current_version`. A new consumer past
     /// `consumers_per_stream_max` is refused (`StreamConsumers`).
     pub fn commit(&self, tenant: TenantId, name: &str, consumer: &str, offset: u64) -> Result<()> {
-        self.check_stream_name(name)?;
+        self.check_own_name(name)?;
         let consumer = self.name(consumer)?;
         let committed =
             self.shared
@@ -187,7 +188,7 @@ impl Store {
     /// tick late with the driver running) are counted, though no read
     /// returns them.
     pub fn stream_info(&self, tenant: TenantId, name: &str) -> Result<StreamInfo> {
-        self.check_stream_name(name)?;
+        self.check_own_name(name)?;
         self.shared
             .streams
             .info((tenant, name), &self.alive(tenant))
@@ -195,7 +196,7 @@ impl Store {
 
     /// The offset `consumer` committed, if it ever did.
     pub fn committed(&self, tenant: TenantId, name: &str, consumer: &str) -> Result<Option<u64>> {
-        self.check_stream_name(name)?;
+        self.check_own_name(name)?;
         self.shared
             .streams
             .committed((tenant, name), &self.alive(tenant), consumer)
@@ -229,26 +230,9 @@ impl Store {
         self.shared.streams.len()
     }
 
-    fn refuse_if_stopped(&self) -> Result<()> {
-        if self.shared.state.load(Ordering::Acquire) == STOPPED {
-            Err(Error::ServiceUnavailable)
-        } else {
-            Ok(())
-        }
-    }
-
     fn stream_name(&self, name: &str) -> Result<Arc<str>> {
-        self.check_stream_name(name)?;
+        self.check_own_name(name)?;
         Ok(Arc::from(name))
-    }
-
-    /// A stream name's rules, checked without copying it: those of
-    /// [`name`](Self::name), and not the reserved prefix.
-    fn check_stream_name(&self, name: &str) -> Result<()> {
-        if name.starts_with(RESERVED_PREFIX) {
-            return Err(Error::ReservedName);
-        }
-        self.check_name(name)
     }
 }
 

@@ -9,7 +9,8 @@ use crate::ids::TenantId;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Usage {
     /// Units in use: records held plus creations in flight (for
-    /// [`Collection::Streams`], streams held).
+    /// [`Collection::Streams`], [`Collection::Queues`] and
+    /// [`Collection::Schedules`], those held).
     pub used: u64,
     /// The limit those units count against.
     pub limit: u64,
@@ -52,6 +53,14 @@ impl Store {
                 used: self.shared.streams.tenant_streams(tenant),
                 limit: self.shared.config.streams_per_tenant_max,
             }),
+            Collection::Queues => {
+                let (used, limit) = self.shared.queues.tenant_usage(tenant);
+                Some(Usage { used, limit })
+            }
+            Collection::Schedules => {
+                let (used, limit) = self.shared.schedules.tenant_usage(tenant);
+                Some(Usage { used, limit })
+            }
             _ => match (&registered, &quota) {
                 (Some(t), _) => {
                     let counter = t.quota(c);

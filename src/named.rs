@@ -1,0 +1,132 @@
+//! What the named, per-tenant mechanisms (streams, queues, schedules) share:
+//! a key of tenant and name that is looked up by a borrowed `(tenant, &str)`
+//! without allocating, and a per-tenant count against a cap.
+
+use crate::error::{Error, Result, Scope};
+use crate::ids::TenantId;
+use crate::shard::{ShardMap, Upsert};
+use crate::sync::Arc;
+
+/// A key of one tenant's named object.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct TenantName(pub(crate) TenantId, pub(crate) Arc<str>);
+
+/// A key as a caller holds it: looked up without building an owned key
+/// (no allocation per append, claim or read).
+pub(crate) type Name<'a> = (TenantId, &'a str);
+
+/// A key seen through its parts: an owned [`TenantName`] and a borrowed
+/// [`Name`] hash and compare alike, so a map finds one by the other.
+pub(crate) trait KeyView {
+    fn parts(&self) -> (TenantId, &str);
+}
+
+impl KeyView for TenantName {
+    fn parts(&self) -> (TenantId, &str) {
+        (self.0, &self.1)
+    }
+}
+
+impl KeyView for Name<'_> {
+    fn parts(&self) -> (TenantId, &str) {
+        *self
+    }
+}
+
+impl std::hash::Hash for dyn KeyView + '_ {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.parts().hash(state);
+    }
+}
+
+impl PartialEq for dyn KeyView + '_ {
+    fn eq(&self, other: &Self) -> bool {
+        self.parts() == other.parts()
+    }
+}
+
+impl Eq for dyn KeyView + '_ {}
+
+// By hand, to hash exactly as the view does (`Borrow` requires it).
+impl std::hash::Hash for TenantName {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.parts().hash(state);
+    }
+}
+
+impl<'a> std::borrow::Borrow<dyn KeyView + 'a> for TenantName {
+    fn borrow(&self) -> &(dyn KeyView + 'a) {
+        self
+    }
+}
+
+/// The map's lookup form of a borrowed key.
+pub(crate) fn view<'k>(key: &'k Name<'_>) -> &'k (dyn KeyView + 'k) {
+    key
+}
+
+/// How many objects of one kind each tenant holds, against one cap for
+/// every tenant; a tenant holding none has no entry.
+pub(crate) struct TenantCounts {
+    counts: ShardMap<TenantId, u64>,
+    max: u64,
+    scope: Scope,
+}
+
+impl TenantCounts {
+    pub(crate) fn new(max: u64, scope: Scope) -> Self {
+        TenantCounts {
+            counts: ShardMap::with_capacity(16),
+            max,
+            scope,
+        }
+    }
+
+    /// Takes one slot for `tenant`; `CapacityExceeded` with the cap's
+    /// scope if it holds `max` already.
+    pub(crate) fn take(&self, tenant: TenantId) -> Result<()> {
+        let max = self.max;
+        let (taken, _) = self.counts.upsert(tenant, |n| match n {
+            Some(&n) if n >= max => Upsert::Keep(false),
+            Some(&n) => Upsert::Put(n + 1, true),
+            None => Upsert::Put(1, true),
+        });
+        if taken {
+            Ok(())
+        } else {
+            Err(Error::CapacityExceeded { scope: self.scope })
+        }
+    }
+
+    /// Gives one slot of `tenant` back.
+    pub(crate) fn give(&self, tenant: TenantId) {
+        let emptied = self.counts.update(&tenant, |n| {
+            *n -= 1;
+            *n == 0
+        });
+        if emptied == Some(true) {
+            self.counts
+                .remove_if(&tenant, |&n| if n == 0 { Ok(()) } else { Err(()) });
+        }
+    }
+
+    /// Slots `tenant` holds.
+    pub(crate) fn of(&self, tenant: TenantId) -> u64 {
+        self.counts.read(&tenant, |&n| n).unwrap_or(0)
+    }
+
+    /// The cap.
+    pub(crate) fn max(&self) -> u64 {
+        self.max
+    }
+
+    /// Every tenant's count (for audits).
+    #[cfg(any(test, feature = "internals"))]
+    pub(crate) fn snapshot(&self) -> std::collections::BTreeMap<TenantId, u64> {
+        let mut out = std::collections::BTreeMap::new();
+        self.counts.for_each(|t, &n| {
+            out.insert(*t, n);
+        });
+        out
+    }
+}

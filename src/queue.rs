@@ -1,0 +1,987 @@
+//! Job queues: at-least-once work with claims, bounded retries and a
+//! dead-letter set.
+//!
+//! A job is in exactly one of four states: *ready* (claimable now),
+//! *delayed* (claimable from a tick on: an enqueue delay, or a retry's
+//! backoff), *claimed* (held by one live claim until its visibility
+//! lapses) or *dead* (out of attempts; kept until requeued or purged).
+//! Claims hand out ready jobs oldest first (by id), and a job has at most
+//! one live claim. Every claim operation (ack, fail) checks the claim
+//! before it changes anything: a stale, foreign or lapsed claim is refused
+//! with [`Error::StaleClaim`] and the job stays exactly as it was.
+//!
+//! A failed job is delayed by an equal-jitter exponential backoff
+//! ([`Backoff`]); a claim whose visibility lapses returns the job to ready
+//! and uses up its attempt; a job whose last attempt failed or lapsed goes
+//! to the dead-letter set. Jitter comes from a per-queue generator seeded
+//! at creation ([`QueueConfig::jitter_seed`]), so the same operations on a
+//! `ManualClock` give the same delays.
+//!
+//! Each queue has one mutex (rung `Queue`) over its state. Delays and
+//! visibility deadlines are settled lazily by every claim, and driven by a
+//! timing wheel of the hub's own (rung `Wheel`, taken before a queue's
+//! mutex, never under it): each queue holds at most one timer, due at its
+//! earliest delay or visibility deadline, so a lapsed claim returns its job
+//! (and wakes waiting workers) even if nobody claims.
+
+use crate::error::{Error, Result, Scope};
+use crate::events::Collection;
+use crate::faults::{self, StoreFault};
+use crate::ids::TenantId;
+use crate::named::{view, Name, TenantCounts, TenantName};
+use crate::quota::{Counter, Reservation};
+use crate::shard::{ShardMap, Upsert};
+use crate::sync::{lock_at, Arc, AtomicU64, Mutex, Ordering, Rung};
+use crate::time::{duration_to_millis_ceil, MonoTime};
+use crate::wheel::{Fired, TimerHandle, Wheel};
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+/// How long a failed job waits before its next attempt: an equal-jitter
+/// exponential backoff. After attempt `n` (1-based) the capped backoff is
+/// `min(max, base * 2^(n-1))`; half of it is waited for sure, the other
+/// half is drawn uniformly (to the millisecond), so retries of jobs that
+/// failed together spread out but none comes back sooner than half the
+/// backoff.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Backoff {
+    /// The backoff after the first attempt, before jitter.
+    pub base: Duration,
+    /// The largest backoff, before jitter.
+    pub max: Duration,
+}
+
+impl Backoff {
+    /// The backoff after attempt `attempt` (1-based), before jitter.
+    pub fn capped(&self, attempt: u32) -> Duration {
+        let doublings = attempt.saturating_sub(1).min(63);
+        let base = duration_to_millis_ceil(self.base);
+        let max = duration_to_millis_ceil(self.max);
+        let ms = base
+            .checked_mul(1u64 << doublings)
+            .map_or(max, |ms| ms.min(max));
+        Duration::from_millis(ms)
+    }
+
+    /// The delay after attempt `attempt` for the random word `draw`: half
+    /// the capped backoff, plus `draw` reduced to between zero and the
+    /// other half (inclusive), in whole milliseconds.
+    pub fn delay(&self, attempt: u32, draw: u64) -> Duration {
+        let capped = self.capped(attempt).as_millis() as u64;
+        let fixed = capped / 2;
+        let spread = capped - fixed;
+        Duration::from_millis(fixed + draw % (spread + 1))
+    }
+}
+
+/// The generator a queue draws its jitter from: SplitMix64, seeded per
+/// queue. Not a secret: jitter only spreads retries out.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Jitter(u64);
+
+impl Jitter {
+    /// The generator a queue created with `seed` starts from.
+    pub fn seeded(seed: u64) -> Self {
+        Jitter(seed)
+    }
+
+    /// The next random word.
+    #[allow(clippy::should_implement_trait)] // Not an iterator: it never ends.
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+}
+
+/// A queue's settings, chosen when it is created; every job takes the
+/// queue's unless its [`JobOptions`] say otherwise.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct QueueConfig {
+    /// Most jobs held, in every state (dead letters keep their slot until
+    /// requeued or purged). Default 10,000; at most `queue_jobs_max`.
+    pub jobs_max: usize,
+    /// Most payload bytes held, every state together. Default 16 MiB; at
+    /// most `queue_bytes_max`.
+    pub bytes_max: usize,
+    /// Dead letters at which the queue stops taking jobs (enqueue refused
+    /// with `CapacityExceeded`, scope `QueueDeadLetters`) until they are
+    /// requeued or purged. Default 1,000; at most `jobs_max`.
+    pub dead_letters_max: usize,
+    /// How long a claim holds its jobs unless the claim says otherwise.
+    /// Default 300 s.
+    pub visibility: Duration,
+    /// Claims a job gets before it is dead-lettered. Default 3.
+    pub attempts_max: u32,
+    /// The retry backoff. Default base 5 s, max 300 s.
+    pub backoff: Backoff,
+    /// The seed of the queue's jitter ([`Jitter`]); `None` draws one from
+    /// the OS at creation.
+    pub jitter_seed: Option<u64>,
+}
+
+impl Default for QueueConfig {
+    fn default() -> Self {
+        QueueConfig {
+            jobs_max: 10_000,
+            bytes_max: 16 << 20,
+            dead_letters_max: 1_000,
+            visibility: Duration::from_secs(300),
+            attempts_max: 3,
+            backoff: Backoff {
+                base: Duration::from_secs(5),
+                max: Duration::from_secs(300),
+            },
+            jitter_seed: None,
+        }
+    }
+}
+
+/// Per-job overrides of the queue's settings.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct JobOptions {
+    /// Not claimable before this much time has passed (at most `ttl_max`).
+    pub delay: Duration,
+    /// Claims the job gets before it is dead-lettered, instead of the
+    /// queue's.
+    pub attempts_max: Option<u32>,
+}
+
+impl JobOptions {
+    /// Claimable only after `delay`.
+    pub fn delayed(delay: Duration) -> Self {
+        JobOptions {
+            delay,
+            ..Self::default()
+        }
+    }
+
+    /// The same, with `attempts_max` claims.
+    pub fn with_attempts_max(mut self, attempts_max: u32) -> Self {
+        self.attempts_max = Some(attempts_max);
+        self
+    }
+}
+
+/// A claim on one job: what [`ack`](crate::Store::ack) and
+/// [`fail`](crate::Store::fail) must show. Valid while it is the job's
+/// live claim: not superseded, and its visibility not lapsed.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ClaimToken(pub(crate) u64);
+
+impl ClaimToken {
+    /// The token as a number, to send it elsewhere.
+    pub fn to_bits(self) -> u64 {
+        self.0
+    }
+
+    /// Inverse of [`to_bits`](Self::to_bits).
+    pub fn from_bits(bits: u64) -> Self {
+        ClaimToken(bits)
+    }
+}
+
+/// Where a job is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum JobState {
+    /// Claimable now.
+    Ready,
+    /// Claimable once `ready_in` has passed (an enqueue delay or a retry's
+    /// backoff).
+    Delayed {
+        /// Time left before it is ready.
+        ready_in: Duration,
+    },
+    /// Held by a live claim.
+    Claimed {
+        /// The worker that claimed it.
+        worker: Arc<str>,
+        /// Time left before the claim lapses.
+        lapses_in: Duration,
+    },
+    /// Out of attempts.
+    Dead {
+        /// Why its last attempt ended.
+        reason: Arc<str>,
+    },
+}
+
+/// A job as [`Store::job`](crate::Store::job) reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JobInfo {
+    /// Where it is.
+    pub state: JobState,
+    /// Claims it has had.
+    pub attempts: u32,
+    /// Claims it gets before it is dead-lettered.
+    pub attempts_max: u32,
+    /// Its payload.
+    pub payload: Arc<[u8]>,
+}
+
+/// What a queue holds, by state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct QueueInfo {
+    /// Jobs claimable now.
+    pub ready: usize,
+    /// Jobs waiting for a delay or a backoff.
+    pub delayed: usize,
+    /// Jobs held by live claims.
+    pub claimed: usize,
+    /// Dead letters.
+    pub dead: usize,
+    /// Payload bytes held, every state together.
+    pub bytes: usize,
+}
+
+/// What a failure did to the job.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Failed {
+    /// It will be claimable again after this backoff.
+    RetryIn(Duration),
+    /// That was its last attempt: it is a dead letter now.
+    DeadLettered,
+}
+
+/// The store-wide bounds on queues.
+pub(crate) struct QueueLimits {
+    pub(crate) queues_max: u64,
+    pub(crate) queues_per_tenant_max: u64,
+    pub(crate) jobs_max: usize,
+    pub(crate) bytes_max: usize,
+    pub(crate) payload_bytes_max: usize,
+    pub(crate) jobs_total_max: u64,
+    pub(crate) bytes_total_max: u64,
+}
+
+/// One job claimed, as the hub hands it out (the store builds the id).
+pub(crate) struct Grab {
+    pub(crate) seq: u64,
+    pub(crate) token: ClaimToken,
+    pub(crate) attempt: u32,
+    pub(crate) payload: Arc<[u8]>,
+}
+
+/// A dead letter, as the hub lists it.
+pub(crate) struct Corpse {
+    pub(crate) seq: u64,
+    pub(crate) attempts: u32,
+    pub(crate) reason: Arc<str>,
+    pub(crate) payload: Arc<[u8]>,
+}
+
+/// A timer's item: the queue and its serial, so a timer set for a deleted
+/// queue never acts on a new queue of the same name.
+type TimerItem = (TenantName, u64);
+
+pub(crate) struct QueueHub {
+    queues: ShardMap<TenantName, Arc<Queue>>,
+    tenant_queues: TenantCounts,
+    limits: QueueLimits,
+    /// Queues held, against `queues_max`.
+    count: Counter,
+    /// The queues' `jobs_max` together, against `queue_jobs_total_max`.
+    budget_jobs: Counter,
+    /// The queues' `bytes_max` together, against `queue_bytes_total_max`.
+    budget_bytes: Counter,
+    /// Each queue's earliest delay or visibility deadline: at most one
+    /// timer per queue (its state's `timer`).
+    timers: Mutex<Wheel<TimerItem>>,
+    serials: AtomicU64,
+    claims: AtomicU64,
+}
+
+pub(crate) struct Queue {
+    config: QueueConfig,
+    serial: u64,
+    key: TenantName,
+    /// The queue's own wake channel (reserved name), notified when jobs
+    /// become ready.
+    pub(crate) wake: Arc<str>,
+    state: Mutex<State>,
+}
+
+struct Job {
+    payload: Arc<[u8]>,
+    attempts: u32,
+    attempts_max: u32,
+    at: At,
+}
+
+/// A job's state, with what its index is keyed by.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum At {
+    Ready,
+    Delayed(u64),
+    Claimed {
+        token: u64,
+        until: u64,
+        worker: Arc<str>,
+    },
+    Dead(Arc<str>),
+}
+
+/// Where a job's state puts it in the indexes.
+#[derive(Copy, Clone)]
+enum Slot {
+    Ready,
+    Delayed(u64),
+    Claimed(u64),
+    Dead,
+}
+
+impl At {
+    fn slot(&self) -> Slot {
+        match self {
+            At::Ready => Slot::Ready,
+            At::Delayed(due) => Slot::Delayed(*due),
+            At::Claimed { until, .. } => Slot::Claimed(*until),
+            At::Dead(_) => Slot::Dead,
+        }
+    }
+}
+
+struct State {
+    jobs: BTreeMap<u64, Job>,
+    /// Ready jobs, oldest (lowest id) first.
+    ready: BTreeSet<u64>,
+    /// Delayed jobs by due tick.
+    delayed: BTreeSet<(u64, u64)>,
+    /// Claimed jobs by the tick their claim lapses.
+    claimed: BTreeSet<(u64, u64)>,
+    dead: BTreeSet<u64>,
+    bytes: usize,
+    jitter: Jitter,
+    /// The queue's timer, if one is set, and its due tick.
+    timer: Option<(TimerHandle, u64)>,
+}
+
+impl State {
+    /// The earliest tick something changes by itself: a delay ends or a
+    /// claim lapses.
+    fn next_due(&self) -> Option<u64> {
+        let delayed = self.delayed.first().map(|&(due, _)| due);
+        let claimed = self.claimed.first().map(|&(until, _)| until);
+        match (delayed, claimed) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Whether the queue's timer must be set earlier (or at all).
+    fn timer_late(&self) -> bool {
+        match (self.next_due(), self.timer) {
+            (Some(due), Some((_, set))) => due < set,
+            (Some(_), None) => true,
+            (None, _) => false,
+        }
+    }
+
+    /// Moves a job to `at`, keeping the indexes in step.
+    fn move_to(&mut self, seq: u64, at: At) {
+        let to = at.slot();
+        let job = self.jobs.get_mut(&seq).expect("an indexed job is held");
+        let from = job.at.slot();
+        job.at = at;
+        self.unindex(seq, from);
+        self.index(seq, to);
+    }
+
+    fn insert(&mut self, seq: u64, job: Job) {
+        self.bytes += job.payload.len();
+        self.index(seq, job.at.slot());
+        self.jobs.insert(seq, job);
+    }
+
+    fn remove(&mut self, seq: u64) {
+        if let Some(job) = self.jobs.remove(&seq) {
+            self.unindex(seq, job.at.slot());
+            self.bytes -= job.payload.len();
+        }
+    }
+
+    fn index(&mut self, seq: u64, slot: Slot) {
+        match slot {
+            Slot::Ready => self.ready.insert(seq),
+            Slot::Delayed(due) => self.delayed.insert((due, seq)),
+            Slot::Claimed(until) => self.claimed.insert((until, seq)),
+            Slot::Dead => self.dead.insert(seq),
+        };
+    }
+
+    fn unindex(&mut self, seq: u64, slot: Slot) {
+        match slot {
+            Slot::Ready => self.ready.remove(&seq),
+            Slot::Delayed(due) => self.delayed.remove(&(due, seq)),
+            Slot::Claimed(until) => self.claimed.remove(&(until, seq)),
+            Slot::Dead => self.dead.remove(&seq),
+        };
+    }
+
+    /// Moves what is due at `now`: delayed jobs become ready; lapsed claims
+    /// return their job to ready, or to the dead letters if that was its
+    /// last attempt. Returns whether any job became ready.
+    fn settle(&mut self, now: u64) -> bool {
+        let mut readied = false;
+        while let Some(&(due, seq)) = self.delayed.first() {
+            if due > now {
+                break;
+            }
+            self.move_to(seq, At::Ready);
+            readied = true;
+        }
+        while let Some(&(until, seq)) = self.claimed.first() {
+            if until > now {
+                break;
+            }
+            let job = &self.jobs[&seq];
+            if job.attempts >= job.attempts_max {
+                self.move_to(seq, At::Dead(Arc::from(LAPSED)));
+            } else {
+                self.move_to(seq, At::Ready);
+                readied = true;
+            }
+        }
+        readied
+    }
+
+    /// The live claim `token` on job `seq` at `now`: the one validity rule
+    /// of every claim operation, checked before any change.
+    fn check_claim(&self, seq: u64, token: ClaimToken, now: u64) -> Result<()> {
+        let job = self.jobs.get(&seq).ok_or(Error::NotFound)?;
+        match &job.at {
+            At::Claimed {
+                token: t, until, ..
+            } if *t == token.0 && now < *until => Ok(()),
+            _ => Err(Error::StaleClaim),
+        }
+    }
+}
+
+/// The reason recorded for a job whose last claim lapsed.
+pub(crate) const LAPSED: &str = "visibility lapsed";
+
+impl QueueHub {
+    pub(crate) fn new(limits: QueueLimits, start: MonoTime) -> Self {
+        QueueHub {
+            queues: ShardMap::with_capacity(16),
+            tenant_queues: TenantCounts::new(
+                limits.queues_per_tenant_max,
+                Scope::Tenant(Collection::Queues),
+            ),
+            count: Counter::new(Scope::Collection(Collection::Queues), limits.queues_max),
+            budget_jobs: Counter::new(Scope::QueueJobsTotal, limits.jobs_total_max),
+            budget_bytes: Counter::new(Scope::QueueBytesTotal, limits.bytes_total_max),
+            limits,
+            timers: Mutex::new(Wheel::new(start.as_millis())),
+            serials: AtomicU64::new(0),
+            claims: AtomicU64::new(0),
+        }
+    }
+
+    /// Queues held.
+    pub(crate) fn len(&self) -> u64 {
+        self.count.used()
+    }
+
+    /// Queues tenant `tenant` holds, and the cap.
+    pub(crate) fn tenant_usage(&self, tenant: TenantId) -> (u64, u64) {
+        (self.tenant_queues.of(tenant), self.tenant_queues.max())
+    }
+
+    fn get(&self, key: Name) -> Result<Arc<Queue>> {
+        self.queues
+            .read(view(&key), Arc::clone)
+            .ok_or(Error::NotFound)
+    }
+
+    /// Creates the queue (a retried creation with the same settings finds
+    /// it and takes no room); `seed` is the jitter seed if the config has
+    /// none.
+    pub(crate) fn create(&self, key: TenantName, config: QueueConfig, seed: u64) -> Result<()> {
+        self.check_config(&config)?;
+        match self.queues.read(&key, |q| q.config == config) {
+            Some(true) => return Ok(()),
+            Some(false) => return Err(Error::Exists),
+            None => {}
+        }
+        // The tenant's own cap first, then the store-wide ones: a queue
+        // reserves its whole capacity, so no enqueue needs room the store
+        // did not commit to.
+        self.tenant_queues.take(key.0)?;
+        let store_wide = Reservation::acquire(&[
+            (&self.count, 1),
+            (&self.budget_jobs, config.jobs_max as u64),
+            (&self.budget_bytes, config.bytes_max as u64),
+        ]);
+        let store_wide = match store_wide {
+            Ok(held) => held,
+            Err(refusal) => {
+                self.tenant_queues.give(key.0);
+                return Err(refusal);
+            }
+        };
+        let queue = Arc::new(Queue {
+            serial: self.serials.fetch_add(1, Ordering::Relaxed),
+            wake: wake_channel(&key.1),
+            key: key.clone(),
+            state: Mutex::new(State {
+                jobs: BTreeMap::new(),
+                ready: BTreeSet::new(),
+                delayed: BTreeSet::new(),
+                claimed: BTreeSet::new(),
+                dead: BTreeSet::new(),
+                bytes: 0,
+                jitter: Jitter::seeded(config.jitter_seed.unwrap_or(seed)),
+                timer: None,
+            }),
+            config: config.clone(),
+        });
+        let (created, _) = self.queues.upsert(key.clone(), |held| match held {
+            None => Upsert::Put(queue, Ok(true)),
+            Some(q) if q.config == config => Upsert::Keep(Ok(false)),
+            Some(_) => Upsert::Keep(Err(Error::Exists)),
+        });
+        if created == Ok(true) {
+            store_wide.commit();
+        } else {
+            drop(store_wide);
+            self.tenant_queues.give(key.0);
+        }
+        created.map(drop)
+    }
+
+    fn check_config(&self, config: &QueueConfig) -> Result<()> {
+        let invalid = |reason| Err(Error::InvalidArgument { reason });
+        if config.jobs_max == 0 || config.bytes_max == 0 {
+            return invalid("a queue's jobs_max and bytes_max must be positive");
+        }
+        if config.jobs_max > self.limits.jobs_max {
+            return invalid("a queue's jobs_max is above queue_jobs_max");
+        }
+        if config.bytes_max > self.limits.bytes_max {
+            return invalid("a queue's bytes_max is above queue_bytes_max");
+        }
+        if config.dead_letters_max == 0 || config.dead_letters_max > config.jobs_max {
+            return invalid("a queue's dead_letters_max must be between 1 and its jobs_max");
+        }
+        if config.attempts_max == 0 {
+            return invalid("a queue's attempts_max must be positive");
+        }
+        if config.visibility.is_zero() {
+            return invalid("a queue's visibility must be positive");
+        }
+        if config.backoff.base > config.backoff.max {
+            return invalid("a queue's backoff base must be at most its max");
+        }
+        Ok(())
+    }
+
+    /// Deletes the queue with every job in it; returns it, for its event
+    /// and its waiting workers' wake.
+    pub(crate) fn delete(&self, key: Name) -> Result<Arc<Queue>> {
+        let queue = self
+            .queues
+            .remove_if(view(&key), |_| Ok::<(), ()>(()))
+            .and_then(|r| r.ok())
+            .ok_or(Error::NotFound)?;
+        self.count.release(1);
+        self.budget_jobs.release(queue.config.jobs_max as u64);
+        self.budget_bytes.release(queue.config.bytes_max as u64);
+        self.tenant_queues.give(key.0);
+        let mut timers = lock_at(Rung::Wheel, &self.timers);
+        if let Some((handle, _)) = lock_at(Rung::Queue, &queue.state).timer.take() {
+            timers.cancel(handle);
+        }
+        Ok(queue)
+    }
+
+    /// Sets the queue's timer at its earliest deadline, if it has none that
+    /// early. Takes the wheel's lock, then the queue's: never with a map
+    /// shard or the queue's lock held.
+    fn arm(&self, queue: &Queue) {
+        let mut timers = lock_at(Rung::Wheel, &self.timers);
+        let mut state = lock_at(Rung::Queue, &queue.state);
+        if !state.timer_late() {
+            return;
+        }
+        let due = state.next_due().expect("a late timer has a deadline");
+        if let Some((old, _)) = state.timer.take() {
+            timers.cancel(old);
+        }
+        let handle = timers.insert((queue.key.clone(), queue.serial), due);
+        state.timer = Some((handle, due));
+    }
+
+    /// Enqueues `payloads` (all or none) at `now`; returns their job
+    /// sequence numbers' first and whether a job became ready (to wake
+    /// workers). `seqs` issues one sequence number per job.
+    pub(crate) fn enqueue(
+        &self,
+        key: Name,
+        payloads: &[&[u8]],
+        options: &JobOptions,
+        now: u64,
+        seqs: &mut dyn FnMut() -> u64,
+    ) -> Result<(Vec<u64>, Arc<str>, bool)> {
+        if payloads
+            .iter()
+            .any(|p| p.len() > self.limits.payload_bytes_max)
+        {
+            return Err(Error::InvalidArgument {
+                reason: "payload is larger than job_payload_bytes_max",
+            });
+        }
+        if options.attempts_max == Some(0) {
+            return Err(Error::InvalidArgument {
+                reason: "a job's attempts_max must be positive",
+            });
+        }
+        let queue = self.get(key)?;
+        let config = &queue.config;
+        let bytes: usize = payloads.iter().map(|p| p.len()).sum();
+        let due = now.saturating_add(duration_to_millis_ceil(options.delay));
+        let (seqs, late) = {
+            let mut state = lock_at(Rung::Queue, &queue.state);
+            if state.dead.len() >= config.dead_letters_max {
+                return Err(Error::CapacityExceeded {
+                    scope: Scope::QueueDeadLetters,
+                });
+            }
+            if state.jobs.len() + payloads.len() > config.jobs_max {
+                return Err(Error::CapacityExceeded {
+                    scope: Scope::QueueJobs,
+                });
+            }
+            if state.bytes + bytes > config.bytes_max {
+                return Err(Error::CapacityExceeded {
+                    scope: Scope::QueueBytes,
+                });
+            }
+            let mut issued = Vec::with_capacity(payloads.len());
+            for payload in payloads {
+                let seq = seqs();
+                let at = if due > now {
+                    At::Delayed(due)
+                } else {
+                    At::Ready
+                };
+                state.insert(
+                    seq,
+                    Job {
+                        payload: Arc::from(*payload),
+                        attempts: 0,
+                        attempts_max: options.attempts_max.unwrap_or(config.attempts_max),
+                        at,
+                    },
+                );
+                issued.push(seq);
+            }
+            (issued, state.timer_late())
+        };
+        if late {
+            self.arm(&queue);
+        }
+        Ok((seqs, Arc::clone(&queue.wake), due <= now))
+    }
+
+    /// Claims up to `max` ready jobs, oldest first, for `visibility_ms`.
+    pub(crate) fn claim(
+        &self,
+        key: Name,
+        worker: &Arc<str>,
+        visibility: Option<Duration>,
+        max: usize,
+        now: u64,
+    ) -> Result<(Vec<Grab>, Duration)> {
+        let queue = self.get(key)?;
+        let visibility = visibility.unwrap_or(queue.config.visibility);
+        let until = now.saturating_add(duration_to_millis_ceil(visibility));
+        let (grabs, late) = {
+            let mut state = lock_at(Rung::Queue, &queue.state);
+            state.settle(now);
+            let mut grabs = Vec::new();
+            while grabs.len() < max {
+                let Some(&seq) = state.ready.first() else {
+                    break;
+                };
+                if faults::active(StoreFault::ClaimSplitHold) {
+                    // Broken twin: the job picked is taken under a later
+                    // hold, without looking again.
+                    drop(state);
+                    state = lock_at(Rung::Queue, &queue.state);
+                }
+                let token = self.claims.fetch_add(1, Ordering::Relaxed) + 1;
+                state.move_to(
+                    seq,
+                    At::Claimed {
+                        token,
+                        until,
+                        worker: Arc::clone(worker),
+                    },
+                );
+                let job = state.jobs.get_mut(&seq).expect("held");
+                job.attempts += 1;
+                grabs.push(Grab {
+                    seq,
+                    token: ClaimToken(token),
+                    attempt: job.attempts,
+                    payload: Arc::clone(&job.payload),
+                });
+            }
+            (grabs, state.timer_late())
+        };
+        if late {
+            self.arm(&queue);
+        }
+        Ok((grabs, visibility))
+    }
+
+    /// Acknowledges job `seq` under `token`: the job is done and leaves.
+    pub(crate) fn ack(&self, key: Name, seq: u64, token: ClaimToken, now: u64) -> Result<()> {
+        let queue = self.get(key)?;
+        let mut state = lock_at(Rung::Queue, &queue.state);
+        state.check_claim(seq, token, now)?;
+        if faults::active(StoreFault::AckSplitHold) {
+            // Broken twin: the job is removed under a later hold, whoever
+            // holds it by then.
+            drop(state);
+            state = lock_at(Rung::Queue, &queue.state);
+        }
+        state.remove(seq);
+        Ok(())
+    }
+
+    /// Fails job `seq` under `token`: it retries after its backoff, or is
+    /// dead-lettered with `reason` if that was its last attempt.
+    pub(crate) fn fail(
+        &self,
+        key: Name,
+        seq: u64,
+        token: ClaimToken,
+        reason: &str,
+        now: u64,
+    ) -> Result<Failed> {
+        let queue = self.get(key)?;
+        let (failed, late) = {
+            let mut state = lock_at(Rung::Queue, &queue.state);
+            state.check_claim(seq, token, now)?;
+            let job = &state.jobs[&seq];
+            let failed = if job.attempts >= job.attempts_max {
+                state.move_to(seq, At::Dead(Arc::from(reason)));
+                Failed::DeadLettered
+            } else {
+                let attempt = job.attempts;
+                let draw = state.jitter.next();
+                let delay = queue.config.backoff.delay(attempt, draw);
+                let due = now.saturating_add(delay.as_millis() as u64);
+                state.move_to(seq, At::Delayed(due));
+                Failed::RetryIn(delay)
+            };
+            (failed, state.timer_late())
+        };
+        if late {
+            self.arm(&queue);
+        }
+        Ok(failed)
+    }
+
+    /// Job `seq` as it is at `now` (without settling anything).
+    pub(crate) fn job(&self, key: Name, seq: u64, now: u64) -> Result<JobInfo> {
+        let queue = self.get(key)?;
+        let state = lock_at(Rung::Queue, &queue.state);
+        let job = state.jobs.get(&seq).ok_or(Error::NotFound)?;
+        let left = |tick: u64| Duration::from_millis(tick.saturating_sub(now));
+        let state = match &job.at {
+            At::Ready => JobState::Ready,
+            At::Delayed(due) => JobState::Delayed {
+                ready_in: left(*due),
+            },
+            At::Claimed { until, worker, .. } => JobState::Claimed {
+                worker: Arc::clone(worker),
+                lapses_in: left(*until),
+            },
+            At::Dead(reason) => JobState::Dead {
+                reason: Arc::clone(reason),
+            },
+        };
+        Ok(JobInfo {
+            state,
+            attempts: job.attempts,
+            attempts_max: job.attempts_max,
+            payload: Arc::clone(&job.payload),
+        })
+    }
+
+    /// What the queue holds at `now` (settled first, as a claim would).
+    pub(crate) fn info(&self, key: Name, now: u64) -> Result<QueueInfo> {
+        let queue = self.get(key)?;
+        let mut state = lock_at(Rung::Queue, &queue.state);
+        state.settle(now);
+        Ok(QueueInfo {
+            ready: state.ready.len(),
+            delayed: state.delayed.len(),
+            claimed: state.claimed.len(),
+            dead: state.dead.len(),
+            bytes: state.bytes,
+        })
+    }
+
+    /// Up to `max` dead letters, oldest first, from sequence number `from`
+    /// on.
+    pub(crate) fn dead_letters(&self, key: Name, from: u64, max: usize) -> Result<Vec<Corpse>> {
+        let queue = self.get(key)?;
+        let state = lock_at(Rung::Queue, &queue.state);
+        Ok(state
+            .dead
+            .range(from..)
+            .take(max)
+            .map(|&seq| {
+                let job = &state.jobs[&seq];
+                let At::Dead(reason) = &job.at else {
+                    unreachable!("an indexed dead letter is dead")
+                };
+                Corpse {
+                    seq,
+                    attempts: job.attempts,
+                    reason: Arc::clone(reason),
+                    payload: Arc::clone(&job.payload),
+                }
+            })
+            .collect())
+    }
+
+    /// Returns dead letter `seq` to ready with its attempts reset; returns
+    /// the wake channel to notify.
+    pub(crate) fn requeue_dead(&self, key: Name, seq: u64) -> Result<Arc<str>> {
+        let queue = self.get(key)?;
+        let mut state = lock_at(Rung::Queue, &queue.state);
+        if !state.dead.contains(&seq) {
+            return Err(Error::NotFound);
+        }
+        state.move_to(seq, At::Ready);
+        state.jobs.get_mut(&seq).expect("held").attempts = 0;
+        Ok(Arc::clone(&queue.wake))
+    }
+
+    /// Drops every dead letter; returns how many.
+    pub(crate) fn purge_dead(&self, key: Name) -> Result<usize> {
+        let queue = self.get(key)?;
+        let mut state = lock_at(Rung::Queue, &queue.state);
+        let dead: Vec<u64> = state.dead.iter().copied().collect();
+        for &seq in &dead {
+            state.remove(seq);
+        }
+        Ok(dead.len())
+    }
+
+    /// Fires the timers due at `now`: settles each queue and sets its next
+    /// timer. Returns the wake channels of queues where jobs became ready.
+    pub(crate) fn sweep(&self, now: u64) -> Vec<(TenantId, Arc<str>)> {
+        let mut fired: Vec<Fired<TimerItem>> = Vec::new();
+        lock_at(Rung::Wheel, &self.timers).advance(now, &mut fired);
+        let mut woken = Vec::new();
+        for Fired {
+            item: (key, serial),
+            handle,
+            ..
+        } in fired
+        {
+            let Some(queue) = self.queues.read(&key, Arc::clone) else {
+                continue;
+            };
+            if queue.serial != serial {
+                continue;
+            }
+            let (readied, late) = {
+                let mut state = lock_at(Rung::Queue, &queue.state);
+                if state.timer.is_some_and(|(h, _)| h == handle) {
+                    state.timer = None;
+                }
+                (state.settle(now), state.timer_late())
+            };
+            if late {
+                self.arm(&queue);
+            }
+            if readied {
+                woken.push((key.0, Arc::clone(&queue.wake)));
+            }
+        }
+        woken
+    }
+
+    /// The first difference between the queues and what is derived from
+    /// them: counts, budgets, each job in exactly the index of its state,
+    /// bytes, and a timer at or before every queue's earliest deadline.
+    #[cfg(any(test, feature = "internals"))]
+    pub(crate) fn audit(&self) -> std::result::Result<(), String> {
+        let mut queues = Vec::new();
+        self.queues
+            .for_each(|key, queue| queues.push((key.clone(), Arc::clone(queue))));
+        if queues.len() as u64 != self.count.used() {
+            return Err(format!(
+                "queues: {} held, {} admitted",
+                queues.len(),
+                self.count.used()
+            ));
+        }
+        let jobs: u64 = queues.iter().map(|(_, q)| q.config.jobs_max as u64).sum();
+        let bytes: u64 = queues.iter().map(|(_, q)| q.config.bytes_max as u64).sum();
+        if (jobs, bytes) != (self.budget_jobs.used(), self.budget_bytes.used()) {
+            return Err("queues: the store-wide budgets differ from the queues".into());
+        }
+        let mut per_tenant: BTreeMap<TenantId, u64> = BTreeMap::new();
+        for (TenantName(tenant, name), queue) in &queues {
+            *per_tenant.entry(*tenant).or_default() += 1;
+            let timers = lock_at(Rung::Wheel, &self.timers);
+            let state = lock_at(Rung::Queue, &queue.state);
+            let mut indexed = 0;
+            for (&seq, job) in &state.jobs {
+                let in_index = match job.at.slot() {
+                    Slot::Ready => state.ready.contains(&seq),
+                    Slot::Delayed(due) => state.delayed.contains(&(due, seq)),
+                    Slot::Claimed(until) => state.claimed.contains(&(until, seq)),
+                    Slot::Dead => state.dead.contains(&seq),
+                };
+                if !in_index {
+                    return Err(format!(
+                        "queue {name}: job {seq} is not in its state's index"
+                    ));
+                }
+                indexed += 1;
+                if job.attempts > job.attempts_max {
+                    return Err(format!("queue {name}: job {seq} is past its attempts"));
+                }
+            }
+            let in_indexes =
+                state.ready.len() + state.delayed.len() + state.claimed.len() + state.dead.len();
+            if in_indexes != indexed {
+                return Err(format!("queue {name}: a job is in two states, or gone"));
+            }
+            let held: usize = state.jobs.values().map(|j| j.payload.len()).sum();
+            if held != state.bytes
+                || state.jobs.len() > queue.config.jobs_max
+                || state.bytes > queue.config.bytes_max
+            {
+                return Err(format!("queue {name}: its jobs disagree with its counts"));
+            }
+            if let Some(due) = state.next_due() {
+                match state.timer {
+                    Some((handle, set)) if set <= due && timers.contains(handle) => {}
+                    _ => return Err(format!("queue {name}: a deadline with no timer before it")),
+                }
+            }
+        }
+        if self.tenant_queues.snapshot() != per_tenant {
+            return Err("queues: the per-tenant counts differ from the queues".into());
+        }
+        Ok(())
+    }
+}
+
+/// The reserved name of a queue's wake channel.
+pub(crate) fn wake_channel(queue: &str) -> Arc<str> {
+    Arc::from(format!("{}queue:{queue}", crate::store::RESERVED_PREFIX))
+}

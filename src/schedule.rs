@@ -1,0 +1,358 @@
+//! Interval schedules: `@every <interval>` fires that enqueue a job, run by
+//! whichever runner holds the tenant's scheduler lock.
+//!
+//! Fires are grid-aligned: a schedule created at `t0` with interval `i` is
+//! due at `t0 + k·i` for k = 1, 2, ... A run that finds `n` fires due
+//! enqueues `min(n, SCHEDULE_CATCH_UP_MAX)` jobs and moves the schedule to
+//! the first grid point after now, all in one step under the tenant's
+//! schedule book (rung `Schedule`, held while the jobs are enqueued, all
+//! or none): a fire is never enqueued twice, and never half.
+//!
+//! A book remembers the highest scheduler fence that fired from it; a run
+//! with a lower fence is refused with `LeadershipLost` and fires nothing,
+//! so once a newer leader has fired, an older one never does.
+
+use crate::config::SCHEDULE_CATCH_UP_MAX;
+use crate::error::{Error, Result, Scope};
+use crate::events::Collection;
+use crate::ids::TenantId;
+use crate::quota::Counter;
+use crate::shard::{ShardMap, Upsert};
+use crate::sync::{lock_at, Arc, Mutex, Rung};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// Parses `@every <interval>`: one or more `<number><unit>` parts with
+/// units `d`, `h`, `m`, `s`, `ms`, from the largest to the smallest, each
+/// at most once (`@every 30s`, `@every 1h30m`, `@every 1s500ms`). Anything
+/// else is `InvalidArgument` naming the problem; a zero interval too.
+pub fn parse_every(spec: &str) -> Result<Duration> {
+    let invalid = |reason| Err(Error::InvalidArgument { reason });
+    let Some(rest) = spec.strip_prefix("@every ") else {
+        return invalid("a schedule must be \"@every <interval>\"");
+    };
+    if rest.is_empty() {
+        return invalid("a schedule's interval is missing");
+    }
+    const UNITS: [(&str, u64); 5] = [
+        ("d", 86_400_000),
+        ("h", 3_600_000),
+        ("ms", 1),
+        ("m", 60_000),
+        ("s", 1_000),
+    ];
+    // Rank of each unit, largest first, to enforce the order.
+    let rank = |unit: &str| match unit {
+        "d" => 0,
+        "h" => 1,
+        "m" => 2,
+        "s" => 3,
+        _ => 4,
+    };
+    let mut total: u64 = 0;
+    let mut last_rank: Option<u32> = None;
+    let mut text = rest;
+    while !text.is_empty() {
+        let digits = text.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 {
+            return invalid("a schedule's interval needs a number before each unit");
+        }
+        let Ok(number) = text[..digits].parse::<u64>() else {
+            return invalid("a schedule's interval is too long");
+        };
+        text = &text[digits..];
+        let Some(&(unit, ms)) = UNITS.iter().find(|(u, _)| text.starts_with(u)) else {
+            return invalid("a schedule's interval needs a unit: ms, s, m, h or d");
+        };
+        text = &text[unit.len()..];
+        let r = rank(unit);
+        if last_rank.is_some_and(|l| r <= l) {
+            return invalid("a schedule's units must go from largest to smallest, each once");
+        }
+        last_rank = Some(r);
+        let Some(sum) = number.checked_mul(ms).and_then(|p| total.checked_add(p)) else {
+            return invalid("a schedule's interval is too long");
+        };
+        total = sum;
+    }
+    if total == 0 {
+        return invalid("a schedule's interval must be positive");
+    }
+    Ok(Duration::from_millis(total))
+}
+
+/// A schedule as [`Store::schedules`](crate::Store::schedules) lists it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScheduleInfo {
+    /// Its name.
+    pub name: Arc<str>,
+    /// Its spec as given (`@every ...`).
+    pub spec: Arc<str>,
+    /// Its interval.
+    pub interval: Duration,
+    /// The queue its fires go to.
+    pub queue: Arc<str>,
+    /// Time left before its next fire is due (zero if due now).
+    pub next_in: Duration,
+    /// Fires enqueued so far.
+    pub fired: u64,
+}
+
+/// What one run of a tenant's schedules did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ScheduleRun {
+    /// Jobs enqueued, over every schedule.
+    pub fired: u64,
+    /// Fires skipped because more than `SCHEDULE_CATCH_UP_MAX` were due.
+    pub skipped: u64,
+    /// Schedules whose fires were refused (their target queue missing or
+    /// full): they stay due and are tried again on the next run.
+    pub refused: Vec<(Arc<str>, Error)>,
+    /// Time until the earliest schedule is due, if any.
+    pub next_in: Option<Duration>,
+}
+
+pub(crate) struct Schedule {
+    spec: Arc<str>,
+    interval_ms: u64,
+    next_ms: u64,
+    queue: Arc<str>,
+    payload: Arc<[u8]>,
+    fired: u64,
+}
+
+/// One tenant's schedules, and the highest fence that fired from them.
+#[derive(Default)]
+pub(crate) struct Book {
+    schedules: BTreeMap<Arc<str>, Schedule>,
+    fence: u64,
+}
+
+/// The store-wide bounds on schedules.
+pub(crate) struct ScheduleLimits {
+    pub(crate) schedules_max: u64,
+    pub(crate) per_tenant_max: usize,
+    pub(crate) interval_min: Duration,
+    pub(crate) interval_max: Duration,
+}
+
+/// How a fire reaches its queue: enqueue `n` copies of the payload, all or
+/// none.
+pub(crate) type Fire<'a> = &'a mut dyn FnMut(&str, &[u8], usize) -> Result<()>;
+
+pub(crate) struct ScheduleHub {
+    books: ShardMap<TenantId, Arc<Mutex<Book>>>,
+    count: Counter,
+    limits: ScheduleLimits,
+}
+
+impl ScheduleHub {
+    pub(crate) fn new(limits: ScheduleLimits) -> Self {
+        ScheduleHub {
+            books: ShardMap::with_capacity(16),
+            count: Counter::new(
+                Scope::Collection(Collection::Schedules),
+                limits.schedules_max,
+            ),
+            limits,
+        }
+    }
+
+    fn book(&self, tenant: TenantId) -> Arc<Mutex<Book>> {
+        if let Some(book) = self.books.read(&tenant, Arc::clone) {
+            return book;
+        }
+        let (book, _) = self.books.upsert(tenant, |held| match held {
+            Some(b) => Upsert::Keep(Arc::clone(b)),
+            None => {
+                let b = Arc::new(Mutex::new(Book::default()));
+                Upsert::Put(Arc::clone(&b), b)
+            }
+        });
+        book
+    }
+
+    /// Schedules `name` (a new one, or a replacement of the same name,
+    /// which keeps nothing of the old one) from `now_ms`.
+    pub(crate) fn schedule(
+        &self,
+        tenant: TenantId,
+        name: Arc<str>,
+        spec: &str,
+        queue: Arc<str>,
+        payload: Arc<[u8]>,
+        now_ms: u64,
+    ) -> Result<()> {
+        let interval = parse_every(spec)?;
+        if interval < self.limits.interval_min {
+            return Err(Error::InvalidArgument {
+                reason: "a schedule's interval is below schedule_interval_min",
+            });
+        }
+        if interval > self.limits.interval_max {
+            return Err(Error::InvalidArgument {
+                reason: "a schedule's interval is above schedule_interval_max",
+            });
+        }
+        let interval_ms = interval.as_millis() as u64;
+        let book = self.book(tenant);
+        let mut book = lock_at(Rung::Schedule, &book);
+        let replacing = book.schedules.contains_key(&name);
+        if !replacing {
+            if book.schedules.len() >= self.limits.per_tenant_max {
+                return Err(Error::CapacityExceeded {
+                    scope: Scope::Tenant(Collection::Schedules),
+                });
+            }
+            if !self.count.try_acquire(1) {
+                return Err(Error::CapacityExceeded {
+                    scope: self.count.scope(),
+                });
+            }
+        }
+        book.schedules.insert(
+            name,
+            Schedule {
+                spec: Arc::from(spec),
+                interval_ms,
+                next_ms: now_ms.saturating_add(interval_ms),
+                queue,
+                payload,
+                fired: 0,
+            },
+        );
+        Ok(())
+    }
+
+    /// Removes schedule `name`.
+    pub(crate) fn unschedule(&self, tenant: TenantId, name: &str) -> Result<()> {
+        let book = self
+            .books
+            .read(&tenant, Arc::clone)
+            .ok_or(Error::NotFound)?;
+        let removed = lock_at(Rung::Schedule, &book).schedules.remove(name);
+        removed.ok_or(Error::NotFound)?;
+        self.count.release(1);
+        Ok(())
+    }
+
+    /// The tenant's schedules at `now_ms`, by name.
+    pub(crate) fn list(&self, tenant: TenantId, now_ms: u64) -> Vec<ScheduleInfo> {
+        let Some(book) = self.books.read(&tenant, Arc::clone) else {
+            return Vec::new();
+        };
+        let book = lock_at(Rung::Schedule, &book);
+        book.schedules
+            .iter()
+            .map(|(name, s)| ScheduleInfo {
+                name: Arc::clone(name),
+                spec: Arc::clone(&s.spec),
+                interval: Duration::from_millis(s.interval_ms),
+                queue: Arc::clone(&s.queue),
+                next_in: Duration::from_millis(s.next_ms.saturating_sub(now_ms)),
+                fired: s.fired,
+            })
+            .collect()
+    }
+
+    /// Schedules tenant `tenant` holds, and its cap.
+    pub(crate) fn tenant_usage(&self, tenant: TenantId) -> (u64, u64) {
+        let held = self
+            .books
+            .read(&tenant, Arc::clone)
+            .map_or(0, |b| lock_at(Rung::Schedule, &b).schedules.len() as u64);
+        (held, self.limits.per_tenant_max as u64)
+    }
+
+    /// Fires what is due at `now_ms` for a runner holding scheduler fence
+    /// `fence`: refused with `LeadershipLost` (firing nothing) if a runner
+    /// with a higher fence has fired from this book.
+    pub(crate) fn run(
+        &self,
+        tenant: TenantId,
+        fence: u64,
+        now_ms: u64,
+        fire: Fire,
+    ) -> Result<ScheduleRun> {
+        let mut run = ScheduleRun::default();
+        let Some(book) = self.books.read(&tenant, Arc::clone) else {
+            return Ok(run);
+        };
+        let mut book = lock_at(Rung::Schedule, &book);
+        if fence < book.fence && !crate::faults::active(crate::faults::StoreFault::StaleLeaderFires)
+        {
+            return Err(Error::LeadershipLost);
+        }
+        book.fence = book.fence.max(fence);
+        for (name, s) in book.schedules.iter_mut() {
+            if s.next_ms <= now_ms {
+                let due = (now_ms - s.next_ms) / s.interval_ms + 1;
+                let fires = due.min(u64::from(SCHEDULE_CATCH_UP_MAX));
+                match fire(&s.queue, &s.payload, fires as usize) {
+                    Ok(()) => {
+                        run.fired += fires;
+                        run.skipped += due - fires;
+                        s.fired += fires;
+                        s.next_ms += due * s.interval_ms;
+                    }
+                    Err(e) => run.refused.push((Arc::clone(name), e)),
+                }
+            }
+            let next_in = Duration::from_millis(s.next_ms.saturating_sub(now_ms));
+            run.next_in = Some(run.next_in.map_or(next_in, |n| n.min(next_in)));
+        }
+        Ok(run)
+    }
+
+    /// Schedules held per the books against the count.
+    #[cfg(any(test, feature = "internals"))]
+    pub(crate) fn audit(&self) -> std::result::Result<(), String> {
+        let mut books = Vec::new();
+        self.books.for_each(|_, b| books.push(Arc::clone(b)));
+        let held: u64 = books
+            .iter()
+            .map(|b| lock_at(Rung::Schedule, b).schedules.len() as u64)
+            .sum();
+        if held != self.count.used() {
+            return Err(format!(
+                "schedules: {held} held, {} admitted",
+                self.count.used()
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_accepts_units_from_largest_to_smallest() {
+        let ms = |s| parse_every(s).map(|d| d.as_millis() as u64);
+        assert_eq!(ms("@every 30s"), Ok(30_000));
+        assert_eq!(ms("@every 1h30m"), Ok(5_400_000));
+        assert_eq!(ms("@every 1d2h3m4s5ms"), Ok(93_784_005));
+        assert_eq!(ms("@every 250ms"), Ok(250));
+        for bad in [
+            "30s",
+            "@every",
+            "@every ",
+            "@every 30",
+            "@every s",
+            "@every 30x",
+            "@every 30m1h",
+            "@every 1s1s",
+            "@every 0s",
+            "@every 1s ",
+            "@every 99999999999999999999s",
+            "@every 999999999999999d",
+            "@every -1s",
+        ] {
+            assert!(
+                matches!(parse_every(bad), Err(Error::InvalidArgument { .. })),
+                "{bad:?} was accepted"
+            );
+        }
+    }
+}

@@ -1,0 +1,152 @@
+//! The outbox: messages about changes, delivered at least once by
+//! `outbox_run_once`, on a queue of the store's own per tenant.
+
+use super::Store;
+use crate::error::{Error, Result};
+use crate::ids::{JobId, TenantId};
+use crate::queue::{Backoff, JobOptions, QueueConfig};
+use crate::sync::Arc;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::time::Duration;
+
+/// The reserved queue that holds a tenant's outbox.
+pub const OUTBOX_QUEUE: &str = "__relaystore_outbox";
+
+/// The settings of every outbox queue: claims held 60 s, 5 attempts,
+/// backoff from 5 s to 300 s, 10,000 messages, 16 MiB, 1,000 dead letters
+/// (a full dead-letter set refuses new messages until purged).
+pub fn outbox_config() -> QueueConfig {
+    QueueConfig {
+        jobs_max: 10_000,
+        bytes_max: 16 << 20,
+        dead_letters_max: 1_000,
+        visibility: Duration::from_secs(60),
+        attempts_max: 5,
+        backoff: Backoff {
+            base: Duration::from_secs(5),
+            max: Duration::from_secs(300),
+        },
+        jitter_seed: None,
+    }
+}
+
+/// One outbox message, as the handler of
+/// [`outbox_run_once`](Store::outbox_run_once) sees it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OutboxMessage {
+    /// Its id (a job id of the outbox queue).
+    pub id: JobId,
+    /// Its topic.
+    pub topic: Arc<str>,
+    /// Its payload.
+    pub payload: Arc<[u8]>,
+    /// Which delivery attempt this is (1 for the first).
+    pub attempt: u32,
+}
+
+/// What one [`outbox_run_once`](Store::outbox_run_once) did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OutboxRun {
+    /// Messages the handler accepted (now gone).
+    pub delivered: usize,
+    /// Messages that failed and will be retried after a backoff.
+    pub retried: usize,
+    /// Messages that failed their last attempt (now dead letters of
+    /// [`OUTBOX_QUEUE`]).
+    pub dead: usize,
+}
+
+impl Store {
+    /// Puts a message on the tenant's outbox (created on first use with
+    /// [`outbox_config`], taking one of the tenant's queues). Refusals as
+    /// for [`enqueue`](Self::enqueue); `topic` is a name.
+    pub fn outbox_put(&self, tenant: TenantId, topic: &str, payload: &[u8]) -> Result<JobId> {
+        self.check_name(topic)?;
+        if payload.len() > self.shared.config.job_payload_bytes_max {
+            return Err(Error::InvalidArgument {
+                reason: "payload is larger than job_payload_bytes_max",
+            });
+        }
+        let mut framed = Vec::with_capacity(2 + topic.len() + payload.len());
+        framed.extend_from_slice(&(topic.len() as u16).to_be_bytes());
+        framed.extend_from_slice(topic.as_bytes());
+        framed.extend_from_slice(payload);
+        let options = JobOptions::default();
+        let enqueued = self.enqueue_many(tenant, OUTBOX_QUEUE, &[&framed], &options);
+        let ids = match enqueued {
+            Err(Error::NotFound) => {
+                self.create_queue_named(tenant, Arc::from(OUTBOX_QUEUE), outbox_config())?;
+                self.enqueue_many(tenant, OUTBOX_QUEUE, &[&framed], &options)?
+            }
+            other => other?,
+        };
+        Ok(ids[0])
+    }
+
+    /// Delivers up to `max` due messages of the tenant's outbox through
+    /// `handler`, as `worker`: `Ok` acknowledges a message; `Err`, or a
+    /// panic (caught), fails it, to be retried after the outbox backoff or
+    /// dead-lettered after its last attempt. Nothing is lost either way.
+    pub fn outbox_run_once<E: std::fmt::Display>(
+        &self,
+        tenant: TenantId,
+        worker: &str,
+        max: usize,
+        mut handler: impl FnMut(&OutboxMessage) -> std::result::Result<(), E>,
+    ) -> Result<OutboxRun> {
+        let claimed = match self.claim_in(tenant, OUTBOX_QUEUE, worker, None, max) {
+            Err(Error::NotFound) => return Ok(OutboxRun::default()),
+            other => other?,
+        };
+        let mut run = OutboxRun::default();
+        for job in claimed {
+            let (topic, payload) = unframe(&job.payload);
+            let message = OutboxMessage {
+                id: job.id,
+                topic,
+                payload,
+                attempt: job.attempt,
+            };
+            let outcome = catch_unwind(AssertUnwindSafe(|| handler(&message)));
+            let reason = match outcome {
+                Ok(Ok(())) => {
+                    if self.ack_in(tenant, OUTBOX_QUEUE, job.id, job.claim).is_ok() {
+                        run.delivered += 1;
+                    }
+                    continue;
+                }
+                Ok(Err(e)) => truncate(&e.to_string(), self.shared.config.name_bytes_max),
+                Err(_) => "the handler panicked".to_owned(),
+            };
+            let reason = if reason.is_empty() {
+                "failed".to_owned()
+            } else {
+                reason
+            };
+            match self.fail_in(tenant, OUTBOX_QUEUE, job.id, job.claim, &reason) {
+                Ok(crate::queue::Failed::RetryIn(_)) => run.retried += 1,
+                Ok(crate::queue::Failed::DeadLettered) => run.dead += 1,
+                // The claim lapsed while the handler ran: the message is
+                // back in the outbox already.
+                Err(_) => {}
+            }
+        }
+        Ok(run)
+    }
+}
+
+/// Splits a framed outbox payload into its topic and payload.
+fn unframe(framed: &[u8]) -> (Arc<str>, Arc<[u8]>) {
+    let len = usize::from(u16::from_be_bytes([framed[0], framed[1]]));
+    let topic = String::from_utf8_lossy(&framed[2..2 + len]);
+    (Arc::from(topic.as_ref()), Arc::from(&framed[2 + len..]))
+}
+
+/// At most `max` bytes of `text`, cut at a character boundary.
+fn truncate(text: &str, max: usize) -> String {
+    let mut end = text.len().min(max);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text[..end].to_owned()
+}

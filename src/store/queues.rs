@@ -1,0 +1,422 @@
+//! The store's side of job queues (`src/queue.rs`): names, ids, the
+//! lifecycle, the clock, and the wakes that workers wait on.
+
+use super::{Store, OUTBOX_QUEUE};
+use crate::error::{Error, Result};
+use crate::events::{Cause, Collection, RecordId};
+use crate::ids::{random_bytes, JobId, TenantId};
+use crate::named::TenantName;
+use crate::queue::{wake_channel, ClaimToken, Failed, JobInfo, JobOptions, QueueConfig, QueueInfo};
+use crate::sync::Arc;
+use crate::wake::{Listener, RecvError};
+use std::time::Duration;
+
+/// One job handed to a worker by a claim.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClaimedJob {
+    /// The job.
+    pub id: JobId,
+    /// The claim, for [`Store::ack`] and [`Store::fail`].
+    pub claim: ClaimToken,
+    /// Which attempt this is (1 for the first claim).
+    pub attempt: u32,
+    /// The job's payload.
+    pub payload: Arc<[u8]>,
+    /// How long the claim holds the job: past this, it lapses and the job
+    /// returns to the queue (using up this attempt).
+    pub visibility: Duration,
+}
+
+/// A job that ran out of attempts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeadLetter {
+    /// The job.
+    pub id: JobId,
+    /// Claims it had.
+    pub attempts: u32,
+    /// Why its last attempt ended (the worker's `fail` reason, or
+    /// `visibility lapsed`).
+    pub reason: Arc<str>,
+    /// Its payload.
+    pub payload: Arc<[u8]>,
+}
+
+impl Store {
+    /// Creates the job queue `name` with `config`'s settings. Creating it
+    /// again with the same settings is a no-op; with other settings,
+    /// [`Error::Exists`]. Names as for [`notify`](Self::notify).
+    ///
+    /// A queue reserves its whole capacity at creation: refused with
+    /// `CapacityExceeded` past `queues_per_tenant_max` (scope
+    /// `Tenant(Queues)`), `queues_max` (`Collection(Queues)`), or when its
+    /// `jobs_max` / `bytes_max` do not fit the store-wide budgets
+    /// (`QueueJobsTotal`, `QueueBytesTotal`); `InvalidArgument` for a
+    /// setting out of range; `Draining` / `ServiceUnavailable` while the
+    /// store drains or once it stopped.
+    pub fn create_queue(&self, tenant: TenantId, name: &str, config: QueueConfig) -> Result<()> {
+        let created = self.create_queue_steps(tenant, name, config);
+        self.observed(tenant, created)
+    }
+
+    fn create_queue_steps(&self, tenant: TenantId, name: &str, config: QueueConfig) -> Result<()> {
+        self.check_own_name(name)?;
+        self.shared
+            .ttl
+            .deadline(self.shared.clock.now(), config.visibility)?;
+        self.admit_new(self.shared.clock.now())?;
+        self.create_queue_named(tenant, Arc::from(name), config)
+    }
+
+    /// Creates a queue under any name (the store's own, reserved ones too).
+    pub(super) fn create_queue_named(
+        &self,
+        tenant: TenantId,
+        name: Arc<str>,
+        config: QueueConfig,
+    ) -> Result<()> {
+        let seed = match config.jitter_seed {
+            Some(seed) => seed,
+            None => {
+                let mut bytes = [0; 8];
+                random_bytes(&mut bytes)?;
+                u64::from_le_bytes(bytes)
+            }
+        };
+        self.shared
+            .queues
+            .create(TenantName(tenant, name), config, seed)
+    }
+
+    /// Deletes the queue with every job in it, dead letters included
+    /// (removal event `Queues`, cause `Released`). Outstanding claims
+    /// become stale; waiting workers wake and find it gone.
+    pub fn delete_queue(&self, tenant: TenantId, name: &str) -> Result<()> {
+        self.check_own_name(name)?;
+        let queue = self.shared.queues.delete((tenant, name))?;
+        let name: Arc<str> = Arc::from(name);
+        self.emit(
+            Collection::Queues,
+            tenant,
+            RecordId::Queue(Arc::clone(&name)),
+            Cause::Released,
+        );
+        self.shared
+            .wakes
+            .notify(&(tenant, Arc::clone(&queue.wake)))?;
+        Ok(())
+    }
+
+    /// Enqueues a job; returns its id. Ready at once, or after
+    /// `options.delay`; claimed at most `options.attempts_max` times (the
+    /// queue's `attempts_max` if not given). Wakes waiting workers when the
+    /// job is ready.
+    ///
+    /// Refused with `NotFound` if the queue does not exist,
+    /// `InvalidArgument` for a payload over `job_payload_bytes_max`, a
+    /// delay over `ttl_max` or zero attempts, `CapacityExceeded` when the
+    /// queue holds `jobs_max` jobs (`QueueJobs`), `bytes_max` payload bytes
+    /// (`QueueBytes`) or `dead_letters_max` dead letters
+    /// (`QueueDeadLetters`), and `Draining` / `ServiceUnavailable` while
+    /// the store drains or once it stopped. A refusal changes nothing.
+    pub fn enqueue(
+        &self,
+        tenant: TenantId,
+        queue: &str,
+        payload: &[u8],
+        options: JobOptions,
+    ) -> Result<JobId> {
+        self.check_own_name(queue)?;
+        let ids = self.enqueue_many(tenant, queue, &[payload], &options)?;
+        Ok(ids[0])
+    }
+
+    /// Enqueues jobs with the same options, all or none (one admission
+    /// for all of them). The store's schedules fire through it.
+    pub(super) fn enqueue_many(
+        &self,
+        tenant: TenantId,
+        queue: &str,
+        payloads: &[&[u8]],
+        options: &JobOptions,
+    ) -> Result<Vec<JobId>> {
+        let now = self.shared.clock.now();
+        if options.delay > self.shared.config.ttl_max {
+            return Err(Error::InvalidArgument {
+                reason: "a job's delay is above ttl_max",
+            });
+        }
+        self.admit_new(now)?;
+        let enqueued = self.shared.queues.enqueue(
+            (tenant, queue),
+            payloads,
+            options,
+            now.as_millis(),
+            &mut || self.next_seq(),
+        );
+        let (seqs, wake, ready) = self.observed(tenant, enqueued)?;
+        if ready {
+            self.shared.wakes.notify(&(tenant, wake))?;
+        }
+        Ok(seqs.into_iter().map(|s| self.job_id(s)).collect())
+    }
+
+    /// Claims up to `max_jobs` ready jobs (at most `page_len_max`), oldest
+    /// first, for `worker`; each is held for `visibility` (the queue's if
+    /// `None`) and counts as an attempt. An empty result if none is ready.
+    /// A job is never held by two live claims.
+    pub fn claim(
+        &self,
+        tenant: TenantId,
+        queue: &str,
+        worker: &str,
+        visibility: Option<Duration>,
+        max_jobs: usize,
+    ) -> Result<Vec<ClaimedJob>> {
+        self.check_own_name(queue)?;
+        self.claim_in(tenant, queue, worker, visibility, max_jobs)
+    }
+
+    /// [`claim`](Self::claim) from any queue (the store's own too).
+    pub(super) fn claim_in(
+        &self,
+        tenant: TenantId,
+        queue: &str,
+        worker: &str,
+        visibility: Option<Duration>,
+        max_jobs: usize,
+    ) -> Result<Vec<ClaimedJob>> {
+        let worker = self.name(worker)?;
+        if max_jobs == 0 {
+            return Err(Error::InvalidArgument {
+                reason: "max_jobs must be positive",
+            });
+        }
+        let now = self.shared.clock.now();
+        if let Some(v) = visibility {
+            self.shared.ttl.deadline(now, v)?;
+        }
+        self.refuse_if_stopped()?;
+        let max = max_jobs.min(self.shared.config.page_len_max);
+        let (grabs, visibility) =
+            self.shared
+                .queues
+                .claim((tenant, queue), &worker, visibility, max, now.as_millis())?;
+        Ok(grabs
+            .into_iter()
+            .map(|g| ClaimedJob {
+                id: self.job_id(g.seq),
+                claim: g.token,
+                attempt: g.attempt,
+                payload: g.payload,
+                visibility,
+            })
+            .collect())
+    }
+
+    /// [`claim`](Self::claim), waiting up to `timeout` for a job to become
+    /// ready (woken by enqueues, retries and lapsed claims; no polling).
+    /// An empty result if none came.
+    pub fn claim_wait(
+        &self,
+        tenant: TenantId,
+        queue: &str,
+        worker: &str,
+        visibility: Option<Duration>,
+        max_jobs: usize,
+        timeout: Duration,
+    ) -> Result<Vec<ClaimedJob>> {
+        let deadline = std::time::Instant::now() + timeout;
+        let wakes = self.queue_listener(tenant, queue)?;
+        loop {
+            // Claim after taking any pending wake: an enqueue between the
+            // claim and the wait leaves a wake, so the wait returns at once.
+            let claimed = self.claim(tenant, queue, worker, visibility, max_jobs)?;
+            if !claimed.is_empty() {
+                return Ok(claimed);
+            }
+            let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) else {
+                return Ok(claimed);
+            };
+            match wakes.recv_timeout(left) {
+                Ok(_) => {}
+                Err(RecvError::Timeout) => return Ok(claimed),
+                Err(_) => return Err(Error::ServiceUnavailable),
+            }
+        }
+    }
+
+    /// [`claim_wait`](Self::claim_wait) as a future, for any executor,
+    /// without a timeout (wrap it in the executor's). Cancel-safe: jobs
+    /// are claimed only when returned.
+    pub async fn claim_async(
+        &self,
+        tenant: TenantId,
+        queue: &str,
+        worker: &str,
+        visibility: Option<Duration>,
+        max_jobs: usize,
+    ) -> Result<Vec<ClaimedJob>> {
+        let wakes = self.queue_listener(tenant, queue)?;
+        loop {
+            let claimed = self.claim(tenant, queue, worker, visibility, max_jobs)?;
+            if !claimed.is_empty() {
+                return Ok(claimed);
+            }
+            wakes
+                .recv_async()
+                .await
+                .map_err(|_| Error::ServiceUnavailable)?;
+        }
+    }
+
+    fn queue_listener(&self, tenant: TenantId, queue: &str) -> Result<Listener> {
+        self.check_own_name(queue)?;
+        let listening = self.shared.wakes.listen(tenant, wake_channel(queue));
+        self.observed(tenant, listening)
+    }
+
+    /// Acknowledges a claimed job: it is done and leaves the queue. A
+    /// stale, foreign or lapsed claim is refused with
+    /// [`Error::StaleClaim`] and changes nothing.
+    pub fn ack(&self, tenant: TenantId, queue: &str, job: JobId, claim: ClaimToken) -> Result<()> {
+        self.check_own_name(queue)?;
+        self.ack_in(tenant, queue, job, claim)
+    }
+
+    /// [`ack`](Self::ack) in any queue (the store's own too).
+    pub(super) fn ack_in(
+        &self,
+        tenant: TenantId,
+        queue: &str,
+        job: JobId,
+        claim: ClaimToken,
+    ) -> Result<()> {
+        let seq = self.job_seq(job)?;
+        let now = self.shared.clock.now().as_millis();
+        self.shared.queues.ack((tenant, queue), seq, claim, now)
+    }
+
+    /// Reports a claimed job failed: it is retried after the queue's
+    /// backoff ([`Failed::RetryIn`]), or becomes a dead letter with
+    /// `reason` if that was its last attempt. The claim rule and refusal
+    /// are [`ack`](Self::ack)'s; a `reason` is a name (at most
+    /// `name_bytes_max` bytes).
+    pub fn fail(
+        &self,
+        tenant: TenantId,
+        queue: &str,
+        job: JobId,
+        claim: ClaimToken,
+        reason: &str,
+    ) -> Result<Failed> {
+        self.check_own_name(queue)?;
+        self.fail_in(tenant, queue, job, claim, reason)
+    }
+
+    /// [`fail`](Self::fail) in any queue (the store's own too).
+    pub(super) fn fail_in(
+        &self,
+        tenant: TenantId,
+        queue: &str,
+        job: JobId,
+        claim: ClaimToken,
+        reason: &str,
+    ) -> Result<Failed> {
+        self.check_name(reason)?;
+        let seq = self.job_seq(job)?;
+        let now = self.shared.clock.now().as_millis();
+        self.shared
+            .queues
+            .fail((tenant, queue), seq, claim, reason, now)
+    }
+
+    /// Job `job` as it is now (acked jobs are gone: `NotFound`). Also for
+    /// the outbox's messages ([`OUTBOX_QUEUE`]), as are
+    /// [`queue_info`](Self::queue_info) and the dead-letter operations.
+    pub fn job(&self, tenant: TenantId, queue: &str, job: JobId) -> Result<JobInfo> {
+        self.check_queue_to_inspect(queue)?;
+        let seq = self.job_seq(job)?;
+        let now = self.shared.clock.now().as_millis();
+        self.shared.queues.job((tenant, queue), seq, now)
+    }
+
+    /// What the queue holds now, by state.
+    pub fn queue_info(&self, tenant: TenantId, queue: &str) -> Result<QueueInfo> {
+        self.check_queue_to_inspect(queue)?;
+        let now = self.shared.clock.now().as_millis();
+        self.shared.queues.info((tenant, queue), now)
+    }
+
+    /// Up to `max` dead letters (at most `page_len_max`), oldest first,
+    /// from `after` on (exclusive; `None` from the oldest).
+    pub fn dead_letters(
+        &self,
+        tenant: TenantId,
+        queue: &str,
+        after: Option<JobId>,
+        max: usize,
+    ) -> Result<Vec<DeadLetter>> {
+        self.check_queue_to_inspect(queue)?;
+        let from = match after {
+            Some(id) => self.job_seq(id)?.saturating_add(1),
+            None => 0,
+        };
+        let max = max.min(self.shared.config.page_len_max);
+        let corpses = self
+            .shared
+            .queues
+            .dead_letters((tenant, queue), from, max)?;
+        Ok(corpses
+            .into_iter()
+            .map(|c| DeadLetter {
+                id: self.job_id(c.seq),
+                attempts: c.attempts,
+                reason: c.reason,
+                payload: c.payload,
+            })
+            .collect())
+    }
+
+    /// Returns a dead letter to the queue, ready, with a fresh set of
+    /// attempts; wakes waiting workers. `NotFound` if it is not a dead
+    /// letter of this queue.
+    pub fn requeue_dead(&self, tenant: TenantId, queue: &str, job: JobId) -> Result<()> {
+        self.check_queue_to_inspect(queue)?;
+        let seq = self.job_seq(job)?;
+        let wake = self.shared.queues.requeue_dead((tenant, queue), seq)?;
+        self.shared.wakes.notify(&(tenant, wake))
+    }
+
+    /// Drops every dead letter of the queue; returns how many.
+    pub fn purge_dead(&self, tenant: TenantId, queue: &str) -> Result<usize> {
+        self.check_queue_to_inspect(queue)?;
+        self.shared.queues.purge_dead((tenant, queue))
+    }
+
+    /// Job queues held.
+    pub fn queues(&self) -> u64 {
+        self.shared.queues.len()
+    }
+
+    /// A queue name for the reads and the dead-letter operations: a
+    /// caller's queue, or the outbox ([`OUTBOX_QUEUE`]), whose dead
+    /// letters an operator has to be able to see and deal with.
+    fn check_queue_to_inspect(&self, queue: &str) -> Result<()> {
+        if queue == OUTBOX_QUEUE {
+            Ok(())
+        } else {
+            self.check_own_name(queue)
+        }
+    }
+
+    pub(super) fn job_id(&self, seq: u64) -> JobId {
+        JobId::new(self.shared.incarnation, seq)
+    }
+
+    fn job_seq(&self, id: JobId) -> Result<u64> {
+        if id.incarnation() != self.shared.incarnation {
+            return Err(Error::Restarted);
+        }
+        Ok(id.seq())
+    }
+}

@@ -1,0 +1,263 @@
+//! The store's side of schedules (`src/schedule.rs`): the scheduler lock,
+//! the leader check before a run, and the fires' path into the queues.
+
+use super::{LockGuard, Store};
+use crate::error::{Error, Result};
+use crate::events::{Cause, Collection, RecordId};
+use crate::ids::TenantId;
+use crate::queue::JobOptions;
+use crate::schedule::{ScheduleInfo, ScheduleRun};
+use crate::sync::Arc;
+use std::time::Duration;
+
+/// The reserved named lock whose holder runs a tenant's schedules.
+pub const SCHEDULER_LOCK: &str = "__relaystore_scheduler";
+
+impl Store {
+    /// Schedules `name`: every interval of `spec` (`@every <interval>`, see
+    /// [`parse_every`](crate::schedule::parse_every)) a job with `payload`
+    /// is enqueued on `queue`, by whichever runner leads the tenant's
+    /// schedules ([`run_schedules`](Self::run_schedules)). The first fire
+    /// is one interval from now; fires stay on that grid. Scheduling an
+    /// existing name replaces it.
+    ///
+    /// Refused with `InvalidArgument` for a malformed spec or an interval
+    /// outside `schedule_interval_min..=schedule_interval_max`, a payload
+    /// over `job_payload_bytes_max`; `NotFound` if the queue does not
+    /// exist; `CapacityExceeded` past `schedules_per_tenant_max`
+    /// (`Tenant(Schedules)`) or `schedules_max` (`Collection(Schedules)`);
+    /// `Draining` / `ServiceUnavailable` while the store drains or once it
+    /// stopped.
+    pub fn schedule(
+        &self,
+        tenant: TenantId,
+        name: &str,
+        spec: &str,
+        queue: &str,
+        payload: &[u8],
+    ) -> Result<()> {
+        let scheduled = self.schedule_steps(tenant, name, spec, queue, payload);
+        self.observed(tenant, scheduled)
+    }
+
+    fn schedule_steps(
+        &self,
+        tenant: TenantId,
+        name: &str,
+        spec: &str,
+        queue: &str,
+        payload: &[u8],
+    ) -> Result<()> {
+        self.check_own_name(name)?;
+        self.check_own_name(queue)?;
+        if payload.len() > self.shared.config.job_payload_bytes_max {
+            return Err(Error::InvalidArgument {
+                reason: "payload is larger than job_payload_bytes_max",
+            });
+        }
+        let now = self.shared.clock.now();
+        self.admit_new(now)?;
+        self.queue_info(tenant, queue)?;
+        self.shared.schedules.schedule(
+            tenant,
+            Arc::from(name),
+            spec,
+            Arc::from(queue),
+            Arc::from(payload),
+            now.as_millis(),
+        )
+    }
+
+    /// Removes schedule `name` (removal event `Schedules`, cause
+    /// `Released`). Jobs it enqueued stay.
+    pub fn unschedule(&self, tenant: TenantId, name: &str) -> Result<()> {
+        self.check_own_name(name)?;
+        self.shared.schedules.unschedule(tenant, name)?;
+        let id = RecordId::Schedule(Arc::from(name));
+        self.emit(Collection::Schedules, tenant, id, Cause::Released);
+        Ok(())
+    }
+
+    /// The tenant's schedules, by name.
+    pub fn schedules(&self, tenant: TenantId) -> Vec<ScheduleInfo> {
+        let now = self.shared.clock.now().as_millis();
+        self.shared.schedules.list(tenant, now)
+    }
+
+    /// Tries to become the runner of the tenant's schedules: takes the
+    /// reserved lock [`SCHEDULER_LOCK`] for `runner` for `ttl` (renew it
+    /// with [`LockGuard::renew`] well within `ttl`). `Ok(None)` while
+    /// another runner holds it.
+    pub fn try_lead_schedules(
+        &self,
+        tenant: TenantId,
+        runner: &str,
+        ttl: Duration,
+    ) -> Result<Option<LockGuard>> {
+        self.take_lock(tenant, SCHEDULER_LOCK, runner, ttl, None)
+    }
+
+    /// Fires every schedule of the leader's tenant that is due: for each,
+    /// the fires missed so far (at most
+    /// [`SCHEDULE_CATCH_UP_MAX`](crate::SCHEDULE_CATCH_UP_MAX), the rest
+    /// skipped) are enqueued and the schedule moves to its next grid point,
+    /// in one step. A fire its queue refuses leaves the schedule due
+    /// (named in [`ScheduleRun::refused`]).
+    ///
+    /// Refused with [`Error::LeadershipLost`], firing nothing, unless
+    /// `leader` holds [`SCHEDULER_LOCK`] now and no runner with a newer
+    /// fence has fired since; `InvalidArgument` for a guard of another
+    /// lock.
+    pub fn run_schedules(&self, leader: &LockGuard) -> Result<ScheduleRun> {
+        if leader.name() != SCHEDULER_LOCK {
+            return Err(Error::InvalidArgument {
+                reason: "run_schedules needs the scheduler lock's guard",
+            });
+        }
+        let tenant = leader.tenant();
+        match self.get_lock(tenant, SCHEDULER_LOCK) {
+            Ok(held) if held.fence == leader.fence() => {}
+            Ok(_) | Err(Error::NotFound) => return Err(Error::LeadershipLost),
+            Err(e) => return Err(e),
+        }
+        let now = self.shared.clock.now().as_millis();
+        let options = JobOptions::default();
+        self.shared
+            .schedules
+            .run(tenant, leader.fence(), now, &mut |queue, payload, n| {
+                let payloads = vec![payload; n];
+                self.enqueue_many(tenant, queue, &payloads, &options)
+                    .map(drop)
+            })
+    }
+}
+
+/// A runner competing to lead one tenant's schedules: each
+/// [`step`](Self::step) takes or renews the scheduler lock and, while it
+/// leads, fires what is due; [`run`](Self::run) loops until stopped.
+#[derive(Debug)]
+pub struct Scheduler {
+    store: Store,
+    tenant: TenantId,
+    runner: Arc<str>,
+    ttl: Duration,
+    leader: Option<LockGuard>,
+}
+
+/// What one [`Scheduler::step`] did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SchedulerStep {
+    /// The run, if this runner leads.
+    pub run: Option<ScheduleRun>,
+    /// How long to wait before the next step: until the next fire is due,
+    /// and at most a third of the lock's TTL (the renewal cadence).
+    pub wait: Duration,
+}
+
+impl Scheduler {
+    /// A runner named `runner` for `tenant`'s schedules, holding the
+    /// scheduler lock for `ttl` at a time.
+    pub fn new(store: &Store, tenant: TenantId, runner: &str, ttl: Duration) -> Self {
+        Scheduler {
+            store: store.clone(),
+            tenant,
+            runner: Arc::from(runner),
+            ttl,
+            leader: None,
+        }
+    }
+
+    /// Whether this runner held the lock at its last step.
+    pub fn is_leader(&self) -> bool {
+        self.leader.is_some()
+    }
+
+    /// Renews the lock if this runner leads (or takes it if free), then
+    /// fires what is due. Losing the lead is not an error: the step
+    /// reports no run.
+    pub fn step(&mut self) -> Result<SchedulerStep> {
+        if let Some(guard) = &self.leader {
+            if guard.renew(self.ttl).is_err() {
+                self.leader = None;
+            }
+        }
+        if self.leader.is_none() {
+            self.leader = self
+                .store
+                .try_lead_schedules(self.tenant, &self.runner, self.ttl)?;
+        }
+        let cadence = self.ttl / 3;
+        let Some(guard) = &self.leader else {
+            return Ok(SchedulerStep {
+                run: None,
+                wait: cadence,
+            });
+        };
+        match self.store.run_schedules(guard) {
+            Ok(run) => {
+                let wait = run.next_in.map_or(cadence, |n| n.min(cadence));
+                Ok(SchedulerStep {
+                    run: Some(run),
+                    wait,
+                })
+            }
+            Err(Error::LeadershipLost) => {
+                self.leader = None;
+                Ok(SchedulerStep {
+                    run: None,
+                    wait: cadence,
+                })
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Steps until `stop` is raised, sleeping between steps on the host's
+    /// clock; releases the lock on the way out. Returns the first error a
+    /// step met (the store stopped, say).
+    pub fn run(&mut self, stop: &SchedulerStop) -> Result<()> {
+        let outcome = loop {
+            let step = match self.step() {
+                Ok(step) => step,
+                Err(e) => break Err(e),
+            };
+            if stop.wait(step.wait) {
+                break Ok(());
+            }
+        };
+        if let Some(guard) = self.leader.take() {
+            let _ = guard.release();
+        }
+        outcome
+    }
+}
+
+/// Stops a [`Scheduler::run`] loop from another thread, at once.
+#[derive(Debug, Default)]
+pub struct SchedulerStop {
+    stopped: std::sync::Mutex<bool>,
+    raised: std::sync::Condvar,
+}
+
+impl SchedulerStop {
+    /// A stop signal not yet raised.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Raises the signal: the loop returns from its current wait.
+    pub fn stop(&self) {
+        *self.stopped.lock().unwrap_or_else(|p| p.into_inner()) = true;
+        self.raised.notify_all();
+    }
+
+    /// Waits up to `timeout`; true once the signal is raised.
+    fn wait(&self, timeout: Duration) -> bool {
+        let stopped = self.stopped.lock().unwrap_or_else(|p| p.into_inner());
+        let (stopped, _) = self
+            .raised
+            .wait_timeout_while(stopped, timeout, |s| !*s)
+            .unwrap_or_else(|p| p.into_inner());
+        *stopped
+    }
+}
