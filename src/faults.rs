@@ -72,8 +72,9 @@ pub enum StoreFault {
     /// An ack checks its claim under one hold of the queue's lock and
     /// removes the job under another.
     AckSplitHold,
-    /// A schedule run ignores the newest fence its book has seen.
-    StaleLeaderFires,
+    /// A schedule run checks that its runner leads before it takes the
+    /// tenant's schedule book, not under it.
+    LeaderCheckedOutside,
 }
 
 std::thread_local! {

@@ -8,9 +8,11 @@
 //! schedule book (rung `Schedule`, held while the jobs are enqueued, all
 //! or none): a fire is never enqueued twice, and never half.
 //!
-//! A book remembers the highest scheduler fence that fired from it; a run
-//! with a lower fence is refused with `LeadershipLost` and fires nothing,
-//! so once a newer leader has fired, an older one never does.
+//! A run checks that its runner leads (holds the scheduler lock) under the
+//! book, and reads the time it fires at there too: a new leader's run
+//! waits for the book, so two runners never fire at once, and a runner
+//! that has lost the lead fires nothing, whatever happened between its
+//! call and its turn.
 
 use crate::config::SCHEDULE_CATCH_UP_MAX;
 use crate::error::{Error, Result, Scope};
@@ -121,11 +123,10 @@ pub(crate) struct Schedule {
     fired: u64,
 }
 
-/// One tenant's schedules, and the highest fence that fired from them.
+/// One tenant's schedules.
 #[derive(Default)]
 pub(crate) struct Book {
     schedules: BTreeMap<Arc<str>, Schedule>,
-    fence: u64,
 }
 
 /// The store-wide bounds on schedules.
@@ -139,6 +140,9 @@ pub(crate) struct ScheduleLimits {
 /// How a fire reaches its queue: enqueue `n` copies of the payload, all or
 /// none.
 pub(crate) type Fire<'a> = &'a mut dyn FnMut(&str, &[u8], usize) -> Result<()>;
+
+/// Whether the runner leads now (`LeadershipLost` if not).
+pub(crate) type Leads<'a> = &'a mut dyn FnMut() -> Result<()>;
 
 pub(crate) struct ScheduleHub {
     books: ShardMap<TenantId, Arc<Mutex<Book>>>,
@@ -264,26 +268,30 @@ impl ScheduleHub {
         (held, self.limits.per_tenant_max as u64)
     }
 
-    /// Fires what is due at `now_ms` for a runner holding scheduler fence
-    /// `fence`: refused with `LeadershipLost` (firing nothing) if a runner
-    /// with a higher fence has fired from this book.
+    /// Fires what is due at `now()` for a runner, if `leads` says it
+    /// leads. Both are asked under the book, so no other run fires between
+    /// the answer and these fires.
     pub(crate) fn run(
         &self,
         tenant: TenantId,
-        fence: u64,
-        now_ms: u64,
+        leads: Leads,
+        now: &dyn Fn() -> u64,
         fire: Fire,
     ) -> Result<ScheduleRun> {
         let mut run = ScheduleRun::default();
+        let early = crate::faults::active(crate::faults::StoreFault::LeaderCheckedOutside);
+        if early {
+            // Broken twin: the lead is checked before the book is taken.
+            leads()?;
+        }
         let Some(book) = self.books.read(&tenant, Arc::clone) else {
             return Ok(run);
         };
         let mut book = lock_at(Rung::Schedule, &book);
-        if fence < book.fence && !crate::faults::active(crate::faults::StoreFault::StaleLeaderFires)
-        {
-            return Err(Error::LeadershipLost);
+        if !early {
+            leads()?;
         }
-        book.fence = book.fence.max(fence);
+        let now_ms = now();
         for (name, s) in book.schedules.iter_mut() {
             if s.next_ms <= now_ms {
                 let due = (now_ms - s.next_ms) / s.interval_ms + 1;

@@ -105,9 +105,10 @@ impl Store {
     /// (named in [`ScheduleRun::refused`]).
     ///
     /// Refused with [`Error::LeadershipLost`], firing nothing, unless
-    /// `leader` holds [`SCHEDULER_LOCK`] now and no runner with a newer
-    /// fence has fired since; `InvalidArgument` for a guard of another
-    /// lock.
+    /// `leader` holds [`SCHEDULER_LOCK`] when its turn comes: the check and
+    /// the fires happen under the tenant's schedule book, so another
+    /// runner's run never falls between them. `InvalidArgument` for a
+    /// guard of another lock.
     pub fn run_schedules(&self, leader: &LockGuard) -> Result<ScheduleRun> {
         if leader.name() != SCHEDULER_LOCK {
             return Err(Error::InvalidArgument {
@@ -115,20 +116,21 @@ impl Store {
             });
         }
         let tenant = leader.tenant();
-        match self.get_lock(tenant, SCHEDULER_LOCK) {
-            Ok(held) if held.fence == leader.fence() => {}
-            Ok(_) | Err(Error::NotFound) => return Err(Error::LeadershipLost),
-            Err(e) => return Err(e),
-        }
-        let now = self.shared.clock.now().as_millis();
         let options = JobOptions::default();
-        self.shared
-            .schedules
-            .run(tenant, leader.fence(), now, &mut |queue, payload, n| {
+        self.shared.schedules.run(
+            tenant,
+            &mut || match self.get_lock(tenant, SCHEDULER_LOCK) {
+                Ok(held) if held.fence == leader.fence() => Ok(()),
+                Ok(_) | Err(Error::NotFound) => Err(Error::LeadershipLost),
+                Err(e) => Err(e),
+            },
+            &|| self.shared.clock.now().as_millis(),
+            &mut |queue, payload, n| {
                 let payloads = vec![payload; n];
                 self.enqueue_many(tenant, queue, &payloads, &options)
                     .map(drop)
-            })
+            },
+        )
     }
 }
 
