@@ -105,16 +105,17 @@ pub use driver::{ExpiryDriver, Sweep};
 pub use engine::{Engine, Events, Follow, Wakes};
 pub use error::{Error, Result, Scope};
 pub use ids::{AttemptId, JobId, JoinToken, LeaseId, ParseIdError, TenantId, TOKEN_SECRET_BYTES};
+pub use queue::ClaimedJob;
 #[cfg(feature = "internals")]
 pub use record::{Stamp, CAS_ATTEMPTS_MAX, DEADLINE_MAX_MS};
 #[cfg(feature = "internals")]
 pub use store::AuditError;
 pub use store::{
-    outbox_config, Admission, Binding, ClaimedJob, Cursor, DeadLetter, DegradedReason,
-    EndpointSeen, Health, JoinTicket, LeaseGrant, LeaseInfo, ListingInfo, LockGuard, LockInfo,
-    OutboxMessage, OutboxRun, Page, PresenceInfo, Renewal, Scheduler, SchedulerStep, SchedulerStop,
-    Stats, Store, StoreBuilder, TenantUsage, Usage, EXPIRY_TICK_DEFAULT, OUTBOX_QUEUE,
-    REFUSAL_LOG_INTERVAL, RESERVED_PREFIX, SCHEDULER_LOCK,
+    outbox_config, Admission, Binding, Cursor, DeadLetter, DegradedReason, EndpointSeen, Health,
+    JoinTicket, LeaseGrant, LeaseInfo, ListingInfo, LockGuard, LockInfo, OutboxMessage, OutboxRun,
+    Page, PresenceInfo, Renewal, Scheduler, SchedulerStep, SchedulerStop, Stats, Store,
+    StoreBuilder, TenantUsage, Usage, EXPIRY_TICK_DEFAULT, OUTBOX_QUEUE, REFUSAL_LOG_INTERVAL,
+    RESERVED_PREFIX, SCHEDULER_LOCK,
 };
 #[cfg(feature = "internals")]
 pub use ttl::{Removed, TtlConfig, TtlMap};

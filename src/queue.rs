@@ -27,14 +27,14 @@
 use crate::error::{Error, Result, Scope};
 use crate::events::Collection;
 use crate::faults::{self, StoreFault};
-use crate::ids::TenantId;
+use crate::ids::{JobId, TenantId};
 use crate::named::{view, Name, TenantCounts, TenantName};
 use crate::quota::{Counter, Reservation};
 use crate::shard::{ShardMap, Upsert};
 use crate::sync::{lock_at, Arc, AtomicU64, Mutex, Ordering, Rung};
 use crate::time::{duration_to_millis_ceil, MonoTime};
 use crate::wheel::{Fired, TimerHandle, Wheel};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 /// How long a failed job waits before its next attempt: an equal-jitter
@@ -256,12 +256,21 @@ pub(crate) struct QueueLimits {
     pub(crate) bytes_total_max: u64,
 }
 
-/// One job claimed, as the hub hands it out (the store builds the id).
-pub(crate) struct Grab {
-    pub(crate) seq: u64,
-    pub(crate) token: ClaimToken,
-    pub(crate) attempt: u32,
-    pub(crate) payload: Arc<[u8]>,
+/// One job handed to a worker by a claim.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClaimedJob {
+    /// The job.
+    pub id: JobId,
+    /// The claim, for [`ack`](crate::Store::ack) and
+    /// [`fail`](crate::Store::fail).
+    pub claim: ClaimToken,
+    /// Which attempt this is (1 for the first claim).
+    pub attempt: u32,
+    /// The job's payload.
+    pub payload: Arc<[u8]>,
+    /// How long the claim holds the job: past this, it lapses and the job
+    /// returns to the queue (using up this attempt).
+    pub visibility: Duration,
 }
 
 /// A dead letter, as the hub lists it.
@@ -291,6 +300,8 @@ pub(crate) struct QueueHub {
     timers: Mutex<Wheel<TimerItem>>,
     serials: AtomicU64,
     claims: AtomicU64,
+    /// The store's incarnation, for the ids of claimed jobs.
+    incarnation: u64,
 }
 
 pub(crate) struct Queue {
@@ -298,9 +309,42 @@ pub(crate) struct Queue {
     serial: u64,
     key: TenantName,
     /// The queue's own wake channel (reserved name), notified when jobs
-    /// become ready.
+    /// become ready while a worker waits.
     pub(crate) wake: Arc<str>,
+    /// Workers waiting in `claim_wait` now: a job that becomes ready is
+    /// announced on the wake channel only if one is (so an enqueue with
+    /// nobody waiting skips the channel lookup). A waiter counts itself
+    /// before it claims, and a job is made ready before the count is read
+    /// (both sequentially consistent), so either the waiter's claim finds
+    /// the job or the enqueue sees the waiter.
+    waiters: AtomicU64,
     state: Mutex<State>,
+}
+
+/// A worker counted as waiting on one queue until dropped.
+pub(crate) struct Waiting {
+    queue: Arc<Queue>,
+}
+
+impl Waiting {
+    /// Whether the queue it counts on is still the one under its name.
+    pub(crate) fn serial(&self) -> u64 {
+        self.queue.serial
+    }
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        self.queue.waiters.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl Queue {
+    /// The wake channel to notify for jobs that just became ready, if a
+    /// worker waits.
+    fn announce(&self) -> Option<Arc<str>> {
+        (self.waiters.load(Ordering::SeqCst) > 0).then(|| Arc::clone(&self.wake))
+    }
 }
 
 struct Job {
@@ -343,8 +387,12 @@ impl At {
     }
 }
 
+/// Jobs by sequence number: numbers the store issues, not a caller's, so
+/// a fixed-seed hash is safe.
+type Jobs = std::collections::HashMap<u64, Job, ahash::RandomState>;
+
 struct State {
-    jobs: BTreeMap<u64, Job>,
+    jobs: Jobs,
     /// Ready jobs, oldest (lowest id) first.
     ready: BTreeSet<u64>,
     /// Delayed jobs by due tick.
@@ -460,11 +508,18 @@ impl State {
     }
 }
 
+const JOB_HASH: ahash::RandomState = ahash::RandomState::with_seeds(
+    0x6a09_e667_f3bc_c908,
+    0xbb67_ae85_84ca_a73b,
+    0x3c6e_f372_fe94_f82b,
+    0xa54f_f53a_5f1d_36f1,
+);
+
 /// The reason recorded for a job whose last claim lapsed.
 pub(crate) const LAPSED: &str = "visibility lapsed";
 
 impl QueueHub {
-    pub(crate) fn new(limits: QueueLimits, start: MonoTime) -> Self {
+    pub(crate) fn new(limits: QueueLimits, start: MonoTime, incarnation: u64) -> Self {
         QueueHub {
             queues: ShardMap::with_capacity(16),
             tenant_queues: TenantCounts::new(
@@ -478,6 +533,7 @@ impl QueueHub {
             timers: Mutex::new(Wheel::new(start.as_millis())),
             serials: AtomicU64::new(0),
             claims: AtomicU64::new(0),
+            incarnation,
         }
     }
 
@@ -494,6 +550,21 @@ impl QueueHub {
     fn get(&self, key: Name) -> Result<Arc<Queue>> {
         self.queues
             .read(view(&key), Arc::clone)
+            .ok_or(Error::NotFound)
+    }
+
+    /// Counts a worker as waiting on the queue under `key` (see
+    /// `Queue::waiters`), until the returned guard drops.
+    pub(crate) fn wait(&self, key: Name) -> Result<Waiting> {
+        let queue = self.get(key)?;
+        queue.waiters.fetch_add(1, Ordering::SeqCst);
+        Ok(Waiting { queue })
+    }
+
+    /// The serial of the queue under `key` now.
+    pub(crate) fn serial(&self, key: Name) -> Result<u64> {
+        self.queues
+            .read(view(&key), |q| q.serial)
             .ok_or(Error::NotFound)
     }
 
@@ -526,9 +597,10 @@ impl QueueHub {
         let queue = Arc::new(Queue {
             serial: self.serials.fetch_add(1, Ordering::Relaxed),
             wake: wake_channel(&key.1),
+            waiters: AtomicU64::new(0),
             key: key.clone(),
             state: Mutex::new(State {
-                jobs: BTreeMap::new(),
+                jobs: Jobs::with_hasher(JOB_HASH),
                 ready: BTreeSet::new(),
                 delayed: BTreeSet::new(),
                 claimed: BTreeSet::new(),
@@ -615,17 +687,20 @@ impl QueueHub {
         state.timer = Some((handle, due));
     }
 
-    /// Enqueues `payloads` (all or none) at `now`; returns their job
-    /// sequence numbers' first and whether a job became ready (to wake
-    /// workers). `seqs` issues one sequence number per job.
+    /// Enqueues `payloads` (all or none), ready or delayed until tick
+    /// `due`, as sequence numbers
+    /// `first`, `first + 1`, ...; returns the wake channel to notify, if
+    /// the jobs are ready and a worker waits. `first` reserves one
+    /// sequence number per payload (taken when the queue admits them, so
+    /// a refused enqueue takes none).
     pub(crate) fn enqueue(
         &self,
         key: Name,
         payloads: &[&[u8]],
         options: &JobOptions,
-        now: u64,
-        seqs: &mut dyn FnMut() -> u64,
-    ) -> Result<(Vec<u64>, Arc<str>, bool)> {
+        due: Option<u64>,
+        first: &mut dyn FnMut(u64) -> u64,
+    ) -> Result<(u64, Option<Arc<str>>)> {
         if payloads
             .iter()
             .any(|p| p.len() > self.limits.payload_bytes_max)
@@ -642,8 +717,7 @@ impl QueueHub {
         let queue = self.get(key)?;
         let config = &queue.config;
         let bytes: usize = payloads.iter().map(|p| p.len()).sum();
-        let due = now.saturating_add(duration_to_millis_ceil(options.delay));
-        let (seqs, late) = {
+        let (first, late) = {
             let mut state = lock_at(Rung::Queue, &queue.state);
             if state.dead.len() >= config.dead_letters_max {
                 return Err(Error::CapacityExceeded {
@@ -660,14 +734,9 @@ impl QueueHub {
                     scope: Scope::QueueBytes,
                 });
             }
-            let mut issued = Vec::with_capacity(payloads.len());
-            for payload in payloads {
-                let seq = seqs();
-                let at = if due > now {
-                    At::Delayed(due)
-                } else {
-                    At::Ready
-                };
+            let first = first(payloads.len() as u64);
+            for (seq, payload) in (first..).zip(payloads) {
+                let at = due.map_or(At::Ready, At::Delayed);
                 state.insert(
                     seq,
                     Job {
@@ -677,25 +746,30 @@ impl QueueHub {
                         at,
                     },
                 );
-                issued.push(seq);
             }
-            (issued, state.timer_late())
+            (first, state.timer_late())
         };
         if late {
             self.arm(&queue);
         }
-        Ok((seqs, Arc::clone(&queue.wake), due <= now))
+        let announce = if due.is_none() {
+            queue.announce()
+        } else {
+            None
+        };
+        Ok((first, announce))
     }
 
-    /// Claims up to `max` ready jobs, oldest first, for `visibility_ms`.
+    /// Claims up to `max` ready jobs, oldest first, for `visibility` (the
+    /// queue's if `None`).
     pub(crate) fn claim(
         &self,
         key: Name,
-        worker: &Arc<str>,
+        worker: &str,
         visibility: Option<Duration>,
         max: usize,
         now: u64,
-    ) -> Result<(Vec<Grab>, Duration)> {
+    ) -> Result<Vec<ClaimedJob>> {
         let queue = self.get(key)?;
         let visibility = visibility.unwrap_or(queue.config.visibility);
         let until = now.saturating_add(duration_to_millis_ceil(visibility));
@@ -703,6 +777,8 @@ impl QueueHub {
             let mut state = lock_at(Rung::Queue, &queue.state);
             state.settle(now);
             let mut grabs = Vec::new();
+            // One copy of the worker's name for the whole claim.
+            let worker: Option<Arc<str>> = (!state.ready.is_empty()).then(|| Arc::from(worker));
             while grabs.len() < max {
                 let Some(&seq) = state.ready.first() else {
                     break;
@@ -719,16 +795,17 @@ impl QueueHub {
                     At::Claimed {
                         token,
                         until,
-                        worker: Arc::clone(worker),
+                        worker: Arc::clone(worker.as_ref().expect("ready jobs")),
                     },
                 );
                 let job = state.jobs.get_mut(&seq).expect("held");
                 job.attempts += 1;
-                grabs.push(Grab {
-                    seq,
-                    token: ClaimToken(token),
+                grabs.push(ClaimedJob {
+                    id: JobId::new(self.incarnation, seq),
+                    claim: ClaimToken(token),
                     attempt: job.attempts,
                     payload: Arc::clone(&job.payload),
+                    visibility,
                 });
             }
             (grabs, state.timer_late())
@@ -736,7 +813,7 @@ impl QueueHub {
         if late {
             self.arm(&queue);
         }
-        Ok((grabs, visibility))
+        Ok(grabs)
     }
 
     /// Acknowledges job `seq` under `token`: the job is done and leaves.
@@ -854,16 +931,18 @@ impl QueueHub {
     }
 
     /// Returns dead letter `seq` to ready with its attempts reset; returns
-    /// the wake channel to notify.
-    pub(crate) fn requeue_dead(&self, key: Name, seq: u64) -> Result<Arc<str>> {
+    /// the wake channel to notify, if a worker waits.
+    pub(crate) fn requeue_dead(&self, key: Name, seq: u64) -> Result<Option<Arc<str>>> {
         let queue = self.get(key)?;
-        let mut state = lock_at(Rung::Queue, &queue.state);
-        if !state.dead.contains(&seq) {
-            return Err(Error::NotFound);
+        {
+            let mut state = lock_at(Rung::Queue, &queue.state);
+            if !state.dead.contains(&seq) {
+                return Err(Error::NotFound);
+            }
+            state.move_to(seq, At::Ready);
+            state.jobs.get_mut(&seq).expect("held").attempts = 0;
         }
-        state.move_to(seq, At::Ready);
-        state.jobs.get_mut(&seq).expect("held").attempts = 0;
-        Ok(Arc::clone(&queue.wake))
+        Ok(queue.announce())
     }
 
     /// Drops every dead letter; returns how many.
@@ -905,8 +984,8 @@ impl QueueHub {
             if late {
                 self.arm(&queue);
             }
-            if readied {
-                woken.push((key.0, Arc::clone(&queue.wake)));
+            if let Some(wake) = queue.announce().filter(|_| readied) {
+                woken.push((key.0, wake));
             }
         }
         woken
@@ -932,7 +1011,7 @@ impl QueueHub {
         if (jobs, bytes) != (self.budget_jobs.used(), self.budget_bytes.used()) {
             return Err("queues: the store-wide budgets differ from the queues".into());
         }
-        let mut per_tenant: BTreeMap<TenantId, u64> = BTreeMap::new();
+        let mut per_tenant = std::collections::BTreeMap::<TenantId, u64>::new();
         for (TenantName(tenant, name), queue) in &queues {
             *per_tenant.entry(*tenant).or_default() += 1;
             let timers = lock_at(Rung::Wheel, &self.timers);

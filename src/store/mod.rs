@@ -64,7 +64,7 @@ pub use lock::{LockGuard, LockInfo, RESERVED_PREFIX};
 pub use observe::REFUSAL_LOG_INTERVAL;
 pub use outbox::{outbox_config, OutboxMessage, OutboxRun, OUTBOX_QUEUE};
 pub use presence::PresenceInfo;
-pub use queues::{ClaimedJob, DeadLetter};
+pub use queues::DeadLetter;
 pub use schedules::{Scheduler, SchedulerStep, SchedulerStop, SCHEDULER_LOCK};
 pub use streams::Follower;
 pub use usage::{TenantUsage, Usage};
@@ -228,11 +228,12 @@ impl Store {
         config.validate()?;
         let mut bytes = [0; 8];
         random_bytes(&mut bytes)?;
+        let incarnation = u64::from_le_bytes(bytes);
         let start = clock.now();
         let floor = fence_floor(clock.wall(), config.fence_floor);
         let versions = Arc::new(Versions::starting_after(floor));
         let shared = Shared {
-            incarnation: u64::from_le_bytes(bytes),
+            incarnation,
             fence_floor: floor,
             seqs: AtomicU64::new(floor),
             tenants: ShardMap::with_capacity(64),
@@ -281,6 +282,7 @@ impl Store {
                     bytes_total_max: config.queue_bytes_total_max,
                 },
                 start,
+                incarnation,
             ),
             schedules: ScheduleHub::new(ScheduleLimits {
                 schedules_max: config.schedules_max,
@@ -415,7 +417,12 @@ impl Store {
     // ----- shared helpers ----------------------------------------------------
 
     fn next_seq(&self) -> u64 {
-        self.shared.seqs.fetch_add(1, Ordering::AcqRel) + 1
+        self.next_seqs(1)
+    }
+
+    /// Takes `n` sequence numbers in a row; returns the first.
+    fn next_seqs(&self, n: u64) -> u64 {
+        self.shared.seqs.fetch_add(n, Ordering::AcqRel) + 1
     }
 
     fn lease_id(&self, seq: u64) -> LeaseId {

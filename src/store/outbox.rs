@@ -73,14 +73,14 @@ impl Store {
         framed.extend_from_slice(payload);
         let options = JobOptions::default();
         let enqueued = self.enqueue_many(tenant, OUTBOX_QUEUE, &[&framed], &options);
-        let ids = match enqueued {
+        let first = match enqueued {
             Err(Error::NotFound) => {
                 self.create_queue_named(tenant, Arc::from(OUTBOX_QUEUE), outbox_config())?;
                 self.enqueue_many(tenant, OUTBOX_QUEUE, &[&framed], &options)?
             }
             other => other?,
         };
-        Ok(ids[0])
+        Ok(self.job_id(first))
     }
 
     /// Delivers up to `max` due messages of the tenant's outbox through

@@ -6,26 +6,13 @@ use crate::error::{Error, Result};
 use crate::events::{Cause, Collection, RecordId};
 use crate::ids::{random_bytes, JobId, TenantId};
 use crate::named::TenantName;
-use crate::queue::{wake_channel, ClaimToken, Failed, JobInfo, JobOptions, QueueConfig, QueueInfo};
+use crate::queue::{
+    wake_channel, ClaimToken, ClaimedJob, Failed, JobInfo, JobOptions, QueueConfig, QueueInfo,
+    Waiting,
+};
 use crate::sync::Arc;
 use crate::wake::{Listener, RecvError};
 use std::time::Duration;
-
-/// One job handed to a worker by a claim.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ClaimedJob {
-    /// The job.
-    pub id: JobId,
-    /// The claim, for [`Store::ack`] and [`Store::fail`].
-    pub claim: ClaimToken,
-    /// Which attempt this is (1 for the first claim).
-    pub attempt: u32,
-    /// The job's payload.
-    pub payload: Arc<[u8]>,
-    /// How long the claim holds the job: past this, it lapses and the job
-    /// returns to the queue (using up this attempt).
-    pub visibility: Duration,
-}
 
 /// A job that ran out of attempts.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -126,38 +113,45 @@ impl Store {
         options: JobOptions,
     ) -> Result<JobId> {
         self.check_own_name(queue)?;
-        let ids = self.enqueue_many(tenant, queue, &[payload], &options)?;
-        Ok(ids[0])
+        let first = self.enqueue_many(tenant, queue, &[payload], &options)?;
+        Ok(self.job_id(first))
     }
 
     /// Enqueues jobs with the same options, all or none (one admission
-    /// for all of them). The store's schedules fire through it.
+    /// for all of them); returns the first one's sequence number (the
+    /// others follow it). The store's schedules fire through it.
     pub(super) fn enqueue_many(
         &self,
         tenant: TenantId,
         queue: &str,
         payloads: &[&[u8]],
         options: &JobOptions,
-    ) -> Result<Vec<JobId>> {
-        let now = self.shared.clock.now();
+    ) -> Result<u64> {
         if options.delay > self.shared.config.ttl_max {
             return Err(Error::InvalidArgument {
                 reason: "a job's delay is above ttl_max",
             });
         }
-        self.admit_new(now)?;
-        let enqueued = self.shared.queues.enqueue(
-            (tenant, queue),
-            payloads,
-            options,
-            now.as_millis(),
-            &mut || self.next_seq(),
-        );
-        let (seqs, wake, ready) = self.observed(tenant, enqueued)?;
-        if ready {
+        // A job ready at once needs no reading of the clock.
+        let due = if options.delay.is_zero() {
+            self.admit_new_unclocked()?;
+            None
+        } else {
+            let now = self.shared.clock.now();
+            self.admit_new(now)?;
+            Some(now.saturating_add(options.delay).as_millis())
+        };
+        let enqueued =
+            self.shared
+                .queues
+                .enqueue((tenant, queue), payloads, options, due, &mut |n| {
+                    self.next_seqs(n)
+                });
+        let (first, announce) = self.observed(tenant, enqueued)?;
+        if let Some(wake) = announce {
             self.shared.wakes.notify(&(tenant, wake))?;
         }
-        Ok(seqs.into_iter().map(|s| self.job_id(s)).collect())
+        Ok(first)
     }
 
     /// Claims up to `max_jobs` ready jobs (at most `page_len_max`), oldest
@@ -185,7 +179,7 @@ impl Store {
         visibility: Option<Duration>,
         max_jobs: usize,
     ) -> Result<Vec<ClaimedJob>> {
-        let worker = self.name(worker)?;
+        self.check_name(worker)?;
         if max_jobs == 0 {
             return Err(Error::InvalidArgument {
                 reason: "max_jobs must be positive",
@@ -197,20 +191,9 @@ impl Store {
         }
         self.refuse_if_stopped()?;
         let max = max_jobs.min(self.shared.config.page_len_max);
-        let (grabs, visibility) =
-            self.shared
-                .queues
-                .claim((tenant, queue), &worker, visibility, max, now.as_millis())?;
-        Ok(grabs
-            .into_iter()
-            .map(|g| ClaimedJob {
-                id: self.job_id(g.seq),
-                claim: g.token,
-                attempt: g.attempt,
-                payload: g.payload,
-                visibility,
-            })
-            .collect())
+        self.shared
+            .queues
+            .claim((tenant, queue), worker, visibility, max, now.as_millis())
     }
 
     /// [`claim`](Self::claim), waiting up to `timeout` for a job to become
@@ -227,7 +210,9 @@ impl Store {
     ) -> Result<Vec<ClaimedJob>> {
         let deadline = std::time::Instant::now() + timeout;
         let wakes = self.queue_listener(tenant, queue)?;
+        let mut waiting = None;
         loop {
+            self.count_waiting(tenant, queue, &mut waiting)?;
             // Claim after taking any pending wake: an enqueue between the
             // claim and the wait leaves a wake, so the wait returns at once.
             let claimed = self.claim(tenant, queue, worker, visibility, max_jobs)?;
@@ -257,7 +242,9 @@ impl Store {
         max_jobs: usize,
     ) -> Result<Vec<ClaimedJob>> {
         let wakes = self.queue_listener(tenant, queue)?;
+        let mut waiting = None;
         loop {
+            self.count_waiting(tenant, queue, &mut waiting)?;
             let claimed = self.claim(tenant, queue, worker, visibility, max_jobs)?;
             if !claimed.is_empty() {
                 return Ok(claimed);
@@ -267,6 +254,22 @@ impl Store {
                 .await
                 .map_err(|_| Error::ServiceUnavailable)?;
         }
+    }
+
+    /// Keeps `waiting` counting this worker on the queue now under the
+    /// name (a queue deleted and created again is a new queue, and its
+    /// enqueues must see the worker), before the worker's next claim.
+    fn count_waiting(
+        &self,
+        tenant: TenantId,
+        queue: &str,
+        waiting: &mut Option<Waiting>,
+    ) -> Result<()> {
+        let serial = self.shared.queues.serial((tenant, queue))?;
+        if waiting.as_ref().is_none_or(|w| w.serial() != serial) {
+            *waiting = Some(self.shared.queues.wait((tenant, queue))?);
+        }
+        Ok(())
     }
 
     fn queue_listener(&self, tenant: TenantId, queue: &str) -> Result<Listener> {
@@ -383,8 +386,10 @@ impl Store {
     pub fn requeue_dead(&self, tenant: TenantId, queue: &str, job: JobId) -> Result<()> {
         self.check_queue_to_inspect(queue)?;
         let seq = self.job_seq(job)?;
-        let wake = self.shared.queues.requeue_dead((tenant, queue), seq)?;
-        self.shared.wakes.notify(&(tenant, wake))
+        match self.shared.queues.requeue_dead((tenant, queue), seq)? {
+            Some(wake) => self.shared.wakes.notify(&(tenant, wake)),
+            None => Ok(()),
+        }
     }
 
     /// Drops every dead letter of the queue; returns how many.
