@@ -174,3 +174,57 @@ fn a_leader_change_never_lets_the_old_leader_fire_after_the_new_one() {
 fn broken_twin_checking_the_lead_outside_the_book_fires_for_a_lost_leader() {
     fire_vs_leadership_loss(StoreFault::LeaderCheckedOutside);
 }
+
+/// A waker that records that it was woken.
+struct Flag(loom::sync::atomic::AtomicBool);
+
+impl std::task::Wake for Flag {
+    fn wake(self: Arc<Self>) {
+        self.0.store(true, loom::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// A worker's `claim_async` polled once while another thread enqueues:
+/// either the poll claims the job, or the enqueue wakes the worker. The
+/// enqueue looks for waiting workers only after its job is ready, and a
+/// worker counts itself waiting before it claims.
+fn enqueue_vs_claim_wait(fault: StoreFault) {
+    use std::future::Future;
+    use std::task::{Context, Poll, Waker};
+    common::explore(&name(fault, "enqueue_vs_claim_wait"), move || {
+        store_fault(fault);
+        let (_clock, store) = store();
+        let producer = {
+            let store = store.clone();
+            thread::spawn(move || {
+                store_fault(fault);
+                store
+                    .enqueue(T, "work", b"job", JobOptions::default())
+                    .unwrap();
+            })
+        };
+        let flag = Arc::new(Flag(loom::sync::atomic::AtomicBool::new(false)));
+        let waker = Waker::from(Arc::clone(&flag));
+        let mut future = std::pin::pin!(store.claim_async(T, "work", "w", None, 1));
+        let polled = future.as_mut().poll(&mut Context::from_waker(&waker));
+        producer.join().unwrap();
+        match polled {
+            Poll::Ready(claimed) => assert_eq!(claimed.unwrap().len(), 1),
+            Poll::Pending => assert!(
+                flag.0.load(loom::sync::atomic::Ordering::SeqCst),
+                "the enqueue was lost: the worker is pending and was never woken"
+            ),
+        }
+    });
+}
+
+#[test]
+fn an_enqueue_racing_a_waiting_worker_always_reaches_it() {
+    enqueue_vs_claim_wait(StoreFault::None);
+}
+
+#[test]
+#[should_panic]
+fn broken_twin_counting_waiters_before_the_job_is_ready_loses_the_wake() {
+    enqueue_vs_claim_wait(StoreFault::WaitersReadEarly);
+}

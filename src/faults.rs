@@ -72,6 +72,8 @@ pub enum StoreFault {
     /// An ack checks its claim under one hold of the queue's lock and
     /// removes the job under another.
     AckSplitHold,
+    /// An enqueue looks for waiting workers before it makes its job ready.
+    WaitersReadEarly,
     /// A schedule run checks that its runner leads before it takes the
     /// tenant's schedule book, not under it.
     LeaderCheckedOutside,

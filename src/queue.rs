@@ -717,6 +717,8 @@ impl QueueHub {
         let queue = self.get(key)?;
         let config = &queue.config;
         let bytes: usize = payloads.iter().map(|p| p.len()).sum();
+        // Broken twin: the waiters are counted before the job is ready.
+        let early = faults::active(StoreFault::WaitersReadEarly).then(|| queue.announce());
         let (first, late) = {
             let mut state = lock_at(Rung::Queue, &queue.state);
             if state.dead.len() >= config.dead_letters_max {
@@ -752,10 +754,10 @@ impl QueueHub {
         if late {
             self.arm(&queue);
         }
-        let announce = if due.is_none() {
-            queue.announce()
-        } else {
-            None
+        let announce = match early {
+            Some(early) => early,
+            None if due.is_none() => queue.announce(),
+            None => None,
         };
         Ok((first, announce))
     }
