@@ -57,11 +57,15 @@
 
 use crate::error::Result;
 use crate::events::{Collection, Received, RecvError};
+use crate::ids::JobId;
 use crate::ids::{AttemptId, JoinToken, LeaseId, TenantId};
+use crate::queue::{ClaimToken, ClaimedJob, Failed, JobInfo, JobOptions, QueueConfig, QueueInfo};
+use crate::schedule::{ScheduleInfo, ScheduleRun};
 use crate::store::{
     Admission, Binding, Cursor, EndpointSeen, Health, JoinTicket, LeaseGrant, LeaseInfo,
     ListingInfo, LockInfo, Page, PresenceInfo, Renewal,
 };
+use crate::store::{DeadLetter, OutboxMessage, OutboxRun};
 use crate::stream::{StreamConfig, StreamInfo, StreamRead};
 use crate::wake::Wake;
 use std::future::Future;
@@ -415,6 +419,173 @@ pub trait Engine: Clone + Send + Sync + 'static {
         name: &str,
         consumer: &str,
     ) -> impl Future<Output = Result<Self::Follower>> + Send;
+
+    // ----- job queues -----
+
+    /// Creates a job queue ([`Store::create_queue`](crate::Store::create_queue)).
+    fn create_queue(
+        &self,
+        tenant: TenantId,
+        name: &str,
+        config: QueueConfig,
+    ) -> impl Future<Output = Result<()>> + Send;
+
+    /// Deletes a queue with every job in it.
+    fn delete_queue(&self, tenant: TenantId, name: &str)
+        -> impl Future<Output = Result<()>> + Send;
+
+    /// Enqueues a job; returns its id ([`Store::enqueue`](crate::Store::enqueue)).
+    fn enqueue(
+        &self,
+        tenant: TenantId,
+        queue: &str,
+        payload: &[u8],
+        options: JobOptions,
+    ) -> impl Future<Output = Result<JobId>> + Send;
+
+    /// Claims ready jobs, oldest first ([`Store::claim`](crate::Store::claim)).
+    fn claim(
+        &self,
+        tenant: TenantId,
+        queue: &str,
+        worker: &str,
+        visibility: Option<Duration>,
+        max_jobs: usize,
+    ) -> impl Future<Output = Result<Vec<ClaimedJob>>> + Send;
+
+    /// Claims ready jobs, waiting until there is one (woken, never
+    /// polling; [`Store::claim_async`](crate::Store::claim_async)). Wrap
+    /// it in the executor's timeout.
+    fn claim_wait(
+        &self,
+        tenant: TenantId,
+        queue: &str,
+        worker: &str,
+        visibility: Option<Duration>,
+        max_jobs: usize,
+    ) -> impl Future<Output = Result<Vec<ClaimedJob>>> + Send;
+
+    /// Acknowledges a claimed job ([`Store::ack`](crate::Store::ack)).
+    fn ack(
+        &self,
+        tenant: TenantId,
+        queue: &str,
+        job: JobId,
+        claim: ClaimToken,
+    ) -> impl Future<Output = Result<()>> + Send;
+
+    /// Fails a claimed job: retry after backoff, or dead letter
+    /// ([`Store::fail`](crate::Store::fail)).
+    fn fail(
+        &self,
+        tenant: TenantId,
+        queue: &str,
+        job: JobId,
+        claim: ClaimToken,
+        reason: &str,
+    ) -> impl Future<Output = Result<Failed>> + Send;
+
+    /// A job as it is now ([`Store::job`](crate::Store::job)).
+    fn job(
+        &self,
+        tenant: TenantId,
+        queue: &str,
+        job: JobId,
+    ) -> impl Future<Output = Result<JobInfo>> + Send;
+
+    /// What a queue holds, by state.
+    fn queue_info(
+        &self,
+        tenant: TenantId,
+        queue: &str,
+    ) -> impl Future<Output = Result<QueueInfo>> + Send;
+
+    /// Dead letters, oldest first ([`Store::dead_letters`](crate::Store::dead_letters)).
+    fn dead_letters(
+        &self,
+        tenant: TenantId,
+        queue: &str,
+        after: Option<JobId>,
+        max: usize,
+    ) -> impl Future<Output = Result<Vec<DeadLetter>>> + Send;
+
+    /// Returns a dead letter to the queue with fresh attempts.
+    fn requeue_dead(
+        &self,
+        tenant: TenantId,
+        queue: &str,
+        job: JobId,
+    ) -> impl Future<Output = Result<()>> + Send;
+
+    /// Drops every dead letter of a queue; returns how many.
+    fn purge_dead(
+        &self,
+        tenant: TenantId,
+        queue: &str,
+    ) -> impl Future<Output = Result<usize>> + Send;
+
+    // ----- outbox -----
+
+    /// Puts a message on the tenant's outbox
+    /// ([`Store::outbox_put`](crate::Store::outbox_put)).
+    fn outbox_put(
+        &self,
+        tenant: TenantId,
+        topic: &str,
+        payload: &[u8],
+    ) -> impl Future<Output = Result<JobId>> + Send;
+
+    /// Delivers due outbox messages through `handler`
+    /// ([`Store::outbox_run_once`](crate::Store::outbox_run_once)).
+    fn outbox_run_once<F, E>(
+        &self,
+        tenant: TenantId,
+        worker: &str,
+        max: usize,
+        handler: F,
+    ) -> impl Future<Output = Result<OutboxRun>> + Send
+    where
+        F: FnMut(&OutboxMessage) -> std::result::Result<(), E> + Send,
+        E: std::fmt::Display;
+
+    // ----- schedules -----
+
+    /// Schedules `@every` fires onto a queue
+    /// ([`Store::schedule`](crate::Store::schedule)).
+    fn schedule(
+        &self,
+        tenant: TenantId,
+        name: &str,
+        spec: &str,
+        queue: &str,
+        payload: &[u8],
+    ) -> impl Future<Output = Result<()>> + Send;
+
+    /// Removes a schedule.
+    fn unschedule(&self, tenant: TenantId, name: &str) -> impl Future<Output = Result<()>> + Send;
+
+    /// The tenant's schedules, by name.
+    fn schedules(&self, tenant: TenantId)
+        -> impl Future<Output = Result<Vec<ScheduleInfo>>> + Send;
+
+    /// Tries to take the tenant's scheduler lock
+    /// ([`Store::try_lead_schedules`](crate::Store::try_lead_schedules));
+    /// renew it with [`renew_lock`](Self::renew_lock) under
+    /// [`SCHEDULER_LOCK`](crate::SCHEDULER_LOCK).
+    fn try_lead_schedules(
+        &self,
+        tenant: TenantId,
+        runner: &str,
+        ttl: Duration,
+    ) -> impl Future<Output = Result<Option<LockInfo>>> + Send;
+
+    /// Fires what is due, for the runner holding the scheduler lock with
+    /// `fence` ([`Store::run_schedules`](crate::Store::run_schedules)).
+    fn run_schedules(
+        &self,
+        tenant: TenantId,
+        fence: u64,
+    ) -> impl Future<Output = Result<ScheduleRun>> + Send;
 }
 
 /// A consumer following one stream: waits for appends, never polls.

@@ -1,14 +1,16 @@
-//! The conformance suite on the in-memory engine, and on two deliberately
-//! broken engines that the suite must catch.
+//! The conformance suite on the in-memory engine, and on three
+//! deliberately broken engines that the suite must catch.
 
 use relaystore::conformance::{self, Harness, InMemory, CHECKS};
 use relaystore::events::{Collection, Subscription};
+use relaystore::queue::{ClaimToken, Failed, JobInfo, JobOptions, QueueConfig, QueueInfo};
+use relaystore::schedule::{ScheduleInfo, ScheduleRun};
 use relaystore::stream::{Follower, StreamConfig, StreamRead};
 use relaystore::wake::Listener;
 use relaystore::{
-    Admission, AttemptId, Binding, Cursor, EndpointSeen, Engine, Error, Health, JoinTicket,
-    JoinToken, LeaseGrant, LeaseId, LeaseInfo, ListingInfo, LockInfo, Page, PresenceInfo, Renewal,
-    Result, Store, StoreConfig, TenantId,
+    Admission, AttemptId, Binding, ClaimedJob, Cursor, DeadLetter, EndpointSeen, Engine, Error,
+    Health, JobId, JoinTicket, JoinToken, LeaseGrant, LeaseId, LeaseInfo, ListingInfo, LockInfo,
+    OutboxMessage, OutboxRun, Page, PresenceInfo, Renewal, Result, Store, StoreConfig, TenantId,
 };
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -39,6 +41,8 @@ enum Defect {
     SecondConsume,
     /// `update_listing` ignores the expected version.
     UnversionedUpdate,
+    /// An ack with a stale claim answers `Ok` (the job stays where it was).
+    StaleAck,
 }
 
 /// The in-memory engine with one defect.
@@ -128,6 +132,51 @@ impl Engine for Broken {
         stream_info(tenant: TenantId, name: &str) -> Result<relaystore::stream::StreamInfo>;
         committed(tenant: TenantId, name: &str, consumer: &str) -> Result<Option<u64>>;
         follow(tenant: TenantId, name: &str, consumer: &str) -> Result<Follower>;
+        create_queue(tenant: TenantId, name: &str, config: QueueConfig) -> Result<()>;
+        delete_queue(tenant: TenantId, name: &str) -> Result<()>;
+        enqueue(tenant: TenantId, queue: &str, payload: &[u8], options: JobOptions) -> Result<JobId>;
+        claim(tenant: TenantId, queue: &str, worker: &str, visibility: Option<Duration>, max_jobs: usize) -> Result<Vec<ClaimedJob>>;
+        claim_wait(tenant: TenantId, queue: &str, worker: &str, visibility: Option<Duration>, max_jobs: usize) -> Result<Vec<ClaimedJob>>;
+        fail(tenant: TenantId, queue: &str, job: JobId, claim: ClaimToken, reason: &str) -> Result<Failed>;
+        job(tenant: TenantId, queue: &str, job: JobId) -> Result<JobInfo>;
+        queue_info(tenant: TenantId, queue: &str) -> Result<QueueInfo>;
+        dead_letters(tenant: TenantId, queue: &str, after: Option<JobId>, max: usize) -> Result<Vec<DeadLetter>>;
+        requeue_dead(tenant: TenantId, queue: &str, job: JobId) -> Result<()>;
+        purge_dead(tenant: TenantId, queue: &str) -> Result<usize>;
+        outbox_put(tenant: TenantId, topic: &str, payload: &[u8]) -> Result<JobId>;
+        schedule(tenant: TenantId, name: &str, spec: &str, queue: &str, payload: &[u8]) -> Result<()>;
+        unschedule(tenant: TenantId, name: &str) -> Result<()>;
+        schedules(tenant: TenantId) -> Result<Vec<ScheduleInfo>>;
+        try_lead_schedules(tenant: TenantId, runner: &str, ttl: Duration) -> Result<Option<LockInfo>>;
+        run_schedules(tenant: TenantId, fence: u64) -> Result<ScheduleRun>;
+    }
+
+    async fn outbox_run_once<F, E>(
+        &self,
+        tenant: TenantId,
+        worker: &str,
+        max: usize,
+        handler: F,
+    ) -> Result<OutboxRun>
+    where
+        F: FnMut(&OutboxMessage) -> std::result::Result<(), E> + Send,
+        E: std::fmt::Display,
+    {
+        Engine::outbox_run_once(&self.inner, tenant, worker, max, handler).await
+    }
+
+    async fn ack(
+        &self,
+        tenant: TenantId,
+        queue: &str,
+        job: JobId,
+        claim: ClaimToken,
+    ) -> Result<()> {
+        match Engine::ack(&self.inner, tenant, queue, job, claim).await {
+            // Broken: a stale claim's ack is taken as done.
+            Err(Error::StaleClaim) if self.defect == Defect::StaleAck => Ok(()),
+            other => other,
+        }
     }
 
     async fn update_listing(
@@ -141,7 +190,7 @@ impl Engine for Broken {
             Defect::UnversionedUpdate => Engine::get_listing(&self.inner, tenant, key)
                 .await
                 .map_or(expected, |l| l.version),
-            Defect::SecondConsume => expected,
+            Defect::SecondConsume | Defect::StaleAck => expected,
         };
         Engine::update_listing(&self.inner, tenant, key, expected, attrs).await
     }
@@ -181,6 +230,14 @@ fn the_suite_catches_an_engine_that_lets_a_second_consume_through() {
             "joins::bind_then_consume_once",
             "joins::concurrent_consumes"
         ]
+    );
+}
+
+#[test]
+fn the_suite_catches_an_engine_that_takes_a_stale_claims_ack() {
+    assert_eq!(
+        failed_checks(Defect::StaleAck),
+        vec!["queues::claims_and_acks", "queues::lapses_and_delays"]
     );
 }
 

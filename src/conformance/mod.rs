@@ -29,6 +29,7 @@ mod lifecycle;
 mod limits;
 mod listings;
 mod locks;
+mod queues;
 mod streams;
 mod wakes;
 
@@ -153,6 +154,10 @@ pub const CHECKS: &[&str] = &[
     "streams::offsets_and_retention",
     "streams::consumers_and_followers",
     "streams::lifetimes",
+    "queues::claims_and_acks",
+    "queues::retries_and_dead_letters",
+    "queues::lapses_and_delays",
+    "queues::outbox_and_schedules",
 ];
 
 /// Runs every check against engines from `harness`; returns the failures
@@ -200,6 +205,10 @@ pub async fn run<H: Harness>(harness: &H) -> Vec<Failure> {
     check!(streams::offsets_and_retention);
     check!(streams::consumers_and_followers);
     check!(streams::lifetimes);
+    check!(queues::claims_and_acks);
+    check!(queues::retries_and_dead_letters);
+    check!(queues::lapses_and_delays);
+    check!(queues::outbox_and_schedules);
     failures
 }
 

@@ -13,7 +13,11 @@ use super::{
 use crate::engine::{Engine, Events, Follow, Wakes};
 use crate::error::Result;
 use crate::events::{Collection, Received, RecvError, Subscription};
+use crate::ids::JobId;
 use crate::ids::{AttemptId, JoinToken, LeaseId, TenantId};
+use crate::queue::{ClaimToken, ClaimedJob, Failed, JobInfo, JobOptions, QueueConfig, QueueInfo};
+use crate::schedule::{ScheduleInfo, ScheduleRun};
+use crate::store::{DeadLetter, OutboxMessage, OutboxRun};
 use crate::stream::{StreamConfig, StreamInfo, StreamRead};
 use crate::wake::{Listener, Wake};
 use std::future::{ready, Future};
@@ -382,6 +386,185 @@ impl Engine for Store {
         consumer: &str,
     ) -> impl Future<Output = Result<Follower>> + Send {
         ready(Store::follow(self, tenant, name, consumer))
+    }
+
+    fn create_queue(
+        &self,
+        tenant: TenantId,
+        name: &str,
+        config: QueueConfig,
+    ) -> impl Future<Output = Result<()>> + Send {
+        ready(Store::create_queue(self, tenant, name, config))
+    }
+
+    fn delete_queue(
+        &self,
+        tenant: TenantId,
+        name: &str,
+    ) -> impl Future<Output = Result<()>> + Send {
+        ready(Store::delete_queue(self, tenant, name))
+    }
+
+    fn enqueue(
+        &self,
+        tenant: TenantId,
+        queue: &str,
+        payload: &[u8],
+        options: JobOptions,
+    ) -> impl Future<Output = Result<JobId>> + Send {
+        ready(Store::enqueue(self, tenant, queue, payload, options))
+    }
+
+    fn claim(
+        &self,
+        tenant: TenantId,
+        queue: &str,
+        worker: &str,
+        visibility: Option<Duration>,
+        max_jobs: usize,
+    ) -> impl Future<Output = Result<Vec<ClaimedJob>>> + Send {
+        ready(Store::claim(
+            self, tenant, queue, worker, visibility, max_jobs,
+        ))
+    }
+
+    fn claim_wait(
+        &self,
+        tenant: TenantId,
+        queue: &str,
+        worker: &str,
+        visibility: Option<Duration>,
+        max_jobs: usize,
+    ) -> impl Future<Output = Result<Vec<ClaimedJob>>> + Send {
+        self.claim_async(tenant, queue, worker, visibility, max_jobs)
+    }
+
+    fn ack(
+        &self,
+        tenant: TenantId,
+        queue: &str,
+        job: JobId,
+        claim: ClaimToken,
+    ) -> impl Future<Output = Result<()>> + Send {
+        ready(Store::ack(self, tenant, queue, job, claim))
+    }
+
+    fn fail(
+        &self,
+        tenant: TenantId,
+        queue: &str,
+        job: JobId,
+        claim: ClaimToken,
+        reason: &str,
+    ) -> impl Future<Output = Result<Failed>> + Send {
+        ready(Store::fail(self, tenant, queue, job, claim, reason))
+    }
+
+    fn job(
+        &self,
+        tenant: TenantId,
+        queue: &str,
+        job: JobId,
+    ) -> impl Future<Output = Result<JobInfo>> + Send {
+        ready(Store::job(self, tenant, queue, job))
+    }
+
+    fn queue_info(
+        &self,
+        tenant: TenantId,
+        queue: &str,
+    ) -> impl Future<Output = Result<QueueInfo>> + Send {
+        ready(Store::queue_info(self, tenant, queue))
+    }
+
+    fn dead_letters(
+        &self,
+        tenant: TenantId,
+        queue: &str,
+        after: Option<JobId>,
+        max: usize,
+    ) -> impl Future<Output = Result<Vec<DeadLetter>>> + Send {
+        ready(Store::dead_letters(self, tenant, queue, after, max))
+    }
+
+    fn requeue_dead(
+        &self,
+        tenant: TenantId,
+        queue: &str,
+        job: JobId,
+    ) -> impl Future<Output = Result<()>> + Send {
+        ready(Store::requeue_dead(self, tenant, queue, job))
+    }
+
+    fn purge_dead(
+        &self,
+        tenant: TenantId,
+        queue: &str,
+    ) -> impl Future<Output = Result<usize>> + Send {
+        ready(Store::purge_dead(self, tenant, queue))
+    }
+
+    fn outbox_put(
+        &self,
+        tenant: TenantId,
+        topic: &str,
+        payload: &[u8],
+    ) -> impl Future<Output = Result<JobId>> + Send {
+        ready(Store::outbox_put(self, tenant, topic, payload))
+    }
+
+    fn outbox_run_once<F, E>(
+        &self,
+        tenant: TenantId,
+        worker: &str,
+        max: usize,
+        handler: F,
+    ) -> impl Future<Output = Result<OutboxRun>> + Send
+    where
+        F: FnMut(&OutboxMessage) -> std::result::Result<(), E> + Send,
+        E: std::fmt::Display,
+    {
+        ready(Store::outbox_run_once(self, tenant, worker, max, handler))
+    }
+
+    fn schedule(
+        &self,
+        tenant: TenantId,
+        name: &str,
+        spec: &str,
+        queue: &str,
+        payload: &[u8],
+    ) -> impl Future<Output = Result<()>> + Send {
+        ready(Store::schedule(self, tenant, name, spec, queue, payload))
+    }
+
+    fn unschedule(&self, tenant: TenantId, name: &str) -> impl Future<Output = Result<()>> + Send {
+        ready(Store::unschedule(self, tenant, name))
+    }
+
+    fn schedules(
+        &self,
+        tenant: TenantId,
+    ) -> impl Future<Output = Result<Vec<ScheduleInfo>>> + Send {
+        ready(Ok(Store::schedules(self, tenant)))
+    }
+
+    fn try_lead_schedules(
+        &self,
+        tenant: TenantId,
+        runner: &str,
+        ttl: Duration,
+    ) -> impl Future<Output = Result<Option<LockInfo>>> + Send {
+        let taken = Store::try_lead_schedules(self, tenant, runner, ttl);
+        ready(taken.map(|guard| guard.map(|g| g.taken_by(runner))))
+    }
+
+    fn run_schedules(
+        &self,
+        tenant: TenantId,
+        fence: u64,
+    ) -> impl Future<Output = Result<ScheduleRun>> + Send {
+        ready(self.run_schedules_fenced(tenant, fence))
     }
 }
 

@@ -115,12 +115,17 @@ impl Store {
                 reason: "run_schedules needs the scheduler lock's guard",
             });
         }
-        let tenant = leader.tenant();
+        self.run_schedules_fenced(leader.tenant(), leader.fence())
+    }
+
+    /// [`run_schedules`](Self::run_schedules) for the runner holding the
+    /// scheduler lock with `fence` (the engine contract's form).
+    pub(super) fn run_schedules_fenced(&self, tenant: TenantId, fence: u64) -> Result<ScheduleRun> {
         let options = JobOptions::default();
         self.shared.schedules.run(
             tenant,
             &mut || match self.get_lock(tenant, SCHEDULER_LOCK) {
-                Ok(held) if held.fence == leader.fence() => Ok(()),
+                Ok(held) if held.fence == fence => Ok(()),
                 Ok(_) | Err(Error::NotFound) => Err(Error::LeadershipLost),
                 Err(e) => Err(e),
             },

@@ -1,0 +1,236 @@
+//! Job queues, the outbox and schedules (SPEC §10): claims oldest first
+//! and never twice, one validity rule for every claim operation, bounded
+//! retries into dead letters, lapses that use an attempt, grid-aligned
+//! fires for the scheduler lock's holder only.
+
+use super::{config, ensure, ensure_eq, Harness, Outcome};
+use crate::engine::Engine;
+use crate::error::{Error, Scope};
+use crate::ids::TenantId;
+use crate::queue::{Backoff, Failed, JobOptions, JobState, QueueConfig};
+use std::time::Duration;
+
+const T: TenantId = TenantId(1);
+const OTHER: TenantId = TenantId(2);
+
+fn queue_config(attempts_max: u32) -> QueueConfig {
+    QueueConfig {
+        jobs_max: 8,
+        bytes_max: 1024,
+        dead_letters_max: 4,
+        attempts_max,
+        backoff: Backoff {
+            base: Duration::ZERO,
+            max: Duration::ZERO,
+        },
+        jitter_seed: Some(7),
+        ..QueueConfig::default()
+    }
+}
+
+pub(super) async fn claims_and_acks<H: Harness>(h: &H) -> Outcome {
+    let e = h.engine(config(h.unit())).await?;
+    e.create_queue(T, "work", queue_config(3)).await?;
+    let first = e.enqueue(T, "work", b"a", JobOptions::default()).await?;
+    let second = e.enqueue(T, "work", b"b", JobOptions::default()).await?;
+    let claimed = e.claim(T, "work", "w1", None, 1).await?;
+    ensure_eq!(claimed.len(), 1, "one job per claim of one");
+    ensure_eq!(claimed[0].id, first, "oldest first");
+    ensure_eq!(claimed[0].attempt, 1, "the first attempt");
+    let other = e.claim(T, "work", "w2", None, 5).await?;
+    ensure_eq!(
+        other.iter().map(|j| j.id).collect::<Vec<_>>(),
+        vec![second],
+        "a claimed job is not handed out again"
+    );
+    ensure_eq!(
+        e.ack(T, "work", first, other[0].claim).await,
+        Err(Error::StaleClaim),
+        "another job's claim"
+    );
+    ensure_eq!(
+        e.ack(OTHER, "work", first, claimed[0].claim).await,
+        Err(Error::NotFound),
+        "another tenant's probe"
+    );
+    let before = e.job(T, "work", first).await?;
+    ensure!(
+        matches!(before.state, JobState::Claimed { .. }),
+        "a refused ack leaves the job claimed: {before:?}"
+    );
+    e.ack(T, "work", first, claimed[0].claim).await?;
+    ensure_eq!(
+        e.ack(T, "work", first, claimed[0].claim).await,
+        Err(Error::NotFound),
+        "an acked job is gone"
+    );
+    e.ack(T, "work", second, other[0].claim).await?;
+    ensure_eq!(
+        e.queue_info(T, "work").await?,
+        Default::default(),
+        "an empty queue"
+    );
+    ensure_eq!(
+        e.enqueue(T, "missing", b"", JobOptions::default()).await,
+        Err(Error::NotFound),
+        "a missing queue"
+    );
+    ensure_eq!(
+        e.create_queue(T, "work", queue_config(4)).await,
+        Err(Error::Exists),
+        "the name with other settings"
+    );
+    Ok(())
+}
+
+pub(super) async fn retries_and_dead_letters<H: Harness>(h: &H) -> Outcome {
+    let e = h.engine(config(h.unit())).await?;
+    e.create_queue(T, "work", queue_config(2)).await?;
+    let id = e
+        .enqueue(T, "work", b"poison", JobOptions::default())
+        .await?;
+    let job = e.claim(T, "work", "w", None, 1).await?.remove(0);
+    ensure_eq!(
+        e.fail(T, "work", id, job.claim, "boom").await,
+        Ok(Failed::RetryIn(Duration::ZERO)),
+        "the first failure retries"
+    );
+    ensure_eq!(
+        e.fail(T, "work", id, job.claim, "again").await,
+        Err(Error::StaleClaim),
+        "a failed claim is spent"
+    );
+    let job = e.claim(T, "work", "w", None, 1).await?.remove(0);
+    ensure_eq!(job.attempt, 2, "the second attempt");
+    ensure_eq!(
+        e.fail(T, "work", id, job.claim, "boom").await,
+        Ok(Failed::DeadLettered),
+        "the last attempt dead-letters"
+    );
+    let dead = e.dead_letters(T, "work", None, 10).await?;
+    ensure_eq!(dead.len(), 1, "one dead letter");
+    ensure_eq!(
+        (dead[0].id, dead[0].attempts, &*dead[0].reason),
+        (id, 2, "boom"),
+        "the dead letter"
+    );
+    e.requeue_dead(T, "work", id).await?;
+    let job = e.claim(T, "work", "w", None, 1).await?.remove(0);
+    ensure_eq!(job.attempt, 1, "a requeued job starts over");
+    e.fail(T, "work", id, job.claim, "x").await?;
+    let job = e.claim(T, "work", "w", None, 1).await?.remove(0);
+    e.fail(T, "work", id, job.claim, "x").await?;
+    ensure_eq!(e.purge_dead(T, "work").await, Ok(1), "purged");
+    for _ in 0..4 {
+        let id = e.enqueue(T, "work", b"", JobOptions::default()).await?;
+        let job = e.claim(T, "work", "w", None, 1).await?.remove(0);
+        e.fail(T, "work", id, job.claim, "x").await?;
+        let job = e.claim(T, "work", "w", None, 1).await?.remove(0);
+        e.fail(T, "work", id, job.claim, "x").await?;
+    }
+    ensure_eq!(
+        e.enqueue(T, "work", b"", JobOptions::default()).await,
+        Err(Error::CapacityExceeded {
+            scope: Scope::QueueDeadLetters
+        }),
+        "a full dead-letter set stops the queue"
+    );
+    Ok(())
+}
+
+pub(super) async fn lapses_and_delays<H: Harness>(h: &H) -> Outcome {
+    let u = h.unit();
+    let e = h.engine(config(u)).await?;
+    e.create_queue(T, "work", queue_config(2)).await?;
+    let id = e.enqueue(T, "work", b"", JobOptions::default()).await?;
+    let late = e
+        .enqueue(T, "work", b"", JobOptions::delayed(u * 20))
+        .await?;
+    let job = e.claim(T, "work", "w", Some(u * 5), 5).await?;
+    ensure_eq!(job.len(), 1, "a delayed job is not claimable");
+    h.advance(u * 6).await;
+    ensure_eq!(
+        e.ack(T, "work", id, job[0].claim).await,
+        Err(Error::StaleClaim),
+        "a lapsed claim"
+    );
+    let again = e.claim(T, "work", "w", Some(u * 5), 5).await?;
+    ensure_eq!(
+        again.iter().map(|j| (j.id, j.attempt)).collect::<Vec<_>>(),
+        vec![(id, 2)],
+        "a lapsed job returns and its lapse used an attempt"
+    );
+    h.advance(u * 6).await;
+    let info = e.job(T, "work", id).await?;
+    ensure!(
+        matches!(info.state, JobState::Dead { .. }),
+        "its last lapse dead-letters it: {info:?}"
+    );
+    h.advance(u * 10).await;
+    let due = e.claim(T, "work", "w", None, 5).await?;
+    ensure_eq!(
+        due.iter().map(|j| j.id).collect::<Vec<_>>(),
+        vec![late],
+        "a delayed job once due"
+    );
+    Ok(())
+}
+
+pub(super) async fn outbox_and_schedules<H: Harness>(h: &H) -> Outcome {
+    let u = h.unit();
+    let mut cfg = config(u);
+    cfg.schedule_interval_min = u;
+    let e = h.engine(cfg).await?;
+    let id = e.outbox_put(T, "session.ended", b"s-1").await?;
+    let mut seen = Vec::new();
+    let run = e
+        .outbox_run_once(T, "relay", 10, |m| {
+            seen.push((m.id, m.topic.to_string(), m.payload.to_vec()));
+            Err::<(), _>("unreachable")
+        })
+        .await?;
+    ensure_eq!(
+        (run.delivered, run.retried),
+        (0, 1),
+        "a failed delivery retries"
+    );
+    ensure_eq!(
+        seen,
+        vec![(id, "session.ended".to_string(), b"s-1".to_vec())],
+        "the message"
+    );
+
+    e.create_queue(T, "ticks", QueueConfig::default()).await?;
+    let spec = format!("@every {}ms", (u * 10).as_millis());
+    e.schedule(T, "beat", &spec, "ticks", b"tick").await?;
+    let leader = e.try_lead_schedules(T, "r1", u * 1000).await?;
+    let Some(leader) = leader else {
+        return Err(super::Fault::new("the scheduler lock was free".into()));
+    };
+    ensure_eq!(
+        e.try_lead_schedules(T, "r2", u * 1000).await?,
+        None,
+        "one leader"
+    );
+    h.advance(u * 25).await;
+    let run = e.run_schedules(T, leader.fence).await?;
+    ensure_eq!(run.fired, 2, "two grid points passed");
+    ensure_eq!(
+        e.run_schedules(T, leader.fence + 1).await,
+        Err(Error::LeadershipLost),
+        "a fence that does not hold the lock"
+    );
+    ensure_eq!(
+        e.queue_info(T, "ticks").await?.ready,
+        2,
+        "the fires are jobs"
+    );
+    ensure!(
+        matches!(
+            e.schedule(T, "bad", "@every soon", "ticks", b"").await,
+            Err(Error::InvalidArgument { .. })
+        ),
+        "a malformed spec"
+    );
+    Ok(())
+}
