@@ -1,0 +1,127 @@
+//! Work that must happen at least once, with bounded retries: when a relay
+//! session ends, the relay enqueues the cleanup of its allocations on a
+//! media server and puts a "session ended" message on its outbox for the
+//! matchmaker; a worker processes the cleanup with retries, and a flaky
+//! allocation ends up as a dead letter an operator can see. Meanwhile two
+//! relay instances compete to run a 30-second reconciliation schedule: one
+//! leads, and when it stalls the other takes over, with every grid point
+//! fired once. On a `ManualClock`, so every run prints the same thing.
+//!
+//! ```text
+//! cargo run --example session_cleanup
+//! ```
+
+use relaystore::queue::{Failed, JobOptions, QueueConfig};
+use relaystore::time::ManualClock;
+use relaystore::{Scheduler, Store, StoreConfig, TenantId};
+use std::sync::Arc;
+use std::time::Duration;
+
+const RELAY: TenantId = TenantId(3);
+const SEC: Duration = Duration::from_secs(1);
+
+fn main() -> Result<(), relaystore::Error> {
+    let clock = Arc::new(ManualClock::new());
+    let store = Store::new(StoreConfig::default(), clock.clone())?;
+    let cleanup = QueueConfig {
+        attempts_max: 3,
+        visibility: SEC * 30,
+        jitter_seed: Some(2026),
+        ..QueueConfig::default()
+    };
+    store.create_queue(RELAY, "cleanup", cleanup)?;
+    store.create_queue(RELAY, "reconcile", QueueConfig::default())?;
+
+    // The session ends: one cleanup job per allocation, and a message.
+    for port in [4000, 4001, 4002] {
+        let payload = format!("free port {port}");
+        store.enqueue(RELAY, "cleanup", payload.as_bytes(), JobOptions::default())?;
+        println!("relay: session s-17 ended; enqueued {payload:?}");
+    }
+    store.outbox_put(RELAY, "session.ended", b"s-17")?;
+
+    // The matchmaker is reachable: the outbox message is delivered.
+    let run = store.outbox_run_once(RELAY, "relay-a", 10, |m| {
+        println!(
+            "outbox: delivered {:?} {:?} to the matchmaker",
+            m.topic,
+            String::from_utf8_lossy(&m.payload)
+        );
+        Ok::<_, String>(())
+    })?;
+    assert_eq!(run.delivered, 1);
+
+    // The worker: port 4001's media server fails once, port 4002's always.
+    let mut failures_4001 = 0;
+    for round in 1..=6 {
+        for job in store.claim(RELAY, "cleanup", "worker-1", None, 10)? {
+            let what = String::from_utf8_lossy(&job.payload).into_owned();
+            let fails = match what.as_str() {
+                "free port 4001" => {
+                    failures_4001 += 1;
+                    failures_4001 == 1
+                }
+                "free port 4002" => true,
+                _ => false,
+            };
+            if !fails {
+                store.ack(RELAY, "cleanup", job.id, job.claim)?;
+                println!(
+                    "worker (round {round}): {what}: done (attempt {})",
+                    job.attempt
+                );
+                continue;
+            }
+            match store.fail(RELAY, "cleanup", job.id, job.claim, "media server said 503")? {
+                Failed::RetryIn(after) => println!(
+                    "worker (round {round}): {what}: failed (attempt {}), retry in {after:?}",
+                    job.attempt
+                ),
+                Failed::DeadLettered => {
+                    println!("worker (round {round}): {what}: failed its last attempt; dead letter")
+                }
+            }
+        }
+        clock.advance(SEC * 20);
+        store.sweep();
+    }
+    for dead in store.dead_letters(RELAY, "cleanup", None, 10)? {
+        println!(
+            "operator: dead letter {:?} after {} attempts: {}",
+            String::from_utf8_lossy(&dead.payload),
+            dead.attempts,
+            dead.reason
+        );
+    }
+
+    // Reconciliation every 30 s by exactly one of two relay instances.
+    store.schedule(RELAY, "reconcile", "@every 30s", "reconcile", b"all")?;
+    let mut relay_a = Scheduler::new(&store, RELAY, "relay-a", SEC * 15);
+    let mut relay_b = Scheduler::new(&store, RELAY, "relay-b", SEC * 15);
+    for tick in 0..=36 {
+        let now = tick * 5;
+        // relay-a stalls from 60 s to 100 s (a long GC pause, say).
+        let a_runs = !(60..100).contains(&now);
+        for (name, runner, runs) in [
+            ("relay-a", &mut relay_a, a_runs),
+            ("relay-b", &mut relay_b, true),
+        ] {
+            if !runs {
+                continue;
+            }
+            if let Some(run) = runner.step()?.run {
+                if run.fired > 0 {
+                    println!(
+                        "scheduler: at {now:>3} s {name} fired {} reconcile job(s)",
+                        run.fired
+                    );
+                }
+            }
+        }
+        clock.advance(SEC * 5);
+    }
+    let jobs = store.queue_info(RELAY, "reconcile")?.ready;
+    println!("scheduler: {jobs} reconcile jobs for 180 s at one per 30 s");
+    assert_eq!(jobs, 6);
+    Ok(())
+}
