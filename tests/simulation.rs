@@ -18,6 +18,9 @@
 //! - I6 a revocation closes every descendant;
 //! - I7 the wheel holds exactly one live entry per record (the audit
 //!   compares counts; the wheel's property test checks its deadlines);
+//! - I12 a job has at most one live claim, and only the latest live claim
+//!   acks or fails it (`queue_step`); the audit checks every job is in
+//!   exactly one of ready / delayed / claimed / dead;
 //! - I8 neighbour fairness: a creation refused for capacity (grants,
 //!   publishes, joins and locks without idempotency keys, whose claim may
 //!   clean up after a revoked tenant) leaves every record, counter and the
@@ -36,10 +39,14 @@
 //! `RELAYSTORE_SIM_SEEDS=<seed> cargo test --release --test simulation`.
 //! Longer runs: `RELAYSTORE_SIM_SEEDS=32 RELAYSTORE_SIM_STEPS=1000000`.
 
+use relaystore::queue::{Backoff, ClaimToken, JobOptions, QueueConfig};
 use relaystore::stream::{StreamConfig, WhenFull};
+use relaystore::time::Clock;
 use relaystore::time::ManualClock;
 use relaystore::wake::Listener;
-use relaystore::{Error, JoinTicket, LeaseId, Store, StoreConfig, TenantId, TenantQuota};
+use relaystore::{
+    Error, JobId, JoinTicket, LeaseId, Scope, Store, StoreConfig, TenantId, TenantQuota,
+};
 use std::collections::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};
 use std::net::SocketAddr;
@@ -145,6 +152,9 @@ struct Sim {
     retired: Vec<(TenantId, &'static str, Listener, bool)>,
     /// Streams created: (first offset held, next offset), per the model.
     streams: HashMap<(TenantId, &'static str), (u64, u64)>,
+    /// Tenants with a job queue, and per job its latest claim and the tick
+    /// that claim lapses at (0 once failed).
+    queues: HashMap<TenantId, HashMap<JobId, (ClaimToken, u64)>>,
 }
 
 fn tenant(rng: &mut Rng) -> TenantId {
@@ -187,6 +197,7 @@ impl Sim {
             listeners: Vec::new(),
             retired: Vec::new(),
             streams: HashMap::new(),
+            queues: HashMap::new(),
         }
     }
 
@@ -535,8 +546,11 @@ impl Sim {
             98 if s.health() == relaystore::Health::Stopped || self.rng.below(100) == 0 => {
                 self.restart();
             }
-            99 if self.rng.below(2) == 0 => self.wake_step(),
-            99 => self.stream_step(),
+            99 => match self.rng.below(3) {
+                0 => self.wake_step(),
+                1 => self.stream_step(),
+                _ => self.queue_step(),
+            },
             _ => {}
         }
         // The driver: usually sweeps every step; sometimes stalls for a while.
@@ -663,6 +677,128 @@ impl Sim {
         11u8.hash(&mut self.trace);
     }
 
+    /// Job queues. I12: a job has at most one live claim: each claim
+    /// makes the job's earlier claims stale; an ack or fail succeeds
+    /// exactly when its claim is the job's latest and has not lapsed, and a
+    /// refused one is `StaleClaim` (or `NotFound` once the job is gone).
+    /// The audit checks that every job is in exactly one of ready /
+    /// delayed / claimed / dead.
+    fn queue_step(&mut self) {
+        let t = tenant(&mut self.rng);
+        let s = Arc::clone(&self.store);
+        let now = self.clock.now().as_millis();
+        if let std::collections::hash_map::Entry::Vacant(slot) = self.queues.entry(t) {
+            let config = QueueConfig {
+                jobs_max: 6,
+                bytes_max: 1024,
+                dead_letters_max: 3,
+                attempts_max: 2,
+                visibility: ms(500),
+                backoff: Backoff {
+                    base: ms(10),
+                    max: ms(100),
+                },
+                jitter_seed: Some(9),
+            };
+            match s.create_queue(t, "jobs", config) {
+                Ok(()) => {
+                    slot.insert(HashMap::new());
+                }
+                Err(e) => assert!(
+                    matches!(e, Error::Draining | Error::ServiceUnavailable),
+                    "create_queue: {e:?}"
+                ),
+            }
+            return;
+        }
+        let held = |model: &HashMap<JobId, (ClaimToken, u64)>, rng: &mut Rng| {
+            let mut ids: Vec<JobId> = model.keys().copied().collect();
+            ids.sort_by_key(|id| id.to_bits());
+            rng.pick(&ids).copied()
+        };
+        match self.rng.below(7) {
+            0..=1 => {
+                let delay = if self.rng.below(2) == 0 {
+                    ms(0)
+                } else {
+                    ms(self.rng.below(200))
+                };
+                let r = s.enqueue(t, "jobs", b"job", JobOptions::delayed(delay));
+                match &r {
+                    Ok(_) | Err(Error::Draining | Error::ServiceUnavailable) => {}
+                    Err(Error::CapacityExceeded {
+                        scope: Scope::QueueJobs | Scope::QueueDeadLetters,
+                    }) => {}
+                    Err(e) => panic!("enqueue: {e:?}"),
+                }
+                self.note(12, &r);
+            }
+            2..=3 => {
+                let visibility = match self.rng.below(3) {
+                    0 => None,
+                    _ => Some(ms(10 + self.rng.below(1000))),
+                };
+                let max = 1 + self.rng.below(3) as usize;
+                let r = s.claim(t, "jobs", "worker", visibility, max);
+                match &r {
+                    Ok(jobs) => {
+                        let lapse = now + visibility.map_or(500, |v| v.as_millis() as u64);
+                        for job in jobs {
+                            let model = self.queues.get_mut(&t).expect("created");
+                            if let Some(&(earlier, _)) = model.get(&job.id) {
+                                let before = s.job(t, "jobs", job.id);
+                                assert_eq!(
+                                    s.ack(t, "jobs", job.id, earlier),
+                                    Err(Error::StaleClaim),
+                                    "I12: an earlier claim after a new one"
+                                );
+                                assert_eq!(
+                                    s.job(t, "jobs", job.id),
+                                    before,
+                                    "I12: refused, unchanged"
+                                );
+                            }
+                            model.insert(job.id, (job.claim, lapse));
+                        }
+                    }
+                    Err(e) => assert_eq!(*e, Error::ServiceUnavailable, "claim"),
+                }
+                self.note(13, &r);
+            }
+            4..=5 => {
+                let Some(id) = held(&self.queues[&t], &mut self.rng) else {
+                    return;
+                };
+                let (token, lapse) = self.queues[&t][&id];
+                let ack = self.rng.below(2) == 0;
+                let r = if ack {
+                    s.ack(t, "jobs", id, token)
+                } else {
+                    s.fail(t, "jobs", id, token, "boom").map(drop)
+                };
+                if now < lapse {
+                    assert_eq!(r, Ok(()), "I12: the latest live claim");
+                    let model = self.queues.get_mut(&t).expect("created");
+                    if ack {
+                        model.remove(&id);
+                    } else {
+                        model.insert(id, (token, 0));
+                    }
+                } else {
+                    assert!(
+                        matches!(r, Err(Error::StaleClaim | Error::NotFound)),
+                        "I12: a stale or lapsed claim: {r:?}"
+                    );
+                }
+                self.note(14, &r);
+            }
+            _ => {
+                let r = s.purge_dead(t, "jobs");
+                self.note(15, &r);
+            }
+        }
+    }
+
     /// A restart: a new store, empty, with a new incarnation. Ids from the
     /// old one must answer `Restarted`.
     fn restart(&mut self) {
@@ -673,6 +809,7 @@ impl Sim {
         // The old store's listeners are checked once it is gone (I10).
         self.retired = std::mem::take(&mut self.listeners);
         self.streams.clear();
+        self.queues.clear();
         self.leases.clear();
         self.listings.clear();
         self.tickets.clear();
@@ -725,6 +862,12 @@ impl Sim {
             self.refusals_checked > 0,
             "I8 never ran: no creation was refused for capacity"
         );
+        for op in [12, 13, 14] {
+            assert!(
+                self.successes.get(&op).is_some_and(|&n| n > 0),
+                "I12 never ran: no queue operation {op} succeeded"
+            );
+        }
         self.clock.advance(Duration::from_secs(200));
         self.store.sweep();
         self.store.audit().expect("final audit");
