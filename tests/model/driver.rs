@@ -28,12 +28,26 @@ pub fn run_with_model_grace(ops: &[Op], grace_ms: u64) -> Result<(), String> {
     // Per acquisition index (the model's), the store's fence.
     let mut fences: Vec<u64> = Vec::new();
     let mut listeners: Vec<relaystore::wake::Listener> = Vec::new();
+    // Jobs by enqueue order, and claims by claim order (job, token).
+    let mut jobs: Vec<relaystore::JobId> = Vec::new();
+    let mut claims: Vec<(relaystore::JobId, relaystore::queue::ClaimToken)> = Vec::new();
+    for tenant in [0, 1] {
+        store
+            .create_queue(TenantId(tenant), "q", queue_config())
+            .map_err(|e| e.to_string())?;
+    }
     // Outcome counts, printed with RELAYSTORE_MODEL_STATS=1 to tune the mix.
     let stats = std::env::var_os("RELAYSTORE_MODEL_STATS").is_some();
     let mut seen: HashMap<String, u64> = HashMap::new();
     for (step, op) in ops.iter().enumerate() {
         // Resolve indexes against what exists; skip ops that name nothing.
-        let counts = [leases.len(), tickets.len(), fences.len(), listeners.len()];
+        let counts = [
+            leases.len(),
+            tickets.len(),
+            fences.len(),
+            listeners.len(),
+            claims.len(),
+        ];
         let op = match resolve(op, counts) {
             Some(op) => op,
             None => continue,
@@ -188,6 +202,44 @@ pub fn run_with_model_grace(ops: &[Op], grace_ms: u64) -> Result<(), String> {
                 outcome(&store.notify(t(tenant), &format!("c{channel}")))
             }
             Op::TryRecv { listener } => Outcome::Woke(listeners[listener].try_recv().is_some()),
+            Op::Enqueue { tenant, delayed } => {
+                let delay = Duration::from_millis(if delayed { QUEUE_DELAY_MS } else { 0 });
+                let options = relaystore::queue::JobOptions::delayed(delay);
+                let r = store.enqueue(t(tenant), "q", b"", options);
+                if let Ok(id) = &r {
+                    jobs.push(*id);
+                }
+                outcome(&r)
+            }
+            Op::Claim { tenant, short } => {
+                let visibility = short.then(|| Duration::from_millis(QUEUE_SHORT_MS));
+                match store.claim(t(tenant), "q", "w", visibility, 1) {
+                    Ok(claimed) => Outcome::Claimed(claimed.first().map(|job| {
+                        claims.push((job.id, job.claim));
+                        let index = jobs.iter().position(|&j| j == job.id);
+                        (index.expect("a job this run enqueued"), job.attempt)
+                    })),
+                    Err(e) => Outcome::Err(kind(&e)),
+                }
+            }
+            Op::Settle { tenant, claim, ack } => {
+                let (job, token) = claims[claim];
+                if ack {
+                    outcome(&store.ack(t(tenant), "q", job, token))
+                } else {
+                    match store.fail(t(tenant), "q", job, token, "boom") {
+                        Ok(relaystore::queue::Failed::RetryIn(d)) => {
+                            Outcome::Failed(Some(d.as_millis() as u64))
+                        }
+                        Ok(relaystore::queue::Failed::DeadLettered) => Outcome::Failed(None),
+                        Err(e) => Outcome::Err(kind(&e)),
+                    }
+                }
+            }
+            Op::PurgeDead { tenant } => match store.purge_dead(t(tenant), "q") {
+                Ok(n) => Outcome::Count(n),
+                Err(e) => Outcome::Err(kind(&e)),
+            },
             Op::Advance { ms } => {
                 clock.advance(Duration::from_millis(ms));
                 Outcome::Ok
@@ -234,9 +286,9 @@ pub fn run_with_model_grace(ops: &[Op], grace_ms: u64) -> Result<(), String> {
 }
 
 /// Maps an op's free indexes onto what exists (leases, attempts, fences,
-/// listeners, as counted in `counts`), or drops it.
-pub fn resolve(op: &Op, counts: [usize; 4]) -> Option<Op> {
-    let [leases, attempts, fences, listeners] = counts;
+/// listeners, claims, as counted in `counts`), or drops it.
+pub fn resolve(op: &Op, counts: [usize; 5]) -> Option<Op> {
+    let [leases, attempts, fences, listeners, claims] = counts;
     // Three picks in four take one of the two newest (live ones are mostly
     // recent); the rest take any, so old ids keep being exercised too.
     let pick = |i: usize, n: usize| {
@@ -264,6 +316,7 @@ pub fn resolve(op: &Op, counts: [usize; 4]) -> Option<Op> {
             ..
         } => *lease = pick(*lease, leases)?,
         Op::TryRecv { listener } => *listener = pick(*listener, listeners)?,
+        Op::Settle { claim, .. } => *claim = pick(*claim, claims)?,
         _ => {}
     }
     Some(op)

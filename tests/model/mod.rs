@@ -11,7 +11,9 @@
 //! entry and age retention (refuse or trim when full), commits never
 //! backwards, a stream attached to a lease gone with it (its name free
 //! again). Wakes: a notify marks every listener of its channel attached
-//! before it, and a listener holds at most one wake.
+//! before it, and a listener holds at most one wake. Queues: claims oldest
+//! first, one live claim per job, a lapse uses an attempt, a failure backs
+//! off (the queue's seeded jitter), the last attempt dead-letters.
 #![allow(dead_code)]
 
 use relaystore::StoreConfig;
@@ -33,6 +35,30 @@ pub const LISTINGS_PER_LEASE: usize = 2;
 pub const ATTEMPTS_PER_LISTING: usize = 2;
 pub const STREAM_ENTRIES: usize = 3;
 pub const STREAM_AGE_MS: u64 = 3_000;
+pub const QUEUE_JOBS: usize = 4;
+pub const QUEUE_DEAD: usize = 2;
+pub const QUEUE_ATTEMPTS: u32 = 2;
+pub const QUEUE_VISIBILITY_MS: u64 = 1_000;
+pub const QUEUE_SHORT_MS: u64 = 300;
+pub const QUEUE_DELAY_MS: u64 = 500;
+pub const QUEUE_BACKOFF_MS: u64 = 400;
+pub const QUEUE_SEED: u64 = 5;
+
+/// Every tenant's queue `q` (created before the first op).
+pub fn queue_config() -> relaystore::queue::QueueConfig {
+    relaystore::queue::QueueConfig {
+        jobs_max: QUEUE_JOBS,
+        bytes_max: 1024,
+        dead_letters_max: QUEUE_DEAD,
+        attempts_max: QUEUE_ATTEMPTS,
+        visibility: Duration::from_millis(QUEUE_VISIBILITY_MS),
+        backoff: relaystore::queue::Backoff {
+            base: Duration::from_millis(QUEUE_BACKOFF_MS),
+            max: Duration::from_millis(QUEUE_BACKOFF_MS),
+        },
+        jitter_seed: Some(QUEUE_SEED),
+    }
+}
 
 pub fn config() -> StoreConfig {
     StoreConfig {

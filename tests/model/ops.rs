@@ -126,6 +126,26 @@ pub enum Op {
     TryRecv {
         listener: usize,
     },
+    /// Enqueues a job on the tenant's queue `q`, ready or delayed by
+    /// `QUEUE_DELAY_MS`.
+    Enqueue {
+        tenant: u8,
+        delayed: bool,
+    },
+    /// Claims one job for the queue's visibility or `QUEUE_SHORT_MS`.
+    Claim {
+        tenant: u8,
+        short: bool,
+    },
+    /// Acks (or fails) the job of claim number `claim`.
+    Settle {
+        tenant: u8,
+        claim: usize,
+        ack: bool,
+    },
+    PurgeDead {
+        tenant: u8,
+    },
     Advance {
         ms: u64,
     },
@@ -147,6 +167,13 @@ pub enum Outcome {
     },
     /// Whether a listener had a wake.
     Woke(bool),
+    /// A claim: the job (by enqueue order) and its attempt, if one was
+    /// ready.
+    Claimed(Option<(usize, u32)>),
+    /// A failure: the retry's backoff in ms, or `None` for a dead letter.
+    Failed(Option<u64>),
+    /// How many (dead letters purged).
+    Count(usize),
     Err(Kind),
 }
 
@@ -163,6 +190,7 @@ pub enum Kind {
     InvalidArgument,
     Trimmed(u64),
     Exists,
+    StaleClaim,
     Other(String),
 }
 
@@ -178,6 +206,7 @@ pub fn kind(e: &Error) -> Kind {
         Error::InvalidArgument { .. } => Kind::InvalidArgument,
         Error::Trimmed { first } => Kind::Trimmed(*first),
         Error::Exists => Kind::Exists,
+        Error::StaleClaim => Kind::StaleClaim,
         other => Kind::Other(other.to_string()),
     }
 }
@@ -196,7 +225,7 @@ pub fn port_of(op: &Op) -> u8 {
     }
 }
 
-/// Decodes arbitrary bytes into operations (for fuzzing): two bytes per op.
+/// Decodes arbitrary bytes into operations (for fuzzing): three bytes per op.
 pub fn decode(bytes: &[u8]) -> Vec<Op> {
     bytes
         .chunks(3)
@@ -214,13 +243,13 @@ pub fn decode(bytes: &[u8]) -> Vec<Op> {
             };
             // Weighted toward the grant -> publish -> join -> bind -> consume
             // chain, which needs several steps to line up.
-            const KINDS: [u8; 48] = [
+            const KINDS: [u8; 54] = [
                 0, 0, 0, 1, 1, 2, 3, 4, 4, 4, 5, 6, 7, 7, 7, 7, 8, 8, 8, 9, 9, 9, 10, 11, 12, 13,
                 14, 15, 16, 17, 18, 19, 20, 20, 21, 21, 21, 21, 21, 21, 22, 22, 23, 23, 24, 25, 25,
-                26,
+                26, 27, 27, 27, 27, 27, 27,
             ];
             let stream = small;
-            match KINDS[usize::from(a) % 48] {
+            match KINDS[usize::from(a) % KINDS.len()] {
                 20 => Op::CreateStream {
                     tenant,
                     stream,
@@ -314,6 +343,22 @@ pub fn decode(bytes: &[u8]) -> Vec<Op> {
                 16 => Op::GetLock {
                     tenant,
                     name: small,
+                },
+                27 => match x % 8 {
+                    0..=2 => Op::Enqueue {
+                        tenant,
+                        delayed: x & 16 == 16,
+                    },
+                    3..=4 => Op::Claim {
+                        tenant,
+                        short: x & 16 == 16,
+                    },
+                    5..=6 => Op::Settle {
+                        tenant,
+                        claim: idx,
+                        ack: x & 16 == 16,
+                    },
+                    _ => Op::PurgeDead { tenant },
                 },
                 17 => Op::Advance {
                     ms: u64::from(x) * 4,

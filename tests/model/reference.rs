@@ -69,6 +69,32 @@ impl StreamM {
     }
 }
 
+/// A job of a tenant's queue `q`.
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub enum JobAt {
+    Ready,
+    Delayed(u64),
+    /// Claimed by claim number `claim` until the tick `until`.
+    Claimed {
+        claim: usize,
+        until: u64,
+    },
+    Dead,
+}
+
+pub struct JobM {
+    tenant: u8,
+    attempts: u32,
+    at: JobAt,
+    /// Acked or purged.
+    gone: bool,
+}
+
+/// Per tenant: its queue's jitter generator.
+pub struct QueueM {
+    jitter: relaystore::queue::Jitter,
+}
+
 #[derive(Default)]
 pub struct Model {
     /// The replay grace the model believes in (the store's, unless a test
@@ -87,6 +113,10 @@ pub struct Model {
     streams: HashMap<(u8, u8), StreamM>,
     /// Per listener: its tenant, channel, and whether a wake is pending.
     listeners: Vec<(u8, u8, bool)>,
+    /// Jobs by enqueue order; claims by claim order (their job).
+    jobs: Vec<JobM>,
+    claims: Vec<usize>,
+    queues: HashMap<u8, QueueM>,
 }
 
 pub fn ttl_ok(ttl_ms: u64) -> bool {
@@ -138,6 +168,36 @@ impl Model {
             return None;
         }
         self.streams.get_mut(&(tenant, stream))
+    }
+
+    /// Moves what is due in the tenant's queue at `now`: delays end, and
+    /// lapsed claims return their job (or dead-letter it after its last
+    /// attempt).
+    fn settle_queue(&mut self, tenant: u8) {
+        let now = self.now;
+        for job in self
+            .jobs
+            .iter_mut()
+            .filter(|j| j.tenant == tenant && !j.gone)
+        {
+            job.at = match job.at {
+                JobAt::Delayed(due) if due <= now => JobAt::Ready,
+                JobAt::Claimed { until, .. } if until <= now => {
+                    if job.attempts >= QUEUE_ATTEMPTS {
+                        JobAt::Dead
+                    } else {
+                        JobAt::Ready
+                    }
+                }
+                other => other,
+            };
+        }
+    }
+
+    fn queue_jobs(&self, tenant: u8) -> impl Iterator<Item = &JobM> {
+        self.jobs
+            .iter()
+            .filter(move |j| j.tenant == tenant && !j.gone)
     }
 
     fn stalled(&self) -> bool {
@@ -532,6 +592,101 @@ impl Model {
             Op::TryRecv { listener } => {
                 Outcome::Woke(std::mem::replace(&mut self.listeners[listener].2, false))
             }
+            Op::Enqueue { tenant, delayed } => {
+                let dead = self
+                    .queue_jobs(tenant)
+                    .filter(|j| j.at == JobAt::Dead)
+                    .count();
+                if dead >= QUEUE_DEAD {
+                    return Outcome::Err(Kind::Capacity(
+                        relaystore::Scope::QueueDeadLetters.to_string(),
+                    ));
+                }
+                if self.queue_jobs(tenant).count() >= QUEUE_JOBS {
+                    return Outcome::Err(Kind::Capacity(relaystore::Scope::QueueJobs.to_string()));
+                }
+                let at = if delayed {
+                    JobAt::Delayed(self.now + QUEUE_DELAY_MS)
+                } else {
+                    JobAt::Ready
+                };
+                self.jobs.push(JobM {
+                    tenant,
+                    attempts: 0,
+                    at,
+                    gone: false,
+                });
+                Outcome::Ok
+            }
+            Op::Claim { tenant, short } => {
+                self.settle_queue(tenant);
+                let visibility = if short {
+                    QUEUE_SHORT_MS
+                } else {
+                    QUEUE_VISIBILITY_MS
+                };
+                let now = self.now;
+                let claim = self.claims.len();
+                let ready = self
+                    .jobs
+                    .iter()
+                    .position(|j| j.tenant == tenant && !j.gone && j.at == JobAt::Ready);
+                Outcome::Claimed(ready.map(|i| {
+                    let job = &mut self.jobs[i];
+                    job.attempts += 1;
+                    job.at = JobAt::Claimed {
+                        claim,
+                        until: now + visibility,
+                    };
+                    self.claims.push(i);
+                    (i, job.attempts)
+                }))
+            }
+            Op::Settle { tenant, claim, ack } => {
+                let i = self.claims[claim];
+                let now = self.now;
+                let job = &self.jobs[i];
+                if job.tenant != tenant || job.gone {
+                    return Outcome::Err(Kind::NotFound);
+                }
+                let live = matches!(job.at, JobAt::Claimed { claim: c, until } if c == claim && now < until);
+                if !live {
+                    return Outcome::Err(Kind::StaleClaim);
+                }
+                if ack {
+                    self.jobs[i].gone = true;
+                    return Outcome::Ok;
+                }
+                let attempts = job.attempts;
+                if attempts >= QUEUE_ATTEMPTS {
+                    self.jobs[i].at = JobAt::Dead;
+                    return Outcome::Failed(None);
+                }
+                let draw = self
+                    .queues
+                    .entry(tenant)
+                    .or_insert_with(|| QueueM {
+                        jitter: relaystore::queue::Jitter::seeded(QUEUE_SEED),
+                    })
+                    .jitter
+                    .next();
+                // Equal jitter on a capped backoff of QUEUE_BACKOFF_MS: half
+                // of it fixed, half drawn.
+                let half = QUEUE_BACKOFF_MS / 2;
+                let delay = half + draw % (QUEUE_BACKOFF_MS - half + 1);
+                self.jobs[i].at = JobAt::Delayed(now + delay);
+                Outcome::Failed(Some(delay))
+            }
+            Op::PurgeDead { tenant } => {
+                let mut n = 0;
+                for job in self.jobs.iter_mut() {
+                    if job.tenant == tenant && !job.gone && job.at == JobAt::Dead {
+                        job.gone = true;
+                        n += 1;
+                    }
+                }
+                Outcome::Count(n)
+            }
             Op::Advance { ms } => {
                 self.now += ms;
                 Outcome::Ok
@@ -553,6 +708,9 @@ impl Model {
                 self.presence.retain(|_, d| now < *d);
                 self.locks.retain(|_, l| now < l.deadline);
                 self.tombstones.retain(|_, d| now < *d);
+                for tenant in [0, 1] {
+                    self.settle_queue(tenant);
+                }
                 Outcome::Ok
             }
         }
