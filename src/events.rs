@@ -262,6 +262,7 @@ impl EventHub {
                     if queue.events.len() >= inbox.capacity {
                         queue.events.pop_front();
                         inbox.missed.fetch_add(1, Ordering::AcqRel);
+                        crate::metrics::events_dropped(1);
                     }
                     queue.events.push_back(event.clone());
                     wake.extend(queue.waker.take());

@@ -72,6 +72,7 @@ pub mod faults;
 #[cfg(not(relaystore_loom))]
 mod faults;
 mod ids;
+mod metrics;
 #[cfg(relaystore_loom)]
 #[doc(hidden)]
 pub mod model;

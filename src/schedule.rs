@@ -162,6 +162,11 @@ impl ScheduleHub {
         }
     }
 
+    /// Schedules held, store-wide.
+    pub(crate) fn len(&self) -> u64 {
+        self.count.used()
+    }
+
     fn book(&self, tenant: TenantId) -> Arc<Mutex<Book>> {
         if let Some(book) = self.books.read(&tenant, Arc::clone) {
             return book;

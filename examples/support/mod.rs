@@ -2,6 +2,8 @@
 //! histogram, and the process's CPU time and peak resident set.
 #![allow(dead_code)]
 
+pub mod http;
+
 /// `--sessions N --seconds S --threads T`.
 pub struct Options {
     pub sessions: u64,

@@ -326,6 +326,9 @@ impl Store {
         make: impl Fn(Owner, u64) -> C,
     ) -> Result<Stamp> {
         let created = self.create_steps(tenant, key, parent, now, deadline, make);
+        if created.is_ok() {
+            crate::metrics::admission(C::QUOTAS[0]);
+        }
         self.observed(tenant, created)
     }
 

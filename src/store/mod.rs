@@ -380,9 +380,12 @@ impl Store {
     fn sweep_at(&self, now: MonoTime) -> usize {
         let span = tracing::debug_span!("relaystore_sweep", removed = tracing::field::Empty);
         let _entered = span.enter();
+        let started = std::time::Instant::now();
         let removed = self.sweep_steps(now);
         span.record("removed", removed);
         self.observe_sweep_ran();
+        crate::metrics::sweep(started.elapsed(), removed);
+        self.report_gauges();
         removed
     }
 
@@ -412,6 +415,33 @@ impl Store {
             );
         }
         n + self.sweep_kind::<Lock>(now) + self.sweep_kind::<Idem>(now)
+    }
+
+    /// Sets the gauges: records held per collection, and health.
+    fn report_gauges(&self) {
+        let s = &self.shared;
+        for c in Collection::ALL {
+            let held = match c {
+                Collection::Leases => s.leases.len() as u64,
+                Collection::Listings => s.listings.len() as u64,
+                Collection::Presence => s.presence.len() as u64,
+                Collection::Attempts => s.pending.used(),
+                Collection::Replay => s.attempts.len() as u64,
+                Collection::Idempotency => s.idempotency.len() as u64,
+                Collection::Tombstones => s.tombstones.len() as u64,
+                Collection::Locks => s.locks.len() as u64,
+                Collection::Streams => s.streams.len(),
+                Collection::Queues => s.queues.len(),
+                Collection::Schedules => s.schedules.len(),
+            };
+            crate::metrics::records(c, held);
+        }
+        crate::metrics::health(match self.health() {
+            lifecycle::Health::Ready => 0,
+            lifecycle::Health::Degraded { .. } => 1,
+            lifecycle::Health::Draining { .. } => 2,
+            _ => 3,
+        });
     }
 
     // ----- shared helpers ----------------------------------------------------
@@ -536,6 +566,7 @@ impl Store {
     }
 
     fn emit(&self, collection: Collection, tenant: TenantId, id: RecordId, cause: Cause) {
+        crate::metrics::removal(collection, cause);
         self.shared.events.emit(Event {
             collection,
             tenant,

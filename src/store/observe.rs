@@ -45,6 +45,7 @@ impl Store {
     /// one way every refusing path reports.
     pub(super) fn observed<T>(&self, tenant: TenantId, result: Result<T>) -> Result<T> {
         if let Err(Error::CapacityExceeded { scope }) = &result {
+            crate::metrics::refusal(*scope);
             self.observe_refusal(tenant, *scope, self.shared.clock.now());
         }
         result

@@ -1,0 +1,130 @@
+//! What the store reports through the `metrics` facade (feature `metrics`,
+//! on by default). Without a recorder installed each call is a load of the
+//! facade's global and nothing else; with the feature off, nothing at all.
+//!
+//! | metric | kind | labels | when |
+//! | --- | --- | --- | --- |
+//! | `relaystore_admissions_total` | counter | `collection` | a record created (the creation protocol) |
+//! | `relaystore_refusals_total` | counter | `scope`, `collection` | any `CapacityExceeded` (every one, not rate-limited) |
+//! | `relaystore_removals_total` | counter | `collection`, `cause` | every removal event |
+//! | `relaystore_records` | gauge | `collection` | records held, set after each sweep |
+//! | `relaystore_sweep_duration_seconds` | histogram | | each sweep |
+//! | `relaystore_sweep_removed` | histogram | | records each sweep removed |
+//! | `relaystore_events_dropped_total` | counter | | events dropped for a lagging subscriber |
+//! | `relaystore_health` | gauge | | 0 ready, 1 degraded, 2 draining, 3 stopped; set after each sweep |
+//!
+//! `scope` is the kind of limit (`collection`, `tenant`, `parent`,
+//! `tenants`, `queue_jobs`, ...); `collection` is the collection it bounds,
+//! or empty.
+
+use crate::error::Scope;
+use crate::events::{Cause, Collection};
+
+/// The label value of a collection.
+fn collection(c: Collection) -> &'static str {
+    c.scope_name()
+}
+
+/// A scope's kind and collection, as label values.
+fn scope_labels(scope: Scope) -> (&'static str, &'static str) {
+    match scope {
+        Scope::Collection(c) => ("collection", collection(c)),
+        Scope::Tenant(c) => ("tenant", collection(c)),
+        Scope::Parent(c) => ("parent", collection(c)),
+        Scope::Tenants => ("tenants", ""),
+        Scope::Subscribers => ("subscribers", ""),
+        Scope::Listeners => ("listeners", ""),
+        Scope::ChannelListeners => ("channel_listeners", ""),
+        Scope::TenantChannels => ("tenant_channels", ""),
+        Scope::StreamEntries => ("stream_entries", "streams"),
+        Scope::StreamConsumers => ("stream_consumers", "streams"),
+        Scope::StreamBytesTotal => ("stream_bytes_total", "streams"),
+        Scope::StreamEntriesTotal => ("stream_entries_total", "streams"),
+        Scope::QueueJobs => ("queue_jobs", "queues"),
+        Scope::QueueBytes => ("queue_bytes", "queues"),
+        Scope::QueueDeadLetters => ("queue_dead_letters", "queues"),
+        Scope::QueueJobsTotal => ("queue_jobs_total", "queues"),
+        Scope::QueueBytesTotal => ("queue_bytes_total", "queues"),
+        Scope::Named(name) => (name, ""),
+    }
+}
+
+fn cause(c: Cause) -> &'static str {
+    match c {
+        Cause::Expired => "expired",
+        Cause::Revoked => "revoked",
+        Cause::Released => "released",
+        Cause::Cascaded => "cascaded",
+        Cause::Consumed => "consumed",
+        Cause::Drained => "drained",
+    }
+}
+
+#[cfg(feature = "metrics")]
+mod on {
+    use super::*;
+    use std::time::Duration;
+
+    pub(crate) fn admission(c: Collection) {
+        metrics::counter!("relaystore_admissions_total", "collection" => collection(c))
+            .increment(1);
+    }
+
+    pub(crate) fn refusal(scope: Scope) {
+        let (kind, c) = scope_labels(scope);
+        metrics::counter!("relaystore_refusals_total", "scope" => kind, "collection" => c)
+            .increment(1);
+    }
+
+    pub(crate) fn removal(c: Collection, why: Cause) {
+        metrics::counter!(
+            "relaystore_removals_total",
+            "collection" => collection(c),
+            "cause" => cause(why)
+        )
+        .increment(1);
+    }
+
+    pub(crate) fn records(c: Collection, held: u64) {
+        metrics::gauge!("relaystore_records", "collection" => collection(c)).set(held as f64);
+    }
+
+    pub(crate) fn sweep(took: Duration, removed: usize) {
+        metrics::histogram!("relaystore_sweep_duration_seconds").record(took.as_secs_f64());
+        metrics::histogram!("relaystore_sweep_removed").record(removed as f64);
+    }
+
+    pub(crate) fn events_dropped(n: u64) {
+        metrics::counter!("relaystore_events_dropped_total").increment(n);
+    }
+
+    pub(crate) fn health(state: u8) {
+        metrics::gauge!("relaystore_health").set(f64::from(state));
+    }
+}
+
+#[cfg(not(feature = "metrics"))]
+mod on {
+    use super::*;
+    use std::time::Duration;
+
+    pub(crate) fn admission(_: Collection) {}
+    pub(crate) fn refusal(_: Scope) {}
+    pub(crate) fn removal(_: Collection, _: Cause) {}
+    pub(crate) fn records(_: Collection, _: u64) {}
+    pub(crate) fn sweep(_: Duration, _: usize) {}
+    pub(crate) fn events_dropped(_: u64) {}
+    pub(crate) fn health(_: u8) {}
+
+    // Keep the label helpers compiled (and checked) without the feature.
+    #[allow(dead_code)]
+    fn labels() -> [&'static str; 3] {
+        [
+            collection(Collection::Leases),
+            scope_labels(Scope::Tenants).0,
+            cause(Cause::Expired),
+        ]
+    }
+}
+
+pub(crate) use on::*;

@@ -1,0 +1,92 @@
+//! The store's metrics through a Prometheus recorder, scraped over HTTP on
+//! loopback: counters and gauges move as operations happen. One test: the
+//! recorder is the process's.
+
+#[path = "../examples/support/http.rs"]
+mod http;
+
+use relaystore::time::ManualClock;
+use relaystore::{Error, Store, StoreConfig, TenantId, TenantQuota};
+use std::sync::Arc;
+use std::time::Duration;
+
+const T: TenantId = TenantId(1);
+const SEC: Duration = Duration::from_secs(1);
+
+#[test]
+fn counters_and_gauges_move_as_operations_happen() {
+    let handle = http::install_recorder();
+    let clock = Arc::new(ManualClock::new());
+    let config = StoreConfig {
+        tenant: TenantQuota {
+            leases_max: 3,
+            ..TenantQuota::default()
+        },
+        ..StoreConfig::default()
+    };
+    let store = Store::new(config, clock.clone()).unwrap();
+    let addr = http::serve(store.clone(), handle, 0).unwrap();
+    let scrape = || {
+        let (status, body) = http::get(addr, "/metrics").unwrap();
+        assert_eq!(status, 200);
+        body
+    };
+    let admitted =
+        |b: &str| http::sample(b, "relaystore_admissions_total", &["collection=\"leases\""]);
+    let refused = |b: &str| {
+        http::sample(
+            b,
+            "relaystore_refusals_total",
+            &["scope=\"tenant\"", "collection=\"leases\""],
+        )
+    };
+    let removed = |b: &str, cause: &str| {
+        let cause = format!("cause=\"{cause}\"");
+        http::sample(
+            b,
+            "relaystore_removals_total",
+            &["collection=\"leases\"", &cause],
+        )
+    };
+    let held = |b: &str| http::sample(b, "relaystore_records", &["collection=\"leases\""]);
+
+    let before = scrape();
+    let leases: Vec<_> = (0..3)
+        .map(|i| store.grant(T, &format!("h{i}"), SEC * 10, None).unwrap())
+        .collect();
+    assert!(matches!(
+        store.grant(T, "h3", SEC * 10, None),
+        Err(Error::CapacityExceeded { .. })
+    ));
+    store.revoke(T, leases[0].id).unwrap();
+    store.sweep();
+    let after = scrape();
+    assert_eq!(admitted(&after) - admitted(&before), 3.0, "{after}");
+    assert_eq!(refused(&after) - refused(&before), 1.0, "{after}");
+    assert_eq!(
+        removed(&after, "revoked") - removed(&before, "revoked"),
+        1.0
+    );
+    assert_eq!(held(&after), 2.0, "the gauge after a sweep");
+    assert!(http::sample(&after, "relaystore_sweep_removed_count", &[]) >= 1.0);
+
+    clock.advance(SEC * 10);
+    store.sweep();
+    let expired = scrape();
+    assert_eq!(
+        removed(&expired, "expired") - removed(&after, "expired"),
+        2.0
+    );
+    assert_eq!(held(&expired), 0.0);
+    assert_eq!(http::sample(&expired, "relaystore_health", &[]), 0.0);
+
+    store.begin_drain(SEC).unwrap();
+    store.sweep();
+    assert_eq!(
+        http::sample(&scrape(), "relaystore_health", &[]),
+        2.0,
+        "draining"
+    );
+    let (status, _) = http::get(addr, "/ready").unwrap();
+    assert_eq!(status, 503, "not ready while draining");
+}
