@@ -298,7 +298,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                         match result {
                             Ok(()) => {}
                             // An admission refusal, by the limit that refused.
-                            Err(relaystore::Error::CapacityExceeded { scope }) => {
+                            Err(relaystore::Error::CapacityExceeded { scope, .. }) => {
                                 *refusals.entry((op, scope.to_string())).or_default() += 1;
                             }
                             // Anything else: e.g. a lookup that raced churn.

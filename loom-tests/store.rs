@@ -186,7 +186,8 @@ fn doomed_vs_neighbour(fault: StoreFault) {
             matches!(
                 doomed.join().unwrap(),
                 Err(Error::CapacityExceeded {
-                    scope: Scope::Parent(_)
+                    scope: Scope::Parent(_),
+                    ..
                 })
             ),
             "a doomed admission was refused by a shared scope: it took shared room first"

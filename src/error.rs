@@ -31,10 +31,18 @@ pub enum Error {
     #[error("token already consumed")]
     ReplayRejected,
     /// Admission refused: `scope` is at its limit. Nothing was changed.
-    #[error("capacity exceeded: {scope}")]
+    /// `limit` and `used` are in the scope's unit (records, listeners,
+    /// jobs, payload bytes, ...), so a relay can tell its client exactly
+    /// what is full.
+    #[error("capacity exceeded: {scope} ({used} in use of {limit})")]
     CapacityExceeded {
         /// The limit that was full.
         scope: Scope,
+        /// The limit's value.
+        limit: u64,
+        /// The use the refusal saw (another operation may have changed it
+        /// since): at the limit, or so close that the request did not fit.
+        used: u64,
     },
     /// The store is draining and takes no new work.
     #[error("store is draining")]
@@ -180,6 +188,21 @@ impl fmt::Display for Scope {
             Scope::QueueJobsTotal => f.write_str("store-wide budget of queue jobs"),
             Scope::QueueBytesTotal => f.write_str("store-wide budget of queue bytes"),
             Scope::Named(name) => write!(f, "{name} ceiling"),
+        }
+    }
+}
+
+impl Error {
+    /// A refusal by `scope`, whose `limit` saw `used` units in use.
+    pub(crate) fn capacity(scope: Scope, limit: u64, used: u64) -> Self {
+        Error::CapacityExceeded { scope, limit, used }
+    }
+
+    /// The scope of a capacity refusal, if this is one.
+    pub fn capacity_scope(&self) -> Option<Scope> {
+        match self {
+            Error::CapacityExceeded { scope, .. } => Some(*scope),
+            _ => None,
         }
     }
 }

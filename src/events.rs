@@ -216,9 +216,11 @@ impl EventHub {
             .fold(0u32, |bits, &c| bits | 1 << (c as u32));
         let mut inboxes = lock_at(Rung::Hub, &self.inboxes);
         if inboxes.len() >= self.subscribers_max {
-            return Err(Error::CapacityExceeded {
-                scope: Scope::Subscribers,
-            });
+            return Err(Error::capacity(
+                Scope::Subscribers,
+                self.subscribers_max as u64,
+                inboxes.len() as u64,
+            ));
         }
         let inbox = Arc::new(Inbox {
             wanted,

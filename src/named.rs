@@ -87,15 +87,12 @@ impl TenantCounts {
     pub(crate) fn take(&self, tenant: TenantId) -> Result<()> {
         let max = self.max;
         let (taken, _) = self.counts.upsert(tenant, |n| match n {
-            Some(&n) if n >= max => Upsert::Keep(false),
-            Some(&n) => Upsert::Put(n + 1, true),
-            None => Upsert::Put(1, true),
+            Some(&n) if n >= max => Upsert::Keep(Err(n)),
+            Some(&n) => Upsert::Put(n + 1, Ok(())),
+            None if max == 0 => Upsert::Keep(Err(0)),
+            None => Upsert::Put(1, Ok(())),
         });
-        if taken {
-            Ok(())
-        } else {
-            Err(Error::CapacityExceeded { scope: self.scope })
-        }
+        taken.map_err(|used| Error::capacity(self.scope, max, used))
     }
 
     /// Gives one slot of `tenant` back.

@@ -721,20 +721,21 @@ impl QueueHub {
         let early = faults::active(StoreFault::WaitersReadEarly).then(|| queue.announce());
         let (first, late) = {
             let mut state = lock_at(Rung::Queue, &queue.state);
+            let refuse = |scope, limit: usize, used: usize| {
+                Err(Error::capacity(scope, limit as u64, used as u64))
+            };
             if state.dead.len() >= config.dead_letters_max {
-                return Err(Error::CapacityExceeded {
-                    scope: Scope::QueueDeadLetters,
-                });
+                return refuse(
+                    Scope::QueueDeadLetters,
+                    config.dead_letters_max,
+                    state.dead.len(),
+                );
             }
             if state.jobs.len() + payloads.len() > config.jobs_max {
-                return Err(Error::CapacityExceeded {
-                    scope: Scope::QueueJobs,
-                });
+                return refuse(Scope::QueueJobs, config.jobs_max, state.jobs.len());
             }
             if state.bytes + bytes > config.bytes_max {
-                return Err(Error::CapacityExceeded {
-                    scope: Scope::QueueBytes,
-                });
+                return refuse(Scope::QueueBytes, config.bytes_max, state.bytes);
             }
             let first = first(payloads.len() as u64);
             for (seq, payload) in (first..).zip(payloads) {

@@ -79,20 +79,31 @@ impl Counter {
     /// changed the count, and after [`CAS_ATTEMPTS_MAX`] such losses the
     /// attempt is refused as if full rather than spinning.
     pub fn try_acquire(&self, n: u64) -> bool {
+        self.acquire(n).is_ok()
+    }
+
+    /// [`try_acquire`](Self::try_acquire), refusing with
+    /// `CapacityExceeded` naming the scope, its limit and the use it saw.
+    pub fn acquire(&self, n: u64) -> Result<(), Error> {
         if !self.counted {
-            return true;
+            return Ok(());
         }
         let mut used = self.used.load(Ordering::Acquire);
         for _ in 0..CAS_ATTEMPTS_MAX {
             let Some(next) = used.checked_add(n).filter(|&next| next <= self.limit) else {
-                return false;
+                return Err(self.refusal(used));
             };
             match self.cas(used, next) {
-                Ok(()) => return true,
+                Ok(()) => return Ok(()),
                 Err(actual) => used = actual,
             }
         }
-        false
+        Err(self.refusal(used))
+    }
+
+    /// The refusal of this scope, having seen `used` units in use.
+    pub fn refusal(&self, used: u64) -> Error {
+        Error::capacity(self.scope, self.limit, used)
     }
 
     /// Gives back `n` units previously acquired.
@@ -148,12 +159,8 @@ impl<'a> Reservation<'a> {
             held: [None; SCOPES_MAX],
         };
         for (i, &(counter, units)) in parts.iter().enumerate() {
-            if !counter.try_acquire(units) {
-                // `reservation` drops here and releases what it holds.
-                return Err(Error::CapacityExceeded {
-                    scope: counter.scope(),
-                });
-            }
+            // On refusal `reservation` drops and releases what it holds.
+            counter.acquire(units)?;
             reservation.held[i] = Some((counter, units));
         }
         Ok(reservation)
@@ -193,7 +200,9 @@ mod tests {
         assert_eq!(
             Reservation::acquire(&[(&off, 1), (&on, 1)]).unwrap_err(),
             Error::CapacityExceeded {
-                scope: Scope::Collection(Collection::Leases)
+                scope: Scope::Collection(Collection::Leases),
+                limit: 2,
+                used: 2,
             }
         );
         drop(held);

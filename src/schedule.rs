@@ -209,15 +209,13 @@ impl ScheduleHub {
         let replacing = book.schedules.contains_key(&name);
         if !replacing {
             if book.schedules.len() >= self.limits.per_tenant_max {
-                return Err(Error::CapacityExceeded {
-                    scope: Scope::Tenant(Collection::Schedules),
-                });
+                return Err(Error::capacity(
+                    Scope::Tenant(Collection::Schedules),
+                    self.limits.per_tenant_max as u64,
+                    book.schedules.len() as u64,
+                ));
             }
-            if !self.count.try_acquire(1) {
-                return Err(Error::CapacityExceeded {
-                    scope: self.count.scope(),
-                });
-            }
+            self.count.acquire(1)?;
         }
         book.schedules.insert(
             name,

@@ -35,8 +35,9 @@ use std::time::Duration;
 /// What a full stream does with an append.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum WhenFull {
-    /// Refuse it with `CapacityExceeded { scope: StreamEntries }`; nothing
-    /// is lost.
+    /// Refuse it with `CapacityExceeded` (scope `StreamEntries`, with the
+    /// limit and use in entries, or in bytes when bytes are what is full);
+    /// nothing is lost.
     Refuse,
     /// Trim the oldest entries until the new one fits.
     TrimOldest,
@@ -631,10 +632,20 @@ impl StreamHub {
         };
         if full(&log) {
             match config.when_full {
+                WhenFull::Refuse if log.entries.len() >= config.entries_max => {
+                    return Err(Error::capacity(
+                        Scope::StreamEntries,
+                        config.entries_max as u64,
+                        log.entries.len() as u64,
+                    ))
+                }
+                // Full by bytes: the limit and use are in payload bytes.
                 WhenFull::Refuse => {
-                    return Err(Error::CapacityExceeded {
-                        scope: Scope::StreamEntries,
-                    })
+                    return Err(Error::capacity(
+                        Scope::StreamEntries,
+                        config.bytes_max as u64,
+                        log.bytes as u64,
+                    ))
                 }
                 WhenFull::TrimOldest => {
                     while full(&log) {
@@ -726,9 +737,11 @@ impl StreamHub {
                 *committed = offset;
                 Ok(())
             }
-            None if consumers >= self.limits.consumers_max => Err(Error::CapacityExceeded {
-                scope: Scope::StreamConsumers,
-            }),
+            None if consumers >= self.limits.consumers_max => Err(Error::capacity(
+                Scope::StreamConsumers,
+                self.limits.consumers_max as u64,
+                consumers as u64,
+            )),
             None => {
                 log.consumers.insert(consumer, offset);
                 Ok(())

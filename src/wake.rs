@@ -17,6 +17,7 @@
 use crate::error::{Error, Result, Scope};
 use crate::faults::{self, StoreFault};
 use crate::ids::TenantId;
+use crate::named::TenantCounts;
 use crate::quota::Counter;
 use crate::shard::{ShardMap, Upsert};
 use crate::sync::{lock_at, Arc, AtomicBool, Condvar, Mutex, Ordering, Rung};
@@ -46,10 +47,9 @@ const ATTACH_ROUNDS_MAX: usize = 4;
 pub(crate) struct WakeHub {
     channels: ShardMap<ChannelKey, Vec<Arc<Cell>>>,
     /// Channels per tenant, counted against `channels_per_tenant_max`.
-    tenant_channels: ShardMap<TenantId, u64>,
+    tenant_channels: TenantCounts,
     listeners: Counter,
     per_channel_max: usize,
-    channels_per_tenant_max: u64,
     closed: AtomicBool,
 }
 
@@ -140,10 +140,9 @@ impl WakeHub {
     ) -> Self {
         WakeHub {
             channels: ShardMap::with_capacity(64),
-            tenant_channels: ShardMap::with_capacity(16),
+            tenant_channels: TenantCounts::new(channels_per_tenant_max, Scope::TenantChannels),
             listeners: Counter::new(Scope::Listeners, listeners_max),
             per_channel_max,
-            channels_per_tenant_max,
             closed: AtomicBool::new(false),
         }
     }
@@ -158,11 +157,7 @@ impl WakeHub {
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::ServiceUnavailable);
         }
-        if !self.listeners.try_acquire(1) {
-            return Err(Error::CapacityExceeded {
-                scope: Scope::Listeners,
-            });
-        }
+        self.listeners.acquire(1)?;
         let cell = Arc::new(Cell {
             wake: Wake {
                 tenant,
@@ -194,27 +189,28 @@ impl WakeHub {
     /// Puts `cell` in the channel's list, creating the channel (and taking
     /// one of the tenant's channel slots) if it has no listeners yet.
     fn attach(&self, key: &ChannelKey, cell: &Arc<Cell>) -> Result<()> {
-        let full = Error::CapacityExceeded {
-            scope: Scope::ChannelListeners,
-        };
+        let max = self.per_channel_max;
         // Each round loses only to a listen that created the channel or a
         // drop that removed it in between; past a few, report contention.
         for _ in 0..ATTACH_ROUNDS_MAX {
             let joined = self.channels.update(key, |list| {
-                if list.len() >= self.per_channel_max {
-                    return false;
+                if list.len() >= max {
+                    return Err(list.len());
                 }
                 list.push(Arc::clone(cell));
-                true
+                Ok(())
             });
             match joined {
-                Some(true) => return Ok(()),
-                Some(false) => return Err(full),
+                Some(Ok(())) => return Ok(()),
+                Some(Err(held)) => {
+                    let (max, held) = (max as u64, held as u64);
+                    return Err(Error::capacity(Scope::ChannelListeners, max, held));
+                }
                 None => {}
             }
             // A new channel: the tenant's channel slot first, then the
             // channel, unless another listener created it meanwhile.
-            self.take_channel_slot(key.0)?;
+            self.tenant_channels.take(key.0)?;
             let (created, _) = self
                 .channels
                 .upsert(key.clone(), |existing| match existing {
@@ -226,37 +222,9 @@ impl WakeHub {
             if created {
                 return Ok(());
             }
-            self.give_channel_slot(key.0);
+            self.tenant_channels.give(key.0);
         }
         Err(Error::InFlight)
-    }
-
-    fn take_channel_slot(&self, tenant: TenantId) -> Result<()> {
-        let max = self.channels_per_tenant_max;
-        let (taken, _) = self.tenant_channels.upsert(tenant, |count| match count {
-            Some(&n) if n >= max => Upsert::Keep(false),
-            Some(&n) => Upsert::Put(n + 1, true),
-            None => Upsert::Put(1, true),
-        });
-        if taken {
-            Ok(())
-        } else {
-            Err(Error::CapacityExceeded {
-                scope: Scope::TenantChannels,
-            })
-        }
-    }
-
-    fn give_channel_slot(&self, tenant: TenantId) {
-        let emptied = self.tenant_channels.update(&tenant, |n| {
-            *n -= 1;
-            *n == 0
-        });
-        if emptied == Some(true) {
-            // Forget the tenant unless a listen took a slot meanwhile.
-            self.tenant_channels
-                .remove_if(&tenant, |&n| if n == 0 { Ok(()) } else { Err(()) });
-        }
     }
 
     /// Wakes every listener attached to `(tenant, channel)` now.
@@ -319,7 +287,7 @@ impl WakeHub {
                     },
                 );
             if matches!(removed, Some(Ok(_))) {
-                self.give_channel_slot(key.0);
+                self.tenant_channels.give(key.0);
             }
         }
         self.listeners.release(1);

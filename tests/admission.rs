@@ -33,12 +33,14 @@ fn refused_by(e: &Error, narrow: Narrow) -> bool {
         (e, narrow),
         (
             Error::CapacityExceeded {
-                scope: Scope::Parent(_)
+                scope: Scope::Parent(_),
+                ..
             },
             Narrow::Parent
         ) | (
             Error::CapacityExceeded {
-                scope: Scope::Tenant(_)
+                scope: Scope::Tenant(_),
+                ..
             },
             Narrow::Tenant
         )
@@ -365,7 +367,8 @@ fn refused_creations_by_new_tenants_leave_the_registry_as_it_was() {
             matches!(
                 e,
                 Err(Error::CapacityExceeded {
-                    scope: Scope::Collection(_)
+                    scope: Scope::Collection(_),
+                    ..
                 })
             ),
             "{e:?}"

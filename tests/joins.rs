@@ -89,10 +89,8 @@ fn attempts_are_capped_per_listing_and_refusals_leave_nothing() {
     s.begin_join(T, "lobby", "c2", SEC * 10, None).unwrap();
     let before = s.stats();
     assert_eq!(
-        s.begin_join(T, "lobby", "c3", SEC * 10, None),
-        Err(Error::CapacityExceeded {
-            scope: Scope::Parent(Collection::Attempts)
-        })
+        (s.begin_join(T, "lobby", "c3", SEC * 10, None)).map_err(|e| e.capacity_scope()),
+        Err(Some(Scope::Parent(Collection::Attempts)))
     );
     assert_eq!(s.stats(), before, "refusal changed nothing");
     // Consuming frees the pending slot, not the replay memory.

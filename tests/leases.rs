@@ -130,17 +130,13 @@ fn tenant_quota_and_store_ceiling_refuse_with_their_scope() {
     s.grant(T, "a", SEC, None).unwrap();
     s.grant(T, "b", SEC, None).unwrap();
     assert_eq!(
-        s.grant(T, "c", SEC, None),
-        Err(Error::CapacityExceeded {
-            scope: Scope::Tenant(Collection::Leases)
-        })
+        (s.grant(T, "c", SEC, None)).map_err(|e| e.capacity_scope()),
+        Err(Some(Scope::Tenant(Collection::Leases)))
     );
     s.grant(OTHER, "a", SEC, None).unwrap();
     assert_eq!(
-        s.grant(OTHER, "b", SEC, None),
-        Err(Error::CapacityExceeded {
-            scope: Scope::Collection(Collection::Leases)
-        })
+        (s.grant(OTHER, "b", SEC, None)).map_err(|e| e.capacity_scope()),
+        Err(Some(Scope::Collection(Collection::Leases)))
     );
     assert_eq!(s.stats().leases, 3);
 }

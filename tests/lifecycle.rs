@@ -50,6 +50,7 @@ fn a_full_store_refuses_a_million_inserts_and_changes_nothing() {
                     match s.grant(A, "h", SEC * 60, None) {
                         Err(Error::CapacityExceeded {
                             scope: Scope::Collection(Collection::Leases),
+                            ..
                         }) => refused += 1,
                         other => panic!("admitted or wrong refusal: {other:?}"),
                     }
@@ -98,7 +99,8 @@ fn a_tenant_at_its_quota_costs_another_tenant_nothing() {
                     matches!(
                         s.grant(A, "a", SEC * 60, None),
                         Err(Error::CapacityExceeded {
-                            scope: Scope::Tenant(Collection::Leases)
+                            scope: Scope::Tenant(Collection::Leases),
+                            ..
                         })
                     )
                 })
@@ -132,10 +134,8 @@ fn a_refusal_on_the_third_scope_leaves_the_first_two_untouched() {
     let before = (s.digest(), s.stats());
     // begin_join reserves: store-wide pending, tenant attempts, tenant replay (full).
     assert_eq!(
-        s.begin_join(A, "lobby", "c2", SEC * 10, None),
-        Err(Error::CapacityExceeded {
-            scope: Scope::Tenant(Collection::Replay)
-        })
+        (s.begin_join(A, "lobby", "c2", SEC * 10, None)).map_err(|e| e.capacity_scope()),
+        Err(Some(Scope::Tenant(Collection::Replay)))
     );
     assert_eq!((s.digest(), s.stats()), before);
     assert_eq!(
@@ -319,10 +319,8 @@ fn a_full_replay_store_refuses_joins_and_leaves_nothing() {
     }
     let before = (s.digest(), s.stats());
     assert_eq!(
-        s.begin_join(A, "lobby", "c3", SEC * 10, None),
-        Err(Error::CapacityExceeded {
-            scope: Scope::Collection(Collection::Replay)
-        })
+        (s.begin_join(A, "lobby", "c3", SEC * 10, None)).map_err(|e| e.capacity_scope()),
+        Err(Some(Scope::Collection(Collection::Replay)))
     );
     assert_eq!((s.digest(), s.stats()), before);
 }
@@ -377,20 +375,16 @@ fn a_switched_off_tenant_quota_leaves_only_the_store_ceiling() {
     let b: Vec<_> = (0..3).map(|_| s.grant(B, "h", SEC, None)).collect();
     assert!(b[0].is_ok() && b[1].is_ok());
     assert_eq!(
-        b[2],
-        Err(Error::CapacityExceeded {
-            scope: Scope::Tenant(Collection::Leases)
-        })
+        b[2].as_ref().map(drop).map_err(|e| e.capacity_scope()),
+        Err(Some(Scope::Tenant(Collection::Leases)))
     );
     // A takes the rest of the store-wide ceiling, then meets it.
     let a: Vec<_> = (0..8)
         .map(|_| s.grant(A, "h", SEC, None).unwrap())
         .collect();
     assert_eq!(
-        s.grant(A, "h", SEC, None),
-        Err(Error::CapacityExceeded {
-            scope: Scope::Collection(Collection::Leases)
-        })
+        (s.grant(A, "h", SEC, None)).map_err(|e| e.capacity_scope()),
+        Err(Some(Scope::Collection(Collection::Leases)))
     );
     s.audit().unwrap();
     // Releasing and expiring keep the books straight with nothing counted.

@@ -76,10 +76,8 @@ fn publish_validates_and_respects_the_per_lease_cap() {
         s.publish(T, g.id, k, b"", None).unwrap();
     }
     assert_eq!(
-        s.publish(T, g.id, "d", b"", None),
-        Err(Error::CapacityExceeded {
-            scope: Scope::Parent(Collection::Listings)
-        })
+        (s.publish(T, g.id, "d", b"", None)).map_err(|e| e.capacity_scope()),
+        Err(Some(Scope::Parent(Collection::Listings)))
     );
     assert_eq!(
         s.stats().listings,

@@ -83,6 +83,8 @@ fn refusals_are_logged_with_their_limit_at_most_once_a_second() {
         s.grant(T, "host", SEC * 60, None).unwrap();
         let refused = Err(Error::CapacityExceeded {
             scope: Scope::Tenant(Collection::Leases),
+            limit: 1,
+            used: 1,
         });
         for _ in 0..5 {
             assert_eq!(s.grant(T, "host", SEC * 60, None).map(drop), refused);

@@ -362,17 +362,13 @@ fn every_bound_refuses_with_its_own_scope_and_changes_nothing() {
     );
     s.create_queue(T, "work", small(2, 1)).unwrap(); // a retry is a no-op
     assert_eq!(
-        s.create_queue(T, "q2", small(29, 1)),
-        Err(Error::CapacityExceeded {
-            scope: Scope::QueueJobsTotal
-        })
+        (s.create_queue(T, "q2", small(29, 1))).map_err(|e| e.capacity_scope()),
+        Err(Some(Scope::QueueJobsTotal))
     );
     s.create_queue(T, "q2", small(2, 1)).unwrap();
     assert_eq!(
-        s.create_queue(T, "q3", small(2, 1)),
-        Err(Error::CapacityExceeded {
-            scope: Scope::Tenant(Collection::Queues)
-        })
+        (s.create_queue(T, "q3", small(2, 1))).map_err(|e| e.capacity_scope()),
+        Err(Some(Scope::Tenant(Collection::Queues)))
     );
     s.create_queue(OTHER, "q3", small(2, 1)).unwrap();
     assert_eq!(
@@ -387,19 +383,20 @@ fn every_bound_refuses_with_its_own_scope_and_changes_nothing() {
     let a = s
         .enqueue(T, "work", &[0; 6], JobOptions::default())
         .unwrap();
+    // The refusal says what is full, in the scope's unit: payload bytes.
     assert_eq!(
         s.enqueue(T, "work", &[0; 5], JobOptions::default()),
         Err(Error::CapacityExceeded {
-            scope: Scope::QueueBytes
+            scope: Scope::QueueBytes,
+            limit: 10,
+            used: 6,
         })
     );
     s.enqueue(T, "work", &[0; 4], JobOptions::default())
         .unwrap();
     assert_eq!(
-        s.enqueue(T, "work", &[], JobOptions::default()),
-        Err(Error::CapacityExceeded {
-            scope: Scope::QueueJobs
-        })
+        (s.enqueue(T, "work", &[], JobOptions::default())).map_err(|e| e.capacity_scope()),
+        Err(Some(Scope::QueueJobs))
     );
     // A dead letter keeps its slot; at dead_letters_max the queue stops
     // taking jobs until it is dealt with.
@@ -409,10 +406,8 @@ fn every_bound_refuses_with_its_own_scope_and_changes_nothing() {
     let job = s.claim(T, "work", "w", None, 1).unwrap().remove(0);
     s.ack(T, "work", job.id, job.claim).unwrap();
     assert_eq!(
-        s.enqueue(T, "work", &[], JobOptions::default()),
-        Err(Error::CapacityExceeded {
-            scope: Scope::QueueDeadLetters
-        })
+        (s.enqueue(T, "work", &[], JobOptions::default())).map_err(|e| e.capacity_scope()),
+        Err(Some(Scope::QueueDeadLetters))
     );
     s.purge_dead(T, "work").unwrap();
     s.enqueue(T, "work", &[], JobOptions::default()).unwrap();

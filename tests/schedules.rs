@@ -159,7 +159,9 @@ fn a_fire_its_queue_refuses_leaves_the_schedule_due() {
     assert_eq!(
         run.refused[0].1,
         Error::CapacityExceeded {
-            scope: Scope::QueueJobs
+            scope: Scope::QueueJobs,
+            limit: 2,
+            used: 1,
         }
     );
     let job = s.claim(T, "ticks", "w", None, 1).unwrap().remove(0);
@@ -199,10 +201,10 @@ fn specs_intervals_and_bounds_are_checked() {
     s.schedule(T, "n", "@every 1h", "ticks", b"").unwrap();
     s.schedule(T, "n", "@every 30m", "ticks", b"").unwrap(); // a replacement
     assert_eq!(
-        s.schedule(T, "m", "@every 1s", "ticks", b""),
-        Err(Error::CapacityExceeded {
-            scope: Scope::Tenant(relaystore::events::Collection::Schedules)
-        })
+        (s.schedule(T, "m", "@every 1s", "ticks", b"")).map_err(|e| e.capacity_scope()),
+        Err(Some(Scope::Tenant(
+            relaystore::events::Collection::Schedules
+        )))
     );
     assert_eq!(s.schedules(T)[0].interval, SEC * 1800);
     s.unschedule(T, "n").unwrap();

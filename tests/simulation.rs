@@ -728,6 +728,7 @@ impl Sim {
                     Ok(_) | Err(Error::Draining | Error::ServiceUnavailable) => {}
                     Err(Error::CapacityExceeded {
                         scope: Scope::QueueJobs | Scope::QueueDeadLetters,
+                        ..
                     }) => {}
                     Err(e) => panic!("enqueue: {e:?}"),
                 }

@@ -46,10 +46,8 @@ fn a_refusing_stream_refuses_when_full_and_loses_nothing() {
     s.append(T, "log", b"a").unwrap();
     s.append(T, "log", b"b").unwrap();
     assert_eq!(
-        s.append(T, "log", b"c"),
-        Err(Error::CapacityExceeded {
-            scope: Scope::StreamEntries
-        })
+        (s.append(T, "log", b"c")).map_err(|e| e.capacity_scope()),
+        Err(Some(Scope::StreamEntries))
     );
     assert_eq!(
         offsets(&s.read_stream(T, "log", 0, 10).unwrap()),
@@ -191,10 +189,8 @@ fn creation_is_checked_and_bounded() {
     );
     s.create_stream(T, "b", cfg.clone()).unwrap();
     assert_eq!(
-        s.create_stream(T, "c", cfg.clone()),
-        Err(Error::CapacityExceeded {
-            scope: Scope::Tenant(relaystore::events::Collection::Streams)
-        })
+        (s.create_stream(T, "c", cfg.clone())).map_err(|e| e.capacity_scope()),
+        Err(Some(Scope::Tenant(relaystore::events::Collection::Streams)))
     );
     s.create_stream(OTHER, "c", cfg.clone()).unwrap();
     s.delete_stream(T, "b").unwrap();
@@ -242,10 +238,8 @@ fn commits_never_go_backwards_and_consumers_are_bounded() {
         Err(Error::InvalidArgument { .. })
     ));
     assert_eq!(
-        s.commit(T, "log", "other", 0),
-        Err(Error::CapacityExceeded {
-            scope: Scope::StreamConsumers
-        })
+        (s.commit(T, "log", "other", 0)).map_err(|e| e.capacity_scope()),
+        Err(Some(Scope::StreamConsumers))
     );
 }
 
@@ -320,10 +314,11 @@ fn streams_are_bounded_store_wide_and_in_entries() {
     s.create_stream(T, "a", cfg.clone()).unwrap();
     s.create_stream(OTHER, "a", cfg.clone()).unwrap();
     assert_eq!(
-        s.create_stream(relaystore::TenantId(3), "a", cfg.clone()),
-        Err(Error::CapacityExceeded {
-            scope: Scope::Collection(relaystore::events::Collection::Streams)
-        }),
+        (s.create_stream(relaystore::TenantId(3), "a", cfg.clone()))
+            .map_err(|e| e.capacity_scope()),
+        Err(Some(Scope::Collection(
+            relaystore::events::Collection::Streams
+        ))),
         "a third tenant's stream past streams_max"
     );
     // A refused creation holds nothing: after a delete there is room.
@@ -359,10 +354,8 @@ fn a_stream_attached_to_a_lease_dies_with_it() {
     s.create_stream(T, "room", cfg.clone()).unwrap();
     s.create_stream(T, "chat", cfg.clone()).unwrap();
     assert_eq!(
-        s.create_stream(T, "third", cfg.clone()),
-        Err(Error::CapacityExceeded {
-            scope: Scope::Parent(Collection::Streams)
-        }),
+        (s.create_stream(T, "third", cfg.clone())).map_err(|e| e.capacity_scope()),
+        Err(Some(Scope::Parent(Collection::Streams))),
         "past streams_per_lease_max"
     );
     assert_eq!(s.streams(), 2);
@@ -518,26 +511,20 @@ fn streams_reserve_their_capacity_from_a_store_wide_budget() {
     let cfg = |entries, bytes| StreamConfig::new(entries, bytes, WhenFull::Refuse);
     s.create_stream(T, "a", cfg(10, 600)).unwrap();
     assert_eq!(
-        s.create_stream(T, "b", cfg(10, 500)),
-        Err(Error::CapacityExceeded {
-            scope: Scope::StreamBytesTotal
-        }),
+        (s.create_stream(T, "b", cfg(10, 500))).map_err(|e| e.capacity_scope()),
+        Err(Some(Scope::StreamBytesTotal)),
         "600 + 500 bytes reserved"
     );
     s.create_stream(T, "b", cfg(10, 400)).unwrap();
     assert_eq!(
-        s.create_stream(OTHER, "c", cfg(11, 1)),
-        Err(Error::CapacityExceeded {
-            scope: Scope::StreamBytesTotal
-        }),
+        (s.create_stream(OTHER, "c", cfg(11, 1))).map_err(|e| e.capacity_scope()),
+        Err(Some(Scope::StreamBytesTotal)),
         "the byte budget is spent"
     );
     s.delete_stream(T, "b").unwrap();
     assert_eq!(
-        s.create_stream(OTHER, "c", cfg(21, 100)),
-        Err(Error::CapacityExceeded {
-            scope: Scope::StreamEntriesTotal
-        }),
+        (s.create_stream(OTHER, "c", cfg(21, 100))).map_err(|e| e.capacity_scope()),
+        Err(Some(Scope::StreamEntriesTotal)),
         "10 + 21 entries reserved"
     );
     assert_eq!(s.streams(), 1, "a refusal holds nothing");

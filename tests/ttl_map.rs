@@ -247,10 +247,8 @@ fn full_map_refuses_with_its_scope_and_evicts_nothing() {
         map.insert(k, format!("{k}"), SEC).unwrap();
     }
     assert_eq!(
-        map.insert(9, "x".into(), SEC),
-        Err(Error::CapacityExceeded {
-            scope: Scope::Named("test")
-        })
+        (map.insert(9, "x".into(), SEC)).map_err(|e| e.capacity_scope()),
+        Err(Some(Scope::Named("test")))
     );
     for k in 0..3 {
         assert_eq!(map.get(&k).unwrap().0, format!("{k}"));

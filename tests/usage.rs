@@ -52,7 +52,9 @@ fn usage_counts_what_a_tenant_holds_against_its_quotas() {
     assert_eq!(
         s.grant(T, "host", SEC * 60, None).map(drop),
         Err(Error::CapacityExceeded {
-            scope: Scope::Tenant(Collection::Leases)
+            scope: Scope::Tenant(Collection::Leases),
+            limit: 2,
+            used: 2,
         })
     );
     assert_eq!(

@@ -95,15 +95,24 @@ fn listeners_and_channels_are_bounded_and_freed_on_drop() {
         channels_per_tenant_max: 2,
         ..config()
     });
-    let full = |scope| Some(Error::CapacityExceeded { scope });
+    let full = Some;
     let a1 = s.listen(T, "a").unwrap();
     let a2 = s.listen(T, "a").unwrap();
-    assert_eq!(s.listen(T, "a").err(), full(Scope::ChannelListeners));
+    assert_eq!(
+        s.listen(T, "a").err().and_then(|e| e.capacity_scope()),
+        full(Scope::ChannelListeners)
+    );
     let b1 = s.listen(T, "b").unwrap();
-    assert_eq!(s.listen(T, "c").err(), full(Scope::TenantChannels));
+    assert_eq!(
+        s.listen(T, "c").err().and_then(|e| e.capacity_scope()),
+        full(Scope::TenantChannels)
+    );
     let other = s.listen(OTHER, "c").unwrap();
     assert_eq!(s.listeners(), 4);
-    assert_eq!(s.listen(OTHER, "d").err(), full(Scope::Listeners));
+    assert_eq!(
+        s.listen(OTHER, "d").err().and_then(|e| e.capacity_scope()),
+        full(Scope::Listeners)
+    );
     // Dropping the last listener of "b" frees the tenant's channel slot.
     drop(b1);
     let c1 = s.listen(T, "c").unwrap();

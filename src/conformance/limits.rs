@@ -88,9 +88,11 @@ pub(super) async fn tenant_quota<H: Harness>(h: &H) -> Outcome {
     ensure_eq!(
         e.grant(T, "h", u * 100, None).await.map(drop),
         Err(Error::CapacityExceeded {
-            scope: Scope::Tenant(Collection::Leases)
+            scope: Scope::Tenant(Collection::Leases),
+            limit: 2,
+            used: 2,
         }),
-        "a tenant over its quota"
+        "a tenant over its quota, with the limit and its use"
     );
     e.grant(OTHER, "h", u * 100, None)
         .await
@@ -113,7 +115,9 @@ pub(super) async fn ceilings_and_parent_caps<H: Harness>(h: &H) -> Outcome {
     ensure_eq!(
         e.grant(TenantId(4), "h", u * 100, None).await.map(drop),
         Err(Error::CapacityExceeded {
-            scope: Scope::Collection(Collection::Leases)
+            scope: Scope::Collection(Collection::Leases),
+            limit: 3,
+            used: 3,
         }),
         "the store-wide ceiling"
     );
@@ -123,7 +127,9 @@ pub(super) async fn ceilings_and_parent_caps<H: Harness>(h: &H) -> Outcome {
     ensure_eq!(
         e.publish(T, g.id, "room-3", b"", None).await.map(drop),
         Err(Error::CapacityExceeded {
-            scope: Scope::Parent(Collection::Listings)
+            scope: Scope::Parent(Collection::Listings),
+            limit: 3,
+            used: 3,
         }),
         "listings per lease"
     );
@@ -138,7 +144,9 @@ pub(super) async fn ceilings_and_parent_caps<H: Harness>(h: &H) -> Outcome {
     ensure_eq!(
         e.begin_join(T, "room-0", "c", u * 10, None).await.map(drop),
         Err(Error::CapacityExceeded {
-            scope: Scope::Parent(Collection::Attempts)
+            scope: Scope::Parent(Collection::Attempts),
+            limit: 2,
+            used: 2,
         }),
         "attempts per listing"
     );

@@ -131,7 +131,9 @@ pub(super) async fn retries_and_dead_letters<H: Harness>(h: &H) -> Outcome {
     ensure_eq!(
         e.enqueue(T, "work", b"", JobOptions::default()).await,
         Err(Error::CapacityExceeded {
-            scope: Scope::QueueDeadLetters
+            scope: Scope::QueueDeadLetters,
+            limit: 4,
+            used: 4,
         }),
         "a full dead-letter set stops the queue"
     );

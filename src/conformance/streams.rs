@@ -23,7 +23,9 @@ pub(super) async fn offsets_and_retention<H: Harness>(h: &H) -> Outcome {
     ensure_eq!(
         e.append(T, "refusing", b"c").await,
         Err(Error::CapacityExceeded {
-            scope: Scope::StreamEntries
+            scope: Scope::StreamEntries,
+            limit: 2,
+            used: 2,
         }),
         "a full refusing stream"
     );

@@ -165,9 +165,12 @@ impl Parent {
                         }
                         let children = kind.of_mut(lease.children_mut());
                         if children.len() >= cap {
-                            return Err(Error::CapacityExceeded {
-                                scope: Scope::Parent(kind.collection()),
-                            });
+                            let (cap, held) = (cap as u64, children.len() as u64);
+                            return Err(Error::capacity(
+                                Scope::Parent(kind.collection()),
+                                cap,
+                                held,
+                            ));
                         }
                         children.push(Arc::clone(child));
                         Ok(((), None))
@@ -185,9 +188,11 @@ impl Parent {
                         return Err(Error::NotFound);
                     }
                     if l.attempts.len() >= cap {
-                        return Err(Error::CapacityExceeded {
-                            scope: Scope::Parent(Collection::Attempts),
-                        });
+                        return Err(Error::capacity(
+                            Scope::Parent(Collection::Attempts),
+                            cap as u64,
+                            l.attempts.len() as u64,
+                        ));
                     }
                     l.attempts.push(*child);
                     Ok(((), None))
@@ -377,23 +382,14 @@ impl Store {
         pending.parent.reserve(self, tenant, now)?;
         pending.slot = true;
         for &c in C::QUOTAS {
-            let quota = epoch.tenant.quota(c);
-            if !quota.try_acquire(1) {
-                return Err(Error::CapacityExceeded {
-                    scope: quota.scope(),
-                });
-            }
+            epoch.tenant.quota(c).acquire(1)?;
             pending.quotas += 1;
         }
         drop(early);
         seam::after(seam::Step::Reserved);
         // Shared scopes: store-wide counters, then the table's ceiling.
         if let Some(shared) = C::shared(self) {
-            if !shared.try_acquire(1) {
-                return Err(Error::CapacityExceeded {
-                    scope: shared.scope(),
-                });
-            }
+            shared.acquire(1)?;
             pending.shared = Some(shared);
         }
         let born = matches!(pending.parent, Parent::None);

@@ -44,7 +44,7 @@ impl Store {
     /// `result`, with a refusal of `tenant`'s work for capacity logged: the
     /// one way every refusing path reports.
     pub(super) fn observed<T>(&self, tenant: TenantId, result: Result<T>) -> Result<T> {
-        if let Err(Error::CapacityExceeded { scope }) = &result {
+        if let Err(Error::CapacityExceeded { scope, .. }) = &result {
             crate::metrics::refusal(*scope);
             self.observe_refusal(tenant, *scope, self.shared.clock.now());
         }

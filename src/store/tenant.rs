@@ -218,9 +218,7 @@ impl Store {
         // The policy is the host's code: asked outside every lock.
         let q = self.shared.policy.quota(id);
         if let Some(&c) = quotas.iter().find(|&&c| q.limit(c) == 0) {
-            return Err(Error::CapacityExceeded {
-                scope: Scope::Tenant(c),
-            });
+            return Err(Error::capacity(Scope::Tenant(c), 0, 0));
         }
         let (outcome, _) = self.shared.tenants.upsert(id, |existing| match existing {
             Some(epoch) => {
@@ -228,9 +226,8 @@ impl Store {
                 Upsert::Keep(Ok(Arc::clone(epoch)))
             }
             None if !self.shared.tenant_count.try_acquire(1) => {
-                Upsert::Keep(Err(Error::CapacityExceeded {
-                    scope: Scope::Tenants,
-                }))
+                let count = &self.shared.tenant_count;
+                Upsert::Keep(Err(count.refusal(count.used())))
             }
             None => {
                 let tenant = Tenant::new(&q);

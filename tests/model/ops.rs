@@ -201,7 +201,7 @@ pub fn kind(e: &Error) -> Kind {
         Error::Revoked => Kind::Revoked,
         Error::Conflict { .. } => Kind::Conflict,
         Error::ReplayRejected => Kind::ReplayRejected,
-        Error::CapacityExceeded { scope } => Kind::Capacity(scope.to_string()),
+        Error::CapacityExceeded { scope, .. } => Kind::Capacity(scope.to_string()),
         Error::ServiceUnavailable => Kind::ServiceUnavailable,
         Error::InvalidArgument { .. } => Kind::InvalidArgument,
         Error::Trimmed { first } => Kind::Trimmed(*first),
