@@ -1,6 +1,7 @@
 //! Loom models of the relay store's races: join vs revoke, bind vs bind,
 //! consume vs consume, renew vs revoke, and a doomed admission vs another
-//! tenant's admission at the shared ceiling. Each runs the real `Store` code and
+//! tenant's admission at the shared ceiling, and an admission vs a
+//! reconfiguration of the limits it checks. Each runs the real `Store` code and
 //! has a broken twin (`model::faults::StoreFault`) that the model catches.
 #![cfg(relaystore_loom)]
 
@@ -197,6 +198,59 @@ fn doomed_vs_neighbour(fault: StoreFault) {
             "a doomed admission took the neighbour's room: {neighbour:?}"
         );
     });
+}
+
+/// A join racing a reconfiguration that swaps which of its two store-wide
+/// limits is tight: before, pending attempts are full (1 of 1) and the
+/// attempt records have room (1 of 2); after, the other way round. Under
+/// either configuration whole the join is refused; only a mix of the new
+/// pending limit and the old record limit would admit it.
+fn admission_vs_reconfigure(fault: StoreFault) {
+    common::explore(&name(fault, "admission_vs_reconfigure"), move || {
+        store_fault(fault);
+        let old = StoreConfig {
+            attempts_max: 1,
+            replay_max: 2,
+            subscribers_max: 1,
+            subscriber_buffer_max: 8,
+            ..StoreConfig::default()
+        };
+        let s = Arc::new(Store::new(old.clone(), Arc::new(ManualClock::new())).unwrap());
+        let g = s.grant(T, "host", MINUTE, None).unwrap();
+        s.publish(T, g.id, "lobby", b"", None).unwrap();
+        s.begin_join(T, "lobby", "c1", MINUTE, None).unwrap();
+        let operator = {
+            let s = Arc::clone(&s);
+            thread::spawn(move || {
+                s.reconfigure(StoreConfig {
+                    attempts_max: 2,
+                    replay_max: 1,
+                    ..old
+                })
+                .unwrap();
+            })
+        };
+        let joined = s.begin_join(T, "lobby", "c2", MINUTE, None);
+        operator.join().unwrap();
+        assert!(
+            matches!(
+                joined.as_ref().map_err(|e| e.capacity_scope()),
+                Err(Some(Scope::Collection(_)))
+            ),
+            "admitted under a mix of the old and the new limits: {joined:?}"
+        );
+    });
+}
+
+#[test]
+fn an_admission_sees_a_reconfiguration_whole_or_not_at_all() {
+    admission_vs_reconfigure(StoreFault::None);
+}
+
+#[test]
+#[should_panic]
+fn broken_twin_limits_read_apart_admit_under_a_mix() {
+    admission_vs_reconfigure(StoreFault::LimitsReadApart);
 }
 
 #[test]

@@ -117,6 +117,40 @@ impl QuotaPolicy for UniformQuota {
     }
 }
 
+/// The limits a store changes at run time ([`Store::reconfigure`]), read
+/// whole by every admission: one snapshot for every limit it checks.
+///
+/// [`Store::reconfigure`]: crate::Store::reconfigure
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Limits {
+    ceilings: [u64; Collection::ALL.len()],
+    pub(crate) tenants_max: u64,
+}
+
+impl Limits {
+    pub(crate) fn of(config: &StoreConfig) -> Self {
+        Limits {
+            ceilings: Collection::ALL.map(|c| config.ceiling(c)),
+            tenants_max: config.tenants_max,
+        }
+    }
+
+    /// The store-wide ceiling on `c`.
+    pub(crate) fn ceiling(&self, c: Collection) -> u64 {
+        self.ceilings[c as usize]
+    }
+
+    /// The limit of the store-wide scope `scope` (a collection's ceiling,
+    /// or the tenants ceiling), if it is one of these.
+    pub(crate) fn of_scope(&self, scope: crate::Scope) -> Option<u64> {
+        match scope {
+            crate::Scope::Collection(c) => Some(self.ceiling(c)),
+            crate::Scope::Tenants => Some(self.tenants_max),
+            _ => None,
+        }
+    }
+}
+
 /// The limits of a [`Store`](crate::Store).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoreConfig {

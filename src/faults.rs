@@ -74,6 +74,10 @@ pub enum StoreFault {
     AckSplitHold,
     /// An enqueue looks for waiting workers before it makes its job ready.
     WaitersReadEarly,
+    /// A creation reads each store-wide limit from its counter, which a
+    /// reconfiguration updates one after another, instead of all from one
+    /// snapshot.
+    LimitsReadApart,
     /// A schedule run checks that its runner leads before it takes the
     /// tenant's schedule book, not under it.
     LeaderCheckedOutside,

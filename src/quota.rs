@@ -23,7 +23,11 @@ pub const SCOPES_MAX: usize = 4;
 #[derive(Debug)]
 pub struct Counter {
     used: CachePadded<AtomicU64>,
-    limit: u64,
+    /// The limit single-counter admissions check; a store changes it at
+    /// run time (`Store::reconfigure`), and admissions that check several
+    /// counters take their limits from one snapshot instead
+    /// ([`acquire_under`](Self::acquire_under)).
+    limit: AtomicU64,
     scope: Scope,
     /// False for a scope whose quota is switched off: nothing is counted.
     counted: bool,
@@ -34,7 +38,7 @@ impl Counter {
     pub fn new(scope: Scope, limit: u64) -> Self {
         Counter {
             used: CachePadded::new(AtomicU64::new(0)),
-            limit,
+            limit: AtomicU64::new(limit),
             scope,
             counted: true,
         }
@@ -47,7 +51,7 @@ impl Counter {
     pub fn uncounted(scope: Scope) -> Self {
         Counter {
             used: CachePadded::new(AtomicU64::new(0)),
-            limit: u64::MAX,
+            limit: AtomicU64::new(u64::MAX),
             scope,
             counted: false,
         }
@@ -65,7 +69,15 @@ impl Counter {
 
     /// The most units this counter admits.
     pub fn limit(&self) -> u64 {
-        self.limit
+        self.limit.load(Ordering::Acquire)
+    }
+
+    /// Changes the limit. Lowering it below the units held evicts nothing:
+    /// acquires are refused until enough are released.
+    pub fn set_limit(&self, limit: u64) {
+        if self.counted {
+            self.limit.store(limit, Ordering::Release);
+        }
     }
 
     /// The scope this counter bounds.
@@ -85,25 +97,32 @@ impl Counter {
     /// [`try_acquire`](Self::try_acquire), refusing with
     /// `CapacityExceeded` naming the scope, its limit and the use it saw.
     pub fn acquire(&self, n: u64) -> Result<(), Error> {
+        self.acquire_under(n, self.limit())
+    }
+
+    /// [`acquire`](Self::acquire) against `limit` instead of the counter's
+    /// own: for an admission that takes all its limits from one snapshot
+    /// of the configuration.
+    pub fn acquire_under(&self, n: u64, limit: u64) -> Result<(), Error> {
         if !self.counted {
             return Ok(());
         }
         let mut used = self.used.load(Ordering::Acquire);
         for _ in 0..CAS_ATTEMPTS_MAX {
-            let Some(next) = used.checked_add(n).filter(|&next| next <= self.limit) else {
-                return Err(self.refusal(used));
+            let Some(next) = used.checked_add(n).filter(|&next| next <= limit) else {
+                return Err(Error::capacity(self.scope, limit, used));
             };
             match self.cas(used, next) {
                 Ok(()) => return Ok(()),
                 Err(actual) => used = actual,
             }
         }
-        Err(self.refusal(used))
+        Err(Error::capacity(self.scope, limit, used))
     }
 
     /// The refusal of this scope, having seen `used` units in use.
     pub fn refusal(&self, used: u64) -> Error {
-        Error::capacity(self.scope, self.limit, used)
+        Error::capacity(self.scope, self.limit(), used)
     }
 
     /// Gives back `n` units previously acquired.
@@ -144,6 +163,24 @@ pub struct Reservation<'a> {
 }
 
 impl<'a> Reservation<'a> {
+    /// Acquires every `(counter, units, limit)` triple against its `limit`,
+    /// or none of them (see [`Counter::acquire_under`]).
+    pub fn acquire_under(parts: &[(&'a Counter, u64, u64)]) -> Result<Self, Error> {
+        if parts.len() > SCOPES_MAX {
+            return Err(Error::InvalidArgument {
+                reason: "a reservation spans at most SCOPES_MAX scopes",
+            });
+        }
+        let mut reservation = Reservation {
+            held: [None; SCOPES_MAX],
+        };
+        for (i, &(counter, units, limit)) in parts.iter().enumerate() {
+            counter.acquire_under(units, limit)?;
+            reservation.held[i] = Some((counter, units));
+        }
+        Ok(reservation)
+    }
+
     /// Acquires every `(counter, units)` pair, or none of them.
     ///
     /// On refusal the error names the first full scope, and every counter is

@@ -230,3 +230,48 @@ mod tests {
         map.read(&1, |_| map.read(&2, |_| ()));
     }
 }
+
+/// A value replaced whole while readers keep reading it: a reader sees the
+/// old value or the new one, never a mix. `arc-swap` outside the model
+/// checker (a read writes no shared memory); a mutex over an `Arc` under
+/// loom, whose models must see every step.
+pub(crate) struct Snapshot<T> {
+    #[cfg(not(relaystore_loom))]
+    current: arc_swap::ArcSwap<T>,
+    #[cfg(relaystore_loom)]
+    current: Mutex<Arc<T>>,
+}
+
+impl<T> Snapshot<T> {
+    pub(crate) fn new(value: T) -> Self {
+        Snapshot {
+            #[cfg(not(relaystore_loom))]
+            current: arc_swap::ArcSwap::from_pointee(value),
+            #[cfg(relaystore_loom)]
+            current: Mutex::new(Arc::new(value)),
+        }
+    }
+
+    /// Reads the current value.
+    pub(crate) fn read<R>(&self, f: impl FnOnce(&T) -> R) -> R {
+        #[cfg(not(relaystore_loom))]
+        {
+            f(&self.current.load())
+        }
+        #[cfg(relaystore_loom)]
+        {
+            let current = Arc::clone(&lock(&self.current));
+            f(&current)
+        }
+    }
+
+    /// Replaces the value whole.
+    pub(crate) fn store(&self, value: T) {
+        #[cfg(not(relaystore_loom))]
+        self.current.store(Arc::new(value));
+        #[cfg(relaystore_loom)]
+        {
+            *lock(&self.current) = Arc::new(value);
+        }
+    }
+}

@@ -171,7 +171,21 @@ where
         now: MonoTime,
         deadline_ms: u64,
     ) -> Result<(Stamp, Option<Removed<K, V>>)> {
-        let reservation = Reservation::acquire(&[(&self.ceiling, 1)])?;
+        self.insert_under(key, make, now, deadline_ms, self.ceiling.limit())
+    }
+
+    /// [`insert_with`](Self::insert_with) against `ceiling` instead of the
+    /// table's own limit: for an admission that reads all its limits from
+    /// one snapshot of the configuration.
+    pub(crate) fn insert_under(
+        &self,
+        key: K,
+        make: impl FnOnce(u64) -> V,
+        now: MonoTime,
+        deadline_ms: u64,
+        ceiling: u64,
+    ) -> Result<(Stamp, Option<Removed<K, V>>)> {
+        let reservation = Reservation::acquire_under(&[(&self.ceiling, 1, ceiling)])?;
         let shard = self.timers_of(&key);
         let mut timers = lock_at(Rung::Wheel, &shard.timers);
         let handle = shard.schedule(&mut timers, key.clone(), deadline_ms);

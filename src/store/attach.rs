@@ -372,6 +372,20 @@ impl Store {
             inserted: None,
         };
         let table = C::table(self);
+        // Every store-wide limit this creation checks, from one snapshot:
+        // a reconfiguration running meanwhile is seen whole or not at all.
+        let shared = C::shared(self);
+        let (shared_limit, ceiling) = self.shared.limits.read(|l| {
+            let of = |c: &Counter| l.of_scope(c.scope()).unwrap_or_else(|| c.limit());
+            (shared.map(of), of(table.ceiling()))
+        });
+        let (shared_limit, ceiling) = if decide::limits_read_apart() {
+            // Broken twin: each limit read from its counter, as a
+            // reconfiguration updates them one after another.
+            (shared.map(Counter::limit), table.ceiling().limit())
+        } else {
+            (shared_limit, ceiling)
+        };
         // The broken twin of the model checker holds a unit of the shared
         // ceiling while the narrow scopes are decided (the order this
         // protocol exists to forbid); elsewhere this is `None`.
@@ -381,15 +395,17 @@ impl Store {
         // Narrow scopes: the parent's cap, then the tenant's quotas.
         pending.parent.reserve(self, tenant, now)?;
         pending.slot = true;
-        for &c in C::QUOTAS {
-            epoch.tenant.quota(c).acquire(1)?;
+        // The tenant's quotas, also from one snapshot (its current ones).
+        let quotas = epoch.tenant.limits(C::QUOTAS);
+        for (&c, limit) in C::QUOTAS.iter().zip(quotas) {
+            epoch.tenant.quota(c).acquire_under(1, limit)?;
             pending.quotas += 1;
         }
         drop(early);
         seam::after(seam::Step::Reserved);
         // Shared scopes: store-wide counters, then the table's ceiling.
-        if let Some(shared) = C::shared(self) {
-            shared.acquire(1)?;
+        if let (Some(shared), Some(limit)) = (shared, shared_limit) {
+            shared.acquire_under(1, limit)?;
             pending.shared = Some(shared);
         }
         let born = matches!(pending.parent, Parent::None);
@@ -405,13 +421,13 @@ impl Store {
             tries += 1;
             let inserted = if born {
                 let mut index = lock_at(Rung::TenantIndex, &epoch.tenant.index);
-                let inserted = table.insert_with(key.clone(), &build, now, deadline);
+                let inserted = table.insert_under(key.clone(), &build, now, deadline, ceiling);
                 if inserted.is_ok() {
                     C::index(&key, &mut index);
                 }
                 inserted
             } else {
-                table.insert_with(key.clone(), &build, now, deadline)
+                table.insert_under(key.clone(), &build, now, deadline, ceiling)
             };
             match inserted {
                 Ok(done) => break done,

@@ -69,6 +69,12 @@ pub(super) fn shared_scope_first() -> bool {
     active(StoreFault::SharedScopeFirst)
 }
 
+/// Whether a creation reads each limit from its counter, one at a time
+/// (never; it reads them all from one snapshot of the configuration).
+pub(super) fn limits_read_apart() -> bool {
+    active(StoreFault::LimitsReadApart)
+}
+
 #[cfg(all(test, not(relaystore_loom)))]
 mod tests {
     use super::*;
@@ -111,5 +117,6 @@ mod tests {
         assert!(!release(5, 4) && !release(4, 5));
         assert!(key_taken(true) && !key_taken(false));
         assert!(tombstone_first() && join_attaches() && !shared_scope_first());
+        assert!(!limits_read_apart());
     }
 }

@@ -102,8 +102,9 @@ impl Store {
             // The claim holds its tenant like any record (it is one).
             let hold = self.hold_tenant(tenant, &[Collection::Idempotency])?;
             let t = hold.epoch();
+            let quota = t.tenant.limit(Collection::Idempotency);
             let reservation =
-                Reservation::acquire(&[(t.tenant.quota(Collection::Idempotency), 1)])?;
+                Reservation::acquire_under(&[(t.tenant.quota(Collection::Idempotency), 1, quota)])?;
             let record = Idem {
                 owner: Owner::of(t),
                 params: params.clone(),

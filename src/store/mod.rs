@@ -45,6 +45,7 @@ mod observe;
 mod outbox;
 mod presence;
 mod queues;
+mod reconfigure;
 mod retire;
 mod schedules;
 mod streams;
@@ -69,7 +70,7 @@ pub use schedules::{Scheduler, SchedulerStep, SchedulerStop, SCHEDULER_LOCK};
 pub use streams::Follower;
 pub use usage::{TenantUsage, Usage};
 
-use crate::config::{QuotaPolicy, StoreConfig, UniformQuota};
+use crate::config::{Limits, QuotaPolicy, StoreConfig, UniformQuota};
 use crate::error::{Error, Result, Scope};
 use crate::events::{Cause, Collection, Event, EventHub, RecordId, Subscription};
 use crate::ids::{random_bytes, AttemptId, LeaseId, TenantId};
@@ -79,7 +80,7 @@ use crate::record::{Stamp, TtlRange, Versions};
 use crate::schedule::{ScheduleHub, ScheduleLimits};
 use crate::shard::ShardMap;
 use crate::stream::{StreamHub, StreamLimits};
-use crate::sync::{Arc, AtomicU64, Ordering};
+use crate::sync::{Arc, AtomicU64, Ordering, Snapshot};
 use crate::table::Table;
 use crate::time::{Clock, MonoTime};
 use crate::wake::WakeHub;
@@ -199,7 +200,18 @@ pub(crate) struct Shared {
     queues: QueueHub,
     schedules: ScheduleHub,
     ttl: TtlRange,
-    policy: Arc<dyn QuotaPolicy>,
+    /// Where tenants' quotas come from; replaced whole by
+    /// `set_quota_policy`.
+    policy: Snapshot<Arc<dyn QuotaPolicy>>,
+    /// The limits changed at run time (`reconfigure`), read whole by each
+    /// admission.
+    limits: Snapshot<Limits>,
+    /// Serialises reconfigurations (never taken by an operation).
+    reconfiguring: std::sync::Mutex<()>,
+    /// The configuration in force (`Store::config`): `config` with the
+    /// run-time changes applied. Operations read fixed fields from
+    /// `config`.
+    config_now: Snapshot<StoreConfig>,
     state: AtomicU64,
     drain_deadline_ms: AtomicU64,
     /// What the store reports through `tracing`.
@@ -292,7 +304,10 @@ impl Store {
                 interval_max: config.schedule_interval_max,
             }),
             ttl: TtlRange::new(config.ttl_min, config.ttl_max)?,
-            policy,
+            policy: Snapshot::new(policy),
+            limits: Snapshot::new(Limits::of(&config)),
+            reconfiguring: std::sync::Mutex::new(()),
+            config_now: Snapshot::new(config.clone()),
             state: AtomicU64::new(lifecycle::READY),
             drain_deadline_ms: AtomicU64::new(u64::MAX),
             observe: observe::Observe::new(),
@@ -319,11 +334,6 @@ impl Store {
     /// case). A fence below it is from an earlier incarnation: `Restarted`.
     pub fn fence_floor(&self) -> u64 {
         self.shared.fence_floor
-    }
-
-    /// The limits this store was built with.
-    pub fn config(&self) -> &StoreConfig {
-        &self.shared.config
     }
 
     /// Subscribes to every removal event. Refused with `CapacityExceeded`

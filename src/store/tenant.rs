@@ -26,7 +26,7 @@ use crate::events::Cause;
 use crate::ids::TenantId;
 use crate::quota::Counter;
 use crate::shard::Upsert;
-use crate::sync::{lock_at, Arc, AtomicBool, AtomicU64, Mutex, Ordering, Rung};
+use crate::sync::{lock_at, Arc, AtomicBool, AtomicU64, Mutex, Ordering, Rung, Snapshot};
 use crate::time::MonoTime;
 use std::collections::{BTreeSet, HashSet};
 
@@ -37,8 +37,12 @@ use std::collections::{BTreeSet, HashSet};
 #[repr(C)]
 pub(crate) struct Tenant {
     /// One quota counter per collection, indexed by `Collection as usize`
-    /// (uncounted where the quota is off, and for tombstones).
+    /// (uncounted where the quota is off at registration, and for
+    /// tombstones).
     quotas: [Counter; Collection::ALL.len()],
+    /// The tenant's quotas now: replaced whole when the store's policy is
+    /// (`Store::set_quota_policy`), read whole by each admission.
+    limits: Snapshot<TenantQuota>,
     /// Records pointing at this tenant plus creations in flight for it.
     pub(super) holds: AtomicU64,
     pub(super) index: Mutex<TenantIndex>,
@@ -57,6 +61,7 @@ impl Tenant {
         };
         Tenant {
             quotas: Collection::ALL.map(quota),
+            limits: Snapshot::new(q.clone()),
             holds: AtomicU64::new(0),
             index: Mutex::new(TenantIndex::default()),
         }
@@ -65,6 +70,33 @@ impl Tenant {
     /// The tenant's quota counter for collection `c`.
     pub(super) fn quota(&self, c: Collection) -> &Counter {
         &self.quotas[c as usize]
+    }
+
+    /// The tenant's current quotas on `collections` (at most four), read
+    /// whole, in order.
+    pub(super) fn limits(&self, collections: &[Collection]) -> [u64; 4] {
+        self.limits.read(|q| {
+            let mut out = [TenantQuota::OFF; 4];
+            for (slot, &c) in out.iter_mut().zip(collections) {
+                *slot = q.limit(c);
+            }
+            out
+        })
+    }
+
+    /// The tenant's current quota on `c`.
+    pub(super) fn limit(&self, c: Collection) -> u64 {
+        self.limits.read(|q| q.limit(c))
+    }
+
+    /// Replaces the tenant's quotas whole. A quota that was off when the
+    /// tenant registered stays uncounted (nothing was counted to check it
+    /// against) until the tenant registers again.
+    pub(super) fn requota(&self, q: TenantQuota) {
+        for c in Collection::ALL {
+            self.quotas[c as usize].set_limit(q.limit(c));
+        }
+        self.limits.store(q);
     }
 }
 
@@ -216,7 +248,8 @@ impl Store {
 
     fn register_tenant(&self, id: TenantId, quotas: &[Collection]) -> Result<Arc<Epoch>> {
         // The policy is the host's code: asked outside every lock.
-        let q = self.shared.policy.quota(id);
+        let policy = self.shared.policy.read(Arc::clone);
+        let q = policy.quota(id);
         if let Some(&c) = quotas.iter().find(|&&c| q.limit(c) == 0) {
             return Err(Error::capacity(Scope::Tenant(c), 0, 0));
         }
@@ -240,6 +273,14 @@ impl Store {
                 Upsert::Put(Arc::clone(&epoch), Ok(epoch))
             }
         });
+        // A policy replaced while this registered: the walk of the
+        // registry may have run before this tenant was in it.
+        if let Ok(epoch) = &outcome {
+            let now = self.shared.policy.read(Arc::clone);
+            if !Arc::ptr_eq(&now, &policy) {
+                epoch.tenant.requota(now.quota(id));
+            }
+        }
         outcome
     }
 

@@ -46,7 +46,7 @@ impl Store {
         let quota = match &registered {
             Some(_) => None,
             // The policy is the host's code: asked outside every lock.
-            None => Some(self.shared.policy.quota(tenant)),
+            None => Some(self.shared.policy.read(std::sync::Arc::clone).quota(tenant)),
         };
         let per = Collection::ALL.map(|c| match c {
             Collection::Streams => Some(Usage {
@@ -66,7 +66,7 @@ impl Store {
                     let counter = t.quota(c);
                     counter.is_counted().then(|| Usage {
                         used: counter.used(),
-                        limit: counter.limit(),
+                        limit: t.limit(c),
                     })
                 }
                 (None, Some(q)) => {

@@ -1,0 +1,182 @@
+//! Limits and quota policy changed while the store runs, without a restart
+//! (a restart is a new incarnation: every client would get `Restarted`).
+//!
+//! A new configuration is published whole (`Snapshot`), and every
+//! creation reads all the store-wide limits it checks from one snapshot
+//! and its tenant's quotas from another, so an admission racing a
+//! reconfiguration sees the old limits or the new ones, never a mix (loom
+//! model `admission_vs_reconfigure`). Lowering a limit below what is held
+//! evicts nothing: new work is refused until use falls under it.
+
+use super::Store;
+use crate::config::{Limits, QuotaPolicy, StoreConfig, UniformQuota};
+use crate::error::{Error, Result};
+use crate::events::Collection;
+use crate::sync::Arc;
+
+impl Store {
+    /// Changes the store's limits at run time. What can change: every
+    /// record collection's store-wide ceiling (`leases_max`,
+    /// `listings_max`, `presence_max`, `attempts_max`, `replay_max`,
+    /// `idempotency_max`, `tombstones_max`, `locks_max`), `tenants_max`,
+    /// and the uniform tenant quotas `tenant` (a changed `tenant` replaces
+    /// the quota policy with [`UniformQuota`], as
+    /// [`set_quota_policy`](Self::set_quota_policy) would). Every other
+    /// field must equal the current one: otherwise `InvalidConfig` naming
+    /// it, with rule "cannot change at run time"; a set that fails
+    /// [`StoreConfig::validate`] is refused the same way, and a refusal
+    /// changes nothing.
+    ///
+    /// Creations that start after this returns use the new limits;
+    /// creations running meanwhile use the old ones or the new ones, whole.
+    /// A limit lowered below its use evicts nothing.
+    pub fn reconfigure(&self, config: StoreConfig) -> Result<()> {
+        config.validate()?;
+        let _one = self
+            .shared
+            .reconfiguring
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let current = self.config();
+        fixed_fields_unchanged(&current, &config)?;
+        let limits = Limits::of(&config);
+        // The snapshot first: multi-limit admissions read it whole. Then
+        // each counter's own limit, for single-limit admissions and for
+        // reporting.
+        self.shared.limits.store(limits.clone());
+        let s = &self.shared;
+        for (c, ceiling) in [
+            (Collection::Leases, s.leases.ceiling()),
+            (Collection::Listings, s.listings.ceiling()),
+            (Collection::Presence, s.presence.ceiling()),
+            (Collection::Attempts, &s.pending),
+            (Collection::Replay, s.attempts.ceiling()),
+            (Collection::Idempotency, s.idempotency.ceiling()),
+            (Collection::Tombstones, s.tombstones.ceiling()),
+            (Collection::Locks, s.locks.ceiling()),
+        ] {
+            ceiling.set_limit(limits.ceiling(c));
+        }
+        s.tenant_count.set_limit(limits.tenants_max);
+        if config.tenant != current.tenant {
+            self.replace_policy(Arc::new(UniformQuota(config.tenant.clone())));
+        }
+        s.config_now.store(config);
+        tracing::info!("relaystore reconfigured");
+        Ok(())
+    }
+
+    /// Replaces the quota policy. Tenants registered from now on get their
+    /// quotas from `policy`; every registered tenant's quotas are replaced
+    /// with `policy`'s, each tenant's whole. A quota lowered below its use
+    /// evicts nothing; a quota that was off ([`TenantQuota::OFF`]) when a
+    /// tenant registered stays off for it until it registers again (it
+    /// holds nothing, and creates something), since nothing was counted.
+    ///
+    /// [`TenantQuota::OFF`]: crate::TenantQuota::OFF
+    pub fn set_quota_policy(&self, policy: Arc<dyn QuotaPolicy>) {
+        let _one = self
+            .shared
+            .reconfiguring
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        self.replace_policy(policy);
+    }
+
+    fn replace_policy(&self, policy: Arc<dyn QuotaPolicy>) {
+        // Published before the registry is walked: a tenant registering
+        // meanwhile either reads the new policy, or finds on its re-check
+        // that it changed, or is in the registry by the walk.
+        self.shared.policy.store(Arc::clone(&policy));
+        let mut registered = Vec::new();
+        self.shared.tenants.for_each(|id, epoch| {
+            registered.push((*id, Arc::clone(&epoch.tenant)));
+        });
+        for (id, tenant) in registered {
+            // The policy is the host's code: asked outside every lock.
+            tenant.requota(policy.quota(id));
+        }
+    }
+
+    /// The limits in force now: the configuration the store was built
+    /// with, as changed by [`reconfigure`](Self::reconfigure).
+    pub fn config(&self) -> StoreConfig {
+        self.shared.config_now.read(StoreConfig::clone)
+    }
+}
+
+/// `InvalidConfig` naming the first field other than the run-time ones that
+/// differs between `current` and `next`.
+fn fixed_fields_unchanged(current: &StoreConfig, next: &StoreConfig) -> Result<()> {
+    macro_rules! fixed {
+        ($($field:ident),* $(,)?) => {
+            $(if current.$field != next.$field {
+                return Err(Error::InvalidConfig {
+                    field: stringify!($field),
+                    rule: "cannot change at run time",
+                });
+            })*
+        };
+    }
+    fixed!(
+        ttl_min,
+        ttl_max,
+        listings_per_lease_max,
+        attempts_per_listing_max,
+        endpoints_per_lease_max,
+        presence_per_lease_max,
+        locks_per_lease_max,
+        streams_per_lease_max,
+        attrs_bytes_max,
+        name_bytes_max,
+        page_len_max,
+        replay_grace,
+        tombstone_ttl,
+        idempotency_ttl,
+        subscribers_max,
+        subscriber_buffer_max,
+        listeners_max,
+        listeners_per_channel_max,
+        channels_per_tenant_max,
+        streams_max,
+        streams_per_tenant_max,
+        stream_entries_max,
+        stream_bytes_max,
+        stream_bytes_total_max,
+        stream_entries_total_max,
+        stream_payload_bytes_max,
+        consumers_per_stream_max,
+        queues_max,
+        queues_per_tenant_max,
+        queue_jobs_max,
+        queue_bytes_max,
+        queue_jobs_total_max,
+        queue_bytes_total_max,
+        job_payload_bytes_max,
+        schedules_max,
+        schedules_per_tenant_max,
+        schedule_interval_min,
+        schedule_interval_max,
+        driver_stall_max,
+        drain_window_max,
+        fence_floor,
+    );
+    // Every field is either run-time or listed above: a field added to the
+    // configuration and to neither fails here, in every test.
+    let mut rest = next.clone();
+    rest.leases_max = current.leases_max;
+    rest.listings_max = current.listings_max;
+    rest.presence_max = current.presence_max;
+    rest.attempts_max = current.attempts_max;
+    rest.replay_max = current.replay_max;
+    rest.idempotency_max = current.idempotency_max;
+    rest.tombstones_max = current.tombstones_max;
+    rest.locks_max = current.locks_max;
+    rest.tenants_max = current.tenants_max;
+    rest.tenant = current.tenant.clone();
+    assert_eq!(
+        &rest, current,
+        "a configuration field is neither fixed nor run-time"
+    );
+    Ok(())
+}
