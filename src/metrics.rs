@@ -10,6 +10,7 @@
 //! | `relaystore_records` | gauge | `collection` | records held, set after each sweep |
 //! | `relaystore_sweep_duration_seconds` | histogram | | each sweep |
 //! | `relaystore_sweep_removed` | histogram | | records each sweep removed |
+//! | `relaystore_expiry_lag_seconds` | histogram | | per expired record: from its deadline to its removal (store clock) |
 //! | `relaystore_events_dropped_total` | counter | | events dropped for a lagging subscriber |
 //! | `relaystore_health` | gauge | | 0 ready, 1 degraded, 2 draining, 3 stopped; set after each sweep |
 //!
@@ -98,6 +99,10 @@ mod on {
         metrics::counter!("relaystore_events_dropped_total").increment(n);
     }
 
+    pub(crate) fn expiry_lag(late: Duration) {
+        metrics::histogram!("relaystore_expiry_lag_seconds").record(late.as_secs_f64());
+    }
+
     pub(crate) fn health(state: u8) {
         metrics::gauge!("relaystore_health").set(f64::from(state));
     }
@@ -114,6 +119,7 @@ mod on {
     pub(crate) fn records(_: Collection, _: u64) {}
     pub(crate) fn sweep(_: Duration, _: usize) {}
     pub(crate) fn events_dropped(_: u64) {}
+    pub(crate) fn expiry_lag(_: Duration) {}
     pub(crate) fn health(_: u8) {}
 
     // Keep the label helpers compiled (and checked) without the feature.

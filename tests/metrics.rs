@@ -78,6 +78,11 @@ fn counters_and_gauges_move_as_operations_happen() {
         2.0
     );
     assert_eq!(held(&expired), 0.0);
+    // Two expired records, each removed at its deadline on the manual clock.
+    let lags = http::sample(&expired, "relaystore_expiry_lag_seconds_count", &[]);
+    assert_eq!(lags, 2.0, "{expired}");
+    let late = http::sample(&expired, "relaystore_expiry_lag_seconds_sum", &[]);
+    assert_eq!(late, 0.0);
     assert_eq!(http::sample(&expired, "relaystore_health", &[]), 0.0);
 
     store.begin_drain(SEC).unwrap();

@@ -71,7 +71,11 @@ impl Store {
         let mut out = Vec::new();
         S::table(self).sweep(now, &mut out);
         out.into_iter()
-            .map(|r| 1 + S::retire(self, r, Cause::Expired, now))
+            .map(|r| {
+                let late = now.saturating_since(r.stamp.deadline);
+                crate::metrics::expiry_lag(late);
+                1 + S::retire(self, r, Cause::Expired, now)
+            })
             .sum()
     }
 
