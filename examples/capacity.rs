@@ -56,11 +56,12 @@ const VANISH_TTL: Duration = Duration::from_secs(1);
 const SAMPLE_EVERY: u64 = 16;
 
 const USAGE: &str =
-    "usage: cargo run --release --example capacity -- [--sessions N] [--seconds S] [--threads T]
+    "usage: cargo run --release --example capacity -- [--sessions N] [--seconds S] [--threads T] [--json PATH]
 
   --sessions N   hosted sessions (default 20000)
   --seconds S    how long the load runs (default 15)
-  --threads T    worker threads running the operation mix (default 2)";
+  --threads T    worker threads running the operation mix (default 2)
+  --json PATH    also write the results as JSON to PATH (for dashboards and comparisons)";
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 enum Op {
@@ -120,6 +121,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             sessions: 20000,
             seconds: 15,
             threads: 2,
+            // Accepted, off unless given.
+            json: Some(String::new()),
         },
         USAGE,
     );
@@ -395,6 +398,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "operation", "ops/s", "p50 µs", "p99 µs", "p99.9 µs", "refused", "failed"
     );
     let mut store_ops_total = 0;
+    let mut rows = Vec::new();
     for (op, _, name) in MIX {
         let c = counts.get(&op).copied().unwrap_or(0);
         store_ops_total += c * store_ops(op);
@@ -404,6 +408,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .filter(|((o, _), _)| *o == op)
             .map(|(_, n)| n)
             .sum();
+        let failed = failures.get(&op).copied().unwrap_or(0);
         println!(
             "{:<38}{:>10.0}{:>9}{:>9}{:>10}{:>9}{:>9}",
             name,
@@ -412,8 +417,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             micros(h.quantile(0.99)),
             micros(h.quantile(0.999)),
             refused,
-            failures.get(&op).copied().unwrap_or(0)
+            failed
         );
+        rows.push(format!(
+            "{{\"operation\": {name:?}, \"ops_per_s\": {:.1}, \"p50_us\": {:.3}, \"p99_us\": {:.3}, \"p999_us\": {:.3}, \"refused\": {refused}, \"failed\": {failed}}}",
+            c as f64 / elapsed,
+            h.quantile(0.5) as f64 / 1e3,
+            h.quantile(0.99) as f64 / 1e3,
+            h.quantile(0.999) as f64 / 1e3,
+        ));
     }
     let mix_total: u64 = counts.values().sum();
     let refused: u64 = refusals.values().sum();
@@ -488,5 +500,32 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .audit()
         .map_err(|e| format!("bookkeeping check failed: {e}"))?;
     println!("bookkeeping audit: ok");
+    if let Some(path) = &o.json {
+        let limits: Vec<String> = refusals
+            .iter()
+            .fold(HashMap::<&str, u64>::new(), |mut m, ((_, scope), n)| {
+                *m.entry(scope.as_str()).or_default() += n;
+                m
+            })
+            .into_iter()
+            .map(|(scope, n)| format!("{scope:?}: {n}"))
+            .collect();
+        let cores = cpu_used.map_or("null".to_string(), |cpu| format!("{:.3}", cpu / elapsed));
+        let report = format!(
+            "{{\n  \"sessions\": {n},\n  \"threads\": {},\n  \"seconds\": {elapsed:.3},\n  \"operations\": [\n    {}\n  ],\n  \"mix_ops_per_s\": {:.1},\n  \"store_ops_per_s\": {:.1},\n  \"refused\": {refused},\n  \"failed\": {failed},\n  \"refused_by_limit\": {{{}}},\n  \"expiry_lag_ms\": {{\"count\": {}, \"p50\": {:.3}, \"p99\": {:.3}, \"max\": {:.3}}},\n  \"heap_bytes_per_session\": {heap_per_session:.1},\n  \"peak_rss_bytes\": {},\n  \"cores_busy\": {cores}\n}}\n",
+            o.threads,
+            rows.join(",\n    "),
+            mix_total as f64 / elapsed,
+            store_ops_total as f64 / elapsed,
+            limits.join(", "),
+            lag.count(),
+            lag.quantile(0.5) as f64 / 1e6,
+            lag.quantile(0.99) as f64 / 1e6,
+            lag.quantile(1.0) as f64 / 1e6,
+            max_resident_bytes().map_or("null".to_string(), |b| b.to_string()),
+        );
+        std::fs::write(path, report)?;
+        println!("wrote {path}");
+    }
     Ok(())
 }

@@ -184,11 +184,7 @@ fn pick(t: usize, i: u64, n: u64) -> u64 {
 
 fn main() -> Result<(), String> {
     let o = options(
-        Options {
-            sessions: 100_000,
-            seconds: 5,
-            threads: 2,
-        },
+        Options::plain(100_000, 5, 2),
         "usage: redis_renew [--sessions N] [--seconds S] [--threads T] (with REDIS_URL set)",
     );
     let Ok(url) = std::env::var("REDIS_URL") else {

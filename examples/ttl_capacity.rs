@@ -77,11 +77,7 @@ fn key(slot: u64, generation: u64) -> u64 {
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let o = options(
-        Options {
-            sessions: 200000,
-            seconds: 10,
-            threads: 2,
-        },
+        Options::plain(200000, 10, 2),
         "usage: ttl_capacity [--sessions N] [--seconds S] [--threads T]",
     );
     let short_lived = (o.sessions / 10).max(1);

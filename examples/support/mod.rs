@@ -4,11 +4,25 @@
 
 pub mod http;
 
-/// `--sessions N --seconds S --threads T`.
+/// `--sessions N --seconds S --threads T`, and `--json PATH` where the
+/// example writes a report (`json: Some(..)` in the defaults says it does).
 pub struct Options {
     pub sessions: u64,
     pub seconds: u64,
     pub threads: usize,
+    pub json: Option<String>,
+}
+
+impl Options {
+    /// Defaults for an example without a JSON report.
+    pub fn plain(sessions: u64, seconds: u64, threads: usize) -> Self {
+        Options {
+            sessions,
+            seconds,
+            threads,
+            json: None,
+        }
+    }
 }
 
 /// Parses the command line over `defaults`; every value must be positive.
@@ -26,10 +40,16 @@ pub fn options(defaults: Options, usage: &str) -> Options {
 }
 
 fn parse_options(defaults: Options) -> Result<Options, String> {
-    let mut o = defaults;
+    let json = defaults.json.is_some();
+    let mut o = Options {
+        json: None,
+        ..defaults
+    };
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
-        if !matches!(flag.as_str(), "--sessions" | "--seconds" | "--threads") {
+        let known = matches!(flag.as_str(), "--sessions" | "--seconds" | "--threads")
+            || (json && flag == "--json");
+        if !known {
             return Err(format!("unknown option {flag:?}"));
         }
         let value = args.next().ok_or(format!("{flag} needs a value"))?;
@@ -37,6 +57,7 @@ fn parse_options(defaults: Options) -> Result<Options, String> {
         match flag.as_str() {
             "--sessions" => o.sessions = parse(&value)?,
             "--seconds" => o.seconds = parse(&value)?,
+            "--json" => o.json = Some(value),
             _ => o.threads = parse(&value)? as usize,
         }
     }
