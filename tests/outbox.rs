@@ -103,5 +103,12 @@ fn a_panicking_handler_counts_as_a_failure_and_its_last_attempt_dead_letters() {
         "only outbox_put writes to it"
     );
     assert!(matches!(s.outbox_put(T, "", b""), Err(Error::InvalidName)));
+    // The topic travels with the payload: together they must fit a job.
+    let max = s.config().job_payload_bytes_max;
+    assert!(matches!(
+        s.outbox_put(T, "t", &vec![0; max - 2]),
+        Err(Error::InvalidArgument { .. })
+    ));
+    s.outbox_put(T, "t", &vec![0; max - 3]).unwrap();
     s.audit().unwrap();
 }

@@ -59,12 +59,14 @@ pub struct OutboxRun {
 impl Store {
     /// Puts a message on the tenant's outbox (created on first use with
     /// [`outbox_config`], taking one of the tenant's queues). Refusals as
-    /// for [`enqueue`](Self::enqueue); `topic` is a name.
+    /// for [`enqueue`](Self::enqueue); `topic` is a name, and the topic
+    /// and payload together (plus 2 bytes) must fit
+    /// `job_payload_bytes_max`.
     pub fn outbox_put(&self, tenant: TenantId, topic: &str, payload: &[u8]) -> Result<JobId> {
         self.check_name(topic)?;
-        if payload.len() > self.shared.config.job_payload_bytes_max {
+        if 2 + topic.len() + payload.len() > self.shared.config.job_payload_bytes_max {
             return Err(Error::InvalidArgument {
-                reason: "payload is larger than job_payload_bytes_max",
+                reason: "topic and payload together are larger than job_payload_bytes_max",
             });
         }
         let mut framed = Vec::with_capacity(2 + topic.len() + payload.len());
