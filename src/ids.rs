@@ -41,12 +41,19 @@ macro_rules! store_id {
                 $name { incarnation, seq }
             }
 
+            #[allow(dead_code)] // Not every kind of id is read raw.
             pub(crate) fn seq(self) -> u64 {
                 self.seq
             }
 
-            pub(crate) fn incarnation(self) -> u64 {
-                self.incarnation
+            /// The sequence number, if the id is from `incarnation`;
+            /// `Restarted` if an earlier incarnation issued it.
+            pub(crate) fn seq_in(self, incarnation: u64) -> Result<u64> {
+                if self.incarnation == incarnation {
+                    Ok(self.seq)
+                } else {
+                    Err(Error::Restarted)
+                }
             }
 
             /// The id as one number, for storing or sending it elsewhere.

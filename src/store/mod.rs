@@ -483,17 +483,11 @@ impl Store {
     }
 
     fn lease_seq(&self, id: LeaseId) -> Result<u64> {
-        if id.incarnation() != self.shared.incarnation {
-            return Err(Error::Restarted);
-        }
-        Ok(id.seq())
+        id.seq_in(self.shared.incarnation)
     }
 
     fn attempt_seq(&self, id: AttemptId) -> Result<u64> {
-        if id.incarnation() != self.shared.incarnation {
-            return Err(Error::Restarted);
-        }
-        Ok(id.seq())
+        id.seq_in(self.shared.incarnation)
     }
 
     /// Validates `ttl` and turns it into an absolute deadline from `now`.

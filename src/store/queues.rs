@@ -419,9 +419,6 @@ impl Store {
     }
 
     fn job_seq(&self, id: JobId) -> Result<u64> {
-        if id.incarnation() != self.shared.incarnation {
-            return Err(Error::Restarted);
-        }
-        Ok(id.seq())
+        id.seq_in(self.shared.incarnation)
     }
 }
