@@ -7,12 +7,12 @@
 //! | `relaystore_admissions_total` | counter | `collection` | a record created (the creation protocol) |
 //! | `relaystore_refusals_total` | counter | `scope`, `collection` | any `CapacityExceeded` (every one, not rate-limited) |
 //! | `relaystore_removals_total` | counter | `collection`, `cause` | every removal event |
-//! | `relaystore_records` | gauge | `collection` | records held, set after each sweep |
+//! | `relaystore_records` | gauge | `collection` | records held, set by the sweep at most once a second (store clock) |
 //! | `relaystore_sweep_duration_seconds` | histogram | | each sweep |
 //! | `relaystore_sweep_removed` | histogram | | records each sweep removed |
 //! | `relaystore_expiry_lag_seconds` | histogram | | per expired record: from its deadline to its removal (store clock) |
 //! | `relaystore_events_dropped_total` | counter | | events dropped for a lagging subscriber |
-//! | `relaystore_health` | gauge | | 0 ready, 1 degraded, 2 draining, 3 stopped; set after each sweep |
+//! | `relaystore_health` | gauge | | 0 ready, 1 degraded, 2 draining, 3 stopped; set by the sweep when it changes, and once a second |
 //!
 //! `scope` is the kind of limit (`collection`, `tenant`, `parent`,
 //! `tenants`, `queue_jobs`, ...); `collection` is the collection it bounds,
@@ -50,6 +50,7 @@ fn scope_labels(scope: Scope) -> (&'static str, &'static str) {
     }
 }
 
+#[allow(dead_code)] // Read by the label test, and by the build without the feature.
 fn cause(c: Cause) -> &'static str {
     match c {
         Cause::Expired => "expired",
@@ -64,13 +65,355 @@ fn cause(c: Cause) -> &'static str {
 #[cfg(feature = "metrics")]
 mod on {
     use super::*;
+    use metrics::{Key, Label, Level, Metadata};
     use std::time::Duration;
 
-    pub(crate) fn admission(c: Collection) {
-        metrics::counter!("relaystore_admissions_total", "collection" => collection(c))
-            .increment(1);
+    // Keys are built from static parts, so a call allocates nothing,
+    // whether or not a recorder is installed.
+    const COLLECTIONS: usize = Collection::ALL.len();
+    const CAUSES: [Cause; 6] = [
+        Cause::Expired,
+        Cause::Revoked,
+        Cause::Cascaded,
+        Cause::Released,
+        Cause::Consumed,
+        Cause::Drained,
+    ];
+    // Written out: `Label` is not `Copy`, so a const array cannot be filled
+    // in a loop. `labels_match_the_enums` checks them against the enums.
+    static BY_COLLECTION: [[Label; 1]; COLLECTIONS] = [
+        [Label::from_static_parts("collection", "leases")],
+        [Label::from_static_parts("collection", "listings")],
+        [Label::from_static_parts("collection", "presence")],
+        [Label::from_static_parts("collection", "attempts")],
+        [Label::from_static_parts("collection", "replay")],
+        [Label::from_static_parts("collection", "idempotency")],
+        [Label::from_static_parts("collection", "tombstones")],
+        [Label::from_static_parts("collection", "locks")],
+        [Label::from_static_parts("collection", "streams")],
+        [Label::from_static_parts("collection", "queues")],
+        [Label::from_static_parts("collection", "schedules")],
+    ];
+
+    static BY_REMOVAL: [[[Label; 2]; CAUSES.len()]; COLLECTIONS] = [
+        [
+            [
+                Label::from_static_parts("collection", "leases"),
+                Label::from_static_parts("cause", "expired"),
+            ],
+            [
+                Label::from_static_parts("collection", "leases"),
+                Label::from_static_parts("cause", "revoked"),
+            ],
+            [
+                Label::from_static_parts("collection", "leases"),
+                Label::from_static_parts("cause", "cascaded"),
+            ],
+            [
+                Label::from_static_parts("collection", "leases"),
+                Label::from_static_parts("cause", "released"),
+            ],
+            [
+                Label::from_static_parts("collection", "leases"),
+                Label::from_static_parts("cause", "consumed"),
+            ],
+            [
+                Label::from_static_parts("collection", "leases"),
+                Label::from_static_parts("cause", "drained"),
+            ],
+        ],
+        [
+            [
+                Label::from_static_parts("collection", "listings"),
+                Label::from_static_parts("cause", "expired"),
+            ],
+            [
+                Label::from_static_parts("collection", "listings"),
+                Label::from_static_parts("cause", "revoked"),
+            ],
+            [
+                Label::from_static_parts("collection", "listings"),
+                Label::from_static_parts("cause", "cascaded"),
+            ],
+            [
+                Label::from_static_parts("collection", "listings"),
+                Label::from_static_parts("cause", "released"),
+            ],
+            [
+                Label::from_static_parts("collection", "listings"),
+                Label::from_static_parts("cause", "consumed"),
+            ],
+            [
+                Label::from_static_parts("collection", "listings"),
+                Label::from_static_parts("cause", "drained"),
+            ],
+        ],
+        [
+            [
+                Label::from_static_parts("collection", "presence"),
+                Label::from_static_parts("cause", "expired"),
+            ],
+            [
+                Label::from_static_parts("collection", "presence"),
+                Label::from_static_parts("cause", "revoked"),
+            ],
+            [
+                Label::from_static_parts("collection", "presence"),
+                Label::from_static_parts("cause", "cascaded"),
+            ],
+            [
+                Label::from_static_parts("collection", "presence"),
+                Label::from_static_parts("cause", "released"),
+            ],
+            [
+                Label::from_static_parts("collection", "presence"),
+                Label::from_static_parts("cause", "consumed"),
+            ],
+            [
+                Label::from_static_parts("collection", "presence"),
+                Label::from_static_parts("cause", "drained"),
+            ],
+        ],
+        [
+            [
+                Label::from_static_parts("collection", "attempts"),
+                Label::from_static_parts("cause", "expired"),
+            ],
+            [
+                Label::from_static_parts("collection", "attempts"),
+                Label::from_static_parts("cause", "revoked"),
+            ],
+            [
+                Label::from_static_parts("collection", "attempts"),
+                Label::from_static_parts("cause", "cascaded"),
+            ],
+            [
+                Label::from_static_parts("collection", "attempts"),
+                Label::from_static_parts("cause", "released"),
+            ],
+            [
+                Label::from_static_parts("collection", "attempts"),
+                Label::from_static_parts("cause", "consumed"),
+            ],
+            [
+                Label::from_static_parts("collection", "attempts"),
+                Label::from_static_parts("cause", "drained"),
+            ],
+        ],
+        [
+            [
+                Label::from_static_parts("collection", "replay"),
+                Label::from_static_parts("cause", "expired"),
+            ],
+            [
+                Label::from_static_parts("collection", "replay"),
+                Label::from_static_parts("cause", "revoked"),
+            ],
+            [
+                Label::from_static_parts("collection", "replay"),
+                Label::from_static_parts("cause", "cascaded"),
+            ],
+            [
+                Label::from_static_parts("collection", "replay"),
+                Label::from_static_parts("cause", "released"),
+            ],
+            [
+                Label::from_static_parts("collection", "replay"),
+                Label::from_static_parts("cause", "consumed"),
+            ],
+            [
+                Label::from_static_parts("collection", "replay"),
+                Label::from_static_parts("cause", "drained"),
+            ],
+        ],
+        [
+            [
+                Label::from_static_parts("collection", "idempotency"),
+                Label::from_static_parts("cause", "expired"),
+            ],
+            [
+                Label::from_static_parts("collection", "idempotency"),
+                Label::from_static_parts("cause", "revoked"),
+            ],
+            [
+                Label::from_static_parts("collection", "idempotency"),
+                Label::from_static_parts("cause", "cascaded"),
+            ],
+            [
+                Label::from_static_parts("collection", "idempotency"),
+                Label::from_static_parts("cause", "released"),
+            ],
+            [
+                Label::from_static_parts("collection", "idempotency"),
+                Label::from_static_parts("cause", "consumed"),
+            ],
+            [
+                Label::from_static_parts("collection", "idempotency"),
+                Label::from_static_parts("cause", "drained"),
+            ],
+        ],
+        [
+            [
+                Label::from_static_parts("collection", "tombstones"),
+                Label::from_static_parts("cause", "expired"),
+            ],
+            [
+                Label::from_static_parts("collection", "tombstones"),
+                Label::from_static_parts("cause", "revoked"),
+            ],
+            [
+                Label::from_static_parts("collection", "tombstones"),
+                Label::from_static_parts("cause", "cascaded"),
+            ],
+            [
+                Label::from_static_parts("collection", "tombstones"),
+                Label::from_static_parts("cause", "released"),
+            ],
+            [
+                Label::from_static_parts("collection", "tombstones"),
+                Label::from_static_parts("cause", "consumed"),
+            ],
+            [
+                Label::from_static_parts("collection", "tombstones"),
+                Label::from_static_parts("cause", "drained"),
+            ],
+        ],
+        [
+            [
+                Label::from_static_parts("collection", "locks"),
+                Label::from_static_parts("cause", "expired"),
+            ],
+            [
+                Label::from_static_parts("collection", "locks"),
+                Label::from_static_parts("cause", "revoked"),
+            ],
+            [
+                Label::from_static_parts("collection", "locks"),
+                Label::from_static_parts("cause", "cascaded"),
+            ],
+            [
+                Label::from_static_parts("collection", "locks"),
+                Label::from_static_parts("cause", "released"),
+            ],
+            [
+                Label::from_static_parts("collection", "locks"),
+                Label::from_static_parts("cause", "consumed"),
+            ],
+            [
+                Label::from_static_parts("collection", "locks"),
+                Label::from_static_parts("cause", "drained"),
+            ],
+        ],
+        [
+            [
+                Label::from_static_parts("collection", "streams"),
+                Label::from_static_parts("cause", "expired"),
+            ],
+            [
+                Label::from_static_parts("collection", "streams"),
+                Label::from_static_parts("cause", "revoked"),
+            ],
+            [
+                Label::from_static_parts("collection", "streams"),
+                Label::from_static_parts("cause", "cascaded"),
+            ],
+            [
+                Label::from_static_parts("collection", "streams"),
+                Label::from_static_parts("cause", "released"),
+            ],
+            [
+                Label::from_static_parts("collection", "streams"),
+                Label::from_static_parts("cause", "consumed"),
+            ],
+            [
+                Label::from_static_parts("collection", "streams"),
+                Label::from_static_parts("cause", "drained"),
+            ],
+        ],
+        [
+            [
+                Label::from_static_parts("collection", "queues"),
+                Label::from_static_parts("cause", "expired"),
+            ],
+            [
+                Label::from_static_parts("collection", "queues"),
+                Label::from_static_parts("cause", "revoked"),
+            ],
+            [
+                Label::from_static_parts("collection", "queues"),
+                Label::from_static_parts("cause", "cascaded"),
+            ],
+            [
+                Label::from_static_parts("collection", "queues"),
+                Label::from_static_parts("cause", "released"),
+            ],
+            [
+                Label::from_static_parts("collection", "queues"),
+                Label::from_static_parts("cause", "consumed"),
+            ],
+            [
+                Label::from_static_parts("collection", "queues"),
+                Label::from_static_parts("cause", "drained"),
+            ],
+        ],
+        [
+            [
+                Label::from_static_parts("collection", "schedules"),
+                Label::from_static_parts("cause", "expired"),
+            ],
+            [
+                Label::from_static_parts("collection", "schedules"),
+                Label::from_static_parts("cause", "revoked"),
+            ],
+            [
+                Label::from_static_parts("collection", "schedules"),
+                Label::from_static_parts("cause", "cascaded"),
+            ],
+            [
+                Label::from_static_parts("collection", "schedules"),
+                Label::from_static_parts("cause", "released"),
+            ],
+            [
+                Label::from_static_parts("collection", "schedules"),
+                Label::from_static_parts("cause", "consumed"),
+            ],
+            [
+                Label::from_static_parts("collection", "schedules"),
+                Label::from_static_parts("cause", "drained"),
+            ],
+        ],
+    ];
+
+    static META: Metadata<'static> =
+        Metadata::new(module_path!(), Level::INFO, Some(module_path!()));
+
+    fn key(name: &'static str, labels: &'static [Label]) -> Key {
+        Key::from_static_parts(name, labels)
     }
 
+    fn cause_index(why: Cause) -> usize {
+        CAUSES.iter().position(|&c| c == why).unwrap_or(0)
+    }
+
+    #[cfg(test)]
+    #[test]
+    fn labels_match_the_enums() {
+        for c in Collection::ALL {
+            assert_eq!(BY_COLLECTION[c as usize][0].value(), collection(c));
+            for why in CAUSES {
+                let labels = &BY_REMOVAL[c as usize][cause_index(why)];
+                assert_eq!(labels[0].value(), collection(c));
+                assert_eq!(labels[1].value(), cause(why));
+            }
+        }
+    }
+
+    pub(crate) fn admission(c: Collection) {
+        let k = key("relaystore_admissions_total", &BY_COLLECTION[c as usize]);
+        metrics::with_recorder(|r| r.register_counter(&k, &META)).increment(1);
+    }
+
+    /// Refusals are the rare path: their labels are built per call.
     pub(crate) fn refusal(scope: Scope) {
         let (kind, c) = scope_labels(scope);
         metrics::counter!("relaystore_refusals_total", "scope" => kind, "collection" => c)
@@ -78,16 +421,14 @@ mod on {
     }
 
     pub(crate) fn removal(c: Collection, why: Cause) {
-        metrics::counter!(
-            "relaystore_removals_total",
-            "collection" => collection(c),
-            "cause" => cause(why)
-        )
-        .increment(1);
+        let labels = &BY_REMOVAL[c as usize][cause_index(why)];
+        let k = key("relaystore_removals_total", labels);
+        metrics::with_recorder(|r| r.register_counter(&k, &META)).increment(1);
     }
 
     pub(crate) fn records(c: Collection, held: u64) {
-        metrics::gauge!("relaystore_records", "collection" => collection(c)).set(held as f64);
+        let k = key("relaystore_records", &BY_COLLECTION[c as usize]);
+        metrics::with_recorder(|r| r.register_gauge(&k, &META)).set(held as f64);
     }
 
     pub(crate) fn sweep(took: Duration, removed: usize) {

@@ -395,7 +395,7 @@ impl Store {
         span.record("removed", removed);
         self.observe_sweep_ran();
         crate::metrics::sweep(started.elapsed(), removed);
-        self.report_gauges();
+        self.report_gauges(now);
         removed
     }
 
@@ -427,8 +427,21 @@ impl Store {
         n + self.sweep_kind::<Lock>(now) + self.sweep_kind::<Idem>(now)
     }
 
-    /// Sets the gauges: records held per collection, and health.
-    fn report_gauges(&self) {
+    /// Sets the gauges (records held per collection, and health) when
+    /// health changed or `GAUGE_INTERVAL` passed on the store clock since
+    /// they were last set: a sweep runs every tick, a scrape every few
+    /// seconds.
+    fn report_gauges(&self, now: MonoTime) {
+        let health = match self.health() {
+            lifecycle::Health::Ready => 0,
+            lifecycle::Health::Degraded { .. } => 1,
+            lifecycle::Health::Draining { .. } => 2,
+            _ => 3,
+        };
+        if !self.shared.observe.gauges_due(now, health) {
+            return;
+        }
+        crate::metrics::health(health);
         let s = &self.shared;
         for c in Collection::ALL {
             let held = match c {
@@ -446,12 +459,6 @@ impl Store {
             };
             crate::metrics::records(c, held);
         }
-        crate::metrics::health(match self.health() {
-            lifecycle::Health::Ready => 0,
-            lifecycle::Health::Degraded { .. } => 1,
-            lifecycle::Health::Draining { .. } => 2,
-            _ => 3,
-        });
     }
 
     // ----- shared helpers ----------------------------------------------------

@@ -28,7 +28,15 @@ pub(crate) struct Observe {
     refusals_skipped: AtomicU64,
     /// A stalled driver was reported and has not recovered since.
     stall_reported: AtomicBool,
+    /// When the gauges were last set (ms on the store clock; `u64::MAX`
+    /// if never), and the health they reported.
+    gauges_at_ms: AtomicU64,
+    gauges_health: AtomicU64,
 }
+
+/// How often the sweep sets the metrics gauges (store clock), unless
+/// health changes sooner.
+pub(crate) const GAUGE_INTERVAL: Duration = Duration::from_secs(1);
 
 impl Observe {
     pub(crate) fn new() -> Self {
@@ -36,7 +44,24 @@ impl Observe {
             refusal_logged_ms: AtomicU64::new(u64::MAX),
             refusals_skipped: AtomicU64::new(0),
             stall_reported: AtomicBool::new(false),
+            gauges_at_ms: AtomicU64::new(u64::MAX),
+            gauges_health: AtomicU64::new(u64::MAX),
         }
+    }
+
+    /// Whether the gauges are due at `now` with health `health`; if so,
+    /// records that they are being set.
+    pub(crate) fn gauges_due(&self, now: MonoTime, health: u8) -> bool {
+        let now_ms = now.as_millis();
+        let last = self.gauges_at_ms.load(Ordering::Acquire);
+        let interval = GAUGE_INTERVAL.as_millis() as u64;
+        let changed =
+            self.gauges_health.swap(u64::from(health), Ordering::AcqRel) != u64::from(health);
+        let due = last == u64::MAX || now_ms.saturating_sub(last) >= interval;
+        if changed || due {
+            self.gauges_at_ms.store(now_ms, Ordering::Release);
+        }
+        changed || due
     }
 }
 
