@@ -5,6 +5,8 @@
 //! lapses). Payloads of 64 bytes; on 1 and 2 threads, claims of 1 and of
 //! 16 jobs.
 
+mod support;
+
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use relaystore::queue::{JobOptions, QueueConfig};
 use relaystore::{Store, TenantId};
@@ -17,13 +19,6 @@ use std::time::{Duration, Instant};
 const T: TenantId = TenantId(1);
 const PAYLOAD: [u8; 64] = [7; 64];
 const BATCH: usize = 16;
-
-fn config() -> Criterion {
-    Criterion::default()
-        .sample_size(10)
-        .warm_up_time(Duration::from_millis(300))
-        .measurement_time(Duration::from_secs(2))
-}
 
 fn store() -> Store {
     let store = Store::builder().build().unwrap();
@@ -181,7 +176,7 @@ fn cycle(c: &mut Criterion) {
 
 criterion_group! {
     name = benches;
-    config = config();
+    config = support::short_runs();
     targets = cycle
 }
 criterion_main!(benches);

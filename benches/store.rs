@@ -248,13 +248,6 @@ fn ready<F: std::future::Future>(future: F) -> F::Output {
     }
 }
 
-fn config() -> Criterion {
-    Criterion::default()
-        .sample_size(10)
-        .warm_up_time(Duration::from_millis(300))
-        .measurement_time(Duration::from_secs(2))
-}
-
 /// Lease renewal (the hot path: heartbeats and refreshes).
 fn renew_and_get(c: &mut Criterion) {
     for n in SIZES {
@@ -837,7 +830,7 @@ fn store_expiry(c: &mut Criterion) {
 
 criterion_group! {
     name = benches;
-    config = config();
+    config = support::short_runs();
     targets = renew_and_get, create_ops, idle_tick, quotas, store_expiry
 }
 criterion_main!(benches);

@@ -3,13 +3,14 @@
 //! `crossbeam-channel`. Payloads of 64 bytes; every structure keeps at
 //! most 65,536 entries, dropping its oldest when full.
 
+mod support;
+
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use relaystore::stream::{StreamConfig, WhenFull};
 use relaystore::{Store, TenantId};
 use std::collections::VecDeque;
 use std::hint::black_box;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 const T: TenantId = TenantId(1);
 const HELD: usize = 1 << 16;
@@ -17,13 +18,6 @@ const PAYLOAD: [u8; 64] = [7; 64];
 
 /// The hand-written baseline: entries with their offsets, and the next.
 type Ring = Mutex<(u64, VecDeque<(u64, Arc<[u8]>)>)>;
-
-fn config() -> Criterion {
-    Criterion::default()
-        .sample_size(10)
-        .warm_up_time(Duration::from_millis(300))
-        .measurement_time(Duration::from_secs(2))
-}
 
 fn store() -> Store {
     let store = Store::builder().build().unwrap();
@@ -94,7 +88,7 @@ fn read(c: &mut Criterion) {
 
 criterion_group! {
     name = benches;
-    config = config();
+    config = support::short_runs();
     targets = append, read
 }
 criterion_main!(benches);

@@ -109,3 +109,13 @@ pub fn delay_queue_drain(n: u64, mut ttl_ms: impl FnMut(u64) -> u64) -> std::tim
         elapsed
     })
 }
+
+/// Criterion settings for the benches that compare several structures per
+/// group: 10 samples of 2 s after 300 ms of warm-up, so a whole bench file
+/// stays in minutes on two cores. Medians of several runs carry the claims.
+pub fn short_runs() -> criterion::Criterion {
+    criterion::Criterion::default()
+        .sample_size(10)
+        .warm_up_time(std::time::Duration::from_millis(300))
+        .measurement_time(std::time::Duration::from_secs(2))
+}
