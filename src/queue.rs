@@ -115,7 +115,7 @@ pub struct QueueConfig {
     pub visibility: Duration,
     /// Claims a job gets before it is dead-lettered. Default 3.
     pub attempts_max: u32,
-    /// The retry backoff. Default base 5 s, max 300 s.
+    /// The retry backoff. Default base 5 s, max 300 s (at most `ttl_max`).
     pub backoff: Backoff,
     /// The seed of the queue's jitter ([`Jitter`]); `None` draws one from
     /// the OS at creation.

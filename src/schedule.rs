@@ -20,7 +20,7 @@ use crate::events::Collection;
 use crate::ids::TenantId;
 use crate::quota::Counter;
 use crate::shard::{ShardMap, Upsert};
-use crate::sync::{lock_at, Arc, Mutex, Rung};
+use crate::sync::{lock_at, Arc, AtomicU64, Mutex, Ordering, Rung};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -129,6 +129,20 @@ pub(crate) struct Book {
     schedules: BTreeMap<Arc<str>, Schedule>,
 }
 
+/// A tenant's book in the map, with a count readable without its lock:
+/// the schedules it holds plus schedulings under way, so an empty book is
+/// forgotten (the map holds books only for tenants with schedules) and a
+/// scheduling never writes into a book that was forgotten under it.
+#[derive(Default)]
+pub(crate) struct Shelf {
+    held: AtomicU64,
+    book: Mutex<Book>,
+}
+
+/// Rounds a scheduling makes when its tenant's book keeps being forgotten
+/// under it, before it answers `InFlight` (retry).
+const SHELF_ROUNDS_MAX: usize = 4;
+
 /// The store-wide bounds on schedules.
 pub(crate) struct ScheduleLimits {
     pub(crate) schedules_max: u64,
@@ -145,7 +159,7 @@ pub(crate) type Fire<'a> = &'a mut dyn FnMut(&str, &[u8], usize) -> Result<()>;
 pub(crate) type Leads<'a> = &'a mut dyn FnMut() -> Result<()>;
 
 pub(crate) struct ScheduleHub {
-    books: ShardMap<TenantId, Arc<Mutex<Book>>>,
+    books: ShardMap<TenantId, Arc<Shelf>>,
     count: Counter,
     limits: ScheduleLimits,
 }
@@ -167,18 +181,30 @@ impl ScheduleHub {
         self.count.used()
     }
 
-    fn book(&self, tenant: TenantId) -> Arc<Mutex<Book>> {
-        if let Some(book) = self.books.read(&tenant, Arc::clone) {
-            return book;
+    fn shelf(&self, tenant: TenantId) -> Arc<Shelf> {
+        if let Some(shelf) = self.books.read(&tenant, Arc::clone) {
+            return shelf;
         }
-        let (book, _) = self.books.upsert(tenant, |held| match held {
-            Some(b) => Upsert::Keep(Arc::clone(b)),
+        let (shelf, _) = self.books.upsert(tenant, |held| match held {
+            Some(s) => Upsert::Keep(Arc::clone(s)),
             None => {
-                let b = Arc::new(Mutex::new(Book::default()));
-                Upsert::Put(Arc::clone(&b), b)
+                let s = Arc::new(Shelf::default());
+                Upsert::Put(Arc::clone(&s), s)
             }
         });
-        book
+        shelf
+    }
+
+    /// Forgets the tenant's book if it holds nothing and no scheduling is
+    /// under way in it (atomics only under the shard lock).
+    fn forget_if_empty(&self, tenant: TenantId) {
+        self.books.remove_if(&tenant, |s| {
+            if s.held.load(Ordering::Acquire) == 0 {
+                Ok(())
+            } else {
+                Err(())
+            }
+        });
     }
 
     /// Schedules `name` (a new one, or a replacement of the same name,
@@ -204,8 +230,45 @@ impl ScheduleHub {
             });
         }
         let interval_ms = interval.as_millis() as u64;
-        let book = self.book(tenant);
-        let mut book = lock_at(Rung::Schedule, &book);
+        for _ in 0..SHELF_ROUNDS_MAX {
+            let shelf = self.shelf(tenant);
+            let mut book = lock_at(Rung::Schedule, &shelf.book);
+            // Count this scheduling first, so the book is not forgotten
+            // from here on; then make sure it was not forgotten before.
+            shelf.held.fetch_add(1, Ordering::SeqCst);
+            let current = self
+                .books
+                .read(&tenant, |s| Arc::ptr_eq(s, &shelf))
+                .unwrap_or(false);
+            if !current {
+                shelf.held.fetch_sub(1, Ordering::SeqCst);
+                continue;
+            }
+            let added = self.add(&mut book, name, spec, interval_ms, queue, payload, now_ms);
+            shelf
+                .held
+                .store(book.schedules.len() as u64, Ordering::SeqCst);
+            drop(book);
+            if added.is_err() {
+                self.forget_if_empty(tenant);
+            }
+            return added;
+        }
+        Err(Error::InFlight)
+    }
+
+    /// Puts the schedule in `book`, within the caps.
+    #[allow(clippy::too_many_arguments)]
+    fn add(
+        &self,
+        book: &mut Book,
+        name: Arc<str>,
+        spec: &str,
+        interval_ms: u64,
+        queue: Arc<str>,
+        payload: Arc<[u8]>,
+        now_ms: u64,
+    ) -> Result<()> {
         let replacing = book.schedules.contains_key(&name);
         if !replacing {
             if book.schedules.len() >= self.limits.per_tenant_max {
@@ -233,22 +296,28 @@ impl ScheduleHub {
 
     /// Removes schedule `name`.
     pub(crate) fn unschedule(&self, tenant: TenantId, name: &str) -> Result<()> {
-        let book = self
+        let shelf = self
             .books
             .read(&tenant, Arc::clone)
             .ok_or(Error::NotFound)?;
-        let removed = lock_at(Rung::Schedule, &book).schedules.remove(name);
+        let mut book = lock_at(Rung::Schedule, &shelf.book);
+        let removed = book.schedules.remove(name);
+        shelf
+            .held
+            .store(book.schedules.len() as u64, Ordering::SeqCst);
+        drop(book);
         removed.ok_or(Error::NotFound)?;
         self.count.release(1);
+        self.forget_if_empty(tenant);
         Ok(())
     }
 
     /// The tenant's schedules at `now_ms`, by name.
     pub(crate) fn list(&self, tenant: TenantId, now_ms: u64) -> Vec<ScheduleInfo> {
-        let Some(book) = self.books.read(&tenant, Arc::clone) else {
+        let Some(shelf) = self.books.read(&tenant, Arc::clone) else {
             return Vec::new();
         };
-        let book = lock_at(Rung::Schedule, &book);
+        let book = lock_at(Rung::Schedule, &shelf.book);
         book.schedules
             .iter()
             .map(|(name, s)| ScheduleInfo {
@@ -264,10 +333,9 @@ impl ScheduleHub {
 
     /// Schedules tenant `tenant` holds, and its cap.
     pub(crate) fn tenant_usage(&self, tenant: TenantId) -> (u64, u64) {
-        let held = self
-            .books
-            .read(&tenant, Arc::clone)
-            .map_or(0, |b| lock_at(Rung::Schedule, &b).schedules.len() as u64);
+        let held = self.books.read(&tenant, Arc::clone).map_or(0, |s| {
+            lock_at(Rung::Schedule, &s.book).schedules.len() as u64
+        });
         (held, self.limits.per_tenant_max as u64)
     }
 
@@ -287,10 +355,10 @@ impl ScheduleHub {
             // Broken twin: the lead is checked before the book is taken.
             leads()?;
         }
-        let Some(book) = self.books.read(&tenant, Arc::clone) else {
+        let Some(shelf) = self.books.read(&tenant, Arc::clone) else {
             return Ok(run);
         };
-        let mut book = lock_at(Rung::Schedule, &book);
+        let mut book = lock_at(Rung::Schedule, &shelf.book);
         if !early {
             leads()?;
         }
@@ -318,12 +386,20 @@ impl ScheduleHub {
     /// Schedules held per the books against the count.
     #[cfg(any(test, feature = "internals"))]
     pub(crate) fn audit(&self) -> std::result::Result<(), String> {
-        let mut books = Vec::new();
-        self.books.for_each(|_, b| books.push(Arc::clone(b)));
-        let held: u64 = books
-            .iter()
-            .map(|b| lock_at(Rung::Schedule, b).schedules.len() as u64)
-            .sum();
+        let mut shelves = Vec::new();
+        self.books
+            .for_each(|t, s| shelves.push((*t, Arc::clone(s))));
+        let mut held = 0;
+        for (tenant, shelf) in &shelves {
+            let n = lock_at(Rung::Schedule, &shelf.book).schedules.len() as u64;
+            if n == 0 || shelf.held.load(Ordering::Acquire) != n {
+                return Err(format!(
+                    "schedules: {tenant}'s book holds {n}, counted {} (an empty book is forgotten)",
+                    shelf.held.load(Ordering::Acquire)
+                ));
+            }
+            held += n;
+        }
         if held != self.count.used() {
             return Err(format!(
                 "schedules: {held} held, {} admitted",

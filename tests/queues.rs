@@ -438,6 +438,13 @@ fn every_bound_refuses_with_its_own_scope_and_changes_nothing() {
             ..small(2, 1)
         },
         QueueConfig {
+            backoff: relaystore::queue::Backoff {
+                base: SEC,
+                max: SEC * 7200,
+            },
+            ..small(2, 1)
+        },
+        QueueConfig {
             jobs_max: (1 << 20) + 1,
             dead_letters_max: 1,
             ..small(2, 1)

@@ -212,3 +212,41 @@ fn specs_intervals_and_bounds_are_checked() {
     s.schedule(T, "m", "@every 1s", "ticks", b"").unwrap();
     s.audit().unwrap();
 }
+
+#[test]
+fn a_tenant_whose_schedules_are_gone_leaves_nothing_behind() {
+    let (_c, s) = store_with(StoreConfig {
+        schedules_max: 1,
+        ..config()
+    });
+    // Many tenants schedule and unschedule, and some are refused: the
+    // store keeps a book only for a tenant holding schedules (the audit
+    // reports an empty one).
+    for t in 1..=50u64 {
+        let t = relaystore::TenantId(t);
+        s.create_queue(t, "ticks", small_queue()).unwrap();
+        s.schedule(t, "beat", "@every 1s", "ticks", b"").unwrap();
+        let other = relaystore::TenantId(t.0 + 1000);
+        s.create_queue(other, "ticks", small_queue()).unwrap();
+        assert_eq!(
+            s.schedule(other, "beat", "@every 1s", "ticks", b"")
+                .map_err(|e| e.capacity_scope()),
+            Err(Some(Scope::Collection(
+                relaystore::events::Collection::Schedules
+            )))
+        );
+        s.audit().unwrap();
+        s.unschedule(t, "beat").unwrap();
+        s.audit().unwrap();
+        assert!(s.schedules(t).is_empty());
+    }
+}
+
+fn small_queue() -> QueueConfig {
+    QueueConfig {
+        jobs_max: 8,
+        bytes_max: 64,
+        dead_letters_max: 1,
+        ..QueueConfig::default()
+    }
+}

@@ -50,6 +50,11 @@ impl Store {
         self.shared
             .ttl
             .deadline(self.shared.clock.now(), config.visibility)?;
+        if config.backoff.max > self.shared.config.ttl_max {
+            return Err(Error::InvalidArgument {
+                reason: "a queue's backoff max is above ttl_max",
+            });
+        }
         self.admit_new(self.shared.clock.now())?;
         self.create_queue_named(tenant, Arc::from(name), config)
     }
