@@ -125,6 +125,19 @@ impl QuotaPolicy for UniformQuota {
 pub(crate) struct Limits {
     ceilings: [u64; Collection::ALL.len()],
     pub(crate) tenants_max: u64,
+    /// The named mechanisms' caps (their store-wide ceilings are in
+    /// `ceilings`): what each creation, listen and subscription checks.
+    pub(crate) streams_per_tenant_max: u64,
+    pub(crate) stream_bytes_total_max: u64,
+    pub(crate) stream_entries_total_max: u64,
+    pub(crate) queues_per_tenant_max: u64,
+    pub(crate) queue_jobs_total_max: u64,
+    pub(crate) queue_bytes_total_max: u64,
+    pub(crate) schedules_per_tenant_max: u64,
+    pub(crate) listeners_max: u64,
+    pub(crate) listeners_per_channel_max: usize,
+    pub(crate) channels_per_tenant_max: u64,
+    pub(crate) subscribers_max: usize,
 }
 
 impl Limits {
@@ -132,6 +145,17 @@ impl Limits {
         Limits {
             ceilings: Collection::ALL.map(|c| config.ceiling(c)),
             tenants_max: config.tenants_max,
+            streams_per_tenant_max: config.streams_per_tenant_max,
+            stream_bytes_total_max: config.stream_bytes_total_max,
+            stream_entries_total_max: config.stream_entries_total_max,
+            queues_per_tenant_max: config.queues_per_tenant_max,
+            queue_jobs_total_max: config.queue_jobs_total_max,
+            queue_bytes_total_max: config.queue_bytes_total_max,
+            schedules_per_tenant_max: config.schedules_per_tenant_max,
+            listeners_max: config.listeners_max,
+            listeners_per_channel_max: config.listeners_per_channel_max,
+            channels_per_tenant_max: config.channels_per_tenant_max,
+            subscribers_max: config.subscribers_max,
         }
     }
 

@@ -6,10 +6,11 @@
 //! on with the newest events. Emitting never blocks on a subscriber and never
 //! grows memory past `subscribers_max * subscriber_buffer_max` events.
 
+use crate::config::Limits;
 use crate::error::{Error, Result, Scope};
 use crate::faults::{self, StoreFault};
 use crate::ids::{AttemptId, LeaseId, TenantId};
-use crate::sync::{lock_at, Arc, AtomicU64, Condvar, Mutex, Ordering, Rung};
+use crate::sync::{lock_at, Arc, AtomicU64, Condvar, Mutex, Ordering, Rung, Snapshot};
 use std::collections::VecDeque;
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
@@ -195,16 +196,17 @@ pub(crate) struct EventHub {
     inboxes: Mutex<Vec<Arc<Inbox>>>,
     /// Fast path: no subscribers means nothing to lock.
     count: AtomicU64,
-    subscribers_max: usize,
+    /// Where `subscribers_max` is read, as it changes at run time.
+    live: Arc<Snapshot<Limits>>,
     buffer_max: usize,
 }
 
 impl EventHub {
-    pub(crate) fn new(subscribers_max: usize, buffer_max: usize) -> Self {
+    pub(crate) fn new(live: Arc<Snapshot<Limits>>, buffer_max: usize) -> Self {
         EventHub {
             inboxes: Mutex::new(Vec::new()),
             count: AtomicU64::new(0),
-            subscribers_max,
+            live,
             buffer_max,
         }
     }
@@ -214,11 +216,12 @@ impl EventHub {
         let wanted = collections
             .iter()
             .fold(0u32, |bits, &c| bits | 1 << (c as u32));
+        let subscribers_max = self.live.read(|l| l.subscribers_max);
         let mut inboxes = lock_at(Rung::Hub, &self.inboxes);
-        if inboxes.len() >= self.subscribers_max {
+        if inboxes.len() >= subscribers_max {
             return Err(Error::capacity(
                 Scope::Subscribers,
-                self.subscribers_max as u64,
+                subscribers_max as u64,
                 inboxes.len() as u64,
             ));
         }

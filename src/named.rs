@@ -65,27 +65,25 @@ pub(crate) fn view<'k>(key: &'k Name<'_>) -> &'k (dyn KeyView + 'k) {
     key
 }
 
-/// How many objects of one kind each tenant holds, against one cap for
-/// every tenant; a tenant holding none has no entry.
+/// How many objects of one kind each tenant holds, against a cap the
+/// caller reads (from the store's run-time limits); a tenant holding none
+/// has no entry.
 pub(crate) struct TenantCounts {
     counts: ShardMap<TenantId, u64>,
-    max: u64,
     scope: Scope,
 }
 
 impl TenantCounts {
-    pub(crate) fn new(max: u64, scope: Scope) -> Self {
+    pub(crate) fn new(scope: Scope) -> Self {
         TenantCounts {
             counts: ShardMap::with_capacity(16),
-            max,
             scope,
         }
     }
 
     /// Takes one slot for `tenant`; `CapacityExceeded` with the cap's
     /// scope if it holds `max` already.
-    pub(crate) fn take(&self, tenant: TenantId) -> Result<()> {
-        let max = self.max;
+    pub(crate) fn take(&self, tenant: TenantId, max: u64) -> Result<()> {
         let (taken, _) = self.counts.upsert(tenant, |n| match n {
             Some(&n) if n >= max => Upsert::Keep(Err(n)),
             Some(&n) => Upsert::Put(n + 1, Ok(())),
@@ -110,11 +108,6 @@ impl TenantCounts {
     /// Slots `tenant` holds.
     pub(crate) fn of(&self, tenant: TenantId) -> u64 {
         self.counts.read(&tenant, |&n| n).unwrap_or(0)
-    }
-
-    /// The cap.
-    pub(crate) fn max(&self) -> u64 {
-        self.max
     }
 
     /// Every tenant's count (for audits).

@@ -24,6 +24,7 @@
 //! earliest delay or visibility deadline, so a lapsed claim returns its job
 //! (and wakes waiting workers) even if nobody claims.
 
+use crate::config::Limits;
 use crate::error::{Error, Result, Scope};
 use crate::events::Collection;
 use crate::faults::{self, StoreFault};
@@ -31,7 +32,7 @@ use crate::ids::{JobId, TenantId};
 use crate::named::{view, Name, TenantCounts, TenantName};
 use crate::quota::{Counter, Reservation};
 use crate::shard::{ShardMap, Upsert};
-use crate::sync::{lock_at, Arc, AtomicU64, Mutex, Ordering, Rung};
+use crate::sync::{lock_at, Arc, AtomicU64, Mutex, Ordering, Rung, Snapshot};
 use crate::time::{duration_to_millis_ceil, MonoTime};
 use crate::wheel::{Fired, TimerHandle, Wheel};
 use std::collections::BTreeSet;
@@ -247,13 +248,9 @@ pub enum Failed {
 
 /// The store-wide bounds on queues.
 pub(crate) struct QueueLimits {
-    pub(crate) queues_max: u64,
-    pub(crate) queues_per_tenant_max: u64,
     pub(crate) jobs_max: usize,
     pub(crate) bytes_max: usize,
     pub(crate) payload_bytes_max: usize,
-    pub(crate) jobs_total_max: u64,
-    pub(crate) bytes_total_max: u64,
 }
 
 /// One job handed to a worker by a claim.
@@ -289,6 +286,9 @@ pub(crate) struct QueueHub {
     queues: ShardMap<TenantName, Arc<Queue>>,
     tenant_queues: TenantCounts,
     limits: QueueLimits,
+    /// The caps that change at run time: the per-tenant and store-wide
+    /// counts and budgets, read whole by each creation.
+    live: Arc<Snapshot<Limits>>,
     /// Queues held, against `queues_max`.
     count: Counter,
     /// The queues' `jobs_max` together, against `queue_jobs_total_max`.
@@ -519,17 +519,24 @@ const JOB_HASH: ahash::RandomState = ahash::RandomState::with_seeds(
 pub(crate) const LAPSED: &str = "visibility lapsed";
 
 impl QueueHub {
-    pub(crate) fn new(limits: QueueLimits, start: MonoTime, incarnation: u64) -> Self {
+    pub(crate) fn new(
+        limits: QueueLimits,
+        live: Arc<Snapshot<Limits>>,
+        start: MonoTime,
+        incarnation: u64,
+    ) -> Self {
+        let (count, jobs, bytes) = live.read(|l| {
+            let c = l.ceiling(Collection::Queues);
+            (c, l.queue_jobs_total_max, l.queue_bytes_total_max)
+        });
         QueueHub {
             queues: ShardMap::with_capacity(16),
-            tenant_queues: TenantCounts::new(
-                limits.queues_per_tenant_max,
-                Scope::Tenant(Collection::Queues),
-            ),
-            count: Counter::new(Scope::Collection(Collection::Queues), limits.queues_max),
-            budget_jobs: Counter::new(Scope::QueueJobsTotal, limits.jobs_total_max),
-            budget_bytes: Counter::new(Scope::QueueBytesTotal, limits.bytes_total_max),
+            tenant_queues: TenantCounts::new(Scope::Tenant(Collection::Queues)),
+            count: Counter::new(Scope::Collection(Collection::Queues), count),
+            budget_jobs: Counter::new(Scope::QueueJobsTotal, jobs),
+            budget_bytes: Counter::new(Scope::QueueBytesTotal, bytes),
             limits,
+            live,
             timers: Mutex::new(Wheel::new(start.as_millis())),
             serials: AtomicU64::new(0),
             claims: AtomicU64::new(0),
@@ -544,7 +551,16 @@ impl QueueHub {
 
     /// Queues tenant `tenant` holds, and the cap.
     pub(crate) fn tenant_usage(&self, tenant: TenantId) -> (u64, u64) {
-        (self.tenant_queues.of(tenant), self.tenant_queues.max())
+        let cap = self.live.read(|l| l.queues_per_tenant_max);
+        (self.tenant_queues.of(tenant), cap)
+    }
+
+    /// Sets the counters' own limits to `l`'s (what they report; every
+    /// admission takes its limits from the snapshot).
+    pub(crate) fn relimit(&self, l: &Limits) {
+        self.count.set_limit(l.ceiling(Collection::Queues));
+        self.budget_jobs.set_limit(l.queue_jobs_total_max);
+        self.budget_bytes.set_limit(l.queue_bytes_total_max);
     }
 
     fn get(&self, key: Name) -> Result<Arc<Queue>> {
@@ -581,11 +597,17 @@ impl QueueHub {
         // The tenant's own cap first, then the store-wide ones: a queue
         // reserves its whole capacity, so no enqueue needs room the store
         // did not commit to.
-        self.tenant_queues.take(key.0)?;
-        let store_wide = Reservation::acquire(&[
-            (&self.count, 1),
-            (&self.budget_jobs, config.jobs_max as u64),
-            (&self.budget_bytes, config.bytes_max as u64),
+        let caps = self.live.read(|l| {
+            let c = l.ceiling(Collection::Queues);
+            let budgets = (l.queue_jobs_total_max, l.queue_bytes_total_max);
+            (l.queues_per_tenant_max, c, budgets)
+        });
+        let (per_tenant, ceiling, (jobs_total, bytes_total)) = caps;
+        self.tenant_queues.take(key.0, per_tenant)?;
+        let store_wide = Reservation::acquire_under(&[
+            (&self.count, 1, ceiling),
+            (&self.budget_jobs, config.jobs_max as u64, jobs_total),
+            (&self.budget_bytes, config.bytes_max as u64, bytes_total),
         ]);
         let store_wide = match store_wide {
             Ok(held) => held,

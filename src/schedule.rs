@@ -14,13 +14,13 @@
 //! that has lost the lead fires nothing, whatever happened between its
 //! call and its turn.
 
-use crate::config::SCHEDULE_CATCH_UP_MAX;
+use crate::config::{Limits, SCHEDULE_CATCH_UP_MAX};
 use crate::error::{Error, Result, Scope};
 use crate::events::Collection;
 use crate::ids::TenantId;
 use crate::quota::Counter;
 use crate::shard::{ShardMap, Upsert};
-use crate::sync::{lock_at, Arc, AtomicU64, Mutex, Ordering, Rung};
+use crate::sync::{lock_at, Arc, AtomicU64, Mutex, Ordering, Rung, Snapshot};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -145,8 +145,6 @@ const SHELF_ROUNDS_MAX: usize = 4;
 
 /// The store-wide bounds on schedules.
 pub(crate) struct ScheduleLimits {
-    pub(crate) schedules_max: u64,
-    pub(crate) per_tenant_max: usize,
     pub(crate) interval_min: Duration,
     pub(crate) interval_max: Duration,
 }
@@ -162,18 +160,26 @@ pub(crate) struct ScheduleHub {
     books: ShardMap<TenantId, Arc<Shelf>>,
     count: Counter,
     limits: ScheduleLimits,
+    /// The caps that change at run time (per tenant and store-wide), read
+    /// whole by each scheduling.
+    live: Arc<Snapshot<Limits>>,
 }
 
 impl ScheduleHub {
-    pub(crate) fn new(limits: ScheduleLimits) -> Self {
+    pub(crate) fn new(limits: ScheduleLimits, live: Arc<Snapshot<Limits>>) -> Self {
+        let ceiling = live.read(|l| l.ceiling(Collection::Schedules));
         ScheduleHub {
             books: ShardMap::with_capacity(16),
-            count: Counter::new(
-                Scope::Collection(Collection::Schedules),
-                limits.schedules_max,
-            ),
+            count: Counter::new(Scope::Collection(Collection::Schedules), ceiling),
             limits,
+            live,
         }
+    }
+
+    /// Sets the counter's own limit to `l`'s (what it reports; every
+    /// admission takes its limits from the snapshot).
+    pub(crate) fn relimit(&self, l: &Limits) {
+        self.count.set_limit(l.ceiling(Collection::Schedules));
     }
 
     /// Schedules held, store-wide.
@@ -271,14 +277,16 @@ impl ScheduleHub {
     ) -> Result<()> {
         let replacing = book.schedules.contains_key(&name);
         if !replacing {
-            if book.schedules.len() >= self.limits.per_tenant_max {
-                return Err(Error::capacity(
-                    Scope::Tenant(Collection::Schedules),
-                    self.limits.per_tenant_max as u64,
-                    book.schedules.len() as u64,
-                ));
+            let (per_tenant, ceiling) = self.live.read(|l| {
+                let c = l.ceiling(Collection::Schedules);
+                (l.schedules_per_tenant_max, c)
+            });
+            let held = book.schedules.len() as u64;
+            if held >= per_tenant {
+                let scope = Scope::Tenant(Collection::Schedules);
+                return Err(Error::capacity(scope, per_tenant, held));
             }
-            self.count.acquire(1)?;
+            self.count.acquire_under(1, ceiling)?;
         }
         book.schedules.insert(
             name,
@@ -336,7 +344,7 @@ impl ScheduleHub {
         let held = self.books.read(&tenant, Arc::clone).map_or(0, |s| {
             lock_at(Rung::Schedule, &s.book).schedules.len() as u64
         });
-        (held, self.limits.per_tenant_max as u64)
+        (held, self.live.read(|l| l.schedules_per_tenant_max))
     }
 
     /// Fires what is due at `now()` for a runner, if `leads` says it

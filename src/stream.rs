@@ -20,13 +20,14 @@
 //! or a map shard is held. Appends notify the stream's wake channel after
 //! the lock is given up, so a follower woken by an append always reads it.
 
+use crate::config::Limits;
 use crate::error::{Error, Result, Scope};
 use crate::events::Collection;
 use crate::ids::{LeaseId, TenantId};
 use crate::named::{view, Name, TenantCounts, TenantName};
 use crate::quota::{Counter, Reservation};
 use crate::shard::{ShardMap, Upsert};
-use crate::sync::{lock_at, Arc, AtomicBool, AtomicU64, Mutex, Ordering, Rung};
+use crate::sync::{lock_at, Arc, AtomicBool, AtomicU64, Mutex, Ordering, Rung, Snapshot};
 use crate::time::{duration_to_millis_ceil, Clock, MonoTime};
 use crate::wheel::{Fired, TimerHandle, Wheel};
 use std::collections::{BTreeMap, VecDeque};
@@ -123,14 +124,10 @@ pub struct StreamRead {
 
 /// The store-wide bounds on streams.
 pub(crate) struct StreamLimits {
-    pub(crate) streams_max: u64,
-    pub(crate) streams_per_tenant_max: u64,
     pub(crate) entries_max: usize,
     pub(crate) bytes_max: usize,
     pub(crate) payload_bytes_max: usize,
     pub(crate) consumers_max: usize,
-    pub(crate) bytes_total_max: u64,
-    pub(crate) entries_total_max: u64,
 }
 
 /// Whether the lease with this sequence number is visible, asked (with no
@@ -155,6 +152,9 @@ pub(crate) struct StreamHub {
     streams: ShardMap<TenantName, Arc<Stream>>,
     tenant_streams: TenantCounts,
     limits: StreamLimits,
+    /// The caps that change at run time: the per-tenant and store-wide
+    /// counts and budgets, read whole by each creation.
+    live: Arc<Snapshot<Limits>>,
     /// Streams held, against `streams_max`.
     count: Counter,
     /// The streams' `bytes_max` together, against `stream_bytes_total_max`.
@@ -249,17 +249,19 @@ impl Stream {
 }
 
 impl StreamHub {
-    pub(crate) fn new(limits: StreamLimits, start: MonoTime) -> Self {
+    pub(crate) fn new(limits: StreamLimits, live: Arc<Snapshot<Limits>>, start: MonoTime) -> Self {
+        let (count, bytes, entries) = live.read(|l| {
+            let c = l.ceiling(Collection::Streams);
+            (c, l.stream_bytes_total_max, l.stream_entries_total_max)
+        });
         StreamHub {
             streams: ShardMap::with_capacity(16),
-            tenant_streams: TenantCounts::new(
-                limits.streams_per_tenant_max,
-                Scope::Tenant(Collection::Streams),
-            ),
-            count: Counter::new(Scope::Collection(Collection::Streams), limits.streams_max),
-            budget_bytes: Counter::new(Scope::StreamBytesTotal, limits.bytes_total_max),
-            budget_entries: Counter::new(Scope::StreamEntriesTotal, limits.entries_total_max),
+            tenant_streams: TenantCounts::new(Scope::Tenant(Collection::Streams)),
+            count: Counter::new(Scope::Collection(Collection::Streams), count),
+            budget_bytes: Counter::new(Scope::StreamBytesTotal, bytes),
+            budget_entries: Counter::new(Scope::StreamEntriesTotal, entries),
             limits,
+            live,
             aging: Mutex::new(Wheel::new(start.as_millis())),
             serials: AtomicU64::new(0),
         }
@@ -322,15 +324,25 @@ impl StreamHub {
             Some(false) => return Err(Error::Exists),
             None => {}
         }
-        self.tenant_streams.take(key.0)?;
+        let caps = self.live.read(|l| {
+            let c = l.ceiling(Collection::Streams);
+            let budgets = (l.stream_bytes_total_max, l.stream_entries_total_max);
+            (l.streams_per_tenant_max, c, budgets)
+        });
+        let (per_tenant, ceiling, (bytes_total, entries_total)) = caps;
+        self.tenant_streams.take(key.0, per_tenant)?;
         // The tenant's own cap first, then the store-wide ones (a tenant at
         // its cap never holds store-wide room): a stream, and its whole
         // capacity from the store's budget, so no append can need memory
         // the store did not commit to.
-        let store_wide = Reservation::acquire(&[
-            (&self.count, 1),
-            (&self.budget_bytes, config.bytes_max as u64),
-            (&self.budget_entries, config.entries_max as u64),
+        let store_wide = Reservation::acquire_under(&[
+            (&self.count, 1, ceiling),
+            (&self.budget_bytes, config.bytes_max as u64, bytes_total),
+            (
+                &self.budget_entries,
+                config.entries_max as u64,
+                entries_total,
+            ),
         ]);
         let store_wide = match store_wide {
             Ok(held) => held,
@@ -483,8 +495,18 @@ impl StreamHub {
     }
 
     /// Streams tenant `tenant` holds.
-    pub(crate) fn tenant_streams(&self, tenant: TenantId) -> u64 {
-        self.tenant_streams.of(tenant)
+    /// Sets the counters' own limits to `l`'s (what they report; every
+    /// admission takes its limits from the snapshot).
+    pub(crate) fn relimit(&self, l: &Limits) {
+        self.count.set_limit(l.ceiling(Collection::Streams));
+        self.budget_bytes.set_limit(l.stream_bytes_total_max);
+        self.budget_entries.set_limit(l.stream_entries_total_max);
+    }
+
+    /// Streams tenant `tenant` holds, and the cap.
+    pub(crate) fn tenant_usage(&self, tenant: TenantId) -> (u64, u64) {
+        let cap = self.live.read(|l| l.streams_per_tenant_max);
+        (self.tenant_streams.of(tenant), cap)
     }
 
     /// Every stream attached to a lease: its tenant, lease and name.

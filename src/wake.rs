@@ -14,13 +14,14 @@
 //! `close`, and alone by the receiver. Wakers (executor code) run after
 //! every lock is given up.
 
+use crate::config::Limits;
 use crate::error::{Error, Result, Scope};
 use crate::faults::{self, StoreFault};
 use crate::ids::TenantId;
 use crate::named::TenantCounts;
 use crate::quota::Counter;
 use crate::shard::{ShardMap, Upsert};
-use crate::sync::{lock_at, Arc, AtomicBool, Condvar, Mutex, Ordering, Rung};
+use crate::sync::{lock_at, Arc, AtomicBool, Condvar, Mutex, Ordering, Rung, Snapshot};
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
@@ -49,7 +50,9 @@ pub(crate) struct WakeHub {
     /// Channels per tenant, counted against `channels_per_tenant_max`.
     tenant_channels: TenantCounts,
     listeners: Counter,
-    per_channel_max: usize,
+    /// The caps that change at run time (listeners store-wide and per
+    /// channel, channels per tenant), read whole by each listen.
+    live: Arc<Snapshot<Limits>>,
     closed: AtomicBool,
 }
 
@@ -133,18 +136,21 @@ impl Cell {
 }
 
 impl WakeHub {
-    pub(crate) fn new(
-        listeners_max: u64,
-        per_channel_max: usize,
-        channels_per_tenant_max: u64,
-    ) -> Self {
+    pub(crate) fn new(live: Arc<Snapshot<Limits>>) -> Self {
+        let listeners_max = live.read(|l| l.listeners_max);
         WakeHub {
             channels: ShardMap::with_capacity(64),
-            tenant_channels: TenantCounts::new(channels_per_tenant_max, Scope::TenantChannels),
+            tenant_channels: TenantCounts::new(Scope::TenantChannels),
             listeners: Counter::new(Scope::Listeners, listeners_max),
-            per_channel_max,
+            live,
             closed: AtomicBool::new(false),
         }
+    }
+
+    /// Sets the listener counter's own limit to `l`'s (what it reports;
+    /// every listen takes its limits from the snapshot).
+    pub(crate) fn relimit(&self, l: &Limits) {
+        self.listeners.set_limit(l.listeners_max);
     }
 
     /// Attaches a listener to `(tenant, channel)`. Every notify that starts
@@ -157,7 +163,12 @@ impl WakeHub {
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::ServiceUnavailable);
         }
-        self.listeners.acquire(1)?;
+        let caps = self.live.read(|l| {
+            let per_channel = l.listeners_per_channel_max;
+            (l.listeners_max, per_channel, l.channels_per_tenant_max)
+        });
+        let (listeners_max, per_channel, channels_per_tenant) = caps;
+        self.listeners.acquire_under(1, listeners_max)?;
         let cell = Arc::new(Cell {
             wake: Wake {
                 tenant,
@@ -167,7 +178,7 @@ impl WakeHub {
             ready: Condvar::new(),
         });
         let key: ChannelKey = (tenant, channel);
-        match self.attach(&key, &cell) {
+        match self.attach(&key, &cell, per_channel, channels_per_tenant) {
             Ok(()) => {}
             Err(e) => {
                 self.listeners.release(1);
@@ -188,8 +199,13 @@ impl WakeHub {
 
     /// Puts `cell` in the channel's list, creating the channel (and taking
     /// one of the tenant's channel slots) if it has no listeners yet.
-    fn attach(&self, key: &ChannelKey, cell: &Arc<Cell>) -> Result<()> {
-        let max = self.per_channel_max;
+    fn attach(
+        &self,
+        key: &ChannelKey,
+        cell: &Arc<Cell>,
+        max: usize,
+        channels_per_tenant: u64,
+    ) -> Result<()> {
         // Each round loses only to a listen that created the channel or a
         // drop that removed it in between; past a few, report contention.
         for _ in 0..ATTACH_ROUNDS_MAX {
@@ -210,7 +226,7 @@ impl WakeHub {
             }
             // A new channel: the tenant's channel slot first, then the
             // channel, unless another listener created it meanwhile.
-            self.tenant_channels.take(key.0)?;
+            self.tenant_channels.take(key.0, channels_per_tenant)?;
             let (created, _) = self
                 .channels
                 .upsert(key.clone(), |existing| match existing {

@@ -194,3 +194,181 @@ fn reconfiguring_while_eight_threads_create_keeps_every_count() {
     s.audit().unwrap();
     assert_eq!(s.stats().leases, 0);
 }
+
+/// The mechanisms' caps (streams, queues, schedules, listeners, channels,
+/// subscribers and the stream and queue budgets) change at run time too:
+/// each refusal reports the limit in force, lowering evicts nothing, and
+/// `usage` reports the new per-tenant caps.
+#[test]
+fn the_mechanisms_caps_change_at_run_time_and_lowering_evicts_nothing() {
+    use relaystore::queue::QueueConfig;
+    use relaystore::stream::{StreamConfig, WhenFull};
+    let (_c, s) = store_with(StoreConfig {
+        streams_per_tenant_max: 1,
+        queues_max: 1,
+        schedules_per_tenant_max: 1,
+        listeners_max: 1,
+        channels_per_tenant_max: 8,
+        subscribers_max: 1,
+        ..config()
+    });
+    let small_stream = || StreamConfig::new(4, 64, WhenFull::Refuse);
+    let small_queue = || QueueConfig {
+        jobs_max: 4,
+        bytes_max: 64,
+        dead_letters_max: 1,
+        ..QueueConfig::default()
+    };
+    let cap = |r: Result<(), Error>| match r {
+        Err(Error::CapacityExceeded { scope, limit, used }) => Some((scope, limit, used)),
+        _ => None,
+    };
+    let tenant_streams = Scope::Tenant(Collection::Streams);
+    let all_queues = Scope::Collection(Collection::Queues);
+    let tenant_schedules = Scope::Tenant(Collection::Schedules);
+
+    s.create_stream(T, "a", small_stream()).unwrap();
+    s.create_queue(T, "q1", small_queue()).unwrap();
+    s.schedule(T, "s1", "@every 1m", "q1", b"x").unwrap();
+    let _l1 = s.listen(T, "c1").unwrap();
+    let _sub1 = s.subscribe().unwrap();
+    assert_eq!(
+        cap(s.create_stream(T, "b", small_stream())),
+        Some((tenant_streams, 1, 1))
+    );
+    assert_eq!(
+        cap(s.create_queue(OTHER, "q2", small_queue())),
+        Some((all_queues, 1, 1))
+    );
+    assert_eq!(
+        cap(s.schedule(T, "s2", "@every 1m", "q1", b"x")),
+        Some((tenant_schedules, 1, 1))
+    );
+    assert_eq!(
+        cap(s.listen(T, "c2").map(drop)),
+        Some((Scope::Listeners, 1, 1))
+    );
+    assert_eq!(
+        cap(s.subscribe().map(drop)),
+        Some((Scope::Subscribers, 1, 1))
+    );
+
+    // Raised: each admits at once, and usage reports the new caps.
+    s.reconfigure(StoreConfig {
+        streams_per_tenant_max: 2,
+        queues_max: 2,
+        schedules_per_tenant_max: 2,
+        listeners_max: 2,
+        subscribers_max: 2,
+        ..s.config()
+    })
+    .unwrap();
+    s.create_stream(T, "b", small_stream()).unwrap();
+    s.create_queue(OTHER, "q2", small_queue()).unwrap();
+    s.schedule(T, "s2", "@every 1m", "q1", b"x").unwrap();
+    let _l2 = s.listen(T, "c2").unwrap();
+    let _sub2 = s.subscribe().unwrap();
+    let usage = s.usage(T);
+    let of = |c| usage.of(c).map(|u| (u.used, u.limit));
+    assert_eq!(of(Collection::Streams), Some((2, 2)));
+    assert_eq!(of(Collection::Schedules), Some((2, 2)));
+
+    // Lowered below use: everything stays; new work is refused with the
+    // new limit and the use it saw.
+    s.reconfigure(StoreConfig {
+        streams_per_tenant_max: 1,
+        queues_max: 1,
+        schedules_per_tenant_max: 1,
+        listeners_max: 1,
+        subscribers_max: 1,
+        channels_per_tenant_max: 1,
+        ..s.config()
+    })
+    .unwrap();
+    assert_eq!(s.streams(), 2, "no stream evicted");
+    assert_eq!(s.queues(), 2, "no queue evicted");
+    assert_eq!(s.schedules(T).len(), 2, "no schedule evicted");
+    assert_eq!(s.listeners(), 2, "no listener detached");
+    assert_eq!(
+        cap(s.create_stream(T, "c", small_stream())),
+        Some((tenant_streams, 1, 2))
+    );
+    assert_eq!(
+        cap(s.create_queue(T, "q3", small_queue())),
+        Some((all_queues, 1, 2))
+    );
+    assert_eq!(
+        cap(s.schedule(T, "s3", "@every 1m", "q1", b"x")),
+        Some((tenant_schedules, 1, 2))
+    );
+    assert_eq!(
+        cap(s.listen(T, "c3").map(drop)),
+        Some((Scope::Listeners, 1, 2))
+    );
+    assert_eq!(
+        cap(s.subscribe().map(drop)),
+        Some((Scope::Subscribers, 1, 2))
+    );
+    drop(_l2);
+    assert_eq!(
+        cap(s.listen(OTHER, "c3").map(drop)),
+        Some((Scope::Listeners, 1, 1))
+    );
+    drop(_l1);
+    let _l3 = s
+        .listen(OTHER, "c3")
+        .expect("room once use fell under the new limit");
+    // The lowered per-tenant channel cap: T, holding no channel now, gets
+    // one and no second.
+    s.reconfigure(StoreConfig {
+        listeners_max: 10,
+        ..s.config()
+    })
+    .unwrap();
+    let _l4 = s.listen(T, "c4").unwrap();
+    assert_eq!(
+        cap(s.listen(T, "c5").map(drop)),
+        Some((Scope::TenantChannels, 1, 1))
+    );
+    s.audit().unwrap();
+}
+
+/// A stream or queue reserves its whole capacity from a store-wide budget
+/// at creation; the budgets change at run time like the counts.
+#[test]
+fn the_stream_and_queue_budgets_change_at_run_time() {
+    use relaystore::queue::QueueConfig;
+    use relaystore::stream::{StreamConfig, WhenFull};
+    let (_c, s) = store();
+    let budget = |bytes| StoreConfig {
+        stream_bytes_total_max: bytes,
+        queue_bytes_total_max: bytes,
+        ..s.config()
+    };
+    s.reconfigure(budget(100)).unwrap();
+    let stream = StreamConfig::new(4, 60, WhenFull::Refuse);
+    let queue = QueueConfig {
+        jobs_max: 4,
+        bytes_max: 60,
+        dead_letters_max: 1,
+        ..QueueConfig::default()
+    };
+    s.create_stream(T, "a", stream.clone()).unwrap();
+    s.create_queue(T, "a", queue.clone()).unwrap();
+    let refused = |r: Result<(), Error>| match r {
+        Err(Error::CapacityExceeded { scope, limit, used }) => (scope, limit, used),
+        other => panic!("expected a refusal, got {other:?}"),
+    };
+    assert_eq!(
+        refused(s.create_stream(T, "b", stream.clone())),
+        (Scope::StreamBytesTotal, 100, 60)
+    );
+    assert_eq!(
+        refused(s.create_queue(T, "b", queue.clone())),
+        (Scope::QueueBytesTotal, 100, 60)
+    );
+    s.reconfigure(budget(120)).unwrap();
+    s.create_stream(T, "b", stream).unwrap();
+    s.create_queue(T, "b", queue).unwrap();
+    s.audit().unwrap();
+}

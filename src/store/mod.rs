@@ -205,7 +205,7 @@ pub(crate) struct Shared {
     policy: Snapshot<Arc<dyn QuotaPolicy>>,
     /// The limits changed at run time (`reconfigure`), read whole by each
     /// admission.
-    limits: Snapshot<Limits>,
+    limits: Arc<Snapshot<Limits>>,
     /// Serialises reconfigurations (never taken by an operation).
     reconfiguring: std::sync::Mutex<()>,
     /// The configuration in force (`Store::config`): `config` with the
@@ -244,6 +244,7 @@ impl Store {
         let start = clock.now();
         let floor = fence_floor(clock.wall(), config.fence_floor);
         let versions = Arc::new(Versions::starting_after(floor));
+        let limits = Arc::new(Snapshot::new(Limits::of(&config)));
         let shared = Shared {
             incarnation,
             fence_floor: floor,
@@ -262,50 +263,40 @@ impl Store {
             idempotency: table(&config, Collection::Idempotency, &versions, start),
             locks: table(&config, Collection::Locks, &versions, start),
             events: Arc::new(EventHub::new(
-                config.subscribers_max,
+                Arc::clone(&limits),
                 config.subscriber_buffer_max,
             )),
-            wakes: Arc::new(WakeHub::new(
-                config.listeners_max,
-                config.listeners_per_channel_max,
-                config.channels_per_tenant_max,
-            )),
+            wakes: Arc::new(WakeHub::new(Arc::clone(&limits))),
             streams: StreamHub::new(
                 StreamLimits {
-                    streams_max: config.streams_max,
-                    streams_per_tenant_max: config.streams_per_tenant_max,
                     entries_max: config.stream_entries_max,
                     bytes_max: config.stream_bytes_max,
                     payload_bytes_max: config.stream_payload_bytes_max,
                     consumers_max: config.consumers_per_stream_max,
-                    bytes_total_max: config.stream_bytes_total_max,
-                    entries_total_max: config.stream_entries_total_max,
                 },
+                Arc::clone(&limits),
                 start,
             ),
             queues: QueueHub::new(
                 QueueLimits {
-                    queues_max: config.queues_max,
-                    queues_per_tenant_max: config.queues_per_tenant_max,
                     jobs_max: config.queue_jobs_max,
                     bytes_max: config.queue_bytes_max,
                     payload_bytes_max: config.job_payload_bytes_max,
-                    jobs_total_max: config.queue_jobs_total_max,
-                    bytes_total_max: config.queue_bytes_total_max,
                 },
+                Arc::clone(&limits),
                 start,
                 incarnation,
             ),
-            schedules: ScheduleHub::new(ScheduleLimits {
-                schedules_max: config.schedules_max,
-                per_tenant_max: usize::try_from(config.schedules_per_tenant_max)
-                    .unwrap_or(usize::MAX),
-                interval_min: config.schedule_interval_min,
-                interval_max: config.schedule_interval_max,
-            }),
+            schedules: ScheduleHub::new(
+                ScheduleLimits {
+                    interval_min: config.schedule_interval_min,
+                    interval_max: config.schedule_interval_max,
+                },
+                Arc::clone(&limits),
+            ),
             ttl: TtlRange::new(config.ttl_min, config.ttl_max)?,
             policy: Snapshot::new(policy),
-            limits: Snapshot::new(Limits::of(&config)),
+            limits,
             reconfiguring: std::sync::Mutex::new(()),
             config_now: Snapshot::new(config.clone()),
             state: AtomicU64::new(lifecycle::READY),

@@ -15,15 +15,31 @@ use crate::events::Collection;
 use crate::sync::Arc;
 
 impl Store {
-    /// Changes the store's limits at run time. What can change: every
-    /// record collection's store-wide ceiling (`leases_max`,
-    /// `listings_max`, `presence_max`, `attempts_max`, `replay_max`,
-    /// `idempotency_max`, `tombstones_max`, `locks_max`), `tenants_max`,
-    /// and the uniform tenant quotas `tenant` (a changed `tenant` replaces
-    /// the quota policy with [`UniformQuota`], as
-    /// [`set_quota_policy`](Self::set_quota_policy) would). Every other
-    /// field must equal the current one: otherwise `InvalidConfig` naming
-    /// it, with rule "cannot change at run time"; a set that fails
+    /// Changes the store's limits at run time. What can change, every
+    /// limit on how much the store holds:
+    ///
+    /// - every collection's store-wide ceiling (`leases_max`,
+    ///   `listings_max`, `presence_max`, `attempts_max`, `replay_max`,
+    ///   `idempotency_max`, `tombstones_max`, `locks_max`, `streams_max`,
+    ///   `queues_max`, `schedules_max`) and `tenants_max`;
+    /// - the uniform tenant quotas `tenant` (a changed `tenant` replaces
+    ///   the quota policy with [`UniformQuota`], as
+    ///   [`set_quota_policy`](Self::set_quota_policy) would), and the
+    ///   per-tenant caps `streams_per_tenant_max`,
+    ///   `queues_per_tenant_max`, `schedules_per_tenant_max` and
+    ///   `channels_per_tenant_max`;
+    /// - the store-wide budgets that streams and queues reserve at
+    ///   creation (`stream_bytes_total_max`, `stream_entries_total_max`,
+    ///   `queue_jobs_total_max`, `queue_bytes_total_max`);
+    /// - `listeners_max`, `listeners_per_channel_max` and
+    ///   `subscribers_max`.
+    ///
+    /// What stays fixed is the shape of a record or object (TTL bounds,
+    /// per-lease caps, name, attribute, payload and page sizes, a stream's
+    /// or queue's largest size, retention times, schedule intervals, the
+    /// subscriber buffer, the fence floor). Every fixed field must equal
+    /// the current one: otherwise `InvalidConfig` naming it, with rule
+    /// "cannot change at run time"; a set that fails
     /// [`StoreConfig::validate`] is refused the same way, and a refusal
     /// changes nothing.
     ///
@@ -58,6 +74,10 @@ impl Store {
             ceiling.set_limit(limits.ceiling(c));
         }
         s.tenant_count.set_limit(limits.tenants_max);
+        s.streams.relimit(&limits);
+        s.queues.relimit(&limits);
+        s.schedules.relimit(&limits);
+        s.wakes.relimit(&limits);
         if config.tenant != current.tenant {
             self.replace_policy(Arc::new(UniformQuota(config.tenant.clone())));
         }
@@ -133,28 +153,14 @@ fn fixed_fields_unchanged(current: &StoreConfig, next: &StoreConfig) -> Result<(
         replay_grace,
         tombstone_ttl,
         idempotency_ttl,
-        subscribers_max,
         subscriber_buffer_max,
-        listeners_max,
-        listeners_per_channel_max,
-        channels_per_tenant_max,
-        streams_max,
-        streams_per_tenant_max,
         stream_entries_max,
         stream_bytes_max,
-        stream_bytes_total_max,
-        stream_entries_total_max,
         stream_payload_bytes_max,
         consumers_per_stream_max,
-        queues_max,
-        queues_per_tenant_max,
         queue_jobs_max,
         queue_bytes_max,
-        queue_jobs_total_max,
-        queue_bytes_total_max,
         job_payload_bytes_max,
-        schedules_max,
-        schedules_per_tenant_max,
         schedule_interval_min,
         schedule_interval_max,
         driver_stall_max,
@@ -164,16 +170,37 @@ fn fixed_fields_unchanged(current: &StoreConfig, next: &StoreConfig) -> Result<(
     // Every field is either run-time or listed above: a field added to the
     // configuration and to neither fails here, in every test.
     let mut rest = next.clone();
-    rest.leases_max = current.leases_max;
-    rest.listings_max = current.listings_max;
-    rest.presence_max = current.presence_max;
-    rest.attempts_max = current.attempts_max;
-    rest.replay_max = current.replay_max;
-    rest.idempotency_max = current.idempotency_max;
-    rest.tombstones_max = current.tombstones_max;
-    rest.locks_max = current.locks_max;
-    rest.tenants_max = current.tenants_max;
-    rest.tenant = current.tenant.clone();
+    macro_rules! run_time {
+        ($($field:ident),* $(,)?) => {
+            $(rest.$field = current.$field.clone();)*
+        };
+    }
+    run_time!(
+        leases_max,
+        listings_max,
+        presence_max,
+        attempts_max,
+        replay_max,
+        idempotency_max,
+        tombstones_max,
+        locks_max,
+        tenants_max,
+        tenant,
+        streams_max,
+        streams_per_tenant_max,
+        stream_bytes_total_max,
+        stream_entries_total_max,
+        queues_max,
+        queues_per_tenant_max,
+        queue_jobs_total_max,
+        queue_bytes_total_max,
+        schedules_max,
+        schedules_per_tenant_max,
+        listeners_max,
+        listeners_per_channel_max,
+        channels_per_tenant_max,
+        subscribers_max,
+    );
     assert_eq!(
         &rest, current,
         "a configuration field is neither fixed nor run-time"

@@ -49,10 +49,10 @@ impl Store {
             None => Some(self.shared.policy.read(std::sync::Arc::clone).quota(tenant)),
         };
         let per = Collection::ALL.map(|c| match c {
-            Collection::Streams => Some(Usage {
-                used: self.shared.streams.tenant_streams(tenant),
-                limit: self.shared.config.streams_per_tenant_max,
-            }),
+            Collection::Streams => {
+                let (used, limit) = self.shared.streams.tenant_usage(tenant);
+                Some(Usage { used, limit })
+            }
             Collection::Queues => {
                 let (used, limit) = self.shared.queues.tenant_usage(tenant);
                 Some(Usage { used, limit })
