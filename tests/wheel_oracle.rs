@@ -103,7 +103,7 @@ fn check(levels: usize, start: u64, ops: &[Op]) -> Result<(), TestCaseError> {
             _ => {}
         }
         prop_assert_eq!(wheel.len(), oracle.len());
-        prop_assert!(wheel.stale() <= wheel.len().max(relaystore::wheel::COMPACT_MIN));
+        prop_assert!(wheel.stale() <= 2 * wheel.len().max(relaystore::wheel::COMPACT_MIN));
     }
     // Drain: everything left fires, in oracle order, by the last deadline.
     let rest: Vec<(u64, u32)> = oracle.keys().copied().collect();
@@ -180,6 +180,7 @@ fn next_due_reports_the_earliest_work() {
 
 #[test]
 fn mass_cancellation_compacts_and_keeps_exact_order() {
+    use relaystore::wheel::{COMPACT_MIN, COMPACT_STEP};
     let mut wheel = Wheel::new(0);
     let mut oracle = BTreeMap::new();
     let mut handles = Vec::new();
@@ -195,18 +196,28 @@ fn mass_cancellation_compacts_and_keeps_exact_order() {
         handles.push((wheel.insert(id, due), due, id));
         oracle.insert((due, id), ());
     }
-    let mut max_stale = 0;
+    let (mut max_stale, mut dropped) = (0, 0);
     for (i, &(handle, due, id)) in handles.iter().enumerate() {
         if i % 10 != 0 {
+            let before = wheel.stale();
             assert!(wheel.cancel(handle));
             oracle.remove(&(due, id));
+            // Compaction is incremental: one cancel drops at most a step's
+            // worth of stale entries (a whole-wheel pass drops them all).
+            let dropped_now = (before + 1).saturating_sub(wheel.stale());
+            assert!(
+                dropped_now <= COMPACT_STEP,
+                "cancel {i} dropped {dropped_now} stale entries at once"
+            );
+            dropped += dropped_now;
             max_stale = max_stale.max(wheel.stale());
-            assert!(wheel.stale() <= wheel.len().max(relaystore::wheel::COMPACT_MIN));
+            assert!(wheel.stale() <= 2 * wheel.len().max(COMPACT_MIN));
         }
     }
+    assert!(max_stale >= COMPACT_MIN, "compaction never triggered");
     assert!(
-        max_stale >= relaystore::wheel::COMPACT_MIN,
-        "compaction never triggered"
+        dropped >= 9 * COMPACT_MIN,
+        "compaction dropped only {dropped} stale entries"
     );
     assert_eq!(wheel.len(), 2_000);
     let mut out = Vec::new();
@@ -214,5 +225,49 @@ fn mass_cancellation_compacts_and_keeps_exact_order() {
     let got: Vec<(u64, u32)> = out.iter().map(|f| (f.due, f.item)).collect();
     let expected: Vec<(u64, u32)> = oracle.keys().copied().collect();
     assert_eq!(got, expected);
+    assert_eq!((wheel.len(), wheel.stale()), (0, 0));
+}
+
+/// Fires can shrink `len` under a compaction pass; the next cancel then
+/// compacts whole, so stale entries stay within twice the live ones.
+#[test]
+fn stale_entries_stay_bounded_when_fires_shrink_the_live_count() {
+    use relaystore::wheel::COMPACT_MIN;
+    let mut wheel = Wheel::new(0);
+    let n = 8 * COMPACT_MIN as u32;
+    // Half due soon, half late; cancel most of the late ones.
+    let handles: Vec<_> = (0..n)
+        .map(|id| {
+            let due = if id % 2 == 0 { 10 } else { 1_000_000 };
+            wheel.insert(id, due)
+        })
+        .collect();
+    for (id, &h) in handles.iter().enumerate() {
+        if id % 2 == 1 && id % 16 != 1 {
+            assert!(wheel.cancel(h));
+        }
+    }
+    let mut out = Vec::new();
+    wheel.advance(10, &mut out);
+    assert_eq!(out.len(), n as usize / 2);
+    // Every early entry fired: few live entries, many stale ones.
+    let late_live: Vec<_> = handles
+        .iter()
+        .enumerate()
+        .filter(|&(id, _)| id % 16 == 1)
+        .map(|(_, &h)| h)
+        .collect();
+    for &h in &late_live[..2] {
+        assert!(wheel.cancel(h));
+        assert!(
+            wheel.stale() <= 2 * wheel.len().max(COMPACT_MIN),
+            "stale {} against live {}",
+            wheel.stale(),
+            wheel.len()
+        );
+    }
+    out.clear();
+    wheel.advance(1_000_000, &mut out);
+    assert_eq!(out.len(), late_live.len() - 2);
     assert_eq!((wheel.len(), wheel.stale()), (0, 0));
 }

@@ -32,9 +32,14 @@
 //!   it is free; an entry in a slot is valid iff its generation equals
 //!   `gens[id]`. Cancel is O(1): it bumps the generation and leaves the entry
 //!   where it is, to be dropped when its slot is processed. So that stale
-//!   entries never take more memory than live ones, the wheel compacts every
-//!   slot once stale entries outnumber live entries (and [`COMPACT_MIN`]),
-//!   which is amortised O(1) per cancel. An id whose generation would wrap is
+//!   entries stay bounded by live ones, a compaction pass starts once stale
+//!   entries outnumber live entries (and [`COMPACT_MIN`]) and walks every
+//!   list a few entries at a time: each cancel and insert while it runs
+//!   examines at most [`COMPACT_STEP`] entries, so no single call holds the
+//!   caller's lock for a whole-wheel scan. After every cancel, stale entries
+//!   number at most `2 * max(len, COMPACT_MIN)`: a pass that would leave
+//!   more (fires can shrink `len` under it) finishes at once. An id whose
+//!   generation would wrap is
 //!   retired rather than reused, so a stale entry can never be mistaken for
 //!   a live one.
 //! - **Order.** `advance` returns entries in `(due, item)` order. Within one
@@ -55,6 +60,16 @@ pub const MAX_LEVELS: usize = 10;
 
 /// Stale (cancelled) entries tolerated before compaction, at minimum.
 pub const COMPACT_MIN: usize = 1024;
+
+/// Entries a cancel or insert examines while a compaction pass runs.
+///
+/// Four is enough for a pass started by cancels alone to finish before
+/// stale entries pass twice the live ones: a pass starts with `M + 1`
+/// stale among at most `2M + 1` held (`M = max(len, COMPACT_MIN)`); after
+/// `k` cancels it has examined `4k` entries, of which at most `len` were
+/// live, so stale is at most `M + 1 + k - max(0, 4k - len)`, largest at
+/// `k = len / 4` (`1.25M + 1`), while `len` is still at least `0.75M`.
+pub const COMPACT_STEP: usize = 4;
 
 /// A stable reference to a scheduled entry.
 ///
@@ -134,6 +149,16 @@ pub struct Wheel<T> {
     free_ids: Vec<u32>,
     len: usize,
     stale: usize,
+    /// Where the compaction pass in progress is, if one is.
+    compacting: Option<Cursor>,
+}
+
+/// A compaction pass's position: list `list` (the slots, level-major, then
+/// the overflow list, then the overdue list), from entry `at`.
+#[derive(Copy, Clone, Debug)]
+struct Cursor {
+    list: usize,
+    at: usize,
 }
 
 impl<T: Ord> Wheel<T> {
@@ -164,6 +189,7 @@ impl<T: Ord> Wheel<T> {
             free_ids: Vec::new(),
             len: 0,
             stale: 0,
+            compacting: None,
         }
     }
 
@@ -177,8 +203,8 @@ impl<T: Ord> Wheel<T> {
         self.len == 0
     }
 
-    /// Cancelled entries still physically held; never more than
-    /// `max(len, COMPACT_MIN)`.
+    /// Cancelled entries still physically held; after every cancel at most
+    /// `2 * max(len, COMPACT_MIN)`.
     pub fn stale(&self) -> usize {
         self.stale
     }
@@ -216,6 +242,9 @@ impl<T: Ord> Wheel<T> {
             id,
             generation,
         });
+        if self.compacting.is_some() {
+            self.compact_step(COMPACT_STEP);
+        }
         TimerHandle { id, generation }
     }
 
@@ -233,8 +262,17 @@ impl<T: Ord> Wheel<T> {
         self.release_id(handle.id);
         self.len -= 1;
         self.stale += 1;
-        if self.stale > self.len.max(COMPACT_MIN) {
-            self.compact();
+        let live = self.len.max(COMPACT_MIN);
+        if self.compacting.is_none() && self.stale > live {
+            self.compacting = Some(Cursor { list: 0, at: 0 });
+        }
+        if self.stale > 2 * live {
+            // The hard bound: a whole pass now, from the first list (fires
+            // shrank `len` under a pass; cancels alone never get here).
+            self.compacting = Some(Cursor { list: 0, at: 0 });
+            self.compact_step(usize::MAX);
+        } else if self.compacting.is_some() {
+            self.compact_step(COMPACT_STEP);
         }
         true
     }
@@ -413,24 +451,51 @@ impl<T: Ord> Wheel<T> {
         }
     }
 
-    /// Drops every stale entry from every list. O(entries held).
-    fn compact(&mut self) {
-        let gens = &self.gens;
-        let valid = |e: &Entry<T>| gens[e.id as usize] == e.generation;
-        for (index, slot) in self.slots.iter_mut().enumerate() {
-            if !slot.is_empty() {
-                slot.retain(|e| valid(e));
-                if slot.is_empty() {
-                    self.occupied[index / SLOTS] &= !(1 << (index % SLOTS));
+    /// Continues the compaction pass: examines up to `budget` entries from
+    /// the cursor on, dropping the stale ones, and ends the pass at the
+    /// last list or once nothing is stale. Order within a list does not
+    /// matter (a slot is sorted when it fires, re-placed when it cascades),
+    /// so a stale entry is dropped by `swap_remove`, O(1).
+    fn compact_step(&mut self, budget: usize) {
+        let Some(mut cursor) = self.compacting else {
+            return;
+        };
+        let lists = self.slots.len() + 2;
+        let mut left = budget;
+        while left > 0 && self.stale > 0 && cursor.list < lists {
+            let slots = self.slots.len();
+            let list = match cursor.list {
+                i if i < slots => &mut self.slots[i],
+                i if i == slots => &mut self.overflow,
+                _ => &mut self.overdue,
+            };
+            // Empty lists cost no budget: at most `levels * 64 + 2` of them.
+            while cursor.at < list.len() && left > 0 {
+                left -= 1;
+                let e = &list[cursor.at];
+                if self.gens[e.id as usize] == e.generation {
+                    cursor.at += 1;
+                } else {
+                    list.swap_remove(cursor.at);
+                    self.stale -= 1;
                 }
             }
+            if cursor.at < list.len() {
+                break;
+            }
+            if list.is_empty() {
+                match cursor.list {
+                    i if i < slots => self.occupied[i / SLOTS] &= !(1 << (i % SLOTS)),
+                    i if i == slots => self.overflow_min_due = u64::MAX,
+                    _ => {}
+                }
+            }
+            cursor = Cursor {
+                list: cursor.list + 1,
+                at: 0,
+            };
         }
-        self.overflow.retain(|e| valid(e));
-        if self.overflow.is_empty() {
-            self.overflow_min_due = u64::MAX;
-        }
-        self.overdue.retain(|e| valid(e));
-        self.stale = 0;
+        self.compacting = (self.stale > 0 && cursor.list < lists).then_some(cursor);
     }
 
     /// The earliest pending piece of work at or before `limit`.
