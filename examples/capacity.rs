@@ -24,6 +24,12 @@
 //! timed), heap bytes per session (a counting allocator), expiry lag
 //! (deadline to the removal event, from the vanished members), and how many
 //! sessions one core carries at the rates above.
+//!
+//! With `--open-loop RATE` the threads offer a fixed `RATE` mix operations
+//! per second instead: every operation is timed, from the moment it was
+//! due rather than the moment it started, so a store that falls behind
+//! shows its queueing in the latencies (a closed loop hides it: a slow
+//! operation delays the next one's start, not its measured latency).
 
 #[path = "support/mod.rs"]
 mod support;
@@ -56,12 +62,15 @@ const VANISH_TTL: Duration = Duration::from_secs(1);
 const SAMPLE_EVERY: u64 = 16;
 
 const USAGE: &str =
-    "usage: cargo run --release --example capacity -- [--sessions N] [--seconds S] [--threads T] [--json PATH]
+    "usage: cargo run --release --example capacity -- [--sessions N] [--seconds S] [--threads T] [--json PATH] [--open-loop R]
 
   --sessions N   hosted sessions (default 20000)
   --seconds S    how long the load runs (default 15)
   --threads T    worker threads running the operation mix (default 2)
-  --json PATH    also write the results as JSON to PATH (for dashboards and comparisons)";
+  --json PATH    also write the results as JSON to PATH (for dashboards and comparisons)
+  --open-loop R  offer a fixed R mix operations per second (split over the threads) instead
+                 of running as fast as the store answers; latency counts from each
+                 operation's scheduled start, so queueing behind slow operations shows";
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 enum Op {
@@ -115,6 +124,88 @@ fn host(s: &Store, i: u64) -> Result<LeaseId, relaystore::Error> {
     Ok(lease.id)
 }
 
+/// Draws the next operation of the mix and its session.
+fn pick(x: &mut u64, sessions: u64) -> (Op, u64) {
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    let total_rate: f64 = MIX.iter().map(|m| m.1).sum();
+    let mut roll = (*x >> 11) as f64 / (1u64 << 53) as f64 * total_rate;
+    let op = MIX.iter().find(|m| {
+        roll -= m.1;
+        roll < 0.0
+    });
+    (op.map_or(Op::Heartbeat, |m| m.0), (*x >> 20) % sessions)
+}
+
+/// Sleeps until shortly before `due`, then spins to it: a sleep alone
+/// overshoots by the timer slack (tens of µs), which an open-loop run
+/// would count as the store's latency.
+fn wait_until(due: Instant) {
+    const SPIN: Duration = Duration::from_micros(200);
+    let now = Instant::now();
+    if due > now + SPIN {
+        std::thread::sleep(due - now - SPIN);
+    }
+    while Instant::now() < due {
+        std::hint::spin_loop();
+    }
+}
+
+/// One worker's results.
+struct Tally {
+    hist: HashMap<Op, Histogram>,
+    counts: HashMap<Op, u64>,
+    failures: HashMap<Op, u64>,
+    refusals: HashMap<(Op, String), u64>,
+    /// Open loop: how far behind its schedule the worker was at the end.
+    behind: Duration,
+}
+
+impl Tally {
+    fn new() -> Self {
+        Tally {
+            hist: MIX.iter().map(|m| (m.0, Histogram::new())).collect(),
+            counts: HashMap::new(),
+            failures: HashMap::new(),
+            refusals: HashMap::new(),
+            behind: Duration::ZERO,
+        }
+    }
+
+    fn record(&mut self, op: Op, result: Result<(), relaystore::Error>, ns: Option<u64>) {
+        if let Some(ns) = ns {
+            self.hist.get_mut(&op).unwrap().record(ns);
+        }
+        match result {
+            Ok(()) => {}
+            // An admission refusal, by the limit that refused.
+            Err(relaystore::Error::CapacityExceeded { scope, .. }) => {
+                *self.refusals.entry((op, scope.to_string())).or_default() += 1;
+            }
+            // Anything else: e.g. a lookup that raced churn.
+            Err(_) => *self.failures.entry(op).or_default() += 1,
+        }
+        *self.counts.entry(op).or_default() += 1;
+    }
+
+    fn merge(&mut self, other: Tally) {
+        for (op, h) in &other.hist {
+            self.hist.get_mut(op).unwrap().merge(h);
+        }
+        for (op, n) in other.counts {
+            *self.counts.entry(op).or_default() += n;
+        }
+        for (op, n) in other.failures {
+            *self.failures.entry(op).or_default() += n;
+        }
+        for (key, n) in other.refusals {
+            *self.refusals.entry(key).or_default() += n;
+        }
+        self.behind = self.behind.max(other.behind);
+    }
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let o = options(
         Options {
@@ -123,6 +214,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             threads: 2,
             // Accepted, off unless given.
             json: Some(String::new()),
+            open_loop: Some(0),
         },
         USAGE,
     );
@@ -157,8 +249,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // wake its reader.
     let events = store.subscribe_to(&[Collection::Presence])?;
 
+    let mode = match o.open_loop {
+        Some(rate) => format!("open loop at {rate} mix ops/s"),
+        None => "closed loop".to_string(),
+    };
     println!(
-        "relaystore capacity run: {n} sessions ({} tenants, {MEMBERS} members each), {} threads, {} s",
+        "relaystore capacity run: {n} sessions ({} tenants, {MEMBERS} members each), {} threads, {} s, {mode}",
         TENANTS, o.threads, o.seconds
     );
     let heap_before = heap_bytes();
@@ -186,6 +282,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // Deadlines of vanished members, to measure expiry lag from the events.
     let vanished: Arc<Mutex<HashMap<String, Instant>>> = Arc::new(Mutex::new(HashMap::new()));
     let total_rate: f64 = MIX.iter().map(|m| m.1).sum();
+    // Open loop: each worker offers an equal share of the rate.
+    let pace = o
+        .open_loop
+        .map(|rate| Duration::from_secs_f64(o.threads as f64 / rate as f64));
     let started = Instant::now();
     let cpu_started = cpu_time();
     let workers: Vec<_> = (0..o.threads)
@@ -198,121 +298,109 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 vanished.clone(),
             );
             std::thread::spawn(move || {
-                let mut hist: HashMap<Op, Histogram> =
-                    MIX.iter().map(|m| (m.0, Histogram::new())).collect();
-                let mut counts: HashMap<Op, u64> = HashMap::new();
-                let mut failures: HashMap<Op, u64> = HashMap::new();
-                let mut refusals: HashMap<(Op, String), u64> = HashMap::new();
+                let mut tally = Tally::new();
                 let mut x = 0x9E37_79B9_7F4A_7C15u64 ^ (t as u64 + 1);
-                let mut k = 0u64;
                 let mut vanish_seq = 0u64;
-                while !stop.load(Ordering::Relaxed) {
-                    for _ in 0..256 {
-                        x ^= x << 13;
-                        x ^= x >> 7;
-                        x ^= x << 17;
-                        let mut roll = (x >> 11) as f64 / (1u64 << 53) as f64 * total_rate;
-                        let op = MIX.iter().find(|m| {
-                            roll -= m.1;
-                            roll < 0.0
-                        });
-                        let op = op.map_or(Op::Heartbeat, |m| m.0);
-                        let i = (x >> 20) % n;
-                        let s = &sessions[i as usize];
-                        let timed = k % SAMPLE_EVERY == 0;
-                        let t0 = timed.then(Instant::now);
-                        let result: Result<(), relaystore::Error> = match op {
-                            Op::Heartbeat => store
-                                .heartbeat(
+                let mut perform = |op: Op, i: u64, x: u64| -> Result<(), relaystore::Error> {
+                    let s = &sessions[i as usize];
+                    match op {
+                        Op::Heartbeat => store
+                            .heartbeat(
+                                s.tenant,
+                                &format!("s{i}-m{}", x % MEMBERS),
+                                PRESENCE_TTL,
+                                None,
+                                None,
+                            )
+                            .map(drop),
+                        Op::Lookup => store.get_listing(s.tenant, &listing(i)).map(drop),
+                        Op::Join => {
+                            let addr = SocketAddr::from(([203, 0, 113, (x % 250) as u8], 40_000));
+                            store
+                                .begin_join(
                                     s.tenant,
-                                    &format!("s{i}-m{}", x % MEMBERS),
-                                    PRESENCE_TTL,
-                                    None,
+                                    &listing(i),
+                                    "client",
+                                    Duration::from_secs(10),
                                     None,
                                 )
-                                .map(drop),
-                            Op::Lookup => store.get_listing(s.tenant, &listing(i)).map(drop),
-                            Op::Join => {
-                                let addr =
-                                    SocketAddr::from(([203, 0, 113, (x % 250) as u8], 40_000));
-                                store
-                                    .begin_join(
+                                .and_then(|ticket| {
+                                    store.bind_endpoint(
                                         s.tenant,
-                                        &listing(i),
-                                        "client",
-                                        Duration::from_secs(10),
-                                        None,
-                                    )
-                                    .and_then(|ticket| {
-                                        store.bind_endpoint(
-                                            s.tenant,
-                                            ticket.attempt,
-                                            &ticket.token,
-                                            addr,
-                                        )?;
-                                        store.consume(s.tenant, &ticket.token)
-                                    })
-                                    .map(drop)
-                            }
-                            Op::Refresh => {
-                                let lease = *s.lease.lock().unwrap();
-                                store.renew(s.tenant, lease, LEASE_TTL).map(drop)
-                            }
-                            Op::Churn => {
-                                let mut lease = s.lease.lock().unwrap();
-                                let _ = store.revoke(s.tenant, *lease);
-                                match store
-                                    .grant(s.tenant, "host", LEASE_TTL, None)
-                                    .and_then(|g| {
-                                        store.publish(
-                                            s.tenant,
-                                            g.id,
-                                            &listing(i),
-                                            b"mode=ffa",
-                                            None,
-                                        )?;
-                                        Ok(g.id)
-                                    }) {
-                                    Ok(id) => {
-                                        *lease = id;
-                                        Ok(())
-                                    }
-                                    Err(e) => Err(e),
-                                }
-                            }
-                            Op::Vanish => {
-                                vanish_seq += 1;
-                                let member = format!("gone-{t}-{vanish_seq}");
-                                let deadline = Instant::now() + VANISH_TTL;
-                                let result = store
-                                    .heartbeat(s.tenant, &member, VANISH_TTL, None, None)
-                                    .map(drop);
-                                if result.is_ok() {
-                                    vanished.lock().unwrap().insert(member, deadline);
-                                }
-                                result
-                            }
-                        };
-                        if let Some(t0) = t0 {
-                            hist.get_mut(&op)
-                                .unwrap()
-                                .record(t0.elapsed().as_nanos() as u64);
+                                        ticket.attempt,
+                                        &ticket.token,
+                                        addr,
+                                    )?;
+                                    store.consume(s.tenant, &ticket.token)
+                                })
+                                .map(drop)
                         }
-                        match result {
-                            Ok(()) => {}
-                            // An admission refusal, by the limit that refused.
-                            Err(relaystore::Error::CapacityExceeded { scope, .. }) => {
-                                *refusals.entry((op, scope.to_string())).or_default() += 1;
-                            }
-                            // Anything else: e.g. a lookup that raced churn.
-                            Err(_) => *failures.entry(op).or_default() += 1,
+                        Op::Refresh => {
+                            let lease = *s.lease.lock().unwrap();
+                            store.renew(s.tenant, lease, LEASE_TTL).map(drop)
                         }
-                        *counts.entry(op).or_default() += 1;
-                        k += 1;
+                        Op::Churn => {
+                            let mut lease = s.lease.lock().unwrap();
+                            let _ = store.revoke(s.tenant, *lease);
+                            let id = store.grant(s.tenant, "host", LEASE_TTL, None)?.id;
+                            *lease = id;
+                            store
+                                .publish(s.tenant, id, &listing(i), b"mode=ffa", None)
+                                .map(drop)
+                        }
+                        Op::Vanish => {
+                            vanish_seq += 1;
+                            let member = format!("gone-{t}-{vanish_seq}");
+                            let deadline = Instant::now() + VANISH_TTL;
+                            let result = store
+                                .heartbeat(s.tenant, &member, VANISH_TTL, None, None)
+                                .map(drop);
+                            if result.is_ok() {
+                                vanished.lock().unwrap().insert(member, deadline);
+                            }
+                            result
+                        }
                     }
-                    done.fetch_add(256, Ordering::Relaxed);
+                };
+                match pace {
+                    // Closed loop: as fast as the store answers; one
+                    // operation in SAMPLE_EVERY timed.
+                    None => {
+                        let mut k = 0u64;
+                        while !stop.load(Ordering::Relaxed) {
+                            for _ in 0..256 {
+                                let (op, i) = pick(&mut x, n);
+                                let t0 = (k % SAMPLE_EVERY == 0).then(Instant::now);
+                                let result = perform(op, i, x);
+                                let ns = t0.map(|t0| t0.elapsed().as_nanos() as u64);
+                                tally.record(op, result, ns);
+                                k += 1;
+                            }
+                            done.fetch_add(256, Ordering::Relaxed);
+                        }
+                    }
+                    // Open loop: operation k of this thread is due at
+                    // start + k * interval whether or not the store kept
+                    // up, and its latency counts from then, so time spent
+                    // queued behind slow operations shows.
+                    Some(interval) => {
+                        let start = Instant::now();
+                        let mut k = 0u32;
+                        while !stop.load(Ordering::Relaxed) {
+                            let due = start + interval * k;
+                            wait_until(due);
+                            let (op, i) = pick(&mut x, n);
+                            let result = perform(op, i, x);
+                            let ns = due.elapsed().as_nanos() as u64;
+                            tally.record(op, result, Some(ns));
+                            done.fetch_add(1, Ordering::Relaxed);
+                            k += 1;
+                        }
+                        let next_due = start + interval * k;
+                        tally.behind = Instant::now().saturating_duration_since(next_due);
+                    }
                 }
-                (hist, counts, failures, refusals)
+                tally
             })
         })
         .collect();
@@ -367,25 +455,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let cpu_used = cpu_started
         .zip(cpu_time())
         .map(|(a, b)| (b - a).as_secs_f64());
-    let mut hist: HashMap<Op, Histogram> = MIX.iter().map(|m| (m.0, Histogram::new())).collect();
-    let mut counts: HashMap<Op, u64> = HashMap::new();
-    let mut failures: HashMap<Op, u64> = HashMap::new();
-    let mut refusals: HashMap<(Op, String), u64> = HashMap::new();
+    let mut tally = Tally::new();
     for w in workers {
-        let (h, c, f, r) = w.join().expect("worker panicked");
-        for (key, n) in r {
-            *refusals.entry(key).or_default() += n;
-        }
-        for (op, hh) in &h {
-            hist.get_mut(op).unwrap().merge(hh);
-        }
-        for (op, cc) in c {
-            *counts.entry(op).or_default() += cc;
-        }
-        for (op, ff) in f {
-            *failures.entry(op).or_default() += ff;
-        }
+        tally.merge(w.join().expect("worker panicked"));
     }
+    let Tally {
+        hist,
+        counts,
+        failures,
+        refusals,
+        behind,
+    } = tally;
     // Members that vanished in the last second expire now: keep reading.
     std::thread::sleep(VANISH_TTL + Duration::from_millis(200));
     reading.store(false, Ordering::Relaxed);
@@ -442,6 +522,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "  refused: an admission refusal (CapacityExceeded), counted by the limit that refused it;"
     );
     println!("  failed: any other error, e.g. a lookup or join that raced its session's churn (NotFound).");
+    if let Some(rate) = o.open_loop {
+        let achieved = mix_total as f64 / elapsed;
+        println!(
+            "open loop: offered {rate} mix ops/s, completed {achieved:.0}/s; every operation timed from when it was due; {:.1} ms behind schedule at the end",
+            behind.as_secs_f64() * 1e3
+        );
+        if achieved < 0.95 * rate as f64 {
+            println!(
+                "  the store did not keep up with the offered rate: the latencies above include the growing queue"
+            );
+        }
+    }
     let mut by_limit: HashMap<&str, u64> = HashMap::new();
     for ((_, scope), n) in &refusals {
         *by_limit.entry(scope.as_str()).or_default() += n;
@@ -472,6 +564,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         ),
     }
     match cpu_used {
+        Some(cpu) if o.open_loop.is_some() => println!(
+            "cpu: {cpu:.1} s of CPU over {elapsed:.1} s, pacing included (the threads spin up to 200 µs before each due operation); sessions per core come from the closed-loop run"
+        ),
         Some(cpu) if cpu > 0.0 => {
             let per_cpu_second = mix_total as f64 / cpu;
             println!(
@@ -511,8 +606,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .map(|(scope, n)| format!("{scope:?}: {n}"))
             .collect();
         let cores = cpu_used.map_or("null".to_string(), |cpu| format!("{:.3}", cpu / elapsed));
+        let offered = o.open_loop.map_or("null".to_string(), |r| r.to_string());
         let report = format!(
-            "{{\n  \"sessions\": {n},\n  \"threads\": {},\n  \"seconds\": {elapsed:.3},\n  \"operations\": [\n    {}\n  ],\n  \"mix_ops_per_s\": {:.1},\n  \"store_ops_per_s\": {:.1},\n  \"refused\": {refused},\n  \"failed\": {failed},\n  \"refused_by_limit\": {{{}}},\n  \"expiry_lag_ms\": {{\"count\": {}, \"p50\": {:.3}, \"p99\": {:.3}, \"max\": {:.3}}},\n  \"heap_bytes_per_session\": {heap_per_session:.1},\n  \"peak_rss_bytes\": {},\n  \"cores_busy\": {cores}\n}}\n",
+            "{{\n  \"sessions\": {n},\n  \"threads\": {},\n  \"seconds\": {elapsed:.3},\n  \"operations\": [\n    {}\n  ],\n  \"mix_ops_per_s\": {:.1},\n  \"store_ops_per_s\": {:.1},\n  \"refused\": {refused},\n  \"failed\": {failed},\n  \"refused_by_limit\": {{{}}},\n  \"expiry_lag_ms\": {{\"count\": {}, \"p50\": {:.3}, \"p99\": {:.3}, \"max\": {:.3}}},\n  \"heap_bytes_per_session\": {heap_per_session:.1},\n  \"peak_rss_bytes\": {},\n  \"cores_busy\": {cores},\n  \"open_loop_rate\": {offered},\n  \"behind_schedule_ms\": {:.3}\n}}\n",
             o.threads,
             rows.join(",\n    "),
             mix_total as f64 / elapsed,
@@ -523,6 +619,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             lag.quantile(0.99) as f64 / 1e6,
             lag.quantile(1.0) as f64 / 1e6,
             max_resident_bytes().map_or("null".to_string(), |b| b.to_string()),
+            behind.as_secs_f64() * 1e3,
         );
         std::fs::write(path, report)?;
         println!("wrote {path}");

@@ -4,13 +4,16 @@
 
 pub mod http;
 
-/// `--sessions N --seconds S --threads T`, and `--json PATH` where the
-/// example writes a report (`json: Some(..)` in the defaults says it does).
+/// `--sessions N --seconds S --threads T`; `--json PATH` where the
+/// example writes a report, and `--open-loop RATE` where it can offer a
+/// fixed rate (`Some(..)` in the defaults says the example accepts them;
+/// parsed, they are `None` unless given).
 pub struct Options {
     pub sessions: u64,
     pub seconds: u64,
     pub threads: usize,
     pub json: Option<String>,
+    pub open_loop: Option<u64>,
 }
 
 impl Options {
@@ -21,6 +24,7 @@ impl Options {
             seconds,
             threads,
             json: None,
+            open_loop: None,
         }
     }
 }
@@ -41,14 +45,17 @@ pub fn options(defaults: Options, usage: &str) -> Options {
 
 fn parse_options(defaults: Options) -> Result<Options, String> {
     let json = defaults.json.is_some();
+    let open_loop = defaults.open_loop.is_some();
     let mut o = Options {
         json: None,
+        open_loop: None,
         ..defaults
     };
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
         let known = matches!(flag.as_str(), "--sessions" | "--seconds" | "--threads")
-            || (json && flag == "--json");
+            || (json && flag == "--json")
+            || (open_loop && flag == "--open-loop");
         if !known {
             return Err(format!("unknown option {flag:?}"));
         }
@@ -58,6 +65,10 @@ fn parse_options(defaults: Options) -> Result<Options, String> {
             "--sessions" => o.sessions = parse(&value)?,
             "--seconds" => o.seconds = parse(&value)?,
             "--json" => o.json = Some(value),
+            "--open-loop" => match parse(&value)? {
+                0 => return Err("--open-loop RATE must be positive".into()),
+                rate => o.open_loop = Some(rate),
+            },
             _ => o.threads = parse(&value)? as usize,
         }
     }
