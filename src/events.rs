@@ -284,6 +284,20 @@ impl EventHub {
         wake.into_iter().for_each(Waker::wake);
     }
 
+    /// Subscribers now, and the most events buffered for any one of them
+    /// (what the slowest reader has yet to read), for the metrics.
+    pub(crate) fn backlog(&self) -> (usize, usize) {
+        if self.count.load(Ordering::Acquire) == 0 {
+            return (0, 0);
+        }
+        let inboxes = lock_at(Rung::Hub, &self.inboxes);
+        let most = inboxes
+            .iter()
+            .map(|inbox| lock_at(Rung::Inbox, &inbox.queue).events.len())
+            .max();
+        (inboxes.len(), most.unwrap_or(0))
+    }
+
     /// The store is gone: every receiver, blocked or async, is told once it
     /// has read what is buffered.
     pub(crate) fn close(&self) {

@@ -12,6 +12,8 @@
 //! | `relaystore_sweep_removed` | histogram | | records each sweep removed |
 //! | `relaystore_expiry_lag_seconds` | histogram | | per expired record: from its deadline to its removal (store clock) |
 //! | `relaystore_events_dropped_total` | counter | | events dropped for a lagging subscriber |
+//! | `relaystore_subscribers` | gauge | | event subscriptions held; set with `relaystore_records` |
+//! | `relaystore_subscriber_backlog` | gauge | | the most events buffered for one subscriber (the slowest reader's lag, in events); set with `relaystore_records` |
 //! | `relaystore_health` | gauge | | 0 ready, 1 degraded, 2 draining, 3 stopped; set by the sweep when it changes, and once a second |
 //!
 //! `scope` is the kind of limit (`collection`, `tenant`, `parent`,
@@ -447,6 +449,11 @@ mod on {
     pub(crate) fn health(state: u8) {
         metrics::gauge!("relaystore_health").set(f64::from(state));
     }
+
+    pub(crate) fn subscribers(held: usize, backlog: usize) {
+        metrics::gauge!("relaystore_subscribers").set(held as f64);
+        metrics::gauge!("relaystore_subscriber_backlog").set(backlog as f64);
+    }
 }
 
 #[cfg(not(feature = "metrics"))]
@@ -462,6 +469,7 @@ mod on {
     pub(crate) fn events_dropped(_: u64) {}
     pub(crate) fn expiry_lag(_: Duration) {}
     pub(crate) fn health(_: u8) {}
+    pub(crate) fn subscribers(_: usize, _: usize) {}
 
     // Keep the label helpers compiled (and checked) without the feature.
     #[allow(dead_code)]

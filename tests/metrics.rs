@@ -22,9 +22,15 @@ fn counters_and_gauges_move_as_operations_happen() {
             leases_max: 3,
             ..TenantQuota::default()
         },
+        subscriber_buffer_max: 2,
         ..StoreConfig::default()
     };
     let store = Store::new(config, clock.clone()).unwrap();
+    // A subscriber that never reads: its backlog grows to its buffer, and
+    // then events are dropped for it.
+    let slow = store
+        .subscribe_to(&[relaystore::events::Collection::Leases])
+        .unwrap();
     let addr = http::serve(store.clone(), handle, 0).unwrap();
     let scrape = || {
         let (status, body) = http::get(addr, "/metrics").unwrap();
@@ -69,6 +75,10 @@ fn counters_and_gauges_move_as_operations_happen() {
     );
     assert_eq!(held(&after), 2.0, "the gauge after a sweep");
     assert!(http::sample(&after, "relaystore_sweep_removed_count", &[]) >= 1.0);
+    let gauge = |b: &str, name: &str| http::sample(b, name, &[]);
+    let dropped = |b: &str| http::sample(b, "relaystore_events_dropped_total", &[]);
+    assert_eq!(gauge(&after, "relaystore_subscribers"), 1.0, "{after}");
+    assert_eq!(gauge(&after, "relaystore_subscriber_backlog"), 1.0);
 
     clock.advance(SEC * 10);
     store.sweep();
@@ -78,6 +88,10 @@ fn counters_and_gauges_move_as_operations_happen() {
         2.0
     );
     assert_eq!(held(&expired), 0.0);
+    // Three events for a buffer of two: one dropped, two waiting.
+    assert_eq!(gauge(&expired, "relaystore_subscriber_backlog"), 2.0);
+    assert_eq!(dropped(&expired) - dropped(&after), 1.0, "{expired}");
+    assert_eq!(slow.drain().len(), 3, "two events and a lag report");
     // Two expired records, each removed at its deadline on the manual clock.
     let lags = http::sample(&expired, "relaystore_expiry_lag_seconds_count", &[]);
     assert_eq!(lags, 2.0, "{expired}");

@@ -450,6 +450,8 @@ impl Store {
             };
             crate::metrics::records(c, held);
         }
+        let (subscribers, backlog) = s.events.backlog();
+        crate::metrics::subscribers(subscribers, backlog);
     }
 
     // ----- shared helpers ----------------------------------------------------
