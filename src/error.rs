@@ -47,9 +47,13 @@ pub enum Error {
     /// The store is draining and takes no new work.
     #[error("store is draining")]
     Draining,
-    /// The store cannot guarantee the operation atomically, so it refuses.
-    #[error("service unavailable")]
-    ServiceUnavailable,
+    /// The store cannot take or guarantee the operation now, so it refuses;
+    /// `reason` says why, and so whether a retry can help.
+    #[error("service unavailable: {reason}")]
+    ServiceUnavailable {
+        /// Why.
+        reason: Unavailable,
+    },
     /// The engine's backend (a Redis server, say) could not be reached or
     /// did not answer within its configured bound. The engine fails closed:
     /// the operation took effect entirely or not at all, and the caller
@@ -192,7 +196,43 @@ impl fmt::Display for Scope {
     }
 }
 
+/// Why the store refuses with [`Error::ServiceUnavailable`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Unavailable {
+    /// The store has stopped (drained, or its last handle is going), and
+    /// a blocked wait ended with it. Final for this incarnation: send the
+    /// client to another instance.
+    Stopped,
+    /// The expiry driver has not swept for longer than `driver_stall_max`,
+    /// so the store cannot guarantee that an expired token is refused:
+    /// authorizations (join, bind, consume) are refused until it sweeps
+    /// again. Transient: retry shortly; `health()` reports `Degraded`.
+    DriverStalled,
+    /// The operating system's random source failed (store incarnations,
+    /// join tokens).
+    Entropy,
+    /// The builder could not start the background expiry driver thread.
+    DriverNotStarted,
+}
+
+impl fmt::Display for Unavailable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Unavailable::Stopped => "the store has stopped",
+            Unavailable::DriverStalled => "the expiry driver is stalled",
+            Unavailable::Entropy => "the OS random source failed",
+            Unavailable::DriverNotStarted => "the expiry driver could not be started",
+        })
+    }
+}
+
 impl Error {
+    /// `ServiceUnavailable` because the store has stopped.
+    pub const STOPPED: Error = Error::ServiceUnavailable {
+        reason: Unavailable::Stopped,
+    };
+
     /// A refusal by `scope`, whose `limit` saw `used` units in use.
     pub(crate) fn capacity(scope: Scope, limit: u64, used: u64) -> Self {
         Error::CapacityExceeded { scope, limit, used }

@@ -24,7 +24,9 @@ impl fmt::Display for TenantId {
 /// [`Error::ServiceUnavailable`]: the store cannot issue a secret, so it
 /// refuses rather than issue a weak one.
 pub(crate) fn random_bytes(buf: &mut [u8]) -> Result<()> {
-    getrandom::fill(buf).map_err(|_| Error::ServiceUnavailable)
+    getrandom::fill(buf).map_err(|_| Error::ServiceUnavailable {
+        reason: crate::error::Unavailable::Entropy,
+    })
 }
 
 macro_rules! store_id {

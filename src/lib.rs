@@ -104,7 +104,7 @@ pub use config::{QuotaPolicy, StoreConfig, TenantQuota, UniformQuota, SCHEDULE_C
 #[cfg(all(feature = "internals", not(relaystore_loom)))]
 pub use driver::{ExpiryDriver, Sweep};
 pub use engine::{Engine, Events, Follow, Wakes};
-pub use error::{Error, Result, Scope};
+pub use error::{Error, Result, Scope, Unavailable};
 pub use ids::{AttemptId, JobId, JoinToken, LeaseId, ParseIdError, TenantId, TOKEN_SECRET_BYTES};
 pub use queue::ClaimedJob;
 #[cfg(feature = "internals")]

@@ -161,7 +161,7 @@ impl WakeHub {
         channel: Arc<str>,
     ) -> Result<Listener> {
         if self.closed.load(Ordering::Acquire) {
-            return Err(Error::ServiceUnavailable);
+            return Err(Error::STOPPED);
         }
         let caps = self.live.read(|l| {
             let per_channel = l.listeners_per_channel_max;
@@ -246,7 +246,7 @@ impl WakeHub {
     /// Wakes every listener attached to `(tenant, channel)` now.
     pub(crate) fn notify(&self, key: &ChannelKey) -> Result<()> {
         if self.closed.load(Ordering::Acquire) {
-            return Err(Error::ServiceUnavailable);
+            return Err(Error::STOPPED);
         }
         // No listener anywhere: nothing to look up. A listen counts itself
         // before it attaches, so one that returned before this notify

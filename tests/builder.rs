@@ -84,7 +84,12 @@ fn a_built_store_keeps_itself_healthy_and_its_handles_are_static() {
     idle.publish(T, lease.id, "lobby", b"", None).unwrap();
     std::thread::sleep(Duration::from_millis(800));
     assert!(matches!(idle.health(), Health::Degraded { .. }));
-    assert_eq!(join_once(&idle), Err(Error::ServiceUnavailable));
+    assert_eq!(
+        join_once(&idle),
+        Err(Error::ServiceUnavailable {
+            reason: relaystore::Unavailable::DriverStalled
+        })
+    );
 
     // A lock guard moves into another thread and releases there.
     let guard = driven

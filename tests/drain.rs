@@ -107,7 +107,9 @@ fn a_stalled_driver_is_degraded_until_the_next_sweep() {
     );
     assert_eq!(
         s.bind_endpoint(A, t.attempt, &t.token, addr(1)),
-        Err(Error::ServiceUnavailable)
+        Err(Error::ServiceUnavailable {
+            reason: relaystore::Unavailable::DriverStalled
+        })
     );
     s.sweep();
     assert_eq!(s.health(), Health::Ready);

@@ -220,9 +220,9 @@ fn drain_refuses_new_work_keeps_existing_work_and_stops_at_the_deadline() {
     let st = s.stats();
     assert_eq!((st.leases, st.listings, st.attempts_pending), (0, 0, 0));
     assert_eq!(s.renew(A, g.id, SEC), Err(Error::Revoked));
-    assert_eq!(s.grant(A, "x", SEC, None), Err(Error::ServiceUnavailable));
-    assert_eq!(s.consume(A, &t2.token), Err(Error::ServiceUnavailable));
-    assert_eq!(s.begin_drain(SEC), Err(Error::ServiceUnavailable));
+    assert_eq!(s.grant(A, "x", SEC, None), Err(Error::STOPPED));
+    assert_eq!(s.consume(A, &t2.token), Err(Error::STOPPED));
+    assert_eq!(s.begin_drain(SEC), Err(Error::STOPPED));
     let drained: Vec<Collection> = events
         .drain()
         .into_iter()
@@ -280,6 +280,10 @@ fn ids_from_before_a_restart_get_restarted_on_every_operation() {
     );
 }
 
+const STALLED: Error = Error::ServiceUnavailable {
+    reason: relaystore::Unavailable::DriverStalled,
+};
+
 #[test]
 fn a_stalled_driver_fails_authorizations_closed_and_leaves_nothing() {
     let (clock, s) = store();
@@ -289,14 +293,11 @@ fn a_stalled_driver_fails_authorizations_closed_and_leaves_nothing() {
     s.bind_endpoint(A, t.attempt, &t.token, addr(1)).unwrap();
     clock.advance(SEC * 6); // past driver_stall_max (5 s) with no sweep
     let before = (s.digest(), s.stats());
-    assert_eq!(
-        s.begin_join(A, "lobby", "c2", SEC * 10, None),
-        Err(Error::ServiceUnavailable)
-    );
-    assert_eq!(s.consume(A, &t.token), Err(Error::ServiceUnavailable));
+    assert_eq!(s.begin_join(A, "lobby", "c2", SEC * 10, None), Err(STALLED));
+    assert_eq!(s.consume(A, &t.token), Err(STALLED));
     assert_eq!(
         s.bind_endpoint(A, t.attempt, &t.token, addr(1)),
-        Err(Error::ServiceUnavailable)
+        Err(STALLED)
     );
     assert_eq!((s.digest(), s.stats()), before, "no partial attempt left");
     s.sweep(); // the driver comes back

@@ -570,7 +570,7 @@ impl Sim {
         match self.rng.below(4) {
             0 if self.listeners.len() < 8 => match self.store.listen(t, channel) {
                 Ok(l) => self.listeners.push((t, channel, l, false)),
-                Err(e) => assert_eq!(e, Error::ServiceUnavailable, "listen"),
+                Err(e) => assert_eq!(e, Error::STOPPED, "listen"),
             },
             1 => match self.store.notify(t, channel) {
                 Ok(()) => {
@@ -580,7 +580,7 @@ impl Sim {
                         }
                     }
                 }
-                Err(e) => assert_eq!(e, Error::ServiceUnavailable, "notify"),
+                Err(e) => assert_eq!(e, Error::STOPPED, "notify"),
             },
             2 if !self.listeners.is_empty() => {
                 let i = self.rng.below(self.listeners.len() as u64) as usize;
@@ -620,7 +620,7 @@ impl Sim {
                     self.streams.insert((t, name), (0, 0));
                 }
                 Err(e) => assert!(
-                    matches!(e, Error::Draining | Error::ServiceUnavailable),
+                    matches!(e, Error::Draining | Error::ServiceUnavailable { .. }),
                     "create_stream: {e:?}"
                 ),
             }
@@ -645,7 +645,7 @@ impl Sim {
                     );
                     assert_eq!(next - first, 4, "I11: refused before it was full");
                 }
-                Err(e) => assert_eq!(e, Error::ServiceUnavailable, "append"),
+                Err(e) => assert_eq!(e, Error::STOPPED, "append"),
             }
         }
         let (first, next) = self.streams[&(t, name)];
@@ -705,7 +705,7 @@ impl Sim {
                     slot.insert(HashMap::new());
                 }
                 Err(e) => assert!(
-                    matches!(e, Error::Draining | Error::ServiceUnavailable),
+                    matches!(e, Error::Draining | Error::ServiceUnavailable { .. }),
                     "create_queue: {e:?}"
                 ),
             }
@@ -725,7 +725,7 @@ impl Sim {
                 };
                 let r = s.enqueue(t, "jobs", b"job", JobOptions::delayed(delay));
                 match &r {
-                    Ok(_) | Err(Error::Draining | Error::ServiceUnavailable) => {}
+                    Ok(_) | Err(Error::Draining | Error::ServiceUnavailable { .. }) => {}
                     Err(Error::CapacityExceeded {
                         scope: Scope::QueueJobs | Scope::QueueDeadLetters,
                         ..
@@ -762,7 +762,7 @@ impl Sim {
                             model.insert(job.id, (job.claim, lapse));
                         }
                     }
-                    Err(e) => assert_eq!(*e, Error::ServiceUnavailable, "claim"),
+                    Err(e) => assert_eq!(*e, Error::STOPPED, "claim"),
                 }
                 self.note(13, &r);
             }

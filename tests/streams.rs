@@ -299,8 +299,8 @@ fn a_follower_waits_for_appends_blocking_and_async() {
     assert_eq!(offsets(&read), vec![1]);
     appender.join().unwrap();
     s.begin_drain(Duration::ZERO).unwrap();
-    assert_eq!(f.next(10).map(drop), Err(Error::ServiceUnavailable));
-    assert_eq!(s.append(T, "log", b"c"), Err(Error::ServiceUnavailable));
+    assert_eq!(f.next(10).map(drop), Err(Error::STOPPED));
+    assert_eq!(s.append(T, "log", b"c"), Err(Error::STOPPED));
 }
 
 #[test]

@@ -181,8 +181,8 @@ fn listeners_are_closed_when_the_store_stops_after_their_pending_wake() {
         "the pending wake first"
     );
     assert_eq!(listener.recv(), Err(RecvError::Closed));
-    assert_eq!(s.notify(T, "lobby"), Err(Error::ServiceUnavailable));
-    assert_eq!(s.listen(T, "lobby").err(), Some(Error::ServiceUnavailable));
+    assert_eq!(s.notify(T, "lobby"), Err(Error::STOPPED));
+    assert_eq!(s.listen(T, "lobby").err(), Some(Error::STOPPED));
 }
 
 #[test]

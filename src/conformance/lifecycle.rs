@@ -200,7 +200,7 @@ pub(super) async fn drain<H: Harness>(h: &H) -> Outcome {
     ensure_eq!(e.health().await, Health::Stopped, "after the window");
     ensure_eq!(
         e.grant(T, "x", u, None).await.map(drop),
-        Err(Error::ServiceUnavailable),
+        Err(Error::STOPPED),
         "a grant once stopped"
     );
     ensure!(

@@ -481,7 +481,7 @@ impl Store {
             if let Ok(r) = taken {
                 C::retire(self, r, Cause::Drained, now);
             }
-            return Err(Error::ServiceUnavailable);
+            return Err(Error::STOPPED);
         }
         Ok(stamp)
     }

@@ -12,7 +12,7 @@
 
 use super::{Shared, Store};
 use crate::config::{QuotaPolicy, StoreConfig, UniformQuota};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, Unavailable};
 use crate::time::{Clock, SystemClock};
 use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::time::Duration;
@@ -127,8 +127,11 @@ impl StoreBuilder {
             .unwrap_or_else(|| Arc::new(UniformQuota(self.config.tenant.clone())));
         let store = Store::with_policy(self.config, clock, policy)?;
         if let Some(tick) = self.expiry_tick {
-            let stop = spawn_driver(Arc::downgrade(&store.shared), tick)
-                .map_err(|_| Error::ServiceUnavailable)?;
+            let stop = spawn_driver(Arc::downgrade(&store.shared), tick).map_err(|_| {
+                Error::ServiceUnavailable {
+                    reason: Unavailable::DriverNotStarted,
+                }
+            })?;
             *store
                 .shared
                 .driver

@@ -9,7 +9,7 @@
 
 use super::tenant::any;
 use super::Store;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, Unavailable};
 use crate::events::Cause;
 use crate::sync::Ordering;
 use crate::time::MonoTime;
@@ -116,7 +116,7 @@ impl Store {
                     "relaystore draining: new work is refused; remaining leases are revoked when the window ends",
                 );
             }
-            Err(STOPPED) => return Err(Error::ServiceUnavailable),
+            Err(STOPPED) => return Err(Error::STOPPED),
             Err(_) => {}
         }
         self.finish_drain_if_due(now);
@@ -133,7 +133,7 @@ impl Store {
         match self.shared.state.load(Ordering::Acquire) {
             READY => Ok(()),
             DRAINING => Err(Error::Draining),
-            _ => Err(Error::ServiceUnavailable),
+            _ => Err(Error::STOPPED),
         }
     }
 
@@ -154,10 +154,12 @@ impl Store {
     pub(super) fn authorize(&self, now: MonoTime) -> Result<()> {
         self.finish_drain_if_due(now);
         if self.shared.state.load(Ordering::Acquire) == STOPPED {
-            return Err(Error::ServiceUnavailable);
+            return Err(Error::STOPPED);
         }
         if self.driver_stalled(now) {
-            return Err(Error::ServiceUnavailable);
+            return Err(Error::ServiceUnavailable {
+                reason: Unavailable::DriverStalled,
+            });
         }
         Ok(())
     }

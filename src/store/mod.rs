@@ -529,7 +529,7 @@ impl Store {
     /// Refuses with `ServiceUnavailable` once the store has stopped.
     fn refuse_if_stopped(&self) -> Result<()> {
         if self.shared.state.load(Ordering::Acquire) == lifecycle::STOPPED {
-            Err(Error::ServiceUnavailable)
+            Err(Error::STOPPED)
         } else {
             Ok(())
         }

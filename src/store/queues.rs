@@ -230,7 +230,7 @@ impl Store {
             match wakes.recv_timeout(left) {
                 Ok(_) => {}
                 Err(RecvError::Timeout) => return Ok(claimed),
-                Err(_) => return Err(Error::ServiceUnavailable),
+                Err(_) => return Err(Error::STOPPED),
             }
         }
     }
@@ -254,10 +254,7 @@ impl Store {
             if !claimed.is_empty() {
                 return Ok(claimed);
             }
-            wakes
-                .recv_async()
-                .await
-                .map_err(|_| Error::ServiceUnavailable)?;
+            wakes.recv_async().await.map_err(|_| Error::STOPPED)?;
         }
     }
 

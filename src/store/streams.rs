@@ -285,10 +285,7 @@ impl Follower {
             if !read.entries.is_empty() {
                 return Ok(read);
             }
-            self.wakes
-                .recv_async()
-                .await
-                .map_err(|_| Error::ServiceUnavailable)?;
+            self.wakes.recv_async().await.map_err(|_| Error::STOPPED)?;
         }
     }
 
@@ -316,7 +313,7 @@ impl Follower {
             match waited {
                 Ok(_) => {}
                 Err(RecvError::Timeout) => return Ok(read),
-                Err(_) => return Err(Error::ServiceUnavailable),
+                Err(_) => return Err(Error::STOPPED),
             }
         }
     }

@@ -330,7 +330,9 @@ impl Model {
                     return INVALID;
                 }
                 if self.stalled() {
-                    return Outcome::Err(Kind::ServiceUnavailable);
+                    return Outcome::Err(Kind::ServiceUnavailable(
+                        relaystore::Unavailable::DriverStalled,
+                    ));
                 }
                 let Some(instance) = self.listing_visible(tenant, key).map(|l| l.instance) else {
                     return Outcome::Err(Kind::NotFound);
@@ -356,7 +358,9 @@ impl Model {
             {
                 let is_bind = matches!(op, Op::Bind { .. });
                 if self.stalled() {
-                    return Outcome::Err(Kind::ServiceUnavailable);
+                    return Outcome::Err(Kind::ServiceUnavailable(
+                        relaystore::Unavailable::DriverStalled,
+                    ));
                 }
                 let a = &self.attempts[attempt];
                 if !a.present || a.tenant != tenant {
