@@ -14,6 +14,7 @@ use crate::sync::{lock_at, Arc, AtomicU64, Condvar, Mutex, Ordering, Rung, Snaps
 use std::collections::VecDeque;
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
+#[cfg(feature = "native")]
 use std::time::Duration;
 
 /// A collection of the store: what a removal event names, and what a
@@ -333,12 +334,14 @@ impl Subscription {
         std::iter::from_fn(|| self.try_recv()).collect()
     }
 
+    #[cfg(feature = "native")]
     /// The next event or lag report, waiting for one as long as it takes;
     /// [`RecvError::Closed`] once the store is gone and the buffer empty.
     pub fn recv(&self) -> Result<Received, RecvError> {
         self.wait(None)
     }
 
+    #[cfg(feature = "native")]
     /// [`recv`](Self::recv), waiting at most `timeout`
     /// ([`RecvError::Timeout`] then).
     pub fn recv_timeout(&self, timeout: Duration) -> Result<Received, RecvError> {
@@ -363,6 +366,7 @@ impl Subscription {
         queue.events.pop_front().map(Received::Event)
     }
 
+    #[cfg(feature = "native")]
     fn wait(&self, timeout: Option<Duration>) -> Result<Received, RecvError> {
         lock_at(Rung::Inbox, &self.inbox.queue)
             .wait_for(

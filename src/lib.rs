@@ -62,6 +62,7 @@ mod config;
 #[cfg(feature = "conformance")]
 pub mod conformance;
 #[cfg(all(any(test, feature = "internals"), not(relaystore_loom)))]
+#[cfg(feature = "native")]
 mod driver;
 mod engine;
 mod error;
@@ -102,6 +103,7 @@ mod wheel;
 
 pub use config::{QuotaPolicy, StoreConfig, TenantQuota, UniformQuota, SCHEDULE_CATCH_UP_MAX};
 #[cfg(all(feature = "internals", not(relaystore_loom)))]
+#[cfg(feature = "native")]
 pub use driver::{ExpiryDriver, Sweep};
 pub use engine::{Engine, Events, Follow, Wakes};
 pub use error::{Error, Result, Scope, Unavailable};

@@ -141,6 +141,7 @@ impl<'a, T> Ranked<'a, T> {
     /// Waits on `condvar` (which gives the lock up while waiting) for at
     /// most `timeout` (`None`: without limit). The rung stays entered: the
     /// waiting thread takes no other lock meanwhile.
+    #[cfg(feature = "native")]
     pub(crate) fn wait(self, condvar: &Condvar, timeout: Option<std::time::Duration>) -> Self {
         let Ranked { guard, _rung } = self;
         let guard = match timeout {
@@ -160,6 +161,7 @@ impl<'a, T> Ranked<'a, T> {
     /// time ran out. `sleepers` is the state's count of waiting threads,
     /// kept so that a signaller can skip the system call when nobody waits.
     /// The one waiting loop of the blocking receivers.
+    #[cfg(feature = "native")]
     pub(crate) fn wait_for<R>(
         mut self,
         condvar: &Condvar,

@@ -9,7 +9,9 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
-use std::time::{Duration, Instant, SystemTime};
+#[cfg(feature = "native")]
+use std::time::Instant;
+use std::time::{Duration, SystemTime};
 
 /// A monotonic instant: whole milliseconds since the clock's origin.
 ///
@@ -65,6 +67,7 @@ pub trait Clock: Send + Sync + 'static {
     fn wall(&self) -> SystemTime;
 }
 
+#[cfg(feature = "native")]
 /// The production clock: `Instant` for monotonic time, `SystemTime` for wall.
 ///
 /// A reading costs one `clock_gettime` through the vDSO (about 20 ns; see
@@ -75,6 +78,7 @@ pub struct SystemClock {
     origin: Instant,
 }
 
+#[cfg(feature = "native")]
 impl SystemClock {
     /// A clock whose origin is the moment of construction.
     pub fn new() -> Self {
@@ -84,12 +88,14 @@ impl SystemClock {
     }
 }
 
+#[cfg(feature = "native")]
 impl Default for SystemClock {
     fn default() -> Self {
         Self::new()
     }
 }
 
+#[cfg(feature = "native")]
 impl Clock for SystemClock {
     fn now(&self) -> MonoTime {
         let ms = self.origin.elapsed().as_millis();

@@ -24,6 +24,7 @@ use crate::shard::{ShardMap, Upsert};
 use crate::sync::{lock_at, Arc, AtomicBool, Condvar, Mutex, Ordering, Rung, Snapshot};
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
+#[cfg(feature = "native")]
 use std::time::Duration;
 
 pub use crate::events::RecvError;
@@ -327,12 +328,14 @@ impl Listener {
         }
     }
 
+    #[cfg(feature = "native")]
     /// Waits for the next wake. [`RecvError::Closed`] once the store has
     /// stopped or is gone and no wake is pending.
     pub fn recv(&self) -> Result<Wake, RecvError> {
         self.wait(None)
     }
 
+    #[cfg(feature = "native")]
     /// [`recv`](Self::recv) for at most `timeout`;
     /// [`RecvError::Timeout`] if nothing came.
     pub fn recv_timeout(&self, timeout: Duration) -> Result<Wake, RecvError> {
@@ -345,6 +348,7 @@ impl Listener {
         WakeFuture { listener: self }
     }
 
+    #[cfg(feature = "native")]
     fn wait(&self, timeout: Option<Duration>) -> Result<Wake, RecvError> {
         lock_at(Rung::Listener, &self.cell.slot)
             .wait_for(

@@ -10,20 +10,31 @@
 //! never keeps a store alive: when the last handle goes, the store raises
 //! the driver's stop signal and the thread ends at its next wake-up.
 
-use super::{Shared, Store};
+#[cfg(feature = "native")]
+use super::Shared;
+use super::Store;
 use crate::config::{QuotaPolicy, StoreConfig, UniformQuota};
-use crate::error::{Error, Result, Unavailable};
-use crate::time::{Clock, SystemClock};
-use std::sync::{Arc, Condvar, Mutex, Weak};
+#[cfg(feature = "native")]
+use crate::error::Unavailable;
+use crate::error::{Error, Result};
+use crate::time::Clock;
+#[cfg(feature = "native")]
+use crate::time::SystemClock;
+use std::sync::Arc;
+#[cfg(feature = "native")]
+use std::sync::{Condvar, Mutex, Weak};
 use std::time::Duration;
 
 /// The default expiry driver tick.
 pub const EXPIRY_TICK_DEFAULT: Duration = Duration::from_millis(10);
 
 /// Builds a [`Store`]: default limits, the system clock, uniform tenant
-/// quotas and a background expiry driver, each replaceable.
+/// quotas and a background expiry driver, each replaceable. Without the
+/// `native` feature (the wasm32 build) there is no system clock and no
+/// driver thread: the host passes its clock and calls [`Store::sweep`].
 ///
 /// ```
+/// # #[cfg(feature = "native")] {
 /// use relaystore::{time::ManualClock, Store, StoreConfig};
 /// use std::{sync::Arc, time::Duration};
 ///
@@ -37,6 +48,7 @@ pub const EXPIRY_TICK_DEFAULT: Duration = Duration::from_millis(10);
 ///     .clock(clock.clone())
 ///     .without_expiry_driver()
 ///     .build()?;
+/// # }
 /// # Ok::<(), relaystore::Error>(())
 /// ```
 #[must_use = "a builder does nothing until `build` is called"]
@@ -60,13 +72,14 @@ impl std::fmt::Debug for StoreBuilder {
 impl Store {
     /// A [`StoreBuilder`] with the default limits, the system clock,
     /// uniform tenant quotas and a background expiry driver ticking every
-    /// [`EXPIRY_TICK_DEFAULT`].
+    /// [`EXPIRY_TICK_DEFAULT`] (without the `native` feature: no clock,
+    /// which the host must give, and no driver).
     pub fn builder() -> StoreBuilder {
         StoreBuilder {
             config: StoreConfig::default(),
             clock: None,
             policy: None,
-            expiry_tick: Some(EXPIRY_TICK_DEFAULT),
+            expiry_tick: cfg!(feature = "native").then_some(EXPIRY_TICK_DEFAULT),
         }
     }
 }
@@ -78,7 +91,8 @@ impl StoreBuilder {
         self
     }
 
-    /// The clock (default: [`SystemClock`]); tests pass a `ManualClock`.
+    /// The clock (default: `SystemClock`); tests pass a `ManualClock`.
+    /// Without the `native` feature it is required: the host's.
     pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = Some(clock);
         self
@@ -94,6 +108,7 @@ impl StoreBuilder {
     /// How often the background driver sweeps. Must be positive and
     /// shorter than `driver_stall_max`, or `build` refuses with
     /// `InvalidConfig { field: "expiry_tick", .. }`.
+    #[cfg(feature = "native")]
     pub fn expiry_tick(mut self, tick: Duration) -> Self {
         self.expiry_tick = Some(tick);
         self
@@ -119,13 +134,20 @@ impl StoreBuilder {
                 });
             }
         }
+        #[cfg(feature = "native")]
         let clock = self
             .clock
             .unwrap_or_else(|| Arc::new(SystemClock::new()) as Arc<dyn Clock>);
+        #[cfg(not(feature = "native"))]
+        let clock = self.clock.ok_or(Error::InvalidConfig {
+            field: "clock",
+            rule: "without the `native` feature the host supplies the clock",
+        })?;
         let policy = self
             .policy
             .unwrap_or_else(|| Arc::new(UniformQuota(self.config.tenant.clone())));
         let store = Store::with_policy(self.config, clock, policy)?;
+        #[cfg(feature = "native")]
         if let Some(tick) = self.expiry_tick {
             let stop = spawn_driver(Arc::downgrade(&store.shared), tick).map_err(|_| {
                 Error::ServiceUnavailable {
@@ -143,8 +165,10 @@ impl StoreBuilder {
 }
 
 /// The stop signal of a builder-started driver thread.
+#[cfg(feature = "native")]
 pub(crate) struct DriverStop(Arc<(Mutex<bool>, Condvar)>);
 
+#[cfg(feature = "native")]
 impl DriverStop {
     fn raise(&self) {
         let (stopped, wake) = &*self.0;
@@ -153,6 +177,7 @@ impl DriverStop {
     }
 }
 
+#[cfg(feature = "native")]
 impl DriverStop {
     /// Tells the driver the store is gone (from `Shared`'s drop, possibly
     /// in the driver thread itself at the end of a sweep): never waits.
@@ -166,6 +191,7 @@ impl DriverStop {
 
 /// Starts a thread that sweeps the store behind `target` every `tick`
 /// until the store is gone or its stop signal is raised.
+#[cfg(feature = "native")]
 fn spawn_driver(target: Weak<Shared>, tick: Duration) -> std::io::Result<DriverStop> {
     let signal = Arc::new((Mutex::new(false), Condvar::new()));
     let theirs = Arc::clone(&signal);
@@ -193,4 +219,32 @@ fn spawn_driver(target: Weak<Shared>, tick: Duration) -> std::io::Result<DriverS
             }
         })?;
     Ok(DriverStop(signal))
+}
+
+/// The build without `native` (the wasm32 one), run on the host: the host
+/// gives the clock and drives the sweep.
+#[cfg(all(test, not(feature = "native"), not(relaystore_loom)))]
+mod without_native {
+    use super::*;
+    use crate::time::ManualClock;
+    use crate::TenantId;
+
+    #[test]
+    fn the_host_gives_the_clock_and_calls_sweep() {
+        assert_eq!(
+            Store::builder().build().err(),
+            Some(Error::InvalidConfig {
+                field: "clock",
+                rule: "without the `native` feature the host supplies the clock",
+            })
+        );
+        let clock = Arc::new(ManualClock::new());
+        let store = Store::builder().clock(clock.clone()).build().unwrap();
+        let lease = store
+            .grant(TenantId(1), "host", Duration::from_secs(1), None)
+            .unwrap();
+        clock.advance(Duration::from_secs(2));
+        assert_eq!(store.sweep(), 1, "the host's sweep removes the lease");
+        assert!(store.get_lease(TenantId(1), lease.id).is_err());
+    }
 }

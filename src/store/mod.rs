@@ -218,6 +218,7 @@ pub(crate) struct Shared {
     observe: observe::Observe,
     /// The stop signal of the background expiry driver the builder
     /// started, if any; raised when the last handle goes.
+    #[cfg(feature = "native")]
     driver: std::sync::Mutex<Option<builder::DriverStop>>,
 }
 
@@ -302,6 +303,7 @@ impl Store {
             state: AtomicU64::new(lifecycle::READY),
             drain_deadline_ms: AtomicU64::new(u64::MAX),
             observe: observe::Observe::new(),
+            #[cfg(feature = "native")]
             driver: std::sync::Mutex::new(None),
             clock,
             config,
@@ -381,11 +383,18 @@ impl Store {
     fn sweep_at(&self, now: MonoTime) -> usize {
         let span = tracing::debug_span!("relaystore_sweep", removed = tracing::field::Empty);
         let _entered = span.enter();
+        #[cfg(feature = "native")]
         let started = std::time::Instant::now();
         let removed = self.sweep_steps(now);
         span.record("removed", removed);
         self.observe_sweep_ran();
-        crate::metrics::sweep(started.elapsed(), removed);
+        #[cfg(feature = "native")]
+        let took = started.elapsed();
+        // Without an OS clock the host's clock times the sweep, to its
+        // resolution.
+        #[cfg(not(feature = "native"))]
+        let took = self.shared.clock.now().saturating_since(now);
+        crate::metrics::sweep(took, removed);
         self.report_gauges(now);
         removed
     }
@@ -620,6 +629,7 @@ impl Drop for Shared {
     /// every event subscriber, blocked or async, learns the store is closed
     /// once it has read what is buffered.
     fn drop(&mut self) {
+        #[cfg(feature = "native")]
         builder::DriverStop::stop(&self.driver);
         self.events.close();
         self.wakes.close();

@@ -11,7 +11,9 @@ use crate::queue::{
     Waiting,
 };
 use crate::sync::Arc;
-use crate::wake::{Listener, RecvError};
+use crate::wake::Listener;
+#[cfg(feature = "native")]
+use crate::wake::RecvError;
 use std::time::Duration;
 
 /// A job that ran out of attempts.
@@ -201,6 +203,7 @@ impl Store {
             .claim((tenant, queue), worker, visibility, max, now.as_millis())
     }
 
+    #[cfg(feature = "native")]
     /// [`claim`](Self::claim), waiting up to `timeout` for a job to become
     /// ready (woken by enqueues, retries and lapsed claims; no polling).
     /// An empty result if none came.

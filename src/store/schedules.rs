@@ -219,6 +219,7 @@ impl Scheduler {
         }
     }
 
+    #[cfg(feature = "native")]
     /// Steps until `stop` is raised, sleeping between steps on the host's
     /// clock; releases the lock on the way out. Returns the first error a
     /// step met (the store stopped, say).
@@ -259,6 +260,7 @@ impl SchedulerStop {
     }
 
     /// Waits up to `timeout`; true once the signal is raised.
+    #[cfg(feature = "native")]
     fn wait(&self, timeout: Duration) -> bool {
         let stopped = self.stopped.lock().unwrap_or_else(|p| p.into_inner());
         let (stopped, _) = self

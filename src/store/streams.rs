@@ -9,7 +9,10 @@ use crate::ids::TenantId;
 use crate::named::TenantName;
 use crate::stream::{wake_channel, Created, StreamConfig, StreamInfo, StreamRead};
 use crate::sync::Arc;
-use crate::wake::{Listener, RecvError};
+use crate::wake::Listener;
+#[cfg(feature = "native")]
+use crate::wake::RecvError;
+#[cfg(feature = "native")]
 use std::time::Duration;
 
 impl Store {
@@ -264,6 +267,7 @@ impl Follower {
         Ok(read)
     }
 
+    #[cfg(feature = "native")]
     /// Waits until there is at least one entry from the position on, and
     /// returns up to `max` of them. `ServiceUnavailable` once the store has
     /// stopped or is gone.
@@ -271,6 +275,7 @@ impl Follower {
         self.next_within(max, None)
     }
 
+    #[cfg(feature = "native")]
     /// [`next`](Self::next) for at most `timeout`; an empty read if nothing
     /// came.
     pub fn next_timeout(&mut self, max: usize, timeout: Duration) -> Result<StreamRead> {
@@ -289,6 +294,7 @@ impl Follower {
         }
     }
 
+    #[cfg(feature = "native")]
     fn next_within(&mut self, max: usize, timeout: Option<Duration>) -> Result<StreamRead> {
         let deadline = timeout.map(|t| std::time::Instant::now() + t);
         if crate::faults::active(crate::faults::StoreFault::WaitBeforeRead) {
