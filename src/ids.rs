@@ -3,8 +3,9 @@
 //! Every id and token carries the **incarnation** of the store that issued it
 //! (64 random bits drawn when the store is created), so an id from before a
 //! restart is recognised and refused with [`Error::Restarted`](crate::Error)
-//! rather than looked up. Token secrets are 128 bits from the OS CSPRNG and
-//! are compared in constant time.
+//! rather than looked up. Token secrets are 128 bits from a per-thread
+//! ChaCha20 generator seeded from the OS CSPRNG (`secrets`), and are
+//! compared in constant time.
 
 use crate::error::{Error, Result};
 use std::fmt;
@@ -166,7 +167,7 @@ pub struct JoinToken {
 impl JoinToken {
     pub(crate) fn issue(attempt: AttemptId) -> Result<Self> {
         let mut secret = [0; TOKEN_SECRET_BYTES];
-        random_bytes(&mut secret)?;
+        crate::secrets::fill(&mut secret)?;
         Ok(JoinToken { attempt, secret })
     }
 

@@ -86,6 +86,7 @@ pub mod quota;
 mod quota;
 mod record;
 pub mod schedule;
+mod secrets;
 mod shard;
 mod store;
 pub mod stream;
