@@ -877,9 +877,39 @@ fn subscribers(c: &mut Criterion) {
     group.finish();
 }
 
+/// Presence heartbeats (the hottest operation in the relay mix): refreshes
+/// of `n` existing members' records, without new attributes, on 1 and 2
+/// threads: the baseline for making them cheaper.
+fn heartbeats(c: &mut Criterion) {
+    let n = 10_000u64;
+    let store = Store::new(store_config(n), Arc::new(SystemClock::new())).unwrap();
+    let members: Arc<Vec<(TenantId, String)>> = Arc::new(
+        (0..n)
+            .map(|i| (TenantId(i % TENANTS), format!("member-{i:010}")))
+            .collect(),
+    );
+    for (t, m) in members.iter() {
+        store.heartbeat(*t, m, TTL, None, None).unwrap();
+    }
+    let mut group = c.benchmark_group(format!("presence_heartbeat/{n}"));
+    for threads in THREADS {
+        group.throughput(Throughput::Elements(threads as u64));
+        group.bench_function(BenchmarkId::new("store", format!("{threads}t")), |b| {
+            b.iter_custom(|iters| {
+                let (store, members) = (store.clone(), members.clone());
+                run_threads(threads, iters, move |t, i| {
+                    let (tenant, member) = &members[pick(t, i, n) as usize];
+                    black_box(store.heartbeat(*tenant, member, TTL, None, None).unwrap());
+                })
+            })
+        });
+    }
+    group.finish();
+}
+
 criterion_group! {
     name = benches;
     config = support::short_runs();
-    targets = renew_and_get, create_ops, idle_tick, quotas, store_expiry, subscribers
+    targets = renew_and_get, create_ops, idle_tick, quotas, store_expiry, subscribers, heartbeats
 }
 criterion_main!(benches);
