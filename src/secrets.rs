@@ -44,7 +44,9 @@ std::thread_local! {
 pub(crate) fn fill(buf: &mut [u8]) -> Result<()> {
     watch_forks();
     let forks = FORKS.load(Ordering::Relaxed);
-    LOCAL.with(|cell| {
+    // A thread whose locals are being torn down (a token issued from a
+    // thread-local destructor) asks the OS directly.
+    let drawn = LOCAL.try_with(|cell| {
         let mut local = cell.borrow_mut();
         let fresh = local
             .as_ref()
@@ -62,7 +64,8 @@ pub(crate) fn fill(buf: &mut [u8]) -> Result<()> {
         l.rng.fill_bytes(buf);
         l.drawn += buf.len() as u64;
         Ok(())
-    })
+    });
+    drawn.unwrap_or_else(|_| random_bytes(buf))
 }
 
 /// What the fork handler does in the child: every thread's generator is
