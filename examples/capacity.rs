@@ -385,9 +385,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     // queued behind slow operations shows.
                     Some(interval) => {
                         let start = Instant::now();
-                        let mut k = 0u32;
+                        let mut k = 0u64;
+                        // Scheduled from k itself, not by adding intervals:
+                        // no drift, and no overflow however long the run.
+                        let due_at = |k: u64| start + interval.mul_f64(k as f64);
                         while !stop.load(Ordering::Relaxed) {
-                            let due = start + interval * k;
+                            let due = due_at(k);
                             wait_until(due);
                             let (op, i) = pick(&mut x, n);
                             let result = perform(op, i, x);
@@ -396,7 +399,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                             done.fetch_add(1, Ordering::Relaxed);
                             k += 1;
                         }
-                        let next_due = start + interval * k;
+                        let next_due = due_at(k);
                         tally.behind = Instant::now().saturating_duration_since(next_due);
                     }
                 }
