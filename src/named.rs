@@ -4,6 +4,7 @@
 
 use crate::error::{Error, Result, Scope};
 use crate::ids::TenantId;
+use crate::quota::{Counter, Reservation};
 use crate::shard::{ShardMap, Upsert};
 use crate::sync::Arc;
 
@@ -91,6 +92,22 @@ impl TenantCounts {
             None => Upsert::Put(1, Ok(())),
         });
         taken.map_err(|used| Error::capacity(self.scope, max, used))
+    }
+
+    /// The admission of a named object that reserves store-wide room:
+    /// one of `tenant`'s slots (against `per_tenant`) first, so a tenant
+    /// at its cap never holds store-wide room, then every store-wide part
+    /// whole (`(counter, units, limit)`). A refusal of either takes
+    /// nothing; the caller commits the reservation once the object is in
+    /// its map, and gives the slot back if it never gets there.
+    pub(crate) fn admit<'a>(
+        &self,
+        tenant: TenantId,
+        per_tenant: u64,
+        store_wide: &[(&'a Counter, u64, u64)],
+    ) -> Result<Reservation<'a>> {
+        self.take(tenant, per_tenant)?;
+        Reservation::acquire_under(store_wide).inspect_err(|_| self.give(tenant))
     }
 
     /// Gives one slot of `tenant` back.

@@ -30,7 +30,7 @@ use crate::events::Collection;
 use crate::faults::{self, StoreFault};
 use crate::ids::{JobId, TenantId};
 use crate::named::{view, Name, TenantCounts, TenantName};
-use crate::quota::{Counter, Reservation};
+use crate::quota::Counter;
 use crate::shard::{ShardMap, Upsert};
 use crate::sync::{lock_at, Arc, AtomicU64, Mutex, Ordering, Rung, Snapshot};
 use crate::time::{duration_to_millis_ceil, MonoTime};
@@ -594,28 +594,23 @@ impl QueueHub {
             Some(false) => return Err(Error::Exists),
             None => {}
         }
-        // The tenant's own cap first, then the store-wide ones: a queue
-        // reserves its whole capacity, so no enqueue needs room the store
-        // did not commit to.
         let caps = self.live.read(|l| {
             let c = l.ceiling(Collection::Queues);
             let budgets = (l.queue_jobs_total_max, l.queue_bytes_total_max);
             (l.queues_per_tenant_max, c, budgets)
         });
         let (per_tenant, ceiling, (jobs_total, bytes_total)) = caps;
-        self.tenant_queues.take(key.0, per_tenant)?;
-        let store_wide = Reservation::acquire_under(&[
-            (&self.count, 1, ceiling),
-            (&self.budget_jobs, config.jobs_max as u64, jobs_total),
-            (&self.budget_bytes, config.bytes_max as u64, bytes_total),
-        ]);
-        let store_wide = match store_wide {
-            Ok(held) => held,
-            Err(refusal) => {
-                self.tenant_queues.give(key.0);
-                return Err(refusal);
-            }
-        };
+        // A queue reserves its whole capacity, so no enqueue needs room
+        // the store did not commit to.
+        let store_wide = self.tenant_queues.admit(
+            key.0,
+            per_tenant,
+            &[
+                (&self.count, 1, ceiling),
+                (&self.budget_jobs, config.jobs_max as u64, jobs_total),
+                (&self.budget_bytes, config.bytes_max as u64, bytes_total),
+            ],
+        )?;
         let queue = Arc::new(Queue {
             serial: self.serials.fetch_add(1, Ordering::Relaxed),
             wake: wake_channel(&key.1),

@@ -25,7 +25,7 @@ use crate::error::{Error, Result, Scope};
 use crate::events::Collection;
 use crate::ids::{LeaseId, TenantId};
 use crate::named::{view, Name, TenantCounts, TenantName};
-use crate::quota::{Counter, Reservation};
+use crate::quota::Counter;
 use crate::shard::{ShardMap, Upsert};
 use crate::sync::{lock_at, Arc, AtomicBool, AtomicU64, Mutex, Ordering, Rung, Snapshot};
 use crate::time::{duration_to_millis_ceil, Clock, MonoTime};
@@ -330,27 +330,21 @@ impl StreamHub {
             (l.streams_per_tenant_max, c, budgets)
         });
         let (per_tenant, ceiling, (bytes_total, entries_total)) = caps;
-        self.tenant_streams.take(key.0, per_tenant)?;
-        // The tenant's own cap first, then the store-wide ones (a tenant at
-        // its cap never holds store-wide room): a stream, and its whole
-        // capacity from the store's budget, so no append can need memory
-        // the store did not commit to.
-        let store_wide = Reservation::acquire_under(&[
-            (&self.count, 1, ceiling),
-            (&self.budget_bytes, config.bytes_max as u64, bytes_total),
-            (
-                &self.budget_entries,
-                config.entries_max as u64,
-                entries_total,
-            ),
-        ]);
-        let store_wide = match store_wide {
-            Ok(held) => held,
-            Err(refusal) => {
-                self.give_slot(key.0);
-                return Err(refusal);
-            }
-        };
+        // A stream reserves its whole capacity from the store's budget, so
+        // no append can need memory the store did not commit to.
+        let store_wide = self.tenant_streams.admit(
+            key.0,
+            per_tenant,
+            &[
+                (&self.count, 1, ceiling),
+                (&self.budget_bytes, config.bytes_max as u64, bytes_total),
+                (
+                    &self.budget_entries,
+                    config.entries_max as u64,
+                    entries_total,
+                ),
+            ],
+        )?;
         let serial = self.serials.fetch_add(1, Ordering::Relaxed);
         let stream = Arc::new(Stream {
             config: config.clone(),
