@@ -81,6 +81,14 @@ pub enum StoreFault {
     /// A schedule run checks that its runner leads before it takes the
     /// tenant's schedule book, not under it.
     LeaderCheckedOutside,
+    /// A read of the collections a transaction writes does not check,
+    /// after it read, that no commit began meanwhile.
+    TxReadUnchecked,
+    /// A mutation of those collections does not enter the commit gate.
+    TxGateBypassed,
+    /// A transaction's notify wakes its listeners when it is staged, not
+    /// after the commit.
+    TxWakeAtStaging,
 }
 
 std::thread_local! {

@@ -72,6 +72,7 @@ pub mod events;
 pub mod faults;
 #[cfg(not(relaystore_loom))]
 mod faults;
+mod gate;
 mod ids;
 mod metrics;
 #[cfg(relaystore_loom)]
@@ -121,6 +122,7 @@ pub use store::{
     StoreBuilder, TenantUsage, Usage, EXPIRY_TICK_DEFAULT, OUTBOX_QUEUE, REFUSAL_LOG_INTERVAL,
     RESERVED_PREFIX, SCHEDULER_LOCK,
 };
+pub use store::{Committed, Transaction, TX_OPS_MAX};
 #[cfg(feature = "internals")]
 pub use ttl::{Removed, TtlConfig, TtlMap};
 

@@ -495,6 +495,28 @@ impl State {
         readied
     }
 
+    /// Refuses `count` more jobs of `bytes` payload bytes in all if the
+    /// queue cannot take them: the one admission rule of enqueues.
+    fn admits(&self, config: &QueueConfig, count: usize, bytes: usize) -> Result<()> {
+        let refuse = |scope, limit: usize, used: usize| {
+            Err(Error::capacity(scope, limit as u64, used as u64))
+        };
+        if self.dead.len() >= config.dead_letters_max {
+            return refuse(
+                Scope::QueueDeadLetters,
+                config.dead_letters_max,
+                self.dead.len(),
+            );
+        }
+        if self.jobs.len() + count > config.jobs_max {
+            return refuse(Scope::QueueJobs, config.jobs_max, self.jobs.len());
+        }
+        if self.bytes + bytes > config.bytes_max {
+            return refuse(Scope::QueueBytes, config.bytes_max, self.bytes);
+        }
+        Ok(())
+    }
+
     /// The live claim `token` on job `seq` at `now`: the one validity rule
     /// of every claim operation, checked before any change.
     fn check_claim(&self, seq: u64, token: ClaimToken, now: u64) -> Result<()> {
@@ -738,22 +760,7 @@ impl QueueHub {
         let early = faults::active(StoreFault::WaitersReadEarly).then(|| queue.announce());
         let (first, late) = {
             let mut state = lock_at(Rung::Queue, &queue.state);
-            let refuse = |scope, limit: usize, used: usize| {
-                Err(Error::capacity(scope, limit as u64, used as u64))
-            };
-            if state.dead.len() >= config.dead_letters_max {
-                return refuse(
-                    Scope::QueueDeadLetters,
-                    config.dead_letters_max,
-                    state.dead.len(),
-                );
-            }
-            if state.jobs.len() + payloads.len() > config.jobs_max {
-                return refuse(Scope::QueueJobs, config.jobs_max, state.jobs.len());
-            }
-            if state.bytes + bytes > config.bytes_max {
-                return refuse(Scope::QueueBytes, config.bytes_max, state.bytes);
-            }
+            state.admits(config, payloads.len(), bytes)?;
             let first = first(payloads.len() as u64);
             for (seq, payload) in (first..).zip(payloads) {
                 let at = due.map_or(At::Ready, At::Delayed);
@@ -778,6 +785,32 @@ impl QueueHub {
             None => None,
         };
         Ok((first, announce))
+    }
+
+    /// Whether the queue takes `count` more jobs of `bytes` bytes in all
+    /// now (a transaction's check before its commit writes anything).
+    pub(crate) fn check_enqueue(&self, key: Name, count: usize, bytes: usize) -> Result<()> {
+        let queue = self.get(key)?;
+        let state = lock_at(Rung::Queue, &queue.state);
+        state.admits(&queue.config, count, bytes)
+    }
+
+    /// The queue's configuration.
+    pub(crate) fn config(&self, key: Name) -> Result<QueueConfig> {
+        Ok(self.get(key)?.config.clone())
+    }
+
+    /// Whether `token` is the live claim on job `seq` at `now`.
+    pub(crate) fn check_claim(
+        &self,
+        key: Name,
+        seq: u64,
+        token: ClaimToken,
+        now: u64,
+    ) -> Result<()> {
+        let queue = self.get(key)?;
+        let state = lock_at(Rung::Queue, &queue.state);
+        state.check_claim(seq, token, now)
     }
 
     /// Claims up to `max` ready jobs, oldest first, for `visibility` (the

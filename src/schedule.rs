@@ -224,18 +224,7 @@ impl ScheduleHub {
         payload: Arc<[u8]>,
         now_ms: u64,
     ) -> Result<()> {
-        let interval = parse_every(spec)?;
-        if interval < self.limits.interval_min {
-            return Err(Error::InvalidArgument {
-                reason: "a schedule's interval is below schedule_interval_min",
-            });
-        }
-        if interval > self.limits.interval_max {
-            return Err(Error::InvalidArgument {
-                reason: "a schedule's interval is above schedule_interval_max",
-            });
-        }
-        let interval_ms = interval.as_millis() as u64;
+        let interval_ms = self.interval_ms(spec)?;
         for _ in 0..SHELF_ROUNDS_MAX {
             let shelf = self.shelf(tenant);
             let mut book = lock_at(Rung::Schedule, &shelf.book);
@@ -261,6 +250,58 @@ impl ScheduleHub {
             return added;
         }
         Err(Error::InFlight)
+    }
+
+    /// The interval of `spec` in milliseconds, within the configured range.
+    pub(crate) fn interval_ms(&self, spec: &str) -> Result<u64> {
+        let interval = parse_every(spec)?;
+        if interval < self.limits.interval_min {
+            return Err(Error::InvalidArgument {
+                reason: "a schedule's interval is below schedule_interval_min",
+            });
+        }
+        if interval > self.limits.interval_max {
+            return Err(Error::InvalidArgument {
+                reason: "a schedule's interval is above schedule_interval_max",
+            });
+        }
+        Ok(interval.as_millis() as u64)
+    }
+
+    /// Whether the tenant has room for the schedules `names` (each either
+    /// replacing one of its schedules or new), and whether it holds each
+    /// of `removed`: a transaction's check before its commit.
+    pub(crate) fn check(&self, tenant: TenantId, names: &[&str], removed: &[&str]) -> Result<()> {
+        let shelf = self.books.read(&tenant, Arc::clone);
+        let book = shelf.as_ref().map(|s| lock_at(Rung::Schedule, &s.book));
+        let holds = |name: &str| {
+            book.as_ref()
+                .is_some_and(|b| b.schedules.contains_key(name))
+        };
+        if !removed.iter().all(|n| holds(n)) {
+            return Err(Error::NotFound);
+        }
+        let new = names.iter().filter(|n| !holds(n)).count() as u64;
+        if new == 0 {
+            return Ok(());
+        }
+        let held = book.as_ref().map_or(0, |b| b.schedules.len() as u64);
+        let (per_tenant, ceiling) = self
+            .live
+            .read(|l| (l.schedules_per_tenant_max, l.ceiling(Collection::Schedules)));
+        if held + new > per_tenant {
+            let scope = Scope::Tenant(Collection::Schedules);
+            return Err(Error::capacity(scope, per_tenant, held));
+        }
+        let count = self.count.used();
+        if count + new > ceiling {
+            return Err(Error::capacity(
+                Scope::Collection(Collection::Schedules),
+                ceiling,
+                count,
+            ));
+        }
+        Ok(())
     }
 
     /// Puts the schedule in `book`, within the caps.

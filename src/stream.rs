@@ -189,8 +189,12 @@ pub(crate) struct Stream {
 
 struct Log {
     entries: VecDeque<(StreamEntry, MonoTime)>,
-    /// The offset the next append gets.
+    /// The offset the next append gets. Offsets a transaction took at
+    /// staging lie below it; one rolled back leaves a gap (no entry).
     next: u64,
+    /// One past the highest offset an entry was appended at: a
+    /// transaction's staged entries go in only above it.
+    appended: u64,
     /// The lowest offset still readable (everything below was trimmed).
     first: u64,
     bytes: usize,
@@ -201,6 +205,46 @@ struct Log {
 }
 
 impl Log {
+    /// Refuses `entries` more entries of `bytes` payload bytes in all if
+    /// they do not fit and the stream refuses when full (one that trims
+    /// makes room as it appends). The one room rule of appends.
+    fn refuse_if_full(&self, config: &StreamConfig, entries: usize, bytes: usize) -> Result<()> {
+        if config.when_full == WhenFull::TrimOldest {
+            return Ok(());
+        }
+        if self.entries.len() + entries > config.entries_max {
+            return Err(Error::capacity(
+                Scope::StreamEntries,
+                config.entries_max as u64,
+                self.entries.len() as u64,
+            ));
+        }
+        if self.bytes + bytes > config.bytes_max {
+            // Full by bytes: the limit and use are in payload bytes.
+            return Err(Error::capacity(
+                Scope::StreamEntries,
+                config.bytes_max as u64,
+                self.bytes as u64,
+            ));
+        }
+        Ok(())
+    }
+
+    /// Appends an entry at `offset` (admitted by `refuse_if_full`),
+    /// trimming the oldest entries first if the stream trims when full.
+    fn push(&mut self, config: &StreamConfig, offset: u64, payload: Arc<[u8]>, now: MonoTime) {
+        while !self.entries.is_empty()
+            && (self.entries.len() >= config.entries_max
+                || self.bytes + payload.len() > config.bytes_max)
+        {
+            self.pop_front();
+        }
+        self.bytes += payload.len();
+        self.appended = offset + 1;
+        self.entries
+            .push_back((StreamEntry { offset, payload }, now));
+    }
+
     fn pop_front(&mut self) {
         if let Some((entry, _)) = self.entries.pop_front() {
             self.bytes -= entry.payload.len();
@@ -357,6 +401,7 @@ impl StreamHub {
             log: Mutex::new(Log {
                 entries: VecDeque::new(),
                 next: 0,
+                appended: 0,
                 first: 0,
                 bytes: 0,
                 consumers: BTreeMap::new(),
@@ -548,14 +593,17 @@ impl StreamHub {
             *per_tenant.entry(*tenant).or_default() += 1;
             let log = lock_at(Rung::Stream, &stream.log);
             let bytes: usize = log.entries.iter().map(|(e, _)| e.payload.len()).sum();
-            let offsets_run = log
-                .entries
-                .iter()
-                .zip(log.first..)
-                .all(|((e, _), o)| e.offset == o);
+            // Offsets rise, from `first` on, below `appended` (the last
+            // one just below it); gaps are offsets a transaction took and
+            // never wrote.
+            let offsets: Vec<u64> = log.entries.iter().map(|(e, _)| e.offset).collect();
+            let offsets_rise = offsets.windows(2).all(|w| w[0] < w[1])
+                && offsets.first().is_none_or(|&o| o >= log.first)
+                && offsets.last().is_none_or(|&o| o + 1 == log.appended);
             if bytes != log.bytes
-                || !offsets_run
-                || log.first + log.entries.len() as u64 != log.next
+                || !offsets_rise
+                || log.appended > log.next
+                || log.first > log.next
                 || log.entries.len() > stream.config.entries_max
                 || log.bytes > stream.config.bytes_max
             {
@@ -643,45 +691,70 @@ impl StreamHub {
         }
         let mut log = lock_at(Rung::Stream, &stream.log);
         log.trim_aged(config, now);
-        let full = |log: &Log| {
-            log.entries.len() >= config.entries_max || log.bytes + payload.len() > config.bytes_max
-        };
-        if full(&log) {
-            match config.when_full {
-                WhenFull::Refuse if log.entries.len() >= config.entries_max => {
-                    return Err(Error::capacity(
-                        Scope::StreamEntries,
-                        config.entries_max as u64,
-                        log.entries.len() as u64,
-                    ))
-                }
-                // Full by bytes: the limit and use are in payload bytes.
-                WhenFull::Refuse => {
-                    return Err(Error::capacity(
-                        Scope::StreamEntries,
-                        config.bytes_max as u64,
-                        log.bytes as u64,
-                    ))
-                }
-                WhenFull::TrimOldest => {
-                    while full(&log) {
-                        log.pop_front();
-                    }
-                }
-            }
-        }
+        log.refuse_if_full(config, 1, payload.len())?;
         let offset = log.next;
         log.next += 1;
-        log.bytes += payload.len();
-        log.entries.push_back((
-            StreamEntry {
-                offset,
-                payload: Arc::from(payload),
-            },
-            now,
-        ));
+        log.push(config, offset, Arc::from(payload), now);
         let arm = log.arm(config);
         Ok((offset, Arc::clone(&stream.wake), arm))
+    }
+
+    /// Takes `n` offsets for a transaction's appends, staged now and
+    /// written at its commit; returns the first.
+    pub(crate) fn reserve(&self, key: Name, alive: Alive, n: u64) -> Result<u64> {
+        let stream = self.get(key, alive)?;
+        let mut log = lock_at(Rung::Stream, &stream.log);
+        let first = log.next;
+        log.next += n;
+        Ok(first)
+    }
+
+    /// A transaction's appends, at the offsets it reserved (ascending):
+    /// refused with `Conflict` if an entry went in above the first of them
+    /// since (offsets only grow), or as a plain append is if they do not
+    /// fit. With `apply`, writes them; returns the stream's wake channel.
+    pub(crate) fn append_staged(
+        &self,
+        key: Name,
+        alive: Alive,
+        staged: &[(u64, Arc<[u8]>)],
+        now: MonoTime,
+        apply: bool,
+    ) -> Result<Arc<str>> {
+        let stream = self.get(key, alive)?;
+        let config = &stream.config;
+        let now = config.age_max.map_or(MonoTime::ZERO, |_| now);
+        let arm = {
+            let mut log = lock_at(Rung::Stream, &stream.log);
+            log.trim_aged(config, now);
+            if let Some(&(first, _)) = staged.first() {
+                if log.appended > first {
+                    return Err(Error::Conflict {
+                        current_version: log.appended,
+                    });
+                }
+            }
+            let bytes = staged.iter().map(|(_, p)| p.len()).sum();
+            log.refuse_if_full(config, staged.len(), bytes)?;
+            if !apply {
+                return Ok(Arc::clone(&stream.wake));
+            }
+            for (offset, payload) in staged {
+                log.push(config, *offset, Arc::clone(payload), now);
+            }
+            log.arm(config)
+        };
+        if let Some(due) = arm {
+            self.set_timer(&stream, due);
+        }
+        Ok(Arc::clone(&stream.wake))
+    }
+
+    /// The limits an append's payload is checked against: the store's
+    /// and the stream's.
+    pub(crate) fn payload_max(&self, key: Name, alive: Alive) -> Result<usize> {
+        let stream = self.get(key, alive)?;
+        Ok(self.limits.payload_bytes_max.min(stream.config.bytes_max))
     }
 
     pub(crate) fn read(
@@ -703,7 +776,8 @@ impl StreamHub {
                 reason: "offset is beyond the end of the stream",
             });
         }
-        let skip = (from - log.first) as usize;
+        // Offsets are dense but for a rolled-back transaction's gaps.
+        let skip = log.entries.partition_point(|(e, _)| e.offset < from);
         let entries: Vec<StreamEntry> = log
             .entries
             .iter()
@@ -715,13 +789,18 @@ impl StreamHub {
         Ok(StreamRead { entries, next })
     }
 
-    pub(crate) fn trim(&self, key: Name, alive: Alive, before: u64) -> Result<u64> {
+    /// Drops every entry below `before` (with `apply`; without, only
+    /// checks that it could); returns the first offset held.
+    pub(crate) fn trim(&self, key: Name, alive: Alive, before: u64, apply: bool) -> Result<u64> {
         let stream = self.get(key, alive)?;
         let mut log = lock_at(Rung::Stream, &stream.log);
         if before > log.next {
             return Err(Error::InvalidArgument {
                 reason: "offset is beyond the end of the stream",
             });
+        }
+        if !apply {
+            return Ok(log.first.max(before));
         }
         while log.entries.front().is_some_and(|(e, _)| e.offset < before) {
             log.pop_front();
@@ -730,12 +809,18 @@ impl StreamHub {
         Ok(log.first)
     }
 
+    /// Records `consumer`'s committed offset (with `apply`; without, only
+    /// checks that it could, counting `others` more consumers that may be
+    /// new: a transaction's other commits to the stream).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn commit(
         &self,
         key: Name,
         alive: Alive,
         consumer: Arc<str>,
         offset: u64,
+        apply: bool,
+        others: usize,
     ) -> Result<()> {
         let stream = self.get(key, alive)?;
         let mut log = lock_at(Rung::Stream, &stream.log);
@@ -744,13 +829,15 @@ impl StreamHub {
                 reason: "offset is beyond the end of the stream",
             });
         }
-        let consumers = log.consumers.len();
+        let consumers = log.consumers.len() + others;
         match log.consumers.get_mut(&consumer) {
             Some(&mut committed) if offset < committed => Err(Error::Conflict {
                 current_version: committed,
             }),
             Some(committed) => {
-                *committed = offset;
+                if apply {
+                    *committed = offset;
+                }
                 Ok(())
             }
             None if consumers >= self.limits.consumers_max => Err(Error::capacity(
@@ -759,7 +846,9 @@ impl StreamHub {
                 consumers as u64,
             )),
             None => {
-                log.consumers.insert(consumer, offset);
+                if apply {
+                    log.consumers.insert(consumer, offset);
+                }
                 Ok(())
             }
         }

@@ -12,13 +12,13 @@
 
 #[cfg(not(relaystore_loom))]
 pub(crate) use std::sync::{
-    atomic::{AtomicBool, AtomicU64, Ordering},
+    atomic::{fence, AtomicBool, AtomicU64, Ordering},
     Condvar, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard,
 };
 
 #[cfg(relaystore_loom)]
 pub(crate) use loom::sync::{
-    atomic::{AtomicBool, AtomicU64, Ordering},
+    atomic::{fence, AtomicBool, AtomicU64, Ordering},
     Condvar, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard,
 };
 
@@ -54,24 +54,37 @@ pub(crate) fn write<T>(lock: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
 /// map calls) and no cycle can form.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum Rung {
+    /// The commit gate's commit lock (held through a commit's changes).
+    Gate = 1,
     /// A tenant's index.
-    TenantIndex = 1,
+    TenantIndex = 2,
     /// One schedule (held while its fire is enqueued).
-    Schedule = 2,
+    Schedule = 3,
     /// A timing wheel (a table's, or the streams' or queues' own).
-    Wheel = 3,
+    Wheel = 4,
     /// A shard of any concurrent map (tables and the tenant registry).
-    Shard = 4,
+    Shard = 5,
     /// The event hub's subscriber list.
-    Hub = 5,
+    Hub = 6,
     /// One subscriber's inbox.
-    Inbox = 6,
+    Inbox = 7,
     /// One wake listener's slot.
-    Listener = 7,
+    Listener = 8,
     /// One stream's log.
-    Stream = 8,
+    Stream = 9,
     /// One job queue's state.
-    Queue = 9,
+    Queue = 10,
+}
+
+/// Lets another thread run while this one waits for a short-lived state
+/// to pass (the commit gate's wait for mutations to leave).
+pub(crate) fn spin_wait() {
+    #[cfg(relaystore_loom)]
+    loom::thread::yield_now();
+    #[cfg(not(relaystore_loom))]
+    std::hint::spin_loop();
+    #[cfg(all(not(relaystore_loom), feature = "native"))]
+    std::thread::yield_now();
 }
 
 /// Proof that the current thread entered `rung`; leaving restores what it

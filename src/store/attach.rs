@@ -182,6 +182,7 @@ impl Parent {
                 }
             }
             Parent::Listing { key, origin, child } => {
+                store.inside_gate();
                 let cap = store.shared.config.attempts_per_listing_max;
                 let taken = store.shared.listings.update(key, now, None, |l, _| {
                     if l.origin != *origin || !l.attached || !l.owner.valid() {
@@ -330,7 +331,25 @@ impl Store {
         deadline: u64,
         make: impl Fn(Owner, u64) -> C,
     ) -> Result<Stamp> {
-        let created = self.create_steps(tenant, key, parent, now, deadline, make);
+        self.create_then(tenant, key, parent, now, deadline, make, &mut || Ok(()))
+    }
+
+    /// [`create`](Self::create), running `then` once a child is inserted
+    /// and confirmed, just before it is attached (made visible): a
+    /// transaction's commit applies the rest of its changes there, and
+    /// refuses the creation (which then undoes every step) if they fail.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn create_then<C: Child>(
+        &self,
+        tenant: TenantId,
+        key: C::Key,
+        parent: Parent,
+        now: MonoTime,
+        deadline: u64,
+        make: impl Fn(Owner, u64) -> C,
+        then: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<Stamp> {
+        let created = self.create_steps(tenant, key, parent, now, deadline, make, then);
         if created.is_ok() {
             crate::metrics::admission(C::QUOTAS[0]);
         }
@@ -348,6 +367,7 @@ impl Store {
         now: MonoTime,
         deadline: u64,
         make: impl Fn(Owner, u64) -> C,
+        then: &mut dyn FnMut() -> Result<()>,
     ) -> Result<Stamp> {
         self.admit_new(now)?;
         let hold = match parent {
@@ -463,6 +483,7 @@ impl Store {
             seam::after(seam::Step::Inserted);
             pending.parent.confirm(self)?;
             seam::after(seam::Step::Confirmed);
+            then()?;
             let mut index = lock_at(Rung::TenantIndex, &epoch.tenant.index);
             table
                 .update(&key, now, None, |v, s| {

@@ -141,6 +141,7 @@ impl Store {
         ttl: Duration,
         idempotency_key: Option<&str>,
     ) -> Result<JoinTicket> {
+        let _in = self.enter();
         let listing = self.name(listing)?;
         let client = self.name(client)?;
         let now = self.shared.clock.now();
@@ -267,6 +268,7 @@ impl Store {
         token: &JoinToken,
         observed: SocketAddr,
     ) -> Result<Binding> {
+        let _in = self.enter();
         let now = self.shared.clock.now();
         let (key, _) = self.attempt_for(tenant, attempt, token, now)?;
         let owned = |v: &Attempt| v.owner.is_of(tenant);
@@ -298,6 +300,7 @@ impl Store {
     /// the token's deadline plus `replay_grace`. An unbound attempt is
     /// [`Error::Conflict`].
     pub fn consume(&self, tenant: TenantId, token: &JoinToken) -> Result<Admission> {
+        let _in = self.enter();
         let now = self.shared.clock.now();
         let (key, listing) = self.attempt_for(tenant, token.attempt(), token, now)?;
         let grace_ms = duration_to_millis_ceil(self.shared.config.replay_grace);
@@ -338,6 +341,7 @@ impl Store {
     /// Cancels a pending or bound attempt. A consumed one is
     /// [`Error::ReplayRejected`].
     pub fn cancel_join(&self, tenant: TenantId, attempt: AttemptId) -> Result<()> {
+        let _in = self.enter();
         let key = self.attempt_seq(attempt)?;
         let now = self.shared.clock.now();
         self.visible_attempt(tenant, key, None, now)?;

@@ -267,6 +267,7 @@ impl Store {
     /// observable through any path. Idempotent: revoking a revoked lease
     /// (while its tombstone lives) is `Ok`.
     pub fn revoke(&self, tenant: TenantId, id: LeaseId) -> Result<()> {
+        let _in = self.enter();
         let seq = self.lease_seq(id)?;
         let now = self.shared.clock.now();
         // The tombstone goes first, so that a renewal that misses the

@@ -94,6 +94,7 @@ impl Store {
     /// A `window` longer than `drain_window_max` is
     /// [`Error::InvalidArgument`] and changes nothing.
     pub fn begin_drain(&self, window: Duration) -> Result<Duration> {
+        let _in = self.enter();
         if window > self.shared.config.drain_window_max {
             return Err(Error::InvalidArgument {
                 reason: "drain window is longer than drain_window_max",
@@ -194,6 +195,9 @@ impl Store {
         {
             return;
         }
+        // The drain's removals are mutations like any other: no commit
+        // runs meanwhile.
+        let _in = self.enter();
         let span = tracing::info_span!("relaystore_drain_end", tenants = tracing::field::Empty);
         let _entered = span.enter();
         let mut tenants = Vec::new();

@@ -138,6 +138,7 @@ impl Store {
         let lease_seq = self.lease_seq(lease)?;
         let key = self.name(key)?;
         let attrs = self.attrs(attrs)?;
+        let _in = self.enter();
         let now = self.shared.clock.now();
         let params = IdemParams::Publish {
             lease: lease_seq,
@@ -149,7 +150,7 @@ impl Store {
             idempotency_key,
             params,
             now,
-            || self.publish_now(tenant, lease_seq, key, attrs, now),
+            || self.publish_now(tenant, lease_seq, key, attrs, now, &mut || Ok(())),
             |l| Outcome::Publish(l.clone()),
             |o| match o {
                 Outcome::Publish(l) => Some(l.clone()),
@@ -158,14 +159,18 @@ impl Store {
         )
     }
 
-    fn publish_now(
+    /// Publishes at `now`, running `then` just before the listing becomes
+    /// visible (a transaction's commit: see `create_then`).
+    pub(super) fn publish_now(
         &self,
         tenant: TenantId,
         lease: u64,
         key: Arc<str>,
         attrs: Arc<[u8]>,
         now: MonoTime,
+        then: &mut dyn FnMut() -> Result<()>,
     ) -> Result<ListingInfo> {
+        self.inside_gate();
         let origin = self.next_seq();
         let parent = Parent::Lease {
             seq: lease,
@@ -173,16 +178,15 @@ impl Store {
             child: Arc::clone(&key),
         };
         let nkey: NameKey = (tenant, Arc::clone(&key));
-        let stamp = self.create(tenant, nkey, parent, now, DEADLINE_MAX_MS, |owner, _| {
-            Listing {
-                owner,
-                lease,
-                origin,
-                attrs: Arc::clone(&attrs),
-                attempts: Vec::new(),
-                attached: false,
-            }
-        })?;
+        let make = |owner, _| Listing {
+            owner,
+            lease,
+            origin,
+            attrs: Arc::clone(&attrs),
+            attempts: Vec::new(),
+            attached: false,
+        };
+        let stamp = self.create_then(tenant, nkey, parent, now, DEADLINE_MAX_MS, make, then)?;
         Ok(ListingInfo {
             key,
             lease: self.lease_id(lease),
@@ -217,10 +221,26 @@ impl Store {
 
     /// A visible listing.
     pub fn get_listing(&self, tenant: TenantId, key: &str) -> Result<ListingInfo> {
-        let key = self.name(key)?;
-        Ok(self
-            .listing_view(&(tenant, key), self.shared.clock.now())?
-            .info)
+        let key = (tenant, self.name(key)?);
+        self.consistent(|| Ok(self.listing_view(&key, self.shared.clock.now())?.info))
+    }
+
+    /// Whether the listing under `nkey` could be updated or removed at
+    /// `expected` now: visible, and at that version if one is given. The
+    /// check a transaction's commit makes before it changes anything.
+    pub(super) fn check_listing_at(
+        &self,
+        nkey: &NameKey,
+        expected: Option<u64>,
+        now: MonoTime,
+    ) -> Result<()> {
+        let view = self.listing_view(nkey, now)?;
+        match expected {
+            Some(e) if e != view.info.version => Err(Error::Conflict {
+                current_version: view.info.version,
+            }),
+            _ => Ok(()),
+        }
     }
 
     /// Replaces a listing's attributes, only if it is still at
@@ -234,12 +254,24 @@ impl Store {
     ) -> Result<u64> {
         let nkey = (tenant, self.name(key)?);
         let attrs = self.attrs(attrs)?;
-        let now = self.shared.clock.now();
-        let view = self.listing_view(&nkey, now)?;
+        let _in = self.enter();
+        self.update_listing_at(&nkey, expected_version, attrs, self.shared.clock.now())
+    }
+
+    /// [`update_listing`](Self::update_listing) at `now`.
+    pub(super) fn update_listing_at(
+        &self,
+        nkey: &NameKey,
+        expected_version: u64,
+        attrs: Arc<[u8]>,
+        now: MonoTime,
+    ) -> Result<u64> {
+        self.inside_gate();
+        let view = self.listing_view(nkey, now)?;
         let (_, stamp) =
             self.shared
                 .listings
-                .update(&nkey, now, Some(expected_version), |v, stamp| {
+                .update(nkey, now, Some(expected_version), |v, stamp| {
                     if v.origin != view.origin {
                         return Err(Error::NotFound);
                     }
@@ -277,10 +309,22 @@ impl Store {
         cause: Cause,
     ) -> Result<()> {
         let nkey = (tenant, self.name(key)?);
-        let now = self.shared.clock.now();
-        let view = self.listing_view(&nkey, now)?;
+        let _in = self.enter();
+        self.end_listing_at(&nkey, expected, cause, self.shared.clock.now())
+    }
+
+    /// Ends the listing under `nkey` at `now`.
+    pub(super) fn end_listing_at(
+        &self,
+        nkey: &NameKey,
+        expected: Option<u64>,
+        cause: Cause,
+        now: MonoTime,
+    ) -> Result<()> {
+        self.inside_gate();
+        let view = self.listing_view(nkey, now)?;
         let removed = self.shared.listings.remove_with(
-            &nkey,
+            nkey,
             |v, stamp, _| {
                 super::owned_by(v.origin == view.origin)?;
                 match expected {
@@ -307,13 +351,15 @@ impl Store {
         cursor: Option<&Cursor>,
         limit: usize,
     ) -> Result<Page<ListingInfo>> {
-        self.page(
-            tenant,
-            cursor,
-            limit,
-            |index| &index.listings,
-            |store, key, now| store.listing_view(key, now).ok().map(|v| v.info),
-        )
+        self.consistent(|| {
+            self.page(
+                tenant,
+                cursor,
+                limit,
+                |index| &index.listings,
+                |store, key, now| store.listing_view(key, now).ok().map(|v| v.info),
+            )
+        })
     }
 
     /// One page of a tenant's index: up to `limit` keys after `cursor`,

@@ -50,6 +50,7 @@ mod retire;
 mod schedules;
 mod streams;
 mod tenant;
+mod tx;
 mod usage;
 mod visible;
 mod wakes;
@@ -68,11 +69,13 @@ pub use presence::PresenceInfo;
 pub use queues::DeadLetter;
 pub use schedules::{Scheduler, SchedulerStep, SchedulerStop, SCHEDULER_LOCK};
 pub use streams::Follower;
+pub use tx::{Committed, Transaction, TX_OPS_MAX};
 pub use usage::{TenantUsage, Usage};
 
 use crate::config::{Limits, QuotaPolicy, StoreConfig, UniformQuota};
 use crate::error::{Error, Result, Scope};
 use crate::events::{Cause, Collection, Event, EventHub, RecordId, Subscription};
+use crate::gate::{Gate, Inside};
 use crate::ids::{random_bytes, AttemptId, LeaseId, TenantId};
 use crate::queue::{QueueHub, QueueLimits};
 use crate::quota::Counter;
@@ -199,6 +202,10 @@ pub(crate) struct Shared {
     streams: StreamHub,
     queues: QueueHub,
     schedules: ScheduleHub,
+    /// What a commit closes (`crate::gate`): every mutation of the
+    /// collections a transaction writes enters it, and their reads
+    /// check it.
+    gate: Gate,
     ttl: TtlRange,
     /// Where tenants' quotas come from; replaced whole by
     /// `set_quota_policy`.
@@ -295,6 +302,7 @@ impl Store {
                 },
                 Arc::clone(&limits),
             ),
+            gate: Gate::default(),
             ttl: TtlRange::new(config.ttl_min, config.ttl_max)?,
             policy: Snapshot::new(policy),
             limits,
@@ -381,6 +389,7 @@ impl Store {
     }
 
     fn sweep_at(&self, now: MonoTime) -> usize {
+        let _in = self.enter();
         let span = tracing::debug_span!("relaystore_sweep", removed = tracing::field::Empty);
         let _entered = span.enter();
         #[cfg(feature = "native")]
@@ -464,6 +473,28 @@ impl Store {
     }
 
     // ----- shared helpers ----------------------------------------------------
+
+    /// Enters the commit gate: every mutation of listings, streams, queues
+    /// and schedules (and of what cascades into them) runs inside it.
+    fn enter(&self) -> Inside<'_> {
+        self.shared.gate.enter()
+    }
+
+    /// Runs a read of listings, streams, queues or schedules so that it
+    /// sees every commit whole or not at all.
+    fn consistent<R>(&self, read: impl FnMut() -> R) -> R {
+        self.shared.gate.read(read)
+    }
+
+    /// Debug builds: checks that a mutation of the collections a
+    /// transaction writes runs inside the gate.
+    fn inside_gate(&self) {
+        debug_assert!(
+            self.shared.gate.entered()
+                || crate::faults::active(crate::faults::StoreFault::TxGateBypassed),
+            "a mutation of a transactional collection outside the commit gate"
+        );
+    }
 
     fn next_seq(&self) -> u64 {
         self.next_seqs(1)

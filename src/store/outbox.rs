@@ -63,6 +63,27 @@ impl Store {
     /// and payload together (plus 2 bytes) must fit
     /// `job_payload_bytes_max`.
     pub fn outbox_put(&self, tenant: TenantId, topic: &str, payload: &[u8]) -> Result<JobId> {
+        let framed = self.outbox_frame(topic, payload)?;
+        let options = JobOptions::default();
+        let enqueued = self.enqueue_many(tenant, OUTBOX_QUEUE, &[&framed], &options);
+        let first = match enqueued {
+            Err(Error::NotFound) => {
+                self.outbox_create(tenant)?;
+                self.enqueue_many(tenant, OUTBOX_QUEUE, &[&framed], &options)?
+            }
+            other => other?,
+        };
+        Ok(self.job_id(first))
+    }
+
+    /// Creates the tenant's outbox queue (a no-op if it exists).
+    pub(super) fn outbox_create(&self, tenant: TenantId) -> Result<()> {
+        self.create_queue_named(tenant, Arc::from(OUTBOX_QUEUE), outbox_config())
+    }
+
+    /// An outbox message as its queue holds it: the topic's length (two
+    /// bytes, big-endian), the topic, the payload.
+    pub(super) fn outbox_frame(&self, topic: &str, payload: &[u8]) -> Result<Vec<u8>> {
         self.check_name(topic)?;
         if 2 + topic.len() + payload.len() > self.shared.config.job_payload_bytes_max {
             return Err(Error::InvalidArgument {
@@ -73,16 +94,7 @@ impl Store {
         framed.extend_from_slice(&(topic.len() as u16).to_be_bytes());
         framed.extend_from_slice(topic.as_bytes());
         framed.extend_from_slice(payload);
-        let options = JobOptions::default();
-        let enqueued = self.enqueue_many(tenant, OUTBOX_QUEUE, &[&framed], &options);
-        let first = match enqueued {
-            Err(Error::NotFound) => {
-                self.create_queue_named(tenant, Arc::from(OUTBOX_QUEUE), outbox_config())?;
-                self.enqueue_many(tenant, OUTBOX_QUEUE, &[&framed], &options)?
-            }
-            other => other?,
-        };
-        Ok(self.job_id(first))
+        Ok(framed)
     }
 
     /// Delivers up to `max` due messages of the tenant's outbox through

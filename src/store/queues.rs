@@ -68,6 +68,7 @@ impl Store {
         name: Arc<str>,
         config: QueueConfig,
     ) -> Result<()> {
+        let _in = self.enter();
         let seed = match config.jitter_seed {
             Some(seed) => seed,
             None => {
@@ -85,6 +86,7 @@ impl Store {
     /// (removal event `Queues`, cause `Released`). Outstanding claims
     /// become stale; waiting workers wake and find it gone.
     pub fn delete_queue(&self, tenant: TenantId, name: &str) -> Result<()> {
+        let _in = self.enter();
         self.check_own_name(name)?;
         let queue = self.shared.queues.delete((tenant, name))?;
         let name: Arc<str> = Arc::from(name);
@@ -134,6 +136,7 @@ impl Store {
         payloads: &[&[u8]],
         options: &JobOptions,
     ) -> Result<u64> {
+        let _in = self.enter();
         if options.delay > self.shared.config.ttl_max {
             return Err(Error::InvalidArgument {
                 reason: "a job's delay is above ttl_max",
@@ -186,6 +189,7 @@ impl Store {
         visibility: Option<Duration>,
         max_jobs: usize,
     ) -> Result<Vec<ClaimedJob>> {
+        let _in = self.enter();
         self.check_name(worker)?;
         if max_jobs == 0 {
             return Err(Error::InvalidArgument {
@@ -299,6 +303,7 @@ impl Store {
         job: JobId,
         claim: ClaimToken,
     ) -> Result<()> {
+        let _in = self.enter();
         let seq = self.job_seq(job)?;
         let now = self.shared.clock.now().as_millis();
         self.shared.queues.ack((tenant, queue), seq, claim, now)
@@ -330,6 +335,7 @@ impl Store {
         claim: ClaimToken,
         reason: &str,
     ) -> Result<Failed> {
+        let _in = self.enter();
         self.check_name(reason)?;
         let seq = self.job_seq(job)?;
         let now = self.shared.clock.now().as_millis();
@@ -344,12 +350,15 @@ impl Store {
     pub fn job(&self, tenant: TenantId, queue: &str, job: JobId) -> Result<JobInfo> {
         self.check_queue_to_inspect(queue)?;
         let seq = self.job_seq(job)?;
-        let now = self.shared.clock.now().as_millis();
-        self.shared.queues.job((tenant, queue), seq, now)
+        self.consistent(|| {
+            let now = self.shared.clock.now().as_millis();
+            self.shared.queues.job((tenant, queue), seq, now)
+        })
     }
 
     /// What the queue holds now, by state.
     pub fn queue_info(&self, tenant: TenantId, queue: &str) -> Result<QueueInfo> {
+        let _in = self.enter();
         self.check_queue_to_inspect(queue)?;
         let now = self.shared.clock.now().as_millis();
         self.shared.queues.info((tenant, queue), now)
@@ -370,10 +379,8 @@ impl Store {
             None => 0,
         };
         let max = max.min(self.shared.config.page_len_max);
-        let corpses = self
-            .shared
-            .queues
-            .dead_letters((tenant, queue), from, max)?;
+        let corpses =
+            self.consistent(|| self.shared.queues.dead_letters((tenant, queue), from, max))?;
         Ok(corpses
             .into_iter()
             .map(|c| DeadLetter {
@@ -389,6 +396,7 @@ impl Store {
     /// attempts; wakes waiting workers. `NotFound` if it is not a dead
     /// letter of this queue.
     pub fn requeue_dead(&self, tenant: TenantId, queue: &str, job: JobId) -> Result<()> {
+        let _in = self.enter();
         self.check_queue_to_inspect(queue)?;
         let seq = self.job_seq(job)?;
         match self.shared.queues.requeue_dead((tenant, queue), seq)? {
@@ -399,6 +407,7 @@ impl Store {
 
     /// Drops every dead letter of the queue; returns how many.
     pub fn purge_dead(&self, tenant: TenantId, queue: &str) -> Result<usize> {
+        let _in = self.enter();
         self.check_queue_to_inspect(queue)?;
         self.shared.queues.purge_dead((tenant, queue))
     }
@@ -411,7 +420,27 @@ impl Store {
     /// A queue name for the reads and the dead-letter operations: a
     /// caller's queue, or the outbox ([`OUTBOX_QUEUE`]), whose dead
     /// letters an operator has to be able to see and deal with.
-    fn check_queue_to_inspect(&self, queue: &str) -> Result<()> {
+    /// The input rules of a job: payload size, delay, attempts.
+    pub(super) fn check_job(&self, payload: usize, options: &JobOptions) -> Result<()> {
+        if payload > self.shared.config.job_payload_bytes_max {
+            return Err(Error::InvalidArgument {
+                reason: "payload is larger than job_payload_bytes_max",
+            });
+        }
+        if options.delay > self.shared.config.ttl_max {
+            return Err(Error::InvalidArgument {
+                reason: "a job's delay is above ttl_max",
+            });
+        }
+        if options.attempts_max == Some(0) {
+            return Err(Error::InvalidArgument {
+                reason: "a job's attempts_max must be positive",
+            });
+        }
+        Ok(())
+    }
+
+    pub(super) fn check_queue_to_inspect(&self, queue: &str) -> Result<()> {
         if queue == OUTBOX_QUEUE {
             Ok(())
         } else {
@@ -423,7 +452,7 @@ impl Store {
         JobId::new(self.shared.incarnation, seq)
     }
 
-    fn job_seq(&self, id: JobId) -> Result<u64> {
+    pub(super) fn job_seq(&self, id: JobId) -> Result<u64> {
         id.seq_in(self.shared.incarnation)
     }
 }

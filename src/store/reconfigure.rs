@@ -47,6 +47,7 @@ impl Store {
     /// creations running meanwhile use the old ones or the new ones, whole.
     /// A limit lowered below its use evicts nothing.
     pub fn reconfigure(&self, config: StoreConfig) -> Result<()> {
+        let _in = self.enter();
         config.validate()?;
         let _one = self
             .shared

@@ -173,6 +173,7 @@ impl Store {
         now: MonoTime,
         detach: bool,
     ) -> usize {
+        self.inside_gate();
         let (tenant, key) = r.key;
         let listing = r.value;
         if listing.attached {
@@ -328,6 +329,7 @@ impl Store {
         cause: Cause,
         detach: bool,
     ) {
+        self.inside_gate();
         if let Some(seq) = stream.lease.filter(|_| detach) {
             self.detach_from_lease(seq, LeaseChild::Streams, &name);
         }

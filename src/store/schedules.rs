@@ -36,6 +36,7 @@ impl Store {
         queue: &str,
         payload: &[u8],
     ) -> Result<()> {
+        let _in = self.enter();
         let scheduled = self.schedule_steps(tenant, name, spec, queue, payload);
         self.observed(tenant, scheduled)
     }
@@ -71,6 +72,7 @@ impl Store {
     /// Removes schedule `name` (removal event `Schedules`, cause
     /// `Released`). Jobs it enqueued stay.
     pub fn unschedule(&self, tenant: TenantId, name: &str) -> Result<()> {
+        let _in = self.enter();
         self.check_own_name(name)?;
         self.shared.schedules.unschedule(tenant, name)?;
         let id = RecordId::Schedule(Arc::from(name));
@@ -80,8 +82,10 @@ impl Store {
 
     /// The tenant's schedules, by name.
     pub fn schedules(&self, tenant: TenantId) -> Vec<ScheduleInfo> {
-        let now = self.shared.clock.now().as_millis();
-        self.shared.schedules.list(tenant, now)
+        self.consistent(|| {
+            let now = self.shared.clock.now().as_millis();
+            self.shared.schedules.list(tenant, now)
+        })
     }
 
     /// Tries to become the runner of the tenant's schedules: takes the
@@ -110,6 +114,7 @@ impl Store {
     /// runner's run never falls between them. `InvalidArgument` for a
     /// guard of another lock.
     pub fn run_schedules(&self, leader: &LockGuard) -> Result<ScheduleRun> {
+        let _in = self.enter();
         if leader.name() != SCHEDULER_LOCK {
             return Err(Error::InvalidArgument {
                 reason: "run_schedules needs the scheduler lock's guard",

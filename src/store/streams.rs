@@ -9,6 +9,7 @@ use crate::ids::TenantId;
 use crate::named::TenantName;
 use crate::stream::{wake_channel, Created, StreamConfig, StreamInfo, StreamRead};
 use crate::sync::Arc;
+use crate::time::MonoTime;
 use crate::wake::Listener;
 #[cfg(feature = "native")]
 use crate::wake::RecvError;
@@ -38,6 +39,7 @@ impl Store {
     /// cause `Cascaded`). A creation of the same name still confirming its
     /// lease answers `InFlight`.
     pub fn create_stream(&self, tenant: TenantId, name: &str, config: StreamConfig) -> Result<()> {
+        let _in = self.enter();
         let created = self.create_stream_steps(tenant, name, config);
         self.observed(tenant, created)
     }
@@ -109,6 +111,7 @@ impl Store {
     /// event `Streams`, cause `Released`). Its followers wake and find it
     /// gone.
     pub fn delete_stream(&self, tenant: TenantId, name: &str) -> Result<()> {
+        let _in = self.enter();
         self.check_own_name(name)?;
         let stream = self
             .shared
@@ -120,11 +123,16 @@ impl Store {
 
     /// Whether tenant `tenant`'s lease `seq` is visible now: the gate of
     /// every use of a stream attached to it.
-    fn alive(&self, tenant: TenantId) -> impl Fn(u64) -> bool + '_ {
+    pub(super) fn alive(&self, tenant: TenantId) -> impl Fn(u64) -> bool + '_ {
         move |seq| {
             self.lease_status(tenant, seq, self.shared.clock.now())
                 .is_ok()
         }
+    }
+
+    /// [`alive`](Self::alive) at `now` (a commit decides at one instant).
+    pub(super) fn alive_at(&self, tenant: TenantId, now: MonoTime) -> impl Fn(u64) -> bool + '_ {
+        move |seq| self.lease_status(tenant, seq, now).is_ok()
     }
 
     /// Appends `payload` to the stream; returns its offset, one above the
@@ -132,6 +140,7 @@ impl Store {
     /// scope `StreamEntries`) or trims its oldest entries, as created.
     /// Wakes the stream's followers once the entry is readable.
     pub fn append(&self, tenant: TenantId, name: &str, payload: &[u8]) -> Result<u64> {
+        let _in = self.enter();
         self.check_own_name(name)?;
         self.refuse_if_stopped()?;
         let appended = self.shared.streams.append(
@@ -157,18 +166,21 @@ impl Store {
     ) -> Result<StreamRead> {
         self.check_own_name(name)?;
         let max = max.min(self.shared.config.page_len_max);
-        let now = self.shared.clock.now();
-        self.shared
-            .streams
-            .read((tenant, name), &self.alive(tenant), from, max, now)
+        self.consistent(|| {
+            let now = self.shared.clock.now();
+            self.shared
+                .streams
+                .read((tenant, name), &self.alive(tenant), from, max, now)
+        })
     }
 
     /// Drops every entry below `before`; returns the first offset held.
     pub fn trim_stream(&self, tenant: TenantId, name: &str, before: u64) -> Result<u64> {
+        let _in = self.enter();
         self.check_own_name(name)?;
         self.shared
             .streams
-            .trim((tenant, name), &self.alive(tenant), before)
+            .trim((tenant, name), &self.alive(tenant), before, true)
     }
 
     /// Records that `consumer` has processed everything below `offset`.
@@ -176,12 +188,17 @@ impl Store {
     /// one as `current_version`. A new consumer past
     /// `consumers_per_stream_max` is refused (`StreamConsumers`).
     pub fn commit(&self, tenant: TenantId, name: &str, consumer: &str, offset: u64) -> Result<()> {
+        let _in = self.enter();
         self.check_own_name(name)?;
         let consumer = self.name(consumer)?;
-        let committed =
-            self.shared
-                .streams
-                .commit((tenant, name), &self.alive(tenant), consumer, offset);
+        let committed = self.shared.streams.commit(
+            (tenant, name),
+            &self.alive(tenant),
+            consumer,
+            offset,
+            true,
+            0,
+        );
         self.observed(tenant, committed)
     }
 
@@ -192,17 +209,21 @@ impl Store {
     /// returns them.
     pub fn stream_info(&self, tenant: TenantId, name: &str) -> Result<StreamInfo> {
         self.check_own_name(name)?;
-        self.shared
-            .streams
-            .info((tenant, name), &self.alive(tenant))
+        self.consistent(|| {
+            self.shared
+                .streams
+                .info((tenant, name), &self.alive(tenant))
+        })
     }
 
     /// The offset `consumer` committed, if it ever did.
     pub fn committed(&self, tenant: TenantId, name: &str, consumer: &str) -> Result<Option<u64>> {
         self.check_own_name(name)?;
-        self.shared
-            .streams
-            .committed((tenant, name), &self.alive(tenant), consumer)
+        self.consistent(|| {
+            self.shared
+                .streams
+                .committed((tenant, name), &self.alive(tenant), consumer)
+        })
     }
 
     /// Follows the stream as `consumer`, from its committed offset (or the
@@ -214,10 +235,11 @@ impl Store {
         let consumer = self.name(consumer)?;
         let listening = self.shared.wakes.listen(tenant, wake_channel(&stream));
         let wakes = self.observed(tenant, listening)?;
-        let position =
+        let position = self.consistent(|| {
             self.shared
                 .streams
-                .start((tenant, &stream), &self.alive(tenant), &consumer)?;
+                .start((tenant, &stream), &self.alive(tenant), &consumer)
+        })?;
         Ok(Follower {
             store: self.clone(),
             tenant,
@@ -233,7 +255,7 @@ impl Store {
         self.shared.streams.len()
     }
 
-    fn stream_name(&self, name: &str) -> Result<Arc<str>> {
+    pub(super) fn stream_name(&self, name: &str) -> Result<Arc<str>> {
         self.check_own_name(name)?;
         Ok(Arc::from(name))
     }

@@ -309,6 +309,7 @@ impl Store {
     /// (its epoch moves on), then its leases (and everything attached) and
     /// presence records are removed. Idempotent; an unknown tenant is fine.
     pub fn revoke_tenant(&self, tenant: TenantId) -> Result<()> {
+        let _in = self.enter();
         let _span = tracing::info_span!("relaystore_revoke_tenant", tenant = tenant.0).entered();
         // Under the registry's write lock, so two revocations end one epoch
         // each and a creator reads either the old epoch (its record is

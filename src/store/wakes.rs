@@ -42,7 +42,7 @@ impl Store {
         self.shared.wakes.listeners()
     }
 
-    fn channel_name(&self, channel: &str) -> Result<std::sync::Arc<str>> {
+    pub(super) fn channel_name(&self, channel: &str) -> Result<std::sync::Arc<str>> {
         if channel.starts_with(RESERVED_PREFIX) {
             return Err(Error::ReservedName);
         }

@@ -1,0 +1,157 @@
+//! Loom models of transactions: a commit racing a claim (the claim sees
+//! all of the commit's jobs or none), a commit racing a read of two
+//! listings (both old or both new), and a listener woken by a commit
+//! (it reads the commit). Each runs the real `Store` and has a broken twin
+//! the model catches.
+#![cfg(relaystore_loom)]
+
+#[path = "common.rs"]
+mod common;
+
+use loom::thread;
+use relaystore::model::faults::{store_fault, StoreFault};
+use relaystore::queue::{JobOptions, QueueConfig};
+use relaystore::time::ManualClock;
+use relaystore::{Store, StoreConfig, TenantId};
+use std::sync::Arc;
+use std::time::Duration;
+
+const T: TenantId = TenantId(1);
+
+fn name(fault: StoreFault, model: &str) -> String {
+    if fault == StoreFault::None {
+        model.to_string()
+    } else {
+        format!("{model} ({fault:?})")
+    }
+}
+
+fn store() -> Store {
+    let clock = Arc::new(ManualClock::new());
+    Store::new(StoreConfig::default(), clock).unwrap()
+}
+
+/// A transaction enqueues two jobs while a worker claims up to two: the
+/// worker gets both or neither, never one.
+fn commit_vs_claim(fault: StoreFault) {
+    common::explore(&name(fault, "commit_vs_claim"), move || {
+        store_fault(fault);
+        let store = store();
+        let config = QueueConfig {
+            jitter_seed: Some(1),
+            ..QueueConfig::default()
+        };
+        store.create_queue(T, "work", config).unwrap();
+        let mut tx = store.begin_tx();
+        tx.enqueue(T, "work", b"a", JobOptions::default()).unwrap();
+        tx.enqueue(T, "work", b"b", JobOptions::default()).unwrap();
+        let worker = {
+            let store = store.clone();
+            thread::spawn(move || {
+                store_fault(fault);
+                store.claim(T, "work", "w", None, 2).unwrap().len()
+            })
+        };
+        tx.commit().unwrap();
+        let claimed = worker.join().unwrap();
+        assert!(claimed != 1, "the claim saw one of the commit's two jobs");
+    });
+}
+
+/// A transaction updates two listings while a reader lists them: the page
+/// shows both old or both new.
+fn commit_vs_list(fault: StoreFault) {
+    common::explore(&name(fault, "commit_vs_list"), move || {
+        store_fault(fault);
+        let store = store();
+        let lease = store
+            .grant(T, "host", Duration::from_secs(60), None)
+            .unwrap()
+            .id;
+        let va = store.publish(T, lease, "a", b"old", None).unwrap().version;
+        let vb = store.publish(T, lease, "b", b"old", None).unwrap().version;
+        let reader = {
+            let store = store.clone();
+            thread::spawn(move || {
+                store_fault(fault);
+                let page = store.list_listings(T, None, 10).unwrap();
+                page.items
+                    .iter()
+                    .map(|l| l.attrs.to_vec())
+                    .collect::<Vec<_>>()
+            })
+        };
+        let mut tx = store.begin_tx();
+        tx.update_listing(T, "a", va, b"new").unwrap();
+        tx.update_listing(T, "b", vb, b"new").unwrap();
+        tx.commit().unwrap();
+        let seen = reader.join().unwrap();
+        assert_eq!(seen.len(), 2);
+        assert_eq!(seen[0], seen[1], "the reader saw half of a commit");
+    });
+}
+
+/// A listener is woken by a commit that updates a listing and notifies:
+/// once woken, it reads the update.
+fn wake_after_commit(fault: StoreFault) {
+    common::explore(&name(fault, "wake_after_commit"), move || {
+        store_fault(fault);
+        let store = store();
+        let lease = store
+            .grant(T, "host", Duration::from_secs(60), None)
+            .unwrap()
+            .id;
+        let v = store.publish(T, lease, "a", b"old", None).unwrap().version;
+        let listener = store.listen(T, "changed").unwrap();
+        let reader = {
+            let store = store.clone();
+            thread::spawn(move || {
+                store_fault(fault);
+                listener.recv().unwrap();
+                store.get_listing(T, "a").unwrap().attrs.to_vec()
+            })
+        };
+        let mut tx = store.begin_tx();
+        tx.update_listing(T, "a", v, b"new").unwrap();
+        tx.notify(T, "changed").unwrap();
+        tx.commit().unwrap();
+        let seen = reader.join().unwrap();
+        assert_eq!(
+            seen, b"new",
+            "a listener woken by a commit read the state before it"
+        );
+    });
+}
+
+#[test]
+fn commit_is_atomic_for_a_claim() {
+    commit_vs_claim(StoreFault::None);
+}
+
+#[test]
+#[should_panic]
+fn commit_is_atomic_for_a_claim_broken_twin() {
+    commit_vs_claim(StoreFault::TxGateBypassed);
+}
+
+#[test]
+fn commit_is_atomic_for_a_listing_page() {
+    commit_vs_list(StoreFault::None);
+}
+
+#[test]
+#[should_panic]
+fn commit_is_atomic_for_a_listing_page_broken_twin() {
+    commit_vs_list(StoreFault::TxReadUnchecked);
+}
+
+#[test]
+fn a_woken_listener_reads_the_commit() {
+    wake_after_commit(StoreFault::None);
+}
+
+#[test]
+#[should_panic]
+fn a_woken_listener_reads_the_commit_broken_twin() {
+    wake_after_commit(StoreFault::TxWakeAtStaging);
+}

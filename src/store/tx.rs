@@ -1,0 +1,1131 @@
+//! Transactions: changes staged in a private overlay and committed all at
+//! once (SPEC §10, ADR 0028).
+//!
+//! # How a commit is atomic
+//!
+//! A commit closes the store's commit gate (`crate::gate`): no mutation of
+//! listings, streams, queues or schedules runs while it applies, and every
+//! read of them that overlaps it is read again after it. It then runs in
+//! two phases, at one reading of the clock:
+//!
+//! 1. **Check.** Everything that could refuse: the listings it updates or
+//!    removes are visible (at the expected version), the streams it
+//!    appends to have room and took no entry above its offsets, the queues
+//!    it enqueues to have room, its claims are live, its schedules fit.
+//!    The listings it publishes are created as far as the creation
+//!    protocol's last step (inserted, confirmed, not yet visible), holding
+//!    their units; everything after runs in the creation's last hook, so a
+//!    refusal anywhere takes every one of them back.
+//! 2. **Apply.** Nothing can refuse any more: with the gate closed, no
+//!    other writer changes what was checked, and the clock reading is
+//!    fixed. The changes go in, in staging order, and the publishes become
+//!    visible.
+//!
+//! The wakes of what was committed (stream appends, ready jobs, notifies)
+//! fire after the gate opens, so a woken listener reads the whole commit.
+
+use super::Store;
+use crate::error::{Error, Result};
+use crate::events::{Cause, Collection, RecordId};
+use crate::ids::{JobId, LeaseId, TenantId};
+use crate::queue::{ClaimToken, Failed, JobInfo, JobOptions, JobState, QueueInfo};
+use crate::store::listing::ListingInfo;
+use crate::store::OUTBOX_QUEUE;
+use crate::stream::{StreamEntry, StreamRead};
+use crate::sync::Arc;
+use crate::time::MonoTime;
+use std::collections::BTreeMap;
+
+/// Most operations one transaction stages. Staging one more is refused
+/// with `InvalidArgument`; the overlay (payloads included) is bounded by
+/// it and by the per-operation size limits.
+pub const TX_OPS_MAX: usize = 64;
+
+/// A transaction: changes staged against a store, applied all at once by
+/// [`commit`](Self::commit). From [`Store::begin_tx`].
+///
+/// Each staging call validates its input (names, sizes, grammar, ids) and
+/// refuses at once, staging nothing; what depends on the state (room,
+/// versions, live claims) is decided at the commit. Reads through the
+/// transaction see its own staged writes over the committed state.
+///
+/// Dropping the transaction, or a panic while it is alive, rolls it back:
+/// nothing it staged becomes visible, and no wake fires. Two things of it
+/// remain: the stream offsets and job ids it took at staging are never
+/// handed out again (a stream has a gap there; see
+/// [`append`](Self::append)).
+///
+/// A listing is written at most once per transaction (published, updated
+/// or unpublished), as is a schedule, and a claimed job is acked or failed
+/// at most once; a second write is `InvalidArgument`.
+#[must_use = "a transaction does nothing until it is committed"]
+pub struct Transaction {
+    store: Store,
+    ops: Vec<Op>,
+}
+
+impl std::fmt::Debug for Transaction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Transaction")
+            .field("staged", &self.ops.len())
+            .finish()
+    }
+}
+
+/// What a commit did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Committed {
+    /// The version of each listing the transaction published or updated,
+    /// by tenant and key.
+    pub listings: Vec<(TenantId, Arc<str>, u64)>,
+    /// How each job the transaction failed went, by job.
+    pub failed: Vec<(JobId, Failed)>,
+}
+
+impl Committed {
+    /// The version the commit gave the listing under `key`, if it
+    /// published or updated it.
+    pub fn listing_version(&self, tenant: TenantId, key: &str) -> Option<u64> {
+        self.listings
+            .iter()
+            .find(|(t, k, _)| *t == tenant && &**k == key)
+            .map(|(_, _, v)| *v)
+    }
+}
+
+/// One staged change.
+enum Op {
+    Publish {
+        tenant: TenantId,
+        lease: u64,
+        key: Arc<str>,
+        attrs: Arc<[u8]>,
+    },
+    Update {
+        tenant: TenantId,
+        key: Arc<str>,
+        expected: u64,
+        attrs: Arc<[u8]>,
+    },
+    Unpublish {
+        tenant: TenantId,
+        key: Arc<str>,
+        expected: Option<u64>,
+    },
+    Notify {
+        tenant: TenantId,
+        channel: Arc<str>,
+    },
+    Append {
+        tenant: TenantId,
+        stream: Arc<str>,
+        offset: u64,
+        payload: Arc<[u8]>,
+    },
+    CommitOffset {
+        tenant: TenantId,
+        stream: Arc<str>,
+        consumer: Arc<str>,
+        offset: u64,
+    },
+    Trim {
+        tenant: TenantId,
+        stream: Arc<str>,
+        before: u64,
+    },
+    Enqueue {
+        tenant: TenantId,
+        queue: Arc<str>,
+        seq: u64,
+        payload: Arc<[u8]>,
+        options: JobOptions,
+    },
+    Ack {
+        tenant: TenantId,
+        queue: Arc<str>,
+        seq: u64,
+        claim: ClaimToken,
+    },
+    Fail {
+        tenant: TenantId,
+        queue: Arc<str>,
+        seq: u64,
+        claim: ClaimToken,
+        reason: Arc<str>,
+    },
+    Schedule {
+        tenant: TenantId,
+        name: Arc<str>,
+        spec: Arc<str>,
+        queue: Arc<str>,
+        payload: Arc<[u8]>,
+    },
+    Unschedule {
+        tenant: TenantId,
+        name: Arc<str>,
+    },
+}
+
+/// What one object of a commit is, for grouping its staged changes.
+type Object = (TenantId, Arc<str>);
+
+/// A stream's staged entries: offset and payload, offsets rising.
+type Entries = Vec<(u64, Arc<[u8]>)>;
+
+impl Store {
+    /// Begins a transaction: see [`Transaction`].
+    pub fn begin_tx(&self) -> Transaction {
+        Transaction {
+            store: self.clone(),
+            ops: Vec::new(),
+        }
+    }
+}
+
+impl Transaction {
+    /// Refuses a staging past [`TX_OPS_MAX`] (before it takes an offset
+    /// or an id).
+    fn room(&self) -> Result<()> {
+        if self.ops.len() >= TX_OPS_MAX {
+            return Err(Error::InvalidArgument {
+                reason: "a transaction stages at most TX_OPS_MAX operations",
+            });
+        }
+        Ok(())
+    }
+
+    fn stage(&mut self, op: Op) -> Result<()> {
+        self.room()?;
+        self.ops.push(op);
+        Ok(())
+    }
+
+    /// The staged write of the listing under `key`, if any.
+    fn listing_op(&self, tenant: TenantId, key: &str) -> Option<&Op> {
+        self.ops.iter().find(|op| match op {
+            Op::Publish {
+                tenant: t, key: k, ..
+            }
+            | Op::Update {
+                tenant: t, key: k, ..
+            }
+            | Op::Unpublish {
+                tenant: t, key: k, ..
+            } => *t == tenant && &**k == key,
+            _ => false,
+        })
+    }
+
+    fn listing_once(&self, tenant: TenantId, key: &str) -> Result<()> {
+        match self.listing_op(tenant, key) {
+            Some(_) => Err(Error::InvalidArgument {
+                reason: "a transaction writes a listing at most once",
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Stages [`Store::publish`]: visible at the commit, which answers
+    /// `Conflict` if the key is taken then.
+    pub fn publish(
+        &mut self,
+        tenant: TenantId,
+        lease: LeaseId,
+        key: &str,
+        attrs: &[u8],
+    ) -> Result<()> {
+        let lease = self.store.lease_seq(lease)?;
+        let key = self.store.name(key)?;
+        let attrs = self.store.attrs(attrs)?;
+        self.listing_once(tenant, &key)?;
+        self.stage(Op::Publish {
+            tenant,
+            lease,
+            key,
+            attrs,
+        })
+    }
+
+    /// Stages [`Store::update_listing`]: the commit answers `Conflict` if
+    /// the listing is no longer at `expected_version` then. The new
+    /// version is in [`Committed::listings`].
+    pub fn update_listing(
+        &mut self,
+        tenant: TenantId,
+        key: &str,
+        expected_version: u64,
+        attrs: &[u8],
+    ) -> Result<()> {
+        let key = self.store.name(key)?;
+        let attrs = self.store.attrs(attrs)?;
+        self.listing_once(tenant, &key)?;
+        self.stage(Op::Update {
+            tenant,
+            key,
+            expected: expected_version,
+            attrs,
+        })
+    }
+
+    /// Stages [`Store::unpublish`].
+    pub fn unpublish(
+        &mut self,
+        tenant: TenantId,
+        key: &str,
+        expected_version: Option<u64>,
+    ) -> Result<()> {
+        let key = self.store.name(key)?;
+        self.listing_once(tenant, &key)?;
+        self.stage(Op::Unpublish {
+            tenant,
+            key,
+            expected: expected_version,
+        })
+    }
+
+    /// Stages [`Store::notify`]: its listeners wake after the commit.
+    pub fn notify(&mut self, tenant: TenantId, channel: &str) -> Result<()> {
+        let channel = self.store.channel_name(channel)?;
+        if crate::faults::active(crate::faults::StoreFault::TxWakeAtStaging) {
+            // Broken twin: the listeners wake before anything is committed.
+            self.store.fire(&[(tenant, Arc::clone(&channel))]);
+        }
+        self.stage(Op::Notify { tenant, channel })
+    }
+
+    /// Stages [`Store::append`]; returns the entry's offset, taken now.
+    /// The commit answers `Conflict` if another append went in above that
+    /// offset meanwhile (offsets only grow). The offset of an append that
+    /// is rolled back, or whose commit is refused, stays a gap in the
+    /// stream: readers skip it, and no entry ever takes it.
+    pub fn append(&mut self, tenant: TenantId, stream: &str, payload: &[u8]) -> Result<u64> {
+        let name = self.store.stream_name(stream)?;
+        let store = self.store.clone();
+        let alive = store.alive(tenant);
+        let max =
+            store.consistent(|| store.shared.streams.payload_max((tenant, stream), &alive))?;
+        if payload.len() > max {
+            return Err(Error::InvalidArgument {
+                reason: "payload is larger than stream_payload_bytes_max or the stream's bytes_max",
+            });
+        }
+        self.room()?;
+        let offset = {
+            let _in = store.enter();
+            store.shared.streams.reserve((tenant, stream), &alive, 1)?
+        };
+        self.stage(Op::Append {
+            tenant,
+            stream: name,
+            offset,
+            payload: Arc::from(payload),
+        })?;
+        Ok(offset)
+    }
+
+    /// Stages [`Store::commit`] of `consumer`'s offset on `stream`.
+    pub fn commit_offset(
+        &mut self,
+        tenant: TenantId,
+        stream: &str,
+        consumer: &str,
+        offset: u64,
+    ) -> Result<()> {
+        let stream = self.store.stream_name(stream)?;
+        let consumer = self.store.name(consumer)?;
+        self.stage(Op::CommitOffset {
+            tenant,
+            stream,
+            consumer,
+            offset,
+        })
+    }
+
+    /// Stages [`Store::trim_stream`].
+    pub fn trim_stream(&mut self, tenant: TenantId, stream: &str, before: u64) -> Result<()> {
+        let stream = self.store.stream_name(stream)?;
+        self.stage(Op::Trim {
+            tenant,
+            stream,
+            before,
+        })
+    }
+
+    /// Stages [`Store::enqueue`]; returns the job's id, taken now (a
+    /// rolled-back job's id is never handed out again).
+    pub fn enqueue(
+        &mut self,
+        tenant: TenantId,
+        queue: &str,
+        payload: &[u8],
+        options: JobOptions,
+    ) -> Result<JobId> {
+        self.store.check_own_name(queue)?;
+        self.stage_enqueue(tenant, Arc::from(queue), Arc::from(payload), options)
+    }
+
+    /// Stages [`Store::outbox_put`]: the message is delivered only if the
+    /// commit succeeds. The tenant's outbox queue, if it has none yet, is
+    /// created by the commit.
+    pub fn outbox_put(&mut self, tenant: TenantId, topic: &str, payload: &[u8]) -> Result<JobId> {
+        let framed = self.store.outbox_frame(topic, payload)?;
+        self.stage_enqueue(
+            tenant,
+            Arc::from(OUTBOX_QUEUE),
+            Arc::from(framed),
+            JobOptions::default(),
+        )
+    }
+
+    fn stage_enqueue(
+        &mut self,
+        tenant: TenantId,
+        queue: Arc<str>,
+        payload: Arc<[u8]>,
+        options: JobOptions,
+    ) -> Result<JobId> {
+        self.store.check_job(payload.len(), &options)?;
+        self.room()?;
+        let seq = self.store.next_seq();
+        self.stage(Op::Enqueue {
+            tenant,
+            queue,
+            seq,
+            payload,
+            options,
+        })?;
+        Ok(self.store.job_id(seq))
+    }
+
+    fn claim_once(&self, tenant: TenantId, queue: &str, seq: u64) -> Result<()> {
+        let twice = self.ops.iter().any(|op| match op {
+            Op::Ack {
+                tenant: t,
+                queue: q,
+                seq: s,
+                ..
+            }
+            | Op::Fail {
+                tenant: t,
+                queue: q,
+                seq: s,
+                ..
+            } => *t == tenant && &**q == queue && *s == seq,
+            _ => false,
+        });
+        if twice {
+            return Err(Error::InvalidArgument {
+                reason: "a transaction acks or fails a job at most once",
+            });
+        }
+        Ok(())
+    }
+
+    /// Stages [`Store::ack`] (also for the outbox's queue,
+    /// [`OUTBOX_QUEUE`]): the commit answers `StaleClaim` if the claim is
+    /// not live then.
+    pub fn ack(
+        &mut self,
+        tenant: TenantId,
+        queue: &str,
+        job: JobId,
+        claim: ClaimToken,
+    ) -> Result<()> {
+        self.store.check_queue_to_inspect(queue)?;
+        let seq = self.store.job_seq(job)?;
+        self.claim_once(tenant, queue, seq)?;
+        self.stage(Op::Ack {
+            tenant,
+            queue: Arc::from(queue),
+            seq,
+            claim,
+        })
+    }
+
+    /// Stages [`Store::fail`]; how it went is in [`Committed::failed`].
+    pub fn fail(
+        &mut self,
+        tenant: TenantId,
+        queue: &str,
+        job: JobId,
+        claim: ClaimToken,
+        reason: &str,
+    ) -> Result<()> {
+        self.store.check_queue_to_inspect(queue)?;
+        let reason = self.store.name(reason)?;
+        let seq = self.store.job_seq(job)?;
+        self.claim_once(tenant, queue, seq)?;
+        self.stage(Op::Fail {
+            tenant,
+            queue: Arc::from(queue),
+            seq,
+            claim,
+            reason,
+        })
+    }
+
+    fn schedule_once(&self, tenant: TenantId, name: &str) -> Result<()> {
+        let twice = self.ops.iter().any(|op| match op {
+            Op::Schedule {
+                tenant: t, name: n, ..
+            }
+            | Op::Unschedule { tenant: t, name: n } => *t == tenant && &**n == name,
+            _ => false,
+        });
+        if twice {
+            return Err(Error::InvalidArgument {
+                reason: "a transaction writes a schedule at most once",
+            });
+        }
+        Ok(())
+    }
+
+    /// Stages [`Store::schedule`]; the spec is parsed and its interval
+    /// checked now.
+    pub fn schedule(
+        &mut self,
+        tenant: TenantId,
+        name: &str,
+        spec: &str,
+        queue: &str,
+        payload: &[u8],
+    ) -> Result<()> {
+        self.store.check_own_name(name)?;
+        self.store.check_own_name(queue)?;
+        self.store
+            .check_job(payload.len(), &JobOptions::default())?;
+        self.store.shared.schedules.interval_ms(spec)?;
+        self.schedule_once(tenant, name)?;
+        self.stage(Op::Schedule {
+            tenant,
+            name: Arc::from(name),
+            spec: Arc::from(spec),
+            queue: Arc::from(queue),
+            payload: Arc::from(payload),
+        })
+    }
+
+    /// Stages [`Store::unschedule`].
+    pub fn unschedule(&mut self, tenant: TenantId, name: &str) -> Result<()> {
+        self.store.check_own_name(name)?;
+        self.schedule_once(tenant, name)?;
+        self.stage(Op::Unschedule {
+            tenant,
+            name: Arc::from(name),
+        })
+    }
+
+    /// The listing under `key` as this transaction would leave it: its
+    /// staged write over the committed listing. A listing it publishes
+    /// reads with version 0 (the commit gives it its version); one it
+    /// updates reads with its new attributes and the version it expects.
+    pub fn get_listing(&self, tenant: TenantId, key: &str) -> Result<ListingInfo> {
+        match self.listing_op(tenant, key) {
+            Some(Op::Publish {
+                lease, key, attrs, ..
+            }) => Ok(ListingInfo {
+                key: Arc::clone(key),
+                lease: self.store.lease_id(*lease),
+                attrs: Arc::clone(attrs),
+                version: 0,
+            }),
+            Some(Op::Update {
+                expected, attrs, ..
+            }) => {
+                let committed = self.store.get_listing(tenant, key)?;
+                Ok(ListingInfo {
+                    attrs: Arc::clone(attrs),
+                    version: *expected,
+                    ..committed
+                })
+            }
+            Some(_) => Err(Error::NotFound),
+            None => self.store.get_listing(tenant, key),
+        }
+    }
+
+    /// Up to `max` entries of `stream` from `from` on: the committed ones,
+    /// then this transaction's staged appends.
+    pub fn read_stream(
+        &self,
+        tenant: TenantId,
+        stream: &str,
+        from: u64,
+        max: usize,
+    ) -> Result<StreamRead> {
+        let max = max.min(self.store.shared.config.page_len_max);
+        let committed = self.store.read_stream(tenant, stream, from, max)?;
+        let mut entries = committed.entries;
+        let staged = self.ops.iter().filter_map(|op| match op {
+            Op::Append {
+                tenant: t,
+                stream: s,
+                offset,
+                payload,
+            } if *t == tenant && &**s == stream && *offset >= from => Some(StreamEntry {
+                offset: *offset,
+                payload: Arc::clone(payload),
+            }),
+            _ => None,
+        });
+        entries.extend(staged);
+        entries.sort_by_key(|e| e.offset);
+        entries.truncate(max);
+        let next = entries.last().map_or(committed.next, |e| e.offset + 1);
+        Ok(StreamRead { entries, next })
+    }
+
+    /// Job `job` of `queue` as this transaction would leave it. A job it
+    /// enqueues reads as ready (or delayed by its delay); one it acks is
+    /// `NotFound`; one it fails reads as dead if that was its last
+    /// attempt, else as delayed by the longest backoff the commit can draw
+    /// (its jitter is drawn at the commit).
+    pub fn job(&self, tenant: TenantId, queue: &str, job: JobId) -> Result<JobInfo> {
+        let seq = self.store.job_seq(job)?;
+        let key = (tenant, queue);
+        for op in &self.ops {
+            match op {
+                Op::Enqueue {
+                    tenant: t,
+                    queue: q,
+                    seq: s,
+                    payload,
+                    options,
+                } if *t == tenant && &**q == queue && *s == seq => {
+                    let config = self.store.shared.queues.config(key);
+                    let attempts_max = match (options.attempts_max, config) {
+                        (Some(n), _) => n,
+                        (None, Ok(c)) => c.attempts_max,
+                        (None, Err(_)) if queue == OUTBOX_QUEUE => {
+                            super::outbox_config().attempts_max
+                        }
+                        (None, Err(e)) => return Err(e),
+                    };
+                    let state = if options.delay.is_zero() {
+                        JobState::Ready
+                    } else {
+                        JobState::Delayed {
+                            ready_in: options.delay,
+                        }
+                    };
+                    return Ok(JobInfo {
+                        state,
+                        attempts: 0,
+                        attempts_max,
+                        payload: Arc::clone(payload),
+                    });
+                }
+                Op::Ack {
+                    tenant: t,
+                    queue: q,
+                    seq: s,
+                    ..
+                } if *t == tenant && &**q == queue && *s == seq => return Err(Error::NotFound),
+                Op::Fail {
+                    tenant: t,
+                    queue: q,
+                    seq: s,
+                    reason,
+                    ..
+                } if *t == tenant && &**q == queue && *s == seq => {
+                    let committed = self.store.job(tenant, queue, job)?;
+                    let backoff = self.store.shared.queues.config(key)?.backoff;
+                    let state = if committed.attempts >= committed.attempts_max {
+                        JobState::Dead {
+                            reason: Arc::clone(reason),
+                        }
+                    } else {
+                        JobState::Delayed {
+                            ready_in: backoff.capped(committed.attempts),
+                        }
+                    };
+                    return Ok(JobInfo { state, ..committed });
+                }
+                _ => {}
+            }
+        }
+        self.store.job(tenant, queue, job)
+    }
+
+    /// What `queue` would hold after this transaction, by state.
+    pub fn queue_info(&self, tenant: TenantId, queue: &str) -> Result<QueueInfo> {
+        let staged_here = |t: &TenantId, q: &str| *t == tenant && q == queue;
+        let mut info = match self.store.queue_info(tenant, queue) {
+            Err(Error::NotFound)
+                if queue == OUTBOX_QUEUE
+                    && self.ops.iter().any(|op| {
+                        matches!(op, Op::Enqueue { tenant: t, queue: q, .. } if staged_here(t, q))
+                    }) =>
+            {
+                QueueInfo::default()
+            }
+            other => other?,
+        };
+        for op in &self.ops {
+            let (Op::Enqueue {
+                tenant: t,
+                queue: q,
+                seq,
+                ..
+            }
+            | Op::Ack {
+                tenant: t,
+                queue: q,
+                seq,
+                ..
+            }
+            | Op::Fail {
+                tenant: t,
+                queue: q,
+                seq,
+                ..
+            }) = op
+            else {
+                continue;
+            };
+            if !staged_here(t, q) {
+                continue;
+            }
+            let job = self.job(tenant, queue, self.store.job_id(*seq));
+            match (op, job) {
+                (Op::Enqueue { payload, .. }, Ok(job)) => {
+                    info.bytes += payload.len();
+                    match job.state {
+                        JobState::Ready => info.ready += 1,
+                        _ => info.delayed += 1,
+                    }
+                }
+                (Op::Ack { .. }, _) => {
+                    if let Ok(job) = self.store.job(tenant, queue, self.store.job_id(*seq)) {
+                        info.claimed = info.claimed.saturating_sub(1);
+                        info.bytes = info.bytes.saturating_sub(job.payload.len());
+                    }
+                }
+                (Op::Fail { .. }, Ok(job)) => {
+                    info.claimed = info.claimed.saturating_sub(1);
+                    match job.state {
+                        JobState::Dead { .. } => info.dead += 1,
+                        _ => info.delayed += 1,
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(info)
+    }
+
+    /// How many operations are staged.
+    pub fn len(&self) -> usize {
+        self.ops.len()
+    }
+
+    /// Whether nothing is staged.
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+
+    /// Applies everything staged, atomically (see the module docs): all of
+    /// it or, with the first refusal, none of it. Refusals are those of
+    /// the plain operations (`Conflict` for a version or an offset another
+    /// writer moved, `CapacityExceeded`, `StaleClaim`, `NotFound`,
+    /// `Draining` / `ServiceUnavailable`, ...), decided at one instant.
+    /// The wakes of what was committed fire once all of it is visible.
+    ///
+    /// Refused with `InvalidArgument`, changing nothing, when called from
+    /// inside one of the store's own calls (an outbox handler), whose
+    /// changes the commit would have to wait for.
+    pub fn commit(mut self) -> Result<Committed> {
+        let ops = std::mem::take(&mut self.ops);
+        let store = &self.store;
+        if ops.is_empty() {
+            return Ok(Committed::default());
+        }
+        let Some(closed) = store.shared.gate.close() else {
+            return Err(Error::InvalidArgument {
+                reason: "a transaction cannot commit inside a call of the same store",
+            });
+        };
+        let now = store.shared.clock.now();
+        let mut done = Applied::default();
+        let mut published = Vec::new();
+        let result = store.admit_new(now).and_then(|()| {
+            let publishes: Vec<&Op> = ops
+                .iter()
+                .filter(|op| matches!(op, Op::Publish { .. }))
+                .collect();
+            let mut rest = || store.check_and_apply(&ops, now, &mut done);
+            store.publish_all(&publishes, now, &mut rest, &mut published)
+        });
+        // The gate opens, then the wakes fire: a woken listener reads the
+        // whole commit. A refused commit wakes nobody.
+        drop(closed);
+        result?;
+        store.fire(&done.wakes);
+        let mut listings = published;
+        listings.append(&mut done.listings);
+        Ok(Committed {
+            listings,
+            failed: done.failed,
+        })
+    }
+}
+
+/// What the apply phase did.
+#[derive(Default)]
+struct Applied {
+    wakes: Vec<(TenantId, Arc<str>)>,
+    listings: Vec<(TenantId, Arc<str>, u64)>,
+    failed: Vec<(JobId, Failed)>,
+}
+
+/// An apply step, which the check phase has made sure cannot refuse: a
+/// refusal here is a broken invariant of this module.
+fn applied<T>(step: Result<T>) -> Result<T> {
+    debug_assert!(
+        step.is_ok(),
+        "a checked commit step was refused: {:?}",
+        step.as_ref().err()
+    );
+    step
+}
+
+impl Store {
+    /// Publishes `publishes` one inside the other's last hook, and runs
+    /// `rest` inside the innermost: every publish is visible only if
+    /// `rest` succeeded, and every one is taken back if anything failed.
+    fn publish_all(
+        &self,
+        publishes: &[&Op],
+        now: MonoTime,
+        rest: &mut dyn FnMut() -> Result<()>,
+        out: &mut Vec<(TenantId, Arc<str>, u64)>,
+    ) -> Result<()> {
+        let Some((
+            Op::Publish {
+                tenant,
+                lease,
+                key,
+                attrs,
+            },
+            inner,
+        )) = publishes.split_first()
+        else {
+            return rest();
+        };
+        let mut inner_out = Vec::new();
+        let info = self.publish_now(
+            *tenant,
+            *lease,
+            Arc::clone(key),
+            Arc::clone(attrs),
+            now,
+            &mut || self.publish_all(inner, now, rest, &mut inner_out),
+        )?;
+        out.append(&mut inner_out);
+        out.push((*tenant, info.key, info.version));
+        Ok(())
+    }
+
+    /// The two phases of a commit after its publishes were prepared.
+    fn check_and_apply(&self, ops: &[Op], now: MonoTime, done: &mut Applied) -> Result<()> {
+        let mut created = Vec::new();
+        let checked = self.check_ops(ops, now, &mut created);
+        if let Err(e) = checked {
+            // Outbox queues the check created are taken back; nobody saw
+            // them (the gate is closed).
+            for tenant in created {
+                let _ = self.shared.queues.delete((tenant, OUTBOX_QUEUE));
+            }
+            return Err(e);
+        }
+        self.apply_ops(ops, now, done)
+    }
+
+    fn check_ops(&self, ops: &[Op], now: MonoTime, created: &mut Vec<TenantId>) -> Result<()> {
+        let now_ms = now.as_millis();
+        let mut appends: BTreeMap<Object, Entries> = BTreeMap::new();
+        let mut consumers: BTreeMap<Object, BTreeMap<Arc<str>, u64>> = BTreeMap::new();
+        let mut enqueues: BTreeMap<Object, (usize, usize)> = BTreeMap::new();
+        let mut schedules: BTreeMap<TenantId, (Vec<&str>, Vec<&str>)> = BTreeMap::new();
+        for op in ops {
+            match op {
+                Op::Publish { .. } | Op::Notify { .. } => {}
+                Op::Update {
+                    tenant,
+                    key,
+                    expected,
+                    ..
+                } => self.check_listing_at(&(*tenant, Arc::clone(key)), Some(*expected), now)?,
+                Op::Unpublish {
+                    tenant,
+                    key,
+                    expected,
+                } => self.check_listing_at(&(*tenant, Arc::clone(key)), *expected, now)?,
+                Op::Append {
+                    tenant,
+                    stream,
+                    offset,
+                    payload,
+                } => appends
+                    .entry((*tenant, Arc::clone(stream)))
+                    .or_default()
+                    .push((*offset, Arc::clone(payload))),
+                Op::CommitOffset {
+                    tenant,
+                    stream,
+                    consumer,
+                    offset,
+                } => {
+                    consumers
+                        .entry((*tenant, Arc::clone(stream)))
+                        .or_default()
+                        .insert(Arc::clone(consumer), *offset);
+                }
+                Op::Trim {
+                    tenant,
+                    stream,
+                    before,
+                } => {
+                    let alive = self.alive_at(*tenant, now);
+                    self.shared
+                        .streams
+                        .trim((*tenant, stream), &alive, *before, false)?;
+                }
+                Op::Enqueue {
+                    tenant,
+                    queue,
+                    payload,
+                    ..
+                } => {
+                    let e = enqueues.entry((*tenant, Arc::clone(queue))).or_default();
+                    e.0 += 1;
+                    e.1 += payload.len();
+                }
+                Op::Ack {
+                    tenant,
+                    queue,
+                    seq,
+                    claim,
+                }
+                | Op::Fail {
+                    tenant,
+                    queue,
+                    seq,
+                    claim,
+                    ..
+                } => self
+                    .shared
+                    .queues
+                    .check_claim((*tenant, queue), *seq, *claim, now_ms)?,
+                Op::Schedule {
+                    tenant,
+                    name,
+                    queue,
+                    ..
+                } => {
+                    self.shared.queues.config((*tenant, queue))?;
+                    schedules.entry(*tenant).or_default().0.push(name);
+                }
+                Op::Unschedule { tenant, name } => {
+                    schedules.entry(*tenant).or_default().1.push(name);
+                }
+            }
+        }
+        for ((tenant, stream), staged) in &appends {
+            let alive = self.alive_at(*tenant, now);
+            self.shared
+                .streams
+                .append_staged((*tenant, stream), &alive, staged, now, false)?;
+        }
+        for ((tenant, stream), offsets) in &consumers {
+            let alive = self.alive_at(*tenant, now);
+            for (consumer, offset) in offsets {
+                self.shared.streams.commit(
+                    (*tenant, stream),
+                    &alive,
+                    Arc::clone(consumer),
+                    *offset,
+                    false,
+                    offsets.len() - 1,
+                )?;
+            }
+        }
+        for ((tenant, queue), (count, bytes)) in &enqueues {
+            let key = (*tenant, &**queue);
+            if &**queue == OUTBOX_QUEUE && self.shared.queues.config(key).is_err() {
+                self.outbox_create(*tenant)?;
+                created.push(*tenant);
+            }
+            self.shared.queues.check_enqueue(key, *count, *bytes)?;
+        }
+        for (tenant, (names, removed)) in &schedules {
+            self.shared.schedules.check(*tenant, names, removed)?;
+        }
+        Ok(())
+    }
+
+    fn apply_ops(&self, ops: &[Op], now: MonoTime, done: &mut Applied) -> Result<()> {
+        let now_ms = now.as_millis();
+        let mut appended: Vec<Object> = Vec::new();
+        for op in ops {
+            match op {
+                Op::Publish { .. } => {}
+                Op::Update {
+                    tenant,
+                    key,
+                    expected,
+                    attrs,
+                } => {
+                    let nkey = (*tenant, Arc::clone(key));
+                    let version =
+                        applied(self.update_listing_at(&nkey, *expected, Arc::clone(attrs), now))?;
+                    done.listings.push((*tenant, Arc::clone(key), version));
+                }
+                Op::Unpublish {
+                    tenant,
+                    key,
+                    expected,
+                } => {
+                    let nkey = (*tenant, Arc::clone(key));
+                    applied(self.end_listing_at(&nkey, *expected, Cause::Released, now))?;
+                }
+                Op::Notify { tenant, channel } => {
+                    done.wakes.push((*tenant, Arc::clone(channel)));
+                }
+                Op::Append { tenant, stream, .. } => {
+                    // All of a stream's appends go in at its first one.
+                    let object = (*tenant, Arc::clone(stream));
+                    if appended.contains(&object) {
+                        continue;
+                    }
+                    let staged: Entries = ops
+                        .iter()
+                        .filter_map(|o| match o {
+                            Op::Append {
+                                tenant: t,
+                                stream: s,
+                                offset,
+                                payload,
+                            } if *t == *tenant && s == stream => {
+                                Some((*offset, Arc::clone(payload)))
+                            }
+                            _ => None,
+                        })
+                        .collect();
+                    let alive = self.alive_at(*tenant, now);
+                    let wake = applied(self.shared.streams.append_staged(
+                        (*tenant, stream),
+                        &alive,
+                        &staged,
+                        now,
+                        true,
+                    ))?;
+                    done.wakes.push((*tenant, wake));
+                    appended.push(object);
+                }
+                Op::CommitOffset {
+                    tenant,
+                    stream,
+                    consumer,
+                    offset,
+                } => {
+                    let alive = self.alive_at(*tenant, now);
+                    applied(self.shared.streams.commit(
+                        (*tenant, stream),
+                        &alive,
+                        Arc::clone(consumer),
+                        *offset,
+                        true,
+                        0,
+                    ))?;
+                }
+                Op::Trim {
+                    tenant,
+                    stream,
+                    before,
+                } => {
+                    let alive = self.alive_at(*tenant, now);
+                    applied(
+                        self.shared
+                            .streams
+                            .trim((*tenant, stream), &alive, *before, true),
+                    )?;
+                }
+                Op::Enqueue {
+                    tenant,
+                    queue,
+                    seq,
+                    payload,
+                    options,
+                } => {
+                    let due = (!options.delay.is_zero())
+                        .then(|| now.saturating_add(options.delay).as_millis());
+                    let (_, announce) = applied(self.shared.queues.enqueue(
+                        (*tenant, queue),
+                        &[payload],
+                        options,
+                        due,
+                        &mut |_| *seq,
+                    ))?;
+                    if let Some(wake) = announce {
+                        done.wakes.push((*tenant, wake));
+                    }
+                }
+                Op::Ack {
+                    tenant,
+                    queue,
+                    seq,
+                    claim,
+                } => applied(
+                    self.shared
+                        .queues
+                        .ack((*tenant, queue), *seq, *claim, now_ms),
+                )?,
+                Op::Fail {
+                    tenant,
+                    queue,
+                    seq,
+                    claim,
+                    reason,
+                } => {
+                    let failed = applied(self.shared.queues.fail(
+                        (*tenant, queue),
+                        *seq,
+                        *claim,
+                        reason,
+                        now_ms,
+                    ))?;
+                    done.failed.push((self.job_id(*seq), failed));
+                }
+                Op::Schedule {
+                    tenant,
+                    name,
+                    spec,
+                    queue,
+                    payload,
+                } => applied(self.shared.schedules.schedule(
+                    *tenant,
+                    Arc::clone(name),
+                    spec,
+                    Arc::clone(queue),
+                    Arc::clone(payload),
+                    now_ms,
+                ))?,
+                Op::Unschedule { tenant, name } => {
+                    applied(self.shared.schedules.unschedule(*tenant, name))?;
+                    let id = RecordId::Schedule(Arc::clone(name));
+                    self.emit(Collection::Schedules, *tenant, id, Cause::Released);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Notifies each of `wakes` (a store that stopped meanwhile has no
+    /// listeners left to wake).
+    fn fire(&self, wakes: &[(TenantId, Arc<str>)]) {
+        for wake in wakes {
+            let _ = self.shared.wakes.notify(wake);
+        }
+    }
+}

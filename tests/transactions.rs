@@ -1,0 +1,415 @@
+//! Transactions: staged changes read back inside the transaction, applied
+//! all at once or not at all, with wakes only after the commit.
+
+mod common;
+
+use common::ops::*;
+use relaystore::queue::{JobOptions, JobState, QueueConfig};
+use relaystore::stream::{StreamConfig, WhenFull};
+use relaystore::{Error, LeaseId, Store, OUTBOX_QUEUE};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::time::Duration;
+
+/// A store with a lease, a listing `lobby` under it, a stream `log` that
+/// refuses past 3 entries, a queue `work` of at most 3 jobs and a
+/// listener on channel `lobby-changed`.
+fn relay() -> (
+    std::sync::Arc<relaystore::time::ManualClock>,
+    Store,
+    LeaseId,
+) {
+    let (clock, s) = store();
+    let lease = s.grant(T, "host", 60 * SEC, None).unwrap().id;
+    s.publish(T, lease, "lobby", b"v1", None).unwrap();
+    s.create_stream(T, "log", StreamConfig::new(3, 1 << 20, WhenFull::Refuse))
+        .unwrap();
+    let queue = QueueConfig {
+        jobs_max: 3,
+        dead_letters_max: 3,
+        jitter_seed: Some(7),
+        ..QueueConfig::default()
+    };
+    s.create_queue(T, "work", queue).unwrap();
+    (clock, s, lease)
+}
+
+/// Everything a reader of the transactional collections can see, as text
+/// (but the stream's next offset, which staging an append moves: the
+/// documented gap).
+fn seen(s: &Store) -> String {
+    let listings = s.list_listings(T, None, 100).unwrap();
+    let log = s.read_stream(T, "log", 0, 100).unwrap();
+    let info = s.stream_info(T, "log").unwrap();
+    let log_info = (info.first, info.entries, info.bytes, info.consumers);
+    let work = s.queue_info(T, "work").unwrap();
+    let outbox = s.queue_info(T, OUTBOX_QUEUE);
+    let schedules = s.schedules(T);
+    s.audit().unwrap();
+    format!(
+        "{:x} {listings:?} {log:?} {log_info:?} {work:?} {outbox:?} {schedules:?} {:?}",
+        s.digest(),
+        s.committed(T, "log", "reader")
+    )
+}
+
+#[test]
+fn reads_inside_a_transaction_see_its_own_writes() {
+    let (_clock, s, lease) = relay();
+    let v1 = s.get_listing(T, "lobby").unwrap().version;
+    let mut tx = s.begin_tx();
+    tx.update_listing(T, "lobby", v1, b"v2").unwrap();
+    tx.publish(T, lease, "lobby-2", b"new").unwrap();
+    let offset = tx.append(T, "log", b"lobby v2").unwrap();
+    let job = tx
+        .enqueue(T, "work", b"announce", JobOptions::default())
+        .unwrap();
+    let later = tx
+        .enqueue(T, "work", b"later", JobOptions::delayed(5 * SEC))
+        .unwrap();
+
+    let updated = tx.get_listing(T, "lobby").unwrap();
+    assert_eq!((&*updated.attrs, updated.version), (&b"v2"[..], v1));
+    assert_eq!(&*tx.get_listing(T, "lobby-2").unwrap().attrs, b"new");
+    let read = tx.read_stream(T, "log", 0, 10).unwrap();
+    assert_eq!(read.entries.len(), 1);
+    assert_eq!(
+        (read.entries[0].offset, &*read.entries[0].payload),
+        (offset, &b"lobby v2"[..])
+    );
+    assert_eq!(read.next, offset + 1);
+    assert_eq!(tx.job(T, "work", job).unwrap().state, JobState::Ready);
+    assert_eq!(
+        tx.job(T, "work", later).unwrap().state,
+        JobState::Delayed { ready_in: 5 * SEC }
+    );
+    let info = tx.queue_info(T, "work").unwrap();
+    assert_eq!((info.ready, info.delayed), (1, 1));
+
+    // Outside the transaction nothing of it is visible yet.
+    assert_eq!(&*s.get_listing(T, "lobby").unwrap().attrs, b"v1");
+    assert_eq!(s.get_listing(T, "lobby-2"), Err(Error::NotFound));
+    assert!(s.read_stream(T, "log", 0, 10).unwrap().entries.is_empty());
+    assert_eq!(s.job(T, "work", job), Err(Error::NotFound));
+
+    let committed = tx.commit().unwrap();
+    let now = s.get_listing(T, "lobby").unwrap();
+    assert_eq!(&*now.attrs, b"v2");
+    assert_eq!(committed.listing_version(T, "lobby"), Some(now.version));
+    assert!(now.version > v1);
+    assert_eq!(
+        committed.listing_version(T, "lobby-2"),
+        Some(s.get_listing(T, "lobby-2").unwrap().version)
+    );
+    assert_eq!(s.read_stream(T, "log", 0, 10).unwrap().entries.len(), 1);
+    assert_eq!(s.job(T, "work", job).unwrap().state, JobState::Ready);
+    s.audit().unwrap();
+}
+
+#[test]
+fn acks_fails_and_unpublishes_read_back_and_commit() {
+    let (_clock, s, _lease) = relay();
+    let a = s.enqueue(T, "work", b"a", JobOptions::default()).unwrap();
+    let b = s
+        .enqueue(T, "work", b"b", JobOptions::default().with_attempts_max(1))
+        .unwrap();
+    let claimed = s.claim(T, "work", "w", None, 2).unwrap();
+    let mut tx = s.begin_tx();
+    tx.ack(T, "work", a, claimed[0].claim).unwrap();
+    tx.fail(T, "work", b, claimed[1].claim, "broken").unwrap();
+    tx.unpublish(T, "lobby", None).unwrap();
+    assert_eq!(tx.job(T, "work", a), Err(Error::NotFound));
+    assert!(matches!(
+        tx.job(T, "work", b).unwrap().state,
+        JobState::Dead { .. }
+    ));
+    let info = tx.queue_info(T, "work").unwrap();
+    assert_eq!((info.claimed, info.dead, info.bytes), (0, 1, 1));
+    assert_eq!(tx.get_listing(T, "lobby"), Err(Error::NotFound));
+    let committed = tx.commit().unwrap();
+    assert_eq!(
+        committed.failed,
+        vec![(b, relaystore::queue::Failed::DeadLettered)]
+    );
+    assert_eq!(s.queue_info(T, "work").unwrap(), info);
+    assert_eq!(s.get_listing(T, "lobby"), Err(Error::NotFound));
+}
+
+/// Each staged change that the commit must refuse, placed last, behind
+/// changes that would succeed: the commit changes nothing at all.
+#[test]
+fn a_refused_commit_changes_nothing() {
+    type Spoil = fn(&Store, &mut relaystore::Transaction, LeaseId);
+    type Expected = fn(&Error) -> bool;
+    let spoilers: Vec<(&str, Spoil, Expected)> = vec![
+        (
+            "stream full",
+            |s, tx, _| {
+                let config = StreamConfig::new(1, 1 << 20, WhenFull::Refuse);
+                s.create_stream(T, "full", config).unwrap();
+                s.append(T, "full", b"old").unwrap();
+                tx.append(T, "full", b"one too many").unwrap();
+            },
+            |e| e.capacity_scope().is_some(),
+        ),
+        (
+            "queue full",
+            |_, tx, _| {
+                for _ in 0..3 {
+                    tx.enqueue(T, "work", b"j", JobOptions::default()).unwrap();
+                }
+                tx.enqueue(T, "work", b"j", JobOptions::default()).unwrap();
+            },
+            |e| e.capacity_scope().is_some(),
+        ),
+        (
+            "listing version moved",
+            |s, tx, _| {
+                let v = s.get_listing(T, "lobby").unwrap().version;
+                tx.update_listing(T, "lobby", v, b"mine").unwrap();
+                s.update_listing(T, "lobby", v, b"theirs").unwrap();
+            },
+            |e| matches!(e, Error::Conflict { .. }),
+        ),
+        (
+            "key taken",
+            |s, tx, lease| {
+                tx.publish(T, lease, "lobby-9", b"mine").unwrap();
+                let other = s.grant(T, "other-host", 60 * SEC, None).unwrap().id;
+                s.publish(T, other, "lobby-9", b"theirs", None).unwrap();
+            },
+            |e| matches!(e, Error::Conflict { .. }),
+        ),
+        (
+            "stale claim",
+            |s, tx, _| {
+                let job = s.enqueue(T, "work", b"j", JobOptions::default()).unwrap();
+                let claim = s.claim(T, "work", "w", None, 1).unwrap()[0].claim;
+                s.ack(T, "work", job, claim).unwrap();
+                tx.ack(T, "work", job, claim).unwrap();
+            },
+            |e| matches!(e, Error::StaleClaim | Error::NotFound),
+        ),
+        (
+            "missing queue",
+            |_, tx, _| {
+                tx.enqueue(T, "nowhere", b"j", JobOptions::default())
+                    .unwrap();
+            },
+            |e| matches!(e, Error::NotFound),
+        ),
+        (
+            "schedule of a missing queue",
+            |_, tx, _| {
+                tx.schedule(T, "tick", "@every 1m", "nowhere", b"t")
+                    .unwrap();
+            },
+            |e| matches!(e, Error::NotFound),
+        ),
+        (
+            "unschedule of nothing",
+            |_, tx, _| {
+                tx.unschedule(T, "never").unwrap();
+            },
+            |e| matches!(e, Error::NotFound),
+        ),
+        (
+            "revoked lease",
+            |s, tx, lease| {
+                tx.publish(T, lease, "lobby-9", b"mine").unwrap();
+                s.revoke(T, lease).unwrap();
+            },
+            |e| matches!(e, Error::Revoked | Error::NotFound),
+        ),
+    ];
+    for (what, spoil, expected) in spoilers {
+        let (_clock, s, lease) = relay();
+        let listener = s.listen(T, "lobby-changed").unwrap();
+        let mut tx = s.begin_tx();
+        // Changes of every kind that would go in on their own.
+        let v = s.get_listing(T, "lobby").unwrap().version;
+        tx.publish(T, lease, "lobby-3", b"x").unwrap();
+        if what != "listing version moved" {
+            tx.update_listing(T, "lobby", v, b"v2").unwrap();
+        }
+        tx.append(T, "log", b"entry").unwrap();
+        tx.commit_offset(T, "log", "reader", 0).unwrap();
+        tx.outbox_put(T, "lobby.changed", b"lobby").unwrap();
+        tx.schedule(T, "refresh", "@every 1m", "work", b"r")
+            .unwrap();
+        tx.notify(T, "lobby-changed").unwrap();
+        spoil(&s, &mut tx, lease);
+        let before = seen(&s);
+        let refused = tx.commit().expect_err(what);
+        assert!(expected(&refused), "{what}: refused with {refused:?}");
+        assert_eq!(
+            seen(&s),
+            before,
+            "{what}: the refused commit changed something"
+        );
+        assert_eq!(
+            listener.try_recv(),
+            None,
+            "{what}: a refused commit woke a listener"
+        );
+    }
+}
+
+#[test]
+fn a_dropped_or_panicked_transaction_leaves_nothing() {
+    let (_clock, s, lease) = relay();
+    let listener = s.listen(T, "lobby-changed").unwrap();
+    let stage = |tx: &mut relaystore::Transaction| {
+        let v = s.get_listing(T, "lobby").unwrap().version;
+        tx.update_listing(T, "lobby", v, b"v2").unwrap();
+        tx.publish(T, lease, "lobby-3", b"x").unwrap();
+        tx.append(T, "log", b"entry").unwrap();
+        tx.enqueue(T, "work", b"j", JobOptions::default()).unwrap();
+        tx.outbox_put(T, "lobby.changed", b"lobby").unwrap();
+        tx.notify(T, "lobby-changed").unwrap();
+    };
+    let before = seen(&s);
+    let mut tx = s.begin_tx();
+    stage(&mut tx);
+    assert_eq!(tx.len(), 6);
+    drop(tx);
+    assert_eq!(seen(&s), before);
+    let panicked = catch_unwind(AssertUnwindSafe(|| {
+        let mut tx = s.begin_tx();
+        stage(&mut tx);
+        panic!("the relay's handler failed mid-transaction");
+    }));
+    assert!(panicked.is_err());
+    assert_eq!(seen(&s), before);
+    assert_eq!(
+        listener.try_recv(),
+        None,
+        "a rolled-back transaction woke a listener"
+    );
+}
+
+#[test]
+fn ids_and_offsets_of_a_rolled_back_transaction_are_never_reused() {
+    let (_clock, s, _lease) = relay();
+    let mut tx = s.begin_tx();
+    let offset = tx.append(T, "log", b"rolled back").unwrap();
+    let job = tx
+        .enqueue(T, "work", b"rolled back", JobOptions::default())
+        .unwrap();
+    drop(tx);
+    let next = s.append(T, "log", b"kept").unwrap();
+    assert!(next > offset, "offset {offset} handed out again");
+    let next_job = s
+        .enqueue(T, "work", b"kept", JobOptions::default())
+        .unwrap();
+    assert_ne!(next_job, job);
+    assert_eq!(s.job(T, "work", job), Err(Error::NotFound));
+    // Readers skip the gap.
+    let read = s.read_stream(T, "log", 0, 10).unwrap();
+    assert_eq!(read.entries.len(), 1);
+    assert_eq!((read.entries[0].offset, read.next), (next, next + 1));
+    assert_eq!(
+        s.read_stream(T, "log", offset, 10).unwrap().entries[0].offset,
+        next
+    );
+}
+
+#[test]
+fn an_append_above_a_staged_offset_conflicts_the_commit() {
+    let (_clock, s, _lease) = relay();
+    let mut tx = s.begin_tx();
+    let offset = tx.append(T, "log", b"mine").unwrap();
+    let theirs = s.append(T, "log", b"theirs").unwrap();
+    assert_eq!(theirs, offset + 1);
+    assert_eq!(
+        tx.commit(),
+        Err(Error::Conflict {
+            current_version: theirs + 1
+        })
+    );
+    // Two transactions on one stream: the later offsets commit first,
+    // and the earlier transaction conflicts.
+    let mut first = s.begin_tx();
+    let mut second = s.begin_tx();
+    first.append(T, "log", b"first").unwrap();
+    second.append(T, "log", b"second").unwrap();
+    second.commit().unwrap();
+    assert!(matches!(first.commit(), Err(Error::Conflict { .. })));
+    let read = s.read_stream(T, "log", 0, 10).unwrap();
+    let payloads: Vec<&[u8]> = read.entries.iter().map(|e| &*e.payload).collect();
+    assert_eq!(payloads, vec![&b"theirs"[..], &b"second"[..]]);
+}
+
+#[test]
+fn wakes_fire_after_the_commit_and_see_it() {
+    let (_clock, s, _lease) = relay();
+    let channel = s.listen(T, "lobby-changed").unwrap();
+    let mut follower = s.follow(T, "log", "reader").unwrap();
+    let mut tx = s.begin_tx();
+    tx.notify(T, "lobby-changed").unwrap();
+    tx.append(T, "log", b"lobby v2").unwrap();
+    assert_eq!(channel.try_recv(), None, "a staged notify woke a listener");
+    assert!(follower.try_next(10).unwrap().entries.is_empty());
+    tx.commit().unwrap();
+    assert!(channel.try_recv().is_some());
+    assert_eq!(follower.try_next(10).unwrap().entries.len(), 1);
+}
+
+#[test]
+fn staging_validates_input_and_refuses_second_writes() {
+    let (_clock, s, lease) = relay();
+    let mut tx = s.begin_tx();
+    assert_eq!(tx.publish(T, lease, "", b"x"), Err(Error::InvalidName));
+    assert!(matches!(
+        tx.schedule(T, "tick", "@every fortnight", "work", b""),
+        Err(Error::InvalidArgument { .. })
+    ));
+    assert!(matches!(
+        tx.enqueue(T, "work", b"j", JobOptions::default().with_attempts_max(0)),
+        Err(Error::InvalidArgument { .. })
+    ));
+    assert!(matches!(
+        tx.append(T, "log", &vec![0; 2 << 20]),
+        Err(Error::InvalidArgument { .. })
+    ));
+    assert_eq!(tx.notify(T, "__mine"), Err(Error::ReservedName));
+    tx.unpublish(T, "lobby", None).unwrap();
+    assert!(matches!(
+        tx.update_listing(T, "lobby", 1, b"again"),
+        Err(Error::InvalidArgument { .. })
+    ));
+    assert_eq!(tx.len(), 1, "refused stagings staged nothing");
+    for _ in 1..relaystore::TX_OPS_MAX {
+        tx.notify(T, "lobby-changed").unwrap();
+    }
+    assert!(matches!(
+        tx.notify(T, "lobby-changed"),
+        Err(Error::InvalidArgument { .. })
+    ));
+}
+
+#[test]
+fn a_commit_inside_an_outbox_handler_goes_in() {
+    let (_clock, s, _lease) = relay();
+    s.outbox_put(T, "t", b"m").unwrap();
+    let mut inner = None;
+    s.outbox_run_once(T, "w", 1, |_| {
+        let mut tx = s.begin_tx();
+        tx.notify(T, "c").unwrap();
+        inner = Some(tx.commit());
+        Ok::<_, String>(())
+    })
+    .unwrap();
+    // The handler runs outside the store's calls: its commit goes in.
+    assert_eq!(inner.map(|r| r.is_ok()), Some(true));
+}
+
+#[test]
+fn a_draining_store_refuses_the_commit() {
+    let (_clock, s, _lease) = relay();
+    let mut tx = s.begin_tx();
+    tx.enqueue(T, "work", b"j", JobOptions::default()).unwrap();
+    s.begin_drain(Duration::from_secs(10)).unwrap();
+    let before = seen(&s);
+    assert_eq!(tx.commit(), Err(Error::Draining));
+    assert_eq!(seen(&s), before);
+}
