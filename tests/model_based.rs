@@ -25,7 +25,16 @@ fn op() -> impl Strategy<Value = Op> {
         1 => Just(70_000u64),
         8 => 10u64..30_000,
     ];
+    let tx_op = prop_oneof![
+        2 => (tenant.clone(), idx.clone(), small.clone()).prop_map(|(tenant, lease, key)| Op::Publish { tenant, lease, key }),
+        1 => (tenant.clone(), small.clone()).prop_map(|(tenant, key)| Op::Unpublish { tenant, key }),
+        3 => (tenant.clone(), small.clone()).prop_map(|(tenant, stream)| Op::Append { tenant, stream }),
+        1 => (tenant.clone(), small.clone()).prop_map(|(tenant, channel)| Op::Notify { tenant, channel }),
+        2 => (tenant.clone(), any::<bool>()).prop_map(|(tenant, delayed)| Op::Enqueue { tenant, delayed }),
+        2 => (tenant.clone(), idx.clone(), any::<bool>()).prop_map(|(tenant, claim, ack)| Op::Settle { tenant, claim, ack }),
+    ];
     prop_oneof![
+        4 => (prop::collection::vec(tx_op, 1..5), prop::bool::weighted(0.8)).prop_map(|(ops, commit)| Op::Tx { ops, commit }),
         3 => (tenant.clone(), ttl.clone()).prop_map(|(tenant, ttl_ms)| Op::Grant { tenant, ttl_ms }),
         3 => (tenant.clone(), idx.clone(), ttl.clone()).prop_map(|(tenant, lease, ttl_ms)| Op::Renew { tenant, lease, ttl_ms }),
         1 => (tenant.clone(), idx.clone()).prop_map(|(tenant, lease)| Op::Revoke { tenant, lease }),
@@ -63,7 +72,12 @@ fn op() -> impl Strategy<Value = Op> {
 
 proptest! {
     #![proptest_config(ProptestConfig {
-        cases: 256,
+        // 200 sequences in the debug test run (about 9 s here);
+        // RELAYSTORE_MODEL_CASES=N for a heavy run.
+        cases: std::env::var("RELAYSTORE_MODEL_CASES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(200),
         failure_persistence: Some(Box::new(
             proptest::test_runner::FileFailurePersistence::Direct("tests/model_based.proptest-regressions"),
         )),

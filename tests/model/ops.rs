@@ -113,6 +113,13 @@ pub enum Op {
         tenant: u8,
         stream: u8,
     },
+    /// A transaction of `ops` (publishes, unpublishes, appends,
+    /// notifies, enqueues and settles, in any tenant), committed or
+    /// dropped.
+    Tx {
+        ops: Vec<Op>,
+        commit: bool,
+    },
     /// Attaches a new listener to wake channel `c0`/`c1`.
     Listen {
         tenant: u8,
@@ -174,6 +181,15 @@ pub enum Outcome {
     Failed(Option<u64>),
     /// How many (dead letters purged).
     Count(usize),
+    /// A transaction: which stagings were taken, the offsets its appends
+    /// got, whether its commit went in (`None`: dropped), and how its
+    /// failures went (backoff in ms, or `None` for a dead letter).
+    Tx {
+        staged: Vec<bool>,
+        offsets: Vec<u64>,
+        committed: Option<bool>,
+        failed: Vec<Option<u64>>,
+    },
     Err(Kind),
 }
 

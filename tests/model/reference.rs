@@ -7,12 +7,14 @@ use super::ops::*;
 use super::*;
 use std::collections::HashMap;
 
+#[derive(Clone)]
 pub struct LeaseM {
     tenant: u8,
     deadline: u64,
     present: bool,
 }
 
+#[derive(Clone)]
 pub struct ListingM {
     lease: usize,
     instance: usize,
@@ -25,6 +27,7 @@ pub enum PhaseM {
     Consumed,
 }
 
+#[derive(Clone)]
 pub struct AttemptM {
     tenant: u8,
     key: u8,
@@ -34,26 +37,36 @@ pub struct AttemptM {
     present: bool,
 }
 
+#[derive(Clone)]
 pub struct LockM {
     deadline: u64,
     acquisition: usize,
 }
 
-#[derive(PartialEq)]
+#[derive(Clone, PartialEq)]
 pub struct StreamM {
     lease: Option<usize>,
     trim: bool,
     aged: bool,
-    /// When each entry held was appended, oldest first.
-    entries: std::collections::VecDeque<u64>,
-    /// The offset the next append gets; entries hold `next - len ..`.
+    /// Each entry held, oldest first: its offset and when it was appended.
+    entries: std::collections::VecDeque<(u64, u64)>,
+    /// The offset the next append gets (offsets a dropped transaction
+    /// took are gaps below it).
     next: u64,
+    /// The lowest offset still readable.
+    first: u64,
     committed: Option<u64>,
 }
 
 impl StreamM {
     fn first(&self) -> u64 {
-        self.next - self.entries.len() as u64
+        self.first
+    }
+
+    fn pop_front(&mut self) {
+        if let Some((offset, _)) = self.entries.pop_front() {
+            self.first = offset + 1;
+        }
     }
 
     fn trim_aged(&mut self, now: u64) {
@@ -61,11 +74,19 @@ impl StreamM {
             while self
                 .entries
                 .front()
-                .is_some_and(|&at| now - at >= STREAM_AGE_MS)
+                .is_some_and(|&(_, at)| now - at >= STREAM_AGE_MS)
             {
-                self.entries.pop_front();
+                self.pop_front();
             }
         }
+    }
+
+    /// Appends at `offset` (taken earlier), trimming first if full.
+    fn push(&mut self, offset: u64, now: u64) {
+        if self.entries.len() >= STREAM_ENTRIES {
+            self.pop_front();
+        }
+        self.entries.push_back((offset, now));
     }
 }
 
@@ -82,6 +103,7 @@ pub enum JobAt {
     Dead,
 }
 
+#[derive(Clone)]
 pub struct JobM {
     tenant: u8,
     attempts: u32,
@@ -91,11 +113,12 @@ pub struct JobM {
 }
 
 /// Per tenant: its queue's jitter generator.
+#[derive(Clone)]
 pub struct QueueM {
     jitter: relaystore::queue::Jitter,
 }
 
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub struct Model {
     /// The replay grace the model believes in (the store's, unless a test
     /// injects a disagreement on purpose).
@@ -233,6 +256,115 @@ impl Model {
             .iter()
             .filter(|a| a.present && a.instance == instance && a.phase != PhaseM::Consumed)
             .count()
+    }
+
+    /// A transaction: staging takes what input rules allow (a listing or a
+    /// claim written once; an append only to a stream that is there, which
+    /// takes its offset now), then the commit checks room against the
+    /// state before it (appends per stream, enqueues per queue) and
+    /// applies everything in staging order, or nothing.
+    fn transaction(&mut self, ops: &[Op], commit: bool, created_attempts: usize) -> Outcome {
+        let now = self.now;
+        let mut staged = Vec::new();
+        let mut offsets = Vec::new();
+        let mut kept: Vec<(Op, Option<u64>)> = Vec::new();
+        let mut listings = std::collections::HashSet::new();
+        let mut settles = std::collections::HashSet::new();
+        for op in ops {
+            let (taken, offset) = match *op {
+                Op::Publish { tenant, key, .. } | Op::Unpublish { tenant, key } => {
+                    (listings.insert((tenant, key)), None)
+                }
+                Op::Append { tenant, stream } => match self.stream(tenant, stream) {
+                    Some(s) => {
+                        s.next += 1;
+                        offsets.push(s.next - 1);
+                        (true, Some(s.next - 1))
+                    }
+                    None => (false, None),
+                },
+                // Once per job (of the tenant's queue), whichever claim.
+                Op::Settle { tenant, claim, .. } => {
+                    (settles.insert((tenant, self.claims[claim])), None)
+                }
+                _ => (true, None),
+            };
+            staged.push(taken);
+            if taken {
+                kept.push((op.clone(), offset));
+            }
+        }
+        let outcome = |committed, failed| Outcome::Tx {
+            staged: staged.clone(),
+            offsets: offsets.clone(),
+            committed,
+            failed,
+        };
+        if !commit {
+            return outcome(None, Vec::new());
+        }
+        let before = self.clone();
+        match self.commit_tx(&kept, now, created_attempts) {
+            Ok(failed) => outcome(Some(true), failed),
+            Err(()) => {
+                *self = before;
+                outcome(Some(false), Vec::new())
+            }
+        }
+    }
+
+    fn commit_tx(
+        &mut self,
+        ops: &[(Op, Option<u64>)],
+        now: u64,
+        created_attempts: usize,
+    ) -> Result<Vec<Option<u64>>, ()> {
+        // Room, against the state before the commit.
+        let mut appends: HashMap<(u8, u8), usize> = HashMap::new();
+        let mut enqueues: HashMap<u8, usize> = HashMap::new();
+        for (op, _) in ops {
+            match *op {
+                Op::Append { tenant, stream } => *appends.entry((tenant, stream)).or_default() += 1,
+                Op::Enqueue { tenant, .. } => *enqueues.entry(tenant).or_default() += 1,
+                _ => {}
+            }
+        }
+        for (&(tenant, stream), &n) in &appends {
+            let s = self.stream(tenant, stream).ok_or(())?;
+            s.trim_aged(now);
+            if !s.trim && s.entries.len() + n > STREAM_ENTRIES {
+                return Err(());
+            }
+        }
+        for (&tenant, &n) in &enqueues {
+            let dead = self
+                .queue_jobs(tenant)
+                .filter(|j| j.at == JobAt::Dead)
+                .count();
+            if dead >= QUEUE_DEAD || self.queue_jobs(tenant).count() + n > QUEUE_JOBS {
+                return Err(());
+            }
+        }
+        let mut failed = Vec::new();
+        let mut notifies = Vec::new();
+        for (op, offset) in ops {
+            match (op, offset) {
+                (Op::Append { tenant, stream }, Some(offset)) => {
+                    let s = self.stream(*tenant, *stream).ok_or(())?;
+                    s.push(*offset, now);
+                }
+                (Op::Notify { .. }, _) => notifies.push(op.clone()),
+                (op, _) => match self.apply(op, created_attempts) {
+                    Outcome::Err(_) => return Err(()),
+                    Outcome::Failed(f) => failed.push(f),
+                    _ => {}
+                },
+            }
+        }
+        for op in notifies {
+            self.apply(&op, created_attempts);
+        }
+        Ok(failed)
     }
 
     /// Applies `op`; `fence_of` maps an acquisition index to whether it is
@@ -506,6 +638,7 @@ impl Model {
                     aged,
                     entries: Default::default(),
                     next: 0,
+                    first: 0,
                     committed: None,
                 };
                 match self.stream(tenant, stream) {
@@ -522,17 +655,15 @@ impl Model {
                     return Outcome::Err(Kind::NotFound);
                 };
                 s.trim_aged(now);
-                if s.entries.len() >= STREAM_ENTRIES {
-                    if !s.trim {
-                        return Outcome::Err(Kind::Capacity(
-                            "stream retention (refusing when full)".into(),
-                        ));
-                    }
-                    s.entries.pop_front();
+                if s.entries.len() >= STREAM_ENTRIES && !s.trim {
+                    return Outcome::Err(Kind::Capacity(
+                        "stream retention (refusing when full)".into(),
+                    ));
                 }
-                s.entries.push_back(now);
+                let offset = s.next;
+                s.push(offset, now);
                 s.next += 1;
-                Outcome::Offset(s.next - 1)
+                Outcome::Offset(offset)
             }
             Op::ReadStream {
                 tenant,
@@ -550,10 +681,16 @@ impl Model {
                 if from > s.next {
                     return INVALID;
                 }
-                let entries = (s.next - from).min(2) as usize;
+                let read: Vec<u64> = s
+                    .entries
+                    .iter()
+                    .map(|&(o, _)| o)
+                    .filter(|&o| o >= from)
+                    .take(2)
+                    .collect();
                 Outcome::Read {
-                    entries,
-                    next: from + entries as u64,
+                    entries: read.len(),
+                    next: read.last().map_or(from, |o| o + 1),
                 }
             }
             Op::CommitStream {
@@ -681,6 +818,7 @@ impl Model {
                 self.jobs[i].at = JobAt::Delayed(now + delay);
                 Outcome::Failed(Some(delay))
             }
+            Op::Tx { ref ops, commit } => self.transaction(ops, commit, created_attempts),
             Op::PurgeDead { tenant } => {
                 let mut n = 0;
                 for job in self.jobs.iter_mut() {
