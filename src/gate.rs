@@ -9,10 +9,12 @@
 //!   zero, and applies its changes while no mutation is inside. A mutation
 //!   that finds the gate closed steps out again and waits for the commit
 //!   (by taking the commit lock, which the commit holds throughout).
-//!   Each side writes its flag, then a sequentially consistent fence, then
-//!   reads the other's, so either the commit sees the mutation's count or
-//!   the mutation sees `closed` (the store-buffering pattern, written with
-//!   fences, which loom models; `loom-tests/tx.rs` checks it).
+//!   Each side writes its flag and then reads the other's, all
+//!   sequentially consistent (the commit also fences), so either the commit
+//!   sees the mutation's count or the mutation sees `closed`: the
+//!   store-buffering pattern, which `loom-tests/tx.rs` checks (with a
+//!   fence on the mutation's side too, since loom models fences but not
+//!   the single order of sequentially consistent accesses).
 //! - **Reads write nothing shared**: they run under a sequence lock. The
 //!   commit makes `epoch` odd before its first change and even again after
 //!   its last; a read that saw an odd epoch, or a different one after it
@@ -62,7 +64,24 @@ struct Held {
 #[cfg(not(relaystore_loom))]
 std::thread_local! {
     static HELD: Cell<Held> = const { Cell::new(Held { gate: 0, depth: 0, committing: false }) };
-    static SLOT: usize = THREADS.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % SLOTS;
+    /// The thread's slot, or `SLOTS` until it first enters.
+    static SLOT: Cell<usize> = const { Cell::new(SLOTS) };
+}
+
+/// This thread's slot, handed out on first use.
+#[cfg(not(relaystore_loom))]
+fn slot() -> usize {
+    SLOT.with(|s| {
+        if s.get() == SLOTS {
+            s.set(THREADS.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % SLOTS);
+        }
+        s.get()
+    })
+}
+
+#[cfg(relaystore_loom)]
+fn slot() -> usize {
+    SLOT.with(|s| *s)
 }
 
 // Loom runs every modelled thread on one OS thread: its own thread-locals
@@ -134,7 +153,7 @@ impl Gate {
                 before,
             };
         }
-        let slot = SLOT.with(|s| *s);
+        let slot = slot();
         if !faults::active(StoreFault::TxGateBypassed) {
             while !self.try_enter(slot) {
                 self.wait_for_commit();
@@ -156,11 +175,18 @@ impl Gate {
 
     fn try_enter(&self, slot: usize) -> bool {
         self.inside[slot].fetch_add(1, Ordering::SeqCst);
+        // The increment and the load are both sequentially consistent, so
+        // the single order of such operations keeps them in this order,
+        // and a commit's `closed` store (followed by its fence) is either
+        // before the load (seen here) or after the increment (the commit
+        // sees the count). Loom models sequentially consistent accesses
+        // as acquire/release only; its build adds the fence it can model.
+        #[cfg(relaystore_loom)]
         fence(Ordering::SeqCst);
         if !self.closed.load(Ordering::SeqCst) {
             return true;
         }
-        self.inside[slot].fetch_sub(1, Ordering::SeqCst);
+        self.inside[slot].fetch_sub(1, Ordering::Release);
         false
     }
 
@@ -233,7 +259,9 @@ impl Drop for Inside<'_> {
         HELD.with(|h| h.set(self.before));
         if let Some(slot) = self.slot {
             if !faults::active(StoreFault::TxGateBypassed) {
-                self.gate.inside[slot].fetch_sub(1, Ordering::SeqCst);
+                // Release: what the mutation did happens before the
+                // commit that reads this count as zero.
+                self.gate.inside[slot].fetch_sub(1, Ordering::Release);
             }
         }
     }

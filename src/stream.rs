@@ -699,14 +699,25 @@ impl StreamHub {
         Ok((offset, Arc::clone(&stream.wake), arm))
     }
 
-    /// Takes `n` offsets for a transaction's appends, staged now and
-    /// written at its commit; returns the first.
-    pub(crate) fn reserve(&self, key: Name, alive: Alive, n: u64) -> Result<u64> {
+    /// Takes an offset for a transaction's append of `payload` bytes,
+    /// staged now and written at its commit, after checking the payload's
+    /// size as an append would.
+    pub(crate) fn reserve(&self, key: Name, alive: Alive, payload: usize) -> Result<u64> {
+        if payload > self.limits.payload_bytes_max {
+            return Err(Error::InvalidArgument {
+                reason: "payload is larger than stream_payload_bytes_max",
+            });
+        }
         let stream = self.get(key, alive)?;
+        if payload > stream.config.bytes_max {
+            return Err(Error::InvalidArgument {
+                reason: "payload is larger than the stream's bytes_max",
+            });
+        }
         let mut log = lock_at(Rung::Stream, &stream.log);
-        let first = log.next;
-        log.next += n;
-        Ok(first)
+        let offset = log.next;
+        log.next += 1;
+        Ok(offset)
     }
 
     /// A transaction's appends, at the offsets it reserved (ascending):
@@ -748,13 +759,6 @@ impl StreamHub {
             self.set_timer(&stream, due);
         }
         Ok(Arc::clone(&stream.wake))
-    }
-
-    /// The limits an append's payload is checked against: the store's
-    /// and the stream's.
-    pub(crate) fn payload_max(&self, key: Name, alive: Alive) -> Result<usize> {
-        let stream = self.get(key, alive)?;
-        Ok(self.limits.payload_bytes_max.min(stream.config.bytes_max))
     }
 
     pub(crate) fn read(

@@ -34,7 +34,6 @@ use crate::store::OUTBOX_QUEUE;
 use crate::stream::{StreamEntry, StreamRead};
 use crate::sync::Arc;
 use crate::time::MonoTime;
-use std::collections::BTreeMap;
 
 /// Most operations one transaction stages. Staging one more is refused
 /// with `InvalidArgument`; the overlay (payloads included) is bounded by
@@ -172,12 +171,18 @@ type Object = (TenantId, Arc<str>);
 /// A stream's staged entries: offset and payload, offsets rising.
 type Entries = Vec<(u64, Arc<[u8]>)>;
 
+/// A stream's staged consumer commits: consumer and offset.
+type Offsets = Vec<(Arc<str>, u64)>;
+
+/// A tenant's staged schedules: the names scheduled, the names removed.
+type Names<'a> = (Vec<&'a str>, Vec<&'a str>);
+
 impl Store {
     /// Begins a transaction: see [`Transaction`].
     pub fn begin_tx(&self) -> Transaction {
         Transaction {
             store: self.clone(),
-            ops: Vec::new(),
+            ops: Vec::with_capacity(4),
         }
     }
 }
@@ -300,19 +305,14 @@ impl Transaction {
     /// stream: readers skip it, and no entry ever takes it.
     pub fn append(&mut self, tenant: TenantId, stream: &str, payload: &[u8]) -> Result<u64> {
         let name = self.store.stream_name(stream)?;
-        let store = self.store.clone();
-        let alive = store.alive(tenant);
-        let max =
-            store.consistent(|| store.shared.streams.payload_max((tenant, stream), &alive))?;
-        if payload.len() > max {
-            return Err(Error::InvalidArgument {
-                reason: "payload is larger than stream_payload_bytes_max or the stream's bytes_max",
-            });
-        }
         self.room()?;
         let offset = {
-            let _in = store.enter();
-            store.shared.streams.reserve((tenant, stream), &alive, 1)?
+            let _in = self.store.enter();
+            let alive = self.store.alive(tenant);
+            self.store
+                .shared
+                .streams
+                .reserve((tenant, stream), &alive, payload.len())?
         };
         self.stage(Op::Append {
             tenant,
@@ -761,8 +761,12 @@ impl Transaction {
         drop(closed);
         result?;
         store.fire(&done.wakes);
-        let mut listings = published;
-        listings.append(&mut done.listings);
+        let mut listings = done.listings;
+        if !published.is_empty() {
+            // Published ones first: they were staged first in their kind.
+            published.append(&mut listings);
+            listings = published;
+        }
         Ok(Committed {
             listings,
             failed: done.failed,
@@ -776,6 +780,18 @@ struct Applied {
     wakes: Vec<(TenantId, Arc<str>)>,
     listings: Vec<(TenantId, Arc<str>, u64)>,
     failed: Vec<(JobId, Failed)>,
+}
+
+/// The entry of `groups` under `key`, added empty if missing.
+fn group<K: PartialEq, V: Default>(groups: &mut Vec<(K, V)>, key: K) -> &mut V {
+    let i = match groups.iter().position(|(k, _)| *k == key) {
+        Some(i) => i,
+        None => {
+            groups.push((key, V::default()));
+            groups.len() - 1
+        }
+    };
+    &mut groups[i].1
 }
 
 /// An apply step, which the check phase has made sure cannot refuse: a
@@ -843,10 +859,12 @@ impl Store {
 
     fn check_ops(&self, ops: &[Op], now: MonoTime, created: &mut Vec<TenantId>) -> Result<()> {
         let now_ms = now.as_millis();
-        let mut appends: BTreeMap<Object, Entries> = BTreeMap::new();
-        let mut consumers: BTreeMap<Object, BTreeMap<Arc<str>, u64>> = BTreeMap::new();
-        let mut enqueues: BTreeMap<Object, (usize, usize)> = BTreeMap::new();
-        let mut schedules: BTreeMap<TenantId, (Vec<&str>, Vec<&str>)> = BTreeMap::new();
+        // Grouped by object, in staging order (a transaction holds at most
+        // TX_OPS_MAX changes: a scan beats a map here).
+        let mut appends: Vec<(Object, Entries)> = Vec::new();
+        let mut consumers: Vec<(Object, Offsets)> = Vec::new();
+        let mut enqueues: Vec<(Object, (usize, usize))> = Vec::new();
+        let mut schedules: Vec<(TenantId, Names)> = Vec::new();
         for op in ops {
             match op {
                 Op::Publish { .. } | Op::Notify { .. } => {}
@@ -866,9 +884,7 @@ impl Store {
                     stream,
                     offset,
                     payload,
-                } => appends
-                    .entry((*tenant, Arc::clone(stream)))
-                    .or_default()
+                } => group(&mut appends, (*tenant, Arc::clone(stream)))
                     .push((*offset, Arc::clone(payload))),
                 Op::CommitOffset {
                     tenant,
@@ -876,10 +892,8 @@ impl Store {
                     consumer,
                     offset,
                 } => {
-                    consumers
-                        .entry((*tenant, Arc::clone(stream)))
-                        .or_default()
-                        .insert(Arc::clone(consumer), *offset);
+                    let offsets = group(&mut consumers, (*tenant, Arc::clone(stream)));
+                    *group(offsets, Arc::clone(consumer)) = *offset;
                 }
                 Op::Trim {
                     tenant,
@@ -897,7 +911,7 @@ impl Store {
                     payload,
                     ..
                 } => {
-                    let e = enqueues.entry((*tenant, Arc::clone(queue))).or_default();
+                    let e = group(&mut enqueues, (*tenant, Arc::clone(queue)));
                     e.0 += 1;
                     e.1 += payload.len();
                 }
@@ -924,10 +938,10 @@ impl Store {
                     ..
                 } => {
                     self.shared.queues.config((*tenant, queue))?;
-                    schedules.entry(*tenant).or_default().0.push(name);
+                    group(&mut schedules, *tenant).0.push(name);
                 }
                 Op::Unschedule { tenant, name } => {
-                    schedules.entry(*tenant).or_default().1.push(name);
+                    group(&mut schedules, *tenant).1.push(name);
                 }
             }
         }
@@ -952,11 +966,14 @@ impl Store {
         }
         for ((tenant, queue), (count, bytes)) in &enqueues {
             let key = (*tenant, &**queue);
-            if &**queue == OUTBOX_QUEUE && self.shared.queues.config(key).is_err() {
-                self.outbox_create(*tenant)?;
-                created.push(*tenant);
+            match self.shared.queues.check_enqueue(key, *count, *bytes) {
+                Err(Error::NotFound) if &**queue == OUTBOX_QUEUE => {
+                    self.outbox_create(*tenant)?;
+                    created.push(*tenant);
+                    self.shared.queues.check_enqueue(key, *count, *bytes)?;
+                }
+                checked => checked?,
             }
-            self.shared.queues.check_enqueue(key, *count, *bytes)?;
         }
         for (tenant, (names, removed)) in &schedules {
             self.shared.schedules.check(*tenant, names, removed)?;
