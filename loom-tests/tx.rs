@@ -31,6 +31,21 @@ fn store() -> Store {
     Store::new(StoreConfig::default(), clock).unwrap()
 }
 
+/// A store with listings `keys` (attributes `old`) under one lease, and
+/// their versions.
+fn with_listings(keys: &[&str]) -> (Store, Vec<u64>) {
+    let store = store();
+    let lease = store
+        .grant(T, "host", Duration::from_secs(60), None)
+        .unwrap()
+        .id;
+    let versions = keys
+        .iter()
+        .map(|k| store.publish(T, lease, k, b"old", None).unwrap().version)
+        .collect();
+    (store, versions)
+}
+
 /// A transaction enqueues two jobs while a worker claims up to two: the
 /// worker gets both or neither, never one.
 fn commit_vs_claim(fault: StoreFault) {
@@ -63,13 +78,8 @@ fn commit_vs_claim(fault: StoreFault) {
 fn commit_vs_list(fault: StoreFault) {
     common::explore(&name(fault, "commit_vs_list"), move || {
         store_fault(fault);
-        let store = store();
-        let lease = store
-            .grant(T, "host", Duration::from_secs(60), None)
-            .unwrap()
-            .id;
-        let va = store.publish(T, lease, "a", b"old", None).unwrap().version;
-        let vb = store.publish(T, lease, "b", b"old", None).unwrap().version;
+        let (store, versions) = with_listings(&["a", "b"]);
+        let (va, vb) = (versions[0], versions[1]);
         let reader = {
             let store = store.clone();
             thread::spawn(move || {
@@ -96,12 +106,8 @@ fn commit_vs_list(fault: StoreFault) {
 fn wake_after_commit(fault: StoreFault) {
     common::explore(&name(fault, "wake_after_commit"), move || {
         store_fault(fault);
-        let store = store();
-        let lease = store
-            .grant(T, "host", Duration::from_secs(60), None)
-            .unwrap()
-            .id;
-        let v = store.publish(T, lease, "a", b"old", None).unwrap().version;
+        let (store, versions) = with_listings(&["a"]);
+        let v = versions[0];
         let listener = store.listen(T, "changed").unwrap();
         let reader = {
             let store = store.clone();

@@ -413,3 +413,71 @@ fn a_draining_store_refuses_the_commit() {
     assert_eq!(tx.commit(), Err(Error::Draining));
     assert_eq!(seen(&s), before);
 }
+
+/// Real threads: one writer commits a listing update and an append of the
+/// same number, again and again, while another appends plainly to a
+/// second stream and a reader reads the listing, then the stream. The
+/// reader never sees the listing ahead of the stream: a commit is seen
+/// whole or not at all, and a later read sees at least as much.
+#[test]
+fn readers_never_see_half_a_commit() {
+    let rounds = common::rounds("RELAYSTORE_TX_ROUNDS", 2_000) as u64;
+    let (_clock, s, _lease) = relay();
+    s.create_stream(
+        T,
+        "round",
+        StreamConfig::new(4, 1 << 20, WhenFull::TrimOldest),
+    )
+    .unwrap();
+    s.create_stream(
+        T,
+        "noise",
+        StreamConfig::new(4, 1 << 20, WhenFull::TrimOldest),
+    )
+    .unwrap();
+    let number = |bytes: &[u8]| std::str::from_utf8(bytes).unwrap().parse::<u64>().unwrap();
+    let mut version = s
+        .update_listing(T, "lobby", s.get_listing(T, "lobby").unwrap().version, b"0")
+        .unwrap();
+    s.append(T, "round", b"0").unwrap();
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        let reader = scope.spawn(|| {
+            let mut reads = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let listed = number(&s.get_listing(T, "lobby").unwrap().attrs);
+                // From the first entry held (trimming may move it meanwhile).
+                let mut from = 0;
+                let read = loop {
+                    match s.read_stream(T, "round", from, 4) {
+                        Err(Error::Trimmed { first }) => from = first,
+                        other => break other.unwrap(),
+                    }
+                };
+                let appended = number(&read.entries.last().expect("an entry").payload);
+                assert!(
+                    appended >= listed,
+                    "the listing says {listed} but the stream's last entry is {appended}"
+                );
+                reads += 1;
+            }
+            reads
+        });
+        scope.spawn(|| {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                s.append(T, "noise", b"n").unwrap();
+            }
+        });
+        for n in 1..=rounds {
+            let text = n.to_string();
+            let mut tx = s.begin_tx();
+            tx.update_listing(T, "lobby", version, text.as_bytes())
+                .unwrap();
+            tx.append(T, "round", text.as_bytes()).unwrap();
+            version = tx.commit().unwrap().listing_version(T, "lobby").unwrap();
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        assert!(reader.join().unwrap() > 0, "the reader read nothing");
+    });
+    s.audit().unwrap();
+}

@@ -49,13 +49,7 @@ impl Store {
         queue: &str,
         payload: &[u8],
     ) -> Result<()> {
-        self.check_own_name(name)?;
-        self.check_own_name(queue)?;
-        if payload.len() > self.shared.config.job_payload_bytes_max {
-            return Err(Error::InvalidArgument {
-                reason: "payload is larger than job_payload_bytes_max",
-            });
-        }
+        self.check_schedule(name, spec, queue, payload)?;
         let now = self.shared.clock.now();
         self.admit_new(now)?;
         self.queue_info(tenant, queue)?;
@@ -67,6 +61,25 @@ impl Store {
             Arc::from(payload),
             now.as_millis(),
         )
+    }
+
+    /// The input rules of a schedule: its name, its queue's, its payload's
+    /// size, its spec's grammar and interval.
+    pub(super) fn check_schedule(
+        &self,
+        name: &str,
+        spec: &str,
+        queue: &str,
+        payload: &[u8],
+    ) -> Result<()> {
+        self.check_own_name(name)?;
+        self.check_own_name(queue)?;
+        if payload.len() > self.shared.config.job_payload_bytes_max {
+            return Err(Error::InvalidArgument {
+                reason: "payload is larger than job_payload_bytes_max",
+            });
+        }
+        self.shared.schedules.interval_ms(spec).map(drop)
     }
 
     /// Removes schedule `name` (removal event `Schedules`, cause

@@ -165,6 +165,34 @@ enum Op {
     },
 }
 
+/// What a staged change writes that a transaction may write only once.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Target<'a> {
+    Listing(TenantId, &'a str),
+    Job(TenantId, &'a str, u64),
+    Schedule(TenantId, &'a str),
+}
+
+impl Op {
+    fn target(&self) -> Option<Target<'_>> {
+        match self {
+            Op::Publish { tenant, key, .. }
+            | Op::Update { tenant, key, .. }
+            | Op::Unpublish { tenant, key, .. } => Some(Target::Listing(*tenant, key)),
+            Op::Ack {
+                tenant, queue, seq, ..
+            }
+            | Op::Fail {
+                tenant, queue, seq, ..
+            } => Some(Target::Job(*tenant, queue, *seq)),
+            Op::Schedule { tenant, name, .. } | Op::Unschedule { tenant, name } => {
+                Some(Target::Schedule(*tenant, name))
+            }
+            _ => None,
+        }
+    }
+}
+
 /// What one object of a commit is, for grouping its staged changes.
 type Object = (TenantId, Arc<str>);
 
@@ -207,27 +235,19 @@ impl Transaction {
 
     /// The staged write of the listing under `key`, if any.
     fn listing_op(&self, tenant: TenantId, key: &str) -> Option<&Op> {
-        self.ops.iter().find(|op| match op {
-            Op::Publish {
-                tenant: t, key: k, ..
-            }
-            | Op::Update {
-                tenant: t, key: k, ..
-            }
-            | Op::Unpublish {
-                tenant: t, key: k, ..
-            } => *t == tenant && &**k == key,
-            _ => false,
-        })
+        let target = Target::Listing(tenant, key);
+        self.ops.iter().find(|op| op.target() == Some(target))
     }
 
-    fn listing_once(&self, tenant: TenantId, key: &str) -> Result<()> {
-        match self.listing_op(tenant, key) {
-            Some(_) => Err(Error::InvalidArgument {
-                reason: "a transaction writes a listing at most once",
-            }),
-            None => Ok(()),
+    /// Refuses a second write of `target` (a listing, a claimed job, a
+    /// schedule) in this transaction.
+    fn once(&self, target: Target<'_>) -> Result<()> {
+        if self.ops.iter().any(|op| op.target() == Some(target)) {
+            return Err(Error::InvalidArgument {
+                reason: "a transaction writes a listing, a claimed job or a schedule at most once",
+            });
         }
+        Ok(())
     }
 
     /// Stages [`Store::publish`]: visible at the commit, which answers
@@ -242,7 +262,7 @@ impl Transaction {
         let lease = self.store.lease_seq(lease)?;
         let key = self.store.name(key)?;
         let attrs = self.store.attrs(attrs)?;
-        self.listing_once(tenant, &key)?;
+        self.once(Target::Listing(tenant, &key))?;
         self.stage(Op::Publish {
             tenant,
             lease,
@@ -263,7 +283,7 @@ impl Transaction {
     ) -> Result<()> {
         let key = self.store.name(key)?;
         let attrs = self.store.attrs(attrs)?;
-        self.listing_once(tenant, &key)?;
+        self.once(Target::Listing(tenant, &key))?;
         self.stage(Op::Update {
             tenant,
             key,
@@ -280,7 +300,7 @@ impl Transaction {
         expected_version: Option<u64>,
     ) -> Result<()> {
         let key = self.store.name(key)?;
-        self.listing_once(tenant, &key)?;
+        self.once(Target::Listing(tenant, &key))?;
         self.stage(Op::Unpublish {
             tenant,
             key,
@@ -397,30 +417,6 @@ impl Transaction {
         Ok(self.store.job_id(seq))
     }
 
-    fn claim_once(&self, tenant: TenantId, queue: &str, seq: u64) -> Result<()> {
-        let twice = self.ops.iter().any(|op| match op {
-            Op::Ack {
-                tenant: t,
-                queue: q,
-                seq: s,
-                ..
-            }
-            | Op::Fail {
-                tenant: t,
-                queue: q,
-                seq: s,
-                ..
-            } => *t == tenant && &**q == queue && *s == seq,
-            _ => false,
-        });
-        if twice {
-            return Err(Error::InvalidArgument {
-                reason: "a transaction acks or fails a job at most once",
-            });
-        }
-        Ok(())
-    }
-
     /// Stages [`Store::ack`] (also for the outbox's queue,
     /// [`OUTBOX_QUEUE`]): the commit answers `StaleClaim` if the claim is
     /// not live then.
@@ -433,7 +429,7 @@ impl Transaction {
     ) -> Result<()> {
         self.store.check_queue_to_inspect(queue)?;
         let seq = self.store.job_seq(job)?;
-        self.claim_once(tenant, queue, seq)?;
+        self.once(Target::Job(tenant, queue, seq))?;
         self.stage(Op::Ack {
             tenant,
             queue: Arc::from(queue),
@@ -454,7 +450,7 @@ impl Transaction {
         self.store.check_queue_to_inspect(queue)?;
         let reason = self.store.name(reason)?;
         let seq = self.store.job_seq(job)?;
-        self.claim_once(tenant, queue, seq)?;
+        self.once(Target::Job(tenant, queue, seq))?;
         self.stage(Op::Fail {
             tenant,
             queue: Arc::from(queue),
@@ -462,22 +458,6 @@ impl Transaction {
             claim,
             reason,
         })
-    }
-
-    fn schedule_once(&self, tenant: TenantId, name: &str) -> Result<()> {
-        let twice = self.ops.iter().any(|op| match op {
-            Op::Schedule {
-                tenant: t, name: n, ..
-            }
-            | Op::Unschedule { tenant: t, name: n } => *t == tenant && &**n == name,
-            _ => false,
-        });
-        if twice {
-            return Err(Error::InvalidArgument {
-                reason: "a transaction writes a schedule at most once",
-            });
-        }
-        Ok(())
     }
 
     /// Stages [`Store::schedule`]; the spec is parsed and its interval
@@ -490,12 +470,8 @@ impl Transaction {
         queue: &str,
         payload: &[u8],
     ) -> Result<()> {
-        self.store.check_own_name(name)?;
-        self.store.check_own_name(queue)?;
-        self.store
-            .check_job(payload.len(), &JobOptions::default())?;
-        self.store.shared.schedules.interval_ms(spec)?;
-        self.schedule_once(tenant, name)?;
+        self.store.check_schedule(name, spec, queue, payload)?;
+        self.once(Target::Schedule(tenant, name))?;
         self.stage(Op::Schedule {
             tenant,
             name: Arc::from(name),
@@ -508,7 +484,7 @@ impl Transaction {
     /// Stages [`Store::unschedule`].
     pub fn unschedule(&mut self, tenant: TenantId, name: &str) -> Result<()> {
         self.store.check_own_name(name)?;
-        self.schedule_once(tenant, name)?;
+        self.once(Target::Schedule(tenant, name))?;
         self.stage(Op::Unschedule {
             tenant,
             name: Arc::from(name),
