@@ -241,149 +241,183 @@ pub fn port_of(op: &Op) -> u8 {
     }
 }
 
-/// Decodes arbitrary bytes into operations (for fuzzing): three bytes per op.
+/// Decodes arbitrary bytes into operations (for fuzzing): three bytes per
+/// op. A transaction's three bytes say how many of the ops after it (one
+/// to four) it stages, of those a transaction can stage, and whether it
+/// commits.
 pub fn decode(bytes: &[u8]) -> Vec<Op> {
-    bytes
-        .chunks(3)
-        .filter(|c| c.len() == 3)
-        .map(|c| {
-            let (a, b, x) = (c[0], c[1], c[2]);
-            // Mostly tenant 0, so ids usually meet their own tenant.
-            let tenant = u8::from(b & 7 == 7);
-            let small = (b >> 1) & 1;
-            let idx = usize::from(x);
-            let ttl_ms = match x % 16 {
-                0 => 5,
-                1 => 70_000,
-                n => 10 + u64::from(n) * 2_000,
-            };
-            // Weighted toward the grant -> publish -> join -> bind -> consume
-            // chain, which needs several steps to line up.
-            const KINDS: [u8; 54] = [
-                0, 0, 0, 1, 1, 2, 3, 4, 4, 4, 5, 6, 7, 7, 7, 7, 8, 8, 8, 9, 9, 9, 10, 11, 12, 13,
-                14, 15, 16, 17, 18, 19, 20, 20, 21, 21, 21, 21, 21, 21, 22, 22, 23, 23, 24, 25, 25,
-                26, 27, 27, 27, 27, 27, 27,
-            ];
-            let stream = small;
-            match KINDS[usize::from(a) % KINDS.len()] {
-                20 => Op::CreateStream {
-                    tenant,
-                    stream,
-                    attached: x & 1 == 1,
-                    lease: idx,
-                    trim: x & 2 == 2,
-                    aged: x & 4 == 4,
-                },
-                21 => Op::Append { tenant, stream },
-                22 => Op::ReadStream {
-                    tenant,
-                    stream,
-                    from: x % 6,
-                },
-                23 => Op::CommitStream {
-                    tenant,
-                    stream,
-                    offset: x % 6,
-                },
-                24 => Op::DeleteStream { tenant, stream },
-                25 => match x % 3 {
-                    0 => Op::Listen {
-                        tenant,
-                        channel: small,
-                    },
-                    1 => Op::Notify {
-                        tenant,
-                        channel: small,
-                    },
-                    _ => Op::TryRecv {
-                        listener: usize::from(x),
-                    },
-                },
-                26 => Op::Sweep,
-                0 => Op::Grant { tenant, ttl_ms },
-                1 => Op::Renew {
-                    tenant,
-                    lease: idx,
-                    ttl_ms,
-                },
-                2 => Op::Revoke { tenant, lease: idx },
-                3 => Op::GetLease { tenant, lease: idx },
-                4 => Op::Publish {
-                    tenant,
-                    lease: idx,
-                    key: small,
-                },
-                5 => Op::GetListing { tenant, key: small },
-                6 => Op::Unpublish { tenant, key: small },
-                7 => Op::BeginJoin {
-                    tenant,
-                    key: small,
-                    ttl_ms,
-                },
-                8 => Op::Bind {
-                    tenant,
-                    attempt: idx,
-                    port: small,
-                },
-                9 => Op::Consume {
-                    tenant,
-                    attempt: idx,
-                },
-                10 => Op::Cancel {
-                    tenant,
-                    attempt: idx,
-                },
-                11 => Op::Heartbeat {
-                    tenant,
-                    member: small,
-                    ttl_ms,
-                },
-                12 => Op::GetPresence {
-                    tenant,
-                    member: small,
-                },
-                13 => Op::Leave {
-                    tenant,
-                    member: small,
-                },
-                14 => Op::TryLock {
-                    tenant,
-                    name: small,
-                    ttl_ms,
-                },
-                15 => Op::Release {
-                    tenant,
-                    name: small,
-                    fence: idx,
-                },
-                16 => Op::GetLock {
-                    tenant,
-                    name: small,
-                },
-                27 => match x % 8 {
-                    0..=2 => Op::Enqueue {
-                        tenant,
-                        delayed: x & 16 == 16,
-                    },
-                    3..=4 => Op::Claim {
-                        tenant,
-                        short: x & 16 == 16,
-                    },
-                    5..=6 => Op::Settle {
-                        tenant,
-                        claim: idx,
-                        ack: x & 16 == 16,
-                    },
-                    _ => Op::PurgeDead { tenant },
-                },
-                17 => Op::Advance {
-                    ms: u64::from(x) * 4,
-                },
-                18 => Op::Advance {
-                    ms: u64::from(x) * 40,
-                },
-                _ => Op::Sweep,
-            }
-        })
-        .collect()
+    let chunks: Vec<&[u8]> = bytes.chunks(3).filter(|c| c.len() == 3).collect();
+    let mut ops = Vec::new();
+    let mut i = 0;
+    while i < chunks.len() {
+        let c = chunks[i];
+        i += 1;
+        if c[0] % 61 == 60 {
+            let n = 1 + usize::from(c[2] % 4);
+            let staged = chunks[i..(i + n).min(chunks.len())]
+                .iter()
+                .map(|c| decode_one(c))
+                .filter(|op| {
+                    matches!(
+                        op,
+                        Op::Publish { .. }
+                            | Op::Unpublish { .. }
+                            | Op::Append { .. }
+                            | Op::Notify { .. }
+                            | Op::Enqueue { .. }
+                            | Op::Settle { .. }
+                    )
+                })
+                .collect();
+            i += n;
+            ops.push(Op::Tx {
+                ops: staged,
+                commit: c[1] & 3 != 0,
+            });
+        } else {
+            ops.push(decode_one(c));
+        }
+    }
+    ops
+}
+
+/// One op from three bytes.
+fn decode_one(c: &[u8]) -> Op {
+    let (a, b, x) = (c[0], c[1], c[2]);
+    // Mostly tenant 0, so ids usually meet their own tenant.
+    let tenant = u8::from(b & 7 == 7);
+    let small = (b >> 1) & 1;
+    let idx = usize::from(x);
+    let ttl_ms = match x % 16 {
+        0 => 5,
+        1 => 70_000,
+        n => 10 + u64::from(n) * 2_000,
+    };
+    // Weighted toward the grant -> publish -> join -> bind -> consume
+    // chain, which needs several steps to line up.
+    const KINDS: [u8; 54] = [
+        0, 0, 0, 1, 1, 2, 3, 4, 4, 4, 5, 6, 7, 7, 7, 7, 8, 8, 8, 9, 9, 9, 10, 11, 12, 13, 14, 15,
+        16, 17, 18, 19, 20, 20, 21, 21, 21, 21, 21, 21, 22, 22, 23, 23, 24, 25, 25, 26, 27, 27, 27,
+        27, 27, 27,
+    ];
+    let stream = small;
+    match KINDS[usize::from(a) % KINDS.len()] {
+        20 => Op::CreateStream {
+            tenant,
+            stream,
+            attached: x & 1 == 1,
+            lease: idx,
+            trim: x & 2 == 2,
+            aged: x & 4 == 4,
+        },
+        21 => Op::Append { tenant, stream },
+        22 => Op::ReadStream {
+            tenant,
+            stream,
+            from: x % 6,
+        },
+        23 => Op::CommitStream {
+            tenant,
+            stream,
+            offset: x % 6,
+        },
+        24 => Op::DeleteStream { tenant, stream },
+        25 => match x % 3 {
+            0 => Op::Listen {
+                tenant,
+                channel: small,
+            },
+            1 => Op::Notify {
+                tenant,
+                channel: small,
+            },
+            _ => Op::TryRecv {
+                listener: usize::from(x),
+            },
+        },
+        26 => Op::Sweep,
+        0 => Op::Grant { tenant, ttl_ms },
+        1 => Op::Renew {
+            tenant,
+            lease: idx,
+            ttl_ms,
+        },
+        2 => Op::Revoke { tenant, lease: idx },
+        3 => Op::GetLease { tenant, lease: idx },
+        4 => Op::Publish {
+            tenant,
+            lease: idx,
+            key: small,
+        },
+        5 => Op::GetListing { tenant, key: small },
+        6 => Op::Unpublish { tenant, key: small },
+        7 => Op::BeginJoin {
+            tenant,
+            key: small,
+            ttl_ms,
+        },
+        8 => Op::Bind {
+            tenant,
+            attempt: idx,
+            port: small,
+        },
+        9 => Op::Consume {
+            tenant,
+            attempt: idx,
+        },
+        10 => Op::Cancel {
+            tenant,
+            attempt: idx,
+        },
+        11 => Op::Heartbeat {
+            tenant,
+            member: small,
+            ttl_ms,
+        },
+        12 => Op::GetPresence {
+            tenant,
+            member: small,
+        },
+        13 => Op::Leave {
+            tenant,
+            member: small,
+        },
+        14 => Op::TryLock {
+            tenant,
+            name: small,
+            ttl_ms,
+        },
+        15 => Op::Release {
+            tenant,
+            name: small,
+            fence: idx,
+        },
+        16 => Op::GetLock {
+            tenant,
+            name: small,
+        },
+        27 => match x % 8 {
+            0..=2 => Op::Enqueue {
+                tenant,
+                delayed: x & 16 == 16,
+            },
+            3..=4 => Op::Claim {
+                tenant,
+                short: x & 16 == 16,
+            },
+            5..=6 => Op::Settle {
+                tenant,
+                claim: idx,
+                ack: x & 16 == 16,
+            },
+            _ => Op::PurgeDead { tenant },
+        },
+        17 => Op::Advance {
+            ms: u64::from(x) * 4,
+        },
+        18 => Op::Advance {
+            ms: u64::from(x) * 40,
+        },
+        _ => Op::Sweep,
+    }
 }
