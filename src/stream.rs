@@ -701,8 +701,10 @@ impl StreamHub {
 
     /// Takes an offset for a transaction's append of `payload` bytes,
     /// staged now and written at its commit, after checking the payload's
-    /// size as an append would.
-    pub(crate) fn reserve(&self, key: Name, alive: Alive, payload: usize) -> Result<u64> {
+    /// size as an append would. Returns the offset and the stream's serial
+    /// (the commit writes only to this stream, not to a later one of the
+    /// same name).
+    pub(crate) fn reserve(&self, key: Name, alive: Alive, payload: usize) -> Result<(u64, u64)> {
         if payload > self.limits.payload_bytes_max {
             return Err(Error::InvalidArgument {
                 reason: "payload is larger than stream_payload_bytes_max",
@@ -717,22 +719,29 @@ impl StreamHub {
         let mut log = lock_at(Rung::Stream, &stream.log);
         let offset = log.next;
         log.next += 1;
-        Ok(offset)
+        Ok((offset, stream.serial))
     }
 
-    /// A transaction's appends, at the offsets it reserved (ascending):
-    /// refused with `Conflict` if an entry went in above the first of them
-    /// since (offsets only grow), or as a plain append is if they do not
-    /// fit. With `apply`, writes them; returns the stream's wake channel.
+    /// A transaction's appends, at the offsets it reserved (ascending) from
+    /// the stream created as `serial`: refused with `NotFound` if the
+    /// stream under the name is another one now, with `Conflict` if an
+    /// entry went in above the first of them since (offsets only grow), or
+    /// as a plain append is if they do not fit. With `apply`, writes them;
+    /// returns the stream's wake channel.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn append_staged(
         &self,
         key: Name,
         alive: Alive,
+        serial: u64,
         staged: &[(u64, Arc<[u8]>)],
         now: MonoTime,
         apply: bool,
     ) -> Result<Arc<str>> {
         let stream = self.get(key, alive)?;
+        if stream.serial != serial {
+            return Err(Error::NotFound);
+        }
         let config = &stream.config;
         let now = config.age_max.map_or(MonoTime::ZERO, |_| now);
         let arm = {

@@ -481,3 +481,22 @@ fn readers_never_see_half_a_commit() {
     });
     s.audit().unwrap();
 }
+
+#[test]
+fn appends_staged_on_a_stream_since_replaced_are_refused() {
+    let (_clock, s, _lease) = relay();
+    for _ in 0..2 {
+        s.append(T, "log", b"old").unwrap();
+    }
+    let mut tx = s.begin_tx();
+    assert_eq!(tx.append(T, "log", b"for the old stream").unwrap(), 2);
+    s.delete_stream(T, "log").unwrap();
+    s.create_stream(T, "log", StreamConfig::new(3, 1 << 20, WhenFull::Refuse))
+        .unwrap();
+    let before = seen(&s);
+    assert_eq!(tx.commit(), Err(Error::NotFound));
+    assert_eq!(seen(&s), before);
+    // The new stream's offsets start again below the staged one, unharmed.
+    assert_eq!(s.append(T, "log", b"new").unwrap(), 0);
+    s.audit().unwrap();
+}

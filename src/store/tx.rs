@@ -118,6 +118,8 @@ enum Op {
     Append {
         tenant: TenantId,
         stream: Arc<str>,
+        /// The serial of the stream the offset was taken from.
+        serial: u64,
         offset: u64,
         payload: Arc<[u8]>,
     },
@@ -198,6 +200,9 @@ type Object = (TenantId, Arc<str>);
 
 /// A stream's staged entries: offset and payload, offsets rising.
 type Entries = Vec<(u64, Arc<[u8]>)>;
+
+/// A stream as a transaction staged appends to it: tenant, name, serial.
+type StreamOf = (TenantId, Arc<str>, u64);
 
 /// A stream's staged consumer commits: consumer and offset.
 type Offsets = Vec<(Arc<str>, u64)>;
@@ -326,7 +331,7 @@ impl Transaction {
     pub fn append(&mut self, tenant: TenantId, stream: &str, payload: &[u8]) -> Result<u64> {
         let name = self.store.stream_name(stream)?;
         self.room()?;
-        let offset = {
+        let (offset, serial) = {
             let _in = self.store.enter();
             let alive = self.store.alive(tenant);
             self.store
@@ -337,6 +342,7 @@ impl Transaction {
         self.stage(Op::Append {
             tenant,
             stream: name,
+            serial,
             offset,
             payload: Arc::from(payload),
         })?;
@@ -538,6 +544,7 @@ impl Transaction {
                 stream: s,
                 offset,
                 payload,
+                ..
             } if *t == tenant && &**s == stream && *offset >= from => Some(StreamEntry {
                 offset: *offset,
                 payload: Arc::clone(payload),
@@ -837,7 +844,7 @@ impl Store {
         let now_ms = now.as_millis();
         // Grouped by object, in staging order (a transaction holds at most
         // TX_OPS_MAX changes: a scan beats a map here).
-        let mut appends: Vec<(Object, Entries)> = Vec::new();
+        let mut appends: Vec<(StreamOf, Entries)> = Vec::new();
         let mut consumers: Vec<(Object, Offsets)> = Vec::new();
         let mut enqueues: Vec<(Object, (usize, usize))> = Vec::new();
         let mut schedules: Vec<(TenantId, Names)> = Vec::new();
@@ -858,9 +865,10 @@ impl Store {
                 Op::Append {
                     tenant,
                     stream,
+                    serial,
                     offset,
                     payload,
-                } => group(&mut appends, (*tenant, Arc::clone(stream)))
+                } => group(&mut appends, (*tenant, Arc::clone(stream), *serial))
                     .push((*offset, Arc::clone(payload))),
                 Op::CommitOffset {
                     tenant,
@@ -913,7 +921,7 @@ impl Store {
                     queue,
                     ..
                 } => {
-                    self.shared.queues.config((*tenant, queue))?;
+                    self.shared.queues.serial((*tenant, queue))?;
                     group(&mut schedules, *tenant).0.push(name);
                 }
                 Op::Unschedule { tenant, name } => {
@@ -921,11 +929,16 @@ impl Store {
                 }
             }
         }
-        for ((tenant, stream), staged) in &appends {
+        for ((tenant, stream, serial), staged) in &appends {
             let alive = self.alive_at(*tenant, now);
-            self.shared
-                .streams
-                .append_staged((*tenant, stream), &alive, staged, now, false)?;
+            self.shared.streams.append_staged(
+                (*tenant, stream),
+                &alive,
+                *serial,
+                staged,
+                now,
+                false,
+            )?;
         }
         for ((tenant, stream), offsets) in &consumers {
             let alive = self.alive_at(*tenant, now);
@@ -959,7 +972,7 @@ impl Store {
 
     fn apply_ops(&self, ops: &[Op], now: MonoTime, done: &mut Applied) -> Result<()> {
         let now_ms = now.as_millis();
-        let mut appended: Vec<Object> = Vec::new();
+        let mut appended: Vec<StreamOf> = Vec::new();
         for op in ops {
             match op {
                 Op::Publish { .. } => {}
@@ -985,9 +998,14 @@ impl Store {
                 Op::Notify { tenant, channel } => {
                     done.wakes.push((*tenant, Arc::clone(channel)));
                 }
-                Op::Append { tenant, stream, .. } => {
+                Op::Append {
+                    tenant,
+                    stream,
+                    serial,
+                    ..
+                } => {
                     // All of a stream's appends go in at its first one.
-                    let object = (*tenant, Arc::clone(stream));
+                    let object = (*tenant, Arc::clone(stream), *serial);
                     if appended.contains(&object) {
                         continue;
                     }
@@ -997,9 +1015,10 @@ impl Store {
                             Op::Append {
                                 tenant: t,
                                 stream: s,
+                                serial: n,
                                 offset,
                                 payload,
-                            } if *t == *tenant && s == stream => {
+                            } if *t == *tenant && s == stream && n == serial => {
                                 Some((*offset, Arc::clone(payload)))
                             }
                             _ => None,
@@ -1009,6 +1028,7 @@ impl Store {
                     let wake = applied(self.shared.streams.append_staged(
                         (*tenant, stream),
                         &alive,
+                        *serial,
                         &staged,
                         now,
                         true,
