@@ -725,8 +725,8 @@ impl StreamHub {
     /// A transaction's appends, at the offsets it reserved (ascending) from
     /// the stream created as `serial`: refused with `NotFound` if the
     /// stream under the name is another one now, with `Conflict` if an
-    /// entry went in above the first of them since (offsets only grow), or
-    /// as a plain append is if they do not fit. With `apply`, writes them;
+    /// entry went in above the first of them since, or a trim passed it
+    /// (offsets only grow), or as a plain append is if they do not fit. With `apply`, writes them;
     /// returns the stream's wake channel.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn append_staged(
@@ -748,9 +748,12 @@ impl StreamHub {
             let mut log = lock_at(Rung::Stream, &stream.log);
             log.trim_aged(config, now);
             if let Some(&(first, _)) = staged.first() {
-                if log.appended > first {
+                // An entry went in above it, or a trim moved the stream's
+                // first offset past it: either way it can no longer be
+                // the stream's next entry.
+                if log.appended > first || log.first > first {
                     return Err(Error::Conflict {
-                        current_version: log.appended,
+                        current_version: log.appended.max(log.first),
                     });
                 }
             }

@@ -38,8 +38,8 @@ fn relay() -> (
 /// documented gap).
 fn seen(s: &Store) -> String {
     let listings = s.list_listings(T, None, 100).unwrap();
-    let log = s.read_stream(T, "log", 0, 100).unwrap();
     let info = s.stream_info(T, "log").unwrap();
+    let log = s.read_stream(T, "log", info.first, 100).unwrap();
     let log_info = (info.first, info.entries, info.bytes, info.consumers);
     let work = s.queue_info(T, "work").unwrap();
     let outbox = s.queue_info(T, OUTBOX_QUEUE);
@@ -498,5 +498,39 @@ fn appends_staged_on_a_stream_since_replaced_are_refused() {
     assert_eq!(seen(&s), before);
     // The new stream's offsets start again below the staged one, unharmed.
     assert_eq!(s.append(T, "log", b"new").unwrap(), 0);
+    s.audit().unwrap();
+}
+
+#[test]
+fn a_trim_past_a_staged_offset_conflicts_the_commit() {
+    let (_clock, s, _lease) = relay();
+    s.append(T, "log", b"old").unwrap();
+    let mut tx = s.begin_tx();
+    let offset = tx.append(T, "log", b"mine").unwrap();
+    let next = s.stream_info(T, "log").unwrap().next;
+    assert_eq!(next, offset + 1);
+    assert_eq!(s.trim_stream(T, "log", next).unwrap(), next);
+    let before = seen(&s);
+    assert_eq!(
+        tx.commit(),
+        Err(Error::Conflict {
+            current_version: next
+        })
+    );
+    assert_eq!(seen(&s), before);
+}
+
+#[test]
+fn a_trim_staged_before_an_append_drops_what_lies_below_it() {
+    let (_clock, s, _lease) = relay();
+    s.append(T, "log", b"old").unwrap();
+    let mut tx = s.begin_tx();
+    // Trims past the offset the append then takes.
+    tx.trim_stream(T, "log", 2).unwrap();
+    let offset = tx.append(T, "log", b"new").unwrap();
+    assert_eq!(offset, 1);
+    tx.commit().unwrap();
+    let info = s.stream_info(T, "log").unwrap();
+    assert_eq!((info.first, info.entries, info.next), (2, 0, 2));
     s.audit().unwrap();
 }

@@ -18,8 +18,8 @@
 //!    refusal anywhere takes every one of them back.
 //! 2. **Apply.** Nothing can refuse any more: with the gate closed, no
 //!    other writer changes what was checked, and the clock reading is
-//!    fixed. The changes go in, in staging order, and the publishes become
-//!    visible.
+//!    fixed. The stream appends go in, then the other changes in staging
+//!    order, and the publishes become visible.
 //!
 //! The wakes of what was committed (stream appends, ready jobs, notifies)
 //! fire after the gate opens, so a woken listener reads the whole commit.
@@ -973,7 +973,12 @@ impl Store {
     fn apply_ops(&self, ops: &[Op], now: MonoTime, done: &mut Applied) -> Result<()> {
         let now_ms = now.as_millis();
         let mut appended: Vec<StreamOf> = Vec::new();
-        for op in ops {
+        // Appends first: a trim of the same stream staged before an append
+        // then drops what lies below its offset, the new entry included,
+        // and never leaves an entry below the stream's first offset.
+        let (appends, others): (Vec<&Op>, Vec<&Op>) =
+            ops.iter().partition(|op| matches!(op, Op::Append { .. }));
+        for op in appends.into_iter().chain(others) {
             match op {
                 Op::Publish { .. } => {}
                 Op::Update {
