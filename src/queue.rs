@@ -726,7 +726,8 @@ impl QueueHub {
         state.timer = Some((handle, due));
     }
 
-    /// Enqueues `payloads` (all or none), ready or delayed until tick
+    /// Enqueues `payloads` (all or none; their sizes and `options`
+    /// already checked by the store), ready or delayed until tick
     /// `due`, as sequence numbers
     /// `first`, `first + 1`, ...; returns the wake channel to notify, if
     /// the jobs are ready and a worker waits. `first` reserves one
@@ -740,19 +741,11 @@ impl QueueHub {
         due: Option<u64>,
         first: &mut dyn FnMut(u64) -> u64,
     ) -> Result<(u64, Option<Arc<str>>)> {
-        if payloads
+        // The store checked the input (`Store::check_job`).
+        debug_assert!(payloads
             .iter()
-            .any(|p| p.len() > self.limits.payload_bytes_max)
-        {
-            return Err(Error::InvalidArgument {
-                reason: "payload is larger than job_payload_bytes_max",
-            });
-        }
-        if options.attempts_max == Some(0) {
-            return Err(Error::InvalidArgument {
-                reason: "a job's attempts_max must be positive",
-            });
-        }
+            .all(|p| p.len() <= self.limits.payload_bytes_max));
+        debug_assert!(options.attempts_max != Some(0));
         let queue = self.get(key)?;
         let config = &queue.config;
         let bytes: usize = payloads.iter().map(|p| p.len()).sum();

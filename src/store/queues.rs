@@ -137,10 +137,8 @@ impl Store {
         options: &JobOptions,
     ) -> Result<u64> {
         let _in = self.enter();
-        if options.delay > self.shared.config.ttl_max {
-            return Err(Error::InvalidArgument {
-                reason: "a job's delay is above ttl_max",
-            });
+        for payload in payloads {
+            self.check_job(payload.len(), options)?;
         }
         // A job ready at once needs no reading of the clock.
         let due = if options.delay.is_zero() {
@@ -417,10 +415,8 @@ impl Store {
         self.shared.queues.len()
     }
 
-    /// A queue name for the reads and the dead-letter operations: a
-    /// caller's queue, or the outbox ([`OUTBOX_QUEUE`]), whose dead
-    /// letters an operator has to be able to see and deal with.
-    /// The input rules of a job: payload size, delay, attempts.
+    /// The input rules of a job (every enqueue's, plain, scheduled or
+    /// staged): payload size, delay, attempts.
     pub(super) fn check_job(&self, payload: usize, options: &JobOptions) -> Result<()> {
         if payload > self.shared.config.job_payload_bytes_max {
             return Err(Error::InvalidArgument {
@@ -440,6 +436,9 @@ impl Store {
         Ok(())
     }
 
+    /// A queue name for the reads and the dead-letter operations: a
+    /// caller's queue, or the outbox ([`OUTBOX_QUEUE`]), whose dead
+    /// letters an operator has to be able to see and deal with.
     pub(super) fn check_queue_to_inspect(&self, queue: &str) -> Result<()> {
         if queue == OUTBOX_QUEUE {
             Ok(())
