@@ -534,3 +534,19 @@ fn a_trim_staged_before_an_append_drops_what_lies_below_it() {
     assert_eq!((info.first, info.entries, info.next), (2, 0, 2));
     s.audit().unwrap();
 }
+
+#[test]
+fn the_receipt_lists_publishes_then_updates_in_staging_order() {
+    let (_clock, s, lease) = relay();
+    let v = s.get_listing(T, "lobby").unwrap().version;
+    let mut tx = s.begin_tx();
+    tx.publish(T, lease, "b", b"").unwrap();
+    tx.update_listing(T, "lobby", v, b"v2").unwrap();
+    tx.publish(T, lease, "a", b"").unwrap();
+    let done = tx.commit().unwrap();
+    let keys: Vec<&str> = done.listings.iter().map(|(_, k, _)| &**k).collect();
+    assert_eq!(keys, vec!["b", "a", "lobby"]);
+    for (tenant, key, version) in &done.listings {
+        assert_eq!(s.get_listing(*tenant, key).unwrap().version, *version);
+    }
+}

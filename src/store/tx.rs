@@ -75,7 +75,8 @@ impl std::fmt::Debug for Transaction {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Committed {
     /// The version of each listing the transaction published or updated,
-    /// by tenant and key.
+    /// by tenant and key: the publishes, then the updates, each in staging
+    /// order.
     pub listings: Vec<(TenantId, Arc<str>, u64)>,
     /// How each job the transaction failed went, by job.
     pub failed: Vec<(JobId, Failed)>,
@@ -744,9 +745,9 @@ impl Transaction {
         drop(closed);
         result?;
         store.fire(&done.wakes);
+        // The publishes, then the updates, each in staging order.
         let mut listings = done.listings;
         if !published.is_empty() {
-            // Published ones first: they were staged first in their kind.
             published.append(&mut listings);
             listings = published;
         }
@@ -820,8 +821,8 @@ impl Store {
             now,
             &mut || self.publish_all(inner, now, rest, &mut inner_out),
         )?;
-        out.append(&mut inner_out);
         out.push((*tenant, info.key, info.version));
+        out.append(&mut inner_out);
         Ok(())
     }
 
