@@ -1,5 +1,6 @@
 //! Loom models of transactions: a commit racing a claim (the claim sees
-//! all of the commit's jobs or none), a commit racing a read of two
+//! all of the commit's jobs or none), a commit racing a plain append to
+//! its stream (offsets keep rising), a commit racing a read of two
 //! listings (both old or both new), and a listener woken by a commit
 //! (it reads the commit). Each runs the real `Store` and has a broken twin
 //! the model catches.
@@ -11,6 +12,7 @@ mod common;
 use loom::thread;
 use relaystore::model::faults::{store_fault, StoreFault};
 use relaystore::queue::{JobOptions, QueueConfig};
+use relaystore::stream::{StreamConfig, WhenFull};
 use relaystore::time::ManualClock;
 use relaystore::{Store, StoreConfig, TenantId};
 use std::sync::Arc;
@@ -70,6 +72,43 @@ fn commit_vs_claim(fault: StoreFault) {
         tx.commit().unwrap();
         let claimed = worker.join().unwrap();
         assert!(claimed != 1, "the claim saw one of the commit's two jobs");
+    });
+}
+
+/// A transaction's staged append commits while another thread appends to
+/// the same stream plainly: the plain append either came first (and the
+/// commit is refused with `Conflict`) or comes after the committed entry;
+/// offsets in the stream always rise.
+fn commit_vs_append(fault: StoreFault) {
+    common::explore(&name(fault, "commit_vs_append"), move || {
+        store_fault(fault);
+        let store = store();
+        let config = StreamConfig::new(8, 1 << 10, WhenFull::Refuse);
+        store.create_stream(T, "log", config).unwrap();
+        let mut tx = store.begin_tx();
+        let staged = tx.append(T, "log", b"tx").unwrap();
+        let other = {
+            let store = store.clone();
+            thread::spawn(move || {
+                store_fault(fault);
+                store.append(T, "log", b"plain").unwrap()
+            })
+        };
+        let committed = tx.commit();
+        let plain = other.join().unwrap();
+        let read = store.read_stream(T, "log", 0, 8).unwrap();
+        let offsets: Vec<u64> = read.entries.iter().map(|e| e.offset).collect();
+        assert!(
+            offsets.windows(2).all(|w| w[0] < w[1]),
+            "offsets out of order: {offsets:?}"
+        );
+        match committed {
+            Ok(_) => assert_eq!(offsets, vec![staged, plain]),
+            Err(e) => {
+                assert!(matches!(e, relaystore::Error::Conflict { .. }), "{e:?}");
+                assert_eq!(offsets, vec![plain]);
+            }
+        }
     });
 }
 
@@ -138,6 +177,17 @@ fn commit_is_atomic_for_a_claim() {
 #[should_panic]
 fn commit_is_atomic_for_a_claim_broken_twin() {
     commit_vs_claim(StoreFault::TxGateBypassed);
+}
+
+#[test]
+fn commit_and_a_plain_append_keep_offsets_rising() {
+    commit_vs_append(StoreFault::None);
+}
+
+#[test]
+#[should_panic]
+fn commit_and_a_plain_append_keep_offsets_rising_broken_twin() {
+    commit_vs_append(StoreFault::TxGateBypassed);
 }
 
 #[test]
