@@ -7,8 +7,9 @@
 //!   thread, so two threads entering do not share a cache line. A commit
 //!   *closes* the gate: it raises `closed`, waits until every slot reads
 //!   zero, and applies its changes while no mutation is inside. A mutation
-//!   that finds the gate closed steps out again and waits for the commit
-//!   (by taking the commit lock, which the commit holds throughout).
+//!   that finds the gate closed steps out again, waits for the commit on
+//!   the commit lock (which the commit holds throughout) and enters while
+//!   holding it, so it waits for one commit at most.
 //!   Each side writes its flag and then reads the other's, all
 //!   sequentially consistent (the commit also fences), so either the commit
 //!   sees the mutation's count or the mutation sees `closed`: the
@@ -18,8 +19,9 @@
 //! - **Reads write nothing shared**: they run under a sequence lock. The
 //!   commit makes `epoch` odd before its first change and even again after
 //!   its last; a read that saw an odd epoch, or a different one after it
-//!   read, waits for the commit and reads again. A read that returns saw
-//!   all of a commit or none of it.
+//!   read, reads again under the commit lock (which waits for the commit
+//!   in flight, and lets no other start). A read that returns saw all of
+//!   a commit or none of it, and waited for one commit at most.
 //!
 //! Entering is re-entrant per thread (a mutation that calls another enters
 //! once), and the committing thread passes through both halves. Nothing
@@ -154,10 +156,12 @@ impl Gate {
             };
         }
         let slot = slot();
-        if !faults::active(StoreFault::TxGateBypassed) {
-            while !self.try_enter(slot) {
-                self.wait_for_commit();
-            }
+        if !faults::active(StoreFault::TxGateBypassed) && !self.try_enter(slot) {
+            // A commit is closing or applying: wait for it on its lock, and
+            // enter while holding the lock (no commit is closing then), so
+            // no later commit can overtake this mutation.
+            let _commit = lock_at(Rung::Gate, &self.commits);
+            self.inside[slot].fetch_add(1, Ordering::SeqCst);
         }
         HELD.with(|h| {
             h.set(Held {
@@ -190,24 +194,17 @@ impl Gate {
         false
     }
 
-    fn wait_for_commit(&self) {
-        drop(lock_at(Rung::Gate, &self.commits));
-    }
-
-    /// Runs `read`, retried until no commit overlapped it: its result saw
-    /// every commit whole or not at all. Writes nothing shared.
+    /// Runs `read` so that its result saw every commit whole or not at
+    /// all: once optimistically (writing nothing shared), and if a commit
+    /// overlapped it, once more under the commit lock.
     pub(crate) fn read<R>(&self, mut read: impl FnMut() -> R) -> R {
         if self.held().is_some() {
             // A mutation inside sees no commit in flight; the committer
             // reads its own changes.
             return read();
         }
-        loop {
-            let before = self.epoch.load(Ordering::Acquire);
-            if before & 1 == 1 {
-                self.wait_for_commit();
-                continue;
-            }
+        let before = self.epoch.load(Ordering::Acquire);
+        if before & 1 == 0 {
             let seen = read();
             if faults::active(StoreFault::TxReadUnchecked)
                 || self.epoch.load(Ordering::Acquire) == before
@@ -215,6 +212,11 @@ impl Gate {
                 return seen;
             }
         }
+        // A commit was in flight: read again under the commit lock, which
+        // waits for it and lets no other commit start meanwhile. So a read
+        // waits for at most the commit in flight, however many follow.
+        let _commit = lock_at(Rung::Gate, &self.commits);
+        read()
     }
 
     /// Closes the gate for a commit: waits for the commit before it, then
