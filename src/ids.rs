@@ -49,6 +49,11 @@ macro_rules! store_id {
                 self.seq
             }
 
+            #[allow(dead_code)] // Read by the Redis engine only.
+            pub(crate) fn incarnation(self) -> u64 {
+                self.incarnation
+            }
+
             /// The sequence number, if the id is from `incarnation`;
             /// `Restarted` if an earlier incarnation issued it.
             pub(crate) fn seq_in(self, incarnation: u64) -> Result<u64> {

@@ -86,6 +86,8 @@ pub mod quota;
 #[allow(dead_code)] // the parts only benches and experiments call
 mod quota;
 mod record;
+#[cfg(feature = "redis")]
+pub mod redis;
 pub mod schedule;
 mod secrets;
 mod shard;

@@ -28,12 +28,17 @@ pub enum DegradedReason {
     /// guaranteed: joins, binds and consumes are refused with
     /// `ServiceUnavailable` until the next sweep.
     DriverStalled,
+    /// A remote engine's backend (a Redis server) did not answer within
+    /// the engine's call timeout: operations fail closed with
+    /// `BackendUnavailable` until it answers again.
+    BackendUnreachable,
 }
 
 impl std::fmt::Display for DegradedReason {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             DegradedReason::DriverStalled => f.write_str("expiry driver stalled"),
+            DegradedReason::BackendUnreachable => f.write_str("backend unreachable"),
         }
     }
 }

@@ -1,0 +1,153 @@
+//! Leases on Redis: grant, renew, renew at a version, get, revoke.
+
+use super::reply::{self, Reply};
+use super::{quota_arg, scripts, Issued, Mode, RedisEngine};
+use crate::error::{Error, Result};
+use crate::ids::{LeaseId, TenantId};
+use crate::store::{LeaseGrant, LeaseInfo, Renewal};
+use std::time::{Duration, UNIX_EPOCH};
+
+impl RedisEngine {
+    /// Grants a lease to `holder` for `ttl`
+    /// ([`Store::grant`](crate::Store::grant)): refused with
+    /// `CapacityExceeded` at the tenant's lease quota. With an idempotency
+    /// key, a repeat within `idempotency_ttl` returns the original grant,
+    /// and a repeat with another holder or TTL is `IdempotencyMismatch`.
+    /// The fence is above every earlier fence of the tenant and at least
+    /// the server's clock in microseconds (ADR 0029).
+    pub async fn grant(
+        &self,
+        tenant: TenantId,
+        holder: &str,
+        ttl: Duration,
+        idempotency_key: Option<&str>,
+    ) -> Result<LeaseGrant> {
+        self.check_name(holder)?;
+        if let Some(key) = idempotency_key {
+            self.check_name(key)?;
+        }
+        let ttl_ms = self.ttl_ms(ttl)?;
+        let config = self.config();
+        let args = vec![
+            holder.to_owned(),
+            ttl_ms.to_string(),
+            quota_arg(config.tenant.leases_max),
+            self.keep_ms().to_string(),
+            idempotency_key.unwrap_or("").to_owned(),
+            crate::time::duration_to_millis_ceil(config.idempotency_ttl).to_string(),
+            quota_arg(config.tenant.idempotency_max),
+        ];
+        let reply = self
+            .run(
+                &scripts::GRANT,
+                tenant,
+                Mode::Creating,
+                Issued::Nothing,
+                args,
+            )
+            .await?
+            .ok_or(Error::NotFound)?;
+        reply.refusal()?;
+        let (seq, version, deadline, now) = (
+            reply.uint(1)?,
+            reply.uint(2)?,
+            reply.uint(3)?,
+            reply.uint(4)?,
+        );
+        Ok(LeaseGrant {
+            id: LeaseId::new(self.incarnation(), seq),
+            fence: seq,
+            version,
+            remaining: Duration::from_millis(deadline.saturating_sub(now)),
+            expires_at: UNIX_EPOCH + Duration::from_millis(deadline),
+        })
+    }
+
+    /// Resets a lease's deadline to now + `ttl`
+    /// ([`Store::renew`](crate::Store::renew)).
+    pub async fn renew(&self, tenant: TenantId, id: LeaseId, ttl: Duration) -> Result<Renewal> {
+        self.renew_lease(tenant, id, ttl, None).await
+    }
+
+    /// [`renew`](Self::renew), only if the lease is still at `version`
+    /// (else `Conflict` with the current version).
+    pub async fn renew_at(
+        &self,
+        tenant: TenantId,
+        id: LeaseId,
+        ttl: Duration,
+        version: u64,
+    ) -> Result<Renewal> {
+        self.renew_lease(tenant, id, ttl, Some(version)).await
+    }
+
+    async fn renew_lease(
+        &self,
+        tenant: TenantId,
+        id: LeaseId,
+        ttl: Duration,
+        version: Option<u64>,
+    ) -> Result<Renewal> {
+        let ttl_ms = self.ttl_ms(ttl)?;
+        let args = vec![
+            id.seq().to_string(),
+            ttl_ms.to_string(),
+            version.map_or_else(String::new, |v| v.to_string()),
+            self.keep_ms().to_string(),
+        ];
+        let reply = self.existing(&scripts::RENEW, tenant, id, args).await?;
+        Ok(Renewal {
+            version: reply.uint(1)?,
+            remaining: reply.millis(2)?,
+        })
+    }
+
+    /// A live lease ([`Store::get_lease`](crate::Store::get_lease)).
+    pub async fn get_lease(&self, tenant: TenantId, id: LeaseId) -> Result<LeaseInfo> {
+        let args = vec![id.seq().to_string()];
+        let reply = self.existing(&scripts::GET_LEASE, tenant, id, args).await?;
+        Ok(LeaseInfo {
+            id,
+            holder: reply.text(1)?,
+            fence: id.seq(),
+            version: reply.uint(2)?,
+            remaining: reply.millis(3)?,
+        })
+    }
+
+    /// Revokes a lease and, in the same script, every lock attached to it
+    /// ([`Store::revoke`](crate::Store::revoke)). Idempotent while the
+    /// lease's tombstone lives (`tombstone_ttl`).
+    pub async fn revoke(&self, tenant: TenantId, id: LeaseId) -> Result<()> {
+        let tombstone = crate::time::duration_to_millis_ceil(self.config().tombstone_ttl);
+        let args = vec![id.seq().to_string(), tombstone.to_string()];
+        self.existing(&scripts::REVOKE, tenant, id, args)
+            .await
+            .map(drop)
+    }
+
+    /// Runs a script on an existing lease: `NotFound` when the tenant has
+    /// nothing in this incarnation, the refusal the script names, or its
+    /// reply.
+    async fn existing(
+        &self,
+        script: &redis::Script,
+        tenant: TenantId,
+        id: LeaseId,
+        args: Vec<String>,
+    ) -> Result<Reply> {
+        let reply = self
+            .run(
+                script,
+                tenant,
+                Mode::Existing,
+                Issued::Id(id.incarnation()),
+                args,
+            )
+            .await?
+            .ok_or(Error::NotFound)?;
+        reply.refusal()?;
+        debug_assert_eq!(reply.code()?, reply::OK);
+        Ok(reply)
+    }
+}

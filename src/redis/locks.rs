@@ -1,0 +1,134 @@
+//! Named locks on Redis: take, get, renew, release; attached to a lease.
+
+use super::{quota_arg, reply, scripts, Issued, Mode, RedisEngine};
+use crate::error::{Error, Result};
+use crate::ids::{LeaseId, TenantId};
+use crate::store::{LockInfo, Renewal, RESERVED_PREFIX};
+use std::time::Duration;
+
+impl RedisEngine {
+    /// Takes the lock `name` for `owner` for `ttl`, or `Ok(None)` if another
+    /// live owner holds it ([`Store::try_lock`](crate::Store::try_lock)).
+    /// With `lease`, the lock goes when the lease does. The fence is above
+    /// every earlier fence of the tenant, so a later holder's is higher.
+    pub async fn try_lock(
+        &self,
+        tenant: TenantId,
+        name: &str,
+        owner: &str,
+        ttl: Duration,
+        lease: Option<LeaseId>,
+    ) -> Result<Option<LockInfo>> {
+        if name.starts_with(RESERVED_PREFIX) {
+            return Err(Error::ReservedName);
+        }
+        self.check_name(name)?;
+        self.check_name(owner)?;
+        let ttl_ms = self.ttl_ms(ttl)?;
+        let config = self.config();
+        let args = vec![
+            name.to_owned(),
+            owner.to_owned(),
+            ttl_ms.to_string(),
+            lease.map_or_else(String::new, |l| l.seq().to_string()),
+            quota_arg(config.tenant.locks_max),
+            config.locks_per_lease_max.to_string(),
+            self.keep_ms().to_string(),
+        ];
+        let issued = lease.map_or(Issued::Nothing, |l| Issued::Id(l.incarnation()));
+        let Some(reply) = self
+            .run(&scripts::TRY_LOCK, tenant, Mode::Creating, issued, args)
+            .await?
+        else {
+            return Err(Error::NotFound);
+        };
+        if reply.code()? == reply::HELD {
+            return Ok(None);
+        }
+        reply.refusal()?;
+        Ok(Some(LockInfo {
+            holder: owner.into(),
+            fence: reply.uint(1)?,
+            version: reply.uint(2)?,
+            remaining: reply.millis(3)?,
+        }))
+    }
+
+    /// The lock `name`, if a live owner holds it (and its lease, if it has
+    /// one, is live).
+    pub async fn get_lock(&self, tenant: TenantId, name: &str) -> Result<LockInfo> {
+        self.check_name(name)?;
+        let reply = self
+            .run(
+                &scripts::GET_LOCK,
+                tenant,
+                Mode::Existing,
+                Issued::Nothing,
+                vec![name.to_owned()],
+            )
+            .await?
+            .ok_or(Error::NotFound)?;
+        reply.refusal()?;
+        Ok(LockInfo {
+            holder: reply.text(1)?,
+            fence: reply.uint(2)?,
+            version: reply.uint(3)?,
+            remaining: reply.millis(4)?,
+        })
+    }
+
+    /// Renews the lock `name` held with `fence`: `Expired` once it has
+    /// lapsed (also if another owner took it since), `NotFound` after a
+    /// release, `Restarted` for a fence from an earlier incarnation.
+    pub async fn renew_lock(
+        &self,
+        tenant: TenantId,
+        name: &str,
+        fence: u64,
+        ttl: Duration,
+    ) -> Result<Renewal> {
+        self.check_name(name)?;
+        let ttl_ms = self.ttl_ms(ttl)?;
+        let args = vec![
+            name.to_owned(),
+            fence.to_string(),
+            ttl_ms.to_string(),
+            self.keep_ms().to_string(),
+        ];
+        let reply = self
+            .run(
+                &scripts::RENEW_LOCK,
+                tenant,
+                Mode::Existing,
+                Issued::Fence(fence),
+                args,
+            )
+            .await?
+            .ok_or(Error::NotFound)?;
+        reply.refusal()?;
+        Ok(Renewal {
+            version: reply.uint(1)?,
+            remaining: reply.millis(2)?,
+        })
+    }
+
+    /// Releases the lock `name` if it is still held with `fence`.
+    /// Idempotent, and never releases a later holder's lock.
+    pub async fn release_lock(&self, tenant: TenantId, name: &str, fence: u64) -> Result<()> {
+        self.check_name(name)?;
+        let args = vec![name.to_owned(), fence.to_string()];
+        match self
+            .run(
+                &scripts::RELEASE_LOCK,
+                tenant,
+                Mode::Existing,
+                Issued::Fence(fence),
+                args,
+            )
+            .await?
+        {
+            Some(reply) => reply.refusal(),
+            None => Ok(()),
+        }
+    }
+}

@@ -1,0 +1,17 @@
+-- release_lock: ARGV[3] name, ARGV[4] fence. Idempotent; never releases a
+-- later holder's lock. Reply: {OK}, or RESTARTED for a fence from before
+-- this incarnation.
+local name, fence = ARGV[3], tonumber(ARGV[4])
+if fence < BORN then
+  return {RESTARTED}
+end
+local k = R .. 'k:' .. name
+local l = redis.call('HMGET', k, 'f', 'l')
+if l[1] and tonumber(l[1]) == fence then
+  redis.call('DEL', k)
+  redis.call('ZREM', LOCKS, name)
+  if l[2] ~= '' then
+    redis.call('SREM', R .. 'la:' .. l[2], name)
+  end
+end
+return {OK}

@@ -1,0 +1,19 @@
+-- renew / renew_at: ARGV[3] sequence number, ARGV[4] ttl (ms), ARGV[5] the
+-- expected version ('' for any), ARGV[6] how long the key outlives the
+-- deadline (ms). Reply: {OK, version, remaining}.
+local seq, ttl = ARGV[3], tonumber(ARGV[4])
+local state = lease_state(seq)
+if state ~= OK then
+  return {state}
+end
+local k = R .. 'l:' .. seq
+local v = tonumber(redis.call('HGET', k, 'v'))
+if ARGV[5] ~= '' and tonumber(ARGV[5]) ~= v then
+  return {CONFLICT, v}
+end
+v = v + 1
+local d = NOW + ttl
+redis.call('HSET', k, 'v', num(v), 'd', num(d))
+redis.call('PEXPIREAT', k, num(d + tonumber(ARGV[6])))
+redis.call('ZADD', LEASES, num(d), seq)
+return {OK, v, ttl}

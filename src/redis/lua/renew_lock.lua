@@ -1,0 +1,26 @@
+-- renew_lock: ARGV[3] name, ARGV[4] fence, ARGV[5] ttl (ms), ARGV[6] how
+-- long the key outlives the deadline (ms). Reply: {OK, version, remaining};
+-- EXPIRED once it lapsed (also when another owner took it since),
+-- NOT_FOUND after a release or once its lease is gone, RESTARTED for a
+-- fence from before this incarnation.
+local name, fence, ttl = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
+if fence < BORN then
+  return {RESTARTED}
+end
+local k = R .. 'k:' .. name
+local l = redis.call('HMGET', k, 'f', 'v', 'd', 'l')
+if not l[1] then
+  return {NOT_FOUND}
+end
+if l[4] ~= '' and lease_state(l[4]) ~= OK then
+  return {NOT_FOUND}
+end
+if tonumber(l[1]) ~= fence or tonumber(l[3]) <= NOW then
+  return {EXPIRED}
+end
+local v = tonumber(l[2]) + 1
+local d = NOW + ttl
+redis.call('HSET', k, 'v', num(v), 'd', num(d))
+redis.call('PEXPIREAT', k, num(d + tonumber(ARGV[6])))
+redis.call('ZADD', LOCKS, num(d), name)
+return {OK, v, ttl}

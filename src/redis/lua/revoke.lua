@@ -1,0 +1,17 @@
+-- revoke: ARGV[3] sequence number, ARGV[4] tombstone_ttl (ms). Removes the
+-- lease's locks in the same step and leaves a tombstone, so the lease reads
+-- Revoked until the tombstone's key expires. Reply: {OK} or a code.
+local seq = ARGV[3]
+local state = lease_state(seq)
+if state == REVOKED then
+  return {OK}
+elseif state ~= OK then
+  return {state}
+end
+detach(seq)
+redis.call('ZREM', LEASES, seq)
+local k = R .. 'l:' .. seq
+local until_ms = NOW + tonumber(ARGV[4])
+redis.call('HSET', k, 'x', '1', 'd', num(until_ms))
+redis.call('PEXPIREAT', k, num(until_ms))
+return {OK}

@@ -1,0 +1,43 @@
+-- try_lock: ARGV[3] name, ARGV[4] owner, ARGV[5] ttl (ms), ARGV[6] the lease
+-- sequence number to attach to ('' for none), ARGV[7] the tenant's lock
+-- quota (-1: off), ARGV[8] locks_per_lease_max, ARGV[9] how long the key
+-- outlives the deadline (ms). Reply: {OK, fence, version, remaining} or
+-- {HELD} when another live owner holds it.
+local name, owner, ttl, lease = ARGV[3], ARGV[4], tonumber(ARGV[5]), ARGV[6]
+local k = R .. 'k:' .. name
+reap()
+local cur = redis.call('HMGET', k, 'd', 'l')
+if cur[1] then
+  if tonumber(cur[1]) > NOW and (cur[2] == '' or lease_state(cur[2]) == OK) then
+    return {HELD}
+  end
+  -- Lapsed, or its lease is gone: the name is free.
+  if cur[2] ~= '' then
+    redis.call('SREM', R .. 'la:' .. cur[2], name)
+  end
+  redis.call('ZREM', LOCKS, name)
+end
+if lease ~= '' then
+  local state = lease_state(lease)
+  if state ~= OK then
+    return {state}
+  end
+  local held = redis.call('SCARD', R .. 'la:' .. lease)
+  local cap = tonumber(ARGV[8])
+  if held >= cap then
+    return {CAPACITY, 3, cap, held}
+  end
+end
+local refused = full(LOCKS, tonumber(ARGV[7]), 2)
+if refused then
+  return refused
+end
+local f = next_fence()
+local d = NOW + ttl
+redis.call('HSET', k, 'h', owner, 'f', num(f), 'v', num(f), 'd', num(d), 'l', lease)
+redis.call('PEXPIREAT', k, num(d + tonumber(ARGV[9])))
+redis.call('ZADD', LOCKS, num(d), name)
+if lease ~= '' then
+  redis.call('SADD', R .. 'la:' .. lease, name)
+end
+return {OK, f, f, ttl}

@@ -1,0 +1,361 @@
+//! The Redis engine: relay state shared by several relay processes through
+//! one Redis server or one Redis Cluster (SPEC §9, ADR 0029).
+//!
+//! [`RedisEngine`] keeps the in-memory store's rules with the state in
+//! Redis. Every transition is one Lua script that runs atomically on the
+//! server: it reads the server's clock (`TIME`) for every deadline and every
+//! visibility decision, so a record is never observable after its deadline
+//! whatever Redis's lazy expiry does, and the clocks of the relay hosts do
+//! not matter. Every key of one tenant carries the tenant's hash tag, so
+//! each script touches one Cluster slot.
+//!
+//! What is served so far: leases (grant with tenant quota and idempotency,
+//! renew, renew at a version, get, revoke with its cascade to locks) and
+//! named locks (take, get, renew, release, attached to a lease). The rest of
+//! the [`Engine`](crate::Engine) contract is not served yet, so this type
+//! does not implement the trait; the methods carry the trait's names and
+//! semantics.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), relaystore::Error> {
+//! use relaystore::redis::{RedisEngine, RedisOptions};
+//! use relaystore::{StoreConfig, TenantId};
+//! use std::time::Duration;
+//!
+//! let options = RedisOptions::standalone("redis://127.0.0.1:6379/");
+//! let engine = RedisEngine::connect(options, StoreConfig::default()).await?;
+//! let lease = engine.grant(TenantId(1), "host-a", Duration::from_secs(30), None).await?;
+//! engine.renew(TenantId(1), lease.id, Duration::from_secs(30)).await?;
+//! # Ok(()) }
+//! ```
+
+mod conn;
+mod leases;
+mod locks;
+mod reply;
+mod scripts;
+
+use crate::config::StoreConfig;
+use crate::error::{Error, Result};
+use crate::ids::TenantId;
+use crate::record::TtlRange;
+use crate::store::{DegradedReason, Health};
+use conn::Conn;
+use redis::Script;
+use reply::Reply;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Where the Redis engine keeps its state, and its bounds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RedisOptions {
+    /// The server or cluster.
+    pub target: RedisTarget,
+    /// Prefix of every key the engine writes (`{<namespace>:<tenant>}:…`),
+    /// so several stores can share one Redis. Non-empty; no `{`, `}` or `:`.
+    pub namespace: String,
+    /// Longest a call may take, waiting for Redis included; past it the
+    /// call fails closed with [`Error::BackendUnavailable`]. Default 500 ms.
+    pub call_timeout: Duration,
+    /// Longest a connection attempt may take. Default 1 s.
+    pub connect_timeout: Duration,
+}
+
+/// One Redis server, or a Redis Cluster's seed nodes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RedisTarget {
+    /// A `redis://host:port/` URL.
+    Standalone(String),
+    /// `redis://host:port/` URLs of some of the cluster's nodes.
+    Cluster(Vec<String>),
+}
+
+impl RedisOptions {
+    /// One server at `url`, with the default namespace and bounds.
+    pub fn standalone(url: &str) -> Self {
+        Self::with_target(RedisTarget::Standalone(url.to_owned()))
+    }
+
+    /// A Redis Cluster reached through `seeds`, with the default namespace
+    /// and bounds.
+    pub fn cluster<S: AsRef<str>>(seeds: &[S]) -> Self {
+        Self::with_target(RedisTarget::Cluster(
+            seeds.iter().map(|s| s.as_ref().to_owned()).collect(),
+        ))
+    }
+
+    fn with_target(target: RedisTarget) -> Self {
+        RedisOptions {
+            target,
+            namespace: "relaystore".to_owned(),
+            call_timeout: Duration::from_millis(500),
+            connect_timeout: Duration::from_secs(1),
+        }
+    }
+
+    /// The same options under another namespace.
+    pub fn namespace(mut self, namespace: &str) -> Self {
+        namespace.clone_into(&mut self.namespace);
+        self
+    }
+
+    /// The same options with another call timeout.
+    pub fn call_timeout(mut self, timeout: Duration) -> Self {
+        self.call_timeout = timeout;
+        self
+    }
+
+    fn validate(&self) -> Result<()> {
+        let ns = &self.namespace;
+        if ns.is_empty() || ns.contains(['{', '}', ':']) {
+            return Err(Error::InvalidConfig {
+                field: "namespace",
+                rule: "must be non-empty, without '{', '}' or ':'",
+            });
+        }
+        if self.call_timeout.is_zero() || self.connect_timeout.is_zero() {
+            return Err(Error::InvalidConfig {
+                field: "call_timeout",
+                rule: "timeouts must be positive",
+            });
+        }
+        if let RedisTarget::Cluster(seeds) = &self.target {
+            if seeds.is_empty() {
+                return Err(Error::InvalidConfig {
+                    field: "target",
+                    rule: "a cluster needs at least one seed node",
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The Redis engine's handle: cheap to clone, shared by every task of one
+/// relay process. Several processes (relay instances) each connect their
+/// own and share the state. See the [module documentation](self).
+#[derive(Clone)]
+pub struct RedisEngine {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    conn: Conn,
+    namespace: String,
+    config: StoreConfig,
+    ttl: TtlRange,
+    /// The store incarnation this handle believes in; refreshed from the
+    /// meta key whenever a tenant's keys disagree with it.
+    incarnation: AtomicU64,
+    /// When that incarnation began (the server's clock, microseconds):
+    /// every fence it issued is at least this.
+    born: AtomicU64,
+}
+
+impl std::fmt::Debug for RedisEngine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisEngine")
+            .field("namespace", &self.inner.namespace)
+            .field("incarnation", &self.incarnation())
+            .finish_non_exhaustive()
+    }
+}
+
+/// What the caller passed that an incarnation issued: checked against the
+/// store's incarnation before the script runs.
+#[derive(Copy, Clone)]
+enum Issued {
+    /// Nothing.
+    Nothing,
+    /// An id, with the incarnation it carries.
+    Id(u64),
+    /// A fence: from an earlier incarnation if below this one's start.
+    Fence(u64),
+}
+
+/// Whether a script may create the tenant's keys of this incarnation.
+#[derive(Copy, Clone, PartialEq, Eq)]
+enum Mode {
+    /// Reads and changes of existing records.
+    Existing,
+    /// Creations (grants, locks): the tenant's keyspace is made if missing.
+    Creating,
+}
+
+impl RedisEngine {
+    /// Connects, and refuses to start unless every primary's
+    /// `maxmemory-policy` is `noeviction` ([`Error::InvalidConfig`] naming
+    /// `maxmemory-policy`): an evicting Redis could drop live leases and
+    /// tokens. Also reads (or, for a new store or a server that lost its
+    /// data, creates) the store's incarnation.
+    ///
+    /// `config` gives the limits, as for the in-memory store: TTL range,
+    /// name sizes, tenant quotas (`config.tenant`) and per-lease caps.
+    /// Store-wide ceilings are not enforced by this engine yet (ADR 0029).
+    pub async fn connect(options: RedisOptions, config: StoreConfig) -> Result<Self> {
+        options.validate()?;
+        config.validate()?;
+        let ttl = TtlRange::new(config.ttl_min, config.ttl_max)?;
+        let conn = Conn::open(&options).await?;
+        conn.check_noeviction(options.call_timeout).await?;
+        let engine = RedisEngine {
+            inner: Arc::new(Inner {
+                conn,
+                namespace: options.namespace,
+                config,
+                ttl,
+                incarnation: AtomicU64::new(0),
+                born: AtomicU64::new(0),
+            }),
+        };
+        engine.refresh_incarnation().await?;
+        Ok(engine)
+    }
+
+    /// The store incarnation this handle issues ids in.
+    pub fn incarnation(&self) -> u64 {
+        self.inner.incarnation.load(Ordering::Acquire)
+    }
+
+    /// `Ready` while Redis answers within the call timeout; otherwise
+    /// `Degraded` with [`DegradedReason::BackendUnreachable`].
+    pub async fn health(&self) -> Health {
+        match self.inner.conn.ping().await {
+            Ok(()) => Health::Ready,
+            Err(_) => Health::Degraded {
+                reason: DegradedReason::BackendUnreachable,
+            },
+        }
+    }
+
+    fn config(&self) -> &StoreConfig {
+        &self.inner.config
+    }
+
+    /// `ttl` validated against the configured range, in whole milliseconds
+    /// (rounded up, as the in-memory store does).
+    fn ttl_ms(&self, ttl: Duration) -> Result<u64> {
+        self.inner.ttl.deadline(crate::time::MonoTime::ZERO, ttl)
+    }
+
+    /// The in-memory store's name rules: non-empty, at most
+    /// `name_bytes_max` bytes.
+    fn check_name(&self, name: &str) -> Result<()> {
+        if name.is_empty() {
+            return Err(Error::InvalidName);
+        }
+        if name.len() > self.config().name_bytes_max {
+            return Err(Error::InvalidArgument {
+                reason: "name is longer than name_bytes_max",
+            });
+        }
+        Ok(())
+    }
+
+    /// How long a record's Redis key outlives its logical deadline: the
+    /// memory backstop (PEXPIREAT) is never earlier than the deadline, so
+    /// only the scripts' clock checks decide visibility.
+    fn keep_ms(&self) -> u64 {
+        crate::time::duration_to_millis_ceil(self.config().tombstone_ttl).max(1_000)
+    }
+
+    /// Reads the store's incarnation from the meta key, creating it if the
+    /// store is new or Redis lost its data.
+    async fn refresh_incarnation(&self) -> Result<u64> {
+        let mut bytes = [0u8; 8];
+        crate::ids::random_bytes(&mut bytes)?;
+        let fresh = u64::from_le_bytes(bytes);
+        let key = format!("{{{}}}:meta", self.inner.namespace);
+        let (seen, born): (String, String) = self
+            .inner
+            .conn
+            .eval(&scripts::META, &key, vec![format!("{fresh:016x}")])
+            .await?;
+        let malformed = || Error::BackendUnavailable {
+            detail: Arc::from(format!(
+                "the meta key holds a malformed incarnation: {seen} {born}"
+            )),
+        };
+        let incarnation = u64::from_str_radix(&seen, 16).map_err(|_| malformed())?;
+        let born = born.parse::<u64>().map_err(|_| malformed())?;
+        // Both stores before any script of the new incarnation can run on
+        // this handle's behalf; a reader of the pair may see the new born
+        // with the old incarnation only briefly, and then refreshes again.
+        self.inner.born.store(born, Ordering::Release);
+        self.inner.incarnation.store(incarnation, Ordering::Release);
+        Ok(incarnation)
+    }
+
+    /// The tenant's incarnation key; every key of the tenant shares its
+    /// hash tag.
+    fn tenant_key(&self, tenant: TenantId) -> String {
+        format!("{{{}:{}}}:inc", self.inner.namespace, tenant.0)
+    }
+
+    /// Runs a per-tenant script. When the tenant's keys are of another
+    /// incarnation than this handle's, or missing, the incarnation is read
+    /// again from the meta key; `issued` (an id or fence the caller
+    /// passed) is then checked against it: [`Error::Restarted`] if an
+    /// earlier incarnation issued it. `None` for a tenant with no keys in
+    /// this incarnation and a script that creates nothing.
+    async fn run(
+        &self,
+        script: &Script,
+        tenant: TenantId,
+        mode: Mode,
+        issued: Issued,
+        args: Vec<String>,
+    ) -> Result<Option<Reply>> {
+        let key = self.tenant_key(tenant);
+        let mut create = false;
+        for _ in 0..3 {
+            let incarnation = self.incarnation();
+            let earlier = match issued {
+                Issued::Nothing => false,
+                Issued::Id(i) => i != incarnation,
+                Issued::Fence(f) => f < self.inner.born.load(Ordering::Acquire),
+            };
+            if earlier {
+                if self.refresh_incarnation().await? != incarnation {
+                    continue;
+                }
+                return Err(Error::Restarted);
+            }
+            let mut argv = Vec::with_capacity(args.len() + 2);
+            argv.push(format!("{incarnation:016x}"));
+            argv.push(if create { "c" } else { "r" }.to_owned());
+            argv.extend(args.iter().cloned());
+            let reply = Reply::new(self.inner.conn.eval(script, &key, argv).await?)?;
+            match reply.code()? {
+                reply::STALE | reply::UNKNOWN => {
+                    // The tenant's keys are of another incarnation, or
+                    // missing: believe the meta key, then try again.
+                    let now = self.refresh_incarnation().await?;
+                    if now != incarnation {
+                        continue;
+                    }
+                    if mode == Mode::Existing {
+                        return Ok(None);
+                    }
+                    // The tenant's keys are older than the store's
+                    // incarnation (or missing): start them afresh.
+                    create = true;
+                }
+                _ => return Ok(Some(reply)),
+            }
+        }
+        Err(Error::BackendUnavailable {
+            detail: Arc::from("the store's incarnation kept changing"),
+        })
+    }
+}
+
+/// A tenant quota as a script argument: `-1` when switched off.
+fn quota_arg(limit: u64) -> String {
+    if limit == crate::config::TenantQuota::OFF {
+        "-1".to_owned()
+    } else {
+        limit.to_string()
+    }
+}

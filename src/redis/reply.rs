@@ -1,0 +1,97 @@
+//! A script's reply: an array whose first element is a code
+//! (`lua/prelude.lua` names them), then the values.
+
+use crate::error::{Error, Result, Scope};
+use crate::events::Collection;
+use redis::Value;
+use std::sync::Arc;
+
+pub(super) const OK: i64 = 0;
+pub(super) const NOT_FOUND: i64 = 1;
+pub(super) const EXPIRED: i64 = 2;
+pub(super) const REVOKED: i64 = 3;
+pub(super) const CONFLICT: i64 = 4;
+pub(super) const HELD: i64 = 5;
+pub(super) const CAPACITY: i64 = 6;
+pub(super) const STALE: i64 = 7;
+pub(super) const UNKNOWN: i64 = 8;
+pub(super) const RESTARTED: i64 = 9;
+pub(super) const MISMATCH: i64 = 10;
+
+/// A reply the engine did not expect: a bug, or a Redis that is not ours.
+fn malformed(what: &str) -> Error {
+    Error::BackendUnavailable {
+        detail: Arc::from(format!("malformed script reply: {what}")),
+    }
+}
+
+pub(super) struct Reply(Vec<Value>);
+
+impl Reply {
+    pub(super) fn new(values: Vec<Value>) -> Result<Self> {
+        if values.is_empty() {
+            return Err(malformed("empty"));
+        }
+        Ok(Reply(values))
+    }
+
+    pub(super) fn code(&self) -> Result<i64> {
+        self.int(0)
+    }
+
+    pub(super) fn int(&self, at: usize) -> Result<i64> {
+        match self.0.get(at) {
+            Some(Value::Int(n)) => Ok(*n),
+            other => Err(malformed(&format!("element {at} is {other:?}"))),
+        }
+    }
+
+    pub(super) fn uint(&self, at: usize) -> Result<u64> {
+        u64::try_from(self.int(at)?).map_err(|_| malformed("a negative count"))
+    }
+
+    pub(super) fn text(&self, at: usize) -> Result<Arc<str>> {
+        match self.0.get(at) {
+            Some(Value::BulkString(b)) => std::str::from_utf8(b)
+                .map(Arc::from)
+                .map_err(|_| malformed("text is not UTF-8")),
+            Some(Value::SimpleString(s)) => Ok(Arc::from(s.as_str())),
+            other => Err(malformed(&format!("element {at} is {other:?}"))),
+        }
+    }
+
+    /// A time left in milliseconds (never negative).
+    pub(super) fn millis(&self, at: usize) -> Result<std::time::Duration> {
+        Ok(std::time::Duration::from_millis(
+            self.int(at)?.max(0).unsigned_abs(),
+        ))
+    }
+
+    /// The error a refusal code stands for; `Ok(())` for `OK`.
+    pub(super) fn refusal(&self) -> Result<()> {
+        let scope = |code| match code {
+            1 => Ok(Scope::Tenant(Collection::Leases)),
+            2 => Ok(Scope::Tenant(Collection::Locks)),
+            3 => Ok(Scope::Parent(Collection::Locks)),
+            4 => Ok(Scope::Tenant(Collection::Idempotency)),
+            _ => Err(malformed("unknown capacity scope")),
+        };
+        Err(match self.code()? {
+            OK => return Ok(()),
+            NOT_FOUND => Error::NotFound,
+            EXPIRED => Error::Expired,
+            REVOKED => Error::Revoked,
+            RESTARTED => Error::Restarted,
+            MISMATCH => Error::IdempotencyMismatch,
+            CONFLICT => Error::Conflict {
+                current_version: self.uint(1)?,
+            },
+            CAPACITY => Error::CapacityExceeded {
+                scope: scope(self.int(1)?)?,
+                limit: self.uint(2)?,
+                used: self.uint(3)?,
+            },
+            code => return Err(malformed(&format!("unexpected code {code}"))),
+        })
+    }
+}
