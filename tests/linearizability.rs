@@ -15,6 +15,13 @@
 //! 10^4 histories run in CI (`RELAYSTORE_LIN_HISTORIES` for more). The
 //! checker is shown to fail on a deliberately non-linearizable lock (one
 //! whose `get` answers from a stale cache).
+//!
+//! The same histories run on the Redis engine, each thread with an engine
+//! handle of its own (a relay instance), on a standalone server and on a
+//! 3-master Cluster (`tests/redis/`): 300 histories per server
+//! (`RELAYSTORE_LIN_REDIS_HISTORIES` for more).
+
+mod redis;
 
 use relaystore::time::ManualClock;
 use relaystore::{Store, StoreConfig, TenantId};
@@ -125,11 +132,11 @@ fn linearizable(ops: &[Op]) -> bool {
     search(ops, 0, all, LockState::default(), &mut seen)
 }
 
-/// Something that behaves like a fenced lock.
+/// Something that behaves like a fenced lock; `who` is the calling thread.
 trait Lock: Send + Sync {
-    fn try_lock(&self, owner: usize) -> Option<u64>;
-    fn release(&self, fence: u64);
-    fn get(&self) -> Option<u64>;
+    fn try_lock(&self, who: usize) -> Option<u64>;
+    fn release(&self, who: usize, fence: u64);
+    fn get(&self, who: usize) -> Option<u64>;
 }
 
 struct Real(Store);
@@ -141,11 +148,46 @@ impl Lock for Real {
             .unwrap()
             .map(|g| g.fence())
     }
-    fn release(&self, fence: u64) {
+    fn release(&self, _: usize, fence: u64) {
         self.0.release_lock(T, NAME, fence).unwrap();
     }
-    fn get(&self) -> Option<u64> {
+    fn get(&self, _: usize) -> Option<u64> {
         self.0.get_lock(T, NAME).ok().map(|l| l.fence)
+    }
+}
+
+/// The Redis engine: one handle per thread, calls run on `runtime`.
+struct OnRedis<'a> {
+    engines: &'a [relaystore::redis::RedisEngine],
+    runtime: &'a tokio::runtime::Runtime,
+    name: String,
+}
+
+impl Lock for OnRedis<'_> {
+    fn try_lock(&self, who: usize) -> Option<u64> {
+        let e = &self.engines[who];
+        let taken = self.runtime.block_on(e.try_lock(
+            T,
+            &self.name,
+            &format!("w{who}"),
+            Duration::from_secs(60),
+            None,
+        ));
+        taken.unwrap().map(|l| l.fence)
+    }
+    fn release(&self, who: usize, fence: u64) {
+        let e = &self.engines[who];
+        self.runtime
+            .block_on(e.release_lock(T, &self.name, fence))
+            .unwrap();
+    }
+    fn get(&self, who: usize) -> Option<u64> {
+        let e = &self.engines[who];
+        match self.runtime.block_on(e.get_lock(T, &self.name)) {
+            Ok(l) => Some(l.fence),
+            Err(relaystore::Error::NotFound) => None,
+            Err(e) => panic!("get_lock: {e}"),
+        }
     }
 }
 
@@ -160,14 +202,14 @@ impl Lock for StaleReads {
     fn try_lock(&self, owner: usize) -> Option<u64> {
         self.inner.try_lock(owner)
     }
-    fn release(&self, fence: u64) {
-        self.inner.release(fence)
+    fn release(&self, who: usize, fence: u64) {
+        self.inner.release(who, fence)
     }
-    fn get(&self) -> Option<u64> {
+    fn get(&self, who: usize) -> Option<u64> {
         let mut cache = self.cache.lock().unwrap();
         cache.0 += 1;
         if cache.0 % 4 == 1 {
-            cache.1 = self.inner.get();
+            cache.1 = self.inner.get(who);
         }
         cache.1
     }
@@ -209,11 +251,11 @@ fn record(lock: &dyn Lock, seed: u64) -> Vec<Op> {
                             Ret::Locked(r)
                         }
                         Call::Release(f) => {
-                            lock.release(f);
+                            lock.release(t, f);
                             held = None;
                             Ret::Released
                         }
-                        Call::Get => Ret::Holder(lock.get()),
+                        Call::Get => Ret::Holder(lock.get(t)),
                     };
                     let returned = clock.fetch_add(1, Ordering::SeqCst);
                     mine.push(Op {
@@ -237,24 +279,63 @@ fn histories() -> u64 {
         .unwrap_or(10_000)
 }
 
+/// Panics, showing the history, unless it is linearizable.
+fn check(history: &[Op], what: &str) {
+    if !linearizable(history) {
+        let mut lines: Vec<String> = history
+            .iter()
+            .map(|o| {
+                format!(
+                    "[{:>2}, {:>2}] {:?} -> {:?}",
+                    o.invoked, o.returned, o.call, o.ret
+                )
+            })
+            .collect();
+        lines.sort();
+        panic!("{what} is not linearizable:\n{}", lines.join("\n"));
+    }
+}
+
 #[test]
 fn lock_histories_from_real_threads_are_linearizable() {
     for seed in 0..histories() {
         // A fresh store per history keeps each history self-contained.
         let lock = Real(store());
-        let history = record(&lock, seed);
-        if !linearizable(&history) {
-            let mut lines: Vec<String> = history
-                .iter()
-                .map(|o| {
-                    format!(
-                        "[{:>2}, {:>2}] {:?} -> {:?}",
-                        o.invoked, o.returned, o.call, o.ret
-                    )
-                })
-                .collect();
-            lines.sort();
-            panic!("history {seed} is not linearizable:\n{}", lines.join("\n"));
+        check(&record(&lock, seed), &format!("history {seed}"));
+    }
+}
+
+#[test]
+fn lock_histories_on_redis_from_separate_instances_are_linearizable() {
+    let runs: u64 = std::env::var("RELAYSTORE_LIN_REDIS_HISTORIES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(300);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    for target in redis::targets() {
+        let namespace = redis::fresh_namespace("lin");
+        let engines: Vec<_> = (0..THREADS)
+            .map(|_| {
+                runtime
+                    .block_on(redis::connect_fresh(&target, &namespace, redis::config()))
+                    .unwrap()
+            })
+            .collect();
+        for seed in 0..runs {
+            // A lock name per history keeps each history self-contained.
+            let lock = OnRedis {
+                engines: &engines,
+                runtime: &runtime,
+                name: format!("res-{seed}"),
+            };
+            check(
+                &record(&lock, seed),
+                &format!("{} history {seed}", target.name),
+            );
         }
     }
 }

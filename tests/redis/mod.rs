@@ -1,0 +1,103 @@
+//! What the Redis engine's tests share: where the servers are, fresh
+//! engines in namespaces of their own, and a runtime.
+//!
+//! The servers come from the environment: `REDIS_URL` (one server) and
+//! `REDIS_CLUSTER_URLS` (comma-separated seeds of a Redis Cluster);
+//! `scripts/redis-servers start` starts both on loopback and prints them.
+//! With `RELAYSTORE_REDIS_REQUIRED=1` (CI sets it) a missing variable or an
+//! unreachable server fails the test; without it, a test that has no server
+//! says so on stderr and checks nothing.
+
+#![allow(dead_code)] // each test binary uses its own part
+
+use relaystore::redis::{RedisEngine, RedisOptions};
+use relaystore::{Error, StoreConfig};
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+/// A server kind the tests run on.
+#[derive(Clone, Debug)]
+pub struct Target {
+    pub name: &'static str,
+    pub options: RedisOptions,
+}
+
+fn required() -> bool {
+    std::env::var("RELAYSTORE_REDIS_REQUIRED").is_ok_and(|v| v == "1")
+}
+
+/// The configured servers: standalone and cluster, each if configured.
+pub fn targets() -> Vec<Target> {
+    let mut found = Vec::new();
+    match std::env::var("REDIS_URL") {
+        Ok(url) => found.push(Target {
+            name: "standalone",
+            options: RedisOptions::standalone(&url),
+        }),
+        Err(_) => missing("REDIS_URL"),
+    }
+    match std::env::var("REDIS_CLUSTER_URLS") {
+        Ok(urls) => {
+            let seeds: Vec<&str> = urls.split(',').filter(|s| !s.is_empty()).collect();
+            found.push(Target {
+                name: "cluster",
+                options: RedisOptions::cluster(&seeds),
+            });
+        }
+        Err(_) => missing("REDIS_CLUSTER_URLS"),
+    }
+    found
+}
+
+fn missing(var: &str) {
+    assert!(
+        !required(),
+        "{var} is not set, and RELAYSTORE_REDIS_REQUIRED=1 (start the servers with scripts/redis-servers start)"
+    );
+    eprintln!("{var} is not set: the Redis engine's tests on it check nothing (see scripts/redis-servers)");
+}
+
+/// A namespace no other engine of this run uses: a fresh, empty store.
+pub fn fresh_namespace(test: &str) -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!(
+        "t-{test}-{}-{nanos:x}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// The limits the tests start from: a TTL unit of 10 ms upward.
+pub fn config() -> StoreConfig {
+    StoreConfig {
+        ttl_min: Duration::from_millis(10),
+        tombstone_ttl: Duration::from_secs(30),
+        listings_per_lease_max: 3,
+        locks_per_lease_max: 2,
+        ..StoreConfig::default()
+    }
+}
+
+/// A fresh engine on `target` (a namespace of its own), or the connect
+/// error.
+pub async fn connect_fresh(
+    target: &Target,
+    namespace: &str,
+    config: StoreConfig,
+) -> Result<RedisEngine, Error> {
+    RedisEngine::connect(target.options.clone().namespace(namespace), config).await
+}
+
+/// Runs `f` to completion on a tokio runtime with I/O and timers.
+pub fn block_on<F: Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+        .block_on(f)
+}

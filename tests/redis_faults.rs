@@ -1,0 +1,239 @@
+//! The Redis engine when Redis misbehaves: an evicting configuration is
+//! refused at connect; a server that stops answering makes calls fail
+//! closed within the call timeout and leaves nothing partial; a restart that
+//! lost the data gives `Restarted` for old ids and fences. Each test starts
+//! a `redis-server` of its own on a free loopback port (the binary must be
+//! on PATH; with `RELAYSTORE_REDIS_REQUIRED=1` its absence fails the test).
+
+mod redis;
+
+use redis::{block_on, config, fresh_namespace};
+use relaystore::redis::{RedisEngine, RedisOptions};
+use relaystore::{Error, TenantId};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const T: TenantId = TenantId(1);
+const MS: Duration = Duration::from_millis(1);
+const CALL_TIMEOUT: Duration = Duration::from_millis(200);
+
+/// A redis-server child on a free loopback port, persistence off.
+struct Server {
+    port: u16,
+    child: Option<Child>,
+    extra: Vec<String>,
+}
+
+impl Server {
+    fn start(extra: &[&str]) -> Option<Server> {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let mut server = Server {
+            port,
+            child: None,
+            extra: extra.iter().map(|s| (*s).to_owned()).collect(),
+        };
+        server.spawn()?;
+        Some(server)
+    }
+
+    fn spawn(&mut self) -> Option<()> {
+        let child = Command::new("redis-server")
+            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no"])
+            .args(&self.extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn();
+        let child = match child {
+            Ok(child) => child,
+            Err(e) => {
+                assert!(
+                    std::env::var("RELAYSTORE_REDIS_REQUIRED").as_deref() != Ok("1"),
+                    "redis-server could not be started: {e}"
+                );
+                eprintln!("redis-server is not on PATH: this test checks nothing");
+                return None;
+            }
+        };
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+            assert!(Instant::now() < deadline, "redis-server did not listen");
+            std::thread::sleep(MS * 20);
+        }
+        Some(())
+    }
+
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    fn signal(&self, signal: &str) {
+        let pid = self.child.as_ref().expect("running").id().to_string();
+        let status = Command::new("kill").args([signal, &pid]).status().unwrap();
+        assert!(status.success(), "kill {signal}");
+    }
+
+    /// Kills the server (its data is gone: persistence is off).
+    fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// A new server on the same port, empty.
+    fn restart(&mut self) {
+        self.kill();
+        self.spawn().expect("redis-server started before");
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+async fn engine(server: &Server) -> Result<RedisEngine, Error> {
+    let options = RedisOptions::standalone(&server.url())
+        .namespace(&fresh_namespace("faults"))
+        .call_timeout(CALL_TIMEOUT);
+    RedisEngine::connect(options, config()).await
+}
+
+#[test]
+fn an_evicting_redis_is_refused_at_connect() {
+    let Some(server) = Server::start(&["--maxmemory-policy", "allkeys-lru"]) else {
+        return;
+    };
+    let refused = block_on(engine(&server));
+    assert!(
+        matches!(
+            refused,
+            Err(Error::InvalidConfig {
+                field: "maxmemory-policy",
+                ..
+            })
+        ),
+        "{refused:?}"
+    );
+    let Some(ok) = Server::start(&["--maxmemory-policy", "noeviction"]) else {
+        return;
+    };
+    block_on(engine(&ok)).expect("noeviction is accepted");
+}
+
+#[test]
+fn a_server_that_stops_answering_fails_calls_closed_and_leaves_nothing_partial() {
+    let Some(server) = Server::start(&[]) else {
+        return;
+    };
+    block_on(async {
+        let e = engine(&server).await.unwrap();
+        let mut leases = Vec::new();
+        for i in 0..6 {
+            let g = e.grant(T, "host", MS * 60_000, None).await.unwrap();
+            e.try_lock(T, &format!("job-{i}"), "a", MS * 60_000, Some(g.id))
+                .await
+                .unwrap()
+                .unwrap();
+            leases.push(g);
+        }
+        server.signal("-STOP");
+        for (i, g) in leases.iter().enumerate() {
+            let started = Instant::now();
+            let outcome = if i % 2 == 0 {
+                e.revoke(T, g.id).await
+            } else {
+                e.renew(T, g.id, MS * 60_000).await.map(drop)
+            };
+            assert!(
+                matches!(outcome, Err(Error::BackendUnavailable { .. })),
+                "{outcome:?}"
+            );
+            // Bounded by the call timeout, not hanging (a generous margin
+            // for a loaded machine).
+            assert!(
+                started.elapsed() < CALL_TIMEOUT * 10,
+                "{:?}",
+                started.elapsed()
+            );
+        }
+        assert_eq!(
+            format!("{:?}", e.health().await),
+            "Degraded { reason: BackendUnreachable }"
+        );
+        server.signal("-CONT");
+        // Each revoke that timed out ran entirely or not at all: its lease
+        // and its lock are gone together, or both still there.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        for (i, g) in leases.iter().enumerate() {
+            let lease = loop {
+                match e.get_lease(T, g.id).await {
+                    Err(Error::BackendUnavailable { .. }) if Instant::now() < deadline => {}
+                    other => break other,
+                }
+            };
+            let lock = e.get_lock(T, &format!("job-{i}")).await;
+            match lease {
+                Ok(_) => assert!(lock.is_ok(), "lease {i} live but its lock gone: {lock:?}"),
+                Err(Error::Revoked) => {
+                    assert_eq!(lock.map(drop), Err(Error::NotFound), "lease {i}")
+                }
+                other => panic!("lease {i}: {other:?}"),
+            }
+        }
+        assert_eq!(format!("{:?}", e.health().await), "Ready");
+    });
+}
+
+#[test]
+fn a_restart_that_lost_the_data_gives_restarted() {
+    let Some(mut server) = Server::start(&[]) else {
+        return;
+    };
+    block_on(async {
+        let e = engine(&server).await.unwrap();
+        let before = e.incarnation();
+        let g = e.grant(T, "host", MS * 60_000, None).await.unwrap();
+        let lock = e
+            .try_lock(T, "job", "a", MS * 60_000, None)
+            .await
+            .unwrap()
+            .unwrap();
+        server.restart();
+        // The engine reconnects by itself; until it has, calls fail closed.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let seen = loop {
+            match e.get_lease(T, g.id).await {
+                Err(Error::BackendUnavailable { .. }) if Instant::now() < deadline => {
+                    tokio::time::sleep(MS * 50).await;
+                }
+                other => break other,
+            }
+        };
+        assert_eq!(seen.map(drop), Err(Error::Restarted));
+        assert_ne!(e.incarnation(), before, "a new incarnation");
+        assert_eq!(
+            e.renew(T, g.id, MS * 100).await.map(drop),
+            Err(Error::Restarted)
+        );
+        assert_eq!(
+            e.renew_lock(T, "job", lock.fence, MS * 100).await.map(drop),
+            Err(Error::Restarted)
+        );
+        assert_eq!(
+            e.release_lock(T, "job", lock.fence).await,
+            Err(Error::Restarted)
+        );
+        // New work goes on in the new incarnation, with higher fences.
+        let again = e.grant(T, "host", MS * 60_000, None).await.unwrap();
+        assert!(again.fence > g.fence);
+        let relock = e.try_lock(T, "job", "b", MS * 60_000, None).await.unwrap();
+        assert!(relock.is_some_and(|l| l.fence > lock.fence));
+    });
+}
