@@ -1,0 +1,227 @@
+//! What the Redis engine's transitions cost, next to their floor: Redis's
+//! own `redis-benchmark` doing `SET key value PX ttl` on the same server at
+//! the same number of requests in flight, and next to the in-memory store.
+//!
+//! For each depth (1, 8 and 64 requests in flight on one connection, as one
+//! relay instance's engine handle pipelines them) it runs `grant`, `renew`
+//! and `get_lease` for `--seconds` each, then `redis-benchmark -c 1 -P
+//! <depth>`, and prints ops/s and the ratio to the floor (target ≥ 0.5).
+//! Runs only when `REDIS_URL` is set; `redis-benchmark` must be on PATH.
+//! Keys go under a namespace of their own; the benchmark's floor writes
+//! `relaystore-floor:*` keys with a one-minute expiry.
+//!
+//! ```text
+//! scripts/redis-servers start   # prints REDIS_URL=...
+//! REDIS_URL=redis://127.0.0.1:6390/ cargo run --release --example redis_engine -- --sessions 10000 --seconds 2
+//! ```
+
+#[path = "support/mod.rs"]
+mod support;
+
+use relaystore::redis::{RedisEngine, RedisOptions};
+use relaystore::{LeaseId, Store, StoreConfig, TenantId};
+use std::future::Future;
+use std::process::Command;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use support::{options, Options};
+
+const DEPTHS: [usize; 3] = [1, 8, 64];
+const TTL: Duration = Duration::from_secs(60);
+const TENANTS: u64 = 16;
+
+fn main() {
+    let o = options(
+        Options::plain(10_000, 2, 1),
+        "usage: redis_engine [--sessions N] [--seconds S] (with REDIS_URL set)",
+    );
+    let Ok(url) = std::env::var("REDIS_URL") else {
+        println!("REDIS_URL is not set; nothing to measure (see the file's docs)");
+        return;
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    runtime.block_on(run(&url, &o));
+}
+
+async fn run(url: &str, o: &Options) {
+    let namespace = format!("bench-{}", std::process::id());
+    let config = StoreConfig {
+        leases_max: 10_000_000,
+        ..StoreConfig::default()
+    };
+    let engine = RedisEngine::connect(
+        RedisOptions::standalone(url).namespace(&namespace),
+        config.clone(),
+    )
+    .await
+    .expect("connect to REDIS_URL");
+    let store = Store::builder()
+        .config(config)
+        .build()
+        .expect("an in-memory store");
+    // The leases that renew and get touch, spread over tenants.
+    let mut ids = Vec::new();
+    let mut local = Vec::new();
+    for i in 0..o.sessions {
+        let tenant = TenantId(i % TENANTS);
+        ids.push((
+            tenant,
+            engine
+                .grant(tenant, "h", TTL, None)
+                .await
+                .expect("grant")
+                .id,
+        ));
+        local.push((
+            tenant,
+            store.grant(tenant, "h", TTL, None).expect("grant").id,
+        ));
+    }
+    let (ids, local) = (Arc::new(ids), Arc::new(local));
+    let seconds = Duration::from_secs(o.seconds);
+    let (host, port) = host_port(url);
+    println!(
+        "Redis engine on {url}, {} leases over {TENANTS} tenants, {}s per row",
+        o.sessions, o.seconds
+    );
+    println!(
+        "{:>5}  {:>10}  {:>12}  {:>12}  {:>8}  {:>12}",
+        "depth", "op", "engine/s", "floor/s", "ratio", "in-memory/s"
+    );
+    for depth in DEPTHS {
+        let floor = floor(&host, port, depth);
+        for op in ["grant", "renew", "get_lease"] {
+            let (e, ids_r) = (engine.clone(), Arc::clone(&ids));
+            let remote = measure(depth, seconds, move |k| {
+                let (e, ids) = (e.clone(), Arc::clone(&ids_r));
+                async move { one_remote(&e, &ids, op, k).await }
+            })
+            .await;
+            let (s, ids_l) = (store.clone(), Arc::clone(&local));
+            let memory = measure(1, seconds / 2, move |k| {
+                let ok = one_local(&s, &ids_l, op, k);
+                async move { ok }
+            })
+            .await;
+            let ratio = floor.map_or(String::from("-"), |f| format!("{:.2}", remote / f));
+            let floor = floor.map_or(String::from("-"), |f| format!("{f:.0}"));
+            println!(
+                "{depth:>5}  {op:>10}  {remote:>12.0}  {floor:>12}  {ratio:>8}  {memory:>12.0}"
+            );
+        }
+    }
+}
+
+/// One operation (a grant with the revoke that frees its room: two);
+/// how many were done, 0 if one failed.
+async fn one_remote(e: &RedisEngine, ids: &[(TenantId, LeaseId)], op: &str, k: u64) -> u64 {
+    let (tenant, id) = ids[(k as usize) % ids.len()];
+    let ok = match op {
+        "grant" => {
+            let tenant = TenantId(k % TENANTS);
+            match e.grant(tenant, "h", Duration::from_secs(1), None).await {
+                Ok(g) => return 2 * u64::from(e.revoke(tenant, g.id).await.is_ok()),
+                Err(_) => false,
+            }
+        }
+        "renew" => e.renew(tenant, id, TTL).await.is_ok(),
+        _ => e.get_lease(tenant, id).await.is_ok(),
+    };
+    u64::from(ok)
+}
+
+/// [`one_remote`] on the in-memory store.
+fn one_local(s: &Store, ids: &[(TenantId, LeaseId)], op: &str, k: u64) -> u64 {
+    let (tenant, id) = ids[(k as usize) % ids.len()];
+    let ok = match op {
+        "grant" => {
+            let tenant = TenantId(k % TENANTS);
+            match s.grant(tenant, "h", Duration::from_secs(1), None) {
+                Ok(g) => return 2 * u64::from(s.revoke(tenant, g.id).is_ok()),
+                Err(_) => false,
+            }
+        }
+        "renew" => s.renew(tenant, id, TTL).is_ok(),
+        _ => s.get_lease(tenant, id).is_ok(),
+    };
+    u64::from(ok)
+}
+
+/// Operations per second with `depth` tasks each doing one operation at a
+/// time for `span`. A grant row counts its grant and the revoke that
+/// frees its room again as two operations. Panics if any failed.
+async fn measure<F, Fut>(depth: usize, span: Duration, op: F) -> f64
+where
+    F: Fn(u64) -> Fut + Clone + Send + 'static,
+    Fut: Future<Output = u64> + Send,
+{
+    let done = Arc::new(AtomicU64::new(0));
+    let failed = Arc::new(AtomicU64::new(0));
+    let next = Arc::new(AtomicU64::new(0));
+    let started = Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..depth {
+        let (done, failed, next, op) = (
+            Arc::clone(&done),
+            Arc::clone(&failed),
+            Arc::clone(&next),
+            op.clone(),
+        );
+        tasks.spawn(async move {
+            while started.elapsed() < span {
+                let k = next.fetch_add(1, Ordering::Relaxed);
+                match op(k).await {
+                    0 => failed.fetch_add(1, Ordering::Relaxed),
+                    n => done.fetch_add(n, Ordering::Relaxed),
+                };
+            }
+        });
+    }
+    while tasks.join_next().await.is_some() {}
+    let failed = failed.load(Ordering::Relaxed);
+    assert_eq!(failed, 0, "operations failed");
+    done.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64()
+}
+
+/// `redis-benchmark`'s `SET key value PX 60000` rate on one connection
+/// with `depth` requests pipelined; `None` if it is not installed.
+fn floor(host: &str, port: u16, depth: usize) -> Option<f64> {
+    let requests = (20_000 * depth.min(8)).to_string();
+    let out = Command::new("redis-benchmark")
+        .args(["-h", host, "-p", &port.to_string(), "-c", "1"])
+        .args([
+            "-P",
+            &depth.to_string(),
+            "-n",
+            &requests,
+            "-r",
+            "100000",
+            "-q",
+        ])
+        .args(["SET", "relaystore-floor:__rand_int__", "v", "PX", "60000"])
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    // The last progress line carries the final rate.
+    let line = text
+        .split(['\r', '\n'])
+        .rfind(|l| l.contains("requests per second"))?;
+    let rate = line.split(" requests per second").next()?;
+    rate.split_whitespace().last()?.parse().ok()
+}
+
+/// The host and port of a `redis://host:port/` URL.
+fn host_port(url: &str) -> (String, u16) {
+    let rest = url.trim_start_matches("redis://");
+    let rest = rest.rsplit('@').next().unwrap_or(rest);
+    let hostport = rest.split('/').next().unwrap_or(rest);
+    match hostport.rsplit_once(':') {
+        Some((h, p)) => (h.to_owned(), p.parse().unwrap_or(6379)),
+        None => (hostport.to_owned(), 6379),
+    }
+}
