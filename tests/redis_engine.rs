@@ -451,3 +451,434 @@ fn tenants_spread_over_the_cluster_keep_their_rules() {
         }
     });
 }
+
+fn addr(port: u16) -> std::net::SocketAddr {
+    std::net::SocketAddr::from(([203, 0, 113, 7], port))
+}
+
+#[test]
+fn listings_publish_update_page_unpublish() {
+    on_every_target("listings", |target, name| async move {
+        let e = instances(&target, &name, 1, config()).await.remove(0);
+        let g = e.grant(T, "host", MS * 60_000, None).await.unwrap();
+        let l = e
+            .publish(T, g.id, "lobby-b", b"mode=ffa", None)
+            .await
+            .unwrap();
+        assert_eq!(e.get_listing(T, "lobby-b").await.unwrap(), l, "{name}");
+        assert_eq!(
+            e.publish(T, g.id, "lobby-b", b"", None).await.map(drop),
+            Err(Error::Conflict {
+                current_version: l.version
+            })
+        );
+        let v = e
+            .update_listing(T, "lobby-b", l.version, b"mode=tdm")
+            .await
+            .unwrap();
+        assert!(v > l.version);
+        assert_eq!(
+            e.update_listing(T, "lobby-b", l.version, b"x").await,
+            Err(Error::Conflict { current_version: v })
+        );
+        assert_eq!(
+            &*e.get_listing(T, "lobby-b").await.unwrap().attrs,
+            b"mode=tdm"
+        );
+        e.publish(T, g.id, "lobby-a", b"", None).await.unwrap();
+        e.publish(T, g.id, "lobby-c", b"", None).await.unwrap();
+        assert_eq!(
+            e.publish(T, g.id, "lobby-d", b"", None).await.map(drop),
+            Err(Error::CapacityExceeded {
+                scope: Scope::Parent(relaystore::events::Collection::Listings),
+                limit: 3,
+                used: 3
+            }),
+            "{name}: listings_per_lease_max"
+        );
+        let first = e.list_listings(T, None, 2).await.unwrap();
+        let keys: Vec<_> = first.items.iter().map(|l| l.key.to_string()).collect();
+        assert_eq!(keys, ["lobby-a", "lobby-b"]);
+        let rest = e.list_listings(T, first.next.as_ref(), 2).await.unwrap();
+        let keys: Vec<_> = rest.items.iter().map(|l| l.key.to_string()).collect();
+        assert_eq!((keys, rest.next), (vec!["lobby-c".to_owned()], None));
+        assert!(matches!(
+            e.list_listings(T, None, 0).await,
+            Err(Error::InvalidArgument { .. })
+        ));
+        assert_eq!(
+            e.unpublish(T, "lobby-a", Some(1)).await,
+            Err(Error::Conflict {
+                current_version: e.get_listing(T, "lobby-a").await.unwrap().version
+            })
+        );
+        e.unpublish(T, "lobby-a", None).await.unwrap();
+        assert_eq!(e.unpublish(T, "lobby-a", None).await, Err(Error::NotFound));
+        assert_eq!(
+            e.revoke_listing(T, "lobby-a").await,
+            Ok(()),
+            "{name}: revoke is idempotent"
+        );
+        // Visible only under a live lease; the key is free once it is gone.
+        e.revoke(T, g.id).await.unwrap();
+        assert_eq!(
+            e.get_listing(T, "lobby-b").await.map(drop),
+            Err(Error::NotFound)
+        );
+        assert!(e.list_listings(T, None, 10).await.unwrap().items.is_empty());
+        let g2 = e.grant(T, "host2", MS * 50, None).await.unwrap();
+        e.publish(T, g2.id, "lobby-b", b"", None).await.unwrap();
+        tokio::time::sleep(MS * 80).await;
+        assert_eq!(
+            e.get_listing(T, "lobby-b").await.map(drop),
+            Err(Error::NotFound),
+            "{name}: expired lease"
+        );
+        let g3 = e.grant(T, "host3", MS * 60_000, None).await.unwrap();
+        e.publish(T, g3.id, "lobby-b", b"", None).await.unwrap();
+        assert_eq!(
+            e.publish(T, g.id, "x", b"", None).await.map(drop),
+            Err(Error::Revoked)
+        );
+    });
+}
+
+#[test]
+fn joins_bind_once_and_consume_exactly_once() {
+    on_every_target("joins", |target, name| async move {
+        let e = instances(&target, &name, 1, config()).await.remove(0);
+        let g = e.grant(T, "host", MS * 60_000, None).await.unwrap();
+        let l = e.publish(T, g.id, "lobby", b"", None).await.unwrap();
+        assert_eq!(
+            e.begin_join(T, "nope", "c", MS * 1_000, None)
+                .await
+                .map(drop),
+            Err(Error::NotFound)
+        );
+        let t = e
+            .begin_join(T, "lobby", "client", MS * 100, None)
+            .await
+            .unwrap();
+        // An update is the same listing: its attempts stay.
+        e.update_listing(T, "lobby", l.version, b"full=0")
+            .await
+            .unwrap();
+        assert_eq!(
+            (t.remaining, t.token.attempt()),
+            (MS * 100, t.attempt),
+            "{name}"
+        );
+        assert!(
+            matches!(e.consume(T, &t.token).await, Err(Error::Conflict { .. })),
+            "unbound"
+        );
+        let mut forged = t.token.to_bytes();
+        forged[31] ^= 1;
+        let forged = relaystore::JoinToken::from_bytes(&forged);
+        assert_eq!(
+            e.bind_endpoint(T, t.attempt, &forged, addr(1))
+                .await
+                .map(drop),
+            Err(Error::NotFound)
+        );
+        let b = e
+            .bind_endpoint(T, t.attempt, &t.token, addr(1))
+            .await
+            .unwrap();
+        assert_eq!(
+            e.bind_endpoint(T, t.attempt, &t.token, addr(1)).await,
+            Ok(b),
+            "the winning bind repeats"
+        );
+        assert_eq!(
+            e.bind_endpoint(T, t.attempt, &t.token, addr(2)).await,
+            Err(Error::Conflict {
+                current_version: b.version
+            })
+        );
+        assert_eq!(e.consume(T, &forged).await.map(drop), Err(Error::NotFound));
+        let a = e.consume(T, &t.token).await.unwrap();
+        assert_eq!(
+            (a.attempt, a.client.as_ref(), a.listing.as_ref(), a.addr),
+            (t.attempt, "client", "lobby", addr(1))
+        );
+        assert_eq!(
+            e.consume(T, &t.token).await.map(drop),
+            Err(Error::ReplayRejected)
+        );
+        assert_eq!(
+            e.cancel_join(T, t.attempt).await,
+            Err(Error::ReplayRejected)
+        );
+        // Remembered past the attempt's deadline, for the replay grace.
+        tokio::time::sleep(MS * 150).await;
+        assert_eq!(
+            e.consume(T, &t.token).await.map(drop),
+            Err(Error::ReplayRejected),
+            "{name}"
+        );
+        // The per-listing cap counts pending attempts only.
+        let t1 = e
+            .begin_join(T, "lobby", "c1", MS * 10_000, None)
+            .await
+            .unwrap();
+        let _t2 = e
+            .begin_join(T, "lobby", "c2", MS * 10_000, None)
+            .await
+            .unwrap();
+        assert_eq!(
+            e.begin_join(T, "lobby", "c3", MS * 10_000, None)
+                .await
+                .map(drop),
+            Err(Error::CapacityExceeded {
+                scope: Scope::Parent(relaystore::events::Collection::Attempts),
+                limit: 2,
+                used: 2
+            })
+        );
+        e.cancel_join(T, t1.attempt).await.unwrap();
+        assert_eq!(
+            e.cancel_join(T, t1.attempt).await,
+            Err(Error::NotFound),
+            "cancel twice"
+        );
+        assert_eq!(
+            e.bind_endpoint(T, t1.attempt, &t1.token, addr(1))
+                .await
+                .map(drop),
+            Err(Error::NotFound)
+        );
+        e.begin_join(T, "lobby", "c3", MS * 10_000, None)
+            .await
+            .unwrap();
+        // Idempotent creation returns the original ticket.
+        let g2 = e.grant(T, "host", MS * 60_000, None).await.unwrap();
+        let p = e
+            .publish(T, g2.id, "other", b"a", Some("pub-1"))
+            .await
+            .unwrap();
+        assert_eq!(
+            e.publish(T, g2.id, "other", b"a", Some("pub-1"))
+                .await
+                .unwrap(),
+            p
+        );
+        assert_eq!(
+            e.publish(T, g2.id, "other", b"b", Some("pub-1"))
+                .await
+                .map(drop),
+            Err(Error::IdempotencyMismatch)
+        );
+        let j = e
+            .begin_join(T, "other", "c", MS * 10_000, Some("join-1"))
+            .await
+            .unwrap();
+        let j2 = e
+            .begin_join(T, "other", "c", MS * 10_000, Some("join-1"))
+            .await
+            .unwrap();
+        assert_eq!(
+            (j2.attempt, j2.token.to_bytes()),
+            (j.attempt, j.token.to_bytes()),
+            "{name}"
+        );
+        let late = e.begin_join(T, "other", "c", MS * 50, None).await.unwrap();
+        tokio::time::sleep(MS * 80).await;
+        assert!(matches!(
+            e.bind_endpoint(T, late.attempt, &late.token, addr(1)).await,
+            Err(Error::Expired | Error::NotFound)
+        ));
+    });
+}
+
+#[test]
+fn thirty_two_consumes_across_instances_admit_exactly_one() {
+    on_every_target("consumes", |target, name| async move {
+        let engines = instances(&target, &name, 4, config()).await;
+        let g = engines[0]
+            .grant(T, "host", MS * 60_000, None)
+            .await
+            .unwrap();
+        engines[0]
+            .publish(T, g.id, "lobby", b"", None)
+            .await
+            .unwrap();
+        for round in 0..5 {
+            let t = engines[1]
+                .begin_join(T, "lobby", "c", MS * 10_000, None)
+                .await
+                .unwrap();
+            let mut binds = tokio::task::JoinSet::new();
+            for port in 1..=8 {
+                let (e, t) = (engines[port as usize % 4].clone(), t.clone());
+                binds.spawn(
+                    async move { e.bind_endpoint(T, t.attempt, &t.token, addr(port)).await },
+                );
+            }
+            let bound = binds
+                .join_all()
+                .await
+                .into_iter()
+                .filter(Result::is_ok)
+                .count();
+            assert_eq!(bound, 1, "{name} round {round}: binds that won");
+            let mut consumes = tokio::task::JoinSet::new();
+            for i in 0..32 {
+                let (e, token) = (engines[i % 4].clone(), t.token);
+                consumes.spawn(async move { e.consume(T, &token).await });
+            }
+            let outcomes = consumes.join_all().await;
+            let admitted = outcomes.iter().filter(|c| c.is_ok()).count();
+            let replays = outcomes
+                .iter()
+                .filter(|c| **c == Err(Error::ReplayRejected))
+                .count();
+            assert_eq!(
+                (admitted, replays),
+                (1, 31),
+                "{name} round {round}: {outcomes:?}"
+            );
+        }
+    });
+}
+
+#[test]
+fn revoking_a_lease_on_one_instance_ends_its_joins_on_another() {
+    on_every_target("joincascade", |target, name| async move {
+        let engines = instances(&target, &name, 2, config()).await;
+        let (a, b) = (&engines[0], &engines[1]);
+        for round in 0..10 {
+            let g = a.grant(T, "host", MS * 60_000, None).await.unwrap();
+            let key = format!("lobby-{round}");
+            a.publish(T, g.id, &key, b"", None).await.unwrap();
+            let pending = a.begin_join(T, &key, "c", MS * 10_000, None).await.unwrap();
+            let bound = a.begin_join(T, &key, "d", MS * 10_000, None).await.unwrap();
+            a.bind_endpoint(T, bound.attempt, &bound.token, addr(1))
+                .await
+                .unwrap();
+            b.revoke(T, g.id).await.unwrap();
+            assert_eq!(
+                a.get_listing(T, &key).await.map(drop),
+                Err(Error::NotFound),
+                "{name}"
+            );
+            assert_eq!(
+                a.bind_endpoint(T, pending.attempt, &pending.token, addr(2))
+                    .await
+                    .map(drop),
+                Err(Error::NotFound)
+            );
+            assert_eq!(
+                a.consume(T, &bound.token).await.map(drop),
+                Err(Error::NotFound)
+            );
+            assert_eq!(
+                a.begin_join(T, &key, "e", MS * 1_000, None).await.map(drop),
+                Err(Error::NotFound)
+            );
+        }
+    });
+}
+
+#[test]
+fn tenant_quotas_on_listings_and_attempts_do_not_count_the_dead() {
+    on_every_target("quotas2", |target, name| async move {
+        let mut limits = config();
+        limits.tenant.listings_max = 2;
+        limits.tenant.attempts_max = 3;
+        let e = instances(&target, &name, 1, limits).await.remove(0);
+        // Sixteen bare leases that expire first: a creating script's own
+        // bounded clean-up (16 per index) spends itself on them.
+        for _ in 0..16 {
+            e.grant(T, "bare", MS * 40, None).await.unwrap();
+        }
+        let short = e.grant(T, "host", MS * 50, None).await.unwrap();
+        e.publish(T, short.id, "a", b"", None).await.unwrap();
+        e.publish(T, short.id, "b", b"", None).await.unwrap();
+        e.begin_join(T, "a", "c", MS * 10_000, None).await.unwrap();
+        e.begin_join(T, "a", "d", MS * 10_000, None).await.unwrap();
+        e.begin_join(T, "b", "c", MS * 10_000, None).await.unwrap();
+        let long = e.grant(T, "host", MS * 60_000, None).await.unwrap();
+        assert_eq!(
+            e.publish(T, long.id, "c", b"", None).await.map(drop),
+            Err(Error::CapacityExceeded {
+                scope: Scope::Tenant(relaystore::events::Collection::Listings),
+                limit: 2,
+                used: 2
+            }),
+            "{name}"
+        );
+        // Once the short lease has expired, its listings and their attempts
+        // no longer count, even before anything swept them.
+        tokio::time::sleep(MS * 80).await;
+        e.publish(T, long.id, "c", b"", None).await.unwrap();
+        e.publish(T, long.id, "d", b"", None).await.unwrap();
+        // Two on "c" (its per-listing cap), one on "d": the tenant's three.
+        for (key, client) in [("c", "x"), ("c", "y"), ("d", "z")] {
+            e.begin_join(T, key, client, MS * 10_000, None)
+                .await
+                .unwrap();
+        }
+        assert_eq!(
+            e.begin_join(T, "d", "w", MS * 10_000, None).await.map(drop),
+            Err(Error::CapacityExceeded {
+                scope: Scope::Tenant(relaystore::events::Collection::Attempts),
+                limit: 3,
+                used: 3
+            }),
+            "{name}"
+        );
+    });
+}
+
+#[test]
+fn presence_heartbeats_pages_and_cascades() {
+    on_every_target("presence", |target, name| async move {
+        let e = instances(&target, &name, 1, config()).await.remove(0);
+        let first = e.heartbeat(T, "bob", MS * 10_000, Some(b"v1"), None).await.unwrap();
+        assert_eq!(first.remaining, MS * 10_000, "{name}");
+        let again = e.heartbeat(T, "bob", MS * 20_000, None, None).await.unwrap();
+        assert!(again.version > first.version);
+        let bob = e.get_presence(T, "bob").await.unwrap();
+        assert_eq!((bob.member.as_ref(), &*bob.attrs, bob.lease), ("bob", &b"v1"[..], None));
+        assert!(bob.remaining > MS * 10_000);
+        e.heartbeat(T, "alice", MS * 10_000, None, None).await.unwrap();
+        e.heartbeat(T, "carol", MS * 10_000, None, None).await.unwrap();
+        let page = e.list_presence(T, None, 2).await.unwrap();
+        let names: Vec<_> = page.items.iter().map(|p| p.member.to_string()).collect();
+        assert_eq!(names, ["alice", "bob"]);
+        let rest = e.list_presence(T, page.next.as_ref(), 2).await.unwrap();
+        assert_eq!(rest.items.len(), 1);
+        assert_eq!(rest.items[0].member.as_ref(), "carol");
+        e.leave(T, "carol").await.unwrap();
+        assert_eq!(e.leave(T, "carol").await, Err(Error::NotFound));
+        // Attached to a lease: another lease may not take the member, a
+        // per-lease cap holds, and the records go with the lease.
+        let g = e.grant(T, "host", MS * 60_000, None).await.unwrap();
+        let g2 = e.grant(T, "host", MS * 60_000, None).await.unwrap();
+        e.heartbeat(T, "m1", MS * 10_000, None, Some(g.id)).await.unwrap();
+        e.heartbeat(T, "m2", MS * 10_000, None, Some(g.id)).await.unwrap();
+        assert_eq!(
+            e.heartbeat(T, "m3", MS * 10_000, None, Some(g.id)).await.map(drop),
+            Err(Error::CapacityExceeded {
+                scope: Scope::Parent(relaystore::events::Collection::Presence),
+                limit: 2,
+                used: 2
+            })
+        );
+        assert!(matches!(
+            e.heartbeat(T, "m1", MS * 10_000, None, Some(g2.id)).await,
+            Err(Error::Conflict { .. })
+        ));
+        assert_eq!(e.get_presence(T, "m1").await.unwrap().lease, Some(g.id));
+        e.revoke(T, g.id).await.unwrap();
+        assert_eq!(e.get_presence(T, "m1").await.map(drop), Err(Error::NotFound), "{name}");
+        e.heartbeat(T, "m1", MS * 10_000, None, Some(g2.id)).await.unwrap();
+        // A record is never visible past its deadline.
+        e.heartbeat(T, "brief", MS * 50, None, None).await.unwrap();
+        tokio::time::sleep(MS * 80).await;
+        assert_eq!(e.get_presence(T, "brief").await.map(drop), Err(Error::NotFound), "{name}");
+        let all = e.list_presence(T, None, 10).await.unwrap();
+        assert!(all.items.iter().all(|p| p.member.as_ref() != "brief"));
+    });
+}

@@ -72,7 +72,7 @@ impl Conn {
         &self,
         script: &Script,
         key: &str,
-        args: Vec<String>,
+        args: Vec<Vec<u8>>,
     ) -> Result<T> {
         let mut invocation = script.prepare_invoke();
         invocation.key(key);

@@ -28,13 +28,13 @@ impl RedisEngine {
         }
         let ttl_ms = self.ttl_ms(ttl)?;
         let config = self.config();
-        let args = vec![
+        let args = args![
             holder.to_owned(),
             ttl_ms.to_string(),
             quota_arg(config.tenant.leases_max),
             self.keep_ms().to_string(),
             idempotency_key.unwrap_or("").to_owned(),
-            crate::time::duration_to_millis_ceil(config.idempotency_ttl).to_string(),
+            self.idempotency_ttl_ms().to_string(),
             quota_arg(config.tenant.idempotency_max),
         ];
         let reply = self
@@ -89,7 +89,7 @@ impl RedisEngine {
         version: Option<u64>,
     ) -> Result<Renewal> {
         let ttl_ms = self.ttl_ms(ttl)?;
-        let args = vec![
+        let args = args![
             id.seq().to_string(),
             ttl_ms.to_string(),
             version.map_or_else(String::new, |v| v.to_string()),
@@ -104,7 +104,7 @@ impl RedisEngine {
 
     /// A live lease ([`Store::get_lease`](crate::Store::get_lease)).
     pub async fn get_lease(&self, tenant: TenantId, id: LeaseId) -> Result<LeaseInfo> {
-        let args = vec![id.seq().to_string()];
+        let args = args![id.seq().to_string()];
         let reply = self.existing(&scripts::GET_LEASE, tenant, id, args).await?;
         Ok(LeaseInfo {
             id,
@@ -120,7 +120,7 @@ impl RedisEngine {
     /// lease's tombstone lives (`tombstone_ttl`).
     pub async fn revoke(&self, tenant: TenantId, id: LeaseId) -> Result<()> {
         let tombstone = crate::time::duration_to_millis_ceil(self.config().tombstone_ttl);
-        let args = vec![id.seq().to_string(), tombstone.to_string()];
+        let args = args![id.seq().to_string(), tombstone.to_string()];
         self.existing(&scripts::REVOKE, tenant, id, args)
             .await
             .map(drop)
@@ -134,7 +134,7 @@ impl RedisEngine {
         script: &redis::Script,
         tenant: TenantId,
         id: LeaseId,
-        args: Vec<String>,
+        args: Vec<Vec<u8>>,
     ) -> Result<Reply> {
         let reply = self
             .run(

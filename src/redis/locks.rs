@@ -26,7 +26,7 @@ impl RedisEngine {
         self.check_name(owner)?;
         let ttl_ms = self.ttl_ms(ttl)?;
         let config = self.config();
-        let args = vec![
+        let args = args![
             name.to_owned(),
             owner.to_owned(),
             ttl_ms.to_string(),
@@ -64,7 +64,7 @@ impl RedisEngine {
                 tenant,
                 Mode::Existing,
                 Issued::Nothing,
-                vec![name.to_owned()],
+                args![name],
             )
             .await?
             .ok_or(Error::NotFound)?;
@@ -89,7 +89,7 @@ impl RedisEngine {
     ) -> Result<Renewal> {
         self.check_name(name)?;
         let ttl_ms = self.ttl_ms(ttl)?;
-        let args = vec![
+        let args = args![
             name.to_owned(),
             fence.to_string(),
             ttl_ms.to_string(),
@@ -116,7 +116,7 @@ impl RedisEngine {
     /// Idempotent, and never releases a later holder's lock.
     pub async fn release_lock(&self, tenant: TenantId, name: &str, fence: u64) -> Result<()> {
         self.check_name(name)?;
-        let args = vec![name.to_owned(), fence.to_string()];
+        let args = args![name.to_owned(), fence.to_string()];
         match self
             .run(
                 &scripts::RELEASE_LOCK,

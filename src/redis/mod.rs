@@ -10,11 +10,14 @@
 //! each script touches one Cluster slot.
 //!
 //! What is served so far: leases (grant with tenant quota and idempotency,
-//! renew, renew at a version, get, revoke with its cascade to locks) and
-//! named locks (take, get, renew, release, attached to a lease). The rest of
-//! the [`Engine`](crate::Engine) contract is not served yet, so this type
-//! does not implement the trait; the methods carry the trait's names and
-//! semantics.
+//! renew, renew at a version, get, revoke with its cascade), listings
+//! (publish, get, update, unpublish, revoke, pages), presence (heartbeat,
+//! get, pages, leave), join attempts (begin with a one-time token, bind
+//! once, consume exactly once, cancel) and named locks (take, get, renew,
+//! release, attached to a lease). The rest
+//! of the [`Engine`](crate::Engine) contract is not served yet, so this
+//! type does not implement the trait; the methods carry the trait's names
+//! and semantics.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), relaystore::Error> {
@@ -29,9 +32,20 @@
 //! # Ok(()) }
 //! ```
 
+/// Script arguments: each anything that turns into bytes (text, numbers
+/// as their decimal text through `to_string`, attribute bytes).
+macro_rules! args {
+    ($($arg:expr),* $(,)?) => {
+        vec![$(Vec::<u8>::from($arg)),*]
+    };
+}
+
 mod conn;
+mod joins;
 mod leases;
+mod listings;
 mod locks;
+mod presence;
 mod reply;
 mod scripts;
 
@@ -39,7 +53,7 @@ use crate::config::StoreConfig;
 use crate::error::{Error, Result};
 use crate::ids::TenantId;
 use crate::record::TtlRange;
-use crate::store::{DegradedReason, Health};
+use crate::store::{Cursor, DegradedReason, Health, Page};
 use conn::Conn;
 use redis::Script;
 use reply::Reply;
@@ -260,6 +274,11 @@ impl RedisEngine {
         crate::time::duration_to_millis_ceil(self.config().tombstone_ttl).max(1_000)
     }
 
+    /// `idempotency_ttl` in whole milliseconds.
+    fn idempotency_ttl_ms(&self) -> u64 {
+        crate::time::duration_to_millis_ceil(self.config().idempotency_ttl)
+    }
+
     /// Reads the store's incarnation from the meta key, creating it if the
     /// store is new or Redis lost its data.
     async fn refresh_incarnation(&self) -> Result<u64> {
@@ -270,7 +289,7 @@ impl RedisEngine {
         let (seen, born): (String, String) = self
             .inner
             .conn
-            .eval(&scripts::META, &key, vec![format!("{fresh:016x}")])
+            .eval(&scripts::META, &key, args![format!("{fresh:016x}")])
             .await?;
         let malformed = || Error::BackendUnavailable {
             detail: Arc::from(format!(
@@ -305,7 +324,7 @@ impl RedisEngine {
         tenant: TenantId,
         mode: Mode,
         issued: Issued,
-        args: Vec<String>,
+        args: Vec<Vec<u8>>,
     ) -> Result<Option<Reply>> {
         let key = self.tenant_key(tenant);
         let mut create = false;
@@ -323,8 +342,8 @@ impl RedisEngine {
                 return Err(Error::Restarted);
             }
             let mut argv = Vec::with_capacity(args.len() + 2);
-            argv.push(format!("{incarnation:016x}"));
-            argv.push(if create { "c" } else { "r" }.to_owned());
+            argv.push(format!("{incarnation:016x}").into_bytes());
+            argv.push(if create { b"c".to_vec() } else { b"r".to_vec() });
             argv.extend(args.iter().cloned());
             let reply = Reply::new(self.inner.conn.eval(script, &key, argv).await?)?;
             match reply.code()? {
@@ -348,6 +367,50 @@ impl RedisEngine {
         Err(Error::BackendUnavailable {
             detail: Arc::from("the store's incarnation kept changing"),
         })
+    }
+}
+
+impl RedisEngine {
+    /// One page of a key-ordered index through a page script
+    /// (`page` in `lua/prelude.lua`): `limit` (in `1..=page_len_max`) keys
+    /// scanned after `cursor`; each visible one is its key and `width`
+    /// values, which `item` turns into an item (given the key's position).
+    async fn page<T>(
+        &self,
+        script: &Script,
+        tenant: TenantId,
+        cursor: Option<&Cursor>,
+        limit: usize,
+        width: usize,
+        item: impl Fn(&Reply, usize) -> Result<T>,
+    ) -> Result<Page<T>> {
+        if limit == 0 || limit > self.config().page_len_max {
+            return Err(Error::InvalidArgument {
+                reason: "limit must be in 1..=page_len_max",
+            });
+        }
+        let after = cursor.map_or("", Cursor::as_str);
+        let args = args![after, limit.to_string()];
+        let Some(reply) = self
+            .run(script, tenant, Mode::Existing, Issued::Nothing, args)
+            .await?
+        else {
+            return Ok(Page {
+                items: Vec::new(),
+                next: None,
+            });
+        };
+        reply.refusal()?;
+        let next = (reply.uint(1)? == 1)
+            .then(|| reply.text(2).map(|last| Cursor::from(&*last)))
+            .transpose()?;
+        let mut items = Vec::new();
+        let mut at = 3;
+        while at + width < reply.len() {
+            items.push(item(&reply, at)?);
+            at += width + 1;
+        }
+        Ok(Page { items, next })
     }
 }
 

@@ -17,6 +17,7 @@ pub(super) const STALE: i64 = 7;
 pub(super) const UNKNOWN: i64 = 8;
 pub(super) const RESTARTED: i64 = 9;
 pub(super) const MISMATCH: i64 = 10;
+pub(super) const REPLAYED: i64 = 11;
 
 /// A reply the engine did not expect: a bug, or a Redis that is not ours.
 fn malformed(what: &str) -> Error {
@@ -60,6 +61,18 @@ impl Reply {
         }
     }
 
+    pub(super) fn bytes(&self, at: usize) -> Result<Arc<[u8]>> {
+        match self.0.get(at) {
+            Some(Value::BulkString(b)) => Ok(Arc::from(b.as_slice())),
+            other => Err(malformed(&format!("element {at} is {other:?}"))),
+        }
+    }
+
+    /// How many elements the reply has.
+    pub(super) fn len(&self) -> usize {
+        self.0.len()
+    }
+
     /// A time left in milliseconds (never negative).
     pub(super) fn millis(&self, at: usize) -> Result<std::time::Duration> {
         Ok(std::time::Duration::from_millis(
@@ -74,6 +87,13 @@ impl Reply {
             2 => Ok(Scope::Tenant(Collection::Locks)),
             3 => Ok(Scope::Parent(Collection::Locks)),
             4 => Ok(Scope::Tenant(Collection::Idempotency)),
+            5 => Ok(Scope::Parent(Collection::Listings)),
+            6 => Ok(Scope::Tenant(Collection::Listings)),
+            7 => Ok(Scope::Parent(Collection::Attempts)),
+            8 => Ok(Scope::Tenant(Collection::Attempts)),
+            9 => Ok(Scope::Tenant(Collection::Replay)),
+            10 => Ok(Scope::Parent(Collection::Presence)),
+            11 => Ok(Scope::Tenant(Collection::Presence)),
             _ => Err(malformed("unknown capacity scope")),
         };
         Err(match self.code()? {
@@ -83,6 +103,7 @@ impl Reply {
             REVOKED => Error::Revoked,
             RESTARTED => Error::Restarted,
             MISMATCH => Error::IdempotencyMismatch,
+            REPLAYED => Error::ReplayRejected,
             CONFLICT => Error::Conflict {
                 current_version: self.uint(1)?,
             },

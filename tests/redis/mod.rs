@@ -77,7 +77,10 @@ pub fn config() -> StoreConfig {
         ttl_min: Duration::from_millis(10),
         tombstone_ttl: Duration::from_secs(30),
         listings_per_lease_max: 3,
+        attempts_per_listing_max: 2,
         locks_per_lease_max: 2,
+        presence_per_lease_max: 2,
+        replay_grace: Duration::from_secs(1),
         ..StoreConfig::default()
     }
 }

@@ -6,28 +6,18 @@
 local holder, ttl = ARGV[3], tonumber(ARGV[4])
 local keep = tonumber(ARGV[6])
 local ikey = ARGV[7]
-local ik = R .. 'i:' .. ikey
-local fingerprint = holder .. '\0' .. ARGV[4]
-if ikey ~= '' then
-  local seen = redis.call('HMGET', ik, 'p', 'f', 'v', 'd', 'e')
-  if seen[1] and tonumber(seen[5]) > NOW then
-    if seen[1] ~= fingerprint then
-      return {MISMATCH}
-    end
-    return {OK, tonumber(seen[2]), tonumber(seen[3]), tonumber(seen[4]), NOW}
+local fingerprint = 'grant\0' .. holder .. '\0' .. ARGV[4]
+local seen = idempotent(ikey, fingerprint, {'f', 'v', 'd'})
+if seen then
+  if seen[1] ~= OK then
+    return seen
   end
+  return {OK, tonumber(seen[2]), tonumber(seen[3]), tonumber(seen[4]), NOW}
 end
-reap()
-local refused = full(LEASES, tonumber(ARGV[5]), 1)
+reap(REAP_MAX)
+local refused = full(LEASES, tonumber(ARGV[5]), 1) or idempotency_room(ikey, tonumber(ARGV[9]))
 if refused then
   return refused
-end
-if ikey ~= '' then
-  redis.call('ZREMRANGEBYSCORE', IDEM, '-inf', NOW)
-  refused = full(IDEM, tonumber(ARGV[9]), 4)
-  if refused then
-    return refused
-  end
 end
 local f = next_fence()
 local d = NOW + ttl
@@ -35,10 +25,5 @@ local k = R .. 'l:' .. num(f)
 redis.call('HSET', k, 'h', holder, 'v', num(f), 'd', num(d))
 redis.call('PEXPIREAT', k, num(d + keep))
 redis.call('ZADD', LEASES, num(d), num(f))
-if ikey ~= '' then
-  local e = NOW + tonumber(ARGV[8])
-  redis.call('HSET', ik, 'p', fingerprint, 'f', num(f), 'v', num(f), 'd', num(d), 'e', num(e))
-  redis.call('PEXPIREAT', ik, num(e))
-  redis.call('ZADD', IDEM, num(e), ikey)
-end
+remember(ikey, fingerprint, tonumber(ARGV[8]), {'f', num(f), 'v', num(f), 'd', num(d)})
 return {OK, f, f, d, NOW}

@@ -11,7 +11,7 @@
 --
 -- Replies are arrays whose first element is a code (src/redis/reply.rs).
 local OK, NOT_FOUND, EXPIRED, REVOKED, CONFLICT = 0, 1, 2, 3, 4
-local HELD, CAPACITY, STALE, UNKNOWN, RESTARTED, MISMATCH = 5, 6, 7, 8, 9, 10
+local HELD, CAPACITY, STALE, UNKNOWN, RESTARTED, MISMATCH, REPLAYED = 5, 6, 7, 8, 9, 10, 11
 
 local INC = KEYS[1]
 local TAG = string.sub(INC, 1, -4)
@@ -70,7 +70,73 @@ local function lease_state(seq)
   return OK
 end
 
--- Drops the locks attached to lease `seq` (the cascade).
+local LISTINGS = R .. 'px'
+local ATTEMPTS = R .. 'ad'
+local REPLAY = R .. 'ar'
+
+-- The listing under `key` if visible (it exists and its lease is live):
+-- its fields {lease, attrs, version, publication}, or nil. The publication
+-- (its first version) tells a re-published key from the listing an attempt
+-- joined; updates do not change it.
+local function visible_listing(key)
+  local p = redis.call('HMGET', R .. 'p:' .. key, 'l', 'a', 'v', 'o')
+  if not p[1] or lease_state(p[1]) ~= OK then
+    return nil
+  end
+  return p
+end
+
+-- Drops an attempt that is pending or bound (not the replay memory of a
+-- consumed one).
+local function drop_attempt(seq, key)
+  redis.call('DEL', R .. 'a:' .. seq)
+  redis.call('ZREM', ATTEMPTS, seq)
+  redis.call('ZREM', REPLAY, seq)
+  redis.call('SREM', R .. 'pa:' .. key, seq)
+end
+
+-- Removes the listing under `key` and its pending and bound attempts.
+local function drop_listing(key)
+  local pk = R .. 'p:' .. key
+  local lease = redis.call('HGET', pk, 'l')
+  local pending = R .. 'pa:' .. key
+  for _, seq in ipairs(redis.call('SMEMBERS', pending)) do
+    drop_attempt(seq, key)
+  end
+  redis.call('DEL', pending, pk)
+  redis.call('ZREM', LISTINGS, key)
+  if lease then
+    redis.call('SREM', R .. 'lp:' .. lease, key)
+  end
+end
+
+local MEMBERS = R .. 'md'
+local MEMBER_KEYS = R .. 'mx'
+
+-- Removes `member`'s presence record.
+local function drop_member(member)
+  local mk = R .. 'm:' .. member
+  local lease = redis.call('HGET', mk, 'l')
+  if lease and lease ~= '' then
+    redis.call('SREM', R .. 'lm:' .. lease, member)
+  end
+  redis.call('DEL', mk)
+  redis.call('ZREM', MEMBERS, member)
+  redis.call('ZREM', MEMBER_KEYS, member)
+end
+
+-- `member`'s presence record if visible (not past its deadline, and its
+-- lease, if it has one, live): {attrs, lease, version, deadline}, or nil.
+local function visible_member(member)
+  local m = redis.call('HMGET', R .. 'm:' .. member, 'a', 'l', 'v', 'd')
+  if not m[1] or tonumber(m[4]) <= NOW or (m[2] ~= '' and lease_state(m[2]) ~= OK) then
+    return nil
+  end
+  return m
+end
+
+-- Drops what is attached to lease `seq` (the cascade): its locks, its
+-- presence records, its listings and their attempts.
 local function detach(seq)
   local att = R .. 'la:' .. seq
   for _, name in ipairs(redis.call('SMEMBERS', att)) do
@@ -80,37 +146,173 @@ local function detach(seq)
       redis.call('ZREM', LOCKS, name)
     end
   end
-  redis.call('DEL', att)
+  local members = R .. 'lm:' .. seq
+  for _, member in ipairs(redis.call('SMEMBERS', members)) do
+    if redis.call('HGET', R .. 'm:' .. member, 'l') == seq then
+      drop_member(member)
+    end
+  end
+  redis.call('DEL', members)
+  local published = R .. 'lp:' .. seq
+  for _, key in ipairs(redis.call('SMEMBERS', published)) do
+    if redis.call('HGET', R .. 'p:' .. key, 'l') == seq then
+      drop_listing(key)
+    end
+  end
+  redis.call('DEL', att, published)
 end
 
--- Bounded clean-up run by every creating script: leases past their
--- deadline lose their locks and leave the deadline index; lapsed locks
--- leave theirs. Records stay (reads say Expired) until their key's own
--- expiry removes them.
+-- Clean-up run by every creating script, at most `max` entries of each
+-- index: leases past their deadline lose what is attached to them and
+-- leave the deadline index; lapsed locks and attempts leave theirs.
+-- Records stay (reads say Expired) until their key's own expiry removes
+-- them; replay memory stays until its own deadline.
 local REAP_MAX = 16
-local function reap()
-  for _, seq in ipairs(redis.call('ZRANGEBYSCORE', LEASES, '-inf', NOW, 'LIMIT', 0, REAP_MAX)) do
+local function reap(max)
+  for _, seq in ipairs(redis.call('ZRANGEBYSCORE', LEASES, '-inf', NOW, 'LIMIT', 0, max)) do
     detach(seq)
     redis.call('ZREM', LEASES, seq)
   end
-  for _, name in ipairs(redis.call('ZRANGEBYSCORE', LOCKS, '-inf', NOW, 'LIMIT', 0, REAP_MAX)) do
+  for _, name in ipairs(redis.call('ZRANGEBYSCORE', LOCKS, '-inf', NOW, 'LIMIT', 0, max)) do
     local lease = redis.call('HGET', R .. 'k:' .. name, 'l')
     if lease and lease ~= '' then
       redis.call('SREM', R .. 'la:' .. lease, name)
     end
     redis.call('ZREM', LOCKS, name)
   end
+  for _, seq in ipairs(redis.call('ZRANGEBYSCORE', ATTEMPTS, '-inf', NOW, 'LIMIT', 0, max)) do
+    local key = redis.call('HGET', R .. 'a:' .. seq, 'k')
+    if key then
+      redis.call('SREM', R .. 'pa:' .. key, seq)
+    end
+    redis.call('ZREM', ATTEMPTS, seq)
+  end
+  for _, member in ipairs(redis.call('ZRANGEBYSCORE', MEMBERS, '-inf', NOW, 'LIMIT', 0, max)) do
+    drop_member(member)
+  end
+  redis.call('ZREMRANGEBYSCORE', REPLAY, '-inf', NOW)
+end
+
+-- Live entries of an index: by deadline, or every member of the
+-- listings' index (a listing lives as long as its lease).
+local function live(index)
+  if index == LISTINGS then
+    return redis.call('ZCARD', index)
+  end
+  return redis.call('ZCOUNT', index, '(' .. num(NOW), '+inf')
 end
 
 -- Refuses a creation when `index` already counts `limit` live entries
--- (limit < 0: no quota). Returns nil when there is room.
+-- (limit < 0: no quota). At the limit, everything expired is reaped first
+-- (each entry is reaped once, so this is paid once per entry), so entries
+-- that died with their lease never refuse anyone. Returns nil when there
+-- is room.
 local function full(index, limit, scope)
   if limit < 0 then
     return nil
   end
-  local used = redis.call('ZCOUNT', index, '(' .. num(NOW), '+inf')
+  local used = live(index)
+  if used >= limit then
+    reap(1000000000)
+    used = live(index)
+  end
   if used >= limit then
     return {CAPACITY, scope, limit, used}
   end
   return nil
+end
+
+-- An idempotency record under `ikey` for a creation with `fingerprint`:
+-- nil if there is none (or it lapsed); {MISMATCH} if it was made with other
+-- parameters; else its stored fields `fields`.
+local function idempotent(ikey, fingerprint, fields)
+  if ikey == '' then
+    return nil
+  end
+  local seen = redis.call('HMGET', R .. 'i:' .. ikey, 'p', 'e', unpack(fields))
+  if not seen[1] or tonumber(seen[2]) <= NOW then
+    return nil
+  end
+  if seen[1] ~= fingerprint then
+    return {MISMATCH}
+  end
+  return {OK, unpack(seen, 3)}
+end
+
+-- Remembers a creation under `ikey` for `ttl` ms: `pairs` are its fields.
+local function remember(ikey, fingerprint, ttl, pairs)
+  if ikey == '' then
+    return
+  end
+  local ik = R .. 'i:' .. ikey
+  local e = NOW + ttl
+  redis.call('DEL', ik)
+  redis.call('HSET', ik, 'p', fingerprint, 'e', num(e), unpack(pairs))
+  redis.call('PEXPIREAT', ik, num(e))
+  redis.call('ZADD', IDEM, num(e), ikey)
+end
+
+-- Room for a new idempotency record (nil if there is, or no key).
+local function idempotency_room(ikey, limit)
+  if ikey == '' then
+    return nil
+  end
+  redis.call('ZREMRANGEBYSCORE', IDEM, '-inf', NOW)
+  return full(IDEM, limit, 4)
+end
+
+-- Attempt `seq` presented with `secret`: {code, fields} where fields are
+-- {listing key, client, state, address, version}. A wrong secret reads as
+-- a missing attempt; a consumed attempt is REPLAY (checked before its
+-- listing, so a replay is always refused as one) until its replay memory
+-- lapses; an attempt whose listing (this publication of it) or lease is
+-- gone is NOT_FOUND.
+local function attempt(seq, secret)
+  local a = redis.call('HMGET', R .. 'a:' .. seq, 'k', 'c', 'st', 'ad', 'v', 'h', 'd', 'pv', 'f')
+  if not a[1] or (secret and redis.sha1hex(secret) ~= a[6]) then
+    return NOT_FOUND
+  end
+  if a[3] == 'c' then
+    if tonumber(a[9]) <= NOW then
+      return NOT_FOUND
+    end
+    return REPLAYED
+  end
+  local p = visible_listing(a[1])
+  if not p or p[4] ~= a[8] then
+    return NOT_FOUND
+  end
+  if tonumber(a[7]) <= NOW then
+    return EXPIRED
+  end
+  return OK, a
+end
+
+-- One page of a key-ordered index: scans `limit` keys after `after` (''
+-- from the start) and keeps the visible ones. Reply: {OK, more (1 if the
+-- scan filled `limit`), last key scanned, then for each visible key the key
+-- followed by the values `view` gives it (nil: not visible)}.
+local function page(index, after, limit, view)
+  local from = '-'
+  if after ~= '' then
+    from = '(' .. after
+  end
+  local keys = redis.call('ZRANGEBYLEX', index, from, '+', 'LIMIT', 0, limit)
+  local out = {OK, 0, ''}
+  if #keys == limit then
+    out[2] = 1
+  end
+  if #keys > 0 then
+    out[3] = keys[#keys]
+  end
+  for _, key in ipairs(keys) do
+    local values = view(key)
+    if values then
+      table.insert(out, key)
+      for _, value in ipairs(values) do
+        table.insert(out, value)
+      end
+    end
+  end
+  return out
 end

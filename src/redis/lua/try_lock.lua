@@ -5,7 +5,7 @@
 -- {HELD} when another live owner holds it.
 local name, owner, ttl, lease = ARGV[3], ARGV[4], tonumber(ARGV[5]), ARGV[6]
 local k = R .. 'k:' .. name
-reap()
+reap(REAP_MAX)
 local cur = redis.call('HMGET', k, 'd', 'l')
 if cur[1] then
   if tonumber(cur[1]) > NOW and (cur[2] == '' or lease_state(cur[2]) == OK) then

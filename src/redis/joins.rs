@@ -1,0 +1,182 @@
+//! Join attempts on Redis: begin (with its one-time token), bind, consume
+//! exactly once, cancel.
+
+use super::reply::Reply;
+use super::{quota_arg, scripts, Issued, Mode, RedisEngine};
+use crate::error::{Error, Result};
+use crate::ids::{AttemptId, JoinToken, TenantId, TOKEN_SECRET_BYTES};
+use crate::store::{Admission, Binding, JoinTicket};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, UNIX_EPOCH};
+
+impl RedisEngine {
+    /// Begins an attempt by `client` to join the listing under `listing`,
+    /// valid for `ttl`, and issues its one-time token
+    /// ([`Store::begin_join`](crate::Store::begin_join)): the listing and
+    /// its lease must be visible; refused with `CapacityExceeded` at
+    /// `attempts_per_listing_max` or the tenant's attempt or replay quota.
+    /// The secret is 128 bits from the same generator as in memory; Redis
+    /// keeps only its SHA-1 on the attempt (and the secret itself on an
+    /// idempotency record, for `idempotency_ttl`, to answer a repeat).
+    pub async fn begin_join(
+        &self,
+        tenant: TenantId,
+        listing: &str,
+        client: &str,
+        ttl: Duration,
+        idempotency_key: Option<&str>,
+    ) -> Result<JoinTicket> {
+        self.check_name(listing)?;
+        self.check_name(client)?;
+        if let Some(k) = idempotency_key {
+            self.check_name(k)?;
+        }
+        let ttl_ms = self.ttl_ms(ttl)?;
+        let mut secret = [0u8; TOKEN_SECRET_BYTES];
+        crate::secrets::fill(&mut secret)?;
+        let config = self.config();
+        let args = args![
+            listing,
+            client,
+            ttl_ms.to_string(),
+            hex(&secret),
+            config.attempts_per_listing_max.to_string(),
+            quota_arg(config.tenant.attempts_max),
+            quota_arg(config.tenant.replay_max),
+            crate::time::duration_to_millis_ceil(config.replay_grace).to_string(),
+            self.keep_ms().to_string(),
+            idempotency_key.unwrap_or(""),
+            self.idempotency_ttl_ms().to_string(),
+            quota_arg(config.tenant.idempotency_max),
+        ];
+        let reply = self
+            .run(
+                &scripts::BEGIN_JOIN,
+                tenant,
+                Mode::Creating,
+                Issued::Nothing,
+                args,
+            )
+            .await?
+            .ok_or(Error::NotFound)?;
+        reply.refusal()?;
+        let attempt = AttemptId::new(self.incarnation(), reply.uint(1)?);
+        let secret = unhex(&reply.text(2)?).ok_or_else(|| Error::BackendUnavailable {
+            detail: Arc::from("malformed token secret"),
+        })?;
+        let (deadline, now) = (reply.uint(3)?, reply.uint(4)?);
+        Ok(JoinTicket {
+            attempt,
+            token: token(attempt, &secret),
+            remaining: Duration::from_millis(deadline.saturating_sub(now)),
+            expires_at: UNIX_EPOCH + Duration::from_millis(deadline),
+        })
+    }
+
+    /// Binds the attempt to the address the relay observed for its client,
+    /// once ([`Store::bind_endpoint`](crate::Store::bind_endpoint)): the
+    /// winning bind repeated with the same address returns the same
+    /// binding; another address is `Conflict`. A wrong token reads as a
+    /// missing attempt.
+    pub async fn bind_endpoint(
+        &self,
+        tenant: TenantId,
+        attempt: AttemptId,
+        token: &JoinToken,
+        addr: SocketAddr,
+    ) -> Result<Binding> {
+        if token.attempt() != attempt {
+            return Err(Error::NotFound);
+        }
+        let args = args![
+            attempt.seq().to_string(),
+            hex(token.secret()),
+            addr.to_string()
+        ];
+        let reply = self
+            .on_attempt(&scripts::BIND, tenant, attempt, args)
+            .await?;
+        Ok(Binding {
+            attempt,
+            addr,
+            version: reply.uint(1)?,
+        })
+    }
+
+    /// Consumes a bound token, exactly once under any concurrency and
+    /// across every instance ([`Store::consume`](crate::Store::consume));
+    /// every later consume is `ReplayRejected` until the attempt's
+    /// deadline plus `replay_grace`.
+    pub async fn consume(&self, tenant: TenantId, token: &JoinToken) -> Result<Admission> {
+        let attempt = token.attempt();
+        let args = args![attempt.seq().to_string(), hex(token.secret())];
+        let reply = self
+            .on_attempt(&scripts::CONSUME, tenant, attempt, args)
+            .await?;
+        let addr = reply
+            .text(3)?
+            .parse()
+            .map_err(|_| Error::BackendUnavailable {
+                detail: Arc::from("malformed bound address"),
+            })?;
+        Ok(Admission {
+            attempt,
+            client: reply.text(1)?,
+            listing: reply.text(2)?,
+            addr,
+        })
+    }
+
+    /// Cancels a pending or bound attempt; a consumed one is
+    /// `ReplayRejected`.
+    pub async fn cancel_join(&self, tenant: TenantId, attempt: AttemptId) -> Result<()> {
+        let args = args![attempt.seq().to_string()];
+        self.on_attempt(&scripts::CANCEL_JOIN, tenant, attempt, args)
+            .await
+            .map(drop)
+    }
+
+    async fn on_attempt(
+        &self,
+        script: &redis::Script,
+        tenant: TenantId,
+        attempt: AttemptId,
+        args: Vec<Vec<u8>>,
+    ) -> Result<Reply> {
+        let reply = self
+            .run(
+                script,
+                tenant,
+                Mode::Existing,
+                Issued::Id(attempt.incarnation()),
+                args,
+            )
+            .await?
+            .ok_or(Error::NotFound)?;
+        reply.refusal()?;
+        Ok(reply)
+    }
+}
+
+fn token(attempt: AttemptId, secret: &[u8; TOKEN_SECRET_BYTES]) -> JoinToken {
+    let mut bytes = [0u8; 16 + TOKEN_SECRET_BYTES];
+    bytes[..16].copy_from_slice(&attempt.to_bytes());
+    bytes[16..].copy_from_slice(secret);
+    JoinToken::from_bytes(&bytes)
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn unhex(text: &str) -> Option<[u8; TOKEN_SECRET_BYTES]> {
+    let mut out = [0u8; TOKEN_SECRET_BYTES];
+    if text.len() != 2 * TOKEN_SECRET_BYTES {
+        return None;
+    }
+    for (i, byte) in out.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(text.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(out)
+}

@@ -1,0 +1,186 @@
+//! Listings on Redis: publish, get, update, unpublish, revoke, pages.
+
+use super::{quota_arg, scripts, Issued, Mode, RedisEngine};
+use crate::error::{Error, Result};
+use crate::ids::{LeaseId, TenantId};
+use crate::store::{Cursor, ListingInfo, Page};
+use std::sync::Arc;
+
+impl RedisEngine {
+    /// Publishes a listing under `key`, attached to `lease`, with `attrs`
+    /// ([`Store::publish`](crate::Store::publish)): visible only while the
+    /// lease is; a visible listing under `key` is `Conflict`; refused with
+    /// `CapacityExceeded` at `listings_per_lease_max` or the tenant's
+    /// listing quota.
+    pub async fn publish(
+        &self,
+        tenant: TenantId,
+        lease: LeaseId,
+        key: &str,
+        attrs: &[u8],
+        idempotency_key: Option<&str>,
+    ) -> Result<ListingInfo> {
+        self.check_name(key)?;
+        self.check_attrs(attrs)?;
+        if let Some(k) = idempotency_key {
+            self.check_name(k)?;
+        }
+        let config = self.config();
+        let args = args![
+            lease.seq().to_string(),
+            key,
+            attrs,
+            config.listings_per_lease_max.to_string(),
+            quota_arg(config.tenant.listings_max),
+            idempotency_key.unwrap_or(""),
+            self.idempotency_ttl_ms().to_string(),
+            quota_arg(config.tenant.idempotency_max),
+        ];
+        let reply = self
+            .run(
+                &scripts::PUBLISH,
+                tenant,
+                Mode::Creating,
+                Issued::Id(lease.incarnation()),
+                args,
+            )
+            .await?
+            .ok_or(Error::NotFound)?;
+        reply.refusal()?;
+        Ok(ListingInfo {
+            key: Arc::from(key),
+            lease,
+            attrs: Arc::from(attrs),
+            version: reply.uint(1)?,
+        })
+    }
+
+    /// A visible listing.
+    pub async fn get_listing(&self, tenant: TenantId, key: &str) -> Result<ListingInfo> {
+        self.check_name(key)?;
+        let reply = self
+            .run(
+                &scripts::GET_LISTING,
+                tenant,
+                Mode::Existing,
+                Issued::Nothing,
+                args![key],
+            )
+            .await?
+            .ok_or(Error::NotFound)?;
+        reply.refusal()?;
+        Ok(ListingInfo {
+            key: Arc::from(key),
+            lease: LeaseId::new(self.incarnation(), reply.uint(1)?),
+            attrs: reply.bytes(2)?,
+            version: reply.uint(3)?,
+        })
+    }
+
+    /// Replaces a listing's attributes if it is at `expected_version`;
+    /// returns the new version (`Conflict` with the current one if not).
+    pub async fn update_listing(
+        &self,
+        tenant: TenantId,
+        key: &str,
+        expected_version: u64,
+        attrs: &[u8],
+    ) -> Result<u64> {
+        self.check_name(key)?;
+        self.check_attrs(attrs)?;
+        let args = args![key, expected_version.to_string(), attrs];
+        let reply = self
+            .run(
+                &scripts::UPDATE_LISTING,
+                tenant,
+                Mode::Existing,
+                Issued::Nothing,
+                args,
+            )
+            .await?
+            .ok_or(Error::NotFound)?;
+        reply.refusal()?;
+        reply.uint(1)
+    }
+
+    /// Removes a listing and its pending and bound join attempts (at
+    /// `expected_version`, if given).
+    pub async fn unpublish(
+        &self,
+        tenant: TenantId,
+        key: &str,
+        expected_version: Option<u64>,
+    ) -> Result<()> {
+        self.end_listing(tenant, key, expected_version, false).await
+    }
+
+    /// Revokes a listing and its join attempts; a listing that is not (or
+    /// no longer) visible is `Ok`.
+    pub async fn revoke_listing(&self, tenant: TenantId, key: &str) -> Result<()> {
+        self.end_listing(tenant, key, None, true).await
+    }
+
+    async fn end_listing(
+        &self,
+        tenant: TenantId,
+        key: &str,
+        expected_version: Option<u64>,
+        revoke: bool,
+    ) -> Result<()> {
+        self.check_name(key)?;
+        let expected = expected_version.map_or_else(String::new, |v| v.to_string());
+        let args = args![key, expected, if revoke { "1" } else { "0" }];
+        match self
+            .run(
+                &scripts::UNPUBLISH,
+                tenant,
+                Mode::Existing,
+                Issued::Nothing,
+                args,
+            )
+            .await?
+        {
+            Some(reply) => reply.refusal(),
+            None if revoke => Ok(()),
+            None => Err(Error::NotFound),
+        }
+    }
+
+    /// One page of a tenant's visible listings in key order: `limit` keys
+    /// are scanned after `cursor` (in `1..=page_len_max`), and the visible
+    /// ones returned; `next` is set when there may be more.
+    pub async fn list_listings(
+        &self,
+        tenant: TenantId,
+        cursor: Option<&Cursor>,
+        limit: usize,
+    ) -> Result<Page<ListingInfo>> {
+        let incarnation = self.incarnation();
+        self.page(
+            &scripts::LIST_LISTINGS,
+            tenant,
+            cursor,
+            limit,
+            3,
+            |r, at| {
+                Ok(ListingInfo {
+                    key: r.text(at)?,
+                    lease: LeaseId::new(incarnation, r.uint(at + 1)?),
+                    attrs: r.bytes(at + 2)?,
+                    version: r.uint(at + 3)?,
+                })
+            },
+        )
+        .await
+    }
+
+    /// The in-memory store's rule on attributes: at most `attrs_bytes_max`.
+    pub(super) fn check_attrs(&self, attrs: &[u8]) -> Result<()> {
+        if attrs.len() > self.config().attrs_bytes_max {
+            return Err(Error::InvalidArgument {
+                reason: "attributes are larger than attrs_bytes_max",
+            });
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,61 @@
+-- heartbeat: ARGV[3] member, ARGV[4] ttl (ms), ARGV[5] '1' if ARGV[6] holds
+-- new attributes, ARGV[7] the lease sequence number to attach to ('' for
+-- none), ARGV[8] presence_per_lease_max, ARGV[9] the tenant's presence
+-- quota (-1: off), ARGV[10] how long the key outlives the deadline (ms).
+-- Refreshes a visible record (an absolute reset) or creates one. Reply:
+-- {OK, version, remaining}; CONFLICT when the member is present under
+-- another live lease; the lease's state if it is not live.
+local member, ttl, lease = ARGV[3], tonumber(ARGV[4]), ARGV[7]
+local keep = tonumber(ARGV[10])
+if lease ~= '' then
+  local state = lease_state(lease)
+  if state ~= OK then
+    return {state}
+  end
+end
+local mk = R .. 'm:' .. member
+local d = NOW + ttl
+local m = visible_member(member)
+if m then
+  if m[2] ~= lease then
+    return {CONFLICT, tonumber(m[3])}
+  end
+  local v = tonumber(m[3]) + 1
+  redis.call('HSET', mk, 'v', num(v), 'd', num(d))
+  if ARGV[5] == '1' then
+    redis.call('HSET', mk, 'a', ARGV[6])
+  end
+  redis.call('PEXPIREAT', mk, num(d + keep))
+  redis.call('ZADD', MEMBERS, num(d), member)
+  return {OK, v, ttl}
+end
+-- Missing, lapsed, or under a lease that is gone: a new record.
+if redis.call('EXISTS', mk) == 1 then
+  drop_member(member)
+end
+reap(REAP_MAX)
+local under = R .. 'lm:' .. lease
+if lease ~= '' then
+  local held = redis.call('SCARD', under)
+  local cap = tonumber(ARGV[8])
+  if held >= cap then
+    return {CAPACITY, 10, cap, held}
+  end
+end
+local refused = full(MEMBERS, tonumber(ARGV[9]), 11)
+if refused then
+  return refused
+end
+local v = next_fence()
+local attrs = ''
+if ARGV[5] == '1' then
+  attrs = ARGV[6]
+end
+redis.call('HSET', mk, 'a', attrs, 'l', lease, 'v', num(v), 'd', num(d))
+redis.call('PEXPIREAT', mk, num(d + keep))
+redis.call('ZADD', MEMBERS, num(d), member)
+redis.call('ZADD', MEMBER_KEYS, 0, member)
+if lease ~= '' then
+  redis.call('SADD', under, member)
+end
+return {OK, v, ttl}

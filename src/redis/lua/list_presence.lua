@@ -1,0 +1,11 @@
+-- list_presence: ARGV[3] the member to resume after ('' from the start),
+-- ARGV[4] how many members to scan. Reply: `page`'s, each visible record as
+-- member, attributes, lease sequence number ('' for none), version,
+-- remaining.
+return page(MEMBER_KEYS, ARGV[3], tonumber(ARGV[4]), function(member)
+  local m = visible_member(member)
+  if m then
+    return {m[1], m[2], tonumber(m[3]), tonumber(m[4]) - NOW}
+  end
+  return nil
+end)

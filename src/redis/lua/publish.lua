@@ -1,0 +1,45 @@
+-- publish: ARGV[3] lease sequence number, ARGV[4] key, ARGV[5] attributes,
+-- ARGV[6] listings_per_lease_max, ARGV[7] the tenant's listing quota (-1:
+-- off), ARGV[8] idempotency key ('' for none), ARGV[9] idempotency_ttl
+-- (ms), ARGV[10] the tenant's idempotency quota (-1: off).
+-- Reply: {OK, version}; CONFLICT with the version of a visible listing
+-- under the key; the lease's state if it is not live.
+local lease, key, attrs = ARGV[3], ARGV[4], ARGV[5]
+local ikey = ARGV[8]
+local fingerprint = 'publish\0' .. lease .. '\0' .. key .. '\0' .. attrs
+local seen = idempotent(ikey, fingerprint, {'v'})
+if seen then
+  if seen[1] ~= OK then
+    return seen
+  end
+  return {OK, tonumber(seen[2])}
+end
+local state = lease_state(lease)
+if state ~= OK then
+  return {state}
+end
+local current = visible_listing(key)
+if current then
+  return {CONFLICT, tonumber(current[3])}
+end
+reap(REAP_MAX)
+-- A listing under the key whose lease is gone: the name is free.
+if redis.call('EXISTS', R .. 'p:' .. key) == 1 then
+  drop_listing(key)
+end
+local published = R .. 'lp:' .. lease
+local held = redis.call('SCARD', published)
+local cap = tonumber(ARGV[6])
+if held >= cap then
+  return {CAPACITY, 5, cap, held}
+end
+local refused = full(LISTINGS, tonumber(ARGV[7]), 6) or idempotency_room(ikey, tonumber(ARGV[10]))
+if refused then
+  return refused
+end
+local v = next_fence()
+redis.call('HSET', R .. 'p:' .. key, 'l', lease, 'a', attrs, 'v', num(v), 'o', num(v))
+redis.call('ZADD', LISTINGS, 0, key)
+redis.call('SADD', published, key)
+remember(ikey, fingerprint, tonumber(ARGV[9]), {'v', num(v)})
+return {OK, v}

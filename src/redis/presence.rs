@@ -1,0 +1,130 @@
+//! Presence on Redis: heartbeat, get, pages, leave.
+
+use super::reply::Reply;
+use super::{quota_arg, scripts, Issued, Mode, RedisEngine};
+use crate::error::{Error, Result};
+use crate::ids::{LeaseId, TenantId};
+use crate::store::{Cursor, Page, PresenceInfo, Renewal};
+use std::time::Duration;
+
+impl RedisEngine {
+    /// Records that `member` is alive for `ttl` (an absolute reset),
+    /// creating the record if needed ([`Store::heartbeat`](crate::Store::heartbeat)).
+    /// `attrs`, if given, replace the stored ones. With `lease`, the record
+    /// dies with the lease; a member present under another live lease is
+    /// `Conflict`. Refused with `CapacityExceeded` at
+    /// `presence_per_lease_max` or the tenant's presence quota.
+    pub async fn heartbeat(
+        &self,
+        tenant: TenantId,
+        member: &str,
+        ttl: Duration,
+        attrs: Option<&[u8]>,
+        lease: Option<LeaseId>,
+    ) -> Result<Renewal> {
+        self.check_name(member)?;
+        if let Some(a) = attrs {
+            self.check_attrs(a)?;
+        }
+        let ttl_ms = self.ttl_ms(ttl)?;
+        let config = self.config();
+        let args = args![
+            member,
+            ttl_ms.to_string(),
+            if attrs.is_some() { "1" } else { "0" },
+            attrs.unwrap_or_default(),
+            lease.map_or_else(String::new, |l| l.seq().to_string()),
+            config.presence_per_lease_max.to_string(),
+            quota_arg(config.tenant.presence_max),
+            self.keep_ms().to_string(),
+        ];
+        let issued = lease.map_or(Issued::Nothing, |l| Issued::Id(l.incarnation()));
+        let reply = self
+            .run(&scripts::HEARTBEAT, tenant, Mode::Creating, issued, args)
+            .await?
+            .ok_or(Error::NotFound)?;
+        reply.refusal()?;
+        Ok(Renewal {
+            version: reply.uint(1)?,
+            remaining: reply.millis(2)?,
+        })
+    }
+
+    /// A visible presence record.
+    pub async fn get_presence(&self, tenant: TenantId, member: &str) -> Result<PresenceInfo> {
+        self.check_name(member)?;
+        let reply = self
+            .run(
+                &scripts::GET_PRESENCE,
+                tenant,
+                Mode::Existing,
+                Issued::Nothing,
+                args![member],
+            )
+            .await?
+            .ok_or(Error::NotFound)?;
+        reply.refusal()?;
+        self.presence_at(member.into(), &reply, 1)
+    }
+
+    /// One page of a tenant's visible presence records in member order,
+    /// with the same rules as [`list_listings`](Self::list_listings).
+    pub async fn list_presence(
+        &self,
+        tenant: TenantId,
+        cursor: Option<&Cursor>,
+        limit: usize,
+    ) -> Result<Page<PresenceInfo>> {
+        self.page(
+            &scripts::LIST_PRESENCE,
+            tenant,
+            cursor,
+            limit,
+            4,
+            |r, at| self.presence_at(r.text(at)?, r, at + 1),
+        )
+        .await
+    }
+
+    /// Removes a visible presence record.
+    pub async fn leave(&self, tenant: TenantId, member: &str) -> Result<()> {
+        self.check_name(member)?;
+        let reply = self
+            .run(
+                &scripts::LEAVE,
+                tenant,
+                Mode::Existing,
+                Issued::Nothing,
+                args![member],
+            )
+            .await?
+            .ok_or(Error::NotFound)?;
+        reply.refusal()
+    }
+
+    /// `member`'s presence record from a reply whose attributes, lease,
+    /// version and remaining time start at `at`.
+    fn presence_at(
+        &self,
+        member: std::sync::Arc<str>,
+        reply: &Reply,
+        at: usize,
+    ) -> Result<PresenceInfo> {
+        let lease = reply.text(at + 1)?;
+        let lease = if lease.is_empty() {
+            None
+        } else {
+            let seq = lease.parse().map_err(|_| Error::BackendUnavailable {
+                detail: std::sync::Arc::from("malformed lease of a presence record"),
+            })?;
+            Some(LeaseId::new(self.incarnation(), seq))
+        };
+        Ok(PresenceInfo {
+            member,
+            attrs: reply.bytes(at)?,
+            lease,
+            version: reply.uint(at + 2)?,
+            remaining: reply.millis(at + 3)?,
+        })
+    }
+}
