@@ -3,9 +3,10 @@
 //! the same number of requests in flight, and next to the in-memory store.
 //!
 //! For each depth (1, 8 and 64 requests in flight on one connection, as one
-//! relay instance's engine handle pipelines them) it runs `grant`, `renew`
-//! and `get_lease` for `--seconds` each, then `redis-benchmark -c 1 -P
-//! <depth>`, and prints ops/s and the ratio to the floor (target ≥ 0.5).
+//! relay instance's engine handle pipelines them) it runs `grant`, `renew`,
+//! `get_lease` and the join trio (`begin_join`, `bind_endpoint`, `consume`)
+//! for `--seconds` each, then `redis-benchmark -c 1 -P <depth>`, and prints
+//! ops/s and the ratio to the floor (target ≥ 0.5).
 //! Runs only when `REDIS_URL` is set; `redis-benchmark` must be on PATH.
 //! Keys go under a namespace of their own; the benchmark's floor writes
 //! `relaystore-floor:*` keys with a one-minute expiry.
@@ -21,6 +22,7 @@ mod support;
 use relaystore::redis::{RedisEngine, RedisOptions};
 use relaystore::{LeaseId, Store, StoreConfig, TenantId};
 use std::future::Future;
+use std::net::SocketAddr;
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -30,6 +32,12 @@ use support::{options, Options};
 const DEPTHS: [usize; 3] = [1, 8, 64];
 const TTL: Duration = Duration::from_secs(60);
 const TENANTS: u64 = 16;
+const LOBBY: &str = "lobby";
+const JOIN_TTL: Duration = Duration::from_secs(1);
+const SEEN: SocketAddr = SocketAddr::V4(std::net::SocketAddrV4::new(
+    std::net::Ipv4Addr::new(203, 0, 113, 7),
+    4000,
+));
 
 fn main() {
     let o = options(
@@ -50,8 +58,10 @@ fn main() {
 
 async fn run(url: &str, o: &Options) {
     let namespace = format!("bench-{}", std::process::id());
+    // Joins' replay memory kept briefly, so the attempt quotas never bind.
     let config = StoreConfig {
         leases_max: 10_000_000,
+        replay_grace: Duration::from_secs(1),
         ..StoreConfig::default()
     };
     let engine = RedisEngine::connect(
@@ -82,6 +92,22 @@ async fn run(url: &str, o: &Options) {
             store.grant(tenant, "h", TTL, None).expect("grant").id,
         ));
     }
+    // One listing per tenant for the joins, under a lease of its own.
+    for t in 0..TENANTS {
+        let tenant = TenantId(t);
+        let host = engine
+            .grant(tenant, "host", TTL * 60, None)
+            .await
+            .expect("grant");
+        engine
+            .publish(tenant, host.id, LOBBY, b"", None)
+            .await
+            .expect("publish");
+        let host = store.grant(tenant, "host", TTL * 60, None).expect("grant");
+        store
+            .publish(tenant, host.id, LOBBY, b"", None)
+            .expect("publish");
+    }
     let (ids, local) = (Arc::new(ids), Arc::new(local));
     let seconds = Duration::from_secs(o.seconds);
     let (host, port) = host_port(url);
@@ -95,7 +121,7 @@ async fn run(url: &str, o: &Options) {
     );
     for depth in DEPTHS {
         let floor = floor(&host, port, depth);
-        for op in ["grant", "renew", "get_lease"] {
+        for op in ["grant", "renew", "get_lease", "join"] {
             let (e, ids_r) = (engine.clone(), Arc::clone(&ids));
             let remote = measure(depth, seconds, move |k| {
                 let (e, ids) = (e.clone(), Arc::clone(&ids_r));
@@ -117,8 +143,9 @@ async fn run(url: &str, o: &Options) {
     }
 }
 
-/// One operation (a grant with the revoke that frees its room: two);
-/// how many were done, 0 if one failed.
+/// One operation (a grant with the revoke that frees its room: two; a
+/// join, begin + bind + consume: three); how many were done, 0 if one
+/// failed.
 async fn one_remote(e: &RedisEngine, ids: &[(TenantId, LeaseId)], op: &str, k: u64) -> u64 {
     let (tenant, id) = ids[(k as usize) % ids.len()];
     let ok = match op {
@@ -128,6 +155,15 @@ async fn one_remote(e: &RedisEngine, ids: &[(TenantId, LeaseId)], op: &str, k: u
                 Ok(g) => return 2 * u64::from(e.revoke(tenant, g.id).await.is_ok()),
                 Err(_) => false,
             }
+        }
+        "join" => {
+            let tenant = TenantId(k % TENANTS);
+            let Ok(t) = e.begin_join(tenant, LOBBY, "c", JOIN_TTL, None).await else {
+                return 0;
+            };
+            let bound = e.bind_endpoint(tenant, t.attempt, &t.token, SEEN).await;
+            let consumed = e.consume(tenant, &t.token).await;
+            return 3 * u64::from(bound.is_ok() && consumed.is_ok());
         }
         "renew" => e.renew(tenant, id, TTL).await.is_ok(),
         _ => e.get_lease(tenant, id).await.is_ok(),
@@ -145,6 +181,15 @@ fn one_local(s: &Store, ids: &[(TenantId, LeaseId)], op: &str, k: u64) -> u64 {
                 Ok(g) => return 2 * u64::from(s.revoke(tenant, g.id).is_ok()),
                 Err(_) => false,
             }
+        }
+        "join" => {
+            let tenant = TenantId(k % TENANTS);
+            let Ok(t) = s.begin_join(tenant, LOBBY, "c", JOIN_TTL, None) else {
+                return 0;
+            };
+            let bound = s.bind_endpoint(tenant, t.attempt, &t.token, SEEN);
+            let consumed = s.consume(tenant, &t.token);
+            return 3 * u64::from(bound.is_ok() && consumed.is_ok());
         }
         "renew" => s.renew(tenant, id, TTL).is_ok(),
         _ => s.get_lease(tenant, id).is_ok(),

@@ -835,15 +835,28 @@ fn tenant_quotas_on_listings_and_attempts_do_not_count_the_dead() {
 fn presence_heartbeats_pages_and_cascades() {
     on_every_target("presence", |target, name| async move {
         let e = instances(&target, &name, 1, config()).await.remove(0);
-        let first = e.heartbeat(T, "bob", MS * 10_000, Some(b"v1"), None).await.unwrap();
+        let first = e
+            .heartbeat(T, "bob", MS * 10_000, Some(b"v1"), None)
+            .await
+            .unwrap();
         assert_eq!(first.remaining, MS * 10_000, "{name}");
-        let again = e.heartbeat(T, "bob", MS * 20_000, None, None).await.unwrap();
+        let again = e
+            .heartbeat(T, "bob", MS * 20_000, None, None)
+            .await
+            .unwrap();
         assert!(again.version > first.version);
         let bob = e.get_presence(T, "bob").await.unwrap();
-        assert_eq!((bob.member.as_ref(), &*bob.attrs, bob.lease), ("bob", &b"v1"[..], None));
+        assert_eq!(
+            (bob.member.as_ref(), &*bob.attrs, bob.lease),
+            ("bob", &b"v1"[..], None)
+        );
         assert!(bob.remaining > MS * 10_000);
-        e.heartbeat(T, "alice", MS * 10_000, None, None).await.unwrap();
-        e.heartbeat(T, "carol", MS * 10_000, None, None).await.unwrap();
+        e.heartbeat(T, "alice", MS * 10_000, None, None)
+            .await
+            .unwrap();
+        e.heartbeat(T, "carol", MS * 10_000, None, None)
+            .await
+            .unwrap();
         let page = e.list_presence(T, None, 2).await.unwrap();
         let names: Vec<_> = page.items.iter().map(|p| p.member.to_string()).collect();
         assert_eq!(names, ["alice", "bob"]);
@@ -856,10 +869,16 @@ fn presence_heartbeats_pages_and_cascades() {
         // per-lease cap holds, and the records go with the lease.
         let g = e.grant(T, "host", MS * 60_000, None).await.unwrap();
         let g2 = e.grant(T, "host", MS * 60_000, None).await.unwrap();
-        e.heartbeat(T, "m1", MS * 10_000, None, Some(g.id)).await.unwrap();
-        e.heartbeat(T, "m2", MS * 10_000, None, Some(g.id)).await.unwrap();
+        e.heartbeat(T, "m1", MS * 10_000, None, Some(g.id))
+            .await
+            .unwrap();
+        e.heartbeat(T, "m2", MS * 10_000, None, Some(g.id))
+            .await
+            .unwrap();
         assert_eq!(
-            e.heartbeat(T, "m3", MS * 10_000, None, Some(g.id)).await.map(drop),
+            e.heartbeat(T, "m3", MS * 10_000, None, Some(g.id))
+                .await
+                .map(drop),
             Err(Error::CapacityExceeded {
                 scope: Scope::Parent(relaystore::events::Collection::Presence),
                 limit: 2,
@@ -872,12 +891,22 @@ fn presence_heartbeats_pages_and_cascades() {
         ));
         assert_eq!(e.get_presence(T, "m1").await.unwrap().lease, Some(g.id));
         e.revoke(T, g.id).await.unwrap();
-        assert_eq!(e.get_presence(T, "m1").await.map(drop), Err(Error::NotFound), "{name}");
-        e.heartbeat(T, "m1", MS * 10_000, None, Some(g2.id)).await.unwrap();
+        assert_eq!(
+            e.get_presence(T, "m1").await.map(drop),
+            Err(Error::NotFound),
+            "{name}"
+        );
+        e.heartbeat(T, "m1", MS * 10_000, None, Some(g2.id))
+            .await
+            .unwrap();
         // A record is never visible past its deadline.
         e.heartbeat(T, "brief", MS * 50, None, None).await.unwrap();
         tokio::time::sleep(MS * 80).await;
-        assert_eq!(e.get_presence(T, "brief").await.map(drop), Err(Error::NotFound), "{name}");
+        assert_eq!(
+            e.get_presence(T, "brief").await.map(drop),
+            Err(Error::NotFound),
+            "{name}"
+        );
         let all = e.list_presence(T, None, 10).await.unwrap();
         assert!(all.items.iter().all(|p| p.member.as_ref() != "brief"));
     });
