@@ -2,13 +2,14 @@
 //! server, or the client's cluster connection (slot routing, redirects).
 //! Every call is bounded by the call timeout and fails closed.
 
+use super::scripts::{Function, LIBRARY};
 use super::{RedisOptions, RedisTarget};
 use crate::error::{Error, Result};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;
 use redis::cluster_routing::{MultipleNodeRoutingInfo, RoutingInfo};
-use redis::{FromRedisValue, Script, Value};
+use redis::{FromRedisValue, Value};
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -66,26 +67,57 @@ impl Conn {
         Ok(Conn { kind, timeout })
     }
 
-    /// Runs `script` with one key (the tenant's incarnation key, which
-    /// routes it to the tenant's slot) and `args`.
-    pub(super) async fn eval<T: FromRedisValue>(
+    /// Calls `function` with one key (the tenant's incarnation key, which
+    /// routes it to the tenant's slot) and `args`. A server that does not
+    /// have the library (a new or restarted one, or a cluster node that
+    /// joined) gets it, and the call is made once more.
+    pub(super) async fn call<T: FromRedisValue>(
         &self,
-        script: &Script,
+        function: Function,
         key: &str,
         args: Vec<Vec<u8>>,
     ) -> Result<T> {
-        let mut invocation = script.prepare_invoke();
-        invocation.key(key);
-        for arg in args {
-            invocation.arg(arg);
+        let mut cmd = redis::cmd("FCALL");
+        cmd.arg(function.name()).arg(1).arg(key).arg(args);
+        match self.query(&cmd).await {
+            Err(Missing) => {
+                self.load_library().await?;
+                self.query(&cmd).await.map_err(|e| e.into_error())
+            }
+            other => other.map_err(|e| e.into_error()),
         }
+    }
+
+    /// Loads the library on every primary (replacing the same version).
+    /// A Redis without Functions (before 7.0) is refused with
+    /// [`Error::InvalidConfig`].
+    pub(super) async fn load_library(&self) -> Result<()> {
+        let mut cmd = redis::cmd("FUNCTION");
+        cmd.arg("LOAD").arg("REPLACE").arg(&LIBRARY.code);
+        match self.on_every_primary(cmd).await {
+            Err(Error::BackendUnavailable { detail }) if detail.contains("unknown command") => {
+                Err(Error::InvalidConfig {
+                    field: "target",
+                    rule: "must be Redis 7 or later (the engine is a Redis Functions library)",
+                })
+            }
+            other => other.map(drop),
+        }
+    }
+
+    async fn query<T: FromRedisValue>(&self, cmd: &redis::Cmd) -> std::result::Result<T, Failed> {
         let call = async {
             match &self.kind {
-                Kind::Server(c) => invocation.invoke_async(&mut c.clone()).await,
-                Kind::Cluster(c) => invocation.invoke_async(&mut c.clone()).await,
+                Kind::Server(c) => cmd.query_async(&mut c.clone()).await,
+                Kind::Cluster(c) => cmd.query_async(&mut c.clone()).await,
             }
         };
-        bounded(self.timeout, call).await
+        match tokio::time::timeout(self.timeout, call).await {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(e)) if e.to_string().contains("Function not found") => Err(Missing),
+            Ok(Err(e)) => Err(Failed::Redis(unavailable(&e))),
+            Err(_) => Err(Failed::Redis(timed_out(self.timeout))),
+        }
     }
 
     /// One round trip to every primary.
@@ -155,6 +187,31 @@ fn collect_policies(reply: &Value, into: &mut Vec<String>) {
     }
 }
 
+/// Why a function call failed: the server lacks the library, or anything
+/// else (already the contract's error).
+enum Failed {
+    Missing,
+    Redis(Error),
+}
+use Failed::Missing;
+
+impl Failed {
+    fn into_error(self) -> Error {
+        match self {
+            Missing => Error::BackendUnavailable {
+                detail: Arc::from("the function library could not be loaded"),
+            },
+            Failed::Redis(e) => e,
+        }
+    }
+}
+
+fn timed_out(limit: Duration) -> Error {
+    Error::BackendUnavailable {
+        detail: Arc::from(format!("no answer within {limit:?}")),
+    }
+}
+
 /// `call` bounded by `limit`; a Redis error or the bound passing is
 /// [`Error::BackendUnavailable`].
 async fn bounded<T>(
@@ -164,8 +221,6 @@ async fn bounded<T>(
     match tokio::time::timeout(limit, call).await {
         Ok(Ok(value)) => Ok(value),
         Ok(Err(e)) => Err(unavailable(&e)),
-        Err(_) => Err(Error::BackendUnavailable {
-            detail: Arc::from(format!("no answer within {limit:?}")),
-        }),
+        Err(_) => Err(timed_out(limit)),
     }
 }

@@ -52,7 +52,7 @@ impl RedisEngine {
         ];
         let reply = self
             .run(
-                &scripts::BEGIN_JOIN,
+                scripts::BEGIN_JOIN,
                 tenant,
                 Mode::Creating,
                 Issued::Nothing,
@@ -95,7 +95,7 @@ impl RedisEngine {
             addr.to_string()
         ];
         let reply = self
-            .on_attempt(&scripts::BIND, tenant, attempt, args)
+            .on_attempt(scripts::BIND, tenant, attempt, args)
             .await?;
         Ok(Binding {
             attempt,
@@ -112,7 +112,7 @@ impl RedisEngine {
         let attempt = token.attempt();
         let args = args![attempt.seq().to_string(), hex(token.secret())];
         let reply = self
-            .on_attempt(&scripts::CONSUME, tenant, attempt, args)
+            .on_attempt(scripts::CONSUME, tenant, attempt, args)
             .await?;
         let addr = reply
             .text(3)?
@@ -132,21 +132,21 @@ impl RedisEngine {
     /// `ReplayRejected`.
     pub async fn cancel_join(&self, tenant: TenantId, attempt: AttemptId) -> Result<()> {
         let args = args![attempt.seq().to_string()];
-        self.on_attempt(&scripts::CANCEL_JOIN, tenant, attempt, args)
+        self.on_attempt(scripts::CANCEL_JOIN, tenant, attempt, args)
             .await
             .map(drop)
     }
 
     async fn on_attempt(
         &self,
-        script: &redis::Script,
+        function: scripts::Function,
         tenant: TenantId,
         attempt: AttemptId,
         args: Vec<Vec<u8>>,
     ) -> Result<Reply> {
         let reply = self
             .run(
-                script,
+                function,
                 tenant,
                 Mode::Existing,
                 Issued::Id(attempt.incarnation()),

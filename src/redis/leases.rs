@@ -39,7 +39,7 @@ impl RedisEngine {
         ];
         let reply = self
             .run(
-                &scripts::GRANT,
+                scripts::GRANT,
                 tenant,
                 Mode::Creating,
                 Issued::Nothing,
@@ -95,7 +95,7 @@ impl RedisEngine {
             version.map_or_else(String::new, |v| v.to_string()),
             self.keep_ms().to_string(),
         ];
-        let reply = self.existing(&scripts::RENEW, tenant, id, args).await?;
+        let reply = self.existing(scripts::RENEW, tenant, id, args).await?;
         Ok(Renewal {
             version: reply.uint(1)?,
             remaining: reply.millis(2)?,
@@ -105,7 +105,7 @@ impl RedisEngine {
     /// A live lease ([`Store::get_lease`](crate::Store::get_lease)).
     pub async fn get_lease(&self, tenant: TenantId, id: LeaseId) -> Result<LeaseInfo> {
         let args = args![id.seq().to_string()];
-        let reply = self.existing(&scripts::GET_LEASE, tenant, id, args).await?;
+        let reply = self.existing(scripts::GET_LEASE, tenant, id, args).await?;
         Ok(LeaseInfo {
             id,
             holder: reply.text(1)?,
@@ -115,30 +115,30 @@ impl RedisEngine {
         })
     }
 
-    /// Revokes a lease and, in the same script, every lock attached to it
+    /// Revokes a lease and, in the same call, every lock attached to it
     /// ([`Store::revoke`](crate::Store::revoke)). Idempotent while the
     /// lease's tombstone lives (`tombstone_ttl`).
     pub async fn revoke(&self, tenant: TenantId, id: LeaseId) -> Result<()> {
         let tombstone = crate::time::duration_to_millis_ceil(self.config().tombstone_ttl);
         let args = args![id.seq().to_string(), tombstone.to_string()];
-        self.existing(&scripts::REVOKE, tenant, id, args)
+        self.existing(scripts::REVOKE, tenant, id, args)
             .await
             .map(drop)
     }
 
-    /// Runs a script on an existing lease: `NotFound` when the tenant has
-    /// nothing in this incarnation, the refusal the script names, or its
+    /// Runs a function on an existing lease: `NotFound` when the tenant has
+    /// nothing in this incarnation, the refusal the function names, or its
     /// reply.
     async fn existing(
         &self,
-        script: &redis::Script,
+        function: scripts::Function,
         tenant: TenantId,
         id: LeaseId,
         args: Vec<Vec<u8>>,
     ) -> Result<Reply> {
         let reply = self
             .run(
-                script,
+                function,
                 tenant,
                 Mode::Existing,
                 Issued::Id(id.incarnation()),

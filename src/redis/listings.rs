@@ -38,7 +38,7 @@ impl RedisEngine {
         ];
         let reply = self
             .run(
-                &scripts::PUBLISH,
+                scripts::PUBLISH,
                 tenant,
                 Mode::Creating,
                 Issued::Id(lease.incarnation()),
@@ -60,7 +60,7 @@ impl RedisEngine {
         self.check_name(key)?;
         let reply = self
             .run(
-                &scripts::GET_LISTING,
+                scripts::GET_LISTING,
                 tenant,
                 Mode::Existing,
                 Issued::Nothing,
@@ -91,7 +91,7 @@ impl RedisEngine {
         let args = args![key, expected_version.to_string(), attrs];
         let reply = self
             .run(
-                &scripts::UPDATE_LISTING,
+                scripts::UPDATE_LISTING,
                 tenant,
                 Mode::Existing,
                 Issued::Nothing,
@@ -132,7 +132,7 @@ impl RedisEngine {
         let args = args![key, expected, if revoke { "1" } else { "0" }];
         match self
             .run(
-                &scripts::UNPUBLISH,
+                scripts::UNPUBLISH,
                 tenant,
                 Mode::Existing,
                 Issued::Nothing,
@@ -156,21 +156,14 @@ impl RedisEngine {
         limit: usize,
     ) -> Result<Page<ListingInfo>> {
         let incarnation = self.incarnation();
-        self.page(
-            &scripts::LIST_LISTINGS,
-            tenant,
-            cursor,
-            limit,
-            3,
-            |r, at| {
-                Ok(ListingInfo {
-                    key: r.text(at)?,
-                    lease: LeaseId::new(incarnation, r.uint(at + 1)?),
-                    attrs: r.bytes(at + 2)?,
-                    version: r.uint(at + 3)?,
-                })
-            },
-        )
+        self.page(scripts::LIST_LISTINGS, tenant, cursor, limit, 3, |r, at| {
+            Ok(ListingInfo {
+                key: r.text(at)?,
+                lease: LeaseId::new(incarnation, r.uint(at + 1)?),
+                attrs: r.bytes(at + 2)?,
+                version: r.uint(at + 3)?,
+            })
+        })
         .await
     }
 

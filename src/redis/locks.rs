@@ -37,7 +37,7 @@ impl RedisEngine {
         ];
         let issued = lease.map_or(Issued::Nothing, |l| Issued::Id(l.incarnation()));
         let Some(reply) = self
-            .run(&scripts::TRY_LOCK, tenant, Mode::Creating, issued, args)
+            .run(scripts::TRY_LOCK, tenant, Mode::Creating, issued, args)
             .await?
         else {
             return Err(Error::NotFound);
@@ -60,7 +60,7 @@ impl RedisEngine {
         self.check_name(name)?;
         let reply = self
             .run(
-                &scripts::GET_LOCK,
+                scripts::GET_LOCK,
                 tenant,
                 Mode::Existing,
                 Issued::Nothing,
@@ -97,7 +97,7 @@ impl RedisEngine {
         ];
         let reply = self
             .run(
-                &scripts::RENEW_LOCK,
+                scripts::RENEW_LOCK,
                 tenant,
                 Mode::Existing,
                 Issued::Fence(fence),
@@ -119,7 +119,7 @@ impl RedisEngine {
         let args = args![name.to_owned(), fence.to_string()];
         match self
             .run(
-                &scripts::RELEASE_LOCK,
+                scripts::RELEASE_LOCK,
                 tenant,
                 Mode::Existing,
                 Issued::Fence(fence),

@@ -2,12 +2,12 @@
 //! one Redis server or one Redis Cluster (SPEC §9, ADR 0029).
 //!
 //! [`RedisEngine`] keeps the in-memory store's rules with the state in
-//! Redis. Every transition is one Lua script that runs atomically on the
-//! server: it reads the server's clock (`TIME`) for every deadline and every
+//! Redis. Every transition is one Lua function (of a Redis Functions
+//! library the engine loads) that runs atomically on the server: it reads the server's clock (`TIME`) for every deadline and every
 //! visibility decision, so a record is never observable after its deadline
 //! whatever Redis's lazy expiry does, and the clocks of the relay hosts do
 //! not matter. Every key of one tenant carries the tenant's hash tag, so
-//! each script touches one Cluster slot.
+//! each call touches one Cluster slot.
 //!
 //! What is served so far: leases (grant with tenant quota and idempotency,
 //! renew, renew at a version, get, revoke with its cascade), listings
@@ -55,7 +55,6 @@ use crate::ids::TenantId;
 use crate::record::TtlRange;
 use crate::store::{Cursor, DegradedReason, Health, Page};
 use conn::Conn;
-use redis::Script;
 use reply::Reply;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -177,7 +176,7 @@ impl std::fmt::Debug for RedisEngine {
 }
 
 /// What the caller passed that an incarnation issued: checked against the
-/// store's incarnation before the script runs.
+/// store's incarnation before the function runs.
 #[derive(Copy, Clone)]
 enum Issued {
     /// Nothing.
@@ -188,7 +187,7 @@ enum Issued {
     Fence(u64),
 }
 
-/// Whether a script may create the tenant's keys of this incarnation.
+/// Whether a function may create the tenant's keys of this incarnation.
 #[derive(Copy, Clone, PartialEq, Eq)]
 enum Mode {
     /// Reads and changes of existing records.
@@ -213,6 +212,7 @@ impl RedisEngine {
         let ttl = TtlRange::new(config.ttl_min, config.ttl_max)?;
         let conn = Conn::open(&options).await?;
         conn.check_noeviction(options.call_timeout).await?;
+        conn.load_library().await?;
         let engine = RedisEngine {
             inner: Arc::new(Inner {
                 conn,
@@ -269,7 +269,7 @@ impl RedisEngine {
 
     /// How long a record's Redis key outlives its logical deadline: the
     /// memory backstop (PEXPIREAT) is never earlier than the deadline, so
-    /// only the scripts' clock checks decide visibility.
+    /// only the functions' clock checks decide visibility.
     fn keep_ms(&self) -> u64 {
         crate::time::duration_to_millis_ceil(self.config().tombstone_ttl).max(1_000)
     }
@@ -289,7 +289,7 @@ impl RedisEngine {
         let (seen, born): (String, String) = self
             .inner
             .conn
-            .eval(&scripts::META, &key, args![format!("{fresh:016x}")])
+            .call(scripts::META, &key, args![format!("{fresh:016x}")])
             .await?;
         let malformed = || Error::BackendUnavailable {
             detail: Arc::from(format!(
@@ -298,7 +298,7 @@ impl RedisEngine {
         };
         let incarnation = u64::from_str_radix(&seen, 16).map_err(|_| malformed())?;
         let born = born.parse::<u64>().map_err(|_| malformed())?;
-        // Both stores before any script of the new incarnation can run on
+        // Both stores before any call of the new incarnation can run on
         // this handle's behalf; a reader of the pair may see the new born
         // with the old incarnation only briefly, and then refreshes again.
         self.inner.born.store(born, Ordering::Release);
@@ -312,15 +312,15 @@ impl RedisEngine {
         format!("{{{}:{}}}:inc", self.inner.namespace, tenant.0)
     }
 
-    /// Runs a per-tenant script. When the tenant's keys are of another
+    /// Runs a per-tenant function. When the tenant's keys are of another
     /// incarnation than this handle's, or missing, the incarnation is read
     /// again from the meta key; `issued` (an id or fence the caller
     /// passed) is then checked against it: [`Error::Restarted`] if an
     /// earlier incarnation issued it. `None` for a tenant with no keys in
-    /// this incarnation and a script that creates nothing.
+    /// this incarnation and a function that creates nothing.
     async fn run(
         &self,
-        script: &Script,
+        function: scripts::Function,
         tenant: TenantId,
         mode: Mode,
         issued: Issued,
@@ -345,7 +345,7 @@ impl RedisEngine {
             argv.push(format!("{incarnation:016x}").into_bytes());
             argv.push(if create { b"c".to_vec() } else { b"r".to_vec() });
             argv.extend(args.iter().cloned());
-            let reply = Reply::new(self.inner.conn.eval(script, &key, argv).await?)?;
+            let reply = Reply::new(self.inner.conn.call(function, &key, argv).await?)?;
             match reply.code()? {
                 reply::STALE | reply::UNKNOWN => {
                     // The tenant's keys are of another incarnation, or
@@ -371,13 +371,13 @@ impl RedisEngine {
 }
 
 impl RedisEngine {
-    /// One page of a key-ordered index through a page script
+    /// One page of a key-ordered index through a page function
     /// (`page` in `lua/prelude.lua`): `limit` (in `1..=page_len_max`) keys
     /// scanned after `cursor`; each visible one is its key and `width`
     /// values, which `item` turns into an item (given the key's position).
     async fn page<T>(
         &self,
-        script: &Script,
+        function: scripts::Function,
         tenant: TenantId,
         cursor: Option<&Cursor>,
         limit: usize,
@@ -392,7 +392,7 @@ impl RedisEngine {
         let after = cursor.map_or("", Cursor::as_str);
         let args = args![after, limit.to_string()];
         let Some(reply) = self
-            .run(script, tenant, Mode::Existing, Issued::Nothing, args)
+            .run(function, tenant, Mode::Existing, Issued::Nothing, args)
             .await?
         else {
             return Ok(Page {
@@ -414,7 +414,7 @@ impl RedisEngine {
     }
 }
 
-/// A tenant quota as a script argument: `-1` when switched off.
+/// A tenant quota as a function argument: `-1` when switched off.
 fn quota_arg(limit: u64) -> String {
     if limit == crate::config::TenantQuota::OFF {
         "-1".to_owned()

@@ -40,7 +40,7 @@ impl RedisEngine {
         ];
         let issued = lease.map_or(Issued::Nothing, |l| Issued::Id(l.incarnation()));
         let reply = self
-            .run(&scripts::HEARTBEAT, tenant, Mode::Creating, issued, args)
+            .run(scripts::HEARTBEAT, tenant, Mode::Creating, issued, args)
             .await?
             .ok_or(Error::NotFound)?;
         reply.refusal()?;
@@ -55,7 +55,7 @@ impl RedisEngine {
         self.check_name(member)?;
         let reply = self
             .run(
-                &scripts::GET_PRESENCE,
+                scripts::GET_PRESENCE,
                 tenant,
                 Mode::Existing,
                 Issued::Nothing,
@@ -75,14 +75,9 @@ impl RedisEngine {
         cursor: Option<&Cursor>,
         limit: usize,
     ) -> Result<Page<PresenceInfo>> {
-        self.page(
-            &scripts::LIST_PRESENCE,
-            tenant,
-            cursor,
-            limit,
-            4,
-            |r, at| self.presence_at(r.text(at)?, r, at + 1),
-        )
+        self.page(scripts::LIST_PRESENCE, tenant, cursor, limit, 4, |r, at| {
+            self.presence_at(r.text(at)?, r, at + 1)
+        })
         .await
     }
 
@@ -91,7 +86,7 @@ impl RedisEngine {
         self.check_name(member)?;
         let reply = self
             .run(
-                &scripts::LEAVE,
+                scripts::LEAVE,
                 tenant,
                 Mode::Existing,
                 Issued::Nothing,

@@ -1,4 +1,4 @@
-//! A script's reply: an array whose first element is a code
+//! A function's reply: an array whose first element is a code
 //! (`lua/prelude.lua` names them), then the values.
 
 use crate::error::{Error, Result, Scope};
@@ -22,7 +22,7 @@ pub(super) const REPLAYED: i64 = 11;
 /// A reply the engine did not expect: a bug, or a Redis that is not ours.
 fn malformed(what: &str) -> Error {
     Error::BackendUnavailable {
-        detail: Arc::from(format!("malformed script reply: {what}")),
+        detail: Arc::from(format!("malformed function reply: {what}")),
     }
 }
 

@@ -1,26 +1,26 @@
--- Shared head of every per-tenant script (src/redis/scripts.rs prepends it).
+-- The library's shared part (src/redis/scripts.rs builds the library: this,
+-- then one registered function per transition, each body in its own file).
+-- It is loaded once per server (FUNCTION LOAD), so its helpers are made
+-- once, not on every call. Every per-tenant function starts with `begin`,
+-- which sets the per-call state below and may answer early:
 --
 -- KEYS[1]  the tenant's incarnation key, "{<ns>:<tenant>}:inc"; every other
---          key the script touches carries the same hash tag, so the whole
---          script runs in one Cluster slot.
+--          key a function touches carries the same hash tag, so the whole
+--          call runs in one Cluster slot.
 -- ARGV[1]  the store incarnation the client believes in (16 hex digits)
 -- ARGV[2]  "r": use the tenant's keyspace only if it is of that incarnation;
 --          "c": the client has just checked the incarnation against the
 --          store's meta key, so create (or replace) the tenant's record
--- The script's own arguments start at ARGV[3].
+-- A function's own arguments start at ARGV[3].
 --
 -- Replies are arrays whose first element is a code (src/redis/reply.rs).
 local OK, NOT_FOUND, EXPIRED, REVOKED, CONFLICT = 0, 1, 2, 3, 4
 local HELD, CAPACITY, STALE, UNKNOWN, RESTARTED, MISMATCH, REPLAYED = 5, 6, 7, 8, 9, 10, 11
 
-local INC = KEYS[1]
-local TAG = string.sub(INC, 1, -4)
-local I = ARGV[1]
-
--- The server's clock decides every deadline and every visibility question.
-local clock = redis.call('TIME')
-local NOW_US = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
-local NOW = math.floor(NOW_US / 1000)
+-- Per-call state, set by `begin`. Redis runs one call at a time, so these
+-- are never shared between calls in flight.
+local KEYS, ARGV, TAG, I, NOW_US, NOW, BORN, R
+local LEASES, LOCKS, IDEM, LISTINGS, ATTEMPTS, REPLAY, MEMBERS, MEMBER_KEYS
 
 -- Integers as decimal text (Lua numbers are doubles; everything stored
 -- stays below 2^53).
@@ -28,24 +28,35 @@ local function num(x)
   return string.format('%.0f', x)
 end
 
-local seen = redis.call('HMGET', INC, 'i', 'b')
-local BORN
-if seen[1] == I then
-  BORN = tonumber(seen[2])
-elseif ARGV[2] == 'c' then
-  redis.call('HSET', INC, 'i', I, 'b', num(NOW_US))
-  BORN = NOW_US
-elseif seen[1] then
-  return {STALE}
-else
-  return {UNKNOWN}
+-- Starts a per-tenant call: the server's clock (it decides every deadline
+-- and every visibility question), the tenant's incarnation check, and this
+-- incarnation's keys of the tenant. Returns a reply to answer at once, or
+-- nil.
+local function begin(keys, args)
+  KEYS, ARGV = keys, args
+  local inc = KEYS[1]
+  TAG = string.sub(inc, 1, -4)
+  I = ARGV[1]
+  local clock = redis.call('TIME')
+  NOW_US = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
+  NOW = math.floor(NOW_US / 1000)
+  local seen = redis.call('HMGET', inc, 'i', 'b')
+  if seen[1] == I then
+    BORN = tonumber(seen[2])
+  elseif ARGV[2] == 'c' then
+    redis.call('HSET', inc, 'i', I, 'b', num(NOW_US))
+    BORN = NOW_US
+  elseif seen[1] then
+    return {STALE}
+  else
+    return {UNKNOWN}
+  end
+  R = TAG .. I .. ':'
+  LEASES, LOCKS, IDEM = R .. 'ld', R .. 'kd', R .. 'iz'
+  LISTINGS, ATTEMPTS, REPLAY = R .. 'px', R .. 'ad', R .. 'ar'
+  MEMBERS, MEMBER_KEYS = R .. 'md', R .. 'mx'
+  return nil
 end
-
--- This incarnation's keys of the tenant.
-local R = TAG .. I .. ':'
-local LEASES = R .. 'ld'
-local LOCKS = R .. 'kd'
-local IDEM = R .. 'iz'
 
 -- The next fence (and lease sequence number): above every earlier one of
 -- the tenant, and at least the server's clock in microseconds, so a tenant
@@ -70,9 +81,6 @@ local function lease_state(seq)
   return OK
 end
 
-local LISTINGS = R .. 'px'
-local ATTEMPTS = R .. 'ad'
-local REPLAY = R .. 'ar'
 
 -- The listing under `key` if visible (it exists and its lease is live):
 -- its fields {lease, attrs, version, publication}, or nil. The publication
@@ -110,8 +118,6 @@ local function drop_listing(key)
   end
 end
 
-local MEMBERS = R .. 'md'
-local MEMBER_KEYS = R .. 'mx'
 
 -- Removes `member`'s presence record.
 local function drop_member(member)
@@ -162,7 +168,7 @@ local function detach(seq)
   redis.call('DEL', att, published)
 end
 
--- Clean-up run by every creating script, at most `max` entries of each
+-- Clean-up run by every creating function, at most `max` entries of each
 -- index: leases past their deadline lose what is attached to them and
 -- leave the deadline index; lapsed locks and attempts leave theirs.
 -- Records stay (reads say Expired) until their key's own expiry removes
