@@ -911,3 +911,44 @@ fn presence_heartbeats_pages_and_cascades() {
         assert!(all.items.iter().all(|p| p.member.as_ref() != "brief"));
     });
 }
+
+#[test]
+fn endpoints_most_recent_first_within_the_cap() {
+    on_every_target("endpoints", |target, name| async move {
+        let e = instances(&target, &name, 1, config()).await.remove(0);
+        let g = e.grant(T, "host", MS * 60_000, None).await.unwrap();
+        e.observe_endpoint(T, g.id, addr(1)).await.unwrap();
+        tokio::time::sleep(MS * 5).await;
+        e.observe_endpoint(T, g.id, addr(2)).await.unwrap();
+        let seen = e.endpoints(T, g.id).await.unwrap();
+        assert_eq!(
+            seen.iter().map(|s| s.addr).collect::<Vec<_>>(),
+            vec![addr(2), addr(1)],
+            "{name}"
+        );
+        assert!(seen[0].age <= seen[1].age);
+        tokio::time::sleep(MS * 5).await;
+        e.observe_endpoint(T, g.id, addr(3)).await.unwrap();
+        let seen = e.endpoints(T, g.id).await.unwrap();
+        assert_eq!(
+            seen.iter().map(|s| s.addr).collect::<Vec<_>>(),
+            vec![addr(3), addr(2)],
+            "{name}: the cap replaces the least recently seen"
+        );
+        // Seeing one again makes it the most recent.
+        tokio::time::sleep(MS * 5).await;
+        e.observe_endpoint(T, g.id, addr(2)).await.unwrap();
+        assert_eq!(e.endpoints(T, g.id).await.unwrap()[0].addr, addr(2));
+        e.revoke(T, g.id).await.unwrap();
+        assert_eq!(e.endpoints(T, g.id).await.map(drop), Err(Error::Revoked));
+        assert_eq!(
+            e.observe_endpoint(T, g.id, addr(4)).await,
+            Err(Error::Revoked)
+        );
+        let missing = LeaseId::from_bits(g.id.to_bits() + 999);
+        assert_eq!(
+            e.endpoints(T, missing).await.map(drop),
+            Err(Error::NotFound)
+        );
+    });
+}

@@ -4,7 +4,8 @@ use super::reply::{self, Reply};
 use super::{quota_arg, scripts, Issued, Mode, RedisEngine};
 use crate::error::{Error, Result};
 use crate::ids::{LeaseId, TenantId};
-use crate::store::{LeaseGrant, LeaseInfo, Renewal};
+use crate::store::{EndpointSeen, LeaseGrant, LeaseInfo, Renewal};
+use std::net::SocketAddr;
 use std::time::{Duration, UNIX_EPOCH};
 
 impl RedisEngine {
@@ -124,6 +125,47 @@ impl RedisEngine {
         self.existing(scripts::REVOKE, tenant, id, args)
             .await
             .map(drop)
+    }
+
+    /// Records that `addr` was observed for the lease's holder now
+    /// ([`Store::observe_endpoint`](crate::Store::observe_endpoint)): at
+    /// most `endpoints_per_lease_max` are kept, and past that the least
+    /// recently seen one is replaced.
+    pub async fn observe_endpoint(
+        &self,
+        tenant: TenantId,
+        lease: LeaseId,
+        addr: SocketAddr,
+    ) -> Result<()> {
+        let cap = self.config().endpoints_per_lease_max;
+        let args = args![lease.seq().to_string(), addr.to_string(), cap.to_string()];
+        self.existing(scripts::OBSERVE, tenant, lease, args)
+            .await
+            .map(drop)
+    }
+
+    /// The endpoints observed for a live lease, most recently seen first.
+    pub async fn endpoints(&self, tenant: TenantId, lease: LeaseId) -> Result<Vec<EndpointSeen>> {
+        let args = args![lease.seq().to_string()];
+        let reply = self
+            .existing(scripts::ENDPOINTS, tenant, lease, args)
+            .await?;
+        let mut seen = Vec::new();
+        let mut at = 1;
+        while at + 1 < reply.len() {
+            let addr = reply
+                .text(at)?
+                .parse()
+                .map_err(|_| Error::BackendUnavailable {
+                    detail: std::sync::Arc::from("malformed endpoint"),
+                })?;
+            seen.push(EndpointSeen {
+                addr,
+                age: reply.millis(at + 1)?,
+            });
+            at += 2;
+        }
+        Ok(seen)
     }
 
     /// Runs a function on an existing lease: `NotFound` when the tenant has

@@ -10,7 +10,8 @@
 //! each call touches one Cluster slot.
 //!
 //! What is served so far: leases (grant with tenant quota and idempotency,
-//! renew, renew at a version, get, revoke with its cascade), listings
+//! renew, renew at a version, get, revoke with its cascade, endpoints
+//! observed for them), listings
 //! (publish, get, update, unpublish, revoke, pages), presence (heartbeat,
 //! get, pages, leave), join attempts (begin with a one-time token, bind
 //! once, consume exactly once, cancel) and named locks (take, get, renew,

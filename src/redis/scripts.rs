@@ -32,6 +32,8 @@ functions! {
     RENEW = "renew", "renew.lua", true;
     GET_LEASE = "get_lease", "get_lease.lua", true;
     REVOKE = "revoke", "revoke.lua", true;
+    OBSERVE = "observe", "observe.lua", true;
+    ENDPOINTS = "endpoints", "endpoints.lua", true;
     TRY_LOCK = "try_lock", "try_lock.lua", true;
     GET_LOCK = "get_lock", "get_lock.lua", true;
     RENEW_LOCK = "renew_lock", "renew_lock.lua", true;

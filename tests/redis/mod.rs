@@ -80,6 +80,7 @@ pub fn config() -> StoreConfig {
         attempts_per_listing_max: 2,
         locks_per_lease_max: 2,
         presence_per_lease_max: 2,
+        endpoints_per_lease_max: 2,
         replay_grace: Duration::from_secs(1),
         ..StoreConfig::default()
     }

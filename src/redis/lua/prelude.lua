@@ -142,7 +142,7 @@ local function visible_member(member)
 end
 
 -- Drops what is attached to lease `seq` (the cascade): its locks, its
--- presence records, its listings and their attempts.
+-- presence records, its listings and their attempts, its endpoints.
 local function detach(seq)
   local att = R .. 'la:' .. seq
   for _, name in ipairs(redis.call('SMEMBERS', att)) do
@@ -165,7 +165,7 @@ local function detach(seq)
       drop_listing(key)
     end
   end
-  redis.call('DEL', att, published)
+  redis.call('DEL', att, published, R .. 'le:' .. seq)
 end
 
 -- Clean-up run by every creating function, at most `max` entries of each
