@@ -952,3 +952,140 @@ fn endpoints_most_recent_first_within_the_cap() {
         );
     });
 }
+
+#[test]
+fn revoke_tenant_hides_everything_at_once_and_buries_the_rest() {
+    on_every_target("tenantrevoke", |target, name| async move {
+        let mut limits = config();
+        limits.tenant.leases_max = 3;
+        let engines = instances(&target, &name, 2, limits).await;
+        let (a, b) = (&engines[0], &engines[1]);
+        let mut held = Vec::new();
+        for tenant in [T, OTHER] {
+            let g = a.grant(tenant, "host", MS * 60_000, None).await.unwrap();
+            a.publish(tenant, g.id, "lobby", b"", None).await.unwrap();
+            a.heartbeat(tenant, "alice", MS * 60_000, None, None)
+                .await
+                .unwrap();
+            let lock = a
+                .try_lock(tenant, "job", "a", MS * 60_000, None)
+                .await
+                .unwrap()
+                .unwrap();
+            let t = a
+                .begin_join(tenant, "lobby", "c", MS * 60_000, None)
+                .await
+                .unwrap();
+            a.bind_endpoint(tenant, t.attempt, &t.token, addr(1))
+                .await
+                .unwrap();
+            held.push((g, lock, t));
+        }
+        for _ in 0..2 {
+            a.grant(T, "extra", MS * 60_000, None).await.unwrap();
+        }
+        b.revoke_tenant(T).await.unwrap();
+        b.revoke_tenant(T).await.unwrap();
+        let (g, lock, t) = &held[0];
+        assert_eq!(
+            a.get_lease(T, g.id).await.map(drop),
+            Err(Error::Revoked),
+            "{name}"
+        );
+        assert_eq!(
+            a.renew(T, g.id, MS * 100).await.map(drop),
+            Err(Error::Revoked)
+        );
+        assert_eq!(
+            a.get_listing(T, "lobby").await.map(drop),
+            Err(Error::NotFound)
+        );
+        assert_eq!(
+            a.get_presence(T, "alice").await.map(drop),
+            Err(Error::NotFound)
+        );
+        assert_eq!(a.get_lock(T, "job").await.map(drop), Err(Error::NotFound));
+        assert_eq!(
+            a.renew_lock(T, "job", lock.fence, MS * 100).await.map(drop),
+            Err(Error::NotFound)
+        );
+        assert_eq!(a.consume(T, &t.token).await.map(drop), Err(Error::NotFound));
+        assert!(a.list_listings(T, None, 10).await.unwrap().items.is_empty());
+        // The neighbour is untouched.
+        let (g2, lock2, t2) = &held[1];
+        a.get_lease(OTHER, g2.id).await.unwrap();
+        assert_eq!(a.get_lock(OTHER, "job").await.unwrap().fence, lock2.fence);
+        a.consume(OTHER, &t2.token).await.unwrap();
+        // The tenant starts afresh: its quota counts nothing revoked.
+        for _ in 0..3 {
+            a.grant(T, "host", MS * 60_000, None).await.unwrap();
+        }
+        assert!(matches!(
+            a.grant(T, "host", MS * 60_000, None).await,
+            Err(Error::CapacityExceeded { .. })
+        ));
+        assert!(a
+            .try_lock(T, "job", "b", MS * 60_000, None)
+            .await
+            .unwrap()
+            .is_some());
+        b.revoke_tenant(TenantId(77)).await.unwrap();
+    });
+}
+
+#[test]
+fn a_revoked_tenants_old_keys_are_buried() {
+    let Some(target) = targets().into_iter().find(|t| t.name == "standalone") else {
+        return;
+    };
+    block_on(async move {
+        let namespace = fresh_namespace("burial");
+        let e = redis::connect_fresh(&target, &namespace, config())
+            .await
+            .unwrap();
+        let url = std::env::var("REDIS_URL").unwrap();
+        let mut raw = ::redis::Client::open(url.as_str())
+            .unwrap()
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap();
+        let old = format!("{{{namespace}:1}}:{:016x}:0:*", e.incarnation());
+        let count = |pattern: String| {
+            let mut raw = raw.clone();
+            async move {
+                let keys: Vec<String> = ::redis::cmd("KEYS")
+                    .arg(pattern)
+                    .query_async(&mut raw)
+                    .await
+                    .unwrap();
+                keys.len()
+            }
+        };
+        for i in 0..40 {
+            let g = e.grant(T, "host", MS * 60_000, None).await.unwrap();
+            e.publish(T, g.id, &format!("lobby-{i}"), b"", None)
+                .await
+                .unwrap();
+            e.heartbeat(T, &format!("m-{i}"), MS * 60_000, None, Some(g.id))
+                .await
+                .unwrap();
+            e.observe_endpoint(T, g.id, addr(1)).await.unwrap();
+            e.begin_join(T, &format!("lobby-{i}"), "c", MS * 60_000, None)
+                .await
+                .unwrap();
+        }
+        assert!(count(old.clone()).await > 200);
+        e.revoke_tenant(T).await.unwrap();
+        // Each creation buries up to 16 records of the old epoch.
+        for _ in 0..30 {
+            e.grant(T, "host", MS * 60_000, None).await.unwrap();
+        }
+        assert_eq!(count(old).await, 0, "keys of the revoked epoch are left");
+        let graves: usize = ::redis::cmd("LLEN")
+            .arg(format!("{{{namespace}:1}}:{:016x}:graves", e.incarnation()))
+            .query_async(&mut raw)
+            .await
+            .unwrap();
+        assert_eq!(graves, 0);
+    });
+}

@@ -14,8 +14,8 @@
 //! observed for them), listings
 //! (publish, get, update, unpublish, revoke, pages), presence (heartbeat,
 //! get, pages, leave), join attempts (begin with a one-time token, bind
-//! once, consume exactly once, cancel) and named locks (take, get, renew,
-//! release, attached to a lease). The rest
+//! once, consume exactly once, cancel), named locks (take, get, renew,
+//! release, attached to a lease) and tenant revocation. The rest
 //! of the [`Engine`](crate::Engine) contract is not served yet, so this
 //! type does not implement the trait; the methods carry the trait's names
 //! and semantics.
@@ -49,6 +49,7 @@ mod locks;
 mod presence;
 mod reply;
 mod scripts;
+mod tenant;
 
 use crate::config::StoreConfig;
 use crate::error::{Error, Result};

@@ -51,6 +51,7 @@ functions! {
     GET_PRESENCE = "get_presence", "get_presence.lua", true;
     LEAVE = "leave", "leave.lua", true;
     LIST_PRESENCE = "list_presence", "list_presence.lua", true;
+    REVOKE_TENANT = "revoke_tenant", "revoke_tenant.lua", true;
 }
 
 /// The library: its code and the names its functions are called by.

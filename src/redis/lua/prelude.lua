@@ -19,7 +19,7 @@ local HELD, CAPACITY, STALE, UNKNOWN, RESTARTED, MISMATCH, REPLAYED = 5, 6, 7, 8
 
 -- Per-call state, set by `begin`. Redis runs one call at a time, so these
 -- are never shared between calls in flight.
-local KEYS, ARGV, TAG, I, NOW_US, NOW, BORN, R
+local KEYS, ARGV, TAG, I, NOW_US, NOW, BORN, R, GRAVES, REVOKED_BELOW, REVOKED_UNTIL
 local LEASES, LOCKS, IDEM, LISTINGS, ATTEMPTS, REPLAY, MEMBERS, MEMBER_KEYS
 
 -- Integers as decimal text (Lua numbers are doubles; everything stored
@@ -40,10 +40,16 @@ local function begin(keys, args)
   local clock = redis.call('TIME')
   NOW_US = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
   NOW = math.floor(NOW_US / 1000)
-  local seen = redis.call('HMGET', inc, 'i', 'b')
+  local seen = redis.call('HMGET', inc, 'i', 'b', 'e', 'rv', 'ru')
+  local epoch = '0'
+  REVOKED_BELOW, REVOKED_UNTIL = 0, 0
   if seen[1] == I then
     BORN = tonumber(seen[2])
+    epoch = seen[3] or '0'
+    REVOKED_BELOW = tonumber(seen[4] or '0')
+    REVOKED_UNTIL = tonumber(seen[5] or '0')
   elseif ARGV[2] == 'c' then
+    redis.call('DEL', inc)
     redis.call('HSET', inc, 'i', I, 'b', num(NOW_US))
     BORN = NOW_US
   elseif seen[1] then
@@ -51,7 +57,10 @@ local function begin(keys, args)
   else
     return {UNKNOWN}
   end
-  R = TAG .. I .. ':'
+  -- The tenant's keys of this incarnation and epoch (revoke_tenant starts
+  -- a new epoch; the old one's keys are buried a few at a time).
+  GRAVES = TAG .. I .. ':graves'
+  R = TAG .. I .. ':' .. epoch .. ':'
   LEASES, LOCKS, IDEM = R .. 'ld', R .. 'kd', R .. 'iz'
   LISTINGS, ATTEMPTS, REPLAY = R .. 'px', R .. 'ad', R .. 'ar'
   MEMBERS, MEMBER_KEYS = R .. 'md', R .. 'mx'
@@ -68,10 +77,15 @@ local function next_fence()
   return f
 end
 
--- A lease's state now: OK (live), NOT_FOUND, EXPIRED or REVOKED.
+-- A lease's state now: OK (live), NOT_FOUND, EXPIRED or REVOKED. A lease
+-- issued before the tenant was revoked reads as REVOKED while that
+-- revocation's tombstone would live.
 local function lease_state(seq)
   local l = redis.call('HMGET', R .. 'l:' .. seq, 'd', 'x')
   if not l[1] then
+    if tonumber(seq) < REVOKED_BELOW and NOW < REVOKED_UNTIL then
+      return REVOKED
+    end
     return NOT_FOUND
   elseif l[2] then
     return REVOKED
@@ -168,6 +182,46 @@ local function detach(seq)
   redis.call('DEL', att, published, R .. 'le:' .. seq)
 end
 
+-- The keys of an epoch a tenant revocation ended, by the index that
+-- lists them: each index member's keys under these prefixes.
+local GRAVE_INDEXES = {
+  {'ld', {'l:', 'la:', 'lp:', 'lm:', 'le:'}},
+  {'kd', {'k:'}},
+  {'px', {'p:', 'pa:'}},
+  {'ar', {'a:'}},
+  {'ad', {}},
+  {'mx', {'m:'}},
+  {'md', {}},
+  {'iz', {'i:'}},
+}
+
+-- Deletes up to `max` records of the oldest ended epoch (and the keys that
+-- hang off them); forgets the epoch once its indexes are empty.
+local function bury(max)
+  local grave = redis.call('LINDEX', GRAVES, 0)
+  if not grave then
+    return
+  end
+  local left = max
+  for _, index in ipairs(GRAVE_INDEXES) do
+    local key = grave .. index[1]
+    local members = redis.call('ZRANGE', key, 0, left - 1)
+    for _, member in ipairs(members) do
+      for _, prefix in ipairs(index[2]) do
+        redis.call('DEL', grave .. prefix .. member)
+      end
+    end
+    if #members > 0 then
+      redis.call('ZREM', key, unpack(members))
+    end
+    left = left - #members
+    if left <= 0 then
+      return
+    end
+  end
+  redis.call('LPOP', GRAVES)
+end
+
 -- Clean-up run by every creating function, at most `max` entries of each
 -- index: leases past their deadline lose what is attached to them and
 -- leave the deadline index; lapsed locks and attempts leave theirs.
@@ -197,6 +251,7 @@ local function reap(max)
     drop_member(member)
   end
   redis.call('ZREMRANGEBYSCORE', REPLAY, '-inf', NOW)
+  bury(max)
 end
 
 -- Live entries of an index: by deadline, or every member of the
