@@ -70,7 +70,10 @@ const USAGE: &str =
   --json PATH    also write the results as JSON to PATH (for dashboards and comparisons)
   --open-loop R  offer a fixed R mix operations per second (split over the threads) instead
                  of running as fast as the store answers; latency counts from each
-                 operation's scheduled start, so queueing behind slow operations shows";
+                 operation's scheduled start, so queueing behind slow operations shows
+  --engine E     memory (default: the embedded store), redis (the Redis engine on the server
+                 at REDIS_URL) or redis-cluster (on the Redis Cluster at REDIS_CLUSTER_URLS,
+                 comma-separated seeds); on Redis the mix runs with 64 requests in flight";
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 enum Op {
@@ -152,6 +155,106 @@ fn wait_until(due: Instant) {
     }
 }
 
+/// Prints the table of operations (throughput, latency, refusals, failures),
+/// the whole mix, and the refusals by the limit that refused them. Returns
+/// the mix operations, the store operations and the table as JSON rows.
+fn print_table(
+    hist: &HashMap<Op, Histogram>,
+    counts: &HashMap<Op, u64>,
+    failures: &HashMap<Op, u64>,
+    refusals: &HashMap<(Op, String), u64>,
+    elapsed: f64,
+) -> (u64, u64, Vec<String>) {
+    println!();
+    println!(
+        "{:<38}{:>10}{:>9}{:>9}{:>10}{:>9}{:>9}",
+        "operation", "ops/s", "p50 µs", "p99 µs", "p99.9 µs", "refused", "failed"
+    );
+    let mut store_ops_total = 0;
+    let mut rows = Vec::new();
+    for (op, _, name) in MIX {
+        let c = counts.get(&op).copied().unwrap_or(0);
+        store_ops_total += c * store_ops(op);
+        let h = &hist[&op];
+        let refused: u64 = refusals
+            .iter()
+            .filter(|((o, _), _)| *o == op)
+            .map(|(_, n)| n)
+            .sum();
+        let failed = failures.get(&op).copied().unwrap_or(0);
+        println!(
+            "{:<38}{:>10.0}{:>9}{:>9}{:>10}{:>9}{:>9}",
+            name,
+            c as f64 / elapsed,
+            micros(h.quantile(0.5)),
+            micros(h.quantile(0.99)),
+            micros(h.quantile(0.999)),
+            refused,
+            failed
+        );
+        rows.push(format!(
+            "{{\"operation\": {name:?}, \"ops_per_s\": {:.1}, \"p50_us\": {:.3}, \"p99_us\": {:.3}, \"p999_us\": {:.3}, \"refused\": {refused}, \"failed\": {failed}}}",
+            c as f64 / elapsed,
+            h.quantile(0.5) as f64 / 1e3,
+            h.quantile(0.99) as f64 / 1e3,
+            h.quantile(0.999) as f64 / 1e3,
+        ));
+    }
+    let mix_total: u64 = counts.values().sum();
+    let refused: u64 = refusals.values().sum();
+    let failed: u64 = failures.values().sum();
+    println!(
+        "{:<38}{:>10.0}   ({:.0} store operations/s; {:.3}% refused, {:.3}% failed)",
+        "all",
+        mix_total as f64 / elapsed,
+        store_ops_total as f64 / elapsed,
+        100.0 * refused as f64 / mix_total.max(1) as f64,
+        100.0 * failed as f64 / mix_total.max(1) as f64
+    );
+    println!(
+        "  refused: an admission refusal (CapacityExceeded), counted by the limit that refused it;"
+    );
+    println!("  failed: any other error, e.g. a lookup or join that raced its session's churn (NotFound).");
+    let mut by_limit: HashMap<&str, u64> = HashMap::new();
+    for ((_, scope), n) in refusals {
+        *by_limit.entry(scope.as_str()).or_default() += n;
+    }
+    let mut by_limit: Vec<_> = by_limit.into_iter().collect();
+    by_limit.sort();
+    for (scope, n) in by_limit {
+        println!("  refused by the {scope}: {n}");
+    }
+    (mix_total, store_ops_total, rows)
+}
+
+/// The limits of the run: sized for `n` sessions, so nothing is refused
+/// unless the mix itself overflows them.
+fn limits(n: u64) -> StoreConfig {
+    StoreConfig {
+        leases_max: n * 2,
+        listings_max: n * 2,
+        presence_max: n * (MEMBERS + 2) * 2,
+        attempts_max: n,
+        // This run compresses a relay's join rate about a hundredfold, so it
+        // remembers consumed tokens for 2 s instead of the default 60 s and
+        // sizes the replay memory for that (see ADR 0008 for real sizing).
+        replay_max: n * 64,
+        replay_grace: Duration::from_secs(2),
+        tenants_max: TENANTS,
+        tenant: TenantQuota {
+            leases_max: n,
+            listings_max: n,
+            presence_max: n * (MEMBERS + 2),
+            attempts_max: n,
+            replay_max: n * 64,
+            idempotency_max: 1,
+            locks_max: 1,
+        },
+        subscriber_buffer_max: 1 << 20,
+        ..StoreConfig::default()
+    }
+}
+
 /// One worker's results.
 struct Tally {
     hist: HashMap<Op, Histogram>,
@@ -206,6 +309,9 @@ impl Tally {
     }
 }
 
+#[path = "capacity/redis.rs"]
+mod on_redis;
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let o = options(
         Options {
@@ -215,33 +321,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             // Accepted, off unless given.
             json: Some(String::new()),
             open_loop: Some(0),
+            engine: Some("memory".into()),
         },
         USAGE,
     );
     let n = o.sessions;
-    let config = StoreConfig {
-        leases_max: n * 2,
-        listings_max: n * 2,
-        presence_max: n * (MEMBERS + 2) * 2,
-        attempts_max: n,
-        // This run compresses a relay's join rate about a hundredfold, so it
-        // remembers consumed tokens for 2 s instead of the default 60 s and
-        // sizes the replay memory for that (see ADR 0008 for real sizing).
-        replay_max: n * 64,
-        replay_grace: Duration::from_secs(2),
-        tenants_max: TENANTS,
-        tenant: TenantQuota {
-            leases_max: n,
-            listings_max: n,
-            presence_max: n * (MEMBERS + 2),
-            attempts_max: n,
-            replay_max: n * 64,
-            idempotency_max: 1,
-            locks_max: 1,
-        },
-        subscriber_buffer_max: 1 << 20,
-        ..StoreConfig::default()
-    };
+    let config = limits(n);
+    match o.engine.as_deref() {
+        Some("memory") => {}
+        Some("redis" | "redis-cluster") => return on_redis::run(&o, config),
+        Some(other) => {
+            eprintln!("error: unknown engine {other:?}\n\n{USAGE}");
+            std::process::exit(2);
+        }
+        None => unreachable!("the default is memory"),
+    }
     let clock = Arc::new(SystemClock::new());
     let store = Arc::new(Store::new(config, clock.clone())?);
     // Only presence removals matter to the lag measurement: the other
@@ -475,56 +569,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let lag = reader.join().expect("the event reader panicked");
     driver.stop();
 
-    println!();
-    println!(
-        "{:<38}{:>10}{:>9}{:>9}{:>10}{:>9}{:>9}",
-        "operation", "ops/s", "p50 µs", "p99 µs", "p99.9 µs", "refused", "failed"
-    );
-    let mut store_ops_total = 0;
-    let mut rows = Vec::new();
-    for (op, _, name) in MIX {
-        let c = counts.get(&op).copied().unwrap_or(0);
-        store_ops_total += c * store_ops(op);
-        let h = &hist[&op];
-        let refused: u64 = refusals
-            .iter()
-            .filter(|((o, _), _)| *o == op)
-            .map(|(_, n)| n)
-            .sum();
-        let failed = failures.get(&op).copied().unwrap_or(0);
-        println!(
-            "{:<38}{:>10.0}{:>9}{:>9}{:>10}{:>9}{:>9}",
-            name,
-            c as f64 / elapsed,
-            micros(h.quantile(0.5)),
-            micros(h.quantile(0.99)),
-            micros(h.quantile(0.999)),
-            refused,
-            failed
-        );
-        rows.push(format!(
-            "{{\"operation\": {name:?}, \"ops_per_s\": {:.1}, \"p50_us\": {:.3}, \"p99_us\": {:.3}, \"p999_us\": {:.3}, \"refused\": {refused}, \"failed\": {failed}}}",
-            c as f64 / elapsed,
-            h.quantile(0.5) as f64 / 1e3,
-            h.quantile(0.99) as f64 / 1e3,
-            h.quantile(0.999) as f64 / 1e3,
-        ));
-    }
-    let mix_total: u64 = counts.values().sum();
+    let (mix_total, store_ops_total, rows) =
+        print_table(&hist, &counts, &failures, &refusals, elapsed);
     let refused: u64 = refusals.values().sum();
     let failed: u64 = failures.values().sum();
-    println!(
-        "{:<38}{:>10.0}   ({:.0} store operations/s; {:.3}% refused, {:.3}% failed)",
-        "all",
-        mix_total as f64 / elapsed,
-        store_ops_total as f64 / elapsed,
-        100.0 * refused as f64 / mix_total.max(1) as f64,
-        100.0 * failed as f64 / mix_total.max(1) as f64
-    );
-    println!(
-        "  refused: an admission refusal (CapacityExceeded), counted by the limit that refused it;"
-    );
-    println!("  failed: any other error, e.g. a lookup or join that raced its session's churn (NotFound).");
     if let Some(rate) = o.open_loop {
         let achieved = mix_total as f64 / elapsed;
         println!(
@@ -536,15 +584,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 "  the store did not keep up with the offered rate: the latencies above include the growing queue"
             );
         }
-    }
-    let mut by_limit: HashMap<&str, u64> = HashMap::new();
-    for ((_, scope), n) in &refusals {
-        *by_limit.entry(scope.as_str()).or_default() += n;
-    }
-    let mut by_limit: Vec<_> = by_limit.into_iter().collect();
-    by_limit.sort();
-    for (scope, n) in by_limit {
-        println!("  refused by the {scope}: {n}");
     }
     println!(
         "expiry lag over {} vanished members: p50 {} ms, p99 {} ms, max {} ms",

@@ -5,15 +5,18 @@
 pub mod http;
 
 /// `--sessions N --seconds S --threads T`; `--json PATH` where the
-/// example writes a report, and `--open-loop RATE` where it can offer a
-/// fixed rate (`Some(..)` in the defaults says the example accepts them;
-/// parsed, they are `None` unless given).
+/// example writes a report, `--open-loop RATE` where it can offer a
+/// fixed rate, and `--engine NAME` where it runs on more than one engine
+/// (`Some(..)` in the defaults says the example accepts them; parsed,
+/// `json` and `open_loop` are `None` unless given, and `engine` keeps its
+/// default).
 pub struct Options {
     pub sessions: u64,
     pub seconds: u64,
     pub threads: usize,
     pub json: Option<String>,
     pub open_loop: Option<u64>,
+    pub engine: Option<String>,
 }
 
 impl Options {
@@ -25,6 +28,7 @@ impl Options {
             threads,
             json: None,
             open_loop: None,
+            engine: None,
         }
     }
 }
@@ -46,6 +50,7 @@ pub fn options(defaults: Options, usage: &str) -> Options {
 fn parse_options(defaults: Options) -> Result<Options, String> {
     let json = defaults.json.is_some();
     let open_loop = defaults.open_loop.is_some();
+    let engine = defaults.engine.is_some();
     let mut o = Options {
         json: None,
         open_loop: None,
@@ -55,7 +60,8 @@ fn parse_options(defaults: Options) -> Result<Options, String> {
     while let Some(flag) = args.next() {
         let known = matches!(flag.as_str(), "--sessions" | "--seconds" | "--threads")
             || (json && flag == "--json")
-            || (open_loop && flag == "--open-loop");
+            || (open_loop && flag == "--open-loop")
+            || (engine && flag == "--engine");
         if !known {
             return Err(format!("unknown option {flag:?}"));
         }
@@ -65,6 +71,7 @@ fn parse_options(defaults: Options) -> Result<Options, String> {
             "--sessions" => o.sessions = parse(&value)?,
             "--seconds" => o.seconds = parse(&value)?,
             "--json" => o.json = Some(value),
+            "--engine" => o.engine = Some(value),
             "--open-loop" => match parse(&value)? {
                 0 => return Err("--open-loop RATE must be positive".into()),
                 rate => o.open_loop = Some(rate),
