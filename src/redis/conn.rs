@@ -127,7 +127,7 @@ impl Conn {
     }
 
     /// Refuses a server (or any cluster primary) that may evict keys.
-    pub(super) async fn check_noeviction(&self, _timeout: Duration) -> Result<()> {
+    pub(super) async fn check_noeviction(&self) -> Result<()> {
         let mut cmd = redis::cmd("CONFIG");
         cmd.arg("GET").arg("maxmemory-policy");
         let reply = self.on_every_primary(cmd).await?;

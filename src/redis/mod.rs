@@ -213,7 +213,7 @@ impl RedisEngine {
         config.validate()?;
         let ttl = TtlRange::new(config.ttl_min, config.ttl_max)?;
         let conn = Conn::open(&options).await?;
-        conn.check_noeviction(options.call_timeout).await?;
+        conn.check_noeviction().await?;
         conn.load_library().await?;
         let engine = RedisEngine {
             inner: Arc::new(Inner {

@@ -2,12 +2,12 @@
 -- expected version ('' for any), ARGV[6] how long the key outlives the
 -- deadline (ms). Reply: {OK, version, remaining}.
 local seq, ttl = ARGV[3], tonumber(ARGV[4])
-local state = lease_state(seq)
+local state, l = lease_state(seq, 'v')
 if state ~= OK then
   return {state}
 end
 local k = R .. 'l:' .. seq
-local v = tonumber(redis.call('HGET', k, 'v'))
+local v = tonumber(l[1])
 if ARGV[5] ~= '' and tonumber(ARGV[5]) ~= v then
   return {CONFLICT, v}
 end
