@@ -28,7 +28,9 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Through
 use dashmap::DashMap;
 use moka::sync::Cache;
 use relaystore::time::SystemClock;
-use relaystore::{Engine, LeaseId, Store, StoreConfig, TenantId, TenantQuota, TtlConfig, TtlMap};
+use relaystore::{
+    LeaseId, RelayEngine, Store, StoreConfig, TenantId, TenantQuota, TtlConfig, TtlMap,
+};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::hint::black_box;
@@ -281,10 +283,12 @@ fn renew_and_get(c: &mut Criterion) {
                             let (tenant, lease) = leases.get(pick(t, i, n));
                             if op == 0 {
                                 black_box(
-                                    ready(Engine::renew(&store, tenant, lease, TTL)).unwrap(),
+                                    ready(RelayEngine::renew(&store, tenant, lease, TTL)).unwrap(),
                                 );
                             } else {
-                                black_box(ready(Engine::get_lease(&store, tenant, lease)).unwrap());
+                                black_box(
+                                    ready(RelayEngine::get_lease(&store, tenant, lease)).unwrap(),
+                                );
                             }
                         })
                     })

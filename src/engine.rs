@@ -1,10 +1,12 @@
 //! The engine contract: the one trait relay code is written against.
 //!
-//! [`Engine`] covers every relay operation (leases, listings, presence,
-//! join attempts, locks, tenants, lifecycle and removal events). The
-//! in-memory [`Store`](crate::Store) implements it, and so can an engine
-//! that keeps the state elsewhere (a Redis server shared by several relay
-//! processes). Code generic over `E: Engine` runs unchanged on either.
+//! [`RelayEngine`] covers the relay records (leases, listings, presence,
+//! join attempts, locks, tenants, health and drain); [`Engine`] extends it
+//! with removal events, wake channels, streams, queues, the outbox and
+//! schedules. The in-memory [`Store`](crate::Store) implements both; the
+//! Redis engine (feature `redis`), which keeps the state in a server
+//! shared by several relay processes, implements `RelayEngine` (ADR 0030).
+//! Code generic over `E: RelayEngine` runs unchanged on either.
 //!
 //! Every operation is `async`, because a remote engine does I/O, and every
 //! returned future is `Send`, so it can be awaited inside a spawned task on
@@ -28,11 +30,11 @@
 //! handle).
 //!
 //! ```
-//! use relaystore::{Engine, Error, Store, TenantId};
+//! use relaystore::{Error, RelayEngine, Store, TenantId};
 //! use std::time::Duration;
 //!
 //! // Relay code, written once against the contract.
-//! async fn host_and_admit<E: Engine>(engine: &E, game: TenantId) -> Result<(), Error> {
+//! async fn host_and_admit<E: RelayEngine>(engine: &E, game: TenantId) -> Result<(), Error> {
 //!     let lease = engine.grant(game, "host-a", Duration::from_secs(30), None).await?;
 //!     engine.publish(game, lease.id, "lobby-1", b"mode=ffa", None).await?;
 //!     let ticket = engine
@@ -72,22 +74,18 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-/// A relay state engine: every relay operation, engine-neutral and async.
+/// The relay records: leases, endpoints, listings, presence, join
+/// attempts, locks, tenant revocation and readiness, engine-neutral and
+/// async. Every engine serves these; the Redis engine (feature `redis`)
+/// serves these only, so far (ADR 0030).
 ///
 /// An engine is a cheap `Clone` handle that can be shared across threads
 /// and tasks. Operations are grouped below as leases, listings, presence,
-/// joins, locks, and tenants and lifecycle; each is documented in full on
-/// the [`Store`](crate::Store) method of the same name.
-pub trait Engine: Clone + Send + Sync + 'static {
-    /// The engine's subscription to removal events.
-    type Events: Events;
-
-    /// The engine's listener on a wake channel.
-    type Listener: Wakes;
-
-    /// The engine's stream follower.
-    type Follower: Follow;
-
+/// joins, locks, and tenants; each is documented in full on the
+/// [`Store`](crate::Store) method of the same name. Relay code that needs
+/// nothing else is written against `E: RelayEngine` and runs on every
+/// engine.
+pub trait RelayEngine: Clone + Send + Sync + 'static {
     // ----- leases -----
 
     /// Grants a lease to `holder` for `ttl` ([`Store::grant`](crate::Store::grant)).
@@ -314,8 +312,30 @@ pub trait Engine: Clone + Send + Sync + 'static {
     fn health(&self) -> impl Future<Output = Health> + Send;
 
     /// Starts draining; returns the time left before the drain ends
-    /// ([`Store::begin_drain`](crate::Store::begin_drain)).
+    /// ([`Store::begin_drain`](crate::Store::begin_drain)). New records
+    /// are refused with `Draining` while existing ones keep working; when
+    /// the window ends, the in-memory store revokes what remains and
+    /// stops, while an engine whose state is shared by several processes
+    /// stops only this handle and revokes nothing (the others go on
+    /// serving the state).
     fn begin_drain(&self, window: Duration) -> impl Future<Output = Result<Duration>> + Send;
+}
+
+/// A relay state engine with everything: the relay records
+/// ([`RelayEngine`], whose operations every `E: Engine` has too), drain and
+/// removal events, wake channels, streams, job queues, the outbox and
+/// schedules. The in-memory [`Store`](crate::Store) implements it.
+pub trait Engine: RelayEngine {
+    /// The engine's subscription to removal events.
+    type Events: Events;
+
+    /// The engine's listener on a wake channel.
+    type Listener: Wakes;
+
+    /// The engine's stream follower.
+    type Follower: Follow;
+
+    // ----- removal events -----
 
     /// A new subscription to every removal event.
     fn subscribe(&self) -> impl Future<Output = Result<Self::Events>> + Send;
@@ -570,7 +590,7 @@ pub trait Engine: Clone + Send + Sync + 'static {
 
     /// Tries to take the tenant's scheduler lock
     /// ([`Store::try_lead_schedules`](crate::Store::try_lead_schedules));
-    /// renew it with [`renew_lock`](Self::renew_lock) under
+    /// renew it with [`renew_lock`](RelayEngine::renew_lock) under
     /// [`SCHEDULER_LOCK`](crate::SCHEDULER_LOCK).
     fn try_lead_schedules(
         &self,

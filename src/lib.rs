@@ -41,10 +41,12 @@
 //! [`Engine`]: every relay operation, async, with engine-neutral values
 //! (ids that travel as text or bytes, time as time remaining, a typed
 //! [`Error::BackendUnavailable`]). [`Store`] implements it with futures that
-//! complete at once and keeps its synchronous methods as the fast path; an
-//! engine that keeps the state in a shared server implements the same
-//! trait, and the `conformance` feature's suite checks that it behaves the
-//! same.
+//! complete at once and keeps its synchronous methods as the fast path.
+//! [`RelayEngine`], the part of [`Engine`] that holds the relay records
+//! (leases, endpoints, listings, presence, joins, locks, tenants), is also
+//! served by the Redis engine (feature `redis`) for relays that share
+//! their state across processes. The `conformance` feature's suite checks
+//! that every engine behaves the same.
 //!
 //! # Features
 //!
@@ -109,7 +111,7 @@ pub use config::{QuotaPolicy, StoreConfig, TenantQuota, UniformQuota, SCHEDULE_C
 #[cfg(all(feature = "internals", not(relaystore_loom)))]
 #[cfg(feature = "native")]
 pub use driver::{ExpiryDriver, Sweep};
-pub use engine::{Engine, Events, Follow, Wakes};
+pub use engine::{Engine, Events, Follow, RelayEngine, Wakes};
 pub use error::{Error, Result, Scope, Unavailable};
 pub use ids::{AttemptId, JobId, JoinToken, LeaseId, ParseIdError, TenantId, TOKEN_SECRET_BYTES};
 pub use queue::ClaimedJob;

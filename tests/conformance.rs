@@ -1,7 +1,7 @@
 //! The conformance suite on the in-memory engine, and on three
 //! deliberately broken engines that the suite must catch.
 
-use relaystore::conformance::{self, Harness, InMemory, CHECKS};
+use relaystore::conformance::{self, Harness, InMemory, ENGINE_CHECKS, RELAY_CHECKS};
 use relaystore::events::{Collection, Subscription};
 use relaystore::queue::{ClaimToken, Failed, JobInfo, JobOptions, QueueConfig, QueueInfo};
 use relaystore::schedule::{ScheduleInfo, ScheduleRun};
@@ -10,7 +10,8 @@ use relaystore::wake::Listener;
 use relaystore::{
     Admission, AttemptId, Binding, ClaimedJob, Cursor, DeadLetter, EndpointSeen, Engine, Error,
     Health, JobId, JoinTicket, JoinToken, LeaseGrant, LeaseId, LeaseInfo, ListingInfo, LockInfo,
-    OutboxMessage, OutboxRun, Page, PresenceInfo, Renewal, Result, Store, StoreConfig, TenantId,
+    OutboxMessage, OutboxRun, Page, PresenceInfo, RelayEngine, Renewal, Result, Store, StoreConfig,
+    TenantId,
 };
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -30,7 +31,7 @@ fn the_in_memory_engine_conforms() {
     let failures = block_on(conformance::run(&InMemory::new()));
     let report: Vec<String> = failures.iter().map(ToString::to_string).collect();
     assert!(report.is_empty(), "{}", report.join("\n"));
-    assert!(CHECKS.len() >= 20);
+    assert!(RELAY_CHECKS.len() >= 20 && ENGINE_CHECKS.len() >= 10);
 }
 
 /// How an engine is broken.
@@ -80,19 +81,16 @@ impl Harness for BrokenHarness {
 
 /// Methods the broken engine passes straight through.
 macro_rules! delegate {
-    ($($name:ident($($arg:ident: $ty:ty),*) -> $out:ty;)*) => {
+    ($trait:ident; $($name:ident($($arg:ident: $ty:ty),*) -> $out:ty;)*) => {
         $(async fn $name(&self, $($arg: $ty),*) -> $out {
-            Engine::$name(&self.inner, $($arg),*).await
+            $trait::$name(&self.inner, $($arg),*).await
         })*
     };
 }
 
-impl Engine for Broken {
-    type Events = Subscription;
-    type Listener = Listener;
-    type Follower = Follower;
-
+impl RelayEngine for Broken {
     delegate! {
+        RelayEngine;
         grant(tenant: TenantId, holder: &str, ttl: Duration, key: Option<&str>) -> Result<LeaseGrant>;
         renew(tenant: TenantId, id: LeaseId, ttl: Duration) -> Result<Renewal>;
         renew_at(tenant: TenantId, id: LeaseId, ttl: Duration, version: u64) -> Result<Renewal>;
@@ -119,6 +117,49 @@ impl Engine for Broken {
         revoke_tenant(tenant: TenantId) -> Result<()>;
         health() -> Health;
         begin_drain(window: Duration) -> Result<Duration>;
+    }
+
+    async fn update_listing(
+        &self,
+        tenant: TenantId,
+        key: &str,
+        expected: u64,
+        attrs: &[u8],
+    ) -> Result<u64> {
+        let expected = match self.defect {
+            Defect::UnversionedUpdate => RelayEngine::get_listing(&self.inner, tenant, key)
+                .await
+                .map_or(expected, |l| l.version),
+            Defect::SecondConsume | Defect::StaleAck => expected,
+        };
+        RelayEngine::update_listing(&self.inner, tenant, key, expected, attrs).await
+    }
+
+    async fn consume(&self, tenant: TenantId, token: &JoinToken) -> Result<Admission> {
+        let result = RelayEngine::consume(&self.inner, tenant, token).await;
+        let mut admitted = self.admitted.lock().unwrap();
+        match (&result, self.defect) {
+            (Ok(a), _) => {
+                admitted.insert(token.attempt(), a.clone());
+            }
+            (Err(Error::ReplayRejected), Defect::SecondConsume) => {
+                if let Some(first) = admitted.get(&token.attempt()) {
+                    return Ok(first.clone());
+                }
+            }
+            _ => {}
+        }
+        result
+    }
+}
+
+impl Engine for Broken {
+    type Events = Subscription;
+    type Listener = Listener;
+    type Follower = Follower;
+
+    delegate! {
+        Engine;
         subscribe() -> Result<Subscription>;
         subscribe_to(collections: &[Collection]) -> Result<Subscription>;
         notify(tenant: TenantId, channel: &str) -> Result<()>;
@@ -177,39 +218,6 @@ impl Engine for Broken {
             Err(Error::StaleClaim) if self.defect == Defect::StaleAck => Ok(()),
             other => other,
         }
-    }
-
-    async fn update_listing(
-        &self,
-        tenant: TenantId,
-        key: &str,
-        expected: u64,
-        attrs: &[u8],
-    ) -> Result<u64> {
-        let expected = match self.defect {
-            Defect::UnversionedUpdate => Engine::get_listing(&self.inner, tenant, key)
-                .await
-                .map_or(expected, |l| l.version),
-            Defect::SecondConsume | Defect::StaleAck => expected,
-        };
-        Engine::update_listing(&self.inner, tenant, key, expected, attrs).await
-    }
-
-    async fn consume(&self, tenant: TenantId, token: &JoinToken) -> Result<Admission> {
-        let result = Engine::consume(&self.inner, tenant, token).await;
-        let mut admitted = self.admitted.lock().unwrap();
-        match (&result, self.defect) {
-            (Ok(a), _) => {
-                admitted.insert(token.attempt(), a.clone());
-            }
-            (Err(Error::ReplayRejected), Defect::SecondConsume) => {
-                if let Some(first) = admitted.get(&token.attempt()) {
-                    return Ok(first.clone());
-                }
-            }
-            _ => {}
-        }
-        result
     }
 }
 

@@ -1089,3 +1089,56 @@ fn a_revoked_tenants_old_keys_are_buried() {
         assert_eq!(graves, 0);
     });
 }
+
+#[test]
+fn a_drain_stops_one_instance_and_leaves_the_shared_state_to_the_others() {
+    on_every_target("drain", |target, name| async move {
+        let engines = instances(&target, &name, 2, config()).await;
+        let (draining, other) = (&engines[0], &engines[1]);
+        let g = draining.grant(T, "host", MS * 60_000, None).await.unwrap();
+        draining
+            .heartbeat(T, "alice", MS * 60_000, None, Some(g.id))
+            .await
+            .unwrap();
+        let left = draining.begin_drain(MS * 300).await.unwrap();
+        assert!(left <= MS * 300 && left > MS * 200, "{name}: {left:?}");
+        // A second call keeps the first deadline.
+        assert!(draining.begin_drain(MS * 5_000).await.unwrap() <= left);
+        // New records are refused; existing ones keep working.
+        assert_eq!(
+            draining.grant(T, "h", MS * 1_000, None).await.map(drop),
+            Err(Error::Draining),
+            "{name}"
+        );
+        assert_eq!(
+            draining
+                .heartbeat(T, "bob", MS * 1_000, None, None)
+                .await
+                .map(drop),
+            Err(Error::Draining),
+            "{name}: a new presence record"
+        );
+        assert!(draining.get_presence(T, "bob").await.is_err());
+        draining
+            .heartbeat(T, "alice", MS * 60_000, None, Some(g.id))
+            .await
+            .unwrap_or_else(|e| panic!("{name}: refreshing a record while draining: {e}"));
+        draining.renew(T, g.id, MS * 60_000).await.unwrap();
+        // The other instance is not draining.
+        assert_eq!(other.health().await, relaystore::Health::Ready);
+        other.grant(T, "h", MS * 1_000, None).await.unwrap();
+        tokio::time::sleep(MS * 350).await;
+        assert_eq!(draining.health().await, relaystore::Health::Stopped);
+        assert_eq!(
+            draining.get_lease(T, g.id).await.map(drop),
+            Err(Error::STOPPED),
+            "{name}: a stopped handle serves nothing"
+        );
+        // Nothing was revoked: the lease and its presence live on.
+        assert_eq!(
+            other.get_lease(T, g.id).await.unwrap().holder.as_ref(),
+            "host"
+        );
+        assert!(other.get_presence(T, "alice").await.is_ok());
+    });
+}

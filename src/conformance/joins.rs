@@ -2,7 +2,7 @@
 //! memory, the typed errors, and idempotent creation.
 
 use super::{config, ensure, ensure_eq, join_all, Harness, Outcome};
-use crate::engine::Engine;
+use crate::engine::RelayEngine;
 use crate::error::Error;
 use crate::ids::{JoinToken, TenantId, TOKEN_SECRET_BYTES};
 use std::net::SocketAddr;
@@ -13,7 +13,7 @@ fn addr(port: u16) -> SocketAddr {
     SocketAddr::from(([203, 0, 113, 7], port))
 }
 
-async fn hosted<E: Engine>(e: &E, ttl: std::time::Duration) -> Result<(), Error> {
+async fn hosted<E: RelayEngine>(e: &E, ttl: std::time::Duration) -> Result<(), Error> {
     let g = e.grant(T, "host", ttl, None).await?;
     e.publish(T, g.id, "lobby", b"", None).await.map(drop)
 }

@@ -1,7 +1,7 @@
 //! Leases (SPEC §4): grant, renew, get, revoke, expiry, endpoints, ids.
 
 use super::{config, ensure, ensure_eq, Harness, Outcome};
-use crate::engine::Engine;
+use crate::engine::RelayEngine;
 use crate::error::Error;
 use crate::ids::{AttemptId, JoinToken, LeaseId, TenantId};
 use std::net::SocketAddr;

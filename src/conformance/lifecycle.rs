@@ -3,7 +3,7 @@
 //! ends in `Stopped`, and ids from another incarnation are `Restarted`.
 
 use super::{config, ensure, ensure_eq, Harness, Outcome};
-use crate::engine::{Engine, Events};
+use crate::engine::{Engine, Events, RelayEngine};
 use crate::error::Error;
 use crate::events::{Cause, Collection, Received};
 use crate::ids::TenantId;
@@ -122,7 +122,10 @@ fn drained<S: Events>(events: &S) -> Result<Vec<(Collection, TenantId, Cause)>, 
     Ok(out)
 }
 
-pub(super) async fn events<H: Harness>(h: &H) -> Outcome {
+pub(super) async fn events<H: Harness>(h: &H) -> Outcome
+where
+    H::Engine: Engine,
+{
     let u = h.unit();
     let e = h.engine(config(u)).await?;
     let events = e.subscribe().await?;
@@ -177,6 +180,14 @@ pub(super) async fn drain<H: Harness>(h: &H) -> Outcome {
     e.publish(T, g.id, "lobby", b"", None).await?;
     let t = e.begin_join(T, "lobby", "c", u * 60, None).await?;
     ensure_eq!(e.health().await, Health::Ready, "before");
+    ensure!(
+        matches!(
+            e.begin_drain(u * 3601).await,
+            Err(Error::InvalidArgument { .. })
+        ),
+        "a drain window over drain_window_max"
+    );
+    ensure_eq!(e.health().await, Health::Ready, "after a refused drain");
     let remaining = e.begin_drain(u * 10).await?;
     ensure_eq!(remaining, u * 10, "the drain window");
     ensure!(

@@ -4,7 +4,7 @@
 
 use super::{config, ensure, ensure_eq, Harness, Outcome};
 use crate::config::TenantQuota;
-use crate::engine::Engine;
+use crate::engine::RelayEngine;
 use crate::error::{Error, Scope};
 use crate::events::Collection;
 use crate::ids::{AttemptId, JoinToken, LeaseId, TenantId};
@@ -63,10 +63,6 @@ pub(super) async fn bad_input<H: Harness>(h: &H) -> Outcome {
         ),
         "a zero lock TTL"
     );
-    ensure!(
-        invalid(e.begin_drain(u * 3601).await.map(drop)),
-        "a drain window over drain_window_max"
-    );
     ensure_eq!(
         e.list_listings(T, None, 10).await?.items.len(),
         0,
@@ -104,7 +100,7 @@ pub(super) async fn tenant_quota<H: Harness>(h: &H) -> Outcome {
     Ok(())
 }
 
-pub(super) async fn ceilings_and_parent_caps<H: Harness>(h: &H) -> Outcome {
+pub(super) async fn ceilings<H: Harness>(h: &H) -> Outcome {
     let u = h.unit();
     let mut cfg = config(u);
     cfg.leases_max = 3;
@@ -121,6 +117,17 @@ pub(super) async fn ceilings_and_parent_caps<H: Harness>(h: &H) -> Outcome {
         }),
         "the store-wide ceiling"
     );
+    e.revoke(T, g.id).await?;
+    e.grant(TenantId(4), "h", u * 100, None)
+        .await
+        .map_err(|err| super::Fault::new(format!("revoke did not free room: {err:?}")))?;
+    Ok(())
+}
+
+pub(super) async fn parent_caps<H: Harness>(h: &H) -> Outcome {
+    let u = h.unit();
+    let e = h.engine(config(u)).await?;
+    let g = e.grant(T, "h", u * 100, None).await?;
     for i in 0..3 {
         e.publish(T, g.id, &format!("room-{i}"), b"", None).await?;
     }
@@ -151,9 +158,15 @@ pub(super) async fn ceilings_and_parent_caps<H: Harness>(h: &H) -> Outcome {
         "attempts per listing"
     );
     e.revoke(T, g.id).await?;
-    e.grant(TenantId(4), "h", u * 100, None)
-        .await
-        .map_err(|err| super::Fault::new(format!("revoke did not free room: {err:?}")))?;
+    e.publish(
+        T,
+        e.grant(T, "h", u * 100, None).await?.id,
+        "room-0",
+        b"",
+        None,
+    )
+    .await
+    .map_err(|err| super::Fault::new(format!("revoke did not free the key: {err:?}")))?;
     Ok(())
 }
 

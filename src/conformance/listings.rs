@@ -2,7 +2,7 @@
 //! visibility under the lease; heartbeat, get, list, leave.
 
 use super::{config, ensure, ensure_eq, Harness, Outcome};
-use crate::engine::Engine;
+use crate::engine::RelayEngine;
 use crate::error::Error;
 use crate::ids::TenantId;
 use crate::store::Cursor;

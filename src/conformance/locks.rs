@@ -1,7 +1,7 @@
 //! Named locks (SPEC §4): exclusive, fenced, lapsing, attachable.
 
 use super::{config, ensure, ensure_eq, Harness, Outcome};
-use crate::engine::Engine;
+use crate::engine::RelayEngine;
 use crate::error::Error;
 use crate::ids::TenantId;
 

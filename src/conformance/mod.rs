@@ -3,9 +3,12 @@
 //!
 //! An engine's tests implement [`Harness`] (how to make a fresh engine with
 //! given limits, and how to let time pass) and call [`run`], which returns
-//! every check that failed. [`InMemory`] is the harness of the in-memory
-//! engine; `tests/conformance.rs` runs it, and runs a deliberately broken
-//! engine to show the suite catches it.
+//! every check that failed. An engine that serves only the relay records
+//! ([`RelayEngine`]) runs [`run_relay`], the checks in [`RELAY_CHECKS`].
+//! [`InMemory`] is the harness of the in-memory engine;
+//! `tests/conformance.rs` runs it, and runs a deliberately broken engine to
+//! show the suite catches it; `tests/redis_conformance.rs` runs the Redis
+//! engine.
 //!
 //! # Time
 //!
@@ -36,7 +39,7 @@ mod wakes;
 pub use harness::InMemory;
 
 use crate::config::StoreConfig;
-use crate::engine::Engine;
+use crate::engine::{Engine, RelayEngine};
 use crate::error::Error;
 use std::fmt;
 use std::future::Future;
@@ -47,7 +50,7 @@ use std::time::Duration;
 /// How the suite gets engines and moves time for one engine kind.
 pub trait Harness {
     /// The engine under test.
-    type Engine: Engine;
+    type Engine: RelayEngine;
 
     /// The suite's unit of time: every TTL it uses is a whole multiple.
     fn unit(&self) -> Duration;
@@ -123,8 +126,10 @@ macro_rules! ensure_eq {
 }
 pub(crate) use {ensure, ensure_eq};
 
-/// The names of every check, in the order [`run`] runs them.
-pub const CHECKS: &[&str] = &[
+/// The checks of the relay records (leases, endpoints, listings, presence,
+/// joins, locks, limits, cascades, tenants, restarts, drain), in the order
+/// [`run_relay`] runs them.
+pub const RELAY_CHECKS: &[&str] = &[
     "leases::grant_renew_get_revoke",
     "leases::fences_increase",
     "leases::expiry",
@@ -142,13 +147,19 @@ pub const CHECKS: &[&str] = &[
     "locks::attached_to_a_lease",
     "limits::bad_input",
     "limits::tenant_quota",
-    "limits::ceilings_and_parent_caps",
+    "limits::ceilings",
+    "limits::parent_caps",
     "limits::isolation",
     "lifecycle::cascade",
     "lifecycle::revoke_tenant",
-    "lifecycle::events",
-    "lifecycle::drain",
     "lifecycle::restart",
+    "lifecycle::drain",
+];
+
+/// The checks [`run`] adds to [`RELAY_CHECKS`] (removal events,
+/// wake channels, streams, queues, outbox, schedules), in its order.
+pub const ENGINE_CHECKS: &[&str] = &[
+    "lifecycle::events",
     "wakes::notify_and_listen",
     "wakes::channel_names",
     "streams::offsets_and_retention",
@@ -160,55 +171,81 @@ pub const CHECKS: &[&str] = &[
     "queues::outbox_and_schedules",
 ];
 
-/// Runs every check against engines from `harness`; returns the failures
-/// (empty when the engine conforms).
-pub async fn run<H: Harness>(harness: &H) -> Vec<Failure> {
+/// Runs one check on `$harness`, pushing its failure onto `$failures`.
+macro_rules! check {
+    ($harness:ident, $failures:ident, $list:ident, $area:ident :: $name:ident) => {
+        let name = concat!(stringify!($area), "::", stringify!($name));
+        debug_assert!($list.contains(&name));
+        if let Err(Fault(reason)) = $area::$name($harness).await {
+            $failures.push(Failure {
+                check: name,
+                reason,
+            });
+        }
+    };
+}
+
+/// Runs the checks of the relay records ([`RELAY_CHECKS`]) against engines
+/// from `harness`; returns the failures (empty when the engine conforms).
+pub async fn run_relay<H: Harness>(harness: &H) -> Vec<Failure> {
     let mut failures = Vec::new();
-    macro_rules! check {
-        ($area:ident :: $name:ident) => {
-            let name = concat!(stringify!($area), "::", stringify!($name));
-            debug_assert!(CHECKS.contains(&name));
-            if let Err(Fault(reason)) = $area::$name(harness).await {
-                failures.push(Failure {
-                    check: name,
-                    reason,
-                });
-            }
-        };
-    }
-    check!(leases::grant_renew_get_revoke);
-    check!(leases::fences_increase);
-    check!(leases::expiry);
-    check!(leases::endpoints);
-    check!(leases::ids_travel);
-    check!(listings::publish_update_unpublish);
-    check!(listings::visible_only_under_a_live_lease);
-    check!(listings::pages);
-    check!(listings::presence);
-    check!(joins::bind_then_consume_once);
-    check!(joins::concurrent_consumes);
-    check!(joins::errors);
-    check!(joins::idempotency);
-    check!(locks::exclusive_and_fenced);
-    check!(locks::attached_to_a_lease);
-    check!(limits::bad_input);
-    check!(limits::tenant_quota);
-    check!(limits::ceilings_and_parent_caps);
-    check!(limits::isolation);
-    check!(lifecycle::cascade);
-    check!(lifecycle::revoke_tenant);
-    check!(lifecycle::events);
-    check!(lifecycle::drain);
-    check!(lifecycle::restart);
-    check!(wakes::notify_and_listen);
-    check!(wakes::channel_names);
-    check!(streams::offsets_and_retention);
-    check!(streams::consumers_and_followers);
-    check!(streams::lifetimes);
-    check!(queues::claims_and_acks);
-    check!(queues::retries_and_dead_letters);
-    check!(queues::lapses_and_delays);
-    check!(queues::outbox_and_schedules);
+    let h = harness;
+    check!(h, failures, RELAY_CHECKS, leases::grant_renew_get_revoke);
+    check!(h, failures, RELAY_CHECKS, leases::fences_increase);
+    check!(h, failures, RELAY_CHECKS, leases::expiry);
+    check!(h, failures, RELAY_CHECKS, leases::endpoints);
+    check!(h, failures, RELAY_CHECKS, leases::ids_travel);
+    check!(
+        h,
+        failures,
+        RELAY_CHECKS,
+        listings::publish_update_unpublish
+    );
+    check!(
+        h,
+        failures,
+        RELAY_CHECKS,
+        listings::visible_only_under_a_live_lease
+    );
+    check!(h, failures, RELAY_CHECKS, listings::pages);
+    check!(h, failures, RELAY_CHECKS, listings::presence);
+    check!(h, failures, RELAY_CHECKS, joins::bind_then_consume_once);
+    check!(h, failures, RELAY_CHECKS, joins::concurrent_consumes);
+    check!(h, failures, RELAY_CHECKS, joins::errors);
+    check!(h, failures, RELAY_CHECKS, joins::idempotency);
+    check!(h, failures, RELAY_CHECKS, locks::exclusive_and_fenced);
+    check!(h, failures, RELAY_CHECKS, locks::attached_to_a_lease);
+    check!(h, failures, RELAY_CHECKS, limits::bad_input);
+    check!(h, failures, RELAY_CHECKS, limits::tenant_quota);
+    check!(h, failures, RELAY_CHECKS, limits::ceilings);
+    check!(h, failures, RELAY_CHECKS, limits::parent_caps);
+    check!(h, failures, RELAY_CHECKS, limits::isolation);
+    check!(h, failures, RELAY_CHECKS, lifecycle::cascade);
+    check!(h, failures, RELAY_CHECKS, lifecycle::revoke_tenant);
+    check!(h, failures, RELAY_CHECKS, lifecycle::restart);
+    check!(h, failures, RELAY_CHECKS, lifecycle::drain);
+    failures
+}
+
+/// Runs every check ([`RELAY_CHECKS`], then [`ENGINE_CHECKS`]) against
+/// engines from `harness`; returns the failures (empty when the engine
+/// conforms).
+pub async fn run<H: Harness>(harness: &H) -> Vec<Failure>
+where
+    H::Engine: Engine,
+{
+    let mut failures = run_relay(harness).await;
+    let h = harness;
+    check!(h, failures, ENGINE_CHECKS, lifecycle::events);
+    check!(h, failures, ENGINE_CHECKS, wakes::notify_and_listen);
+    check!(h, failures, ENGINE_CHECKS, wakes::channel_names);
+    check!(h, failures, ENGINE_CHECKS, streams::offsets_and_retention);
+    check!(h, failures, ENGINE_CHECKS, streams::consumers_and_followers);
+    check!(h, failures, ENGINE_CHECKS, streams::lifetimes);
+    check!(h, failures, ENGINE_CHECKS, queues::claims_and_acks);
+    check!(h, failures, ENGINE_CHECKS, queues::retries_and_dead_letters);
+    check!(h, failures, ENGINE_CHECKS, queues::lapses_and_delays);
+    check!(h, failures, ENGINE_CHECKS, queues::outbox_and_schedules);
     failures
 }
 

@@ -28,7 +28,10 @@ fn queue_config(attempts_max: u32) -> QueueConfig {
     }
 }
 
-pub(super) async fn claims_and_acks<H: Harness>(h: &H) -> Outcome {
+pub(super) async fn claims_and_acks<H: Harness>(h: &H) -> Outcome
+where
+    H::Engine: Engine,
+{
     let e = h.engine(config(h.unit())).await?;
     e.create_queue(T, "work", queue_config(3)).await?;
     let first = e.enqueue(T, "work", b"a", JobOptions::default()).await?;
@@ -83,7 +86,10 @@ pub(super) async fn claims_and_acks<H: Harness>(h: &H) -> Outcome {
     Ok(())
 }
 
-pub(super) async fn retries_and_dead_letters<H: Harness>(h: &H) -> Outcome {
+pub(super) async fn retries_and_dead_letters<H: Harness>(h: &H) -> Outcome
+where
+    H::Engine: Engine,
+{
     let e = h.engine(config(h.unit())).await?;
     e.create_queue(T, "work", queue_config(2)).await?;
     let id = e
@@ -140,7 +146,10 @@ pub(super) async fn retries_and_dead_letters<H: Harness>(h: &H) -> Outcome {
     Ok(())
 }
 
-pub(super) async fn lapses_and_delays<H: Harness>(h: &H) -> Outcome {
+pub(super) async fn lapses_and_delays<H: Harness>(h: &H) -> Outcome
+where
+    H::Engine: Engine,
+{
     let u = h.unit();
     let e = h.engine(config(u)).await?;
     e.create_queue(T, "work", queue_config(2)).await?;
@@ -178,7 +187,10 @@ pub(super) async fn lapses_and_delays<H: Harness>(h: &H) -> Outcome {
     Ok(())
 }
 
-pub(super) async fn outbox_and_schedules<H: Harness>(h: &H) -> Outcome {
+pub(super) async fn outbox_and_schedules<H: Harness>(h: &H) -> Outcome
+where
+    H::Engine: Engine,
+{
     let u = h.unit();
     let mut cfg = config(u);
     cfg.schedule_interval_min = u;

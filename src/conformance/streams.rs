@@ -2,7 +2,7 @@
 //! never backwards, followers that miss nothing.
 
 use super::{config, ensure_eq, Harness, Outcome};
-use crate::engine::{Engine, Follow};
+use crate::engine::{Engine, Follow, RelayEngine};
 use crate::error::{Error, Scope};
 use crate::ids::TenantId;
 use crate::stream::{StreamConfig, StreamRead, WhenFull};
@@ -14,7 +14,10 @@ fn offsets(read: &StreamRead) -> Vec<u64> {
     read.entries.iter().map(|e| e.offset).collect()
 }
 
-pub(super) async fn offsets_and_retention<H: Harness>(h: &H) -> Outcome {
+pub(super) async fn offsets_and_retention<H: Harness>(h: &H) -> Outcome
+where
+    H::Engine: Engine,
+{
     let e = h.engine(config(h.unit())).await?;
     e.create_stream(T, "refusing", StreamConfig::new(2, 1024, WhenFull::Refuse))
         .await?;
@@ -74,7 +77,10 @@ pub(super) async fn offsets_and_retention<H: Harness>(h: &H) -> Outcome {
     Ok(())
 }
 
-pub(super) async fn consumers_and_followers<H: Harness>(h: &H) -> Outcome {
+pub(super) async fn consumers_and_followers<H: Harness>(h: &H) -> Outcome
+where
+    H::Engine: Engine,
+{
     let e = h.engine(config(h.unit())).await?;
     e.create_stream(T, "log", StreamConfig::new(100, 1 << 16, WhenFull::Refuse))
         .await?;
@@ -108,7 +114,10 @@ pub(super) async fn consumers_and_followers<H: Harness>(h: &H) -> Outcome {
 /// A stream's lifetimes: entries past its age limit are never returned,
 /// and a stream attached to a lease is gone with it (hidden the moment the
 /// lease is revoked or expires, its name free again).
-pub(super) async fn lifetimes<H: Harness>(h: &H) -> Outcome {
+pub(super) async fn lifetimes<H: Harness>(h: &H) -> Outcome
+where
+    H::Engine: Engine,
+{
     let u = h.unit();
     let e = h.engine(config(u)).await?;
     let aged = StreamConfig::new(100, 1 << 16, WhenFull::Refuse).with_age_max(u * 10);

@@ -11,7 +11,10 @@ use std::sync::Arc;
 const T: TenantId = TenantId(1);
 const OTHER: TenantId = TenantId(2);
 
-pub(super) async fn notify_and_listen<H: Harness>(h: &H) -> Outcome {
+pub(super) async fn notify_and_listen<H: Harness>(h: &H) -> Outcome
+where
+    H::Engine: Engine,
+{
     let e = h.engine(config(h.unit())).await?;
     let first = e.listen(T, "lobby").await?;
     let second = e.listen(T, "lobby").await?;
@@ -42,7 +45,10 @@ pub(super) async fn notify_and_listen<H: Harness>(h: &H) -> Outcome {
     Ok(())
 }
 
-pub(super) async fn channel_names<H: Harness>(h: &H) -> Outcome {
+pub(super) async fn channel_names<H: Harness>(h: &H) -> Outcome
+where
+    H::Engine: Engine,
+{
     let e = h.engine(config(h.unit())).await?;
     for (name, want) in [("", Error::InvalidName), ("__x", Error::ReservedName)] {
         ensure_eq!(

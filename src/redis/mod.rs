@@ -42,8 +42,10 @@ macro_rules! args {
 }
 
 mod conn;
+mod contract;
 mod joins;
 mod leases;
+mod lifecycle;
 mod listings;
 mod locks;
 mod presence;
@@ -166,6 +168,8 @@ struct Inner {
     /// When that incarnation began (the server's clock, microseconds):
     /// every fence it issued is at least this.
     born: AtomicU64,
+    /// This handle's drain.
+    drain: lifecycle::Drain,
 }
 
 impl std::fmt::Debug for RedisEngine {
@@ -196,6 +200,9 @@ enum Mode {
     Existing,
     /// Creations (grants, locks): the tenant's keyspace is made if missing.
     Creating,
+    /// Refreshes that create the record if it is missing (heartbeats): as
+    /// `Creating`, but a draining handle lets the function decide.
+    Upserting,
 }
 
 impl RedisEngine {
@@ -223,6 +230,7 @@ impl RedisEngine {
                 ttl,
                 incarnation: AtomicU64::new(0),
                 born: AtomicU64::new(0),
+                drain: lifecycle::Drain::new(),
             }),
         };
         engine.refresh_incarnation().await?;
@@ -234,9 +242,14 @@ impl RedisEngine {
         self.inner.incarnation.load(Ordering::Acquire)
     }
 
-    /// `Ready` while Redis answers within the call timeout; otherwise
-    /// `Degraded` with [`DegradedReason::BackendUnreachable`].
+    /// `Draining` or `Stopped` once [`begin_drain`](Self::begin_drain)
+    /// was called; otherwise `Ready` while Redis answers within the call
+    /// timeout, and `Degraded` with [`DegradedReason::BackendUnreachable`]
+    /// when it does not.
     pub async fn health(&self) -> Health {
+        if let Some(health) = self.lifecycle_health() {
+            return health;
+        }
         match self.inner.conn.ping().await {
             Ok(()) => Health::Ready,
             Err(_) => Health::Degraded {
@@ -328,6 +341,7 @@ impl RedisEngine {
         issued: Issued,
         args: Vec<Vec<u8>>,
     ) -> Result<Option<Reply>> {
+        self.admit(mode)?;
         let key = self.tenant_key(tenant);
         let mut create = false;
         for _ in 0..3 {

@@ -13,7 +13,8 @@ impl RedisEngine {
     /// `attrs`, if given, replace the stored ones. With `lease`, the record
     /// dies with the lease; a member present under another live lease is
     /// `Conflict`. Refused with `CapacityExceeded` at
-    /// `presence_per_lease_max` or the tenant's presence quota.
+    /// `presence_per_lease_max` or the tenant's presence quota, and a new
+    /// record with `Draining` while the handle drains.
     pub async fn heartbeat(
         &self,
         tenant: TenantId,
@@ -37,10 +38,11 @@ impl RedisEngine {
             config.presence_per_lease_max.to_string(),
             quota_arg(config.tenant.presence_max),
             self.keep_ms().to_string(),
+            if self.refusing_new() { "1" } else { "0" },
         ];
         let issued = lease.map_or(Issued::Nothing, |l| Issued::Id(l.incarnation()));
         let reply = self
-            .run(scripts::HEARTBEAT, tenant, Mode::Creating, issued, args)
+            .run(scripts::HEARTBEAT, tenant, Mode::Upserting, issued, args)
             .await?
             .ok_or(Error::NotFound)?;
         reply.refusal()?;

@@ -18,6 +18,7 @@ pub(super) const UNKNOWN: i64 = 8;
 pub(super) const RESTARTED: i64 = 9;
 pub(super) const MISMATCH: i64 = 10;
 pub(super) const REPLAYED: i64 = 11;
+pub(super) const DRAINING: i64 = 12;
 
 /// A reply the engine did not expect: a bug, or a Redis that is not ours.
 fn malformed(what: &str) -> Error {
@@ -104,6 +105,7 @@ impl Reply {
             RESTARTED => Error::Restarted,
             MISMATCH => Error::IdempotencyMismatch,
             REPLAYED => Error::ReplayRejected,
+            DRAINING => Error::Draining,
             CONFLICT => Error::Conflict {
                 current_version: self.uint(1)?,
             },

@@ -10,7 +10,7 @@ use super::{
     Admission, Binding, Cursor, EndpointSeen, Follower, Health, JoinTicket, LeaseGrant, LeaseInfo,
     ListingInfo, LockInfo, Page, PresenceInfo, Renewal, Store,
 };
-use crate::engine::{Engine, Events, Follow, Wakes};
+use crate::engine::{Engine, Events, Follow, RelayEngine, Wakes};
 use crate::error::Result;
 use crate::events::{Collection, Received, RecvError, Subscription};
 use crate::ids::JobId;
@@ -24,11 +24,7 @@ use std::future::{ready, Future};
 use std::net::SocketAddr;
 use std::time::Duration;
 
-impl Engine for Store {
-    type Events = Subscription;
-    type Listener = Listener;
-    type Follower = Follower;
-
+impl RelayEngine for Store {
     fn grant(
         &self,
         tenant: TenantId,
@@ -283,6 +279,12 @@ impl Engine for Store {
     fn begin_drain(&self, window: Duration) -> impl Future<Output = Result<Duration>> + Send {
         ready(Store::begin_drain(self, window))
     }
+}
+
+impl Engine for Store {
+    type Events = Subscription;
+    type Listener = Listener;
+    type Follower = Follower;
 
     fn subscribe(&self) -> impl Future<Output = Result<Subscription>> + Send {
         ready(Store::subscribe(self))

@@ -1,10 +1,12 @@
 -- heartbeat: ARGV[3] member, ARGV[4] ttl (ms), ARGV[5] '1' if ARGV[6] holds
 -- new attributes, ARGV[7] the lease sequence number to attach to ('' for
 -- none), ARGV[8] presence_per_lease_max, ARGV[9] the tenant's presence
--- quota (-1: off), ARGV[10] how long the key outlives the deadline (ms).
+-- quota (-1: off), ARGV[10] how long the key outlives the deadline (ms),
+-- ARGV[11] '1' if new records are refused (the caller is draining).
 -- Refreshes a visible record (an absolute reset) or creates one. Reply:
 -- {OK, version, remaining}; CONFLICT when the member is present under
--- another live lease; the lease's state if it is not live.
+-- another live lease; the lease's state if it is not live; DRAINING for a
+-- new record that is refused.
 local member, ttl, lease = ARGV[3], tonumber(ARGV[4]), ARGV[7]
 local keep = tonumber(ARGV[10])
 if lease ~= '' then
@@ -30,6 +32,9 @@ if m then
   return {OK, v, ttl}
 end
 -- Missing, lapsed, or under a lease that is gone: a new record.
+if ARGV[11] == '1' then
+  return {DRAINING}
+end
 if redis.call('EXISTS', mk) == 1 then
   drop_member(member)
 end

@@ -16,10 +16,11 @@
 -- Replies are arrays whose first element is a code (src/redis/reply.rs).
 local OK, NOT_FOUND, EXPIRED, REVOKED, CONFLICT = 0, 1, 2, 3, 4
 local HELD, CAPACITY, STALE, UNKNOWN, RESTARTED, MISMATCH, REPLAYED = 5, 6, 7, 8, 9, 10, 11
+local DRAINING = 12
 
 -- Per-call state, set by `begin`. Redis runs one call at a time, so these
 -- are never shared between calls in flight.
-local KEYS, ARGV, TAG, I, NOW_US, NOW, BORN, R, GRAVES, REVOKED_BELOW, REVOKED_UNTIL
+local KEYS, ARGV, TAG, I, NOW_US, NOW, R, GRAVES, REVOKED_BELOW, REVOKED_UNTIL
 local LEASES, LOCKS, IDEM, LISTINGS, ATTEMPTS, REPLAY, MEMBERS, MEMBER_KEYS
 
 -- Integers as decimal text (Lua numbers are doubles; everything stored
@@ -40,18 +41,16 @@ local function begin(keys, args)
   local clock = redis.call('TIME')
   NOW_US = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
   NOW = math.floor(NOW_US / 1000)
-  local seen = redis.call('HMGET', inc, 'i', 'b', 'e', 'rv', 'ru')
+  local seen = redis.call('HMGET', inc, 'i', 'e', 'rv', 'ru')
   local epoch = '0'
   REVOKED_BELOW, REVOKED_UNTIL = 0, 0
   if seen[1] == I then
-    BORN = tonumber(seen[2])
-    epoch = seen[3] or '0'
-    REVOKED_BELOW = tonumber(seen[4] or '0')
-    REVOKED_UNTIL = tonumber(seen[5] or '0')
+    epoch = seen[2] or '0'
+    REVOKED_BELOW = tonumber(seen[3] or '0')
+    REVOKED_UNTIL = tonumber(seen[4] or '0')
   elseif ARGV[2] == 'c' then
     redis.call('DEL', inc)
-    redis.call('HSET', inc, 'i', I, 'b', num(NOW_US))
-    BORN = NOW_US
+    redis.call('HSET', inc, 'i', I)
   elseif seen[1] then
     return {STALE}
   else

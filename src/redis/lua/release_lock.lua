@@ -1,10 +1,7 @@
 -- release_lock: ARGV[3] name, ARGV[4] fence. Idempotent; never releases a
--- later holder's lock. Reply: {OK}, or RESTARTED for a fence from before
--- this incarnation.
+-- later holder's lock. Reply: {OK}. (A fence from before this
+-- incarnation is answered by the engine before the call.)
 local name, fence = ARGV[3], tonumber(ARGV[4])
-if fence < BORN then
-  return {RESTARTED}
-end
 local k = R .. 'k:' .. name
 local l = redis.call('HMGET', k, 'f', 'l')
 if l[1] and tonumber(l[1]) == fence then

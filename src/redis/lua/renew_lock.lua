@@ -1,12 +1,9 @@
 -- renew_lock: ARGV[3] name, ARGV[4] fence, ARGV[5] ttl (ms), ARGV[6] how
 -- long the key outlives the deadline (ms). Reply: {OK, version, remaining};
 -- EXPIRED once it lapsed (also when another owner took it since),
--- NOT_FOUND after a release or once its lease is gone, RESTARTED for a
--- fence from before this incarnation.
+-- NOT_FOUND after a release or once its lease is gone. (A fence from
+-- before this incarnation is answered by the engine before the call.)
 local name, fence, ttl = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
-if fence < BORN then
-  return {RESTARTED}
-end
 local k = R .. 'k:' .. name
 local l = redis.call('HMGET', k, 'f', 'v', 'd', 'l')
 if not l[1] then

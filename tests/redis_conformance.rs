@@ -1,0 +1,69 @@
+//! The conformance suite's relay-record checks on the Redis engine, on a
+//! standalone server and on a Redis Cluster. Time is real here: the unit
+//! is 100 ms and `advance` sleeps (deadlines come from the server's clock).
+
+mod redis;
+
+use redis::{block_on, connect_fresh, fresh_namespace, targets, Target};
+use relaystore::conformance::{self, Harness, RELAY_CHECKS};
+use relaystore::redis::RedisEngine;
+use relaystore::{Result, StoreConfig};
+use std::time::Duration;
+
+/// Fresh engines (a namespace each) on one Redis target.
+struct RedisHarness {
+    target: Target,
+}
+
+impl Harness for RedisHarness {
+    type Engine = RedisEngine;
+
+    fn unit(&self) -> Duration {
+        Duration::from_millis(100)
+    }
+
+    async fn engine(&self, config: StoreConfig) -> Result<RedisEngine> {
+        connect_fresh(&self.target, &fresh_namespace("conformance"), config).await
+    }
+
+    async fn advance(&self, elapsed: Duration) {
+        // The engine decides by the server's clock at each call, so once
+        // `elapsed` has passed here it has passed there too.
+        tokio::time::sleep(elapsed).await;
+    }
+}
+
+/// The relay checks this engine does not pass yet: store-wide ceilings
+/// span every tenant, so on a cluster every slot, and are not enforced
+/// (ADR 0029 gives the design and why it waits for the sweeper). Asserted
+/// exactly, so a regression elsewhere fails the test, and so does the day
+/// the ceilings pass without this list being updated.
+const NOT_YET: &[&str] = &["limits::ceilings"];
+
+/// Runs the relay checks on the configured target called `name`.
+fn relay_checks_on(name: &str) {
+    for target in targets().into_iter().filter(|t| t.name == name) {
+        let failures = block_on(conformance::run_relay(&RedisHarness {
+            target: target.clone(),
+        }));
+        eprintln!(
+            "{}: {} checks, {} failed",
+            target.name,
+            RELAY_CHECKS.len(),
+            failures.len()
+        );
+        let failed: Vec<&str> = failures.iter().map(|f| f.check).collect();
+        let report: Vec<String> = failures.iter().map(ToString::to_string).collect();
+        assert_eq!(failed, NOT_YET, "{}:\n{}", target.name, report.join("\n"));
+    }
+}
+
+#[test]
+fn the_relay_checks_pass_on_a_standalone_server() {
+    relay_checks_on("standalone");
+}
+
+#[test]
+fn the_relay_checks_pass_on_a_cluster() {
+    relay_checks_on("cluster");
+}
