@@ -75,6 +75,17 @@ struct Op<M: Model> {
     returned: u64,
 }
 
+impl<M: Model> Op<M> {
+    fn new(call: M::Call, ret: M::Ret, invoked: u64, returned: u64) -> Self {
+        Op {
+            call,
+            ret,
+            invoked,
+            returned,
+        }
+    }
+}
+
 /// The fenced lock.
 struct LockModel;
 
@@ -302,6 +313,31 @@ fn record(lock: &dyn Lock, seed: u64) -> Vec<Op<LockModel>> {
     ops.into_inner().unwrap()
 }
 
+/// Histories per Redis server (`RELAYSTORE_LIN_REDIS_HISTORIES`, 300).
+fn redis_histories() -> u64 {
+    std::env::var("RELAYSTORE_LIN_REDIS_HISTORIES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(300)
+}
+
+/// One engine handle per thread (each a relay instance) on a fresh store
+/// of `target`.
+fn redis_instances(
+    runtime: &tokio::runtime::Runtime,
+    target: &redis::Target,
+    test: &str,
+) -> Vec<relaystore::redis::RedisEngine> {
+    let namespace = redis::fresh_namespace(test);
+    (0..THREADS)
+        .map(|_| {
+            runtime
+                .block_on(redis::connect_fresh(target, &namespace, redis::config()))
+                .unwrap()
+        })
+        .collect()
+}
+
 fn histories() -> u64 {
     std::env::var("RELAYSTORE_LIN_HISTORIES")
         .ok()
@@ -337,24 +373,10 @@ fn lock_histories_from_real_threads_are_linearizable() {
 
 #[test]
 fn lock_histories_on_redis_from_separate_instances_are_linearizable() {
-    let runs: u64 = std::env::var("RELAYSTORE_LIN_REDIS_HISTORIES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(300);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runs = redis_histories();
+    let runtime = tokio_runtime();
     for target in redis::targets() {
-        let namespace = redis::fresh_namespace("lin");
-        let engines: Vec<_> = (0..THREADS)
-            .map(|_| {
-                runtime
-                    .block_on(redis::connect_fresh(&target, &namespace, redis::config()))
-                    .unwrap()
-            })
-            .collect();
+        let engines = redis_instances(&runtime, &target, "lin");
         for seed in 0..runs {
             // A lock name per history keeps each history self-contained.
             let lock = OnRedis {
@@ -389,12 +411,7 @@ fn the_checker_rejects_a_lock_with_stale_reads() {
 
 #[test]
 fn the_checker_accepts_and_rejects_hand_written_histories() {
-    let op = |call, ret, invoked, returned| Op::<LockModel> {
-        call,
-        ret,
-        invoked,
-        returned,
-    };
+    let op = Op::<LockModel>::new;
     // Sequential and fine.
     let ok = [
         op(Call::TryLock, Ret::Locked(Some(5)), 0, 1),
@@ -616,20 +633,10 @@ fn join_histories_in_memory_are_linearizable() {
 
 #[test]
 fn join_histories_on_redis_from_separate_instances_are_linearizable() {
-    let runs: u64 = std::env::var("RELAYSTORE_LIN_REDIS_HISTORIES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(300);
+    let runs = redis_histories();
     let runtime = tokio_runtime();
     for target in redis::targets() {
-        let namespace = redis::fresh_namespace("lin-join");
-        let engines: Vec<_> = (0..THREADS)
-            .map(|_| {
-                runtime
-                    .block_on(redis::connect_fresh(&target, &namespace, redis::config()))
-                    .unwrap()
-            })
-            .collect();
+        let engines = redis_instances(&runtime, &target, "lin-join");
         let mut outcomes = HashSet::new();
         for seed in 0..runs {
             let history = record_join(&engines, &runtime, seed, false);
@@ -660,12 +667,7 @@ fn the_checker_rejects_an_engine_that_lets_a_second_consume_through() {
 
 #[test]
 fn the_checker_accepts_and_rejects_hand_written_join_histories() {
-    let op = |call, ret, invoked, returned| Op::<JoinModel> {
-        call,
-        ret,
-        invoked,
-        returned,
-    };
+    let op = Op::<JoinModel>::new;
     let ok = [
         op(JoinCall::Bind(0), JoinRet::Bound, 0, 1),
         op(JoinCall::Consume, JoinRet::Admitted(0), 2, 3),
