@@ -56,15 +56,17 @@ impl Drain {
         }
     }
 
-    /// Starts the drain unless one has begun (the earlier deadline stays).
-    fn begin(&self, window: Duration) -> Phase {
+    /// Starts the drain unless one has begun (the earlier deadline
+    /// stays). Returns whether this call began it, and the phase after.
+    fn begin(&self, window: Duration) -> (bool, Phase) {
         let window_ms = crate::time::duration_to_millis_ceil(window);
         let deadline = self.now_ms().saturating_add(window_ms).min(READY - 1);
         // Losing this race means another caller began the drain first.
-        let _ =
-            self.deadline_ms
-                .compare_exchange(READY, deadline, Ordering::AcqRel, Ordering::Acquire);
-        self.phase()
+        let began = self
+            .deadline_ms
+            .compare_exchange(READY, deadline, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok();
+        (began, self.phase())
     }
 }
 
@@ -92,14 +94,15 @@ impl RedisEngine {
         if self.inner.drain.phase() == Phase::Stopped {
             return Err(Error::STOPPED);
         }
-        match self.inner.drain.begin(window) {
-            Phase::Draining(left) => {
-                tracing::info!(
-                    window_ms = window.as_millis() as u64,
-                    "relaystore redis handle draining: new work is refused; the handle stops when the window ends",
-                );
-                Ok(left)
-            }
+        let (began, phase) = self.inner.drain.begin(window);
+        if began {
+            tracing::info!(
+                window_ms = window.as_millis() as u64,
+                "relaystore redis handle draining: new work is refused; the handle stops when the window ends",
+            );
+        }
+        match phase {
+            Phase::Draining(left) => Ok(left),
             Phase::Ready | Phase::Stopped => Ok(Duration::ZERO),
         }
     }
