@@ -1,9 +1,9 @@
 //! The engine contract: the one trait relay code is written against.
 //!
 //! [`RelayEngine`] covers the relay records (leases, listings, presence,
-//! join attempts, locks, tenants, health and drain); [`Engine`] extends it
-//! with removal events, wake channels, streams, queues, the outbox and
-//! schedules. The in-memory [`Store`](crate::Store) implements both; the
+//! join attempts, locks, tenants, health, drain and removal events);
+//! [`Engine`] extends it with wake channels, streams, queues, the outbox
+//! and schedules. The in-memory [`Store`](crate::Store) implements both; the
 //! Redis engine (feature `redis`), which keeps the state in a server
 //! shared by several relay processes, implements `RelayEngine` (ADR 0030).
 //! Code generic over `E: RelayEngine` runs unchanged on either.
@@ -75,8 +75,8 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 /// The relay records: leases, endpoints, listings, presence, join
-/// attempts, locks, tenant revocation and readiness, engine-neutral and
-/// async. Every engine serves these; the Redis engine (feature `redis`)
+/// attempts, locks, tenant revocation, readiness, drain and removal
+/// events, engine-neutral and async. Every engine serves these; the Redis engine (feature `redis`)
 /// serves these only, so far (ADR 0030).
 ///
 /// An engine is a cheap `Clone` handle that can be shared across threads
@@ -86,6 +86,9 @@ use std::time::Duration;
 /// nothing else is written against `E: RelayEngine` and runs on every
 /// engine.
 pub trait RelayEngine: Clone + Send + Sync + 'static {
+    /// The engine's subscription to removal events.
+    type Events: Events;
+
     // ----- leases -----
 
     /// Grants a lease to `holder` for `ttl` ([`Store::grant`](crate::Store::grant)).
@@ -319,21 +322,6 @@ pub trait RelayEngine: Clone + Send + Sync + 'static {
     /// stops only this handle and revokes nothing (the others go on
     /// serving the state).
     fn begin_drain(&self, window: Duration) -> impl Future<Output = Result<Duration>> + Send;
-}
-
-/// A relay state engine with everything: the relay records
-/// ([`RelayEngine`], whose operations every `E: Engine` has too), drain and
-/// removal events, wake channels, streams, job queues, the outbox and
-/// schedules. The in-memory [`Store`](crate::Store) implements it.
-pub trait Engine: RelayEngine {
-    /// The engine's subscription to removal events.
-    type Events: Events;
-
-    /// The engine's listener on a wake channel.
-    type Listener: Wakes;
-
-    /// The engine's stream follower.
-    type Follower: Follow;
 
     // ----- removal events -----
 
@@ -346,6 +334,17 @@ pub trait Engine: RelayEngine {
         &self,
         collections: &[Collection],
     ) -> impl Future<Output = Result<Self::Events>> + Send;
+}
+
+/// A relay state engine with everything: the relay records
+/// ([`RelayEngine`], whose operations every `E: Engine` has too), wake
+/// channels, streams, job queues, the outbox and schedules. The in-memory [`Store`](crate::Store) implements it.
+pub trait Engine: RelayEngine {
+    /// The engine's listener on a wake channel.
+    type Listener: Wakes;
+
+    /// The engine's stream follower.
+    type Follower: Follow;
 
     // ----- wake channels -----
 

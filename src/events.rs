@@ -285,6 +285,26 @@ impl EventHub {
         wake.into_iter().for_each(Waker::wake);
     }
 
+    /// Reports `missed` events lost before they reached this hub (a remote
+    /// engine's listener found a gap) to every subscriber, as a lag.
+    #[cfg(feature = "redis")]
+    pub(crate) fn report_missed(&self, missed: u64) {
+        let mut wake = Vec::new();
+        {
+            let inboxes = lock_at(Rung::Hub, &self.inboxes);
+            for inbox in inboxes.iter() {
+                inbox.missed.fetch_add(missed, Ordering::AcqRel);
+                let mut queue = lock_at(Rung::Inbox, &inbox.queue);
+                wake.extend(queue.waker.take());
+                if queue.sleepers > 0 {
+                    inbox.ready.notify_one();
+                }
+            }
+        }
+        crate::metrics::events_dropped(missed);
+        wake.into_iter().for_each(Waker::wake);
+    }
+
     /// Subscribers now, and the most events buffered for any one of them
     /// (what the slowest reader has yet to read), for the metrics.
     pub(crate) fn backlog(&self) -> (usize, usize) {

@@ -43,7 +43,8 @@
 //! [`Error::BackendUnavailable`]). [`Store`] implements it with futures that
 //! complete at once and keeps its synchronous methods as the fast path.
 //! [`RelayEngine`], the part of [`Engine`] that holds the relay records
-//! (leases, endpoints, listings, presence, joins, locks, tenants), is also
+//! (leases, endpoints, listings, presence, joins, locks, tenants, removal
+//! events), is also
 //! served by the Redis engine (feature `redis`) for relays that share
 //! their state across processes. The `conformance` feature's suite checks
 //! that every engine behaves the same.

@@ -8,11 +8,13 @@ use redis::{block_on, connect_fresh, fresh_namespace, targets, Target};
 use relaystore::conformance::{self, Harness, RELAY_CHECKS};
 use relaystore::redis::RedisEngine;
 use relaystore::{Result, StoreConfig};
+use std::sync::Mutex;
 use std::time::Duration;
 
 /// Fresh engines (a namespace each) on one Redis target.
 struct RedisHarness {
     target: Target,
+    engines: Mutex<Vec<RedisEngine>>,
 }
 
 impl Harness for RedisHarness {
@@ -23,13 +25,20 @@ impl Harness for RedisHarness {
     }
 
     async fn engine(&self, config: StoreConfig) -> Result<RedisEngine> {
-        connect_fresh(&self.target, &fresh_namespace("conformance"), config).await
+        let engine = connect_fresh(&self.target, &fresh_namespace("conformance"), config).await?;
+        self.engines.lock().unwrap().push(engine.clone());
+        Ok(engine)
     }
 
     async fn advance(&self, elapsed: Duration) {
         // The engine decides by the server's clock at each call, so once
-        // `elapsed` has passed here it has passed there too.
+        // `elapsed` has passed here it has passed there too; then a sweep
+        // settles what expired (the sweeper loop would within an interval).
         tokio::time::sleep(elapsed).await;
+        let engines = self.engines.lock().unwrap().clone();
+        for engine in engines {
+            engine.sweep().await.expect("a sweep");
+        }
     }
 }
 
@@ -45,6 +54,7 @@ fn relay_checks_on(name: &str) {
     for target in targets().into_iter().filter(|t| t.name == name) {
         let failures = block_on(conformance::run_relay(&RedisHarness {
             target: target.clone(),
+            engines: Mutex::new(Vec::new()),
         }));
         eprintln!(
             "{}: {} checks, {} failed",

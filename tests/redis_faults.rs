@@ -1,13 +1,15 @@
 //! The Redis engine when Redis misbehaves: an evicting configuration is
 //! refused at connect; a server that stops answering makes calls fail
 //! closed within the call timeout and leaves nothing partial; a restart that
-//! lost the data gives `Restarted` for old ids and fences. Each test starts
+//! lost the data gives `Restarted` for old ids and fences; an events
+//! listener whose connection is cut reports what it missed. Each test starts
 //! a `redis-server` of its own on a free loopback port (the binary must be
 //! on PATH; with `RELAYSTORE_REDIS_REQUIRED=1` its absence fails the test).
 
 mod redis;
 
 use redis::{block_on, config, fresh_namespace};
+use relaystore::events::{Cause, Received};
 use relaystore::redis::{RedisEngine, RedisOptions};
 use relaystore::{Error, TenantId};
 use std::process::{Child, Command, Stdio};
@@ -235,5 +237,54 @@ fn a_restart_that_lost_the_data_gives_restarted() {
         assert!(again.fence > g.fence);
         let relock = e.try_lock(T, "job", "b", MS * 60_000, None).await.unwrap();
         assert!(relock.is_some_and(|l| l.fence > lock.fence));
+    });
+}
+
+#[test]
+fn an_events_listener_cut_off_reports_what_it_missed() {
+    let Some(server) = Server::start(&["--maxmemory-policy", "noeviction"]) else {
+        return;
+    };
+    block_on(async {
+        let namespace = fresh_namespace("lag");
+        let options = RedisOptions::standalone(&server.url()).namespace(&namespace);
+        let a = RedisEngine::connect(options.clone(), config())
+            .await
+            .unwrap();
+        let b = RedisEngine::connect(options, config()).await.unwrap();
+        let seen_by_b = b.subscribe().await.unwrap();
+        let next = || async {
+            tokio::time::timeout(Duration::from_secs(2), seen_by_b.recv_async())
+                .await
+                .expect("an event within 2 s")
+                .unwrap()
+        };
+        let g = a.grant(T, "host", MS * 60_000, None).await.unwrap();
+        a.revoke(T, g.id).await.unwrap();
+        assert!(matches!(next().await, Received::Event(e) if e.cause == Cause::Revoked));
+        // Cut the listener's connection (it reconnects after 100 ms), and
+        // remove three leases while it is away.
+        let mut raw = ::redis::Client::open(server.url().as_str())
+            .unwrap()
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap();
+        let killed: i64 = ::redis::cmd("CLIENT")
+            .arg("KILL")
+            .arg("TYPE")
+            .arg("pubsub")
+            .query_async(&mut raw)
+            .await
+            .unwrap();
+        assert_eq!(killed, 1);
+        for _ in 0..3 {
+            let g = a.grant(T, "host", MS * 60_000, None).await.unwrap();
+            a.revoke(T, g.id).await.unwrap();
+        }
+        tokio::time::sleep(MS * 600).await;
+        let g = a.grant(T, "host", MS * 60_000, None).await.unwrap();
+        a.revoke(T, g.id).await.unwrap();
+        assert_eq!(next().await, Received::Lagged { missed: 3 });
+        assert!(matches!(next().await, Received::Event(e) if e.cause == Cause::Revoked));
     });
 }

@@ -3,7 +3,7 @@
 //! ends in `Stopped`, and ids from another incarnation are `Restarted`.
 
 use super::{config, ensure, ensure_eq, Harness, Outcome};
-use crate::engine::{Engine, Events, RelayEngine};
+use crate::engine::{Events, RelayEngine};
 use crate::error::Error;
 use crate::events::{Cause, Collection, Received};
 use crate::ids::TenantId;
@@ -122,10 +122,7 @@ fn drained<S: Events>(events: &S) -> Result<Vec<(Collection, TenantId, Cause)>, 
     Ok(out)
 }
 
-pub(super) async fn events<H: Harness>(h: &H) -> Outcome
-where
-    H::Engine: Engine,
-{
+pub(super) async fn events<H: Harness>(h: &H) -> Outcome {
     let u = h.unit();
     let e = h.engine(config(u)).await?;
     let events = e.subscribe().await?;

@@ -127,7 +127,8 @@ macro_rules! ensure_eq {
 pub(crate) use {ensure, ensure_eq};
 
 /// The checks of the relay records (leases, endpoints, listings, presence,
-/// joins, locks, limits, cascades, tenants, restarts, drain), in the order
+/// joins, locks, limits, cascades, tenants, restarts, drain, removal
+/// events), in the order
 /// [`run_relay`] runs them.
 pub const RELAY_CHECKS: &[&str] = &[
     "leases::grant_renew_get_revoke",
@@ -154,12 +155,12 @@ pub const RELAY_CHECKS: &[&str] = &[
     "lifecycle::revoke_tenant",
     "lifecycle::restart",
     "lifecycle::drain",
+    "lifecycle::events",
 ];
 
-/// The checks [`run`] adds to [`RELAY_CHECKS`] (removal events,
-/// wake channels, streams, queues, outbox, schedules), in its order.
+/// The checks [`run`] adds to [`RELAY_CHECKS`] (wake channels, streams,
+/// queues, outbox, schedules), in its order.
 pub const ENGINE_CHECKS: &[&str] = &[
-    "lifecycle::events",
     "wakes::notify_and_listen",
     "wakes::channel_names",
     "streams::offsets_and_retention",
@@ -224,6 +225,7 @@ pub async fn run_relay<H: Harness>(harness: &H) -> Vec<Failure> {
     check!(h, failures, RELAY_CHECKS, lifecycle::revoke_tenant);
     check!(h, failures, RELAY_CHECKS, lifecycle::restart);
     check!(h, failures, RELAY_CHECKS, lifecycle::drain);
+    check!(h, failures, RELAY_CHECKS, lifecycle::events);
     failures
 }
 
@@ -236,7 +238,6 @@ where
 {
     let mut failures = run_relay(harness).await;
     let h = harness;
-    check!(h, failures, ENGINE_CHECKS, lifecycle::events);
     check!(h, failures, ENGINE_CHECKS, wakes::notify_and_listen);
     check!(h, failures, ENGINE_CHECKS, wakes::channel_names);
     check!(h, failures, ENGINE_CHECKS, streams::offsets_and_retention);

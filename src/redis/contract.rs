@@ -5,6 +5,7 @@
 use super::RedisEngine;
 use crate::engine::RelayEngine;
 use crate::error::Result;
+use crate::events::{Collection, Subscription};
 use crate::ids::{AttemptId, JoinToken, LeaseId, TenantId};
 use crate::store::{
     Admission, Binding, Cursor, EndpointSeen, Health, JoinTicket, LeaseGrant, LeaseInfo,
@@ -23,6 +24,8 @@ macro_rules! serve {
 }
 
 impl RelayEngine for RedisEngine {
+    type Events = Subscription;
+
     serve! {
         grant(tenant: TenantId, holder: &str, ttl: Duration, key: Option<&str>) -> Result<LeaseGrant>;
         renew(tenant: TenantId, id: LeaseId, ttl: Duration) -> Result<Renewal>;
@@ -52,5 +55,7 @@ impl RelayEngine for RedisEngine {
         revoke_tenant(tenant: TenantId) -> Result<()>;
         health() -> Health;
         begin_drain(window: Duration) -> Result<Duration>;
+        subscribe() -> Result<Subscription>;
+        subscribe_to(collections: &[Collection]) -> Result<Subscription>;
     }
 }

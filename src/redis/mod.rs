@@ -43,6 +43,7 @@ macro_rules! args {
 
 mod conn;
 mod contract;
+mod events;
 mod joins;
 mod leases;
 mod lifecycle;
@@ -51,10 +52,12 @@ mod locks;
 mod presence;
 mod reply;
 mod scripts;
+mod sweeper;
 mod tenant;
 
 use crate::config::StoreConfig;
 use crate::error::{Error, Result};
+use crate::events::EventHub;
 use crate::ids::TenantId;
 use crate::record::TtlRange;
 use crate::store::{Cursor, DegradedReason, Health, Page};
@@ -77,6 +80,10 @@ pub struct RedisOptions {
     pub call_timeout: Duration,
     /// Longest a connection attempt may take. Default 1 s.
     pub connect_timeout: Duration,
+    /// How often the handle holding the sweeper lease looks for records
+    /// past their deadline, to remove and announce them; the lease lasts
+    /// ten of these. Default 100 ms; from 1 ms to 60 s.
+    pub sweep_interval: Duration,
 }
 
 /// One Redis server, or a Redis Cluster's seed nodes.
@@ -108,6 +115,7 @@ impl RedisOptions {
             namespace: "relaystore".to_owned(),
             call_timeout: Duration::from_millis(500),
             connect_timeout: Duration::from_secs(1),
+            sweep_interval: Duration::from_millis(100),
         }
     }
 
@@ -123,6 +131,12 @@ impl RedisOptions {
         self
     }
 
+    /// The same options with another sweep interval.
+    pub fn sweep_interval(mut self, interval: Duration) -> Self {
+        self.sweep_interval = interval;
+        self
+    }
+
     fn validate(&self) -> Result<()> {
         let ns = &self.namespace;
         if ns.is_empty() || ns.contains(['{', '}', ':']) {
@@ -135,6 +149,14 @@ impl RedisOptions {
             return Err(Error::InvalidConfig {
                 field: "call_timeout",
                 rule: "timeouts must be positive",
+            });
+        }
+        if self.sweep_interval < Duration::from_millis(1)
+            || self.sweep_interval > Duration::from_secs(60)
+        {
+            return Err(Error::InvalidConfig {
+                field: "sweep_interval",
+                rule: "must be from 1 ms to 60 s",
             });
         }
         if let RedisTarget::Cluster(seeds) = &self.target {
@@ -170,6 +192,30 @@ struct Inner {
     born: AtomicU64,
     /// This handle's drain.
     drain: lifecycle::Drain,
+    /// Where the removal events go: this handle's subscribers.
+    hub: Arc<EventHub>,
+    /// This handle's id in the events it causes (random).
+    origin: u64,
+    /// The channel listener, once something subscribed.
+    listener: tokio::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// The sweeper loop (it sweeps while this handle holds the lease).
+    sweeper: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// For the listener's own connection.
+    target: RedisTarget,
+    connect_timeout: Duration,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        if let Some(task) = self.listener.get_mut().take() {
+            task.abort();
+        }
+        let sweeper = self.sweeper.get_mut().unwrap_or_else(|p| p.into_inner());
+        if let Some(task) = sweeper.take() {
+            task.abort();
+        }
+        self.hub.close();
+    }
 }
 
 impl std::fmt::Debug for RedisEngine {
@@ -220,6 +266,13 @@ impl RedisEngine {
         config.validate()?;
         let ttl = TtlRange::new(config.ttl_min, config.ttl_max)?;
         let conn = Conn::open(&options).await?;
+        let sweep_interval = options.sweep_interval;
+        let mut origin = [0u8; 8];
+        crate::ids::random_bytes(&mut origin)?;
+        let limits = Arc::new(crate::sync::Snapshot::new(crate::config::Limits::of(
+            &config,
+        )));
+        let hub = Arc::new(EventHub::new(limits, config.subscriber_buffer_max));
         conn.check_noeviction().await?;
         conn.load_library().await?;
         let engine = RedisEngine {
@@ -231,9 +284,16 @@ impl RedisEngine {
                 incarnation: AtomicU64::new(0),
                 born: AtomicU64::new(0),
                 drain: lifecycle::Drain::new(),
+                hub,
+                origin: u64::from_le_bytes(origin),
+                listener: tokio::sync::Mutex::new(None),
+                sweeper: std::sync::Mutex::new(None),
+                target: options.target,
+                connect_timeout: options.connect_timeout,
             }),
         };
         engine.refresh_incarnation().await?;
+        sweeper::start(&engine, sweep_interval);
         Ok(engine)
     }
 
@@ -359,9 +419,15 @@ impl RedisEngine {
             }
             let mut argv = Vec::with_capacity(args.len() + 2);
             argv.push(format!("{incarnation:016x}").into_bytes());
-            argv.push(if create { b"c".to_vec() } else { b"r".to_vec() });
+            let kind = if create { 'c' } else { 'r' };
+            argv.push(format!("{kind}{:x}", self.inner.origin).into_bytes());
             argv.extend(args.iter().cloned());
-            let reply = Reply::new(self.inner.conn.call(function, &key, argv).await?)?;
+            let (reply, after) = events::split(self.inner.conn.call(function, &key, argv).await?)?;
+            self.deliver(tenant, incarnation, &after);
+            if let Some(deadline) = after.due {
+                self.lower_due(tenant, deadline).await;
+            }
+            let reply = Reply::new(reply)?;
             match reply.code()? {
                 reply::STALE | reply::UNKNOWN => {
                     // The tenant's keys are of another incarnation, or

@@ -52,6 +52,9 @@ functions! {
     LEAVE = "leave", "leave.lua", true;
     LIST_PRESENCE = "list_presence", "list_presence.lua", true;
     REVOKE_TENANT = "revoke_tenant", "revoke_tenant.lua", true;
+    SWEEP = "sweep", "sweep.lua", true;
+    DUE = "due", "due.lua", false;
+    SWEEPER = "sweeper", "sweeper.lua", false;
 }
 
 /// The library: its code and the names its functions are called by.
@@ -72,13 +75,18 @@ const NAME: &str = "@LIBRARY@";
 pub(super) static LIBRARY: LazyLock<Library> = LazyLock::new(|| {
     let mut code = String::from(include_str!("lua/prelude.lua"));
     for (op, body, per_tenant) in FUNCTIONS {
-        let start = if *per_tenant {
-            "  local early = begin(keys, args)\n  if early then\n    return early\n  end\n"
+        // A per-tenant body runs inside `begin` and `finish` (the reply
+        // and the removal events it caused); the others as they are.
+        let wrapped = if *per_tenant {
+            format!(
+                "  local early = begin(keys, args)\n  if early then\n    return {{early}}\n  end\n  \
+                 return finish((function()\n{body}  end)())\n"
+            )
         } else {
-            "  KEYS, ARGV = keys, args\n"
+            format!("  KEYS, ARGV = keys, args\n{body}")
         };
         code.push_str(&format!(
-            "\nredis.register_function('{NAME}_{op}', function(keys, args)\n{start}{body}end)\n"
+            "\nredis.register_function('{NAME}_{op}', function(keys, args)\n{wrapped}end)\n"
         ));
     }
     let library = format!("relaystore_{:016x}", fnv1a(&code));

@@ -25,6 +25,8 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 impl RelayEngine for Store {
+    type Events = Subscription;
+
     fn grant(
         &self,
         tenant: TenantId,
@@ -279,12 +281,6 @@ impl RelayEngine for Store {
     fn begin_drain(&self, window: Duration) -> impl Future<Output = Result<Duration>> + Send {
         ready(Store::begin_drain(self, window))
     }
-}
-
-impl Engine for Store {
-    type Events = Subscription;
-    type Listener = Listener;
-    type Follower = Follower;
 
     fn subscribe(&self) -> impl Future<Output = Result<Subscription>> + Send {
         ready(Store::subscribe(self))
@@ -296,6 +292,11 @@ impl Engine for Store {
     ) -> impl Future<Output = Result<Subscription>> + Send {
         ready(Store::subscribe_to(self, collections))
     }
+}
+
+impl Engine for Store {
+    type Listener = Listener;
+    type Follower = Follower;
 
     fn notify(&self, tenant: TenantId, channel: &str) -> impl Future<Output = Result<()>> + Send {
         ready(Store::notify(self, tenant, channel))

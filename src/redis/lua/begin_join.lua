@@ -40,7 +40,7 @@ redis.call('HSET', a, 'k', key, 'pv', p[4], 'c', client, 'h', redis.sha1hex(ARGV
   'd', num(d), 'f', num(forget), 'st', 'p', 'v', num(seq))
 redis.call('PEXPIREAT', a, num(forget + tonumber(ARGV[11])))
 redis.call('SADD', pending, num(seq))
-redis.call('ZADD', ATTEMPTS, num(d), num(seq))
+index_at(ATTEMPTS, d, num(seq))
 redis.call('ZADD', REPLAY, num(forget), num(seq))
 remember(ikey, fingerprint, tonumber(ARGV[13]), {'s', num(seq), 'x', ARGV[6], 'd', num(d)})
 return {OK, seq, ARGV[6], d, NOW}

@@ -5,5 +5,5 @@ local code, a = attempt(seq, nil)
 if code ~= OK then
   return {code}
 end
-drop_attempt(seq, a[1])
+drop_attempt(seq, a[1], RELEASED_)
 return {OK}

@@ -11,5 +11,5 @@ if a[3] ~= 'b' then
 end
 redis.call('HSET', R .. 'a:' .. seq, 'st', 'c', 'v', num(tonumber(a[5]) + 1))
 redis.call('SREM', R .. 'pa:' .. a[1], seq)
-redis.call('ZREM', ATTEMPTS, seq)
+leave_index(ATTEMPTS, seq, E_ATTEMPT, CONSUMED_)
 return {OK, a[2], a[1], a[4]}

@@ -24,6 +24,6 @@ local d = NOW + ttl
 local k = R .. 'l:' .. num(f)
 redis.call('HSET', k, 'h', holder, 'v', num(f), 'd', num(d))
 redis.call('PEXPIREAT', k, num(d + keep))
-redis.call('ZADD', LEASES, num(d), num(f))
+index_at(LEASES, d, num(f))
 remember(ikey, fingerprint, tonumber(ARGV[8]), {'f', num(f), 'v', num(f), 'd', num(d)})
 return {OK, f, f, d, NOW}

@@ -28,7 +28,7 @@ if m then
     redis.call('HSET', mk, 'a', ARGV[6])
   end
   redis.call('PEXPIREAT', mk, num(d + keep))
-  redis.call('ZADD', MEMBERS, num(d), member)
+  index_at(MEMBERS, d, member, tonumber(m[4]))
   return {OK, v, ttl}
 end
 -- Missing, lapsed, or under a lease that is gone: a new record.
@@ -36,7 +36,8 @@ if ARGV[11] == '1' then
   return {DRAINING}
 end
 if redis.call('EXISTS', mk) == 1 then
-  drop_member(member)
+  local lapsed = tonumber(redis.call('HGET', mk, 'd') or '0') <= NOW
+  drop_member(member, lapsed and EXPIRED_ or CASCADED_)
 end
 reap(REAP_MAX)
 local under = R .. 'lm:' .. lease
@@ -58,7 +59,7 @@ if ARGV[5] == '1' then
 end
 redis.call('HSET', mk, 'a', attrs, 'l', lease, 'v', num(v), 'd', num(d))
 redis.call('PEXPIREAT', mk, num(d + keep))
-redis.call('ZADD', MEMBERS, num(d), member)
+index_at(MEMBERS, d, member)
 redis.call('ZADD', MEMBER_KEYS, 0, member)
 if lease ~= '' then
   redis.call('SADD', under, member)

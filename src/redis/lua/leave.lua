@@ -2,5 +2,5 @@
 if not visible_member(ARGV[3]) then
   return {NOT_FOUND}
 end
-drop_member(ARGV[3])
+drop_member(ARGV[3], RELEASED_)
 return {OK}

@@ -10,7 +10,9 @@
 -- ARGV[1]  the store incarnation the client believes in (16 hex digits)
 -- ARGV[2]  "r": use the tenant's keyspace only if it is of that incarnation;
 --          "c": the client has just checked the incarnation against the
---          store's meta key, so create (or replace) the tenant's record
+--          store's meta key, so create (or replace) the tenant's record;
+--          followed by the calling handle's origin (hex), which the
+--          removal events it causes carry
 -- A function's own arguments start at ARGV[3].
 --
 -- Replies are arrays whose first element is a code (src/redis/reply.rs).
@@ -22,11 +24,51 @@ local DRAINING = 12
 -- are never shared between calls in flight.
 local KEYS, ARGV, TAG, I, NOW_US, NOW, R, GRAVES, REVOKED_BELOW, REVOKED_UNTIL
 local LEASES, LOCKS, IDEM, LISTINGS, ATTEMPTS, REPLAY, MEMBERS, MEMBER_KEYS
+local ORIGIN, EVENTS, DUE
 
 -- Integers as decimal text (Lua numbers are doubles; everything stored
 -- stays below 2^53).
 local function num(x)
   return string.format('%.0f', x)
+end
+
+-- Removal events (src/redis/events.rs reads them): the collection's
+-- letter, the cause's letter, then the record's id. A record is announced
+-- when it leaves its collection's index, and only then, so each removal
+-- is announced once whichever call (or sweep) gets to it first.
+local E_LEASE, E_LISTING, E_MEMBER, E_ATTEMPT, E_LOCK = 'l', 'p', 'm', 'a', 'k'
+local EXPIRED_, REVOKED_, CASCADED_, RELEASED_, CONSUMED_ = 'e', 'r', 'c', 'x', 'u'
+
+-- The sweeper's view of the tenant: `nd` on its incarnation key is the
+-- earliest deadline the store's due index has for it. A deadline set
+-- below it is recorded, and DUE tells the engine to lower the tenant's
+-- place in the index; while `nd` is past (its sweep has not happened, say
+-- because an engine died before lowering the index), every deadline set
+-- asks again, so a lost update heals at the tenant's next write.
+local function due(d)
+  local nd = tonumber(redis.call('HGET', KEYS[1], 'nd') or '-1')
+  if nd < 0 or d < nd then
+    redis.call('HSET', KEYS[1], 'nd', num(d))
+    DUE = d
+  elseif nd <= NOW then
+    DUE = nd
+  end
+end
+
+-- Puts `id` in the deadline `index` at `d` (`old`: its deadline before, if
+-- it had one; only an earlier deadline can move the tenant's next one).
+local function index_at(index, d, id, old)
+  redis.call('ZADD', index, num(d), id)
+  if not old or d < old then
+    due(d)
+  end
+end
+
+-- Removes `id` from `index` and announces it if it was there.
+local function leave_index(index, id, collection, cause)
+  if redis.call('ZREM', index, id) == 1 then
+    EVENTS[#EVENTS + 1] = collection .. cause .. id
+  end
 end
 
 -- Starts a per-tenant call: the server's clock (it decides every deadline
@@ -38,6 +80,9 @@ local function begin(keys, args)
   local inc = KEYS[1]
   TAG = string.sub(inc, 1, -4)
   I = ARGV[1]
+  local mode = string.sub(ARGV[2], 1, 1)
+  ORIGIN = string.sub(ARGV[2], 2)
+  EVENTS, DUE = {}, nil
   local clock = redis.call('TIME')
   NOW_US = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
   NOW = math.floor(NOW_US / 1000)
@@ -48,7 +93,7 @@ local function begin(keys, args)
     epoch = seen[2] or '0'
     REVOKED_BELOW = tonumber(seen[3] or '0')
     REVOKED_UNTIL = tonumber(seen[4] or '0')
-  elseif ARGV[2] == 'c' then
+  elseif mode == 'c' then
     redis.call('DEL', inc)
     redis.call('HSET', inc, 'i', I)
   elseif seen[1] then
@@ -108,39 +153,40 @@ local function visible_listing(key)
 end
 
 -- Drops an attempt that is pending or bound (not the replay memory of a
--- consumed one).
-local function drop_attempt(seq, key)
+-- consumed one), announced with `cause`.
+local function drop_attempt(seq, key, cause)
   redis.call('DEL', R .. 'a:' .. seq)
-  redis.call('ZREM', ATTEMPTS, seq)
+  leave_index(ATTEMPTS, seq, E_ATTEMPT, cause)
   redis.call('ZREM', REPLAY, seq)
   redis.call('SREM', R .. 'pa:' .. key, seq)
 end
 
--- Removes the listing under `key` and its pending and bound attempts.
-local function drop_listing(key)
+-- Removes the listing under `key` (announced with `cause`) and its
+-- pending and bound attempts (cascaded).
+local function drop_listing(key, cause)
   local pk = R .. 'p:' .. key
   local lease = redis.call('HGET', pk, 'l')
   local pending = R .. 'pa:' .. key
   for _, seq in ipairs(redis.call('SMEMBERS', pending)) do
-    drop_attempt(seq, key)
+    drop_attempt(seq, key, CASCADED_)
   end
   redis.call('DEL', pending, pk)
-  redis.call('ZREM', LISTINGS, key)
+  leave_index(LISTINGS, key, E_LISTING, cause)
   if lease then
     redis.call('SREM', R .. 'lp:' .. lease, key)
   end
 end
 
 
--- Removes `member`'s presence record.
-local function drop_member(member)
+-- Removes `member`'s presence record, announced with `cause`.
+local function drop_member(member, cause)
   local mk = R .. 'm:' .. member
   local lease = redis.call('HGET', mk, 'l')
   if lease and lease ~= '' then
     redis.call('SREM', R .. 'lm:' .. lease, member)
   end
   redis.call('DEL', mk)
-  redis.call('ZREM', MEMBERS, member)
+  leave_index(MEMBERS, member, E_MEMBER, cause)
   redis.call('ZREM', MEMBER_KEYS, member)
 end
 
@@ -162,20 +208,20 @@ local function detach(seq)
     local k = R .. 'k:' .. name
     if redis.call('HGET', k, 'l') == seq then
       redis.call('DEL', k)
-      redis.call('ZREM', LOCKS, name)
+      leave_index(LOCKS, name, E_LOCK, CASCADED_)
     end
   end
   local members = R .. 'lm:' .. seq
   for _, member in ipairs(redis.call('SMEMBERS', members)) do
     if redis.call('HGET', R .. 'm:' .. member, 'l') == seq then
-      drop_member(member)
+      drop_member(member, CASCADED_)
     end
   end
   redis.call('DEL', members)
   local published = R .. 'lp:' .. seq
   for _, key in ipairs(redis.call('SMEMBERS', published)) do
     if redis.call('HGET', R .. 'p:' .. key, 'l') == seq then
-      drop_listing(key)
+      drop_listing(key, CASCADED_)
     end
   end
   redis.call('DEL', att, published, R .. 'le:' .. seq)
@@ -237,25 +283,25 @@ local function reap(max)
     return
   end
   for _, seq in ipairs(redis.call('ZRANGEBYSCORE', LEASES, '-inf', NOW, 'LIMIT', 0, max)) do
+    leave_index(LEASES, seq, E_LEASE, EXPIRED_)
     detach(seq)
-    redis.call('ZREM', LEASES, seq)
   end
   for _, name in ipairs(redis.call('ZRANGEBYSCORE', LOCKS, '-inf', NOW, 'LIMIT', 0, max)) do
     local lease = redis.call('HGET', R .. 'k:' .. name, 'l')
     if lease and lease ~= '' then
       redis.call('SREM', R .. 'la:' .. lease, name)
     end
-    redis.call('ZREM', LOCKS, name)
+    leave_index(LOCKS, name, E_LOCK, EXPIRED_)
   end
   for _, seq in ipairs(redis.call('ZRANGEBYSCORE', ATTEMPTS, '-inf', NOW, 'LIMIT', 0, max)) do
     local key = redis.call('HGET', R .. 'a:' .. seq, 'k')
     if key then
       redis.call('SREM', R .. 'pa:' .. key, seq)
     end
-    redis.call('ZREM', ATTEMPTS, seq)
+    leave_index(ATTEMPTS, seq, E_ATTEMPT, EXPIRED_)
   end
   for _, member in ipairs(redis.call('ZRANGEBYSCORE', MEMBERS, '-inf', NOW, 'LIMIT', 0, max)) do
-    drop_member(member)
+    drop_member(member, EXPIRED_)
   end
   redis.call('ZREMRANGEBYSCORE', REPLAY, '-inf', NOW)
 end
@@ -382,4 +428,30 @@ local function page(index, after, limit, view)
     end
   end
   return out
+end
+
+-- Ends a per-tenant call: {reply} when it removed nothing and moved no
+-- deadline earlier; else {reply, events, last number, due (-1: none)}.
+-- Removals are numbered from the tenant's event counter and published on
+-- the store's channel for every instance (origin, tenant, the last
+-- number, then the events, each as `<length>:<bytes>`).
+local function finish(reply)
+  local n = #EVENTS
+  if n == 0 then
+    if DUE then
+      return {reply, {}, 0, DUE}
+    end
+    return {reply}
+  end
+  local last = redis.call('INCRBY', TAG .. 'evs', n)
+  local ns, tenant = string.match(TAG, '^{(.*):([^:]*)}:$')
+  local parts = {ORIGIN, tenant, tostring(last)}
+  for _, e in ipairs(EVENTS) do
+    parts[#parts + 1] = e
+  end
+  for i, p in ipairs(parts) do
+    parts[i] = #p .. ':' .. p
+  end
+  redis.call('PUBLISH', 'relaystore:' .. ns .. ':events', table.concat(parts))
+  return {reply, EVENTS, last, DUE or -1}
 end

@@ -25,7 +25,7 @@ end
 reap(REAP_MAX)
 -- A listing under the key whose lease is gone: the name is free.
 if redis.call('EXISTS', R .. 'p:' .. key) == 1 then
-  drop_listing(key)
+  drop_listing(key, CASCADED_)
 end
 local published = R .. 'lp:' .. lease
 local held = redis.call('SCARD', published)

@@ -6,7 +6,7 @@ local k = R .. 'k:' .. name
 local l = redis.call('HMGET', k, 'f', 'l')
 if l[1] and tonumber(l[1]) == fence then
   redis.call('DEL', k)
-  redis.call('ZREM', LOCKS, name)
+  leave_index(LOCKS, name, E_LOCK, RELEASED_)
   if l[2] ~= '' then
     redis.call('SREM', R .. 'la:' .. l[2], name)
   end

@@ -2,7 +2,7 @@
 -- expected version ('' for any), ARGV[6] how long the key outlives the
 -- deadline (ms). Reply: {OK, version, remaining}.
 local seq, ttl = ARGV[3], tonumber(ARGV[4])
-local state, l = lease_state(seq, 'v')
+local state, l = lease_state(seq, 'v', 'd')
 if state ~= OK then
   return {state}
 end
@@ -15,5 +15,5 @@ v = v + 1
 local d = NOW + ttl
 redis.call('HSET', k, 'v', num(v), 'd', num(d))
 redis.call('PEXPIREAT', k, num(d + tonumber(ARGV[6])))
-redis.call('ZADD', LEASES, num(d), seq)
+index_at(LEASES, d, seq, tonumber(l[2]))
 return {OK, v, ttl}

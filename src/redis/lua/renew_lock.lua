@@ -19,5 +19,5 @@ local v = tonumber(l[2]) + 1
 local d = NOW + ttl
 redis.call('HSET', k, 'v', num(v), 'd', num(d))
 redis.call('PEXPIREAT', k, num(d + tonumber(ARGV[6])))
-redis.call('ZADD', LOCKS, num(d), name)
+index_at(LOCKS, d, name, tonumber(l[3]))
 return {OK, v, ttl}

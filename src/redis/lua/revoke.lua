@@ -8,8 +8,8 @@ if state == REVOKED then
 elseif state ~= OK then
   return {state}
 end
+leave_index(LEASES, seq, E_LEASE, REVOKED_)
 detach(seq)
-redis.call('ZREM', LEASES, seq)
 local k = R .. 'l:' .. seq
 local until_ms = NOW + tonumber(ARGV[4])
 redis.call('HSET', k, 'x', '1', 'd', num(until_ms))

@@ -15,7 +15,7 @@ if cur[1] then
   if cur[2] ~= '' then
     redis.call('SREM', R .. 'la:' .. cur[2], name)
   end
-  redis.call('ZREM', LOCKS, name)
+  leave_index(LOCKS, name, E_LOCK, tonumber(cur[1]) > NOW and CASCADED_ or EXPIRED_)
 end
 if lease ~= '' then
   local state = lease_state(lease)
@@ -36,7 +36,7 @@ local f = next_fence()
 local d = NOW + ttl
 redis.call('HSET', k, 'h', owner, 'f', num(f), 'v', num(f), 'd', num(d), 'l', lease)
 redis.call('PEXPIREAT', k, num(d + tonumber(ARGV[9])))
-redis.call('ZADD', LOCKS, num(d), name)
+index_at(LOCKS, d, name)
 if lease ~= '' then
   redis.call('SADD', R .. 'la:' .. lease, name)
 end

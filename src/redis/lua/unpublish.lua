@@ -12,5 +12,5 @@ end
 if ARGV[4] ~= '' and tonumber(ARGV[4]) ~= tonumber(p[3]) then
   return {CONFLICT, tonumber(p[3])}
 end
-drop_listing(key)
+drop_listing(key, ARGV[5] == '1' and REVOKED_ or RELEASED_)
 return {OK}

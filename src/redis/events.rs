@@ -1,0 +1,282 @@
+//! Removal events on Redis.
+//!
+//! Every function that removes a record reports it (`finish` in
+//! `lua/prelude.lua`): it numbers the tenant's removals, publishes them on
+//! the store's Pub/Sub channel for every instance, and returns them with
+//! its reply. The handle that made the call delivers them to its own
+//! subscribers from the reply, before the call returns, as the in-memory
+//! store does; every other handle with subscribers gets them from its
+//! channel listener. Both deliver into the same bounded hub the in-memory
+//! store uses, so a subscription is a [`Subscription`] either way.
+//!
+//! Pub/Sub delivers at most once: a listener that was disconnected, or
+//! that Redis cut off for reading too slowly, misses messages. Each
+//! tenant's removals are numbered in the order its slot ran them, so the
+//! listener counts a gap in a tenant's numbers and reports it to every
+//! subscriber as [`Received::Lagged`](crate::events::Received::Lagged).
+
+use super::{Inner, RedisEngine, RedisTarget};
+use crate::error::{Error, Result};
+use crate::events::{Cause, Collection, Event, EventHub, RecordId, Subscription};
+use crate::ids::{AttemptId, LeaseId, TenantId};
+use redis::Value;
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+/// What a per-tenant call reported besides its reply: the removals it
+/// made (encoded), and a deadline the store's due index must lower the
+/// tenant to, if any.
+#[derive(Default)]
+pub(super) struct Aftermath {
+    events: Vec<Vec<u8>>,
+    pub(super) due: Option<u64>,
+}
+
+/// Splits a per-tenant function's answer (`{reply}` or `{reply, events,
+/// last, due}`, as `finish` in the prelude makes it) into the reply's
+/// values and the rest.
+pub(super) fn split(answer: Vec<Value>) -> Result<(Vec<Value>, Aftermath)> {
+    let mut parts = answer.into_iter();
+    let reply = match parts.next() {
+        Some(Value::Array(values)) => values,
+        other => return Err(malformed(&format!("the reply is {other:?}"))),
+    };
+    let mut after = Aftermath::default();
+    match parts.next() {
+        None => return Ok((reply, after)),
+        Some(Value::Array(items)) => {
+            for item in items {
+                match item {
+                    Value::BulkString(bytes) => after.events.push(bytes),
+                    other => return Err(malformed(&format!("an event is {other:?}"))),
+                }
+            }
+        }
+        Some(other) => return Err(malformed(&format!("the events are {other:?}"))),
+    }
+    after.due = match parts.nth(1) {
+        Some(Value::Int(d)) => u64::try_from(d).ok(),
+        other => return Err(malformed(&format!("the due deadline is {other:?}"))),
+    };
+    Ok((reply, after))
+}
+
+fn malformed(what: &str) -> Error {
+    Error::BackendUnavailable {
+        detail: Arc::from(format!("malformed removal events: {what}")),
+    }
+}
+
+/// One encoded removal (collection letter, cause letter, id) as an event
+/// of `tenant`, with ids of `incarnation`; `None` if it is not one.
+fn decode(tenant: TenantId, incarnation: u64, raw: &[u8]) -> Option<Event> {
+    let (&c, rest) = raw.split_first()?;
+    let (&why, id) = rest.split_first()?;
+    let id = std::str::from_utf8(id).ok()?;
+    let seq = || id.parse::<u64>().ok();
+    let (collection, id) = match c {
+        b'l' => (
+            Collection::Leases,
+            RecordId::Lease(LeaseId::new(incarnation, seq()?)),
+        ),
+        b'p' => (Collection::Listings, RecordId::Listing(Arc::from(id))),
+        b'm' => (Collection::Presence, RecordId::Member(Arc::from(id))),
+        b'a' => (
+            Collection::Attempts,
+            RecordId::Attempt(AttemptId::new(incarnation, seq()?)),
+        ),
+        b'k' => (Collection::Locks, RecordId::Key(Arc::from(id))),
+        _ => return None,
+    };
+    let cause = match why {
+        b'e' => Cause::Expired,
+        b'r' => Cause::Revoked,
+        b'c' => Cause::Cascaded,
+        b'x' => Cause::Released,
+        b'u' => Cause::Consumed,
+        _ => return None,
+    };
+    Some(Event {
+        collection,
+        tenant,
+        id,
+        cause,
+    })
+}
+
+impl RedisEngine {
+    /// Hands the removals a call of this handle made to its subscribers.
+    pub(super) fn deliver(&self, tenant: TenantId, incarnation: u64, after: &Aftermath) {
+        for raw in &after.events {
+            match decode(tenant, incarnation, raw) {
+                Some(event) => self.inner.hub.emit(event),
+                None => tracing::warn!(?raw, "relaystore redis: an unreadable removal event"),
+            }
+        }
+    }
+
+    /// A new subscription to every removal event, on every instance.
+    /// Refused with `CapacityExceeded` past `subscribers_max`; fails with
+    /// `BackendUnavailable` if the channel cannot be listened to.
+    pub async fn subscribe(&self) -> Result<Subscription> {
+        self.subscribe_to(&Collection::ALL).await
+    }
+
+    /// A new subscription to the removal events of `collections` only.
+    /// The first subscription of a handle starts its channel listener
+    /// (one Pub/Sub connection) and returns once it listens, so every
+    /// removal after it is seen. Tenant revocations are not announced.
+    pub async fn subscribe_to(&self, collections: &[Collection]) -> Result<Subscription> {
+        let subscription = self.inner.hub.subscribe(collections)?;
+        self.listen().await?;
+        Ok(subscription)
+    }
+
+    /// Starts the channel listener unless it runs.
+    async fn listen(&self) -> Result<()> {
+        let mut listener = self.inner.listener.lock().await;
+        if listener.as_ref().is_some_and(|task| !task.is_finished()) {
+            return Ok(());
+        }
+        let channel = format!("relaystore:{}:events", self.inner.namespace);
+        let stream = connect(&self.inner.target, &channel, self.inner.connect_timeout).await?;
+        let task = Listener {
+            inner: Arc::downgrade(&self.inner),
+            hub: Arc::clone(&self.inner.hub),
+            origin: format!("{:x}", self.inner.origin),
+            target: self.inner.target.clone(),
+            channel,
+            timeout: self.inner.connect_timeout,
+            last: HashMap::new(),
+        };
+        *listener = Some(tokio::spawn(task.run(stream)));
+        Ok(())
+    }
+}
+
+/// A Pub/Sub connection subscribed to `channel`, on the server or on any
+/// one node of the cluster (a cluster delivers every node's messages to a
+/// subscriber on any node).
+async fn connect(
+    target: &RedisTarget,
+    channel: &str,
+    timeout: Duration,
+) -> Result<redis::aio::PubSubStream> {
+    let urls: Vec<&str> = match target {
+        RedisTarget::Standalone(url) => vec![url.as_str()],
+        RedisTarget::Cluster(seeds) => seeds.iter().map(String::as_str).collect(),
+    };
+    let mut last = None;
+    for url in urls {
+        let attempt = async {
+            let client = redis::Client::open(url)?;
+            let mut pubsub = client.get_async_pubsub().await?;
+            pubsub.subscribe(channel).await?;
+            Ok::<_, redis::RedisError>(pubsub.into_on_message())
+        };
+        match tokio::time::timeout(timeout, attempt).await {
+            Ok(Ok(stream)) => return Ok(stream),
+            Ok(Err(e)) => last = Some(e.to_string()),
+            Err(_) => last = Some(format!("no answer within {timeout:?}")),
+        }
+    }
+    Err(Error::BackendUnavailable {
+        detail: Arc::from(format!(
+            "cannot listen for removal events: {}",
+            last.unwrap_or_default()
+        )),
+    })
+}
+
+/// A handle's channel listener: delivers other instances' removals and
+/// counts gaps. Ends when the handle is gone.
+struct Listener {
+    inner: Weak<Inner>,
+    hub: Arc<EventHub>,
+    origin: String,
+    target: RedisTarget,
+    channel: String,
+    timeout: Duration,
+    /// The last removal number seen per tenant (16 bytes per tenant that
+    /// removed anything since the listener started).
+    last: HashMap<u64, u64>,
+}
+
+impl Listener {
+    async fn run(mut self, mut stream: redis::aio::PubSubStream) {
+        use futures_util::StreamExt;
+        loop {
+            while let Some(message) = stream.next().await {
+                let Some(inner) = self.inner.upgrade() else {
+                    return;
+                };
+                self.take(
+                    message.get_payload_bytes(),
+                    inner.incarnation.load(Ordering::Acquire),
+                );
+            }
+            // Disconnected: try again until the handle is gone; what was
+            // missed meanwhile shows as gaps.
+            loop {
+                if self.inner.strong_count() == 0 {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                if let Ok(s) = connect(&self.target, &self.channel, self.timeout).await {
+                    stream = s;
+                    break;
+                }
+            }
+        }
+    }
+
+    /// One published message: `origin, tenant, last, events…`, each part
+    /// as `<length>:<bytes>`.
+    fn take(&mut self, payload: &[u8], incarnation: u64) {
+        let Some(parts) = netstrings(payload) else {
+            tracing::warn!("relaystore redis: an unreadable removal message");
+            return;
+        };
+        let [origin, tenant, last, events @ ..] = parts.as_slice() else {
+            return;
+        };
+        let (Some(tenant), Some(last)) = (number(tenant), number(last)) else {
+            return;
+        };
+        let first = last.saturating_sub(events.len() as u64) + 1;
+        // A gap is what was missed. (Numbers below the last seen mean the
+        // tenant's counter started again: Redis lost its data.)
+        match self.last.insert(tenant, last) {
+            Some(seen) if first > seen + 1 => self.hub.report_missed(first - seen - 1),
+            _ => {}
+        }
+        if *origin == self.origin.as_bytes() {
+            // This handle's own removals: delivered from the reply.
+            return;
+        }
+        for raw in events {
+            if let Some(event) = decode(TenantId(tenant), incarnation, raw) {
+                self.hub.emit(event);
+            }
+        }
+    }
+}
+
+fn number(bytes: &[u8]) -> Option<u64> {
+    std::str::from_utf8(bytes).ok()?.parse().ok()
+}
+
+/// Splits `<length>:<bytes>` parts.
+fn netstrings(mut bytes: &[u8]) -> Option<Vec<&[u8]>> {
+    let mut parts = Vec::new();
+    while !bytes.is_empty() {
+        let colon = bytes.iter().position(|&b| b == b':')?;
+        let len = number(&bytes[..colon])? as usize;
+        let rest = &bytes[colon + 1..];
+        parts.push(rest.get(..len)?);
+        bytes = &rest[len..];
+    }
+    Some(parts)
+}

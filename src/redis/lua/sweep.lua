@@ -1,0 +1,21 @@
+-- sweep: ARGV[3] most entries to take from each index. Removes (and
+-- announces) what is due, as a creation's reaping does, and records the
+-- tenant's next deadline for the sweeper. Reply: {OK, next deadline in
+-- ms, or -1 when nothing of the tenant has a deadline}.
+reap(tonumber(ARGV[3]))
+local next_due = -1
+for _, index in ipairs({LEASES, LOCKS, ATTEMPTS, MEMBERS}) do
+  local first = redis.call('ZRANGE', index, 0, 0, 'WITHSCORES')
+  if first[2] then
+    local d = tonumber(first[2])
+    if next_due < 0 or d < next_due then
+      next_due = d
+    end
+  end
+end
+if next_due < 0 then
+  redis.call('HDEL', KEYS[1], 'nd')
+else
+  redis.call('HSET', KEYS[1], 'nd', num(next_due))
+end
+return {OK, next_due}

@@ -1,0 +1,160 @@
+//! The sweeper: Redis runs nothing when a deadline passes, so a handle
+//! looks. The store's due index (`{ns}:due`, in the meta key's slot) holds
+//! each tenant at its earliest deadline (`due` and `index_at` in
+//! `lua/prelude.lua` keep it low enough). Every handle runs a loop that
+//! takes the sweeper lease when it is free; the holder, every
+//! `sweep_interval`, takes the tenants due now and runs `sweep` on each
+//! (what is due is removed and announced, and the tenant's next deadline
+//! comes back), then moves the tenant in the index by compare-and-set, so
+//! a write that lowered it meanwhile is not undone. Two sweepers at once
+//! (a lease that lapsed under a slow holder) only repeat work: a record
+//! leaves its index, and is announced, once.
+
+use super::{scripts, Issued, Mode, RedisEngine};
+use crate::error::{Error, Result};
+use crate::ids::TenantId;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Tenants taken from the due index at a time.
+const TAKE: usize = 64;
+/// Entries of each index one sweep of a tenant removes at most.
+const PER_TENANT: u64 = 256;
+/// Takes in one pass at most (a pass ends once nothing more is due).
+const ROUNDS: usize = 16;
+
+/// Starts the handle's sweeper loop.
+pub(super) fn start(engine: &RedisEngine, interval: Duration) {
+    let handle = Arc::downgrade(&engine.inner);
+    let task = tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(interval).await;
+            let Some(inner) = handle.upgrade() else {
+                return;
+            };
+            let engine = RedisEngine { inner };
+            if engine.lifecycle_health() == Some(crate::store::Health::Stopped) {
+                continue;
+            }
+            match engine.hold_sweeper_lease(interval * 10).await {
+                Ok(true) => {
+                    if let Err(e) = engine.sweep().await {
+                        tracing::warn!(error = %e, "relaystore redis: a sweep failed");
+                    }
+                }
+                Ok(false) => {}
+                Err(e) => tracing::warn!(error = %e, "relaystore redis: the sweeper lease"),
+            }
+        }
+    });
+    *engine
+        .inner
+        .sweeper
+        .lock()
+        .unwrap_or_else(|p| p.into_inner()) = Some(task);
+}
+
+impl RedisEngine {
+    fn meta_key(&self, what: &str) -> String {
+        format!("{{{}}}:{what}", self.inner.namespace)
+    }
+
+    /// Takes or renews the sweeper lease for `length`; whether this
+    /// handle holds it now.
+    async fn hold_sweeper_lease(&self, length: Duration) -> Result<bool> {
+        let held: i64 = self
+            .inner
+            .conn
+            .call(
+                scripts::SWEEPER,
+                &self.meta_key("sweeper"),
+                args![
+                    format!("{:x}", self.inner.origin),
+                    crate::time::duration_to_millis_ceil(length).to_string()
+                ],
+            )
+            .await?;
+        Ok(held == 1)
+    }
+
+    /// Lowers `tenant`'s place in the due index to `deadline` (a write set
+    /// an earlier deadline than the index had). A failure is logged, not
+    /// returned: the write itself succeeded, and the tenant's next write
+    /// after the index's deadline asks again (`due` in the prelude).
+    pub(super) async fn lower_due(&self, tenant: TenantId, deadline: u64) {
+        let lowered: Result<i64> = self
+            .inner
+            .conn
+            .call(
+                scripts::DUE,
+                &self.meta_key("due"),
+                args!["lower", tenant.0.to_string(), deadline.to_string()],
+            )
+            .await;
+        if let Err(e) = lowered {
+            tracing::warn!(error = %e, tenant = tenant.0, "relaystore redis: the due index was not lowered");
+        }
+    }
+
+    /// Sweeps now, whether or not this handle holds the sweeper lease:
+    /// every tenant with a record past its deadline has it removed, with
+    /// what is attached to it, and announced as `Expired` (`Cascaded` for
+    /// the attached). Returns how many tenants were swept. The sweeper
+    /// loop calls this every `sweep_interval` on the handle holding the
+    /// lease; tests and tools call it to settle expiry at once.
+    pub async fn sweep(&self) -> Result<usize> {
+        let key = self.meta_key("due");
+        let mut swept = 0;
+        for _ in 0..ROUNDS {
+            let taken: Vec<String> = self
+                .inner
+                .conn
+                .call(scripts::DUE, &key, args!["take", TAKE.to_string()])
+                .await?;
+            for pair in taken.chunks(2) {
+                let [tenant, score] = pair else {
+                    return Err(Error::BackendUnavailable {
+                        detail: Arc::from("malformed due index reply"),
+                    });
+                };
+                let id = tenant
+                    .parse::<u64>()
+                    .map_err(|_| Error::BackendUnavailable {
+                        detail: Arc::from(format!("a malformed tenant in the due index: {tenant}")),
+                    })?;
+                let args = args![PER_TENANT.to_string()];
+                let next = match self
+                    .run(
+                        scripts::SWEEP,
+                        TenantId(id),
+                        Mode::Existing,
+                        Issued::Nothing,
+                        args,
+                    )
+                    .await?
+                {
+                    Some(reply) => {
+                        reply.refusal()?;
+                        reply.int(1)?
+                    }
+                    // No keys of this incarnation: nothing to sweep.
+                    None => -1,
+                };
+                let _: i64 = self
+                    .inner
+                    .conn
+                    .call(
+                        scripts::DUE,
+                        &key,
+                        args!["swept", tenant.as_str(), score.as_str(), next.to_string()],
+                    )
+                    .await?;
+                swept += 1;
+            }
+            if taken.len() < 2 * TAKE {
+                break;
+            }
+        }
+        Ok(swept)
+    }
+}

@@ -1,0 +1,130 @@
+//! Removal events on the Redis engine, across instances: what one handle
+//! removes, another handle's subscribers see; expiries are found by the
+//! sweeper (whichever handle holds its lease) and announced to all. (A
+//! listener that misses messages is in `redis_faults.rs`, on a server of
+//! its own, since cutting Pub/Sub connections would cut other tests'.)
+
+mod redis;
+
+use redis::{block_on, config, connect_fresh, fresh_namespace, targets, Target};
+use relaystore::events::{Cause, Collection, Received, Subscription};
+use relaystore::redis::RedisEngine;
+use relaystore::{StoreConfig, TenantId};
+use std::time::Duration;
+
+const T: TenantId = TenantId(1);
+const MS: Duration = Duration::from_millis(1);
+
+async fn two_instances(
+    target: &Target,
+    test: &str,
+    config: StoreConfig,
+) -> (RedisEngine, RedisEngine) {
+    let namespace = fresh_namespace(test);
+    let a = connect_fresh(target, &namespace, config.clone())
+        .await
+        .unwrap();
+    let b = connect_fresh(target, &namespace, config).await.unwrap();
+    (a, b)
+}
+
+/// The next `n` items `events` receives within `within`, as (collection,
+/// tenant, cause) or a lag report.
+async fn next(events: &Subscription, n: usize, within: Duration) -> Vec<Received> {
+    let mut got = Vec::new();
+    let deadline = tokio::time::Instant::now() + within;
+    while got.len() < n {
+        match tokio::time::timeout_at(deadline, events.recv_async()).await {
+            Ok(Ok(received)) => got.push(received),
+            _ => break,
+        }
+    }
+    got
+}
+
+fn kinds(received: &[Received]) -> Vec<(Collection, TenantId, Cause)> {
+    let mut out: Vec<_> = received
+        .iter()
+        .map(|r| match r {
+            Received::Event(e) => (e.collection, e.tenant, e.cause),
+            other => panic!("unexpected {other:?}"),
+        })
+        .collect();
+    out.sort_by_key(|&(c, t, cause)| (c as u8, t, format!("{cause:?}")));
+    out
+}
+
+#[test]
+fn one_instances_removals_reach_anothers_subscribers() {
+    for target in targets() {
+        block_on(async {
+            let (a, b) = two_instances(&target, "events-across", config()).await;
+            let seen_by_a = a.subscribe().await.unwrap();
+            let seen_by_b = b.subscribe().await.unwrap();
+            let members_at_b = b.subscribe_to(&[Collection::Presence]).await.unwrap();
+            let g = a.grant(T, "host", MS * 60_000, None).await.unwrap();
+            a.publish(T, g.id, "lobby", b"", None).await.unwrap();
+            a.heartbeat(T, "alice", MS * 60_000, None, Some(g.id))
+                .await
+                .unwrap();
+            a.revoke(T, g.id).await.unwrap();
+            // The handle that revoked has them when revoke returns.
+            let mut own = Vec::new();
+            while let Some(received) = seen_by_a.try_recv() {
+                own.push(received);
+            }
+            assert_eq!(kinds(&own).len(), 3, "{}: {own:?}", target.name);
+            let got = next(&seen_by_b, 3, Duration::from_secs(2)).await;
+            assert_eq!(
+                kinds(&got),
+                vec![
+                    (Collection::Leases, T, Cause::Revoked),
+                    (Collection::Listings, T, Cause::Cascaded),
+                    (Collection::Presence, T, Cause::Cascaded),
+                ],
+                "{}",
+                target.name
+            );
+            let members = next(&members_at_b, 1, Duration::from_secs(1)).await;
+            assert_eq!(
+                kinds(&members),
+                vec![(Collection::Presence, T, Cause::Cascaded)],
+                "{}: a subscription to presence only",
+                target.name
+            );
+            // Nothing else arrived: each removal is announced once, and
+            // the revoking handle's listener does not deliver its own again.
+            assert!(next(&seen_by_b, 1, MS * 300).await.is_empty());
+            assert!(next(&seen_by_a, 1, MS * 100).await.is_empty());
+        });
+    }
+}
+
+#[test]
+fn the_sweeper_announces_expiries_to_every_instance() {
+    for target in targets() {
+        block_on(async {
+            let (a, b) = two_instances(&target, "events-expiry", config()).await;
+            let seen_by_a = a.subscribe().await.unwrap();
+            let seen_by_b = b.subscribe().await.unwrap();
+            let g = a.grant(T, "short", MS * 200, None).await.unwrap();
+            a.try_lock(T, "job", "w", MS * 60_000, Some(g.id))
+                .await
+                .unwrap();
+            a.heartbeat(TenantId(2), "bob", MS * 300, None, None)
+                .await
+                .unwrap();
+            // Nobody calls again: only the sweeper (default interval,
+            // 100 ms, on whichever handle holds its lease) can find them.
+            let expected = vec![
+                (Collection::Leases, T, Cause::Expired),
+                (Collection::Presence, TenantId(2), Cause::Expired),
+                (Collection::Locks, T, Cause::Cascaded),
+            ];
+            for (who, events) in [("a", &seen_by_a), ("b", &seen_by_b)] {
+                let got = next(events, 3, Duration::from_secs(3)).await;
+                assert_eq!(kinds(&got), expected, "{}: seen by {who}", target.name);
+            }
+        });
+    }
+}
