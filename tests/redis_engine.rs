@@ -5,9 +5,8 @@
 
 mod redis;
 
-use redis::{block_on, config, connect_fresh, fresh_namespace, targets, Target};
-use relaystore::redis::RedisEngine;
-use relaystore::{Error, LeaseId, Scope, StoreConfig, TenantId};
+use redis::{block_on, config, fresh_namespace, instances, targets, Target};
+use relaystore::{Error, LeaseId, Scope, TenantId};
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -16,25 +15,6 @@ use std::time::Duration;
 const T: TenantId = TenantId(1);
 const OTHER: TenantId = TenantId(2);
 const MS: Duration = Duration::from_millis(1);
-
-/// `count` engine handles on one fresh store of `target`.
-async fn instances(
-    target: &Target,
-    test: &str,
-    count: usize,
-    config: StoreConfig,
-) -> Vec<RedisEngine> {
-    let namespace = fresh_namespace(test);
-    let mut engines = Vec::new();
-    for _ in 0..count {
-        engines.push(
-            connect_fresh(target, &namespace, config.clone())
-                .await
-                .unwrap_or_else(|e| panic!("{}: connect: {e}", target.name)),
-        );
-    }
-    engines
-}
 
 /// Runs `check` on every configured server.
 fn on_every_target<F, Fut>(test: &str, check: F)

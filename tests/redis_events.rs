@@ -6,26 +6,20 @@
 
 mod redis;
 
-use redis::{block_on, config, connect_fresh, fresh_namespace, targets, Target};
+use redis::{block_on, config, instances, targets, Target};
 use relaystore::events::{Cause, Collection, Received, Subscription};
 use relaystore::redis::RedisEngine;
-use relaystore::{StoreConfig, TenantId};
+use relaystore::TenantId;
 use std::time::Duration;
 
 const T: TenantId = TenantId(1);
 const MS: Duration = Duration::from_millis(1);
 
-async fn two_instances(
-    target: &Target,
-    test: &str,
-    config: StoreConfig,
-) -> (RedisEngine, RedisEngine) {
-    let namespace = fresh_namespace(test);
-    let a = connect_fresh(target, &namespace, config.clone())
-        .await
-        .unwrap();
-    let b = connect_fresh(target, &namespace, config).await.unwrap();
-    (a, b)
+/// Two relay instances on one fresh store of `target`.
+async fn two_instances(target: &Target, test: &str) -> (RedisEngine, RedisEngine) {
+    let mut engines = instances(target, test, 2, config()).await;
+    let b = engines.pop().unwrap();
+    (engines.pop().unwrap(), b)
 }
 
 /// The next `n` items `events` receives within `within`, as (collection,
@@ -58,7 +52,7 @@ fn kinds(received: &[Received]) -> Vec<(Collection, TenantId, Cause)> {
 fn one_instances_removals_reach_anothers_subscribers() {
     for target in targets() {
         block_on(async {
-            let (a, b) = two_instances(&target, "events-across", config()).await;
+            let (a, b) = two_instances(&target, "events-across").await;
             let seen_by_a = a.subscribe().await.unwrap();
             let seen_by_b = b.subscribe().await.unwrap();
             let members_at_b = b.subscribe_to(&[Collection::Presence]).await.unwrap();
@@ -104,7 +98,7 @@ fn one_instances_removals_reach_anothers_subscribers() {
 fn the_sweeper_announces_expiries_to_every_instance() {
     for target in targets() {
         block_on(async {
-            let (a, b) = two_instances(&target, "events-expiry", config()).await;
+            let (a, b) = two_instances(&target, "events-expiry").await;
             let seen_by_a = a.subscribe().await.unwrap();
             let seen_by_b = b.subscribe().await.unwrap();
             let g = a.grant(T, "short", MS * 200, None).await.unwrap();

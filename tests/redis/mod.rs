@@ -105,3 +105,23 @@ pub fn block_on<F: Future>(f: F) -> F::Output {
         .expect("a tokio runtime")
         .block_on(f)
 }
+
+/// `count` engine handles (relay instances, each with connections of its
+/// own) on one fresh store of `target`.
+pub async fn instances(
+    target: &Target,
+    test: &str,
+    count: usize,
+    config: StoreConfig,
+) -> Vec<RedisEngine> {
+    let namespace = fresh_namespace(test);
+    let mut engines = Vec::new();
+    for _ in 0..count {
+        engines.push(
+            connect_fresh(target, &namespace, config.clone())
+                .await
+                .unwrap_or_else(|e| panic!("{}: connect: {e}", target.name)),
+        );
+    }
+    engines
+}
