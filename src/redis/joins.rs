@@ -51,16 +51,14 @@ impl RedisEngine {
             quota_arg(config.tenant.idempotency_max),
         ];
         let reply = self
-            .run(
+            .answer(
                 scripts::BEGIN_JOIN,
                 tenant,
                 Mode::Creating,
                 Issued::Nothing,
                 args,
             )
-            .await?
-            .ok_or(Error::NotFound)?;
-        reply.refusal()?;
+            .await?;
         let attempt = AttemptId::new(self.incarnation(), reply.uint(1)?);
         let secret = unhex(&reply.text(2)?).ok_or_else(|| Error::BackendUnavailable {
             detail: Arc::from("malformed token secret"),
@@ -144,18 +142,9 @@ impl RedisEngine {
         attempt: AttemptId,
         args: Vec<Vec<u8>>,
     ) -> Result<Reply> {
-        let reply = self
-            .run(
-                function,
-                tenant,
-                Mode::Existing,
-                Issued::Id(attempt.incarnation()),
-                args,
-            )
-            .await?
-            .ok_or(Error::NotFound)?;
-        reply.refusal()?;
-        Ok(reply)
+        let issued = Issued::Id(attempt.incarnation());
+        self.answer(function, tenant, Mode::Existing, issued, args)
+            .await
     }
 }
 

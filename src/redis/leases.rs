@@ -1,6 +1,6 @@
 //! Leases on Redis: grant, renew, renew at a version, get, revoke.
 
-use super::reply::{self, Reply};
+use super::reply::Reply;
 use super::{quota_arg, scripts, Issued, Mode, RedisEngine};
 use crate::error::{Error, Result};
 use crate::ids::{LeaseId, TenantId};
@@ -39,16 +39,14 @@ impl RedisEngine {
             quota_arg(config.tenant.idempotency_max),
         ];
         let reply = self
-            .run(
+            .answer(
                 scripts::GRANT,
                 tenant,
                 Mode::Creating,
                 Issued::Nothing,
                 args,
             )
-            .await?
-            .ok_or(Error::NotFound)?;
-        reply.refusal()?;
+            .await?;
         let (seq, version, deadline, now) = (
             reply.uint(1)?,
             reply.uint(2)?,
@@ -178,18 +176,8 @@ impl RedisEngine {
         id: LeaseId,
         args: Vec<Vec<u8>>,
     ) -> Result<Reply> {
-        let reply = self
-            .run(
-                function,
-                tenant,
-                Mode::Existing,
-                Issued::Id(id.incarnation()),
-                args,
-            )
-            .await?
-            .ok_or(Error::NotFound)?;
-        reply.refusal()?;
-        debug_assert_eq!(reply.code()?, reply::OK);
-        Ok(reply)
+        let issued = Issued::Id(id.incarnation());
+        self.answer(function, tenant, Mode::Existing, issued, args)
+            .await
     }
 }

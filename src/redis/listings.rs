@@ -36,17 +36,10 @@ impl RedisEngine {
             self.idempotency_ttl_ms().to_string(),
             quota_arg(config.tenant.idempotency_max),
         ];
+        let issued = Issued::Id(lease.incarnation());
         let reply = self
-            .run(
-                scripts::PUBLISH,
-                tenant,
-                Mode::Creating,
-                Issued::Id(lease.incarnation()),
-                args,
-            )
-            .await?
-            .ok_or(Error::NotFound)?;
-        reply.refusal()?;
+            .answer(scripts::PUBLISH, tenant, Mode::Creating, issued, args)
+            .await?;
         Ok(ListingInfo {
             key: Arc::from(key),
             lease,
@@ -59,16 +52,14 @@ impl RedisEngine {
     pub async fn get_listing(&self, tenant: TenantId, key: &str) -> Result<ListingInfo> {
         self.check_name(key)?;
         let reply = self
-            .run(
+            .answer(
                 scripts::GET_LISTING,
                 tenant,
                 Mode::Existing,
                 Issued::Nothing,
                 args![key],
             )
-            .await?
-            .ok_or(Error::NotFound)?;
-        reply.refusal()?;
+            .await?;
         Ok(ListingInfo {
             key: Arc::from(key),
             lease: LeaseId::new(self.incarnation(), reply.uint(1)?),
@@ -90,16 +81,14 @@ impl RedisEngine {
         self.check_attrs(attrs)?;
         let args = args![key, expected_version.to_string(), attrs];
         let reply = self
-            .run(
+            .answer(
                 scripts::UPDATE_LISTING,
                 tenant,
                 Mode::Existing,
                 Issued::Nothing,
                 args,
             )
-            .await?
-            .ok_or(Error::NotFound)?;
-        reply.refusal()?;
+            .await?;
         reply.uint(1)
     }
 

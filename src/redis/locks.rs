@@ -59,16 +59,14 @@ impl RedisEngine {
     pub async fn get_lock(&self, tenant: TenantId, name: &str) -> Result<LockInfo> {
         self.check_name(name)?;
         let reply = self
-            .run(
+            .answer(
                 scripts::GET_LOCK,
                 tenant,
                 Mode::Existing,
                 Issued::Nothing,
                 args![name],
             )
-            .await?
-            .ok_or(Error::NotFound)?;
-        reply.refusal()?;
+            .await?;
         Ok(LockInfo {
             holder: reply.text(1)?,
             fence: reply.uint(2)?,
@@ -96,16 +94,14 @@ impl RedisEngine {
             self.keep_ms().to_string(),
         ];
         let reply = self
-            .run(
+            .answer(
                 scripts::RENEW_LOCK,
                 tenant,
                 Mode::Existing,
                 Issued::Fence(fence),
                 args,
             )
-            .await?
-            .ok_or(Error::NotFound)?;
-        reply.refusal()?;
+            .await?;
         Ok(Renewal {
             version: reply.uint(1)?,
             remaining: reply.millis(2)?,

@@ -387,6 +387,25 @@ impl RedisEngine {
         format!("{{{}:{}}}:inc", self.inner.namespace, tenant.0)
     }
 
+    /// [`run`](Self::run) for a call whose answer must come from the
+    /// function: `NotFound` when the tenant has nothing in this
+    /// incarnation, the error a refusal code stands for, else the reply.
+    async fn answer(
+        &self,
+        function: scripts::Function,
+        tenant: TenantId,
+        mode: Mode,
+        issued: Issued,
+        args: Vec<Vec<u8>>,
+    ) -> Result<Reply> {
+        let reply = self
+            .run(function, tenant, mode, issued, args)
+            .await?
+            .ok_or(Error::NotFound)?;
+        reply.refusal()?;
+        Ok(reply)
+    }
+
     /// Runs a per-tenant function. When the tenant's keys are of another
     /// incarnation than this handle's, or missing, the incarnation is read
     /// again from the meta key; `issued` (an id or fence the caller

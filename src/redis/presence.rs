@@ -42,10 +42,8 @@ impl RedisEngine {
         ];
         let issued = lease.map_or(Issued::Nothing, |l| Issued::Id(l.incarnation()));
         let reply = self
-            .run(scripts::HEARTBEAT, tenant, Mode::Upserting, issued, args)
-            .await?
-            .ok_or(Error::NotFound)?;
-        reply.refusal()?;
+            .answer(scripts::HEARTBEAT, tenant, Mode::Upserting, issued, args)
+            .await?;
         Ok(Renewal {
             version: reply.uint(1)?,
             remaining: reply.millis(2)?,
@@ -56,16 +54,14 @@ impl RedisEngine {
     pub async fn get_presence(&self, tenant: TenantId, member: &str) -> Result<PresenceInfo> {
         self.check_name(member)?;
         let reply = self
-            .run(
+            .answer(
                 scripts::GET_PRESENCE,
                 tenant,
                 Mode::Existing,
                 Issued::Nothing,
                 args![member],
             )
-            .await?
-            .ok_or(Error::NotFound)?;
-        reply.refusal()?;
+            .await?;
         self.presence_at(member.into(), &reply, 1)
     }
 
@@ -86,17 +82,15 @@ impl RedisEngine {
     /// Removes a visible presence record.
     pub async fn leave(&self, tenant: TenantId, member: &str) -> Result<()> {
         self.check_name(member)?;
-        let reply = self
-            .run(
-                scripts::LEAVE,
-                tenant,
-                Mode::Existing,
-                Issued::Nothing,
-                args![member],
-            )
-            .await?
-            .ok_or(Error::NotFound)?;
-        reply.refusal()
+        self.answer(
+            scripts::LEAVE,
+            tenant,
+            Mode::Existing,
+            Issued::Nothing,
+            args![member],
+        )
+        .await
+        .map(drop)
     }
 
     /// `member`'s presence record from a reply whose attributes, lease,
