@@ -5,16 +5,19 @@
 //! `--threads` runtime threads. It reports what an operator sizing Redis
 //! needs: throughput and latency per operation, the server's memory per
 //! session, and the server's CPU per session at relay rates (standalone).
-//! Expiry lag is not measured here yet: on this engine expiries are
-//! announced by the sweeper, every `sweep_interval` (100 ms by default).
+//! Expiry lag is measured as on the embedded store, from each vanished
+//! member's deadline to its removal event reaching a subscriber; on this
+//! engine the sweeper finds expiries every `sweep_interval` (100 ms).
 
 use super::{
     listing, pick, print_table, Op, Tally, LEASE_TTL, MEMBERS, MIX, PRESENCE_TTL, TENANTS,
     VANISH_TTL,
 };
-use crate::support::Options;
+use crate::support::{Histogram, Options};
+use relaystore::events::{Cause, Collection, Received, RecordId};
 use relaystore::redis::{RedisEngine, RedisOptions};
 use relaystore::{LeaseId, StoreConfig, TenantId};
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -107,26 +110,58 @@ async fn mix(
     };
     println!("hosted {n} sessions in {:.2?}", setup.elapsed());
 
+    // Expiry lag from the removal events: a reader task waits for each
+    // (the timeout only lets it notice the end of the run).
+    let events = engine.subscribe_to(&[Collection::Presence]).await?;
+    let deadlines: Arc<Mutex<HashMap<String, Instant>>> = Arc::default();
+    let reading = Arc::new(AtomicBool::new(true));
+    let reader = {
+        let (reading, deadlines) = (Arc::clone(&reading), Arc::clone(&deadlines));
+        tokio::spawn(async move {
+            let mut lag = Histogram::new();
+            while reading.load(Ordering::Relaxed) {
+                let wait = tokio::time::timeout(Duration::from_millis(100), events.recv_async());
+                let event = match wait.await {
+                    Ok(Ok(Received::Event(event))) => event,
+                    Ok(Ok(Received::Lagged { .. })) | Err(_) => continue,
+                    Ok(Err(_)) => break,
+                };
+                if let (Cause::Expired, RecordId::Member(m)) = (event.cause, &event.id) {
+                    if let Some(deadline) = deadlines.lock().unwrap().remove(&**m) {
+                        let late = Instant::now().saturating_duration_since(deadline);
+                        lag.record(late.as_nanos() as u64);
+                    }
+                }
+            }
+            lag
+        })
+    };
+
     let stop = Arc::new(AtomicBool::new(false));
     let done = Arc::new(AtomicU64::new(0));
     let cpu_before = server_cpu(&server).await;
     let started = Instant::now();
     let mut workers = tokio::task::JoinSet::new();
     for w in 0..IN_FLIGHT {
-        let (engine, sessions, stop, done) = (
+        let (engine, sessions, stop, done, deadlines) = (
             engine.clone(),
             Arc::clone(&sessions),
             Arc::clone(&stop),
             Arc::clone(&done),
+            Arc::clone(&deadlines),
         );
         workers.spawn(async move {
             let mut tally = Tally::new();
             let mut x = 0x9E37_79B9_7F4A_7C15u64 ^ (w as u64 + 1);
-            let mut vanished = 0u64;
+            let mut vanishing = Vanishing {
+                worker: w,
+                made: 0,
+                deadlines,
+            };
             while !stop.load(Ordering::Relaxed) {
                 let (op, i) = pick(&mut x, n);
                 let t0 = Instant::now();
-                let result = perform(&engine, &sessions, op, i, x, w, &mut vanished).await;
+                let result = perform(&engine, &sessions, op, i, x, &mut vanishing).await;
                 tally.record(op, result, Some(t0.elapsed().as_nanos() as u64));
                 done.fetch_add(1, Ordering::Relaxed);
             }
@@ -150,6 +185,10 @@ async fn mix(
     while let Some(t) = workers.join_next().await {
         tally.merge(t?);
     }
+    // Members that vanished in the last second expire now: keep reading.
+    tokio::time::sleep(VANISH_TTL + Duration::from_millis(400)).await;
+    reading.store(false, Ordering::Relaxed);
+    let lag = reader.await?;
     let (mix_total, store_ops_total, _) = print_table(
         &tally.hist,
         &tally.counts,
@@ -178,7 +217,15 @@ async fn mix(
         }
         _ => println!("redis cpu: not measured on a cluster"),
     }
-    println!("expiry lag: not measured on this engine (its sweeper announces expiries every sweep_interval)");
+    let ms = |q| lag.quantile(q) as f64 / 1e6;
+    println!(
+        "expiry lag over {} vanished members: p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
+        lag.count(),
+        ms(0.5),
+        ms(0.99),
+        ms(1.0)
+    );
+    println!("  (from a member's deadline to its removal event reaching a subscriber; the sweeper looks every 100 ms)");
     Ok(())
 }
 
@@ -196,6 +243,14 @@ async fn host(e: &RedisEngine, i: u64) -> Result<LeaseId, relaystore::Error> {
     Ok(lease.id)
 }
 
+/// A worker's vanishing members: how many it made, and the deadlines of
+/// every worker's (for the expiry lag).
+struct Vanishing {
+    worker: usize,
+    made: u64,
+    deadlines: Arc<Mutex<HashMap<String, Instant>>>,
+}
+
 /// One operation of the mix, as the embedded run performs it.
 async fn perform(
     e: &RedisEngine,
@@ -203,8 +258,7 @@ async fn perform(
     op: Op,
     i: u64,
     x: u64,
-    worker: usize,
-    vanished: &mut u64,
+    vanishing: &mut Vanishing,
 ) -> Result<(), relaystore::Error> {
     let s = &sessions[i as usize];
     match op {
@@ -244,11 +298,13 @@ async fn perform(
                 .map(drop)
         }
         Op::Vanish => {
-            *vanished += 1;
-            let member = format!("gone-{worker}-{vanished}");
+            vanishing.made += 1;
+            let member = format!("gone-{}-{}", vanishing.worker, vanishing.made);
             e.heartbeat(s.tenant, &member, VANISH_TTL, None, None)
-                .await
-                .map(drop)
+                .await?;
+            let deadline = Instant::now() + VANISH_TTL;
+            vanishing.deadlines.lock().unwrap().insert(member, deadline);
+            Ok(())
         }
     }
 }

@@ -42,15 +42,20 @@ local EXPIRED_, REVOKED_, CASCADED_, RELEASED_, CONSUMED_ = 'e', 'r', 'c', 'x', 
 -- The sweeper's view of the tenant: `nd` on its incarnation key is the
 -- earliest deadline the store's due index has for it. A deadline set
 -- below it is recorded, and DUE tells the engine to lower the tenant's
--- place in the index; while `nd` is past (its sweep has not happened, say
--- because an engine died before lowering the index), every deadline set
--- asks again, so a lost update heals at the tenant's next write.
+-- place in the index. While `nd` is past (its sweep has not happened yet,
+-- or an engine died before lowering the index), a write that sets a
+-- deadline asks again, at most once a second (`na`: when it last asked),
+-- so a lost update heals without a busy tenant paying a second call on
+-- every write between two sweeps.
+local HEAL_MS = 1000
 local function due(d)
-  local nd = tonumber(redis.call('HGET', KEYS[1], 'nd') or '-1')
+  local seen = redis.call('HMGET', KEYS[1], 'nd', 'na')
+  local nd = tonumber(seen[1] or '-1')
   if nd < 0 or d < nd then
     redis.call('HSET', KEYS[1], 'nd', num(d))
     DUE = d
-  elseif nd <= NOW then
+  elseif nd <= NOW and NOW - tonumber(seen[2] or '0') >= HEAL_MS then
+    redis.call('HSET', KEYS[1], 'na', num(NOW))
     DUE = nd
   end
 end
