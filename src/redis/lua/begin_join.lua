@@ -21,12 +21,8 @@ if not p then
 end
 reap(REAP_MAX)
 local pending = R .. 'pa:' .. key
-local held = redis.call('SCARD', pending)
-local cap = tonumber(ARGV[7])
-if held >= cap then
-  return {CAPACITY, 7, cap, held}
-end
-local refused = full(ATTEMPTS, tonumber(ARGV[8]), 8)
+local refused = parent_full(pending, tonumber(ARGV[7]), 7)
+  or full(ATTEMPTS, tonumber(ARGV[8]), 8)
   or full(REPLAY, tonumber(ARGV[9]), 9)
   or idempotency_room(ikey, tonumber(ARGV[14]))
 if refused then

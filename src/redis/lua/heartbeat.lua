@@ -42,10 +42,9 @@ end
 reap(REAP_MAX)
 local under = R .. 'lm:' .. lease
 if lease ~= '' then
-  local held = redis.call('SCARD', under)
-  local cap = tonumber(ARGV[8])
-  if held >= cap then
-    return {CAPACITY, 10, cap, held}
+  local refused = parent_full(under, tonumber(ARGV[8]), 10)
+  if refused then
+    return refused
   end
 end
 local refused = full(MEMBERS, tonumber(ARGV[9]), 11)

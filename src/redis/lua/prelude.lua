@@ -340,6 +340,17 @@ local function full(index, limit, scope)
   return nil
 end
 
+-- Refuses a child when its parent's set of children `set` already holds
+-- `cap` (the per-parent caps: listings per lease, attempts per listing,
+-- locks and presence records per lease). Returns nil when there is room.
+local function parent_full(set, cap, scope)
+  local held = redis.call('SCARD', set)
+  if held >= cap then
+    return {CAPACITY, scope, cap, held}
+  end
+  return nil
+end
+
 -- An idempotency record under `ikey` for a creation with `fingerprint`:
 -- nil if there is none (or it lapsed); {MISMATCH} if it was made with other
 -- parameters; else its stored fields `fields`.

@@ -28,12 +28,8 @@ if redis.call('EXISTS', R .. 'p:' .. key) == 1 then
   drop_listing(key, CASCADED_)
 end
 local published = R .. 'lp:' .. lease
-local held = redis.call('SCARD', published)
-local cap = tonumber(ARGV[6])
-if held >= cap then
-  return {CAPACITY, 5, cap, held}
-end
-local refused = full(LISTINGS, tonumber(ARGV[7]), 6) or idempotency_room(ikey, tonumber(ARGV[10]))
+local refused = parent_full(published, tonumber(ARGV[6]), 5)
+  or full(LISTINGS, tonumber(ARGV[7]), 6) or idempotency_room(ikey, tonumber(ARGV[10]))
 if refused then
   return refused
 end

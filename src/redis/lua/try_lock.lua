@@ -22,10 +22,9 @@ if lease ~= '' then
   if state ~= OK then
     return {state}
   end
-  local held = redis.call('SCARD', R .. 'la:' .. lease)
-  local cap = tonumber(ARGV[8])
-  if held >= cap then
-    return {CAPACITY, 3, cap, held}
+  local refused = parent_full(R .. 'la:' .. lease, tonumber(ARGV[8]), 3)
+  if refused then
+    return refused
   end
 end
 local refused = full(LOCKS, tonumber(ARGV[7]), 2)
