@@ -355,6 +355,33 @@ impl Default for StoreConfig {
 }
 
 impl StoreConfig {
+    /// The name rules every engine applies (holders, keys, members, lock
+    /// names, clients, idempotency keys): non-empty
+    /// ([`Error::InvalidName`]), at most `name_bytes_max` bytes
+    /// ([`Error::InvalidArgument`]).
+    pub(crate) fn check_name(&self, name: &str) -> Result<()> {
+        if name.is_empty() {
+            return Err(Error::InvalidName);
+        }
+        if name.len() > self.name_bytes_max {
+            return Err(Error::InvalidArgument {
+                reason: "name is longer than name_bytes_max",
+            });
+        }
+        Ok(())
+    }
+
+    /// The attribute rule every engine applies: at most `attrs_bytes_max`
+    /// bytes ([`Error::InvalidArgument`]).
+    pub(crate) fn check_attrs(&self, attrs: &[u8]) -> Result<()> {
+        if attrs.len() > self.attrs_bytes_max {
+            return Err(Error::InvalidArgument {
+                reason: "attributes are larger than attrs_bytes_max",
+            });
+        }
+        Ok(())
+    }
+
     /// The store-wide ceiling on collection `c` (for
     /// [`Collection::Attempts`], pending attempts; for
     /// [`Collection::Replay`], every attempt record).

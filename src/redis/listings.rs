@@ -156,13 +156,8 @@ impl RedisEngine {
         .await
     }
 
-    /// The in-memory store's rule on attributes: at most `attrs_bytes_max`.
+    /// The attribute rule both engines apply.
     pub(super) fn check_attrs(&self, attrs: &[u8]) -> Result<()> {
-        if attrs.len() > self.config().attrs_bytes_max {
-            return Err(Error::InvalidArgument {
-                reason: "attributes are larger than attrs_bytes_max",
-            });
-        }
-        Ok(())
+        self.config().check_attrs(attrs)
     }
 }

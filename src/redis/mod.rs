@@ -328,18 +328,9 @@ impl RedisEngine {
         self.inner.ttl.deadline(crate::time::MonoTime::ZERO, ttl)
     }
 
-    /// The in-memory store's name rules: non-empty, at most
-    /// `name_bytes_max` bytes.
+    /// The name rules both engines apply.
     fn check_name(&self, name: &str) -> Result<()> {
-        if name.is_empty() {
-            return Err(Error::InvalidName);
-        }
-        if name.len() > self.config().name_bytes_max {
-            return Err(Error::InvalidArgument {
-                reason: "name is longer than name_bytes_max",
-            });
-        }
-        Ok(())
+        self.config().check_name(name)
     }
 
     /// How long a record's Redis key outlives its logical deadline: the

@@ -544,15 +544,7 @@ impl Store {
 
     /// The rules of [`name`](Self::name), without copying the name.
     fn check_name(&self, name: &str) -> Result<()> {
-        if name.is_empty() {
-            return Err(Error::InvalidName);
-        }
-        if name.len() > self.shared.config.name_bytes_max {
-            return Err(Error::InvalidArgument {
-                reason: "name is longer than name_bytes_max",
-            });
-        }
-        Ok(())
+        self.shared.config.check_name(name)
     }
 
     /// The name of something a caller creates beside the store's own
@@ -576,11 +568,7 @@ impl Store {
     }
 
     fn attrs(&self, attrs: &[u8]) -> Result<Arc<[u8]>> {
-        if attrs.len() > self.shared.config.attrs_bytes_max {
-            return Err(Error::InvalidArgument {
-                reason: "attributes are larger than attrs_bytes_max",
-            });
-        }
+        self.shared.config.check_attrs(attrs)?;
         Ok(Arc::from(attrs))
     }
 
