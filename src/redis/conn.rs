@@ -67,6 +67,12 @@ impl Conn {
         Ok(Conn { kind, timeout })
     }
 
+    /// Whether this is a cluster (keys of different slots are then out of
+    /// one call's reach).
+    pub(super) fn is_cluster(&self) -> bool {
+        matches!(self.kind, Kind::Cluster(_))
+    }
+
     /// Calls `function` with one key (the tenant's incarnation key, which
     /// routes it to the tenant's slot) and `args`. A server that does not
     /// have the library (a new or restarted one, or a cluster node that
@@ -77,8 +83,19 @@ impl Conn {
         key: &str,
         args: Vec<Vec<u8>>,
     ) -> Result<T> {
+        self.call_keys(function, &[key], args).await
+    }
+
+    /// [`call`](Self::call) with several keys (the first routes the call;
+    /// on a cluster every key must share its slot).
+    pub(super) async fn call_keys<T: FromRedisValue>(
+        &self,
+        function: Function,
+        keys: &[&str],
+        args: Vec<Vec<u8>>,
+    ) -> Result<T> {
         let mut cmd = redis::cmd("FCALL");
-        cmd.arg(function.name()).arg(1).arg(key).arg(args);
+        cmd.arg(function.name()).arg(keys.len()).arg(keys).arg(args);
         match self.query(&cmd).await {
             Err(Missing) => {
                 self.load_library().await?;

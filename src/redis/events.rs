@@ -32,11 +32,15 @@ use std::time::Duration;
 pub(super) struct Aftermath {
     events: Vec<Vec<u8>>,
     pub(super) due: Option<u64>,
+    /// Room under the store-wide ceilings the call needs (`room.rs`).
+    pub(super) needs: Vec<String>,
+    /// Room the call freed, or took and did not use: to give back.
+    pub(super) freed: Vec<Vec<u8>>,
 }
 
 /// Splits a per-tenant function's answer (`{reply}` or `{reply, events,
-/// last, due}`, as `finish` in the prelude makes it) into the reply's
-/// values and the rest.
+/// last, due, needs, freed}`, as `finish` in the prelude makes it) into
+/// the reply's values and the rest.
 pub(super) fn split(answer: Vec<Value>) -> Result<(Vec<Value>, Aftermath)> {
     let mut parts = answer.into_iter();
     let reply = match parts.next() {
@@ -60,7 +64,28 @@ pub(super) fn split(answer: Vec<Value>) -> Result<(Vec<Value>, Aftermath)> {
         Some(Value::Int(d)) => u64::try_from(d).ok(),
         other => return Err(malformed(&format!("the due deadline is {other:?}"))),
     };
+    let needs = strings(parts.next(), "the room needed")?;
+    after.needs = needs
+        .into_iter()
+        .map(|n| String::from_utf8(n).map_err(|_| malformed("a room need is not UTF-8")))
+        .collect::<Result<_>>()?;
+    after.freed = strings(parts.next(), "the room freed")?;
     Ok((reply, after))
+}
+
+/// An array of strings (a missing one is empty).
+fn strings(part: Option<Value>, what: &str) -> Result<Vec<Vec<u8>>> {
+    match part {
+        None => Ok(Vec::new()),
+        Some(Value::Array(items)) => items
+            .into_iter()
+            .map(|item| match item {
+                Value::BulkString(bytes) => Ok(bytes),
+                other => Err(malformed(&format!("{what} holds {other:?}"))),
+            })
+            .collect(),
+        Some(other) => Err(malformed(&format!("{what} is {other:?}"))),
+    }
 }
 
 fn malformed(what: &str) -> Error {

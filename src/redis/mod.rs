@@ -51,6 +51,7 @@ mod listings;
 mod locks;
 mod presence;
 mod reply;
+mod room;
 mod scripts;
 mod sweeper;
 mod tenant;
@@ -192,6 +193,8 @@ struct Inner {
     born: AtomicU64,
     /// This handle's drain.
     drain: lifecycle::Drain,
+    /// The store-wide ceilings, as every per-tenant call passes them.
+    ceilings: room::Ceilings,
     /// Where the removal events go: this handle's subscribers.
     hub: Arc<EventHub>,
     /// This handle's id in the events it causes (random).
@@ -259,8 +262,10 @@ impl RedisEngine {
     /// data, creates) the store's incarnation.
     ///
     /// `config` gives the limits, as for the in-memory store: TTL range,
-    /// name sizes, tenant quotas (`config.tenant`) and per-lease caps.
-    /// Store-wide ceilings are not enforced by this engine yet (ADR 0029).
+    /// name sizes, store-wide ceilings, tenant quotas (`config.tenant`)
+    /// and per-lease caps. A ceiling counts every handle's records of the
+    /// namespace, so give every handle of one namespace the same config
+    /// (ADR 0031).
     pub async fn connect(options: RedisOptions, config: StoreConfig) -> Result<Self> {
         options.validate()?;
         config.validate()?;
@@ -275,6 +280,7 @@ impl RedisEngine {
         let hub = Arc::new(EventHub::new(limits, config.subscriber_buffer_max));
         conn.check_noeviction().await?;
         conn.load_library().await?;
+        let ceilings = room::Ceilings::new(&config, &options.namespace, conn.is_cluster());
         let engine = RedisEngine {
             inner: Arc::new(Inner {
                 conn,
@@ -284,6 +290,7 @@ impl RedisEngine {
                 incarnation: AtomicU64::new(0),
                 born: AtomicU64::new(0),
                 drain: lifecycle::Drain::new(),
+                ceilings,
                 hub,
                 origin: u64::from_le_bytes(origin),
                 listener: tokio::sync::Mutex::new(None),
@@ -413,8 +420,11 @@ impl RedisEngine {
     ) -> Result<Option<Reply>> {
         self.admit(mode)?;
         let key = self.tenant_key(tenant);
+        let keys = self.inner.ceilings.keys(&key);
         let mut create = false;
-        for _ in 0..3 {
+        // Room taken in the meta slot for this call (a cluster's creations).
+        let mut grants = String::new();
+        for _ in 0..ROUNDS {
             let incarnation = self.incarnation();
             let earlier = match issued {
                 Issued::Nothing => false,
@@ -430,15 +440,27 @@ impl RedisEngine {
             let mut argv = Vec::with_capacity(args.len() + 2);
             argv.push(format!("{incarnation:016x}").into_bytes());
             let kind = if create { 'c' } else { 'r' };
-            argv.push(format!("{kind}{:x}", self.inner.origin).into_bytes());
+            argv.push(
+                format!(
+                    "{kind}{:x};{};{grants}",
+                    self.inner.origin,
+                    self.inner.ceilings.limits()
+                )
+                .into_bytes(),
+            );
             argv.extend(args.iter().cloned());
-            let (reply, after) = events::split(self.inner.conn.call(function, &key, argv).await?)?;
+            let answer = self.inner.conn.call_keys(function, &keys, argv).await?;
+            let (reply, after) = events::split(answer)?;
             self.deliver(tenant, incarnation, &after);
             if let Some(deadline) = after.due {
                 self.lower_due(tenant, deadline).await;
             }
+            self.give_back(&after.freed).await;
             let reply = Reply::new(reply)?;
             match reply.code()? {
+                // Room under a store-wide ceiling to take first (a
+                // cluster): nothing was written; take it, and call again.
+                reply::ROOM => grants = self.make_room(&after.needs).await?,
                 reply::STALE | reply::UNKNOWN => {
                     // The tenant's keys are of another incarnation, or
                     // missing: believe the meta key, then try again.
@@ -457,7 +479,7 @@ impl RedisEngine {
             }
         }
         Err(Error::BackendUnavailable {
-            detail: Arc::from("the store's incarnation kept changing"),
+            detail: Arc::from("the store's incarnation, or its room, kept changing"),
         })
     }
 }
@@ -505,6 +527,10 @@ impl RedisEngine {
         Ok(Page { items, next })
     }
 }
+
+/// Calls one per-tenant operation may take: a new incarnation read twice,
+/// and room taken twice (the second time only if the first came too late).
+const ROUNDS: usize = 5;
 
 /// A tenant quota as a function argument: `-1` when switched off.
 fn quota_arg(limit: u64) -> String {

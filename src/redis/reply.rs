@@ -19,6 +19,7 @@ pub(super) const RESTARTED: i64 = 9;
 pub(super) const MISMATCH: i64 = 10;
 pub(super) const REPLAYED: i64 = 11;
 pub(super) const DRAINING: i64 = 12;
+pub(super) const ROOM: i64 = 13;
 
 /// A reply the engine did not expect: a bug, or a Redis that is not ours.
 fn malformed(what: &str) -> Error {
@@ -95,6 +96,7 @@ impl Reply {
             9 => Ok(Scope::Tenant(Collection::Replay)),
             10 => Ok(Scope::Parent(Collection::Presence)),
             11 => Ok(Scope::Tenant(Collection::Presence)),
+            12..=18 => super::room::collection(code).map(Scope::Collection),
             _ => Err(malformed("unknown capacity scope")),
         };
         Err(match self.code()? {

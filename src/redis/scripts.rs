@@ -55,6 +55,7 @@ functions! {
     SWEEP = "sweep", "sweep.lua", true;
     DUE = "due", "due.lua", false;
     SWEEPER = "sweeper", "sweeper.lua", false;
+    ROOM = "room", "room.lua", false;
 }
 
 /// The library: its code and the names its functions are called by.

@@ -28,15 +28,24 @@ local refused = parent_full(pending, tonumber(ARGV[7]), 7)
 if refused then
   return refused
 end
-local seq = next_fence()
 local d = NOW + ttl
 local forget = d + tonumber(ARGV[10])
+local wanted = {{'a', d, 0}, {'r', forget, 0}}
+if ikey ~= '' then
+  wanted[3] = {'i', NOW + tonumber(ARGV[13]), 0}
+end
+local room, answer = rooms(wanted)
+if not room then
+  return answer
+end
+local seq = next_fence()
 local a = R .. 'a:' .. num(seq)
 redis.call('HSET', a, 'k', key, 'pv', p[4], 'c', client, 'h', redis.sha1hex(ARGV[6]),
   'd', num(d), 'f', num(forget), 'st', 'p', 'v', num(seq))
 redis.call('PEXPIREAT', a, num(forget + tonumber(ARGV[11])))
 redis.call('SADD', pending, num(seq))
 index_at(ATTEMPTS, d, num(seq))
+track('a' .. num(seq), room.a[1])
 redis.call('ZADD', REPLAY, num(forget), num(seq))
 remember(ikey, fingerprint, tonumber(ARGV[13]), {'s', num(seq), 'x', ARGV[6], 'd', num(d)})
 return {OK, seq, ARGV[6], d, NOW}

@@ -19,11 +19,20 @@ local refused = full(LEASES, tonumber(ARGV[5]), 1) or idempotency_room(ikey, ton
 if refused then
   return refused
 end
-local f = next_fence()
 local d = NOW + ttl
+local wanted = {{'l', d, 3 * ttl}}
+if ikey ~= '' then
+  wanted[2] = {'i', NOW + tonumber(ARGV[8]), 0}
+end
+local room, answer = rooms(wanted)
+if not room then
+  return answer
+end
+local f = next_fence()
 local k = R .. 'l:' .. num(f)
-redis.call('HSET', k, 'h', holder, 'v', num(f), 'd', num(d))
+redis.call('HSET', k, 'h', holder, 'v', num(f), 'd', num(d), 'z', room.l[2])
 redis.call('PEXPIREAT', k, num(d + keep))
 index_at(LEASES, d, num(f))
+track('l' .. num(f), room.l[1])
 remember(ikey, fingerprint, tonumber(ARGV[8]), {'f', num(f), 'v', num(f), 'd', num(d)})
 return {OK, f, f, d, NOW}

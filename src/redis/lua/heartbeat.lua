@@ -22,8 +22,14 @@ if m then
   if m[2] ~= lease then
     return {CONFLICT, tonumber(m[3])}
   end
+  local z = cover(m[5], d, 3 * ttl, function()
+    return tokens_of({'m' .. member})
+  end)
+  if not z then
+    return {ROOM}
+  end
   local v = tonumber(m[3]) + 1
-  redis.call('HSET', mk, 'v', num(v), 'd', num(d))
+  redis.call('HSET', mk, 'v', num(v), 'd', num(d), 'z', z)
   if ARGV[5] == '1' then
     redis.call('HSET', mk, 'a', ARGV[6])
   end
@@ -51,14 +57,19 @@ local refused = full(MEMBERS, tonumber(ARGV[9]), 11)
 if refused then
   return refused
 end
+local room, answer = rooms({{'m', d, 3 * ttl}})
+if not room then
+  return answer
+end
 local v = next_fence()
 local attrs = ''
 if ARGV[5] == '1' then
   attrs = ARGV[6]
 end
-redis.call('HSET', mk, 'a', attrs, 'l', lease, 'v', num(v), 'd', num(d))
+redis.call('HSET', mk, 'a', attrs, 'l', lease, 'v', num(v), 'd', num(d), 'z', room.m[2])
 redis.call('PEXPIREAT', mk, num(d + keep))
 index_at(MEMBERS, d, member)
+track('m' .. member, room.m[1])
 redis.call('ZADD', MEMBER_KEYS, 0, member)
 if lease ~= '' then
   redis.call('SADD', under, member)

@@ -12,24 +12,95 @@
 --          "c": the client has just checked the incarnation against the
 --          store's meta key, so create (or replace) the tenant's record;
 --          followed by the calling handle's origin (hex), which the
---          removal events it causes carry
+--          removal events it causes carry; then, after ';', the store-wide
+--          ceilings ('' when all are off, else "<letter><limit>" joined by
+--          ',', -1 for off) and, after another ';', the room the engine
+--          took for this call (`rooms` below)
+-- KEYS[2]  on a standalone server only: the ceilings' room key
+--          "{<ns>}:room", so the function takes and gives back room itself
 -- A function's own arguments start at ARGV[3].
 --
 -- Replies are arrays whose first element is a code (src/redis/reply.rs).
 local OK, NOT_FOUND, EXPIRED, REVOKED, CONFLICT = 0, 1, 2, 3, 4
 local HELD, CAPACITY, STALE, UNKNOWN, RESTARTED, MISMATCH, REPLAYED = 5, 6, 7, 8, 9, 10, 11
 local DRAINING = 12
+-- The call needs room under a store-wide ceiling that only the engine can
+-- take (on a cluster): nothing was written; the needs are in the reply.
+local ROOM = 13
 
 -- Per-call state, set by `begin`. Redis runs one call at a time, so these
 -- are never shared between calls in flight.
 local KEYS, ARGV, TAG, I, NOW_US, NOW, R, GRAVES, REVOKED_BELOW, REVOKED_UNTIL
 local LEASES, LOCKS, IDEM, LISTINGS, ATTEMPTS, REPLAY, MEMBERS, MEMBER_KEYS
 local ORIGIN, EVENTS, DUE
+local LIMITS, ROOM_BASE, GRANTS, EXTENDED, NEEDS, FREED
 
 -- Integers as decimal text (Lua numbers are doubles; everything stored
 -- stays below 2^53).
 local function num(x)
   return string.format('%.0f', x)
+end
+
+-- The server's clock: {microseconds, milliseconds}.
+local function clock()
+  local t = redis.call('TIME')
+  local us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  return us, math.floor(us / 1000)
+end
+
+-- Store-wide ceilings (ADR 0031). A ceiling spans every tenant, so on a
+-- cluster every slot: its count lives in the meta slot, one sorted set per
+-- collection (`<base><letter>`, base "{<ns>}:room:") of reservations,
+-- token -> horizon (that server's clock, ms). A reservation counts until it
+-- is given back (its record left its index) or its horizon passes (the
+-- handle that would have given it back died); a record's horizon is never
+-- earlier than the record can live, by SKEW, the most two primaries'
+-- clocks may differ. On a standalone server a function reaches the sets
+-- itself (KEYS[2]); on a cluster the engine takes room between a call that
+-- says what it needs (ROOM) and the same call made again with the room.
+local SKEW = 1000
+local CEILING_SCOPE = {l = 12, p = 13, m = 14, a = 15, r = 16, i = 17, k = 18}
+
+-- Takes one reservation per `wanted` entry ({letter, limit (-1: none),
+-- span in ms}), all or none: {OK, token, horizon, ...}, or the refusal of
+-- the first full ceiling.
+local function room_take(base, now, wanted)
+  for _, w in ipairs(wanted) do
+    local set = base .. w[1]
+    redis.call('ZREMRANGEBYSCORE', set, '-inf', num(now))
+    if w[2] >= 0 then
+      local used = redis.call('ZCARD', set)
+      if used >= w[2] then
+        return {CAPACITY, CEILING_SCOPE[w[1]], w[2], used}
+      end
+    end
+  end
+  local out = {OK}
+  for _, w in ipairs(wanted) do
+    local token = w[1] .. redis.call('INCR', base .. 'n')
+    local horizon = now + w[3]
+    redis.call('ZADD', base .. w[1], num(horizon), token)
+    out[#out + 1] = token
+    out[#out + 1] = horizon
+  end
+  return out
+end
+
+-- Gives reservations back (a token starts with its collection's letter).
+local function room_give(base, tokens)
+  for _, token in ipairs(tokens) do
+    redis.call('ZREM', base .. string.sub(token, 1, 1), token)
+  end
+end
+
+-- Moves reservations' horizons out to now + `span` (never in; a token
+-- given back meanwhile stays given back). Returns the horizon.
+local function room_extend(base, now, span, tokens)
+  local horizon = now + span
+  for _, token in ipairs(tokens) do
+    redis.call('ZADD', base .. string.sub(token, 1, 1), 'XX', 'GT', num(horizon), token)
+  end
+  return horizon
 end
 
 -- Removal events (src/redis/events.rs reads them): the collection's
@@ -69,10 +140,26 @@ local function index_at(index, d, id, old)
   end
 end
 
--- Removes `id` from `index` and announces it if it was there.
+-- Gives back the reservation of the record `field` ("<letter><id>") of
+-- the room index `rv` (an epoch's `rv` hash: record -> token), if it has one.
+local function give_back(rv, field)
+  local token = redis.call('HGET', rv, field)
+  if token then
+    redis.call('HDEL', rv, field)
+    if ROOM_BASE then
+      room_give(ROOM_BASE, {token})
+    else
+      FREED[#FREED + 1] = token
+    end
+  end
+end
+
+-- Removes `id` from `index` and, if it was there, announces it and gives
+-- its room back.
 local function leave_index(index, id, collection, cause)
   if redis.call('ZREM', index, id) == 1 then
     EVENTS[#EVENTS + 1] = collection .. cause .. id
+    give_back(R .. 'rv', collection .. id)
   end
 end
 
@@ -85,12 +172,20 @@ local function begin(keys, args)
   local inc = KEYS[1]
   TAG = string.sub(inc, 1, -4)
   I = ARGV[1]
-  local mode = string.sub(ARGV[2], 1, 1)
-  ORIGIN = string.sub(ARGV[2], 2)
-  EVENTS, DUE = {}, nil
-  local clock = redis.call('TIME')
-  NOW_US = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
-  NOW = math.floor(NOW_US / 1000)
+  local head, grants
+  head, LIMITS, grants = string.match(ARGV[2], '^([^;]*);([^;]*);(.*)$')
+  local mode = string.sub(head, 1, 1)
+  ORIGIN = string.sub(head, 2)
+  EVENTS, DUE, NEEDS, FREED, GRANTS, EXTENDED = {}, nil, {}, {}, {}, nil
+  ROOM_BASE = keys[2] and (keys[2] .. ':')
+  for token, horizon in string.gmatch(grants, '([^,@]+)@(%d+)') do
+    if token == '+' then
+      EXTENDED = tonumber(horizon)
+    else
+      GRANTS[string.sub(token, 1, 1)] = {token, tonumber(horizon)}
+    end
+  end
+  NOW_US, NOW = clock()
   local seen = redis.call('HMGET', inc, 'i', 'e', 'rv', 'ru')
   local epoch = '0'
   REVOKED_BELOW, REVOKED_UNTIL = 0, 0
@@ -114,6 +209,102 @@ local function begin(keys, args)
   LISTINGS, ATTEMPTS, REPLAY = R .. 'px', R .. 'ad', R .. 'ar'
   MEMBERS, MEMBER_KEYS = R .. 'md', R .. 'mx'
   return nil
+end
+
+-- Room under the store-wide ceilings for the records a creation is about
+-- to write, each `wanted` entry {letter, until (ms: the latest the record
+-- may live without asking again), extra (ms more to ask for, so a
+-- renewable record asks for more only now and then)}. Call it after every
+-- other check, right before the writes. Returns {letter -> {token, until
+-- it counts (ms)}} ('' and '' when no ceiling is on), or nil and the
+-- answer to give: the ceiling's refusal, or ROOM when the engine must take
+-- the room first (a cluster).
+local function rooms(wanted)
+  local got = {}
+  if LIMITS == '' then
+    for _, w in ipairs(wanted) do
+      got[w[1]] = {'', ''}
+    end
+    return got
+  end
+  local span = function(w)
+    return w[2] - NOW + w[3] + 2 * SKEW
+  end
+  if ROOM_BASE then
+    local limits = {}
+    for letter, limit in string.gmatch(LIMITS, '(%a)(%-?%d+)') do
+      limits[letter] = tonumber(limit)
+    end
+    local ask = {}
+    for _, w in ipairs(wanted) do
+      ask[#ask + 1] = {w[1], limits[w[1]] or -1, span(w)}
+    end
+    local taken = room_take(ROOM_BASE, NOW, ask)
+    if taken[1] ~= OK then
+      return nil, taken
+    end
+    for i, w in ipairs(wanted) do
+      got[w[1]] = {taken[2 * i], num(taken[2 * i + 1] - SKEW)}
+    end
+    return got
+  end
+  local short = false
+  for _, w in ipairs(wanted) do
+    local g = GRANTS[w[1]]
+    if g and g[2] - SKEW >= w[2] then
+      got[w[1]] = {g[1], num(g[2] - SKEW)}
+    else
+      short = true
+      NEEDS[#NEEDS + 1] = w[1] .. num(span(w))
+    end
+  end
+  if short then
+    return nil, {ROOM}
+  end
+  for letter in pairs(got) do
+    GRANTS[letter].used = true
+  end
+  return got
+end
+
+-- Remembers the reservation `token` of the record `field` ("<letter><id>")
+-- so that its removal gives it back.
+local function track(field, token)
+  if token ~= '' then
+    redis.call('HSET', R .. 'rv', field, token)
+  end
+end
+
+-- A record counted until `z` ('': no ceiling was on) is to live until `d`:
+-- returns the `z` to keep, moving the reservations `tokens()` out first if
+-- `d` is past `z`; or nil when the engine must move them (a cluster; the
+-- caller answers ROOM).
+local function cover(z, d, extra, tokens)
+  if not z or z == '' or tonumber(z) >= d then
+    return z or ''
+  end
+  local span = d - NOW + extra + 2 * SKEW
+  local horizon = EXTENDED
+  if ROOM_BASE then
+    horizon = room_extend(ROOM_BASE, NOW, span, tokens())
+  end
+  if horizon and horizon - SKEW >= d then
+    return num(horizon - SKEW)
+  end
+  NEEDS[#NEEDS + 1] = '+' .. num(span) .. ' ' .. table.concat(tokens(), ' ')
+  return nil
+end
+
+-- The tokens of records in the room index: `fields` ("<letter><id>").
+local function tokens_of(fields)
+  local out = {}
+  for _, field in ipairs(fields) do
+    local token = redis.call('HGET', R .. 'rv', field)
+    if token then
+      out[#out + 1] = token
+    end
+  end
+  return out
 end
 
 -- The next fence (and lease sequence number): above every earlier one of
@@ -196,9 +387,10 @@ local function drop_member(member, cause)
 end
 
 -- `member`'s presence record if visible (not past its deadline, and its
--- lease, if it has one, live): {attrs, lease, version, deadline}, or nil.
+-- lease, if it has one, live): {attrs, lease, version, deadline, until
+-- it counts under the ceiling}, or nil.
 local function visible_member(member)
-  local m = redis.call('HMGET', R .. 'm:' .. member, 'a', 'l', 'v', 'd')
+  local m = redis.call('HMGET', R .. 'm:' .. member, 'a', 'l', 'v', 'd', 'z')
   if not m[1] or tonumber(m[4]) <= NOW or (m[2] ~= '' and lease_state(m[2]) ~= OK) then
     return nil
   end
@@ -234,14 +426,16 @@ end
 
 -- The keys of an epoch a tenant revocation ended, by the index that
 -- lists them: each index member's keys under these prefixes.
+-- The third element: the letter of the index's records in the epoch's
+-- room index, whose reservations burial gives back.
 local GRAVE_INDEXES = {
-  {'ld', {'l:', 'la:', 'lp:', 'lm:', 'le:'}},
-  {'kd', {'k:'}},
-  {'px', {'p:', 'pa:'}},
+  {'ld', {'l:', 'la:', 'lp:', 'lm:', 'le:'}, 'l'},
+  {'kd', {'k:'}, 'k'},
+  {'px', {'p:', 'pa:'}, 'p'},
   {'ar', {'a:'}},
-  {'ad', {}},
+  {'ad', {}, 'a'},
   {'mx', {'m:'}},
-  {'md', {}},
+  {'md', {}, 'm'},
   {'iz', {'i:'}},
 }
 
@@ -260,6 +454,9 @@ local function bury(max)
       for _, prefix in ipairs(index[2]) do
         redis.call('DEL', grave .. prefix .. member)
       end
+      if index[3] then
+        give_back(grave .. 'rv', index[3] .. member)
+      end
     end
     if #members > 0 then
       redis.call('ZREM', key, unpack(members))
@@ -270,6 +467,7 @@ local function bury(max)
     end
   end
   redis.call('LPOP', GRAVES)
+  redis.call('DEL', grave .. 'rv')
 end
 
 -- Clean-up run by every creating function, at most `max` entries of each
@@ -446,16 +644,23 @@ local function page(index, after, limit, view)
   return out
 end
 
--- Ends a per-tenant call: {reply} when it removed nothing and moved no
--- deadline earlier; else {reply, events, last number, due (-1: none)}.
+-- Ends a per-tenant call: {reply} when it removed nothing, moved no
+-- deadline earlier and has no room to take or give back; else {reply,
+-- events, last number, due (-1: none), room needed, room to give back}
+-- (grants the call did not use are given back).
 -- Removals are numbered from the tenant's event counter and published on
 -- the store's channel for every instance (origin, tenant, the last
 -- number, then the events, each as `<length>:<bytes>`).
 local function finish(reply)
+  for _, g in pairs(GRANTS) do
+    if not g.used then
+      FREED[#FREED + 1] = g[1]
+    end
+  end
   local n = #EVENTS
   if n == 0 then
-    if DUE then
-      return {reply, {}, 0, DUE}
+    if DUE or #NEEDS > 0 or #FREED > 0 then
+      return {reply, {}, 0, DUE or -1, NEEDS, FREED}
     end
     return {reply}
   end
@@ -469,5 +674,5 @@ local function finish(reply)
     parts[i] = #p .. ':' .. p
   end
   redis.call('PUBLISH', 'relaystore:' .. ns .. ':events', table.concat(parts))
-  return {reply, EVENTS, last, DUE or -1}
+  return {reply, EVENTS, last, DUE or -1, NEEDS, FREED}
 end

@@ -14,7 +14,7 @@ if seen then
   end
   return {OK, tonumber(seen[2])}
 end
-local state = lease_state(lease)
+local state, l = lease_state(lease, 'd', 'z')
 if state ~= OK then
   return {state}
 end
@@ -33,9 +33,20 @@ local refused = parent_full(published, tonumber(ARGV[6]), 5)
 if refused then
   return refused
 end
+-- A listing counts as long as its lease does: its reservation lasts as
+-- long as the lease's, and moves out with it.
+local wanted = {{'p', tonumber(l[2]) or tonumber(l[1]), 0}}
+if ikey ~= '' then
+  wanted[2] = {'i', NOW + tonumber(ARGV[9]), 0}
+end
+local room, answer = rooms(wanted)
+if not room then
+  return answer
+end
 local v = next_fence()
 redis.call('HSET', R .. 'p:' .. key, 'l', lease, 'a', attrs, 'v', num(v), 'o', num(v))
 redis.call('ZADD', LISTINGS, 0, key)
 redis.call('SADD', published, key)
+track('p' .. key, room.p[1])
 remember(ikey, fingerprint, tonumber(ARGV[9]), {'v', num(v)})
 return {OK, v}

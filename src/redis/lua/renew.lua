@@ -2,7 +2,7 @@
 -- expected version ('' for any), ARGV[6] how long the key outlives the
 -- deadline (ms). Reply: {OK, version, remaining}.
 local seq, ttl = ARGV[3], tonumber(ARGV[4])
-local state, l = lease_state(seq, 'v', 'd')
+local state, l = lease_state(seq, 'v', 'd', 'z')
 if state ~= OK then
   return {state}
 end
@@ -13,7 +13,19 @@ if ARGV[5] ~= '' and tonumber(ARGV[5]) ~= v then
 end
 v = v + 1
 local d = NOW + ttl
-redis.call('HSET', k, 'v', num(v), 'd', num(d))
+-- Past the lease's room: the lease's reservation and its listings' move
+-- out together (a listing is counted as long as its lease).
+local z = cover(l[3], d, 3 * ttl, function()
+  local fields = {'l' .. seq}
+  for _, key in ipairs(redis.call('SMEMBERS', R .. 'lp:' .. seq)) do
+    fields[#fields + 1] = 'p' .. key
+  end
+  return tokens_of(fields)
+end)
+if not z then
+  return {ROOM}
+end
+redis.call('HSET', k, 'v', num(v), 'd', num(d), 'z', z)
 redis.call('PEXPIREAT', k, num(d + tonumber(ARGV[6])))
 index_at(LEASES, d, seq, tonumber(l[2]))
 return {OK, v, ttl}

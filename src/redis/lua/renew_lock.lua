@@ -5,7 +5,7 @@
 -- before this incarnation is answered by the engine before the call.)
 local name, fence, ttl = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
 local k = R .. 'k:' .. name
-local l = redis.call('HMGET', k, 'f', 'v', 'd', 'l')
+local l = redis.call('HMGET', k, 'f', 'v', 'd', 'l', 'z')
 if not l[1] then
   return {NOT_FOUND}
 end
@@ -17,7 +17,13 @@ if tonumber(l[1]) ~= fence or tonumber(l[3]) <= NOW then
 end
 local v = tonumber(l[2]) + 1
 local d = NOW + ttl
-redis.call('HSET', k, 'v', num(v), 'd', num(d))
+local z = cover(l[5], d, 3 * ttl, function()
+  return tokens_of({'k' .. name})
+end)
+if not z then
+  return {ROOM}
+end
+redis.call('HSET', k, 'v', num(v), 'd', num(d), 'z', z)
 redis.call('PEXPIREAT', k, num(d + tonumber(ARGV[6])))
 index_at(LOCKS, d, name, tonumber(l[3]))
 return {OK, v, ttl}

@@ -1,11 +1,14 @@
 -- revoke_tenant: ARGV[3] tombstone_ttl (ms). Everything the tenant holds
 -- becomes invisible at once: a new epoch starts, with empty keys; the old
--- epoch's keys are buried a few at a time by later calls (`bury`). Its
--- leases read as REVOKED for tombstone_ttl (every fence issued before this
--- call is below the one it draws). Reply: {OK}.
+-- epoch's keys are buried a few at a time by later calls (`bury`), and
+-- by the sweeper, which the tenant is now due for; burial gives the
+-- records' room under the store-wide ceilings back. Its leases read as
+-- REVOKED for tombstone_ttl (every fence issued before this call is below
+-- the one it draws). Reply: {OK}.
 local below = next_fence()
 local epoch = tonumber(redis.call('HGET', KEYS[1], 'e') or '0')
 redis.call('RPUSH', GRAVES, R)
 redis.call('HSET', KEYS[1], 'e', num(epoch + 1), 'rv', num(below),
   'ru', num(NOW + tonumber(ARGV[3])))
+due(NOW)
 return {OK}

@@ -1,5 +1,6 @@
 -- sweep: ARGV[3] most entries to take from each index. Removes (and
--- announces) what is due, as a creation's reaping does, and records the
+-- announces) what is due, as a creation's reaping does, buries some of an
+-- ended epoch (`bury`), and records the
 -- tenant's next deadline for the sweeper. Reply: {OK, next deadline in
 -- ms, or -1 when nothing of the tenant has a deadline}.
 reap(tonumber(ARGV[3]))
@@ -12,6 +13,10 @@ for _, index in ipairs({LEASES, LOCKS, ATTEMPTS, MEMBERS}) do
       next_due = d
     end
   end
+end
+-- An ended epoch not yet buried: due again at once.
+if redis.call('EXISTS', GRAVES) == 1 then
+  next_due = NOW
 end
 if next_due < 0 then
   redis.call('HDEL', KEYS[1], 'nd')

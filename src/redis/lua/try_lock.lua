@@ -31,11 +31,16 @@ local refused = full(LOCKS, tonumber(ARGV[7]), 2)
 if refused then
   return refused
 end
-local f = next_fence()
 local d = NOW + ttl
-redis.call('HSET', k, 'h', owner, 'f', num(f), 'v', num(f), 'd', num(d), 'l', lease)
+local room, answer = rooms({{'k', d, 3 * ttl}})
+if not room then
+  return answer
+end
+local f = next_fence()
+redis.call('HSET', k, 'h', owner, 'f', num(f), 'v', num(f), 'd', num(d), 'l', lease, 'z', room.k[2])
 redis.call('PEXPIREAT', k, num(d + tonumber(ARGV[9])))
 index_at(LOCKS, d, name)
+track('k' .. name, room.k[1])
 if lease ~= '' then
   redis.call('SADD', R .. 'la:' .. lease, name)
 end

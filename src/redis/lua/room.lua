@@ -1,0 +1,23 @@
+-- room: the store-wide ceilings' reservations (the prelude's `room_*`),
+-- for a cluster, where a tenant's function cannot reach them. KEYS[1] is
+-- "{<ns>}:room". ARGV[1] is the operation:
+-- 'take', then (letter, limit (-1: none), span ms) triples: {OK, token,
+--   horizon, ...} for each, or the refusal of the first full ceiling;
+-- 'give', then tokens: {OK};
+-- 'extend', then a span (ms) and tokens: {OK, horizon}.
+local _, now = clock()
+local base = KEYS[1] .. ':'
+local op = ARGV[1]
+if op == 'take' then
+  local wanted = {}
+  for i = 2, #ARGV, 3 do
+    wanted[#wanted + 1] = {ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])}
+  end
+  return room_take(base, now, wanted)
+elseif op == 'give' then
+  room_give(base, {unpack(ARGV, 2)})
+  return {OK}
+elseif op == 'extend' then
+  return {OK, room_extend(base, now, tonumber(ARGV[2]), {unpack(ARGV, 3)})}
+end
+return redis.error_reply('unknown room operation: ' .. op)

@@ -1,0 +1,194 @@
+//! Store-wide ceilings on Redis (ADR 0031).
+//!
+//! A ceiling spans every tenant, so on a cluster every slot, and no one
+//! function can count it next to a tenant's records. Its count lives in
+//! the meta slot: per collection, a sorted set of reservations (token →
+//! horizon). A creation takes a reservation after every narrower check
+//! passed (per-parent cap, tenant quota), and the record remembers its
+//! token in its epoch's room index; the record's removal gives the
+//! reservation back (`leave_index` in `lua/prelude.lua`, and burial after
+//! `revoke_tenant`). A reservation also lapses by itself at its horizon,
+//! which is never earlier than its record can live, so room that a dead
+//! instance could not give back returns within a bounded time, and room is
+//! never over-committed. A renewal past the horizon moves it out first.
+//!
+//! On a standalone server a function reaches the sets itself (one call,
+//! as before). On a cluster the function answers `ROOM` with what it
+//! needs and writes nothing; this module takes (or moves out) the room in
+//! the meta slot, and the engine calls the function again with it. Room a
+//! call did not use, and room its removals freed, comes back in the
+//! call's answer and is given back here.
+
+use super::reply::Reply;
+use super::{scripts, RedisEngine};
+use crate::config::StoreConfig;
+use crate::error::{Error, Result};
+use crate::events::Collection;
+use redis::Value;
+use std::sync::Arc;
+
+/// The collections with a store-wide ceiling on this engine: the letter
+/// the functions use for each, and the scope code of its refusals.
+const CEILINGS: [(char, Collection, i64); 7] = [
+    ('l', Collection::Leases, 12),
+    ('p', Collection::Listings, 13),
+    ('m', Collection::Presence, 14),
+    ('a', Collection::Attempts, 15),
+    ('r', Collection::Replay, 16),
+    ('i', Collection::Idempotency, 17),
+    ('k', Collection::Locks, 18),
+];
+
+/// The collection of a store-wide refusal's scope code.
+pub(super) fn collection(code: i64) -> Result<Collection> {
+    CEILINGS
+        .iter()
+        .find(|(_, _, c)| *c == code)
+        .map(|(_, collection, _)| *collection)
+        .ok_or_else(|| malformed(&format!("unknown ceiling scope {code}")))
+}
+
+fn malformed(what: &str) -> Error {
+    Error::BackendUnavailable {
+        detail: Arc::from(format!("malformed room reply: {what}")),
+    }
+}
+
+/// What a handle tells every per-tenant function about the ceilings.
+pub(super) struct Ceilings {
+    /// `""` when no ceiling is below 2^53 (nothing is counted), else
+    /// `<letter><limit>` joined by `,` (`-1`: that one is off).
+    limits: String,
+    /// The reservations' key, `{<ns>}:room`.
+    key: String,
+    /// Whether functions reach it themselves (a standalone server).
+    inline: bool,
+}
+
+impl Ceilings {
+    pub(super) fn new(config: &StoreConfig, namespace: &str, cluster: bool) -> Self {
+        // A ceiling a Lua number cannot hold exactly is no ceiling.
+        let off = |c: Collection| config.ceiling(c) >= 1 << 53;
+        let limit = |c: Collection| {
+            if off(c) {
+                "-1".to_owned()
+            } else {
+                config.ceiling(c).to_string()
+            }
+        };
+        let any = CEILINGS.iter().any(|(_, c, _)| !off(*c));
+        let limits = if any {
+            CEILINGS
+                .iter()
+                .map(|(letter, c, _)| format!("{letter}{}", limit(*c)))
+                .collect::<Vec<_>>()
+                .join(",")
+        } else {
+            String::new()
+        };
+        Ceilings {
+            limits,
+            key: format!("{{{namespace}}}:room"),
+            inline: !cluster,
+        }
+    }
+
+    /// The ceilings as a function's argument.
+    pub(super) fn limits(&self) -> &str {
+        &self.limits
+    }
+
+    /// The keys of a per-tenant call: the tenant's key, then the room key
+    /// where the function can reach it.
+    pub(super) fn keys<'a>(&'a self, tenant_key: &'a str) -> Vec<&'a str> {
+        if self.inline {
+            vec![tenant_key, &self.key]
+        } else {
+            vec![tenant_key]
+        }
+    }
+
+    /// The limit on the collection of `letter`, as the functions write it.
+    fn limit(&self, letter: char) -> Result<&str> {
+        self.limits
+            .split(',')
+            .find_map(|entry| entry.strip_prefix(letter))
+            .ok_or_else(|| malformed(&format!("room for an unknown collection {letter}")))
+    }
+}
+
+impl RedisEngine {
+    /// Takes the room a function answered `ROOM` for (`needs`: entries
+    /// `<letter><span ms>` for new reservations, `+<span ms> <token>...`
+    /// to move reservations out), in the meta slot. Returns the grants to
+    /// call the function with again; a full ceiling is its refusal
+    /// ([`Error::CapacityExceeded`] with a collection scope), and then
+    /// nothing was taken.
+    pub(super) async fn make_room(&self, needs: &[String]) -> Result<String> {
+        let ceilings = &self.inner.ceilings;
+        let mut take = vec![b"take".to_vec()];
+        let mut grants = Vec::new();
+        for need in needs {
+            if let Some(moved) = need.strip_prefix('+') {
+                let mut args = vec![b"extend".to_vec()];
+                args.extend(
+                    moved
+                        .split(' ')
+                        .filter(|s| !s.is_empty())
+                        .map(|s| s.as_bytes().to_vec()),
+                );
+                let reply = Reply::new(
+                    self.inner
+                        .conn
+                        .call(scripts::ROOM, &ceilings.key, args)
+                        .await?,
+                )?;
+                reply.refusal()?;
+                grants.push(format!("+@{}", reply.uint(1)?));
+            } else {
+                let mut chars = need.chars();
+                let letter = chars.next().ok_or_else(|| malformed("an empty need"))?;
+                take.push(letter.to_string().into_bytes());
+                take.push(ceilings.limit(letter)?.as_bytes().to_vec());
+                take.push(chars.as_str().as_bytes().to_vec());
+            }
+        }
+        if take.len() > 1 {
+            let reply = Reply::new(
+                self.inner
+                    .conn
+                    .call(scripts::ROOM, &ceilings.key, take)
+                    .await?,
+            )?;
+            reply.refusal()?;
+            let mut at = 1;
+            while at + 1 < reply.len() {
+                grants.push(format!("{}@{}", reply.text(at)?, reply.uint(at + 1)?));
+                at += 2;
+            }
+        }
+        if grants.is_empty() {
+            return Err(malformed("a call asked for room without saying for what"));
+        }
+        Ok(grants.join(","))
+    }
+
+    /// Gives back room a call freed or did not use. A failure is logged,
+    /// not returned: the call itself succeeded, and the reservations
+    /// lapse at their horizons.
+    pub(super) async fn give_back(&self, tokens: &[Vec<u8>]) {
+        if tokens.is_empty() {
+            return;
+        }
+        let mut args = vec![b"give".to_vec()];
+        args.extend(tokens.iter().cloned());
+        let given: Result<Value> = self
+            .inner
+            .conn
+            .call(scripts::ROOM, &self.inner.ceilings.key, args)
+            .await;
+        if let Err(e) = given {
+            tracing::warn!(error = %e, "relaystore redis: room was not given back (it lapses at its horizon)");
+        }
+    }
+}

@@ -1,0 +1,284 @@
+//! Store-wide ceilings on the Redis engine (ADR 0031), on a standalone
+//! server and on a Redis Cluster, where a ceiling spans every slot: exact
+//! under racing instances, never spent on a refused creation, given back
+//! by every way a record leaves (revoke, expiry, a tenant's revocation),
+//! kept by records renewed past their first reservation, and lapsing when
+//! no instance is left to give it back.
+
+mod redis;
+
+use redis::{block_on, config, instances, targets, Target};
+use relaystore::events::Collection;
+use relaystore::{Error, Scope, StoreConfig, TenantId};
+use std::time::Duration;
+
+const T: TenantId = TenantId(1);
+const OTHER: TenantId = TenantId(2);
+const MS: Duration = Duration::from_millis(1);
+
+/// Runs `check` on every configured server.
+fn on_every_target<F, Fut>(test: &str, check: F)
+where
+    F: Fn(Target, String) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    for target in targets() {
+        let name = format!("{test}-{}", target.name);
+        block_on(check(target, name));
+    }
+}
+
+/// The refusal of a full store-wide ceiling on `collection`.
+fn full(collection: Collection, limit: u64) -> Error {
+    Error::CapacityExceeded {
+        scope: Scope::Collection(collection),
+        limit,
+        used: limit,
+    }
+}
+
+fn ceilings(leases: u64) -> StoreConfig {
+    StoreConfig {
+        leases_max: leases,
+        ..config()
+    }
+}
+
+#[test]
+fn a_ceiling_is_exact_under_racing_instances_and_tenants() {
+    on_every_target("ceiling-race", |target, name| async move {
+        let engines = instances(&target, &name, 3, ceilings(8)).await;
+        let mut tasks = tokio::task::JoinSet::new();
+        for i in 0..40u64 {
+            let e = engines[i as usize % 3].clone();
+            // Tenants spread over the cluster's slots.
+            let tenant = TenantId(100 + i);
+            tasks.spawn(async move { (tenant, e.grant(tenant, "h", MS * 60_000, None).await) });
+        }
+        let mut granted = Vec::new();
+        while let Some(outcome) = tasks.join_next().await {
+            match outcome.unwrap() {
+                (tenant, Ok(g)) => granted.push((tenant, g.id)),
+                (_, Err(e)) => assert_eq!(e, full(Collection::Leases, 8), "{name}"),
+            }
+        }
+        assert_eq!(granted.len(), 8, "{name}: N admitted, never N+1");
+        assert_eq!(
+            engines[0]
+                .grant(OTHER, "h", MS * 60_000, None)
+                .await
+                .map(drop),
+            Err(full(Collection::Leases, 8)),
+            "{name}"
+        );
+        // A revoke on one instance gives the room back to every instance.
+        let (tenant, id) = granted[0];
+        engines[1].revoke(tenant, id).await.unwrap();
+        engines[2]
+            .grant(OTHER, "h", MS * 60_000, None)
+            .await
+            .unwrap_or_else(|e| panic!("{name}: revoke did not give room back: {e}"));
+    });
+}
+
+#[test]
+fn a_tenant_refused_by_its_quota_takes_no_store_room() {
+    on_every_target("ceiling-neighbour", |target, name| async move {
+        let mut limits = ceilings(2);
+        limits.tenant.leases_max = 1;
+        let engines = instances(&target, &name, 2, limits).await;
+        engines[0].grant(T, "h", MS * 60_000, None).await.unwrap();
+        // Many doomed grants of the tenant at its quota in flight, racing
+        // one grant of another tenant for the store's last room.
+        let mut tasks = tokio::task::JoinSet::new();
+        for i in 0..64 {
+            let e = engines[i % 2].clone();
+            tasks.spawn(async move { e.grant(T, "h", MS * 60_000, None).await.map(drop) });
+        }
+        let other = engines[1].grant(OTHER, "h", MS * 60_000, None).await;
+        while let Some(outcome) = tasks.join_next().await {
+            assert_eq!(
+                outcome.unwrap(),
+                Err(Error::CapacityExceeded {
+                    scope: Scope::Tenant(Collection::Leases),
+                    limit: 1,
+                    used: 1,
+                }),
+                "{name}"
+            );
+        }
+        other.unwrap_or_else(|e| panic!("{name}: a doomed grant held the store's room: {e}"));
+    });
+}
+
+#[test]
+fn every_collection_is_capped_and_expiry_gives_room_back() {
+    on_every_target("ceiling-expiry", |target, name| async move {
+        let limits = StoreConfig {
+            leases_max: 2,
+            listings_max: 1,
+            presence_max: 1,
+            attempts_max: 1,
+            locks_max: 1,
+            ..config()
+        };
+        let engines = instances(&target, &name, 2, limits).await;
+        let (a, b) = (&engines[0], &engines[1]);
+        let long = MS * 60_000;
+        let g = a.grant(T, "h", long, None).await.unwrap();
+        a.publish(T, g.id, "room", b"", None).await.unwrap();
+        a.begin_join(T, "room", "c", MS * 200, None).await.unwrap();
+        a.heartbeat(T, "alice", MS * 200, None, None).await.unwrap();
+        a.try_lock(T, "job", "a", MS * 200, None)
+            .await
+            .unwrap()
+            .unwrap();
+        let h = b.grant(OTHER, "h", long, None).await.unwrap();
+        assert_eq!(
+            b.publish(OTHER, h.id, "room", b"", None).await.map(drop),
+            Err(full(Collection::Listings, 1)),
+            "{name}"
+        );
+        assert_eq!(
+            b.heartbeat(OTHER, "bob", long, None, None).await.map(drop),
+            Err(full(Collection::Presence, 1)),
+            "{name}"
+        );
+        assert_eq!(
+            b.try_lock(OTHER, "job", "b", long, None).await.map(drop),
+            Err(full(Collection::Locks, 1)),
+            "{name}"
+        );
+        // The attempt, the presence record and the lock lapse; the sweeper
+        // (run here at once) gives their room back.
+        tokio::time::sleep(MS * 300).await;
+        a.sweep().await.unwrap();
+        b.heartbeat(OTHER, "bob", long, None, None)
+            .await
+            .unwrap_or_else(|e| panic!("{name}: presence room after expiry: {e}"));
+        b.try_lock(OTHER, "job", "b", long, None)
+            .await
+            .unwrap_or_else(|e| panic!("{name}: lock room after expiry: {e}"))
+            .unwrap();
+        a.begin_join(T, "room", "d", long, None)
+            .await
+            .unwrap_or_else(|e| panic!("{name}: attempt room after expiry: {e}"));
+        // Unpublishing gives the listing's room back.
+        a.unpublish(T, "room", None).await.unwrap();
+        b.publish(OTHER, h.id, "room", b"", None)
+            .await
+            .unwrap_or_else(|e| panic!("{name}: listing room after unpublish: {e}"));
+    });
+}
+
+#[test]
+fn a_revoked_tenants_room_comes_back_once_swept() {
+    on_every_target("ceiling-revoke-tenant", |target, name| async move {
+        let engines = instances(&target, &name, 2, ceilings(3)).await;
+        for _ in 0..3 {
+            engines[0].grant(T, "h", MS * 60_000, None).await.unwrap();
+        }
+        assert_eq!(
+            engines[1]
+                .grant(OTHER, "h", MS * 60_000, None)
+                .await
+                .map(drop),
+            Err(full(Collection::Leases, 3)),
+            "{name}"
+        );
+        engines[0].revoke_tenant(T).await.unwrap();
+        engines[1].sweep().await.unwrap();
+        for _ in 0..3 {
+            engines[1]
+                .grant(OTHER, "h", MS * 60_000, None)
+                .await
+                .unwrap_or_else(|e| panic!("{name}: the revoked tenant's room: {e}"));
+        }
+    });
+}
+
+#[test]
+fn records_renewed_past_their_first_reservation_keep_their_room() {
+    on_every_target("ceiling-renewed", |target, name| async move {
+        let limits = StoreConfig {
+            leases_max: 2,
+            listings_max: 1,
+            presence_max: 1,
+            locks_max: 1,
+            ..config()
+        };
+        let engines = instances(&target, &name, 2, limits).await;
+        let (a, b) = (&engines[0], &engines[1]);
+        // Short first TTLs: each reservation lasts about 2.4 s (the TTL,
+        // three TTLs more for renewals, and twice the clock allowance).
+        let short = MS * 100;
+        let long = MS * 10_000;
+        let g = a.grant(T, "h", short, None).await.unwrap();
+        a.publish(T, g.id, "room", b"", None).await.unwrap();
+        a.heartbeat(T, "alice", short, None, None).await.unwrap();
+        let lock = a
+            .try_lock(T, "job", "a", short, None)
+            .await
+            .unwrap()
+            .unwrap();
+        // Renewed far past that: the reservations move out first (the
+        // listing's with its lease).
+        b.renew(T, g.id, long).await.unwrap();
+        b.heartbeat(T, "alice", long, None, None).await.unwrap();
+        b.renew_lock(T, "job", lock.fence, long).await.unwrap();
+        tokio::time::sleep(MS * 3_000).await;
+        a.sweep().await.unwrap();
+        let h = b.grant(OTHER, "h", long, None).await.unwrap();
+        assert_eq!(
+            b.grant(OTHER, "h", long, None).await.map(drop),
+            Err(full(Collection::Leases, 2)),
+            "{name}: a renewed lease lost its room"
+        );
+        assert_eq!(
+            b.publish(OTHER, h.id, "room", b"", None).await.map(drop),
+            Err(full(Collection::Listings, 1)),
+            "{name}: a renewed lease's listing lost its room"
+        );
+        assert_eq!(
+            b.heartbeat(OTHER, "bob", long, None, None).await.map(drop),
+            Err(full(Collection::Presence, 1)),
+            "{name}: a refreshed presence record lost its room"
+        );
+        assert_eq!(
+            b.try_lock(OTHER, "job", "b", long, None).await.map(drop),
+            Err(full(Collection::Locks, 1)),
+            "{name}: a renewed lock lost its room"
+        );
+    });
+}
+
+#[test]
+fn room_no_instance_gives_back_lapses_at_its_horizon() {
+    on_every_target("ceiling-lapse", |target, name| async move {
+        // No sweeper within the test (the loop first waits a minute), and
+        // no later call of the tenant: nothing gives the expired lease's
+        // room back, as when every instance that could have died.
+        let options = target
+            .options
+            .clone()
+            .sweep_interval(Duration::from_secs(60));
+        let e = relaystore::redis::RedisEngine::connect(
+            options.namespace(&redis::fresh_namespace(&name)),
+            ceilings(1),
+        )
+        .await
+        .unwrap();
+        e.grant(T, "h", MS * 100, None).await.unwrap();
+        assert_eq!(
+            e.grant(OTHER, "h", MS * 100, None).await.map(drop),
+            Err(full(Collection::Leases, 1)),
+            "{name}"
+        );
+        // The reservation's horizon: the TTL, three more for renewals, and
+        // twice the clock allowance, about 2.4 s; then it stops counting.
+        tokio::time::sleep(MS * 3_000).await;
+        e.grant(OTHER, "h", MS * 100, None)
+            .await
+            .unwrap_or_else(|e| panic!("{name}: room past its horizon still counted: {e}"));
+    });
+}
