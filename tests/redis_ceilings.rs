@@ -209,8 +209,9 @@ fn records_renewed_past_their_first_reservation_keep_their_room() {
         };
         let engines = instances(&target, &name, 2, limits).await;
         let (a, b) = (&engines[0], &engines[1]);
-        // Short first TTLs: each reservation lasts about 2.4 s (the TTL,
-        // three TTLs more for renewals, and twice the clock allowance).
+        // Short first TTLs: each reservation lasts the TTL and three more
+        // for renewals (0.4 s), and on a cluster twice the clock allowance
+        // more (2.4 s).
         let short = MS * 100;
         let long = MS * 10_000;
         let g = a.grant(T, "h", short, None).await.unwrap();
@@ -275,7 +276,8 @@ fn room_no_instance_gives_back_lapses_at_its_horizon() {
             "{name}"
         );
         // The reservation's horizon: the TTL, three more for renewals, and
-        // twice the clock allowance, about 2.4 s; then it stops counting.
+        // on a cluster twice the clock allowance (0.4 s, or 2.4 s); then it
+        // stops counting.
         tokio::time::sleep(MS * 3_000).await;
         e.grant(OTHER, "h", MS * 100, None)
             .await

@@ -15,10 +15,12 @@
 //! (publish, get, update, unpublish, revoke, pages), presence (heartbeat,
 //! get, pages, leave), join attempts (begin with a one-time token, bind
 //! once, consume exactly once, cancel), named locks (take, get, renew,
-//! release, attached to a lease) and tenant revocation. The rest
-//! of the [`Engine`](crate::Engine) contract is not served yet, so this
-//! type does not implement the trait; the methods carry the trait's names
-//! and semantics.
+//! release, attached to a lease) and tenant revocation, under the
+//! store-wide ceilings (ADR 0031), the tenant quotas and the per-lease
+//! caps, with removal events. It implements
+//! [`RelayEngine`](crate::RelayEngine); the rest of the
+//! [`Engine`](crate::Engine) contract (wake channels, streams, queues,
+//! the outbox, schedules) is not served yet.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), relaystore::Error> {

@@ -54,22 +54,29 @@ end
 -- token -> horizon (that server's clock, ms). A reservation counts until it
 -- is given back (its record left its index) or its horizon passes (the
 -- handle that would have given it back died); a record's horizon is never
--- earlier than the record can live, by SKEW, the most two primaries'
--- clocks may differ. On a standalone server a function reaches the sets
--- itself (KEYS[2]); on a cluster the engine takes room between a call that
--- says what it needs (ROOM) and the same call made again with the room.
-local SKEW = 1000
+-- earlier than the record can live, by SKEW: on a cluster the most two
+-- primaries' clocks may differ (SKEW_CLUSTER), on one server nothing. On
+-- a standalone server a function reaches the sets itself (KEYS[2]); on a
+-- cluster the engine takes room between a call that says what it needs
+-- (ROOM) and the same call made again with the room.
+local SKEW_CLUSTER = 1000
+local SKEW
 local CEILING_SCOPE = {l = 12, p = 13, m = 14, a = 15, r = 16, i = 17, k = 18}
 
 -- Takes one reservation per `wanted` entry ({letter, limit (-1: none),
 -- span in ms}), all or none: {OK, token, horizon, ...}, or the refusal of
--- the first full ceiling.
+-- the first full ceiling. Reservations past their horizon are dropped
+-- when a ceiling is reached (each once), so a set never holds more than
+-- its limit and a take below it pays nothing for them.
 local function room_take(base, now, wanted)
   for _, w in ipairs(wanted) do
     local set = base .. w[1]
-    redis.call('ZREMRANGEBYSCORE', set, '-inf', num(now))
     if w[2] >= 0 then
       local used = redis.call('ZCARD', set)
+      if used >= w[2] then
+        redis.call('ZREMRANGEBYSCORE', set, '-inf', num(now))
+        used = redis.call('ZCARD', set)
+      end
       if used >= w[2] then
         return {CAPACITY, CEILING_SCOPE[w[1]], w[2], used}
       end
@@ -178,6 +185,8 @@ local function begin(keys, args)
   ORIGIN = string.sub(head, 2)
   EVENTS, DUE, NEEDS, FREED, GRANTS, EXTENDED = {}, nil, {}, {}, {}, nil
   ROOM_BASE = keys[2] and (keys[2] .. ':')
+  -- One server has one clock.
+  SKEW = ROOM_BASE and 0 or SKEW_CLUSTER
   for token, horizon in string.gmatch(grants, '([^,@]+)@(%d+)') do
     if token == '+' then
       EXTENDED = tonumber(horizon)
