@@ -442,14 +442,13 @@ impl RedisEngine {
             let mut argv = Vec::with_capacity(args.len() + 2);
             argv.push(format!("{incarnation:016x}").into_bytes());
             let kind = if create { 'c' } else { 'r' };
-            argv.push(
-                format!(
-                    "{kind}{:x};{};{grants}",
-                    self.inner.origin,
-                    self.inner.ceilings.limits()
-                )
-                .into_bytes(),
-            );
+            let mut head = format!("{kind}{:x}", self.inner.origin);
+            if mode != Mode::Existing || !grants.is_empty() {
+                // What a creation needs (and only it: a read or renewal
+                // stays as short as before).
+                head = format!("{head};{};{grants}", self.inner.ceilings.limits());
+            }
+            argv.push(head.into_bytes());
             argv.extend(args.iter().cloned());
             let answer = self.inner.conn.call_keys(function, &keys, argv).await?;
             let (reply, after) = events::split(answer)?;

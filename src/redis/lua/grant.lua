@@ -30,9 +30,8 @@ if not room then
 end
 local f = next_fence()
 local k = R .. 'l:' .. num(f)
-redis.call('HSET', k, 'h', holder, 'v', num(f), 'd', num(d), 'z', room.l[2])
+redis.call('HSET', k, 'h', holder, 'v', num(f), 'd', num(d), 'z', room.l[2], 'rv', room.l[1])
 redis.call('PEXPIREAT', k, num(d + keep))
 index_at(LEASES, d, num(f))
-track('l' .. num(f), room.l[1])
 remember(ikey, fingerprint, tonumber(ARGV[8]), {'f', num(f), 'v', num(f), 'd', num(d)})
 return {OK, f, f, d, NOW}

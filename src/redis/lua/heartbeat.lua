@@ -23,7 +23,7 @@ if m then
     return {CONFLICT, tonumber(m[3])}
   end
   local z = cover(m[5], d, 3 * ttl, function()
-    return tokens_of({'m' .. member})
+    return tokens_of({mk})
   end)
   if not z then
     return {ROOM}
@@ -66,10 +66,10 @@ local attrs = ''
 if ARGV[5] == '1' then
   attrs = ARGV[6]
 end
-redis.call('HSET', mk, 'a', attrs, 'l', lease, 'v', num(v), 'd', num(d), 'z', room.m[2])
+redis.call('HSET', mk, 'a', attrs, 'l', lease, 'v', num(v), 'd', num(d), 'z', room.m[2],
+  'rv', room.m[1])
 redis.call('PEXPIREAT', mk, num(d + keep))
 index_at(MEMBERS, d, member)
-track('m' .. member, room.m[1])
 redis.call('ZADD', MEMBER_KEYS, 0, member)
 if lease ~= '' then
   redis.call('SADD', under, member)

@@ -12,7 +12,8 @@
 --          "c": the client has just checked the incarnation against the
 --          store's meta key, so create (or replace) the tenant's record;
 --          followed by the calling handle's origin (hex), which the
---          removal events it causes carry; then, after ';', the store-wide
+--          removal events it causes carry; then, for a call that may
+--          create records or was given room, after ';', the store-wide
 --          ceilings ('' when all are off, else "<letter><limit>" joined by
 --          ',', -1 for off) and, after another ';', the room the engine
 --          took for this call (`rooms` below)
@@ -83,8 +84,9 @@ local function room_take(base, now, wanted)
     end
   end
   local out = {OK}
-  for _, w in ipairs(wanted) do
-    local token = w[1] .. redis.call('INCR', base .. 'n')
+  local last = redis.call('INCRBY', base .. 'n', #wanted)
+  for i, w in ipairs(wanted) do
+    local token = w[1] .. num(last - #wanted + i)
     local horizon = now + w[3]
     redis.call('ZADD', base .. w[1], num(horizon), token)
     out[#out + 1] = token
@@ -147,12 +149,13 @@ local function index_at(index, d, id, old)
   end
 end
 
--- Gives back the reservation of the record `field` ("<letter><id>") of
--- the room index `rv` (an epoch's `rv` hash: record -> token), if it has one.
-local function give_back(rv, field)
-  local token = redis.call('HGET', rv, field)
-  if token then
-    redis.call('HDEL', rv, field)
+-- Gives back the reservation of the record under `key` (its `rv` field),
+-- if it has one. A record keeps its field after it left its index (a
+-- lease reads as expired, a consumed attempt is replay memory), so only
+-- the call that takes it out of its index gives it back.
+local function give_back(key)
+  local token = redis.call('HGET', key, 'rv')
+  if token and token ~= '' then
     if ROOM_BASE then
       room_give(ROOM_BASE, {token})
     else
@@ -162,11 +165,12 @@ local function give_back(rv, field)
 end
 
 -- Removes `id` from `index` and, if it was there, announces it and gives
--- its room back.
+-- its room back (the record's key, "<collection>:<id>", must still be
+-- there: callers delete it after).
 local function leave_index(index, id, collection, cause)
   if redis.call('ZREM', index, id) == 1 then
     EVENTS[#EVENTS + 1] = collection .. cause .. id
-    give_back(R .. 'rv', collection .. id)
+    give_back(R .. collection .. ':' .. id)
   end
 end
 
@@ -179,19 +183,26 @@ local function begin(keys, args)
   local inc = KEYS[1]
   TAG = string.sub(inc, 1, -4)
   I = ARGV[1]
-  local head, grants
-  head, LIMITS, grants = string.match(ARGV[2], '^([^;]*);([^;]*);(.*)$')
+  -- The ceilings and the room come only with calls that may need them
+  -- (LIMITS stays nil otherwise, and `rooms` refuses to run).
+  local head, grants = ARGV[2], ''
+  LIMITS = nil
+  if string.find(head, ';', 1, true) then
+    head, LIMITS, grants = string.match(head, '^([^;]*);([^;]*);(.*)$')
+  end
   local mode = string.sub(head, 1, 1)
   ORIGIN = string.sub(head, 2)
   EVENTS, DUE, NEEDS, FREED, GRANTS, EXTENDED = {}, nil, {}, {}, {}, nil
   ROOM_BASE = keys[2] and (keys[2] .. ':')
   -- One server has one clock.
   SKEW = ROOM_BASE and 0 or SKEW_CLUSTER
-  for token, horizon in string.gmatch(grants, '([^,@]+)@(%d+)') do
-    if token == '+' then
-      EXTENDED = tonumber(horizon)
-    else
-      GRANTS[string.sub(token, 1, 1)] = {token, tonumber(horizon)}
+  if grants ~= '' then
+    for token, horizon in string.gmatch(grants, '([^,@]+)@(%d+)') do
+      if token == '+' then
+        EXTENDED = tonumber(horizon)
+      else
+        GRANTS[string.sub(token, 1, 1)] = {token, tonumber(horizon)}
+      end
     end
   end
   NOW_US, NOW = clock()
@@ -230,6 +241,9 @@ end
 -- the room first (a cluster).
 local function rooms(wanted)
   local got = {}
+  if not LIMITS then
+    error('relaystore: a creation was called without the ceilings')
+  end
   if LIMITS == '' then
     for _, w in ipairs(wanted) do
       got[w[1]] = {'', ''}
@@ -240,13 +254,10 @@ local function rooms(wanted)
     return w[2] - NOW + w[3] + 2 * SKEW
   end
   if ROOM_BASE then
-    local limits = {}
-    for letter, limit in string.gmatch(LIMITS, '(%a)(%-?%d+)') do
-      limits[letter] = tonumber(limit)
-    end
     local ask = {}
     for _, w in ipairs(wanted) do
-      ask[#ask + 1] = {w[1], limits[w[1]] or -1, span(w)}
+      local limit = string.match(',' .. LIMITS, ',' .. w[1] .. '(%-?%d+)')
+      ask[#ask + 1] = {w[1], tonumber(limit or '-1'), span(w)}
     end
     local taken = room_take(ROOM_BASE, NOW, ask)
     if taken[1] ~= OK then
@@ -276,14 +287,6 @@ local function rooms(wanted)
   return got
 end
 
--- Remembers the reservation `token` of the record `field` ("<letter><id>")
--- so that its removal gives it back.
-local function track(field, token)
-  if token ~= '' then
-    redis.call('HSET', R .. 'rv', field, token)
-  end
-end
-
 -- A record counted until `z` ('': no ceiling was on) is to live until `d`:
 -- returns the `z` to keep, moving the reservations `tokens()` out first if
 -- `d` is past `z`; or nil when the engine must move them (a cluster; the
@@ -304,12 +307,12 @@ local function cover(z, d, extra, tokens)
   return nil
 end
 
--- The tokens of records in the room index: `fields` ("<letter><id>").
-local function tokens_of(fields)
+-- The reservation tokens of the records under `keys`.
+local function tokens_of(keys)
   local out = {}
-  for _, field in ipairs(fields) do
-    local token = redis.call('HGET', R .. 'rv', field)
-    if token then
+  for _, key in ipairs(keys) do
+    local token = redis.call('HGET', key, 'rv')
+    if token and token ~= '' then
       out[#out + 1] = token
     end
   end
@@ -360,8 +363,8 @@ end
 -- Drops an attempt that is pending or bound (not the replay memory of a
 -- consumed one), announced with `cause`.
 local function drop_attempt(seq, key, cause)
-  redis.call('DEL', R .. 'a:' .. seq)
   leave_index(ATTEMPTS, seq, E_ATTEMPT, cause)
+  redis.call('DEL', R .. 'a:' .. seq)
   redis.call('ZREM', REPLAY, seq)
   redis.call('SREM', R .. 'pa:' .. key, seq)
 end
@@ -375,8 +378,8 @@ local function drop_listing(key, cause)
   for _, seq in ipairs(redis.call('SMEMBERS', pending)) do
     drop_attempt(seq, key, CASCADED_)
   end
-  redis.call('DEL', pending, pk)
   leave_index(LISTINGS, key, E_LISTING, cause)
+  redis.call('DEL', pending, pk)
   if lease then
     redis.call('SREM', R .. 'lp:' .. lease, key)
   end
@@ -390,8 +393,8 @@ local function drop_member(member, cause)
   if lease and lease ~= '' then
     redis.call('SREM', R .. 'lm:' .. lease, member)
   end
-  redis.call('DEL', mk)
   leave_index(MEMBERS, member, E_MEMBER, cause)
+  redis.call('DEL', mk)
   redis.call('ZREM', MEMBER_KEYS, member)
 end
 
@@ -413,8 +416,8 @@ local function detach(seq)
   for _, name in ipairs(redis.call('SMEMBERS', att)) do
     local k = R .. 'k:' .. name
     if redis.call('HGET', k, 'l') == seq then
-      redis.call('DEL', k)
       leave_index(LOCKS, name, E_LOCK, CASCADED_)
+      redis.call('DEL', k)
     end
   end
   local members = R .. 'lm:' .. seq
@@ -435,16 +438,18 @@ end
 
 -- The keys of an epoch a tenant revocation ended, by the index that
 -- lists them: each index member's keys under these prefixes.
--- The third element: the letter of the index's records in the epoch's
--- room index, whose reservations burial gives back.
+-- The third element: the prefix of the index's records whose
+-- reservations burial gives back (before any index deletes the record:
+-- pending attempts before all attempts, presence deadlines before
+-- presence keys).
 local GRAVE_INDEXES = {
-  {'ld', {'l:', 'la:', 'lp:', 'lm:', 'le:'}, 'l'},
-  {'kd', {'k:'}, 'k'},
-  {'px', {'p:', 'pa:'}, 'p'},
+  {'ld', {'l:', 'la:', 'lp:', 'lm:', 'le:'}, 'l:'},
+  {'kd', {'k:'}, 'k:'},
+  {'px', {'p:', 'pa:'}, 'p:'},
+  {'ad', {}, 'a:'},
   {'ar', {'a:'}},
-  {'ad', {}, 'a'},
+  {'md', {}, 'm:'},
   {'mx', {'m:'}},
-  {'md', {}, 'm'},
   {'iz', {'i:'}},
 }
 
@@ -460,11 +465,11 @@ local function bury(max)
     local key = grave .. index[1]
     local members = redis.call('ZRANGE', key, 0, left - 1)
     for _, member in ipairs(members) do
+      if index[3] then
+        give_back(grave .. index[3] .. member)
+      end
       for _, prefix in ipairs(index[2]) do
         redis.call('DEL', grave .. prefix .. member)
-      end
-      if index[3] then
-        give_back(grave .. 'rv', index[3] .. member)
       end
     end
     if #members > 0 then
@@ -476,7 +481,6 @@ local function bury(max)
     end
   end
   redis.call('LPOP', GRAVES)
-  redis.call('DEL', grave .. 'rv')
 end
 
 -- Clean-up run by every creating function, at most `max` entries of each

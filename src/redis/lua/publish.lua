@@ -44,9 +44,9 @@ if not room then
   return answer
 end
 local v = next_fence()
-redis.call('HSET', R .. 'p:' .. key, 'l', lease, 'a', attrs, 'v', num(v), 'o', num(v))
+redis.call('HSET', R .. 'p:' .. key, 'l', lease, 'a', attrs, 'v', num(v), 'o', num(v),
+  'rv', room.p[1])
 redis.call('ZADD', LISTINGS, 0, key)
 redis.call('SADD', published, key)
-track('p' .. key, room.p[1])
 remember(ikey, fingerprint, tonumber(ARGV[9]), {'v', num(v)})
 return {OK, v}

@@ -5,8 +5,8 @@ local name, fence = ARGV[3], tonumber(ARGV[4])
 local k = R .. 'k:' .. name
 local l = redis.call('HMGET', k, 'f', 'l')
 if l[1] and tonumber(l[1]) == fence then
-  redis.call('DEL', k)
   leave_index(LOCKS, name, E_LOCK, RELEASED_)
+  redis.call('DEL', k)
   if l[2] ~= '' then
     redis.call('SREM', R .. 'la:' .. l[2], name)
   end

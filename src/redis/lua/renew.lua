@@ -16,11 +16,11 @@ local d = NOW + ttl
 -- Past the lease's room: the lease's reservation and its listings' move
 -- out together (a listing is counted as long as its lease).
 local z = cover(l[3], d, 3 * ttl, function()
-  local fields = {'l' .. seq}
+  local keys = {k}
   for _, key in ipairs(redis.call('SMEMBERS', R .. 'lp:' .. seq)) do
-    fields[#fields + 1] = 'p' .. key
+    keys[#keys + 1] = R .. 'p:' .. key
   end
-  return tokens_of(fields)
+  return tokens_of(keys)
 end)
 if not z then
   return {ROOM}

@@ -37,10 +37,10 @@ if not room then
   return answer
 end
 local f = next_fence()
-redis.call('HSET', k, 'h', owner, 'f', num(f), 'v', num(f), 'd', num(d), 'l', lease, 'z', room.k[2])
+redis.call('HSET', k, 'h', owner, 'f', num(f), 'v', num(f), 'd', num(d), 'l', lease,
+  'z', room.k[2], 'rv', room.k[1])
 redis.call('PEXPIREAT', k, num(d + tonumber(ARGV[9])))
 index_at(LOCKS, d, name)
-track('k' .. name, room.k[1])
 if lease ~= '' then
   redis.call('SADD', R .. 'la:' .. lease, name)
 end
