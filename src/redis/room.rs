@@ -4,9 +4,9 @@
 //! function can count it next to a tenant's records. Its count lives in
 //! the meta slot: per collection, a sorted set of reservations (token →
 //! horizon). A creation takes a reservation after every narrower check
-//! passed (per-parent cap, tenant quota), and the record remembers its
-//! token in its epoch's room index; the record's removal gives the
-//! reservation back (`leave_index` in `lua/prelude.lua`, and burial after
+//! passed (per-parent cap, tenant quota), and the record keeps its token
+//! (its `rv` field); the record's removal gives the reservation back
+//! (`leave_index` in `lua/prelude.lua`, and burial after
 //! `revoke_tenant`). A reservation also lapses by itself at its horizon,
 //! which is never earlier than its record can live, so room that a dead
 //! instance could not give back returns within a bounded time, and room is
