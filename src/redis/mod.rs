@@ -422,7 +422,7 @@ impl RedisEngine {
     ) -> Result<Option<Reply>> {
         self.admit(mode)?;
         let key = self.tenant_key(tenant);
-        let keys = self.inner.ceilings.keys(&key);
+        let keys = self.inner.ceilings.keys(&key, !function.reads_only());
         let mut create = false;
         // Room taken in the meta slot for this call (a cluster's creations).
         let mut grants = String::new();

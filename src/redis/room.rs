@@ -99,9 +99,9 @@ impl Ceilings {
     }
 
     /// The keys of a per-tenant call: the tenant's key, then the room key
-    /// where the function can reach it.
-    pub(super) fn keys<'a>(&'a self, tenant_key: &'a str) -> Vec<&'a str> {
-        if self.inline {
+    /// where the function can reach it and may write.
+    pub(super) fn keys<'a>(&'a self, tenant_key: &'a str, writes: bool) -> Vec<&'a str> {
+        if self.inline && writes {
             vec![tenant_key, &self.key]
         } else {
             vec![tenant_key]

@@ -14,48 +14,62 @@ use std::sync::LazyLock;
 #[derive(Copy, Clone)]
 pub(super) struct Function(usize);
 
+/// What a function is: per tenant (run inside `begin` and `finish`) or
+/// not, and whether it may write.
+#[derive(Copy, Clone, PartialEq, Eq)]
+enum Kind {
+    /// On the meta slot.
+    Meta,
+    /// Per tenant, and it may write (and so take or give back room under
+    /// the store-wide ceilings).
+    Tenant,
+    /// Per tenant, reads only.
+    Read,
+}
+use Kind::{Meta, Read, Tenant};
+
 macro_rules! functions {
-    ($($name:ident = $op:literal, $file:literal, $per_tenant:literal;)*) => {
+    ($($name:ident = $op:literal, $file:literal, $kind:expr;)*) => {
         #[allow(non_camel_case_types, clippy::upper_case_acronyms)]
         enum Index { $($name),* }
         $(pub(super) const $name: Function = Function(Index::$name as usize);)*
-        /// (operation, body, whether it is per tenant) of every function.
-        const FUNCTIONS: &[(&str, &str, bool)] = &[
-            $(($op, include_str!(concat!("lua/", $file)), $per_tenant)),*
+        /// (operation, body, kind) of every function.
+        const FUNCTIONS: &[(&str, &str, Kind)] = &[
+            $(($op, include_str!(concat!("lua/", $file)), $kind)),*
         ];
     };
 }
 
 functions! {
-    META = "meta", "meta.lua", false;
-    GRANT = "grant", "grant.lua", true;
-    RENEW = "renew", "renew.lua", true;
-    GET_LEASE = "get_lease", "get_lease.lua", true;
-    REVOKE = "revoke", "revoke.lua", true;
-    OBSERVE = "observe", "observe.lua", true;
-    ENDPOINTS = "endpoints", "endpoints.lua", true;
-    TRY_LOCK = "try_lock", "try_lock.lua", true;
-    GET_LOCK = "get_lock", "get_lock.lua", true;
-    RENEW_LOCK = "renew_lock", "renew_lock.lua", true;
-    RELEASE_LOCK = "release_lock", "release_lock.lua", true;
-    PUBLISH = "publish", "publish.lua", true;
-    GET_LISTING = "get_listing", "get_listing.lua", true;
-    UPDATE_LISTING = "update_listing", "update_listing.lua", true;
-    UNPUBLISH = "unpublish", "unpublish.lua", true;
-    LIST_LISTINGS = "list_listings", "list_listings.lua", true;
-    BEGIN_JOIN = "begin_join", "begin_join.lua", true;
-    BIND = "bind", "bind.lua", true;
-    CONSUME = "consume", "consume.lua", true;
-    CANCEL_JOIN = "cancel_join", "cancel_join.lua", true;
-    HEARTBEAT = "heartbeat", "heartbeat.lua", true;
-    GET_PRESENCE = "get_presence", "get_presence.lua", true;
-    LEAVE = "leave", "leave.lua", true;
-    LIST_PRESENCE = "list_presence", "list_presence.lua", true;
-    REVOKE_TENANT = "revoke_tenant", "revoke_tenant.lua", true;
-    SWEEP = "sweep", "sweep.lua", true;
-    DUE = "due", "due.lua", false;
-    SWEEPER = "sweeper", "sweeper.lua", false;
-    ROOM = "room", "room.lua", false;
+    META = "meta", "meta.lua", Meta;
+    GRANT = "grant", "grant.lua", Tenant;
+    RENEW = "renew", "renew.lua", Tenant;
+    GET_LEASE = "get_lease", "get_lease.lua", Read;
+    REVOKE = "revoke", "revoke.lua", Tenant;
+    OBSERVE = "observe", "observe.lua", Tenant;
+    ENDPOINTS = "endpoints", "endpoints.lua", Read;
+    TRY_LOCK = "try_lock", "try_lock.lua", Tenant;
+    GET_LOCK = "get_lock", "get_lock.lua", Read;
+    RENEW_LOCK = "renew_lock", "renew_lock.lua", Tenant;
+    RELEASE_LOCK = "release_lock", "release_lock.lua", Tenant;
+    PUBLISH = "publish", "publish.lua", Tenant;
+    GET_LISTING = "get_listing", "get_listing.lua", Read;
+    UPDATE_LISTING = "update_listing", "update_listing.lua", Tenant;
+    UNPUBLISH = "unpublish", "unpublish.lua", Tenant;
+    LIST_LISTINGS = "list_listings", "list_listings.lua", Read;
+    BEGIN_JOIN = "begin_join", "begin_join.lua", Tenant;
+    BIND = "bind", "bind.lua", Tenant;
+    CONSUME = "consume", "consume.lua", Tenant;
+    CANCEL_JOIN = "cancel_join", "cancel_join.lua", Tenant;
+    HEARTBEAT = "heartbeat", "heartbeat.lua", Tenant;
+    GET_PRESENCE = "get_presence", "get_presence.lua", Read;
+    LEAVE = "leave", "leave.lua", Tenant;
+    LIST_PRESENCE = "list_presence", "list_presence.lua", Read;
+    REVOKE_TENANT = "revoke_tenant", "revoke_tenant.lua", Tenant;
+    SWEEP = "sweep", "sweep.lua", Tenant;
+    DUE = "due", "due.lua", Meta;
+    SWEEPER = "sweeper", "sweeper.lua", Meta;
+    ROOM = "room", "room.lua", Meta;
 }
 
 /// The library: its code and the names its functions are called by.
@@ -69,16 +83,21 @@ impl Function {
     pub(super) fn name(self) -> &'static str {
         &LIBRARY.names[self.0]
     }
+
+    /// Whether it only reads (so it needs nothing outside its slot).
+    pub(super) fn reads_only(self) -> bool {
+        FUNCTIONS[self.0].2 == Read
+    }
 }
 
 const NAME: &str = "@LIBRARY@";
 
 pub(super) static LIBRARY: LazyLock<Library> = LazyLock::new(|| {
     let mut code = String::from(include_str!("lua/prelude.lua"));
-    for (op, body, per_tenant) in FUNCTIONS {
+    for (op, body, kind) in FUNCTIONS {
         // A per-tenant body runs inside `begin` and `finish` (the reply
         // and the removal events it caused); the others as they are.
-        let wrapped = if *per_tenant {
+        let wrapped = if *kind != Meta {
             format!(
                 "  local early = begin(keys, args)\n  if early then\n    return {{early}}\n  end\n  \
                  return finish((function()\n{body}  end)())\n"

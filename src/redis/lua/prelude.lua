@@ -34,7 +34,7 @@ local ROOM = 13
 local KEYS, ARGV, TAG, I, NOW_US, NOW, R, GRAVES, REVOKED_BELOW, REVOKED_UNTIL
 local LEASES, LOCKS, IDEM, LISTINGS, ATTEMPTS, REPLAY, MEMBERS, MEMBER_KEYS
 local ORIGIN, EVENTS, DUE
-local LIMITS, ROOM_BASE, GRANTS, EXTENDED, NEEDS, FREED
+local LIMITS, ROOM_KEY, GRANTS, EXTENDED, NEEDS, FREED
 
 -- Integers as decimal text (Lua numbers are doubles; everything stored
 -- stays below 2^53).
@@ -156,9 +156,10 @@ end
 local function give_back(key)
   local token = redis.call('HGET', key, 'rv')
   if token and token ~= '' then
-    if ROOM_BASE then
-      room_give(ROOM_BASE, {token})
+    if ROOM_KEY then
+      room_give(ROOM_KEY .. ':', {token})
     else
+      FREED = FREED or {}
       FREED[#FREED + 1] = token
     end
   end
@@ -192,11 +193,14 @@ local function begin(keys, args)
   end
   local mode = string.sub(head, 1, 1)
   ORIGIN = string.sub(head, 2)
-  EVENTS, DUE, NEEDS, FREED, GRANTS, EXTENDED = {}, nil, {}, {}, {}, nil
-  ROOM_BASE = keys[2] and (keys[2] .. ':')
+  -- NEEDS, FREED and GRANTS are made when first needed: most calls have
+  -- none, and every table a call makes costs the server time.
+  EVENTS, DUE, NEEDS, FREED, GRANTS, EXTENDED = {}, nil, nil, nil, nil, nil
+  ROOM_KEY = keys[2]
   -- One server has one clock.
-  SKEW = ROOM_BASE and 0 or SKEW_CLUSTER
+  SKEW = ROOM_KEY and 0 or SKEW_CLUSTER
   if grants ~= '' then
+    GRANTS = {}
     for token, horizon in string.gmatch(grants, '([^,@]+)@(%d+)') do
       if token == '+' then
         EXTENDED = tonumber(horizon)
@@ -253,13 +257,13 @@ local function rooms(wanted)
   local span = function(w)
     return w[2] - NOW + w[3] + 2 * SKEW
   end
-  if ROOM_BASE then
+  if ROOM_KEY then
     local ask = {}
     for _, w in ipairs(wanted) do
       local limit = string.match(',' .. LIMITS, ',' .. w[1] .. '(%-?%d+)')
       ask[#ask + 1] = {w[1], tonumber(limit or '-1'), span(w)}
     end
-    local taken = room_take(ROOM_BASE, NOW, ask)
+    local taken = room_take(ROOM_KEY .. ':', NOW, ask)
     if taken[1] ~= OK then
       return nil, taken
     end
@@ -270,11 +274,12 @@ local function rooms(wanted)
   end
   local short = false
   for _, w in ipairs(wanted) do
-    local g = GRANTS[w[1]]
+    local g = GRANTS and GRANTS[w[1]]
     if g and g[2] - SKEW >= w[2] then
       got[w[1]] = {g[1], num(g[2] - SKEW)}
     else
       short = true
+      NEEDS = NEEDS or {}
       NEEDS[#NEEDS + 1] = w[1] .. num(span(w))
     end
   end
@@ -297,12 +302,13 @@ local function cover(z, d, extra, tokens)
   end
   local span = d - NOW + extra + 2 * SKEW
   local horizon = EXTENDED
-  if ROOM_BASE then
-    horizon = room_extend(ROOM_BASE, NOW, span, tokens())
+  if ROOM_KEY then
+    horizon = room_extend(ROOM_KEY .. ':', NOW, span, tokens())
   end
   if horizon and horizon - SKEW >= d then
     return num(horizon - SKEW)
   end
+  NEEDS = NEEDS or {}
   NEEDS[#NEEDS + 1] = '+' .. num(span) .. ' ' .. table.concat(tokens(), ' ')
   return nil
 end
@@ -665,15 +671,18 @@ end
 -- the store's channel for every instance (origin, tenant, the last
 -- number, then the events, each as `<length>:<bytes>`).
 local function finish(reply)
-  for _, g in pairs(GRANTS) do
-    if not g.used then
-      FREED[#FREED + 1] = g[1]
+  if GRANTS then
+    for _, g in pairs(GRANTS) do
+      if not g.used then
+        FREED = FREED or {}
+        FREED[#FREED + 1] = g[1]
+      end
     end
   end
   local n = #EVENTS
   if n == 0 then
-    if DUE or #NEEDS > 0 or #FREED > 0 then
-      return {reply, {}, 0, DUE or -1, NEEDS, FREED}
+    if DUE or NEEDS or FREED then
+      return {reply, {}, 0, DUE or -1, NEEDS or {}, FREED or {}}
     end
     return {reply}
   end
@@ -687,5 +696,5 @@ local function finish(reply)
     parts[i] = #p .. ':' .. p
   end
   redis.call('PUBLISH', 'relaystore:' .. ns .. ':events', table.concat(parts))
-  return {reply, EVENTS, last, DUE or -1, NEEDS, FREED}
+  return {reply, EVENTS, last, DUE or -1, NEEDS or {}, FREED or {}}
 end
