@@ -2,8 +2,9 @@
 //! server and on a Redis Cluster, where a ceiling spans every slot: exact
 //! under racing instances, never spent on a refused creation, given back
 //! by every way a record leaves (revoke, expiry, a tenant's revocation),
-//! kept by records renewed past their first reservation, and lapsing when
-//! no instance is left to give it back.
+//! given back by a creation that lost its race, kept by records renewed
+//! past their first reservation, and lapsing when no instance is left to
+//! give it back.
 
 mod redis;
 
@@ -282,5 +283,43 @@ fn room_no_instance_gives_back_lapses_at_its_horizon() {
         e.grant(OTHER, "h", MS * 100, None)
             .await
             .unwrap_or_else(|e| panic!("{name}: room past its horizon still counted: {e}"));
+    });
+}
+
+#[test]
+fn room_taken_for_a_creation_that_lost_its_race_is_given_back() {
+    on_every_target("ceiling-lost-race", |target, name| async move {
+        let mut limits = ceilings(20);
+        limits.tenant.leases_max = 1;
+        let engines = instances(&target, &name, 2, limits).await;
+        // Sixteen grants of one tenant at once: on a cluster each first
+        // asks for room, all pass the tenant's check (nothing committed
+        // yet), all take room; one commits, the others find the tenant
+        // full on their second call and must give their room back.
+        let mut tasks = tokio::task::JoinSet::new();
+        for i in 0..16 {
+            let e = engines[i % 2].clone();
+            tasks.spawn(async move { e.grant(T, "h", MS * 60_000, None).await.is_ok() });
+        }
+        let mut won = 0;
+        while let Some(ok) = tasks.join_next().await {
+            won += usize::from(ok.unwrap());
+        }
+        assert_eq!(won, 1, "{name}");
+        // So the store holds one lease, and other tenants get the rest.
+        for n in 0..19 {
+            engines[1]
+                .grant(TenantId(10 + n), "h", MS * 60_000, None)
+                .await
+                .unwrap_or_else(|e| panic!("{name}: grant {n} of the 19 left: {e}"));
+        }
+        assert_eq!(
+            engines[0]
+                .grant(OTHER, "h", MS * 60_000, None)
+                .await
+                .map(drop),
+            Err(full(Collection::Leases, 20)),
+            "{name}"
+        );
     });
 }
