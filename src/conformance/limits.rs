@@ -118,9 +118,23 @@ pub(super) async fn ceilings<H: Harness>(h: &H) -> Outcome {
         "the store-wide ceiling"
     );
     e.revoke(T, g.id).await?;
-    e.grant(TenantId(4), "h", u * 100, None)
+    e.grant(TenantId(4), "h", u * 2, None)
         .await
         .map_err(|err| super::Fault::new(format!("revoke did not free room: {err:?}")))?;
+    // Expiry frees room too, once the lease is past its deadline and swept.
+    h.advance(u * 3).await;
+    e.grant(TenantId(5), "h", u * 100, None)
+        .await
+        .map_err(|err| super::Fault::new(format!("expiry did not free room: {err:?}")))?;
+    ensure_eq!(
+        e.grant(TenantId(6), "h", u * 100, None).await.map(drop),
+        Err(Error::CapacityExceeded {
+            scope: Scope::Collection(Collection::Leases),
+            limit: 3,
+            used: 3,
+        }),
+        "the ceiling after expiry"
+    );
     Ok(())
 }
 
