@@ -265,6 +265,20 @@ impl WakeHub {
         Ok(())
     }
 
+    /// Wakes every listener of every channel (a listener that may have
+    /// missed wakes it cannot count, such as the Redis engine's after its
+    /// Pub/Sub connection dropped, errs on the side of a spurious wake).
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
+    pub(crate) fn wake_all(&self) {
+        let mut wakers = Vec::new();
+        self.channels.for_each(|_, list| {
+            for cell in list {
+                cell.signal(&mut wakers);
+            }
+        });
+        wakers.into_iter().for_each(Waker::wake);
+    }
+
     /// The one close path: the store stopped or is gone. Every listener,
     /// blocked or async, receives what is pending and then `Closed`; new
     /// listens and notifies are refused.

@@ -2,7 +2,8 @@
 //! refused at connect; a server that stops answering makes calls fail
 //! closed within the call timeout and leaves nothing partial; a restart that
 //! lost the data gives `Restarted` for old ids and fences; an events
-//! listener whose connection is cut reports what it missed. Each test starts
+//! listener whose connection is cut reports what it missed, and wakes its
+//! wake listeners once it is back. Each test starts
 //! a `redis-server` of its own on a free loopback port (the binary must be
 //! on PATH; with `RELAYSTORE_REDIS_REQUIRED=1` its absence fails the test).
 
@@ -253,6 +254,9 @@ fn an_events_listener_cut_off_reports_what_it_missed() {
             .unwrap();
         let b = RedisEngine::connect(options, config()).await.unwrap();
         let seen_by_b = b.subscribe().await.unwrap();
+        // A wake listener on the same connection: a notify made while it
+        // is away is lost with the connection.
+        let waiting = b.listen(T, "lobby").await.unwrap();
         let next = || async {
             tokio::time::timeout(Duration::from_secs(2), seen_by_b.recv_async())
                 .await
@@ -281,7 +285,15 @@ fn an_events_listener_cut_off_reports_what_it_missed() {
             let g = a.grant(T, "host", MS * 60_000, None).await.unwrap();
             a.revoke(T, g.id).await.unwrap();
         }
+        a.notify(T, "lobby").await.unwrap();
         tokio::time::sleep(MS * 600).await;
+        // Back: every listener is woken once, so the lost notify is made up
+        // for (a spurious wake costs a look; a lost one a stalled worker).
+        assert_eq!(
+            waiting.try_recv().map(|w| w.channel),
+            Some(std::sync::Arc::from("lobby")),
+            "a wake lost with the connection was not made up for"
+        );
         let g = a.grant(T, "host", MS * 60_000, None).await.unwrap();
         a.revoke(T, g.id).await.unwrap();
         assert_eq!(next().await, Received::Lagged { missed: 3 });

@@ -105,6 +105,15 @@ impl Conn {
         }
     }
 
+    /// Publishes `message` on the Pub/Sub `channel` (a cluster delivers it
+    /// to subscribers on every node).
+    pub(super) async fn publish(&self, channel: &str, message: Vec<u8>) -> Result<()> {
+        let mut cmd = redis::cmd("PUBLISH");
+        cmd.arg(channel).arg(message);
+        let _: i64 = self.query(&cmd).await.map_err(|e| e.into_error())?;
+        Ok(())
+    }
+
     /// Loads the library on every primary (replacing the same version).
     /// A Redis without Functions (before 7.0) is refused with
     /// [`Error::InvalidConfig`].

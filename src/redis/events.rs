@@ -19,6 +19,7 @@ use super::{Inner, RedisEngine, RedisTarget};
 use crate::error::{Error, Result};
 use crate::events::{Cause, Collection, Event, EventHub, RecordId, Subscription};
 use crate::ids::{AttemptId, LeaseId, TenantId};
+use crate::wake::WakeHub;
 use redis::Value;
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -155,24 +156,29 @@ impl RedisEngine {
     /// removal after it is seen. Tenant revocations are not announced.
     pub async fn subscribe_to(&self, collections: &[Collection]) -> Result<Subscription> {
         let subscription = self.inner.hub.subscribe(collections)?;
-        self.listen().await?;
+        self.start_listener().await?;
         Ok(subscription)
     }
 
-    /// Starts the channel listener unless it runs.
-    async fn listen(&self) -> Result<()> {
+    /// Starts the channel listener (removal events and wakes) unless it
+    /// runs; returns once it is subscribed.
+    pub(super) async fn start_listener(&self) -> Result<()> {
         let mut listener = self.inner.listener.lock().await;
         if listener.as_ref().is_some_and(|task| !task.is_finished()) {
             return Ok(());
         }
-        let channel = format!("relaystore:{}:events", self.inner.namespace);
-        let stream = connect(&self.inner.target, &channel, self.inner.connect_timeout).await?;
+        let channels = [
+            format!("relaystore:{}:events", self.inner.namespace),
+            wakes_channel(&self.inner.namespace),
+        ];
+        let stream = connect(&self.inner.target, &channels, self.inner.connect_timeout).await?;
         let task = Listener {
             inner: Arc::downgrade(&self.inner),
             hub: Arc::clone(&self.inner.hub),
+            wakes: Arc::clone(&self.inner.wakes),
             origin: format!("{:x}", self.inner.origin),
             target: self.inner.target.clone(),
-            channel,
+            channels,
             timeout: self.inner.connect_timeout,
             last: HashMap::new(),
         };
@@ -181,12 +187,29 @@ impl RedisEngine {
     }
 }
 
-/// A Pub/Sub connection subscribed to `channel`, on the server or on any
+/// The store's wake channel.
+pub(super) fn wakes_channel(namespace: &str) -> String {
+    format!("relaystore:{namespace}:wakes")
+}
+
+/// A message of `parts`, each as `<length>:<bytes>` (as the functions
+/// write removal messages).
+pub(super) fn netstring_message(parts: &[&[u8]]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for part in parts {
+        out.extend_from_slice(part.len().to_string().as_bytes());
+        out.push(b':');
+        out.extend_from_slice(part);
+    }
+    out
+}
+
+/// A Pub/Sub connection subscribed to `channels`, on the server or on any
 /// one node of the cluster (a cluster delivers every node's messages to a
 /// subscriber on any node).
 async fn connect(
     target: &RedisTarget,
-    channel: &str,
+    channels: &[String],
     timeout: Duration,
 ) -> Result<redis::aio::PubSubStream> {
     let urls: Vec<&str> = match target {
@@ -198,7 +221,7 @@ async fn connect(
         let attempt = async {
             let client = redis::Client::open(url)?;
             let mut pubsub = client.get_async_pubsub().await?;
-            pubsub.subscribe(channel).await?;
+            pubsub.subscribe(channels).await?;
             Ok::<_, redis::RedisError>(pubsub.into_on_message())
         };
         match tokio::time::timeout(timeout, attempt).await {
@@ -209,20 +232,23 @@ async fn connect(
     }
     Err(Error::BackendUnavailable {
         detail: Arc::from(format!(
-            "cannot listen for removal events: {}",
+            "cannot listen for removal events and wakes: {}",
             last.unwrap_or_default()
         )),
     })
 }
 
 /// A handle's channel listener: delivers other instances' removals and
-/// counts gaps. Ends when the handle is gone.
+/// counts gaps, and wakes the handle's listeners for other instances'
+/// notifies. Ends when the handle is gone.
 struct Listener {
     inner: Weak<Inner>,
     hub: Arc<EventHub>,
+    wakes: Arc<WakeHub>,
     origin: String,
     target: RedisTarget,
-    channel: String,
+    /// The removal events' channel, then the wakes'.
+    channels: [String; 2],
     timeout: Duration,
     /// The last removal number seen per tenant (16 bytes per tenant that
     /// removed anything since the listener started).
@@ -237,20 +263,26 @@ impl Listener {
                 let Some(inner) = self.inner.upgrade() else {
                     return;
                 };
-                self.take(
-                    message.get_payload_bytes(),
-                    inner.incarnation.load(Ordering::Acquire),
-                );
+                if message.get_channel_name() == self.channels[1] {
+                    self.take_wake(message.get_payload_bytes());
+                } else {
+                    self.take(
+                        message.get_payload_bytes(),
+                        inner.incarnation.load(Ordering::Acquire),
+                    );
+                }
             }
-            // Disconnected: try again until the handle is gone; what was
-            // missed meanwhile shows as gaps.
+            // Disconnected: try again until the handle is gone; removals
+            // missed meanwhile show as gaps, and wakes missed meanwhile
+            // are made up for by waking every listener once.
             loop {
                 if self.inner.strong_count() == 0 {
                     return;
                 }
                 tokio::time::sleep(Duration::from_millis(100)).await;
-                if let Ok(s) = connect(&self.target, &self.channel, self.timeout).await {
+                if let Ok(s) = connect(&self.target, &self.channels, self.timeout).await {
                     stream = s;
+                    self.wakes.wake_all();
                     break;
                 }
             }
@@ -286,6 +318,26 @@ impl Listener {
                 self.hub.emit(event);
             }
         }
+    }
+}
+
+impl Listener {
+    /// One published wake: `origin, tenant, channel`, each as
+    /// `<length>:<bytes>`. This handle's own were delivered by `notify`.
+    fn take_wake(&self, payload: &[u8]) {
+        let parts = netstrings(payload);
+        let Some([origin, tenant, channel]) = parts.as_deref() else {
+            tracing::warn!("relaystore redis: an unreadable wake message");
+            return;
+        };
+        if *origin == self.origin.as_bytes() {
+            return;
+        }
+        let (Some(tenant), Ok(channel)) = (number(tenant), std::str::from_utf8(channel)) else {
+            return;
+        };
+        // Refused only once the handle is gone: nothing to wake then.
+        let _ = self.wakes.notify(&(TenantId(tenant), Arc::from(channel)));
     }
 }
 

@@ -57,6 +57,7 @@ mod room;
 mod scripts;
 mod sweeper;
 mod tenant;
+mod wakes;
 
 use crate::config::StoreConfig;
 use crate::error::{Error, Result};
@@ -199,6 +200,8 @@ struct Inner {
     ceilings: room::Ceilings,
     /// Where the removal events go: this handle's subscribers.
     hub: Arc<EventHub>,
+    /// This handle's wake listeners.
+    wakes: Arc<crate::wake::WakeHub>,
     /// This handle's id in the events it causes (random).
     origin: u64,
     /// The channel listener, once something subscribed.
@@ -220,6 +223,7 @@ impl Drop for Inner {
             task.abort();
         }
         self.hub.close();
+        self.wakes.close();
     }
 }
 
@@ -279,7 +283,11 @@ impl RedisEngine {
         let limits = Arc::new(crate::sync::Snapshot::new(crate::config::Limits::of(
             &config,
         )));
-        let hub = Arc::new(EventHub::new(limits, config.subscriber_buffer_max));
+        let hub = Arc::new(EventHub::new(
+            Arc::clone(&limits),
+            config.subscriber_buffer_max,
+        ));
+        let wakes = Arc::new(crate::wake::WakeHub::new(limits));
         conn.check_noeviction().await?;
         conn.load_library().await?;
         let ceilings = room::Ceilings::new(&config, &options.namespace, conn.is_cluster());
@@ -294,6 +302,7 @@ impl RedisEngine {
                 drain: lifecycle::Drain::new(),
                 ceilings,
                 hub,
+                wakes,
                 origin: u64::from_le_bytes(origin),
                 listener: tokio::sync::Mutex::new(None),
                 sweeper: std::sync::Mutex::new(None),

@@ -1,0 +1,84 @@
+//! Wake channels on Redis (SPEC §10).
+//!
+//! A wake carries no state, so nothing is stored: `notify` wakes this
+//! handle's own listeners at once, through the same hub the in-memory
+//! store uses (`src/wake.rs`), and publishes the wake on the store's wake
+//! channel (`relaystore:<ns>:wakes`, classic Pub/Sub, which a cluster
+//! delivers from any node to subscribers on every node). Every handle with
+//! listeners has its channel listener (`events.rs`, one Pub/Sub connection
+//! for removal events and wakes) subscribed, and wakes its own listeners
+//! for other handles' messages. `listen` returns once that subscription
+//! is in place, so a notify that starts after it reaches the listener on
+//! whichever instance it runs.
+//!
+//! Pub/Sub delivers at most once. A listener connection that drops loses
+//! what was published meanwhile, so when it is back every listener of the
+//! handle is woken once: a wake is a hint to look again, and a spurious
+//! one costs a look, where a lost one could leave a worker waiting for
+//! work that is there. The listener caps (`listeners_max`,
+//! `listeners_per_channel_max`, `channels_per_tenant_max`) count this
+//! handle's listeners.
+
+use super::{Mode, RedisEngine};
+use crate::error::{Error, Result};
+use crate::ids::TenantId;
+use crate::store::RESERVED_PREFIX;
+use crate::wake::Listener;
+use std::sync::Arc;
+
+impl RedisEngine {
+    /// Wakes every listener of `channel` attached before this call, on
+    /// every instance; wakes not yet received coalesce into one. A channel
+    /// nobody listens to is fine (nothing happens).
+    ///
+    /// Empty name: [`Error::InvalidName`]; longer than `name_bytes_max`:
+    /// [`Error::InvalidArgument`]; starting with `__` (reserved):
+    /// [`Error::ReservedName`]; once this handle has stopped:
+    /// [`Error::ServiceUnavailable`]. The local listeners are woken even
+    /// when publishing to the others fails (`BackendUnavailable`).
+    pub async fn notify(&self, tenant: TenantId, channel: &str) -> Result<()> {
+        self.admit(Mode::Existing)?;
+        let channel = self.channel_name(channel)?;
+        self.inner.wakes.notify(&(tenant, Arc::clone(&channel)))?;
+        let message = super::events::netstring_message(&[
+            format!("{:x}", self.inner.origin).as_bytes(),
+            tenant.0.to_string().as_bytes(),
+            channel.as_bytes(),
+        ]);
+        self.inner
+            .conn
+            .publish(
+                &super::events::wakes_channel(&self.inner.namespace),
+                message,
+            )
+            .await
+    }
+
+    /// Attaches a listener to `channel`: every notify that starts after
+    /// this returns, on any instance, reaches it. Dropping the listener
+    /// detaches it. The handle's first listener (or subscription) starts
+    /// its channel listener.
+    ///
+    /// Names as for [`notify`](Self::notify). Refused with
+    /// `CapacityExceeded` past this handle's `listeners_max` (scope
+    /// `Listeners`), `listeners_per_channel_max` (`ChannelListeners`) or,
+    /// for a channel with no listener yet, `channels_per_tenant_max`
+    /// (`TenantChannels`); with `ServiceUnavailable` once this handle has
+    /// stopped; with `BackendUnavailable` if the channel cannot be
+    /// listened to. Listeners receive `Closed` when the handle's last
+    /// clone goes.
+    pub async fn listen(&self, tenant: TenantId, channel: &str) -> Result<Listener> {
+        self.admit(Mode::Existing)?;
+        let channel = self.channel_name(channel)?;
+        self.start_listener().await?;
+        self.inner.wakes.listen(tenant, channel)
+    }
+
+    fn channel_name(&self, channel: &str) -> Result<Arc<str>> {
+        if channel.starts_with(RESERVED_PREFIX) {
+            return Err(Error::ReservedName);
+        }
+        self.check_name(channel)?;
+        Ok(Arc::from(channel))
+    }
+}
