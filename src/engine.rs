@@ -336,17 +336,13 @@ pub trait RelayEngine: Clone + Send + Sync + 'static {
     ) -> impl Future<Output = Result<Self::Events>> + Send;
 }
 
-/// A relay state engine with everything: the relay records
-/// ([`RelayEngine`], whose operations every `E: Engine` has too), wake
-/// channels, streams, job queues, the outbox and schedules. The in-memory [`Store`](crate::Store) implements it.
-pub trait Engine: RelayEngine {
+/// The relay records with wake channels: what a relay worker that waits
+/// for work (a listing to change, a job to arrive) through wakes needs.
+/// The in-memory [`Store`](crate::Store) and the Redis engine implement
+/// it; every `E: Engine` has its operations too.
+pub trait WakeEngine: RelayEngine {
     /// The engine's listener on a wake channel.
     type Listener: Wakes;
-
-    /// The engine's stream follower.
-    type Follower: Follow;
-
-    // ----- wake channels -----
 
     /// Wakes every listener of `channel` attached before the call
     /// ([`Store::notify`](crate::Store::notify)).
@@ -359,6 +355,15 @@ pub trait Engine: RelayEngine {
         tenant: TenantId,
         channel: &str,
     ) -> impl Future<Output = Result<Self::Listener>> + Send;
+}
+
+/// A relay state engine with everything: the relay records
+/// ([`RelayEngine`]) and wake channels ([`WakeEngine`]), whose operations
+/// every `E: Engine` has too, and streams, job queues, the outbox and
+/// schedules. The in-memory [`Store`](crate::Store) implements it.
+pub trait Engine: WakeEngine {
+    /// The engine's stream follower.
+    type Follower: Follow;
 
     // ----- streams -----
 

@@ -11,7 +11,7 @@ use relaystore::{
     Admission, AttemptId, Binding, ClaimedJob, Cursor, DeadLetter, EndpointSeen, Engine, Error,
     Health, JobId, JoinTicket, JoinToken, LeaseGrant, LeaseId, LeaseInfo, ListingInfo, LockInfo,
     OutboxMessage, OutboxRun, Page, PresenceInfo, RelayEngine, Renewal, Result, Store, StoreConfig,
-    TenantId,
+    TenantId, WakeEngine,
 };
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -157,14 +157,21 @@ impl RelayEngine for Broken {
     }
 }
 
-impl Engine for Broken {
+impl WakeEngine for Broken {
     type Listener = Listener;
+
+    delegate! {
+        WakeEngine;
+        notify(tenant: TenantId, channel: &str) -> Result<()>;
+        listen(tenant: TenantId, channel: &str) -> Result<Listener>;
+    }
+}
+
+impl Engine for Broken {
     type Follower = Follower;
 
     delegate! {
         Engine;
-        notify(tenant: TenantId, channel: &str) -> Result<()>;
-        listen(tenant: TenantId, channel: &str) -> Result<Listener>;
         create_stream(tenant: TenantId, name: &str, config: StreamConfig) -> Result<()>;
         delete_stream(tenant: TenantId, name: &str) -> Result<()>;
         append(tenant: TenantId, name: &str, payload: &[u8]) -> Result<u64>;

@@ -1,11 +1,11 @@
-//! The conformance suite's relay-record checks on the Redis engine, on a
-//! standalone server and on a Redis Cluster. Time is real here: the unit
+//! The conformance suite's relay-record and wake-channel checks on the
+//! Redis engine, on a standalone server and on a Redis Cluster. Time is real here: the unit
 //! is 100 ms and `advance` sleeps (deadlines come from the server's clock).
 
 mod redis;
 
 use redis::{block_on, connect_fresh, fresh_namespace, targets, Target};
-use relaystore::conformance::{self, Harness, RELAY_CHECKS};
+use relaystore::conformance::{self, Harness, RELAY_CHECKS, WAKE_CHECKS};
 use relaystore::redis::RedisEngine;
 use relaystore::{Result, StoreConfig};
 use std::sync::Mutex;
@@ -42,21 +42,27 @@ impl Harness for RedisHarness {
     }
 }
 
-/// Every relay check passes on both targets (the last to, store-wide
-/// ceilings, with ADR 0031): the failures are asserted to be none.
+/// Every relay and wake check passes on both targets (the last relay
+/// check to, store-wide ceilings, with ADR 0031): the failures are
+/// asserted to be none.
 const NOT_YET: &[&str] = &[];
 
-/// Runs the relay checks on the configured target called `name`.
+/// Runs the relay and wake checks on the configured target called `name`.
 fn relay_checks_on(name: &str) {
     for target in targets().into_iter().filter(|t| t.name == name) {
-        let failures = block_on(conformance::run_relay(&RedisHarness {
+        let harness = RedisHarness {
             target: target.clone(),
             engines: Mutex::new(Vec::new()),
-        }));
+        };
+        let failures = block_on(async {
+            let mut failures = conformance::run_relay(&harness).await;
+            failures.extend(conformance::run_wakes(&harness).await);
+            failures
+        });
         eprintln!(
             "{}: {} checks, {} failed",
             target.name,
-            RELAY_CHECKS.len(),
+            RELAY_CHECKS.len() + WAKE_CHECKS.len(),
             failures.len()
         );
         let failed: Vec<&str> = failures.iter().map(|f| f.check).collect();

@@ -39,7 +39,7 @@ mod wakes;
 pub use harness::InMemory;
 
 use crate::config::StoreConfig;
-use crate::engine::{Engine, RelayEngine};
+use crate::engine::{Engine, RelayEngine, WakeEngine};
 use crate::error::Error;
 use std::fmt;
 use std::future::Future;
@@ -158,6 +158,10 @@ pub const RELAY_CHECKS: &[&str] = &[
     "lifecycle::events",
 ];
 
+/// The checks of wake channels, for any [`WakeEngine`],
+/// in the order [`run_wakes`] runs them (the first of [`ENGINE_CHECKS`]).
+pub const WAKE_CHECKS: &[&str] = &["wakes::notify_and_listen", "wakes::channel_names"];
+
 /// The checks [`run`] adds to [`RELAY_CHECKS`] (wake channels, streams,
 /// queues, outbox, schedules), in its order.
 pub const ENGINE_CHECKS: &[&str] = &[
@@ -229,6 +233,19 @@ pub async fn run_relay<H: Harness>(harness: &H) -> Vec<Failure> {
     failures
 }
 
+/// Runs the checks of wake channels ([`WAKE_CHECKS`]) against engines
+/// from `harness`; returns the failures (empty when the engine conforms).
+pub async fn run_wakes<H: Harness>(harness: &H) -> Vec<Failure>
+where
+    H::Engine: WakeEngine,
+{
+    let mut failures = Vec::new();
+    let h = harness;
+    check!(h, failures, WAKE_CHECKS, wakes::notify_and_listen);
+    check!(h, failures, WAKE_CHECKS, wakes::channel_names);
+    failures
+}
+
 /// Runs every check ([`RELAY_CHECKS`], then [`ENGINE_CHECKS`]) against
 /// engines from `harness`; returns the failures (empty when the engine
 /// conforms).
@@ -237,9 +254,8 @@ where
     H::Engine: Engine,
 {
     let mut failures = run_relay(harness).await;
+    failures.extend(run_wakes(harness).await);
     let h = harness;
-    check!(h, failures, ENGINE_CHECKS, wakes::notify_and_listen);
-    check!(h, failures, ENGINE_CHECKS, wakes::channel_names);
     check!(h, failures, ENGINE_CHECKS, streams::offsets_and_retention);
     check!(h, failures, ENGINE_CHECKS, streams::consumers_and_followers);
     check!(h, failures, ENGINE_CHECKS, streams::lifetimes);

@@ -2,7 +2,7 @@
 //! it, wakes coalesce, channels are per tenant, names are checked.
 
 use super::{config, ensure, ensure_eq, Harness, Outcome};
-use crate::engine::{Engine, Wakes};
+use crate::engine::{WakeEngine, Wakes};
 use crate::error::Error;
 use crate::ids::TenantId;
 use crate::wake::Wake;
@@ -13,7 +13,7 @@ const OTHER: TenantId = TenantId(2);
 
 pub(super) async fn notify_and_listen<H: Harness>(h: &H) -> Outcome
 where
-    H::Engine: Engine,
+    H::Engine: WakeEngine,
 {
     let e = h.engine(config(h.unit())).await?;
     let first = e.listen(T, "lobby").await?;
@@ -47,7 +47,7 @@ where
 
 pub(super) async fn channel_names<H: Harness>(h: &H) -> Outcome
 where
-    H::Engine: Engine,
+    H::Engine: WakeEngine,
 {
     let e = h.engine(config(h.unit())).await?;
     for (name, want) in [("", Error::InvalidName), ("__x", Error::ReservedName)] {

@@ -1,9 +1,9 @@
-//! The Redis engine under the engine contract: [`RelayEngine`] is served
-//! by the inherent methods of the same names, which document what this
+//! The Redis engine under the engine contract: [`RelayEngine`] and
+//! [`WakeEngine`] are served by the inherent methods of the same names, which document what this
 //! engine adds (server clock, fences from server counters, timeouts).
 
 use super::RedisEngine;
-use crate::engine::RelayEngine;
+use crate::engine::{RelayEngine, WakeEngine};
 use crate::error::Result;
 use crate::events::{Collection, Subscription};
 use crate::ids::{AttemptId, JoinToken, LeaseId, TenantId};
@@ -11,6 +11,7 @@ use crate::store::{
     Admission, Binding, Cursor, EndpointSeen, Health, JoinTicket, LeaseGrant, LeaseInfo,
     ListingInfo, LockInfo, Page, PresenceInfo, Renewal,
 };
+use crate::wake::Listener;
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -57,5 +58,14 @@ impl RelayEngine for RedisEngine {
         begin_drain(window: Duration) -> Result<Duration>;
         subscribe() -> Result<Subscription>;
         subscribe_to(collections: &[Collection]) -> Result<Subscription>;
+    }
+}
+
+impl WakeEngine for RedisEngine {
+    type Listener = Listener;
+
+    serve! {
+        notify(tenant: TenantId, channel: &str) -> Result<()>;
+        listen(tenant: TenantId, channel: &str) -> Result<Listener>;
     }
 }

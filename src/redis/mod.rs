@@ -17,10 +17,11 @@
 //! once, consume exactly once, cancel), named locks (take, get, renew,
 //! release, attached to a lease) and tenant revocation, under the
 //! store-wide ceilings (ADR 0031), the tenant quotas and the per-lease
-//! caps, with removal events. It implements
-//! [`RelayEngine`](crate::RelayEngine); the rest of the
-//! [`Engine`](crate::Engine) contract (wake channels, streams, queues,
-//! the outbox, schedules) is not served yet.
+//! caps, with removal events, and wake channels (ADR 0032). It
+//! implements [`RelayEngine`](crate::RelayEngine) and
+//! [`WakeEngine`](crate::WakeEngine); the rest of the
+//! [`Engine`](crate::Engine) contract (streams, queues, the outbox,
+//! schedules) is not served yet.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), relaystore::Error> {

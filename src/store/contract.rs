@@ -10,7 +10,7 @@ use super::{
     Admission, Binding, Cursor, EndpointSeen, Follower, Health, JoinTicket, LeaseGrant, LeaseInfo,
     ListingInfo, LockInfo, Page, PresenceInfo, Renewal, Store,
 };
-use crate::engine::{Engine, Events, Follow, RelayEngine, Wakes};
+use crate::engine::{Engine, Events, Follow, RelayEngine, WakeEngine, Wakes};
 use crate::error::Result;
 use crate::events::{Collection, Received, RecvError, Subscription};
 use crate::ids::JobId;
@@ -294,9 +294,8 @@ impl RelayEngine for Store {
     }
 }
 
-impl Engine for Store {
+impl WakeEngine for Store {
     type Listener = Listener;
-    type Follower = Follower;
 
     fn notify(&self, tenant: TenantId, channel: &str) -> impl Future<Output = Result<()>> + Send {
         ready(Store::notify(self, tenant, channel))
@@ -309,6 +308,10 @@ impl Engine for Store {
     ) -> impl Future<Output = Result<Listener>> + Send {
         ready(Store::listen(self, tenant, channel))
     }
+}
+
+impl Engine for Store {
+    type Follower = Follower;
 
     fn create_stream(
         &self,
