@@ -4,8 +4,9 @@
 //!
 //! For each depth (1, 8 and 64 requests in flight on one connection, as one
 //! relay instance's engine handle pipelines them) it runs `grant`, `renew`,
-//! `get_lease` and the join trio (`begin_join`, `bind_endpoint`, `consume`)
-//! for `--seconds` each, then `redis-benchmark -c 1 -P <depth>`, and prints
+//! `get_lease`, the join trio (`begin_join`, `bind_endpoint`, `consume`)
+//! and `notify` (a listener of each tenant's channel attached, on another
+//! handle) for `--seconds` each, then `redis-benchmark -c 1 -P <depth>`, and prints
 //! ops/s and the ratio to the floor (target ≥ 0.5).
 //! Runs only when `REDIS_URL` is set; `redis-benchmark` must be on PATH.
 //! Keys go under a namespace of their own; the benchmark's floor writes
@@ -71,7 +72,7 @@ async fn run(url: &str, o: &Options) {
     .await
     .expect("connect to REDIS_URL");
     let store = Store::builder()
-        .config(config)
+        .config(config.clone())
         .build()
         .expect("an in-memory store");
     // The leases that renew and get touch, spread over tenants.
@@ -108,6 +109,19 @@ async fn run(url: &str, o: &Options) {
             .publish(tenant, host.id, LOBBY, b"", None)
             .expect("publish");
     }
+    // A listener of each tenant's channel, on another handle (another
+    // relay instance), so every notify reaches one; and in memory.
+    let other = RedisEngine::connect(
+        RedisOptions::standalone(url).namespace(&namespace),
+        config.clone(),
+    )
+    .await
+    .expect("connect to REDIS_URL");
+    let mut listeners = Vec::new();
+    for t in 0..TENANTS {
+        listeners.push(other.listen(TenantId(t), LOBBY).await.expect("listen"));
+        listeners.push(store.listen(TenantId(t), LOBBY).expect("listen"));
+    }
     let (ids, local) = (Arc::new(ids), Arc::new(local));
     let seconds = Duration::from_secs(o.seconds);
     let (host, port) = host_port(url);
@@ -121,7 +135,7 @@ async fn run(url: &str, o: &Options) {
     );
     for depth in DEPTHS {
         let floor = floor(&host, port, depth);
-        for op in ["grant", "renew", "get_lease", "join"] {
+        for op in ["grant", "renew", "get_lease", "join", "notify"] {
             let (e, ids_r) = (engine.clone(), Arc::clone(&ids));
             let remote = measure(depth, seconds, move |k| {
                 let (e, ids) = (e.clone(), Arc::clone(&ids_r));
@@ -141,6 +155,32 @@ async fn run(url: &str, o: &Options) {
             );
         }
     }
+    wake_latency(&engine, &other).await;
+    drop(listeners);
+}
+
+/// How long a notify on one handle takes to wake a listener on another
+/// (one at a time, so no queueing): from the call to the listener's wake.
+async fn wake_latency(a: &RedisEngine, b: &RedisEngine) {
+    const ROUNDS: usize = 2_000;
+    let tenant = TenantId(TENANTS + 1);
+    let listener = b.listen(tenant, "latency").await.expect("listen");
+    let mut latency = support::Histogram::new();
+    for _ in 0..ROUNDS {
+        let start = Instant::now();
+        a.notify(tenant, "latency").await.expect("notify");
+        tokio::time::timeout(Duration::from_secs(5), listener.recv_async())
+            .await
+            .expect("a wake within 5 s")
+            .expect("a wake");
+        latency.record(u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX));
+    }
+    println!(
+        "wake across handles, notify to listener, {ROUNDS} one at a time: p50 {} µs, p99 {} µs, max {} µs",
+        support::micros(latency.quantile(0.5)),
+        support::micros(latency.quantile(0.99)),
+        support::micros(latency.quantile(1.0)),
+    );
 }
 
 /// One operation (a grant with the revoke that frees its room: two; a
@@ -166,6 +206,7 @@ async fn one_remote(e: &RedisEngine, ids: &[(TenantId, LeaseId)], op: &str, k: u
             return 3 * u64::from(bound.is_ok() && consumed.is_ok());
         }
         "renew" => e.renew(tenant, id, TTL).await.is_ok(),
+        "notify" => e.notify(tenant, LOBBY).await.is_ok(),
         _ => e.get_lease(tenant, id).await.is_ok(),
     };
     u64::from(ok)
@@ -192,6 +233,7 @@ fn one_local(s: &Store, ids: &[(TenantId, LeaseId)], op: &str, k: u64) -> u64 {
             return 3 * u64::from(bound.is_ok() && consumed.is_ok());
         }
         "renew" => s.renew(tenant, id, TTL).is_ok(),
+        "notify" => s.notify(tenant, LOBBY).is_ok(),
         _ => s.get_lease(tenant, id).is_ok(),
     };
     u64::from(ok)
