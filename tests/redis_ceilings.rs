@@ -10,7 +10,7 @@ mod redis;
 
 use redis::{block_on, config, instances, targets, Target};
 use relaystore::events::Collection;
-use relaystore::{Error, Scope, StoreConfig, TenantId};
+use relaystore::{Error, Scope, StoreConfig, TenantId, Usage};
 use std::time::Duration;
 
 const T: TenantId = TenantId(1);
@@ -72,13 +72,34 @@ fn a_ceiling_is_exact_under_racing_instances_and_tenants() {
             Err(full(Collection::Leases, 8)),
             "{name}"
         );
+        let usage = |used| Some(Usage { used, limit: 8 });
+        assert_eq!(
+            engines[2].ceiling_usage(Collection::Leases).await.unwrap(),
+            usage(8),
+            "{name}"
+        );
         // A revoke on one instance gives the room back to every instance.
         let (tenant, id) = granted[0];
         engines[1].revoke(tenant, id).await.unwrap();
+        assert_eq!(
+            engines[2].ceiling_usage(Collection::Leases).await.unwrap(),
+            usage(7),
+            "{name}"
+        );
         engines[2]
             .grant(OTHER, "h", MS * 60_000, None)
             .await
             .unwrap_or_else(|e| panic!("{name}: revoke did not give room back: {e}"));
+        assert_eq!(
+            engines[0].ceiling_usage(Collection::Leases).await.unwrap(),
+            usage(8),
+            "{name}"
+        );
+        assert_eq!(
+            engines[0].ceiling_usage(Collection::Tombstones).await,
+            Ok(None),
+            "{name}: no ceiling on tombstones here"
+        );
     });
 }
 

@@ -24,6 +24,7 @@ use super::{scripts, RedisEngine};
 use crate::config::StoreConfig;
 use crate::error::{Error, Result};
 use crate::events::Collection;
+use crate::store::Usage;
 use redis::Value;
 use std::sync::Arc;
 
@@ -171,6 +172,31 @@ impl RedisEngine {
             return Err(malformed("a call asked for room without saying for what"));
         }
         Ok(grants.join(","))
+    }
+
+    /// The use of the store-wide ceiling on `c`, counted in Redis over
+    /// every handle of the namespace (a reservation counts until given
+    /// back or until its horizon passes, ADR 0031); `None` for a
+    /// collection this engine has no ceiling on (tombstones, streams,
+    /// queues, schedules). The limit is this handle's. For dashboards and
+    /// capacity checks: exact at one instant, moving with every creation.
+    pub async fn ceiling_usage(&self, c: Collection) -> Result<Option<Usage>> {
+        let Some((letter, _, _)) = CEILINGS.iter().find(|(_, collection, _)| *collection == c)
+        else {
+            return Ok(None);
+        };
+        let args = vec![b"count".to_vec(), letter.to_string().into_bytes()];
+        let reply = Reply::new(
+            self.inner
+                .conn
+                .call(scripts::ROOM, &self.inner.ceilings.key, args)
+                .await?,
+        )?;
+        reply.refusal()?;
+        Ok(Some(Usage {
+            used: reply.uint(1)?,
+            limit: self.config().ceiling(c),
+        }))
     }
 
     /// Gives back room a call freed or did not use. A failure is logged,

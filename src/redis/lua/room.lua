@@ -4,7 +4,8 @@
 -- 'take', then (letter, limit (-1: none), span ms) triples: {OK, token,
 --   horizon, ...} for each, or the refusal of the first full ceiling;
 -- 'give', then tokens: {OK};
--- 'extend', then a span (ms) and tokens: {OK, horizon}.
+-- 'extend', then a span (ms) and tokens: {OK, horizon};
+-- 'count', then a letter: {OK, reservations whose horizon is ahead}.
 local _, now = clock()
 local base = KEYS[1] .. ':'
 local op = ARGV[1]
@@ -19,5 +20,7 @@ elseif op == 'give' then
   return {OK}
 elseif op == 'extend' then
   return {OK, room_extend(base, now, tonumber(ARGV[2]), {unpack(ARGV, 3)})}
+elseif op == 'count' then
+  return {OK, redis.call('ZCOUNT', base .. ARGV[2], '(' .. num(now), '+inf')}
 end
 return redis.error_reply('unknown room operation: ' .. op)
