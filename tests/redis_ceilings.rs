@@ -8,7 +8,7 @@
 
 mod redis;
 
-use redis::{block_on, config, instances, targets, Target};
+use redis::{config, instances, on_every_target};
 use relaystore::events::Collection;
 use relaystore::{Error, Scope, StoreConfig, TenantId, Usage};
 use std::time::Duration;
@@ -16,18 +16,6 @@ use std::time::Duration;
 const T: TenantId = TenantId(1);
 const OTHER: TenantId = TenantId(2);
 const MS: Duration = Duration::from_millis(1);
-
-/// Runs `check` on every configured server.
-fn on_every_target<F, Fut>(test: &str, check: F)
-where
-    F: Fn(Target, String) -> Fut,
-    Fut: std::future::Future<Output = ()>,
-{
-    for target in targets() {
-        let name = format!("{test}-{}", target.name);
-        block_on(check(target, name));
-    }
-}
 
 /// The refusal of a full store-wide ceiling on `collection`.
 fn full(collection: Collection, limit: u64) -> Error {

@@ -5,7 +5,7 @@
 
 mod redis;
 
-use redis::{block_on, config, fresh_namespace, instances, targets, Target};
+use redis::{block_on, config, fresh_namespace, instances, on_every_target, targets};
 use relaystore::{Error, LeaseId, Scope, TenantId};
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -15,18 +15,6 @@ use std::time::Duration;
 const T: TenantId = TenantId(1);
 const OTHER: TenantId = TenantId(2);
 const MS: Duration = Duration::from_millis(1);
-
-/// Runs `check` on every configured server.
-fn on_every_target<F, Fut>(test: &str, check: F)
-where
-    F: Fn(Target, String) -> Fut,
-    Fut: std::future::Future<Output = ()>,
-{
-    for target in targets() {
-        let name = format!("{test}-{}", target.name);
-        block_on(check(target, name));
-    }
-}
 
 #[test]
 fn leases_grant_renew_get_revoke() {

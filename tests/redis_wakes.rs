@@ -6,7 +6,7 @@
 
 mod redis;
 
-use redis::{block_on, config, instances, targets, Target};
+use redis::{config, instances, on_every_target};
 use relaystore::wake::Wake;
 use relaystore::{Error, TenantId};
 use std::sync::Arc;
@@ -16,17 +16,6 @@ const T: TenantId = TenantId(1);
 const OTHER: TenantId = TenantId(2);
 /// How long a published wake may take to reach another handle here.
 const SETTLE: Duration = Duration::from_millis(300);
-
-fn on_every_target<F, Fut>(test: &str, check: F)
-where
-    F: Fn(Target, String) -> Fut,
-    Fut: std::future::Future<Output = ()>,
-{
-    for target in targets() {
-        let name = format!("{test}-{}", target.name);
-        block_on(check(target, name));
-    }
-}
 
 fn wake(tenant: TenantId, channel: &str) -> Wake {
     Wake {

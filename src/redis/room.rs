@@ -25,7 +25,6 @@ use crate::config::StoreConfig;
 use crate::error::{Error, Result};
 use crate::events::Collection;
 use crate::store::Usage;
-use redis::Value;
 use std::sync::Arc;
 
 /// The collections with a store-wide ceiling on this engine: the letter
@@ -138,13 +137,7 @@ impl RedisEngine {
                         .filter(|s| !s.is_empty())
                         .map(|s| s.as_bytes().to_vec()),
                 );
-                let reply = Reply::new(
-                    self.inner
-                        .conn
-                        .call(scripts::ROOM, &ceilings.key, args)
-                        .await?,
-                )?;
-                reply.refusal()?;
+                let reply = self.room(args).await?;
                 grants.push(format!("+@{}", reply.uint(1)?));
             } else {
                 let mut chars = need.chars();
@@ -155,13 +148,7 @@ impl RedisEngine {
             }
         }
         if take.len() > 1 {
-            let reply = Reply::new(
-                self.inner
-                    .conn
-                    .call(scripts::ROOM, &ceilings.key, take)
-                    .await?,
-            )?;
-            reply.refusal()?;
+            let reply = self.room(take).await?;
             let mut at = 1;
             while at + 1 < reply.len() {
                 grants.push(format!("{}@{}", reply.text(at)?, reply.uint(at + 1)?));
@@ -186,17 +173,20 @@ impl RedisEngine {
             return Ok(None);
         };
         let args = vec![b"count".to_vec(), letter.to_string().into_bytes()];
-        let reply = Reply::new(
-            self.inner
-                .conn
-                .call(scripts::ROOM, &self.inner.ceilings.key, args)
-                .await?,
-        )?;
-        reply.refusal()?;
+        let reply = self.room(args).await?;
         Ok(Some(Usage {
             used: reply.uint(1)?,
             limit: self.config().ceiling(c),
         }))
+    }
+
+    /// One call of the meta slot's `room` function (`lua/room.lua`): its
+    /// reply, or the error its refusal stands for.
+    async fn room(&self, args: Vec<Vec<u8>>) -> Result<Reply> {
+        let key = &self.inner.ceilings.key;
+        let reply = Reply::new(self.inner.conn.call(scripts::ROOM, key, args).await?)?;
+        reply.refusal()?;
+        Ok(reply)
     }
 
     /// Gives back room a call freed or did not use. A failure is logged,
@@ -208,12 +198,7 @@ impl RedisEngine {
         }
         let mut args = vec![b"give".to_vec()];
         args.extend(tokens.iter().cloned());
-        let given: Result<Value> = self
-            .inner
-            .conn
-            .call(scripts::ROOM, &self.inner.ceilings.key, args)
-            .await;
-        if let Err(e) = given {
+        if let Err(e) = self.room(args).await {
             tracing::warn!(error = %e, "relaystore redis: room was not given back (it lapses at its horizon)");
         }
     }

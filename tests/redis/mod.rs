@@ -106,6 +106,19 @@ pub fn block_on<F: Future>(f: F) -> F::Output {
         .block_on(f)
 }
 
+/// Runs `check` on every configured server, with the test's name and
+/// the server's kind (`<test>-standalone`, `<test>-cluster`).
+pub fn on_every_target<F, Fut>(test: &str, check: F)
+where
+    F: Fn(Target, String) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    for target in targets() {
+        let name = format!("{test}-{}", target.name);
+        block_on(check(target, name));
+    }
+}
+
 /// `count` engine handles (relay instances, each with connections of its
 /// own) on one fresh store of `target`.
 pub async fn instances(

@@ -31,10 +31,7 @@ end
 local d = NOW + ttl
 local forget = d + tonumber(ARGV[10])
 local wanted = {{'a', d, 0}, {'r', forget, 0}}
-if ikey ~= '' then
-  wanted[3] = {'i', NOW + tonumber(ARGV[13]), 0}
-end
-local room, answer = rooms(wanted)
+local room, answer = rooms(with_key(wanted, ikey, tonumber(ARGV[13])))
 if not room then
   return answer
 end

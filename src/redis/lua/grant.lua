@@ -20,11 +20,7 @@ if refused then
   return refused
 end
 local d = NOW + ttl
-local wanted = {{'l', d, 3 * ttl}}
-if ikey ~= '' then
-  wanted[2] = {'i', NOW + tonumber(ARGV[8]), 0}
-end
-local room, answer = rooms(wanted)
+local room, answer = rooms(with_key({{'l', d, 3 * ttl}}, ikey, tonumber(ARGV[8])))
 if not room then
   return answer
 end

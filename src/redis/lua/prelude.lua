@@ -585,6 +585,15 @@ local function idempotent(ikey, fingerprint, fields)
   return {OK, unpack(seen, 3)}
 end
 
+-- `wanted` (room for `rooms`) with room under the idempotency ceiling
+-- for the record a creation with key `ikey` remembers for `ttl` ms.
+local function with_key(wanted, ikey, ttl)
+  if ikey ~= '' then
+    wanted[#wanted + 1] = {'i', NOW + ttl, 0}
+  end
+  return wanted
+end
+
 -- Remembers a creation under `ikey` for `ttl` ms: `pairs` are its fields.
 local function remember(ikey, fingerprint, ttl, pairs)
   if ikey == '' then

@@ -36,10 +36,7 @@ end
 -- A listing counts as long as its lease does: its reservation lasts as
 -- long as the lease's, and moves out with it.
 local wanted = {{'p', tonumber(l[2]) or tonumber(l[1]), 0}}
-if ikey ~= '' then
-  wanted[2] = {'i', NOW + tonumber(ARGV[9]), 0}
-end
-local room, answer = rooms(wanted)
+local room, answer = rooms(with_key(wanted, ikey, tonumber(ARGV[9])))
 if not room then
   return answer
 end
