@@ -3,8 +3,8 @@
 //! under racing instances, never spent on a refused creation, given back
 //! by every way a record leaves (revoke, expiry, a tenant's revocation),
 //! given back by a creation that lost its race, kept by records renewed
-//! past their first reservation, and lapsing when no instance is left to
-//! give it back.
+//! past their first reservation, lapsing when no instance is left to give
+//! it back, and counting exactly the live records after a racing mix.
 
 mod redis;
 
@@ -329,6 +329,71 @@ fn room_taken_for_a_creation_that_lost_its_race_is_given_back() {
                 .map(drop),
             Err(full(Collection::Leases, 20)),
             "{name}"
+        );
+    });
+}
+
+#[test]
+fn after_a_racing_mix_the_count_is_exactly_the_live_records() {
+    on_every_target("ceiling-mix", |target, name| async move {
+        let engines = instances(&target, &name, 3, ceilings(60)).await;
+        let mut tasks = tokio::task::JoinSet::new();
+        for worker in 0..12u64 {
+            let e = engines[worker as usize % 3].clone();
+            let other = engines[(worker as usize + 1) % 3].clone();
+            tasks.spawn(async move {
+                let tenant = TenantId(100 + worker % 6);
+                let mut mine = Vec::new();
+                // A fixed pseudo-random walk per worker (no clock, no OS
+                // randomness): the same mix every run.
+                let mut x = worker.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+                for _ in 0..40 {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    match x % 5 {
+                        // Short leases expire during the run.
+                        0 | 1 => {
+                            let ttl = if x % 2 == 0 { MS * 150 } else { MS * 60_000 };
+                            if let Ok(g) = e.grant(tenant, "h", ttl, None).await {
+                                mine.push(g.id);
+                            }
+                        }
+                        // Revoked from another instance.
+                        2 if !mine.is_empty() => {
+                            let id = mine.swap_remove((x / 5) as usize % mine.len());
+                            let _ = other.revoke(tenant, id).await;
+                        }
+                        // Renewed far out: past its reservation's horizon.
+                        3 if !mine.is_empty() => {
+                            let id = mine[(x / 5) as usize % mine.len()];
+                            let _ = e.renew(tenant, id, MS * 60_000).await;
+                        }
+                        _ => tokio::time::sleep(MS * 10).await,
+                    }
+                }
+                (tenant, mine)
+            });
+        }
+        let mut held = Vec::new();
+        while let Some(done) = tasks.join_next().await {
+            let (tenant, mine) = done.unwrap();
+            held.extend(mine.into_iter().map(|id| (tenant, id)));
+        }
+        // Let the short ones lapse, and sweep them.
+        tokio::time::sleep(MS * 300).await;
+        engines[0].sweep().await.unwrap();
+        let mut live = 0;
+        for (tenant, id) in held {
+            live += u64::from(engines[1].get_lease(tenant, id).await.is_ok());
+        }
+        assert_eq!(
+            engines[2].ceiling_usage(Collection::Leases).await.unwrap(),
+            Some(Usage {
+                used: live,
+                limit: 60
+            }),
+            "{name}: the count drifted from the live leases"
         );
     });
 }
