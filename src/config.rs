@@ -371,6 +371,17 @@ impl StoreConfig {
         Ok(())
     }
 
+    /// The name of something a caller creates beside the store's own (a
+    /// lock, a wake channel, a stream, a queue, a schedule):
+    /// [`check_name`](Self::check_name)'s rules, and not the reserved
+    /// `__` prefix ([`Error::ReservedName`]).
+    pub(crate) fn check_own_name(&self, name: &str) -> Result<()> {
+        if name.starts_with(crate::store::RESERVED_PREFIX) {
+            return Err(Error::ReservedName);
+        }
+        self.check_name(name)
+    }
+
     /// The attribute rule every engine applies: at most `attrs_bytes_max`
     /// bytes ([`Error::InvalidArgument`]).
     pub(crate) fn check_attrs(&self, attrs: &[u8]) -> Result<()> {

@@ -3,7 +3,7 @@
 use super::{quota_arg, reply, scripts, Issued, Mode, RedisEngine};
 use crate::error::{Error, Result};
 use crate::ids::{LeaseId, TenantId};
-use crate::store::{LockInfo, Renewal, RESERVED_PREFIX};
+use crate::store::{LockInfo, Renewal};
 use std::time::Duration;
 
 impl RedisEngine {
@@ -19,10 +19,7 @@ impl RedisEngine {
         ttl: Duration,
         lease: Option<LeaseId>,
     ) -> Result<Option<LockInfo>> {
-        if name.starts_with(RESERVED_PREFIX) {
-            return Err(Error::ReservedName);
-        }
-        self.check_name(name)?;
+        self.config().check_own_name(name)?;
         self.check_name(owner)?;
         let ttl_ms = self.ttl_ms(ttl)?;
         let config = self.config();

@@ -420,8 +420,12 @@ impl RedisEngine {
     /// incarnation than this handle's, or missing, the incarnation is read
     /// again from the meta key; `issued` (an id or fence the caller
     /// passed) is then checked against it: [`Error::Restarted`] if an
-    /// earlier incarnation issued it. `None` for a tenant with no keys in
-    /// this incarnation and a function that creates nothing.
+    /// earlier incarnation issued it. On a cluster, a function that needs
+    /// room under a store-wide ceiling answers `ROOM` having written
+    /// nothing; the room is taken (`room.rs`) and the function called
+    /// again with it. Room a call freed or did not use is given back
+    /// before this returns. `None` for a tenant with no keys in this
+    /// incarnation and a function that creates nothing.
     async fn run(
         &self,
         function: scripts::Function,

@@ -20,9 +20,10 @@
 //! handle's listeners.
 
 use super::{Mode, RedisEngine};
-use crate::error::{Error, Result};
+#[cfg(doc)]
+use crate::error::Error;
+use crate::error::Result;
 use crate::ids::TenantId;
-use crate::store::RESERVED_PREFIX;
 use crate::wake::Listener;
 use std::sync::Arc;
 
@@ -75,10 +76,7 @@ impl RedisEngine {
     }
 
     fn channel_name(&self, channel: &str) -> Result<Arc<str>> {
-        if channel.starts_with(RESERVED_PREFIX) {
-            return Err(Error::ReservedName);
-        }
-        self.check_name(channel)?;
+        self.config().check_own_name(channel)?;
         Ok(Arc::from(channel))
     }
 }

@@ -552,10 +552,7 @@ impl Store {
     /// checked without copying it, and not the reserved `__` prefix
     /// ([`Error::ReservedName`]).
     fn check_own_name(&self, name: &str) -> Result<()> {
-        if name.starts_with(RESERVED_PREFIX) {
-            return Err(Error::ReservedName);
-        }
-        self.check_name(name)
+        self.shared.config.check_own_name(name)
     }
 
     /// Refuses with `ServiceUnavailable` once the store has stopped.

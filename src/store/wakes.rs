@@ -1,8 +1,10 @@
 //! The store's side of wake channels (`src/wake.rs`): names are checked
 //! here, and the lifecycle decides whether a channel still takes work.
 
-use super::{lock::RESERVED_PREFIX, Store};
-use crate::error::{Error, Result};
+use super::Store;
+#[cfg(doc)]
+use crate::error::Error;
+use crate::error::Result;
 use crate::ids::TenantId;
 use crate::wake::Listener;
 
@@ -43,9 +45,7 @@ impl Store {
     }
 
     pub(super) fn channel_name(&self, channel: &str) -> Result<std::sync::Arc<str>> {
-        if channel.starts_with(RESERVED_PREFIX) {
-            return Err(Error::ReservedName);
-        }
-        self.name(channel)
+        self.check_own_name(channel)?;
+        Ok(std::sync::Arc::from(channel))
     }
 }
