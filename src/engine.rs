@@ -2,11 +2,12 @@
 //!
 //! [`RelayEngine`] covers the relay records (leases, listings, presence,
 //! join attempts, locks, tenants, health, drain and removal events);
-//! [`Engine`] extends it with wake channels, streams, queues, the outbox
-//! and schedules. The in-memory [`Store`](crate::Store) implements both; the
-//! Redis engine (feature `redis`), which keeps the state in a server
-//! shared by several relay processes, implements `RelayEngine` (ADR 0030).
-//! Code generic over `E: RelayEngine` runs unchanged on either.
+//! [`WakeEngine`] adds wake channels, [`StreamEngine`] streams, and
+//! [`Engine`] job queues, the outbox and schedules. The in-memory
+//! [`Store`](crate::Store) implements all four; the Redis engine (feature
+//! `redis`), which keeps the state in a server shared by several relay
+//! processes, implements `StreamEngine` and the two below it (ADR 0030,
+//! ADR 0033). Code generic over `E: StreamEngine` runs unchanged on either.
 //!
 //! Every operation is `async`, because a remote engine does I/O, and every
 //! returned future is `Send`, so it can be awaited inside a spawned task on
@@ -76,8 +77,7 @@ use std::time::Duration;
 
 /// The relay records: leases, endpoints, listings, presence, join
 /// attempts, locks, tenant revocation, readiness, drain and removal
-/// events, engine-neutral and async. Every engine serves these; the Redis engine (feature `redis`)
-/// serves these only, so far (ADR 0030).
+/// events, engine-neutral and async. Every engine serves these (ADR 0030).
 ///
 /// An engine is a cheap `Clone` handle that can be shared across threads
 /// and tasks. Operations are grouped below as leases, listings, presence,
@@ -357,11 +357,11 @@ pub trait WakeEngine: RelayEngine {
     ) -> impl Future<Output = Result<Self::Listener>> + Send;
 }
 
-/// A relay state engine with everything: the relay records
-/// ([`RelayEngine`]) and wake channels ([`WakeEngine`]), whose operations
-/// every `E: Engine` has too, and streams, job queues, the outbox and
-/// schedules. The in-memory [`Store`](crate::Store) implements it.
-pub trait Engine: WakeEngine {
+/// The relay records and wake channels with streams: append-only logs
+/// with offsets, retention, committed consumers and followers. The
+/// in-memory [`Store`](crate::Store) and the Redis engine implement it;
+/// every `E: Engine` has its operations too.
+pub trait StreamEngine: WakeEngine {
     /// The engine's stream follower.
     type Follower: Follow;
 
@@ -443,7 +443,14 @@ pub trait Engine: WakeEngine {
         name: &str,
         consumer: &str,
     ) -> impl Future<Output = Result<Self::Follower>> + Send;
+}
 
+/// A relay state engine with everything: the relay records
+/// ([`RelayEngine`]), wake channels ([`WakeEngine`]) and streams
+/// ([`StreamEngine`]), whose operations every `E: Engine` has too, and job
+/// queues, the outbox and schedules. The in-memory [`Store`](crate::Store)
+/// implements it.
+pub trait Engine: StreamEngine {
     // ----- job queues -----
 
     /// Creates a job queue ([`Store::create_queue`](crate::Store::create_queue)).

@@ -112,7 +112,7 @@ pub use config::{QuotaPolicy, StoreConfig, TenantQuota, UniformQuota, SCHEDULE_C
 #[cfg(all(feature = "internals", not(relaystore_loom)))]
 #[cfg(feature = "native")]
 pub use driver::{ExpiryDriver, Sweep};
-pub use engine::{Engine, Events, Follow, RelayEngine, WakeEngine, Wakes};
+pub use engine::{Engine, Events, Follow, RelayEngine, StreamEngine, WakeEngine, Wakes};
 pub use error::{Error, Result, Scope, Unavailable};
 pub use ids::{AttemptId, JobId, JoinToken, LeaseId, ParseIdError, TenantId, TOKEN_SECRET_BYTES};
 pub use queue::ClaimedJob;

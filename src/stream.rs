@@ -122,12 +122,66 @@ pub struct StreamRead {
     pub next: u64,
 }
 
+/// Why an entry is refused whose payload alone is over its stream's
+/// `bytes_max`.
+pub(crate) const PAYLOAD_OVER_BYTES_MAX: &str = "payload is larger than the stream's bytes_max";
+
+/// Why an offset past a stream's next one is refused.
+pub(crate) const PAST_THE_END: &str = "offset is beyond the end of the stream";
+
 /// The store-wide bounds on streams.
 pub(crate) struct StreamLimits {
     pub(crate) entries_max: usize,
     pub(crate) bytes_max: usize,
     pub(crate) payload_bytes_max: usize,
     pub(crate) consumers_max: usize,
+}
+
+impl StreamLimits {
+    pub(crate) fn of(config: &crate::config::StoreConfig) -> Self {
+        StreamLimits {
+            entries_max: config.stream_entries_max,
+            bytes_max: config.stream_bytes_max,
+            payload_bytes_max: config.stream_payload_bytes_max,
+            consumers_max: config.consumers_per_stream_max,
+        }
+    }
+
+    /// A new stream's retention against these bounds (every engine's one
+    /// rule): `InvalidArgument` for a zero or oversized limit.
+    pub(crate) fn check(&self, config: &StreamConfig) -> Result<()> {
+        if config.entries_max > self.entries_max {
+            return Err(Error::InvalidArgument {
+                reason: "a stream's entries_max is above stream_entries_max",
+            });
+        }
+        if config.entries_max == 0 || config.bytes_max == 0 {
+            return Err(Error::InvalidArgument {
+                reason: "a stream's entries_max and bytes_max must be positive",
+            });
+        }
+        if config.bytes_max > self.bytes_max {
+            return Err(Error::InvalidArgument {
+                reason: "a stream's bytes_max is above stream_bytes_max",
+            });
+        }
+        if config.age_max.is_some_and(|a| a.is_zero()) {
+            return Err(Error::InvalidArgument {
+                reason: "a stream's age_max must be positive",
+            });
+        }
+        Ok(())
+    }
+
+    /// An entry's payload against `stream_payload_bytes_max`.
+    pub(crate) fn check_payload(&self, len: usize) -> Result<()> {
+        if len > self.payload_bytes_max {
+            return Err(Error::InvalidArgument {
+                reason: "payload is larger than stream_payload_bytes_max",
+            });
+        }
+        Ok(())
+    }
 }
 
 /// Whether the lease with this sequence number is visible, asked (with no
@@ -337,26 +391,7 @@ impl StreamHub {
         config: StreamConfig,
         lease: Option<u64>,
     ) -> Result<Created> {
-        if config.entries_max > self.limits.entries_max {
-            return Err(Error::InvalidArgument {
-                reason: "a stream's entries_max is above stream_entries_max",
-            });
-        }
-        if config.entries_max == 0 || config.bytes_max == 0 {
-            return Err(Error::InvalidArgument {
-                reason: "a stream's entries_max and bytes_max must be positive",
-            });
-        }
-        if config.bytes_max > self.limits.bytes_max {
-            return Err(Error::InvalidArgument {
-                reason: "a stream's bytes_max is above stream_bytes_max",
-            });
-        }
-        if config.age_max.is_some_and(|a| a.is_zero()) {
-            return Err(Error::InvalidArgument {
-                reason: "a stream's age_max must be positive",
-            });
-        }
+        self.limits.check(&config)?;
         // A retried creation finds its stream and takes no room, however
         // full the store is.
         let held = self
@@ -634,11 +669,7 @@ impl StreamHub {
         clock: &dyn Clock,
         alive: Alive,
     ) -> Result<(u64, Arc<str>)> {
-        if payload.len() > self.limits.payload_bytes_max {
-            return Err(Error::InvalidArgument {
-                reason: "payload is larger than stream_payload_bytes_max",
-            });
-        }
+        self.limits.check_payload(payload.len())?;
         // Under the map's shared lock: no `Arc` traffic on the stream, unless
         // its lease has to be asked about (with no lock held).
         let appended = self
@@ -686,7 +717,7 @@ impl StreamHub {
         let now = config.age_max.map_or(MonoTime::ZERO, |_| clock.now());
         if payload.len() > config.bytes_max {
             return Err(Error::InvalidArgument {
-                reason: "payload is larger than the stream's bytes_max",
+                reason: PAYLOAD_OVER_BYTES_MAX,
             });
         }
         let mut log = lock_at(Rung::Stream, &stream.log);
@@ -705,15 +736,11 @@ impl StreamHub {
     /// (the commit writes only to this stream, not to a later one of the
     /// same name).
     pub(crate) fn reserve(&self, key: Name, alive: Alive, payload: usize) -> Result<(u64, u64)> {
-        if payload > self.limits.payload_bytes_max {
-            return Err(Error::InvalidArgument {
-                reason: "payload is larger than stream_payload_bytes_max",
-            });
-        }
+        self.limits.check_payload(payload)?;
         let stream = self.get(key, alive)?;
         if payload > stream.config.bytes_max {
             return Err(Error::InvalidArgument {
-                reason: "payload is larger than the stream's bytes_max",
+                reason: PAYLOAD_OVER_BYTES_MAX,
             });
         }
         let mut log = lock_at(Rung::Stream, &stream.log);
@@ -789,7 +816,7 @@ impl StreamHub {
         }
         if from > log.next {
             return Err(Error::InvalidArgument {
-                reason: "offset is beyond the end of the stream",
+                reason: PAST_THE_END,
             });
         }
         // Offsets are dense but for a rolled-back transaction's gaps.
@@ -812,7 +839,7 @@ impl StreamHub {
         let mut log = lock_at(Rung::Stream, &stream.log);
         if before > log.next {
             return Err(Error::InvalidArgument {
-                reason: "offset is beyond the end of the stream",
+                reason: PAST_THE_END,
             });
         }
         if !apply {
@@ -842,7 +869,7 @@ impl StreamHub {
         let mut log = lock_at(Rung::Stream, &stream.log);
         if offset > log.next {
             return Err(Error::InvalidArgument {
-                reason: "offset is beyond the end of the stream",
+                reason: PAST_THE_END,
             });
         }
         let consumers = log.consumers.len() + others;

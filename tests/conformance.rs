@@ -11,7 +11,7 @@ use relaystore::{
     Admission, AttemptId, Binding, ClaimedJob, Cursor, DeadLetter, EndpointSeen, Engine, Error,
     Health, JobId, JoinTicket, JoinToken, LeaseGrant, LeaseId, LeaseInfo, ListingInfo, LockInfo,
     OutboxMessage, OutboxRun, Page, PresenceInfo, RelayEngine, Renewal, Result, Store, StoreConfig,
-    TenantId, WakeEngine,
+    StreamEngine, TenantId, WakeEngine,
 };
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -167,11 +167,11 @@ impl WakeEngine for Broken {
     }
 }
 
-impl Engine for Broken {
+impl StreamEngine for Broken {
     type Follower = Follower;
 
     delegate! {
-        Engine;
+        StreamEngine;
         create_stream(tenant: TenantId, name: &str, config: StreamConfig) -> Result<()>;
         delete_stream(tenant: TenantId, name: &str) -> Result<()>;
         append(tenant: TenantId, name: &str, payload: &[u8]) -> Result<u64>;
@@ -181,6 +181,12 @@ impl Engine for Broken {
         stream_info(tenant: TenantId, name: &str) -> Result<relaystore::stream::StreamInfo>;
         committed(tenant: TenantId, name: &str, consumer: &str) -> Result<Option<u64>>;
         follow(tenant: TenantId, name: &str, consumer: &str) -> Result<Follower>;
+    }
+}
+
+impl Engine for Broken {
+    delegate! {
+        Engine;
         create_queue(tenant: TenantId, name: &str, config: QueueConfig) -> Result<()>;
         delete_queue(tenant: TenantId, name: &str) -> Result<()>;
         enqueue(tenant: TenantId, queue: &str, payload: &[u8], options: JobOptions) -> Result<JobId>;

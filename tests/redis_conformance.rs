@@ -1,11 +1,12 @@
-//! The conformance suite's relay-record and wake-channel checks on the
-//! Redis engine, on a standalone server and on a Redis Cluster. Time is real here: the unit
-//! is 100 ms and `advance` sleeps (deadlines come from the server's clock).
+//! The conformance suite's relay-record, wake-channel and stream checks
+//! on the Redis engine, on a standalone server and on a Redis Cluster.
+//! Time is real here: the unit is 100 ms and `advance` sleeps (deadlines
+//! come from the server's clock).
 
 mod redis;
 
 use redis::{block_on, connect_fresh, fresh_namespace, targets, Target};
-use relaystore::conformance::{self, Harness, RELAY_CHECKS, WAKE_CHECKS};
+use relaystore::conformance::{self, Failure, Harness, RELAY_CHECKS, STREAM_CHECKS, WAKE_CHECKS};
 use relaystore::redis::RedisEngine;
 use relaystore::{Result, StoreConfig};
 use std::sync::Mutex;
@@ -42,29 +43,41 @@ impl Harness for RedisHarness {
     }
 }
 
-/// Every relay and wake check passes on both targets (the last relay
-/// check to, store-wide ceilings, with ADR 0031): the failures are
+/// Every relay, wake and stream check passes on both targets (the last
+/// relay check to, store-wide ceilings, with ADR 0031): the failures are
 /// asserted to be none.
 const NOT_YET: &[&str] = &[];
 
-/// Runs the relay and wake checks on the configured target called `name`.
-fn relay_checks_on(name: &str) {
+/// Which checks a test runs.
+#[derive(Clone, Copy)]
+enum Suite {
+    /// The relay records and wake channels.
+    Relay,
+    /// Streams.
+    Streams,
+}
+
+/// Runs `suite` on the configured target called `name`.
+fn checks_on(name: &str, suite: Suite) {
     for target in targets().into_iter().filter(|t| t.name == name) {
         let harness = RedisHarness {
             target: target.clone(),
             engines: Mutex::new(Vec::new()),
         };
-        let failures = block_on(async {
-            let mut failures = conformance::run_relay(&harness).await;
-            failures.extend(conformance::run_wakes(&harness).await);
-            failures
+        let (count, failures): (usize, Vec<Failure>) = block_on(async {
+            match suite {
+                Suite::Relay => {
+                    let mut failures = conformance::run_relay(&harness).await;
+                    failures.extend(conformance::run_wakes(&harness).await);
+                    (RELAY_CHECKS.len() + WAKE_CHECKS.len(), failures)
+                }
+                Suite::Streams => (
+                    STREAM_CHECKS.len(),
+                    conformance::run_streams(&harness).await,
+                ),
+            }
         });
-        eprintln!(
-            "{}: {} checks, {} failed",
-            target.name,
-            RELAY_CHECKS.len() + WAKE_CHECKS.len(),
-            failures.len()
-        );
+        eprintln!("{}: {count} checks, {} failed", target.name, failures.len());
         let failed: Vec<&str> = failures.iter().map(|f| f.check).collect();
         let report: Vec<String> = failures.iter().map(ToString::to_string).collect();
         assert_eq!(failed, NOT_YET, "{}:\n{}", target.name, report.join("\n"));
@@ -73,10 +86,20 @@ fn relay_checks_on(name: &str) {
 
 #[test]
 fn the_relay_checks_pass_on_a_standalone_server() {
-    relay_checks_on("standalone");
+    checks_on("standalone", Suite::Relay);
 }
 
 #[test]
 fn the_relay_checks_pass_on_a_cluster() {
-    relay_checks_on("cluster");
+    checks_on("cluster", Suite::Relay);
+}
+
+#[test]
+fn the_stream_checks_pass_on_a_standalone_server() {
+    checks_on("standalone", Suite::Streams);
+}
+
+#[test]
+fn the_stream_checks_pass_on_a_cluster() {
+    checks_on("cluster", Suite::Streams);
 }

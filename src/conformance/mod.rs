@@ -5,6 +5,8 @@
 //! given limits, and how to let time pass) and call [`run`], which returns
 //! every check that failed. An engine that serves only the relay records
 //! ([`RelayEngine`]) runs [`run_relay`], the checks in [`RELAY_CHECKS`].
+//! An engine with wake channels and streams runs [`run_wakes`] and
+//! [`run_streams`] besides.
 //! [`InMemory`] is the harness of the in-memory engine;
 //! `tests/conformance.rs` runs it, and runs a deliberately broken engine to
 //! show the suite catches it; `tests/redis_conformance.rs` runs the Redis
@@ -39,7 +41,7 @@ mod wakes;
 pub use harness::InMemory;
 
 use crate::config::StoreConfig;
-use crate::engine::{Engine, RelayEngine, WakeEngine};
+use crate::engine::{Engine, RelayEngine, StreamEngine, WakeEngine};
 use crate::error::Error;
 use std::fmt;
 use std::future::Future;
@@ -162,8 +164,17 @@ pub const RELAY_CHECKS: &[&str] = &[
 /// in the order [`run_wakes`] runs them (the first of [`ENGINE_CHECKS`]).
 pub const WAKE_CHECKS: &[&str] = &["wakes::notify_and_listen", "wakes::channel_names"];
 
+/// The checks of streams, for any [`StreamEngine`], in the order
+/// [`run_streams`] runs them.
+pub const STREAM_CHECKS: &[&str] = &[
+    "streams::offsets_and_retention",
+    "streams::consumers_and_followers",
+    "streams::lifetimes",
+];
+
 /// The checks [`run`] adds to [`RELAY_CHECKS`] (wake channels, streams,
-/// queues, outbox, schedules), in its order.
+/// queues, outbox, schedules), in its order: [`WAKE_CHECKS`], then
+/// [`STREAM_CHECKS`], then the queues'.
 pub const ENGINE_CHECKS: &[&str] = &[
     "wakes::notify_and_listen",
     "wakes::channel_names",
@@ -246,6 +257,20 @@ where
     failures
 }
 
+/// Runs the checks of streams ([`STREAM_CHECKS`]) against engines from
+/// `harness`; returns the failures (empty when the engine conforms).
+pub async fn run_streams<H: Harness>(harness: &H) -> Vec<Failure>
+where
+    H::Engine: StreamEngine,
+{
+    let mut failures = Vec::new();
+    let h = harness;
+    check!(h, failures, STREAM_CHECKS, streams::offsets_and_retention);
+    check!(h, failures, STREAM_CHECKS, streams::consumers_and_followers);
+    check!(h, failures, STREAM_CHECKS, streams::lifetimes);
+    failures
+}
+
 /// Runs every check ([`RELAY_CHECKS`], then [`ENGINE_CHECKS`]) against
 /// engines from `harness`; returns the failures (empty when the engine
 /// conforms).
@@ -255,10 +280,8 @@ where
 {
     let mut failures = run_relay(harness).await;
     failures.extend(run_wakes(harness).await);
+    failures.extend(run_streams(harness).await);
     let h = harness;
-    check!(h, failures, ENGINE_CHECKS, streams::offsets_and_retention);
-    check!(h, failures, ENGINE_CHECKS, streams::consumers_and_followers);
-    check!(h, failures, ENGINE_CHECKS, streams::lifetimes);
     check!(h, failures, ENGINE_CHECKS, queues::claims_and_acks);
     check!(h, failures, ENGINE_CHECKS, queues::retries_and_dead_letters);
     check!(h, failures, ENGINE_CHECKS, queues::lapses_and_delays);

@@ -2,7 +2,7 @@
 //! never backwards, followers that miss nothing.
 
 use super::{config, ensure_eq, Harness, Outcome};
-use crate::engine::{Engine, Follow, RelayEngine};
+use crate::engine::{Follow, RelayEngine, StreamEngine};
 use crate::error::{Error, Scope};
 use crate::ids::TenantId;
 use crate::stream::{StreamConfig, StreamRead, WhenFull};
@@ -16,7 +16,7 @@ fn offsets(read: &StreamRead) -> Vec<u64> {
 
 pub(super) async fn offsets_and_retention<H: Harness>(h: &H) -> Outcome
 where
-    H::Engine: Engine,
+    H::Engine: StreamEngine,
 {
     let e = h.engine(config(h.unit())).await?;
     e.create_stream(T, "refusing", StreamConfig::new(2, 1024, WhenFull::Refuse))
@@ -79,7 +79,7 @@ where
 
 pub(super) async fn consumers_and_followers<H: Harness>(h: &H) -> Outcome
 where
-    H::Engine: Engine,
+    H::Engine: StreamEngine,
 {
     let e = h.engine(config(h.unit())).await?;
     e.create_stream(T, "log", StreamConfig::new(100, 1 << 16, WhenFull::Refuse))
@@ -116,7 +116,7 @@ where
 /// lease is revoked or expires, its name free again).
 pub(super) async fn lifetimes<H: Harness>(h: &H) -> Outcome
 where
-    H::Engine: Engine,
+    H::Engine: StreamEngine,
 {
     let u = h.unit();
     let e = h.engine(config(u)).await?;

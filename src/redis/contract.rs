@@ -1,9 +1,10 @@
-//! The Redis engine under the engine contract: [`RelayEngine`] and
-//! [`WakeEngine`] are served by the inherent methods of the same names, which document what this
-//! engine adds (server clock, fences from server counters, timeouts).
+//! The Redis engine under the engine contract: [`RelayEngine`],
+//! [`WakeEngine`] and [`StreamEngine`] are served by the inherent methods
+//! of the same names, which document what this engine adds (server clock,
+//! fences from server counters, timeouts).
 
-use super::RedisEngine;
-use crate::engine::{RelayEngine, WakeEngine};
+use super::{RedisEngine, RedisFollower};
+use crate::engine::{RelayEngine, StreamEngine, WakeEngine};
 use crate::error::Result;
 use crate::events::{Collection, Subscription};
 use crate::ids::{AttemptId, JoinToken, LeaseId, TenantId};
@@ -11,6 +12,7 @@ use crate::store::{
     Admission, Binding, Cursor, EndpointSeen, Health, JoinTicket, LeaseGrant, LeaseInfo,
     ListingInfo, LockInfo, Page, PresenceInfo, Renewal,
 };
+use crate::stream::{StreamConfig, StreamInfo, StreamRead};
 use crate::wake::Listener;
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -67,5 +69,21 @@ impl WakeEngine for RedisEngine {
     serve! {
         notify(tenant: TenantId, channel: &str) -> Result<()>;
         listen(tenant: TenantId, channel: &str) -> Result<Listener>;
+    }
+}
+
+impl StreamEngine for RedisEngine {
+    type Follower = RedisFollower;
+
+    serve! {
+        create_stream(tenant: TenantId, name: &str, config: StreamConfig) -> Result<()>;
+        delete_stream(tenant: TenantId, name: &str) -> Result<()>;
+        append(tenant: TenantId, name: &str, payload: &[u8]) -> Result<u64>;
+        read_stream(tenant: TenantId, name: &str, from: u64, max: usize) -> Result<StreamRead>;
+        trim_stream(tenant: TenantId, name: &str, before: u64) -> Result<u64>;
+        commit(tenant: TenantId, name: &str, consumer: &str, offset: u64) -> Result<()>;
+        stream_info(tenant: TenantId, name: &str) -> Result<StreamInfo>;
+        committed(tenant: TenantId, name: &str, consumer: &str) -> Result<Option<u64>>;
+        follow(tenant: TenantId, name: &str, consumer: &str) -> Result<RedisFollower>;
     }
 }

@@ -114,6 +114,7 @@ fn decode(tenant: TenantId, incarnation: u64, raw: &[u8]) -> Option<Event> {
             RecordId::Attempt(AttemptId::new(incarnation, seq()?)),
         ),
         b'k' => (Collection::Locks, RecordId::Key(Arc::from(id))),
+        b's' => (Collection::Streams, RecordId::Stream(Arc::from(id))),
         _ => return None,
     };
     let cause = match why {
@@ -132,12 +133,22 @@ fn decode(tenant: TenantId, incarnation: u64, raw: &[u8]) -> Option<Event> {
     })
 }
 
+/// Hands one removal to a handle's subscribers; a stream's removal also
+/// wakes its followers on this handle, who then find it gone.
+fn announce(hub: &EventHub, wakes: &WakeHub, event: Event) {
+    if let RecordId::Stream(name) = &event.id {
+        // Refused only once the handle is gone: nobody to wake then.
+        let _ = wakes.notify(&(event.tenant, crate::stream::wake_channel(name)));
+    }
+    hub.emit(event);
+}
+
 impl RedisEngine {
     /// Hands the removals a call of this handle made to its subscribers.
     pub(super) fn deliver(&self, tenant: TenantId, incarnation: u64, after: &Aftermath) {
         for raw in &after.events {
             match decode(tenant, incarnation, raw) {
-                Some(event) => self.inner.hub.emit(event),
+                Some(event) => announce(&self.inner.hub, &self.inner.wakes, event),
                 None => tracing::warn!(?raw, "relaystore redis: an unreadable removal event"),
             }
         }
@@ -315,7 +326,7 @@ impl Listener {
         }
         for raw in events {
             if let Some(event) = decode(TenantId(tenant), incarnation, raw) {
-                self.hub.emit(event);
+                announce(&self.hub, &self.wakes, event);
             }
         }
     }

@@ -56,6 +56,7 @@ mod presence;
 mod reply;
 mod room;
 mod scripts;
+mod streams;
 mod sweeper;
 mod tenant;
 mod wakes;
@@ -71,6 +72,8 @@ use reply::Reply;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+
+pub use streams::RedisFollower;
 
 /// Where the Redis engine keeps its state, and its bounds.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -199,6 +202,8 @@ struct Inner {
     drain: lifecycle::Drain,
     /// The store-wide ceilings, as every per-tenant call passes them.
     ceilings: room::Ceilings,
+    /// The bounds on each stream (from `config`).
+    stream_limits: crate::stream::StreamLimits,
     /// Where the removal events go: this handle's subscribers.
     hub: Arc<EventHub>,
     /// This handle's wake listeners.
@@ -292,6 +297,7 @@ impl RedisEngine {
         conn.check_noeviction().await?;
         conn.load_library().await?;
         let ceilings = room::Ceilings::new(&config, &options.namespace, conn.is_cluster());
+        let stream_limits = crate::stream::StreamLimits::of(&config);
         let engine = RedisEngine {
             inner: Arc::new(Inner {
                 conn,
@@ -302,6 +308,7 @@ impl RedisEngine {
                 born: AtomicU64::new(0),
                 drain: lifecycle::Drain::new(),
                 ceilings,
+                stream_limits,
                 hub,
                 wakes,
                 origin: u64::from_le_bytes(origin),

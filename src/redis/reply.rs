@@ -20,6 +20,15 @@ pub(super) const MISMATCH: i64 = 10;
 pub(super) const REPLAYED: i64 = 11;
 pub(super) const DRAINING: i64 = 12;
 pub(super) const ROOM: i64 = 13;
+pub(super) const EXISTS: i64 = 14;
+pub(super) const TRIMMED: i64 = 15;
+pub(super) const INVALID: i64 = 16;
+
+/// The reasons an `INVALID` reply names by number.
+const INVALID_REASONS: [&str; 2] = [
+    crate::stream::PAYLOAD_OVER_BYTES_MAX,
+    crate::stream::PAST_THE_END,
+];
 
 /// A reply the engine did not expect: a bug, or a Redis that is not ours.
 fn malformed(what: &str) -> Error {
@@ -97,6 +106,13 @@ impl Reply {
             10 => Ok(Scope::Parent(Collection::Presence)),
             11 => Ok(Scope::Tenant(Collection::Presence)),
             12..=18 => super::room::collection(code).map(Scope::Collection),
+            19 => Ok(Scope::Tenant(Collection::Streams)),
+            20 => Ok(Scope::Parent(Collection::Streams)),
+            21 => Ok(Scope::StreamEntries),
+            22 => Ok(Scope::StreamConsumers),
+            23 => Ok(Scope::Collection(Collection::Streams)),
+            24 => Ok(Scope::StreamBytesTotal),
+            25 => Ok(Scope::StreamEntriesTotal),
             _ => Err(malformed("unknown capacity scope")),
         };
         Err(match self.code()? {
@@ -108,6 +124,16 @@ impl Reply {
             MISMATCH => Error::IdempotencyMismatch,
             REPLAYED => Error::ReplayRejected,
             DRAINING => Error::Draining,
+            EXISTS => Error::Exists,
+            TRIMMED => Error::Trimmed {
+                first: self.uint(1)?,
+            },
+            INVALID => Error::InvalidArgument {
+                reason: usize::try_from(self.int(1)?)
+                    .ok()
+                    .and_then(|n| INVALID_REASONS.get(n.wrapping_sub(1)))
+                    .ok_or_else(|| malformed("an unknown reason"))?,
+            },
             CONFLICT => Error::Conflict {
                 current_version: self.uint(1)?,
             },

@@ -39,6 +39,12 @@ const CEILINGS: [(char, Collection, i64); 7] = [
     ('k', Collection::Locks, 18),
 ];
 
+/// The streams' budget (ADR 0033): one reservation per stream weighs the
+/// stream, its `bytes_max` and its `entries_max` against `streams_max`,
+/// `stream_bytes_total_max` and `stream_entries_total_max` at once, and
+/// has no horizon (a stream has no deadline).
+const STREAMS: char = 's';
+
 /// The collection of a store-wide refusal's scope code.
 pub(super) fn collection(code: i64) -> Result<Collection> {
     CEILINGS
@@ -57,7 +63,8 @@ fn malformed(what: &str) -> Error {
 /// What a handle tells every per-tenant function about the ceilings.
 pub(super) struct Ceilings {
     /// `""` when no ceiling is below 2^53 (nothing is counted), else
-    /// `<letter><limit>` joined by `,` (`-1`: that one is off).
+    /// `<letter><limit>` joined by `,` (`-1`: that one is off), the
+    /// streams' budget last as `s<count>/<bytes>/<entries>`.
     limits: String,
     /// The reservations' key, `{<ns>}:room`.
     key: String,
@@ -68,19 +75,31 @@ pub(super) struct Ceilings {
 impl Ceilings {
     pub(super) fn new(config: &StoreConfig, namespace: &str, cluster: bool) -> Self {
         // A ceiling a Lua number cannot hold exactly is no ceiling.
-        let off = |c: Collection| config.ceiling(c) >= 1 << 53;
-        let limit = |c: Collection| {
-            if off(c) {
+        let text = |limit: u64| {
+            if limit >= 1 << 53 {
                 "-1".to_owned()
             } else {
-                config.ceiling(c).to_string()
+                limit.to_string()
             }
         };
-        let any = CEILINGS.iter().any(|(_, c, _)| !off(*c));
-        let limits = if any {
+        let budget = [
+            config.ceiling(Collection::Streams),
+            config.stream_bytes_total_max,
+            config.stream_entries_total_max,
+        ];
+        let on = CEILINGS
+            .iter()
+            .map(|(_, c, _)| config.ceiling(*c))
+            .chain(budget)
+            .any(|limit| limit < 1 << 53);
+        let limits = if on {
             CEILINGS
                 .iter()
-                .map(|(letter, c, _)| format!("{letter}{}", limit(*c)))
+                .map(|(letter, c, _)| format!("{letter}{}", text(config.ceiling(*c))))
+                .chain(std::iter::once(format!(
+                    "{STREAMS}{}",
+                    budget.map(text).join("/")
+                )))
                 .collect::<Vec<_>>()
                 .join(",")
         } else {
@@ -163,14 +182,18 @@ impl RedisEngine {
 
     /// The use of the store-wide ceiling on `c`, counted in Redis over
     /// every handle of the namespace (a reservation counts until given
-    /// back or until its horizon passes, ADR 0031); `None` for a
-    /// collection this engine has no ceiling on (tombstones, streams,
-    /// queues, schedules). The limit is this handle's. For dashboards and
+    /// back or until its horizon passes, ADR 0031; streams count until
+    /// given back, ADR 0033); `None` for a collection this engine has no
+    /// ceiling on (tombstones, queues, schedules). The limit is this handle's. For dashboards and
     /// capacity checks: exact at one instant, moving with every creation.
     pub async fn ceiling_usage(&self, c: Collection) -> Result<Option<Usage>> {
-        let Some((letter, _, _)) = CEILINGS.iter().find(|(_, collection, _)| *collection == c)
-        else {
-            return Ok(None);
+        let letter = if c == Collection::Streams {
+            STREAMS
+        } else {
+            match CEILINGS.iter().find(|(_, collection, _)| *collection == c) {
+                Some((letter, _, _)) => *letter,
+                None => return Ok(None),
+            }
         };
         let args = vec![b"count".to_vec(), letter.to_string().into_bytes()];
         let reply = self.room(args).await?;

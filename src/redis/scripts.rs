@@ -70,6 +70,13 @@ functions! {
     DUE = "due", "due.lua", Meta;
     SWEEPER = "sweeper", "sweeper.lua", Meta;
     ROOM = "room", "room.lua", Meta;
+    CREATE_STREAM = "create_stream", "create_stream.lua", Tenant;
+    DELETE_STREAM = "delete_stream", "delete_stream.lua", Tenant;
+    APPEND = "append", "append.lua", Tenant;
+    READ_STREAM = "read_stream", "read_stream.lua", Read;
+    TRIM_STREAM = "trim_stream", "trim_stream.lua", Tenant;
+    COMMIT = "commit", "commit.lua", Tenant;
+    STREAM_INFO = "stream_info", "stream_info.lua", Read;
 }
 
 /// The library: its code and the names its functions are called by.

@@ -41,11 +41,7 @@ impl RedisEngine {
         self.admit(Mode::Existing)?;
         let channel = self.channel_name(channel)?;
         self.inner.wakes.notify(&(tenant, Arc::clone(&channel)))?;
-        let message = super::events::netstring_message(&[
-            format!("{:x}", self.inner.origin).as_bytes(),
-            tenant.0.to_string().as_bytes(),
-            channel.as_bytes(),
-        ]);
+        let message = self.wake_message(tenant, &channel);
         self.inner
             .conn
             .publish(
@@ -53,6 +49,16 @@ impl RedisEngine {
                 message,
             )
             .await
+    }
+
+    /// The message that wakes `channel`'s listeners on the other
+    /// instances (the channel listener skips this handle's own).
+    pub(super) fn wake_message(&self, tenant: TenantId, channel: &str) -> Vec<u8> {
+        super::events::netstring_message(&[
+            format!("{:x}", self.inner.origin).as_bytes(),
+            tenant.0.to_string().as_bytes(),
+            channel.as_bytes(),
+        ])
     }
 
     /// Attaches a listener to `channel`: every notify that starts after

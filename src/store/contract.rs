@@ -10,7 +10,7 @@ use super::{
     Admission, Binding, Cursor, EndpointSeen, Follower, Health, JoinTicket, LeaseGrant, LeaseInfo,
     ListingInfo, LockInfo, Page, PresenceInfo, Renewal, Store,
 };
-use crate::engine::{Engine, Events, Follow, RelayEngine, WakeEngine, Wakes};
+use crate::engine::{Engine, Events, Follow, RelayEngine, StreamEngine, WakeEngine, Wakes};
 use crate::error::Result;
 use crate::events::{Collection, Received, RecvError, Subscription};
 use crate::ids::JobId;
@@ -310,7 +310,7 @@ impl WakeEngine for Store {
     }
 }
 
-impl Engine for Store {
+impl StreamEngine for Store {
     type Follower = Follower;
 
     fn create_stream(
@@ -393,7 +393,9 @@ impl Engine for Store {
     ) -> impl Future<Output = Result<Follower>> + Send {
         ready(Store::follow(self, tenant, name, consumer))
     }
+}
 
+impl Engine for Store {
     fn create_queue(
         &self,
         tenant: TenantId,

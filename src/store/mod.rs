@@ -275,16 +275,7 @@ impl Store {
                 config.subscriber_buffer_max,
             )),
             wakes: Arc::new(WakeHub::new(Arc::clone(&limits))),
-            streams: StreamHub::new(
-                StreamLimits {
-                    entries_max: config.stream_entries_max,
-                    bytes_max: config.stream_bytes_max,
-                    payload_bytes_max: config.stream_payload_bytes_max,
-                    consumers_max: config.consumers_per_stream_max,
-                },
-                Arc::clone(&limits),
-                start,
-            ),
+            streams: StreamHub::new(StreamLimits::of(&config), Arc::clone(&limits), start),
             queues: QueueHub::new(
                 QueueLimits {
                     jobs_max: config.queue_jobs_max,

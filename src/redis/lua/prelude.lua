@@ -28,12 +28,18 @@ local DRAINING = 12
 -- The call needs room under a store-wide ceiling that only the engine can
 -- take (on a cluster): nothing was written; the needs are in the reply.
 local ROOM = 13
+-- Streams: the name is taken with other settings; an offset trimmed away
+-- (with the first held); a bad argument only the server can judge (with
+-- the reason's number, src/redis/reply.rs).
+local EXISTS, TRIMMED, INVALID = 14, 15, 16
+-- Capacity scopes of streams (src/redis/reply.rs).
+local S_TENANT, S_PARENT, S_ENTRIES, S_CONSUMERS = 19, 20, 21, 22
 
 -- Per-call state, set by `begin`. Redis runs one call at a time, so these
 -- are never shared between calls in flight.
 local KEYS, ARGV, TAG, I, NOW_US, NOW, R, GRAVES, REVOKED_BELOW, REVOKED_UNTIL
 local LEASES, LOCKS, IDEM, LISTINGS, ATTEMPTS, REPLAY, MEMBERS, MEMBER_KEYS
-local ORIGIN, EVENTS, DUE
+local ORIGIN, EVENTS, DUE, STREAMS
 local LIMITS, ROOM_KEY, GRANTS, EXTENDED, NEEDS, FREED
 
 -- Integers as decimal text (Lua numbers are doubles; everything stored
@@ -64,22 +70,81 @@ local SKEW_CLUSTER = 1000
 local SKEW
 local CEILING_SCOPE = {l = 12, p = 13, m = 14, a = 15, r = 16, i = 17, k = 18}
 
+-- The streams' budget (letter 's'): a stream lives until it is deleted
+-- or its lease goes, so its reservation has no horizon. It weighs 1
+-- stream, its bytes_max and its entries_max against three limits at once
+-- (streams_max, stream_bytes_total_max, stream_entries_total_max); the
+-- hash `<base>s` holds each reservation's weights ("<bytes>/<entries>"),
+-- and `<base>S` the sums (n, b, e). Its limit is "<count>/<bytes>/<entries>"
+-- (-1: off); its refusals' scopes are 23, 24, 25.
+local BUDGET_SCOPES = {23, 24, 25}
+
+local function budget_parts(text)
+  local a, b, c = string.match(text, '^(%-?%d+)/(%-?%d+)/?(%-?%d*)$')
+  return tonumber(a), tonumber(b), tonumber(c)
+end
+
+-- The streams' refusal if a stream weighing `weights` does not fit under
+-- `limit`, else nil.
+local function budget_full(base, limit, weights)
+  local limits = {budget_parts(limit)}
+  local wb, we = budget_parts(weights)
+  local want = {1, wb, we}
+  local used = redis.call('HMGET', base .. 'S', 'n', 'b', 'e')
+  for i = 1, 3 do
+    local u = tonumber(used[i] or '0')
+    if limits[i] >= 0 and u + want[i] > limits[i] then
+      return {CAPACITY, BUDGET_SCOPES[i], limits[i], u}
+    end
+  end
+  return nil
+end
+
+local function budget_take(base, token, weights)
+  local wb, we = budget_parts(weights)
+  redis.call('HSET', base .. 's', token, weights)
+  redis.call('HINCRBY', base .. 'S', 'n', 1)
+  redis.call('HINCRBY', base .. 'S', 'b', wb)
+  redis.call('HINCRBY', base .. 'S', 'e', we)
+end
+
+local function budget_give(base, token)
+  local weights = redis.call('HGET', base .. 's', token)
+  if not weights then
+    return
+  end
+  local wb, we = budget_parts(weights)
+  redis.call('HDEL', base .. 's', token)
+  redis.call('HINCRBY', base .. 'S', 'n', -1)
+  redis.call('HINCRBY', base .. 'S', 'b', -wb)
+  redis.call('HINCRBY', base .. 'S', 'e', -we)
+end
+
 -- Takes one reservation per `wanted` entry ({letter, limit (-1: none),
--- span in ms}), all or none: {OK, token, horizon, ...}, or the refusal of
--- the first full ceiling. Reservations past their horizon are dropped
--- when a ceiling is reached (each once), so a set never holds more than
--- its limit and a take below it pays nothing for them.
+-- span in ms}; for 's', {'s', limit text, weights text}), all or none:
+-- {OK, token, horizon (0 for 's'), ...}, or the refusal of the first full
+-- ceiling. Reservations past their horizon are dropped when a ceiling is
+-- reached (each once), so a set never holds more than its limit and a
+-- take below it pays nothing for them.
 local function room_take(base, now, wanted)
   for _, w in ipairs(wanted) do
-    local set = base .. w[1]
-    if w[2] >= 0 then
-      local used = redis.call('ZCARD', set)
-      if used >= w[2] then
-        redis.call('ZREMRANGEBYSCORE', set, '-inf', num(now))
-        used = redis.call('ZCARD', set)
+    if w[1] == 's' then
+      local refused = budget_full(base, w[2], w[3])
+      if refused then
+        return refused
       end
-      if used >= w[2] then
-        return {CAPACITY, CEILING_SCOPE[w[1]], w[2], used}
+    else
+      local set = base .. w[1]
+      local limit = tonumber(w[2])
+      if limit >= 0 then
+        local used = redis.call('ZCARD', set)
+        if used >= limit then
+          redis.call('ZREMRANGEBYSCORE', set, '-inf', num(now))
+          used = redis.call('ZCARD', set)
+        end
+        if used >= limit then
+          return {CAPACITY, CEILING_SCOPE[w[1]], limit, used}
+        end
       end
     end
   end
@@ -87,8 +152,13 @@ local function room_take(base, now, wanted)
   local last = redis.call('INCRBY', base .. 'n', #wanted)
   for i, w in ipairs(wanted) do
     local token = w[1] .. num(last - #wanted + i)
-    local horizon = now + w[3]
-    redis.call('ZADD', base .. w[1], num(horizon), token)
+    local horizon = 0
+    if w[1] == 's' then
+      budget_take(base, token, w[3])
+    else
+      horizon = now + tonumber(w[3])
+      redis.call('ZADD', base .. w[1], num(horizon), token)
+    end
     out[#out + 1] = token
     out[#out + 1] = horizon
   end
@@ -98,7 +168,12 @@ end
 -- Gives reservations back (a token starts with its collection's letter).
 local function room_give(base, tokens)
   for _, token in ipairs(tokens) do
-    redis.call('ZREM', base .. string.sub(token, 1, 1), token)
+    local letter = string.sub(token, 1, 1)
+    if letter == 's' then
+      budget_give(base, token)
+    else
+      redis.call('ZREM', base .. letter, token)
+    end
   end
 end
 
@@ -116,7 +191,7 @@ end
 -- letter, the cause's letter, then the record's id. A record is announced
 -- when it leaves its collection's index, and only then, so each removal
 -- is announced once whichever call (or sweep) gets to it first.
-local E_LEASE, E_LISTING, E_MEMBER, E_ATTEMPT, E_LOCK = 'l', 'p', 'm', 'a', 'k'
+local E_LEASE, E_LISTING, E_MEMBER, E_ATTEMPT, E_LOCK, E_STREAM = 'l', 'p', 'm', 'a', 'k', 's'
 local EXPIRED_, REVOKED_, CASCADED_, RELEASED_, CONSUMED_ = 'e', 'r', 'c', 'x', 'u'
 
 -- The sweeper's view of the tenant: `nd` on its incarnation key is the
@@ -232,13 +307,15 @@ local function begin(keys, args)
   LEASES, LOCKS, IDEM = R .. 'ld', R .. 'kd', R .. 'iz'
   LISTINGS, ATTEMPTS, REPLAY = R .. 'px', R .. 'ad', R .. 'ar'
   MEMBERS, MEMBER_KEYS = R .. 'md', R .. 'mx'
+  STREAMS = R .. 'sx'
   return nil
 end
 
 -- Room under the store-wide ceilings for the records a creation is about
 -- to write, each `wanted` entry {letter, until (ms: the latest the record
 -- may live without asking again), extra (ms more to ask for, so a
--- renewable record asks for more only now and then)}. Call it after every
+-- renewable record asks for more only now and then)}, or for a stream
+-- {'s', its bytes_max, its entries_max}. Call it after every
 -- other check, right before the writes. Returns {letter -> {token, until
 -- it counts (ms)}} ('' and '' when no ceiling is on), or nil and the
 -- answer to give: the ceiling's refusal, or ROOM when the engine must take
@@ -254,33 +331,44 @@ local function rooms(wanted)
     end
     return got
   end
+  -- What to ask for: a span (ms), or a stream's weights.
   local span = function(w)
-    return w[2] - NOW + w[3] + 2 * SKEW
+    if w[1] == 's' then
+      return w[2] .. '/' .. w[3]
+    end
+    return num(w[2] - NOW + w[3] + 2 * SKEW)
+  end
+  local until_of = function(w, horizon)
+    if w[1] == 's' then
+      return ''
+    end
+    return num(horizon - SKEW)
   end
   if ROOM_KEY then
     local ask = {}
     for _, w in ipairs(wanted) do
-      local limit = string.match(',' .. LIMITS, ',' .. w[1] .. '(%-?%d+)')
-      ask[#ask + 1] = {w[1], tonumber(limit or '-1'), span(w)}
+      local limit = string.match(',' .. LIMITS, ',' .. w[1] .. '([^,]*)')
+      ask[#ask + 1] = {w[1], limit or '-1', span(w)}
     end
     local taken = room_take(ROOM_KEY .. ':', NOW, ask)
     if taken[1] ~= OK then
       return nil, taken
     end
     for i, w in ipairs(wanted) do
-      got[w[1]] = {taken[2 * i], num(taken[2 * i + 1] - SKEW)}
+      got[w[1]] = {taken[2 * i], until_of(w, taken[2 * i + 1])}
     end
     return got
   end
   local short = false
   for _, w in ipairs(wanted) do
     local g = GRANTS and GRANTS[w[1]]
-    if g and g[2] - SKEW >= w[2] then
-      got[w[1]] = {g[1], num(g[2] - SKEW)}
+    -- A stream's grant was taken for its weights (the call's own).
+    if g and (w[1] == 's' or g[2] - SKEW >= w[2]) then
+      got[w[1]] = {g[1], until_of(w, g[2])}
     else
       short = true
       NEEDS = NEEDS or {}
-      NEEDS[#NEEDS + 1] = w[1] .. num(span(w))
+      NEEDS[#NEEDS + 1] = w[1] .. span(w)
     end
   end
   if short then
@@ -415,8 +503,75 @@ local function visible_member(member)
   return m
 end
 
+-- Streams (SPEC §10). A stream is `s:<name>` (a hash: `c` its settings as
+-- created, `em`, `bm`, `ag` (age limit in ms, '' for none), `wf` ('r'
+-- refuses when full, 't' trims the oldest), `l` its lease ('' for none),
+-- `n` the offset the next append gets, `b` the payload bytes held, `rv`
+-- its reservation), its entries' payloads `sp:<name>` and append times
+-- `st:<name>` (two lists in step), and its consumers' committed offsets
+-- `sc:<name>`. Offsets are dense: the entries held are n - #sp .. n - 1.
+-- STREAMS indexes the tenant's streams (score +inf: they have no
+-- deadline); `ls:<lease>` the streams attached to a lease.
+
+-- The stream `name` if visible (it exists and its lease, if any, is
+-- live): its fields {em, bm, ag, wf, l, n, b}, or nil.
+local function visible_stream(name)
+  local s = redis.call('HMGET', R .. 's:' .. name, 'em', 'bm', 'ag', 'wf', 'l', 'n', 'b')
+  if not s[1] or (s[5] ~= '' and lease_state(s[5]) ~= OK) then
+    return nil
+  end
+  return s
+end
+
+-- How many of the `len` oldest entries of stream `name` are past its age
+-- limit `ag` ('' for none) now (append times rise, so a binary search).
+local function aged(name, ag, len)
+  if ag == '' or len == 0 then
+    return 0
+  end
+  local cut = NOW - tonumber(ag)
+  local times = R .. 'st:' .. name
+  local lo, hi = 0, len
+  while lo < hi do
+    local mid = math.floor((lo + hi) / 2)
+    if tonumber(redis.call('LINDEX', times, mid)) <= cut then
+      lo = mid + 1
+    else
+      hi = mid
+    end
+  end
+  return lo
+end
+
+-- Drops the `k` oldest entries of stream `name`; returns their payload
+-- bytes (the caller updates `b`).
+local function pop_entries(name, k)
+  if k <= 0 then
+    return 0
+  end
+  local bytes = 0
+  for _, payload in ipairs(redis.call('LPOP', R .. 'sp:' .. name, k)) do
+    bytes = bytes + #payload
+  end
+  redis.call('LTRIM', R .. 'st:' .. name, k, -1)
+  return bytes
+end
+
+-- Removes stream `name` with its entries and consumers, announced with
+-- `cause`.
+local function drop_stream(name, cause)
+  local sk = R .. 's:' .. name
+  local lease = redis.call('HGET', sk, 'l')
+  if lease and lease ~= '' then
+    redis.call('SREM', R .. 'ls:' .. lease, name)
+  end
+  leave_index(STREAMS, name, E_STREAM, cause)
+  redis.call('DEL', sk, R .. 'sp:' .. name, R .. 'st:' .. name, R .. 'sc:' .. name)
+end
+
 -- Drops what is attached to lease `seq` (the cascade): its locks, its
--- presence records, its listings and their attempts, its endpoints.
+-- presence records, its listings and their attempts, its streams, its
+-- endpoints.
 local function detach(seq)
   local att = R .. 'la:' .. seq
   for _, name in ipairs(redis.call('SMEMBERS', att)) do
@@ -439,7 +594,13 @@ local function detach(seq)
       drop_listing(key, CASCADED_)
     end
   end
-  redis.call('DEL', att, published, R .. 'le:' .. seq)
+  local streams = R .. 'ls:' .. seq
+  for _, name in ipairs(redis.call('SMEMBERS', streams)) do
+    if redis.call('HGET', R .. 's:' .. name, 'l') == seq then
+      drop_stream(name, CASCADED_)
+    end
+  end
+  redis.call('DEL', att, published, streams, R .. 'le:' .. seq)
 end
 
 -- The keys of an epoch a tenant revocation ended, by the index that
@@ -449,7 +610,7 @@ end
 -- pending attempts before all attempts, presence deadlines before
 -- presence keys).
 local GRAVE_INDEXES = {
-  {'ld', {'l:', 'la:', 'lp:', 'lm:', 'le:'}, 'l:'},
+  {'ld', {'l:', 'la:', 'lp:', 'lm:', 'le:', 'ls:'}, 'l:'},
   {'kd', {'k:'}, 'k:'},
   {'px', {'p:', 'pa:'}, 'p:'},
   {'ad', {}, 'a:'},
@@ -457,6 +618,7 @@ local GRAVE_INDEXES = {
   {'md', {}, 'm:'},
   {'mx', {'m:'}},
   {'iz', {'i:'}},
+  {'sx', {'s:', 'sp:', 'st:', 'sc:'}, 's:'},
 }
 
 -- Deletes up to `max` records of the oldest ended epoch (and the keys that

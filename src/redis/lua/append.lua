@@ -1,0 +1,44 @@
+-- append: ARGV[3] name, ARGV[4] payload, ARGV[5] the store's wake
+-- channel and ARGV[6] the wake message for the stream's followers
+-- (published with the entry, so a follower on any instance wakes even
+-- if the caller dies right after). Entries past the stream's age go
+-- first; then a full stream refuses, or trims its oldest entries, as
+-- created. Reply: {OK, offset} or a refusal.
+local name, payload = ARGV[3], ARGV[4]
+local s = visible_stream(name)
+if not s then
+  return {NOT_FOUND}
+end
+local em, bm, n, b = tonumber(s[1]), tonumber(s[2]), tonumber(s[6]), tonumber(s[7])
+if #payload > bm then
+  return {INVALID, 1}
+end
+local entries = R .. 'sp:' .. name
+local len = redis.call('LLEN', entries)
+local old = aged(name, s[3], len)
+if old > 0 then
+  b = b - pop_entries(name, old)
+  len = len - old
+  redis.call('HSET', R .. 's:' .. name, 'b', num(b))
+end
+if s[4] == 'r' then
+  if len + 1 > em then
+    return {CAPACITY, S_ENTRIES, em, len}
+  end
+  if b + #payload > bm then
+    return {CAPACITY, S_ENTRIES, bm, b}
+  end
+else
+  while len > 0 and (len >= em or b + #payload > bm) do
+    b = b - pop_entries(name, 1)
+    len = len - 1
+  end
+end
+local times = R .. 'st:' .. name
+-- Append times never fall, so the age search can bisect.
+local last = tonumber(redis.call('LINDEX', times, -1) or '0')
+redis.call('RPUSH', entries, payload)
+redis.call('RPUSH', times, num(math.max(NOW, last)))
+redis.call('HSET', R .. 's:' .. name, 'n', num(n + 1), 'b', num(b + #payload))
+redis.call('PUBLISH', ARGV[5], ARGV[6])
+return {OK, n}

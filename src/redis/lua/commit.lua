@@ -1,0 +1,27 @@
+-- commit: ARGV[3] name, ARGV[4] consumer, ARGV[5] offset, ARGV[6]
+-- consumers_per_stream_max. Never backwards. Reply: {OK}, {CONFLICT,
+-- committed} for an offset below the committed one, {INVALID, 2} for one
+-- past the end, or a refusal of a new consumer past the cap.
+local name, consumer, offset = ARGV[3], ARGV[4], tonumber(ARGV[5])
+local s = visible_stream(name)
+if not s then
+  return {NOT_FOUND}
+end
+if offset > tonumber(s[6]) then
+  return {INVALID, 2}
+end
+local consumers = R .. 'sc:' .. name
+local committed = redis.call('HGET', consumers, consumer)
+if committed then
+  if offset < tonumber(committed) then
+    return {CONFLICT, tonumber(committed)}
+  end
+else
+  local held = redis.call('HLEN', consumers)
+  local cap = tonumber(ARGV[6])
+  if held >= cap then
+    return {CAPACITY, S_CONSUMERS, cap, held}
+  end
+end
+redis.call('HSET', consumers, consumer, num(offset))
+return {OK}

@@ -1,0 +1,27 @@
+-- read_stream: ARGV[3] name, ARGV[4] the offset to read from, ARGV[5] the
+-- most entries to return. Writes nothing: entries past the stream's age
+-- are skipped (the next append drops them). Reply: {OK, payloads...}
+-- (from the offset on), {TRIMMED, first offset held} or {INVALID, 2}
+-- for an offset past the end.
+local name, from, max = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
+local s = visible_stream(name)
+if not s then
+  return {NOT_FOUND}
+end
+local n = tonumber(s[6])
+local entries = R .. 'sp:' .. name
+local len = redis.call('LLEN', entries)
+local base = n - len
+local first = base + aged(name, s[3], len)
+if from < first then
+  return {TRIMMED, first}
+end
+if from > n then
+  return {INVALID, 2}
+end
+if max <= 0 or from == n then
+  return {OK}
+end
+local out = redis.call('LRANGE', entries, from - base, from - base + max - 1)
+table.insert(out, 1, OK)
+return out

@@ -1,0 +1,17 @@
+-- stream_info: ARGV[3] name, ARGV[4] a consumer ('' for none). Counts
+-- entries past the stream's age that no append has dropped yet. Reply:
+-- {OK, first offset held, next offset, entries, payload bytes, consumers,
+-- the consumer's committed offset (-1: none)}.
+local name, consumer = ARGV[3], ARGV[4]
+local s = visible_stream(name)
+if not s then
+  return {NOT_FOUND}
+end
+local n = tonumber(s[6])
+local len = redis.call('LLEN', R .. 'sp:' .. name)
+local consumers = R .. 'sc:' .. name
+local committed = -1
+if consumer ~= '' then
+  committed = tonumber(redis.call('HGET', consumers, consumer) or '-1')
+end
+return {OK, n - len, n, len, tonumber(s[7]), redis.call('HLEN', consumers), committed}

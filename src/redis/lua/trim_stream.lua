@@ -1,0 +1,20 @@
+-- trim_stream: ARGV[3] name, ARGV[4] the offset below which every entry
+-- goes. Reply: {OK, first offset held} or {INVALID, 2} for an offset past
+-- the end.
+local name, before = ARGV[3], tonumber(ARGV[4])
+local s = visible_stream(name)
+if not s then
+  return {NOT_FOUND}
+end
+local n = tonumber(s[6])
+if before > n then
+  return {INVALID, 2}
+end
+local len = redis.call('LLEN', R .. 'sp:' .. name)
+local base = n - len
+local k = math.min(math.max(before - base, 0), len)
+if k > 0 then
+  local b = tonumber(s[7]) - pop_entries(name, k)
+  redis.call('HSET', R .. 's:' .. name, 'b', num(b))
+end
+return {OK, math.max(base, before)}

@@ -1,0 +1,305 @@
+//! Streams on Redis (SPEC §10, ADR 0033): append-only logs with offsets,
+//! retention chosen at creation, committed consumers, and followers woken
+//! by appends on any instance.
+//!
+//! A stream lives in its tenant's slot: a hash of its settings and
+//! counters, two lists in step (payloads, append times) and a hash of
+//! consumers (`lua/prelude.lua` has the layout). Every transition is one
+//! function. Offsets come from the stream's own counter, so they never
+//! repeat, also across trims and an emptied stream. Entries past the
+//! stream's age are never returned (each read compares the server's clock
+//! with their append times) and are dropped by the next append, so an
+//! aging stream with no appends keeps its last entries' memory until then
+//! (always within its `entries_max` and `bytes_max`). The store-wide
+//! budget (`streams_max`, `stream_bytes_total_max`,
+//! `stream_entries_total_max`) is one reservation per stream (`room.rs`).
+//!
+//! An append publishes a wake for the stream's followers from inside its
+//! function, so the entry and the wake go together, and wakes this
+//! handle's own followers when it returns. A follower listens before it
+//! reads its starting offset, so it misses nothing.
+
+use super::reply::Reply;
+use super::{quota_arg, scripts, Issued, Mode, RedisEngine};
+use crate::engine::Follow;
+use crate::error::{Error, Result};
+use crate::ids::TenantId;
+use crate::stream::{wake_channel, StreamConfig, StreamEntry, StreamInfo, StreamRead, WhenFull};
+use crate::time::duration_to_millis_ceil;
+use crate::wake::Listener;
+use std::sync::Arc;
+
+impl RedisEngine {
+    /// Creates the stream `name` with `config`'s retention; the same
+    /// stream again is a no-op, the name with other settings
+    /// [`Error::Exists`] ([`Store::create_stream`](crate::Store::create_stream)
+    /// has every rule). Its capacity is reserved under the store-wide
+    /// stream budget at creation.
+    pub async fn create_stream(
+        &self,
+        tenant: TenantId,
+        name: &str,
+        config: StreamConfig,
+    ) -> Result<()> {
+        self.config().check_own_name(name)?;
+        self.inner.stream_limits.check(&config)?;
+        let store = self.config();
+        let args = args![
+            name.to_owned(),
+            config.entries_max.to_string(),
+            config.bytes_max.to_string(),
+            config
+                .age_max
+                .map_or_else(String::new, |a| duration_to_millis_ceil(a).to_string()),
+            match config.when_full {
+                WhenFull::Refuse => "r",
+                WhenFull::TrimOldest => "t",
+            },
+            config
+                .lease
+                .map_or_else(String::new, |l| l.seq().to_string()),
+            quota_arg(store.streams_per_tenant_max),
+            store.streams_per_lease_max.to_string(),
+        ];
+        let issued = config
+            .lease
+            .map_or(Issued::Nothing, |l| Issued::Id(l.incarnation()));
+        self.answer(scripts::CREATE_STREAM, tenant, Mode::Creating, issued, args)
+            .await
+            .map(drop)
+    }
+
+    /// Deletes the stream with its entries and consumers (removal event
+    /// `Streams`, cause `Released`); its followers on every instance wake
+    /// and find it gone.
+    pub async fn delete_stream(&self, tenant: TenantId, name: &str) -> Result<()> {
+        self.stream_call(scripts::DELETE_STREAM, tenant, name, Vec::new())
+            .await
+            .map(drop)
+    }
+
+    /// Appends `payload`; returns its offset, one above the stream's
+    /// previous one. A full stream refuses (`CapacityExceeded`, scope
+    /// `StreamEntries`) or trims its oldest entries, as created. Its
+    /// followers on every instance wake.
+    pub async fn append(&self, tenant: TenantId, name: &str, payload: &[u8]) -> Result<u64> {
+        self.inner.stream_limits.check_payload(payload.len())?;
+        let channel = wake_channel(name);
+        let args = args![
+            payload,
+            super::events::wakes_channel(&self.inner.namespace),
+            self.wake_message(tenant, &channel),
+        ];
+        let reply = self
+            .stream_call(scripts::APPEND, tenant, name, args)
+            .await?;
+        // Refused only once this handle has stopped; the entry is in.
+        let _ = self.inner.wakes.notify(&(tenant, channel));
+        reply.uint(1)
+    }
+
+    /// Up to `max` entries (at most `page_len_max`) from offset `from` on.
+    /// [`Error::Trimmed`] names the first offset held if `from` was trimmed
+    /// away (or is past the stream's age); an offset past the end is
+    /// `InvalidArgument`.
+    pub async fn read_stream(
+        &self,
+        tenant: TenantId,
+        name: &str,
+        from: u64,
+        max: usize,
+    ) -> Result<StreamRead> {
+        let max = max.min(self.config().page_len_max);
+        let args = args![from.to_string(), max.to_string()];
+        let reply = self
+            .stream_call(scripts::READ_STREAM, tenant, name, args)
+            .await?;
+        let entries = (1..reply.len())
+            .map(|at| {
+                Ok(StreamEntry {
+                    offset: from + at as u64 - 1,
+                    payload: reply.bytes(at)?,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let next = from + entries.len() as u64;
+        Ok(StreamRead { entries, next })
+    }
+
+    /// Drops every entry below `before`; returns the first offset held.
+    pub async fn trim_stream(&self, tenant: TenantId, name: &str, before: u64) -> Result<u64> {
+        let args = args![before.to_string()];
+        self.stream_call(scripts::TRIM_STREAM, tenant, name, args)
+            .await?
+            .uint(1)
+    }
+
+    /// Records that `consumer` has processed everything below `offset`;
+    /// never backwards (`Conflict` with the committed offset). A new
+    /// consumer past `consumers_per_stream_max` is refused
+    /// (`StreamConsumers`).
+    pub async fn commit(
+        &self,
+        tenant: TenantId,
+        name: &str,
+        consumer: &str,
+        offset: u64,
+    ) -> Result<()> {
+        self.check_name(consumer)?;
+        let args = args![
+            consumer,
+            offset.to_string(),
+            self.inner.stream_limits.consumers_max.to_string(),
+        ];
+        self.stream_call(scripts::COMMIT, tenant, name, args)
+            .await
+            .map(drop)
+    }
+
+    /// What the stream holds: first and next offsets, entries, payload
+    /// bytes, consumers. Entries past the stream's age that no append has
+    /// dropped yet are counted, though no read returns them.
+    pub async fn stream_info(&self, tenant: TenantId, name: &str) -> Result<StreamInfo> {
+        let reply = self.info_of(tenant, name, "").await?;
+        Ok(StreamInfo {
+            first: reply.uint(1)?,
+            next: reply.uint(2)?,
+            entries: usize::try_from(reply.uint(3)?).unwrap_or(usize::MAX),
+            bytes: usize::try_from(reply.uint(4)?).unwrap_or(usize::MAX),
+            consumers: usize::try_from(reply.uint(5)?).unwrap_or(usize::MAX),
+        })
+    }
+
+    /// The offset `consumer` committed, if it ever did.
+    pub async fn committed(
+        &self,
+        tenant: TenantId,
+        name: &str,
+        consumer: &str,
+    ) -> Result<Option<u64>> {
+        self.check_name(consumer)?;
+        let reply = self.info_of(tenant, name, consumer).await?;
+        Ok(u64::try_from(reply.int(6)?).ok())
+    }
+
+    /// Follows the stream as `consumer`, from its committed offset (or the
+    /// first offset held). The follower listens for appends on every
+    /// instance before it reads that offset, so nothing appended in
+    /// between is missed; it does not commit by itself. Takes one of this
+    /// handle's listeners (`listeners_max`).
+    pub async fn follow(
+        &self,
+        tenant: TenantId,
+        name: &str,
+        consumer: &str,
+    ) -> Result<RedisFollower> {
+        self.admit(Mode::Existing)?;
+        self.config().check_own_name(name)?;
+        self.check_name(consumer)?;
+        self.start_listener().await?;
+        let wakes = self.inner.wakes.listen(tenant, wake_channel(name))?;
+        let reply = self.info_of(tenant, name, consumer).await?;
+        let position = match u64::try_from(reply.int(6)?) {
+            Ok(committed) => committed,
+            Err(_) => reply.uint(1)?,
+        };
+        Ok(RedisFollower {
+            engine: self.clone(),
+            tenant,
+            stream: Arc::from(name),
+            consumer: Arc::from(consumer),
+            position,
+            wakes,
+        })
+    }
+
+    /// `stream_info.lua` for `consumer` (`""`: none).
+    async fn info_of(&self, tenant: TenantId, name: &str, consumer: &str) -> Result<Reply> {
+        self.stream_call(scripts::STREAM_INFO, tenant, name, args![consumer])
+            .await
+    }
+
+    /// One call of a function on an existing stream: the name checked and
+    /// passed first, then `args`; `NotFound` when the tenant has nothing.
+    async fn stream_call(
+        &self,
+        function: scripts::Function,
+        tenant: TenantId,
+        name: &str,
+        args: Vec<Vec<u8>>,
+    ) -> Result<Reply> {
+        self.config().check_own_name(name)?;
+        let mut argv = args![name];
+        argv.extend(args);
+        self.answer(function, tenant, Mode::Existing, Issued::Nothing, argv)
+            .await
+    }
+}
+
+/// A consumer following one stream on the Redis engine, from
+/// [`RedisEngine::follow`]: reads from its position on and waits for
+/// appends made on any instance, without polling.
+#[derive(Debug)]
+pub struct RedisFollower {
+    engine: RedisEngine,
+    tenant: TenantId,
+    stream: Arc<str>,
+    consumer: Arc<str>,
+    position: u64,
+    wakes: Listener,
+}
+
+impl RedisFollower {
+    /// The offset the next read starts at.
+    pub fn position(&self) -> u64 {
+        self.position
+    }
+
+    /// Up to `max` entries from the position on, without waiting
+    /// (possibly none); advances the position past them.
+    pub async fn try_next(&mut self, max: usize) -> Result<StreamRead> {
+        let read = self
+            .engine
+            .read_stream(self.tenant, &self.stream, self.position, max)
+            .await?;
+        self.position = read.next;
+        Ok(read)
+    }
+
+    /// Waits until there is at least one entry from the position on and
+    /// returns up to `max` of them. Cancel-safe: the position moves only
+    /// when entries are returned. `ServiceUnavailable` once the handle has
+    /// stopped or is gone; `NotFound` once the stream is.
+    pub async fn next(&mut self, max: usize) -> Result<StreamRead> {
+        loop {
+            // A wake taken before this read is never lost: an append
+            // after the read leaves one, and the wait returns at once.
+            let read = self.try_next(max).await?;
+            if !read.entries.is_empty() {
+                return Ok(read);
+            }
+            self.wakes.recv_async().await.map_err(|_| Error::STOPPED)?;
+        }
+    }
+
+    /// Commits the follower's position for its consumer.
+    pub async fn commit(&self) -> Result<()> {
+        self.engine
+            .commit(self.tenant, &self.stream, &self.consumer, self.position)
+            .await
+    }
+}
+
+impl Follow for RedisFollower {
+    fn position(&self) -> u64 {
+        RedisFollower::position(self)
+    }
+
+    async fn next(&mut self, max: usize) -> Result<StreamRead> {
+        RedisFollower::next(self, max).await
+    }
+
+    async fn commit(&self) -> Result<()> {
+        RedisFollower::commit(self).await
+    }
+}

@@ -1,0 +1,248 @@
+//! Streams on the Redis engine, across instances (a standalone server and
+//! a Redis Cluster): a follower on one handle wakes for appends on another
+//! and finds a deleted stream gone; a stream's removal is announced (also
+//! in a lease's cascade); the store-wide stream budget counts every
+//! handle's streams, refuses exactly at its limits and gets its room back
+//! from deletions, cascades and tenant revocations. (The contract's own
+//! stream checks are in `redis_conformance.rs`.)
+
+mod redis;
+
+use redis::{config, instances, on_every_target};
+use relaystore::events::{Cause, Collection, Event, Received, RecordId};
+use relaystore::stream::{StreamConfig, WhenFull};
+use relaystore::{Error, Scope, StoreConfig, TenantId};
+use std::sync::Arc;
+use std::time::Duration;
+
+const T: TenantId = TenantId(1);
+const OTHER: TenantId = TenantId(2);
+/// Long enough for a wake or an event to reach another handle here.
+const SETTLE: Duration = Duration::from_secs(3);
+
+fn log() -> StreamConfig {
+    StreamConfig::new(100, 1 << 16, WhenFull::Refuse)
+}
+
+#[test]
+fn a_follower_on_one_instance_reads_what_another_appends() {
+    on_every_target("streams-follow", |target, name| async move {
+        let engines = instances(&target, &name, 2, config()).await;
+        let (a, b) = (&engines[0], &engines[1]);
+        a.create_stream(T, "room", log()).await.unwrap();
+        let mut follower = b.follow(T, "room", "worker").await.unwrap();
+        assert_eq!(follower.position(), 0, "{name}");
+        let waiting = tokio::spawn(async move {
+            let read = follower.next(10).await;
+            (read, follower)
+        });
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert_eq!(a.append(T, "room", b"hello").await, Ok(0), "{name}");
+        let (read, mut follower) = tokio::time::timeout(SETTLE, waiting)
+            .await
+            .unwrap_or_else(|_| panic!("{name}: the follower was not woken"))
+            .unwrap();
+        let read = read.unwrap();
+        assert_eq!(read.next, 1, "{name}");
+        assert_eq!(&*read.entries[0].payload, b"hello", "{name}");
+        follower.commit().await.unwrap();
+        assert_eq!(
+            a.committed(T, "room", "worker").await,
+            Ok(Some(1)),
+            "{name}"
+        );
+        // Another tenant's stream of the same name is another stream.
+        assert_eq!(
+            b.append(OTHER, "room", b"x").await,
+            Err(Error::NotFound),
+            "{name}"
+        );
+        // Deleted on one instance: the follower on the other wakes and
+        // finds it gone.
+        let waiting = tokio::spawn(async move { follower.next(10).await });
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        a.delete_stream(T, "room").await.unwrap();
+        let after = tokio::time::timeout(SETTLE, waiting)
+            .await
+            .unwrap_or_else(|_| panic!("{name}: the follower did not see the deletion"))
+            .unwrap();
+        assert_eq!(after.map(drop), Err(Error::NotFound), "{name}");
+    });
+}
+
+#[test]
+fn removals_are_announced_and_cascade_with_the_lease() {
+    on_every_target("streams-events", |target, name| async move {
+        let engines = instances(&target, &name, 2, config()).await;
+        let (a, b) = (&engines[0], &engines[1]);
+        let events = b.subscribe_to(&[Collection::Streams]).await.unwrap();
+        a.create_stream(T, "plain", log()).await.unwrap();
+        a.delete_stream(T, "plain").await.unwrap();
+        let lease = a
+            .grant(T, "host", Duration::from_secs(30), None)
+            .await
+            .unwrap();
+        a.create_stream(T, "attached", log().attached_to(lease.id))
+            .await
+            .unwrap();
+        a.append(T, "attached", b"x").await.unwrap();
+        a.revoke(T, lease.id).await.unwrap();
+        let mut seen = Vec::new();
+        while seen.len() < 2 {
+            match tokio::time::timeout(SETTLE, events.recv_async()).await {
+                Ok(Ok(Received::Event(event))) => seen.push(event),
+                other => panic!("{name}: {other:?} after {seen:?}"),
+            }
+        }
+        let stream = |id: &str, cause| Event {
+            collection: Collection::Streams,
+            tenant: T,
+            id: RecordId::Stream(Arc::from(id)),
+            cause,
+        };
+        assert_eq!(
+            seen,
+            vec![
+                stream("plain", Cause::Released),
+                stream("attached", Cause::Cascaded)
+            ],
+            "{name}"
+        );
+        // Both gave their room back.
+        let used = a.ceiling_usage(Collection::Streams).await.unwrap();
+        assert_eq!(used.map(|u| u.used), Some(0), "{name}");
+    });
+}
+
+/// A budget of 2 streams, 3000 bytes and 300 entries over every tenant.
+fn budget() -> StoreConfig {
+    StoreConfig {
+        streams_max: 2,
+        stream_bytes_total_max: 3000,
+        stream_entries_total_max: 300,
+        ..config()
+    }
+}
+
+fn sized(bytes: usize, entries: usize) -> StreamConfig {
+    StreamConfig::new(entries, bytes, WhenFull::Refuse)
+}
+
+#[test]
+fn the_stream_budget_counts_every_instance_and_refuses_exactly() {
+    on_every_target("streams-budget", |target, name| async move {
+        let engines = instances(&target, &name, 2, budget()).await;
+        let (a, b) = (&engines[0], &engines[1]);
+        a.create_stream(T, "one", sized(2000, 100)).await.unwrap();
+        // Over the bytes left (1000), whoever asks.
+        assert_eq!(
+            b.create_stream(OTHER, "two", sized(1001, 100)).await,
+            Err(Error::CapacityExceeded {
+                scope: Scope::StreamBytesTotal,
+                limit: 3000,
+                used: 2000,
+            }),
+            "{name}"
+        );
+        assert_eq!(
+            b.create_stream(OTHER, "two", sized(1000, 201)).await,
+            Err(Error::CapacityExceeded {
+                scope: Scope::StreamEntriesTotal,
+                limit: 300,
+                used: 100,
+            }),
+            "{name}"
+        );
+        b.create_stream(OTHER, "two", sized(1000, 200))
+            .await
+            .unwrap();
+        // A retried creation takes nothing.
+        b.create_stream(OTHER, "two", sized(1000, 200))
+            .await
+            .unwrap();
+        assert_eq!(
+            a.create_stream(T, "three", sized(1, 1)).await,
+            Err(Error::CapacityExceeded {
+                scope: Scope::Collection(Collection::Streams),
+                limit: 2,
+                used: 2,
+            }),
+            "{name}"
+        );
+        // A refused creation left nothing behind.
+        assert_eq!(
+            a.stream_info(T, "three").await.map(drop),
+            Err(Error::NotFound),
+            "{name}"
+        );
+        let used = b.ceiling_usage(Collection::Streams).await.unwrap();
+        assert_eq!(used.map(|u| (u.used, u.limit)), Some((2, 2)), "{name}");
+        // A deletion gives the room back to any tenant.
+        a.delete_stream(T, "one").await.unwrap();
+        b.create_stream(OTHER, "three", sized(2000, 100))
+            .await
+            .unwrap();
+        // So does a tenant's revocation, once its streams are buried.
+        b.revoke_tenant(OTHER).await.unwrap();
+        b.sweep().await.unwrap();
+        let used = a.ceiling_usage(Collection::Streams).await.unwrap();
+        assert_eq!(used.map(|u| u.used), Some(0), "{name}");
+        a.create_stream(T, "four", sized(3000, 300)).await.unwrap();
+    });
+}
+
+#[test]
+fn appends_keep_each_streams_retention() {
+    on_every_target("streams-retention", |target, name| async move {
+        let engines = instances(&target, &name, 1, config()).await;
+        let e = &engines[0];
+        e.create_stream(T, "bytes", StreamConfig::new(10, 4, WhenFull::TrimOldest))
+            .await
+            .unwrap();
+        for payload in [&b"ab"[..], b"cd", b"efg"] {
+            e.append(T, "bytes", payload).await.unwrap();
+        }
+        // Three bytes do not fit beside four: the oldest two entries went.
+        let info = e.stream_info(T, "bytes").await.unwrap();
+        assert_eq!(
+            (info.first, info.next, info.entries, info.bytes),
+            (2, 3, 1, 3),
+            "{name}"
+        );
+        assert_eq!(
+            e.append(T, "bytes", b"hello").await,
+            Err(Error::InvalidArgument {
+                reason: "payload is larger than the stream's bytes_max"
+            }),
+            "{name}"
+        );
+        assert_eq!(
+            e.read_stream(T, "bytes", 4, 10).await.map(drop),
+            Err(Error::InvalidArgument {
+                reason: "offset is beyond the end of the stream"
+            }),
+            "{name}"
+        );
+        assert_eq!(
+            e.commit(T, "bytes", "c", 4).await,
+            Err(Error::InvalidArgument {
+                reason: "offset is beyond the end of the stream"
+            }),
+            "{name}"
+        );
+        let aged =
+            StreamConfig::new(10, 100, WhenFull::Refuse).with_age_max(Duration::from_millis(200));
+        e.create_stream(T, "aged", aged).await.unwrap();
+        e.append(T, "aged", b"old").await.unwrap();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert_eq!(
+            e.read_stream(T, "aged", 0, 10).await.map(drop),
+            Err(Error::Trimmed { first: 1 }),
+            "{name}: an entry past the stream's age"
+        );
+        // The next append drops it.
+        e.append(T, "aged", b"new").await.unwrap();
+        let info = e.stream_info(T, "aged").await.unwrap();
+        assert_eq!((info.first, info.entries, info.bytes), (1, 1, 3), "{name}");
+    });
+}
