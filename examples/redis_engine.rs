@@ -5,8 +5,9 @@
 //! For each depth (1, 8 and 64 requests in flight on one connection, as one
 //! relay instance's engine handle pipelines them) it runs `grant`, `renew`,
 //! `get_lease`, the join trio (`begin_join`, `bind_endpoint`, `consume`)
-//! and `notify` (a listener of each tenant's channel attached, on another
-//! handle) for `--seconds` each, then `redis-benchmark -c 1 -P <depth>`, and prints
+//! `notify` (a listener of each tenant's channel attached, on another
+//! handle), `append` (64 bytes to a stream that trims its oldest entries)
+//! and `read` (16 entries of 64 bytes) for `--seconds` each, then `redis-benchmark -c 1 -P <depth>`, and prints
 //! ops/s and the ratio to the floor (target ≥ 0.5).
 //! Runs only when `REDIS_URL` is set; `redis-benchmark` must be on PATH.
 //! Keys go under a namespace of their own; the benchmark's floor writes
@@ -21,6 +22,7 @@
 mod support;
 
 use relaystore::redis::{RedisEngine, RedisOptions};
+use relaystore::stream::{StreamConfig, WhenFull};
 use relaystore::{LeaseId, Store, StoreConfig, TenantId};
 use std::future::Future;
 use std::net::SocketAddr;
@@ -34,6 +36,10 @@ const DEPTHS: [usize; 3] = [1, 8, 64];
 const TTL: Duration = Duration::from_secs(60);
 const TENANTS: u64 = 16;
 const LOBBY: &str = "lobby";
+/// The stream appends go to, and the one reads read.
+const FEED: &str = "feed";
+const LOG: &str = "log";
+const ENTRY: [u8; 64] = [7; 64];
 const JOIN_TTL: Duration = Duration::from_secs(1);
 const SEEN: SocketAddr = SocketAddr::V4(std::net::SocketAddrV4::new(
     std::net::Ipv4Addr::new(203, 0, 113, 7),
@@ -108,6 +114,22 @@ async fn run(url: &str, o: &Options) {
         store
             .publish(tenant, host.id, LOBBY, b"", None)
             .expect("publish");
+        let feed = StreamConfig::new(1024, 1 << 16, WhenFull::TrimOldest);
+        let log = StreamConfig::new(1024, 1 << 16, WhenFull::Refuse);
+        engine
+            .create_stream(tenant, FEED, feed.clone())
+            .await
+            .expect("stream");
+        engine
+            .create_stream(tenant, LOG, log.clone())
+            .await
+            .expect("stream");
+        store.create_stream(tenant, FEED, feed).expect("stream");
+        store.create_stream(tenant, LOG, log).expect("stream");
+        for _ in 0..16 {
+            engine.append(tenant, LOG, &ENTRY).await.expect("append");
+            store.append(tenant, LOG, &ENTRY).expect("append");
+        }
     }
     // A listener of each tenant's channel, on another handle (another
     // relay instance), so every notify reaches one; and in memory.
@@ -135,7 +157,15 @@ async fn run(url: &str, o: &Options) {
     );
     for depth in DEPTHS {
         let floor = floor(&host, port, depth);
-        for op in ["grant", "renew", "get_lease", "join", "notify"] {
+        for op in [
+            "grant",
+            "renew",
+            "get_lease",
+            "join",
+            "notify",
+            "append",
+            "read",
+        ] {
             let (e, ids_r) = (engine.clone(), Arc::clone(&ids));
             let remote = measure(depth, seconds, move |k| {
                 let (e, ids) = (e.clone(), Arc::clone(&ids_r));
@@ -207,6 +237,11 @@ async fn one_remote(e: &RedisEngine, ids: &[(TenantId, LeaseId)], op: &str, k: u
         }
         "renew" => e.renew(tenant, id, TTL).await.is_ok(),
         "notify" => e.notify(tenant, LOBBY).await.is_ok(),
+        "append" => e.append(tenant, FEED, &ENTRY).await.is_ok(),
+        "read" => e
+            .read_stream(tenant, LOG, 0, 16)
+            .await
+            .is_ok_and(|r| r.entries.len() == 16),
         _ => e.get_lease(tenant, id).await.is_ok(),
     };
     u64::from(ok)
@@ -234,6 +269,10 @@ fn one_local(s: &Store, ids: &[(TenantId, LeaseId)], op: &str, k: u64) -> u64 {
         }
         "renew" => s.renew(tenant, id, TTL).is_ok(),
         "notify" => s.notify(tenant, LOBBY).is_ok(),
+        "append" => s.append(tenant, FEED, &ENTRY).is_ok(),
+        "read" => s
+            .read_stream(tenant, LOG, 0, 16)
+            .is_ok_and(|r| r.entries.len() == 16),
         _ => s.get_lease(tenant, id).is_ok(),
     };
     u64::from(ok)

@@ -44,7 +44,8 @@
 //! complete at once and keeps its synchronous methods as the fast path.
 //! [`RelayEngine`], the part of [`Engine`] that holds the relay records
 //! (leases, endpoints, listings, presence, joins, locks, tenants, removal
-//! events), is also
+//! events), with [`WakeEngine`] (wake channels) and [`StreamEngine`]
+//! (streams) above it, is also
 //! served by the Redis engine (feature `redis`) for relays that share
 //! their state across processes. The `conformance` feature's suite checks
 //! that every engine behaves the same.
