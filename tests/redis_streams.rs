@@ -3,7 +3,8 @@
 //! and finds a deleted stream gone; a stream's removal is announced (also
 //! in a lease's cascade); the store-wide stream budget counts every
 //! handle's streams, refuses exactly at its limits and gets its room back
-//! from deletions, cascades and tenant revocations. (The contract's own
+//! from deletions and cascades, also after a tenant's revocation (which
+//! keeps the tenant's own streams, as in memory). (The contract's own
 //! stream checks are in `redis_conformance.rs`.)
 
 mod redis;
@@ -182,11 +183,32 @@ fn the_stream_budget_counts_every_instance_and_refuses_exactly() {
         b.create_stream(OTHER, "three", sized(2000, 100))
             .await
             .unwrap();
-        // So does a tenant's revocation, once its streams are buried.
+        // A tenant's revocation keeps its own streams (as in memory) but
+        // not those attached to its leases: once the revoked epoch is
+        // buried, their room is back.
+        let lease = b
+            .grant(OTHER, "host", Duration::from_secs(30), None)
+            .await
+            .unwrap();
+        b.delete_stream(OTHER, "two").await.unwrap();
+        b.create_stream(OTHER, "attached", sized(1000, 200).attached_to(lease.id))
+            .await
+            .unwrap();
         b.revoke_tenant(OTHER).await.unwrap();
+        assert_eq!(
+            a.stream_info(OTHER, "three").await.map(|i| i.next),
+            Ok(0),
+            "{name}: a revoked tenant's own stream stays"
+        );
+        assert_eq!(
+            a.stream_info(OTHER, "attached").await.map(drop),
+            Err(Error::NotFound),
+            "{name}: a stream of a revoked lease is gone at once"
+        );
         b.sweep().await.unwrap();
         let used = a.ceiling_usage(Collection::Streams).await.unwrap();
-        assert_eq!(used.map(|u| u.used), Some(0), "{name}");
+        assert_eq!(used.map(|u| u.used), Some(1), "{name}");
+        a.delete_stream(OTHER, "three").await.unwrap();
         a.create_stream(T, "four", sized(3000, 300)).await.unwrap();
     });
 }

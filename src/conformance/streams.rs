@@ -112,8 +112,10 @@ where
 }
 
 /// A stream's lifetimes: entries past its age limit are never returned,
-/// and a stream attached to a lease is gone with it (hidden the moment the
-/// lease is revoked or expires, its name free again).
+/// a stream attached to a lease is gone with it (hidden the moment the
+/// lease is revoked or expires, its name free again, and with the
+/// tenant's leases when the tenant is revoked), and a tenant's revocation
+/// leaves its own streams.
 pub(super) async fn lifetimes<H: Harness>(h: &H) -> Outcome
 where
     H::Engine: StreamEngine,
@@ -178,6 +180,23 @@ where
         e.append(T, "room", b"again").await,
         Ok(0),
         "the name is free once its lease is gone"
+    );
+
+    // A tenant's revocation removes what hangs from its leases, not its
+    // own streams.
+    let g = e.grant(T, "host", u * 10, None).await?;
+    let attached = StreamConfig::new(10, 1024, WhenFull::Refuse).attached_to(g.id);
+    e.create_stream(T, "leased", attached).await?;
+    e.revoke_tenant(T).await?;
+    ensure_eq!(
+        e.append(T, "leased", b"x").await,
+        Err(Error::NotFound),
+        "a revoked tenant's lease takes its stream"
+    );
+    ensure_eq!(
+        e.append(T, "room", b"kept").await,
+        Ok(1),
+        "a revoked tenant keeps its own stream"
     );
     Ok(())
 }

@@ -13,13 +13,13 @@ local em, bm, n, b = tonumber(s[1]), tonumber(s[2]), tonumber(s[6]), tonumber(s[
 if #payload > bm then
   return {INVALID, 1}
 end
-local entries = R .. 'sp:' .. name
+local entries = K .. 'sp:' .. name
 local len = redis.call('LLEN', entries)
 local old = aged(name, s[3], len)
 if old > 0 then
   b = b - pop_entries(name, old)
   len = len - old
-  redis.call('HSET', R .. 's:' .. name, 'b', num(b))
+  redis.call('HSET', K .. 's:' .. name, 'b', num(b))
 end
 if s[4] == 'r' then
   if len + 1 > em then
@@ -34,11 +34,11 @@ else
     len = len - 1
   end
 end
-local times = R .. 'st:' .. name
+local times = K .. 'st:' .. name
 -- Append times never fall, so the age search can bisect.
 local last = tonumber(redis.call('LINDEX', times, -1) or '0')
 redis.call('RPUSH', entries, payload)
 redis.call('RPUSH', times, num(math.max(NOW, last)))
-redis.call('HSET', R .. 's:' .. name, 'n', num(n + 1), 'b', num(b + #payload))
+redis.call('HSET', K .. 's:' .. name, 'n', num(n + 1), 'b', num(b + #payload))
 redis.call('PUBLISH', ARGV[5], ARGV[6])
 return {OK, n}

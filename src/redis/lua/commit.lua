@@ -10,7 +10,7 @@ end
 if offset > tonumber(s[6]) then
   return {INVALID, 2}
 end
-local consumers = R .. 'sc:' .. name
+local consumers = K .. 'sc:' .. name
 local committed = redis.call('HGET', consumers, consumer)
 if committed then
   if offset < tonumber(committed) then

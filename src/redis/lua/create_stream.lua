@@ -8,7 +8,7 @@
 local name, lease = ARGV[3], ARGV[8]
 local settings = table.concat({ARGV[4], ARGV[5], ARGV[6], ARGV[7], lease}, '/')
 reap(REAP_MAX)
-local sk = R .. 's:' .. name
+local sk = K .. 's:' .. name
 local cur = redis.call('HMGET', sk, 'c', 'l')
 if cur[1] then
   if cur[2] ~= '' and lease_state(cur[2]) ~= OK then

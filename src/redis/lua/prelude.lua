@@ -39,7 +39,7 @@ local S_TENANT, S_PARENT, S_ENTRIES, S_CONSUMERS = 19, 20, 21, 22
 -- are never shared between calls in flight.
 local KEYS, ARGV, TAG, I, NOW_US, NOW, R, GRAVES, REVOKED_BELOW, REVOKED_UNTIL
 local LEASES, LOCKS, IDEM, LISTINGS, ATTEMPTS, REPLAY, MEMBERS, MEMBER_KEYS
-local ORIGIN, EVENTS, DUE, STREAMS
+local ORIGIN, EVENTS, DUE, K, STREAMS
 local LIMITS, ROOM_KEY, GRANTS, EXTENDED, NEEDS, FREED
 
 -- Integers as decimal text (Lua numbers are doubles; everything stored
@@ -193,6 +193,9 @@ end
 -- is announced once whichever call (or sweep) gets to it first.
 local E_LEASE, E_LISTING, E_MEMBER, E_ATTEMPT, E_LOCK, E_STREAM = 'l', 'p', 'm', 'a', 'k', 's'
 local EXPIRED_, REVOKED_, CASCADED_, RELEASED_, CONSUMED_ = 'e', 'r', 'c', 'x', 'u'
+-- The collections whose records are under K (they outlive a tenant's
+-- revocation), not R.
+local KEPT = {s = true}
 
 -- The sweeper's view of the tenant: `nd` on its incarnation key is the
 -- earliest deadline the store's due index has for it. A deadline set
@@ -246,7 +249,11 @@ end
 local function leave_index(index, id, collection, cause)
   if redis.call('ZREM', index, id) == 1 then
     EVENTS[#EVENTS + 1] = collection .. cause .. id
-    give_back(R .. collection .. ':' .. id)
+    local base = R
+    if KEPT[collection] then
+      base = K
+    end
+    give_back(base .. collection .. ':' .. id)
   end
 end
 
@@ -307,7 +314,10 @@ local function begin(keys, args)
   LEASES, LOCKS, IDEM = R .. 'ld', R .. 'kd', R .. 'iz'
   LISTINGS, ATTEMPTS, REPLAY = R .. 'px', R .. 'ad', R .. 'ar'
   MEMBERS, MEMBER_KEYS = R .. 'md', R .. 'mx'
-  STREAMS = R .. 'sx'
+  -- Streams, queues and schedules outlive a tenant revocation (as in
+  -- memory): their keys are of the incarnation, not of the epoch.
+  K = TAG .. I .. ':'
+  STREAMS = K .. 'sx'
   return nil
 end
 
@@ -516,7 +526,7 @@ end
 -- The stream `name` if visible (it exists and its lease, if any, is
 -- live): its fields {em, bm, ag, wf, l, n, b}, or nil.
 local function visible_stream(name)
-  local s = redis.call('HMGET', R .. 's:' .. name, 'em', 'bm', 'ag', 'wf', 'l', 'n', 'b')
+  local s = redis.call('HMGET', K .. 's:' .. name, 'em', 'bm', 'ag', 'wf', 'l', 'n', 'b')
   if not s[1] or (s[5] ~= '' and lease_state(s[5]) ~= OK) then
     return nil
   end
@@ -530,7 +540,7 @@ local function aged(name, ag, len)
     return 0
   end
   local cut = NOW - tonumber(ag)
-  local times = R .. 'st:' .. name
+  local times = K .. 'st:' .. name
   local lo, hi = 0, len
   while lo < hi do
     local mid = math.floor((lo + hi) / 2)
@@ -550,23 +560,28 @@ local function pop_entries(name, k)
     return 0
   end
   local bytes = 0
-  for _, payload in ipairs(redis.call('LPOP', R .. 'sp:' .. name, k)) do
+  for _, payload in ipairs(redis.call('LPOP', K .. 'sp:' .. name, k)) do
     bytes = bytes + #payload
   end
-  redis.call('LTRIM', R .. 'st:' .. name, k, -1)
+  redis.call('LTRIM', K .. 'st:' .. name, k, -1)
   return bytes
 end
 
 -- Removes stream `name` with its entries and consumers, announced with
--- `cause`.
+-- `cause` (nil: quietly, as burial removes what a revoked tenant's leases
+-- held).
 local function drop_stream(name, cause)
-  local sk = R .. 's:' .. name
+  local sk = K .. 's:' .. name
   local lease = redis.call('HGET', sk, 'l')
   if lease and lease ~= '' then
     redis.call('SREM', R .. 'ls:' .. lease, name)
   end
-  leave_index(STREAMS, name, E_STREAM, cause)
-  redis.call('DEL', sk, R .. 'sp:' .. name, R .. 'st:' .. name, R .. 'sc:' .. name)
+  if cause then
+    leave_index(STREAMS, name, E_STREAM, cause)
+  elseif redis.call('ZREM', STREAMS, name) == 1 then
+    give_back(sk)
+  end
+  redis.call('DEL', sk, K .. 'sp:' .. name, K .. 'st:' .. name, K .. 'sc:' .. name)
 end
 
 -- Drops what is attached to lease `seq` (the cascade): its locks, its
@@ -596,11 +611,20 @@ local function detach(seq)
   end
   local streams = R .. 'ls:' .. seq
   for _, name in ipairs(redis.call('SMEMBERS', streams)) do
-    if redis.call('HGET', R .. 's:' .. name, 'l') == seq then
+    if redis.call('HGET', K .. 's:' .. name, 'l') == seq then
       drop_stream(name, CASCADED_)
     end
   end
   redis.call('DEL', att, published, streams, R .. 'le:' .. seq)
+end
+
+-- What a buried lease held that outlives the epoch: its streams.
+local function bury_lease(grave, seq)
+  for _, name in ipairs(redis.call('SMEMBERS', grave .. 'ls:' .. seq)) do
+    if redis.call('HGET', K .. 's:' .. name, 'l') == seq then
+      drop_stream(name)
+    end
+  end
 end
 
 -- The keys of an epoch a tenant revocation ended, by the index that
@@ -608,9 +632,9 @@ end
 -- The third element: the prefix of the index's records whose
 -- reservations burial gives back (before any index deletes the record:
 -- pending attempts before all attempts, presence deadlines before
--- presence keys).
+-- presence keys). The fourth: what else to do for each member first.
 local GRAVE_INDEXES = {
-  {'ld', {'l:', 'la:', 'lp:', 'lm:', 'le:', 'ls:'}, 'l:'},
+  {'ld', {'l:', 'la:', 'lp:', 'lm:', 'le:', 'ls:'}, 'l:', bury_lease},
   {'kd', {'k:'}, 'k:'},
   {'px', {'p:', 'pa:'}, 'p:'},
   {'ad', {}, 'a:'},
@@ -618,7 +642,6 @@ local GRAVE_INDEXES = {
   {'md', {}, 'm:'},
   {'mx', {'m:'}},
   {'iz', {'i:'}},
-  {'sx', {'s:', 'sp:', 'st:', 'sc:'}, 's:'},
 }
 
 -- Deletes up to `max` records of the oldest ended epoch (and the keys that
@@ -633,6 +656,9 @@ local function bury(max)
     local key = grave .. index[1]
     local members = redis.call('ZRANGE', key, 0, left - 1)
     for _, member in ipairs(members) do
+      if index[4] then
+        index[4](grave, member)
+      end
       if index[3] then
         give_back(grave .. index[3] .. member)
       end

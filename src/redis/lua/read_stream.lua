@@ -9,7 +9,7 @@ if not s then
   return {NOT_FOUND}
 end
 local n = tonumber(s[6])
-local entries = R .. 'sp:' .. name
+local entries = K .. 'sp:' .. name
 local len = redis.call('LLEN', entries)
 local base = n - len
 local first = base + aged(name, s[3], len)

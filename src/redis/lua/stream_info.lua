@@ -8,8 +8,8 @@ if not s then
   return {NOT_FOUND}
 end
 local n = tonumber(s[6])
-local len = redis.call('LLEN', R .. 'sp:' .. name)
-local consumers = R .. 'sc:' .. name
+local len = redis.call('LLEN', K .. 'sp:' .. name)
+local consumers = K .. 'sc:' .. name
 local committed = -1
 if consumer ~= '' then
   committed = tonumber(redis.call('HGET', consumers, consumer) or '-1')

@@ -10,11 +10,11 @@ local n = tonumber(s[6])
 if before > n then
   return {INVALID, 2}
 end
-local len = redis.call('LLEN', R .. 'sp:' .. name)
+local len = redis.call('LLEN', K .. 'sp:' .. name)
 local base = n - len
 local k = math.min(math.max(before - base, 0), len)
 if k > 0 then
   local b = tonumber(s[7]) - pop_entries(name, k)
-  redis.call('HSET', R .. 's:' .. name, 'b', num(b))
+  redis.call('HSET', K .. 's:' .. name, 'b', num(b))
 end
 return {OK, math.max(base, before)}
