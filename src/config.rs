@@ -382,6 +382,36 @@ impl StoreConfig {
         self.check_name(name)
     }
 
+    /// The name rule of a queue being inspected or tidied (`job`,
+    /// `queue_info`, dead letters): a caller's own name, or the outbox's
+    /// reserved queue.
+    pub(crate) fn check_inspected_queue(&self, name: &str) -> Result<()> {
+        if name == crate::store::OUTBOX_QUEUE {
+            Ok(())
+        } else {
+            self.check_own_name(name)
+        }
+    }
+
+    /// A schedule's name, spec, queue and payload (every engine's one
+    /// rule): its interval in milliseconds.
+    pub(crate) fn check_schedule(
+        &self,
+        name: &str,
+        spec: &str,
+        queue: &str,
+        payload: &[u8],
+    ) -> Result<u64> {
+        self.check_own_name(name)?;
+        self.check_own_name(queue)?;
+        if payload.len() > self.job_payload_bytes_max {
+            return Err(Error::InvalidArgument {
+                reason: "payload is larger than job_payload_bytes_max",
+            });
+        }
+        crate::schedule::ScheduleLimits::of(self).interval_ms(spec)
+    }
+
     /// The attribute rule every engine applies: at most `attrs_bytes_max`
     /// bytes ([`Error::InvalidArgument`]).
     pub(crate) fn check_attrs(&self, attrs: &[u8]) -> Result<()> {

@@ -251,6 +251,71 @@ pub(crate) struct QueueLimits {
     pub(crate) jobs_max: usize,
     pub(crate) bytes_max: usize,
     pub(crate) payload_bytes_max: usize,
+    pub(crate) ttl_max: Duration,
+}
+
+impl QueueLimits {
+    pub(crate) fn of(config: &crate::config::StoreConfig) -> Self {
+        QueueLimits {
+            jobs_max: config.queue_jobs_max,
+            bytes_max: config.queue_bytes_max,
+            payload_bytes_max: config.job_payload_bytes_max,
+            ttl_max: config.ttl_max,
+        }
+    }
+
+    /// A new queue's settings against these bounds (every engine's one
+    /// rule; the visibility's TTL range is the engine's to check).
+    pub(crate) fn check(&self, config: &QueueConfig) -> Result<()> {
+        let invalid = |reason| Err(Error::InvalidArgument { reason });
+        if config.jobs_max == 0 || config.bytes_max == 0 {
+            return invalid("a queue's jobs_max and bytes_max must be positive");
+        }
+        if config.jobs_max > self.jobs_max {
+            return invalid("a queue's jobs_max is above queue_jobs_max");
+        }
+        if config.bytes_max > self.bytes_max {
+            return invalid("a queue's bytes_max is above queue_bytes_max");
+        }
+        if config.dead_letters_max == 0 || config.dead_letters_max > config.jobs_max {
+            return invalid("a queue's dead_letters_max must be between 1 and its jobs_max");
+        }
+        if config.attempts_max == 0 {
+            return invalid("a queue's attempts_max must be positive");
+        }
+        if config.visibility.is_zero() {
+            return invalid("a queue's visibility must be positive");
+        }
+        if config.backoff.base > config.backoff.max {
+            return invalid("a queue's backoff base must be at most its max");
+        }
+        if config.backoff.max > self.ttl_max {
+            return invalid("a queue's backoff max is above ttl_max");
+        }
+        Ok(())
+    }
+
+    /// A job's payload and options: `InvalidArgument` for a payload over
+    /// `job_payload_bytes_max`, a delay over `ttl_max` or an
+    /// `attempts_max` of zero.
+    pub(crate) fn check_job(&self, payload: usize, options: &JobOptions) -> Result<()> {
+        if payload > self.payload_bytes_max {
+            return Err(Error::InvalidArgument {
+                reason: "payload is larger than job_payload_bytes_max",
+            });
+        }
+        if options.delay > self.ttl_max {
+            return Err(Error::InvalidArgument {
+                reason: "a job's delay is above ttl_max",
+            });
+        }
+        if options.attempts_max == Some(0) {
+            return Err(Error::InvalidArgument {
+                reason: "a job's attempts_max must be positive",
+            });
+        }
+        Ok(())
+    }
 }
 
 /// One job handed to a worker by a claim.
@@ -566,6 +631,11 @@ impl QueueHub {
         }
     }
 
+    /// The bounds every queue and job is checked against.
+    pub(crate) fn limits(&self) -> &QueueLimits {
+        &self.limits
+    }
+
     /// Queues held.
     pub(crate) fn len(&self) -> u64 {
         self.count.used()
@@ -610,7 +680,7 @@ impl QueueHub {
     /// it and takes no room); `seed` is the jitter seed if the config has
     /// none.
     pub(crate) fn create(&self, key: TenantName, config: QueueConfig, seed: u64) -> Result<()> {
-        self.check_config(&config)?;
+        self.limits.check(&config)?;
         match self.queues.read(&key, |q| q.config == config) {
             Some(true) => return Ok(()),
             Some(false) => return Err(Error::Exists),
@@ -662,32 +732,6 @@ impl QueueHub {
             self.tenant_queues.give(key.0);
         }
         created.map(drop)
-    }
-
-    fn check_config(&self, config: &QueueConfig) -> Result<()> {
-        let invalid = |reason| Err(Error::InvalidArgument { reason });
-        if config.jobs_max == 0 || config.bytes_max == 0 {
-            return invalid("a queue's jobs_max and bytes_max must be positive");
-        }
-        if config.jobs_max > self.limits.jobs_max {
-            return invalid("a queue's jobs_max is above queue_jobs_max");
-        }
-        if config.bytes_max > self.limits.bytes_max {
-            return invalid("a queue's bytes_max is above queue_bytes_max");
-        }
-        if config.dead_letters_max == 0 || config.dead_letters_max > config.jobs_max {
-            return invalid("a queue's dead_letters_max must be between 1 and its jobs_max");
-        }
-        if config.attempts_max == 0 {
-            return invalid("a queue's attempts_max must be positive");
-        }
-        if config.visibility.is_zero() {
-            return invalid("a queue's visibility must be positive");
-        }
-        if config.backoff.base > config.backoff.max {
-            return invalid("a queue's backoff base must be at most its max");
-        }
-        Ok(())
     }
 
     /// Deletes the queue with every job in it; returns it, for its event

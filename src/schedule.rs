@@ -149,6 +149,32 @@ pub(crate) struct ScheduleLimits {
     pub(crate) interval_max: Duration,
 }
 
+impl ScheduleLimits {
+    pub(crate) fn of(config: &crate::config::StoreConfig) -> Self {
+        ScheduleLimits {
+            interval_min: config.schedule_interval_min,
+            interval_max: config.schedule_interval_max,
+        }
+    }
+
+    /// The interval of `spec` in milliseconds, within the configured range
+    /// (every engine's one rule).
+    pub(crate) fn interval_ms(&self, spec: &str) -> Result<u64> {
+        let interval = parse_every(spec)?;
+        if interval < self.interval_min {
+            return Err(Error::InvalidArgument {
+                reason: "a schedule's interval is below schedule_interval_min",
+            });
+        }
+        if interval > self.interval_max {
+            return Err(Error::InvalidArgument {
+                reason: "a schedule's interval is above schedule_interval_max",
+            });
+        }
+        Ok(interval.as_millis() as u64)
+    }
+}
+
 /// How a fire reaches its queue: enqueue `n` copies of the payload, all or
 /// none.
 pub(crate) type Fire<'a> = &'a mut dyn FnMut(&str, &[u8], usize) -> Result<()>;
@@ -254,18 +280,7 @@ impl ScheduleHub {
 
     /// The interval of `spec` in milliseconds, within the configured range.
     pub(crate) fn interval_ms(&self, spec: &str) -> Result<u64> {
-        let interval = parse_every(spec)?;
-        if interval < self.limits.interval_min {
-            return Err(Error::InvalidArgument {
-                reason: "a schedule's interval is below schedule_interval_min",
-            });
-        }
-        if interval > self.limits.interval_max {
-            return Err(Error::InvalidArgument {
-                reason: "a schedule's interval is above schedule_interval_max",
-            });
-        }
-        Ok(interval.as_millis() as u64)
+        self.limits.interval_ms(spec)
     }
 
     /// Whether the tenant has room for the schedules `names` (each either

@@ -1,12 +1,15 @@
-//! The conformance suite's relay-record, wake-channel and stream checks
-//! on the Redis engine, on a standalone server and on a Redis Cluster.
+//! The conformance suite on the Redis engine, all of it (relay records,
+//! wake channels, streams, queues, the outbox and schedules), on a
+//! standalone server and on a Redis Cluster.
 //! Time is real here: the unit is 100 ms and `advance` sleeps (deadlines
 //! come from the server's clock).
 
 mod redis;
 
 use redis::{block_on, connect_fresh, fresh_namespace, targets, Target};
-use relaystore::conformance::{self, Failure, Harness, RELAY_CHECKS, STREAM_CHECKS, WAKE_CHECKS};
+use relaystore::conformance::{
+    self, Failure, Harness, QUEUE_CHECKS, RELAY_CHECKS, STREAM_CHECKS, WAKE_CHECKS,
+};
 use relaystore::redis::RedisEngine;
 use relaystore::{Result, StoreConfig};
 use std::sync::Mutex;
@@ -43,9 +46,9 @@ impl Harness for RedisHarness {
     }
 }
 
-/// Every relay, wake and stream check passes on both targets (the last
-/// relay check to, store-wide ceilings, with ADR 0031): the failures are
-/// asserted to be none.
+/// Every check passes on both targets (the last relay check to,
+/// store-wide ceilings, with ADR 0031): the failures are asserted to be
+/// none.
 const NOT_YET: &[&str] = &[];
 
 /// Which checks a test runs.
@@ -55,6 +58,8 @@ enum Suite {
     Relay,
     /// Streams.
     Streams,
+    /// Job queues, the outbox and schedules.
+    Queues,
 }
 
 /// Runs `suite` on the configured target called `name`.
@@ -75,6 +80,7 @@ fn checks_on(name: &str, suite: Suite) {
                     STREAM_CHECKS.len(),
                     conformance::run_streams(&harness).await,
                 ),
+                Suite::Queues => (QUEUE_CHECKS.len(), conformance::run_queues(&harness).await),
             }
         });
         eprintln!("{}: {count} checks, {} failed", target.name, failures.len());
@@ -102,4 +108,14 @@ fn the_stream_checks_pass_on_a_standalone_server() {
 #[test]
 fn the_stream_checks_pass_on_a_cluster() {
     checks_on("cluster", Suite::Streams);
+}
+
+#[test]
+fn the_queue_checks_pass_on_a_standalone_server() {
+    checks_on("standalone", Suite::Queues);
+}
+
+#[test]
+fn the_queue_checks_pass_on_a_cluster() {
+    checks_on("cluster", Suite::Queues);
 }

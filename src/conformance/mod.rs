@@ -6,7 +6,8 @@
 //! every check that failed. An engine that serves only the relay records
 //! ([`RelayEngine`]) runs [`run_relay`], the checks in [`RELAY_CHECKS`].
 //! An engine with wake channels and streams runs [`run_wakes`] and
-//! [`run_streams`] besides.
+//! [`run_streams`] besides, and one with queues [`run_queues`] (or all of
+//! it, [`run`]).
 //! [`InMemory`] is the harness of the in-memory engine;
 //! `tests/conformance.rs` runs it, and runs a deliberately broken engine to
 //! show the suite catches it; `tests/redis_conformance.rs` runs the Redis
@@ -172,9 +173,18 @@ pub const STREAM_CHECKS: &[&str] = &[
     "streams::lifetimes",
 ];
 
+/// The checks of job queues, the outbox and schedules, for any
+/// [`Engine`], in the order [`run_queues`] runs them.
+pub const QUEUE_CHECKS: &[&str] = &[
+    "queues::claims_and_acks",
+    "queues::retries_and_dead_letters",
+    "queues::lapses_and_delays",
+    "queues::outbox_and_schedules",
+];
+
 /// The checks [`run`] adds to [`RELAY_CHECKS`] (wake channels, streams,
 /// queues, outbox, schedules), in its order: [`WAKE_CHECKS`], then
-/// [`STREAM_CHECKS`], then the queues'.
+/// [`STREAM_CHECKS`], then [`QUEUE_CHECKS`].
 pub const ENGINE_CHECKS: &[&str] = &[
     "wakes::notify_and_listen",
     "wakes::channel_names",
@@ -281,11 +291,23 @@ where
     let mut failures = run_relay(harness).await;
     failures.extend(run_wakes(harness).await);
     failures.extend(run_streams(harness).await);
+    failures.extend(run_queues(harness).await);
+    failures
+}
+
+/// Runs the checks of job queues, the outbox and schedules
+/// ([`QUEUE_CHECKS`]) against engines from `harness`; returns the
+/// failures (empty when the engine conforms).
+pub async fn run_queues<H: Harness>(harness: &H) -> Vec<Failure>
+where
+    H::Engine: Engine,
+{
+    let mut failures = Vec::new();
     let h = harness;
-    check!(h, failures, ENGINE_CHECKS, queues::claims_and_acks);
-    check!(h, failures, ENGINE_CHECKS, queues::retries_and_dead_letters);
-    check!(h, failures, ENGINE_CHECKS, queues::lapses_and_delays);
-    check!(h, failures, ENGINE_CHECKS, queues::outbox_and_schedules);
+    check!(h, failures, QUEUE_CHECKS, queues::claims_and_acks);
+    check!(h, failures, QUEUE_CHECKS, queues::retries_and_dead_letters);
+    check!(h, failures, QUEUE_CHECKS, queues::lapses_and_delays);
+    check!(h, failures, QUEUE_CHECKS, queues::outbox_and_schedules);
     failures
 }
 

@@ -1,16 +1,18 @@
 //! The Redis engine under the engine contract: [`RelayEngine`],
-//! [`WakeEngine`] and [`StreamEngine`] are served by the inherent methods
-//! of the same names, which document what this engine adds (server clock,
-//! fences from server counters, timeouts).
+//! [`WakeEngine`], [`StreamEngine`] and [`Engine`] are served by the
+//! inherent methods of the same names, which document what this engine
+//! adds (server clock, fences from server counters, timeouts).
 
 use super::{RedisEngine, RedisFollower};
-use crate::engine::{RelayEngine, StreamEngine, WakeEngine};
+use crate::engine::{Engine, RelayEngine, StreamEngine, WakeEngine};
 use crate::error::Result;
 use crate::events::{Collection, Subscription};
-use crate::ids::{AttemptId, JoinToken, LeaseId, TenantId};
+use crate::ids::{AttemptId, JobId, JoinToken, LeaseId, TenantId};
+use crate::queue::{ClaimToken, ClaimedJob, Failed, JobInfo, JobOptions, QueueConfig, QueueInfo};
+use crate::schedule::{ScheduleInfo, ScheduleRun};
 use crate::store::{
-    Admission, Binding, Cursor, EndpointSeen, Health, JoinTicket, LeaseGrant, LeaseInfo,
-    ListingInfo, LockInfo, Page, PresenceInfo, Renewal,
+    Admission, Binding, Cursor, DeadLetter, EndpointSeen, Health, JoinTicket, LeaseGrant,
+    LeaseInfo, ListingInfo, LockInfo, OutboxMessage, OutboxRun, Page, PresenceInfo, Renewal,
 };
 use crate::stream::{StreamConfig, StreamInfo, StreamRead};
 use crate::wake::Listener;
@@ -85,5 +87,42 @@ impl StreamEngine for RedisEngine {
         stream_info(tenant: TenantId, name: &str) -> Result<StreamInfo>;
         committed(tenant: TenantId, name: &str, consumer: &str) -> Result<Option<u64>>;
         follow(tenant: TenantId, name: &str, consumer: &str) -> Result<RedisFollower>;
+    }
+}
+
+impl Engine for RedisEngine {
+    serve! {
+        create_queue(tenant: TenantId, name: &str, config: QueueConfig) -> Result<()>;
+        delete_queue(tenant: TenantId, name: &str) -> Result<()>;
+        enqueue(tenant: TenantId, queue: &str, payload: &[u8], options: JobOptions) -> Result<JobId>;
+        claim(tenant: TenantId, queue: &str, worker: &str, visibility: Option<Duration>, max_jobs: usize) -> Result<Vec<ClaimedJob>>;
+        claim_wait(tenant: TenantId, queue: &str, worker: &str, visibility: Option<Duration>, max_jobs: usize) -> Result<Vec<ClaimedJob>>;
+        ack(tenant: TenantId, queue: &str, job: JobId, claim: ClaimToken) -> Result<()>;
+        fail(tenant: TenantId, queue: &str, job: JobId, claim: ClaimToken, reason: &str) -> Result<Failed>;
+        job(tenant: TenantId, queue: &str, job: JobId) -> Result<JobInfo>;
+        queue_info(tenant: TenantId, queue: &str) -> Result<QueueInfo>;
+        dead_letters(tenant: TenantId, queue: &str, after: Option<JobId>, max: usize) -> Result<Vec<DeadLetter>>;
+        requeue_dead(tenant: TenantId, queue: &str, job: JobId) -> Result<()>;
+        purge_dead(tenant: TenantId, queue: &str) -> Result<usize>;
+        outbox_put(tenant: TenantId, topic: &str, payload: &[u8]) -> Result<JobId>;
+        schedule(tenant: TenantId, name: &str, spec: &str, queue: &str, payload: &[u8]) -> Result<()>;
+        unschedule(tenant: TenantId, name: &str) -> Result<()>;
+        schedules(tenant: TenantId) -> Result<Vec<ScheduleInfo>>;
+        try_lead_schedules(tenant: TenantId, runner: &str, ttl: Duration) -> Result<Option<LockInfo>>;
+        run_schedules(tenant: TenantId, fence: u64) -> Result<ScheduleRun>;
+    }
+
+    async fn outbox_run_once<F, E>(
+        &self,
+        tenant: TenantId,
+        worker: &str,
+        max: usize,
+        handler: F,
+    ) -> Result<OutboxRun>
+    where
+        F: FnMut(&OutboxMessage) -> std::result::Result<(), E> + Send,
+        E: std::fmt::Display,
+    {
+        RedisEngine::outbox_run_once(self, tenant, worker, max, handler).await
     }
 }

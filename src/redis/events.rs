@@ -115,6 +115,8 @@ fn decode(tenant: TenantId, incarnation: u64, raw: &[u8]) -> Option<Event> {
         ),
         b'k' => (Collection::Locks, RecordId::Key(Arc::from(id))),
         b's' => (Collection::Streams, RecordId::Stream(Arc::from(id))),
+        b'q' => (Collection::Queues, RecordId::Queue(Arc::from(id))),
+        b'h' => (Collection::Schedules, RecordId::Schedule(Arc::from(id))),
         _ => return None,
     };
     let cause = match why {
@@ -133,12 +135,18 @@ fn decode(tenant: TenantId, incarnation: u64, raw: &[u8]) -> Option<Event> {
     })
 }
 
-/// Hands one removal to a handle's subscribers; a stream's removal also
-/// wakes its followers on this handle, who then find it gone.
+/// Hands one removal to a handle's subscribers; a stream's or a queue's
+/// removal also wakes its followers or waiting workers on this handle,
+/// who then find it gone.
 fn announce(hub: &EventHub, wakes: &WakeHub, event: Event) {
-    if let RecordId::Stream(name) = &event.id {
+    let channel = match &event.id {
+        RecordId::Stream(name) => Some(crate::stream::wake_channel(name)),
+        RecordId::Queue(name) => Some(crate::queue::wake_channel(name)),
+        _ => None,
+    };
+    if let Some(channel) = channel {
         // Refused only once the handle is gone: nobody to wake then.
-        let _ = wakes.notify(&(event.tenant, crate::stream::wake_channel(name)));
+        let _ = wakes.notify(&(event.tenant, channel));
     }
     hub.emit(event);
 }

@@ -20,6 +20,19 @@ impl RedisEngine {
         lease: Option<LeaseId>,
     ) -> Result<Option<LockInfo>> {
         self.config().check_own_name(name)?;
+        self.take_lock(tenant, name, owner, ttl, lease).await
+    }
+
+    /// [`try_lock`](Self::try_lock) for a name already checked (the
+    /// store's own locks have reserved names).
+    pub(super) async fn take_lock(
+        &self,
+        tenant: TenantId,
+        name: &str,
+        owner: &str,
+        ttl: Duration,
+        lease: Option<LeaseId>,
+    ) -> Result<Option<LockInfo>> {
         self.check_name(owner)?;
         let ttl_ms = self.ttl_ms(ttl)?;
         let config = self.config();

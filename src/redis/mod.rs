@@ -54,8 +54,10 @@ mod lifecycle;
 mod listings;
 mod locks;
 mod presence;
+mod queues;
 mod reply;
 mod room;
+mod schedules;
 mod scripts;
 mod streams;
 mod sweeper;
@@ -205,6 +207,8 @@ struct Inner {
     ceilings: room::Ceilings,
     /// The bounds on each stream (from `config`).
     stream_limits: crate::stream::StreamLimits,
+    /// The bounds on each queue and job (from `config`).
+    queue_limits: crate::queue::QueueLimits,
     /// Where the removal events go: this handle's subscribers.
     hub: Arc<EventHub>,
     /// This handle's wake listeners.
@@ -299,6 +303,7 @@ impl RedisEngine {
         conn.load_library().await?;
         let ceilings = room::Ceilings::new(&config, &options.namespace, conn.is_cluster());
         let stream_limits = crate::stream::StreamLimits::of(&config);
+        let queue_limits = crate::queue::QueueLimits::of(&config);
         let engine = RedisEngine {
             inner: Arc::new(Inner {
                 conn,
@@ -310,6 +315,7 @@ impl RedisEngine {
                 drain: lifecycle::Drain::new(),
                 ceilings,
                 stream_limits,
+                queue_limits,
                 hub,
                 wakes,
                 origin: u64::from_le_bytes(origin),

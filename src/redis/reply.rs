@@ -23,6 +23,8 @@ pub(super) const ROOM: i64 = 13;
 pub(super) const EXISTS: i64 = 14;
 pub(super) const TRIMMED: i64 = 15;
 pub(super) const INVALID: i64 = 16;
+pub(super) const STALE_CLAIM: i64 = 17;
+pub(super) const LEADERSHIP_LOST: i64 = 18;
 
 /// The reasons an `INVALID` reply names by number.
 const INVALID_REASONS: [&str; 2] = [
@@ -113,6 +115,15 @@ impl Reply {
             23 => Ok(Scope::Collection(Collection::Streams)),
             24 => Ok(Scope::StreamBytesTotal),
             25 => Ok(Scope::StreamEntriesTotal),
+            26 => Ok(Scope::Collection(Collection::Queues)),
+            27 => Ok(Scope::QueueJobsTotal),
+            28 => Ok(Scope::QueueBytesTotal),
+            29 => Ok(Scope::Collection(Collection::Schedules)),
+            30 => Ok(Scope::Tenant(Collection::Queues)),
+            31 => Ok(Scope::QueueJobs),
+            32 => Ok(Scope::QueueBytes),
+            33 => Ok(Scope::QueueDeadLetters),
+            34 => Ok(Scope::Tenant(Collection::Schedules)),
             _ => Err(malformed("unknown capacity scope")),
         };
         Err(match self.code()? {
@@ -125,6 +136,8 @@ impl Reply {
             REPLAYED => Error::ReplayRejected,
             DRAINING => Error::Draining,
             EXISTS => Error::Exists,
+            STALE_CLAIM => Error::StaleClaim,
+            LEADERSHIP_LOST => Error::LeadershipLost,
             TRIMMED => Error::Trimmed {
                 first: self.uint(1)?,
             },

@@ -39,11 +39,32 @@ const CEILINGS: [(char, Collection, i64); 7] = [
     ('k', Collection::Locks, 18),
 ];
 
-/// The streams' budget (ADR 0033): one reservation per stream weighs the
-/// stream, its `bytes_max` and its `entries_max` against `streams_max`,
-/// `stream_bytes_total_max` and `stream_entries_total_max` at once, and
-/// has no horizon (a stream has no deadline).
-const STREAMS: char = 's';
+/// The budgets (ADR 0033): what has no deadline (streams, queues,
+/// schedules) holds one reservation without a horizon, weighing 1 and
+/// the capacity it reserved against each of its budget's limits at once.
+const BUDGETS: [(char, Collection); 3] = [
+    ('s', Collection::Streams),
+    ('q', Collection::Queues),
+    ('h', Collection::Schedules),
+];
+
+/// A budget's limits, as its reservations weigh them: the count first.
+fn budget_limits(config: &StoreConfig, c: Collection) -> Vec<u64> {
+    let count = config.ceiling(c);
+    match c {
+        Collection::Streams => vec![
+            count,
+            config.stream_bytes_total_max,
+            config.stream_entries_total_max,
+        ],
+        Collection::Queues => vec![
+            count,
+            config.queue_jobs_total_max,
+            config.queue_bytes_total_max,
+        ],
+        _ => vec![count],
+    }
+}
 
 /// The collection of a store-wide refusal's scope code.
 pub(super) fn collection(code: i64) -> Result<Collection> {
@@ -64,7 +85,7 @@ fn malformed(what: &str) -> Error {
 pub(super) struct Ceilings {
     /// `""` when no ceiling is below 2^53 (nothing is counted), else
     /// `<letter><limit>` joined by `,` (`-1`: that one is off), the
-    /// streams' budget last as `s<count>/<bytes>/<entries>`.
+    /// budgets last as `<letter><count>/<limit>/...`.
     limits: String,
     /// The reservations' key, `{<ns>}:room`.
     key: String,
@@ -82,24 +103,23 @@ impl Ceilings {
                 limit.to_string()
             }
         };
-        let budget = [
-            config.ceiling(Collection::Streams),
-            config.stream_bytes_total_max,
-            config.stream_entries_total_max,
-        ];
+        let budgets: Vec<(char, Vec<u64>)> = BUDGETS
+            .iter()
+            .map(|(letter, c)| (*letter, budget_limits(config, *c)))
+            .collect();
         let on = CEILINGS
             .iter()
             .map(|(_, c, _)| config.ceiling(*c))
-            .chain(budget)
+            .chain(budgets.iter().flat_map(|(_, l)| l.iter().copied()))
             .any(|limit| limit < 1 << 53);
         let limits = if on {
             CEILINGS
                 .iter()
                 .map(|(letter, c, _)| format!("{letter}{}", text(config.ceiling(*c))))
-                .chain(std::iter::once(format!(
-                    "{STREAMS}{}",
-                    budget.map(text).join("/")
-                )))
+                .chain(budgets.iter().map(|(letter, l)| {
+                    let parts: Vec<String> = l.iter().map(|&x| text(x)).collect();
+                    format!("{letter}{}", parts.join("/"))
+                }))
                 .collect::<Vec<_>>()
                 .join(",")
         } else {
@@ -182,18 +202,22 @@ impl RedisEngine {
 
     /// The use of the store-wide ceiling on `c`, counted in Redis over
     /// every handle of the namespace (a reservation counts until given
-    /// back or until its horizon passes, ADR 0031; streams count until
-    /// given back, ADR 0033); `None` for a collection this engine has no
-    /// ceiling on (tombstones, queues, schedules). The limit is this handle's. For dashboards and
+    /// back or until its horizon passes, ADR 0031; streams, queues and
+    /// schedules count until given back, ADR 0033); `None` for a
+    /// collection this engine has no ceiling on (tombstones). The limit is this handle's. For dashboards and
     /// capacity checks: exact at one instant, moving with every creation.
     pub async fn ceiling_usage(&self, c: Collection) -> Result<Option<Usage>> {
-        let letter = if c == Collection::Streams {
-            STREAMS
-        } else {
-            match CEILINGS.iter().find(|(_, collection, _)| *collection == c) {
-                Some((letter, _, _)) => *letter,
-                None => return Ok(None),
-            }
+        let letter = CEILINGS
+            .iter()
+            .map(|(letter, collection, _)| (letter, collection))
+            .chain(
+                BUDGETS
+                    .iter()
+                    .map(|(letter, collection)| (letter, collection)),
+            )
+            .find(|(_, collection)| **collection == c);
+        let Some((letter, _)) = letter else {
+            return Ok(None);
         };
         let args = vec![b"count".to_vec(), letter.to_string().into_bytes()];
         let reply = self.room(args).await?;

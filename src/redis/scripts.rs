@@ -77,6 +77,21 @@ functions! {
     TRIM_STREAM = "trim_stream", "trim_stream.lua", Tenant;
     COMMIT = "commit", "commit.lua", Tenant;
     STREAM_INFO = "stream_info", "stream_info.lua", Read;
+    CREATE_QUEUE = "create_queue", "create_queue.lua", Tenant;
+    DELETE_QUEUE = "delete_queue", "delete_queue.lua", Tenant;
+    ENQUEUE = "enqueue", "enqueue.lua", Tenant;
+    CLAIM = "claim", "claim.lua", Tenant;
+    ACK = "ack", "ack.lua", Tenant;
+    FAIL = "fail", "fail.lua", Tenant;
+    JOB = "job", "job.lua", Tenant;
+    QUEUE_INFO = "queue_info", "queue_info.lua", Tenant;
+    DEAD_LETTERS = "dead_letters", "dead_letters.lua", Read;
+    REQUEUE_DEAD = "requeue_dead", "requeue_dead.lua", Tenant;
+    PURGE_DEAD = "purge_dead", "purge_dead.lua", Tenant;
+    SCHEDULE = "schedule", "schedule.lua", Tenant;
+    UNSCHEDULE = "unschedule", "unschedule.lua", Tenant;
+    SCHEDULES = "schedules", "schedules.lua", Read;
+    RUN_SCHEDULES = "run_schedules", "run_schedules.lua", Tenant;
 }
 
 /// The library: its code and the names its functions are called by.

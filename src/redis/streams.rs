@@ -85,11 +85,7 @@ impl RedisEngine {
     pub async fn append(&self, tenant: TenantId, name: &str, payload: &[u8]) -> Result<u64> {
         self.inner.stream_limits.check_payload(payload.len())?;
         let channel = wake_channel(name);
-        let args = args![
-            payload,
-            super::events::wakes_channel(&self.inner.namespace),
-            self.wake_message(tenant, &channel),
-        ];
+        let args = args![payload, channel.as_bytes()];
         let reply = self
             .stream_call(scripts::APPEND, tenant, name, args)
             .await?;

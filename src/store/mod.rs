@@ -64,6 +64,8 @@ pub use lifecycle::{DegradedReason, Health};
 pub use listing::{Cursor, ListingInfo, Page};
 pub use lock::{LockGuard, LockInfo, RESERVED_PREFIX};
 pub use observe::REFUSAL_LOG_INTERVAL;
+#[cfg(feature = "redis")]
+pub(crate) use outbox::{deliver as outbox_deliver, frame as outbox_frame};
 pub use outbox::{outbox_config, OutboxMessage, OutboxRun, OUTBOX_QUEUE};
 pub use presence::PresenceInfo;
 pub use queues::DeadLetter;
@@ -277,22 +279,12 @@ impl Store {
             wakes: Arc::new(WakeHub::new(Arc::clone(&limits))),
             streams: StreamHub::new(StreamLimits::of(&config), Arc::clone(&limits), start),
             queues: QueueHub::new(
-                QueueLimits {
-                    jobs_max: config.queue_jobs_max,
-                    bytes_max: config.queue_bytes_max,
-                    payload_bytes_max: config.job_payload_bytes_max,
-                },
+                QueueLimits::of(&config),
                 Arc::clone(&limits),
                 start,
                 incarnation,
             ),
-            schedules: ScheduleHub::new(
-                ScheduleLimits {
-                    interval_min: config.schedule_interval_min,
-                    interval_max: config.schedule_interval_max,
-                },
-                Arc::clone(&limits),
-            ),
+            schedules: ScheduleHub::new(ScheduleLimits::of(&config), Arc::clone(&limits)),
             gate: Gate::default(),
             ttl: TtlRange::new(config.ttl_min, config.ttl_max)?,
             policy: Snapshot::new(policy),

@@ -2,9 +2,10 @@
 //! `outbox_run_once`, on a queue of the store's own per tenant.
 
 use super::Store;
+use crate::config::StoreConfig;
 use crate::error::{Error, Result};
 use crate::ids::{JobId, TenantId};
-use crate::queue::{Backoff, JobOptions, QueueConfig};
+use crate::queue::{Backoff, ClaimedJob, JobOptions, QueueConfig};
 use crate::sync::Arc;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Duration;
@@ -81,20 +82,9 @@ impl Store {
         self.create_queue_named(tenant, Arc::from(OUTBOX_QUEUE), outbox_config())
     }
 
-    /// An outbox message as its queue holds it: the topic's length (two
-    /// bytes, big-endian), the topic, the payload.
+    /// An outbox message as its queue holds it ([`frame`]).
     pub(super) fn outbox_frame(&self, topic: &str, payload: &[u8]) -> Result<Vec<u8>> {
-        self.check_name(topic)?;
-        if 2 + topic.len() + payload.len() > self.shared.config.job_payload_bytes_max {
-            return Err(Error::InvalidArgument {
-                reason: "topic and payload together are larger than job_payload_bytes_max",
-            });
-        }
-        let mut framed = Vec::with_capacity(2 + topic.len() + payload.len());
-        framed.extend_from_slice(&(topic.len() as u16).to_be_bytes());
-        framed.extend_from_slice(topic.as_bytes());
-        framed.extend_from_slice(payload);
-        Ok(framed)
+        frame(&self.shared.config, topic, payload)
     }
 
     /// Delivers up to `max` due messages of the tenant's outbox through
@@ -114,42 +104,81 @@ impl Store {
         };
         let mut run = OutboxRun::default();
         for job in claimed {
-            let (topic, payload) = unframe(&job.payload);
-            let message = OutboxMessage {
-                id: job.id,
-                topic,
-                payload,
-                attempt: job.attempt,
-            };
-            let outcome = catch_unwind(AssertUnwindSafe(|| handler(&message)));
-            let reason = match outcome {
-                Ok(Ok(())) => {
-                    if self.ack_in(tenant, OUTBOX_QUEUE, job.id, job.claim).is_ok() {
-                        run.delivered += 1;
-                    }
-                    continue;
+            match deliver(&job, self.shared.config.name_bytes_max, &mut handler) {
+                None => run.acked(self.ack_in(tenant, OUTBOX_QUEUE, job.id, job.claim)),
+                Some(reason) => {
+                    run.failed(self.fail_in(tenant, OUTBOX_QUEUE, job.id, job.claim, &reason))
                 }
-                Ok(Err(e)) => truncate(&e.to_string(), self.shared.config.name_bytes_max),
-                Err(_) => "the handler panicked".to_owned(),
-            };
-            let reason = if reason.is_empty() {
-                "failed".to_owned()
-            } else {
-                reason
-            };
-            match self.fail_in(tenant, OUTBOX_QUEUE, job.id, job.claim, &reason) {
-                Ok(crate::queue::Failed::RetryIn(_)) => run.retried += 1,
-                Ok(crate::queue::Failed::DeadLettered) => run.dead += 1,
-                // The claim lapsed while the handler ran: the message is
-                // back in the outbox already.
-                Err(_) => {}
             }
         }
         Ok(run)
     }
 }
 
-/// Splits a framed outbox payload into its topic and payload.
+/// An outbox message as its queue holds it: the topic's length (two
+/// bytes, big-endian), the topic, the payload. `topic` is a name, and the
+/// whole must fit `job_payload_bytes_max` (every engine's one rule).
+pub(crate) fn frame(config: &StoreConfig, topic: &str, payload: &[u8]) -> Result<Vec<u8>> {
+    config.check_name(topic)?;
+    if 2 + topic.len() + payload.len() > config.job_payload_bytes_max {
+        return Err(Error::InvalidArgument {
+            reason: "topic and payload together are larger than job_payload_bytes_max",
+        });
+    }
+    let mut framed = Vec::with_capacity(2 + topic.len() + payload.len());
+    framed.extend_from_slice(&(topic.len() as u16).to_be_bytes());
+    framed.extend_from_slice(topic.as_bytes());
+    framed.extend_from_slice(payload);
+    Ok(framed)
+}
+
+/// Hands one claimed outbox message to `handler` (a panic is caught):
+/// `None` when it was delivered, else why not (at most `reason_max`
+/// bytes, never empty), to fail it with. Every engine's one delivery rule.
+pub(crate) fn deliver<E: std::fmt::Display>(
+    job: &ClaimedJob,
+    reason_max: usize,
+    handler: &mut impl FnMut(&OutboxMessage) -> std::result::Result<(), E>,
+) -> Option<String> {
+    let (topic, payload) = unframe(&job.payload);
+    let message = OutboxMessage {
+        id: job.id,
+        topic,
+        payload,
+        attempt: job.attempt,
+    };
+    let reason = match catch_unwind(AssertUnwindSafe(|| handler(&message))) {
+        Ok(Ok(())) => return None,
+        Ok(Err(e)) => truncate(&e.to_string(), reason_max),
+        Err(_) => "the handler panicked".to_owned(),
+    };
+    Some(if reason.is_empty() {
+        "failed".to_owned()
+    } else {
+        reason
+    })
+}
+
+impl OutboxRun {
+    /// Counts the ack of a delivered message.
+    pub(crate) fn acked(&mut self, acked: Result<()>) {
+        if acked.is_ok() {
+            self.delivered += 1;
+        }
+    }
+
+    /// Counts the failure of a message its handler refused.
+    pub(crate) fn failed(&mut self, failed: Result<crate::queue::Failed>) {
+        match failed {
+            Ok(crate::queue::Failed::RetryIn(_)) => self.retried += 1,
+            Ok(crate::queue::Failed::DeadLettered) => self.dead += 1,
+            // The claim lapsed while the handler ran: the message is
+            // back in the outbox already.
+            Err(_) => {}
+        }
+    }
+}
+
 fn unframe(framed: &[u8]) -> (Arc<str>, Arc<[u8]>) {
     let len = usize::from(u16::from_be_bytes([framed[0], framed[1]]));
     let topic = String::from_utf8_lossy(&framed[2..2 + len]);

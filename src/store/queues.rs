@@ -1,7 +1,7 @@
 //! The store's side of job queues (`src/queue.rs`): names, ids, the
 //! lifecycle, the clock, and the wakes that workers wait on.
 
-use super::{Store, OUTBOX_QUEUE};
+use super::Store;
 use crate::error::{Error, Result};
 use crate::events::{Cause, Collection, RecordId};
 use crate::ids::{random_bytes, JobId, TenantId};
@@ -52,11 +52,6 @@ impl Store {
         self.shared
             .ttl
             .deadline(self.shared.clock.now(), config.visibility)?;
-        if config.backoff.max > self.shared.config.ttl_max {
-            return Err(Error::InvalidArgument {
-                reason: "a queue's backoff max is above ttl_max",
-            });
-        }
         self.admit_new(self.shared.clock.now())?;
         self.create_queue_named(tenant, Arc::from(name), config)
     }
@@ -418,33 +413,11 @@ impl Store {
     /// The input rules of a job (every enqueue's, plain, scheduled or
     /// staged): payload size, delay, attempts.
     pub(super) fn check_job(&self, payload: usize, options: &JobOptions) -> Result<()> {
-        if payload > self.shared.config.job_payload_bytes_max {
-            return Err(Error::InvalidArgument {
-                reason: "payload is larger than job_payload_bytes_max",
-            });
-        }
-        if options.delay > self.shared.config.ttl_max {
-            return Err(Error::InvalidArgument {
-                reason: "a job's delay is above ttl_max",
-            });
-        }
-        if options.attempts_max == Some(0) {
-            return Err(Error::InvalidArgument {
-                reason: "a job's attempts_max must be positive",
-            });
-        }
-        Ok(())
+        self.shared.queues.limits().check_job(payload, options)
     }
 
-    /// A queue name for the reads and the dead-letter operations: a
-    /// caller's queue, or the outbox ([`OUTBOX_QUEUE`]), whose dead
-    /// letters an operator has to be able to see and deal with.
     pub(super) fn check_queue_to_inspect(&self, queue: &str) -> Result<()> {
-        if queue == OUTBOX_QUEUE {
-            Ok(())
-        } else {
-            self.check_own_name(queue)
-        }
+        self.shared.config.check_inspected_queue(queue)
     }
 
     pub(super) fn job_id(&self, seq: u64) -> JobId {

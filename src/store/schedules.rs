@@ -72,14 +72,10 @@ impl Store {
         queue: &str,
         payload: &[u8],
     ) -> Result<()> {
-        self.check_own_name(name)?;
-        self.check_own_name(queue)?;
-        if payload.len() > self.shared.config.job_payload_bytes_max {
-            return Err(Error::InvalidArgument {
-                reason: "payload is larger than job_payload_bytes_max",
-            });
-        }
-        self.shared.schedules.interval_ms(spec).map(drop)
+        self.shared
+            .config
+            .check_schedule(name, spec, queue, payload)
+            .map(drop)
     }
 
     /// Removes schedule `name` (removal event `Schedules`, cause

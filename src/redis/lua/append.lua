@@ -1,7 +1,6 @@
--- append: ARGV[3] name, ARGV[4] payload, ARGV[5] the store's wake
--- channel and ARGV[6] the wake message for the stream's followers
--- (published with the entry, so a follower on any instance wakes even
--- if the caller dies right after). Entries past the stream's age go
+-- append: ARGV[3] name, ARGV[4] payload, ARGV[5] the stream's wake
+-- channel (its followers are woken with the entry, so a follower on any
+-- instance wakes even if the caller dies right after). Entries past the stream's age go
 -- first; then a full stream refuses, or trims its oldest entries, as
 -- created. Reply: {OK, offset} or a refusal.
 local name, payload = ARGV[3], ARGV[4]
@@ -40,5 +39,5 @@ local last = tonumber(redis.call('LINDEX', times, -1) or '0')
 redis.call('RPUSH', entries, payload)
 redis.call('RPUSH', times, num(math.max(NOW, last)))
 redis.call('HSET', K .. 's:' .. name, 'n', num(n + 1), 'b', num(b + #payload))
-redis.call('PUBLISH', ARGV[5], ARGV[6])
+publish_wake(ARGV[5])
 return {OK, n}

@@ -32,14 +32,18 @@ local ROOM = 13
 -- (with the first held); a bad argument only the server can judge (with
 -- the reason's number, src/redis/reply.rs).
 local EXISTS, TRIMMED, INVALID = 14, 15, 16
--- Capacity scopes of streams (src/redis/reply.rs).
+-- Queues: a claim that is not the job's live one; schedules: a fence that
+-- does not hold the scheduler lock.
+local STALE_CLAIM, LEADERSHIP_LOST = 17, 18
+-- Capacity scopes of streams, queues and schedules (src/redis/reply.rs).
 local S_TENANT, S_PARENT, S_ENTRIES, S_CONSUMERS = 19, 20, 21, 22
+local Q_TENANT, Q_JOBS, Q_BYTES, Q_DEAD, H_TENANT = 30, 31, 32, 33, 34
 
 -- Per-call state, set by `begin`. Redis runs one call at a time, so these
 -- are never shared between calls in flight.
 local KEYS, ARGV, TAG, I, NOW_US, NOW, R, GRAVES, REVOKED_BELOW, REVOKED_UNTIL
 local LEASES, LOCKS, IDEM, LISTINGS, ATTEMPTS, REPLAY, MEMBERS, MEMBER_KEYS
-local ORIGIN, EVENTS, DUE, K, STREAMS
+local ORIGIN, EVENTS, DUE, K, STREAMS, QUEUES, SCHEDULES
 local LIMITS, ROOM_KEY, GRANTS, EXTENDED, NEEDS, FREED
 
 -- Integers as decimal text (Lua numbers are doubles; everything stored
@@ -70,66 +74,78 @@ local SKEW_CLUSTER = 1000
 local SKEW
 local CEILING_SCOPE = {l = 12, p = 13, m = 14, a = 15, r = 16, i = 17, k = 18}
 
--- The streams' budget (letter 's'): a stream lives until it is deleted
--- or its lease goes, so its reservation has no horizon. It weighs 1
--- stream, its bytes_max and its entries_max against three limits at once
--- (streams_max, stream_bytes_total_max, stream_entries_total_max); the
--- hash `<base>s` holds each reservation's weights ("<bytes>/<entries>"),
--- and `<base>S` the sums (n, b, e). Its limit is "<count>/<bytes>/<entries>"
--- (-1: off); its refusals' scopes are 23, 24, 25.
-local BUDGET_SCOPES = {23, 24, 25}
+-- Budgets: store-wide limits on what has no deadline (streams, queues,
+-- schedules), so their reservations have no horizon. A reservation weighs
+-- 1 (the count) and the record's reserved capacity against each of the
+-- budget's limits at once. Per letter: the hash `<base><letter>` holds
+-- each reservation's weights ("<w2>/<w3>"), `<base><LETTER>` the sums
+-- (fields 1, 2, 3); the limit is "<count>/<l2>/<l3>" (-1: off); the scopes
+-- of their refusals (src/redis/reply.rs) are:
+--   's' streams: count, bytes, entries (23, 24, 25)
+--   'q' queues: count, jobs, bytes (26, 27, 28)
+--   'h' schedules: count (29)
+local BUDGETS = {s = {23, 24, 25}, q = {26, 27, 28}, h = {29}}
 
-local function budget_parts(text)
-  local a, b, c = string.match(text, '^(%-?%d+)/(%-?%d+)/?(%-?%d*)$')
-  return tonumber(a), tonumber(b), tonumber(c)
+-- "a/b/c" as numbers.
+local function numbers(text)
+  local out = {}
+  for part in string.gmatch(text, '[^/]+') do
+    out[#out + 1] = tonumber(part)
+  end
+  return out
 end
 
--- The streams' refusal if a stream weighing `weights` does not fit under
--- `limit`, else nil.
-local function budget_full(base, limit, weights)
-  local limits = {budget_parts(limit)}
-  local wb, we = budget_parts(weights)
-  local want = {1, wb, we}
-  local used = redis.call('HMGET', base .. 'S', 'n', 'b', 'e')
-  for i = 1, 3 do
-    local u = tonumber(used[i] or '0')
-    if limits[i] >= 0 and u + want[i] > limits[i] then
-      return {CAPACITY, BUDGET_SCOPES[i], limits[i], u}
+-- A reservation's weight on each limit: 1, then its weights.
+local function weighs(weights)
+  local w = numbers(weights)
+  table.insert(w, 1, 1)
+  return w
+end
+
+-- The refusal if a reservation weighing `weights` does not fit under
+-- budget `letter`'s `limit`, else nil.
+local function budget_full(base, letter, limit, weights)
+  local limits, want = numbers(limit), weighs(weights)
+  local sums = base .. string.upper(letter)
+  for i, scope in ipairs(BUDGETS[letter]) do
+    local used = tonumber(redis.call('HGET', sums, i) or '0')
+    if limits[i] >= 0 and used + want[i] > limits[i] then
+      return {CAPACITY, scope, limits[i], used}
     end
   end
   return nil
 end
 
 local function budget_take(base, token, weights)
-  local wb, we = budget_parts(weights)
-  redis.call('HSET', base .. 's', token, weights)
-  redis.call('HINCRBY', base .. 'S', 'n', 1)
-  redis.call('HINCRBY', base .. 'S', 'b', wb)
-  redis.call('HINCRBY', base .. 'S', 'e', we)
+  local letter = string.sub(token, 1, 1)
+  redis.call('HSET', base .. letter, token, weights)
+  for i, w in ipairs(weighs(weights)) do
+    redis.call('HINCRBY', base .. string.upper(letter), i, w)
+  end
 end
 
 local function budget_give(base, token)
-  local weights = redis.call('HGET', base .. 's', token)
+  local letter = string.sub(token, 1, 1)
+  local weights = redis.call('HGET', base .. letter, token)
   if not weights then
     return
   end
-  local wb, we = budget_parts(weights)
-  redis.call('HDEL', base .. 's', token)
-  redis.call('HINCRBY', base .. 'S', 'n', -1)
-  redis.call('HINCRBY', base .. 'S', 'b', -wb)
-  redis.call('HINCRBY', base .. 'S', 'e', -we)
+  redis.call('HDEL', base .. letter, token)
+  for i, w in ipairs(weighs(weights)) do
+    redis.call('HINCRBY', base .. string.upper(letter), i, -w)
+  end
 end
 
 -- Takes one reservation per `wanted` entry ({letter, limit (-1: none),
--- span in ms}; for 's', {'s', limit text, weights text}), all or none:
--- {OK, token, horizon (0 for 's'), ...}, or the refusal of the first full
+-- span in ms}; for a budget, {letter, limit text, weights text}), all or
+-- none: {OK, token, horizon (0 for a budget), ...}, or the refusal of the first full
 -- ceiling. Reservations past their horizon are dropped when a ceiling is
 -- reached (each once), so a set never holds more than its limit and a
 -- take below it pays nothing for them.
 local function room_take(base, now, wanted)
   for _, w in ipairs(wanted) do
-    if w[1] == 's' then
-      local refused = budget_full(base, w[2], w[3])
+    if BUDGETS[w[1]] then
+      local refused = budget_full(base, w[1], w[2], w[3])
       if refused then
         return refused
       end
@@ -153,7 +169,7 @@ local function room_take(base, now, wanted)
   for i, w in ipairs(wanted) do
     local token = w[1] .. num(last - #wanted + i)
     local horizon = 0
-    if w[1] == 's' then
+    if BUDGETS[w[1]] then
       budget_take(base, token, w[3])
     else
       horizon = now + tonumber(w[3])
@@ -169,7 +185,7 @@ end
 local function room_give(base, tokens)
   for _, token in ipairs(tokens) do
     local letter = string.sub(token, 1, 1)
-    if letter == 's' then
+    if BUDGETS[letter] then
       budget_give(base, token)
     else
       redis.call('ZREM', base .. letter, token)
@@ -191,11 +207,12 @@ end
 -- letter, the cause's letter, then the record's id. A record is announced
 -- when it leaves its collection's index, and only then, so each removal
 -- is announced once whichever call (or sweep) gets to it first.
-local E_LEASE, E_LISTING, E_MEMBER, E_ATTEMPT, E_LOCK, E_STREAM = 'l', 'p', 'm', 'a', 'k', 's'
+local E_LEASE, E_LISTING, E_MEMBER, E_ATTEMPT, E_LOCK = 'l', 'p', 'm', 'a', 'k'
+local E_STREAM, E_QUEUE, E_SCHEDULE = 's', 'q', 'h'
 local EXPIRED_, REVOKED_, CASCADED_, RELEASED_, CONSUMED_ = 'e', 'r', 'c', 'x', 'u'
 -- The collections whose records are under K (they outlive a tenant's
 -- revocation), not R.
-local KEPT = {s = true}
+local KEPT = {s = true, q = true, h = true}
 
 -- The sweeper's view of the tenant: `nd` on its incarnation key is the
 -- earliest deadline the store's due index has for it. A deadline set
@@ -317,15 +334,15 @@ local function begin(keys, args)
   -- Streams, queues and schedules outlive a tenant revocation (as in
   -- memory): their keys are of the incarnation, not of the epoch.
   K = TAG .. I .. ':'
-  STREAMS = K .. 'sx'
+  STREAMS, QUEUES, SCHEDULES = K .. 'sx', K .. 'qn', K .. 'hn'
   return nil
 end
 
 -- Room under the store-wide ceilings for the records a creation is about
 -- to write, each `wanted` entry {letter, until (ms: the latest the record
 -- may live without asking again), extra (ms more to ask for, so a
--- renewable record asks for more only now and then)}, or for a stream
--- {'s', its bytes_max, its entries_max}. Call it after every
+-- renewable record asks for more only now and then)}, or under a budget
+-- {letter, weights...} (a stream: {'s', its bytes_max, its entries_max}). Call it after every
 -- other check, right before the writes. Returns {letter -> {token, until
 -- it counts (ms)}} ('' and '' when no ceiling is on), or nil and the
 -- answer to give: the ceiling's refusal, or ROOM when the engine must take
@@ -341,15 +358,15 @@ local function rooms(wanted)
     end
     return got
   end
-  -- What to ask for: a span (ms), or a stream's weights.
+  -- What to ask for: a span (ms), or a budget's weights.
   local span = function(w)
-    if w[1] == 's' then
-      return w[2] .. '/' .. w[3]
+    if BUDGETS[w[1]] then
+      return table.concat({unpack(w, 2)}, '/')
     end
     return num(w[2] - NOW + w[3] + 2 * SKEW)
   end
   local until_of = function(w, horizon)
-    if w[1] == 's' then
+    if BUDGETS[w[1]] then
       return ''
     end
     return num(horizon - SKEW)
@@ -372,8 +389,8 @@ local function rooms(wanted)
   local short = false
   for _, w in ipairs(wanted) do
     local g = GRANTS and GRANTS[w[1]]
-    -- A stream's grant was taken for its weights (the call's own).
-    if g and (w[1] == 's' or g[2] - SKEW >= w[2]) then
+    -- A budget's grant was taken for its weights (the call's own).
+    if g and (BUDGETS[w[1]] or g[2] - SKEW >= w[2]) then
       got[w[1]] = {g[1], until_of(w, g[2])}
     else
       short = true
@@ -582,6 +599,187 @@ local function drop_stream(name, cause)
     give_back(sk)
   end
   redis.call('DEL', sk, K .. 'sp:' .. name, K .. 'st:' .. name, K .. 'sc:' .. name)
+end
+
+-- Wakes the listeners of `channel` on every instance (the message that
+-- src/redis/events.rs reads: origin, tenant, channel, each as
+-- `<length>:<bytes>`; the calling handle wakes its own).
+local function publish_wake(channel)
+  local ns, tenant = string.match(TAG, '^{(.*):([^:]*)}:$')
+  local parts = {ORIGIN, tenant, channel}
+  for i, p in ipairs(parts) do
+    parts[i] = #p .. ':' .. p
+  end
+  redis.call('PUBLISH', 'relaystore:' .. ns .. ':wakes', table.concat(parts))
+end
+
+-- Queues (SPEC §10), under K like streams. A queue is `q:<name>` (a hash:
+-- `c` its settings as created, `jm` jobs_max, `bm` bytes_max, `dm`
+-- dead_letters_max, `vis` visibility (ms), `am` attempts_max, `bb` and
+-- `bx` the backoff's base and max (ms), `nb` payload bytes held, `rv` its
+-- reservation) and, per job (by sequence number): hashes of payloads
+-- `qp:`, attempts `qa:`, attempts_max `qm:`, the live claim's token `qt:`
+-- and worker `qw:`, a dead letter's reason `qy:`; and one sorted set per
+-- state: ready `qr:` (by number: oldest first), delayed `qd:` (by due
+-- time), claimed `qc:` (by the time the claim lapses), dead `qx:` (by
+-- number). Each job is in exactly one of the four. QUEUES indexes the
+-- tenant's queues.
+local QUEUE_FIELDS = {'qp', 'qa', 'qm', 'qt', 'qw', 'qy'}
+local QUEUE_STATES = {'qr', 'qd', 'qc', 'qx'}
+
+local function qk(part, name)
+  return K .. part .. ':' .. name
+end
+
+-- The queue `name`'s settings and bytes {jm, bm, dm, vis, am, bb, bx, nb}
+-- as numbers, or nil.
+local function queue_of(name)
+  local q = redis.call('HMGET', K .. 'q:' .. name, 'jm', 'bm', 'dm', 'vis', 'am', 'bb', 'bx', 'nb')
+  if not q[1] then
+    return nil
+  end
+  for i = 1, 8 do
+    q[i] = tonumber(q[i])
+  end
+  return q
+end
+
+-- Moves what is due in queue `name` now: delayed jobs become ready; a
+-- lapsed claim returns its job to ready, or makes it a dead letter with
+-- reason `lapsed` if that was its last attempt. Returns whether a job
+-- became ready.
+local function settle(name, lapsed)
+  local ready, readied = qk('qr', name), false
+  local delayed = qk('qd', name)
+  for _, seq in ipairs(redis.call('ZRANGEBYSCORE', delayed, '-inf', NOW)) do
+    redis.call('ZREM', delayed, seq)
+    redis.call('ZADD', ready, seq, seq)
+    readied = true
+  end
+  local claimed = qk('qc', name)
+  for _, seq in ipairs(redis.call('ZRANGEBYSCORE', claimed, '-inf', NOW)) do
+    redis.call('ZREM', claimed, seq)
+    redis.call('HDEL', qk('qt', name), seq)
+    redis.call('HDEL', qk('qw', name), seq)
+    local used = tonumber(redis.call('HGET', qk('qa', name), seq))
+    if used >= tonumber(redis.call('HGET', qk('qm', name), seq)) then
+      redis.call('ZADD', qk('qx', name), seq, seq)
+      redis.call('HSET', qk('qy', name), seq, lapsed)
+    else
+      redis.call('ZADD', ready, seq, seq)
+      readied = true
+    end
+  end
+  return readied
+end
+
+-- The time until something in queue `name` changes by itself (a delay
+-- ends, a claim lapses), in ms, or -1.
+local function queue_next(name)
+  local next_at = -1
+  for _, part in ipairs({'qd', 'qc'}) do
+    local first = redis.call('ZRANGE', qk(part, name), 0, 0, 'WITHSCORES')
+    if first[2] then
+      local at = tonumber(first[2])
+      if next_at < 0 or at < next_at then
+        next_at = at
+      end
+    end
+  end
+  if next_at < 0 then
+    return -1
+  end
+  return math.max(next_at - NOW, 0)
+end
+
+-- The one validity rule of every claim operation: nil when `token` is job
+-- `seq`'s live claim now, else the refusal. Checked before any change.
+local function check_claim(name, seq, token)
+  if redis.call('HEXISTS', qk('qp', name), seq) == 0 then
+    return {NOT_FOUND}
+  end
+  local lapses = redis.call('ZSCORE', qk('qc', name), seq)
+  if not lapses or tonumber(lapses) <= NOW or redis.call('HGET', qk('qt', name), seq) ~= token then
+    return {STALE_CLAIM}
+  end
+  return nil
+end
+
+-- Takes job `seq` out of its claim (it is about to move elsewhere).
+local function unclaim(name, seq)
+  redis.call('ZREM', qk('qc', name), seq)
+  redis.call('HDEL', qk('qt', name), seq)
+  redis.call('HDEL', qk('qw', name), seq)
+end
+
+-- Removes job `seq` of queue `name` in whatever state it is.
+local function remove_job(name, seq)
+  local payload = redis.call('HGET', qk('qp', name), seq)
+  if not payload then
+    return
+  end
+  for _, part in ipairs(QUEUE_FIELDS) do
+    redis.call('HDEL', qk(part, name), seq)
+  end
+  for _, part in ipairs(QUEUE_STATES) do
+    redis.call('ZREM', qk(part, name), seq)
+  end
+  redis.call('HINCRBY', K .. 'q:' .. name, 'nb', -#payload)
+end
+
+-- Enqueues `count` jobs of `payload` on queue `name`, all or none: ready,
+-- or delayed until `due` (nil: ready), with `attempts` claims each (nil:
+-- the queue's). The one admission rule of enqueues: a queue at its
+-- dead-letter cap takes nothing, nor one whose jobs or bytes would pass
+-- its caps. Ready jobs wake the queue's workers (`wake`, its channel).
+-- Returns the first job's number (the others follow it), or nil and the
+-- refusal.
+local function enqueue_jobs(name, payload, count, due, attempts, wake)
+  local q = queue_of(name)
+  if not q then
+    return nil, {NOT_FOUND}
+  end
+  local dead = redis.call('ZCARD', qk('qx', name))
+  if dead >= q[3] then
+    return nil, {CAPACITY, Q_DEAD, q[3], dead}
+  end
+  local held = redis.call('HLEN', qk('qp', name))
+  if held + count > q[1] then
+    return nil, {CAPACITY, Q_JOBS, q[1], held}
+  end
+  if q[8] + count * #payload > q[2] then
+    return nil, {CAPACITY, Q_BYTES, q[2], q[8]}
+  end
+  local first
+  for _ = 1, count do
+    local seq = num(next_fence())
+    first = first or seq
+    redis.call('HSET', qk('qp', name), seq, payload)
+    redis.call('HSET', qk('qa', name), seq, '0')
+    redis.call('HSET', qk('qm', name), seq, attempts or num(q[5]))
+    if due then
+      redis.call('ZADD', qk('qd', name), num(due), seq)
+    else
+      redis.call('ZADD', qk('qr', name), seq, seq)
+    end
+  end
+  redis.call('HINCRBY', K .. 'q:' .. name, 'nb', count * #payload)
+  if not due then
+    publish_wake(wake)
+  end
+  return first
+end
+
+-- Removes queue `name` with every job in it, announced with `cause`.
+local function drop_queue(name, cause)
+  leave_index(QUEUES, name, E_QUEUE, cause)
+  local keys = {K .. 'q:' .. name}
+  for _, parts in ipairs({QUEUE_FIELDS, QUEUE_STATES}) do
+    for _, part in ipairs(parts) do
+      keys[#keys + 1] = qk(part, name)
+    end
+  end
+  redis.call('DEL', unpack(keys))
 end
 
 -- Drops what is attached to lease `seq` (the cascade): its locks, its

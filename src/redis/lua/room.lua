@@ -1,14 +1,14 @@
 -- room: the store-wide ceilings' reservations (the prelude's `room_*`),
 -- for a cluster, where a tenant's function cannot reach them. KEYS[1] is
 -- "{<ns>}:room". ARGV[1] is the operation:
--- 'take', then (letter, limit (-1: none), span ms) triples (for the
---   streams' budget 's': limit "<count>/<bytes>/<entries>", and the
---   stream's "<bytes>/<entries>"): {OK, token, horizon, ...} for each, or
---   the refusal of the first full ceiling;
+-- 'take', then (letter, limit (-1: none), span ms) triples (for a
+--   budget: its limit text and the reservation's weights, `BUDGETS` in
+--   the prelude): {OK, token, horizon, ...} for each, or the refusal of
+--   the first full ceiling;
 -- 'give', then tokens: {OK};
 -- 'extend', then a span (ms) and tokens: {OK, horizon};
 -- 'count', then a letter: {OK, reservations whose horizon is ahead}
---   (for 's': the streams reserved).
+--   (for a budget: the reservations held).
 local _, now = clock()
 local base = KEYS[1] .. ':'
 local op = ARGV[1]
@@ -23,8 +23,8 @@ elseif op == 'give' then
   return {OK}
 elseif op == 'extend' then
   return {OK, room_extend(base, now, tonumber(ARGV[2]), {unpack(ARGV, 3)})}
-elseif op == 'count' and ARGV[2] == 's' then
-  return {OK, tonumber(redis.call('HGET', base .. 'S', 'n') or '0')}
+elseif op == 'count' and BUDGETS[ARGV[2]] then
+  return {OK, tonumber(redis.call('HGET', base .. string.upper(ARGV[2]), 1) or '0')}
 elseif op == 'count' then
   return {OK, redis.call('ZCOUNT', base .. ARGV[2], '(' .. num(now), '+inf')}
 end

@@ -1,0 +1,32 @@
+-- claim: ARGV[3] queue, ARGV[4] worker, ARGV[5] visibility (ms, '' for
+-- the queue's), ARGV[6] most jobs, ARGV[7] the reason a job whose last
+-- claim lapsed is dead-lettered with. Settles what is due, then claims
+-- ready jobs oldest first. Reply: {OK, visibility (ms), ms until something
+-- changes by itself (-1: nothing), then per job: its number, the claim's
+-- token, the attempt, the payload}.
+local name, worker = ARGV[3], ARGV[4]
+local q = queue_of(name)
+if not q then
+  return {NOT_FOUND}
+end
+settle(name, ARGV[7])
+local vis = q[4]
+if ARGV[5] ~= '' then
+  vis = tonumber(ARGV[5])
+end
+local lapses = NOW + vis
+local out = {OK, vis, 0}
+for _, seq in ipairs(redis.call('ZRANGE', qk('qr', name), 0, tonumber(ARGV[6]) - 1)) do
+  redis.call('ZREM', qk('qr', name), seq)
+  redis.call('ZADD', qk('qc', name), num(lapses), seq)
+  local token = num(next_fence())
+  redis.call('HSET', qk('qt', name), seq, token)
+  redis.call('HSET', qk('qw', name), seq, worker)
+  local attempt = redis.call('HINCRBY', qk('qa', name), seq, 1)
+  out[#out + 1] = tonumber(seq)
+  out[#out + 1] = tonumber(token)
+  out[#out + 1] = attempt
+  out[#out + 1] = redis.call('HGET', qk('qp', name), seq)
+end
+out[3] = queue_next(name)
+return out

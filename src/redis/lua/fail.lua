@@ -1,0 +1,27 @@
+-- fail: ARGV[3] queue, ARGV[4] job number, ARGV[5] claim token, ARGV[6]
+-- reason, ARGV[7] a random draw (below 2^32) for the jitter. The job
+-- retries after an equal-jitter exponential backoff (half of min(max,
+-- base * 2^(attempt - 1)) for sure, the other half drawn), or becomes a
+-- dead letter if that was its last attempt. Reply: {OK, the backoff in ms,
+-- or -1 for a dead letter}, {NOT_FOUND} or {STALE_CLAIM}.
+local name, seq = ARGV[3], ARGV[4]
+local q = queue_of(name)
+if not q then
+  return {NOT_FOUND}
+end
+local refused = check_claim(name, seq, ARGV[5])
+if refused then
+  return refused
+end
+unclaim(name, seq)
+local attempt = tonumber(redis.call('HGET', qk('qa', name), seq))
+if attempt >= tonumber(redis.call('HGET', qk('qm', name), seq)) then
+  redis.call('ZADD', qk('qx', name), seq, seq)
+  redis.call('HSET', qk('qy', name), seq, ARGV[6])
+  return {OK, -1}
+end
+local capped = math.min(q[7], q[6] * 2 ^ math.min(attempt - 1, 63))
+local fixed = math.floor(capped / 2)
+local delay = fixed + tonumber(ARGV[7]) % (capped - fixed + 1)
+redis.call('ZADD', qk('qd', name), num(NOW + delay), seq)
+return {OK, delay}

@@ -1,0 +1,29 @@
+-- job: ARGV[3] queue, ARGV[4] job number, ARGV[5] the lapsed claims'
+-- reason (as for claim). Settles what is due first. Reply: {OK, state
+-- ('r' ready, 'd' delayed, 'c' claimed, 'x' dead), ms left (delayed,
+-- claimed; else 0), the worker (claimed) or reason (dead) or '',
+-- attempts, attempts_max, payload} or {NOT_FOUND}.
+local name, seq = ARGV[3], ARGV[4]
+if not queue_of(name) then
+  return {NOT_FOUND}
+end
+local payload = redis.call('HGET', qk('qp', name), seq)
+if not payload then
+  return {NOT_FOUND}
+end
+settle(name, ARGV[5])
+local state, left, text = 'r', 0, ''
+local score = redis.call('ZSCORE', qk('qd', name), seq)
+if score then
+  state, left = 'd', tonumber(score) - NOW
+else
+  score = redis.call('ZSCORE', qk('qc', name), seq)
+  if score then
+    state, left = 'c', tonumber(score) - NOW
+    text = redis.call('HGET', qk('qw', name), seq)
+  elseif redis.call('ZSCORE', qk('qx', name), seq) then
+    state, text = 'x', redis.call('HGET', qk('qy', name), seq)
+  end
+end
+return {OK, state, left, text, tonumber(redis.call('HGET', qk('qa', name), seq)),
+  tonumber(redis.call('HGET', qk('qm', name), seq)), payload}

@@ -1,0 +1,11 @@
+-- purge_dead: ARGV[3] queue. Removes every dead letter. Reply: {OK, how
+-- many}.
+local name = ARGV[3]
+if not queue_of(name) then
+  return {NOT_FOUND}
+end
+local dead = redis.call('ZRANGE', qk('qx', name), 0, -1)
+for _, seq in ipairs(dead) do
+  remove_job(name, seq)
+end
+return {OK, #dead}

@@ -1,0 +1,13 @@
+-- requeue_dead: ARGV[3] queue, ARGV[4] job number, ARGV[5] the queue's
+-- wake channel. The dead letter is ready again with fresh attempts.
+-- Reply: {OK} or {NOT_FOUND}.
+local name, seq = ARGV[3], ARGV[4]
+if not queue_of(name) or not redis.call('ZSCORE', qk('qx', name), seq) then
+  return {NOT_FOUND}
+end
+redis.call('ZREM', qk('qx', name), seq)
+redis.call('HDEL', qk('qy', name), seq)
+redis.call('HSET', qk('qa', name), seq, '0')
+redis.call('ZADD', qk('qr', name), seq, seq)
+publish_wake(ARGV[5])
+return {OK}

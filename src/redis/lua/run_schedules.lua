@@ -1,0 +1,46 @@
+-- run_schedules: ARGV[3] the fence the runner holds the scheduler lock
+-- with, ARGV[4] the lock's name, ARGV[5] the prefix of a queue's wake
+-- channel, ARGV[6] the most missed fires one schedule enqueues. Refused
+-- unless the lock is held with that fence now. Each schedule whose grid
+-- point has passed enqueues one job per grid point passed (at most
+-- ARGV[6]; the rest are skipped) and moves to its next grid point, in
+-- the same step. Reply: {OK, fired, skipped, ms to the next fire (-1:
+-- none), then per schedule whose queue refused: its name and the
+-- refusal's code and three values (0 when unused)} or {LEADERSHIP_LOST}.
+local lock = redis.call('HMGET', R .. 'k:' .. ARGV[4], 'f', 'd')
+if not lock[1] or lock[1] ~= ARGV[3] or tonumber(lock[2]) <= NOW then
+  return {LEADERSHIP_LOST}
+end
+local catch_up = tonumber(ARGV[6])
+local fired, skipped, next_in = 0, 0, -1
+local refused = {}
+for _, name in ipairs(redis.call('ZRANGE', SCHEDULES, 0, -1)) do
+  local hkey = K .. 'h:' .. name
+  local h = redis.call('HMGET', hkey, 'iv', 'nx', 'q', 'p', 'f')
+  local interval, at = tonumber(h[1]), tonumber(h[2])
+  if at <= NOW then
+    local due = math.floor((NOW - at) / interval) + 1
+    local fires = math.min(due, catch_up)
+    local first, refusal = enqueue_jobs(h[3], h[4], fires, nil, nil, ARGV[5] .. h[3])
+    if first then
+      fired = fired + fires
+      skipped = skipped + due - fires
+      at = at + due * interval
+      redis.call('HSET', hkey, 'nx', num(at), 'f', num(tonumber(h[5]) + fires))
+    else
+      refused[#refused + 1] = {name, refusal}
+    end
+  end
+  local left = math.max(at - NOW, 0)
+  if next_in < 0 or left < next_in then
+    next_in = left
+  end
+end
+local out = {OK, fired, skipped, next_in}
+for _, r in ipairs(refused) do
+  out[#out + 1] = r[1]
+  for i = 1, 4 do
+    out[#out + 1] = r[2][i] or 0
+  end
+end
+return out

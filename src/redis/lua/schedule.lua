@@ -1,0 +1,28 @@
+-- schedule: ARGV[3] name, ARGV[4] spec, ARGV[5] interval (ms), ARGV[6]
+-- queue, ARGV[7] payload, ARGV[8] the tenant's schedule quota (-1: off).
+-- A schedule is `h:<name>` under K (a hash: `sp` spec, `iv` interval,
+-- `nx` the next grid point (ms, the server's clock), `q` queue, `p`
+-- payload, `f` fires so far, `rv` its reservation); SCHEDULES indexes
+-- them by name. Scheduling a name again replaces it (its grid starts
+-- now). Reply: {OK}, {NOT_FOUND} for a missing queue, or a refusal.
+local name, interval = ARGV[3], tonumber(ARGV[5])
+if not queue_of(ARGV[6]) then
+  return {NOT_FOUND}
+end
+local hkey = K .. 'h:' .. name
+local token = redis.call('HGET', hkey, 'rv')
+if not token then
+  local refused = full(SCHEDULES, tonumber(ARGV[8]), H_TENANT)
+  if refused then
+    return refused
+  end
+  local room, answer = rooms({{'h'}})
+  if not room then
+    return answer
+  end
+  token = room.h[1]
+end
+redis.call('HSET', hkey, 'sp', ARGV[4], 'iv', num(interval), 'nx', num(NOW + interval),
+  'q', ARGV[6], 'p', ARGV[7], 'f', '0', 'rv', token)
+redis.call('ZADD', SCHEDULES, '+inf', name)
+return {OK}

@@ -1,0 +1,500 @@
+//! Job queues and the outbox on Redis (SPEC §10, ADR 0034): claims with
+//! visibility, one validity rule for every claim operation, equal-jitter
+//! retries, dead letters, and workers woken by enqueues on any instance.
+//!
+//! A queue lives in its tenant's slot, beside its jobs (`lua/prelude.lua`
+//! has the layout); every transition is one function. Time-driven moves
+//! (a delay ends, a claim lapses) are settled by the next call that looks
+//! at the queue (claim, `job`, `queue_info`), by the server's clock, so no
+//! timer runs in Redis; a worker waiting in `claim_wait` wakes for
+//! enqueues and requeues on any instance, and otherwise sleeps exactly
+//! until the queue's next such move. The outbox is a queue of the
+//! tenant's own under the reserved name
+//! [`OUTBOX_QUEUE`](crate::OUTBOX_QUEUE), as in memory.
+
+use super::reply::Reply;
+use super::{quota_arg, scripts, Issued, Mode, RedisEngine};
+use crate::error::{Error, Result};
+use crate::ids::{JobId, TenantId};
+use crate::queue::{
+    wake_channel, ClaimToken, ClaimedJob, Failed, JobInfo, JobOptions, JobState, QueueConfig,
+    QueueInfo, LAPSED,
+};
+use crate::store::{outbox_config, DeadLetter, OutboxMessage, OutboxRun, OUTBOX_QUEUE};
+use crate::time::duration_to_millis_ceil;
+use std::time::Duration;
+
+/// What one claim call found: the jobs, and how long until the queue
+/// changes by itself (a delay ends or a claim lapses), if it will.
+struct Claimed {
+    jobs: Vec<ClaimedJob>,
+    next: Option<Duration>,
+}
+
+impl RedisEngine {
+    /// Creates the queue `name` with `config`; the same queue again is a
+    /// no-op, the name with other settings [`Error::Exists`]
+    /// ([`Store::create_queue`](crate::Store::create_queue) has every
+    /// rule). Its capacity is reserved under the store-wide queue budget.
+    /// `jitter_seed` is kept with the settings, but retries draw their
+    /// jitter per call (ADR 0034).
+    pub async fn create_queue(
+        &self,
+        tenant: TenantId,
+        name: &str,
+        config: QueueConfig,
+    ) -> Result<()> {
+        self.config().check_own_name(name)?;
+        self.create_queue_named(tenant, name, &config).await
+    }
+
+    async fn create_queue_named(
+        &self,
+        tenant: TenantId,
+        name: &str,
+        config: &QueueConfig,
+    ) -> Result<()> {
+        self.inner.queue_limits.check(config)?;
+        let visibility = self.ttl_ms(config.visibility)?;
+        let args = args![
+            name.to_owned(),
+            config.jobs_max.to_string(),
+            config.bytes_max.to_string(),
+            config.dead_letters_max.to_string(),
+            visibility.to_string(),
+            config.attempts_max.to_string(),
+            duration_to_millis_ceil(config.backoff.base).to_string(),
+            duration_to_millis_ceil(config.backoff.max).to_string(),
+            config
+                .jitter_seed
+                .map_or_else(String::new, |s| s.to_string()),
+            quota_arg(self.config().queues_per_tenant_max),
+        ];
+        self.answer(
+            scripts::CREATE_QUEUE,
+            tenant,
+            Mode::Creating,
+            Issued::Nothing,
+            args,
+        )
+        .await
+        .map(drop)
+    }
+
+    /// Deletes the queue with every job in it (removal event `Queues`,
+    /// cause `Released`); its waiting workers on every instance wake and
+    /// find it gone.
+    pub async fn delete_queue(&self, tenant: TenantId, name: &str) -> Result<()> {
+        self.config().check_own_name(name)?;
+        self.queue_call(
+            scripts::DELETE_QUEUE,
+            tenant,
+            name,
+            Issued::Nothing,
+            args![],
+        )
+        .await
+        .map(drop)
+    }
+
+    /// Enqueues a job; returns its id (above every earlier job's of the
+    /// tenant). Refused as in memory: a full queue (`QueueJobs`,
+    /// `QueueBytes`), one at its dead-letter cap (`QueueDeadLetters`), bad
+    /// options (`InvalidArgument`), `Draining` while this handle drains. A
+    /// ready job wakes the queue's waiting workers on every instance.
+    pub async fn enqueue(
+        &self,
+        tenant: TenantId,
+        queue: &str,
+        payload: &[u8],
+        options: JobOptions,
+    ) -> Result<JobId> {
+        self.config().check_own_name(queue)?;
+        self.enqueue_named(tenant, queue, payload, &options).await
+    }
+
+    async fn enqueue_named(
+        &self,
+        tenant: TenantId,
+        queue: &str,
+        payload: &[u8],
+        options: &JobOptions,
+    ) -> Result<JobId> {
+        self.inner.queue_limits.check_job(payload.len(), options)?;
+        let args = args![
+            queue,
+            payload,
+            duration_to_millis_ceil(options.delay).to_string(),
+            options
+                .attempts_max
+                .map_or_else(String::new, |a| a.to_string()),
+            wake_channel(queue).as_bytes(),
+        ];
+        let reply = self
+            .answer(
+                scripts::ENQUEUE,
+                tenant,
+                Mode::Creating,
+                Issued::Nothing,
+                args,
+            )
+            .await?;
+        Ok(JobId::new(self.incarnation(), reply.uint(1)?))
+    }
+
+    /// Claims up to `max_jobs` (at most `page_len_max`) ready jobs, oldest
+    /// first, for `visibility` (the queue's when `None`); each is handed to
+    /// one claim at a time, on whichever instance claims. Settles what is
+    /// due first (delays that ended, claims that lapsed).
+    pub async fn claim(
+        &self,
+        tenant: TenantId,
+        queue: &str,
+        worker: &str,
+        visibility: Option<Duration>,
+        max_jobs: usize,
+    ) -> Result<Vec<ClaimedJob>> {
+        self.config().check_own_name(queue)?;
+        Ok(self
+            .claim_named(tenant, queue, worker, visibility, max_jobs)
+            .await?
+            .jobs)
+    }
+
+    async fn claim_named(
+        &self,
+        tenant: TenantId,
+        queue: &str,
+        worker: &str,
+        visibility: Option<Duration>,
+        max_jobs: usize,
+    ) -> Result<Claimed> {
+        self.check_name(worker)?;
+        if max_jobs == 0 {
+            return Err(Error::InvalidArgument {
+                reason: "max_jobs must be positive",
+            });
+        }
+        let visibility = visibility.map(|v| self.ttl_ms(v)).transpose()?;
+        let max = max_jobs.min(self.config().page_len_max);
+        let args = args![
+            worker,
+            visibility.map_or_else(String::new, |v| v.to_string()),
+            max.to_string(),
+            LAPSED,
+        ];
+        let reply = self
+            .queue_call(scripts::CLAIM, tenant, queue, Issued::Nothing, args)
+            .await?;
+        let visibility = reply.millis(1)?;
+        let next = u64::try_from(reply.int(2)?).ok().map(Duration::from_millis);
+        let incarnation = self.incarnation();
+        let mut jobs = Vec::new();
+        let mut at = 3;
+        while at + 3 < reply.len() {
+            jobs.push(ClaimedJob {
+                id: JobId::new(incarnation, reply.uint(at)?),
+                claim: ClaimToken::from_bits(reply.uint(at + 1)?),
+                attempt: u32::try_from(reply.uint(at + 2)?).unwrap_or(u32::MAX),
+                payload: reply.bytes(at + 3)?,
+                visibility,
+            });
+            at += 4;
+        }
+        Ok(Claimed { jobs, next })
+    }
+
+    /// Claims ready jobs, waiting until there is one: woken by an enqueue
+    /// or requeue on any instance, and otherwise asleep until the queue's
+    /// next delay ends or claim lapses (never polling). Cancel-safe; wrap
+    /// it in the executor's timeout. Takes one of this handle's listeners
+    /// while it waits.
+    pub async fn claim_wait(
+        &self,
+        tenant: TenantId,
+        queue: &str,
+        worker: &str,
+        visibility: Option<Duration>,
+        max_jobs: usize,
+    ) -> Result<Vec<ClaimedJob>> {
+        self.admit(Mode::Existing)?;
+        self.config().check_own_name(queue)?;
+        self.start_listener().await?;
+        let wakes = self.inner.wakes.listen(tenant, wake_channel(queue))?;
+        loop {
+            // Claim after taking any pending wake: an enqueue between the
+            // claim and the wait leaves one, so the wait returns at once.
+            let claimed = self
+                .claim_named(tenant, queue, worker, visibility, max_jobs)
+                .await?;
+            if !claimed.jobs.is_empty() {
+                return Ok(claimed.jobs);
+            }
+            let woken = wakes.recv_async();
+            match claimed.next {
+                Some(next) => {
+                    if let Ok(woken) = tokio::time::timeout(next, woken).await {
+                        woken.map_err(|_| Error::STOPPED)?;
+                    }
+                }
+                None => {
+                    woken.await.map_err(|_| Error::STOPPED)?;
+                }
+            }
+        }
+    }
+
+    /// Acknowledges a claimed job: removes it if `claim` is its live claim
+    /// (`StaleClaim` for a superseded, lapsed or foreign one, which
+    /// changes nothing).
+    pub async fn ack(
+        &self,
+        tenant: TenantId,
+        queue: &str,
+        job: JobId,
+        claim: ClaimToken,
+    ) -> Result<()> {
+        self.config().check_own_name(queue)?;
+        self.ack_named(tenant, queue, job, claim).await
+    }
+
+    async fn ack_named(
+        &self,
+        tenant: TenantId,
+        queue: &str,
+        job: JobId,
+        claim: ClaimToken,
+    ) -> Result<()> {
+        let args = args![job.seq().to_string(), claim.to_bits().to_string()];
+        self.queue_call(scripts::ACK, tenant, queue, issued(job), args)
+            .await
+            .map(drop)
+    }
+
+    /// Fails a claimed job with `reason`: it retries after the queue's
+    /// equal-jitter backoff, or is dead-lettered after its last attempt.
+    /// `StaleClaim` as for [`ack`](Self::ack).
+    pub async fn fail(
+        &self,
+        tenant: TenantId,
+        queue: &str,
+        job: JobId,
+        claim: ClaimToken,
+        reason: &str,
+    ) -> Result<Failed> {
+        self.config().check_own_name(queue)?;
+        self.fail_named(tenant, queue, job, claim, reason).await
+    }
+
+    async fn fail_named(
+        &self,
+        tenant: TenantId,
+        queue: &str,
+        job: JobId,
+        claim: ClaimToken,
+        reason: &str,
+    ) -> Result<Failed> {
+        self.check_name(reason)?;
+        let mut draw = [0u8; 4];
+        crate::ids::random_bytes(&mut draw)?;
+        let args = args![
+            job.seq().to_string(),
+            claim.to_bits().to_string(),
+            reason,
+            u32::from_le_bytes(draw).to_string(),
+        ];
+        let reply = self
+            .queue_call(scripts::FAIL, tenant, queue, issued(job), args)
+            .await?;
+        Ok(match u64::try_from(reply.int(1)?) {
+            Ok(ms) => Failed::RetryIn(Duration::from_millis(ms)),
+            Err(_) => Failed::DeadLettered,
+        })
+    }
+
+    /// A job as it is now (what is due settled first).
+    pub async fn job(&self, tenant: TenantId, queue: &str, job: JobId) -> Result<JobInfo> {
+        self.config().check_inspected_queue(queue)?;
+        let args = args![job.seq().to_string(), LAPSED];
+        let reply = self
+            .queue_call(scripts::JOB, tenant, queue, issued(job), args)
+            .await?;
+        let left = reply.millis(2)?;
+        let text = reply.text(3)?;
+        let state = match &*reply.text(1)? {
+            "d" => JobState::Delayed { ready_in: left },
+            "c" => JobState::Claimed {
+                worker: text,
+                lapses_in: left,
+            },
+            "x" => JobState::Dead { reason: text },
+            _ => JobState::Ready,
+        };
+        Ok(JobInfo {
+            state,
+            attempts: u32::try_from(reply.uint(4)?).unwrap_or(u32::MAX),
+            attempts_max: u32::try_from(reply.uint(5)?).unwrap_or(u32::MAX),
+            payload: reply.bytes(6)?,
+        })
+    }
+
+    /// What a queue holds, by state (what is due settled first).
+    pub async fn queue_info(&self, tenant: TenantId, queue: &str) -> Result<QueueInfo> {
+        self.config().check_inspected_queue(queue)?;
+        let reply = self
+            .queue_call(
+                scripts::QUEUE_INFO,
+                tenant,
+                queue,
+                Issued::Nothing,
+                args![LAPSED],
+            )
+            .await?;
+        let count = |at| {
+            reply
+                .uint(at)
+                .map(|n| usize::try_from(n).unwrap_or(usize::MAX))
+        };
+        Ok(QueueInfo {
+            ready: count(1)?,
+            delayed: count(2)?,
+            claimed: count(3)?,
+            dead: count(4)?,
+            bytes: count(5)?,
+        })
+    }
+
+    /// Up to `max` (at most `page_len_max`) dead letters after `after`,
+    /// oldest first.
+    pub async fn dead_letters(
+        &self,
+        tenant: TenantId,
+        queue: &str,
+        after: Option<JobId>,
+        max: usize,
+    ) -> Result<Vec<DeadLetter>> {
+        self.config().check_inspected_queue(queue)?;
+        let from = after.map_or(0, |id| id.seq().saturating_add(1));
+        let max = max.min(self.config().page_len_max);
+        if max == 0 {
+            return Ok(Vec::new());
+        }
+        let issued = after.map_or(Issued::Nothing, issued);
+        let args = args![from.to_string(), max.to_string()];
+        let reply = self
+            .queue_call(scripts::DEAD_LETTERS, tenant, queue, issued, args)
+            .await?;
+        let incarnation = self.incarnation();
+        let mut dead = Vec::new();
+        let mut at = 1;
+        while at + 3 < reply.len() {
+            dead.push(DeadLetter {
+                id: JobId::new(incarnation, reply.uint(at)?),
+                attempts: u32::try_from(reply.uint(at + 1)?).unwrap_or(u32::MAX),
+                reason: reply.text(at + 2)?,
+                payload: reply.bytes(at + 3)?,
+            });
+            at += 4;
+        }
+        Ok(dead)
+    }
+
+    /// Returns a dead letter to the queue, ready, with fresh attempts.
+    pub async fn requeue_dead(&self, tenant: TenantId, queue: &str, job: JobId) -> Result<()> {
+        self.config().check_inspected_queue(queue)?;
+        let args = args![job.seq().to_string(), wake_channel(queue).as_bytes()];
+        self.queue_call(scripts::REQUEUE_DEAD, tenant, queue, issued(job), args)
+            .await
+            .map(drop)
+    }
+
+    /// Drops every dead letter of a queue; returns how many.
+    pub async fn purge_dead(&self, tenant: TenantId, queue: &str) -> Result<usize> {
+        self.config().check_inspected_queue(queue)?;
+        let reply = self
+            .queue_call(scripts::PURGE_DEAD, tenant, queue, Issued::Nothing, args![])
+            .await?;
+        Ok(usize::try_from(reply.uint(1)?).unwrap_or(usize::MAX))
+    }
+
+    /// Puts a message on the tenant's outbox (its queue is created on
+    /// first use with [`outbox_config`], taking one of the tenant's
+    /// queues), as [`Store::outbox_put`](crate::Store::outbox_put).
+    pub async fn outbox_put(&self, tenant: TenantId, topic: &str, payload: &[u8]) -> Result<JobId> {
+        let framed = crate::store::outbox_frame(self.config(), topic, payload)?;
+        let options = JobOptions::default();
+        match self
+            .enqueue_named(tenant, OUTBOX_QUEUE, &framed, &options)
+            .await
+        {
+            Err(Error::NotFound) => {
+                self.create_queue_named(tenant, OUTBOX_QUEUE, &outbox_config())
+                    .await?;
+                self.enqueue_named(tenant, OUTBOX_QUEUE, &framed, &options)
+                    .await
+            }
+            other => other,
+        }
+    }
+
+    /// Delivers up to `max` due outbox messages through `handler`, as
+    /// `worker` ([`Store::outbox_run_once`](crate::Store::outbox_run_once)):
+    /// `Ok` acknowledges, `Err` or a panic fails the message (retried after
+    /// the outbox backoff, dead-lettered after its last attempt).
+    pub async fn outbox_run_once<F, E>(
+        &self,
+        tenant: TenantId,
+        worker: &str,
+        max: usize,
+        mut handler: F,
+    ) -> Result<OutboxRun>
+    where
+        F: FnMut(&OutboxMessage) -> std::result::Result<(), E> + Send,
+        E: std::fmt::Display,
+    {
+        let claimed = match self
+            .claim_named(tenant, OUTBOX_QUEUE, worker, None, max)
+            .await
+        {
+            Err(Error::NotFound) => return Ok(OutboxRun::default()),
+            other => other?.jobs,
+        };
+        let mut run = OutboxRun::default();
+        let reason_max = self.config().name_bytes_max;
+        for job in claimed {
+            let outcome = crate::store::outbox_deliver(&job, reason_max, &mut handler);
+            match outcome {
+                None => run.acked(
+                    self.ack_named(tenant, OUTBOX_QUEUE, job.id, job.claim)
+                        .await,
+                ),
+                Some(reason) => run.failed(
+                    self.fail_named(tenant, OUTBOX_QUEUE, job.id, job.claim, &reason)
+                        .await,
+                ),
+            }
+        }
+        Ok(run)
+    }
+
+    /// One call of a function on an existing queue (its name checked by
+    /// the caller): the name first, then `args`.
+    async fn queue_call(
+        &self,
+        function: scripts::Function,
+        tenant: TenantId,
+        queue: &str,
+        issued: Issued,
+        args: Vec<Vec<u8>>,
+    ) -> Result<Reply> {
+        let mut argv = args![queue];
+        argv.extend(args);
+        self.answer(function, tenant, Mode::Existing, issued, argv)
+            .await
+    }
+}
+
+/// What a job id carries that an incarnation issued.
+fn issued(job: JobId) -> Issued {
+    Issued::Id(job.incarnation())
+}

@@ -1,0 +1,164 @@
+//! Schedules on Redis (SPEC §10, ADR 0034): `@every` schedules that
+//! enqueue onto a queue of the same tenant on a grid, fired by whichever
+//! relay instance holds the tenant's scheduler lock.
+//!
+//! A schedule lives in its tenant's slot beside the queues, so one
+//! function checks the lock's fence, enqueues every fire that is due and
+//! moves the schedule to its next grid point, atomically: a runner that
+//! lost the lock fires nothing, and no fire is enqueued twice.
+
+use super::reply::Reply;
+use super::{quota_arg, scripts, Issued, Mode, RedisEngine};
+use crate::config::SCHEDULE_CATCH_UP_MAX;
+use crate::error::Result;
+use crate::ids::TenantId;
+use crate::queue::wake_channel;
+use crate::schedule::{ScheduleInfo, ScheduleRun};
+use crate::store::{LockInfo, SCHEDULER_LOCK};
+use redis::Value;
+use std::time::Duration;
+
+impl RedisEngine {
+    /// Schedules `@every` fires of `payload` onto `queue` (which must
+    /// exist), the first one interval from now; scheduling a name again
+    /// replaces it. Refused as in memory
+    /// ([`Store::schedule`](crate::Store::schedule)): a malformed spec or
+    /// an interval outside `schedule_interval_min..=schedule_interval_max`
+    /// (`InvalidArgument`), past `schedules_per_tenant_max` or
+    /// `schedules_max` (`CapacityExceeded`), `Draining` while this handle
+    /// drains.
+    pub async fn schedule(
+        &self,
+        tenant: TenantId,
+        name: &str,
+        spec: &str,
+        queue: &str,
+        payload: &[u8],
+    ) -> Result<()> {
+        let interval = self.config().check_schedule(name, spec, queue, payload)?;
+        let args = args![
+            name,
+            spec,
+            interval.to_string(),
+            queue,
+            payload,
+            quota_arg(self.config().schedules_per_tenant_max),
+        ];
+        self.answer(
+            scripts::SCHEDULE,
+            tenant,
+            Mode::Creating,
+            Issued::Nothing,
+            args,
+        )
+        .await
+        .map(drop)
+    }
+
+    /// Removes a schedule (removal event `Schedules`, cause `Released`).
+    /// Jobs it enqueued stay.
+    pub async fn unschedule(&self, tenant: TenantId, name: &str) -> Result<()> {
+        self.config().check_own_name(name)?;
+        self.answer(
+            scripts::UNSCHEDULE,
+            tenant,
+            Mode::Existing,
+            Issued::Nothing,
+            args![name],
+        )
+        .await
+        .map(drop)
+    }
+
+    /// The tenant's schedules, by name.
+    pub async fn schedules(&self, tenant: TenantId) -> Result<Vec<ScheduleInfo>> {
+        let Some(reply) = self
+            .run(
+                scripts::SCHEDULES,
+                tenant,
+                Mode::Existing,
+                Issued::Nothing,
+                args![],
+            )
+            .await?
+        else {
+            return Ok(Vec::new());
+        };
+        reply.refusal()?;
+        let mut out = Vec::new();
+        let mut at = 1;
+        while at + 5 < reply.len() {
+            out.push(ScheduleInfo {
+                name: reply.text(at)?,
+                spec: reply.text(at + 1)?,
+                interval: reply.millis(at + 2)?,
+                queue: reply.text(at + 3)?,
+                next_in: reply.millis(at + 4)?,
+                fired: reply.uint(at + 5)?,
+            });
+            at += 6;
+        }
+        Ok(out)
+    }
+
+    /// Tries to take the tenant's scheduler lock
+    /// ([`SCHEDULER_LOCK`](crate::SCHEDULER_LOCK)) for `runner`; renew it
+    /// with [`renew_lock`](Self::renew_lock) under that name before every
+    /// run, and pass its fence to [`run_schedules`](Self::run_schedules).
+    pub async fn try_lead_schedules(
+        &self,
+        tenant: TenantId,
+        runner: &str,
+        ttl: Duration,
+    ) -> Result<Option<LockInfo>> {
+        self.take_lock(tenant, SCHEDULER_LOCK, runner, ttl, None)
+            .await
+    }
+
+    /// Fires what is due, for the runner holding the scheduler lock with
+    /// `fence` (`LeadershipLost` otherwise, and nothing fires): each
+    /// schedule enqueues one job per grid point passed, at most
+    /// `SCHEDULE_CATCH_UP_MAX` (the rest are skipped), and moves on, in
+    /// the same atomic step. A schedule whose queue refuses is reported in
+    /// `refused` and fires again at the next run.
+    pub async fn run_schedules(&self, tenant: TenantId, fence: u64) -> Result<ScheduleRun> {
+        let args = args![
+            fence.to_string(),
+            SCHEDULER_LOCK,
+            wake_channel("").as_bytes(),
+            SCHEDULE_CATCH_UP_MAX.to_string(),
+        ];
+        let Some(reply) = self
+            .run(
+                scripts::RUN_SCHEDULES,
+                tenant,
+                Mode::Existing,
+                Issued::Fence(fence),
+                args,
+            )
+            .await?
+        else {
+            return Err(crate::error::Error::LeadershipLost);
+        };
+        reply.refusal()?;
+        let mut run = ScheduleRun {
+            fired: reply.uint(1)?,
+            skipped: reply.uint(2)?,
+            refused: Vec::new(),
+            next_in: u64::try_from(reply.int(3)?).ok().map(Duration::from_millis),
+        };
+        let mut at = 4;
+        while at + 4 < reply.len() {
+            let refusal = Reply::new(
+                (1..=4)
+                    .map(|i| reply.int(at + i).map(Value::Int))
+                    .collect::<Result<Vec<_>>>()?,
+            )?;
+            if let Err(e) = refusal.refusal() {
+                run.refused.push((reply.text(at)?, e));
+            }
+            at += 5;
+        }
+        Ok(run)
+    }
+}
