@@ -4,10 +4,10 @@
 //! join attempts, locks, tenants, health, drain and removal events);
 //! [`WakeEngine`] adds wake channels, [`StreamEngine`] streams, and
 //! [`Engine`] job queues, the outbox and schedules. The in-memory
-//! [`Store`](crate::Store) implements all four; the Redis engine (feature
-//! `redis`), which keeps the state in a server shared by several relay
-//! processes, implements `StreamEngine` and the two below it (ADR 0030,
-//! ADR 0033). Code generic over `E: StreamEngine` runs unchanged on either.
+//! [`Store`](crate::Store) and the Redis engine (feature `redis`), which
+//! keeps the state in a server shared by several relay processes,
+//! implement all four (ADR 0030, ADR 0032 to ADR 0034). Code generic over
+//! `E: Engine` runs unchanged on either.
 //!
 //! Every operation is `async`, because a remote engine does I/O, and every
 //! returned future is `Send`, so it can be awaited inside a spawned task on
@@ -449,7 +449,7 @@ pub trait StreamEngine: WakeEngine {
 /// ([`RelayEngine`]), wake channels ([`WakeEngine`]) and streams
 /// ([`StreamEngine`]), whose operations every `E: Engine` has too, and job
 /// queues, the outbox and schedules. The in-memory [`Store`](crate::Store)
-/// implements it.
+/// and the Redis engine implement it.
 pub trait Engine: StreamEngine {
     // ----- job queues -----
 

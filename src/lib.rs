@@ -42,12 +42,12 @@
 //! (ids that travel as text or bytes, time as time remaining, a typed
 //! [`Error::BackendUnavailable`]). [`Store`] implements it with futures that
 //! complete at once and keeps its synchronous methods as the fast path.
-//! [`RelayEngine`], the part of [`Engine`] that holds the relay records
-//! (leases, endpoints, listings, presence, joins, locks, tenants, removal
-//! events), with [`WakeEngine`] (wake channels) and [`StreamEngine`]
-//! (streams) above it, is also
-//! served by the Redis engine (feature `redis`) for relays that share
-//! their state across processes. The `conformance` feature's suite checks
+//! The Redis engine (feature `redis`) implements it too, for relays that
+//! share their state across processes; [`RelayEngine`] (the relay
+//! records: leases, endpoints, listings, presence, joins, locks, tenants,
+//! removal events), [`WakeEngine`] (with wake channels) and
+//! [`StreamEngine`] (with streams) are the parts below it, for code that
+//! needs no more. The `conformance` feature's suite checks
 //! that every engine behaves the same.
 //!
 //! # Features

@@ -17,12 +17,12 @@
 //! once, consume exactly once, cancel), named locks (take, get, renew,
 //! release, attached to a lease) and tenant revocation, under the
 //! store-wide ceilings (ADR 0031), the tenant quotas and the per-lease
-//! caps, with removal events; wake channels (ADR 0032); and streams
-//! (ADR 0033). It implements [`RelayEngine`](crate::RelayEngine),
-//! [`WakeEngine`](crate::WakeEngine) and
-//! [`StreamEngine`](crate::StreamEngine); the rest of the
-//! [`Engine`](crate::Engine) contract (queues, the outbox, schedules) is
-//! not served yet.
+//! caps, with removal events; wake channels (ADR 0032); streams (ADR
+//! 0033); and job queues, the outbox and schedules (ADR 0034). It
+//! implements the whole contract, [`Engine`](crate::Engine) and the
+//! traits below it. Transactions and the
+//! [`Scheduler`](crate::Scheduler) loop helper are the in-memory
+//! store's only.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), relaystore::Error> {

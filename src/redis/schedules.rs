@@ -102,7 +102,7 @@ impl RedisEngine {
     }
 
     /// Tries to take the tenant's scheduler lock
-    /// ([`SCHEDULER_LOCK`](crate::SCHEDULER_LOCK)) for `runner`; renew it
+    /// ([`SCHEDULER_LOCK`]) for `runner`; renew it
     /// with [`renew_lock`](Self::renew_lock) under that name before every
     /// run, and pass its fence to [`run_schedules`](Self::run_schedules).
     pub async fn try_lead_schedules(

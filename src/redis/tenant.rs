@@ -12,7 +12,9 @@ impl RedisEngine {
     /// and its old leases read `Revoked` for `tombstone_ttl`. The call is
     /// O(1) on the server: the tenant's keys start a new epoch, and the old
     /// epoch's keys are deleted a few at a time by the tenant's later
-    /// creations (ADR 0029). Idempotent; an unknown tenant is fine.
+    /// creations (ADR 0029). Its own streams, queues and schedules stay,
+    /// as in memory; streams attached to its leases go with them.
+    /// Idempotent; an unknown tenant is fine.
     pub async fn revoke_tenant(&self, tenant: TenantId) -> Result<()> {
         let tombstone = crate::time::duration_to_millis_ceil(self.config().tombstone_ttl);
         match self

@@ -338,7 +338,7 @@ impl Store {
     }
 
     /// Job `job` as it is now (acked jobs are gone: `NotFound`). Also for
-    /// the outbox's messages ([`OUTBOX_QUEUE`]), as are
+    /// the outbox's messages ([`OUTBOX_QUEUE`](super::OUTBOX_QUEUE)), as are
     /// [`queue_info`](Self::queue_info) and the dead-letter operations.
     pub fn job(&self, tenant: TenantId, queue: &str, job: JobId) -> Result<JobInfo> {
         self.check_queue_to_inspect(queue)?;
