@@ -6,8 +6,9 @@
 //! relay instance's engine handle pipelines them) it runs `grant`, `renew`,
 //! `get_lease`, the join trio (`begin_join`, `bind_endpoint`, `consume`)
 //! `notify` (a listener of each tenant's channel attached, on another
-//! handle), `append` (64 bytes to a stream that trims its oldest entries)
-//! and `read` (16 entries of 64 bytes) for `--seconds` each, then `redis-benchmark -c 1 -P <depth>`, and prints
+//! handle), `append` (64 bytes to a stream that trims its oldest entries),
+//! `read` (16 entries of 64 bytes) and `job` (enqueue, claim, ack: three
+//! operations) for `--seconds` each, then `redis-benchmark -c 1 -P <depth>`, and prints
 //! ops/s and the ratio to the floor (target ≥ 0.5).
 //! Runs only when `REDIS_URL` is set; `redis-benchmark` must be on PATH.
 //! Keys go under a namespace of their own; the benchmark's floor writes
@@ -21,6 +22,7 @@
 #[path = "support/mod.rs"]
 mod support;
 
+use relaystore::queue::{JobOptions, QueueConfig};
 use relaystore::redis::{RedisEngine, RedisOptions};
 use relaystore::stream::{StreamConfig, WhenFull};
 use relaystore::{LeaseId, Store, StoreConfig, TenantId};
@@ -40,6 +42,8 @@ const LOBBY: &str = "lobby";
 const FEED: &str = "feed";
 const LOG: &str = "log";
 const ENTRY: [u8; 64] = [7; 64];
+/// The queue the job rows go through.
+const JOBS: &str = "jobs";
 const JOIN_TTL: Duration = Duration::from_secs(1);
 const SEEN: SocketAddr = SocketAddr::V4(std::net::SocketAddrV4::new(
     std::net::Ipv4Addr::new(203, 0, 113, 7),
@@ -130,6 +134,13 @@ async fn run(url: &str, o: &Options) {
             engine.append(tenant, LOG, &ENTRY).await.expect("append");
             store.append(tenant, LOG, &ENTRY).expect("append");
         }
+        engine
+            .create_queue(tenant, JOBS, QueueConfig::default())
+            .await
+            .expect("queue");
+        store
+            .create_queue(tenant, JOBS, QueueConfig::default())
+            .expect("queue");
     }
     // A listener of each tenant's channel, on another handle (another
     // relay instance), so every notify reaches one; and in memory.
@@ -165,6 +176,7 @@ async fn run(url: &str, o: &Options) {
             "notify",
             "append",
             "read",
+            "job",
         ] {
             let (e, ids_r) = (engine.clone(), Arc::clone(&ids));
             let remote = measure(depth, seconds, move |k| {
@@ -238,6 +250,23 @@ async fn one_remote(e: &RedisEngine, ids: &[(TenantId, LeaseId)], op: &str, k: u
         "renew" => e.renew(tenant, id, TTL).await.is_ok(),
         "notify" => e.notify(tenant, LOBBY).await.is_ok(),
         "append" => e.append(tenant, FEED, &ENTRY).await.is_ok(),
+        "job" => {
+            let tenant = TenantId(k % TENANTS);
+            if e.enqueue(tenant, JOBS, &ENTRY, JobOptions::default())
+                .await
+                .is_err()
+            {
+                return 0;
+            }
+            let Ok(jobs) = e.claim(tenant, JOBS, "w", None, 1).await else {
+                return 0;
+            };
+            // Another task may have claimed this one's job: then two calls.
+            return match jobs.first() {
+                Some(job) => 3 * u64::from(e.ack(tenant, JOBS, job.id, job.claim).await.is_ok()),
+                None => 2,
+            };
+        }
         "read" => e
             .read_stream(tenant, LOG, 0, 16)
             .await
@@ -270,6 +299,21 @@ fn one_local(s: &Store, ids: &[(TenantId, LeaseId)], op: &str, k: u64) -> u64 {
         "renew" => s.renew(tenant, id, TTL).is_ok(),
         "notify" => s.notify(tenant, LOBBY).is_ok(),
         "append" => s.append(tenant, FEED, &ENTRY).is_ok(),
+        "job" => {
+            let tenant = TenantId(k % TENANTS);
+            if s.enqueue(tenant, JOBS, &ENTRY, JobOptions::default())
+                .is_err()
+            {
+                return 0;
+            }
+            let Ok(jobs) = s.claim(tenant, JOBS, "w", None, 1) else {
+                return 0;
+            };
+            return match jobs.first() {
+                Some(job) => 3 * u64::from(s.ack(tenant, JOBS, job.id, job.claim).is_ok()),
+                None => 2,
+            };
+        }
         "read" => s
             .read_stream(tenant, LOG, 0, 16)
             .is_ok_and(|r| r.entries.len() == 16),
@@ -280,7 +324,8 @@ fn one_local(s: &Store, ids: &[(TenantId, LeaseId)], op: &str, k: u64) -> u64 {
 
 /// Operations per second with `depth` tasks each doing one operation at a
 /// time for `span`. A grant row counts its grant and the revoke that
-/// frees its room again as two operations. Panics if any failed.
+/// frees its room again as two operations, a job row its enqueue, claim
+/// and ack as three. Panics if any failed.
 async fn measure<F, Fut>(depth: usize, span: Duration, op: F) -> f64
 where
     F: Fn(u64) -> Fut + Clone + Send + 'static,
