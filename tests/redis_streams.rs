@@ -268,3 +268,101 @@ fn appends_keep_each_streams_retention() {
         assert_eq!((info.first, info.entries, info.bytes), (1, 1, 3), "{name}");
     });
 }
+
+#[test]
+fn budget_room_no_record_holds_is_given_back() {
+    on_every_target("streams-reclaim", |target, name| async move {
+        let namespace = redis::fresh_namespace("reclaim");
+        let e = redis::connect_fresh(&target, &namespace, config())
+            .await
+            .unwrap();
+        e.create_stream(T, "kept", log()).await.unwrap();
+        let mut raw = redis::Raw::connect(&target).await;
+        // A reservation a handle that died between its two calls left:
+        // one stream of 100 bytes and 10 entries, whose record was never
+        // written.
+        let room = format!("{{{namespace}}}:room");
+        let lost = format!("100/10|{{{namespace}:1}}:0000000000000000:s:lost|0");
+        let _: () = raw
+            .query(
+                ::redis::cmd("HSET")
+                    .arg(format!("{room}:s"))
+                    .arg("s999999")
+                    .arg(lost),
+            )
+            .await;
+        for (field, by) in [(1, 1), (2, 100), (3, 10)] {
+            let _: i64 = raw
+                .query(
+                    ::redis::cmd("HINCRBY")
+                        .arg(format!("{room}:S"))
+                        .arg(field)
+                        .arg(by),
+                )
+                .await;
+        }
+        // The kept stream's own reservation, made to look as old: it is
+        // held, so it stays.
+        let held: Vec<String> = raw
+            .query(::redis::cmd("HGETALL").arg(format!("{room}:s")))
+            .await;
+        for pair in held.chunks(2) {
+            let (weights_and_key, _) = pair[1].rsplit_once('|').unwrap();
+            let old = format!("{weights_and_key}|0");
+            let _: () = raw
+                .query(
+                    ::redis::cmd("HSET")
+                        .arg(format!("{room}:s"))
+                        .arg(&pair[0])
+                        .arg(old),
+                )
+                .await;
+        }
+        // One taken just now (its second call may be on its way): it
+        // stays, however unheld.
+        let young = format!("1/1|{{{namespace}:1}}:0000000000000000:s:young|99999999999999");
+        let _: () = raw
+            .query(
+                ::redis::cmd("HSET")
+                    .arg(format!("{room}:s"))
+                    .arg("s999998")
+                    .arg(young),
+            )
+            .await;
+        for field in 1..=3 {
+            let _: i64 = raw
+                .query(
+                    ::redis::cmd("HINCRBY")
+                        .arg(format!("{room}:S"))
+                        .arg(field)
+                        .arg(1),
+                )
+                .await;
+        }
+        let used = |e: relaystore::redis::RedisEngine| async move {
+            e.ceiling_usage(Collection::Streams)
+                .await
+                .unwrap()
+                .map(|u| u.used)
+        };
+        assert_eq!(used(e.clone()).await, Some(3), "{name}");
+        assert_eq!(e.reclaim_budgets().await, Ok(1), "{name}");
+        assert_eq!(used(e.clone()).await, Some(2), "{name}");
+        assert_eq!(e.reclaim_budgets().await, Ok(0), "{name}: once");
+        assert_eq!(e.append(T, "kept", b"x").await, Ok(0), "{name}");
+        let sums: Vec<i64> = raw
+            .query(
+                ::redis::cmd("HMGET")
+                    .arg(format!("{room}:S"))
+                    .arg(1)
+                    .arg(2)
+                    .arg(3),
+            )
+            .await;
+        assert_eq!(
+            sums,
+            vec![2, (1 << 16) + 1, 101],
+            "{name}: the kept stream's weights and the young one's"
+        );
+    });
+}

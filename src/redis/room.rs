@@ -48,6 +48,13 @@ const BUDGETS: [(char, Collection); 3] = [
     ('h', Collection::Schedules),
 ];
 
+/// Reservations one scan step of [`RedisEngine::reclaim_budgets`] looks at.
+const RECLAIM_SCAN: usize = 256;
+
+/// How many sweeps apart the sweeper reclaims budget room on a cluster
+/// (a minute at the default `sweep_interval`).
+pub(super) const RECLAIM_EVERY: u64 = 600;
+
 /// A budget's limits, as its reservations weigh them: the count first.
 fn budget_limits(config: &StoreConfig, c: Collection) -> Vec<u64> {
     let count = config.ceiling(c);
@@ -225,6 +232,52 @@ impl RedisEngine {
             used: reply.uint(1)?,
             limit: self.config().ceiling(c),
         }))
+    }
+
+    /// Gives back budget room (streams, queues, schedules) that no record
+    /// holds: reservations taken at least a minute ago (by the meta
+    /// slot's clock) whose record does not carry their token. On a
+    /// cluster, room is taken by one call and the record written by the
+    /// next, so a handle that dies in between leaves such room; a grant
+    /// is good for ten seconds only (ADR 0033), so a reservation this old
+    /// that no record holds never will be. Returns how many were given
+    /// back. The sweeper holder runs it on a cluster every 600 sweeps (a
+    /// minute at the default `sweep_interval`); it is safe at any time,
+    /// on any handle.
+    pub async fn reclaim_budgets(&self) -> Result<usize> {
+        let mut reclaimed = 0;
+        for (letter, _) in BUDGETS {
+            let mut cursor = String::from("0");
+            loop {
+                let args = args![
+                    "stale",
+                    letter.to_string(),
+                    cursor.clone(),
+                    RECLAIM_SCAN.to_string()
+                ];
+                let reply = self.room(args).await?;
+                cursor = reply.text(1)?.to_string();
+                let mut at = 2;
+                while at + 1 < reply.len() {
+                    let (token, key) = (reply.text(at)?, reply.text(at + 1)?);
+                    let held: i64 = self
+                        .inner
+                        .conn
+                        .call(scripts::HOLDS, &key, args![token.as_bytes()])
+                        .await?;
+                    if held == 0 {
+                        self.room(args!["give", token.as_bytes()]).await?;
+                        tracing::info!(%token, %key, "relaystore redis: budget room no record held was given back");
+                        reclaimed += 1;
+                    }
+                    at += 2;
+                }
+                if cursor == "0" {
+                    break;
+                }
+            }
+        }
+        Ok(reclaimed)
     }
 
     /// One call of the meta slot's `room` function (`lua/room.lua`): its

@@ -70,6 +70,7 @@ functions! {
     DUE = "due", "due.lua", Meta;
     SWEEPER = "sweeper", "sweeper.lua", Meta;
     ROOM = "room", "room.lua", Meta;
+    HOLDS = "holds", "holds.lua", Meta;
     CREATE_STREAM = "create_stream", "create_stream.lua", Tenant;
     DELETE_STREAM = "delete_stream", "delete_stream.lua", Tenant;
     APPEND = "append", "append.lua", Tenant;

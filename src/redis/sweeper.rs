@@ -8,7 +8,9 @@
 //! comes back), then moves the tenant in the index by compare-and-set, so
 //! a write that lowered it meanwhile is not undone. Two sweepers at once
 //! (a lease that lapsed under a slow holder) only repeat work: a record
-//! leaves its index, and is announced, once.
+//! leaves its index, and is announced, once. On a cluster the holder also
+//! gives back, every `RECLAIM_EVERY` sweeps, budget room that no record
+//! holds (`room.rs`).
 
 use super::{scripts, Issued, Mode, RedisEngine};
 use crate::error::{Error, Result};
@@ -27,6 +29,7 @@ const ROUNDS: usize = 16;
 pub(super) fn start(engine: &RedisEngine, interval: Duration) {
     let handle = Arc::downgrade(&engine.inner);
     let task = tokio::spawn(async move {
+        let mut passes: u64 = 0;
         loop {
             tokio::time::sleep(interval).await;
             let Some(inner) = handle.upgrade() else {
@@ -40,6 +43,14 @@ pub(super) fn start(engine: &RedisEngine, interval: Duration) {
                 Ok(true) => {
                     if let Err(e) = engine.sweep().await {
                         tracing::warn!(error = %e, "relaystore redis: a sweep failed");
+                    }
+                    passes += 1;
+                    // Only a cluster takes budget room apart from writing
+                    // its record (ADR 0033), so only a cluster can leak it.
+                    if engine.inner.conn.is_cluster() && passes % super::room::RECLAIM_EVERY == 0 {
+                        if let Err(e) = engine.reclaim_budgets().await {
+                            tracing::warn!(error = %e, "relaystore redis: reclaiming budget room failed");
+                        }
                     }
                 }
                 Ok(false) => {}

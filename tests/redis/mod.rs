@@ -138,3 +138,39 @@ pub async fn instances(
     }
     engines
 }
+
+/// A plain connection to `target` (the cluster's, routing by key), for a
+/// test that must reach under the engine.
+pub enum Raw {
+    One(::redis::aio::MultiplexedConnection),
+    Many(::redis::cluster_async::ClusterConnection),
+}
+
+impl Raw {
+    pub async fn connect(target: &Target) -> Raw {
+        match &target.options.target {
+            relaystore::redis::RedisTarget::Standalone(url) => Raw::One(
+                ::redis::Client::open(url.as_str())
+                    .expect("a client")
+                    .get_multiplexed_async_connection()
+                    .await
+                    .expect("a connection"),
+            ),
+            relaystore::redis::RedisTarget::Cluster(seeds) => Raw::Many(
+                ::redis::cluster::ClusterClient::new(seeds.clone())
+                    .expect("a cluster client")
+                    .get_async_connection()
+                    .await
+                    .expect("a cluster connection"),
+            ),
+        }
+    }
+
+    /// Runs one command.
+    pub async fn query<T: ::redis::FromRedisValue>(&mut self, cmd: &::redis::Cmd) -> T {
+        match self {
+            Raw::One(c) => cmd.query_async(c).await.expect("a command"),
+            Raw::Many(c) => cmd.query_async(c).await.expect("a command"),
+        }
+    }
+}

@@ -19,7 +19,7 @@ local refused = full(QUEUES, tonumber(ARGV[12]), Q_TENANT)
 if refused then
   return refused
 end
-local room, answer = rooms({{'q', ARGV[4], ARGV[5]}})
+local room, answer = rooms({{'q', ARGV[4] .. '/' .. ARGV[5], qkey}})
 if not room then
   return answer
 end

@@ -34,7 +34,7 @@ local refused = full(STREAMS, tonumber(ARGV[9]), S_TENANT)
 if refused then
   return refused
 end
-local room, answer = rooms({{'s', ARGV[5], ARGV[4]}})
+local room, answer = rooms({{'s', ARGV[5] .. '/' .. ARGV[4], sk}})
 if not room then
   return answer
 end

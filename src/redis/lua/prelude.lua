@@ -78,14 +78,28 @@ local CEILING_SCOPE = {l = 12, p = 13, m = 14, a = 15, r = 16, i = 17, k = 18}
 -- schedules), so their reservations have no horizon. A reservation weighs
 -- 1 (the count) and the record's reserved capacity against each of the
 -- budget's limits at once. Per letter: the hash `<base><letter>` holds
--- each reservation's weights ("<w2>/<w3>"), `<base><LETTER>` the sums
--- (fields 1, 2, 3); the limit is "<count>/<l2>/<l3>" (-1: off); the scopes
--- of their refusals (src/redis/reply.rs) are:
+-- each reservation as "<w2>/<w3>|<its record's key>|<taken at (ms)>",
+-- `<base><LETTER>` the sums (fields 1, 2, 3); the limit is
+-- "<count>/<l2>/<l3>" (-1: off); the scopes of their refusals
+-- (src/redis/reply.rs) are:
 --   's' streams: count, bytes, entries (23, 24, 25)
 --   'q' queues: count, jobs, bytes (26, 27, 28)
 --   'h' schedules: count (29)
 local BUDGETS = {s = {23, 24, 25}, q = {26, 27, 28}, h = {29}}
+-- On a cluster a budget's room is taken before its record is written, by
+-- a second call; a handle that dies in between leaves room no record
+-- holds, and nothing lapses by itself. So a grant is good for
+-- BUDGET_GRANT_MS after it was taken (by the record slot's clock: a later
+-- call asks again), and a reservation taken BUDGET_RECLAIM_MS ago (by the
+-- meta slot's clock) whose record does not hold it can never be held
+-- again and may be given back (`stale` in lua/room.lua, src/redis/room.rs).
+-- BUDGET_RECLAIM_MS > BUDGET_GRANT_MS + SKEW_CLUSTER, with room to spare.
+local BUDGET_GRANT_MS, BUDGET_RECLAIM_MS = 10000, 60000
 
+-- A budget reservation's parts: weights, the record's key, when taken.
+local function budget_parts(value)
+  return string.match(value, '^([^|]*)|(.*)|(%d+)$')
+end
 -- "a/b/c" as numbers.
 local function numbers(text)
   local out = {}
@@ -102,10 +116,10 @@ local function weighs(weights)
   return w
 end
 
--- The refusal if a reservation weighing `weights` does not fit under
--- budget `letter`'s `limit`, else nil.
-local function budget_full(base, letter, limit, weights)
-  local limits, want = numbers(limit), weighs(weights)
+-- The refusal if a reservation asked as "<weights>|<record key>" does not
+-- fit under budget `letter`'s `limit`, else nil.
+local function budget_full(base, letter, limit, asked)
+  local limits, want = numbers(limit), weighs(string.match(asked, '^[^|]*'))
   local sums = base .. string.upper(letter)
   for i, scope in ipairs(BUDGETS[letter]) do
     local used = tonumber(redis.call('HGET', sums, i) or '0')
@@ -116,30 +130,30 @@ local function budget_full(base, letter, limit, weights)
   return nil
 end
 
-local function budget_take(base, token, weights)
+local function budget_take(base, token, asked, now)
   local letter = string.sub(token, 1, 1)
-  redis.call('HSET', base .. letter, token, weights)
-  for i, w in ipairs(weighs(weights)) do
+  redis.call('HSET', base .. letter, token, asked .. '|' .. num(now))
+  for i, w in ipairs(weighs(string.match(asked, '^[^|]*'))) do
     redis.call('HINCRBY', base .. string.upper(letter), i, w)
   end
 end
 
 local function budget_give(base, token)
   local letter = string.sub(token, 1, 1)
-  local weights = redis.call('HGET', base .. letter, token)
-  if not weights then
+  local value = redis.call('HGET', base .. letter, token)
+  if not value then
     return
   end
   redis.call('HDEL', base .. letter, token)
-  for i, w in ipairs(weighs(weights)) do
+  for i, w in ipairs(weighs(budget_parts(value))) do
     redis.call('HINCRBY', base .. string.upper(letter), i, -w)
   end
 end
 
 -- Takes one reservation per `wanted` entry ({letter, limit (-1: none),
--- span in ms}; for a budget, {letter, limit text, weights text}), all or
--- none: {OK, token, horizon (0 for a budget), ...}, or the refusal of the first full
--- ceiling. Reservations past their horizon are dropped when a ceiling is
+-- span in ms}; for a budget, {letter, limit text, "<weights>|<record
+-- key>"}), all or none: {OK, token, horizon (for a budget: when it was
+-- taken), ...}, or the refusal of the first full ceiling. Reservations past their horizon are dropped when a ceiling is
 -- reached (each once), so a set never holds more than its limit and a
 -- take below it pays nothing for them.
 local function room_take(base, now, wanted)
@@ -168,9 +182,9 @@ local function room_take(base, now, wanted)
   local last = redis.call('INCRBY', base .. 'n', #wanted)
   for i, w in ipairs(wanted) do
     local token = w[1] .. num(last - #wanted + i)
-    local horizon = 0
+    local horizon = now
     if BUDGETS[w[1]] then
-      budget_take(base, token, w[3])
+      budget_take(base, token, w[3], now)
     else
       horizon = now + tonumber(w[3])
       redis.call('ZADD', base .. w[1], num(horizon), token)
@@ -342,7 +356,7 @@ end
 -- to write, each `wanted` entry {letter, until (ms: the latest the record
 -- may live without asking again), extra (ms more to ask for, so a
 -- renewable record asks for more only now and then)}, or under a budget
--- {letter, weights...} (a stream: {'s', its bytes_max, its entries_max}). Call it after every
+-- {letter, weights ("<w2>/<w3>"), the record's key}. Call it after every
 -- other check, right before the writes. Returns {letter -> {token, until
 -- it counts (ms)}} ('' and '' when no ceiling is on), or nil and the
 -- answer to give: the ceiling's refusal, or ROOM when the engine must take
@@ -358,10 +372,10 @@ local function rooms(wanted)
     end
     return got
   end
-  -- What to ask for: a span (ms), or a budget's weights.
+  -- What to ask for: a span (ms), or a budget's weights and record.
   local span = function(w)
     if BUDGETS[w[1]] then
-      return table.concat({unpack(w, 2)}, '/')
+      return w[2] .. '|' .. w[3]
     end
     return num(w[2] - NOW + w[3] + 2 * SKEW)
   end
@@ -389,8 +403,15 @@ local function rooms(wanted)
   local short = false
   for _, w in ipairs(wanted) do
     local g = GRANTS and GRANTS[w[1]]
-    -- A budget's grant was taken for its weights (the call's own).
-    if g and (BUDGETS[w[1]] or g[2] - SKEW >= w[2]) then
+    -- A budget's grant was taken for this call's record, and is good
+    -- for BUDGET_GRANT_MS.
+    local good = false
+    if g and BUDGETS[w[1]] then
+      good = NOW - g[2] <= BUDGET_GRANT_MS
+    elseif g then
+      good = g[2] - SKEW >= w[2]
+    end
+    if good then
       got[w[1]] = {g[1], until_of(w, g[2])}
     else
       short = true

@@ -8,7 +8,12 @@
 -- 'give', then tokens: {OK};
 -- 'extend', then a span (ms) and tokens: {OK, horizon};
 -- 'count', then a letter: {OK, reservations whose horizon is ahead}
---   (for a budget: the reservations held).
+--   (for a budget: the reservations held);
+-- 'stale', then a budget's letter, a scan cursor and a count: {OK, the
+--   next cursor ('0' when done), then token and record key of each
+--   reservation in that part of the scan taken BUDGET_RECLAIM_MS ago or
+--   more} (for the engine to ask each record whether it holds its token,
+--   and give back those that do not).
 local _, now = clock()
 local base = KEYS[1] .. ':'
 local op = ARGV[1]
@@ -23,6 +28,18 @@ elseif op == 'give' then
   return {OK}
 elseif op == 'extend' then
   return {OK, room_extend(base, now, tonumber(ARGV[2]), {unpack(ARGV, 3)})}
+elseif op == 'stale' and BUDGETS[ARGV[2]] then
+  local scan = redis.call('HSCAN', base .. ARGV[2], ARGV[3], 'COUNT', ARGV[4])
+  local out = {OK, scan[1]}
+  local pairs_ = scan[2]
+  for i = 1, #pairs_, 2 do
+    local _, key, taken = budget_parts(pairs_[i + 1])
+    if key and now - tonumber(taken) >= BUDGET_RECLAIM_MS then
+      out[#out + 1] = pairs_[i]
+      out[#out + 1] = key
+    end
+  end
+  return out
 elseif op == 'count' and BUDGETS[ARGV[2]] then
   return {OK, tonumber(redis.call('HGET', base .. string.upper(ARGV[2]), 1) or '0')}
 elseif op == 'count' then

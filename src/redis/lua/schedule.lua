@@ -16,7 +16,7 @@ if not token then
   if refused then
     return refused
   end
-  local room, answer = rooms({{'h'}})
+  local room, answer = rooms({{'h', '', hkey}})
   if not room then
     return answer
   end
