@@ -475,6 +475,16 @@ end
 -- issued before the tenant was revoked reads as REVOKED while that
 -- revocation's tombstone would live. Also returns the lease's `fields`
 -- (read in the same HMGET) as a table.
+-- Takes `child` out of the child set `<prefix><lease>` ('la:' locks, 'lp:'
+-- listings, 'lm:' presence, 'ls:' streams) of the lease the record under
+-- `key` hangs from, if it hangs from one. Call it before the record goes.
+local function unlink(key, prefix, child)
+  local lease = redis.call('HGET', key, 'l')
+  if lease and lease ~= '' then
+    redis.call('SREM', R .. prefix .. lease, child)
+  end
+end
+
 local function lease_state(seq, ...)
   local l = redis.call('HMGET', R .. 'l:' .. seq, 'd', 'x', ...)
   if not l[1] then
@@ -515,26 +525,20 @@ end
 -- pending and bound attempts (cascaded).
 local function drop_listing(key, cause)
   local pk = R .. 'p:' .. key
-  local lease = redis.call('HGET', pk, 'l')
   local pending = R .. 'pa:' .. key
   for _, seq in ipairs(redis.call('SMEMBERS', pending)) do
     drop_attempt(seq, key, CASCADED_)
   end
   leave_index(LISTINGS, key, E_LISTING, cause)
+  unlink(pk, 'lp:', key)
   redis.call('DEL', pending, pk)
-  if lease then
-    redis.call('SREM', R .. 'lp:' .. lease, key)
-  end
 end
 
 
 -- Removes `member`'s presence record, announced with `cause`.
 local function drop_member(member, cause)
   local mk = R .. 'm:' .. member
-  local lease = redis.call('HGET', mk, 'l')
-  if lease and lease ~= '' then
-    redis.call('SREM', R .. 'lm:' .. lease, member)
-  end
+  unlink(mk, 'lm:', member)
   leave_index(MEMBERS, member, E_MEMBER, cause)
   redis.call('DEL', mk)
   redis.call('ZREM', MEMBER_KEYS, member)
@@ -610,10 +614,7 @@ end
 -- held).
 local function drop_stream(name, cause)
   local sk = K .. 's:' .. name
-  local lease = redis.call('HGET', sk, 'l')
-  if lease and lease ~= '' then
-    redis.call('SREM', R .. 'ls:' .. lease, name)
-  end
+  unlink(sk, 'ls:', name)
   if cause then
     leave_index(STREAMS, name, E_STREAM, cause)
   elseif redis.call('ZREM', STREAMS, name) == 1 then
@@ -916,10 +917,7 @@ local function reap(max)
     detach(seq)
   end
   for _, name in ipairs(redis.call('ZRANGEBYSCORE', LOCKS, '-inf', NOW, 'LIMIT', 0, max)) do
-    local lease = redis.call('HGET', R .. 'k:' .. name, 'l')
-    if lease and lease ~= '' then
-      redis.call('SREM', R .. 'la:' .. lease, name)
-    end
+    unlink(R .. 'k:' .. name, 'la:', name)
     leave_index(LOCKS, name, E_LOCK, EXPIRED_)
   end
   for _, seq in ipairs(redis.call('ZRANGEBYSCORE', ATTEMPTS, '-inf', NOW, 'LIMIT', 0, max)) do

@@ -3,12 +3,10 @@
 -- incarnation is answered by the engine before the call.)
 local name, fence = ARGV[3], tonumber(ARGV[4])
 local k = R .. 'k:' .. name
-local l = redis.call('HMGET', k, 'f', 'l')
-if l[1] and tonumber(l[1]) == fence then
+local f = redis.call('HGET', k, 'f')
+if f and tonumber(f) == fence then
   leave_index(LOCKS, name, E_LOCK, RELEASED_)
+  unlink(k, 'la:', name)
   redis.call('DEL', k)
-  if l[2] ~= '' then
-    redis.call('SREM', R .. 'la:' .. l[2], name)
-  end
 end
 return {OK}

@@ -12,9 +12,7 @@ if cur[1] then
     return {HELD}
   end
   -- Lapsed, or its lease is gone: the name is free.
-  if cur[2] ~= '' then
-    redis.call('SREM', R .. 'la:' .. cur[2], name)
-  end
+  unlink(k, 'la:', name)
   leave_index(LOCKS, name, E_LOCK, tonumber(cur[1]) > NOW and CASCADED_ or EXPIRED_)
 end
 if lease ~= '' then
