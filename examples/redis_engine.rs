@@ -7,8 +7,10 @@
 //! `get_lease`, the join trio (`begin_join`, `bind_endpoint`, `consume`)
 //! `notify` (a listener of each tenant's channel attached, on another
 //! handle), `append` (64 bytes to a stream that trims its oldest entries),
-//! `read` (16 entries of 64 bytes) and `job` (enqueue, claim, ack: three
-//! operations) for `--seconds` each, then `redis-benchmark -c 1 -P <depth>`, and prints
+//! `read` (16 entries of 64 bytes), `job` (enqueue, claim, ack: three
+//! operations) and `health` (one `PING` through the engine's connection:
+//! what the client side costs with no function at all) for `--seconds`
+//! each, then `redis-benchmark -c 1 -P <depth>`, and prints
 //! ops/s and the ratio to the floor (target ≥ 0.5).
 //! Runs only when `REDIS_URL` is set; `redis-benchmark` must be on PATH.
 //! Keys go under a namespace of their own; the benchmark's floor writes
@@ -177,6 +179,7 @@ async fn run(url: &str, o: &Options) {
             "append",
             "read",
             "job",
+            "health",
         ] {
             let (e, ids_r) = (engine.clone(), Arc::clone(&ids));
             let remote = measure(depth, seconds, move |k| {
@@ -249,6 +252,7 @@ async fn one_remote(e: &RedisEngine, ids: &[(TenantId, LeaseId)], op: &str, k: u
         }
         "renew" => e.renew(tenant, id, TTL).await.is_ok(),
         "notify" => e.notify(tenant, LOBBY).await.is_ok(),
+        "health" => e.health().await == relaystore::Health::Ready,
         "append" => e.append(tenant, FEED, &ENTRY).await.is_ok(),
         "job" => {
             let tenant = TenantId(k % TENANTS);
@@ -298,6 +302,7 @@ fn one_local(s: &Store, ids: &[(TenantId, LeaseId)], op: &str, k: u64) -> u64 {
         }
         "renew" => s.renew(tenant, id, TTL).is_ok(),
         "notify" => s.notify(tenant, LOBBY).is_ok(),
+        "health" => s.health() == relaystore::Health::Ready,
         "append" => s.append(tenant, FEED, &ENTRY).is_ok(),
         "job" => {
             let tenant = TenantId(k % TENANTS);
