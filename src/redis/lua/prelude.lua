@@ -288,6 +288,29 @@ local function leave_index(index, id, collection, cause)
   end
 end
 
+-- The key names of a tenant's epoch (`r`: its prefix) and incarnation
+-- (`k`), made once and remembered for the next calls of the same epoch:
+-- building them is a tenth of a short call's server time. At most
+-- NAMES_MAX epochs are remembered (then all are forgotten at once), so the
+-- library's memory stays bounded; a forgotten epoch's names are made
+-- again. Pure values: nothing a call writes depends on whether they were
+-- remembered.
+local NAMES, NAMES_HELD, NAMES_MAX = {}, 0, 256
+local function names_of(r, k)
+  if NAMES_HELD >= NAMES_MAX then
+    NAMES, NAMES_HELD = {}, 0
+  end
+  local names = {
+    r .. 'ld', r .. 'kd', r .. 'iz', r .. 'px', r .. 'ad', r .. 'ar', r .. 'md', r .. 'mx',
+    -- Streams, queues and schedules outlive a tenant revocation (as in
+    -- memory): their keys are of the incarnation, not of the epoch.
+    k .. 'graves', k, k .. 'sx', k .. 'qn', k .. 'hn',
+  }
+  NAMES[r] = names
+  NAMES_HELD = NAMES_HELD + 1
+  return names
+end
+
 -- Starts a per-tenant call: the server's clock (it decides every deadline
 -- and every visibility question), the tenant's incarnation check, and this
 -- incarnation's keys of the tenant. Returns a reply to answer at once, or
@@ -340,15 +363,11 @@ local function begin(keys, args)
   end
   -- The tenant's keys of this incarnation and epoch (revoke_tenant starts
   -- a new epoch; the old one's keys are buried a few at a time).
-  GRAVES = TAG .. I .. ':graves'
   R = TAG .. I .. ':' .. epoch .. ':'
-  LEASES, LOCKS, IDEM = R .. 'ld', R .. 'kd', R .. 'iz'
-  LISTINGS, ATTEMPTS, REPLAY = R .. 'px', R .. 'ad', R .. 'ar'
-  MEMBERS, MEMBER_KEYS = R .. 'md', R .. 'mx'
-  -- Streams, queues and schedules outlive a tenant revocation (as in
-  -- memory): their keys are of the incarnation, not of the epoch.
-  K = TAG .. I .. ':'
-  STREAMS, QUEUES, SCHEDULES = K .. 'sx', K .. 'qn', K .. 'hn'
+  local names = NAMES[R] or names_of(R, TAG .. I .. ':')
+  LEASES, LOCKS, IDEM, LISTINGS = names[1], names[2], names[3], names[4]
+  ATTEMPTS, REPLAY, MEMBERS, MEMBER_KEYS = names[5], names[6], names[7], names[8]
+  GRAVES, K, STREAMS, QUEUES, SCHEDULES = names[9], names[10], names[11], names[12], names[13]
   return nil
 end
 
