@@ -376,9 +376,6 @@ impl RedisEngine {
         self.config().check_inspected_queue(queue)?;
         let from = after.map_or(0, |id| id.seq().saturating_add(1));
         let max = max.min(self.config().page_len_max);
-        if max == 0 {
-            return Ok(Vec::new());
-        }
         let issued = after.map_or(Issued::Nothing, issued);
         let args = args![from.to_string(), max.to_string()];
         let reply = self

@@ -1,8 +1,8 @@
 -- append: ARGV[3] name, ARGV[4] payload, ARGV[5] the stream's wake
 -- channel (its followers are woken with the entry, so a follower on any
--- instance wakes even if the caller dies right after). Entries past the stream's age go
--- first; then a full stream refuses, or trims its oldest entries, as
--- created. Reply: {OK, offset} or a refusal.
+-- instance wakes even if the caller dies right after). Entries past the
+-- stream's age go first; then a full stream refuses, or trims its oldest
+-- entries, as created. Reply: {OK, offset} or a refusal.
 local name, payload = ARGV[3], ARGV[4]
 local s = visible_stream(name)
 if not s then

@@ -153,9 +153,10 @@ end
 -- Takes one reservation per `wanted` entry ({letter, limit (-1: none),
 -- span in ms}; for a budget, {letter, limit text, "<weights>|<record
 -- key>"}), all or none: {OK, token, horizon (for a budget: when it was
--- taken), ...}, or the refusal of the first full ceiling. Reservations past their horizon are dropped when a ceiling is
--- reached (each once), so a set never holds more than its limit and a
--- take below it pays nothing for them.
+-- taken), ...}, or the refusal of the first full ceiling. Reservations
+-- past their horizon are dropped when a ceiling is reached (each once), so
+-- a set never holds more than its limit and a take below it pays nothing
+-- for them.
 local function room_take(base, now, wanted)
   for _, w in ipairs(wanted) do
     if BUDGETS[w[1]] then
