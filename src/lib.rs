@@ -92,6 +92,7 @@ mod quota;
 mod record;
 #[cfg(feature = "redis")]
 pub mod redis;
+mod runner;
 pub mod schedule;
 mod secrets;
 mod shard;
@@ -119,6 +120,7 @@ pub use ids::{AttemptId, JobId, JoinToken, LeaseId, ParseIdError, TenantId, TOKE
 pub use queue::ClaimedJob;
 #[cfg(feature = "internals")]
 pub use record::{Stamp, CAS_ATTEMPTS_MAX, DEADLINE_MAX_MS};
+pub use runner::ScheduleRunner;
 #[cfg(feature = "internals")]
 pub use store::AuditError;
 pub use store::{

@@ -300,3 +300,41 @@ fn the_queue_and_schedule_budgets_refuse_exactly() {
         a.create_queue(T, "three", queue(100)).await.unwrap();
     });
 }
+
+#[test]
+fn schedule_runners_on_two_instances_lead_one_at_a_time() {
+    on_every_target("queues-runners", |target, name| async move {
+        let cfg = StoreConfig {
+            schedule_interval_min: Duration::from_millis(10),
+            ..config()
+        };
+        let engines = instances(&target, &name, 2, cfg).await;
+        let (a, b) = (&engines[0], &engines[1]);
+        a.create_queue(T, "ticks", queue(100)).await.unwrap();
+        a.schedule(T, "beat", "@every 100ms", "ticks", b"tick")
+            .await
+            .unwrap();
+        let ttl = Duration::from_secs(10);
+        let mut first = relaystore::ScheduleRunner::new(a, T, "runner-a", ttl);
+        let mut second = relaystore::ScheduleRunner::new(b, T, "runner-b", ttl);
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        let led = first.step().await.unwrap();
+        assert_eq!(led.run.map(|r| r.fired), Some(2), "{name}: two grid points");
+        assert!(
+            led.wait <= ttl / 3,
+            "{name}: renews within a third of its TTL"
+        );
+        let waited = second.step().await.unwrap();
+        assert_eq!(waited.run, None, "{name}: one leader");
+        assert!(first.is_leader() && !second.is_leader(), "{name}");
+        // The leader resigns: the other leads at its next step and fires
+        // what came due meanwhile, nothing twice.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        first.resign().await.unwrap();
+        let took = second.step().await.unwrap();
+        assert_eq!(took.run.map(|r| r.fired), Some(1), "{name}");
+        assert!(second.is_leader() && !first.is_leader(), "{name}");
+        assert_eq!(first.step().await.unwrap().run, None, "{name}");
+        assert_eq!(a.queue_info(T, "ticks").await.unwrap().ready, 3, "{name}");
+    });
+}

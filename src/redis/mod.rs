@@ -20,9 +20,9 @@
 //! caps, with removal events; wake channels (ADR 0032); streams (ADR
 //! 0033); and job queues, the outbox and schedules (ADR 0034). It
 //! implements the whole contract, [`Engine`](crate::Engine) and the
-//! traits below it. Transactions and the
-//! [`Scheduler`](crate::Scheduler) loop helper are the in-memory
-//! store's only.
+//! traits below it ([`ScheduleRunner`](crate::ScheduleRunner) leads a
+//! tenant's schedules on it). Transactions are the in-memory store's
+//! only.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), relaystore::Error> {

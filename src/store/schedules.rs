@@ -6,6 +6,7 @@ use crate::error::{Error, Result};
 use crate::events::{Cause, Collection, RecordId};
 use crate::ids::TenantId;
 use crate::queue::JobOptions;
+use crate::runner::ScheduleRunner;
 use crate::schedule::{ScheduleInfo, ScheduleRun};
 use crate::sync::Arc;
 use std::time::Duration;
@@ -155,14 +156,12 @@ impl Store {
 
 /// A runner competing to lead one tenant's schedules: each
 /// [`step`](Self::step) takes or renews the scheduler lock and, while it
-/// leads, fires what is due; [`run`](Self::run) loops until stopped.
+/// leads, fires what is due; [`run`](Self::run) loops until stopped. The
+/// step is the engine-neutral [`ScheduleRunner`]'s, over the store (whose
+/// futures are ready at once).
 #[derive(Debug)]
 pub struct Scheduler {
-    store: Store,
-    tenant: TenantId,
-    runner: Arc<str>,
-    ttl: Duration,
-    leader: Option<LockGuard>,
+    inner: ScheduleRunner<Store>,
 }
 
 /// What one [`Scheduler::step`] did.
@@ -180,57 +179,20 @@ impl Scheduler {
     /// scheduler lock for `ttl` at a time.
     pub fn new(store: &Store, tenant: TenantId, runner: &str, ttl: Duration) -> Self {
         Scheduler {
-            store: store.clone(),
-            tenant,
-            runner: Arc::from(runner),
-            ttl,
-            leader: None,
+            inner: ScheduleRunner::new(store, tenant, runner, ttl),
         }
     }
 
     /// Whether this runner held the lock at its last step.
     pub fn is_leader(&self) -> bool {
-        self.leader.is_some()
+        self.inner.is_leader()
     }
 
     /// Renews the lock if this runner leads (or takes it if free), then
     /// fires what is due. Losing the lead is not an error: the step
     /// reports no run.
     pub fn step(&mut self) -> Result<SchedulerStep> {
-        if let Some(guard) = &self.leader {
-            if guard.renew(self.ttl).is_err() {
-                self.leader = None;
-            }
-        }
-        if self.leader.is_none() {
-            self.leader = self
-                .store
-                .try_lead_schedules(self.tenant, &self.runner, self.ttl)?;
-        }
-        let cadence = self.ttl / 3;
-        let Some(guard) = &self.leader else {
-            return Ok(SchedulerStep {
-                run: None,
-                wait: cadence,
-            });
-        };
-        match self.store.run_schedules(guard) {
-            Ok(run) => {
-                let wait = run.next_in.map_or(cadence, |n| n.min(cadence));
-                Ok(SchedulerStep {
-                    run: Some(run),
-                    wait,
-                })
-            }
-            Err(Error::LeadershipLost) => {
-                self.leader = None;
-                Ok(SchedulerStep {
-                    run: None,
-                    wait: cadence,
-                })
-            }
-            Err(e) => Err(e),
-        }
+        ready_now(self.inner.step())
     }
 
     #[cfg(feature = "native")]
@@ -247,10 +209,21 @@ impl Scheduler {
                 break Ok(());
             }
         };
-        if let Some(guard) = self.leader.take() {
-            let _ = guard.release();
-        }
+        let _ = ready_now(self.inner.resign());
         outcome
+    }
+}
+
+/// The output of one of the store's contract futures, which are complete
+/// when made (`std::future::ready`): polled once, with no executor.
+fn ready_now<F: std::future::Future>(future: F) -> F::Output {
+    let mut future = std::pin::pin!(future);
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    match future.as_mut().poll(&mut cx) {
+        std::task::Poll::Ready(output) => output,
+        std::task::Poll::Pending => {
+            unreachable!("the in-memory engine's futures are ready at once")
+        }
     }
 }
 
