@@ -338,3 +338,49 @@ fn schedule_runners_on_two_instances_lead_one_at_a_time() {
         assert_eq!(a.queue_info(T, "ticks").await.unwrap().ready, 3, "{name}");
     });
 }
+
+#[test]
+fn a_draining_instance_fires_nothing_and_leaves_the_fires_due() {
+    on_every_target("queues-drain", |target, name| async move {
+        let cfg = StoreConfig {
+            schedule_interval_min: Duration::from_millis(10),
+            ..config()
+        };
+        let engines = instances(&target, &name, 2, cfg).await;
+        let (a, b) = (&engines[0], &engines[1]);
+        a.create_queue(T, "ticks", queue(100)).await.unwrap();
+        a.schedule(T, "beat", "@every 100ms", "ticks", b"tick")
+            .await
+            .unwrap();
+        let ttl = Duration::from_secs(10);
+        let lead = a
+            .try_lead_schedules(T, "runner-a", ttl)
+            .await
+            .unwrap()
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        a.begin_drain(Duration::from_secs(30)).await.unwrap();
+        let run = a.run_schedules(T, lead.fence).await.unwrap();
+        assert_eq!(run.fired, 0, "{name}");
+        assert_eq!(
+            run.refused,
+            vec![(std::sync::Arc::from("beat"), Error::Draining)],
+            "{name}"
+        );
+        assert_eq!(b.queue_info(T, "ticks").await.unwrap().ready, 0, "{name}");
+        // The lead handed over, the fire is still due and fires once.
+        a.release_lock(T, relaystore::SCHEDULER_LOCK, lead.fence)
+            .await
+            .unwrap();
+        let lead = b
+            .try_lead_schedules(T, "runner-b", ttl)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            b.run_schedules(T, lead.fence).await.unwrap().fired,
+            1,
+            "{name}"
+        );
+    });
+}

@@ -120,13 +120,15 @@ impl RedisEngine {
     /// schedule enqueues one job per grid point passed, at most
     /// `SCHEDULE_CATCH_UP_MAX` (the rest are skipped), and moves on, in
     /// the same atomic step. A schedule whose queue refuses is reported in
-    /// `refused` and fires again at the next run.
+    /// `refused` and fires again at the next run; so is every due
+    /// schedule while this handle drains (`Draining`, as its enqueues).
     pub async fn run_schedules(&self, tenant: TenantId, fence: u64) -> Result<ScheduleRun> {
         let args = args![
             fence.to_string(),
             SCHEDULER_LOCK,
             wake_channel("").as_bytes(),
             SCHEDULE_CATCH_UP_MAX.to_string(),
+            if self.refusing_new() { "1" } else { "0" },
         ];
         let Some(reply) = self
             .run(

@@ -1,6 +1,8 @@
 -- run_schedules: ARGV[3] the fence the runner holds the scheduler lock
 -- with, ARGV[4] the lock's name, ARGV[5] the prefix of a queue's wake
--- channel, ARGV[6] the most missed fires one schedule enqueues. Refused
+-- channel, ARGV[6] the most missed fires one schedule enqueues, ARGV[7]
+-- '1' when the calling handle drains (its fires are refused with
+-- DRAINING, as its enqueues are, and stay due). Refused
 -- unless the lock is held with that fence now. Each schedule whose grid
 -- point has passed enqueues one job per grid point passed (at most
 -- ARGV[6]; the rest are skipped) and moves to its next grid point, in
@@ -11,7 +13,7 @@ local lock = redis.call('HMGET', R .. 'k:' .. ARGV[4], 'f', 'd')
 if not lock[1] or lock[1] ~= ARGV[3] or tonumber(lock[2]) <= NOW then
   return {LEADERSHIP_LOST}
 end
-local catch_up = tonumber(ARGV[6])
+local catch_up, draining = tonumber(ARGV[6]), ARGV[7] == '1'
 local fired, skipped, next_in = 0, 0, -1
 local refused = {}
 for _, name in ipairs(redis.call('ZRANGE', SCHEDULES, 0, -1)) do
@@ -21,7 +23,10 @@ for _, name in ipairs(redis.call('ZRANGE', SCHEDULES, 0, -1)) do
   if at <= NOW then
     local due = math.floor((NOW - at) / interval) + 1
     local fires = math.min(due, catch_up)
-    local first, refusal = enqueue_jobs(h[3], h[4], fires, nil, nil, ARGV[5] .. h[3])
+    local first, refusal = nil, {DRAINING}
+    if not draining then
+      first, refusal = enqueue_jobs(h[3], h[4], fires, nil, nil, ARGV[5] .. h[3])
+    end
     if first then
       fired = fired + fires
       skipped = skipped + due - fires
