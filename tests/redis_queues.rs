@@ -182,19 +182,31 @@ fn an_outbox_filled_on_one_instance_is_delivered_from_another() {
     });
 }
 
+/// Two handles on a fresh store whose tenant `T` has a queue "ticks" and
+/// a schedule "beat" firing onto it every 100 ms, scheduled from the
+/// second handle (the first creates the queue).
+async fn ticking(target: &redis::Target, name: &str) -> Vec<relaystore::redis::RedisEngine> {
+    let cfg = StoreConfig {
+        schedule_interval_min: Duration::from_millis(10),
+        ..config()
+    };
+    let engines = instances(target, name, 2, cfg).await;
+    engines[0]
+        .create_queue(T, "ticks", queue(100))
+        .await
+        .unwrap();
+    engines[1]
+        .schedule(T, "beat", "@every 100ms", "ticks", b"tick")
+        .await
+        .unwrap();
+    engines
+}
+
 #[test]
 fn one_scheduler_lock_holder_fires_and_the_other_cannot() {
     on_every_target("queues-schedules", |target, name| async move {
-        let cfg = StoreConfig {
-            schedule_interval_min: Duration::from_millis(10),
-            ..config()
-        };
-        let engines = instances(&target, &name, 2, cfg).await;
+        let engines = ticking(&target, &name).await;
         let (a, b) = (&engines[0], &engines[1]);
-        a.create_queue(T, "ticks", queue(100)).await.unwrap();
-        b.schedule(T, "beat", "@every 100ms", "ticks", b"tick")
-            .await
-            .unwrap();
         let ttl = Duration::from_secs(10);
         let lead = a.try_lead_schedules(T, "runner-a", ttl).await.unwrap();
         let lead = lead.unwrap_or_else(|| panic!("{name}: the lock was free"));
@@ -304,16 +316,8 @@ fn the_queue_and_schedule_budgets_refuse_exactly() {
 #[test]
 fn schedule_runners_on_two_instances_lead_one_at_a_time() {
     on_every_target("queues-runners", |target, name| async move {
-        let cfg = StoreConfig {
-            schedule_interval_min: Duration::from_millis(10),
-            ..config()
-        };
-        let engines = instances(&target, &name, 2, cfg).await;
+        let engines = ticking(&target, &name).await;
         let (a, b) = (&engines[0], &engines[1]);
-        a.create_queue(T, "ticks", queue(100)).await.unwrap();
-        a.schedule(T, "beat", "@every 100ms", "ticks", b"tick")
-            .await
-            .unwrap();
         let ttl = Duration::from_secs(10);
         let mut first = relaystore::ScheduleRunner::new(a, T, "runner-a", ttl);
         let mut second = relaystore::ScheduleRunner::new(b, T, "runner-b", ttl);
@@ -342,16 +346,8 @@ fn schedule_runners_on_two_instances_lead_one_at_a_time() {
 #[test]
 fn a_draining_instance_fires_nothing_and_leaves_the_fires_due() {
     on_every_target("queues-drain", |target, name| async move {
-        let cfg = StoreConfig {
-            schedule_interval_min: Duration::from_millis(10),
-            ..config()
-        };
-        let engines = instances(&target, &name, 2, cfg).await;
+        let engines = ticking(&target, &name).await;
         let (a, b) = (&engines[0], &engines[1]);
-        a.create_queue(T, "ticks", queue(100)).await.unwrap();
-        a.schedule(T, "beat", "@every 100ms", "ticks", b"tick")
-            .await
-            .unwrap();
         let ttl = Duration::from_secs(10);
         let lead = a
             .try_lead_schedules(T, "runner-a", ttl)
