@@ -54,6 +54,13 @@ fn pick(t: usize, i: u64, n: u64) -> u64 {
     z % n
 }
 
+/// [`pick`] within thread `t`'s own share of the `n` keys, as when a relay
+/// routes each session to one worker: no record is touched by two threads.
+fn pick_affine(t: usize, i: u64, n: u64, threads: usize) -> u64 {
+    let share = n / threads as u64;
+    t as u64 * share + pick(t, i, share)
+}
+
 /// Ceilings well above the fixture, since the creating benches add
 /// millions of records over a run. Consumed join tokens are remembered for
 /// one second past their (one-second) deadline rather than a minute, so the
@@ -93,7 +100,43 @@ struct Fixture {
     mutex_heap: Arc<MutexHeap>,
     moka: Cache<u64, Held>,
     dashmap: Arc<DashMap<u64, AtomicU64, ahash::RandomState>>,
+    slots: Arc<[Slot]>,
     origin: Instant,
+}
+
+/// The floor of a record addressed by its id rather than hashed: one
+/// 64-byte slot per record, found by index, its generation checked and its
+/// state word swapped without any lock. What a slab of leases could reach.
+#[repr(align(64))]
+struct Slot {
+    state: AtomicU64,
+    generation: AtomicU64,
+}
+
+const SLOT_GENERATION: u64 = 1;
+
+impl Slot {
+    /// A renewal: the state first, then the generation (a reused slot
+    /// changes its generation before its state), then the swap.
+    fn renew(&self, now_ms: u64) -> bool {
+        let current = self.state.load(Ordering::Acquire);
+        if self.generation.load(Ordering::Acquire) != SLOT_GENERATION || current <= now_ms {
+            return false;
+        }
+        self.state
+            .compare_exchange(
+                current,
+                now_ms + TTL.as_millis() as u64,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            )
+            .is_ok()
+    }
+
+    fn get(&self, now_ms: u64) -> bool {
+        let current = self.state.load(Ordering::Acquire);
+        self.generation.load(Ordering::Acquire) == SLOT_GENERATION && current > now_ms
+    }
 }
 
 type Deadlines = HashMap<u64, (u64, [u8; 16])>;
@@ -235,6 +278,12 @@ fn fixture(n: u64) -> Fixture {
         }),
         moka,
         dashmap: Arc::new(dashmap),
+        slots: (0..n)
+            .map(|_| Slot {
+                state: AtomicU64::new(TTL.as_millis() as u64),
+                generation: AtomicU64::new(SLOT_GENERATION),
+            })
+            .collect(),
         origin,
     }
 }
@@ -265,6 +314,21 @@ fn renew_and_get(c: &mut Criterion) {
                         let store = store.clone();
                         run_threads(threads, iters, move |t, i| {
                             let (tenant, lease) = leases.get(pick(t, i, n));
+                            if op == 0 {
+                                black_box(store.renew(tenant, lease, TTL).unwrap());
+                            } else {
+                                black_box(store.get_lease(tenant, lease).unwrap());
+                            }
+                        })
+                    })
+                });
+                // The same, each thread on its own share of the leases.
+                let store = f.store.clone();
+                group.bench_function(id("store_affine"), |b| {
+                    b.iter_custom(|iters| {
+                        let store = store.clone();
+                        run_threads(threads, iters, move |t, i| {
+                            let (tenant, lease) = leases.get(pick_affine(t, i, n, threads));
                             if op == 0 {
                                 black_box(store.renew(tenant, lease, TTL).unwrap());
                             } else {
@@ -358,6 +422,36 @@ fn renew_and_get(c: &mut Criterion) {
                         })
                     })
                 });
+                // The floor without any lock: bare, inside an epoch pin
+                // (what delaying a slot's reuse past every reader costs),
+                // and bare with each thread on its own share of the slots.
+                for (what, pinned, affine) in [
+                    ("slot_cas", false, false),
+                    ("slot_cas_pinned", true, false),
+                    ("slot_cas_affine", false, true),
+                ] {
+                    let (slots, origin) = (f.slots.clone(), f.origin);
+                    group.bench_function(id(what), |b| {
+                        b.iter_custom(|iters| {
+                            let slots = slots.clone();
+                            run_threads(threads, iters, move |t, i| {
+                                let now = origin.elapsed().as_millis() as u64;
+                                let k = if affine {
+                                    pick_affine(t, i, n, threads)
+                                } else {
+                                    pick(t, i, n)
+                                };
+                                let slot = &slots[k as usize];
+                                let _guard = pinned.then(crossbeam_epoch::pin);
+                                if op == 0 {
+                                    black_box(slot.renew(now));
+                                } else {
+                                    assert!(slot.get(now));
+                                }
+                            })
+                        })
+                    });
+                }
             }
             group.finish();
         }
@@ -883,7 +977,8 @@ fn subscribers(c: &mut Criterion) {
 
 /// Presence heartbeats (the hottest operation in the relay mix): refreshes
 /// of `n` existing members' records, without new attributes, on 1 and 2
-/// threads: the baseline for making them cheaper.
+/// threads, with members spread over both threads and with each thread on
+/// its own share: the baseline for making them cheaper.
 fn heartbeats(c: &mut Criterion) {
     let n = 10_000u64;
     let store = Store::new(store_config(n), Arc::new(SystemClock::new())).unwrap();
@@ -907,6 +1002,19 @@ fn heartbeats(c: &mut Criterion) {
                 })
             })
         });
+        // Each thread on its own share of the members.
+        group.bench_function(
+            BenchmarkId::new("store_affine", format!("{threads}t")),
+            |b| {
+                b.iter_custom(|iters| {
+                    let (store, members) = (store.clone(), members.clone());
+                    run_threads(threads, iters, move |t, i| {
+                        let (tenant, member) = &members[pick_affine(t, i, n, threads) as usize];
+                        black_box(store.heartbeat(*tenant, member, TTL, None, None).unwrap());
+                    })
+                })
+            },
+        );
     }
     group.finish();
 }
