@@ -81,15 +81,19 @@ impl Store {
         &self,
         tenant: TenantId,
         key: Option<&str>,
-        params: IdemParams,
+        params: impl FnOnce() -> IdemParams,
         now: MonoTime,
         run: impl FnOnce() -> Result<T>,
         store: impl FnOnce(&T) -> Outcome,
         load: impl Fn(&Outcome) -> Option<T>,
     ) -> Result<T> {
+        // Without a key nothing is remembered, and the parameters are not
+        // built (they share the caller's names: building them costs a
+        // reference-count increment and decrement each).
         let Some(key) = key else {
             return run();
         };
+        let params = params();
         let ikey: NameKey = (tenant, self.name(key)?);
         let deadline = now
             .saturating_add(self.shared.config.idempotency_ttl)

@@ -142,13 +142,12 @@ impl Store {
         idempotency_key: Option<&str>,
     ) -> Result<JoinTicket> {
         let _in = self.enter();
-        let listing = self.name(listing)?;
-        let client = self.name(client)?;
+        let (named, client_named) = (self.name(listing)?, self.name(client)?);
         let now = self.shared.clock.now();
         let deadline = self.deadline(now, ttl)?;
-        let params = IdemParams::Join {
-            listing: Arc::clone(&listing),
-            client: Arc::clone(&client),
+        let params = || IdemParams::Join {
+            listing: Arc::from(listing),
+            client: Arc::from(client),
             ttl_ms: deadline - now.as_millis(),
         };
         self.idempotent(
@@ -156,7 +155,7 @@ impl Store {
             idempotency_key,
             params,
             now,
-            || self.begin_join_now(tenant, listing, client, now, deadline),
+            || self.begin_join_now(tenant, named, client_named, now, deadline),
             |t| Outcome::Join(t.clone()),
             |o| match o {
                 Outcome::Join(t) => Some(t.clone()),

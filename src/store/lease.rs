@@ -145,11 +145,11 @@ impl Store {
         ttl: Duration,
         idempotency_key: Option<&str>,
     ) -> Result<LeaseGrant> {
-        let holder = self.name(holder)?;
+        let named = self.name(holder)?;
         let now = self.shared.clock.now();
         let deadline = self.deadline(now, ttl)?;
-        let params = IdemParams::Grant {
-            holder: Arc::clone(&holder),
+        let params = || IdemParams::Grant {
+            holder: Arc::from(holder),
             ttl_ms: deadline - now.as_millis(),
         };
         self.idempotent(
@@ -157,7 +157,7 @@ impl Store {
             idempotency_key,
             params,
             now,
-            || self.grant_now(tenant, holder, now, deadline),
+            || self.grant_now(tenant, named, now, deadline),
             |g| Outcome::Grant(g.clone()),
             |o| match o {
                 Outcome::Grant(g) => Some(g.clone()),

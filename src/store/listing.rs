@@ -136,21 +136,21 @@ impl Store {
         idempotency_key: Option<&str>,
     ) -> Result<ListingInfo> {
         let lease_seq = self.lease_seq(lease)?;
-        let key = self.name(key)?;
-        let attrs = self.attrs(attrs)?;
+        let named = self.name(key)?;
+        let stored = self.attrs(attrs)?;
         let _in = self.enter();
         let now = self.shared.clock.now();
-        let params = IdemParams::Publish {
+        let params = || IdemParams::Publish {
             lease: lease_seq,
-            key: Arc::clone(&key),
-            attrs: Arc::clone(&attrs),
+            key: Arc::from(key),
+            attrs: Arc::from(attrs),
         };
         self.idempotent(
             tenant,
             idempotency_key,
             params,
             now,
-            || self.publish_now(tenant, lease_seq, key, attrs, now, &mut || Ok(())),
+            || self.publish_now(tenant, lease_seq, named, stored, now, &mut || Ok(())),
             |l| Outcome::Publish(l.clone()),
             |o| match o {
                 Outcome::Publish(l) => Some(l.clone()),
