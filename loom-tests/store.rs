@@ -1,8 +1,11 @@
 //! Loom models of the relay store's races: join vs revoke, bind vs bind,
-//! consume vs consume, renew vs revoke, and a doomed admission vs another
+//! bind vs the republication of its listing, consume vs consume, renew vs
+//! revoke, and a doomed admission vs another
 //! tenant's admission at the shared ceiling, and an admission vs a
 //! reconfiguration of the limits it checks. Each runs the real `Store` code and
-//! has a broken twin (`model::faults::StoreFault`) that the model catches.
+//! has a broken twin (`model::faults::StoreFault`) that the model catches,
+//! except the republication model, which uses a twin to reach the state
+//! its second line of defence must handle.
 #![cfg(relaystore_loom)]
 
 #[path = "common.rs"]
@@ -132,6 +135,43 @@ fn consume_vs_consume(fault: StoreFault) {
         assert_eq!(admitted, 1, "exactly one consume wins: {mine:?} {theirs:?}");
         assert!([&mine, &theirs].contains(&&Err(Error::ReplayRejected)));
         assert_eq!(store.stats().attempts_pending, 0);
+    });
+}
+
+/// A bind racing the republication of its listing, for an attempt the
+/// cascade cannot reach (its attach was skipped, as if the attempt were
+/// still in flight when the listing went): the bind may land before the
+/// listing goes, but once the listing is published again the attempt hangs
+/// from a publication that no longer exists, and authorises nothing. The
+/// check that decides it is the attempt's recorded origin against the
+/// listing's current one (`ancestors_visible`).
+fn bind_vs_republish() {
+    common::explore("bind_vs_republish (JoinWithoutAttach)", move || {
+        store_fault(StoreFault::JoinWithoutAttach);
+        let store = store();
+        let lease = store.grant(T, "host", MINUTE, None).unwrap();
+        store.publish(T, lease.id, "lobby", b"", None).unwrap();
+        let ticket = store
+            .begin_join(T, "lobby", "client", MINUTE, None)
+            .unwrap();
+        let republish = {
+            let store = Arc::clone(&store);
+            thread::spawn(move || {
+                store.unpublish(T, "lobby", None).unwrap();
+                store.publish(T, lease.id, "lobby", b"", None).unwrap();
+            })
+        };
+        let bound = store.bind_endpoint(T, ticket.attempt, &ticket.token, addr(1));
+        assert!(
+            matches!(bound, Ok(_) | Err(Error::NotFound)),
+            "a bind is either first or finds nothing: {bound:?}"
+        );
+        republish.join().unwrap();
+        assert_eq!(
+            store.consume(T, &ticket.token).map(|_| ()),
+            Err(Error::NotFound),
+            "an attempt of an earlier publication authorises nothing"
+        );
     });
 }
 
@@ -273,6 +313,11 @@ fn join_racing_revoke_leaves_nothing_visible_or_orphaned() {
 #[should_panic(expected = "orphaned")]
 fn broken_twin_join_without_attach_orphans_an_attempt() {
     join_vs_revoke(StoreFault::JoinWithoutAttach);
+}
+
+#[test]
+fn an_attempt_of_an_earlier_publication_authorises_nothing() {
+    bind_vs_republish();
 }
 
 #[test]

@@ -174,14 +174,14 @@ impl Store {
     ) -> Result<JoinTicket> {
         self.authorize(now)?;
         let nkey = (tenant, Arc::clone(&listing));
-        let view = self.listing_view(&nkey, now)?;
+        let origin = self.listing_origin(&nkey, now)?;
         let seq = self.next_seq();
         let id = self.attempt_id(seq);
         let token = JoinToken::issue(id)?;
         let parent = if decide::join_attaches() {
             Parent::Listing {
                 key: nkey,
-                origin: view.origin,
+                origin,
                 child: seq,
             }
         } else {
@@ -190,7 +190,7 @@ impl Store {
         let stamp = self.create(tenant, seq, parent, now, deadline, |owner, _| Attempt {
             owner,
             listing: Arc::clone(&listing),
-            origin: view.origin,
+            origin,
             client: Arc::clone(&client),
             secret: *token.secret(),
             phase: Phase::Pending,

@@ -9,6 +9,7 @@ use super::{Collection, NameKey, Store};
 use crate::error::{Error, Result};
 use crate::events::Cause;
 use crate::ids::{LeaseId, TenantId};
+use crate::record::Stamp;
 use crate::record::DEADLINE_MAX_MS;
 use crate::sync::{lock_at, Arc, Rung};
 use crate::table::{Removed, Table};
@@ -118,7 +119,6 @@ pub struct Page<T> {
 
 /// What the store needs to know about a visible listing.
 pub(super) struct ListingView {
-    pub(super) lease: u64,
     pub(super) origin: u64,
     info: ListingInfo,
 }
@@ -197,26 +197,45 @@ impl Store {
 
     /// The visible listing under `key`, with what its children need.
     pub(super) fn listing_view(&self, key: &NameKey, now: MonoTime) -> Result<ListingView> {
+        self.visible_listing(key, now, |v, stamp| ListingView {
+            origin: v.origin,
+            info: ListingInfo {
+                key: Arc::clone(&key.1),
+                lease: self.lease_id(v.lease),
+                attrs: Arc::clone(&v.attrs),
+                version: stamp.version,
+            },
+        })
+    }
+
+    /// The publication (`origin`) of the visible listing under `key`: all
+    /// a child needs to attach to it, or to check it still hangs from the
+    /// same publication. Takes no reference to the listing's attributes,
+    /// which every joiner of a busy listing would otherwise share.
+    pub(super) fn listing_origin(&self, key: &NameKey, now: MonoTime) -> Result<u64> {
+        self.visible_listing(key, now, |v, _| v.origin)
+    }
+
+    /// The one visibility rule of a listing: attached, its owner's epoch
+    /// current, live, and its lease visible. `see` reads it under the
+    /// shard's shared lock; anything not visible is `NotFound`.
+    fn visible_listing<R>(
+        &self,
+        key: &NameKey,
+        now: MonoTime,
+        see: impl FnOnce(&Listing, Stamp) -> R,
+    ) -> Result<R> {
         let seen = self.shared.listings.read(key, now, |v, stamp| {
-            (v.attached && v.owner.valid()).then(|| ListingView {
-                lease: v.lease,
-                origin: v.origin,
-                info: ListingInfo {
-                    key: Arc::clone(&key.1),
-                    lease: self.lease_id(v.lease),
-                    attrs: Arc::clone(&v.attrs),
-                    version: stamp.version,
-                },
-            })
+            (v.attached && v.owner.valid()).then(|| (v.lease, see(v, stamp)))
         });
-        let view = match seen {
-            Ok(Some(view)) => view,
+        let (lease, seen) = match seen {
+            Ok(Some(seen)) => seen,
             Ok(None) | Err(Error::Expired) | Err(Error::NotFound) => return Err(Error::NotFound),
             Err(e) => return Err(e),
         };
-        self.lease_status(key.0, view.lease, now)
+        self.lease_status(key.0, lease, now)
             .map_err(|_| Error::NotFound)?;
-        Ok(view)
+        Ok(seen)
     }
 
     /// A visible listing.

@@ -36,8 +36,8 @@ impl Store {
             && a.lease
                 .is_none_or(|seq| self.lease_status(tenant, seq, now).is_ok())
             && a.listing.as_ref().is_none_or(|(key, origin)| {
-                self.listing_view(&(tenant, Arc::clone(key)), now)
-                    .is_ok_and(|view| view.origin == *origin)
+                self.listing_origin(&(tenant, Arc::clone(key)), now)
+                    .is_ok_and(|seen| seen == *origin)
             })
     }
 
