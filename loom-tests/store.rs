@@ -14,7 +14,7 @@ mod common;
 use loom::thread;
 use relaystore::model::faults::{store_fault, StoreFault};
 use relaystore::time::ManualClock;
-use relaystore::{Error, Scope, Store, StoreConfig, TenantId};
+use relaystore::{Error, JoinTicket, LeaseId, Scope, Store, StoreConfig, TenantId};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -29,6 +29,22 @@ fn store() -> Arc<Store> {
         ..StoreConfig::default()
     };
     Arc::new(Store::new(config, Arc::new(ManualClock::new())).unwrap())
+}
+
+/// A lease hosting the listing "lobby".
+fn lobby(store: &Store) -> LeaseId {
+    let lease = store.grant(T, "host", MINUTE, None).unwrap();
+    store.publish(T, lease.id, "lobby", b"", None).unwrap();
+    lease.id
+}
+
+/// A lobby and one client's join ticket for it.
+fn joined(store: &Store) -> (LeaseId, JoinTicket) {
+    let lease = lobby(store);
+    let ticket = store
+        .begin_join(T, "lobby", "client", MINUTE, None)
+        .unwrap();
+    (lease, ticket)
 }
 
 fn addr(port: u16) -> SocketAddr {
@@ -50,13 +66,12 @@ fn join_vs_revoke(fault: StoreFault) {
     common::explore(&name(fault, "join_vs_revoke"), move || {
         store_fault(fault);
         let store = store();
-        let lease = store.grant(T, "host", MINUTE, None).unwrap();
-        store.publish(T, lease.id, "lobby", b"", None).unwrap();
+        let lease = lobby(&store);
         let joiner = {
             let store = Arc::clone(&store);
             thread::spawn(move || store.begin_join(T, "lobby", "client", MINUTE, None))
         };
-        store.revoke(T, lease.id).unwrap();
+        store.revoke(T, lease).unwrap();
         assert_eq!(store.get_listing(T, "lobby"), Err(Error::NotFound));
         let joined = joiner.join().unwrap();
         if let Ok(ticket) = &joined {
@@ -82,11 +97,7 @@ fn bind_vs_bind(fault: StoreFault) {
     common::explore(&name(fault, "bind_vs_bind"), move || {
         store_fault(fault);
         let store = store();
-        let lease = store.grant(T, "host", MINUTE, None).unwrap();
-        store.publish(T, lease.id, "lobby", b"", None).unwrap();
-        let ticket = store
-            .begin_join(T, "lobby", "client", MINUTE, None)
-            .unwrap();
+        let (_, ticket) = joined(&store);
         let other = {
             let (store, ticket) = (Arc::clone(&store), ticket.clone());
             thread::spawn(move || store.bind_endpoint(T, ticket.attempt, &ticket.token, addr(2)))
@@ -117,11 +128,7 @@ fn consume_vs_consume(fault: StoreFault) {
     common::explore(&name(fault, "consume_vs_consume"), move || {
         store_fault(fault);
         let store = store();
-        let lease = store.grant(T, "host", MINUTE, None).unwrap();
-        store.publish(T, lease.id, "lobby", b"", None).unwrap();
-        let ticket = store
-            .begin_join(T, "lobby", "client", MINUTE, None)
-            .unwrap();
+        let (_, ticket) = joined(&store);
         store
             .bind_endpoint(T, ticket.attempt, &ticket.token, addr(1))
             .unwrap();
@@ -149,16 +156,12 @@ fn bind_vs_republish() {
     common::explore("bind_vs_republish (JoinWithoutAttach)", move || {
         store_fault(StoreFault::JoinWithoutAttach);
         let store = store();
-        let lease = store.grant(T, "host", MINUTE, None).unwrap();
-        store.publish(T, lease.id, "lobby", b"", None).unwrap();
-        let ticket = store
-            .begin_join(T, "lobby", "client", MINUTE, None)
-            .unwrap();
+        let (lease, ticket) = joined(&store);
         let republish = {
             let store = Arc::clone(&store);
             thread::spawn(move || {
                 store.unpublish(T, "lobby", None).unwrap();
-                store.publish(T, lease.id, "lobby", b"", None).unwrap();
+                store.publish(T, lease, "lobby", b"", None).unwrap();
             })
         };
         let bound = store.bind_endpoint(T, ticket.attempt, &ticket.token, addr(1));
