@@ -87,9 +87,8 @@ impl Store {
         store: impl FnOnce(&T) -> Outcome,
         load: impl Fn(&Outcome) -> Option<T>,
     ) -> Result<T> {
-        // Without a key nothing is remembered, and the parameters are not
-        // built (they share the caller's names: building them costs a
-        // reference-count increment and decrement each).
+        // Without a key nothing is remembered, so the parameters are not
+        // built: a call without a key pays nothing for them.
         let Some(key) = key else {
             return run();
         };
