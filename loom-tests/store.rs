@@ -1,6 +1,6 @@
 //! Loom models of the relay store's races: join vs revoke, bind vs bind,
 //! bind vs the republication of its listing, consume vs consume, renew vs
-//! revoke, and a doomed admission vs another
+//! revoke, renew and get vs the reuse of the lease's slot, and a doomed admission vs another
 //! tenant's admission at the shared ceiling, and an admission vs a
 //! reconfiguration of the limits it checks. Each runs the real `Store` code and
 //! has a broken twin (`model::faults::StoreFault`) that the model catches,
@@ -201,6 +201,68 @@ fn renew_vs_revoke(fault: StoreFault) {
     });
 }
 
+/// A renewal of a lease racing its revocation and a grant that reuses its
+/// slot: the renewal happened first (`Ok`) or finds the first lease
+/// revoked, and it never lands on the second lease, whose version stays
+/// the one it was granted at.
+fn renew_vs_reuse(fault: StoreFault) {
+    common::explore(&name(fault, "renew_vs_reuse"), move || {
+        store_fault(fault);
+        let store = store();
+        let first = store.grant(T, "first", MINUTE, None).unwrap();
+        let renewer = {
+            let store = Arc::clone(&store);
+            thread::spawn(move || store.renew(T, first.id, MINUTE))
+        };
+        store.revoke(T, first.id).unwrap();
+        let second = store.grant(T, "second", MINUTE, None).unwrap();
+        assert_eq!(slot(second.id), slot(first.id), "the slot is reused");
+        let renewed = renewer.join().unwrap();
+        assert!(
+            matches!(renewed, Ok(_) | Err(Error::Revoked)),
+            "renewal saw the first lease neither live nor revoked: {renewed:?}"
+        );
+        assert_eq!(
+            store.get_lease(T, second.id).unwrap().version,
+            second.version,
+            "a renewal of the first lease landed on the second"
+        );
+        assert_eq!(store.renew(T, first.id, MINUTE), Err(Error::Revoked));
+    });
+}
+
+/// A read of a lease racing its revocation and a grant that reuses its
+/// slot: the read sees the first lease or its revocation, never the
+/// second lease.
+fn get_vs_reuse(fault: StoreFault) {
+    common::explore(&name(fault, "get_vs_reuse"), move || {
+        store_fault(fault);
+        let store = store();
+        let first = store.grant(T, "first", MINUTE, None).unwrap();
+        let reader = {
+            let store = Arc::clone(&store);
+            thread::spawn(move || store.get_lease(T, first.id))
+        };
+        store.revoke(T, first.id).unwrap();
+        let second = store.grant(T, "second", MINUTE, None).unwrap();
+        assert_eq!(slot(second.id), slot(first.id), "the slot is reused");
+        match reader.join().unwrap() {
+            Ok(info) => assert_eq!(
+                (&*info.holder, info.fence),
+                ("first", first.fence),
+                "a read of the first lease saw the second"
+            ),
+            Err(e) => assert_eq!(e, Error::Revoked),
+        }
+    });
+}
+
+/// The slot a lease id names (its low 32 bits; the high half is the
+/// slot's generation).
+fn slot(id: LeaseId) -> u32 {
+    id.to_bits() as u32
+}
+
 /// Tenant A publishes under a lease at its per-lease cap (doomed by its
 /// own narrow scope) while tenant B publishes with the one unit left under
 /// the store-wide ceiling: A is refused by the lease's cap and B, whose
@@ -356,4 +418,26 @@ fn renewal_racing_revocation_is_ok_or_revoked() {
 #[should_panic(expected = "neither live nor revoked")]
 fn broken_twin_late_tombstone_answers_not_found() {
     renew_vs_revoke(StoreFault::TombstoneAfterRemoval);
+}
+
+#[test]
+fn a_renewal_never_lands_on_the_record_that_reused_its_slot() {
+    renew_vs_reuse(StoreFault::None);
+}
+
+#[test]
+#[should_panic(expected = "landed on the second")]
+fn broken_twin_slot_ignoring_the_generation_renews_the_new_lease() {
+    renew_vs_reuse(StoreFault::SlotIgnoresGeneration);
+}
+
+#[test]
+fn a_read_never_sees_the_record_that_reused_its_slot() {
+    get_vs_reuse(StoreFault::None);
+}
+
+#[test]
+#[should_panic(expected = "saw the second")]
+fn broken_twin_slot_ignoring_the_generation_reads_the_new_lease() {
+    get_vs_reuse(StoreFault::SlotIgnoresGeneration);
 }

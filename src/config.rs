@@ -182,7 +182,8 @@ pub struct StoreConfig {
     pub ttl_min: Duration,
     /// Longest TTL accepted anywhere; longer is `InvalidArgument`.
     pub ttl_max: Duration,
-    /// Store-wide ceiling on leases.
+    /// Store-wide ceiling on leases. At most 2^28 (268,435,456): a lease
+    /// id names one of that many slots.
     pub leases_max: u64,
     /// Store-wide ceiling on listings.
     pub listings_max: u64,
@@ -191,6 +192,8 @@ pub struct StoreConfig {
     /// Store-wide ceiling on pending join attempts.
     pub attempts_max: u64,
     /// Store-wide ceiling on attempt records including remembered tokens.
+    /// At most 2^28 (268,435,456): an attempt id names one of that many
+    /// slots.
     pub replay_max: u64,
     /// Store-wide ceiling on idempotency records.
     pub idempotency_max: u64,
@@ -548,6 +551,15 @@ impl StoreConfig {
         }
         if let Some(&c) = Collection::ALL.iter().find(|&&c| self.ceiling(c) == 0) {
             return invalid(Self::ceiling_field(c), "must be positive");
+        }
+        // Leases and attempt records live in slabs, whose ids name a slot.
+        for c in [Collection::Leases, Collection::Replay] {
+            if self.ceiling(c) > crate::slab::SLOTS_MAX {
+                return invalid(
+                    Self::ceiling_field(c),
+                    "must be at most 2^28 (268,435,456): an id names one of that many slots",
+                );
+            }
         }
         if let Some(&c) = Collection::ALL.iter().find(|&&c| self.tenant.limit(c) == 0) {
             let field = match c {

@@ -2,7 +2,8 @@
 //!
 //! Each switch turns one decision into its classic broken form at the one
 //! place that decision is made (`store/decide.rs`, the creation seam in
-//! `store/attach.rs`, `record.rs`, `quota.rs`, the sweep in `table.rs`), so
+//! `store/attach.rs`, `record.rs`, `quota.rs`, the sweep in `table.rs`, the generation check
+//! in `slab.rs`), so
 //! each model can prove it catches the bug it is about. Production bodies
 //! contain no fault code. Loom runs all threads of one model on the test's
 //! OS thread, so these thread-locals are per model, not global.
@@ -89,6 +90,9 @@ pub enum StoreFault {
     /// A transaction's notify wakes its listeners when it is staged, not
     /// after the commit.
     TxWakeAtStaging,
+    /// A slab lookup does not compare the key's generation with the
+    /// slot's: a key reaches whatever record its slot holds now.
+    SlotIgnoresGeneration,
 }
 
 std::thread_local! {

@@ -96,6 +96,7 @@ mod runner;
 pub mod schedule;
 mod secrets;
 mod shard;
+mod slab;
 mod store;
 pub mod stream;
 mod sync;

@@ -12,13 +12,13 @@
 
 #[cfg(not(relaystore_loom))]
 pub(crate) use std::sync::{
-    atomic::{fence, AtomicBool, AtomicU64, Ordering},
+    atomic::{fence, AtomicBool, AtomicI64, AtomicU64, Ordering},
     Condvar, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard,
 };
 
 #[cfg(relaystore_loom)]
 pub(crate) use loom::sync::{
-    atomic::{fence, AtomicBool, AtomicU64, Ordering},
+    atomic::{fence, AtomicBool, AtomicI64, AtomicU64, Ordering},
     Condvar, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard,
 };
 
@@ -74,6 +74,8 @@ pub(crate) enum Rung {
     Stream = 9,
     /// One job queue's state.
     Queue = 10,
+    /// A slab's free list (a leaf: taken with no slot lock held).
+    SlabFree = 11,
 }
 
 /// Lets another thread run while this one waits for a short-lived state

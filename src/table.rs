@@ -33,6 +33,7 @@ use crate::error::{Error, Result, Scope};
 use crate::quota::{Counter, Reservation};
 use crate::record::{renewal, Record, Refusal, Stamp, Versions};
 use crate::shard::{ShardMap, Upsert};
+use crate::slab::Slab;
 use crate::sync::{lock_at, Arc, AtomicU64, Mutex, Ordering, Rung};
 use crate::time::MonoTime;
 use crate::wheel::{Fired, Wheel};
@@ -108,18 +109,105 @@ enum Keep {
     Live(u64),
 }
 
-pub(crate) struct Table<K, V> {
-    map: ShardMap<K, Record<V>>,
+/// Where a table keeps its records: a hash map for keys callers choose,
+/// a [`Slab`] for keys the table issues. The same closure rules hold for
+/// both (`src/shard.rs`): a closure runs under the record's lock.
+pub(crate) trait Storage<K, V> {
+    fn with_capacity(capacity: usize) -> Self;
+    fn read<R>(&self, key: &K, f: impl FnOnce(&V) -> R) -> Option<R>;
+    fn update<R>(&self, key: &K, f: impl FnOnce(&mut V) -> R) -> Option<R>;
+    fn upsert<R>(&self, key: K, decide: impl FnOnce(Option<&V>) -> Upsert<V, R>) -> (R, Option<V>);
+    fn remove_if<E>(
+        &self,
+        key: &K,
+        decide: impl FnOnce(&V) -> Result<(), E>,
+    ) -> Option<Result<V, E>>;
+    fn len(&self) -> usize;
+    #[cfg(any(test, feature = "internals"))]
+    fn for_each(&self, f: impl FnMut(&K, &V));
+}
+
+impl<K: Eq + Hash, V> Storage<K, V> for ShardMap<K, V> {
+    fn with_capacity(capacity: usize) -> Self {
+        ShardMap::with_capacity(capacity)
+    }
+    #[inline]
+    fn read<R>(&self, key: &K, f: impl FnOnce(&V) -> R) -> Option<R> {
+        ShardMap::read(self, key, f)
+    }
+    fn update<R>(&self, key: &K, f: impl FnOnce(&mut V) -> R) -> Option<R> {
+        ShardMap::update(self, key, f)
+    }
+    fn upsert<R>(&self, key: K, decide: impl FnOnce(Option<&V>) -> Upsert<V, R>) -> (R, Option<V>) {
+        ShardMap::upsert(self, key, decide)
+    }
+    fn remove_if<E>(
+        &self,
+        key: &K,
+        decide: impl FnOnce(&V) -> Result<(), E>,
+    ) -> Option<Result<V, E>> {
+        ShardMap::remove_if(self, key, decide)
+    }
+    fn len(&self) -> usize {
+        ShardMap::len(self)
+    }
+    #[cfg(any(test, feature = "internals"))]
+    fn for_each(&self, f: impl FnMut(&K, &V)) {
+        ShardMap::for_each(self, f)
+    }
+}
+
+impl<V> Storage<u64, V> for Slab<V> {
+    fn with_capacity(_capacity: usize) -> Self {
+        Slab::new()
+    }
+    #[inline]
+    fn read<R>(&self, key: &u64, f: impl FnOnce(&V) -> R) -> Option<R> {
+        Slab::read(self, key, f)
+    }
+    fn update<R>(&self, key: &u64, f: impl FnOnce(&mut V) -> R) -> Option<R> {
+        Slab::update(self, key, f)
+    }
+    fn upsert<R>(
+        &self,
+        key: u64,
+        decide: impl FnOnce(Option<&V>) -> Upsert<V, R>,
+    ) -> (R, Option<V>) {
+        Slab::upsert(self, key, decide)
+    }
+    fn remove_if<E>(
+        &self,
+        key: &u64,
+        decide: impl FnOnce(&V) -> Result<(), E>,
+    ) -> Option<Result<V, E>> {
+        Slab::remove_if(self, key, decide)
+    }
+    fn len(&self) -> usize {
+        Slab::len(self)
+    }
+    #[cfg(any(test, feature = "internals"))]
+    fn for_each(&self, f: impl FnMut(&u64, &V)) {
+        Slab::for_each(self, f)
+    }
+}
+
+/// A table whose keys it issues itself, from a [`Slab`] (ADR 0036).
+pub(crate) type SlabTable<V> = Table<u64, V, Slab<Record<V>>>;
+
+pub(crate) struct Table<K, V, S = ShardMap<K, Record<V>>> {
+    map: S,
     /// The timing wheel, in [`WHEEL_SHARDS`] shards by key.
     timers: Box<[CachePadded<WheelShard<K>>]>,
     ceiling: Counter,
     versions: Arc<Versions>,
     swept_to_ms: AtomicU64,
+    records: std::marker::PhantomData<fn() -> V>,
 }
 
-impl<K, V> Table<K, V>
+impl<K, V, S> Table<K, V, S>
 where
     K: Eq + Hash + Ord + Clone,
+    S: Storage<K, Record<V>>,
 {
     pub(crate) fn new(
         scope: Scope,
@@ -131,7 +219,7 @@ where
         // cost every store the memory of its largest possible load.
         let hint = usize::try_from(capacity.min(1 << 10)).unwrap_or(1 << 10);
         Table {
-            map: ShardMap::with_capacity(hint),
+            map: S::with_capacity(hint),
             timers: (0..WHEEL_SHARDS)
                 .map(|_| {
                     CachePadded::new(WheelShard {
@@ -146,6 +234,7 @@ where
             ceiling: Counter::new(scope, capacity),
             versions,
             swept_to_ms: AtomicU64::new(start.as_millis()),
+            records: std::marker::PhantomData,
         }
     }
 
@@ -619,5 +708,49 @@ where
     #[cfg(any(test, feature = "internals"))]
     pub(crate) fn for_each(&self, mut f: impl FnMut(&K, &V, Stamp)) {
         self.map.for_each(|k, r| f(k, &r.value, r.stamp()));
+    }
+}
+
+/// A claimed slab key, given back when dropped unless kept: on a failed
+/// creation and on a panic inside one alike.
+struct Claim<'a, V> {
+    slab: &'a Slab<V>,
+    key: u64,
+    kept: bool,
+}
+
+impl<V> Drop for Claim<'_, V> {
+    fn drop(&mut self) {
+        if !self.kept {
+            self.slab.unclaim(self.key);
+        }
+    }
+}
+
+impl<V> SlabTable<V> {
+    /// Issues the key of a new record and runs `make` with it (which
+    /// inserts under it); if `make` fails or panics, the key goes back
+    /// unused (a record `make` inserted and then took back gave its slot
+    /// back already). The one way a slab table's key is issued.
+    pub(crate) fn with_key<R>(&self, make: impl FnOnce(u64) -> Result<R>) -> Result<R> {
+        let key = self.map.claim().ok_or_else(|| Error::CapacityExceeded {
+            scope: self.ceiling.scope(),
+            limit: crate::slab::SLOTS_MAX,
+            used: self.map.len() as u64,
+        })?;
+        let mut claim = Claim {
+            slab: &self.map,
+            key,
+            kept: false,
+        };
+        let made = make(key);
+        claim.kept = made.is_ok();
+        made
+    }
+
+    /// Slots the table's slab has made (held, free or claimed).
+    #[cfg(test)]
+    pub(crate) fn slots(&self) -> u64 {
+        self.map.slots()
     }
 }

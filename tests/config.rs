@@ -40,6 +40,20 @@ fn each_broken_limit_is_refused_by_name() {
             },
         ),
         (
+            "leases_max",
+            StoreConfig {
+                leases_max: (1 << 28) + 1,
+                ..d()
+            },
+        ),
+        (
+            "replay_max",
+            StoreConfig {
+                replay_max: (1 << 28) + 1,
+                ..d()
+            },
+        ),
+        (
             "tombstone_ttl",
             StoreConfig {
                 tombstone_ttl: Duration::ZERO,
@@ -150,4 +164,22 @@ fn each_broken_limit_is_refused_by_name() {
         Arc::new(ManualClock::new()),
     )
     .unwrap();
+}
+
+#[test]
+fn the_largest_lease_ceiling_is_accepted() {
+    let store = Store::new(
+        StoreConfig {
+            leases_max: 1 << 28,
+            replay_max: 1 << 28,
+            ..StoreConfig::default()
+        },
+        Arc::new(ManualClock::new()),
+    )
+    .unwrap();
+    let lease = store
+        .grant(relaystore::TenantId(1), "h", Duration::from_secs(1), None)
+        .unwrap();
+    assert_eq!(store.stats().leases, 1);
+    assert!(store.get_lease(relaystore::TenantId(1), lease.id).is_ok());
 }

@@ -113,7 +113,7 @@ fn a_cross_tenant_probe_is_indistinguishable_from_a_missing_id() {
     assert_eq!(s.renew(OTHER, gone.id, SEC), Err(Error::NotFound));
     assert_eq!(s.revoke(OTHER, gone.id), Err(Error::NotFound));
     // Expired but not yet swept: `Expired` to its tenant, `NotFound` to
-    // any other (leases and attempts are keyed by sequence number alone).
+    // any other (leases and attempts are keyed by their id alone).
     let brief = s.grant(T, "h", SEC, None).unwrap();
     let tk = s.begin_join(T, "lobby", "c2", SEC, None).unwrap();
     c.advance(SEC);

@@ -646,6 +646,41 @@ mod tests {
     }
 
     #[test]
+    fn a_creation_that_is_refused_or_panics_gives_its_slot_back() {
+        let config = StoreConfig {
+            tenant: crate::TenantQuota {
+                leases_max: 1,
+                ..crate::TenantQuota::default()
+            },
+            ..StoreConfig::default()
+        };
+        let s = Store::new(config, Arc::new(ManualClock::new())).unwrap();
+        let lease = s.grant(T, "h", TTL, None).unwrap().id;
+        s.publish(T, lease, "lobby", b"", None).unwrap();
+        for _ in 0..10 {
+            let refused = s.grant(T, "h", TTL, None);
+            assert!(matches!(refused, Err(Error::CapacityExceeded { .. })));
+        }
+        for step in [Step::Reserved, Step::Inserted, Step::Confirmed] {
+            panic_after(Some(step));
+            let joined = catch_unwind(AssertUnwindSafe(|| {
+                s.begin_join(T, "lobby", "c", TTL, None)
+            }));
+            panic_after(None);
+            assert!(joined.is_err(), "no panic was injected after {step:?}");
+        }
+        panic_after(Some(Step::Reserved));
+        let granted = catch_unwind(AssertUnwindSafe(|| s.grant(TenantId(2), "h", TTL, None)));
+        panic_after(None);
+        assert!(granted.is_err());
+        // The lease needed a slot; every failed grant used one more and
+        // gave it back, as did every failed join.
+        assert_eq!(s.shared.leases.slots(), 2);
+        assert_eq!(s.shared.attempts.slots(), 1);
+        s.audit().unwrap();
+    }
+
+    #[test]
     fn a_panic_after_the_commit_leaves_a_whole_record() {
         let s = Store::new(StoreConfig::default(), Arc::new(ManualClock::new())).unwrap();
         let lease = s.grant(T, "h", TTL, None).unwrap().id;

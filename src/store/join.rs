@@ -19,7 +19,7 @@ use crate::events::{Cause, RecordId};
 use crate::ids::{AttemptId, JoinToken, TenantId, TOKEN_SECRET_BYTES};
 use crate::quota::Counter;
 use crate::sync::Arc;
-use crate::table::{Removed, Table};
+use crate::table::{Removed, SlabTable};
 use crate::time::{duration_to_millis_ceil, MonoTime};
 use std::net::SocketAddr;
 use std::time::{Duration, SystemTime};
@@ -50,8 +50,9 @@ pub(crate) struct Attempt {
 
 impl Stored for Attempt {
     type Key = IdKey;
+    type Storage = crate::slab::Slab<crate::record::Record<Self>>;
 
-    fn table(store: &Store) -> &Table<IdKey, Attempt> {
+    fn table(store: &Store) -> &SlabTable<Attempt> {
         &store.shared.attempts
     }
 
@@ -175,32 +176,34 @@ impl Store {
         self.authorize(now)?;
         let nkey = (tenant, Arc::clone(&listing));
         let origin = self.listing_origin(&nkey, now)?;
-        let seq = self.next_seq();
-        let id = self.attempt_id(seq);
-        let token = JoinToken::issue(id)?;
-        let parent = if decide::join_attaches() {
-            Parent::Listing {
-                key: nkey,
+        self.shared.attempts.with_key(|seq| {
+            let id = self.attempt_id(seq);
+            let token = JoinToken::issue(id)?;
+            let parent = if decide::join_attaches() {
+                Parent::Listing {
+                    key: nkey,
+                    origin,
+                    child: seq,
+                }
+            } else {
+                Parent::None
+            };
+            let attempt = |owner, _| Attempt {
+                owner,
+                listing: Arc::clone(&listing),
                 origin,
-                child: seq,
-            }
-        } else {
-            Parent::None
-        };
-        let stamp = self.create(tenant, seq, parent, now, deadline, |owner, _| Attempt {
-            owner,
-            listing: Arc::clone(&listing),
-            origin,
-            client: Arc::clone(&client),
-            secret: *token.secret(),
-            phase: Phase::Pending,
-            attached: false,
-        })?;
-        Ok(JoinTicket {
-            attempt: id,
-            token,
-            remaining: stamp.remaining(now),
-            expires_at: self.shared.clock.wall() + stamp.remaining(now),
+                client: Arc::clone(&client),
+                secret: *token.secret(),
+                phase: Phase::Pending,
+                attached: false,
+            };
+            let stamp = self.create(tenant, seq, parent, now, deadline, attempt)?;
+            Ok(JoinTicket {
+                attempt: id,
+                token,
+                remaining: stamp.remaining(now),
+                expires_at: self.shared.clock.wall() + stamp.remaining(now),
+            })
         })
     }
 

@@ -10,8 +10,10 @@ use super::{Collection, IdKey, Renewal, Store};
 use crate::error::{Error, Result};
 use crate::events::Cause;
 use crate::ids::{LeaseId, TenantId};
+use crate::record::Record;
+use crate::slab::Slab;
 use crate::sync::Arc;
-use crate::table::{Removed, Table};
+use crate::table::{Removed, SlabTable};
 use crate::time::MonoTime;
 use std::net::SocketAddr;
 use std::time::{Duration, SystemTime};
@@ -19,6 +21,8 @@ use std::time::{Duration, SystemTime};
 pub(crate) struct Lease {
     pub(super) owner: Owner,
     holder: Arc<str>,
+    /// The fence, drawn from the store-wide sequence at grant.
+    fence: u64,
     /// Children and observed endpoints, allocated on first use: most leases
     /// have few or none, and keeping four vectors inline would more than
     /// double every lease's map entry, on the renew hot path.
@@ -60,8 +64,9 @@ impl Lease {
 
 impl Stored for Lease {
     type Key = IdKey;
+    type Storage = Slab<Record<Self>>;
 
-    fn table(store: &Store) -> &Table<IdKey, Lease> {
+    fn table(store: &Store) -> &SlabTable<Lease> {
         &store.shared.leases
     }
 
@@ -173,17 +178,22 @@ impl Store {
         now: MonoTime,
         deadline: u64,
     ) -> Result<LeaseGrant> {
-        // The lease's sequence number is its fence: drawn from the
-        // store-wide sequence, it exceeds that of every grant before it.
-        let seq = self.next_seq();
-        let stamp = self.create(tenant, seq, Parent::None, now, deadline, |owner, _| Lease {
-            owner,
-            holder: Arc::clone(&holder),
-            children: None,
+        // The fence is drawn from the store-wide sequence, so it exceeds
+        // that of every grant before it; the id is the lease's slot.
+        let fence = self.next_seq();
+        let (seq, stamp) = self.shared.leases.with_key(|seq| {
+            let lease = |owner, _| Lease {
+                owner,
+                holder: Arc::clone(&holder),
+                fence,
+                children: None,
+            };
+            let stamp = self.create(tenant, seq, Parent::None, now, deadline, lease)?;
+            Ok((seq, stamp))
         })?;
         Ok(LeaseGrant {
             id: self.lease_id(seq),
-            fence: seq,
+            fence,
             version: stamp.version,
             remaining: stamp.remaining(now),
             expires_at: self.shared.clock.wall() + stamp.remaining(now),
@@ -249,7 +259,7 @@ impl Store {
             lease.owner.valid().then(|| LeaseInfo {
                 id,
                 holder: Arc::clone(&lease.holder),
-                fence: id.seq(),
+                fence: lease.fence,
                 version: stamp.version,
                 remaining: stamp.remaining(now),
             })

@@ -30,6 +30,7 @@ pub(crate) struct Listing {
 
 impl Stored for Listing {
     type Key = NameKey;
+    type Storage = crate::shard::ShardMap<NameKey, crate::record::Record<Self>>;
 
     fn table(store: &Store) -> &Table<NameKey, Listing> {
         &store.shared.listings

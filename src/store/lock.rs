@@ -35,6 +35,7 @@ pub(crate) struct Lock {
 
 impl Stored for Lock {
     type Key = NameKey;
+    type Storage = crate::shard::ShardMap<NameKey, crate::record::Record<Self>>;
 
     fn table(store: &Store) -> &Table<NameKey, Lock> {
         &store.shared.locks

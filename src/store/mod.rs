@@ -81,12 +81,12 @@ use crate::gate::{Gate, Inside};
 use crate::ids::{random_bytes, AttemptId, LeaseId, TenantId};
 use crate::queue::{QueueHub, QueueLimits};
 use crate::quota::Counter;
-use crate::record::{Stamp, TtlRange, Versions};
+use crate::record::{Record, Stamp, TtlRange, Versions};
 use crate::schedule::{ScheduleHub, ScheduleLimits};
 use crate::shard::ShardMap;
 use crate::stream::{StreamHub, StreamLimits};
 use crate::sync::{Arc, AtomicU64, Ordering, Snapshot};
-use crate::table::Table;
+use crate::table::{SlabTable, Storage, Table};
 use crate::time::{Clock, MonoTime};
 use crate::wake::WakeHub;
 use idempotency::Idem;
@@ -98,10 +98,12 @@ use presence::Presence;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tenant::Epoch;
 
-/// Leases and attempts are keyed by their sequence number alone (unique in
-/// the store); the tenant is in the record, and every access by id checks
-/// it, so another tenant's record answers exactly like a missing one. Half
-/// the key of `(tenant, seq)`, in the map and in every wheel entry.
+/// Leases and attempts are keyed by their id's sequence alone (unique in
+/// the store: an attempt's is drawn from the store-wide sequence, a
+/// lease's names its slab slot and the slot's generation); the tenant is
+/// in the record, and every access by id checks it, so another tenant's
+/// record answers exactly like a missing one. Half the key of
+/// `(tenant, seq)`, in the table and in every wheel entry.
 type IdKey = u64;
 type NameKey = (TenantId, Arc<str>);
 
@@ -190,12 +192,12 @@ pub(crate) struct Shared {
     /// Each tenant's current epoch.
     tenants: ShardMap<TenantId, Arc<Epoch>>,
     tenant_count: Counter,
-    leases: Table<IdKey, Lease>,
+    leases: SlabTable<Lease>,
     /// Revoked leases' sequence numbers, with their tenant.
     tombstones: Table<IdKey, TenantId>,
     listings: Table<NameKey, Listing>,
     presence: Table<NameKey, Presence>,
-    attempts: Table<IdKey, Attempt>,
+    attempts: SlabTable<Attempt>,
     pending: Counter,
     idempotency: Table<NameKey, Idem>,
     locks: Table<NameKey, Lock>,
@@ -591,12 +593,12 @@ impl Store {
 /// The table of collection `c`, bounded by the collection's store-wide
 /// ceiling (the attempt table by [`Collection::Replay`]'s: every attempt
 /// record, consumed ones included).
-fn table<K: Eq + std::hash::Hash + Ord + Clone, V>(
+fn table<K: Eq + std::hash::Hash + Ord + Clone, V, S: Storage<K, Record<V>>>(
     config: &StoreConfig,
     c: Collection,
     versions: &Arc<Versions>,
     start: MonoTime,
-) -> Table<K, V> {
+) -> Table<K, V, S> {
     Table::new(
         Scope::Collection(c),
         config.ceiling(c),

@@ -24,6 +24,7 @@ pub(crate) struct Presence {
 
 impl Stored for Presence {
     type Key = NameKey;
+    type Storage = crate::shard::ShardMap<NameKey, crate::record::Record<Self>>;
 
     fn table(store: &Store) -> &Table<NameKey, Presence> {
         &store.shared.presence

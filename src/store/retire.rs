@@ -22,9 +22,11 @@ use super::presence::Presence;
 use super::{owned_by, Collection, IdKey, NameKey, Store};
 use crate::events::{Cause, RecordId};
 use crate::ids::TenantId;
+use crate::record::Record;
+use crate::shard::ShardMap;
 use crate::stream::Stream;
 use crate::sync::{lock_at, Arc, Rung};
-use crate::table::{Removed, Table};
+use crate::table::{Removed, Storage, Table};
 use crate::time::MonoTime;
 use std::hash::Hash;
 
@@ -34,8 +36,10 @@ use std::hash::Hash;
 pub(super) trait Stored: Sized {
     /// The table's key.
     type Key: Eq + Hash + Ord + Clone;
+    /// Where the table keeps its records.
+    type Storage: Storage<Self::Key, Record<Self>>;
     /// The record's table.
-    fn table(store: &Store) -> &Table<Self::Key, Self>;
+    fn table(store: &Store) -> &Table<Self::Key, Self, Self::Storage>;
     /// The removal bookkeeping of a record that left its table (detached
     /// from its parent): returns the descendants it removed.
     fn retire(
@@ -48,6 +52,7 @@ pub(super) trait Stored: Sized {
 
 impl Stored for Idem {
     type Key = NameKey;
+    type Storage = ShardMap<NameKey, Record<Self>>;
 
     fn table(store: &Store) -> &Table<NameKey, Idem> {
         &store.shared.idempotency
@@ -88,7 +93,10 @@ impl Store {
 
 /// The sum of per-record hashes of (tag, key, version, deadline).
 #[cfg(any(test, feature = "internals"))]
-pub(super) fn digest_table<K: Eq + Hash + Ord + Clone, V>(table: &Table<K, V>, tag: u8) -> u64 {
+pub(super) fn digest_table<K: Eq + Hash + Ord + Clone, V, S: Storage<K, Record<V>>>(
+    table: &Table<K, V, S>,
+    tag: u8,
+) -> u64 {
     let mut d = 0u64;
     table.for_each(|k, _, s| {
         use std::hash::Hasher;

@@ -1,0 +1,527 @@
+//! `Slab`: records addressed by the keys it issues.
+//!
+//! A lease's or a join attempt's id is its place in a slab: a slot index
+//! in the low 32 bits of the key and the slot's generation in the high 32. Finding a record is
+//! arithmetic on the key and one slot's lock, where a hash map hashes,
+//! takes its shard's lock (one word shared by every key of the shard, so
+//! two threads working on different records still write the same line)
+//! and probes. A slot's lock lives in the slot, beside the record it
+//! guards, so a renewal writes one line of its own and no other.
+//!
+//! # Ground rules
+//!
+//! - **A key names one record, once.** Every slot carries a generation;
+//!   a key reaches the slot's record only while the slot is at the key's
+//!   generation, checked under the slot's lock. Emptying a slot advances
+//!   its generation inside the same write lock, so a key issued before a
+//!   removal never reaches the record stored after it: a renewal or a
+//!   read holding the slot's read lock excludes the removal and the reuse
+//!   both (ADR 0036).
+//! - **Issued, then filled.** [`claim`](Slab::claim) hands out an empty
+//!   slot's key; only its claimant fills it ([`upsert`](Slab::upsert)).
+//!   A claim that is never filled goes back with
+//!   [`unclaim`](Slab::unclaim), which does nothing if the slot was filled
+//!   (or filled and emptied) meanwhile.
+//! - **Memory is type-stable and bounded.** Slots live in segments that
+//!   are allocated the first time a claim needs one and kept for the
+//!   slab's life; an emptied slot goes to a free list and is reused before
+//!   any new one is made. So the slab holds at most the most slots that
+//!   were ever filled or claimed at once, plus the rest of the last
+//!   segment, and never more than [`SLOTS_MAX`].
+//! - **A slot whose generation ran out is retired**, never reused: after
+//!   2^32 - 1 records in one slot, one slot (one record's size) is given
+//!   up rather than let a key from 2^32 reuses ago match again.
+//! - **Locks.** A slot's lock is on the map rung of the hierarchy (a
+//!   record's lock, exactly as a map shard's); a free list's lock is a leaf
+//!   taken with no slot lock held.
+
+use crate::shard::Upsert;
+use crate::sync::{
+    enter, lock_at, read, write, AtomicI64, AtomicU64, Mutex, Ordering, Rung, RwLock,
+};
+use crossbeam_utils::CachePadded;
+use std::sync::OnceLock;
+
+/// The most slots one slab holds: 2^28 (268,435,456) records. A store's
+/// `leases_max` and `replay_max` may not exceed it.
+pub const SLOTS_MAX: u64 = 1 << 28;
+
+/// Slots in the first segment; each later one doubles, up to
+/// `SEGMENT_SLOTS_MAX`. Small in the model-checking build, where every
+/// slot is a modelled lock.
+#[cfg(not(relaystore_loom))]
+const FIRST_SEGMENT_SLOTS: u64 = 1 << 10;
+#[cfg(relaystore_loom)]
+const FIRST_SEGMENT_SLOTS: u64 = 1 << 3;
+/// Segments double this many times, then stay at their largest size, so
+/// the last segment never holds more than 1/16 of a large slab unused.
+const DOUBLINGS: u32 = 6;
+const SEGMENT_SLOTS_MAX: u64 = FIRST_SEGMENT_SLOTS << DOUBLINGS;
+/// Slots in the segments that double.
+const GROWING_SLOTS: u64 = FIRST_SEGMENT_SLOTS * ((1 << DOUBLINGS) - 1);
+const SEGMENTS: usize =
+    DOUBLINGS as usize + ((SLOTS_MAX - GROWING_SLOTS) / SEGMENT_SLOTS_MAX) as usize + 1;
+
+/// Free lists per slab. A thread takes slots from, and returns them to,
+/// its own list while it has any, so two threads creating and removing
+/// records rarely take the same free-list lock.
+const FREE_LISTS: usize = 8;
+
+/// The generation a new slot starts at; zero is never a live generation,
+/// so no key with a zero high half ever finds a record.
+const FIRST_GENERATION: u32 = 1;
+
+/// The key of slot `index` at `generation`.
+fn key_of(index: u32, generation: u32) -> u64 {
+    (u64::from(generation) << 32) | u64::from(index)
+}
+
+fn index_of(key: u64) -> u32 {
+    key as u32
+}
+
+fn generation_of(key: u64) -> u32 {
+    (key >> 32) as u32
+}
+
+/// Which segment holds slot `index`, and where in it.
+fn locate(index: u64) -> (usize, usize) {
+    if index < GROWING_SLOTS {
+        // Segment k starts at FIRST * (2^k - 1).
+        let k = (index / FIRST_SEGMENT_SLOTS + 1).ilog2();
+        let start = FIRST_SEGMENT_SLOTS * ((1 << k) - 1);
+        (k as usize, (index - start) as usize)
+    } else {
+        let past = index - GROWING_SLOTS;
+        (
+            DOUBLINGS as usize + (past / SEGMENT_SLOTS_MAX) as usize,
+            (past % SEGMENT_SLOTS_MAX) as usize,
+        )
+    }
+}
+
+fn segment_len(segment: usize) -> u64 {
+    FIRST_SEGMENT_SLOTS << (segment as u32).min(DOUBLINGS)
+}
+
+struct Slot<V> {
+    cell: RwLock<Cell<V>>,
+}
+
+struct Cell<V> {
+    generation: u32,
+    value: Option<V>,
+}
+
+impl<V> Cell<V> {
+    /// Whether `key` is of this slot's current generation: the one check
+    /// that keeps a key from reaching a later record in its slot. The
+    /// model checker's broken twin skips it.
+    fn is_at(&self, key: u64) -> bool {
+        self.generation == generation_of(key)
+            || crate::faults::active(crate::faults::StoreFault::SlotIgnoresGeneration)
+    }
+}
+
+struct FreeList {
+    slots: Mutex<Vec<u32>>,
+    /// The list's length, read without its lock to skip empty lists.
+    len: AtomicI64,
+    /// Records filled minus records emptied by the threads using this
+    /// list (either may be negative; the sum over lists is the count).
+    filled: AtomicI64,
+}
+
+/// A run of slots, made at once and kept.
+type Segment<V> = Box<[Slot<V>]>;
+
+/// A slab of `V`s addressed by the keys it issues.
+pub(crate) struct Slab<V> {
+    segments: Box<[OnceLock<Segment<V>>]>,
+    /// Slots handed out so far, counting from index 0.
+    made: CachePadded<AtomicU64>,
+    free: Box<[CachePadded<FreeList>]>,
+}
+
+/// The free list the calling thread uses.
+fn home() -> usize {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    std::thread_local! {
+        static HOME: usize = NEXT.fetch_add(1, Ordering::Relaxed) % FREE_LISTS;
+    }
+    HOME.with(|h| *h)
+}
+
+impl<V> Slab<V> {
+    pub(crate) fn new() -> Self {
+        let slab = Slab {
+            segments: (0..SEGMENTS).map(|_| OnceLock::new()).collect(),
+            made: CachePadded::new(AtomicU64::new(0)),
+            free: (0..FREE_LISTS)
+                .map(|_| {
+                    CachePadded::new(FreeList {
+                        slots: Mutex::new(Vec::new()),
+                        len: AtomicI64::new(0),
+                        filled: AtomicI64::new(0),
+                    })
+                })
+                .collect(),
+        };
+        // In the model-checking build the first segment is made up front,
+        // so no model ever races two threads into making one (the std
+        // one-time cell is not a modelled primitive).
+        #[cfg(relaystore_loom)]
+        slab.segment(0);
+        slab
+    }
+
+    fn segment(&self, k: usize) -> &[Slot<V>] {
+        self.segments[k].get_or_init(|| {
+            (0..segment_len(k))
+                .map(|_| Slot {
+                    cell: RwLock::new(Cell {
+                        generation: FIRST_GENERATION,
+                        value: None,
+                    }),
+                })
+                .collect()
+        })
+    }
+
+    /// The slot at `index`, if its segment exists.
+    fn slot(&self, index: u32) -> Option<&Slot<V>> {
+        let (k, at) = locate(u64::from(index));
+        self.segments.get(k)?.get()?.get(at)
+    }
+
+    /// Issues the key of an empty slot, for the caller to fill. `None` when
+    /// the slab holds [`SLOTS_MAX`] slots and all are taken.
+    pub(crate) fn claim(&self) -> Option<u64> {
+        let home = home();
+        let lists = (0..FREE_LISTS).map(|i| (home + i) % FREE_LISTS);
+        for (n, list) in lists.enumerate() {
+            let list = &self.free[list];
+            // The thread's own list is always looked in; the others only
+            // if they seem to hold something.
+            if n > 0 && list.len.load(Ordering::Relaxed) <= 0 {
+                continue;
+            }
+            let popped = {
+                let mut slots = lock_at(Rung::SlabFree, &list.slots);
+                let popped = slots.pop();
+                list.len.store(slots.len() as i64, Ordering::Relaxed);
+                popped
+            };
+            if let Some(index) = popped {
+                return Some(self.key_at(index));
+            }
+        }
+        let index = self.made.fetch_add(1, Ordering::Relaxed);
+        if index >= SLOTS_MAX {
+            self.made.fetch_sub(1, Ordering::Relaxed);
+            return None;
+        }
+        self.segment(locate(index).0);
+        Some(self.key_at(index as u32))
+    }
+
+    /// The key of a claimed slot at its current generation.
+    fn key_at(&self, index: u32) -> u64 {
+        let slot = self.slot(index).expect("a claimed slot exists");
+        let _slot = enter(Rung::Shard);
+        let generation = read(&slot.cell).generation;
+        key_of(index, generation)
+    }
+
+    /// Gives back a claimed slot that was never filled. Does nothing if the
+    /// slot was filled (it is the record's now) or filled and emptied (its
+    /// removal gave it back).
+    pub(crate) fn unclaim(&self, key: u64) {
+        let Some(slot) = self.slot(index_of(key)) else {
+            return;
+        };
+        let retire = {
+            let _slot = enter(Rung::Shard);
+            let mut cell = write(&slot.cell);
+            if cell.generation != generation_of(key) || cell.value.is_some() {
+                return;
+            }
+            Self::advance(&mut cell)
+        };
+        self.release(index_of(key), retire);
+    }
+
+    /// Moves an emptied slot to its next generation; true if it has none
+    /// left (the slot is retired).
+    fn advance(cell: &mut Cell<V>) -> bool {
+        match cell.generation.checked_add(1) {
+            Some(next) if next != u32::MAX => {
+                cell.generation = next;
+                false
+            }
+            _ => {
+                cell.generation = u32::MAX;
+                true
+            }
+        }
+    }
+
+    /// Puts an emptied slot on the caller's free list (unless retired).
+    fn release(&self, index: u32, retired: bool) {
+        if retired {
+            return;
+        }
+        let list = &self.free[home()];
+        let mut slots = lock_at(Rung::SlabFree, &list.slots);
+        slots.push(index);
+        list.len.store(slots.len() as i64, Ordering::Relaxed);
+    }
+
+    /// The live cell for `key`: the slot exists and is at the key's
+    /// generation.
+    fn cell_of(&self, key: u64) -> Option<&RwLock<Cell<V>>> {
+        let generation = generation_of(key);
+        if generation == 0 || generation == u32::MAX {
+            return None;
+        }
+        self.slot(index_of(key)).map(|s| &s.cell)
+    }
+
+    /// Runs `f` on the record under the slot's shared lock.
+    #[inline]
+    pub(crate) fn read<R>(&self, key: &u64, f: impl FnOnce(&V) -> R) -> Option<R> {
+        let cell = self.cell_of(*key)?;
+        let _slot = enter(Rung::Shard);
+        let cell = read(cell);
+        if !cell.is_at(*key) {
+            return None;
+        }
+        cell.value.as_ref().map(f)
+    }
+
+    /// Runs `f` on the record under the slot's exclusive lock.
+    pub(crate) fn update<R>(&self, key: &u64, f: impl FnOnce(&mut V) -> R) -> Option<R> {
+        let cell = self.cell_of(*key)?;
+        let _slot = enter(Rung::Shard);
+        let mut cell = write(cell);
+        if !cell.is_at(*key) {
+            return None;
+        }
+        cell.value.as_mut().map(f)
+    }
+
+    /// Decides, under the slot's exclusive lock, what to do with the
+    /// claimed `key`. A slot at another generation is a key this slab did
+    /// not issue for filling: `decide` is not asked, and nothing changes.
+    pub(crate) fn upsert<R>(
+        &self,
+        key: u64,
+        decide: impl FnOnce(Option<&V>) -> Upsert<V, R>,
+    ) -> (R, Option<V>) {
+        let cell = self
+            .cell_of(key)
+            .expect("only a key the slab issued is filled");
+        let _slot = enter(Rung::Shard);
+        let mut cell = write(cell);
+        assert_eq!(
+            cell.generation,
+            generation_of(key),
+            "only the claimant of a slot fills it"
+        );
+        match decide(cell.value.as_ref()) {
+            Upsert::Put(value, r) => {
+                let replaced = cell.value.replace(value);
+                if replaced.is_none() {
+                    self.free[home()].filled.fetch_add(1, Ordering::Relaxed);
+                }
+                (r, replaced)
+            }
+            Upsert::Keep(r) => (r, None),
+        }
+    }
+
+    /// Empties the slot if `decide` approves its record under the slot's
+    /// exclusive lock; the slot moves to its next generation in the same
+    /// hold, then goes back to a free list. `None` if `key` names no
+    /// record; `Some(Err)` carries the refusal.
+    pub(crate) fn remove_if<E>(
+        &self,
+        key: &u64,
+        decide: impl FnOnce(&V) -> Result<(), E>,
+    ) -> Option<Result<V, E>> {
+        let cell = self.cell_of(*key)?;
+        let (value, retired) = {
+            let _slot = enter(Rung::Shard);
+            let mut cell = write(cell);
+            if !cell.is_at(*key) {
+                return None;
+            }
+            if let Err(e) = decide(cell.value.as_ref()?) {
+                return Some(Err(e));
+            }
+            let value = cell.value.take().expect("seen under the same lock");
+            (value, Self::advance(&mut cell))
+        };
+        self.free[home()].filled.fetch_sub(1, Ordering::Relaxed);
+        self.release(index_of(*key), retired);
+        Some(Ok(value))
+    }
+
+    /// Records held.
+    pub(crate) fn len(&self) -> usize {
+        let filled: i64 = self
+            .free
+            .iter()
+            .map(|l| l.filled.load(Ordering::Relaxed))
+            .sum();
+        usize::try_from(filled).unwrap_or(0)
+    }
+
+    /// Slots made so far (filled, free, claimed or retired).
+    #[cfg(test)]
+    pub(crate) fn slots(&self) -> u64 {
+        self.made.load(Ordering::Relaxed)
+    }
+
+    /// Visits every record, one slot at a time, under shared locks. Not a
+    /// snapshot: concurrent writers may or may not be seen.
+    #[cfg(any(test, feature = "internals"))]
+    pub(crate) fn for_each(&self, mut f: impl FnMut(&u64, &V)) {
+        let made = self.made.load(Ordering::Acquire).min(SLOTS_MAX);
+        for index in 0..made as u32 {
+            let Some(slot) = self.slot(index) else {
+                continue;
+            };
+            let _slot = enter(Rung::Shard);
+            let cell = read(&slot.cell);
+            if let Some(value) = cell.value.as_ref() {
+                f(&key_of(index, cell.generation), value);
+            }
+        }
+    }
+}
+
+#[cfg(all(test, not(relaystore_loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn segments_tile_the_index_space() {
+        let mut expected = (0usize, 0usize);
+        for index in 0..GROWING_SLOTS + 3 * SEGMENT_SLOTS_MAX {
+            assert_eq!(locate(index), expected, "index {index}");
+            expected.1 += 1;
+            if expected.1 as u64 == segment_len(expected.0) {
+                expected = (expected.0 + 1, 0);
+            }
+        }
+        // The last slot is in the last segment (which the limit may cut
+        // short: no slot past it is ever handed out).
+        let (last, at) = locate(SLOTS_MAX - 1);
+        assert_eq!(last, SEGMENTS - 1);
+        assert!((at as u64) < segment_len(last));
+    }
+
+    #[test]
+    fn a_key_reaches_its_record_and_no_later_one() {
+        let slab = Slab::new();
+        let first = slab.claim().unwrap();
+        slab.upsert(first, |_| Upsert::Put("a", ()));
+        assert_eq!(slab.read(&first, |v| *v), Some("a"));
+        assert_eq!(slab.remove_if(&first, |_| Ok::<_, ()>(())), Some(Ok("a")));
+        let second = slab.claim().unwrap();
+        assert_eq!(index_of(second), index_of(first), "the slot is reused");
+        assert_ne!(second, first);
+        slab.upsert(second, |_| Upsert::Put("b", ()));
+        assert_eq!(slab.read(&first, |v| *v), None);
+        assert_eq!(slab.update(&first, |v| *v), None);
+        assert_eq!(slab.remove_if(&first, |_| Ok::<_, ()>(())), None);
+        assert_eq!(slab.read(&second, |v| *v), Some("b"));
+        assert_eq!(slab.len(), 1);
+    }
+
+    #[test]
+    fn an_unfilled_claim_goes_back_and_a_filled_one_stays() {
+        let slab = Slab::new();
+        let claimed = slab.claim().unwrap();
+        slab.unclaim(claimed);
+        let again = slab.claim().unwrap();
+        assert_eq!(index_of(again), index_of(claimed));
+        assert_ne!(again, claimed, "a returned claim's key is spent");
+        slab.upsert(again, |_| Upsert::Put(7, ()));
+        slab.unclaim(again);
+        assert_eq!(slab.read(&again, |v| *v), Some(7));
+        let other = slab.claim().unwrap();
+        assert_ne!(index_of(other), index_of(again));
+        assert_eq!(slab.slots(), 2);
+    }
+
+    #[test]
+    fn keys_the_slab_never_issued_find_nothing() {
+        let slab: Slab<u8> = Slab::new();
+        let key = slab.claim().unwrap();
+        slab.upsert(key, |_| Upsert::Put(1, ()));
+        for stranger in [
+            0,
+            u64::MAX,
+            key_of(index_of(key), 0),
+            key_of(index_of(key), u32::MAX),
+            key_of(index_of(key) + 1, FIRST_GENERATION),
+            key_of(u32::MAX, FIRST_GENERATION),
+        ] {
+            assert_eq!(slab.read(&stranger, |v| *v), None, "{stranger:#x}");
+            assert_eq!(slab.remove_if(&stranger, |_| Ok::<_, ()>(())), None);
+        }
+        assert_eq!(slab.read(&key, |v| *v), Some(1));
+    }
+
+    #[test]
+    fn a_slot_out_of_generations_is_retired() {
+        let slab: Slab<u8> = Slab::new();
+        let key = slab.claim().unwrap();
+        {
+            let slot = slab.slot(index_of(key)).unwrap();
+            write(&slot.cell).generation = u32::MAX - 1;
+        }
+        let key = key_of(index_of(key), u32::MAX - 1);
+        slab.upsert(key, |_| Upsert::Put(1, ()));
+        assert_eq!(slab.remove_if(&key, |_| Ok::<_, ()>(())), Some(Ok(1)));
+        assert_eq!(slab.read(&key, |v| *v), None);
+        let next = slab.claim().unwrap();
+        assert_ne!(
+            index_of(next),
+            index_of(key),
+            "the spent slot is not reused"
+        );
+    }
+
+    #[test]
+    fn slots_made_stay_at_the_peak_held() {
+        let slab = Slab::new();
+        for round in 0..5 {
+            let keys: Vec<u64> = (0..3000)
+                .map(|i| {
+                    let k = slab.claim().unwrap();
+                    slab.upsert(k, |_| Upsert::Put(i, ()));
+                    k
+                })
+                .collect();
+            assert_eq!(slab.len(), 3000);
+            let mut seen = 0;
+            slab.for_each(|k, v| {
+                assert_eq!(keys[*v], *k);
+                seen += 1;
+            });
+            assert_eq!(seen, 3000);
+            for k in keys {
+                assert!(matches!(
+                    slab.remove_if(&k, |_| Ok::<_, ()>(())),
+                    Some(Ok(_))
+                ));
+            }
+            assert_eq!(slab.len(), 0);
+            assert_eq!(slab.slots(), 3000, "round {round}");
+        }
+    }
+}
