@@ -131,7 +131,9 @@ impl<V> Cell<V> {
 }
 
 struct FreeList {
-    slots: Mutex<Vec<u32>>,
+    /// The next key of each free slot (its index at its next generation),
+    /// so a claim reads nothing of the slot it takes.
+    keys: Mutex<Vec<u64>>,
     /// The list's length, read without its lock to skip empty lists.
     len: AtomicI64,
     /// Records filled minus records emptied by the threads using this
@@ -170,7 +172,7 @@ impl<V> Slab<V> {
             free: (0..FREE_LISTS)
                 .map(|_| {
                     CachePadded::new(FreeList {
-                        slots: Mutex::new(Vec::new()),
+                        keys: Mutex::new(Vec::new()),
                         len: AtomicI64::new(0),
                         filled: AtomicI64::new(0),
                     })
@@ -220,13 +222,13 @@ impl<V> Slab<V> {
                 continue;
             }
             let popped = {
-                let mut slots = lock_at(Rung::SlabFree, &list.slots);
-                let popped = slots.pop();
-                list.len.store(slots.len() as i64, Ordering::Relaxed);
+                let mut keys = lock_at(Rung::SlabFree, &list.keys);
+                let popped = keys.pop();
+                list.len.store(keys.len() as i64, Ordering::Relaxed);
                 popped
             };
-            if let Some(index) = popped {
-                return Some(self.key_at(index));
+            if popped.is_some() {
+                return popped;
             }
         }
         let index = self.made.fetch_add(1, Ordering::Relaxed);
@@ -235,15 +237,7 @@ impl<V> Slab<V> {
             return None;
         }
         self.segment(locate(index).0);
-        Some(self.key_at(index as u32))
-    }
-
-    /// The key of a claimed slot at its current generation.
-    fn key_at(&self, index: u32) -> u64 {
-        let slot = self.slot(index).expect("a claimed slot exists");
-        let _slot = enter(Rung::Shard);
-        let generation = read(&slot.cell).generation;
-        key_of(index, generation)
+        Some(key_of(index as u32, FIRST_GENERATION))
     }
 
     /// Gives back a claimed slot that was never filled. Does nothing if the
@@ -253,41 +247,42 @@ impl<V> Slab<V> {
         let Some(slot) = self.slot(index_of(key)) else {
             return;
         };
-        let retire = {
+        let next = {
             let _slot = enter(Rung::Shard);
             let mut cell = write(&slot.cell);
             if cell.generation != generation_of(key) || cell.value.is_some() {
                 return;
             }
-            Self::advance(&mut cell)
+            Self::advance(&mut cell, index_of(key))
         };
-        self.release(index_of(key), retire);
+        self.release(next);
     }
 
-    /// Moves an emptied slot to its next generation; true if it has none
-    /// left (the slot is retired).
-    fn advance(cell: &mut Cell<V>) -> bool {
+    /// Moves an emptied slot to its next generation and returns the slot's
+    /// next key; `None` if it has no generation left (it is retired).
+    fn advance(cell: &mut Cell<V>, index: u32) -> Option<u64> {
         match cell.generation.checked_add(1) {
             Some(next) if next != u32::MAX => {
                 cell.generation = next;
-                false
+                Some(key_of(index, next))
             }
             _ => {
                 cell.generation = u32::MAX;
-                true
+                None
             }
         }
     }
 
-    /// Puts an emptied slot on the caller's free list (unless retired).
-    fn release(&self, index: u32, retired: bool) {
-        if retired {
+    /// Puts an emptied slot's next key on the caller's free list (unless
+    /// the slot is retired).
+    fn release(&self, next: Option<u64>) {
+        let Some(key) = next else {
             return;
-        }
+        };
         let list = &self.free[home()];
-        let mut slots = lock_at(Rung::SlabFree, &list.slots);
-        slots.push(index);
-        list.len.store(slots.len() as i64, Ordering::Relaxed);
+        let mut keys = lock_at(Rung::SlabFree, &list.keys);
+        keys.push(key);
+        list.len.store(keys.len() as i64, Ordering::Relaxed);
     }
 
     /// The live cell for `key`: the slot exists and is at the key's
@@ -363,7 +358,7 @@ impl<V> Slab<V> {
         decide: impl FnOnce(&V) -> Result<(), E>,
     ) -> Option<Result<V, E>> {
         let cell = self.cell_of(*key)?;
-        let (value, retired) = {
+        let (value, next) = {
             let _slot = enter(Rung::Shard);
             let mut cell = write(cell);
             if !cell.is_at(*key) {
@@ -373,10 +368,10 @@ impl<V> Slab<V> {
                 return Some(Err(e));
             }
             let value = cell.value.take().expect("seen under the same lock");
-            (value, Self::advance(&mut cell))
+            (value, Self::advance(&mut cell, index_of(*key)))
         };
         self.free[home()].filled.fetch_sub(1, Ordering::Relaxed);
-        self.release(index_of(*key), retired);
+        self.release(next);
         Some(Ok(value))
     }
 
