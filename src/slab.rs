@@ -319,8 +319,9 @@ impl<V> Slab<V> {
     }
 
     /// Decides, under the slot's exclusive lock, what to do with the
-    /// claimed `key`. A slot at another generation is a key this slab did
-    /// not issue for filling: `decide` is not asked, and nothing changes.
+    /// claimed `key`. Only the claimant of a key fills it, so a slot at
+    /// another generation is a broken invariant and panics (before
+    /// `decide` is asked, with nothing changed).
     pub(crate) fn upsert<R>(
         &self,
         key: u64,
