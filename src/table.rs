@@ -38,6 +38,7 @@ use crate::sync::{lock_at, Arc, AtomicU64, Mutex, Ordering, Rung};
 use crate::time::MonoTime;
 use crate::wheel::{Fired, Wheel};
 use crossbeam_utils::CachePadded;
+use std::borrow::Borrow;
 use std::hash::Hash;
 
 /// A record that left a table, with the stamp it had when it left.
@@ -112,10 +113,8 @@ enum Keep {
 /// Where a table keeps its records: a hash map for keys callers choose,
 /// a [`Slab`] for keys the table issues. The same closure rules hold for
 /// both (`src/shard.rs`): a closure runs under the record's lock.
-pub(crate) trait Storage<K, V> {
+pub(crate) trait Storage<K, V>: Find<K, V> {
     fn with_capacity(capacity: usize) -> Self;
-    fn read<R>(&self, key: &K, f: impl FnOnce(&V) -> R) -> Option<R>;
-    fn update<R>(&self, key: &K, f: impl FnOnce(&mut V) -> R) -> Option<R>;
     fn upsert<R>(&self, key: K, decide: impl FnOnce(Option<&V>) -> Upsert<V, R>) -> (R, Option<V>);
     fn remove_if<E>(
         &self,
@@ -127,16 +126,17 @@ pub(crate) trait Storage<K, V> {
     fn for_each(&self, f: impl FnMut(&K, &V));
 }
 
+/// Finds a record by `Q`: its key, or a borrowed form of it that hashes
+/// and compares the same (a name looked up as `&str`, without building an
+/// owned key).
+pub(crate) trait Find<Q: ?Sized, V> {
+    fn read<R>(&self, key: &Q, f: impl FnOnce(&V) -> R) -> Option<R>;
+    fn update<R>(&self, key: &Q, f: impl FnOnce(&mut V) -> R) -> Option<R>;
+}
+
 impl<K: Eq + Hash, V> Storage<K, V> for ShardMap<K, V> {
     fn with_capacity(capacity: usize) -> Self {
         ShardMap::with_capacity(capacity)
-    }
-    #[inline]
-    fn read<R>(&self, key: &K, f: impl FnOnce(&V) -> R) -> Option<R> {
-        ShardMap::read(self, key, f)
-    }
-    fn update<R>(&self, key: &K, f: impl FnOnce(&mut V) -> R) -> Option<R> {
-        ShardMap::update(self, key, f)
     }
     fn upsert<R>(&self, key: K, decide: impl FnOnce(Option<&V>) -> Upsert<V, R>) -> (R, Option<V>) {
         ShardMap::upsert(self, key, decide)
@@ -157,16 +157,23 @@ impl<K: Eq + Hash, V> Storage<K, V> for ShardMap<K, V> {
     }
 }
 
+impl<K, Q, V> Find<Q, V> for ShardMap<K, V>
+where
+    K: Eq + Hash + Borrow<Q>,
+    Q: Eq + Hash + ?Sized,
+{
+    #[inline]
+    fn read<R>(&self, key: &Q, f: impl FnOnce(&V) -> R) -> Option<R> {
+        ShardMap::read(self, key, f)
+    }
+    fn update<R>(&self, key: &Q, f: impl FnOnce(&mut V) -> R) -> Option<R> {
+        ShardMap::update(self, key, f)
+    }
+}
+
 impl<V> Storage<u64, V> for Slab<V> {
     fn with_capacity(_capacity: usize) -> Self {
         Slab::new()
-    }
-    #[inline]
-    fn read<R>(&self, key: &u64, f: impl FnOnce(&V) -> R) -> Option<R> {
-        Slab::read(self, key, f)
-    }
-    fn update<R>(&self, key: &u64, f: impl FnOnce(&mut V) -> R) -> Option<R> {
-        Slab::update(self, key, f)
     }
     fn upsert<R>(
         &self,
@@ -188,6 +195,16 @@ impl<V> Storage<u64, V> for Slab<V> {
     #[cfg(any(test, feature = "internals"))]
     fn for_each(&self, f: impl FnMut(&u64, &V)) {
         Slab::for_each(self, f)
+    }
+}
+
+impl<V> Find<u64, V> for Slab<V> {
+    #[inline]
+    fn read<R>(&self, key: &u64, f: impl FnOnce(&V) -> R) -> Option<R> {
+        Slab::read(self, key, f)
+    }
+    fn update<R>(&self, key: &u64, f: impl FnOnce(&mut V) -> R) -> Option<R> {
+        Slab::update(self, key, f)
     }
 }
 
@@ -320,25 +337,33 @@ where
 
     /// Runs `f` on a live record under a shared shard lock. Crate-internal:
     /// `f` must follow the shard module's closure rules.
-    pub(crate) fn read<R>(
+    pub(crate) fn read<Q, R>(
         &self,
-        key: &K,
+        key: &Q,
         now: MonoTime,
         f: impl FnOnce(&V, Stamp) -> R,
-    ) -> Result<R> {
+    ) -> Result<R>
+    where
+        Q: Hash + ToOwned<Owned = K> + ?Sized,
+        S: Find<Q, Record<V>>,
+    {
         self.read_owned(key, now, |_| true, f)
     }
 
     /// [`read`](Self::read), treating a record that `owned` rejects exactly
     /// like a missing one (`NotFound`, whether or not it is live): for
     /// tables whose key does not carry the tenant.
-    pub(crate) fn read_owned<R>(
+    pub(crate) fn read_owned<Q, R>(
         &self,
-        key: &K,
+        key: &Q,
         now: MonoTime,
         owned: impl FnOnce(&V) -> bool,
         f: impl FnOnce(&V, Stamp) -> R,
-    ) -> Result<R> {
+    ) -> Result<R>
+    where
+        Q: Hash + ToOwned<Owned = K> + ?Sized,
+        S: Find<Q, Record<V>>,
+    {
         self.map
             .read(key, |r| {
                 let state = r.state();
@@ -356,30 +381,40 @@ where
     /// Moves a live record's deadline to `deadline_ms` (an absolute reset),
     /// optionally only at version `expected`.
     #[cfg(any(test, feature = "internals"))]
-    pub(crate) fn renew(
+    pub(crate) fn renew<Q>(
         &self,
-        key: &K,
+        key: &Q,
         now: MonoTime,
         deadline_ms: u64,
         expected: Option<u64>,
-    ) -> Result<Stamp> {
-        self.renew_guarded(key, now, deadline_ms, expected, |_| Ok(()))
+    ) -> Result<Stamp>
+    where
+        Q: Hash + ToOwned<Owned = K> + ?Sized,
+        S: Find<Q, Record<V>>,
+    {
+        self.renew_guarded(key, now, deadline_ms, expected, |_, _| Ok(()))
     }
 
     /// [`renew`](Self::renew), refused with `guard`'s error if `guard`
-    /// rejects the payload (checked under the same shared lock as the CAS).
-    pub(crate) fn renew_guarded(
+    /// rejects the payload (checked under the same shared lock as the CAS;
+    /// the stamp it is given is the record's as the check began, for
+    /// errors that report a version).
+    pub(crate) fn renew_guarded<Q>(
         &self,
-        key: &K,
+        key: &Q,
         now: MonoTime,
         deadline_ms: u64,
         expected: Option<u64>,
-        guard: impl Fn(&V) -> Result<()>,
-    ) -> Result<Stamp> {
+        guard: impl Fn(&V, Stamp) -> Result<()>,
+    ) -> Result<Stamp>
+    where
+        Q: Hash + ToOwned<Owned = K> + ?Sized,
+        S: Find<Q, Record<V>>,
+    {
         // One rebase at most: after it the sequence has its full range again.
         for _ in 0..2 {
             let outcome = self.map.read(key, |r| {
-                guard(&r.value).map_err(Refusal::Error)?;
+                guard(&r.value, r.stamp()).map_err(Refusal::Error)?;
                 r.transition(expected, |current| renewal(now, current, deadline_ms))
             });
             match outcome {
@@ -404,13 +439,17 @@ where
     /// than the deadline). The deadline is read under the wheel lock, so a
     /// concurrent renewal either happened before (and is seen) or will call
     /// this again after.
-    fn pull_in(&self, key: &K) {
+    fn pull_in<Q>(&self, key: &Q)
+    where
+        Q: Hash + ToOwned<Owned = K> + ?Sized,
+        S: Find<Q, Record<V>>,
+    {
         let shard = self.timers_of(key);
         let mut timers = lock_at(Rung::Wheel, &shard.timers);
         self.map.read(key, |r| {
             if timers.wheel.cancel(r.timer()) {
                 let due = r.state().deadline_ms();
-                r.set_timer(shard.schedule(&mut timers, key.clone(), due));
+                r.set_timer(shard.schedule(&mut timers, key.to_owned(), due));
             }
         });
     }
@@ -420,26 +459,34 @@ where
     /// either `None` (bookkeeping only: the version stays) or
     /// `Some(deadline)` (a transition: the version advances and the
     /// deadline is set). `f` follows the shard module's closure rules.
-    pub(crate) fn update<R>(
+    pub(crate) fn update<Q, R>(
         &self,
-        key: &K,
+        key: &Q,
         now: MonoTime,
         expected: Option<u64>,
         f: impl FnOnce(&mut V, Stamp) -> Result<(R, Option<u64>)>,
-    ) -> Result<(R, Stamp)> {
+    ) -> Result<(R, Stamp)>
+    where
+        Q: Hash + ToOwned<Owned = K> + ?Sized,
+        S: Find<Q, Record<V>>,
+    {
         self.update_owned(key, now, |_| true, expected, f)
     }
 
     /// [`update`](Self::update), treating a record that `owned` rejects
     /// exactly like a missing one (see [`read_owned`](Self::read_owned)).
-    pub(crate) fn update_owned<R>(
+    pub(crate) fn update_owned<Q, R>(
         &self,
-        key: &K,
+        key: &Q,
         now: MonoTime,
         owned: impl FnOnce(&V) -> bool,
         expected: Option<u64>,
         f: impl FnOnce(&mut V, Stamp) -> Result<(R, Option<u64>)>,
-    ) -> Result<(R, Stamp)> {
+    ) -> Result<(R, Stamp)>
+    where
+        Q: Hash + ToOwned<Owned = K> + ?Sized,
+        S: Find<Q, Record<V>>,
+    {
         let outcome = self.map.update(key, |r| {
             let state = r.state();
             let before = r.stamp_of(state);
@@ -604,7 +651,7 @@ where
     }
 
     /// The wheel shard that holds `key`'s timer.
-    fn timers_of(&self, key: &K) -> &WheelShard<K> {
+    fn timers_of<Q: Hash + ?Sized>(&self, key: &Q) -> &WheelShard<K> {
         let shard = SHARD_HASH.hash_one(key) as usize % WHEEL_SHARDS;
         &self.timers[shard]
     }

@@ -231,7 +231,7 @@ impl Store {
         let seq = self.lease_seq(id)?;
         let now = self.shared.clock.now();
         let deadline = self.deadline(now, ttl)?;
-        let guard = |lease: &Lease| {
+        let guard = |lease: &Lease, _| {
             if !lease.owner.is_of(tenant) {
                 Err(Error::NotFound)
             } else if lease.owner.valid() {

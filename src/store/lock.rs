@@ -11,7 +11,7 @@ use super::decide;
 use super::retire::Stored;
 use super::tenant::Owner;
 use super::visible::Ancestry;
-use super::{owned_by, Collection, NameKey, Renewal, Store};
+use super::{owned_by, Collection, Name, NameKey, Renewal, Store};
 use crate::error::{Error, Result};
 use crate::events::Cause;
 use crate::ids::{LeaseId, TenantId};
@@ -281,9 +281,10 @@ impl Store {
 
     /// The lock `name`, if a live, visible owner holds it.
     pub fn get_lock(&self, tenant: TenantId, name: &str) -> Result<LockInfo> {
-        let key = (tenant, self.name(name)?);
+        self.check_name(name)?;
+        let key: &dyn Name = &(tenant, name);
         let now = self.shared.clock.now();
-        let seen = self.shared.locks.read(&key, now, |v, stamp| {
+        let seen = self.shared.locks.read(key, now, |v, stamp| {
             (v.attached && v.owner.valid()).then(|| {
                 (
                     v.lease,
@@ -333,16 +334,17 @@ impl Store {
         fence: u64,
         ttl: Duration,
     ) -> Result<(Stamp, MonoTime)> {
-        let key = (tenant, self.name(name)?);
+        self.check_name(name)?;
+        let key: &dyn Name = &(tenant, name);
         let fence = self.fence_of_this_incarnation(fence)?;
         let now = self.shared.clock.now();
         let deadline = self.deadline(now, ttl)?;
         // A lock attached to a lease that is no longer visible is gone.
-        if let Ok(Some(seq)) = self.shared.locks.read(&key, now, |v, _| v.lease) {
+        if let Ok(Some(seq)) = self.shared.locks.read(key, now, |v, _| v.lease) {
             self.lease_status(tenant, seq, now)
                 .map_err(|_| Error::NotFound)?;
         }
-        let guard = |l: &Lock| {
+        let guard = |l: &Lock, _| {
             if l.fence == fence && l.owner.valid() {
                 Ok(())
             } else {
@@ -351,7 +353,7 @@ impl Store {
         };
         self.shared
             .locks
-            .renew_guarded(&key, now, deadline, None, guard)
+            .renew_guarded(key, now, deadline, None, guard)
             .map(|stamp| (stamp, now))
     }
 

@@ -41,6 +41,7 @@ mod lease;
 mod lifecycle;
 mod listing;
 mod lock;
+mod name_key;
 mod observe;
 mod outbox;
 mod presence;
@@ -94,6 +95,7 @@ use join::Attempt;
 use lease::Lease;
 use listing::Listing;
 use lock::Lock;
+use name_key::{Name, NameKey};
 use presence::Presence;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tenant::Epoch;
@@ -105,7 +107,6 @@ use tenant::Epoch;
 /// record answers exactly like a missing one. Half the key of
 /// `(tenant, seq)`, in the table and in every wheel entry.
 type IdKey = u64;
-type NameKey = (TenantId, Arc<str>);
 
 /// Counts of records held, per collection (live or awaiting the sweep).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
