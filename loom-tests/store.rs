@@ -1,18 +1,19 @@
 //! Loom models of the relay store's races: join vs revoke, bind vs bind,
 //! bind vs the republication of its listing, consume vs consume, renew vs
-//! revoke, renew and get vs the reuse of the lease's slot, and a doomed admission vs another
-//! tenant's admission at the shared ceiling, and an admission vs a
-//! reconfiguration of the limits it checks. Each runs the real `Store` code and
-//! has a broken twin (`model::faults::StoreFault`) that the model catches,
-//! except the republication model, which uses a twin to reach the state
-//! its second line of defence must handle.
+//! revoke, renew and get vs the reuse of the lease's slot, two heartbeats
+//! of one member, a doomed admission vs another tenant's admission at the
+//! shared ceiling, and an admission vs a reconfiguration of the limits it
+//! checks. Each runs the real `Store` code and has a broken twin that the
+//! model catches (a `model::faults::StoreFault`, or the blind store in place
+//! of the CAS for the heartbeats), except the republication model, which
+//! uses a twin to reach the state its second line of defence must handle.
 #![cfg(relaystore_loom)]
 
 #[path = "common.rs"]
 mod common;
 
 use loom::thread;
-use relaystore::model::faults::{store_fault, StoreFault};
+use relaystore::model::faults::{self, store_fault, StoreFault};
 use relaystore::time::ManualClock;
 use relaystore::{Error, JoinTicket, LeaseId, Scope, Store, StoreConfig, TenantId};
 use std::net::SocketAddr;
@@ -257,6 +258,37 @@ fn get_vs_reuse(fault: StoreFault) {
     });
 }
 
+/// Two heartbeats of one member from two threads, neither with new
+/// attributes, so both refresh through a shared lock and a CAS: both
+/// succeed with distinct versions (a lost CAS is retried), and the record
+/// ends at the later one.
+fn heartbeat_vs_heartbeat(blind: bool) {
+    let model = if blind {
+        "heartbeat_vs_heartbeat (blind store)"
+    } else {
+        "heartbeat_vs_heartbeat"
+    };
+    common::explore(model, move || {
+        faults::blind_store(blind);
+        let store = store();
+        let v0 = store.heartbeat(T, "m", MINUTE, None, None).unwrap().version;
+        let beats: Vec<_> = (0..2)
+            .map(|_| {
+                let store = Arc::clone(&store);
+                thread::spawn(move || store.heartbeat(T, "m", MINUTE, None, None).unwrap().version)
+            })
+            .collect();
+        let mut versions: Vec<u64> = beats.into_iter().map(|b| b.join().unwrap()).collect();
+        versions.sort_unstable();
+        assert_eq!(
+            versions,
+            vec![v0 + 1, v0 + 2],
+            "two heartbeats were given distinct, rising versions"
+        );
+        assert_eq!(store.get_presence(T, "m").unwrap().version, v0 + 2);
+    });
+}
+
 /// The slot a lease id names (its low 32 bits; the high half is the
 /// slot's generation).
 fn slot(id: LeaseId) -> u32 {
@@ -429,6 +461,17 @@ fn a_renewal_never_lands_on_the_record_that_reused_its_slot() {
 #[should_panic(expected = "landed on the second")]
 fn broken_twin_slot_ignoring_the_generation_renews_the_new_lease() {
     renew_vs_reuse(StoreFault::SlotIgnoresGeneration);
+}
+
+#[test]
+fn two_heartbeats_of_one_member_both_refresh_it() {
+    heartbeat_vs_heartbeat(false);
+}
+
+#[test]
+#[should_panic(expected = "distinct, rising versions")]
+fn broken_twin_blind_store_gives_two_heartbeats_one_version() {
+    heartbeat_vs_heartbeat(true);
 }
 
 #[test]

@@ -63,3 +63,36 @@ fn presence_attached_to_a_lease_dies_with_it() {
     s.heartbeat(T, "alice", SEC * 30, None, Some(other.id))
         .unwrap();
 }
+
+#[test]
+fn a_shorter_heartbeat_pulls_the_expiry_in() {
+    let (c, s) = store();
+    s.heartbeat(T, "alice", SEC * 60, None, None).unwrap();
+    // Without attributes: the refresh that moves the deadline earlier.
+    let short = s.heartbeat(T, "alice", SEC * 5, None, None).unwrap();
+    assert_eq!(short.remaining, SEC * 5);
+    c.advance(SEC * 5);
+    assert_eq!(s.sweep(), 1, "swept at the earlier deadline");
+    assert_eq!(s.get_presence(T, "alice"), Err(Error::NotFound));
+    assert_eq!(s.stats().presence, 0);
+}
+
+#[test]
+fn a_heartbeat_under_another_live_lease_reports_the_current_version() {
+    let (_c, s) = store();
+    let (a, b) = (
+        s.grant(T, "h", SEC * 60, None).unwrap(),
+        s.grant(T, "h2", SEC * 60, None).unwrap(),
+    );
+    s.heartbeat(T, "alice", SEC * 30, None, Some(a.id)).unwrap();
+    let current = s.get_presence(T, "alice").unwrap().version;
+    for attrs in [None, Some(&b"away"[..])] {
+        assert_eq!(
+            s.heartbeat(T, "alice", SEC * 30, attrs, Some(b.id)),
+            Err(Error::Conflict {
+                current_version: current
+            })
+        );
+    }
+    assert_eq!(s.get_presence(T, "alice").unwrap().version, current);
+}

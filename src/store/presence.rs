@@ -5,10 +5,11 @@ use super::listing::{Cursor, Page};
 use super::retire::Stored;
 use super::tenant::{Owner, TenantIndex};
 use super::visible::Ancestry;
-use super::{owned_by, Collection, NameKey, Renewal, Store};
+use super::{owned_by, Collection, Name, NameKey, Renewal, Store};
 use crate::error::{Error, Result};
 use crate::events::Cause;
 use crate::ids::{LeaseId, TenantId};
+use crate::record::Stamp;
 use crate::sync::Arc;
 use crate::table::{Removed, Table};
 use crate::time::MonoTime;
@@ -95,7 +96,7 @@ impl Store {
         attrs: Option<&[u8]>,
         lease: Option<LeaseId>,
     ) -> Result<Renewal> {
-        let member = self.name(member)?;
+        self.check_name(member)?;
         let attrs = attrs.map(|a| self.attrs(a)).transpose()?;
         let lease = lease.map(|l| self.lease_seq(l)).transpose()?;
         let now = self.shared.clock.now();
@@ -103,37 +104,28 @@ impl Store {
         if let Some(seq) = lease {
             self.lease_status(tenant, seq, now)?;
         }
-        let key: NameKey = (tenant, member);
+        let name: &dyn Name = &(tenant, member);
+        // The owned key, built only if the record is not simply refreshed.
+        let mut owned: Option<NameKey> = None;
+        let own = || (tenant, Arc::from(member));
         // Refresh an existing record, else create one. A create that loses
         // a race with a concurrent create goes round once more.
         for _ in 0..2 {
-            let refreshed = self.shared.presence.update(&key, now, None, |v, stamp| {
-                if !v.attached || !v.owner.valid() {
-                    return Err(Error::NotFound);
-                }
-                if v.lease != lease {
-                    return Err(Error::Conflict {
-                        current_version: stamp.version,
-                    });
-                }
-                if let Some(a) = &attrs {
-                    v.attrs = Arc::clone(a);
-                }
-                Ok(((), Some(deadline)))
-            });
-            match refreshed {
-                Ok((_, stamp)) => return Ok(Renewal::of(stamp, now)),
-                Err(Error::NotFound | Error::Expired) => {}
+            let refreshed = self.refresh_presence(name, now, deadline, lease, attrs.as_ref());
+            let key = match refreshed {
+                Ok(stamp) => return Ok(Renewal::of(stamp, now)),
+                Err(Error::NotFound | Error::Expired) => owned.get_or_insert_with(own),
                 // Under another lease: taken, unless that lease is gone.
                 Err(Error::Conflict { current_version }) => {
-                    match self.occupant::<Presence>(tenant, &key, now) {
+                    let key = owned.get_or_insert_with(own);
+                    match self.occupant::<Presence>(tenant, key, now) {
                         Occupant::Visible => return Err(Error::Conflict { current_version }),
                         Occupant::InFlight => return Err(Error::InFlight),
-                        Occupant::Cleared => {}
+                        Occupant::Cleared => key,
                     }
                 }
                 Err(e) => return Err(e),
-            }
+            };
             let parent = match lease {
                 Some(seq) => Parent::Lease {
                     seq,
@@ -158,6 +150,44 @@ impl Store {
             }
         }
         Err(Error::InFlight)
+    }
+
+    /// Moves an existing, attached record's deadline to `deadline`, if it
+    /// is under `lease` (else [`Error::Conflict`]); with `attrs`, replaces
+    /// its attributes too. Without attributes (the common heartbeat) only
+    /// the record's state word changes: a shared shard lock and a CAS, as
+    /// for a lease renewal, so heartbeats on one shard do not queue behind
+    /// each other's write lock.
+    fn refresh_presence(
+        &self,
+        key: &dyn Name,
+        now: MonoTime,
+        deadline: u64,
+        lease: Option<u64>,
+        attrs: Option<&Arc<[u8]>>,
+    ) -> Result<Stamp> {
+        let check = |v: &Presence, stamp: Stamp| {
+            if !v.attached || !v.owner.valid() {
+                Err(Error::NotFound)
+            } else if v.lease != lease {
+                Err(Error::Conflict {
+                    current_version: stamp.version,
+                })
+            } else {
+                Ok(())
+            }
+        };
+        let table = &self.shared.presence;
+        match attrs {
+            None => table.renew_guarded(key, now, deadline, None, check),
+            Some(attrs) => table
+                .update(key, now, None, |v, stamp| {
+                    check(v, stamp)?;
+                    v.attrs = Arc::clone(attrs);
+                    Ok(((), Some(deadline)))
+                })
+                .map(|((), stamp)| stamp),
+        }
     }
 
     /// A visible presence record.
