@@ -392,20 +392,20 @@ where
         Q: Hash + ToOwned<Owned = K> + ?Sized,
         S: Find<Q, Record<V>>,
     {
-        self.renew_guarded(key, now, deadline_ms, expected, |_, _| Ok(()))
+        self.renew_guarded(key, now, deadline_ms, expected, |_| Ok(()))
     }
 
     /// [`renew`](Self::renew), refused with `guard`'s error if `guard`
-    /// rejects the payload (checked under the same shared lock as the CAS;
-    /// the stamp it is given is the record's as the check began, for
-    /// errors that report a version).
+    /// rejects the record (checked under the same shared lock as the CAS;
+    /// the guard reads the payload, and the stamp only if its refusal
+    /// reports a version).
     pub(crate) fn renew_guarded<Q>(
         &self,
         key: &Q,
         now: MonoTime,
         deadline_ms: u64,
         expected: Option<u64>,
-        guard: impl Fn(&V, Stamp) -> Result<()>,
+        guard: impl Fn(&Record<V>) -> Result<()>,
     ) -> Result<Stamp>
     where
         Q: Hash + ToOwned<Owned = K> + ?Sized,
@@ -414,7 +414,7 @@ where
         // One rebase at most: after it the sequence has its full range again.
         for _ in 0..2 {
             let outcome = self.map.read(key, |r| {
-                guard(&r.value, r.stamp()).map_err(Refusal::Error)?;
+                guard(r).map_err(Refusal::Error)?;
                 r.transition(expected, |current| renewal(now, current, deadline_ms))
             });
             match outcome {

@@ -231,10 +231,10 @@ impl Store {
         let seq = self.lease_seq(id)?;
         let now = self.shared.clock.now();
         let deadline = self.deadline(now, ttl)?;
-        let guard = |lease: &Lease, _| {
-            if !lease.owner.is_of(tenant) {
+        let guard = |r: &Record<Lease>| {
+            if !r.value.owner.is_of(tenant) {
                 Err(Error::NotFound)
-            } else if lease.owner.valid() {
+            } else if r.value.owner.valid() {
                 Ok(())
             } else {
                 Err(Error::Revoked)

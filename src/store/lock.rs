@@ -15,7 +15,7 @@ use super::{owned_by, Collection, Name, NameKey, Renewal, Store};
 use crate::error::{Error, Result};
 use crate::events::Cause;
 use crate::ids::{LeaseId, TenantId};
-use crate::record::Stamp;
+use crate::record::{Record, Stamp};
 use crate::sync::{Arc, Ordering};
 use crate::table::{Removed, Table};
 use crate::time::MonoTime;
@@ -35,7 +35,7 @@ pub(crate) struct Lock {
 
 impl Stored for Lock {
     type Key = NameKey;
-    type Storage = crate::shard::ShardMap<NameKey, crate::record::Record<Self>>;
+    type Storage = crate::shard::ShardMap<NameKey, Record<Self>>;
 
     fn table(store: &Store) -> &Table<NameKey, Lock> {
         &store.shared.locks
@@ -344,8 +344,8 @@ impl Store {
             self.lease_status(tenant, seq, now)
                 .map_err(|_| Error::NotFound)?;
         }
-        let guard = |l: &Lock, _| {
-            if l.fence == fence && l.owner.valid() {
+        let guard = |r: &Record<Lock>| {
+            if r.value.fence == fence && r.value.owner.valid() {
                 Ok(())
             } else {
                 Err(Error::Expired)

@@ -166,12 +166,12 @@ impl Store {
         lease: Option<u64>,
         attrs: Option<&Arc<[u8]>>,
     ) -> Result<Stamp> {
-        let check = |v: &Presence, stamp: Stamp| {
+        let check = |v: &Presence, version: &dyn Fn() -> u64| {
             if !v.attached || !v.owner.valid() {
                 Err(Error::NotFound)
             } else if v.lease != lease {
                 Err(Error::Conflict {
-                    current_version: stamp.version,
+                    current_version: version(),
                 })
             } else {
                 Ok(())
@@ -179,10 +179,12 @@ impl Store {
         };
         let table = &self.shared.presence;
         match attrs {
-            None => table.renew_guarded(key, now, deadline, None, check),
+            None => table.renew_guarded(key, now, deadline, None, |r| {
+                check(&r.value, &|| r.stamp().version)
+            }),
             Some(attrs) => table
                 .update(key, now, None, |v, stamp| {
-                    check(v, stamp)?;
+                    check(v, &|| stamp.version)?;
                     v.attrs = Arc::clone(attrs);
                     Ok(((), Some(deadline)))
                 })
