@@ -5,7 +5,7 @@ use super::idempotency::{IdemParams, Outcome};
 use super::retire::Stored;
 use super::tenant::{Owner, TenantIndex};
 use super::visible::Ancestry;
-use super::{Collection, NameKey, Store};
+use super::{Collection, Name, NameKey, Store};
 use crate::error::{Error, Result};
 use crate::events::Cause;
 use crate::ids::{LeaseId, TenantId};
@@ -212,7 +212,7 @@ impl Store {
     /// a child needs to attach to it, or to check it still hangs from the
     /// same publication. Takes no reference to the listing's attributes,
     /// which every joiner of a busy listing would otherwise share.
-    pub(super) fn listing_origin(&self, key: &NameKey, now: MonoTime) -> Result<u64> {
+    pub(super) fn listing_origin(&self, key: &dyn Name, now: MonoTime) -> Result<u64> {
         self.visible_listing(key, now, |v, _| v.origin)
     }
 
@@ -221,7 +221,7 @@ impl Store {
     /// shard's shared lock; anything not visible is `NotFound`.
     fn visible_listing<R>(
         &self,
-        key: &NameKey,
+        key: &dyn Name,
         now: MonoTime,
         see: impl FnOnce(&Listing, Stamp) -> R,
     ) -> Result<R> {
@@ -233,7 +233,7 @@ impl Store {
             Ok(None) | Err(Error::Expired) | Err(Error::NotFound) => return Err(Error::NotFound),
             Err(e) => return Err(e),
         };
-        self.lease_status(key.0, lease, now)
+        self.lease_status(key.tenant(), lease, now)
             .map_err(|_| Error::NotFound)?;
         Ok(seen)
     }

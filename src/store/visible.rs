@@ -36,7 +36,7 @@ impl Store {
             && a.lease
                 .is_none_or(|seq| self.lease_status(tenant, seq, now).is_ok())
             && a.listing.as_ref().is_none_or(|(key, origin)| {
-                self.listing_origin(&(tenant, Arc::clone(key)), now)
+                self.listing_origin(&(tenant, &**key), now)
                     .is_ok_and(|seen| seen == *origin)
             })
     }
