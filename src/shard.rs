@@ -28,6 +28,15 @@ use std::hash::Hash;
 
 type Hasher = ahash::RandomState;
 
+/// The fewest shards a map has. Each shard is one reader-writer lock word
+/// that every lookup in it writes (a shared lock is a read-modify-write),
+/// so on a small machine dashmap's default of four shards per core (eight
+/// on two cores) makes two threads meet on the same words: presence
+/// heartbeats on two threads took 0.90x the time with 64 shards, and
+/// 256 measured no better (docs/PERFORMANCE.md). A shard costs 128 bytes
+/// while the map lives.
+pub(crate) const SHARDS_MIN: usize = 64;
+
 /// What an [`ShardMap::upsert`] decision does with the key.
 pub(crate) enum Upsert<V, R> {
     /// Store `V` (replacing any existing value) and return `R`.
@@ -46,10 +55,24 @@ mod imp {
         inner: DashMap<K, V, Hasher>,
     }
 
+    /// How many shards a map has: dashmap's default (four per core, rounded
+    /// up to a power of two), but at least [`SHARDS_MIN`].
+    fn shard_amount() -> usize {
+        static AMOUNT: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+        *AMOUNT.get_or_init(|| {
+            let cores = std::thread::available_parallelism().map_or(1, usize::from);
+            (cores * 4).next_power_of_two().max(SHARDS_MIN)
+        })
+    }
+
     impl<K: Eq + Hash, V> ShardMap<K, V> {
         pub(crate) fn with_capacity(capacity: usize) -> Self {
             ShardMap {
-                inner: DashMap::with_capacity_and_hasher(capacity, Hasher::new()),
+                inner: DashMap::with_capacity_and_hasher_and_shard_amount(
+                    capacity,
+                    Hasher::new(),
+                    shard_amount(),
+                ),
             }
         }
 
