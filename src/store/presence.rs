@@ -156,8 +156,8 @@ impl Store {
     /// is under `lease` (else [`Error::Conflict`]); with `attrs`, replaces
     /// its attributes too. Without attributes (the common heartbeat) only
     /// the record's state word changes: a shared shard lock and a CAS, as
-    /// for a lease renewal, so heartbeats on one shard do not queue behind
-    /// each other's write lock.
+    /// for a lease renewal, so a heartbeat holds no write lock against the
+    /// other heartbeats, reads and renewals of its shard (ADR 0037).
     fn refresh_presence(
         &self,
         key: &dyn Name,
