@@ -7,6 +7,8 @@
 //! outcome. This module is the only place in the crate that reads the OS
 //! clock.
 
+#[cfg(feature = "native")]
+use std::sync::atomic::AtomicI64;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 #[cfg(feature = "native")]
@@ -65,6 +67,16 @@ pub trait Clock: Send + Sync + 'static {
     fn now(&self) -> MonoTime;
     /// The wall-clock reading, for reporting only.
     fn wall(&self) -> SystemTime;
+
+    /// The wall-clock time at `now`, a monotonic reading this clock gave
+    /// moments ago: what an operation that has read [`Clock::now`] reports
+    /// as an absolute expiry. The default reads the wall clock; a clock
+    /// that can answer from `now` alone spares the operation a second OS
+    /// clock read ([`SystemClock`] does).
+    fn wall_at(&self, now: MonoTime) -> SystemTime {
+        let _ = now;
+        self.wall()
+    }
 }
 
 #[cfg(feature = "native")]
@@ -73,17 +85,70 @@ pub trait Clock: Send + Sync + 'static {
 /// A reading costs one `clock_gettime` through the vDSO (about 20 ns; see
 /// `docs/adr/0001-time-as-input.md` for why the store reads it at most once
 /// per operation rather than caching a coarse tick).
-#[derive(Debug, Clone)]
+///
+/// [`Clock::wall_at`] answers from the monotonic reading and the wall time
+/// at the clock's origin, which it re-reads from the OS at most once per
+/// [`WALL_RECHECK_MS`] of monotonic time: a wall-clock step shows in the
+/// expiries it reports within that long, and an operation reads the OS
+/// clock once, not twice.
+#[derive(Debug)]
 pub struct SystemClock {
     origin: Instant,
+    /// The wall time at `origin`, in nanoseconds from the Unix epoch
+    /// (negative before it), as last read.
+    origin_wall_ns: AtomicI64,
+    /// The monotonic reading, in ms, at which `origin_wall_ns` was read.
+    checked_ms: AtomicU64,
 }
+
+/// How often, in milliseconds of monotonic time, [`SystemClock`] re-reads
+/// the wall clock to answer [`Clock::wall_at`]: once a second.
+#[cfg(feature = "native")]
+pub const WALL_RECHECK_MS: u64 = 1000;
 
 #[cfg(feature = "native")]
 impl SystemClock {
     /// A clock whose origin is the moment of construction.
     pub fn new() -> Self {
-        SystemClock {
+        let clock = SystemClock {
             origin: Instant::now(),
+            origin_wall_ns: AtomicI64::new(0),
+            checked_ms: AtomicU64::new(0),
+        };
+        clock.recheck_wall();
+        clock
+    }
+
+    /// Reads the wall clock and the monotonic one together and keeps the
+    /// wall time at the origin that they give.
+    fn recheck_wall(&self) {
+        let wall = unix_nanos(SystemTime::now());
+        let elapsed = self.origin.elapsed();
+        let since_origin = i64::try_from(elapsed.as_nanos()).unwrap_or(i64::MAX);
+        let ms = u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX);
+        self.origin_wall_ns
+            .store(wall.saturating_sub(since_origin), Ordering::Relaxed);
+        self.checked_ms.store(ms, Ordering::Relaxed);
+    }
+}
+
+/// `t` in nanoseconds from the Unix epoch, negative before it, saturating
+/// (an `i64` of nanoseconds reaches the year 2262).
+#[cfg(feature = "native")]
+fn unix_nanos(t: SystemTime) -> i64 {
+    match t.duration_since(SystemTime::UNIX_EPOCH) {
+        Ok(after) => i64::try_from(after.as_nanos()).unwrap_or(i64::MAX),
+        Err(before) => i64::try_from(before.duration().as_nanos()).map_or(i64::MIN, |n| -n),
+    }
+}
+
+#[cfg(feature = "native")]
+impl Clone for SystemClock {
+    fn clone(&self) -> Self {
+        SystemClock {
+            origin: self.origin,
+            origin_wall_ns: AtomicI64::new(self.origin_wall_ns.load(Ordering::Relaxed)),
+            checked_ms: AtomicU64::new(self.checked_ms.load(Ordering::Relaxed)),
         }
     }
 }
@@ -104,6 +169,23 @@ impl Clock for SystemClock {
 
     fn wall(&self) -> SystemTime {
         SystemTime::now()
+    }
+
+    fn wall_at(&self, now: MonoTime) -> SystemTime {
+        if now
+            .0
+            .saturating_sub(self.checked_ms.load(Ordering::Relaxed))
+            >= WALL_RECHECK_MS
+        {
+            self.recheck_wall();
+        }
+        let origin = self.origin_wall_ns.load(Ordering::Relaxed);
+        let at = if origin >= 0 {
+            SystemTime::UNIX_EPOCH + Duration::from_nanos(origin.unsigned_abs())
+        } else {
+            SystemTime::UNIX_EPOCH - Duration::from_nanos(origin.unsigned_abs())
+        };
+        at + Duration::from_millis(now.0)
     }
 }
 
@@ -189,6 +271,10 @@ impl<C: Clock> Clock for std::sync::Arc<C> {
     fn wall(&self) -> SystemTime {
         (**self).wall()
     }
+
+    fn wall_at(&self, now: MonoTime) -> SystemTime {
+        (**self).wall_at(now)
+    }
 }
 
 #[cfg(all(test, not(relaystore_loom)))]
@@ -216,5 +302,68 @@ mod tests {
         }
         assert_eq!(duration_to_millis_ceil(Duration::from_nanos(1)), 1);
         assert_eq!(duration_to_millis_ceil(Duration::MAX), u64::MAX);
+    }
+
+    /// Whether `at` lies within `slack` of the OS wall-clock readings taken
+    /// just before and just after it was computed.
+    #[cfg(feature = "native")]
+    fn between(before: SystemTime, at: SystemTime, after: SystemTime, slack: Duration) -> bool {
+        before - slack <= at && at <= after + slack
+    }
+
+    /// A clock made `ago` before now, whose kept wall time at its origin is
+    /// `origin_wall_ns` as read at monotonic `checked_ms`.
+    #[cfg(feature = "native")]
+    fn clock_made(ago: Duration, origin_wall_ns: i64, checked_ms: u64) -> SystemClock {
+        SystemClock {
+            origin: Instant::now() - ago,
+            origin_wall_ns: AtomicI64::new(origin_wall_ns),
+            checked_ms: AtomicU64::new(checked_ms),
+        }
+    }
+
+    #[cfg(feature = "native")]
+    #[test]
+    fn wall_at_answers_the_wall_time_of_the_reading() {
+        // A reading 2 s after the origin: the answer counts those 2 s.
+        // Retried, as a preempted thread can fall between two readings.
+        let slack = Duration::from_millis(5);
+        let close = (0..5).any(|_| {
+            let clock = SystemClock::new();
+            let clock = clock_made(
+                Duration::from_secs(2),
+                clock.origin_wall_ns.load(Ordering::Relaxed) - 2_000_000_000,
+                2_000,
+            );
+            let before = SystemTime::now();
+            let at = clock.wall_at(clock.now());
+            between(before, at, SystemTime::now(), slack)
+        });
+        assert!(close, "wall_at strays from the wall clock");
+    }
+
+    #[cfg(feature = "native")]
+    #[test]
+    fn wall_at_rereads_the_wall_clock_once_a_recheck_is_due() {
+        // The kept origin is a day off, as after a step of the wall clock.
+        let day = 86_400_000_000_000;
+        let slack = Duration::from_millis(5);
+        let stale = clock_made(
+            Duration::from_secs(2),
+            unix_nanos(SystemTime::now()) - day,
+            0,
+        );
+        let before = SystemTime::now();
+        let at = stale.wall_at(stale.now());
+        assert!(between(before, at, SystemTime::now(), slack), "not re-read");
+        // Until a recheck is due it answers from the kept origin, off by the
+        // same day: no OS wall-clock read.
+        let kept = clock_made(Duration::ZERO, unix_nanos(SystemTime::now()) - day, 0);
+        let at = kept.wall_at(MonoTime::from_millis(WALL_RECHECK_MS - 1));
+        let off = SystemTime::now().duration_since(at).expect("a day behind");
+        assert!(
+            off >= Duration::from_secs(86_399),
+            "re-read too early: {off:?}"
+        );
     }
 }

@@ -208,7 +208,8 @@ where
     /// The wall-clock time at which `stamp`'s deadline falls, for reporting.
     /// Wall-clock readings never influence expiry.
     pub fn expires_at(&self, stamp: &Stamp) -> SystemTime {
-        self.clock.wall() + stamp.remaining(self.clock.now())
+        let now = self.clock.now();
+        self.clock.wall_at(now) + stamp.remaining(now)
     }
 
     /// The map's clock.

@@ -202,7 +202,7 @@ impl Store {
                 attempt: id,
                 token,
                 remaining: stamp.remaining(now),
-                expires_at: self.shared.clock.wall() + stamp.remaining(now),
+                expires_at: self.shared.clock.wall_at(now) + stamp.remaining(now),
             })
         })
     }

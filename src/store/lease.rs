@@ -196,7 +196,7 @@ impl Store {
             fence,
             version: stamp.version,
             remaining: stamp.remaining(now),
-            expires_at: self.shared.clock.wall() + stamp.remaining(now),
+            expires_at: self.shared.clock.wall_at(now) + stamp.remaining(now),
         })
     }
 

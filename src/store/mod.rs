@@ -353,7 +353,8 @@ impl Store {
 
     /// The wall-clock time at which `deadline` falls, for reporting only.
     pub fn expires_at(&self, deadline: MonoTime) -> SystemTime {
-        self.shared.clock.wall() + deadline.saturating_since(self.shared.clock.now())
+        let now = self.shared.clock.now();
+        self.shared.clock.wall_at(now) + deadline.saturating_since(now)
     }
 
     /// How long ago the last sweep ran; large values mean a stalled driver.
