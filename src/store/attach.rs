@@ -58,6 +58,7 @@ use crate::quota::{Counter, Reservation};
 use crate::record::Stamp;
 use crate::sync::{lock_at, Arc, Rung};
 use crate::time::MonoTime;
+use std::cell::Cell;
 
 /// A kind of record that [`Store::create`] can make.
 pub(super) trait Child: Stored {
@@ -319,8 +320,8 @@ impl Store {
     /// Creates a record of kind `C` under `key` for `tenant`, live until
     /// `deadline`, hanging from `parent`, following the protocol in this
     /// module's docs. `make` builds the record from its owner and the
-    /// version it gets (a lock's fence is its version). Returns the
-    /// record's stamp.
+    /// version it gets (a lock's fence is its version), once, so it may
+    /// move what the record keeps. Returns the record's stamp.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn create<C: Child>(
         &self,
@@ -329,7 +330,7 @@ impl Store {
         parent: Parent,
         now: MonoTime,
         deadline: u64,
-        make: impl Fn(Owner, u64) -> C,
+        make: impl FnOnce(Owner, u64) -> C,
     ) -> Result<Stamp> {
         self.create_then(tenant, key, parent, now, deadline, make, &mut || Ok(()))
     }
@@ -346,7 +347,7 @@ impl Store {
         parent: Parent,
         now: MonoTime,
         deadline: u64,
-        make: impl Fn(Owner, u64) -> C,
+        make: impl FnOnce(Owner, u64) -> C,
         then: &mut dyn FnMut() -> Result<()>,
     ) -> Result<Stamp> {
         let created = self.create_steps(tenant, key, parent, now, deadline, make, then);
@@ -366,7 +367,7 @@ impl Store {
         parent: Parent,
         now: MonoTime,
         deadline: u64,
-        make: impl Fn(Owner, u64) -> C,
+        make: impl FnOnce(Owner, u64) -> C,
         then: &mut dyn FnMut() -> Result<()>,
     ) -> Result<Stamp> {
         self.admit_new(now)?;
@@ -429,7 +430,12 @@ impl Store {
             pending.shared = Some(shared);
         }
         let born = matches!(pending.parent, Parent::None);
+        // The insert below runs at most twice, and builds the record only
+        // in the run that stores it (then the loop ends): `make` is called
+        // once, so it may move the caller's values into the record.
+        let make = Cell::new(Some(make));
         let build = |version| {
+            let make = make.take().expect("a creation builds its record once");
             let mut record = make(Owner::of(&epoch), version);
             if born {
                 record.set_attached();

@@ -174,14 +174,13 @@ impl Store {
         deadline: u64,
     ) -> Result<JoinTicket> {
         self.authorize(now)?;
-        let nkey = (tenant, Arc::clone(&listing));
-        let origin = self.listing_origin(&nkey, now)?;
+        let origin = self.listing_origin(&(tenant, &*listing), now)?;
         self.shared.attempts.with_key(|seq| {
             let id = self.attempt_id(seq);
             let token = JoinToken::issue(id)?;
             let parent = if decide::join_attaches() {
                 Parent::Listing {
-                    key: nkey,
+                    key: (tenant, Arc::clone(&listing)),
                     origin,
                     child: seq,
                 }
@@ -190,9 +189,9 @@ impl Store {
             };
             let attempt = |owner, _| Attempt {
                 owner,
-                listing: Arc::clone(&listing),
+                listing,
                 origin,
-                client: Arc::clone(&client),
+                client,
                 secret: *token.secret(),
                 phase: Phase::Pending,
                 attached: false,

@@ -184,7 +184,7 @@ impl Store {
         let (seq, stamp) = self.shared.leases.with_key(|seq| {
             let lease = |owner, _| Lease {
                 owner,
-                holder: Arc::clone(&holder),
+                holder,
                 fence,
                 children: None,
             };

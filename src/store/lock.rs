@@ -260,7 +260,7 @@ impl Store {
         // always has a higher fence.
         let made = self.create(tenant, key, parent, now, deadline, |owner, version| Lock {
             owner,
-            holder: Arc::clone(&holder),
+            holder,
             fence: version,
             lease,
             attached: false,
