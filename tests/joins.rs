@@ -51,6 +51,31 @@ fn join_bind_consume_and_replay() {
     assert_eq!(s.stats().attempts, 0);
 }
 
+#[test]
+fn an_admission_names_its_client_whatever_its_length() {
+    // Clients up to 23 bytes are kept inside the attempt, longer ones out
+    // of line: both come back whole, and a refused name is refused.
+    let (_c, s) = store();
+    hosted(&s);
+    let longest = "c".repeat(128);
+    let wide = "é".repeat(12); // 24 bytes
+    for client in ["x", &"a".repeat(23), &"b".repeat(24), &wide, &longest] {
+        let t = s.begin_join(T, "lobby", client, SEC * 10, None).unwrap();
+        s.bind_endpoint(T, t.attempt, &t.token, addr(1)).unwrap();
+        let a = s.consume(T, &t.token).unwrap();
+        assert_eq!(&*a.client, client);
+    }
+    assert_eq!(
+        s.begin_join(T, "lobby", "", SEC * 10, None).map(|_| ()),
+        Err(Error::InvalidName)
+    );
+    let too_long = "d".repeat(129);
+    assert!(matches!(
+        s.begin_join(T, "lobby", &too_long, SEC * 10, None),
+        Err(Error::InvalidArgument { .. })
+    ));
+}
+
 fn s_version(s: &Store, t: &relaystore::JoinTicket) -> u64 {
     // The version of a fresh attempt is observable through a failed consume.
     match s.consume(T, &t.token) {

@@ -21,6 +21,7 @@ use crate::quota::Counter;
 use crate::sync::Arc;
 use crate::table::{Removed, SlabTable};
 use crate::time::{duration_to_millis_ceil, MonoTime};
+use smol_str::SmolStr;
 use std::net::SocketAddr;
 use std::time::{Duration, SystemTime};
 
@@ -42,7 +43,9 @@ pub(crate) struct Attempt {
     pub(super) listing: Arc<str>,
     /// The publication of the listing this attempt joins.
     pub(super) origin: u64,
-    client: Arc<str>,
+    /// Inline up to 23 bytes (no allocation of its own for the usual
+    /// client id); longer names are shared out of line.
+    client: SmolStr,
     secret: [u8; TOKEN_SECRET_BYTES],
     pub(super) phase: Phase,
     pub(super) attached: bool,
@@ -143,7 +146,8 @@ impl Store {
         idempotency_key: Option<&str>,
     ) -> Result<JoinTicket> {
         let _in = self.enter();
-        let (named, client_named) = (self.name(listing)?, self.name(client)?);
+        let named = self.name(listing)?;
+        self.check_name(client)?;
         let now = self.shared.clock.now();
         let deadline = self.deadline(now, ttl)?;
         let params = || IdemParams::Join {
@@ -156,7 +160,7 @@ impl Store {
             idempotency_key,
             params,
             now,
-            || self.begin_join_now(tenant, named, client_named, now, deadline),
+            || self.begin_join_now(tenant, named, SmolStr::new(client), now, deadline),
             |t| Outcome::Join(t.clone()),
             |o| match o {
                 Outcome::Join(t) => Some(t.clone()),
@@ -169,7 +173,7 @@ impl Store {
         &self,
         tenant: TenantId,
         listing: Arc<str>,
-        client: Arc<str>,
+        client: SmolStr,
         now: MonoTime,
         deadline: u64,
     ) -> Result<JoinTicket> {
@@ -317,7 +321,7 @@ impl Store {
                     v.phase = Phase::Consumed(addr);
                     // Remembered as replay memory past the token's deadline.
                     let remembered = super::stamp_deadline(&stamp) + grace_ms;
-                    let found = (addr, Arc::clone(&v.client), v.origin, v.owner.clone());
+                    let found = (addr, v.client.clone(), v.origin, v.owner.clone());
                     Ok((found, Some(remembered)))
                 })?;
         // No longer pending: free its place under the listing's cap and in
@@ -333,7 +337,7 @@ impl Store {
         );
         Ok(Admission {
             attempt: token.attempt(),
-            client,
+            client: Arc::from(client.as_str()),
             listing,
             addr,
         })
