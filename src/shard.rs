@@ -35,6 +35,7 @@ type Hasher = ahash::RandomState;
 /// heartbeats on two threads took 0.90x the time with 64 shards, and
 /// 256 measured no better (docs/PERFORMANCE.md). A shard costs 128 bytes
 /// while the map lives.
+#[cfg(not(relaystore_loom))]
 pub(crate) const SHARDS_MIN: usize = 64;
 
 /// What an [`ShardMap::upsert`] decision does with the key.
