@@ -1,4 +1,5 @@
-//! Loom models: admission counters under contention.
+//! Loom models: admission counters under contention, and the word
+//! snapshot the limits they check are read from.
 #![cfg(relaystore_loom)]
 
 #[path = "common.rs"]
@@ -7,7 +8,7 @@ mod common;
 use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
-use relaystore::model::{faults, Counter, Reservation};
+use relaystore::model::{faults, Counter, ModelWords, Reservation};
 use relaystore::Scope;
 
 /// Two threads acquire and release the last unit: never two holders, never
@@ -116,4 +117,58 @@ fn reservation_is_all_or_nothing_under_contention() {
 #[should_panic(expected = "scope b holds exactly what the winners took")]
 fn broken_twin_blind_store_breaks_the_accounting() {
     all_or_nothing(true);
+}
+
+/// A read races a replacement of a two-word snapshot: it sees the old
+/// value or the new one whole (equal halves), never a mix; a read after
+/// the replacement sees the new one. `by_words` reads the words one by one
+/// (`read_words`, what a creation does) instead of the whole value.
+fn snapshot_read(fault: faults::StoreFault, by_words: bool) {
+    let name = match (fault == faults::StoreFault::None, by_words) {
+        (true, false) => "snapshot_read",
+        (true, true) => "snapshot_read_words",
+        (false, false) => "snapshot_read (unchecked)",
+        (false, true) => "snapshot_read_words (unchecked)",
+    };
+    common::explore(name, move || {
+        faults::store_fault(fault);
+        let snapshot = Arc::new(ModelWords::new(1));
+        let writer = {
+            let snapshot = Arc::clone(&snapshot);
+            thread::spawn(move || snapshot.store(2))
+        };
+        let read = || {
+            if by_words {
+                snapshot.read_words()
+            } else {
+                snapshot.read()
+            }
+        };
+        let (a, b) = read();
+        assert_eq!(a, b, "a read mixed two values");
+        writer.join().unwrap();
+        assert_eq!(read(), (2, 2), "a read after the replacement");
+    });
+}
+
+#[test]
+fn a_snapshot_read_sees_one_value_whole() {
+    snapshot_read(faults::StoreFault::None, false);
+}
+
+#[test]
+#[should_panic(expected = "a read mixed two values")]
+fn broken_twin_unchecked_snapshot_read_mixes_two_values() {
+    snapshot_read(faults::StoreFault::SnapshotUnchecked, false);
+}
+
+#[test]
+fn a_snapshot_read_of_words_sees_one_value_whole() {
+    snapshot_read(faults::StoreFault::None, true);
+}
+
+#[test]
+#[should_panic(expected = "a read mixed two values")]
+fn broken_twin_unchecked_snapshot_read_of_words_mixes_two_values() {
+    snapshot_read(faults::StoreFault::SnapshotUnchecked, true);
 }

@@ -9,6 +9,7 @@ use crate::error::{Error, Result};
 use crate::events::Collection;
 use crate::record::DEADLINE_MAX_MS;
 use crate::time::duration_to_millis_ceil;
+use crate::words::Words;
 use std::time::Duration;
 
 /// Most missed fires a schedule enqueues after a pause; then it skips
@@ -41,6 +42,67 @@ pub struct TenantQuota {
     pub idempotency_max: u64,
     /// Named locks one tenant may hold.
     pub locks_max: u64,
+}
+
+impl TenantQuota {
+    /// Where the quota on `c` is among the words (`Words::put`); `None`
+    /// for a collection no tenant quota bounds.
+    pub(crate) fn word_of(c: Collection) -> Option<usize> {
+        match c {
+            Collection::Leases => Some(0),
+            Collection::Listings => Some(1),
+            Collection::Presence => Some(2),
+            Collection::Attempts => Some(3),
+            Collection::Replay => Some(4),
+            Collection::Idempotency => Some(5),
+            Collection::Locks => Some(6),
+            Collection::Tombstones
+            | Collection::Streams
+            | Collection::Queues
+            | Collection::Schedules => None,
+        }
+    }
+}
+
+/// A tenant's quotas as words, for the snapshot each of its admissions
+/// reads (`WordSnapshot`); every field named on both sides.
+impl Words for TenantQuota {
+    const LEN: usize = 7;
+
+    fn put(&self, out: &mut [u64]) {
+        let TenantQuota {
+            leases_max,
+            listings_max,
+            presence_max,
+            attempts_max,
+            replay_max,
+            idempotency_max,
+            locks_max,
+        } = self;
+        out.copy_from_slice(&[
+            *leases_max,
+            *listings_max,
+            *presence_max,
+            *attempts_max,
+            *replay_max,
+            *idempotency_max,
+            *locks_max,
+        ]);
+    }
+
+    fn get(words: &[u64]) -> Self {
+        let [leases_max, listings_max, presence_max, attempts_max, replay_max, idempotency_max, locks_max]: [u64; 7] =
+            words.try_into().expect("TenantQuota::LEN words");
+        TenantQuota {
+            leases_max,
+            listings_max,
+            presence_max,
+            attempts_max,
+            replay_max,
+            idempotency_max,
+            locks_max,
+        }
+    }
 }
 
 impl TenantQuota {
@@ -140,6 +202,90 @@ pub(crate) struct Limits {
     pub(crate) subscribers_max: usize,
 }
 
+/// A `usize` limit as a word (lossless: `usize` is at most 64 bits).
+fn word(n: usize) -> u64 {
+    u64::try_from(n).unwrap_or(u64::MAX)
+}
+
+/// A word back as the `usize` limit it was made from.
+fn size(w: u64) -> usize {
+    usize::try_from(w).unwrap_or(usize::MAX)
+}
+
+impl Limits {
+    /// Where the limit of the store-wide scope `scope` is among the words
+    /// (`Words::put`): a collection's ceiling, or the tenants ceiling.
+    pub(crate) fn word_of(scope: crate::Scope) -> Option<usize> {
+        match scope {
+            crate::Scope::Collection(c) => Some(c as usize),
+            crate::Scope::Tenants => Some(Collection::ALL.len()),
+            _ => None,
+        }
+    }
+}
+
+/// The limits as words, for the snapshot every admission reads
+/// (`WordSnapshot`). The fields are named in full on both sides, so a
+/// field added to `Limits` does not compile until it is added here.
+impl Words for Limits {
+    const LEN: usize = Collection::ALL.len() + 12;
+
+    fn put(&self, out: &mut [u64]) {
+        let Limits {
+            ceilings,
+            tenants_max,
+            streams_per_tenant_max,
+            stream_bytes_total_max,
+            stream_entries_total_max,
+            queues_per_tenant_max,
+            queue_jobs_total_max,
+            queue_bytes_total_max,
+            schedules_per_tenant_max,
+            listeners_max,
+            listeners_per_channel_max,
+            channels_per_tenant_max,
+            subscribers_max,
+        } = self;
+        let (head, rest) = out.split_at_mut(ceilings.len());
+        head.copy_from_slice(ceilings);
+        rest.copy_from_slice(&[
+            *tenants_max,
+            *streams_per_tenant_max,
+            *stream_bytes_total_max,
+            *stream_entries_total_max,
+            *queues_per_tenant_max,
+            *queue_jobs_total_max,
+            *queue_bytes_total_max,
+            *schedules_per_tenant_max,
+            *listeners_max,
+            word(*listeners_per_channel_max),
+            *channels_per_tenant_max,
+            word(*subscribers_max),
+        ]);
+    }
+
+    fn get(words: &[u64]) -> Self {
+        let (head, rest) = words.split_at(Collection::ALL.len());
+        let [tenants_max, streams_per_tenant_max, stream_bytes_total_max, stream_entries_total_max, queues_per_tenant_max, queue_jobs_total_max, queue_bytes_total_max, schedules_per_tenant_max, listeners_max, listeners_per_channel_max, channels_per_tenant_max, subscribers_max]: [u64; 12] =
+            rest.try_into().expect("Limits::LEN words");
+        Limits {
+            ceilings: head.try_into().expect("one ceiling per collection"),
+            tenants_max,
+            streams_per_tenant_max,
+            stream_bytes_total_max,
+            stream_entries_total_max,
+            queues_per_tenant_max,
+            queue_jobs_total_max,
+            queue_bytes_total_max,
+            schedules_per_tenant_max,
+            listeners_max,
+            listeners_per_channel_max: size(listeners_per_channel_max),
+            channels_per_tenant_max,
+            subscribers_max: size(subscribers_max),
+        }
+    }
+}
+
 impl Limits {
     pub(crate) fn of(config: &StoreConfig) -> Self {
         Limits {
@@ -162,16 +308,6 @@ impl Limits {
     /// The store-wide ceiling on `c`.
     pub(crate) fn ceiling(&self, c: Collection) -> u64 {
         self.ceilings[c as usize]
-    }
-
-    /// The limit of the store-wide scope `scope` (a collection's ceiling,
-    /// or the tenants ceiling), if it is one of these.
-    pub(crate) fn of_scope(&self, scope: crate::Scope) -> Option<u64> {
-        match scope {
-            crate::Scope::Collection(c) => Some(self.ceiling(c)),
-            crate::Scope::Tenants => Some(self.tenants_max),
-            _ => None,
-        }
     }
 }
 
@@ -598,5 +734,47 @@ impl StoreConfig {
             return invalid(field, "must be positive");
         }
         Ok(())
+    }
+}
+
+#[cfg(all(test, not(relaystore_loom)))]
+mod tests {
+    use super::*;
+    use crate::Scope;
+
+    /// Distinct words 1..=len.
+    fn distinct(len: usize) -> Vec<u64> {
+        (1..=len as u64).collect()
+    }
+
+    #[test]
+    fn each_limit_word_sits_where_word_of_says() {
+        let words = distinct(Limits::LEN);
+        let limits = Limits::get(&words);
+        for c in Collection::ALL {
+            let at = Limits::word_of(Scope::Collection(c)).unwrap();
+            assert_eq!(limits.ceiling(c), words[at], "{c:?}");
+        }
+        let at = Limits::word_of(Scope::Tenants).unwrap();
+        assert_eq!(limits.tenants_max, words[at]);
+        assert_eq!(Limits::word_of(Scope::Named("other")), None);
+        let mut back = vec![0; Limits::LEN];
+        limits.put(&mut back);
+        assert_eq!(back, words, "the words go back as they came");
+    }
+
+    #[test]
+    fn each_quota_word_sits_where_word_of_says() {
+        let words = distinct(TenantQuota::LEN);
+        let quota = TenantQuota::get(&words);
+        for c in Collection::ALL {
+            match TenantQuota::word_of(c) {
+                Some(at) => assert_eq!(quota.limit(c), words[at], "{c:?}"),
+                None => assert_eq!(quota.limit(c), TenantQuota::OFF, "{c:?}"),
+            }
+        }
+        let mut back = vec![0; TenantQuota::LEN];
+        quota.put(&mut back);
+        assert_eq!(back, words, "the words go back as they came");
     }
 }

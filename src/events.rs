@@ -10,7 +10,8 @@ use crate::config::Limits;
 use crate::error::{Error, Result, Scope};
 use crate::faults::{self, StoreFault};
 use crate::ids::{AttemptId, LeaseId, TenantId};
-use crate::sync::{lock_at, Arc, AtomicU64, Condvar, Mutex, Ordering, Rung, Snapshot};
+use crate::sync::{lock_at, Arc, AtomicU64, Condvar, Mutex, Ordering, Rung};
+use crate::words::LimitSnapshot;
 use std::collections::VecDeque;
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
@@ -198,12 +199,12 @@ pub(crate) struct EventHub {
     /// Fast path: no subscribers means nothing to lock.
     count: AtomicU64,
     /// Where `subscribers_max` is read, as it changes at run time.
-    live: Arc<Snapshot<Limits>>,
+    live: Arc<LimitSnapshot<Limits>>,
     buffer_max: usize,
 }
 
 impl EventHub {
-    pub(crate) fn new(live: Arc<Snapshot<Limits>>, buffer_max: usize) -> Self {
+    pub(crate) fn new(live: Arc<LimitSnapshot<Limits>>, buffer_max: usize) -> Self {
         EventHub {
             inboxes: Mutex::new(Vec::new()),
             count: AtomicU64::new(0),

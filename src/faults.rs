@@ -93,6 +93,10 @@ pub enum StoreFault {
     /// A slab lookup does not compare the key's generation with the
     /// slot's: a key reaches whatever record its slot holds now.
     SlotIgnoresGeneration,
+    /// A read of a word snapshot (the store's limits, a tenant's quotas)
+    /// keeps what it read without checking that no replacement began
+    /// meanwhile.
+    SnapshotUnchecked,
 }
 
 std::thread_local! {

@@ -110,6 +110,7 @@ pub mod wheel;
 #[cfg(not(feature = "internals"))]
 #[allow(dead_code)] // the parts only benches and experiments call
 mod wheel;
+mod words;
 
 pub use config::{QuotaPolicy, StoreConfig, TenantQuota, UniformQuota, SCHEDULE_CATCH_UP_MAX};
 #[cfg(all(feature = "internals", not(relaystore_loom)))]

@@ -110,3 +110,44 @@ impl ModelTable {
         (self.0.len(), self.0.ceiling().used(), self.0.scheduled())
     }
 }
+
+/// A value of two words, whole when its halves are equal.
+struct ModelPair(u64, u64);
+
+impl crate::words::Words for ModelPair {
+    const LEN: usize = 2;
+
+    fn put(&self, out: &mut [u64]) {
+        out.copy_from_slice(&[self.0, self.1]);
+    }
+
+    fn get(words: &[u64]) -> Self {
+        ModelPair(words[0], words[1])
+    }
+}
+
+/// A word snapshot of two words, for the snapshot models.
+pub struct ModelWords(crate::words::WordSnapshot<ModelPair>);
+
+impl ModelWords {
+    /// A snapshot holding `(v, v)`.
+    pub fn new(v: u64) -> Self {
+        ModelWords(crate::words::WordSnapshot::new(ModelPair(v, v)))
+    }
+
+    /// Replaces the value with `(v, v)`.
+    pub fn store(&self, v: u64) {
+        self.0.store(ModelPair(v, v));
+    }
+
+    /// Reads the value.
+    pub fn read(&self) -> (u64, u64) {
+        self.0.read(|p| (p.0, p.1))
+    }
+
+    /// Reads the value's words, second first.
+    pub fn read_words(&self) -> (u64, u64) {
+        let [b, a] = self.0.read_words([1, 0]);
+        (a, b)
+    }
+}

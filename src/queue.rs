@@ -32,9 +32,10 @@ use crate::ids::{JobId, TenantId};
 use crate::named::{view, Name, TenantCounts, TenantName};
 use crate::quota::Counter;
 use crate::shard::{ShardMap, Upsert};
-use crate::sync::{lock_at, Arc, AtomicU64, Mutex, Ordering, Rung, Snapshot};
+use crate::sync::{lock_at, Arc, AtomicU64, Mutex, Ordering, Rung};
 use crate::time::{duration_to_millis_ceil, MonoTime};
 use crate::wheel::{Fired, TimerHandle, Wheel};
+use crate::words::LimitSnapshot;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
@@ -353,7 +354,7 @@ pub(crate) struct QueueHub {
     limits: QueueLimits,
     /// The caps that change at run time: the per-tenant and store-wide
     /// counts and budgets, read whole by each creation.
-    live: Arc<Snapshot<Limits>>,
+    live: Arc<LimitSnapshot<Limits>>,
     /// Queues held, against `queues_max`.
     count: Counter,
     /// The queues' `jobs_max` together, against `queue_jobs_total_max`.
@@ -608,7 +609,7 @@ pub(crate) const LAPSED: &str = "visibility lapsed";
 impl QueueHub {
     pub(crate) fn new(
         limits: QueueLimits,
-        live: Arc<Snapshot<Limits>>,
+        live: Arc<LimitSnapshot<Limits>>,
         start: MonoTime,
         incarnation: u64,
     ) -> Self {

@@ -20,7 +20,8 @@ use crate::events::Collection;
 use crate::ids::TenantId;
 use crate::quota::Counter;
 use crate::shard::{ShardMap, Upsert};
-use crate::sync::{lock_at, Arc, AtomicU64, Mutex, Ordering, Rung, Snapshot};
+use crate::sync::{lock_at, Arc, AtomicU64, Mutex, Ordering, Rung};
+use crate::words::LimitSnapshot;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -188,11 +189,11 @@ pub(crate) struct ScheduleHub {
     limits: ScheduleLimits,
     /// The caps that change at run time (per tenant and store-wide), read
     /// whole by each scheduling.
-    live: Arc<Snapshot<Limits>>,
+    live: Arc<LimitSnapshot<Limits>>,
 }
 
 impl ScheduleHub {
-    pub(crate) fn new(limits: ScheduleLimits, live: Arc<Snapshot<Limits>>) -> Self {
+    pub(crate) fn new(limits: ScheduleLimits, live: Arc<LimitSnapshot<Limits>>) -> Self {
         let ceiling = live.read(|l| l.ceiling(Collection::Schedules));
         ScheduleHub {
             books: ShardMap::with_capacity(16),

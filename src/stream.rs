@@ -27,9 +27,10 @@ use crate::ids::{LeaseId, TenantId};
 use crate::named::{view, Name, TenantCounts, TenantName};
 use crate::quota::Counter;
 use crate::shard::{ShardMap, Upsert};
-use crate::sync::{lock_at, Arc, AtomicBool, AtomicU64, Mutex, Ordering, Rung, Snapshot};
+use crate::sync::{lock_at, Arc, AtomicBool, AtomicU64, Mutex, Ordering, Rung};
 use crate::time::{duration_to_millis_ceil, Clock, MonoTime};
 use crate::wheel::{Fired, TimerHandle, Wheel};
+use crate::words::LimitSnapshot;
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
@@ -208,7 +209,7 @@ pub(crate) struct StreamHub {
     limits: StreamLimits,
     /// The caps that change at run time: the per-tenant and store-wide
     /// counts and budgets, read whole by each creation.
-    live: Arc<Snapshot<Limits>>,
+    live: Arc<LimitSnapshot<Limits>>,
     /// Streams held, against `streams_max`.
     count: Counter,
     /// The streams' `bytes_max` together, against `stream_bytes_total_max`.
@@ -347,7 +348,11 @@ impl Stream {
 }
 
 impl StreamHub {
-    pub(crate) fn new(limits: StreamLimits, live: Arc<Snapshot<Limits>>, start: MonoTime) -> Self {
+    pub(crate) fn new(
+        limits: StreamLimits,
+        live: Arc<LimitSnapshot<Limits>>,
+        start: MonoTime,
+    ) -> Self {
         let (count, bytes, entries) = live.read(|l| {
             let c = l.ceiling(Collection::Streams);
             (c, l.stream_bytes_total_max, l.stream_entries_total_max)

@@ -76,6 +76,9 @@ pub(crate) enum Rung {
     Queue = 10,
     /// A slab's free list (a leaf: taken with no slot lock held).
     SlabFree = 11,
+    /// A word snapshot's writers' turn (a leaf: held while one writer
+    /// stores the words).
+    SnapshotWriter = 12,
 }
 
 /// Lets another thread run while this one waits for a short-lived state

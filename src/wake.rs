@@ -21,7 +21,8 @@ use crate::ids::TenantId;
 use crate::named::TenantCounts;
 use crate::quota::Counter;
 use crate::shard::{ShardMap, Upsert};
-use crate::sync::{lock_at, Arc, AtomicBool, Condvar, Mutex, Ordering, Rung, Snapshot};
+use crate::sync::{lock_at, Arc, AtomicBool, Condvar, Mutex, Ordering, Rung};
+use crate::words::LimitSnapshot;
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 #[cfg(feature = "native")]
@@ -53,7 +54,7 @@ pub(crate) struct WakeHub {
     listeners: Counter,
     /// The caps that change at run time (listeners store-wide and per
     /// channel, channels per tenant), read whole by each listen.
-    live: Arc<Snapshot<Limits>>,
+    live: Arc<LimitSnapshot<Limits>>,
     closed: AtomicBool,
 }
 
@@ -137,7 +138,7 @@ impl Cell {
 }
 
 impl WakeHub {
-    pub(crate) fn new(live: Arc<Snapshot<Limits>>) -> Self {
+    pub(crate) fn new(live: Arc<LimitSnapshot<Limits>>) -> Self {
         let listeners_max = live.read(|l| l.listeners_max);
         WakeHub {
             channels: ShardMap::with_capacity(64),

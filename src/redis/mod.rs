@@ -291,7 +291,7 @@ impl RedisEngine {
         let sweep_interval = options.sweep_interval;
         let mut origin = [0u8; 8];
         crate::ids::random_bytes(&mut origin)?;
-        let limits = Arc::new(crate::sync::Snapshot::new(crate::config::Limits::of(
+        let limits = Arc::new(crate::words::LimitSnapshot::new(crate::config::Limits::of(
             &config,
         )));
         let hub = Arc::new(EventHub::new(

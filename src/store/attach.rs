@@ -50,7 +50,7 @@ use super::retire::Stored;
 use super::tenant::{Epoch, Owner, TenantIndex};
 use super::visible::Ancestry;
 use super::{decide, owned_by, Collection, NameKey, Store};
-use crate::config::StoreConfig;
+use crate::config::{Limits, StoreConfig};
 use crate::error::{Error, Result, Scope};
 use crate::events::Cause;
 use crate::ids::TenantId;
@@ -396,10 +396,18 @@ impl Store {
         // Every store-wide limit this creation checks, from one snapshot:
         // a reconfiguration running meanwhile is seen whole or not at all.
         let shared = C::shared(self);
-        let (shared_limit, ceiling) = self.shared.limits.read(|l| {
-            let of = |c: &Counter| l.of_scope(c.scope()).unwrap_or_else(|| c.limit());
-            (shared.map(of), of(table.ceiling()))
-        });
+        let word = |c: &Counter| Limits::word_of(c.scope());
+        let (shared_at, ceiling_at) = (shared.and_then(word), word(table.ceiling()));
+        let [shared_word, ceiling_word] = self
+            .shared
+            .limits
+            .read_words([shared_at.unwrap_or(0), ceiling_at.unwrap_or(0)]);
+        // A scope the snapshot does not hold keeps its counter's limit.
+        let of = |c: &Counter, at: Option<usize>, word| at.map_or_else(|| c.limit(), |_| word);
+        let (shared_limit, ceiling) = (
+            shared.map(|c| of(c, shared_at, shared_word)),
+            of(table.ceiling(), ceiling_at, ceiling_word),
+        );
         let (shared_limit, ceiling) = if decide::limits_read_apart() {
             // Broken twin: each limit read from its counter, as a
             // reconfiguration updates them one after another.

@@ -90,6 +90,7 @@ use crate::sync::{Arc, AtomicU64, Ordering, Snapshot};
 use crate::table::{SlabTable, Storage, Table};
 use crate::time::{Clock, MonoTime};
 use crate::wake::WakeHub;
+use crate::words::LimitSnapshot;
 use idempotency::Idem;
 use join::Attempt;
 use lease::Lease;
@@ -217,7 +218,7 @@ pub(crate) struct Shared {
     policy: Snapshot<Arc<dyn QuotaPolicy>>,
     /// The limits changed at run time (`reconfigure`), read whole by each
     /// admission.
-    limits: Arc<Snapshot<Limits>>,
+    limits: Arc<LimitSnapshot<Limits>>,
     /// Serialises reconfigurations (never taken by an operation).
     reconfiguring: std::sync::Mutex<()>,
     /// The configuration in force (`Store::config`): `config` with the
@@ -257,7 +258,7 @@ impl Store {
         let start = clock.now();
         let floor = fence_floor(clock.wall(), config.fence_floor);
         let versions = Arc::new(Versions::starting_after(floor));
-        let limits = Arc::new(Snapshot::new(Limits::of(&config)));
+        let limits = Arc::new(LimitSnapshot::new(Limits::of(&config)));
         let shared = Shared {
             incarnation,
             fence_floor: floor,

@@ -26,8 +26,9 @@ use crate::events::Cause;
 use crate::ids::TenantId;
 use crate::quota::Counter;
 use crate::shard::Upsert;
-use crate::sync::{lock_at, Arc, AtomicBool, AtomicU64, Mutex, Ordering, Rung, Snapshot};
+use crate::sync::{lock_at, Arc, AtomicBool, AtomicU64, Mutex, Ordering, Rung};
 use crate::time::MonoTime;
+use crate::words::LimitSnapshot;
 use std::collections::{BTreeSet, HashSet};
 
 /// Per-tenant state that outlives tenant revocation: the quota counters,
@@ -42,7 +43,7 @@ pub(crate) struct Tenant {
     quotas: [Counter; Collection::ALL.len()],
     /// The tenant's quotas now: replaced whole when the store's policy is
     /// (`Store::set_quota_policy`), read whole by each admission.
-    limits: Snapshot<TenantQuota>,
+    limits: LimitSnapshot<TenantQuota>,
     /// Records pointing at this tenant plus creations in flight for it.
     pub(super) holds: AtomicU64,
     pub(super) index: Mutex<TenantIndex>,
@@ -61,7 +62,7 @@ impl Tenant {
         };
         Tenant {
             quotas: Collection::ALL.map(quota),
-            limits: Snapshot::new(q.clone()),
+            limits: LimitSnapshot::new(q.clone()),
             holds: AtomicU64::new(0),
             index: Mutex::new(TenantIndex::default()),
         }
@@ -75,13 +76,18 @@ impl Tenant {
     /// The tenant's current quotas on `collections` (at most four), read
     /// whole, in order.
     pub(super) fn limits(&self, collections: &[Collection]) -> [u64; 4] {
-        self.limits.read(|q| {
-            let mut out = [TenantQuota::OFF; 4];
-            for (slot, &c) in out.iter_mut().zip(collections) {
-                *slot = q.limit(c);
+        let mut at = [None; 4];
+        for (slot, &c) in at.iter_mut().zip(collections) {
+            *slot = TenantQuota::word_of(c);
+        }
+        let words = self.limits.read_words(at.map(|w| w.unwrap_or(0)));
+        let mut out = [TenantQuota::OFF; 4];
+        for ((slot, word), at) in out.iter_mut().zip(words).zip(at) {
+            if at.is_some() {
+                *slot = word;
             }
-            out
-        })
+        }
+        out
     }
 
     /// The tenant's current quota on `c`.
