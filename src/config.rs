@@ -91,16 +91,17 @@ impl Words for TenantQuota {
     }
 
     fn get(words: &[u64]) -> Self {
-        let [leases_max, listings_max, presence_max, attempts_max, replay_max, idempotency_max, locks_max]: [u64; 7] =
-            words.try_into().expect("TenantQuota::LEN words");
+        // Fields are evaluated in the order written: the order of `put`.
+        let mut words = words.iter().copied();
+        let mut next = || words.next().expect("TenantQuota::LEN words");
         TenantQuota {
-            leases_max,
-            listings_max,
-            presence_max,
-            attempts_max,
-            replay_max,
-            idempotency_max,
-            locks_max,
+            leases_max: next(),
+            listings_max: next(),
+            presence_max: next(),
+            attempts_max: next(),
+            replay_max: next(),
+            idempotency_max: next(),
+            locks_max: next(),
         }
     }
 }
@@ -266,22 +267,23 @@ impl Words for Limits {
 
     fn get(words: &[u64]) -> Self {
         let (head, rest) = words.split_at(Collection::ALL.len());
-        let [tenants_max, streams_per_tenant_max, stream_bytes_total_max, stream_entries_total_max, queues_per_tenant_max, queue_jobs_total_max, queue_bytes_total_max, schedules_per_tenant_max, listeners_max, listeners_per_channel_max, channels_per_tenant_max, subscribers_max]: [u64; 12] =
-            rest.try_into().expect("Limits::LEN words");
+        // Fields are evaluated in the order written: the order of `put`.
+        let mut rest = rest.iter().copied();
+        let mut next = || rest.next().expect("Limits::LEN words");
         Limits {
             ceilings: head.try_into().expect("one ceiling per collection"),
-            tenants_max,
-            streams_per_tenant_max,
-            stream_bytes_total_max,
-            stream_entries_total_max,
-            queues_per_tenant_max,
-            queue_jobs_total_max,
-            queue_bytes_total_max,
-            schedules_per_tenant_max,
-            listeners_max,
-            listeners_per_channel_max: size(listeners_per_channel_max),
-            channels_per_tenant_max,
-            subscribers_max: size(subscribers_max),
+            tenants_max: next(),
+            streams_per_tenant_max: next(),
+            stream_bytes_total_max: next(),
+            stream_entries_total_max: next(),
+            queues_per_tenant_max: next(),
+            queue_jobs_total_max: next(),
+            queue_bytes_total_max: next(),
+            schedules_per_tenant_max: next(),
+            listeners_max: next(),
+            listeners_per_channel_max: size(next()),
+            channels_per_tenant_max: next(),
+            subscribers_max: size(next()),
         }
     }
 }
