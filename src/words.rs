@@ -16,8 +16,9 @@
 //! - **A read writes nothing shared**, where an `arc-swap` load writes and
 //!   then clears a slot of the thread's (two read-modify-writes).
 //! - **Writers take turns** under a leaf mutex (`Rung::SnapshotWriter`),
-//!   held only while they store the words; a reader that meets a writer at work waits for it
-//!   ([`spin_wait`]), which a writer never makes long.
+//!   held only while they store the words; a reader that meets a writer
+//!   at work waits for it ([`spin_wait`]), which a writer never makes
+//!   long.
 //! - **Under the model checker** the store keeps its limits in a
 //!   [`Snapshot`](crate::sync::Snapshot) instead ([`LimitSnapshot`]): one
 //!   modelled lock, so the store's models explore the protocol around the
@@ -78,39 +79,40 @@ impl<T: Words> WordSnapshot<T> {
 
     /// Reads the current value and runs `f` on it.
     pub(crate) fn read<R>(&self, f: impl FnOnce(&T) -> R) -> R {
-        let mut buf = [0u64; WORDS_MAX];
-        loop {
-            let before = self.seq.load(Ordering::Acquire);
-            if before % 2 == 1 {
-                spin_wait();
-                continue;
-            }
+        let buf = self.consistent(|| {
+            let mut buf = [0u64; WORDS_MAX];
             for (out, word) in buf.iter_mut().zip(self.words.iter()) {
                 *out = word.load(Ordering::Acquire);
             }
-            // The broken twin of the model checker keeps what it read
-            // without looking again.
-            let unchecked = crate::faults::active(crate::faults::StoreFault::SnapshotUnchecked);
-            if unchecked || self.seq.load(Ordering::Relaxed) == before {
-                return f(&T::get(&buf[..T::LEN]));
-            }
-        }
+            buf
+        });
+        f(&T::get(&buf[..T::LEN]))
     }
 
     /// Reads the words at `at` (each below `T::LEN`) of the current value,
     /// all of one value: what a caller that needs a few of many words
     /// reads, without copying the rest.
     pub(crate) fn read_words<const N: usize>(&self, at: [usize; N]) -> [u64; N] {
+        self.consistent(|| at.map(|i| self.words[i].load(Ordering::Acquire)))
+    }
+
+    /// The one read protocol: runs `load` (which loads words with
+    /// `Acquire`) between two looks at the sequence number, until it ran
+    /// with no writer at work and none beginning, and returns what it
+    /// loaded then.
+    fn consistent<X>(&self, mut load: impl FnMut() -> X) -> X {
         loop {
             let before = self.seq.load(Ordering::Acquire);
             if before % 2 == 1 {
                 spin_wait();
                 continue;
             }
-            let words = at.map(|i| self.words[i].load(Ordering::Acquire));
+            let loaded = load();
+            // The broken twin of the model checker keeps what it loaded
+            // without looking again.
             let unchecked = crate::faults::active(crate::faults::StoreFault::SnapshotUnchecked);
             if unchecked || self.seq.load(Ordering::Relaxed) == before {
-                return words;
+                return loaded;
             }
         }
     }
