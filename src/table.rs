@@ -113,7 +113,7 @@ enum Keep {
 /// Where a table keeps its records: a hash map for keys callers choose,
 /// a [`Slab`] for keys the table issues. The same closure rules hold for
 /// both (`src/shard.rs`): a closure runs under the record's lock.
-pub(crate) trait Storage<K, V>: Find<K, V> {
+pub(crate) trait Storage<K, V>: Find<K, V, Key = K> {
     fn with_capacity(capacity: usize) -> Self;
     fn upsert<R>(&self, key: K, decide: impl FnOnce(Option<&V>) -> Upsert<V, R>) -> (R, Option<V>);
     fn remove_if<E>(
@@ -130,7 +130,12 @@ pub(crate) trait Storage<K, V>: Find<K, V> {
 /// and compares the same (a name looked up as `&str`, without building an
 /// owned key).
 pub(crate) trait Find<Q: ?Sized, V> {
+    /// The key records are stored under.
+    type Key;
     fn read<R>(&self, key: &Q, f: impl FnOnce(&V) -> R) -> Option<R>;
+    /// [`read`](Self::read), also showing the stored key (a caller that
+    /// looked a name up borrowed can share the stored one).
+    fn read_entry<R>(&self, key: &Q, f: impl FnOnce(&Self::Key, &V) -> R) -> Option<R>;
     fn update<R>(&self, key: &Q, f: impl FnOnce(&mut V) -> R) -> Option<R>;
 }
 
@@ -162,9 +167,14 @@ where
     K: Eq + Hash + Borrow<Q>,
     Q: Eq + Hash + ?Sized,
 {
+    type Key = K;
     #[inline]
     fn read<R>(&self, key: &Q, f: impl FnOnce(&V) -> R) -> Option<R> {
         ShardMap::read(self, key, f)
+    }
+    #[inline]
+    fn read_entry<R>(&self, key: &Q, f: impl FnOnce(&K, &V) -> R) -> Option<R> {
+        ShardMap::read_entry(self, key, f)
     }
     fn update<R>(&self, key: &Q, f: impl FnOnce(&mut V) -> R) -> Option<R> {
         ShardMap::update(self, key, f)
@@ -199,9 +209,14 @@ impl<V> Storage<u64, V> for Slab<V> {
 }
 
 impl<V> Find<u64, V> for Slab<V> {
+    type Key = u64;
     #[inline]
     fn read<R>(&self, key: &u64, f: impl FnOnce(&V) -> R) -> Option<R> {
         Slab::read(self, key, f)
+    }
+    #[inline]
+    fn read_entry<R>(&self, key: &u64, f: impl FnOnce(&u64, &V) -> R) -> Option<R> {
+        Slab::read(self, key, |v| f(key, v))
     }
     fn update<R>(&self, key: &u64, f: impl FnOnce(&mut V) -> R) -> Option<R> {
         Slab::update(self, key, f)
@@ -345,7 +360,7 @@ where
     ) -> Result<R>
     where
         Q: Hash + ToOwned<Owned = K> + ?Sized,
-        S: Find<Q, Record<V>>,
+        S: Find<Q, Record<V>, Key = K>,
     {
         self.read_owned(key, now, |_| true, f)
     }
@@ -362,15 +377,45 @@ where
     ) -> Result<R>
     where
         Q: Hash + ToOwned<Owned = K> + ?Sized,
-        S: Find<Q, Record<V>>,
+        S: Find<Q, Record<V>, Key = K>,
+    {
+        self.read_entry_owned(key, now, owned, |_, v, stamp| f(v, stamp))
+    }
+
+    /// [`read`](Self::read), also showing the stored key.
+    pub(crate) fn read_entry<Q, R>(
+        &self,
+        key: &Q,
+        now: MonoTime,
+        f: impl FnOnce(&K, &V, Stamp) -> R,
+    ) -> Result<R>
+    where
+        Q: Hash + ToOwned<Owned = K> + ?Sized,
+        S: Find<Q, Record<V>, Key = K>,
+    {
+        self.read_entry_owned(key, now, |_| true, f)
+    }
+
+    /// The one read: what [`read_owned`](Self::read_owned) and
+    /// [`read_entry`](Self::read_entry) run.
+    fn read_entry_owned<Q, R>(
+        &self,
+        key: &Q,
+        now: MonoTime,
+        owned: impl FnOnce(&V) -> bool,
+        f: impl FnOnce(&K, &V, Stamp) -> R,
+    ) -> Result<R>
+    where
+        Q: Hash + ToOwned<Owned = K> + ?Sized,
+        S: Find<Q, Record<V>, Key = K>,
     {
         self.map
-            .read(key, |r| {
+            .read_entry(key, |k, r| {
                 let state = r.state();
                 if !owned(&r.value) {
                     Err(Error::NotFound)
                 } else if state.is_live(now) {
-                    Ok(f(&r.value, r.stamp_of(state)))
+                    Ok(f(k, &r.value, r.stamp_of(state)))
                 } else {
                     Err(Error::Expired)
                 }

@@ -146,7 +146,7 @@ impl Store {
         idempotency_key: Option<&str>,
     ) -> Result<JoinTicket> {
         let _in = self.enter();
-        let named = self.name(listing)?;
+        self.check_name(listing)?;
         self.check_name(client)?;
         let now = self.shared.clock.now();
         let deadline = self.deadline(now, ttl)?;
@@ -160,7 +160,7 @@ impl Store {
             idempotency_key,
             params,
             now,
-            || self.begin_join_now(tenant, named, SmolStr::new(client), now, deadline),
+            || self.begin_join_now(tenant, listing, SmolStr::new(client), now, deadline),
             |t| Outcome::Join(t.clone()),
             |o| match o {
                 Outcome::Join(t) => Some(t.clone()),
@@ -172,13 +172,14 @@ impl Store {
     fn begin_join_now(
         &self,
         tenant: TenantId,
-        listing: Arc<str>,
+        listing: &str,
         client: SmolStr,
         now: MonoTime,
         deadline: u64,
     ) -> Result<JoinTicket> {
         self.authorize(now)?;
-        let origin = self.listing_origin(&(tenant, &*listing), now)?;
+        // The attempt keeps the listing's own name, shared (ADR 0041).
+        let (origin, listing) = self.listing_joined(&(tenant, listing), now)?;
         self.shared.attempts.with_key(|seq| {
             let id = self.attempt_id(seq);
             let token = JoinToken::issue(id)?;
@@ -368,5 +369,54 @@ impl Store {
         )?;
         self.retire_attempt(removed, Cause::Released, true);
         Ok(())
+    }
+}
+
+#[cfg(all(test, not(relaystore_loom)))]
+mod tests {
+    use crate::store::name_key::Name;
+    use crate::time::{Clock, ManualClock};
+    use crate::{Store, StoreConfig, TenantId};
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    const T: TenantId = TenantId(1);
+    const TTL: Duration = Duration::from_secs(60);
+
+    #[test]
+    fn an_attempt_keeps_its_listings_own_name() {
+        let clock = Arc::new(ManualClock::new());
+        let s = Store::new(StoreConfig::default(), clock.clone()).unwrap();
+        let lease = s.grant(T, "h", TTL, None).unwrap().id;
+        s.publish(T, lease, "lobby", b"", None).unwrap();
+        let stored = |s: &Store| {
+            let key: &dyn Name = &(T, "lobby");
+            let name = s
+                .shared
+                .listings
+                .read_entry(key, clock.now(), |k, _, _| Arc::clone(&k.1));
+            name.unwrap()
+        };
+        let tickets: Vec<_> = (0..3)
+            .map(|_| s.begin_join(T, "lobby", "c", TTL, None).unwrap())
+            .collect();
+        for ticket in &tickets {
+            let seq = s.attempt_seq(ticket.attempt).unwrap();
+            let kept = s
+                .shared
+                .attempts
+                .read(&seq, clock.now(), |a, _| Arc::clone(&a.listing));
+            assert!(
+                Arc::ptr_eq(&kept.unwrap(), &stored(&s)),
+                "a copy, not the listing's name"
+            );
+        }
+        let addr = "192.0.2.1:4000".parse().unwrap();
+        let ticket = &tickets[0];
+        s.bind_endpoint(T, ticket.attempt, &ticket.token, addr)
+            .unwrap();
+        let admission = s.consume(T, &ticket.token).unwrap();
+        assert_eq!(&*admission.listing, "lobby");
+        assert!(Arc::ptr_eq(&admission.listing, &stored(&s)));
     }
 }
