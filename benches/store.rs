@@ -12,7 +12,8 @@
 //! - `delay_queue`: tokio-util's `DelayQueue`, in the expiry group.
 //!
 //! Groups: `lease_renew`, `lease_get`, `lease_grant`, `listing_publish`,
-//! `join_begin`, `join_bind`, `join_consume`, `lease_revoke` (0, 4 and 16
+//! `join_begin`, `join_bind`, `join_consume`, `join_hot` (every thread
+//! joining one listing: begin and cancel), `lease_revoke` (0, 4 and 16
 //! children, cascade against the same removals one by one), `idle_tick`,
 //! `quotas` (per-tenant quotas on against off) and `store_expiry`.
 //!
@@ -693,6 +694,34 @@ fn create_ops(c: &mut Criterion) {
                                 }
                             },
                             |(leases, _, _)| revoke_all(store, t, &leases),
+                        )
+                    })
+                });
+            }
+            group.finish();
+        }
+        // One listing every thread joins at once (a lobby every client is
+        // matched into): each operation begins an attempt and cancels it,
+        // so the listing stays under its cap of attempts.
+        if n == SIZES[0] {
+            let mut group = c.benchmark_group(format!("join_hot/{n}"));
+            for threads in THREADS {
+                group.throughput(Throughput::Elements(threads as u64));
+                let t = TenantId(93);
+                group.bench_function(BenchmarkId::new("store", format!("{threads}t")), |b| {
+                    b.iter_custom(|iters| {
+                        let s = store.clone();
+                        chunked(
+                            threads,
+                            iters,
+                            chunk,
+                            |_| lobbies(store, t, "join_hot", 1),
+                            move |(_, keys), _| {
+                                let tk =
+                                    s.begin_join(t, &keys[0], "client-0123456", JOIN_TTL, None);
+                                s.cancel_join(t, tk.unwrap().attempt).unwrap();
+                            },
+                            |(leases, _)| revoke_all(store, t, &leases),
                         )
                     })
                 });
