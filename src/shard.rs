@@ -84,22 +84,8 @@ mod imp {
             K: Borrow<Q>,
             Q: Hash + Eq + ?Sized,
         {
-            self.read_entry(key, |_, v| f(v))
-        }
-
-        /// Runs `f` on the stored key and the value under a shared shard
-        /// lock.
-        #[inline]
-        pub(crate) fn read_entry<Q, R>(&self, key: &Q, f: impl FnOnce(&K, &V) -> R) -> Option<R>
-        where
-            K: Borrow<Q>,
-            Q: Hash + Eq + ?Sized,
-        {
             let _shard = enter(Rung::Shard);
-            self.inner.get(key).map(|r| {
-                let (k, v) = r.pair();
-                f(k, v)
-            })
+            self.inner.get(key).map(|r| f(r.value()))
         }
 
         /// Runs `f` on the value under an exclusive shard lock.
@@ -208,16 +194,8 @@ mod imp {
             K: Borrow<Q>,
             Q: Hash + Eq + ?Sized,
         {
-            self.read_entry(key, |_, v| f(v))
-        }
-
-        pub(crate) fn read_entry<Q, R>(&self, key: &Q, f: impl FnOnce(&K, &V) -> R) -> Option<R>
-        where
-            K: Borrow<Q>,
-            Q: Hash + Eq + ?Sized,
-        {
             let _shard = enter(Rung::Shard);
-            read(&self.inner).get_key_value(key).map(|(k, v)| f(k, v))
+            read(&self.inner).get(key).map(f)
         }
 
         pub(crate) fn update<Q, R>(&self, key: &Q, f: impl FnOnce(&mut V) -> R) -> Option<R>

@@ -113,7 +113,7 @@ enum Keep {
 /// Where a table keeps its records: a hash map for keys callers choose,
 /// a [`Slab`] for keys the table issues. The same closure rules hold for
 /// both (`src/shard.rs`): a closure runs under the record's lock.
-pub(crate) trait Storage<K, V>: Find<K, V, Key = K> {
+pub(crate) trait Storage<K, V>: Find<K, V> {
     fn with_capacity(capacity: usize) -> Self;
     fn upsert<R>(&self, key: K, decide: impl FnOnce(Option<&V>) -> Upsert<V, R>) -> (R, Option<V>);
     fn remove_if<E>(
@@ -130,12 +130,7 @@ pub(crate) trait Storage<K, V>: Find<K, V, Key = K> {
 /// and compares the same (a name looked up as `&str`, without building an
 /// owned key).
 pub(crate) trait Find<Q: ?Sized, V> {
-    /// The key records are stored under.
-    type Key;
     fn read<R>(&self, key: &Q, f: impl FnOnce(&V) -> R) -> Option<R>;
-    /// [`read`](Self::read), also showing the stored key (a caller that
-    /// looked a name up borrowed can share the stored one).
-    fn read_entry<R>(&self, key: &Q, f: impl FnOnce(&Self::Key, &V) -> R) -> Option<R>;
     fn update<R>(&self, key: &Q, f: impl FnOnce(&mut V) -> R) -> Option<R>;
 }
 
@@ -167,14 +162,9 @@ where
     K: Eq + Hash + Borrow<Q>,
     Q: Eq + Hash + ?Sized,
 {
-    type Key = K;
     #[inline]
     fn read<R>(&self, key: &Q, f: impl FnOnce(&V) -> R) -> Option<R> {
         ShardMap::read(self, key, f)
-    }
-    #[inline]
-    fn read_entry<R>(&self, key: &Q, f: impl FnOnce(&K, &V) -> R) -> Option<R> {
-        ShardMap::read_entry(self, key, f)
     }
     fn update<R>(&self, key: &Q, f: impl FnOnce(&mut V) -> R) -> Option<R> {
         ShardMap::update(self, key, f)
@@ -209,14 +199,9 @@ impl<V> Storage<u64, V> for Slab<V> {
 }
 
 impl<V> Find<u64, V> for Slab<V> {
-    type Key = u64;
     #[inline]
     fn read<R>(&self, key: &u64, f: impl FnOnce(&V) -> R) -> Option<R> {
         Slab::read(self, key, f)
-    }
-    #[inline]
-    fn read_entry<R>(&self, key: &u64, f: impl FnOnce(&u64, &V) -> R) -> Option<R> {
-        Slab::read(self, key, |v| f(key, v))
     }
     fn update<R>(&self, key: &u64, f: impl FnOnce(&mut V) -> R) -> Option<R> {
         Slab::update(self, key, f)
@@ -360,7 +345,7 @@ where
     ) -> Result<R>
     where
         Q: Hash + ToOwned<Owned = K> + ?Sized,
-        S: Find<Q, Record<V>, Key = K>,
+        S: Find<Q, Record<V>>,
     {
         self.read_owned(key, now, |_| true, f)
     }
@@ -377,45 +362,15 @@ where
     ) -> Result<R>
     where
         Q: Hash + ToOwned<Owned = K> + ?Sized,
-        S: Find<Q, Record<V>, Key = K>,
-    {
-        self.read_entry_owned(key, now, owned, |_, v, stamp| f(v, stamp))
-    }
-
-    /// [`read`](Self::read), also showing the stored key.
-    pub(crate) fn read_entry<Q, R>(
-        &self,
-        key: &Q,
-        now: MonoTime,
-        f: impl FnOnce(&K, &V, Stamp) -> R,
-    ) -> Result<R>
-    where
-        Q: Hash + ToOwned<Owned = K> + ?Sized,
-        S: Find<Q, Record<V>, Key = K>,
-    {
-        self.read_entry_owned(key, now, |_| true, f)
-    }
-
-    /// The one read: what [`read_owned`](Self::read_owned) and
-    /// [`read_entry`](Self::read_entry) run.
-    fn read_entry_owned<Q, R>(
-        &self,
-        key: &Q,
-        now: MonoTime,
-        owned: impl FnOnce(&V) -> bool,
-        f: impl FnOnce(&K, &V, Stamp) -> R,
-    ) -> Result<R>
-    where
-        Q: Hash + ToOwned<Owned = K> + ?Sized,
-        S: Find<Q, Record<V>, Key = K>,
+        S: Find<Q, Record<V>>,
     {
         self.map
-            .read_entry(key, |k, r| {
+            .read(key, |r| {
                 let state = r.state();
                 if !owned(&r.value) {
                     Err(Error::NotFound)
                 } else if state.is_live(now) {
-                    Ok(f(k, &r.value, r.stamp_of(state)))
+                    Ok(f(&r.value, r.stamp_of(state)))
                 } else {
                     Err(Error::Expired)
                 }
@@ -569,7 +524,11 @@ where
     /// liveness check) under the shard's write lock. For indexes that must
     /// stay exact whether or not their record is live, such as a parent's
     /// list of children. Returns `None` if the key is absent.
-    pub(crate) fn modify<R>(&self, key: &K, f: impl FnOnce(&mut V) -> R) -> Option<R> {
+    pub(crate) fn modify<Q, R>(&self, key: &Q, f: impl FnOnce(&mut V) -> R) -> Option<R>
+    where
+        Q: ?Sized,
+        S: Find<Q, Record<V>>,
+    {
         self.map.update(key, |r| f(&mut r.value))
     }
 

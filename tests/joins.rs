@@ -76,6 +76,37 @@ fn an_admission_names_its_client_whatever_its_length() {
     ));
 }
 
+#[test]
+fn a_join_names_its_listing_whatever_its_length() {
+    // Listing names up to 23 bytes are kept inside the attempt, longer ones
+    // out of line. Each comes back whole, and each consume or cancel takes
+    // the attempt out of its listing's index (found by that name): more
+    // attempts than the listing's cap (64) come and go through each one.
+    let (_c, s) = store();
+    let lease = hosted(&s).id;
+    let longest = "l".repeat(128);
+    let wide = "é".repeat(12); // 24 bytes
+    for listing in ["x", &"a".repeat(23), &"b".repeat(24), &wide, &longest] {
+        s.publish(T, lease, listing, b"", None).unwrap();
+        for round in 0..40 {
+            let t = s.begin_join(T, listing, "c", SEC * 10, None).unwrap();
+            s.bind_endpoint(T, t.attempt, &t.token, addr(1)).unwrap();
+            let a = s.consume(T, &t.token).unwrap();
+            assert_eq!(&*a.listing, listing, "round {round}");
+            let t = s.begin_join(T, listing, "c", SEC * 10, None).unwrap();
+            s.cancel_join(T, t.attempt).unwrap();
+        }
+        let pending = s.begin_join(T, listing, "c", SEC * 10, None).unwrap();
+        s.unpublish(T, listing, None).unwrap();
+        assert_eq!(
+            s.bind_endpoint(T, pending.attempt, &pending.token, addr(1)),
+            Err(Error::NotFound)
+        );
+    }
+    // The consumed ones are remembered as replay memory; none is pending.
+    assert_eq!((s.stats().attempts, s.stats().attempts_pending), (200, 0));
+}
+
 fn s_version(s: &Store, t: &relaystore::JoinTicket) -> u64 {
     // The version of a fresh attempt is observable through a failed consume.
     match s.consume(T, &t.token) {

@@ -46,10 +46,11 @@
 //! exists (a lock's fence is readable the moment the lock is held).
 
 use super::lease::{Lease, LeaseChildren};
+use super::name_key::Name;
 use super::retire::Stored;
 use super::tenant::{Epoch, Owner, TenantIndex};
 use super::visible::Ancestry;
-use super::{decide, owned_by, Collection, NameKey, Store};
+use super::{decide, owned_by, Collection, Store};
 use crate::config::{Limits, StoreConfig};
 use crate::error::{Error, Result, Scope};
 use crate::events::Cause;
@@ -129,8 +130,10 @@ impl LeaseChild {
     }
 }
 
-/// Where a new record hangs.
-pub(super) enum Parent {
+/// Where a new record hangs. A listing parent is named by the caller's
+/// borrowed name: its slot is taken, confirmed and given back without an
+/// owned key.
+pub(super) enum Parent<'n> {
     /// Nowhere: a lease, or presence or a lock without a lease.
     None,
     /// In lease `seq`'s index of `kind`, as `child`.
@@ -139,15 +142,17 @@ pub(super) enum Parent {
         kind: LeaseChild,
         child: Arc<str>,
     },
-    /// In the attempts of the listing under `key` published as `origin`.
+    /// In the attempts of `tenant`'s listing `name` published as
+    /// `origin`.
     Listing {
-        key: NameKey,
+        tenant: TenantId,
+        name: &'n str,
         origin: u64,
         child: u64,
     },
 }
 
-impl Parent {
+impl Parent<'_> {
     /// Takes a slot in the parent's index of children: refused if the
     /// parent is not visible or its cap is reached. The narrow scope every
     /// child is decided by first.
@@ -182,9 +187,15 @@ impl Parent {
                     Err(e) => Err(e),
                 }
             }
-            Parent::Listing { key, origin, child } => {
+            Parent::Listing {
+                tenant,
+                name,
+                origin,
+                child,
+            } => {
                 store.inside_gate();
                 let cap = store.shared.config.attempts_per_listing_max;
+                let key: &dyn Name = &(*tenant, *name);
                 let taken = store.shared.listings.update(key, now, None, |l, _| {
                     if l.origin != *origin || !l.attached || !l.owner.valid() {
                         return Err(Error::NotFound);
@@ -219,9 +230,17 @@ impl Parent {
                         .as_deref()
                         .is_some_and(|c| kind.of(c).contains(child))
             }),
-            Parent::Listing { key, origin, child } => store.shared.listings.modify(key, |l| {
-                l.origin == *origin && l.owner.valid() && l.attempts.contains(child)
-            }),
+            Parent::Listing {
+                tenant,
+                name,
+                origin,
+                child,
+            } => {
+                let key: &dyn Name = &(*tenant, *name);
+                store.shared.listings.modify(key, |l| {
+                    l.origin == *origin && l.owner.valid() && l.attempts.contains(child)
+                })
+            }
         };
         match (held, self) {
             (Some(true), _) => Ok(()),
@@ -237,7 +256,13 @@ impl Parent {
             Parent::Lease { seq, kind, child } => {
                 store.shared.leases.modify(seq, |l| l.detach(*kind, child));
             }
-            Parent::Listing { key, origin, child } => {
+            Parent::Listing {
+                tenant,
+                name,
+                origin,
+                child,
+            } => {
+                let key: &dyn Name = &(*tenant, *name);
                 store.shared.listings.modify(key, |l| {
                     if l.origin == *origin {
                         if let Some(i) = l.attempts.iter().position(|s| s == child) {
@@ -269,7 +294,7 @@ struct Pending<'s, 'e, C: Child> {
     /// owns a unit of the tenant's holds.
     epoch: &'e Arc<Epoch>,
     held: bool,
-    parent: Parent,
+    parent: Parent<'e>,
     slot: bool,
     /// How many of `C::QUOTAS` are held.
     quotas: usize,
@@ -327,7 +352,7 @@ impl Store {
         &self,
         tenant: TenantId,
         key: C::Key,
-        parent: Parent,
+        parent: Parent<'_>,
         now: MonoTime,
         deadline: u64,
         make: impl FnOnce(Owner, u64) -> C,
@@ -344,7 +369,7 @@ impl Store {
         &self,
         tenant: TenantId,
         key: C::Key,
-        parent: Parent,
+        parent: Parent<'_>,
         now: MonoTime,
         deadline: u64,
         make: impl FnOnce(Owner, u64) -> C,
@@ -364,7 +389,7 @@ impl Store {
         &self,
         tenant: TenantId,
         key: C::Key,
-        parent: Parent,
+        parent: Parent<'_>,
         now: MonoTime,
         deadline: u64,
         make: impl FnOnce(Owner, u64) -> C,
@@ -523,7 +548,7 @@ impl Store {
 
     /// What a child whose tenant holds nothing answers: its parent is
     /// missing (or, for a lease, revoked while its tombstone lives).
-    fn missing_parent(&self, parent: &Parent, tenant: TenantId, now: MonoTime) -> Error {
+    fn missing_parent(&self, parent: &Parent<'_>, tenant: TenantId, now: MonoTime) -> Error {
         match parent {
             Parent::Lease { seq, .. } => self.gone(tenant, *seq, now),
             _ => Error::NotFound,

