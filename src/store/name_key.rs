@@ -6,8 +6,8 @@
 //! holding the name as `&str` looks the record up through
 //! `&(tenant, name) as &dyn Name`. `dyn Name` is a borrowed form of
 //! `NameKey` (`NameKey` borrows as it, and both hash and compare the
-//! same), so a heartbeat, a lock's renewal or read, and a join's check
-//! of its listing allocate nothing to find their record. A creation
+//! same), so a heartbeat, a lock's renewal or read, and every step a join
+//! takes on its listing allocate nothing to find their record. A creation
 //! builds the owned key, and so, for now, do the paths that return the
 //! name (reads of a listing or a presence record) and the removals.
 
