@@ -142,11 +142,10 @@ pub(super) enum Parent<'n> {
         kind: LeaseChild,
         child: Arc<str>,
     },
-    /// In the attempts of `tenant`'s listing `name` published as
-    /// `origin`.
+    /// In the attempts of the listing under `key` (a tenant and the
+    /// caller's name) published as `origin`.
     Listing {
-        tenant: TenantId,
-        name: &'n str,
+        key: (TenantId, &'n str),
         origin: u64,
         child: u64,
     },
@@ -187,15 +186,10 @@ impl Parent<'_> {
                     Err(e) => Err(e),
                 }
             }
-            Parent::Listing {
-                tenant,
-                name,
-                origin,
-                child,
-            } => {
+            Parent::Listing { key, origin, child } => {
                 store.inside_gate();
                 let cap = store.shared.config.attempts_per_listing_max;
-                let key: &dyn Name = &(*tenant, *name);
+                let key: &dyn Name = key;
                 let taken = store.shared.listings.update(key, now, None, |l, _| {
                     if l.origin != *origin || !l.attached || !l.owner.valid() {
                         return Err(Error::NotFound);
@@ -230,14 +224,8 @@ impl Parent<'_> {
                         .as_deref()
                         .is_some_and(|c| kind.of(c).contains(child))
             }),
-            Parent::Listing {
-                tenant,
-                name,
-                origin,
-                child,
-            } => {
-                let key: &dyn Name = &(*tenant, *name);
-                store.shared.listings.modify(key, |l| {
+            Parent::Listing { key, origin, child } => {
+                store.shared.listings.modify(key as &dyn Name, |l| {
                     l.origin == *origin && l.owner.valid() && l.attempts.contains(child)
                 })
             }
@@ -256,14 +244,8 @@ impl Parent<'_> {
             Parent::Lease { seq, kind, child } => {
                 store.shared.leases.modify(seq, |l| l.detach(*kind, child));
             }
-            Parent::Listing {
-                tenant,
-                name,
-                origin,
-                child,
-            } => {
-                let key: &dyn Name = &(*tenant, *name);
-                store.shared.listings.modify(key, |l| {
+            Parent::Listing { key, origin, child } => {
+                store.shared.listings.modify(key as &dyn Name, |l| {
                     if l.origin == *origin {
                         if let Some(i) = l.attempts.iter().position(|s| s == child) {
                             l.attempts.swap_remove(i);

@@ -187,8 +187,7 @@ impl Store {
             let token = JoinToken::issue(id)?;
             let parent = if decide::join_attaches() {
                 Parent::Listing {
-                    tenant,
-                    name: listing,
+                    key: (tenant, listing),
                     origin,
                     child: seq,
                 }
