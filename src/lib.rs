@@ -77,6 +77,7 @@ pub mod faults;
 #[cfg(not(relaystore_loom))]
 mod faults;
 mod gate;
+mod holder;
 mod ids;
 mod metrics;
 #[cfg(relaystore_loom)]
@@ -118,6 +119,7 @@ pub use config::{QuotaPolicy, StoreConfig, TenantQuota, UniformQuota, SCHEDULE_C
 pub use driver::{ExpiryDriver, Sweep};
 pub use engine::{Engine, Events, Follow, RelayEngine, StreamEngine, WakeEngine, Wakes};
 pub use error::{Error, Result, Scope, Unavailable};
+pub use holder::Holder;
 pub use ids::{AttemptId, JobId, JoinToken, LeaseId, ParseIdError, TenantId, TOKEN_SECRET_BYTES};
 pub use queue::ClaimedJob;
 #[cfg(feature = "internals")]

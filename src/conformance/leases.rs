@@ -39,6 +39,36 @@ pub(super) async fn grant_renew_get_revoke<H: Harness>(h: &H) -> Outcome {
     Ok(())
 }
 
+/// Holders of every length read back as given, from leases and locks:
+/// the shortest, the longest kept inline by the embedded engine (23 bytes)
+/// and one past it, multi-byte text, and the longest name allowed.
+pub(super) async fn holders_of_every_length<H: Harness>(h: &H) -> Outcome {
+    let u = h.unit();
+    let cfg = config(u);
+    let longest = "h".repeat(cfg.name_bytes_max);
+    let e = h.engine(cfg).await?;
+    let names = [
+        "a".to_owned(),
+        "x".repeat(23),
+        "y".repeat(24),
+        "é".repeat(12),
+        longest,
+    ];
+    let mut leases = Vec::new();
+    for name in &names {
+        leases.push(e.grant(T, name, u * 100, None).await?.id);
+        let lock = e.try_lock(T, name, name, u * 100, None).await?;
+        ensure!(lock.is_some(), "a free lock named {} bytes", name.len());
+    }
+    for (name, id) in names.iter().zip(leases) {
+        let got = e.get_lease(T, id).await?.holder;
+        ensure_eq!(got.as_str(), name.as_str(), "lease holder");
+        let got = e.get_lock(T, name).await?.holder;
+        ensure_eq!(got.as_str(), name.as_str(), "lock holder");
+    }
+    Ok(())
+}
+
 pub(super) async fn fences_increase<H: Harness>(h: &H) -> Outcome {
     let u = h.unit();
     let e = h.engine(config(u)).await?;

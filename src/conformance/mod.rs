@@ -135,6 +135,7 @@ pub(crate) use {ensure, ensure_eq};
 /// [`run_relay`] runs them.
 pub const RELAY_CHECKS: &[&str] = &[
     "leases::grant_renew_get_revoke",
+    "leases::holders_of_every_length",
     "leases::fences_increase",
     "leases::expiry",
     "leases::endpoints",
@@ -217,6 +218,7 @@ pub async fn run_relay<H: Harness>(harness: &H) -> Vec<Failure> {
     let mut failures = Vec::new();
     let h = harness;
     check!(h, failures, RELAY_CHECKS, leases::grant_renew_get_revoke);
+    check!(h, failures, RELAY_CHECKS, leases::holders_of_every_length);
     check!(h, failures, RELAY_CHECKS, leases::fences_increase);
     check!(h, failures, RELAY_CHECKS, leases::expiry);
     check!(h, failures, RELAY_CHECKS, leases::endpoints);

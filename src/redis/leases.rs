@@ -3,6 +3,7 @@
 use super::reply::Reply;
 use super::{quota_arg, scripts, Issued, Mode, RedisEngine};
 use crate::error::{Error, Result};
+use crate::holder::Holder;
 use crate::ids::{LeaseId, TenantId};
 use crate::store::{EndpointSeen, LeaseGrant, LeaseInfo, Renewal};
 use std::net::SocketAddr;
@@ -107,7 +108,7 @@ impl RedisEngine {
         let reply = self.existing(scripts::GET_LEASE, tenant, id, args).await?;
         Ok(LeaseInfo {
             id,
-            holder: reply.text(1)?,
+            holder: Holder::from(&*reply.text(1)?),
             fence: id.seq(),
             version: reply.uint(2)?,
             remaining: reply.millis(3)?,

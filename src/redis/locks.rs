@@ -2,6 +2,7 @@
 
 use super::{quota_arg, reply, scripts, Issued, Mode, RedisEngine};
 use crate::error::{Error, Result};
+use crate::holder::Holder;
 use crate::ids::{LeaseId, TenantId};
 use crate::store::{LockInfo, Renewal};
 use std::time::Duration;
@@ -78,7 +79,7 @@ impl RedisEngine {
             )
             .await?;
         Ok(LockInfo {
-            holder: reply.text(1)?,
+            holder: Holder::from(&*reply.text(1)?),
             fence: reply.uint(2)?,
             version: reply.uint(3)?,
             remaining: reply.millis(4)?,

@@ -9,6 +9,7 @@ use super::visible::Ancestry;
 use super::{Collection, IdKey, Renewal, Store};
 use crate::error::{Error, Result};
 use crate::events::Cause;
+use crate::holder::Holder;
 use crate::ids::{LeaseId, TenantId};
 use crate::record::Record;
 use crate::slab::Slab;
@@ -20,7 +21,7 @@ use std::time::{Duration, SystemTime};
 
 pub(crate) struct Lease {
     pub(super) owner: Owner,
-    holder: Arc<str>,
+    holder: Holder,
     /// The fence, drawn from the store-wide sequence at grant.
     fence: u64,
     /// Children and observed endpoints, allocated on first use: most leases
@@ -119,7 +120,7 @@ pub struct LeaseInfo {
     /// The lease.
     pub id: LeaseId,
     /// Who holds it.
-    pub holder: Arc<str>,
+    pub holder: Holder,
     /// Its fencing token.
     pub fence: u64,
     /// Its version.
@@ -150,7 +151,7 @@ impl Store {
         ttl: Duration,
         idempotency_key: Option<&str>,
     ) -> Result<LeaseGrant> {
-        let named = self.name(holder)?;
+        self.check_name(holder)?;
         let now = self.shared.clock.now();
         let deadline = self.deadline(now, ttl)?;
         let params = || IdemParams::Grant {
@@ -162,7 +163,7 @@ impl Store {
             idempotency_key,
             params,
             now,
-            || self.grant_now(tenant, named, now, deadline),
+            || self.grant_now(tenant, Holder::new(holder), now, deadline),
             |g| Outcome::Grant(g.clone()),
             |o| match o {
                 Outcome::Grant(g) => Some(g.clone()),
@@ -174,7 +175,7 @@ impl Store {
     fn grant_now(
         &self,
         tenant: TenantId,
-        holder: Arc<str>,
+        holder: Holder,
         now: MonoTime,
         deadline: u64,
     ) -> Result<LeaseGrant> {
@@ -258,7 +259,7 @@ impl Store {
         let seen = self.read_lease(tenant, seq, now, |lease, stamp| {
             lease.owner.valid().then(|| LeaseInfo {
                 id,
-                holder: Arc::clone(&lease.holder),
+                holder: lease.holder.clone(),
                 fence: lease.fence,
                 version: stamp.version,
                 remaining: stamp.remaining(now),

@@ -14,6 +14,7 @@ use super::visible::Ancestry;
 use super::{owned_by, Collection, Name, NameKey, Renewal, Store};
 use crate::error::{Error, Result};
 use crate::events::Cause;
+use crate::holder::Holder;
 use crate::ids::{LeaseId, TenantId};
 use crate::record::{Record, Stamp};
 use crate::sync::{Arc, Ordering};
@@ -27,7 +28,7 @@ pub const RESERVED_PREFIX: &str = "__";
 
 pub(crate) struct Lock {
     pub(super) owner: Owner,
-    holder: Arc<str>,
+    holder: Holder,
     fence: u64,
     pub(super) lease: Option<u64>,
     pub(super) attached: bool,
@@ -127,7 +128,7 @@ pub struct LockGuard {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LockInfo {
     /// Who holds it.
-    pub holder: Arc<str>,
+    pub holder: Holder,
     /// Its fencing token.
     pub fence: u64,
     /// Its version.
@@ -188,7 +189,7 @@ impl LockGuard {
     /// fence when it is taken.
     pub(super) fn taken_by(self, holder: &str) -> LockInfo {
         LockInfo {
-            holder: Arc::from(holder),
+            holder: Holder::new(holder),
             fence: self.fence,
             version: self.fence,
             remaining: self
@@ -241,7 +242,8 @@ impl Store {
         lease: Option<LeaseId>,
     ) -> Result<Option<LockGuard>> {
         let name = self.name(name)?;
-        let holder = self.name(owner)?;
+        self.check_name(owner)?;
+        let holder = Holder::new(owner);
         let lease = lease.map(|l| self.lease_seq(l)).transpose()?;
         let now = self.shared.clock.now();
         let deadline = self.deadline(now, ttl)?;
@@ -289,7 +291,7 @@ impl Store {
                 (
                     v.lease,
                     LockInfo {
-                        holder: Arc::clone(&v.holder),
+                        holder: v.holder.clone(),
                         fence: v.fence,
                         version: stamp.version,
                         remaining: stamp.remaining(now),
