@@ -15,7 +15,8 @@
 //! `join_begin`, `join_bind`, `join_consume`, `join_hot` (every thread
 //! joining one listing: begin and cancel), `lease_revoke` (0, 4 and 16
 //! children, cascade against the same removals one by one), `idle_tick`,
-//! `quotas` (per-tenant quotas on against off) and `store_expiry`.
+//! `quotas` (per-tenant quotas on against off), `store_expiry` and
+//! `tenant_revoke` (a tenant of 16 leases among `n` others').
 //!
 //! Every implementation reads the clock once per operation (a renewal
 //! cannot avoid it), so the comparison isolates the bookkeeping. Sizes are
@@ -25,7 +26,7 @@
 #[path = "support/mod.rs"]
 mod support;
 
-use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
 use dashmap::DashMap;
 use moka::sync::Cache;
 use relaystore::time::SystemClock;
@@ -1048,9 +1049,59 @@ fn heartbeats(c: &mut Criterion) {
     group.finish();
 }
 
+/// Revoking a tenant that holds 16 leases, in a store holding `n` leases
+/// of other tenants. A tenant's leases are found in one pass over the
+/// lease slab (ADR 0043), so this grows with `n`: the price of a grant and
+/// a lease's removal taking no lock of their tenant's.
+fn tenant_revoke(c: &mut Criterion) {
+    const VICTIM_LEASES: u64 = 16;
+    // Long enough to outlast every sample, with the clock moving 2 s per
+    // iteration so that each iteration's tombstones are swept before the
+    // next one.
+    const LONG: Duration = Duration::from_secs(365 * 24 * 60 * 60);
+    let mut group = c.benchmark_group("tenant_revoke");
+    group.throughput(Throughput::Elements(1));
+    for n in SIZES {
+        let clock = Arc::new(relaystore::time::ManualClock::new());
+        let config = StoreConfig {
+            ttl_max: LONG,
+            tombstone_ttl: Duration::from_secs(1),
+            ..store_config(n)
+        };
+        let store = Store::new(config, clock.clone()).unwrap();
+        for i in 0..n {
+            store
+                .grant(TenantId(i % TENANTS), HOLDER, LONG, None)
+                .unwrap();
+        }
+        let victim = TenantId(TENANTS + 1);
+        let name = format!("{VICTIM_LEASES}_leases/store");
+        group.bench_function(BenchmarkId::new(name, n), |b| {
+            b.iter_batched(
+                || {
+                    clock.advance(Duration::from_secs(2));
+                    store.sweep();
+                    for _ in 0..VICTIM_LEASES {
+                        store.grant(victim, HOLDER, LONG, None).unwrap();
+                    }
+                },
+                |()| store.revoke_tenant(victim).unwrap(),
+                BatchSize::PerIteration,
+            )
+        });
+        assert_eq!(
+            store.stats().leases as u64,
+            n,
+            "only the victim's leases went"
+        );
+    }
+    group.finish();
+}
+
 criterion_group! {
     name = benches;
     config = support::short_runs();
-    targets = renew_and_get, create_ops, idle_tick, quotas, store_expiry, subscribers, heartbeats
+    targets = renew_and_get, create_ops, idle_tick, quotas, store_expiry, subscribers, heartbeats,
+        tenant_revoke
 }
 criterion_main!(benches);

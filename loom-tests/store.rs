@@ -2,8 +2,9 @@
 //! bind vs the republication of its listing, consume vs consume, renew vs
 //! revoke, renew and get vs the reuse of the lease's slot, two heartbeats
 //! of one member, a doomed admission vs another tenant's admission at the
-//! shared ceiling, and an admission vs a reconfiguration of the limits it
-//! checks. Each runs the real `Store` code and has a broken twin that the
+//! shared ceiling, an admission vs a reconfiguration of the limits it
+//! checks, a grant vs the end of a drain, and a slab fill vs a stop and a
+//! visit of every slot. Each runs the real `Store` code and has a broken twin that the
 //! model catches (a `model::faults::StoreFault`, or the blind store in place
 //! of the CAS for the heartbeats), except the republication model, which
 //! uses a twin to reach the state its second line of defence must handle.
@@ -12,10 +13,12 @@
 #[path = "common.rs"]
 mod common;
 
+use loom::sync::atomic::{AtomicBool, Ordering};
 use loom::thread;
 use relaystore::model::faults::{self, store_fault, StoreFault};
+use relaystore::model::ModelSlab;
 use relaystore::time::ManualClock;
-use relaystore::{Error, JoinTicket, LeaseId, Scope, Store, StoreConfig, TenantId};
+use relaystore::{Error, Health, JoinTicket, LeaseId, Scope, Store, StoreConfig, TenantId};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -289,6 +292,58 @@ fn heartbeat_vs_heartbeat(blind: bool) {
     });
 }
 
+/// A fill racing a stop and a visit of every slot, as a creation races the
+/// end of a drain (the drain stops the store, then walks the lease slab;
+/// the creation fills its slot, then looks at the store's state): the
+/// visit sees the value or the filler sees the stop. Store buffering: the
+/// visit reads the count of slots with a read-modify-write, which orders
+/// it against the claim that made the slot.
+fn fill_vs_visit(fault: StoreFault) {
+    common::explore(&name(fault, "fill_vs_visit"), move || {
+        store_fault(fault);
+        let slab = Arc::new(ModelSlab::new());
+        let stopped = Arc::new(AtomicBool::new(false));
+        let filler = {
+            let (slab, stopped) = (Arc::clone(&slab), Arc::clone(&stopped));
+            thread::spawn(move || {
+                slab.fill(7);
+                stopped.load(Ordering::Acquire)
+            })
+        };
+        // The drain's stop is a compare-and-swap on the store's state.
+        stopped.swap(true, Ordering::AcqRel);
+        let seen = slab.visit();
+        let saw_stop = filler.join().unwrap();
+        assert!(
+            saw_stop || seen == [7],
+            "the visit missed a fill whose filler missed the stop"
+        );
+    });
+}
+
+/// A grant racing the end of a drain, in a tenant that holds nothing yet:
+/// the drain finds the new lease in its one pass over the lease slab, or
+/// the grant sees the store stopped and takes its lease back. Either way
+/// no lease outlives the drain.
+fn grant_vs_drain(fault: StoreFault) {
+    common::explore(&name(fault, "grant_vs_drain"), move || {
+        store_fault(fault);
+        let store = store();
+        let granter = {
+            let store = Arc::clone(&store);
+            thread::spawn(move || store.grant(T, "host", MINUTE, None))
+        };
+        store.begin_drain(Duration::ZERO).unwrap();
+        let granted = granter.join().unwrap();
+        assert_eq!(store.health(), Health::Stopped);
+        assert_eq!(
+            store.stats().leases,
+            0,
+            "a lease outlived the drain (its grant answered {granted:?})"
+        );
+    });
+}
+
 /// The slot a lease id names (its low 32 bits; the high half is the
 /// slot's generation).
 fn slot(id: LeaseId) -> u32 {
@@ -483,4 +538,26 @@ fn a_read_never_sees_the_record_that_reused_its_slot() {
 #[should_panic(expected = "saw the second")]
 fn broken_twin_slot_ignoring_the_generation_reads_the_new_lease() {
     get_vs_reuse(StoreFault::SlotIgnoresGeneration);
+}
+
+#[test]
+fn a_grant_racing_the_drain_leaves_no_lease() {
+    grant_vs_drain(StoreFault::None);
+}
+
+#[test]
+#[should_panic(expected = "outlived the drain")]
+fn broken_twin_creation_not_looking_at_the_stop_outlives_the_drain() {
+    grant_vs_drain(StoreFault::StopUnchecked);
+}
+
+#[test]
+fn a_visit_sees_a_fill_whose_filler_missed_the_stop() {
+    fill_vs_visit(StoreFault::None);
+}
+
+#[test]
+#[should_panic(expected = "missed a fill")]
+fn broken_twin_visit_loading_the_count_misses_a_fill() {
+    fill_vs_visit(StoreFault::SlabVisitLoadsCount);
 }

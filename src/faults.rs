@@ -3,7 +3,7 @@
 //! Each switch turns one decision into its classic broken form at the one
 //! place that decision is made (`store/decide.rs`, the creation seam in
 //! `store/attach.rs`, `record.rs`, `quota.rs`, the sweep in `table.rs`, the generation check
-//! in `slab.rs`), so
+//! and the visit's count in `slab.rs`), so
 //! each model can prove it catches the bug it is about. Production bodies
 //! contain no fault code. Loom runs all threads of one model on the test's
 //! OS thread, so these thread-locals are per model, not global.
@@ -93,6 +93,13 @@ pub enum StoreFault {
     /// A slab lookup does not compare the key's generation with the
     /// slot's: a key reaches whatever record its slot holds now.
     SlotIgnoresGeneration,
+    /// A creation does not look at the store's state after it committed,
+    /// so a record made while a drain ended is never taken back.
+    StopUnchecked,
+    /// A visit of every slab slot reads how many slots there are with a
+    /// plain load, not a read-modify-write: it may miss a slot claimed by
+    /// a creation that missed the drain's stop.
+    SlabVisitLoadsCount,
     /// A read of a word snapshot (the store's limits, a tenant's quotas)
     /// keeps what it read without checking that no replacement began
     /// meanwhile.

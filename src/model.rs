@@ -54,6 +54,36 @@ impl ModelRecord {
     }
 }
 
+/// A slab of `u64`s, for the model of a visit racing a fill.
+pub struct ModelSlab(crate::slab::Slab<u64>);
+
+impl ModelSlab {
+    /// An empty slab.
+    pub fn new() -> Self {
+        ModelSlab(crate::slab::Slab::new())
+    }
+
+    /// Claims a slot and stores `value` in it; its key.
+    pub fn fill(&self, value: u64) -> u64 {
+        let key = self.0.claim().expect("an empty slab has room");
+        self.0.upsert(key, |_| crate::shard::Upsert::Put(value, ()));
+        key
+    }
+
+    /// Every value held, visiting slot by slot.
+    pub fn visit(&self) -> Vec<u64> {
+        let mut seen = Vec::new();
+        self.0.for_each(|_, v| seen.push(*v));
+        seen
+    }
+}
+
+impl Default for ModelSlab {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 /// A table keyed by `u64`, for the expiry models.
 pub struct ModelTable(Table<u64, u64>);
 

@@ -231,7 +231,9 @@ impl<V> Slab<V> {
                 return popped;
             }
         }
-        let index = self.made.fetch_add(1, Ordering::Relaxed);
+        // `AcqRel`, to order a claim against a visit that read the count
+        // before it (`for_each`).
+        let index = self.made.fetch_add(1, Ordering::AcqRel);
         if index >= SLOTS_MAX {
             self.made.fetch_sub(1, Ordering::Relaxed);
             return None;
@@ -393,14 +395,24 @@ impl<V> Slab<V> {
     }
 
     /// Visits every record, one slot at a time, under shared locks. Not a
-    /// snapshot: concurrent writers may or may not be seen.
-    #[cfg(any(test, feature = "internals"))]
+    /// snapshot, but ordered against a concurrent fill: a slot filled after
+    /// the visit passed it was filled after everything the visitor did
+    /// before the visit began (a drain's stop, ADR 0043). The count of
+    /// slots is read with a read-modify-write, which reads the newest
+    /// count: a claim that made a slot the visit does not reach read the
+    /// count after the visit did, and so happens after it. A slot counted
+    /// whose segment is still being made is waited for (or its segment
+    /// made), not skipped, so its fill is seen or ordered after the visit
+    /// passed it, under its lock.
     pub(crate) fn for_each(&self, mut f: impl FnMut(&u64, &V)) {
-        let made = self.made.load(Ordering::Acquire).min(SLOTS_MAX);
-        for index in 0..made as u32 {
-            let Some(slot) = self.slot(index) else {
-                continue;
-            };
+        let made = if crate::faults::active(crate::faults::StoreFault::SlabVisitLoadsCount) {
+            self.made.load(Ordering::Acquire)
+        } else {
+            self.made.fetch_add(0, Ordering::AcqRel)
+        };
+        for index in 0..made.min(SLOTS_MAX) as u32 {
+            let (k, at) = locate(u64::from(index));
+            let slot = &self.segment(k)[at];
             let _slot = enter(Rung::Shard);
             let cell = read(&slot.cell);
             if let Some(value) = cell.value.as_ref() {

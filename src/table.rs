@@ -122,7 +122,6 @@ pub(crate) trait Storage<K, V>: Find<K, V> {
         decide: impl FnOnce(&V) -> Result<(), E>,
     ) -> Option<Result<V, E>>;
     fn len(&self) -> usize;
-    #[cfg(any(test, feature = "internals"))]
     fn for_each(&self, f: impl FnMut(&K, &V));
 }
 
@@ -151,7 +150,6 @@ impl<K: Eq + Hash, V> Storage<K, V> for ShardMap<K, V> {
     fn len(&self) -> usize {
         ShardMap::len(self)
     }
-    #[cfg(any(test, feature = "internals"))]
     fn for_each(&self, f: impl FnMut(&K, &V)) {
         ShardMap::for_each(self, f)
     }
@@ -192,7 +190,6 @@ impl<V> Storage<u64, V> for Slab<V> {
     fn len(&self) -> usize {
         Slab::len(self)
     }
-    #[cfg(any(test, feature = "internals"))]
     fn for_each(&self, f: impl FnMut(&u64, &V)) {
         Slab::for_each(self, f)
     }
@@ -756,7 +753,6 @@ where
     }
 
     /// Visits every record (live or not) with its current stamp.
-    #[cfg(any(test, feature = "internals"))]
     pub(crate) fn for_each(&self, mut f: impl FnMut(&K, &V, Stamp)) {
         self.map.for_each(|k, r| f(k, &r.value, r.stamp()));
     }

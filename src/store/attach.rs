@@ -24,16 +24,18 @@
 //!    taken, the removal could not see the child, so the creation fails
 //!    and removes the child itself; if the parent is removed after the
 //!    confirmation, the removal's cascade finds the slot and removes the
-//!    child. Last, under the tenant's index lock, the record is marked
-//!    attached (visible) and indexed, so a tenant revocation or a drain
-//!    that walks the index either sees it or happened before it.
+//!    child. Last, the record is marked attached (visible); a kind the
+//!    tenant's index holds (listings, presence) is marked and indexed
+//!    under the index's lock, so a tenant revocation or a drain that walks
+//!    the index either sees it or happened before it.
 //! 4. **Commit, then look at the stop.** The guard's units pass to the
 //!    record. A drain that stopped the store while the creation was in
-//!    flight may have walked the tenant's index before the record was in
-//!    it, so a creation that sees the store stopped takes its record back
-//!    (cause `Drained`) and answers `ServiceUnavailable`. A drain that
-//!    stops the store after that look walks the index after the record
-//!    was indexed, and removes it.
+//!    flight may have walked the tenant's index, or passed the lease's
+//!    slot, before the record was there, so a creation that sees the
+//!    store stopped takes its record back (cause `Drained`) and answers
+//!    `ServiceUnavailable`. A drain that stops the store after that look
+//!    walks the index (or the lease slab, `Slab::for_each`) after the
+//!    record was put there, and removes it.
 //! 5. **A taken key.** An insert that finds the key held by a visible
 //!    record answers `Conflict`; by a creation in flight, `InFlight`; by a
 //!    record no longer visible (its ancestor or tenant gone), the record is
@@ -41,9 +43,10 @@
 //!    tries answers `Conflict`.
 //!
 //! A record without a parent (a lease; presence or a lock without a lease)
-//! has nothing to confirm: it is inserted attached, and indexed, under one
-//! hold of the tenant's index lock, so it is visible from the moment it
-//! exists (a lock's fence is readable the moment the lock is held).
+//! has nothing to confirm: it is inserted attached (and, if indexed,
+//! indexed under the same hold of the tenant's index lock), so it is
+//! visible from the moment it exists (a lock's fence is readable the
+//! moment the lock is held).
 
 use super::lease::{Lease, LeaseChildren};
 use super::name_key::Name;
@@ -74,6 +77,10 @@ pub(super) trait Child: Stored {
     fn set_attached(&mut self);
     /// What the record's visibility depends on.
     fn ancestry(&self) -> Ancestry;
+    /// Whether the tenant's index holds records of this kind (`index`
+    /// puts them there). An indexed record is made visible under the
+    /// index's lock; any other without it.
+    const INDEXED: bool = false;
     /// Puts the key in the tenant's index, if the kind is indexed.
     fn index(_key: &Self::Key, _index: &mut TenantIndex) {}
     /// Whether this is the record a creation inserted at `version`, for
@@ -460,7 +467,7 @@ impl Store {
         let mut tries = 0;
         let (stamp, replaced) = loop {
             tries += 1;
-            let inserted = if born {
+            let inserted = if born && C::INDEXED {
                 let mut index = lock_at(Rung::TenantIndex, &epoch.tenant.index);
                 let inserted = table.insert_under(key.clone(), &build, now, deadline, ceiling);
                 if inserted.is_ok() {
@@ -494,7 +501,7 @@ impl Store {
             // the key out of the tenant's index, where a record born
             // attached has just put it back.
             C::retire(self, old, Cause::Expired, now);
-            if born {
+            if born && C::INDEXED {
                 C::index(&key, &mut lock_at(Rung::TenantIndex, &epoch.tenant.index));
             }
         }
@@ -505,7 +512,7 @@ impl Store {
             pending.parent.confirm(self)?;
             seam::after(seam::Step::Confirmed);
             then()?;
-            let mut index = lock_at(Rung::TenantIndex, &epoch.tenant.index);
+            let mut index = C::INDEXED.then(|| lock_at(Rung::TenantIndex, &epoch.tenant.index));
             table
                 .update(&key, now, None, |v, s| {
                     owned_by(s.version == version && !v.attached())?;
@@ -513,12 +520,14 @@ impl Store {
                     Ok(((), None))
                 })
                 .map_err(|_| Error::Revoked)?;
-            C::index(&key, &mut index);
+            if let Some(index) = index.as_mut() {
+                C::index(&key, index);
+            }
         }
         pending.commit();
         drop(pending);
         seam::after(seam::Step::Committed);
-        if self.is_stopped() {
+        if decide::stop_checked() && self.is_stopped() {
             let taken = table.remove_with(&key, |v, _, _| owned_by(v.made_at(version)), now);
             if let Ok(r) = taken {
                 C::retire(self, r, Cause::Drained, now);

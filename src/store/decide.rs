@@ -75,6 +75,12 @@ pub(super) fn limits_read_apart() -> bool {
     active(StoreFault::LimitsReadApart)
 }
 
+/// Whether a creation that committed looks at the store's state, to take
+/// its record back if a drain stopped the store meanwhile.
+pub(super) fn stop_checked() -> bool {
+    !active(StoreFault::StopUnchecked)
+}
+
 #[cfg(all(test, not(relaystore_loom)))]
 mod tests {
     use super::*;
@@ -117,6 +123,6 @@ mod tests {
         assert!(!release(5, 4) && !release(4, 5));
         assert!(key_taken(true) && !key_taken(false));
         assert!(tombstone_first() && join_attaches() && !shared_scope_first());
-        assert!(!limits_read_apart());
+        assert!(!limits_read_apart() && stop_checked());
     }
 }

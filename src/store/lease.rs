@@ -4,7 +4,7 @@ use super::attach::{Child, LeaseChild, Parent};
 use super::decide;
 use super::idempotency::{IdemParams, Outcome};
 use super::retire::Stored;
-use super::tenant::{Owner, TenantIndex};
+use super::tenant::Owner;
 use super::visible::Ancestry;
 use super::{Collection, IdKey, Renewal, Store};
 use crate::error::{Error, Result};
@@ -92,10 +92,6 @@ impl Child for Lease {
             lease: None,
             listing: None,
         }
-    }
-
-    fn index(key: &IdKey, index: &mut TenantIndex) {
-        index.leases.insert(*key);
     }
 }
 

@@ -212,8 +212,10 @@ impl Store {
         span.record("tenants", tenants.len());
         // In tenant order, not hash order, so a drain is deterministic.
         tenants.sort_unstable_by_key(|(id, _)| *id);
+        let mut leases = self.leases_by_tenant(None);
         for (tenant, t) in tenants {
-            self.end_tenant_records(tenant, &t.tenant, any, Cause::Drained, now);
+            let its = leases.remove(&tenant).unwrap_or_default();
+            self.end_tenant_records(tenant, &t.tenant, its, any, Cause::Drained, now);
         }
         self.shared.wakes.close();
         tracing::info!("relaystore drained and stopped");

@@ -65,6 +65,8 @@ impl Child for Listing {
         }
     }
 
+    const INDEXED: bool = true;
+
     fn index(key: &NameKey, index: &mut TenantIndex) {
         index.listings.insert(Arc::clone(&key.1));
     }

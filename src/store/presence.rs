@@ -61,6 +61,8 @@ impl Child for Presence {
         }
     }
 
+    const INDEXED: bool = true;
+
     fn index(key: &NameKey, index: &mut TenantIndex) {
         index.members.insert(Arc::clone(&key.1));
     }

@@ -119,9 +119,6 @@ impl Store {
         let lease = r.value;
         let tenant = lease.owner.id();
         lease.owner.tenant().quota(Collection::Leases).release(1);
-        lock_at(Rung::TenantIndex, &lease.owner.tenant().index)
-            .leases
-            .remove(&seq);
         self.emit(
             Collection::Leases,
             tenant,
