@@ -10,10 +10,10 @@ use std::sync::Arc;
 /// [`Store::get_lock`] return it: a string that dereferences to `&str`.
 ///
 /// A name of up to [`Holder::INLINE_BYTES`] bytes is kept inline, in the
-/// record and in this value: a read copies 24 bytes and neither allocates
-/// nor writes any memory another thread reads. A longer name (names go up
-/// to `StoreConfig::name_bytes_max`) is shared, and a copy is a reference
-/// count increment.
+/// record and in this value: copying it out of the record copies 24 bytes,
+/// with no allocation and no write to memory other threads read. A longer
+/// name (names go up to `StoreConfig::name_bytes_max`) is shared, and a
+/// copy increments its reference count.
 ///
 /// ```
 /// use relaystore::{Store, TenantId};

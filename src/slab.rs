@@ -395,15 +395,15 @@ impl<V> Slab<V> {
     }
 
     /// Visits every record, one slot at a time, under shared locks. Not a
-    /// snapshot, but ordered against a concurrent fill: a slot filled after
-    /// the visit passed it was filled after everything the visitor did
-    /// before the visit began (a drain's stop, ADR 0043). The count of
-    /// slots is read with a read-modify-write, which reads the newest
-    /// count: a claim that made a slot the visit does not reach read the
-    /// count after the visit did, and so happens after it. A slot counted
-    /// whose segment is still being made is waited for (or its segment
-    /// made), not skipped, so its fill is seen or ordered after the visit
-    /// passed it, under its lock.
+    /// snapshot, but ordered against a concurrent fill: a fill the visit
+    /// misses happens after everything the visitor did before the visit
+    /// began (a drain's stop, ADR 0043). The count of slots is read with a
+    /// read-modify-write, which reads the newest count: a claim that made
+    /// a slot past that count read the count after the visit did, and so
+    /// happens after it. A slot within the count is read under its lock,
+    /// so a fill of it is seen or takes the lock after the visit let it
+    /// go; one whose segment is still being made is waited for (or its
+    /// segment made), never skipped.
     pub(crate) fn for_each(&self, mut f: impl FnMut(&u64, &V)) {
         let made = if crate::faults::active(crate::faults::StoreFault::SlabVisitLoadsCount) {
             self.made.load(Ordering::Acquire)
