@@ -77,12 +77,10 @@ pub(super) trait Child: Stored {
     fn set_attached(&mut self);
     /// What the record's visibility depends on.
     fn ancestry(&self) -> Ancestry;
-    /// Whether the tenant's index holds records of this kind (`index`
-    /// puts them there). An indexed record is made visible under the
-    /// index's lock; any other without it.
-    const INDEXED: bool = false;
-    /// Puts the key in the tenant's index, if the kind is indexed.
-    fn index(_key: &Self::Key, _index: &mut TenantIndex) {}
+    /// How a record of this kind goes into the tenant's index, if it does
+    /// (listings and presence records). An indexed record is made visible
+    /// under the index's lock; any other without it.
+    const INDEX: Option<fn(&Self::Key, &mut TenantIndex)> = None;
     /// Whether this is the record a creation inserted at `version`, for
     /// taking it back after a stop (the default: the key alone says so).
     fn made_at(&self, _version: u64) -> bool {
@@ -467,15 +465,16 @@ impl Store {
         let mut tries = 0;
         let (stamp, replaced) = loop {
             tries += 1;
-            let inserted = if born && C::INDEXED {
-                let mut index = lock_at(Rung::TenantIndex, &epoch.tenant.index);
-                let inserted = table.insert_under(key.clone(), &build, now, deadline, ceiling);
-                if inserted.is_ok() {
-                    C::index(&key, &mut index);
+            let inserted = match C::INDEX.filter(|_| born) {
+                Some(put) => {
+                    let mut index = lock_at(Rung::TenantIndex, &epoch.tenant.index);
+                    let inserted = table.insert_under(key.clone(), &build, now, deadline, ceiling);
+                    if inserted.is_ok() {
+                        put(&key, &mut index);
+                    }
+                    inserted
                 }
-                inserted
-            } else {
-                table.insert_under(key.clone(), &build, now, deadline, ceiling)
+                None => table.insert_under(key.clone(), &build, now, deadline, ceiling),
             };
             match inserted {
                 Ok(done) => break done,
@@ -501,8 +500,8 @@ impl Store {
             // the key out of the tenant's index, where a record born
             // attached has just put it back.
             C::retire(self, old, Cause::Expired, now);
-            if born && C::INDEXED {
-                C::index(&key, &mut lock_at(Rung::TenantIndex, &epoch.tenant.index));
+            if let Some(put) = C::INDEX.filter(|_| born) {
+                put(&key, &mut lock_at(Rung::TenantIndex, &epoch.tenant.index));
             }
         }
         let version = stamp.version;
@@ -512,7 +511,8 @@ impl Store {
             pending.parent.confirm(self)?;
             seam::after(seam::Step::Confirmed);
             then()?;
-            let mut index = C::INDEXED.then(|| lock_at(Rung::TenantIndex, &epoch.tenant.index));
+            let mut index =
+                C::INDEX.map(|put| (put, lock_at(Rung::TenantIndex, &epoch.tenant.index)));
             table
                 .update(&key, now, None, |v, s| {
                     owned_by(s.version == version && !v.attached())?;
@@ -520,8 +520,8 @@ impl Store {
                     Ok(((), None))
                 })
                 .map_err(|_| Error::Revoked)?;
-            if let Some(index) = index.as_mut() {
-                C::index(&key, index);
+            if let Some((put, index)) = index.as_mut() {
+                put(&key, index);
             }
         }
         pending.commit();

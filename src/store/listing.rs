@@ -65,11 +65,9 @@ impl Child for Listing {
         }
     }
 
-    const INDEXED: bool = true;
-
-    fn index(key: &NameKey, index: &mut TenantIndex) {
+    const INDEX: Option<fn(&NameKey, &mut TenantIndex)> = Some(|key, index| {
         index.listings.insert(Arc::clone(&key.1));
-    }
+    });
 }
 
 /// A visible listing.

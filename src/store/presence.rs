@@ -61,11 +61,9 @@ impl Child for Presence {
         }
     }
 
-    const INDEXED: bool = true;
-
-    fn index(key: &NameKey, index: &mut TenantIndex) {
+    const INDEX: Option<fn(&NameKey, &mut TenantIndex)> = Some(|key, index| {
         index.members.insert(Arc::clone(&key.1));
-    }
+    });
 }
 
 /// A visible presence record.
