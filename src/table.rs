@@ -57,7 +57,8 @@ pub(crate) struct WheelShard<K> {
     timers: Mutex<Timers<K>>,
     /// A lower bound on the earliest tick this shard's wheel has work at,
     /// so a sweep skips a shard with nothing due without taking its lock.
-    /// Lowered under the lock by every insert; set exactly by each advance.
+    /// Lowered by an insert due before it; set exactly by each advance.
+    /// Written only under the shard's lock.
     next_due_ms: AtomicU64,
 }
 
@@ -65,7 +66,13 @@ impl<K: Ord + Clone> WheelShard<K> {
     /// Schedules `item` at `due` (under this shard's lock: `timers`).
     fn schedule(&self, timers: &mut Timers<K>, item: K, due: u64) -> crate::wheel::TimerHandle {
         let handle = timers.wheel.insert(item, due);
-        self.next_due_ms.fetch_min(due, Ordering::AcqRel);
+        // Every writer of the bound holds the lock this insert holds, so
+        // it cannot change between this look and the store. Most records
+        // are due after the earliest one already scheduled, and leave the
+        // word (which every sweep reads) unwritten.
+        if due < self.next_due_ms.load(Ordering::Relaxed) {
+            self.next_due_ms.store(due, Ordering::Release);
+        }
         handle
     }
 }
