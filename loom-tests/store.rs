@@ -4,10 +4,11 @@
 //! of one member, a doomed admission vs another tenant's admission at the
 //! shared ceiling, an admission vs a reconfiguration of the limits it
 //! checks, a grant vs the end of a drain, and a slab fill vs a stop and a
-//! visit of every slot. Each runs the real `Store` code and has a broken twin that the
-//! model catches (a `model::faults::StoreFault`, or the blind store in place
-//! of the CAS for the heartbeats), except the republication model, which
-//! uses a twin to reach the state its second line of defence must handle.
+//! visit of every slot. Each runs the real code (the `Store`, or the slab
+//! alone for the last) and has a broken twin that the model catches (a
+//! `model::faults::StoreFault`, or the blind store in place of the CAS for
+//! the heartbeats), except the republication model, which uses a twin to
+//! reach the state its second line of defence must handle.
 #![cfg(relaystore_loom)]
 
 #[path = "common.rs"]

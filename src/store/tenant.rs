@@ -338,9 +338,11 @@ impl Store {
         let Some(next) = ended else {
             return Ok(());
         };
-        // After the epoch ended, so every lease made in it before the end is
-        // found; outside the gate, since the pass changes nothing and a
-        // commit need not wait for it.
+        // After the epoch ended: a lease of the old epoch that the pass
+        // misses was filled after the pass went by its slot, and stays
+        // invisible until its deadline removes it (as one indexed after the
+        // index was walked did). Outside the gate, since the pass changes
+        // nothing and a commit need not wait for it.
         let leases = self
             .leases_by_tenant(Some(tenant))
             .remove(&tenant)
@@ -353,8 +355,8 @@ impl Store {
 
     /// The seqs of the leases held, by tenant (only `only`'s, if given),
     /// each tenant's in increasing order, so that the same operations give
-    /// the same events. One pass over the lease slab: slots filled after
-    /// the pass went by are filled after it began (`Slab::for_each`).
+    /// the same events. One pass over the lease slab: a fill the pass
+    /// misses happens after the pass began (`Slab::for_each`).
     pub(super) fn leases_by_tenant(&self, only: Option<TenantId>) -> BTreeMap<TenantId, Vec<u64>> {
         let mut by = BTreeMap::<TenantId, Vec<u64>>::new();
         self.shared.leases.for_each(|seq, lease, _| {
