@@ -28,6 +28,44 @@ pub(crate) use loom::sync::{
 /// counts are not what the models check; the atomics and locks are.
 pub(crate) use std::sync::Arc;
 
+/// The reader-writer lock of each slab slot (`src/slab.rs`): one word
+/// (`parking_lot`'s, ADR 0044), where std's takes 16 bytes (two words
+/// of state, a poison flag and padding). There is one per record, so the
+/// difference is 8 bytes per lease and per join attempt. It does not
+/// poison: a panic under it leaves the record as the panicking holder
+/// left it, as [`read`] and [`write`] treat std's locks. Loom's lock in
+/// the model-checking build.
+#[cfg(not(relaystore_loom))]
+pub(crate) type SlotLock<T> = parking_lot::RwLock<T>;
+#[cfg(relaystore_loom)]
+pub(crate) type SlotLock<T> = RwLock<T>;
+
+/// Read-locks a slot's lock.
+#[cfg(not(relaystore_loom))]
+#[inline]
+pub(crate) fn read_slot<T>(lock: &SlotLock<T>) -> parking_lot::RwLockReadGuard<'_, T> {
+    lock.read()
+}
+
+/// Read-locks a slot's lock.
+#[cfg(relaystore_loom)]
+pub(crate) fn read_slot<T>(lock: &SlotLock<T>) -> RwLockReadGuard<'_, T> {
+    read(lock)
+}
+
+/// Write-locks a slot's lock.
+#[cfg(not(relaystore_loom))]
+#[inline]
+pub(crate) fn write_slot<T>(lock: &SlotLock<T>) -> parking_lot::RwLockWriteGuard<'_, T> {
+    lock.write()
+}
+
+/// Write-locks a slot's lock.
+#[cfg(relaystore_loom)]
+pub(crate) fn write_slot<T>(lock: &SlotLock<T>) -> RwLockWriteGuard<'_, T> {
+    write(lock)
+}
+
 /// Locks `mutex`, recovering the guard if a previous holder panicked.
 pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex
