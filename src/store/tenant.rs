@@ -29,13 +29,16 @@ use crate::shard::Upsert;
 use crate::sync::{lock_at, Arc, AtomicBool, AtomicU64, Mutex, Ordering, Rung};
 use crate::time::MonoTime;
 use crate::words::LimitSnapshot;
+use crossbeam_utils::CachePadded;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Per-tenant state that outlives tenant revocation: the quota counters,
 /// the count of what the tenant holds, and the indexes that `list` and
 /// tenant revocation walk. `repr(C)` keeps `holds` beside the index lock:
 /// every creation of a listing or a presence record touches both, so they
-/// share a cache line.
+/// share a cache line. The quotas every admission reads are padded onto
+/// lines of their own: every creation and removal writes `holds`, and a
+/// read of the quotas on another core would otherwise miss each time.
 #[repr(C)]
 pub(crate) struct Tenant {
     /// One quota counter per collection, indexed by `Collection as usize`
@@ -44,7 +47,7 @@ pub(crate) struct Tenant {
     quotas: [Counter; Collection::ALL.len()],
     /// The tenant's quotas now: replaced whole when the store's policy is
     /// (`Store::set_quota_policy`), read whole by each admission.
-    limits: LimitSnapshot<TenantQuota>,
+    limits: CachePadded<LimitSnapshot<TenantQuota>>,
     /// Records pointing at this tenant plus creations in flight for it.
     pub(super) holds: AtomicU64,
     pub(super) index: Mutex<TenantIndex>,
@@ -63,7 +66,7 @@ impl Tenant {
         };
         Tenant {
             quotas: Collection::ALL.map(quota),
-            limits: LimitSnapshot::new(q.clone()),
+            limits: CachePadded::new(LimitSnapshot::new(q.clone())),
             holds: AtomicU64::new(0),
             index: Mutex::new(TenantIndex::default()),
         }
@@ -122,8 +125,12 @@ pub(crate) struct TenantIndex {
 /// store, hiding every record of it at once) and registers a new one over
 /// the same [`Tenant`] state. A record needs one pointer for both "whose?"
 /// and "still valid?", and `repr(C)` keeps the flag and the id, which every
-/// validation reads, in one line.
-#[repr(C)]
+/// validation reads, in one line. That line is not the `Arc`'s: the
+/// alignment (128 bytes, the span `CachePadded` gives on x86-64, whose
+/// prefetcher fetches lines in pairs) puts the fields 128 bytes past the
+/// reference counts, which every creation and removal of a record in the
+/// epoch writes, while every renewal and read of one reads the fields.
+#[repr(C, align(128))]
 pub(crate) struct Epoch {
     ended: AtomicBool,
     pub(super) id: TenantId,
@@ -422,4 +429,21 @@ pub(super) fn any(_owner: &Owner) -> Result<()> {
 /// epoch only.
 fn stale(owner: &Owner) -> Result<()> {
     super::owned_by(!owner.valid())
+}
+
+#[cfg(all(test, not(relaystore_loom)))]
+mod tests {
+    use super::*;
+    use std::mem::{align_of, offset_of};
+
+    #[test]
+    fn what_readers_read_is_apart_from_what_writers_write() {
+        // An epoch's fields start 128 bytes past its `Arc`'s counts.
+        assert_eq!(align_of::<Epoch>(), 128);
+        // The quotas every admission reads are not on the line of the
+        // count every creation writes.
+        let limits = offset_of!(Tenant, limits);
+        assert!(offset_of!(Tenant, holds) >= limits + 128);
+        assert_eq!(limits % 128, 0);
+    }
 }
