@@ -6,9 +6,11 @@
 //! bare `loom` cfg.
 //!
 //! Locks are taken through [`lock`], [`read`] and [`write`], which ignore
-//! poisoning: the store never panics while holding a lock except on a broken
-//! internal invariant, and a relay is better served by continuing with the
-//! data it has than by turning one panic into a panic on every later call.
+//! poisoning (a slab slot's one-word lock, [`SlotLock`], through
+//! [`read_slot`] and [`write_slot`]; it has no poisoning to ignore): the
+//! store never panics while holding a lock except on a broken internal
+//! invariant, and a relay is better served by continuing with the data it
+//! has than by turning one panic into a panic on every later call.
 
 #[cfg(not(relaystore_loom))]
 pub(crate) use std::sync::{
@@ -33,7 +35,7 @@ pub(crate) use std::sync::Arc;
 /// of state, a poison flag and padding). There is one per record, so the
 /// difference is 8 bytes per lease and per join attempt. It does not
 /// poison: a panic under it leaves the record as the panicking holder
-/// left it, as [`read`] and [`write`] treat std's locks. Loom's lock in
+/// left it, as [`read()`] and [`write()`] treat std's locks. Loom's lock in
 /// the model-checking build.
 #[cfg(not(relaystore_loom))]
 pub(crate) type SlotLock<T> = parking_lot::RwLock<T>;
@@ -74,13 +76,16 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 /// Read-locks `lock`, recovering the guard if a previous holder panicked.
-#[allow(dead_code)] // Only the loom stand-in map reads through a RwLock.
+// Only the loom build reads through a std-shaped `RwLock` (its stand-in
+// map and its slots).
+#[allow(dead_code)]
 pub(crate) fn read<T>(lock: &RwLock<T>) -> RwLockReadGuard<'_, T> {
     lock.read().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// Write-locks `lock`, recovering the guard if a previous holder panicked.
-#[allow(dead_code)] // Only the loom stand-in map writes through a RwLock.
+// Only the loom build writes through a std-shaped `RwLock`.
+#[allow(dead_code)]
 pub(crate) fn write<T>(lock: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
     lock.write()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
