@@ -5,7 +5,7 @@
 
 mod redis;
 
-use redis::{block_on, config, fresh_namespace, instances, on_every_target, targets};
+use redis::{block_on, config, fresh_namespace, instances, on_every_target, targets, Target};
 use relaystore::{Error, LeaseId, Scope, TenantId};
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -267,12 +267,13 @@ fn a_lock_goes_with_its_lease() {
             .unwrap()
             .is_some());
         // A lock on a lease that expired is gone with it.
-        let short = e.grant(T, "host", MS * 50, None).await.unwrap();
+        // Long enough to outlive the attach on a loaded machine.
+        let short = e.grant(T, "host", MS * 250, None).await.unwrap();
         e.try_lock(T, "three", "a", MS * 30_000, Some(short.id))
             .await
             .unwrap()
             .unwrap();
-        tokio::time::sleep(MS * 80).await;
+        tokio::time::sleep(MS * 300).await;
         assert_eq!(
             e.get_lock(T, "three").await.map(drop),
             Err(Error::NotFound),
@@ -494,9 +495,10 @@ fn listings_publish_update_page_unpublish() {
             Err(Error::NotFound)
         );
         assert!(e.list_listings(T, None, 10).await.unwrap().items.is_empty());
-        let g2 = e.grant(T, "host2", MS * 50, None).await.unwrap();
+        // Long enough to outlive the publish on a loaded machine.
+        let g2 = e.grant(T, "host2", MS * 250, None).await.unwrap();
         e.publish(T, g2.id, "lobby-b", b"", None).await.unwrap();
-        tokio::time::sleep(MS * 80).await;
+        tokio::time::sleep(MS * 300).await;
         assert_eq!(
             e.get_listing(T, "lobby-b").await.map(drop),
             Err(Error::NotFound),
@@ -754,13 +756,21 @@ fn tenant_quotas_on_listings_and_attempts_do_not_count_the_dead() {
         let mut limits = config();
         limits.tenant.listings_max = 2;
         limits.tenant.attempts_max = 3;
-        let e = instances(&target, &name, 1, limits).await.remove(0);
+        // No sweep runs during the test: what expired is still stored when
+        // the quotas are checked.
+        let unswept = Target {
+            options: target.options.clone().sweep_interval(MS * 60_000),
+            ..target
+        };
+        let e = instances(&unswept, &name, 1, limits).await.remove(0);
         // Sixteen bare leases that expire first: a creating script's own
-        // bounded clean-up (16 per index) spends itself on them.
+        // bounded clean-up (16 per index) spends itself on them. The
+        // short lease must outlive the twenty-odd round trips up to the
+        // refused publish below, on a loaded machine too: 500 ms.
         for _ in 0..16 {
-            e.grant(T, "bare", MS * 40, None).await.unwrap();
+            e.grant(T, "bare", MS * 400, None).await.unwrap();
         }
-        let short = e.grant(T, "host", MS * 50, None).await.unwrap();
+        let short = e.grant(T, "host", MS * 500, None).await.unwrap();
         e.publish(T, short.id, "a", b"", None).await.unwrap();
         e.publish(T, short.id, "b", b"", None).await.unwrap();
         e.begin_join(T, "a", "c", MS * 10_000, None).await.unwrap();
@@ -778,7 +788,7 @@ fn tenant_quotas_on_listings_and_attempts_do_not_count_the_dead() {
         );
         // Once the short lease has expired, its listings and their attempts
         // no longer count, even before anything swept them.
-        tokio::time::sleep(MS * 80).await;
+        tokio::time::sleep(MS * 600).await;
         e.publish(T, long.id, "c", b"", None).await.unwrap();
         e.publish(T, long.id, "d", b"", None).await.unwrap();
         // Two on "c" (its per-listing cap), one on "d": the tenant's three.
