@@ -4,8 +4,8 @@
 
 mod common;
 
-use common::{addr, store, A, SEC};
-use relaystore::Error;
+use common::{addr, store, store_with, A, SEC};
+use relaystore::{Error, StoreConfig};
 
 #[test]
 fn every_path_treats_an_attempt_under_an_expired_lease_as_missing() {
@@ -24,6 +24,51 @@ fn every_path_treats_an_attempt_under_an_expired_lease_as_missing() {
     assert_eq!(s.consume(A, &bound.token), Err(Error::NotFound));
     assert_eq!(s.cancel_join(A, pending.attempt), Err(Error::NotFound));
     assert_eq!(s.cancel_join(A, bound.attempt), Err(Error::NotFound));
+}
+
+/// A join takes its slot in the listing before it looks at the listing's
+/// lease: under an expired (unswept) lease it is refused as missing, and
+/// the slot it took is given back.
+#[test]
+fn a_join_under_an_expired_lease_is_missing_and_takes_nothing() {
+    let (clock, s) = store();
+    let lease = s.grant(A, "h", SEC, None).unwrap().id;
+    s.publish(A, lease, "lobby", b"", None).unwrap();
+    s.begin_join(A, "lobby", "c1", SEC * 60, None).unwrap();
+    clock.advance(SEC * 2); // the lease has expired; nothing swept yet
+    let before = s.stats();
+    assert_eq!(
+        s.begin_join(A, "lobby", "c2", SEC * 60, None),
+        Err(Error::NotFound)
+    );
+    assert_eq!(s.stats(), before, "a refused join changed nothing");
+    s.audit().unwrap();
+    s.sweep();
+    let after = s.stats();
+    assert_eq!((after.listings, after.attempts), (0, 0));
+}
+
+/// A full listing under an expired lease is missing, not full: the lease
+/// is looked at whether or not a slot was free.
+#[test]
+fn a_full_listing_under_an_expired_lease_is_missing_not_full() {
+    let (clock, s) = store_with(StoreConfig {
+        attempts_per_listing_max: 1,
+        ..StoreConfig::default()
+    });
+    let lease = s.grant(A, "h", SEC, None).unwrap().id;
+    s.publish(A, lease, "lobby", b"", None).unwrap();
+    s.begin_join(A, "lobby", "c1", SEC * 60, None).unwrap();
+    assert!(s
+        .begin_join(A, "lobby", "c2", SEC * 60, None)
+        .unwrap_err()
+        .capacity_scope()
+        .is_some());
+    clock.advance(SEC * 2);
+    assert_eq!(
+        s.begin_join(A, "lobby", "c2", SEC * 60, None),
+        Err(Error::NotFound)
+    );
 }
 
 #[test]

@@ -17,7 +17,10 @@
 //!    store-wide counters, and the table's ceiling inside the insert. A
 //!    doomed operation — one its own tenant's limits refuse — so never
 //!    holds a unit that another tenant's admission needs, even for an
-//!    instant.
+//!    instant. A join's slot in its listing is taken in the one visit
+//!    that finds the listing visible and reads its publication; the
+//!    listing's lease is looked at after, with the slot held, and a lease
+//!    found gone gives the slot back (the listing answers as missing).
 //! 3. **Insert invisible, confirm, then attach.** A child is inserted
 //!    unattached (invisible). Its parent slot is then confirmed under the
 //!    parent's shard lock: if the parent was removed since the slot was
@@ -147,11 +150,13 @@ pub(super) enum Parent<'n> {
         kind: LeaseChild,
         child: Arc<str>,
     },
-    /// In the attempts of the listing under `key` (a tenant and the
-    /// caller's name) published as `origin`.
+    /// In the attempts of the visible listing under `key` (a tenant and
+    /// the caller's name), as `child`. Taking the slot finds the listing's
+    /// publication and records it in `origin`, where the new record reads
+    /// it; confirming and giving the slot back check it (ADR 0045).
     Listing {
         key: (TenantId, &'n str),
-        origin: u64,
+        origin: &'n Cell<u64>,
         child: u64,
     },
 }
@@ -159,7 +164,10 @@ pub(super) enum Parent<'n> {
 impl Parent<'_> {
     /// Takes a slot in the parent's index of children: refused if the
     /// parent is not visible or its cap is reached. The narrow scope every
-    /// child is decided by first.
+    /// child is decided by first. A listing's slot is taken in its one
+    /// visit before the creation's insert: the same write also reads the
+    /// publication, and the listing's lease is checked after, with the
+    /// slot held (given back if that lease is gone).
     pub(super) fn reserve(&self, store: &Store, tenant: TenantId, now: MonoTime) -> Result<()> {
         match self {
             Parent::None => Ok(()),
@@ -195,10 +203,13 @@ impl Parent<'_> {
                 store.inside_gate();
                 let cap = store.shared.config.attempts_per_listing_max;
                 let key: &dyn Name = key;
+                // The listing's lease, and whether its slot was taken.
+                let mut lease = None;
                 let taken = store.shared.listings.update(key, now, None, |l, _| {
-                    if l.origin != *origin || !l.attached || !l.owner.valid() {
+                    if !l.attached || !l.owner.valid() {
                         return Err(Error::NotFound);
                     }
+                    lease = Some(l.lease);
                     if l.attempts.len() >= cap {
                         return Err(Error::capacity(
                             Scope::Parent(Collection::Attempts),
@@ -207,13 +218,22 @@ impl Parent<'_> {
                         ));
                     }
                     l.attempts.push(*child);
+                    origin.set(l.origin);
                     Ok(((), None))
                 });
-                match taken {
-                    Ok(_) => Ok(()),
-                    Err(Error::Expired) => Err(Error::NotFound),
-                    Err(e) => Err(e),
+                // A listing is visible only while its lease is: one whose
+                // lease is found gone (its cascade not yet run) is missing,
+                // full or not, and takes no attempt.
+                let Some(lease) = lease else {
+                    return Err(Error::NotFound);
+                };
+                if store.lease_status(key.tenant(), lease, now).is_err() {
+                    if taken.is_ok() {
+                        self.release(store);
+                    }
+                    return Err(Error::NotFound);
                 }
+                taken.map(|_| ())
             }
         }
     }
@@ -231,7 +251,7 @@ impl Parent<'_> {
             }),
             Parent::Listing { key, origin, child } => {
                 store.shared.listings.modify(key as &dyn Name, |l| {
-                    l.origin == *origin && l.owner.valid() && l.attempts.contains(child)
+                    l.origin == origin.get() && l.owner.valid() && l.attempts.contains(child)
                 })
             }
         };
@@ -251,7 +271,7 @@ impl Parent<'_> {
             }
             Parent::Listing { key, origin, child } => {
                 store.shared.listings.modify(key as &dyn Name, |l| {
-                    if l.origin == *origin {
+                    if l.origin == origin.get() {
                         if let Some(i) = l.attempts.iter().position(|s| s == child) {
                             l.attempts.swap_remove(i);
                         }

@@ -178,7 +178,12 @@ impl Store {
         deadline: u64,
     ) -> Result<JoinTicket> {
         self.authorize(now)?;
-        let origin = self.listing_origin(&(tenant, listing), now)?;
+        // The listing's publication, found when the attempt's slot in it is
+        // taken (ADR 0045); the broken twin that takes no slot reads it.
+        let origin = std::cell::Cell::new(0);
+        if !decide::join_attaches() {
+            origin.set(self.listing_origin(&(tenant, listing), now)?);
+        }
         // The attempt keeps a copy of the name (ADR 0041); its slot in the
         // listing is found by the caller's.
         let kept: Arc<str> = Arc::from(listing);
@@ -188,7 +193,7 @@ impl Store {
             let parent = if decide::join_attaches() {
                 Parent::Listing {
                     key: (tenant, listing),
-                    origin,
+                    origin: &origin,
                     child: seq,
                 }
             } else {
@@ -197,7 +202,7 @@ impl Store {
             let attempt = |owner, _| Attempt {
                 owner,
                 listing: kept,
-                origin,
+                origin: origin.get(),
                 client,
                 secret: *token.secret(),
                 phase: Phase::Pending,
