@@ -1,6 +1,6 @@
 //! The background expiry driver.
 //!
-//! In production a thread calls [`Sweep::sweep`] once per tick so expired
+//! In production a thread calls [`Sweep::sweep_expired`] once per tick so expired
 //! records are reclaimed within a tick of their deadline; tests call `sweep`
 //! themselves on a `ManualClock`. Each sweep records the time it ran, so a
 //! stalled driver shows up as a growing [`TtlMap::sweep_lag`](crate::TtlMap::sweep_lag).

@@ -389,7 +389,7 @@ impl<V> Slab<V> {
     }
 
     /// Slots made so far (filled, free, claimed or retired).
-    #[cfg(test)]
+    #[cfg(all(test, not(relaystore_loom)))]
     pub(crate) fn slots(&self) -> u64 {
         self.made.load(Ordering::Relaxed)
     }

@@ -5,7 +5,7 @@
 //! code. The cfg is named after the crate because some dependencies react to a
 //! bare `loom` cfg.
 //!
-//! Locks are taken through [`lock`], [`read`] and [`write`], which ignore
+//! Locks are taken through [`lock()`], [`read()`] and [`write()`], which ignore
 //! poisoning (a slab slot's one-word lock, [`SlotLock`], through
 //! [`read_slot`] and [`write_slot`]; it has no poisoning to ignore): the
 //! store never panics while holding a lock except on a broken internal

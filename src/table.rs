@@ -803,7 +803,7 @@ impl<V> SlabTable<V> {
     }
 
     /// Slots the table's slab has made (held, free or claimed).
-    #[cfg(test)]
+    #[cfg(all(test, not(relaystore_loom)))]
     pub(crate) fn slots(&self) -> u64 {
         self.map.slots()
     }

@@ -10,7 +10,7 @@
 //! enqueues and requeues on any instance, and otherwise sleeps exactly
 //! until the queue's next such move. The outbox is a queue of the
 //! tenant's own under the reserved name
-//! [`OUTBOX_QUEUE`](crate::OUTBOX_QUEUE), as in memory.
+//! [`OUTBOX_QUEUE`], as in memory.
 
 use super::reply::Reply;
 use super::{quota_arg, scripts, Issued, Mode, RedisEngine};

@@ -620,7 +620,7 @@ pub(super) mod seam {
     }
 
     /// Makes the next creation on this thread panic after `step`.
-    #[cfg(test)]
+    #[cfg(all(test, not(relaystore_loom)))]
     pub(crate) fn panic_after(step: Option<Step>) {
         PANIC_AFTER.with(|p| p.set(step));
     }
