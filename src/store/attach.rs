@@ -65,6 +65,7 @@ use crate::quota::{Counter, Reservation};
 use crate::record::Stamp;
 use crate::sync::{lock_at, Arc, Rung};
 use crate::time::MonoTime;
+use smol_str::SmolStr;
 use std::cell::Cell;
 
 /// A kind of record that [`Store::create`] can make.
@@ -119,7 +120,7 @@ impl LeaseChild {
         }
     }
 
-    pub(super) fn of(self, c: &LeaseChildren) -> &Vec<Arc<str>> {
+    pub(super) fn of(self, c: &LeaseChildren) -> &Vec<SmolStr> {
         match self {
             LeaseChild::Listings => &c.listings,
             LeaseChild::Members => &c.members,
@@ -128,7 +129,7 @@ impl LeaseChild {
         }
     }
 
-    pub(super) fn of_mut(self, c: &mut LeaseChildren) -> &mut Vec<Arc<str>> {
+    pub(super) fn of_mut(self, c: &mut LeaseChildren) -> &mut Vec<SmolStr> {
         match self {
             LeaseChild::Listings => &mut c.listings,
             LeaseChild::Members => &mut c.members,
@@ -148,7 +149,7 @@ pub(super) enum Parent<'n> {
     Lease {
         seq: u64,
         kind: LeaseChild,
-        child: Arc<str>,
+        child: SmolStr,
     },
     /// In the attempts of the visible listing under `key` (a tenant and
     /// the caller's name), as `child`. Taking the slot finds the listing's
@@ -190,7 +191,7 @@ impl Parent<'_> {
                                 held,
                             ));
                         }
-                        children.push(Arc::clone(child));
+                        children.push(child.clone());
                         Ok(((), None))
                     });
                 match taken {

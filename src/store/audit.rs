@@ -11,6 +11,7 @@ use super::tenant::Tenant;
 use super::{Collection, Store};
 use crate::ids::TenantId;
 use crate::sync::{lock_at, Arc, Ordering, Rung};
+use smol_str::SmolStr;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// The first difference [`Store::audit`] found between the records and a
@@ -28,10 +29,10 @@ impl AuditError {
 
 /// A lease's children by kind: listings, members, locks, streams.
 type Children = (
-    BTreeSet<Arc<str>>,
-    BTreeSet<Arc<str>>,
-    BTreeSet<Arc<str>>,
-    BTreeSet<Arc<str>>,
+    BTreeSet<SmolStr>,
+    BTreeSet<SmolStr>,
+    BTreeSet<SmolStr>,
+    BTreeSet<SmolStr>,
 );
 type ChildIndex = BTreeMap<(TenantId, u64), Children>;
 
@@ -44,8 +45,8 @@ struct Counts {
     replay: u64,
     idempotency: u64,
     locks: u64,
-    listing_keys: BTreeSet<Arc<str>>,
-    members: BTreeSet<Arc<str>>,
+    listing_keys: BTreeSet<SmolStr>,
+    members: BTreeSet<SmolStr>,
 }
 
 impl Store {
@@ -132,7 +133,7 @@ impl Store {
             by_ptr.iter().map(|(id, t)| (Arc::as_ptr(t), *id)).collect();
         let tenant_of = |t: &Tenant| owners.get(&(t as *const Tenant)).copied();
         let mut lease_children: ChildIndex = BTreeMap::new();
-        let mut listing_children: BTreeMap<(TenantId, Arc<str>), BTreeSet<u64>> = BTreeMap::new();
+        let mut listing_children: BTreeMap<(TenantId, SmolStr), BTreeSet<u64>> = BTreeMap::new();
         let mut pending = 0u64;
         let mut problem: Option<String> = None;
         let mut fail = |p: String| {
@@ -147,7 +148,7 @@ impl Store {
             }
             let c = counts.entry(tenant).or_default();
             c.leases += 1;
-            let as_set = |v: &Vec<Arc<str>>| v.iter().cloned().collect::<BTreeSet<_>>();
+            let as_set = |v: &Vec<SmolStr>| v.iter().cloned().collect::<BTreeSet<_>>();
             let children = match &lease.children {
                 Some(c) => (
                     as_set(&c.listings),
@@ -167,14 +168,14 @@ impl Store {
             }
             let c = counts.entry(*tenant).or_default();
             c.listings += 1;
-            c.listing_keys.insert(Arc::clone(key));
+            c.listing_keys.insert(key.clone());
             seen_children
                 .entry((*tenant, listing.lease))
                 .or_default()
                 .0
-                .insert(Arc::clone(key));
+                .insert(key.clone());
             listing_children.insert(
-                (*tenant, Arc::clone(key)),
+                (*tenant, key.clone()),
                 listing.attempts.iter().copied().collect(),
             );
         });
@@ -187,13 +188,13 @@ impl Store {
                 }
                 let c = counts.entry(*tenant).or_default();
                 c.presence += 1;
-                c.members.insert(Arc::clone(member));
+                c.members.insert(member.clone());
                 if let Some(seq) = presence.lease {
                     seen_children
                         .entry((*tenant, seq))
                         .or_default()
                         .1
-                        .insert(Arc::clone(member));
+                        .insert(member.clone());
                 }
             });
         self.shared.locks.for_each(|(tenant, name), held, _| {
@@ -207,7 +208,7 @@ impl Store {
                     .entry((*tenant, seq))
                     .or_default()
                     .2
-                    .insert(Arc::clone(name));
+                    .insert(name.clone());
             }
         });
         for (tenant, seq, name) in self.shared.streams.attached() {
@@ -215,10 +216,10 @@ impl Store {
                 .entry((tenant, seq))
                 .or_default()
                 .3
-                .insert(name);
+                .insert(SmolStr::new(&*name));
         }
-        let mut seen_attempts: BTreeMap<(TenantId, Arc<str>), BTreeSet<u64>> = BTreeMap::new();
-        let mut origins: BTreeMap<(TenantId, Arc<str>), u64> = BTreeMap::new();
+        let mut seen_attempts: BTreeMap<(TenantId, SmolStr), BTreeSet<u64>> = BTreeMap::new();
+        let mut origins: BTreeMap<(TenantId, SmolStr), u64> = BTreeMap::new();
         self.shared.listings.for_each(|k, l, _| {
             origins.insert(k.clone(), l.origin);
         });
@@ -236,7 +237,7 @@ impl Store {
             if !attempt.phase.is_consumed() {
                 c.attempts += 1;
                 pending += 1;
-                let key = (tenant, Arc::clone(&attempt.listing));
+                let key = (tenant, SmolStr::new(&*attempt.listing));
                 if origins.get(&key) == Some(&attempt.origin) {
                     seen_attempts.entry(key).or_default().insert(*seq);
                 } else {
@@ -372,7 +373,7 @@ mod tests {
         let t = s.tenant(TenantId(1)).unwrap();
         crate::sync::lock_at(crate::sync::Rung::TenantIndex, &t.tenant.index)
             .listings
-            .insert(Arc::from("ghost"));
+            .insert(smol_str::SmolStr::new("ghost"));
         assert!(s.audit().unwrap_err().finding().contains("tenant index"));
         crate::sync::lock_at(crate::sync::Rung::TenantIndex, &t.tenant.index)
             .listings
@@ -380,7 +381,7 @@ mod tests {
         s.audit().unwrap();
         crate::sync::lock_at(crate::sync::Rung::TenantIndex, &t.tenant.index)
             .members
-            .insert(Arc::from("ghost"));
+            .insert(smol_str::SmolStr::new("ghost"));
         assert!(s.audit().unwrap_err().finding().contains("tenant index"));
     }
 

@@ -93,7 +93,7 @@ impl Store {
             return run();
         };
         let params = params();
-        let ikey: NameKey = (tenant, self.name(key)?);
+        let ikey: NameKey = (tenant, self.key_name(key)?);
         let deadline = now
             .saturating_add(self.shared.config.idempotency_ttl)
             .as_millis();

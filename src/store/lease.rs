@@ -16,6 +16,7 @@ use crate::slab::Slab;
 use crate::sync::Arc;
 use crate::table::{Removed, SlabTable};
 use crate::time::MonoTime;
+use smol_str::SmolStr;
 use std::net::SocketAddr;
 use std::time::{Duration, SystemTime};
 
@@ -34,13 +35,13 @@ pub(crate) struct Lease {
 #[derive(Default)]
 pub(crate) struct LeaseChildren {
     /// Attached listings, by key (at most `listings_per_lease_max`).
-    pub(super) listings: Vec<Arc<str>>,
+    pub(super) listings: Vec<SmolStr>,
     /// Attached presence records, by member (at most `presence_per_lease_max`).
-    pub(super) members: Vec<Arc<str>>,
+    pub(super) members: Vec<SmolStr>,
     /// Attached named locks, by name (at most `locks_per_lease_max`).
-    pub(super) locks: Vec<Arc<str>>,
+    pub(super) locks: Vec<SmolStr>,
     /// Attached streams, by name (at most `streams_per_lease_max`).
-    pub(super) streams: Vec<Arc<str>>,
+    pub(super) streams: Vec<SmolStr>,
     /// Observed public endpoints (at most `endpoints_per_lease_max`).
     endpoints: Vec<(SocketAddr, MonoTime)>,
 }

@@ -13,6 +13,7 @@ use crate::record::{Stamp, DEADLINE_MAX_MS};
 use crate::sync::{lock_at, Arc, Rung};
 use crate::table::{Removed, Table};
 use crate::time::MonoTime;
+use smol_str::SmolStr;
 use std::ops::Bound;
 
 pub(crate) struct Listing {
@@ -66,7 +67,7 @@ impl Child for Listing {
     }
 
     const INDEX: Option<fn(&NameKey, &mut TenantIndex)> = Some(|key, index| {
-        index.listings.insert(Arc::clone(&key.1));
+        index.listings.insert(key.1.clone());
     });
 }
 
@@ -136,7 +137,7 @@ impl Store {
         idempotency_key: Option<&str>,
     ) -> Result<ListingInfo> {
         let lease_seq = self.lease_seq(lease)?;
-        let named = self.name(key)?;
+        let named = self.key_name(key)?;
         let stored = self.attrs(attrs)?;
         let _in = self.enter();
         let now = self.shared.clock.now();
@@ -165,7 +166,7 @@ impl Store {
         &self,
         tenant: TenantId,
         lease: u64,
-        key: Arc<str>,
+        key: SmolStr,
         attrs: Arc<[u8]>,
         now: MonoTime,
         then: &mut dyn FnMut() -> Result<()>,
@@ -175,9 +176,9 @@ impl Store {
         let parent = Parent::Lease {
             seq: lease,
             kind: LeaseChild::Listings,
-            child: Arc::clone(&key),
+            child: key.clone(),
         };
-        let nkey: NameKey = (tenant, Arc::clone(&key));
+        let nkey: NameKey = (tenant, key.clone());
         let make = |owner, _| Listing {
             owner,
             lease,
@@ -188,7 +189,7 @@ impl Store {
         };
         let stamp = self.create_then(tenant, nkey, parent, now, DEADLINE_MAX_MS, make, then)?;
         Ok(ListingInfo {
-            key,
+            key: Arc::from(key),
             lease: self.lease_id(lease),
             attrs,
             version: stamp.version,
@@ -200,7 +201,7 @@ impl Store {
         self.visible_listing(key, now, |v, stamp| ListingView {
             origin: v.origin,
             info: ListingInfo {
-                key: Arc::clone(&key.1),
+                key: Arc::from(key.1.clone()),
                 lease: self.lease_id(v.lease),
                 attrs: Arc::clone(&v.attrs),
                 version: stamp.version,
@@ -240,7 +241,7 @@ impl Store {
 
     /// A visible listing.
     pub fn get_listing(&self, tenant: TenantId, key: &str) -> Result<ListingInfo> {
-        let key = (tenant, self.name(key)?);
+        let key = (tenant, self.key_name(key)?);
         self.consistent(|| Ok(self.listing_view(&key, self.shared.clock.now())?.info))
     }
 
@@ -271,7 +272,7 @@ impl Store {
         expected_version: u64,
         attrs: &[u8],
     ) -> Result<u64> {
-        let nkey = (tenant, self.name(key)?);
+        let nkey = (tenant, self.key_name(key)?);
         let attrs = self.attrs(attrs)?;
         let _in = self.enter();
         self.update_listing_at(&nkey, expected_version, attrs, self.shared.clock.now())
@@ -327,7 +328,7 @@ impl Store {
         expected: Option<u64>,
         cause: Cause,
     ) -> Result<()> {
-        let nkey = (tenant, self.name(key)?);
+        let nkey = (tenant, self.key_name(key)?);
         let _in = self.enter();
         self.end_listing_at(&nkey, expected, cause, self.shared.clock.now())
     }
@@ -388,7 +389,7 @@ impl Store {
         tenant: TenantId,
         cursor: Option<&Cursor>,
         limit: usize,
-        index: fn(&TenantIndex) -> &std::collections::BTreeSet<Arc<str>>,
+        index: fn(&TenantIndex) -> &std::collections::BTreeSet<SmolStr>,
         view: impl Fn(&Self, &NameKey, MonoTime) -> Option<T>,
     ) -> Result<Page<T>> {
         if limit == 0 || limit > self.shared.config.page_len_max {
@@ -402,7 +403,7 @@ impl Store {
                 next: None,
             });
         };
-        let keys: Vec<Arc<str>> = {
+        let keys: Vec<SmolStr> = {
             let guard = lock_at(Rung::TenantIndex, &t.tenant.index);
             let start = match cursor {
                 Some(Cursor(after)) => Bound::Excluded(&**after),
@@ -416,7 +417,7 @@ impl Store {
         };
         let now = self.shared.clock.now();
         let next = (keys.len() == limit)
-            .then(|| keys.last().cloned().map(Cursor))
+            .then(|| keys.last().map(|k| Cursor(Arc::from(k.as_str()))))
             .flatten();
         let items = keys
             .into_iter()

@@ -17,9 +17,10 @@ use crate::events::Cause;
 use crate::holder::Holder;
 use crate::ids::{LeaseId, TenantId};
 use crate::record::{Record, Stamp};
-use crate::sync::{Arc, Ordering};
+use crate::sync::Ordering;
 use crate::table::{Removed, Table};
 use crate::time::MonoTime;
+use smol_str::SmolStr;
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
@@ -119,7 +120,7 @@ impl Child for Lock {
 pub struct LockGuard {
     store: Store,
     tenant: TenantId,
-    name: Arc<str>,
+    name: SmolStr,
     fence: u64,
     deadline_ms: AtomicU64,
 }
@@ -241,18 +242,18 @@ impl Store {
         ttl: Duration,
         lease: Option<LeaseId>,
     ) -> Result<Option<LockGuard>> {
-        let name = self.name(name)?;
+        let name = self.key_name(name)?;
         self.check_name(owner)?;
         let holder = Holder::new(owner);
         let lease = lease.map(|l| self.lease_seq(l)).transpose()?;
         let now = self.shared.clock.now();
         let deadline = self.deadline(now, ttl)?;
-        let key: NameKey = (tenant, Arc::clone(&name));
+        let key: NameKey = (tenant, name.clone());
         let parent = match lease {
             Some(seq) => Parent::Lease {
                 seq,
                 kind: LeaseChild::Locks,
-                child: Arc::clone(&name),
+                child: name.clone(),
             },
             None => Parent::None,
         };
@@ -362,7 +363,7 @@ impl Store {
     /// Releases the lock `name` if it is still held with `fence`. Idempotent,
     /// and never releases a later holder's lock.
     pub fn release_lock(&self, tenant: TenantId, name: &str, fence: u64) -> Result<()> {
-        let key = (tenant, self.name(name)?);
+        let key = (tenant, self.key_name(name)?);
         let fence = self.fence_of_this_incarnation(fence)?;
         let now = self.shared.clock.now();
         // Live or lapsed-but-unswept: only this fence's lock is removed.

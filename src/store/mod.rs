@@ -98,6 +98,7 @@ use listing::Listing;
 use lock::Lock;
 use name_key::{Name, NameKey};
 use presence::Presence;
+use smol_str::SmolStr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tenant::Epoch;
 
@@ -528,6 +529,13 @@ impl Store {
     fn name(&self, name: &str) -> Result<Arc<str>> {
         self.check_name(name)?;
         Ok(Arc::from(name))
+    }
+
+    /// A caller-supplied name as a named record's key holds it (inline up
+    /// to 23 bytes, ADR 0046), under the rules of [`name`](Self::name).
+    fn key_name(&self, name: &str) -> Result<SmolStr> {
+        self.check_name(name)?;
+        Ok(SmolStr::new(name))
     }
 
     /// The rules of [`name`](Self::name), without copying the name.

@@ -1,23 +1,30 @@
 //! The key of a named record (a listing, a presence record, an idempotency
 //! key, a lock), `(tenant, name)`, and its borrowed form.
 //!
-//! A table stores the owned key, [`NameKey`], whose name is shared with the
-//! records and events that carry it. A lookup needs no owned key: a caller
+//! A table stores the owned key, [`NameKey`], whose name is inline up to 23
+//! bytes (ADR 0046): comparing it during a lookup reads the table's own
+//! entry, not a second allocation. The tenant's index, a lease's lists of
+//! children and the wheel's entries hold the same inline form; the API's
+//! `Arc<str>` names (a read's info, a removal's event) are made from it
+//! where they are handed out. A lookup needs no owned key: a caller
 //! holding the name as `&str` looks the record up through
 //! `&(tenant, name) as &dyn Name`. `dyn Name` is a borrowed form of
 //! `NameKey` (`NameKey` borrows as it, and both hash and compare the
 //! same), so a heartbeat, a lock's renewal or read, and every step a join
 //! takes on its listing allocate nothing to find their record. A creation
-//! builds the owned key, and so, for now, do the paths that return the
-//! name (reads of a listing or a presence record) and the removals.
+//! builds the owned key (no allocation up to 23 bytes), and so do the
+//! paths that return the name (reads of a listing or a presence record)
+//! and the removals.
 
 use crate::ids::TenantId;
-use crate::sync::Arc;
+use smol_str::SmolStr;
 use std::borrow::Borrow;
 use std::hash::{Hash, Hasher};
 
-/// A named record's key: its tenant and its name.
-pub(crate) type NameKey = (TenantId, Arc<str>);
+/// A named record's key: its tenant and its name, inline up to
+/// [`SmolStr`]'s 23 bytes (ADR 0046), so a lookup compares the name
+/// without a second cache line to fetch.
+pub(crate) type NameKey = (TenantId, SmolStr);
 
 /// A tenant and a name, owned ([`NameKey`]) or borrowed.
 pub(crate) trait Name {
@@ -71,7 +78,7 @@ impl ToOwned for dyn Name + '_ {
     type Owned = NameKey;
 
     fn to_owned(&self) -> NameKey {
-        (self.tenant(), Arc::from(self.name()))
+        (self.tenant(), SmolStr::new(self.name()))
     }
 }
 
@@ -82,7 +89,7 @@ mod tests {
     #[test]
     fn a_borrowed_name_hashes_and_compares_as_its_owned_key() {
         let hasher = ahash::RandomState::new();
-        let owned: NameKey = (TenantId(7), Arc::from("lobby"));
+        let owned: NameKey = (TenantId(7), SmolStr::new("lobby"));
         let borrowed: &dyn Name = &(TenantId(7), "lobby");
         let as_name: &dyn Name = owned.borrow();
         assert_eq!(hasher.hash_one(&owned), hasher.hash_one(borrowed));
@@ -91,5 +98,25 @@ mod tests {
             assert!(as_name != &other as &dyn Name);
         }
         assert_eq!(borrowed.to_owned(), owned);
+    }
+
+    /// A key's name up to 23 bytes is held in the key itself, so a lookup
+    /// compares it without fetching another allocation; a longer one is
+    /// out of line and still found by its borrowed form.
+    #[test]
+    fn names_up_to_23_bytes_are_inline_in_the_key() {
+        let hasher = ahash::RandomState::new();
+        for (name, inline) in [
+            ("a", true),
+            (&*"n".repeat(23), true),
+            (&*"n".repeat(24), false),
+        ] {
+            let borrowed: &dyn Name = &(TenantId(1), name);
+            let owned = borrowed.to_owned();
+            assert_eq!(!owned.1.is_heap_allocated(), inline, "{} bytes", name.len());
+            assert_eq!(hasher.hash_one(&owned), hasher.hash_one(borrowed));
+            assert!(Borrow::<dyn Name>::borrow(&owned) == borrowed);
+        }
+        assert_eq!(std::mem::size_of::<NameKey>(), 32);
     }
 }

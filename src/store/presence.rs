@@ -13,6 +13,7 @@ use crate::record::Stamp;
 use crate::sync::Arc;
 use crate::table::{Removed, Table};
 use crate::time::MonoTime;
+use smol_str::SmolStr;
 use std::time::Duration;
 
 pub(crate) struct Presence {
@@ -62,7 +63,7 @@ impl Child for Presence {
     }
 
     const INDEX: Option<fn(&NameKey, &mut TenantIndex)> = Some(|key, index| {
-        index.members.insert(Arc::clone(&key.1));
+        index.members.insert(key.1.clone());
     });
 }
 
@@ -107,7 +108,7 @@ impl Store {
         let name: &dyn Name = &(tenant, member);
         // The owned key, built only if the record is not simply refreshed.
         let mut owned: Option<NameKey> = None;
-        let own = || (tenant, Arc::from(member));
+        let own = || (tenant, SmolStr::new(member));
         // Refresh an existing record, else create one. A create that loses
         // a race with a concurrent create goes round once more.
         for _ in 0..2 {
@@ -130,7 +131,7 @@ impl Store {
                 Some(seq) => Parent::Lease {
                     seq,
                     kind: LeaseChild::Members,
-                    child: Arc::clone(&key.1),
+                    child: key.1.clone(),
                 },
                 None => Parent::None,
             };
@@ -194,14 +195,14 @@ impl Store {
 
     /// A visible presence record.
     pub fn get_presence(&self, tenant: TenantId, member: &str) -> Result<PresenceInfo> {
-        let key = (tenant, self.name(member)?);
+        let key = (tenant, self.key_name(member)?);
         self.presence_info(&key, self.shared.clock.now())
     }
 
     fn presence_info(&self, key: &NameKey, now: MonoTime) -> Result<PresenceInfo> {
         let seen = self.shared.presence.read(key, now, |v, stamp| {
             (v.attached && v.owner.valid()).then(|| PresenceInfo {
-                member: Arc::clone(&key.1),
+                member: Arc::from(key.1.clone()),
                 attrs: Arc::clone(&v.attrs),
                 lease: v.lease.map(|seq| self.lease_id(seq)),
                 version: stamp.version,
@@ -239,7 +240,7 @@ impl Store {
 
     /// Removes a member's presence.
     pub fn leave(&self, tenant: TenantId, member: &str) -> Result<()> {
-        let key = (tenant, self.name(member)?);
+        let key = (tenant, self.key_name(member)?);
         let now = self.shared.clock.now();
         self.presence_info(&key, now)?;
         let removed = self.shared.presence.remove_with(

@@ -165,7 +165,7 @@ impl Store {
             let removed = self.shared.streams.remove_child((tenant, &name), seq);
             // (A stream is not a record: it is not counted in `n`.)
             if let Some(stream) = removed.filter(|s| s.visible()) {
-                self.retire_stream(tenant, name, &stream, Cause::Cascaded, false);
+                self.retire_stream(tenant, Arc::from(name), &stream, Cause::Cascaded, false);
             }
         }
         self.release_owner(&lease.owner);
@@ -191,7 +191,7 @@ impl Store {
             lock_at(Rung::TenantIndex, &listing.owner.tenant().index)
                 .listings
                 .remove(&key);
-            let id = RecordId::Listing(Arc::clone(&key));
+            let id = RecordId::Listing(Arc::from(key.clone()));
             self.emit(Collection::Listings, tenant, id, cause);
         }
         if detach {
@@ -240,7 +240,7 @@ impl Store {
             self.emit(
                 Collection::Presence,
                 tenant,
-                RecordId::Member(member),
+                RecordId::Member(Arc::from(member)),
                 cause,
             );
             self.release_owner(&presence.owner);
@@ -296,7 +296,12 @@ impl Store {
         }
         if held.attached {
             held.owner.tenant().quota(Collection::Locks).release(1);
-            self.emit(Collection::Locks, tenant, RecordId::Key(name), cause);
+            self.emit(
+                Collection::Locks,
+                tenant,
+                RecordId::Key(Arc::from(name)),
+                cause,
+            );
             self.release_owner(&held.owner);
         }
     }
@@ -310,7 +315,7 @@ impl Store {
         self.emit(
             Collection::Idempotency,
             r.key.0,
-            RecordId::Key(r.key.1),
+            RecordId::Key(Arc::from(r.key.1)),
             cause,
         );
         self.release_owner(&r.value.owner);

@@ -13,6 +13,7 @@ use crate::time::MonoTime;
 use crate::wake::Listener;
 #[cfg(feature = "native")]
 use crate::wake::RecvError;
+use smol_str::SmolStr;
 #[cfg(feature = "native")]
 use std::time::Duration;
 
@@ -80,7 +81,7 @@ impl Store {
         let parent = Parent::Lease {
             seq,
             kind: LeaseChild::Streams,
-            child: Arc::clone(&name),
+            child: SmolStr::new(&*name),
         };
         parent.reserve(self, tenant, now)?;
         let key = TenantName(tenant, Arc::clone(&name));

@@ -30,6 +30,7 @@ use crate::sync::{lock_at, Arc, AtomicBool, AtomicU64, Mutex, Ordering, Rung};
 use crate::time::MonoTime;
 use crate::words::LimitSnapshot;
 use crossbeam_utils::CachePadded;
+use smol_str::SmolStr;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Per-tenant state that outlives tenant revocation: the quota counters,
@@ -116,8 +117,8 @@ impl Tenant {
 /// tenant's.
 #[derive(Default)]
 pub(crate) struct TenantIndex {
-    pub(super) listings: BTreeSet<Arc<str>>,
-    pub(super) members: BTreeSet<Arc<str>>,
+    pub(super) listings: BTreeSet<SmolStr>,
+    pub(super) members: BTreeSet<SmolStr>,
 }
 
 /// One epoch of a tenant: what the registry holds for it, and what every

@@ -34,6 +34,7 @@ use crate::store::OUTBOX_QUEUE;
 use crate::stream::{StreamEntry, StreamRead};
 use crate::sync::Arc;
 use crate::time::MonoTime;
+use smol_str::SmolStr;
 
 /// Most operations one transaction stages. Staging one more is refused
 /// with `InvalidArgument`; the overlay (payloads included) is bounded by
@@ -816,7 +817,7 @@ impl Store {
         let info = self.publish_now(
             *tenant,
             *lease,
-            Arc::clone(key),
+            SmolStr::new(&**key),
             Arc::clone(attrs),
             now,
             &mut || self.publish_all(inner, now, rest, &mut inner_out),
@@ -857,12 +858,14 @@ impl Store {
                     key,
                     expected,
                     ..
-                } => self.check_listing_at(&(*tenant, Arc::clone(key)), Some(*expected), now)?,
+                } => {
+                    self.check_listing_at(&(*tenant, SmolStr::new(&**key)), Some(*expected), now)?
+                }
                 Op::Unpublish {
                     tenant,
                     key,
                     expected,
-                } => self.check_listing_at(&(*tenant, Arc::clone(key)), *expected, now)?,
+                } => self.check_listing_at(&(*tenant, SmolStr::new(&**key)), *expected, now)?,
                 Op::Append {
                     tenant,
                     stream,
@@ -988,7 +991,7 @@ impl Store {
                     expected,
                     attrs,
                 } => {
-                    let nkey = (*tenant, Arc::clone(key));
+                    let nkey = (*tenant, SmolStr::new(&**key));
                     let version =
                         applied(self.update_listing_at(&nkey, *expected, Arc::clone(attrs), now))?;
                     done.listings.push((*tenant, Arc::clone(key), version));
@@ -998,7 +1001,7 @@ impl Store {
                     key,
                     expected,
                 } => {
-                    let nkey = (*tenant, Arc::clone(key));
+                    let nkey = (*tenant, SmolStr::new(&**key));
                     applied(self.end_listing_at(&nkey, *expected, Cause::Released, now))?;
                 }
                 Op::Notify { tenant, channel } => {
