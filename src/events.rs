@@ -245,6 +245,11 @@ impl EventHub {
         })
     }
 
+    /// Whether anyone subscribes: an event made for no one is not made.
+    pub(crate) fn subscribed(&self) -> bool {
+        self.count.load(Ordering::Acquire) != 0
+    }
+
     /// Delivers `event` to every subscriber. Called after the operation,
     /// never under a map lock.
     pub(crate) fn emit(&self, event: Event) {

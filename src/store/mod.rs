@@ -591,11 +591,27 @@ impl Store {
     }
 
     fn emit(&self, collection: Collection, tenant: TenantId, id: RecordId, cause: Cause) {
+        self.emit_with(collection, tenant, || id, cause);
+    }
+
+    /// [`emit`](Self::emit), building the record's id only if someone
+    /// subscribes: a named record's id is the one copy of its name a
+    /// removal makes (ADR 0046).
+    fn emit_with(
+        &self,
+        collection: Collection,
+        tenant: TenantId,
+        id: impl FnOnce() -> RecordId,
+        cause: Cause,
+    ) {
         crate::metrics::removal(collection, cause);
+        if !self.shared.events.subscribed() {
+            return;
+        }
         self.shared.events.emit(Event {
             collection,
             tenant,
-            id,
+            id: id(),
             cause,
         });
     }

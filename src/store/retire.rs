@@ -191,8 +191,8 @@ impl Store {
             lock_at(Rung::TenantIndex, &listing.owner.tenant().index)
                 .listings
                 .remove(&key);
-            let id = RecordId::Listing(Arc::from(key.clone()));
-            self.emit(Collection::Listings, tenant, id, cause);
+            let id = || RecordId::Listing(Arc::from(key.clone()));
+            self.emit_with(Collection::Listings, tenant, id, cause);
         }
         if detach {
             self.detach_from_lease(listing.lease, LeaseChild::Listings, &key);
@@ -237,10 +237,10 @@ impl Store {
             lock_at(Rung::TenantIndex, &presence.owner.tenant().index)
                 .members
                 .remove(&member);
-            self.emit(
+            self.emit_with(
                 Collection::Presence,
                 tenant,
-                RecordId::Member(Arc::from(member)),
+                || RecordId::Member(Arc::from(member)),
                 cause,
             );
             self.release_owner(&presence.owner);
@@ -296,10 +296,10 @@ impl Store {
         }
         if held.attached {
             held.owner.tenant().quota(Collection::Locks).release(1);
-            self.emit(
+            self.emit_with(
                 Collection::Locks,
                 tenant,
-                RecordId::Key(Arc::from(name)),
+                || RecordId::Key(Arc::from(name)),
                 cause,
             );
             self.release_owner(&held.owner);
@@ -312,10 +312,10 @@ impl Store {
             .tenant()
             .quota(Collection::Idempotency)
             .release(1);
-        self.emit(
+        self.emit_with(
             Collection::Idempotency,
             r.key.0,
-            RecordId::Key(Arc::from(r.key.1)),
+            || RecordId::Key(Arc::from(r.key.1)),
             cause,
         );
         self.release_owner(&r.value.owner);
