@@ -524,8 +524,9 @@ impl Store {
         self.shared.ttl.deadline(now, ttl)
     }
 
-    /// A caller-supplied name (listing key, member, holder, client,
-    /// idempotency key): non-empty and at most `name_bytes_max` bytes.
+    /// A caller-supplied name kept shared (a stream consumer's): like
+    /// every name (listing key, member, lock, holder, client, idempotency
+    /// key), non-empty and at most `name_bytes_max` bytes.
     fn name(&self, name: &str) -> Result<Arc<str>> {
         self.check_name(name)?;
         Ok(Arc::from(name))
