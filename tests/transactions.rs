@@ -550,3 +550,37 @@ fn the_receipt_lists_publishes_then_updates_in_staging_order() {
         assert_eq!(s.get_listing(*tenant, key).unwrap().version, *version);
     }
 }
+
+/// A refused commit changes nothing visible, but a publish it staged
+/// reclaims, on the way, an invisible listing it finds under its key (its
+/// lease expired, nothing swept yet), as the sweeper would have: that
+/// listing's expired join attempt then answers as swept, `NotFound`
+/// rather than `Expired`.
+#[test]
+fn a_refused_commit_reclaims_only_what_was_already_invisible() {
+    let (clock, s, lease) = relay();
+    let short = s.grant(T, "short-host", SEC, None).unwrap().id;
+    s.publish(T, short, "old", b"", None).unwrap();
+    let join = s.begin_join(T, "old", "c1", SEC / 2, None).unwrap();
+    clock.advance(SEC * 2); // lease and attempt expired; nothing swept
+    assert_eq!(
+        s.bind_endpoint(T, join.attempt, &join.token, addr(1)),
+        Err(Error::Expired)
+    );
+    let visible = s.list_listings(T, None, 100).unwrap();
+    let mut tx = s.begin_tx();
+    tx.publish(T, lease, "old", b"new").unwrap();
+    for _ in 0..4 {
+        // The queue holds 3.
+        tx.enqueue(T, "work", b"j", JobOptions::default()).unwrap();
+    }
+    let refused = tx.commit().unwrap_err();
+    assert!(refused.capacity_scope().is_some(), "{refused:?}");
+    assert_eq!(s.list_listings(T, None, 100).unwrap(), visible);
+    assert_eq!(s.get_listing(T, "old"), Err(Error::NotFound));
+    assert_eq!(
+        s.bind_endpoint(T, join.attempt, &join.token, addr(1)),
+        Err(Error::NotFound)
+    );
+    s.audit().unwrap();
+}

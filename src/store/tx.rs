@@ -23,6 +23,13 @@
 //!
 //! The wakes of what was committed (stream appends, ready jobs, notifies)
 //! fire after the gate opens, so a woken listener reads the whole commit.
+//!
+//! A refused commit changes nothing visible. One thing it may leave: a
+//! publish that found an invisible listing under its key (the listing's
+//! lease expired, nothing swept it yet) reclaimed that listing to take the
+//! key, as the sweeper would have, before the refusal; the listing's
+//! expired join attempts then answer `NotFound` (swept) rather than
+//! `Expired`.
 
 use super::Store;
 use crate::error::{Error, Result};

@@ -262,7 +262,8 @@ impl Model {
     /// claim written once; an append only to a stream that is there, which
     /// takes its offset now), then the commit checks room against the
     /// state before it (appends per stream, enqueues per queue) and
-    /// applies everything in staging order, or nothing.
+    /// applies everything in staging order, or nothing visible (a refused
+    /// commit keeps the reclaiming its publishes did on the way).
     fn transaction(&mut self, ops: &[Op], commit: bool, created_attempts: usize) -> Outcome {
         let now = self.now;
         let mut staged = Vec::new();
@@ -307,7 +308,29 @@ impl Model {
         match self.commit_tx(&kept, now, created_attempts) {
             Ok(failed) => outcome(Some(true), failed),
             Err(()) => {
+                // Refused: nothing visible changed. But each publish, in
+                // staging order up to the first that refuses, reclaimed
+                // the invisible listing it found under its key (as the
+                // sweeper would have), with that listing's attempts.
+                let mut scratch = before.clone();
+                let mut reclaimed = Vec::new();
+                for (op, _) in &kept {
+                    let Op::Publish { tenant, key, .. } = *op else {
+                        continue;
+                    };
+                    let invisible = scratch.listings.contains_key(&(tenant, key))
+                        && scratch.listing_visible(tenant, key).is_none();
+                    if let Outcome::Err(_) = scratch.apply(op, created_attempts) {
+                        break;
+                    }
+                    if invisible {
+                        reclaimed.push((tenant, key));
+                    }
+                }
                 *self = before;
+                for (tenant, key) in reclaimed {
+                    self.remove_listing(tenant, key);
+                }
                 outcome(Some(false), Vec::new())
             }
         }
