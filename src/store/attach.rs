@@ -240,7 +240,9 @@ impl Parent<'_> {
     }
 
     /// Whether the slot is still in a parent that is still there, under the
-    /// parent's shard lock (see rule 3).
+    /// parent's shard lock (see rule 3). The slot was pushed last, so the
+    /// search starts from the end (one comparison unless another creation
+    /// took a slot since).
     pub(super) fn confirm(&self, store: &Store) -> Result<()> {
         let held = match self {
             Parent::None => Some(true),
@@ -248,11 +250,13 @@ impl Parent<'_> {
                 l.owner.valid()
                     && l.children
                         .as_deref()
-                        .is_some_and(|c| kind.of(c).contains(child))
+                        .is_some_and(|c| kind.of(c).iter().rev().any(|s| s == child))
             }),
             Parent::Listing { key, origin, child } => {
                 store.shared.listings.modify(key as &dyn Name, |l| {
-                    l.origin == origin.get() && l.owner.valid() && l.attempts.contains(child)
+                    l.origin == origin.get()
+                        && l.owner.valid()
+                        && l.attempts.iter().rev().any(|s| s == child)
                 })
             }
         };
@@ -273,7 +277,7 @@ impl Parent<'_> {
             Parent::Listing { key, origin, child } => {
                 store.shared.listings.modify(key as &dyn Name, |l| {
                     if l.origin == origin.get() {
-                        if let Some(i) = l.attempts.iter().position(|s| s == child) {
+                        if let Some(i) = l.attempts.iter().rposition(|s| s == child) {
                             l.attempts.swap_remove(i);
                         }
                     }

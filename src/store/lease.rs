@@ -57,7 +57,8 @@ impl Lease {
     pub(super) fn detach(&mut self, kind: LeaseChild, child: &str) {
         if let Some(children) = self.children.as_mut() {
             let index = kind.of_mut(children);
-            if let Some(i) = index.iter().position(|c| &**c == child) {
+            // From the end: a creation taking its slot back finds it there.
+            if let Some(i) = index.iter().rposition(|c| &**c == child) {
                 index.swap_remove(i);
             }
         }
