@@ -23,7 +23,8 @@ use std::time::{Duration, SystemTime};
 pub(crate) struct Lease {
     pub(super) owner: Owner,
     holder: Holder,
-    /// The fence, drawn from the store-wide sequence at grant.
+    /// The fence: the version the lease was inserted at. Kept, because
+    /// the version's base moves when its low part runs out.
     fence: u64,
     /// Children and observed endpoints, allocated on first use: most leases
     /// have few or none, and keeping four vectors inline would more than
@@ -177,14 +178,15 @@ impl Store {
         now: MonoTime,
         deadline: u64,
     ) -> Result<LeaseGrant> {
-        // The fence is drawn from the store-wide sequence, so it exceeds
-        // that of every grant before it; the id is the lease's slot.
-        let fence = self.next_seq();
+        // The fence is the version the lease is inserted at: versions come
+        // from one store-wide counter that starts above the fence floor,
+        // so it exceeds that of every grant before it, in this incarnation
+        // and every earlier one. The id is the lease's slot.
         let (seq, stamp) = self.shared.leases.with_key(|seq| {
-            let lease = |owner, _| Lease {
+            let lease = |owner, version| Lease {
                 owner,
                 holder,
-                fence,
+                fence: version,
                 children: None,
             };
             let stamp = self.create(tenant, seq, Parent::None, now, deadline, lease)?;
@@ -192,7 +194,7 @@ impl Store {
         })?;
         Ok(LeaseGrant {
             id: self.lease_id(seq),
-            fence,
+            fence: stamp.version,
             version: stamp.version,
             remaining: stamp.remaining(now),
             expires_at: self.shared.clock.wall_at(now) + stamp.remaining(now),

@@ -20,7 +20,8 @@ pub(crate) struct Listing {
     pub(super) owner: Owner,
     /// The lease this listing lives under.
     pub(super) lease: u64,
-    /// Unique per publication, so a re-published key is a different listing.
+    /// The version the listing was inserted at: unique per publication,
+    /// so a re-published key is a different listing.
     pub(super) origin: u64,
     attrs: Arc<[u8]>,
     /// Pending or bound join attempts (at most `attempts_per_listing_max`).
@@ -69,6 +70,11 @@ impl Child for Listing {
     const INDEX: Option<fn(&NameKey, &mut TenantIndex)> = Some(|key, index| {
         index.listings.insert(key.1.clone());
     });
+
+    /// The origin is the version the listing was inserted at.
+    fn made_at(&self, version: u64) -> bool {
+        self.origin == version
+    }
 }
 
 /// A visible listing.
@@ -172,17 +178,16 @@ impl Store {
         then: &mut dyn FnMut() -> Result<()>,
     ) -> Result<ListingInfo> {
         self.inside_gate();
-        let origin = self.next_seq();
         let parent = Parent::Lease {
             seq: lease,
             kind: LeaseChild::Listings,
             child: key.clone(),
         };
         let nkey: NameKey = (tenant, key.clone());
-        let make = |owner, _| Listing {
+        let make = |owner, version| Listing {
             owner,
             lease,
-            origin,
+            origin: version,
             attrs: Arc::clone(&attrs),
             attempts: Vec::new(),
             attached: false,

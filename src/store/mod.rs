@@ -103,8 +103,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tenant::Epoch;
 
 /// Leases and attempts are keyed by their id's sequence alone (unique in
-/// the store: an attempt's is drawn from the store-wide sequence, a
-/// lease's names its slab slot and the slot's generation); the tenant is
+/// the store: it names the record's slab slot and the slot's
+/// generation); the tenant is
 /// in the record, and every access by id checks it, so another tenant's
 /// record answers exactly like a missing one. Half the key of
 /// `(tenant, seq)`, in the table and in every wheel entry.
@@ -191,6 +191,8 @@ pub(crate) struct Shared {
     /// Every fence this incarnation issues is at least this (see
     /// [`fence_floor`](Self::fence_floor)).
     fence_floor: u64,
+    /// The store-wide sequence job ids are drawn from (starting at the
+    /// fence floor). Fences and publications are versions instead.
     seqs: AtomicU64,
     /// Each tenant's current epoch.
     tenants: ShardMap<TenantId, Arc<Epoch>>,
