@@ -15,7 +15,7 @@ use relaystore::events::Collection;
 use relaystore::queue::{Backoff, JobOptions, QueueConfig};
 use relaystore::{Error, JobId, Scope, StoreConfig, TenantId};
 use std::collections::HashSet;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 const T: TenantId = TenantId(1);
 const OTHER: TenantId = TenantId(2);
@@ -185,7 +185,13 @@ fn an_outbox_filled_on_one_instance_is_delivered_from_another() {
 /// Two handles on a fresh store whose tenant `T` has a queue "ticks" and
 /// a schedule "beat" firing onto it every 100 ms, scheduled from the
 /// second handle (the first creates the queue).
-async fn ticking(target: &redis::Target, name: &str) -> Vec<relaystore::redis::RedisEngine> {
+/// Two instances, a queue `ticks` and a schedule `beat` every 100 ms into
+/// it; with the instants just before and just after the schedule was
+/// made (the server read its own clock in between).
+async fn ticking(
+    target: &redis::Target,
+    name: &str,
+) -> (Vec<relaystore::redis::RedisEngine>, Bracket) {
     let cfg = StoreConfig {
         schedule_interval_min: Duration::from_millis(10),
         ..config()
@@ -195,17 +201,44 @@ async fn ticking(target: &redis::Target, name: &str) -> Vec<relaystore::redis::R
         .create_queue(T, "ticks", queue(100))
         .await
         .unwrap();
+    let before = Instant::now();
     engines[1]
         .schedule(T, "beat", "@every 100ms", "ticks", b"tick")
         .await
         .unwrap();
-    engines
+    (engines, (before, Instant::now()))
+}
+
+/// The instants just before and just after a call: the server's clock
+/// reading inside it lies between them.
+type Bracket = (Instant, Instant);
+
+/// Runs `call`, returning its result and its bracket.
+async fn bracketed<T>(call: impl std::future::Future<Output = T>) -> (T, Bracket) {
+    let before = Instant::now();
+    let out = call.await;
+    (out, (before, Instant::now()))
+}
+
+/// How many grid points of `ticking`'s schedule (due 100 ms, 200 ms, ...
+/// after it was made) had passed when a run read the clock: at least
+/// those between the end of `made` and the start of `ran`, at most those
+/// between the start of `made` and the end of `ran`. The test's clock and
+/// the server's may read a few milliseconds apart; 5 ms of slack either
+/// way. However slow the machine, the count fits the window: a test that
+/// asserts a fixed count assumes its sleeps are exact.
+fn grid_points(made: Bracket, ran: Bracket) -> std::ops::RangeInclusive<u64> {
+    let slack = Duration::from_millis(5);
+    let least = ran.0.saturating_duration_since(made.1 + slack);
+    let most = (ran.1 + slack).duration_since(made.0);
+    let points = |d: Duration| (d.as_millis() / 100) as u64;
+    points(least)..=points(most)
 }
 
 #[test]
 fn one_scheduler_lock_holder_fires_and_the_other_cannot() {
     on_every_target("queues-schedules", |target, name| async move {
-        let engines = ticking(&target, &name).await;
+        let (engines, made) = ticking(&target, &name).await;
         let (a, b) = (&engines[0], &engines[1]);
         let ttl = Duration::from_secs(10);
         let lead = a.try_lead_schedules(T, "runner-a", ttl).await.unwrap();
@@ -221,20 +254,37 @@ fn one_scheduler_lock_holder_fires_and_the_other_cannot() {
             Err(Error::LeadershipLost),
             "{name}: a fence that does not hold the lock"
         );
-        let run = a.run_schedules(T, lead.fence).await.unwrap();
-        assert_eq!(run.fired, 3, "{name}: three grid points passed");
+        let (run, ran) = bracketed(a.run_schedules(T, lead.fence)).await;
+        let run = run.unwrap();
+        // At least three grid points passed during the sleep.
+        let passed = grid_points(made, ran);
+        assert!(
+            passed.contains(&run.fired) && run.fired >= 3,
+            "{name}: fired {} with {passed:?} grid points passed",
+            run.fired
+        );
         assert_eq!(run.skipped, 0, "{name}");
-        // Fired and advanced in one step: running again fires nothing.
-        let again = b.run_schedules(T, lead.fence).await.unwrap();
-        assert_eq!(again.fired, 0, "{name}");
-        assert_eq!(b.queue_info(T, "ticks").await.unwrap().ready, 3, "{name}");
+        // Fired and advanced in one step: running again fires nothing
+        // (unless the next grid point has come since).
+        let (again, ran) = bracketed(b.run_schedules(T, lead.fence)).await;
+        let fired = run.fired + again.unwrap().fired;
+        let passed = grid_points(made, ran);
+        assert!(
+            passed.contains(&fired),
+            "{name}: {fired} fired in all with {passed:?} grid points passed"
+        );
+        assert_eq!(
+            b.queue_info(T, "ticks").await.unwrap().ready,
+            fired as usize,
+            "{name}: each fire enqueued once"
+        );
         let listed = b.schedules(T).await.unwrap();
         assert_eq!(
             listed
                 .iter()
                 .map(|s| (&*s.name, s.fired))
                 .collect::<Vec<_>>(),
-            vec![("beat", 3)],
+            vec![("beat", fired)],
             "{name}"
         );
         // Once released, the lock's old fence fires nothing.
@@ -316,14 +366,20 @@ fn the_queue_and_schedule_budgets_refuse_exactly() {
 #[test]
 fn schedule_runners_on_two_instances_lead_one_at_a_time() {
     on_every_target("queues-runners", |target, name| async move {
-        let engines = ticking(&target, &name).await;
+        let (engines, made) = ticking(&target, &name).await;
         let (a, b) = (&engines[0], &engines[1]);
         let ttl = Duration::from_secs(10);
         let mut first = relaystore::ScheduleRunner::new(a, T, "runner-a", ttl);
         let mut second = relaystore::ScheduleRunner::new(b, T, "runner-b", ttl);
         tokio::time::sleep(Duration::from_millis(250)).await;
-        let led = first.step().await.unwrap();
-        assert_eq!(led.run.map(|r| r.fired), Some(2), "{name}: two grid points");
+        let (led, ran) = bracketed(first.step()).await;
+        let led = led.unwrap();
+        let before = led.run.map(|r| r.fired).unwrap_or(0);
+        let passed = grid_points(made, ran);
+        assert!(
+            passed.contains(&before) && before >= 2,
+            "{name}: the leader fired {before} with {passed:?} grid points passed"
+        );
         assert!(
             led.wait <= ttl / 3,
             "{name}: renews within a third of its TTL"
@@ -335,18 +391,27 @@ fn schedule_runners_on_two_instances_lead_one_at_a_time() {
         // what came due meanwhile, nothing twice.
         tokio::time::sleep(Duration::from_millis(100)).await;
         first.resign().await.unwrap();
-        let took = second.step().await.unwrap();
-        assert_eq!(took.run.map(|r| r.fired), Some(1), "{name}");
+        let (took, ran) = bracketed(second.step()).await;
+        let after = took.unwrap().run.map(|r| r.fired).unwrap_or(0);
+        let passed = grid_points(made, ran);
+        assert!(
+            after >= 1 && passed.contains(&(before + after)),
+            "{name}: fired {before} then {after} with {passed:?} grid points passed"
+        );
         assert!(second.is_leader() && !first.is_leader(), "{name}");
         assert_eq!(first.step().await.unwrap().run, None, "{name}");
-        assert_eq!(a.queue_info(T, "ticks").await.unwrap().ready, 3, "{name}");
+        assert_eq!(
+            a.queue_info(T, "ticks").await.unwrap().ready,
+            (before + after) as usize,
+            "{name}: each fire enqueued once"
+        );
     });
 }
 
 #[test]
 fn a_draining_instance_fires_nothing_and_leaves_the_fires_due() {
     on_every_target("queues-drain", |target, name| async move {
-        let engines = ticking(&target, &name).await;
+        let (engines, made) = ticking(&target, &name).await;
         let (a, b) = (&engines[0], &engines[1]);
         let ttl = Duration::from_secs(10);
         let lead = a
@@ -373,10 +438,12 @@ fn a_draining_instance_fires_nothing_and_leaves_the_fires_due() {
             .await
             .unwrap()
             .unwrap();
-        assert_eq!(
-            b.run_schedules(T, lead.fence).await.unwrap().fired,
-            1,
-            "{name}"
+        let (run, ran) = bracketed(b.run_schedules(T, lead.fence)).await;
+        let fired = run.unwrap().fired;
+        let passed = grid_points(made, ran);
+        assert!(
+            fired >= 1 && passed.contains(&fired),
+            "{name}: fired {fired} with {passed:?} grid points passed"
         );
     });
 }
