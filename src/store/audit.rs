@@ -237,7 +237,7 @@ impl Store {
             if !attempt.phase.is_consumed() {
                 c.attempts += 1;
                 pending += 1;
-                let key = (tenant, SmolStr::new(&*attempt.listing));
+                let key = (tenant, attempt.listing.clone());
                 if origins.get(&key) == Some(&attempt.origin) {
                     seen_attempts.entry(key).or_default().insert(*seq);
                 } else {

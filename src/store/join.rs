@@ -40,7 +40,9 @@ impl Phase {
 
 pub(crate) struct Attempt {
     pub(super) owner: Owner,
-    pub(super) listing: Arc<str>,
+    /// The listing's name, inline up to 23 bytes like the listing's own
+    /// key (ADR 0046): a join makes no allocation for it.
+    pub(super) listing: SmolStr,
     /// The publication of the listing this attempt joins.
     pub(super) origin: u64,
     /// Inline up to 23 bytes (no allocation of its own for the usual
@@ -87,7 +89,7 @@ impl Child for Attempt {
         Ancestry {
             owner_valid: self.owner.valid(),
             lease: None,
-            listing: Some((Arc::clone(&self.listing), self.origin)),
+            listing: Some((self.listing.clone(), self.origin)),
         }
     }
 }
@@ -186,7 +188,7 @@ impl Store {
         }
         // The attempt keeps a copy of the name (ADR 0041); its slot in the
         // listing is found by the caller's.
-        let kept: Arc<str> = Arc::from(listing);
+        let kept = SmolStr::new(listing);
         self.shared.attempts.with_key(|seq| {
             let id = self.attempt_id(seq);
             let token = JoinToken::issue(id)?;
@@ -229,7 +231,7 @@ impl Store {
         seq: IdKey,
         token: Option<&JoinToken>,
         now: MonoTime,
-    ) -> Result<Arc<str>> {
+    ) -> Result<SmolStr> {
         let owned = |v: &Attempt| v.owner.is_of(tenant);
         let seen = self.shared.attempts.read_owned(&seq, now, owned, |v, _| {
             let genuine = token.is_none_or(|t| t.matches(&v.secret));
@@ -260,7 +262,7 @@ impl Store {
         id: AttemptId,
         token: &JoinToken,
         now: MonoTime,
-    ) -> Result<(IdKey, Arc<str>)> {
+    ) -> Result<(IdKey, SmolStr)> {
         let seq = self.attempt_seq(id)?;
         self.authorize(now)?;
         if token.attempt() != id {
@@ -346,7 +348,7 @@ impl Store {
         Ok(Admission {
             attempt: token.attempt(),
             client: Arc::from(client.as_str()),
-            listing,
+            listing: Arc::from(listing),
             addr,
         })
     }

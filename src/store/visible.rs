@@ -14,8 +14,8 @@ use super::Store;
 use crate::error::{Error, Result};
 use crate::ids::TenantId;
 use crate::record::Stamp;
-use crate::sync::Arc;
 use crate::time::MonoTime;
+use smol_str::SmolStr;
 
 /// What a record's visibility depends on besides its own liveness, read
 /// from the record under its shard lock and checked after it is released
@@ -26,7 +26,7 @@ pub(super) struct Ancestry {
     /// The lease it hangs from, if any.
     pub(super) lease: Option<u64>,
     /// The listing (key and publication) it hangs from, if any.
-    pub(super) listing: Option<(Arc<str>, u64)>,
+    pub(super) listing: Option<(SmolStr, u64)>,
 }
 
 impl Store {
