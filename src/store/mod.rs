@@ -104,9 +104,9 @@ use tenant::Epoch;
 
 /// Leases and attempts are keyed by their id's sequence alone (unique in
 /// the store: it names the record's slab slot and the slot's
-/// generation); the tenant is
-/// in the record, and every access by id checks it, so another tenant's
-/// record answers exactly like a missing one. Half the key of
+/// generation); the tenant is in the record, and every access by id
+/// checks it, so another tenant's record answers exactly like a missing
+/// one. Half the key of
 /// `(tenant, seq)`, in the table and in every wheel entry.
 type IdKey = u64;
 
