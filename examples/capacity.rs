@@ -464,7 +464,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                         while !stop.load(Ordering::Relaxed) {
                             for _ in 0..256 {
                                 let (op, i) = pick(&mut x, n);
-                                let t0 = (k % SAMPLE_EVERY == 0).then(Instant::now);
+                                let t0 = k.is_multiple_of(SAMPLE_EVERY).then(Instant::now);
                                 let result = perform(op, i, x);
                                 let ns = t0.map(|t0| t0.elapsed().as_nanos() as u64);
                                 tally.record(op, result, ns);

@@ -166,7 +166,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                         }
                         let generation = generations[slot as usize].load(Ordering::Relaxed);
                         let id = key(slot, generation);
-                        let timed = n % SAMPLE_EVERY == 0;
+                        let timed = n.is_multiple_of(SAMPLE_EVERY);
                         let t0 = timed.then(Instant::now);
                         let ok = match op {
                             Op::Heartbeat => map.renew(&id, SESSION_TTL).is_ok(),

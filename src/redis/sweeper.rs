@@ -47,7 +47,9 @@ pub(super) fn start(engine: &RedisEngine, interval: Duration) {
                     passes += 1;
                     // Only a cluster takes budget room apart from writing
                     // its record (ADR 0033), so only a cluster can leak it.
-                    if engine.inner.conn.is_cluster() && passes % super::room::RECLAIM_EVERY == 0 {
+                    if engine.inner.conn.is_cluster()
+                        && passes.is_multiple_of(super::room::RECLAIM_EVERY)
+                    {
                         if let Err(e) = engine.reclaim_budgets().await {
                             tracing::warn!(error = %e, "relaystore redis: reclaiming budget room failed");
                         }

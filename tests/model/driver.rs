@@ -376,7 +376,7 @@ pub fn resolve(op: &Op, counts: [usize; 5]) -> Option<Op> {
     // recent); the rest take any, so old ids keep being exercised too.
     let pick = |i: usize, n: usize| {
         (n > 0).then(|| {
-            if i % 4 == 0 {
+            if i.is_multiple_of(4) {
                 (i / 4) % n
             } else {
                 n - 1 - (i % 2).min(n - 1)
