@@ -184,10 +184,9 @@ fn an_outbox_filled_on_one_instance_is_delivered_from_another() {
 
 /// Two handles on a fresh store whose tenant `T` has a queue "ticks" and
 /// a schedule "beat" firing onto it every 100 ms, scheduled from the
-/// second handle (the first creates the queue).
-/// Two instances, a queue `ticks` and a schedule `beat` every 100 ms into
-/// it; with the instants just before and just after the schedule was
-/// made (the server read its own clock in between).
+/// second handle (the first creates the queue); with the instants just
+/// before and just after the schedule was made (the server read its own
+/// clock in between).
 async fn ticking(
     target: &redis::Target,
     name: &str,
