@@ -1,7 +1,8 @@
 //! Loom models of the relay store's races: join vs revoke, bind vs bind,
 //! bind vs the republication of its listing, consume vs consume, renew vs
 //! revoke, renew and get vs the reuse of the lease's slot, two heartbeats
-//! of one member, a doomed admission vs another tenant's admission at the
+//! of one member, a creation's tenant hold vs the forgetting of that
+//! tenant, a doomed admission vs another tenant's admission at the
 //! shared ceiling, an admission vs a reconfiguration of the limits it
 //! checks, a grant vs the end of a drain, and a slab fill vs a stop and a
 //! visit of every slot. Each runs the real code (the `Store`, or the slab
@@ -345,6 +346,36 @@ fn grant_vs_drain(fault: StoreFault) {
     });
 }
 
+/// A grant taking its tenant hold through the thread's last one, racing
+/// the removal of the tenant's only record, which forgets the tenant: the
+/// grant holds the tenant the registry has once both are done (the one it
+/// held before, if its hold came first, or a new registration), never one
+/// the registry forgot.
+fn hold_vs_forget(fault: StoreFault) {
+    common::explore(&name(fault, "hold_vs_forget"), move || {
+        store_fault(fault);
+        let store = store();
+        // Two grants in a row: this thread keeps the tenant's epoch.
+        let first = store.grant(T, "first", MINUTE, None).unwrap();
+        let kept = store.grant(T, "kept", MINUTE, None).unwrap();
+        store.revoke(T, kept.id).unwrap();
+        let revoker = {
+            let store = Arc::clone(&store);
+            thread::spawn(move || store.revoke(T, first.id))
+        };
+        let second = store.grant(T, "second", MINUTE, None).unwrap();
+        revoker.join().unwrap().unwrap();
+        assert_eq!(store.stats().leases, 1);
+        assert_eq!(
+            store.stats().tenants,
+            1,
+            "a lease holds a tenant the registry forgot"
+        );
+        store.revoke(T, second.id).unwrap();
+        assert_eq!(store.stats().tenants, 0, "the tenant outlived its leases");
+    });
+}
+
 /// The slot a lease id names (its low 32 bits; the high half is the
 /// slot's generation).
 fn slot(id: LeaseId) -> u32 {
@@ -561,4 +592,15 @@ fn a_visit_sees_a_fill_whose_filler_missed_the_stop() {
 #[should_panic(expected = "missed a fill")]
 fn broken_twin_visit_loading_the_count_misses_a_fill() {
     fill_vs_visit(StoreFault::SlabVisitLoadsCount);
+}
+
+#[test]
+fn a_hold_through_the_last_one_never_revives_a_forgotten_tenant() {
+    hold_vs_forget(StoreFault::None);
+}
+
+#[test]
+#[should_panic(expected = "the registry forgot")]
+fn broken_twin_hold_by_plain_increment_revives_a_forgotten_tenant() {
+    hold_vs_forget(StoreFault::HoldRevivesForgotten);
 }

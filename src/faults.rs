@@ -104,6 +104,10 @@ pub enum StoreFault {
     /// keeps what it read without checking that no replacement began
     /// meanwhile.
     SnapshotUnchecked,
+    /// A creation takes its tenant hold through its thread's last one with
+    /// a plain increment, which also takes a unit on a tenant whose holds
+    /// fell to zero and that the registry may be forgetting.
+    HoldRevivesForgotten,
 }
 
 std::thread_local! {

@@ -12,7 +12,7 @@
 mod common;
 
 use common::{rounds, store_with, A, B, SEC};
-use relaystore::{Error, QuotaPolicy, Scope, Store, StoreConfig, TenantId, TenantQuota};
+use relaystore::{Error, LeaseId, QuotaPolicy, Scope, Store, StoreConfig, TenantId, TenantQuota};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -463,4 +463,77 @@ fn a_tenant_at_its_idempotency_quota_costs_other_tenants_no_claim() {
             Ok(l) => panic!("published under a revoked lease: {l:?}"),
         },
     );
+}
+
+fn lease_quota(leases: u64) -> StoreConfig {
+    StoreConfig {
+        tenant: TenantQuota {
+            leases_max: leases,
+            ..TenantQuota::default()
+        },
+        ..StoreConfig::default()
+    }
+}
+
+fn refused_by_tenant_quota(grant: Result<relaystore::LeaseGrant, Error>) -> bool {
+    matches!(
+        grant,
+        Err(Error::CapacityExceeded {
+            scope: Scope::Tenant(_),
+            ..
+        })
+    )
+}
+
+/// Two grants in a row for one tenant: the thread keeps the tenant's
+/// epoch, and its next creations take their holds through it
+/// (`store::tenant`'s ground rules).
+fn grant_twice(s: &Store, t: TenantId) -> [LeaseId; 2] {
+    [(); 2].map(|()| s.grant(t, "h", SEC, None).unwrap().id)
+}
+
+/// A tenant forgotten since a thread kept its epoch is registered anew,
+/// never held again: here another thread registered it anew and took
+/// its two leases, and this thread's grant is counted against that
+/// registration, not the forgotten one.
+#[test]
+fn a_thread_never_holds_a_forgotten_tenant_again() {
+    let (_c, s) = store_with(lease_quota(2));
+    for lease in grant_twice(&s, A) {
+        s.revoke(A, lease).unwrap();
+    }
+    assert_eq!(s.stats().tenants, 0, "A holds nothing");
+    std::thread::scope(|t| t.spawn(|| grant_twice(&s, A)).join().unwrap());
+    assert!(refused_by_tenant_quota(s.grant(A, "h", SEC, None)));
+    assert_eq!(s.stats().tenants, 1);
+}
+
+/// A tenant revoked while something still holds it (an idempotency record)
+/// stays registered, in a new epoch; the thread that kept the old one
+/// creates in the new one, so what it makes is visible.
+#[test]
+fn after_a_tenant_revocation_a_thread_creates_in_the_new_epoch() {
+    let (_c, s) = store_with(StoreConfig::default());
+    s.grant(A, "h", SEC, Some("k")).unwrap();
+    grant_twice(&s, A);
+    s.revoke_tenant(A).unwrap();
+    assert_eq!(s.stats().tenants, 1, "the idempotency record holds A");
+    let lease = s.grant(A, "h", SEC, None).unwrap();
+    assert!(
+        s.get_lease(A, lease.id).is_ok(),
+        "the lease was made in the ended epoch"
+    );
+}
+
+/// One thread creating for the same tenant id in two stores: each
+/// creation holds its own store's tenant.
+#[test]
+fn a_threads_last_hold_is_per_store() {
+    let (_c1, one) = store_with(lease_quota(2));
+    let (_c2, two) = store_with(lease_quota(2));
+    grant_twice(&one, A);
+    grant_twice(&two, A);
+    assert_eq!((one.stats().tenants, two.stats().tenants), (1, 1));
+    assert!(refused_by_tenant_quota(one.grant(A, "h", SEC, None)));
+    assert!(refused_by_tenant_quota(two.grant(A, "h", SEC, None)));
 }

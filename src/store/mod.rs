@@ -188,6 +188,9 @@ pub(crate) struct Shared {
     config: StoreConfig,
     clock: Arc<dyn Clock>,
     incarnation: u64,
+    /// This store among those the process made: threads remember their
+    /// last tenant hold per store by it (`tenant::LastHeld`).
+    instance: u64,
     /// Every fence this incarnation issues is at least this (see
     /// [`fence_floor`](Self::fence_floor)).
     fence_floor: u64,
@@ -262,8 +265,13 @@ impl Store {
         let floor = fence_floor(clock.wall(), config.fence_floor);
         let versions = Arc::new(Versions::starting_after(floor));
         let limits = Arc::new(LimitSnapshot::new(Limits::of(&config)));
+        // Std's atomic in every build: a process-wide count, not shared
+        // state a model needs to explore.
+        static INSTANCES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let instance = INSTANCES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let shared = Shared {
             incarnation,
+            instance,
             fence_floor: floor,
             seqs: AtomicU64::new(floor),
             tenants: ShardMap::with_capacity(64),
