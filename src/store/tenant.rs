@@ -14,15 +14,16 @@
 //!   known tenant, exclusive to register one), and a tenant is removed only
 //!   under the exclusive lock after seeing zero holds. So a hold is never
 //!   taken on a tenant that is being forgotten.
-//! - **Or from the thread's last hold.** A thread that took two holds in
-//!   a row on one tenant through a store's registry keeps that epoch
+//! - **Or through the thread's kept epoch.** A thread that took two holds
+//!   in a row on one tenant through a store's registry keeps that epoch
 //!   ([`LastHeld`]). Its next creations for the tenant take their holds
-//!   there, without the registry, by an increment that refuses zero: `holds` above zero means
-//!   the tenant is registered and stays so (the removal above sees the
-//!   unit), and a tenant at zero may be on its way out, so that creation
-//!   goes to the registry. An epoch seen ended also goes there; one that
-//!   ends just after the look is the race every creation already has with
-//!   a tenant revocation (its record is hidden with the rest).
+//!   there, without the registry, by an increment that refuses zero:
+//!   `holds` above zero means the tenant is registered and stays so (the
+//!   removal above sees the unit), and a tenant at zero may be on its way
+//!   out, so that creation goes to the registry. An epoch seen ended also
+//!   goes there; one that ends just after the look is the race every
+//!   creation already has with a tenant revocation (its record is hidden
+//!   with the rest).
 //! - **A refusal registers nothing.** A new tenant is registered only after
 //!   its own quota for what it asks has been seen to be non-zero, and a
 //!   refused creation gives its hold back, which forgets a tenant that
@@ -248,7 +249,8 @@ impl Drop for Hold<'_> {
 /// one taken through the registry (its shard's lock word, taken and let
 /// go), lines every thread creating for a tenant of that shard writes
 /// too. A thread that moves from tenant to tenant keeps only their ids:
-/// its holds cost what they did, plus one compare.
+/// its holds cost what they did, plus a compare (and, when it moves off a
+/// kept epoch, letting that go).
 ///
 /// A `Weak` pointer: it keeps the epoch's 256 bytes allocated until the
 /// thread remembers another, never the tenant's state (quotas, index)
