@@ -76,7 +76,7 @@ extern "C" fn forked() {
 }
 
 /// Registers [`forked`] as a fork child handler, once per process.
-#[allow(unsafe_code)] // The crate's one unsafe block: ADR 0027.
+#[allow(unsafe_code)] // The fork handler's registration: ADR 0027.
 fn watch_forks() {
     #[cfg(unix)]
     {

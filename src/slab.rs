@@ -13,10 +13,11 @@
 //! - **A key names one record, once.** Every slot carries a generation;
 //!   a key reaches the slot's record only while the slot is at the key's
 //!   generation, checked under the slot's lock. Emptying a slot advances
-//!   its generation inside the same write lock, so a key issued before a
-//!   removal never reaches the record stored after it: a renewal or a
-//!   read holding the slot's read lock excludes the removal and the reuse
-//!   both (ADR 0036).
+//!   its generation inside the same hold of the lock, so a key issued
+//!   before a removal never reaches the record stored after it: a renewal
+//!   or a read holding the slot's lock excludes the removal and the reuse
+//!   both (ADR 0036). The generation lives in the lock's word, beside the
+//!   mutex's byte (ADR 0049).
 //! - **Issued, then filled.** [`claim`](Slab::claim) hands out an empty
 //!   slot's key; only its claimant fills it ([`upsert`](Slab::upsert)).
 //!   A claim that is never filled goes back with
@@ -38,7 +39,7 @@
 
 use crate::shard::Upsert;
 use crate::sync::{
-    enter, lock_at, read_slot, write_slot, AtomicI64, AtomicU64, Mutex, Ordering, Rung, SlotLock,
+    enter, lock_at, AtomicI64, AtomicU64, Mutex, Ordering, Rung, SlotGuard, SlotLock,
 };
 use crossbeam_utils::CachePadded;
 use std::sync::OnceLock;
@@ -111,23 +112,18 @@ fn segment_len(segment: usize) -> u64 {
     FIRST_SEGMENT_SLOTS << (segment as u32).min(DOUBLINGS)
 }
 
+/// A record's place: the record, if the slot holds one, under the slot's
+/// lock, whose word also carries the slot's generation.
 struct Slot<V> {
-    cell: SlotLock<Cell<V>>,
+    cell: SlotLock<Option<V>>,
 }
 
-struct Cell<V> {
-    generation: u32,
-    value: Option<V>,
-}
-
-impl<V> Cell<V> {
-    /// Whether `key` is of this slot's current generation: the one check
-    /// that keeps a key from reaching a later record in its slot. The
-    /// model checker's broken twin skips it.
-    fn is_at(&self, key: u64) -> bool {
-        self.generation == generation_of(key)
-            || crate::faults::active(crate::faults::StoreFault::SlotIgnoresGeneration)
-    }
+/// Whether `key` is of the held slot's current generation: the one check
+/// that keeps a key from reaching a later record in its slot. The model
+/// checker's broken twin skips it.
+fn is_at<V>(cell: &SlotGuard<'_, Option<V>>, key: u64) -> bool {
+    cell.generation() == generation_of(key)
+        || crate::faults::active(crate::faults::StoreFault::SlotIgnoresGeneration)
 }
 
 struct FreeList {
@@ -193,10 +189,7 @@ impl<V> Slab<V> {
         chunk[k % CHUNK].get_or_init(|| {
             (0..segment_len(k))
                 .map(|_| Slot {
-                    cell: SlotLock::new(Cell {
-                        generation: FIRST_GENERATION,
-                        value: None,
-                    }),
+                    cell: SlotLock::new(FIRST_GENERATION, None),
                 })
                 .collect()
         })
@@ -251,8 +244,8 @@ impl<V> Slab<V> {
         };
         let next = {
             let _slot = enter(Rung::Shard);
-            let mut cell = write_slot(&slot.cell);
-            if cell.generation != generation_of(key) || cell.value.is_some() {
+            let mut cell = slot.cell.lock();
+            if cell.generation() != generation_of(key) || cell.is_some() {
                 return;
             }
             Self::advance(&mut cell, index_of(key))
@@ -262,14 +255,14 @@ impl<V> Slab<V> {
 
     /// Moves an emptied slot to its next generation and returns the slot's
     /// next key; `None` if it has no generation left (it is retired).
-    fn advance(cell: &mut Cell<V>, index: u32) -> Option<u64> {
-        match cell.generation.checked_add(1) {
+    fn advance(cell: &mut SlotGuard<'_, Option<V>>, index: u32) -> Option<u64> {
+        match cell.generation().checked_add(1) {
             Some(next) if next != u32::MAX => {
-                cell.generation = next;
+                cell.set_generation(next);
                 Some(key_of(index, next))
             }
             _ => {
-                cell.generation = u32::MAX;
+                cell.set_generation(u32::MAX);
                 None
             }
         }
@@ -289,7 +282,7 @@ impl<V> Slab<V> {
 
     /// The live cell for `key`: the slot exists and is at the key's
     /// generation.
-    fn cell_of(&self, key: u64) -> Option<&SlotLock<Cell<V>>> {
+    fn cell_of(&self, key: u64) -> Option<&SlotLock<Option<V>>> {
         let generation = generation_of(key);
         if generation == 0 || generation == u32::MAX {
             return None;
@@ -297,30 +290,30 @@ impl<V> Slab<V> {
         self.slot(index_of(key)).map(|s| &s.cell)
     }
 
-    /// Runs `f` on the record under the slot's shared lock.
+    /// Runs `f` on the record under the slot's lock.
     #[inline]
     pub(crate) fn read<R>(&self, key: &u64, f: impl FnOnce(&V) -> R) -> Option<R> {
         let cell = self.cell_of(*key)?;
         let _slot = enter(Rung::Shard);
-        let cell = read_slot(cell);
-        if !cell.is_at(*key) {
+        let cell = cell.lock();
+        if !is_at(&cell, *key) {
             return None;
         }
-        cell.value.as_ref().map(f)
+        cell.as_ref().map(f)
     }
 
-    /// Runs `f` on the record under the slot's exclusive lock.
+    /// Runs `f` on the record under the slot's lock, to change it.
     pub(crate) fn update<R>(&self, key: &u64, f: impl FnOnce(&mut V) -> R) -> Option<R> {
         let cell = self.cell_of(*key)?;
         let _slot = enter(Rung::Shard);
-        let mut cell = write_slot(cell);
-        if !cell.is_at(*key) {
+        let mut cell = cell.lock();
+        if !is_at(&cell, *key) {
             return None;
         }
-        cell.value.as_mut().map(f)
+        cell.as_mut().map(f)
     }
 
-    /// Decides, under the slot's exclusive lock, what to do with the
+    /// Decides, under the slot's lock, what to do with the
     /// claimed `key`. Only the claimant of a key fills it, so a slot at
     /// another generation is a broken invariant and panics (before
     /// `decide` is asked, with nothing changed).
@@ -333,15 +326,15 @@ impl<V> Slab<V> {
             .cell_of(key)
             .expect("only a key the slab issued is filled");
         let _slot = enter(Rung::Shard);
-        let mut cell = write_slot(cell);
+        let mut cell = cell.lock();
         assert_eq!(
-            cell.generation,
+            cell.generation(),
             generation_of(key),
             "only the claimant of a slot fills it"
         );
-        match decide(cell.value.as_ref()) {
+        match decide(cell.as_ref()) {
             Upsert::Put(value, r) => {
-                let replaced = cell.value.replace(value);
+                let replaced = cell.replace(value);
                 if replaced.is_none() {
                     self.free[home()].filled.fetch_add(1, Ordering::Relaxed);
                 }
@@ -352,7 +345,7 @@ impl<V> Slab<V> {
     }
 
     /// Empties the slot if `decide` approves its record under the slot's
-    /// exclusive lock; the slot moves to its next generation in the same
+    /// lock; the slot moves to its next generation in the same
     /// hold, then goes back to a free list. `None` if `key` names no
     /// record; `Some(Err)` carries the refusal.
     pub(crate) fn remove_if<E>(
@@ -363,14 +356,14 @@ impl<V> Slab<V> {
         let cell = self.cell_of(*key)?;
         let (value, next) = {
             let _slot = enter(Rung::Shard);
-            let mut cell = write_slot(cell);
-            if !cell.is_at(*key) {
+            let mut cell = cell.lock();
+            if !is_at(&cell, *key) {
                 return None;
             }
-            if let Err(e) = decide(cell.value.as_ref()?) {
+            if let Err(e) = decide(cell.as_ref()?) {
                 return Some(Err(e));
             }
-            let value = cell.value.take().expect("seen under the same lock");
+            let value = cell.take().expect("seen under the same lock");
             (value, Self::advance(&mut cell, index_of(*key)))
         };
         self.free[home()].filled.fetch_sub(1, Ordering::Relaxed);
@@ -394,7 +387,7 @@ impl<V> Slab<V> {
         self.made.load(Ordering::Relaxed)
     }
 
-    /// Visits every record, one slot at a time, under shared locks. Not a
+    /// Visits every record, one slot at a time, under their locks. Not a
     /// snapshot, but ordered against a concurrent fill: a fill the visit
     /// misses happens after everything the visitor did before the visit
     /// began (a drain's stop, ADR 0043). The count of slots is read with a
@@ -414,9 +407,9 @@ impl<V> Slab<V> {
             let (k, at) = locate(u64::from(index));
             let slot = &self.segment(k)[at];
             let _slot = enter(Rung::Shard);
-            let cell = read_slot(&slot.cell);
-            if let Some(value) = cell.value.as_ref() {
-                f(&key_of(index, cell.generation), value);
+            let cell = slot.cell.lock();
+            if let Some(value) = cell.as_ref() {
+                f(&key_of(index, cell.generation()), value);
             }
         }
     }
@@ -427,13 +420,67 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_slots_lock_costs_one_word() {
-        // One per record: std's lock would add 16 bytes, not 8.
-        type Record = [u64; 9];
+    fn a_slots_lock_and_generation_cost_one_word() {
+        // One per record: std's lock would add 16 bytes and the generation
+        // 8 more with its padding; a reader-writer lock's word and the
+        // generation, 16.
+        type Record = (Box<u8>, [u64; 8]);
         assert_eq!(
             std::mem::size_of::<Slot<Record>>(),
-            std::mem::size_of::<Cell<Record>>() + std::mem::size_of::<u64>()
+            std::mem::size_of::<Option<Record>>() + std::mem::size_of::<u64>()
         );
+    }
+
+    #[test]
+    fn the_generation_beside_the_lock_is_the_slots_own() {
+        // The word holds the mutex's byte and the generation: moving one
+        // must not disturb the other.
+        let slab: Slab<u8> = Slab::new();
+        let key = slab.claim().unwrap();
+        let slot = slab.slot(index_of(key)).unwrap();
+        {
+            let mut held = slot.cell.lock();
+            assert_eq!(held.generation(), FIRST_GENERATION);
+            held.set_generation(u32::MAX - 1);
+            assert_eq!(held.generation(), u32::MAX - 1);
+            // Still held: another thread cannot take it.
+            std::thread::scope(|s| {
+                s.spawn(|| assert!(slot.cell.try_lock().is_none()));
+            });
+        }
+        assert_eq!(slot.cell.lock().generation(), u32::MAX - 1);
+        assert!(slot.cell.try_lock().is_some());
+    }
+
+    #[test]
+    fn a_slots_lock_excludes_and_its_generation_follows_the_holders() {
+        // Two threads change a record and the generation together under
+        // the slot's lock; every change survives, and each holder finds
+        // the generation the last holder left (a race between the two
+        // would lose increments, or trip a race detector such as Miri's).
+        let slab: Slab<u64> = Slab::new();
+        let key = slab.claim().unwrap();
+        slab.upsert(key, |_| Upsert::Put(0, ()));
+        let slot = slab.slot(index_of(key)).unwrap();
+        const ROUNDS: u64 = 200;
+        std::thread::scope(|s| {
+            for _ in 0..2 {
+                s.spawn(|| {
+                    for _ in 0..ROUNDS {
+                        let mut held = slot.cell.lock();
+                        let value = held.as_mut().unwrap();
+                        *value += 1;
+                        let next = held.generation() + 1;
+                        held.set_generation(next);
+                        std::thread::yield_now();
+                        assert_eq!(held.generation(), next);
+                    }
+                });
+            }
+        });
+        let held = slot.cell.lock();
+        assert_eq!(*held, Some(2 * ROUNDS));
+        assert_eq!(held.generation(), FIRST_GENERATION + 2 * ROUNDS as u32);
     }
 
     #[test]
@@ -512,7 +559,7 @@ mod tests {
         let key = slab.claim().unwrap();
         {
             let slot = slab.slot(index_of(key)).unwrap();
-            write_slot(&slot.cell).generation = u32::MAX - 1;
+            slot.cell.lock().set_generation(u32::MAX - 1);
         }
         let key = key_of(index_of(key), u32::MAX - 1);
         slab.upsert(key, |_| Upsert::Put(1, ()));

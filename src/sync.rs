@@ -5,12 +5,12 @@
 //! code. The cfg is named after the crate because some dependencies react to a
 //! bare `loom` cfg.
 //!
-//! Locks are taken through [`lock()`], [`read()`] and [`write()`], which ignore
-//! poisoning (a slab slot's one-word lock, [`SlotLock`], through
-//! [`read_slot`] and [`write_slot`]; it has no poisoning to ignore): the
-//! store never panics while holding a lock except on a broken internal
-//! invariant, and a relay is better served by continuing with the data it
-//! has than by turning one panic into a panic on every later call.
+//! Locks are taken through [`lock()`], [`read()`] and [`write()`], which
+//! ignore poisoning (a slab slot's one-word lock, [`SlotLock`], has no
+//! poisoning to ignore): the store never panics while holding a lock
+//! except on a broken internal invariant, and a relay is better served by
+//! continuing with the data it has than by turning one panic into a panic
+//! on every later call.
 
 #[cfg(not(relaystore_loom))]
 pub(crate) use std::sync::{
@@ -30,42 +30,166 @@ pub(crate) use loom::sync::{
 /// counts are not what the models check; the atomics and locks are.
 pub(crate) use std::sync::Arc;
 
-/// The reader-writer lock of each slab slot (`src/slab.rs`): one word
-/// (`parking_lot`'s, ADR 0044), where std's takes 16 bytes (two words
-/// of state, a poison flag and padding). There is one per record, so the
-/// difference is 8 bytes per lease and per join attempt. It does not
-/// poison: a panic under it leaves the record as the panicking holder
-/// left it, as [`read()`] and [`write()`] treat std's locks. Loom's lock in
-/// the model-checking build.
-#[cfg(not(relaystore_loom))]
-pub(crate) type SlotLock<T> = parking_lot::RwLock<T>;
-#[cfg(relaystore_loom)]
-pub(crate) type SlotLock<T> = RwLock<T>;
-
-/// Read-locks a slot's lock.
-#[cfg(not(relaystore_loom))]
-#[inline]
-pub(crate) fn read_slot<T>(lock: &SlotLock<T>) -> parking_lot::RwLockReadGuard<'_, T> {
-    lock.read()
+/// A slab slot's lock and generation (`src/slab.rs`, ADR 0049): one
+/// word, the byte of `parking_lot`'s mutex beside the slot's 32-bit
+/// generation, so a slot is its record plus 8 bytes (an 8-byte
+/// reader-writer lock and a generation padded to 8 took 16; std's lock
+/// alone takes 16, ADR 0044). It is a mutex: readers of one record take
+/// turns, which costs what a shared lock costs (one atomic to take, one to
+/// release) while records are not read by two threads at the same
+/// instant. It does not poison: a panic under it leaves the record as the
+/// panicking holder left it, as [`read()`] and [`write()`] treat std's
+/// locks. Loom's mutex, over the generation and the record, in the
+/// model-checking build.
+pub(crate) struct SlotLock<T> {
+    #[cfg(not(relaystore_loom))]
+    inner: lock_api::Mutex<SlotRaw, T>,
+    #[cfg(relaystore_loom)]
+    inner: Mutex<(u32, T)>,
 }
 
-/// Read-locks a slot's lock.
-#[cfg(relaystore_loom)]
-pub(crate) fn read_slot<T>(lock: &SlotLock<T>) -> RwLockReadGuard<'_, T> {
-    read(lock)
-}
-
-/// Write-locks a slot's lock.
+/// The word of a [`SlotLock`]: the mutex's byte and the generation.
 #[cfg(not(relaystore_loom))]
-#[inline]
-pub(crate) fn write_slot<T>(lock: &SlotLock<T>) -> parking_lot::RwLockWriteGuard<'_, T> {
-    lock.write()
+pub(crate) struct SlotRaw {
+    lock: parking_lot::RawMutex,
+    /// Read and written only by the holder of `lock` (so `Relaxed`: the
+    /// lock orders them), through [`SlotGuard`].
+    generation: std::sync::atomic::AtomicU32,
 }
 
-/// Write-locks a slot's lock.
-#[cfg(relaystore_loom)]
-pub(crate) fn write_slot<T>(lock: &SlotLock<T>) -> RwLockWriteGuard<'_, T> {
-    write(lock)
+// SAFETY: every method forwards to `parking_lot::RawMutex`, which upholds
+// the trait's contract (mutual exclusion; `unlock` only by the holder, as
+// the trait requires of its callers); the generation beside it takes no
+// part in locking.
+#[cfg(not(relaystore_loom))]
+#[allow(unsafe_code)]
+unsafe impl lock_api::RawMutex for SlotRaw {
+    /// Unlocked, at generation 0, which no key has: a slot made from it
+    /// finds nothing until it is moved to a generation. (Slots are made
+    /// with [`SlotLock::new`].)
+    #[allow(clippy::declare_interior_mutable_const)]
+    const INIT: Self = SlotRaw {
+        lock: <parking_lot::RawMutex as lock_api::RawMutex>::INIT,
+        generation: std::sync::atomic::AtomicU32::new(0),
+    };
+    type GuardMarker = <parking_lot::RawMutex as lock_api::RawMutex>::GuardMarker;
+
+    #[inline]
+    fn lock(&self) {
+        lock_api::RawMutex::lock(&self.lock);
+    }
+
+    #[inline]
+    fn try_lock(&self) -> bool {
+        lock_api::RawMutex::try_lock(&self.lock)
+    }
+
+    #[inline]
+    unsafe fn unlock(&self) {
+        // SAFETY: the caller holds the lock (the trait's precondition),
+        // which is `self.lock`.
+        unsafe { lock_api::RawMutex::unlock(&self.lock) }
+    }
+
+    #[inline]
+    fn is_locked(&self) -> bool {
+        lock_api::RawMutex::is_locked(&self.lock)
+    }
+}
+
+/// A held [`SlotLock`]: the record (by `Deref`) and the generation.
+pub(crate) struct SlotGuard<'a, T> {
+    #[cfg(not(relaystore_loom))]
+    inner: lock_api::MutexGuard<'a, SlotRaw, T>,
+    #[cfg(relaystore_loom)]
+    inner: MutexGuard<'a, (u32, T)>,
+}
+
+impl<T> SlotLock<T> {
+    pub(crate) fn new(generation: u32, value: T) -> Self {
+        #[cfg(not(relaystore_loom))]
+        let inner = lock_api::Mutex::from_raw(
+            SlotRaw {
+                lock: <parking_lot::RawMutex as lock_api::RawMutex>::INIT,
+                generation: std::sync::atomic::AtomicU32::new(generation),
+            },
+            value,
+        );
+        #[cfg(relaystore_loom)]
+        let inner = Mutex::new((generation, value));
+        SlotLock { inner }
+    }
+
+    /// Takes the lock.
+    #[inline]
+    pub(crate) fn lock(&self) -> SlotGuard<'_, T> {
+        #[cfg(not(relaystore_loom))]
+        let inner = self.inner.lock();
+        #[cfg(relaystore_loom)]
+        let inner = lock(&self.inner);
+        SlotGuard { inner }
+    }
+
+    /// Takes the lock if it is free.
+    #[cfg(all(test, not(relaystore_loom)))]
+    pub(crate) fn try_lock(&self) -> Option<SlotGuard<'_, T>> {
+        self.inner.try_lock().map(|inner| SlotGuard { inner })
+    }
+}
+
+impl<T> SlotGuard<'_, T> {
+    #[cfg(not(relaystore_loom))]
+    fn raw(&self) -> &SlotRaw {
+        let mutex = lock_api::MutexGuard::mutex(&self.inner);
+        // SAFETY: `raw` is unsafe only because the raw lock could be
+        // unlocked through it while the guard lives; this reference is
+        // used for the generation alone, never to lock or unlock.
+        #[allow(unsafe_code)]
+        unsafe {
+            mutex.raw()
+        }
+    }
+
+    /// The slot's generation.
+    #[inline]
+    pub(crate) fn generation(&self) -> u32 {
+        #[cfg(not(relaystore_loom))]
+        return self.raw().generation.load(Ordering::Relaxed);
+        #[cfg(relaystore_loom)]
+        return self.inner.0;
+    }
+
+    /// Moves the slot to `generation`.
+    pub(crate) fn set_generation(&mut self, generation: u32) {
+        #[cfg(not(relaystore_loom))]
+        self.raw().generation.store(generation, Ordering::Relaxed);
+        #[cfg(relaystore_loom)]
+        {
+            self.inner.0 = generation;
+        }
+    }
+}
+
+impl<T> std::ops::Deref for SlotGuard<'_, T> {
+    type Target = T;
+
+    #[inline]
+    fn deref(&self) -> &T {
+        #[cfg(not(relaystore_loom))]
+        return &self.inner;
+        #[cfg(relaystore_loom)]
+        return &self.inner.1;
+    }
+}
+
+impl<T> std::ops::DerefMut for SlotGuard<'_, T> {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut T {
+        #[cfg(not(relaystore_loom))]
+        return &mut self.inner;
+        #[cfg(relaystore_loom)]
+        return &mut self.inner.1;
+    }
 }
 
 /// Locks `mutex`, recovering the guard if a previous holder panicked.
@@ -77,7 +201,7 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// Read-locks `lock`, recovering the guard if a previous holder panicked.
 // Only the loom build reads through a std-shaped `RwLock` (its stand-in
-// map and its slots).
+// map).
 #[allow(dead_code)]
 pub(crate) fn read<T>(lock: &RwLock<T>) -> RwLockReadGuard<'_, T> {
     lock.read().unwrap_or_else(|poisoned| poisoned.into_inner())
