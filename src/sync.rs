@@ -57,6 +57,17 @@ pub(crate) struct SlotRaw {
     generation: std::sync::atomic::AtomicU32,
 }
 
+#[cfg(not(relaystore_loom))]
+impl SlotRaw {
+    /// Unlocked, at `generation`.
+    const fn at(generation: u32) -> Self {
+        SlotRaw {
+            lock: <parking_lot::RawMutex as lock_api::RawMutex>::INIT,
+            generation: std::sync::atomic::AtomicU32::new(generation),
+        }
+    }
+}
+
 // SAFETY: every method forwards to `parking_lot::RawMutex`, which upholds
 // the trait's contract (mutual exclusion; `unlock` only by the holder, as
 // the trait requires of its callers); the generation beside it takes no
@@ -68,10 +79,7 @@ unsafe impl lock_api::RawMutex for SlotRaw {
     /// finds nothing until it is moved to a generation. (Slots are made
     /// with [`SlotLock::new`].)
     #[allow(clippy::declare_interior_mutable_const)]
-    const INIT: Self = SlotRaw {
-        lock: <parking_lot::RawMutex as lock_api::RawMutex>::INIT,
-        generation: std::sync::atomic::AtomicU32::new(0),
-    };
+    const INIT: Self = SlotRaw::at(0);
     type GuardMarker = <parking_lot::RawMutex as lock_api::RawMutex>::GuardMarker;
 
     #[inline]
@@ -108,13 +116,7 @@ pub(crate) struct SlotGuard<'a, T> {
 impl<T> SlotLock<T> {
     pub(crate) fn new(generation: u32, value: T) -> Self {
         #[cfg(not(relaystore_loom))]
-        let inner = lock_api::Mutex::from_raw(
-            SlotRaw {
-                lock: <parking_lot::RawMutex as lock_api::RawMutex>::INIT,
-                generation: std::sync::atomic::AtomicU32::new(generation),
-            },
-            value,
-        );
+        let inner = lock_api::Mutex::from_raw(SlotRaw::at(generation), value);
         #[cfg(relaystore_loom)]
         let inner = Mutex::new((generation, value));
         SlotLock { inner }
