@@ -22,7 +22,12 @@ pub struct ModelRecord(Record<()>);
 impl ModelRecord {
     /// A record at version `version`, live until `deadline_ms`.
     pub fn new(version: u64, deadline_ms: u64) -> Self {
-        ModelRecord(Record::new(version, deadline_ms, TimerHandle::NONE, ()))
+        ModelRecord(Record::new(
+            version,
+            deadline_ms,
+            TimerHandle::NONE.to_bits(),
+            (),
+        ))
     }
 
     /// CAS the deadline to `deadline_ms` if the version is `expected`.

@@ -25,7 +25,6 @@
 use crate::error::Error;
 use crate::sync::{AtomicU64, Ordering};
 use crate::time::{duration_to_millis_ceil, MonoTime};
-use crate::wheel::TimerHandle;
 use crossbeam_utils::CachePadded;
 
 const SEQ_BITS: u32 = 24;
@@ -149,11 +148,11 @@ pub(crate) struct Record<V> {
 }
 
 impl<V> Record<V> {
-    pub(crate) fn new(version: u64, deadline_ms: u64, timer: TimerHandle, value: V) -> Self {
+    pub(crate) fn new(version: u64, deadline_ms: u64, timer: u64, value: V) -> Self {
         Record {
             state: AtomicU64::new(State::new(deadline_ms, 0).0),
             base: version,
-            timer: AtomicU64::new(timer.to_bits()),
+            timer: AtomicU64::new(timer),
             value,
         }
     }
@@ -173,14 +172,15 @@ impl<V> Record<V> {
         self.stamp_of(self.state())
     }
 
-    /// Only with the owning wheel's lock held.
-    pub(crate) fn timer(&self) -> TimerHandle {
-        TimerHandle::from_bits(self.timer.load(Ordering::Relaxed))
+    /// The word that names the record's wheel entry (`Timing` in
+    /// `src/table.rs`). Only with the owning wheel's lock held.
+    pub(crate) fn timer(&self) -> u64 {
+        self.timer.load(Ordering::Relaxed)
     }
 
     /// Only with the owning wheel's lock held.
-    pub(crate) fn set_timer(&self, handle: TimerHandle) {
-        self.timer.store(handle.to_bits(), Ordering::Relaxed);
+    pub(crate) fn set_timer(&self, timer: u64) {
+        self.timer.store(timer, Ordering::Relaxed);
     }
 
     /// Applies a transition by compare-and-swap.

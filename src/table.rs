@@ -12,10 +12,15 @@
 //!   touch the map. Nothing takes the wheel lock while holding a shard lock.
 //!   Renewals that extend a deadline (the common case) take no wheel lock at
 //!   all: one shared shard read and one CAS.
-//! - **Wheel invariant.** Every record has exactly one wheel entry, its
-//!   `timer`, and that entry is due no later than the record's deadline. So
-//!   the wheel may fire early for a record that was renewed (the sweep then
-//!   re-schedules it at its current deadline) but never late.
+//! - **Wheel invariant.** Every record has exactly one live wheel entry,
+//!   the one its timer word names, and that entry is due no later than the
+//!   record's deadline. So the wheel may fire early for a record that was
+//!   renewed (the sweep then re-schedules it at its current deadline) but
+//!   never late. The word is a handle's bits in a map table and the
+//!   entry's due tick in a slab table ([`Timing`], ADR 0050); it is
+//!   written only under the wheel shard's lock, and the wheel is never
+//!   called under a record's lock (a slab table's wheel reads records
+//!   when it compacts).
 //! - **Removal re-checks under the lock.** The sweep removes a record only if,
 //!   under the shard's write lock, it is still the record the wheel entry
 //!   belongs to and it is still expired. A renewal that won its CAS first is
@@ -36,7 +41,7 @@ use crate::shard::{ShardMap, Upsert};
 use crate::slab::Slab;
 use crate::sync::{lock_at, Arc, AtomicU64, Mutex, Ordering, Rung};
 use crate::time::MonoTime;
-use crate::wheel::{Fired, Wheel};
+use crate::wheel::{ByKey, Fired, Handles, Liveness, TimerHandle, Wheel};
 use crossbeam_utils::CachePadded;
 use std::borrow::Borrow;
 use std::hash::Hash;
@@ -52,9 +57,82 @@ pub struct Removed<K, V> {
     pub stamp: Stamp,
 }
 
+/// How a table's wheel names a record's one entry, and what the record's
+/// timer word holds for it: a [`TimerHandle`]'s bits for the map tables
+/// (a map key can leave and come back, so only a handle tells its
+/// records apart), the entry's due tick for the slab tables (a slab key
+/// names one record for good; ADR 0050). Every method runs under the
+/// wheel shard's lock.
+pub(crate) trait Timing<K>: Liveness + Sized {
+    fn wheel(start: u64) -> Wheel<K, Self>;
+    /// Schedules `key` at `due`; returns the record's new timer word.
+    fn schedule(wheel: &mut Wheel<K, Self>, key: K, due: u64) -> u64;
+    /// The entry named by `timer` is no longer its record's: cancels it
+    /// (or counts it stale). `false` if the wheel knows it is not held
+    /// (it fired and awaits its batch).
+    fn unschedule(wheel: &mut Wheel<K, Self>, timer: u64) -> bool;
+    /// Whether a record whose timer word is `timer` may have its entry due
+    /// after `due`, so that a deadline moved to `due` needs a new entry.
+    fn may_be_later(timer: u64, due: u64) -> bool;
+    /// Whether `fired` is the entry of a record whose timer word is `timer`.
+    fn names(timer: u64, fired: &Fired<K, Self>) -> bool;
+    /// Reports the sweep's decision on one fired entry.
+    fn settle(wheel: &mut Wheel<K, Self>, live: bool);
+    /// Runs the compaction owed; `timer_of(key)` reads a record's timer
+    /// word (no record: `None`).
+    fn tidy(wheel: &mut Wheel<K, Self>, timer_of: impl FnMut(&K) -> Option<u64>);
+}
+
+impl<K: Ord> Timing<K> for Handles {
+    fn wheel(start: u64) -> Wheel<K, Self> {
+        Wheel::new(start)
+    }
+    fn schedule(wheel: &mut Wheel<K, Self>, key: K, due: u64) -> u64 {
+        wheel.insert(key, due).to_bits()
+    }
+    fn unschedule(wheel: &mut Wheel<K, Self>, timer: u64) -> bool {
+        wheel.cancel(TimerHandle::from_bits(timer))
+    }
+    fn may_be_later(_: u64, _: u64) -> bool {
+        true
+    }
+    fn names(timer: u64, fired: &Fired<K, Self>) -> bool {
+        fired.handle.to_bits() == timer
+    }
+    // The wheel settles and compacts by itself.
+    fn settle(_: &mut Wheel<K, Self>, _: bool) {}
+    fn tidy(_: &mut Wheel<K, Self>, _: impl FnMut(&K) -> Option<u64>) {}
+}
+
+impl<K: Ord> Timing<K> for ByKey {
+    fn wheel(start: u64) -> Wheel<K, Self> {
+        Wheel::by_key(start)
+    }
+    fn schedule(wheel: &mut Wheel<K, Self>, key: K, due: u64) -> u64 {
+        wheel.schedule(key, due);
+        due
+    }
+    fn unschedule(wheel: &mut Wheel<K, Self>, _: u64) -> bool {
+        wheel.forget();
+        true
+    }
+    fn may_be_later(timer: u64, due: u64) -> bool {
+        timer > due
+    }
+    fn names(timer: u64, fired: &Fired<K, Self>) -> bool {
+        fired.due == timer
+    }
+    fn settle(wheel: &mut Wheel<K, Self>, live: bool) {
+        wheel.settle(live);
+    }
+    fn tidy(wheel: &mut Wheel<K, Self>, mut timer_of: impl FnMut(&K) -> Option<u64>) {
+        wheel.tidy(|key, due| timer_of(key) == Some(due));
+    }
+}
+
 /// One shard of a table's wheel.
-pub(crate) struct WheelShard<K> {
-    timers: Mutex<Timers<K>>,
+pub(crate) struct WheelShard<K, L: Liveness> {
+    timers: Mutex<Timers<K, L>>,
     /// A lower bound on the earliest tick this shard's wheel has work at,
     /// so a sweep skips a shard with nothing due without taking its lock.
     /// Lowered by an insert due before it; set exactly by each advance.
@@ -62,10 +140,11 @@ pub(crate) struct WheelShard<K> {
     next_due_ms: AtomicU64,
 }
 
-impl<K: Ord + Clone> WheelShard<K> {
-    /// Schedules `item` at `due` (under this shard's lock: `timers`).
-    fn schedule(&self, timers: &mut Timers<K>, item: K, due: u64) -> crate::wheel::TimerHandle {
-        let handle = timers.wheel.insert(item, due);
+impl<K: Ord + Clone, L: Timing<K>> WheelShard<K, L> {
+    /// Schedules `item` at `due` (under this shard's lock: `timers`);
+    /// returns the record's timer word.
+    fn schedule(&self, timers: &mut Timers<K, L>, item: K, due: u64) -> u64 {
+        let timer = L::schedule(&mut timers.wheel, item, due);
         // Every writer of the bound holds the lock this insert holds, so
         // it cannot change between this look and the store. Most records
         // are due after the earliest one already scheduled, and leave the
@@ -73,14 +152,14 @@ impl<K: Ord + Clone> WheelShard<K> {
         if due < self.next_due_ms.load(Ordering::Relaxed) {
             self.next_due_ms.store(due, Ordering::Release);
         }
-        handle
+        timer
     }
 }
 
-pub(crate) struct Timers<K> {
-    pub(crate) wheel: Wheel<K>,
+pub(crate) struct Timers<K, L: Liveness> {
+    pub(crate) wheel: Wheel<K, L>,
     /// Scratch space reused by every sweep, so sweeping does not allocate.
-    fired: Vec<Fired<K>>,
+    fired: Vec<Fired<K, L>>,
 }
 
 /// Fired wheel entries a sweep handles per hold of a wheel shard's lock:
@@ -121,6 +200,8 @@ enum Keep {
 /// a [`Slab`] for keys the table issues. The same closure rules hold for
 /// both (`src/shard.rs`): a closure runs under the record's lock.
 pub(crate) trait Storage<K, V>: Find<K, V> {
+    /// How the table's wheel names a record's entry ([`Timing`]).
+    type Timing: Timing<K>;
     fn with_capacity(capacity: usize) -> Self;
     fn upsert<R>(&self, key: K, decide: impl FnOnce(Option<&V>) -> Upsert<V, R>) -> (R, Option<V>);
     fn remove_if<E>(
@@ -140,7 +221,8 @@ pub(crate) trait Find<Q: ?Sized, V> {
     fn update<R>(&self, key: &Q, f: impl FnOnce(&mut V) -> R) -> Option<R>;
 }
 
-impl<K: Eq + Hash, V> Storage<K, V> for ShardMap<K, V> {
+impl<K: Eq + Hash + Ord, V> Storage<K, V> for ShardMap<K, V> {
+    type Timing = Handles;
     fn with_capacity(capacity: usize) -> Self {
         ShardMap::with_capacity(capacity)
     }
@@ -177,6 +259,7 @@ where
 }
 
 impl<V> Storage<u64, V> for Slab<V> {
+    type Timing = ByKey;
     fn with_capacity(_capacity: usize) -> Self {
         Slab::new()
     }
@@ -213,22 +296,26 @@ impl<V> Find<u64, V> for Slab<V> {
 }
 
 /// A table whose keys it issues itself, from a [`Slab`] (ADR 0036).
-pub(crate) type SlabTable<V> = Table<u64, V, Slab<Record<V>>>;
+pub(crate) type SlabTable<V> = TableOf<u64, V, Slab<Record<V>>>;
 
-pub(crate) struct Table<K, V, S = ShardMap<K, Record<V>>> {
+/// The table over storage `S`, with the wheel naming that `S` calls for.
+pub(crate) type TableOf<K, V, S> = Table<K, V, S, <S as Storage<K, Record<V>>>::Timing>;
+
+pub(crate) struct Table<K, V, S = ShardMap<K, Record<V>>, L: Liveness = Handles> {
     map: S,
     /// The timing wheel, in [`WHEEL_SHARDS`] shards by key.
-    timers: Box<[CachePadded<WheelShard<K>>]>,
+    timers: Box<[CachePadded<WheelShard<K, L>>]>,
     ceiling: Counter,
     versions: Arc<Versions>,
     swept_to_ms: AtomicU64,
     records: std::marker::PhantomData<fn() -> V>,
 }
 
-impl<K, V, S> Table<K, V, S>
+impl<K, V, S, L> Table<K, V, S, L>
 where
     K: Eq + Hash + Ord + Clone,
     S: Storage<K, Record<V>>,
+    L: Timing<K>,
 {
     pub(crate) fn new(
         scope: Scope,
@@ -245,7 +332,7 @@ where
                 .map(|_| {
                     CachePadded::new(WheelShard {
                         timers: Mutex::new(Timers {
-                            wheel: Wheel::new(start.as_millis()),
+                            wheel: L::wheel(start.as_millis()),
                             fired: Vec::new(),
                         }),
                         next_due_ms: AtomicU64::new(u64::MAX),
@@ -298,7 +385,7 @@ where
         let reservation = Reservation::acquire_under(&[(&self.ceiling, 1, ceiling)])?;
         let shard = self.timers_of(&key);
         let mut timers = lock_at(Rung::Wheel, &shard.timers);
-        let handle = shard.schedule(&mut timers, key.clone(), deadline_ms);
+        let timer = shard.schedule(&mut timers, key.clone(), deadline_ms);
         let (outcome, replaced) = self.map.upsert(key.clone(), |existing| {
             if let Some(old) = existing {
                 let state = old.state();
@@ -315,20 +402,21 @@ where
                 deadline: MonoTime::from_millis(deadline_ms),
             };
             Upsert::Put(
-                Record::new(version, deadline_ms, handle, make(version)),
+                Record::new(version, deadline_ms, timer, make(version)),
                 Ok(stamp),
             )
         });
         let stamp = match outcome {
             Ok(stamp) => stamp,
             Err(e) => {
-                timers.wheel.cancel(handle);
+                L::unschedule(&mut timers.wheel, timer);
+                self.tidy(&mut timers);
                 return Err(e);
             }
         };
         reservation.commit();
         let replaced = replaced.map(|old| {
-            timers.wheel.cancel(old.timer());
+            L::unschedule(&mut timers.wheel, old.timer());
             self.ceiling.release(1);
             Removed {
                 stamp: old.stamp(),
@@ -336,6 +424,7 @@ where
                 value: old.value,
             }
         });
+        self.tidy(&mut timers);
         Ok((stamp, replaced))
     }
 
@@ -450,12 +539,25 @@ where
     {
         let shard = self.timers_of(key);
         let mut timers = lock_at(Rung::Wheel, &shard.timers);
-        self.map.read(key, |r| {
-            if timers.wheel.cancel(r.timer()) {
-                let due = r.state().deadline_ms();
-                r.set_timer(shard.schedule(&mut timers, key.to_owned(), due));
-            }
-        });
+        // Read, then written after the wheel's work: the wheel is never
+        // called under a record's lock (its compaction reads records).
+        // Every write of a timer word holds this wheel lock.
+        let Some((timer, due)) = self.map.read(key, |r| (r.timer(), r.state().deadline_ms()))
+        else {
+            return;
+        };
+        if L::may_be_later(timer, due) && L::unschedule(&mut timers.wheel, timer) {
+            let timer = shard.schedule(&mut timers, key.to_owned(), due);
+            self.map.read(key, |r| r.set_timer(timer));
+        }
+        self.tidy(&mut timers);
+    }
+
+    /// Runs the compaction the wheel's last operations owe (for a slab
+    /// table's wheel, which asks the records), under the wheel shard's
+    /// lock and no record's.
+    fn tidy(&self, timers: &mut Timers<K, L>) {
+        L::tidy(&mut timers.wheel, |key| self.map.read(key, |r| r.timer()));
     }
 
     /// Changes a live record's payload under the shard's write lock,
@@ -583,7 +685,8 @@ where
             None => Err(Error::NotFound),
             Some(Err(e)) => Err(e),
             Some(Ok(record)) => {
-                timers.wheel.cancel(record.timer());
+                L::unschedule(&mut timers.wheel, record.timer());
+                self.tidy(&mut timers);
                 self.ceiling.release(1);
                 Ok(Removed {
                     stamp: record.stamp(),
@@ -603,11 +706,12 @@ where
     /// own hold of the shard's lock, so a mass expiry delays a creation or
     /// removal by one shard's advance or one batch, not by the whole sweep.
     /// Between batches, a record whose entry fired and awaits its batch has
-    /// no wheel entry; every path that meets it then is safe: a removal's
-    /// cancel finds its handle stale and removes it anyway, a creation
+    /// no wheel entry; every path that meets it then is safe: a removal
+    /// removes it anyway (its cancel finds the handle stale; a slab table
+    /// counts the entry stale, and the batch settles it so), a creation
     /// under its key clears it as expired, and a renewal that reschedules
-    /// it gives it a new handle, so its batch finds the handle changed and
-    /// leaves it alone (`Keep::Stale`).
+    /// it gives it a new timer word, so its batch finds the word changed
+    /// and leaves it alone (`Keep::Stale`).
     pub(crate) fn sweep(&self, now: MonoTime, out: &mut Vec<Removed<K, V>>) -> usize {
         let before = out.len();
         let mut shards_removing = 0;
@@ -626,7 +730,7 @@ where
         out.len() - before
     }
 
-    fn sweep_shard(&self, shard: &WheelShard<K>, now: MonoTime, out: &mut Vec<Removed<K, V>>) {
+    fn sweep_shard(&self, shard: &WheelShard<K, L>, now: MonoTime, out: &mut Vec<Removed<K, V>>) {
         // Nothing due: no lock. An insert racing this look is one that
         // finishes after the sweep; the next sweep sees it.
         if now.as_millis() < shard.next_due_ms.load(Ordering::Acquire) {
@@ -649,6 +753,7 @@ where
             for fired in batch.by_ref().take(SWEEP_BATCH_MAX) {
                 self.sweep_one(fired, now, shard, &mut timers, out);
             }
+            self.tidy(&mut timers);
         }
         drop(batch);
         // The scratch space goes back for the next sweep to reuse.
@@ -659,7 +764,7 @@ where
     }
 
     /// The wheel shard that holds `key`'s timer.
-    fn timers_of<Q: Hash + ?Sized>(&self, key: &Q) -> &WheelShard<K> {
+    fn timers_of<Q: Hash + ?Sized>(&self, key: &Q) -> &WheelShard<K, L> {
         let shard = SHARD_HASH.hash_one(key) as usize % WHEEL_SHARDS;
         &self.timers[shard]
     }
@@ -669,15 +774,15 @@ where
     /// entry is no longer the record's.
     fn sweep_one(
         &self,
-        fired: Fired<K>,
+        fired: Fired<K, L>,
         now: MonoTime,
-        shard: &WheelShard<K>,
-        timers: &mut Timers<K>,
+        shard: &WheelShard<K, L>,
+        timers: &mut Timers<K, L>,
         out: &mut Vec<Removed<K, V>>,
     ) {
         let check_handle = !crate::faults::active(crate::faults::StoreFault::SweepIgnoresHandle);
         let verdict = self.map.remove_if(&fired.item, |r| {
-            if check_handle && r.timer() != fired.handle {
+            if check_handle && !L::names(r.timer(), &fired) {
                 return Err(Keep::Stale);
             }
             let state = self.observed_state(r);
@@ -687,6 +792,8 @@ where
             self.versions.retire(r.stamp_of(state).version);
             Ok(())
         });
+        let live = matches!(verdict, Some(Ok(_)) | Some(Err(Keep::Live(_))));
+        L::settle(&mut timers.wheel, live);
         match verdict {
             Some(Ok(record)) => {
                 self.ceiling.release(1);
@@ -697,8 +804,8 @@ where
                 });
             }
             Some(Err(Keep::Live(deadline_ms))) => {
-                let handle = shard.schedule(timers, fired.item.clone(), deadline_ms);
-                self.map.read(&fired.item, |r| r.set_timer(handle));
+                let timer = shard.schedule(timers, fired.item.clone(), deadline_ms);
+                self.map.read(&fired.item, |r| r.set_timer(timer));
             }
             // The record was removed, replaced or rescheduled since its
             // entry fired (between batches): nothing is left to do.
@@ -755,7 +862,7 @@ where
 
     /// The wheel shard of `key`, for tests that corrupt it on purpose.
     #[cfg(test)]
-    pub(crate) fn timers_for_audit(&self, key: &K) -> &Mutex<Timers<K>> {
+    pub(crate) fn timers_for_audit(&self, key: &K) -> &Mutex<Timers<K, L>> {
         &self.timers_of(key).timers
     }
 
@@ -806,5 +913,89 @@ impl<V> SlabTable<V> {
     #[cfg(all(test, not(relaystore_loom)))]
     pub(crate) fn slots(&self) -> u64 {
         self.map.slots()
+    }
+}
+
+#[cfg(all(test, not(relaystore_loom)))]
+mod tests {
+    use super::*;
+
+    fn slab_table() -> SlabTable<u32> {
+        Table::new(
+            Scope::Named("test"),
+            16,
+            Arc::new(Versions::new()),
+            MonoTime::ZERO,
+        )
+    }
+
+    fn held(t: &SlabTable<u32>) -> (usize, usize, usize) {
+        let stale = t
+            .timers
+            .iter()
+            .map(|s| lock_at(Rung::Wheel, &s.timers).wheel.stale())
+            .sum();
+        (t.len(), t.scheduled(), stale)
+    }
+
+    /// A slab record's deadline moved earlier, then back to the tick its
+    /// first entry is due at, before the earlier entry fires: the sweep
+    /// reschedules it at that tick, beside its forgotten entry (the two
+    /// are the same key and due). At that tick the record leaves once,
+    /// one entry settles live and the other stale, and nothing is left.
+    #[test]
+    fn a_slab_record_rescheduled_beside_its_forgotten_entry_leaves_once() {
+        let t = slab_table();
+        let at = MonoTime::from_millis;
+        let key = t
+            .with_key(|key| t.insert(key, 7, at(0), 10_000).map(|_| key))
+            .unwrap();
+        t.renew(&key, at(0), 1_000, None).unwrap(); // pulled in: a new entry
+        assert_eq!(held(&t), (1, 1, 1), "records, live entries, stale ones");
+        t.renew(&key, at(500), 10_000, None).unwrap(); // extended: no wheel work
+        let mut out = Vec::new();
+        assert_eq!(t.sweep(at(1_000), &mut out), 0, "renewed, not expired");
+        assert_eq!(held(&t), (1, 1, 1));
+        assert_eq!(t.sweep(at(9_999), &mut out), 0);
+        assert_eq!(t.sweep(at(10_000), &mut out), 1);
+        assert_eq!(out[0].key, key);
+        assert_eq!(held(&t), (0, 0, 0));
+    }
+
+    /// A slab record pulled in and then extended past its first entry:
+    /// when that forgotten entry fires, the record (live, its timer word
+    /// elsewhere) disowns it; it settles stale and schedules nothing.
+    #[test]
+    fn a_slab_records_forgotten_entry_is_disowned_when_it_fires() {
+        let t = slab_table();
+        let at = MonoTime::from_millis;
+        let key = t
+            .with_key(|key| t.insert(key, 7, at(0), 10_000).map(|_| key))
+            .unwrap();
+        t.renew(&key, at(0), 1_000, None).unwrap();
+        t.renew(&key, at(500), 20_000, None).unwrap();
+        let mut out = Vec::new();
+        assert_eq!(t.sweep(at(1_000), &mut out), 0);
+        assert_eq!(held(&t), (1, 1, 1));
+        assert_eq!(t.sweep(at(10_000), &mut out), 0);
+        assert_eq!(held(&t), (1, 1, 0), "the forgotten entry settled stale");
+        assert_eq!(t.sweep(at(20_000), &mut out), 1);
+        assert_eq!(held(&t), (0, 0, 0));
+    }
+
+    /// A removed slab record's entry is only counted stale; it fires, or a
+    /// compaction pass asks the slot and drops it.
+    #[test]
+    fn a_removed_slab_records_entry_settles_stale() {
+        let t = slab_table();
+        let at = MonoTime::from_millis;
+        let key = t
+            .with_key(|key| t.insert(key, 7, at(0), 5_000).map(|_| key))
+            .unwrap();
+        t.remove(&key, at(10), None).unwrap();
+        assert_eq!(held(&t), (0, 0, 1));
+        let mut out = Vec::new();
+        assert_eq!(t.sweep(at(5_000), &mut out), 0);
+        assert_eq!(held(&t), (0, 0, 0));
     }
 }

@@ -4,9 +4,13 @@
 //! beyond the top level, and advances of every size. The wheel must return
 //! exactly what the oracle says is due, in the oracle's `(due, item)` order:
 //! never early, and at the first advance that reaches the deadline.
+//!
+//! The same for a [`ByKey`] wheel, driven as a slab table drives it: the
+//! oracle plays the records (each item's one live due), settles every
+//! fired entry and answers the compaction's questions.
 
 use proptest::prelude::*;
-use relaystore::wheel::{Fired, TimerHandle, Wheel};
+use relaystore::wheel::{ByKey, Fired, TimerHandle, Wheel, COMPACT_MIN};
 use std::collections::{BTreeMap, HashMap};
 
 #[derive(Debug, Clone)]
@@ -103,7 +107,7 @@ fn check(levels: usize, start: u64, ops: &[Op]) -> Result<(), TestCaseError> {
             _ => {}
         }
         prop_assert_eq!(wheel.len(), oracle.len());
-        prop_assert!(wheel.stale() <= 2 * wheel.len().max(relaystore::wheel::COMPACT_MIN));
+        prop_assert!(wheel.stale() <= 2 * wheel.len().max(COMPACT_MIN));
     }
     // Drain: everything left fires, in oracle order, by the last deadline.
     let rest: Vec<(u64, u32)> = oracle.keys().copied().collect();
@@ -114,6 +118,109 @@ fn check(levels: usize, start: u64, ops: &[Op]) -> Result<(), TestCaseError> {
         prop_assert_eq!(got, rest);
     }
     prop_assert!(wheel.is_empty());
+    Ok(())
+}
+
+/// The [`ByKey`] wheel against the oracle. A cancel or a reschedule
+/// forgets the item's entry; a reschedule to the same tick leaves two
+/// entries the records cannot tell apart, and settling must still count
+/// one live and one stale.
+fn check_by_key(levels: usize, start: u64, ops: &[Op]) -> Result<(), TestCaseError> {
+    let mut wheel: Wheel<u32, ByKey> = Wheel::by_key_with_levels(levels, start);
+    let mut oracle: BTreeMap<(u64, u32), ()> = BTreeMap::new();
+    // The records: each item's live due.
+    let mut records: HashMap<u32, u64> = HashMap::new();
+    let mut ids: Vec<u32> = Vec::new();
+    let mut next_id = 0u32;
+    let mut now = start;
+    let mut out: Vec<Fired<u32, ByKey>> = Vec::new();
+    // The latest tick anything was scheduled at, stale or not.
+    let mut last = start;
+    for op in ops {
+        match *op {
+            Op::Insert { delay } => {
+                let id = next_id;
+                next_id += 1;
+                wheel.schedule(id, now + delay);
+                last = last.max(now + delay);
+                oracle.insert((now + delay, id), ());
+                records.insert(id, now + delay);
+                ids.push(id);
+            }
+            Op::Cancel { pick } if !ids.is_empty() => {
+                let id = ids.swap_remove(pick % ids.len());
+                let due = records.remove(&id).unwrap();
+                wheel.forget();
+                oracle.remove(&(due, id));
+            }
+            Op::Reschedule { pick, delay } if !ids.is_empty() => {
+                let id = ids[pick % ids.len()];
+                let old = records[&id];
+                // A quarter of the reschedules land on the tick they had.
+                let due = match pick % 4 {
+                    0 => old.max(now),
+                    1 => now + delay / 8,
+                    _ => now + delay,
+                };
+                wheel.forget();
+                wheel.schedule(id, due);
+                last = last.max(due);
+                oracle.remove(&(old, id));
+                oracle.insert((due, id), ());
+                records.insert(id, due);
+            }
+            Op::Advance { by } => {
+                now += by;
+                out.clear();
+                wheel.advance(now, &mut out);
+                let mut expected = Vec::new();
+                while let Some((&(due, id), _)) = oracle.first_key_value() {
+                    if due > now {
+                        break;
+                    }
+                    oracle.pop_first();
+                    expected.push((due, id));
+                }
+                let mut got = Vec::new();
+                for f in &out {
+                    prop_assert!(f.due <= now, "fired early");
+                    let live = records.get(&f.item) == Some(&f.due);
+                    if live {
+                        records.remove(&f.item);
+                        ids.retain(|&i| i != f.item);
+                        got.push((f.due, f.item));
+                    }
+                    wheel.settle(live);
+                }
+                prop_assert_eq!(&got, &expected, "advance to {}", now);
+            }
+            _ => {}
+        }
+        wheel.tidy(|item, due| records.get(item) == Some(&due));
+        prop_assert_eq!(wheel.len(), oracle.len());
+        prop_assert!(wheel.stale() <= wheel.unfound() + 2 * wheel.len().max(COMPACT_MIN));
+    }
+    // Drain to the last tick anything was scheduled at: the live entries
+    // fire in oracle order, and every stale one still held fires too.
+    let rest: Vec<(u64, u32)> = oracle.keys().copied().collect();
+    out.clear();
+    wheel.advance(last, &mut out);
+    let mut got = Vec::new();
+    for f in &out {
+        let live = records.get(&f.item) == Some(&f.due);
+        if live {
+            records.remove(&f.item);
+            got.push((f.due, f.item));
+        }
+        wheel.settle(live);
+    }
+    prop_assert_eq!(got, rest);
+    prop_assert!(wheel.is_empty());
+    prop_assert_eq!(
+        wheel.stale(),
+        0,
+        "every forgotten entry fired or was dropped"
+    );
     Ok(())
 }
 
@@ -142,6 +249,16 @@ proptest! {
     #[test]
     fn one_level_wheel_matches_oracle(ops in prop::collection::vec(op(), 1..200)) {
         check(1, 0, &ops)?;
+    }
+
+    #[test]
+    fn three_level_by_key_wheel_matches_oracle(start in 0u64..1_000_000, ops in prop::collection::vec(op(), 1..300)) {
+        check_by_key(3, start, &ops)?;
+    }
+
+    #[test]
+    fn default_by_key_wheel_matches_oracle(start in 0u64..(1 << 40), ops in prop::collection::vec(op(), 1..300)) {
+        check_by_key(relaystore::wheel::DEFAULT_LEVELS, start, &ops)?;
     }
 }
 
@@ -279,4 +396,123 @@ fn stale_entries_stay_bounded_when_fires_shrink_the_live_count() {
     wheel.advance(1_000_000, &mut out);
     assert_eq!(out.len(), late_live.len() - 2);
     assert_eq!((wheel.len(), wheel.stale()), (0, 0));
+}
+
+/// [`ByKey`]: the same mass cancellation, the records answering the
+/// compaction's questions. Steps stay small, stale entries bounded, and
+/// the order exact.
+#[test]
+fn by_key_mass_forgetting_compacts_by_asking_the_records() {
+    use relaystore::wheel::COMPACT_STEP;
+    let mut wheel: Wheel<u32, ByKey> = Wheel::by_key(0);
+    let mut records: HashMap<u32, u64> = HashMap::new();
+    let mut x: u64 = 0x2545_F491_4F6C_DD1D;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    for id in 0..20_000u32 {
+        let due = 1 + next() % 300_000;
+        wheel.schedule(id, due);
+        records.insert(id, due);
+    }
+    let (mut max_stale, mut dropped) = (0, 0);
+    for id in 0..20_000u32 {
+        if id % 10 != 0 {
+            let before = wheel.stale();
+            records.remove(&id);
+            wheel.forget();
+            wheel.tidy(|item, due| records.get(item) == Some(&due));
+            let dropped_now = (before + 1).saturating_sub(wheel.stale());
+            assert!(
+                dropped_now <= COMPACT_STEP,
+                "forget {id} dropped {dropped_now} stale entries at once"
+            );
+            dropped += dropped_now;
+            max_stale = max_stale.max(wheel.stale());
+            assert!(wheel.stale() <= 2 * wheel.len().max(COMPACT_MIN));
+        }
+    }
+    assert!(max_stale >= COMPACT_MIN, "compaction never triggered");
+    assert!(
+        dropped >= 9 * COMPACT_MIN,
+        "compaction dropped only {dropped} stale entries"
+    );
+    assert_eq!(wheel.unfound(), 0, "nothing was in flight or doubled");
+    assert_eq!(wheel.len(), 2_000);
+    let mut out = Vec::new();
+    wheel.advance(300_000, &mut out);
+    let mut expected: Vec<(u64, u32)> = records.iter().map(|(&id, &due)| (due, id)).collect();
+    expected.sort_unstable();
+    let mut got = Vec::new();
+    for f in &out {
+        let live = records.get(&f.item) == Some(&f.due);
+        if live {
+            got.push((f.due, f.item));
+        }
+        wheel.settle(live);
+    }
+    assert_eq!(got, expected);
+    assert_eq!((wheel.len(), wheel.stale()), (0, 0));
+}
+
+/// A forgotten entry whose item was scheduled again at the same tick
+/// looks live to every pass. Thousands of them must not make each forget
+/// pay for a whole pass: once a pass has ended, they count as unfound,
+/// and the next pass waits for as many new forgets as live entries.
+#[test]
+fn by_key_entries_no_pass_can_find_do_not_make_every_forget_a_whole_pass() {
+    use relaystore::wheel::COMPACT_STEP;
+    let mut wheel: Wheel<u32, ByKey> = Wheel::by_key(0);
+    let mut records: HashMap<u32, u64> = HashMap::new();
+    let doubled = 3 * COMPACT_MIN as u32;
+    for id in 0..doubled {
+        wheel.schedule(id, 500_000);
+        records.insert(id, 500_000);
+        // Forgotten and scheduled again at the same tick.
+        wheel.forget();
+        wheel.schedule(id, 500_000);
+        wheel.tidy(|item, due| records.get(item) == Some(&due));
+    }
+    assert_eq!(
+        (wheel.len(), wheel.stale()),
+        (doubled as usize, doubled as usize)
+    );
+    assert!(
+        wheel.unfound() >= COMPACT_MIN,
+        "passes ended without finding them, yet only {} count as unfound",
+        wheel.unfound()
+    );
+    // Ordinary records come and go; each forget examines a step at most.
+    for id in doubled..doubled + 4 * COMPACT_MIN as u32 {
+        wheel.schedule(id, 600_000);
+        records.insert(id, 600_000);
+    }
+    for id in doubled..doubled + 4 * COMPACT_MIN as u32 {
+        let before = wheel.stale();
+        records.remove(&id);
+        wheel.forget();
+        wheel.tidy(|item, due| records.get(item) == Some(&due));
+        assert!(
+            (before + 1).saturating_sub(wheel.stale()) <= COMPACT_STEP,
+            "forget of {id} ran a whole pass"
+        );
+        assert!(wheel.stale() <= wheel.unfound() + 2 * wheel.len().max(COMPACT_MIN));
+    }
+    // At their tick, each doubled pair settles one live and one stale.
+    let mut out = Vec::new();
+    wheel.advance(600_000, &mut out);
+    let mut live_fired = 0;
+    for f in &out {
+        let live = records.get(&f.item) == Some(&f.due);
+        if live {
+            records.remove(&f.item);
+            live_fired += 1;
+        }
+        wheel.settle(live);
+    }
+    assert_eq!(live_fired, doubled);
+    assert_eq!((wheel.len(), wheel.stale(), wheel.unfound()), (0, 0, 0));
 }

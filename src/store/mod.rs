@@ -87,7 +87,7 @@ use crate::schedule::{ScheduleHub, ScheduleLimits};
 use crate::shard::ShardMap;
 use crate::stream::{StreamHub, StreamLimits};
 use crate::sync::{Arc, AtomicU64, Ordering, Snapshot};
-use crate::table::{SlabTable, Storage, Table};
+use crate::table::{SlabTable, Storage, Table, TableOf};
 use crate::time::{Clock, MonoTime};
 use crate::wake::WakeHub;
 use crate::words::LimitSnapshot;
@@ -631,12 +631,16 @@ impl Store {
 /// The table of collection `c`, bounded by the collection's store-wide
 /// ceiling (the attempt table by [`Collection::Replay`]'s: every attempt
 /// record, consumed ones included).
-fn table<K: Eq + std::hash::Hash + Ord + Clone, V, S: Storage<K, Record<V>>>(
+fn table<K, V, S>(
     config: &StoreConfig,
     c: Collection,
     versions: &Arc<Versions>,
     start: MonoTime,
-) -> Table<K, V, S> {
+) -> TableOf<K, V, S>
+where
+    K: Eq + std::hash::Hash + Ord + Clone,
+    S: Storage<K, Record<V>>,
+{
     Table::new(
         Scope::Collection(c),
         config.ceiling(c),

@@ -27,7 +27,7 @@ use crate::record::Record;
 use crate::shard::ShardMap;
 use crate::stream::Stream;
 use crate::sync::{lock_at, Arc, Rung};
-use crate::table::{Removed, Storage, Table};
+use crate::table::{Removed, Storage, Table, TableOf};
 use crate::time::MonoTime;
 use std::hash::Hash;
 
@@ -40,7 +40,7 @@ pub(super) trait Stored: Sized {
     /// Where the table keeps its records.
     type Storage: Storage<Self::Key, Record<Self>>;
     /// The record's table.
-    fn table(store: &Store) -> &Table<Self::Key, Self, Self::Storage>;
+    fn table(store: &Store) -> &TableOf<Self::Key, Self, Self::Storage>;
     /// The removal bookkeeping of a record that left its table (detached
     /// from its parent): returns the descendants it removed.
     fn retire(
@@ -95,7 +95,7 @@ impl Store {
 /// The sum of per-record hashes of (tag, key, version, deadline).
 #[cfg(any(test, feature = "internals"))]
 pub(super) fn digest_table<K: Eq + Hash + Ord + Clone, V, S: Storage<K, Record<V>>>(
-    table: &Table<K, V, S>,
+    table: &TableOf<K, V, S>,
     tag: u8,
 ) -> u64 {
     let mut d = 0u64;

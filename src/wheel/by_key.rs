@@ -1,0 +1,75 @@
+//! [`ByKey`]: an entry is its item and its due tick, nothing else; the
+//! caller tells a stale one (ADR 0050).
+
+use super::{sealed, Liveness, Wheel};
+
+/// Entries carry nothing but their item and due tick: for items that name
+/// one record for good (a slab key, whose slot's generation never comes
+/// back), whose record keeps the due tick of its one live entry. The
+/// caller counts an entry stale with [`Wheel::forget`], decides every
+/// fired entry and reports it with [`Wheel::settle`], and answers for the
+/// entries a compaction pass examines in [`Wheel::tidy`]. Saves the
+/// handle's 8 bytes per entry and the 4 per id of [`Handles`](super::Handles).
+#[derive(Debug)]
+pub struct ByKey;
+
+impl sealed::Naming for ByKey {
+    type Tag = ();
+    type Handle = ();
+    type Book = ();
+    const SELF_CHECKING: bool = false;
+
+    #[inline]
+    fn holds((): &(), (): ()) -> bool {
+        true
+    }
+
+    fn fire((): &mut (), (): ()) {}
+}
+
+impl Liveness for ByKey {}
+
+impl<T: Ord> Wheel<T, ByKey> {
+    /// A [`ByKey`] wheel with [`DEFAULT_LEVELS`](super::DEFAULT_LEVELS)
+    /// levels whose time starts at `start`.
+    pub fn by_key(start: u64) -> Self {
+        Self::by_key_with_levels(super::DEFAULT_LEVELS, start)
+    }
+
+    /// A [`ByKey`] wheel with `levels` levels
+    /// (1..=[`MAX_LEVELS`](super::MAX_LEVELS)) starting at `start`.
+    pub fn by_key_with_levels(levels: usize, start: u64) -> Self {
+        Self::build(levels, start)
+    }
+
+    /// Schedules `item` at tick `due`. O(1) amortised; the compaction it
+    /// owes runs at the next [`tidy`](Self::tidy).
+    pub fn schedule(&mut self, item: T, due: u64) {
+        self.add(item, due, ());
+    }
+
+    /// Counts one scheduled entry stale: its item's record left, or
+    /// was scheduled again earlier. The entry stays where it is until a
+    /// compaction pass drops it or it fires (and is settled stale).
+    pub fn forget(&mut self) {
+        self.note_stale();
+    }
+
+    /// Reports how the caller decided one fired entry: `live` if it was
+    /// its record's entry (the record was removed, or scheduled again),
+    /// otherwise stale.
+    pub fn settle(&mut self, live: bool) {
+        if live {
+            self.len -= 1;
+        } else {
+            self.drop_stale(1);
+        }
+    }
+
+    /// Runs the compaction the schedules and forgets since the last call
+    /// owe, asking `live(item, due)` whether each entry it examines is
+    /// still its record's. Call it with no lock held that `live` takes.
+    pub fn tidy(&mut self, live: impl FnMut(&T, u64) -> bool) {
+        self.run_owed(live);
+    }
+}
