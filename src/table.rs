@@ -41,7 +41,7 @@ use crate::shard::{ShardMap, Upsert};
 use crate::slab::Slab;
 use crate::sync::{lock_at, Arc, AtomicU64, Mutex, Ordering, Rung};
 use crate::time::MonoTime;
-use crate::wheel::{ByKey, Fired, Handles, Liveness, TimerHandle, Wheel};
+use crate::wheel::{ByKey, Fired, Handles, Liveness, SplitKey, TimerHandle, Wheel};
 use crossbeam_utils::CachePadded;
 use std::borrow::Borrow;
 use std::hash::Hash;
@@ -64,74 +64,88 @@ pub struct Removed<K, V> {
 /// names one record for good; ADR 0050). Every method runs under the
 /// wheel shard's lock.
 pub(crate) trait Timing<K>: Liveness + Sized {
-    fn wheel(start: u64) -> Wheel<K, Self>;
+    /// What the wheel holds for a key.
+    type Item: Ord;
+    fn key(item: Self::Item) -> K;
+    fn wheel(start: u64) -> Wheel<Self::Item, Self>;
     /// Schedules `key` at `due`; returns the record's new timer word.
-    fn schedule(wheel: &mut Wheel<K, Self>, key: K, due: u64) -> u64;
+    fn schedule(wheel: &mut Wheel<Self::Item, Self>, key: K, due: u64) -> u64;
     /// The entry named by `timer` is no longer its record's: cancels it
     /// (or counts it stale). `false` if the wheel knows it is not held
     /// (it fired and awaits its batch).
-    fn unschedule(wheel: &mut Wheel<K, Self>, timer: u64) -> bool;
+    fn unschedule(wheel: &mut Wheel<Self::Item, Self>, timer: u64) -> bool;
     /// Whether a record whose timer word is `timer` may have its entry due
     /// after `due`, so that a deadline moved to `due` needs a new entry.
     fn may_be_later(timer: u64, due: u64) -> bool;
-    /// Whether `fired` is the entry of a record whose timer word is `timer`.
-    fn names(timer: u64, fired: &Fired<K, Self>) -> bool;
+    /// Whether a fired entry (`due`, `handle`) is the entry of a record
+    /// whose timer word is `timer`.
+    fn names(timer: u64, due: u64, handle: Self::Handle) -> bool;
     /// Reports the sweep's decision on one fired entry.
-    fn settle(wheel: &mut Wheel<K, Self>, live: bool);
+    fn settle(wheel: &mut Wheel<Self::Item, Self>, live: bool);
     /// Runs the compaction owed; `timer_of(key)` reads a record's timer
     /// word (no record: `None`).
-    fn tidy(wheel: &mut Wheel<K, Self>, timer_of: impl FnMut(&K) -> Option<u64>);
+    fn tidy(wheel: &mut Wheel<Self::Item, Self>, timer_of: impl FnMut(K) -> Option<u64>);
 }
 
 impl<K: Ord> Timing<K> for Handles {
+    type Item = K;
+    fn key(item: K) -> K {
+        item
+    }
     fn wheel(start: u64) -> Wheel<K, Self> {
         Wheel::new(start)
     }
-    fn schedule(wheel: &mut Wheel<K, Self>, key: K, due: u64) -> u64 {
+    fn schedule(wheel: &mut Wheel<Self::Item, Self>, key: K, due: u64) -> u64 {
         wheel.insert(key, due).to_bits()
     }
-    fn unschedule(wheel: &mut Wheel<K, Self>, timer: u64) -> bool {
+    fn unschedule(wheel: &mut Wheel<Self::Item, Self>, timer: u64) -> bool {
         wheel.cancel(TimerHandle::from_bits(timer))
     }
     fn may_be_later(_: u64, _: u64) -> bool {
         true
     }
-    fn names(timer: u64, fired: &Fired<K, Self>) -> bool {
-        fired.handle.to_bits() == timer
+    fn names(timer: u64, _: u64, handle: TimerHandle) -> bool {
+        handle.to_bits() == timer
     }
     // The wheel settles and compacts by itself.
-    fn settle(_: &mut Wheel<K, Self>, _: bool) {}
-    fn tidy(_: &mut Wheel<K, Self>, _: impl FnMut(&K) -> Option<u64>) {}
+    fn settle(_: &mut Wheel<Self::Item, Self>, _: bool) {}
+    fn tidy(_: &mut Wheel<Self::Item, Self>, _: impl FnMut(K) -> Option<u64>) {}
 }
 
-impl<K: Ord> Timing<K> for ByKey {
-    fn wheel(start: u64) -> Wheel<K, Self> {
+/// A slab table's: its keys held as [`SplitKey`]s, so that a level entry
+/// is 12 bytes (ADR 0050).
+impl Timing<u64> for ByKey {
+    type Item = SplitKey;
+    fn key(item: SplitKey) -> u64 {
+        u64::from(item)
+    }
+    fn wheel(start: u64) -> Wheel<SplitKey, Self> {
         Wheel::by_key(start)
     }
-    fn schedule(wheel: &mut Wheel<K, Self>, key: K, due: u64) -> u64 {
-        wheel.schedule(key, due);
+    fn schedule(wheel: &mut Wheel<Self::Item, Self>, key: u64, due: u64) -> u64 {
+        wheel.schedule(SplitKey::from(key), due);
         due
     }
-    fn unschedule(wheel: &mut Wheel<K, Self>, _: u64) -> bool {
+    fn unschedule(wheel: &mut Wheel<Self::Item, Self>, _: u64) -> bool {
         wheel.forget();
         true
     }
     fn may_be_later(timer: u64, due: u64) -> bool {
         timer > due
     }
-    fn names(timer: u64, fired: &Fired<K, Self>) -> bool {
-        fired.due == timer
+    fn names(timer: u64, due: u64, (): ()) -> bool {
+        due == timer
     }
-    fn settle(wheel: &mut Wheel<K, Self>, live: bool) {
+    fn settle(wheel: &mut Wheel<Self::Item, Self>, live: bool) {
         wheel.settle(live);
     }
-    fn tidy(wheel: &mut Wheel<K, Self>, mut timer_of: impl FnMut(&K) -> Option<u64>) {
-        wheel.tidy(|key, due| timer_of(key) == Some(due));
+    fn tidy(wheel: &mut Wheel<Self::Item, Self>, mut timer_of: impl FnMut(u64) -> Option<u64>) {
+        wheel.tidy(|&key, due| timer_of(u64::from(key)) == Some(due));
     }
 }
 
 /// One shard of a table's wheel.
-pub(crate) struct WheelShard<K, L: Liveness> {
+pub(crate) struct WheelShard<K, L: Timing<K>> {
     timers: Mutex<Timers<K, L>>,
     /// A lower bound on the earliest tick this shard's wheel has work at,
     /// so a sweep skips a shard with nothing due without taking its lock.
@@ -140,7 +154,7 @@ pub(crate) struct WheelShard<K, L: Liveness> {
     next_due_ms: AtomicU64,
 }
 
-impl<K: Ord + Clone, L: Timing<K>> WheelShard<K, L> {
+impl<K, L: Timing<K>> WheelShard<K, L> {
     /// Schedules `item` at `due` (under this shard's lock: `timers`);
     /// returns the record's timer word.
     fn schedule(&self, timers: &mut Timers<K, L>, item: K, due: u64) -> u64 {
@@ -156,10 +170,10 @@ impl<K: Ord + Clone, L: Timing<K>> WheelShard<K, L> {
     }
 }
 
-pub(crate) struct Timers<K, L: Liveness> {
-    pub(crate) wheel: Wheel<K, L>,
+pub(crate) struct Timers<K, L: Timing<K>> {
+    pub(crate) wheel: Wheel<L::Item, L>,
     /// Scratch space reused by every sweep, so sweeping does not allocate.
-    fired: Vec<Fired<K, L>>,
+    fired: Vec<Fired<L::Item, L>>,
 }
 
 /// Fired wheel entries a sweep handles per hold of a wheel shard's lock:
@@ -301,7 +315,7 @@ pub(crate) type SlabTable<V> = TableOf<u64, V, Slab<Record<V>>>;
 /// The table over storage `S`, with the wheel naming that `S` calls for.
 pub(crate) type TableOf<K, V, S> = Table<K, V, S, <S as Storage<K, Record<V>>>::Timing>;
 
-pub(crate) struct Table<K, V, S = ShardMap<K, Record<V>>, L: Liveness = Handles> {
+pub(crate) struct Table<K, V, S = ShardMap<K, Record<V>>, L: Timing<K> = Handles> {
     map: S,
     /// The timing wheel, in [`WHEEL_SHARDS`] shards by key.
     timers: Box<[CachePadded<WheelShard<K, L>>]>,
@@ -557,7 +571,7 @@ where
     /// table's wheel, which asks the records), under the wheel shard's
     /// lock and no record's.
     fn tidy(&self, timers: &mut Timers<K, L>) {
-        L::tidy(&mut timers.wheel, |key| self.map.read(key, |r| r.timer()));
+        L::tidy(&mut timers.wheel, |key| self.map.read(&key, |r| r.timer()));
     }
 
     /// Changes a live record's payload under the shard's write lock,
@@ -774,15 +788,17 @@ where
     /// entry is no longer the record's.
     fn sweep_one(
         &self,
-        fired: Fired<K, L>,
+        fired: Fired<L::Item, L>,
         now: MonoTime,
         shard: &WheelShard<K, L>,
         timers: &mut Timers<K, L>,
         out: &mut Vec<Removed<K, V>>,
     ) {
         let check_handle = !crate::faults::active(crate::faults::StoreFault::SweepIgnoresHandle);
-        let verdict = self.map.remove_if(&fired.item, |r| {
-            if check_handle && !L::names(r.timer(), &fired) {
+        let Fired { item, due, handle } = fired;
+        let key = L::key(item);
+        let verdict = self.map.remove_if(&key, |r| {
+            if check_handle && !L::names(r.timer(), due, handle) {
                 return Err(Keep::Stale);
             }
             let state = self.observed_state(r);
@@ -799,13 +815,13 @@ where
                 self.ceiling.release(1);
                 out.push(Removed {
                     stamp: record.stamp(),
-                    key: fired.item,
+                    key,
                     value: record.value,
                 });
             }
             Some(Err(Keep::Live(deadline_ms))) => {
-                let timer = shard.schedule(timers, fired.item.clone(), deadline_ms);
-                self.map.read(&fired.item, |r| r.set_timer(timer));
+                let timer = shard.schedule(timers, key.clone(), deadline_ms);
+                self.map.read(&key, |r| r.set_timer(timer));
             }
             // The record was removed, replaced or rescheduled since its
             // entry fired (between batches): nothing is left to do.

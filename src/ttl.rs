@@ -72,7 +72,9 @@ impl Default for TtlConfig {
 /// assert_eq!(map.get(&"peer-1"), Err(Error::NotFound));
 /// # Ok::<(), Error>(())
 /// ```
-pub struct TtlMap<K, V> {
+///
+/// Keys are `Ord`: the wheel hands one tick's expiries back in key order.
+pub struct TtlMap<K: Ord, V> {
     table: Table<K, V>,
     clock: Arc<dyn Clock>,
     ttl: TtlRange,

@@ -390,7 +390,7 @@ mod tests {
         let s = busy();
         crate::sync::lock(s.shared.leases.timers_for_audit(&(u64::MAX - 9)))
             .wheel
-            .schedule(u64::MAX - 9, 1);
+            .schedule(crate::wheel::SplitKey::from(u64::MAX - 9), 1);
         assert!(s.audit().unwrap_err().finding().contains("wheel"));
     }
 }

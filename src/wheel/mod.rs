@@ -22,12 +22,14 @@
 //!   per level, never a walk over empty slots.
 //! - **Storage.** The slot table is allocated by the first entry placed in
 //!   a slot, so a wheel that never held one costs a few words. Each slot is
-//!   a contiguous `Vec` of entries carrying their
-//!   item, due tick and what tells them from cancelled ones (their
-//!   [`Liveness`] tag), so cascading a slot is a sequential
-//!   scan and emitting a tick sorts a contiguous batch. This matters: with a
-//!   million timers, a design that chases a pointer per entry pays a cache
-//!   miss per entry per move.
+//!   a contiguous `Vec` of entries carrying their item, due tick and what
+//!   tells them from cancelled ones (their [`Liveness`] tag), so cascading
+//!   a slot is a sequential scan and emitting a tick sorts a contiguous
+//!   batch. This matters: with a million timers, a design that chases a
+//!   pointer per entry pays a cache miss per entry per move. An entry in a
+//!   slot keeps only the low 32 bits of its due tick: the bits above are
+//!   its slot's digit and `elapsed`'s higher digits, by the placement rule
+//!   (hence at most [`MAX_LEVELS`] levels, whose 30 own bits fit).
 //! - **Two ways to tell a cancelled entry ([`Liveness`]).** With
 //!   [`Handles`] (the default) the wheel knows by itself, as below. With
 //!   [`ByKey`] it does not: an entry is just its item and due tick, its
@@ -72,7 +74,7 @@
 mod by_key;
 mod handles;
 
-pub use by_key::ByKey;
+pub use by_key::{ByKey, SplitKey};
 pub use handles::{Handles, TimerHandle};
 
 /// Number of slots per level; one `u64` occupancy word covers a level.
@@ -82,8 +84,11 @@ const _: () = assert!(SLOTS.is_power_of_two() && SLOTS == u64::BITS as usize);
 
 /// Default number of levels: 64^6 ms covers about 795 days before overflow.
 pub const DEFAULT_LEVELS: usize = 6;
-/// Most levels a wheel may have; 10 levels of 6 bits cover all of `u64`.
-pub const MAX_LEVELS: usize = 10;
+/// Most levels a wheel may have: 64^6 ms, about 795 days, before the
+/// overflow list. An entry in a level keeps only the low 32 bits of its
+/// due tick, and below the top level's digit there are 30.
+pub const MAX_LEVELS: usize = 6;
+const _: () = assert!((MAX_LEVELS - 1) as u32 * SLOT_BITS <= u32::BITS);
 
 /// Stale (cancelled) entries tolerated before compaction, at minimum.
 pub const COMPACT_MIN: usize = 1024;
@@ -133,10 +138,74 @@ pub struct Fired<T, L: Liveness = Handles> {
     pub handle: L::Handle,
 }
 
+/// An entry in the overflow or overdue list: its due tick whole.
 struct Entry<T, Tag> {
     item: T,
     due: u64,
     tag: Tag,
+}
+
+/// An entry in a level's slot: the low 32 bits of its due tick. The rest
+/// is the slot's (its digit at the slot's level) and `elapsed`'s (every
+/// digit above), by the placement rule. 4 bytes less than an [`Entry`]
+/// when the item and tag align to 4 (ADR 0050, W2).
+struct Slotted<T, Tag> {
+    item: T,
+    low: u32,
+    tag: Tag,
+}
+
+/// What the bits of a [`Slotted`] entry's due not kept in it are: the
+/// due is `high | (low & own)`.
+#[derive(Copy, Clone)]
+struct Origin {
+    high: u64,
+    own: u64,
+}
+
+impl Origin {
+    /// For the lists that keep whole due ticks.
+    const WHOLE: Origin = Origin { high: 0, own: 0 };
+}
+
+/// An entry as some list holds it.
+trait Held<T, Tag> {
+    fn due(&self, origin: Origin) -> u64;
+    fn item(&self) -> &T;
+    fn tag(&self) -> Tag;
+    fn into_parts(self) -> (T, Tag);
+}
+
+impl<T, Tag: Copy> Held<T, Tag> for Entry<T, Tag> {
+    #[inline]
+    fn due(&self, _: Origin) -> u64 {
+        self.due
+    }
+    fn item(&self) -> &T {
+        &self.item
+    }
+    fn tag(&self) -> Tag {
+        self.tag
+    }
+    fn into_parts(self) -> (T, Tag) {
+        (self.item, self.tag)
+    }
+}
+
+impl<T, Tag: Copy> Held<T, Tag> for Slotted<T, Tag> {
+    #[inline]
+    fn due(&self, origin: Origin) -> u64 {
+        origin.high | (u64::from(self.low) & origin.own)
+    }
+    fn item(&self) -> &T {
+        &self.item
+    }
+    fn tag(&self) -> Tag {
+        self.tag
+    }
+    fn into_parts(self) -> (T, Tag) {
+        (self.item, self.tag)
+    }
 }
 
 /// Where an entry due at some tick belongs.
@@ -152,11 +221,12 @@ enum Place {
 const KEEP_CAPACITY_MAX: usize = 256;
 
 type List<T, L> = Vec<Entry<T, <L as sealed::Naming>::Tag>>;
+type SlotList<T, L> = Vec<Slotted<T, <L as sealed::Naming>::Tag>>;
 
 /// The hierarchical timing wheel. See the module docs for its ground rules.
 pub struct Wheel<T, L: Liveness = Handles> {
     /// `levels * SLOTS` slot vectors, level-major.
-    slots: Vec<List<T, L>>,
+    slots: Vec<SlotList<T, L>>,
     overflow: List<T, L>,
     /// A lower bound on the smallest due tick in `overflow` (cancels may
     /// leave it low, which only causes one harmless early re-examination).
@@ -254,7 +324,7 @@ impl<T: Ord, L: Liveness> Wheel<T, L> {
         let now = now.max(self.elapsed);
         if !self.overdue.is_empty() {
             let mut batch = std::mem::take(&mut self.overdue);
-            self.emit(&mut batch, out);
+            self.emit(&mut batch, Origin::WHOLE, out);
             if self.overdue.is_empty() {
                 self.overdue = batch;
             }
@@ -264,7 +334,7 @@ impl<T: Ord, L: Liveness> Wheel<T, L> {
             match next.source {
                 Source::Slot { level: 0, slot } => {
                     let mut batch = self.take_slot(0, slot);
-                    self.emit(&mut batch, out);
+                    self.emit(&mut batch, self.origin(slot), out);
                     self.recycle(batch, slot);
                 }
                 Source::Slot { level, slot } => {
@@ -359,6 +429,19 @@ impl<T: Ord, L: Liveness> Wheel<T, L> {
         Place::Slot(level * SLOTS + slot)
     }
 
+    /// Where the due ticks of slot `index`'s entries get the bits they do
+    /// not keep. Right while the slot holds entries: its level's digits
+    /// above it are `elapsed`'s until the slot is emptied (module docs).
+    fn origin(&self, index: usize) -> Origin {
+        let (level, slot) = (index / SLOTS, index % SLOTS);
+        let shift = level as u32 * SLOT_BITS;
+        let above = shift + SLOT_BITS;
+        Origin {
+            high: (self.elapsed >> above << above) | ((slot as u64) << shift),
+            own: (1u64 << shift) - 1,
+        }
+    }
+
     fn push(&mut self, entry: Entry<T, L::Tag>) {
         match self.place_for(entry.due) {
             Place::Slot(index) => {
@@ -366,7 +449,13 @@ impl<T: Ord, L: Liveness> Wheel<T, L> {
                     self.slots = (0..self.levels * SLOTS).map(|_| Vec::new()).collect();
                 }
                 self.occupied[index / SLOTS] |= 1 << (index % SLOTS);
-                self.slots[index].push(entry);
+                // Truncated on purpose: `origin` gives back the rest.
+                let low = entry.due as u32;
+                self.slots[index].push(Slotted {
+                    item: entry.item,
+                    low,
+                    tag: entry.tag,
+                });
             }
             Place::Overflow => {
                 self.overflow_min_due = self.overflow_min_due.min(entry.due);
@@ -376,14 +465,14 @@ impl<T: Ord, L: Liveness> Wheel<T, L> {
         }
     }
 
-    fn take_slot(&mut self, level: usize, slot: usize) -> List<T, L> {
+    fn take_slot(&mut self, level: usize, slot: usize) -> SlotList<T, L> {
         self.occupied[level] &= !(1 << slot);
         std::mem::take(&mut self.slots[level * SLOTS + slot])
     }
 
     /// Gives a drained slot vector back to slot `index` for reuse, if it is
     /// small and the slot is still empty.
-    fn recycle(&mut self, mut batch: List<T, L>, index: usize) {
+    fn recycle(&mut self, mut batch: SlotList<T, L>, index: usize) {
         if batch.capacity() <= KEEP_CAPACITY_MAX && self.slots[index].is_empty() {
             batch.clear();
             self.slots[index] = batch;
@@ -392,40 +481,43 @@ impl<T: Ord, L: Liveness> Wheel<T, L> {
 
     /// Re-places every valid entry of a cascaded slot relative to the new
     /// `elapsed`; drops stale ones.
-    fn relink(&mut self, mut batch: List<T, L>, index: usize) {
-        self.relink_valid(&mut batch);
+    fn relink(&mut self, mut batch: SlotList<T, L>, index: usize) {
+        let origin = self.origin(index);
+        self.relink_valid(&mut batch, origin);
         self.recycle(batch, index);
     }
 
     fn relink_overflow(&mut self, mut batch: List<T, L>) {
-        self.relink_valid(&mut batch);
+        self.relink_valid(&mut batch, Origin::WHOLE);
         if self.overflow.capacity() == 0 {
             self.overflow = batch;
         }
     }
 
-    fn relink_valid(&mut self, batch: &mut List<T, L>) {
+    fn relink_valid<E: Held<T, L::Tag>>(&mut self, batch: &mut Vec<E>, origin: Origin) {
         // With nothing cancelled, or no way to tell, every entry moves:
         // skip the tag check (for handles a random read into `gens`, which
         // dominates at scale).
-        if self.stale == 0 || !L::SELF_CHECKING {
-            for entry in batch.drain(..) {
-                self.push(entry);
-            }
-            return;
-        }
+        let check = self.stale > 0 && L::SELF_CHECKING;
         for entry in batch.drain(..) {
-            if L::holds(&self.book, entry.tag) {
-                self.push(entry);
-            } else {
+            if check && !L::holds(&self.book, entry.tag()) {
                 self.drop_stale(1);
+                continue;
             }
+            let due = entry.due(origin);
+            let (item, tag) = entry.into_parts();
+            self.push(Entry { item, due, tag });
         }
     }
 
     /// Emits every entry of a batch the wheel holds valid, in `(due, item)`
     /// order, freeing what their tags held.
-    fn emit(&mut self, batch: &mut List<T, L>, out: &mut Vec<Fired<T, L>>) {
+    fn emit<E: Held<T, L::Tag>>(
+        &mut self,
+        batch: &mut Vec<E>,
+        origin: Origin,
+        out: &mut Vec<Fired<T, L>>,
+    ) {
         if L::SELF_CHECKING {
             // Always check, even with nothing stale: the reads are
             // independent of each other, so the CPU overlaps their cache
@@ -433,23 +525,24 @@ impl<T: Ord, L: Liveness> Wheel<T, L> {
             // cache instead of missing one by one (at 10^6 timers the ids'
             // generations are a random walk over 4 MB).
             let before = batch.len();
-            batch.retain(|e| L::holds(&self.book, e.tag));
+            batch.retain(|e| L::holds(&self.book, e.tag()));
             self.drop_stale(before - batch.len());
             self.len -= batch.len();
         }
-        batch.sort_unstable_by(|a, b| (a.due, &a.item).cmp(&(b.due, &b.item)));
+        batch.sort_unstable_by(|a, b| (a.due(origin), a.item()).cmp(&(b.due(origin), b.item())));
         out.reserve(batch.len());
         for entry in batch.drain(..) {
+            let due = entry.due(origin);
             debug_assert!(
-                entry.due <= self.elapsed,
-                "entry fired early: due {}, elapsed {}",
-                entry.due,
+                due <= self.elapsed,
+                "entry fired early: due {due}, elapsed {}",
                 self.elapsed
             );
+            let (item, tag) = entry.into_parts();
             out.push(Fired {
-                item: entry.item,
-                due: entry.due,
-                handle: L::fire(&mut self.book, entry.tag),
+                item,
+                due,
+                handle: L::fire(&mut self.book, tag),
             });
         }
     }
@@ -468,24 +561,29 @@ impl<T: Ord, L: Liveness> Wheel<T, L> {
         let mut left = budget;
         while left > 0 && self.stale > self.unfound && cursor.list < lists {
             let slots = self.slots.len();
-            let list = match cursor.list {
-                i if i < slots => &mut self.slots[i],
-                i if i == slots => &mut self.overflow,
-                _ => &mut self.overdue,
-            };
+            let book = &self.book;
             // Empty lists cost no budget: at most `levels * 64 + 2` of them.
-            let mut dropped = 0;
-            while cursor.at < list.len() && left > 0 {
-                left -= 1;
-                let e = &list[cursor.at];
-                if L::holds(&self.book, e.tag) && live(&e.item, e.due) {
-                    cursor.at += 1;
-                } else {
-                    list.swap_remove(cursor.at);
-                    dropped += 1;
+            let (held, done, dropped) = match cursor.list {
+                i if i < slots => {
+                    let origin = self.origin(i);
+                    let list = &mut self.slots[i];
+                    let dropped = compact_list(list, &mut cursor.at, &mut left, |e| {
+                        L::holds(book, e.tag()) && live(e.item(), e.due(origin))
+                    });
+                    (list.len(), cursor.at >= list.len(), dropped)
                 }
-            }
-            let (held, done) = (list.len(), cursor.at >= list.len());
+                i => {
+                    let list = if i == slots {
+                        &mut self.overflow
+                    } else {
+                        &mut self.overdue
+                    };
+                    let dropped = compact_list(list, &mut cursor.at, &mut left, |e| {
+                        L::holds(book, e.tag()) && live(e.item(), e.due)
+                    });
+                    (list.len(), cursor.at >= list.len(), dropped)
+                }
+            };
             self.drop_stale(dropped);
             self.pass_stale = self.pass_stale.saturating_sub(dropped);
             if !done {
@@ -568,6 +666,28 @@ impl<T: Ord, L: Liveness> Wheel<T, L> {
     }
 }
 
+/// Examines `list` from `at` while `left` lasts, keeping the entries
+/// `keep` approves and dropping the others by `swap_remove`; returns how
+/// many it dropped.
+fn compact_list<E>(
+    list: &mut Vec<E>,
+    at: &mut usize,
+    left: &mut usize,
+    mut keep: impl FnMut(&E) -> bool,
+) -> usize {
+    let mut dropped = 0;
+    while *at < list.len() && *left > 0 {
+        *left -= 1;
+        if keep(&list[*at]) {
+            *at += 1;
+        } else {
+            list.swap_remove(*at);
+            dropped += 1;
+        }
+    }
+    dropped
+}
+
 #[derive(Copy, Clone)]
 struct Next {
     at: u64,
@@ -578,4 +698,38 @@ struct Next {
 enum Source {
     Slot { level: usize, slot: usize },
     Overflow,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What ADR 0050 counts on: a slab table's level entry is 12 bytes,
+    /// a whole one 16; a handle-tagged `u64` entry stays 24.
+    #[test]
+    fn a_slab_keys_level_entry_is_twelve_bytes() {
+        use std::mem::size_of;
+        assert_eq!(size_of::<Slotted<SplitKey, ()>>(), 12);
+        assert_eq!(size_of::<Entry<SplitKey, ()>>(), 16);
+        assert_eq!(size_of::<Slotted<u64, TimerHandle>>(), 24);
+    }
+
+    #[test]
+    fn a_split_key_orders_and_round_trips_as_its_u64() {
+        let keys = [
+            0,
+            1,
+            u32::MAX as u64,
+            1 << 32,
+            (1 << 32) + 1,
+            u64::MAX - 1,
+            u64::MAX,
+        ];
+        for (i, &a) in keys.iter().enumerate() {
+            assert_eq!(u64::from(SplitKey::from(a)), a);
+            for &b in &keys[i..] {
+                assert_eq!(SplitKey::from(a).cmp(&SplitKey::from(b)), a.cmp(&b));
+            }
+        }
+    }
 }
