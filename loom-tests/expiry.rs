@@ -13,7 +13,7 @@ mod common;
 use loom::sync::Arc;
 use loom::thread;
 use relaystore::model::faults::{store_fault, StoreFault};
-use relaystore::model::ModelTable;
+use relaystore::model::{ModelSlabTable, ModelTable};
 use relaystore::Error;
 
 fn renew_vs_sweep(broken: bool) {
@@ -108,4 +108,50 @@ fn a_record_recreated_between_sweep_batches_keeps_one_timer() {
 #[should_panic]
 fn broken_twin_sweep_ignoring_the_handle_doubles_a_timer() {
     recreate_between_batches(StoreFault::SweepIgnoresHandle);
+}
+
+/// A slab record's deadline pulled in (its entry forgotten, a new one
+/// scheduled) and then extended, racing a sweep that may fire the new
+/// entry in between. Either the sweep removed the record (pulled-in and
+/// expired) or it lives on; in both cases, once a last sweep has passed
+/// the old entry's tick, the record, live-entry and stale-entry counts
+/// are exact: the forgotten entry settled stale, never rescheduled.
+fn pull_in_vs_sweep(fault: StoreFault) {
+    let label = if fault == StoreFault::None {
+        "pull_in_vs_sweep".to_string()
+    } else {
+        format!("pull_in_vs_sweep ({fault:?})")
+    };
+    common::explore(&label, move || {
+        store_fault(fault);
+        let table = Arc::new(ModelSlabTable::new(4));
+        let key = table.insert(0, 10).unwrap();
+        let sweeper = {
+            let table = Arc::clone(&table);
+            thread::spawn(move || table.sweep(6))
+        };
+        let pulled = table.renew(key, 0, 5).is_ok();
+        let extended = table.renew(key, 1, 30).is_ok();
+        let mut swept = sweeper.join().unwrap();
+        assert!(pulled, "nothing could remove the record before the pull-in");
+        swept.extend(table.sweep(10));
+        if extended {
+            assert!(swept.is_empty(), "an extended record was swept");
+            assert_eq!(table.counts(), (1, 1, 0), "records, live and stale entries");
+        } else {
+            assert_eq!(swept, vec![key], "the expired record left once");
+            assert_eq!(table.counts(), (0, 0, 0), "records, live and stale entries");
+        }
+    });
+}
+
+#[test]
+fn a_slab_records_pulled_in_entry_racing_the_sweep_settles_exactly() {
+    pull_in_vs_sweep(StoreFault::None);
+}
+
+#[test]
+#[should_panic]
+fn broken_twin_sweep_ignoring_the_due_reschedules_a_forgotten_entry() {
+    pull_in_vs_sweep(StoreFault::SweepIgnoresHandle);
 }

@@ -146,6 +146,49 @@ impl ModelTable {
     }
 }
 
+/// A table whose keys it issues (a slab table, whose wheel names a
+/// record's entry by key and due), for the expiry models.
+pub struct ModelSlabTable(crate::table::SlabTable<u64>);
+
+impl ModelSlabTable {
+    /// An empty table with room for `capacity` records.
+    pub fn new(capacity: u64) -> Self {
+        ModelSlabTable(Table::new(
+            crate::Scope::Named("model"),
+            capacity,
+            Arc::new(Versions::new()),
+            MonoTime::ZERO,
+        ))
+    }
+
+    /// Creates a record live until `deadline_ms`; returns its key.
+    pub fn insert(&self, now_ms: u64, deadline_ms: u64) -> Result<u64, crate::Error> {
+        self.0.with_key(|key| {
+            self.0
+                .insert(key, key, MonoTime::from_millis(now_ms), deadline_ms)
+                .map(|_| key)
+        })
+    }
+
+    /// Renews `key` to `deadline_ms` as seen at `now_ms`.
+    pub fn renew(&self, key: u64, now_ms: u64, deadline_ms: u64) -> Result<Stamp, crate::Error> {
+        self.0
+            .renew(&key, MonoTime::from_millis(now_ms), deadline_ms, None)
+    }
+
+    /// Sweeps at `now_ms`; returns the keys removed.
+    pub fn sweep(&self, now_ms: u64) -> Vec<u64> {
+        let mut out = Vec::new();
+        self.0.sweep(MonoTime::from_millis(now_ms), &mut out);
+        out.into_iter().map(|r| r.key).collect()
+    }
+
+    /// Records held, live wheel entries, and stale ones still held.
+    pub fn counts(&self) -> (usize, usize, usize) {
+        (self.0.len(), self.0.scheduled(), self.0.stale_timers())
+    }
+}
+
 /// A value of two words, whole when its halves are equal.
 struct ModelPair(u64, u64);
 

@@ -876,6 +876,16 @@ where
             .sum()
     }
 
+    /// Wheel entries counted stale (cancelled, or for a slab table fired
+    /// and not yet settled) that the wheels still hold.
+    #[cfg(any(test, relaystore_loom))]
+    pub(crate) fn stale_timers(&self) -> usize {
+        self.timers
+            .iter()
+            .map(|t| lock_at(Rung::Wheel, &t.timers).wheel.stale())
+            .sum()
+    }
+
     /// The wheel shard of `key`, for tests that corrupt it on purpose.
     #[cfg(test)]
     pub(crate) fn timers_for_audit(&self, key: &K) -> &Mutex<Timers<K, L>> {
@@ -946,12 +956,7 @@ mod tests {
     }
 
     fn held(t: &SlabTable<u32>) -> (usize, usize, usize) {
-        let stale = t
-            .timers
-            .iter()
-            .map(|s| lock_at(Rung::Wheel, &s.timers).wheel.stale())
-            .sum();
-        (t.len(), t.scheduled(), stale)
+        (t.len(), t.scheduled(), t.stale_timers())
     }
 
     /// A slab record's deadline moved earlier, then back to the tick its
