@@ -39,7 +39,7 @@ use crate::quota::{Counter, Reservation};
 use crate::record::{renewal, Record, Refusal, Stamp, Versions};
 use crate::shard::{ShardMap, Upsert};
 use crate::slab::Slab;
-use crate::sync::{lock_at, Arc, AtomicU64, Mutex, Ordering, Rung};
+use crate::sync::{lock_at, Arc, AtomicBool, AtomicU64, Mutex, Ordering, Rung};
 use crate::time::MonoTime;
 use crate::wheel::{ByKey, Fired, Handles, Liveness, SplitKey, TimerHandle, Wheel};
 use crossbeam_utils::CachePadded;
@@ -61,8 +61,8 @@ pub struct Removed<K, V> {
 /// timer word holds for it: a [`TimerHandle`]'s bits for the map tables
 /// (a map key can leave and come back, so only a handle tells its
 /// records apart), the entry's due tick for the slab tables (a slab key
-/// names one record for good; ADR 0050). Every method runs under the
-/// wheel shard's lock.
+/// names one record for good; ADR 0050). Every method given the wheel
+/// runs under the wheel shard's lock.
 pub(crate) trait Timing<K>: Liveness + Sized {
     /// What the wheel holds for a key.
     type Item: Ord;
@@ -82,9 +82,14 @@ pub(crate) trait Timing<K>: Liveness + Sized {
     fn names(timer: u64, due: u64, handle: Self::Handle) -> bool;
     /// Reports the sweep's decision on one fired entry.
     fn settle(wheel: &mut Wheel<Self::Item, Self>, live: bool);
-    /// Runs the compaction owed; `timer_of(key)` reads a record's timer
-    /// word (no record: `None`).
-    fn tidy(wheel: &mut Wheel<Self::Item, Self>, timer_of: impl FnMut(K) -> Option<u64>);
+    /// Runs up to `cap` entries of the compaction owed, or a whole pass if
+    /// one is owed (`cap` 0: only that); `timer_of(key)` reads a record's
+    /// timer word (no record: `None`). Returns whether more is owed.
+    fn tidy(
+        wheel: &mut Wheel<Self::Item, Self>,
+        cap: usize,
+        timer_of: impl FnMut(K) -> Option<u64>,
+    ) -> bool;
 }
 
 impl<K: Ord> Timing<K> for Handles {
@@ -109,11 +114,13 @@ impl<K: Ord> Timing<K> for Handles {
     }
     // The wheel settles and compacts by itself.
     fn settle(_: &mut Wheel<Self::Item, Self>, _: bool) {}
-    fn tidy(_: &mut Wheel<Self::Item, Self>, _: impl FnMut(K) -> Option<u64>) {}
+    fn tidy(_: &mut Wheel<Self::Item, Self>, _: usize, _: impl FnMut(K) -> Option<u64>) -> bool {
+        false
+    }
 }
 
-/// A slab table's: its keys held as [`SplitKey`]s, so that a level entry
-/// is 12 bytes (ADR 0050).
+/// A slab table's wheel, holding its keys as [`SplitKey`]s so that a
+/// level entry is 12 bytes (ADR 0050).
 impl Timing<u64> for ByKey {
     type Item = SplitKey;
     fn key(item: SplitKey) -> u64 {
@@ -139,8 +146,12 @@ impl Timing<u64> for ByKey {
     fn settle(wheel: &mut Wheel<Self::Item, Self>, live: bool) {
         wheel.settle(live);
     }
-    fn tidy(wheel: &mut Wheel<Self::Item, Self>, mut timer_of: impl FnMut(u64) -> Option<u64>) {
-        wheel.tidy(|&key, due| timer_of(u64::from(key)) == Some(due));
+    fn tidy(
+        wheel: &mut Wheel<Self::Item, Self>,
+        cap: usize,
+        mut timer_of: impl FnMut(u64) -> Option<u64>,
+    ) -> bool {
+        wheel.tidy(cap, |&key, due| timer_of(u64::from(key)) == Some(due))
     }
 }
 
@@ -152,6 +163,10 @@ pub(crate) struct WheelShard<K, L: Timing<K>> {
     /// Lowered by an insert due before it; set exactly by each advance.
     /// Written only under the shard's lock.
     next_due_ms: AtomicU64,
+    /// Whether the wheel owes compaction steps, which the sweep pays (a
+    /// slab table's: its operations pay only a whole pass, ADR 0050).
+    /// Written only under the shard's lock.
+    tidy_owed: AtomicBool,
 }
 
 impl<K, L: Timing<K>> WheelShard<K, L> {
@@ -185,6 +200,10 @@ pub const SWEEP_BATCH_MAX: usize = 1024;
 /// every gap between batches.
 #[cfg(relaystore_loom)]
 pub const SWEEP_BATCH_MAX: usize = 1;
+
+/// Wheel entries the sweep's compaction examines per hold of a wheel
+/// shard's lock (each a read of a slot, for a slab table's wheel).
+const COMPACT_PER_HOLD: usize = 4 * SWEEP_BATCH_MAX;
 
 /// Wheel shards per table. A record's timer lives in the shard its key
 /// hashes to, so creations and removals of different keys mostly take
@@ -350,6 +369,7 @@ where
                             fired: Vec::new(),
                         }),
                         next_due_ms: AtomicU64::new(u64::MAX),
+                        tidy_owed: AtomicBool::new(false),
                     })
                 })
                 .collect(),
@@ -424,7 +444,7 @@ where
             Ok(stamp) => stamp,
             Err(e) => {
                 L::unschedule(&mut timers.wheel, timer);
-                self.tidy(&mut timers);
+                self.tidy(shard, &mut timers, 0);
                 return Err(e);
             }
         };
@@ -438,7 +458,7 @@ where
                 value: old.value,
             }
         });
-        self.tidy(&mut timers);
+        self.tidy(shard, &mut timers, 0);
         Ok((stamp, replaced))
     }
 
@@ -564,14 +584,22 @@ where
             let timer = shard.schedule(&mut timers, key.to_owned(), due);
             self.map.read(key, |r| r.set_timer(timer));
         }
-        self.tidy(&mut timers);
+        self.tidy(shard, &mut timers, 0);
     }
 
-    /// Runs the compaction the wheel's last operations owe (for a slab
-    /// table's wheel, which asks the records), under the wheel shard's
-    /// lock and no record's.
-    fn tidy(&self, timers: &mut Timers<K, L>) {
-        L::tidy(&mut timers.wheel, |key| self.map.read(&key, |r| r.timer()));
+    /// Runs up to `cap` entries of the compaction a slab table's wheel
+    /// owes, or the whole pass it owes (`cap` 0: only that, as every
+    /// operation does; the sweep pays the steps), under the wheel shard's
+    /// lock and no record's: the wheel asks the records. Returns whether
+    /// more is owed.
+    fn tidy(&self, shard: &WheelShard<K, L>, timers: &mut Timers<K, L>, cap: usize) -> bool {
+        let owed = L::tidy(&mut timers.wheel, cap, |key| {
+            self.map.read(&key, |r| r.timer())
+        });
+        if owed != shard.tidy_owed.load(Ordering::Relaxed) {
+            shard.tidy_owed.store(owed, Ordering::Relaxed);
+        }
+        owed
     }
 
     /// Changes a live record's payload under the shard's write lock,
@@ -687,7 +715,8 @@ where
         decide: impl FnOnce(&V, Stamp, bool) -> Result<()>,
         now: MonoTime,
     ) -> Result<Removed<K, V>> {
-        let mut timers = lock_at(Rung::Wheel, &self.timers_of(key).timers);
+        let shard = self.timers_of(key);
+        let mut timers = lock_at(Rung::Wheel, &shard.timers);
         let verdict = self.map.remove_if(key, |r| {
             let state = r.state();
             let stamp = r.stamp_of(state);
@@ -700,7 +729,7 @@ where
             Some(Err(e)) => Err(e),
             Some(Ok(record)) => {
                 L::unschedule(&mut timers.wheel, record.timer());
-                self.tidy(&mut timers);
+                self.tidy(shard, &mut timers, 0);
                 self.ceiling.release(1);
                 Ok(Removed {
                     stamp: record.stamp(),
@@ -747,9 +776,21 @@ where
     fn sweep_shard(&self, shard: &WheelShard<K, L>, now: MonoTime, out: &mut Vec<Removed<K, V>>) {
         // Nothing due: no lock. An insert racing this look is one that
         // finishes after the sweep; the next sweep sees it.
-        if now.as_millis() < shard.next_due_ms.load(Ordering::Acquire) {
-            return;
+        if now.as_millis() >= shard.next_due_ms.load(Ordering::Acquire) {
+            self.fire_due(shard, now, out);
         }
+        // The compaction steps a slab table's operations left owed, a
+        // bounded number of entries per hold of the lock.
+        while shard.tidy_owed.load(Ordering::Relaxed) {
+            let mut timers = lock_at(Rung::Wheel, &shard.timers);
+            if !self.tidy(shard, &mut timers, COMPACT_PER_HOLD) {
+                break;
+            }
+        }
+    }
+
+    /// Advances a wheel shard to `now` and decides what fired, in batches.
+    fn fire_due(&self, shard: &WheelShard<K, L>, now: MonoTime, out: &mut Vec<Removed<K, V>>) {
         let mut fired = {
             let mut guard = lock_at(Rung::Wheel, &shard.timers);
             let timers = &mut *guard;
@@ -767,7 +808,7 @@ where
             for fired in batch.by_ref().take(SWEEP_BATCH_MAX) {
                 self.sweep_one(fired, now, shard, &mut timers, out);
             }
-            self.tidy(&mut timers);
+            self.tidy(shard, &mut timers, 0);
         }
         drop(batch);
         // The scratch space goes back for the next sweep to reuse.
@@ -1002,6 +1043,40 @@ mod tests {
         assert_eq!(held(&t), (1, 1, 0), "the forgotten entry settled stale");
         assert_eq!(t.sweep(at(20_000), &mut out), 1);
         assert_eq!(held(&t), (0, 0, 0));
+    }
+
+    /// A slab table's removals leave the compaction steps they owe to the
+    /// sweep, which pays them even with nothing due.
+    #[test]
+    fn a_slab_tables_sweep_pays_the_compaction_its_removals_owe() {
+        let t: SlabTable<u32> = Table::new(
+            Scope::Named("test"),
+            16_000,
+            Arc::new(Versions::new()),
+            MonoTime::ZERO,
+        );
+        let at = MonoTime::from_millis;
+        let keys: Vec<u64> = (0..16_000)
+            .map(|i| {
+                t.with_key(|key| t.insert(key, 7, at(0), 60_000 + i).map(|_| key))
+                    .unwrap()
+            })
+            .collect();
+        // About 1,500 stale entries and 500 live ones in each of the eight
+        // wheel shards: past the soft bound (1,024), short of the hard one
+        // (2,048). The removals examined nothing.
+        for key in &keys[..12_000] {
+            t.remove(key, at(1), None).unwrap();
+        }
+        assert_eq!(held(&t), (4_000, 4_000, 12_000));
+        let mut out = Vec::new();
+        assert_eq!(t.sweep(at(2), &mut out), 0);
+        let (records, live, stale) = held(&t);
+        assert_eq!((records, live), (4_000, 4_000));
+        assert!(
+            stale < 12_000,
+            "the sweep paid no compaction: {stale} stale"
+        );
     }
 
     /// A removed slab record's entry is only counted stale; it fires, or a

@@ -196,7 +196,7 @@ fn check_by_key(levels: usize, start: u64, ops: &[Op]) -> Result<(), TestCaseErr
             }
             _ => {}
         }
-        wheel.tidy(|item, due| records.get(item) == Some(&due));
+        wheel.tidy(usize::MAX, |item, due| records.get(item) == Some(&due));
         prop_assert_eq!(wheel.len(), oracle.len());
         prop_assert!(wheel.stale() <= wheel.unfound() + 2 * wheel.len().max(COMPACT_MIN));
     }
@@ -424,7 +424,7 @@ fn by_key_mass_forgetting_compacts_by_asking_the_records() {
             let before = wheel.stale();
             records.remove(&id);
             wheel.forget();
-            wheel.tidy(|item, due| records.get(item) == Some(&due));
+            wheel.tidy(usize::MAX, |item, due| records.get(item) == Some(&due));
             let dropped_now = (before + 1).saturating_sub(wheel.stale());
             assert!(
                 dropped_now <= COMPACT_STEP,
@@ -474,7 +474,7 @@ fn by_key_entries_no_pass_can_find_do_not_make_every_forget_a_whole_pass() {
         // Forgotten and scheduled again at the same tick.
         wheel.forget();
         wheel.schedule(id, 500_000);
-        wheel.tidy(|item, due| records.get(item) == Some(&due));
+        wheel.tidy(usize::MAX, |item, due| records.get(item) == Some(&due));
     }
     assert_eq!(
         (wheel.len(), wheel.stale()),
@@ -494,7 +494,7 @@ fn by_key_entries_no_pass_can_find_do_not_make_every_forget_a_whole_pass() {
         let before = wheel.stale();
         records.remove(&id);
         wheel.forget();
-        wheel.tidy(|item, due| records.get(item) == Some(&due));
+        wheel.tidy(usize::MAX, |item, due| records.get(item) == Some(&due));
         assert!(
             (before + 1).saturating_sub(wheel.stale()) <= COMPACT_STEP,
             "forget of {id} ran a whole pass"
@@ -515,4 +515,40 @@ fn by_key_entries_no_pass_can_find_do_not_make_every_forget_a_whole_pass() {
     }
     assert_eq!(live_fired, doubled);
     assert_eq!((wheel.len(), wheel.stale(), wheel.unfound()), (0, 0, 0));
+}
+
+/// On a hot path a [`ByKey`] wheel's caller pays only whole passes
+/// (`tidy_urgent`), and only past the hard bound; the steps wait for a
+/// `tidy` elsewhere, which pays them a capped number of entries at a time.
+#[test]
+fn by_key_hot_paths_pay_only_the_hard_bound_and_tidy_pays_the_steps() {
+    let mut wheel: Wheel<u32, ByKey> = Wheel::by_key(0);
+    let mut records: HashMap<u32, u64> = HashMap::new();
+    let n = 4 * COMPACT_MIN as u32;
+    for id in 0..n {
+        wheel.schedule(id, 1_000 + u64::from(id));
+        records.insert(id, 1_000 + u64::from(id));
+    }
+    let mut whole_passes = 0;
+    for id in 0..n - 8 {
+        let before = wheel.stale();
+        records.remove(&id);
+        wheel.forget();
+        wheel.tidy_urgent(|item, due| records.get(item) == Some(&due));
+        let dropped = (before + 1).saturating_sub(wheel.stale());
+        if dropped > 0 {
+            whole_passes += 1;
+            assert_eq!(wheel.stale(), 0, "a whole pass finds every forgotten entry");
+        }
+        assert!(wheel.stale() <= 2 * wheel.len().max(COMPACT_MIN));
+    }
+    assert!(whole_passes >= 1, "the hard bound was never reached");
+    // Steps are owed now; a capped tidy pays some, repeated ones the rest.
+    let stale = wheel.stale();
+    assert!(stale > 0);
+    let owed = wheel.tidy(16, |item, due| records.get(item) == Some(&due));
+    assert!(owed, "16 entries cannot pay a pass");
+    assert!(stale - wheel.stale() <= 16);
+    while wheel.tidy(16, |item, due| records.get(item) == Some(&due)) {}
+    assert!(wheel.stale() < stale, "the steps dropped nothing");
 }

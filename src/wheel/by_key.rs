@@ -42,8 +42,8 @@ impl<T: Ord> Wheel<T, ByKey> {
         Self::build(levels, start)
     }
 
-    /// Schedules `item` at tick `due`. O(1) amortised; the compaction it
-    /// owes runs at the next [`tidy`](Self::tidy).
+    /// Schedules `item` at tick `due`. O(1); the compaction it owes runs
+    /// at a later [`tidy`](Self::tidy).
     pub fn schedule(&mut self, item: T, due: u64) {
         self.add(item, due, ());
     }
@@ -66,11 +66,22 @@ impl<T: Ord> Wheel<T, ByKey> {
         }
     }
 
-    /// Runs the compaction the schedules and forgets since the last call
-    /// owe, asking `live(item, due)` whether each entry it examines is
-    /// still its record's. Call it with no lock held that `live` takes.
-    pub fn tidy(&mut self, live: impl FnMut(&T, u64) -> bool) {
-        self.run_owed(live);
+    /// Runs the compaction the schedules and forgets since the last calls
+    /// owe: a whole pass if the hard bound was passed, otherwise at most
+    /// `cap` entries examined. Asks `live(item, due)` whether each entry it
+    /// examines is still its record's; call it with no lock held that
+    /// `live` takes. Returns whether compaction is still owed.
+    pub fn tidy(&mut self, cap: usize, live: impl FnMut(&T, u64) -> bool) -> bool {
+        self.run_owed(cap, live)
+    }
+
+    /// Runs a whole compaction pass if the hard bound was passed, and
+    /// nothing otherwise: for callers on a hot path, who leave the steps
+    /// to a [`tidy`](Self::tidy) elsewhere (a slab table's sweep) and
+    /// still keep the bound after every call. Returns whether compaction
+    /// is still owed.
+    pub fn tidy_urgent(&mut self, live: impl FnMut(&T, u64) -> bool) -> bool {
+        self.run_owed(0, live)
     }
 }
 

@@ -56,15 +56,19 @@
 //! - **Stale entries under [`ByKey`].** The same pass and steps, run by
 //!   [`Wheel::tidy`] (the caller's answers need the caller's locks, so the
 //!   wheel never asks inside [`Wheel::schedule`] or [`Wheel::forget`]).
+//!   The steps are owed, not run: a caller on a hot path calls
+//!   [`Wheel::tidy_urgent`], which runs only the whole pass the hard bound
+//!   calls for, and pays the steps with capped [`Wheel::tidy`] calls off
+//!   it (a slab table's sweep), since each answer may be a cache miss.
 //!   Two kinds of stale entry no pass can find: those fired and not yet
 //!   settled, and a forgotten entry whose item was scheduled again at the
 //!   same tick (the caller cannot tell the two apart; settling decides
 //!   one live, the other stale, whichever order they come in). A pass
 //!   that ends leaves those counted as `unfound`; the bounds apply to the
-//!   others: after every `tidy`, stale entries number at most
-//!   `unfound + 2 * max(len, COMPACT_MIN)`, and a pass starts only once
-//!   the others outnumber the live ones, so each pass is paid for by as
-//!   many forgets as before.
+//!   others: after every `tidy` or `tidy_urgent`, stale entries number at
+//!   most `unfound + 2 * max(len, COMPACT_MIN)`, and a pass starts only
+//!   once the others outnumber the live ones, so each pass is paid for by
+//!   as many forgets as before.
 //! - **Order.** `advance` returns entries in `(due, item)` order. Within one
 //!   tick the batch is sorted by item, so the order is a pure function of the
 //!   operations applied, independent of hashing or thread timing.
@@ -244,9 +248,11 @@ pub struct Wheel<T, L: Liveness = Handles> {
     unfound: usize,
     /// Stale entries the pass in progress started with and has not dropped.
     pass_stale: usize,
-    /// Steps of [`COMPACT_STEP`] entries owed to the pass in progress by
-    /// the schedules and forgets since the last [`Wheel::tidy`].
+    /// Entries the pass in progress owes examining: [`COMPACT_STEP`] for
+    /// each schedule and forget since it started, less those examined.
     owed: usize,
+    /// Whether a whole pass is owed (the hard bound was passed).
+    owed_whole: bool,
     /// Where the compaction pass in progress is, if one is.
     compacting: Option<Cursor>,
 }
@@ -280,6 +286,7 @@ impl<T: Ord, L: Liveness> Wheel<T, L> {
             unfound: 0,
             pass_stale: 0,
             owed: 0,
+            owed_whole: false,
             compacting: None,
         }
     }
@@ -367,13 +374,12 @@ impl<T: Ord, L: Liveness> Wheel<T, L> {
         self.len += 1;
         self.push(Entry { item, due, tag });
         if self.compacting.is_some() {
-            self.owed += 1;
+            self.owed = self.owed.saturating_add(COMPACT_STEP);
         }
     }
 
-    /// Counts one live entry as stale, and sets how much compaction the
-    /// next [`run_owed`](Self::run_owed) does: a step, or (past the hard
-    /// bound) a whole pass.
+    /// Counts one live entry as stale, and what compaction that owes: a
+    /// step, or (past the hard bound) a whole pass.
     fn note_stale(&mut self) {
         self.len -= 1;
         self.stale += 1;
@@ -383,12 +389,13 @@ impl<T: Ord, L: Liveness> Wheel<T, L> {
             self.start_pass();
         }
         if findable > 2 * live {
-            // The hard bound: a whole pass now, from the first list (fires
-            // shrank `len` under a pass; cancels alone never get here).
+            // The hard bound: a whole pass, from the first list (fires
+            // shrank `len` under a pass, or, for a [`ByKey`] wheel, the
+            // steps owed were not paid in time).
             self.start_pass();
-            self.owed = usize::MAX;
+            self.owed_whole = true;
         } else if self.compacting.is_some() {
-            self.owed = self.owed.saturating_add(1);
+            self.owed = self.owed.saturating_add(COMPACT_STEP);
         }
     }
 
@@ -397,14 +404,29 @@ impl<T: Ord, L: Liveness> Wheel<T, L> {
         self.pass_stale = self.stale;
     }
 
-    /// Runs the compaction owed, judging entries by `live` as well as by
-    /// the tag.
-    fn run_owed(&mut self, live: impl FnMut(&T, u64) -> bool) {
-        let budget = self.owed.saturating_mul(COMPACT_STEP);
-        self.owed = 0;
+    /// Runs a whole pass if one is owed, else examines up to `cap` of the
+    /// entries owed; judges entries by `live` as well as by the tag.
+    /// Returns whether compaction is still owed.
+    fn run_owed(&mut self, cap: usize, live: impl FnMut(&T, u64) -> bool) -> bool {
+        let budget = if self.owed_whole {
+            self.owed_whole = false;
+            usize::MAX
+        } else {
+            self.owed.min(cap)
+        };
+        self.owed = self.owed.saturating_sub(budget);
         if budget > 0 {
             self.compact_step(budget, live);
         }
+        if self.compacting.is_none() {
+            self.owed = 0;
+        }
+        self.owes()
+    }
+
+    /// Whether compaction is owed (see [`run_owed`](Self::run_owed)).
+    fn owes(&self) -> bool {
+        self.owed_whole || (self.owed > 0 && self.compacting.is_some())
     }
 
     /// One stale entry is gone (dropped, or settled by the caller).
