@@ -7,7 +7,7 @@
 pub use crate::quota::{Counter, Reservation};
 pub use crate::record::Stamp;
 use crate::record::{Record, Versions};
-use crate::table::Table;
+use crate::table::{Storage, Table, Timing};
 use crate::time::MonoTime;
 use crate::wheel::TimerHandle;
 use std::sync::Arc;
@@ -112,15 +112,12 @@ impl ModelTable {
 
     /// Renews `key` to `deadline_ms` as seen at `now_ms`.
     pub fn renew(&self, key: u64, now_ms: u64, deadline_ms: u64) -> Result<Stamp, crate::Error> {
-        self.0
-            .renew(&key, MonoTime::from_millis(now_ms), deadline_ms, None)
+        renew_at(&self.0, key, now_ms, deadline_ms)
     }
 
     /// Sweeps at `now_ms`; returns the keys removed.
     pub fn sweep(&self, now_ms: u64) -> Vec<u64> {
-        let mut out = Vec::new();
-        self.0.sweep(MonoTime::from_millis(now_ms), &mut out);
-        out.into_iter().map(|r| r.key).collect()
+        sweep_at(&self.0, now_ms)
     }
 
     /// The broken twin's sweep: decides from a state read before locking.
@@ -144,6 +141,31 @@ impl ModelTable {
     pub fn counts(&self) -> (usize, u64, usize) {
         (self.0.len(), self.0.ceiling().used(), self.0.scheduled())
     }
+}
+
+/// Renews `key` in either model table.
+fn renew_at<S, L>(
+    table: &Table<u64, u64, S, L>,
+    key: u64,
+    now_ms: u64,
+    deadline_ms: u64,
+) -> Result<Stamp, crate::Error>
+where
+    S: Storage<u64, Record<u64>>,
+    L: Timing<u64>,
+{
+    table.renew(&key, MonoTime::from_millis(now_ms), deadline_ms, None)
+}
+
+/// Sweeps either model table; the keys removed.
+fn sweep_at<S, L>(table: &Table<u64, u64, S, L>, now_ms: u64) -> Vec<u64>
+where
+    S: Storage<u64, Record<u64>>,
+    L: Timing<u64>,
+{
+    let mut out = Vec::new();
+    table.sweep(MonoTime::from_millis(now_ms), &mut out);
+    out.into_iter().map(|r| r.key).collect()
 }
 
 /// A table whose keys it issues (a slab table, whose wheel names a
@@ -172,15 +194,12 @@ impl ModelSlabTable {
 
     /// Renews `key` to `deadline_ms` as seen at `now_ms`.
     pub fn renew(&self, key: u64, now_ms: u64, deadline_ms: u64) -> Result<Stamp, crate::Error> {
-        self.0
-            .renew(&key, MonoTime::from_millis(now_ms), deadline_ms, None)
+        renew_at(&self.0, key, now_ms, deadline_ms)
     }
 
     /// Sweeps at `now_ms`; returns the keys removed.
     pub fn sweep(&self, now_ms: u64) -> Vec<u64> {
-        let mut out = Vec::new();
-        self.0.sweep(MonoTime::from_millis(now_ms), &mut out);
-        out.into_iter().map(|r| r.key).collect()
+        sweep_at(&self.0, now_ms)
     }
 
     /// Records held, live wheel entries, and stale ones still held.

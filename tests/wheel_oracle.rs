@@ -41,6 +41,19 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
+/// Takes every entry due at or before `now` out of the oracle, in order.
+fn take_due(oracle: &mut BTreeMap<(u64, u32), ()>, now: u64) -> Vec<(u64, u32)> {
+    let mut due = Vec::new();
+    while let Some((&(at, id), _)) = oracle.first_key_value() {
+        if at > now {
+            break;
+        }
+        oracle.pop_first();
+        due.push((at, id));
+    }
+    due
+}
+
 fn check(levels: usize, start: u64, ops: &[Op]) -> Result<(), TestCaseError> {
     let mut wheel = Wheel::with_levels(levels, start);
     let mut oracle: BTreeMap<(u64, u32), ()> = BTreeMap::new();
@@ -86,14 +99,7 @@ fn check(levels: usize, start: u64, ops: &[Op]) -> Result<(), TestCaseError> {
                 now += by;
                 out.clear();
                 wheel.advance(now, &mut out);
-                let mut expected = Vec::new();
-                while let Some((&(due, id), _)) = oracle.first_key_value() {
-                    if due > now {
-                        break;
-                    }
-                    oracle.pop_first();
-                    expected.push((due, id));
-                }
+                let expected = take_due(&mut oracle, now);
                 let got: Vec<(u64, u32)> = out.iter().map(|f| (f.due, f.item)).collect();
                 prop_assert_eq!(&got, &expected, "advance to {}", now);
                 for f in &out {
@@ -173,14 +179,7 @@ fn check_by_key(levels: usize, start: u64, ops: &[Op]) -> Result<(), TestCaseErr
                 now += by;
                 out.clear();
                 wheel.advance(now, &mut out);
-                let mut expected = Vec::new();
-                while let Some((&(due, id), _)) = oracle.first_key_value() {
-                    if due > now {
-                        break;
-                    }
-                    oracle.pop_first();
-                    expected.push((due, id));
-                }
+                let expected = take_due(&mut oracle, now);
                 let mut got = Vec::new();
                 for f in &out {
                     prop_assert!(f.due <= now, "fired early");
@@ -304,47 +303,60 @@ fn next_due_reports_the_earliest_work() {
     assert_eq!(wheel.next_due(), Some(70));
 }
 
-#[test]
-fn mass_cancellation_compacts_and_keeps_exact_order() {
-    use relaystore::wheel::{COMPACT_MIN, COMPACT_STEP};
-    let mut wheel = Wheel::new(0);
-    let mut oracle = BTreeMap::new();
-    let mut handles = Vec::new();
+/// Due ticks spread over 1..=300,000 by a fixed xorshift sequence.
+fn scattered_dues() -> impl Iterator<Item = u64> {
     let mut x: u64 = 0x2545_F491_4F6C_DD1D;
-    let mut next = || {
+    std::iter::repeat_with(move || {
         x ^= x << 13;
         x ^= x >> 7;
         x ^= x << 17;
-        x
-    };
-    for id in 0..20_000u32 {
-        let due = 1 + next() % 300_000;
-        handles.push((wheel.insert(id, due), due, id));
-        oracle.insert((due, id), ());
-    }
+        1 + x % 300_000
+    })
+}
+
+/// Cancels, through `cancel(i)`, the 18,000 of 20,000 entries whose
+/// index is not a multiple of ten; `cancel` returns the wheel's stale
+/// count before and after and its live count after. Compaction is
+/// incremental: one cancel drops at most a step's worth of stale entries
+/// (a whole-wheel pass drops them all), and stale entries stay within
+/// twice the live ones.
+fn cancel_nine_in_ten(mut cancel: impl FnMut(usize) -> (usize, usize, usize)) {
+    use relaystore::wheel::COMPACT_STEP;
     let (mut max_stale, mut dropped) = (0, 0);
-    for (i, &(handle, due, id)) in handles.iter().enumerate() {
-        if i % 10 != 0 {
-            let before = wheel.stale();
-            assert!(wheel.cancel(handle));
-            oracle.remove(&(due, id));
-            // Compaction is incremental: one cancel drops at most a step's
-            // worth of stale entries (a whole-wheel pass drops them all).
-            let dropped_now = (before + 1).saturating_sub(wheel.stale());
-            assert!(
-                dropped_now <= COMPACT_STEP,
-                "cancel {i} dropped {dropped_now} stale entries at once"
-            );
-            dropped += dropped_now;
-            max_stale = max_stale.max(wheel.stale());
-            assert!(wheel.stale() <= 2 * wheel.len().max(COMPACT_MIN));
-        }
+    for i in (0..20_000).filter(|i| i % 10 != 0) {
+        let (before, stale, len) = cancel(i);
+        let dropped_now = (before + 1).saturating_sub(stale);
+        assert!(
+            dropped_now <= COMPACT_STEP,
+            "cancel {i} dropped {dropped_now} stale entries at once"
+        );
+        dropped += dropped_now;
+        max_stale = max_stale.max(stale);
+        assert!(stale <= 2 * len.max(COMPACT_MIN));
     }
     assert!(max_stale >= COMPACT_MIN, "compaction never triggered");
     assert!(
         dropped >= 9 * COMPACT_MIN,
         "compaction dropped only {dropped} stale entries"
     );
+}
+
+#[test]
+fn mass_cancellation_compacts_and_keeps_exact_order() {
+    let mut wheel = Wheel::new(0);
+    let mut oracle = BTreeMap::new();
+    let mut handles = Vec::new();
+    for (id, due) in (0..20_000u32).zip(scattered_dues()) {
+        handles.push((wheel.insert(id, due), due, id));
+        oracle.insert((due, id), ());
+    }
+    cancel_nine_in_ten(|i| {
+        let (handle, due, id) = handles[i];
+        let before = wheel.stale();
+        assert!(wheel.cancel(handle));
+        oracle.remove(&(due, id));
+        (before, wheel.stale(), wheel.len())
+    });
     assert_eq!(wheel.len(), 2_000);
     let mut out = Vec::new();
     wheel.advance(300_000, &mut out);
@@ -403,43 +415,19 @@ fn stale_entries_stay_bounded_when_fires_shrink_the_live_count() {
 /// the order exact.
 #[test]
 fn by_key_mass_forgetting_compacts_by_asking_the_records() {
-    use relaystore::wheel::COMPACT_STEP;
     let mut wheel: Wheel<u32, ByKey> = Wheel::by_key(0);
     let mut records: HashMap<u32, u64> = HashMap::new();
-    let mut x: u64 = 0x2545_F491_4F6C_DD1D;
-    let mut next = || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
-    for id in 0..20_000u32 {
-        let due = 1 + next() % 300_000;
+    for (id, due) in (0..20_000u32).zip(scattered_dues()) {
         wheel.schedule(id, due);
         records.insert(id, due);
     }
-    let (mut max_stale, mut dropped) = (0, 0);
-    for id in 0..20_000u32 {
-        if id % 10 != 0 {
-            let before = wheel.stale();
-            records.remove(&id);
-            wheel.forget();
-            wheel.tidy(usize::MAX, |item, due| records.get(item) == Some(&due));
-            let dropped_now = (before + 1).saturating_sub(wheel.stale());
-            assert!(
-                dropped_now <= COMPACT_STEP,
-                "forget {id} dropped {dropped_now} stale entries at once"
-            );
-            dropped += dropped_now;
-            max_stale = max_stale.max(wheel.stale());
-            assert!(wheel.stale() <= 2 * wheel.len().max(COMPACT_MIN));
-        }
-    }
-    assert!(max_stale >= COMPACT_MIN, "compaction never triggered");
-    assert!(
-        dropped >= 9 * COMPACT_MIN,
-        "compaction dropped only {dropped} stale entries"
-    );
+    cancel_nine_in_ten(|i| {
+        let before = wheel.stale();
+        records.remove(&(i as u32));
+        wheel.forget();
+        wheel.tidy(usize::MAX, |item, due| records.get(item) == Some(&due));
+        (before, wheel.stale(), wheel.len())
+    });
     assert_eq!(wheel.unfound(), 0, "nothing was in flight or doubled");
     assert_eq!(wheel.len(), 2_000);
     let mut out = Vec::new();

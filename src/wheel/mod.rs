@@ -142,22 +142,19 @@ pub struct Fired<T, L: Liveness = Handles> {
     pub handle: L::Handle,
 }
 
-/// An entry in the overflow or overdue list: its due tick whole.
-struct Entry<T, Tag> {
+/// An entry as a list holds it: its item, its tag, and its due tick,
+/// whole (a `u64`: [`Entry`], in the overflow and overdue lists) or its
+/// low 32 bits (a `u32`: [`Slotted`], in a level's slot, where the rest
+/// is the slot's digit and `elapsed`'s higher digits by the placement
+/// rule; 4 bytes less when the item and tag align to 4, ADR 0050).
+struct Kept<T, Tag, D> {
     item: T,
-    due: u64,
+    due: D,
     tag: Tag,
 }
 
-/// An entry in a level's slot: the low 32 bits of its due tick. The rest
-/// is the slot's (its digit at the slot's level) and `elapsed`'s (every
-/// digit above), by the placement rule. 4 bytes less than an [`Entry`]
-/// when the item and tag align to 4 (ADR 0050, W2).
-struct Slotted<T, Tag> {
-    item: T,
-    low: u32,
-    tag: Tag,
-}
+type Entry<T, Tag> = Kept<T, Tag, u64>;
+type Slotted<T, Tag> = Kept<T, Tag, u32>;
 
 /// What the bits of a [`Slotted`] entry's due not kept in it are: the
 /// due is `high | (low & own)`.
@@ -172,43 +169,30 @@ impl Origin {
     const WHOLE: Origin = Origin { high: 0, own: 0 };
 }
 
-/// An entry as some list holds it.
-trait Held<T, Tag> {
-    fn due(&self, origin: Origin) -> u64;
-    fn item(&self) -> &T;
-    fn tag(&self) -> Tag;
-    fn into_parts(self) -> (T, Tag);
+/// A due tick as a list keeps it.
+trait Due: Copy {
+    fn whole(self, origin: Origin) -> u64;
 }
 
-impl<T, Tag: Copy> Held<T, Tag> for Entry<T, Tag> {
+impl Due for u64 {
     #[inline]
-    fn due(&self, _: Origin) -> u64 {
-        self.due
-    }
-    fn item(&self) -> &T {
-        &self.item
-    }
-    fn tag(&self) -> Tag {
-        self.tag
-    }
-    fn into_parts(self) -> (T, Tag) {
-        (self.item, self.tag)
+    fn whole(self, _: Origin) -> u64 {
+        self
     }
 }
 
-impl<T, Tag: Copy> Held<T, Tag> for Slotted<T, Tag> {
+impl Due for u32 {
     #[inline]
-    fn due(&self, origin: Origin) -> u64 {
-        origin.high | (u64::from(self.low) & origin.own)
+    fn whole(self, origin: Origin) -> u64 {
+        origin.high | (u64::from(self) & origin.own)
     }
-    fn item(&self) -> &T {
-        &self.item
-    }
-    fn tag(&self) -> Tag {
-        self.tag
-    }
-    fn into_parts(self) -> (T, Tag) {
-        (self.item, self.tag)
+}
+
+impl<T, Tag, D: Due> Kept<T, Tag, D> {
+    /// The whole due tick, given the list's [`Origin`].
+    #[inline]
+    fn due_at(&self, origin: Origin) -> u64 {
+        self.due.whole(origin)
     }
 }
 
@@ -407,7 +391,12 @@ impl<T: Ord, L: Liveness> Wheel<T, L> {
     /// Runs a whole pass if one is owed, else examines up to `cap` of the
     /// entries owed; judges entries by `live` as well as by the tag.
     /// Returns whether compaction is still owed.
+    #[inline]
     fn run_owed(&mut self, cap: usize, live: impl FnMut(&T, u64) -> bool) -> bool {
+        if self.owed == 0 && !self.owed_whole {
+            // Nothing owed: the common case, kept to one test.
+            return false;
+        }
         let budget = if self.owed_whole {
             self.owed_whole = false;
             usize::MAX
@@ -475,7 +464,7 @@ impl<T: Ord, L: Liveness> Wheel<T, L> {
                 let low = entry.due as u32;
                 self.slots[index].push(Slotted {
                     item: entry.item,
-                    low,
+                    due: low,
                     tag: entry.tag,
                 });
             }
@@ -516,27 +505,29 @@ impl<T: Ord, L: Liveness> Wheel<T, L> {
         }
     }
 
-    fn relink_valid<E: Held<T, L::Tag>>(&mut self, batch: &mut Vec<E>, origin: Origin) {
+    fn relink_valid<D: Due>(&mut self, batch: &mut Vec<Kept<T, L::Tag, D>>, origin: Origin) {
         // With nothing cancelled, or no way to tell, every entry moves:
         // skip the tag check (for handles a random read into `gens`, which
         // dominates at scale).
         let check = self.stale > 0 && L::SELF_CHECKING;
         for entry in batch.drain(..) {
-            if check && !L::holds(&self.book, entry.tag()) {
+            if check && !L::holds(&self.book, entry.tag) {
                 self.drop_stale(1);
                 continue;
             }
-            let due = entry.due(origin);
-            let (item, tag) = entry.into_parts();
-            self.push(Entry { item, due, tag });
+            self.push(Entry {
+                due: entry.due_at(origin),
+                item: entry.item,
+                tag: entry.tag,
+            });
         }
     }
 
     /// Emits every entry of a batch the wheel holds valid, in `(due, item)`
     /// order, freeing what their tags held.
-    fn emit<E: Held<T, L::Tag>>(
+    fn emit<D: Due>(
         &mut self,
-        batch: &mut Vec<E>,
+        batch: &mut Vec<Kept<T, L::Tag, D>>,
         origin: Origin,
         out: &mut Vec<Fired<T, L>>,
     ) {
@@ -547,24 +538,24 @@ impl<T: Ord, L: Liveness> Wheel<T, L> {
             // cache instead of missing one by one (at 10^6 timers the ids'
             // generations are a random walk over 4 MB).
             let before = batch.len();
-            batch.retain(|e| L::holds(&self.book, e.tag()));
+            batch.retain(|e| L::holds(&self.book, e.tag));
             self.drop_stale(before - batch.len());
             self.len -= batch.len();
         }
-        batch.sort_unstable_by(|a, b| (a.due(origin), a.item()).cmp(&(b.due(origin), b.item())));
+        batch
+            .sort_unstable_by(|a, b| (a.due_at(origin), &a.item).cmp(&(b.due_at(origin), &b.item)));
         out.reserve(batch.len());
         for entry in batch.drain(..) {
-            let due = entry.due(origin);
+            let due = entry.due_at(origin);
             debug_assert!(
                 due <= self.elapsed,
                 "entry fired early: due {due}, elapsed {}",
                 self.elapsed
             );
-            let (item, tag) = entry.into_parts();
             out.push(Fired {
-                item,
+                item: entry.item,
                 due,
-                handle: L::fire(&mut self.book, tag),
+                handle: L::fire(&mut self.book, entry.tag),
             });
         }
     }
@@ -590,7 +581,7 @@ impl<T: Ord, L: Liveness> Wheel<T, L> {
                     let origin = self.origin(i);
                     let list = &mut self.slots[i];
                     let dropped = compact_list(list, &mut cursor.at, &mut left, |e| {
-                        L::holds(book, e.tag()) && live(e.item(), e.due(origin))
+                        L::holds(book, e.tag) && live(&e.item, e.due_at(origin))
                     });
                     (list.len(), cursor.at >= list.len(), dropped)
                 }
@@ -601,7 +592,7 @@ impl<T: Ord, L: Liveness> Wheel<T, L> {
                         &mut self.overdue
                     };
                     let dropped = compact_list(list, &mut cursor.at, &mut left, |e| {
-                        L::holds(book, e.tag()) && live(e.item(), e.due)
+                        L::holds(book, e.tag) && live(&e.item, e.due)
                     });
                     (list.len(), cursor.at >= list.len(), dropped)
                 }
