@@ -10,7 +10,7 @@ use super::{sealed, Liveness, Wheel};
 /// fired entry and reports it with [`Wheel::settle`], and answers for the
 /// entries a compaction pass examines in [`Wheel::tidy`]. Saves the
 /// handle's 8 bytes per entry and the 4 per id of [`Handles`](super::Handles).
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ByKey;
 
 impl sealed::Naming for ByKey {

@@ -37,7 +37,7 @@ impl TimerHandle {
 /// Entries carry a [`TimerHandle`]; the wheel keeps each id's generation,
 /// so a cancel is O(1) and a cancelled entry is known without asking
 /// anyone. 8 bytes per entry and 4 per id.
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Handles;
 
 /// The generation of every id, and the ids free for reuse.
@@ -129,9 +129,9 @@ impl<T: Ord> Wheel<T, Handles> {
             && handle.generation % 2 == 1
     }
 
-    /// Cancels a scheduled entry. O(1) amortised (at most
-    /// [`COMPACT_STEP`](super::COMPACT_STEP) entries examined while a compaction pass runs). Returns `false` for
-    /// a stale handle.
+    /// Cancels a scheduled entry. O(1) amortised: at most
+    /// [`COMPACT_STEP`](super::COMPACT_STEP) entries examined while a
+    /// compaction pass runs. Returns `false` for a stale handle.
     pub fn cancel(&mut self, handle: TimerHandle) -> bool {
         if !self.contains(handle) {
             return false;

@@ -418,7 +418,7 @@ impl<T: Ord, L: Liveness> Wheel<T, L> {
         self.owed_whole || (self.owed > 0 && self.compacting.is_some())
     }
 
-    /// One stale entry is gone (dropped, or settled by the caller).
+    /// `n` stale entries are gone (dropped, or settled by the caller).
     fn drop_stale(&mut self, n: usize) {
         self.stale -= n;
         self.unfound = self.unfound.min(self.stale);
