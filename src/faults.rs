@@ -65,7 +65,8 @@ pub enum StoreFault {
     /// and delivers under another.
     SleepersReadEarly,
     /// The sweep's batch does not check that a fired wheel entry is still
-    /// the record's (its handle) before deciding on the record.
+    /// the record's (its handle, or in a slab table its due tick) before
+    /// deciding on the record.
     SweepIgnoresHandle,
     /// A claim picks the oldest ready job under one hold of the queue's
     /// lock and takes it under another.
