@@ -80,6 +80,8 @@ pub(crate) trait Timing<K>: Liveness + Sized {
     /// Whether a fired entry (`due`, `handle`) is the entry of a record
     /// whose timer word is `timer`.
     fn names(timer: u64, due: u64, handle: Self::Handle) -> bool;
+    /// Compaction entries owed (a whole pass owed aside).
+    fn owed(wheel: &Wheel<Self::Item, Self>) -> usize;
     /// Reports the sweep's decision on one fired entry.
     fn settle(wheel: &mut Wheel<Self::Item, Self>, live: bool);
     /// Runs up to `cap` entries of the compaction owed, or a whole pass if
@@ -113,6 +115,9 @@ impl<K: Ord> Timing<K> for Handles {
         handle.to_bits() == timer
     }
     // The wheel settles and compacts by itself.
+    fn owed(_: &Wheel<Self::Item, Self>) -> usize {
+        0
+    }
     fn settle(_: &mut Wheel<Self::Item, Self>, _: bool) {}
     fn tidy(_: &mut Wheel<Self::Item, Self>, _: usize, _: impl FnMut(K) -> Option<u64>) -> bool {
         false
@@ -142,6 +147,9 @@ impl Timing<u64> for ByKey {
     }
     fn names(timer: u64, due: u64, (): ()) -> bool {
         due == timer
+    }
+    fn owed(wheel: &Wheel<Self::Item, Self>) -> usize {
+        wheel.owed()
     }
     fn settle(wheel: &mut Wheel<Self::Item, Self>, live: bool) {
         wheel.settle(live);
@@ -780,10 +788,18 @@ where
             self.fire_due(shard, now, out);
         }
         // The compaction steps a slab table's operations left owed, a
-        // bounded number of entries per hold of the lock.
-        while shard.tidy_owed.load(Ordering::Relaxed) {
+        // bounded number of entries per hold of the lock, and no more than
+        // were owed when this sweep came: steps that removals racing it
+        // owe wait for the next sweep, so a sweep always ends.
+        if !shard.tidy_owed.load(Ordering::Relaxed) {
+            return;
+        }
+        let mut left = L::owed(&lock_at(Rung::Wheel, &shard.timers).wheel).max(1);
+        while left > 0 {
+            let cap = left.min(COMPACT_PER_HOLD);
+            left -= cap;
             let mut timers = lock_at(Rung::Wheel, &shard.timers);
-            if !self.tidy(shard, &mut timers, COMPACT_PER_HOLD) {
+            if !self.tidy(shard, &mut timers, cap) {
                 break;
             }
         }
@@ -996,6 +1012,12 @@ mod tests {
         )
     }
 
+    /// A record created at 0, live until `deadline_ms`; its key.
+    fn create(t: &SlabTable<u32>, deadline_ms: u64) -> u64 {
+        t.with_key(|key| t.insert(key, 7, MonoTime::ZERO, deadline_ms).map(|_| key))
+            .unwrap()
+    }
+
     fn held(t: &SlabTable<u32>) -> (usize, usize, usize) {
         (t.len(), t.scheduled(), t.stale_timers())
     }
@@ -1009,9 +1031,7 @@ mod tests {
     fn a_slab_record_rescheduled_beside_its_forgotten_entry_leaves_once() {
         let t = slab_table();
         let at = MonoTime::from_millis;
-        let key = t
-            .with_key(|key| t.insert(key, 7, at(0), 10_000).map(|_| key))
-            .unwrap();
+        let key = create(&t, 10_000);
         t.renew(&key, at(0), 1_000, None).unwrap(); // pulled in: a new entry
         assert_eq!(held(&t), (1, 1, 1), "records, live entries, stale ones");
         t.renew(&key, at(500), 10_000, None).unwrap(); // extended: no wheel work
@@ -1031,9 +1051,7 @@ mod tests {
     fn a_slab_records_forgotten_entry_is_disowned_when_it_fires() {
         let t = slab_table();
         let at = MonoTime::from_millis;
-        let key = t
-            .with_key(|key| t.insert(key, 7, at(0), 10_000).map(|_| key))
-            .unwrap();
+        let key = create(&t, 10_000);
         t.renew(&key, at(0), 1_000, None).unwrap();
         t.renew(&key, at(500), 20_000, None).unwrap();
         let mut out = Vec::new();
@@ -1056,12 +1074,7 @@ mod tests {
             MonoTime::ZERO,
         );
         let at = MonoTime::from_millis;
-        let keys: Vec<u64> = (0..16_000)
-            .map(|i| {
-                t.with_key(|key| t.insert(key, 7, at(0), 60_000 + i).map(|_| key))
-                    .unwrap()
-            })
-            .collect();
+        let keys: Vec<u64> = (0..16_000).map(|i| create(&t, 60_000 + i)).collect();
         // About 1,500 stale entries and 500 live ones in each of the eight
         // wheel shards: past the soft bound (1,024), short of the hard one
         // (2,048). The removals examined nothing.
@@ -1085,9 +1098,7 @@ mod tests {
     fn a_removed_slab_records_entry_settles_stale() {
         let t = slab_table();
         let at = MonoTime::from_millis;
-        let key = t
-            .with_key(|key| t.insert(key, 7, at(0), 5_000).map(|_| key))
-            .unwrap();
+        let key = create(&t, 5_000);
         t.remove(&key, at(10), None).unwrap();
         assert_eq!(held(&t), (0, 0, 1));
         let mut out = Vec::new();

@@ -75,6 +75,16 @@ impl<T: Ord> Wheel<T, ByKey> {
         self.run_owed(cap, live)
     }
 
+    /// Entries the compaction pass in progress is owed examining (a whole
+    /// pass owed aside): what [`tidy`](Self::tidy) calls still have to pay.
+    pub fn owed(&self) -> usize {
+        if self.compacting.is_some() {
+            self.owed
+        } else {
+            0
+        }
+    }
+
     /// Runs a whole compaction pass if the hard bound was passed, and
     /// nothing otherwise: for callers on a hot path, who leave the steps
     /// to a [`tidy`](Self::tidy) elsewhere (a slab table's sweep) and
