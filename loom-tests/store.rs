@@ -237,6 +237,35 @@ fn renew_vs_reuse(fault: StoreFault) {
     });
 }
 
+/// Two renewals of one lease from two threads. A lease lives in a slab
+/// slot, whose lock a renewal holds while it reads the state word and
+/// writes the next one with a plain store (ADR 0051): both succeed, with
+/// distinct, rising versions, and the lease ends at the later one.
+fn renew_vs_renew(fault: StoreFault) {
+    common::explore(&name(fault, "renew_vs_renew"), move || {
+        store_fault(fault);
+        let store = store();
+        let lease = store.grant(T, "holder", MINUTE, None).unwrap();
+        let renewals: Vec<_> = (0..2)
+            .map(|_| {
+                let store = Arc::clone(&store);
+                thread::spawn(move || store.renew(T, lease.id, MINUTE).unwrap().version)
+            })
+            .collect();
+        let mut versions: Vec<u64> = renewals.into_iter().map(|r| r.join().unwrap()).collect();
+        versions.sort_unstable();
+        assert_eq!(
+            versions,
+            vec![lease.version + 1, lease.version + 2],
+            "two renewals were given distinct, rising versions"
+        );
+        assert_eq!(
+            store.get_lease(T, lease.id).unwrap().version,
+            lease.version + 2
+        );
+    });
+}
+
 /// A read of a lease racing its revocation and a grant that reuses its
 /// slot: the read sees the first lease or its revocation, never the
 /// second lease.
@@ -548,6 +577,17 @@ fn a_renewal_never_lands_on_the_record_that_reused_its_slot() {
 #[should_panic(expected = "landed on the second")]
 fn broken_twin_slot_ignoring_the_generation_renews_the_new_lease() {
     renew_vs_reuse(StoreFault::SlotIgnoresGeneration);
+}
+
+#[test]
+fn two_renewals_of_one_lease_both_renew_it() {
+    renew_vs_renew(StoreFault::None);
+}
+
+#[test]
+#[should_panic(expected = "distinct, rising versions")]
+fn broken_twin_renewal_reading_apart_gives_two_renewals_one_version() {
+    renew_vs_renew(StoreFault::RenewalReadsApart);
 }
 
 #[test]

@@ -18,8 +18,15 @@ use std::cell::Cell;
 std::thread_local! {
     /// Replace compare-and-swap with a blind store (records, counters).
     pub static BLIND_STORE: Cell<bool> = const { Cell::new(false) };
-    /// A state read taken early, used by the next sweep decision.
-    pub(crate) static EARLY_READ: Cell<Option<crate::record::State>> = const { Cell::new(None) };
+}
+
+// Per modelled thread (loom runs them all on one OS thread): two
+// renewals' early reads must not meet.
+#[cfg(relaystore_loom)]
+loom::thread_local! {
+    /// A state read taken early, used by the next decision under the
+    /// record's lock (the sweep's, a slab renewal's).
+    pub(crate) static EARLY_READ: Cell<Option<crate::record::State>> = Cell::new(None);
 }
 
 /// Turns the blind-store fault on or off for this model.
@@ -109,6 +116,9 @@ pub enum StoreFault {
     /// a plain increment, which also takes a unit on a tenant whose holds
     /// fell to zero and that the registry may be forgetting.
     HoldRevivesForgotten,
+    /// A renewal of a slab record reads the record's state under one hold
+    /// of its slot's lock and writes the next state under another.
+    RenewalReadsApart,
 }
 
 std::thread_local! {

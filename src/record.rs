@@ -7,6 +7,9 @@
 //!   deadline in milliseconds (about 34.8 years of clock range) and a 24-bit
 //!   transition sequence. A transition such as renew is therefore one shared
 //!   map read plus one CAS on this word; it never takes a shard's write lock.
+//!   A slab record is read under its slot's one lock, which excludes every
+//!   other reader and writer, so its renewal writes the word with a plain
+//!   store instead ([`Record::transition_mut`], ADR 0051).
 //! - **Versions.** The version a caller sees is `base + seq`. `base` is issued
 //!   by the store-wide [`Versions`] counter when the record is created and is
 //!   only changed (by [`Record::rebase`], under the shard's write lock) when
@@ -242,6 +245,61 @@ impl<V> Record<V> {
             .map_err(State)
     }
 
+    /// [`transition`](Self::transition) for a caller that holds the record
+    /// exclusively (a slab slot's lock, ADR 0051): nothing can change the
+    /// state word between the read and the write, so it is written with a
+    /// plain store, not swapped, and an exhausted sequence is rebased in
+    /// place.
+    pub(crate) fn transition_mut(
+        &mut self,
+        expected: Option<u64>,
+        decide: impl FnOnce(Stamp) -> Result<u64, Error>,
+    ) -> Result<(Stamp, Stamp), Error> {
+        if self.state().seq() == SEQ_MAX {
+            self.rebase();
+        }
+        let current = self.observed_state();
+        let before = self.stamp_of(current);
+        if let Some(expected) = expected {
+            if expected != before.version {
+                return Err(Error::Conflict {
+                    current_version: before.version,
+                });
+            }
+        }
+        let deadline_ms = decide(before)?;
+        let next = State::new(deadline_ms, current.seq() + 1);
+        self.state.store(next.0, Ordering::Release);
+        Ok((before, self.stamp_of(next)))
+    }
+
+    /// The state a decision under the record's lock works from: the state
+    /// word as it is now.
+    #[cfg(not(relaystore_loom))]
+    #[inline]
+    pub(crate) fn observed_state(&self) -> State {
+        self.state()
+    }
+
+    /// The broken twins' seam for the loom models: with a state stashed by
+    /// [`stash_early_read`](Self::stash_early_read), the decision works
+    /// from that reading, taken under an earlier hold of the lock
+    /// (check-then-act).
+    #[cfg(relaystore_loom)]
+    pub(crate) fn observed_state(&self) -> State {
+        crate::faults::EARLY_READ
+            .with(|f| f.take())
+            .unwrap_or_else(|| self.state())
+    }
+
+    /// Remembers the state now, for this thread's next
+    /// [`observed_state`](Self::observed_state) (the loom models' twins).
+    #[cfg(relaystore_loom)]
+    pub(crate) fn stash_early_read(&self) {
+        let state = self.state();
+        crate::faults::EARLY_READ.with(|f| f.set(Some(state)));
+    }
+
     /// Moves the deadline and advances the version by one. Needs `&mut`,
     /// i.e. the shard's write lock, which excludes every concurrent CAS.
     pub(crate) fn bump(&mut self, deadline_ms: u64) -> Stamp {
@@ -305,5 +363,78 @@ impl Versions {
 
     pub(crate) fn retire(&self, final_version: u64) {
         self.last.fetch_max(final_version, Ordering::AcqRel);
+    }
+}
+
+#[cfg(all(test, not(relaystore_loom)))]
+mod tests {
+    use super::*;
+
+    /// A record whose sequence has `left` transitions to go before it runs
+    /// out.
+    fn near_exhaustion(base: u64, deadline_ms: u64, left: u64) -> Record<()> {
+        let mut record = Record::new(base, deadline_ms, 0, ());
+        record.state = AtomicU64::new(State::new(deadline_ms, SEQ_MAX - left).0);
+        record
+    }
+
+    #[test]
+    fn an_exclusive_transition_rebases_a_spent_sequence_and_versions_move_by_one() {
+        let mut record = near_exhaustion(100, 1_000, 2);
+        let mut last = record.stamp().version;
+        for step in 0..5u64 {
+            let (before, after) = record
+                .transition_mut(Some(last), |_| Ok(2_000 + step))
+                .unwrap();
+            assert_eq!(before.version, last);
+            assert_eq!(after.version, last + 1, "step {step}");
+            assert_eq!(after.deadline, MonoTime::from_millis(2_000 + step));
+            assert_eq!(record.stamp(), after);
+            last = after.version;
+        }
+        assert!(
+            record.state().seq() < SEQ_MAX,
+            "the sequence was rebased, with room again"
+        );
+    }
+
+    #[test]
+    fn a_shared_transition_asks_for_a_rebase_and_then_goes_on() {
+        let mut record = near_exhaustion(100, 1_000, 0);
+        let version = record.stamp().version;
+        assert_eq!(
+            record.transition(None, |_| Ok(2_000)),
+            Err(Refusal::SeqExhausted)
+        );
+        assert_eq!(
+            record.stamp().version,
+            version,
+            "the refusal changed nothing"
+        );
+        record.rebase();
+        assert_eq!(
+            record.stamp().version,
+            version,
+            "a rebase keeps the version"
+        );
+        let (_, after) = record.transition(None, |_| Ok(2_000)).unwrap();
+        assert_eq!(after.version, version + 1);
+    }
+
+    #[test]
+    fn an_exclusive_transition_at_the_wrong_version_or_refused_changes_nothing() {
+        let mut record = near_exhaustion(100, 1_000, 10);
+        let stamp = record.stamp();
+        assert_eq!(
+            record.transition_mut(Some(stamp.version - 1), |_| Ok(2_000)),
+            Err(Error::Conflict {
+                current_version: stamp.version
+            })
+        );
+        assert_eq!(
+            record.transition_mut(None, |_| Err(Error::Expired)),
+            Err(Error::Expired)
+        );
+        assert_eq!(record.stamp(), stamp);
     }
 }

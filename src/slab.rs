@@ -303,6 +303,7 @@ impl<V> Slab<V> {
     }
 
     /// Runs `f` on the record under the slot's lock, to change it.
+    #[inline]
     pub(crate) fn update<R>(&self, key: &u64, f: impl FnOnce(&mut V) -> R) -> Option<R> {
         let cell = self.cell_of(*key)?;
         let _slot = enter(Rung::Shard);

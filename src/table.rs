@@ -258,6 +258,11 @@ pub(crate) trait Storage<K, V>: Find<K, V> {
 /// and compares the same (a name looked up as `&str`, without building an
 /// owned key).
 pub(crate) trait Find<Q: ?Sized, V> {
+    /// Whether [`read`](Self::read) holds the record exclusively, so that
+    /// [`update`](Self::update) costs no more than it (a slab slot's one
+    /// lock; a map shard's shared lock is not). A renewal then writes the
+    /// record's state word under `update` with a plain store (ADR 0051).
+    const EXCLUSIVE: bool;
     fn read<R>(&self, key: &Q, f: impl FnOnce(&V) -> R) -> Option<R>;
     fn update<R>(&self, key: &Q, f: impl FnOnce(&mut V) -> R) -> Option<R>;
 }
@@ -290,6 +295,7 @@ where
     K: Eq + Hash + Borrow<Q>,
     Q: Eq + Hash + ?Sized,
 {
+    const EXCLUSIVE: bool = false;
     #[inline]
     fn read<R>(&self, key: &Q, f: impl FnOnce(&V) -> R) -> Option<R> {
         ShardMap::read(self, key, f)
@@ -327,10 +333,12 @@ impl<V> Storage<u64, V> for Slab<V> {
 }
 
 impl<V> Find<u64, V> for Slab<V> {
+    const EXCLUSIVE: bool = true;
     #[inline]
     fn read<R>(&self, key: &u64, f: impl FnOnce(&V) -> R) -> Option<R> {
         Slab::read(self, key, f)
     }
+    #[inline]
     fn update<R>(&self, key: &u64, f: impl FnOnce(&mut V) -> R) -> Option<R> {
         Slab::update(self, key, f)
     }
@@ -548,10 +556,23 @@ where
     {
         // One rebase at most: after it the sequence has its full range again.
         for _ in 0..2 {
-            let outcome = self.map.read(key, |r| {
-                guard(r).map_err(Refusal::Error)?;
-                r.transition(expected, |current| renewal(now, current, deadline_ms))
-            });
+            let decide = |current| renewal(now, current, deadline_ms);
+            let outcome = if <S as Find<Q, Record<V>>>::EXCLUSIVE {
+                #[cfg(relaystore_loom)]
+                if crate::faults::active(crate::faults::StoreFault::RenewalReadsApart) {
+                    self.stash_early_read(key);
+                }
+                self.map.update(key, |r| {
+                    guard(r)
+                        .and_then(|()| r.transition_mut(expected, decide))
+                        .map_err(Refusal::Error)
+                })
+            } else {
+                self.map.read(key, |r| {
+                    guard(r).map_err(Refusal::Error)?;
+                    r.transition(expected, decide)
+                })
+            };
             match outcome {
                 None => return Err(Error::NotFound),
                 Some(Ok((before, after))) => {
@@ -858,7 +879,7 @@ where
             if check_handle && !L::names(r.timer(), due, handle) {
                 return Err(Keep::Stale);
             }
-            let state = self.observed_state(r);
+            let state = r.observed_state();
             if state.is_live(now) {
                 return Err(Keep::Live(state.deadline_ms()));
             }
@@ -886,28 +907,16 @@ where
         }
     }
 
-    #[cfg(not(relaystore_loom))]
-    #[inline]
-    fn observed_state(&self, r: &Record<V>) -> crate::record::State {
-        r.state()
-    }
-
-    /// The broken twin for the loom models: with the fault on, the sweep
-    /// decides from a reading taken before it had the lock (check-then-act).
+    /// Test hook for the broken twins: remembers the record's state now,
+    /// to be used (stale) by the next decision on it under its lock (the
+    /// sweep's, or a slab renewal's).
     #[cfg(relaystore_loom)]
-    fn observed_state(&self, r: &Record<V>) -> crate::record::State {
-        crate::faults::EARLY_READ
-            .with(|f| f.take())
-            .unwrap_or_else(|| r.state())
-    }
-
-    /// Test hook for the broken twin: remembers the record's state now, to be
-    /// used (stale) by the next sweep decision.
-    #[cfg(relaystore_loom)]
-    pub(crate) fn stash_early_read(&self, key: &K) {
-        if let Some(state) = self.map.read(key, |r| r.state()) {
-            crate::faults::EARLY_READ.with(|f| f.set(Some(state)));
-        }
+    pub(crate) fn stash_early_read<Q>(&self, key: &Q)
+    where
+        Q: ?Sized,
+        S: Find<Q, Record<V>>,
+    {
+        self.map.read(key, Record::stash_early_read);
     }
 
     /// The latest `now` a sweep has completed at.

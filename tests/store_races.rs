@@ -292,6 +292,37 @@ fn concurrent_duplicates_of_an_idempotent_grant_create_one_lease() {
 }
 
 #[test]
+fn concurrent_renewals_of_one_lease_each_get_their_own_version() {
+    let (_clock, s) = store();
+    let lease = s.grant(T, "h", SEC * 60, None).unwrap();
+    let rounds = 2_000;
+    let barrier = Arc::new(Barrier::new(THREADS));
+    let mut versions: Vec<u64> = (0..THREADS)
+        .map(|_| {
+            let (s, barrier) = (s.clone(), barrier.clone());
+            std::thread::spawn(move || {
+                barrier.wait();
+                (0..rounds)
+                    .map(|_| s.renew(T, lease.id, SEC * 60).unwrap().version)
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect::<Vec<_>>()
+        .into_iter()
+        .flat_map(|h| h.join().unwrap())
+        .collect();
+    versions.sort_unstable();
+    let renewals = (THREADS * rounds) as u64;
+    let expected: Vec<u64> = (1..=renewals).map(|n| lease.version + n).collect();
+    assert_eq!(versions, expected, "every renewal has a version of its own");
+    assert_eq!(
+        s.get_lease(T, lease.id).unwrap().version,
+        lease.version + renewals,
+        "no renewal was lost"
+    );
+}
+
+#[test]
 fn renewals_racing_the_sweep_keep_the_books_exact() {
     let (clock, s) = store();
     let leases: Vec<_> = (0..2000)
