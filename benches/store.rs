@@ -9,6 +9,8 @@
 //! - `dashmap_cas`: a raw `DashMap` get plus an atomic CAS on the deadline,
 //!   the floor any sharded design pays (`dashmap_insert` and
 //!   `dashmap_removes` for the creating and revoking groups);
+//! - `papaya_cas`: a papaya map (reads write nothing shared) get plus the
+//!   same CAS, in the heartbeat group;
 //! - `delay_queue`: tokio-util's `DelayQueue`, in the expiry group.
 //!
 //! Groups: `lease_renew`, `lease_get`, `lease_grant`, `listing_publish`,
@@ -33,6 +35,7 @@ use relaystore::time::SystemClock;
 use relaystore::{
     LeaseId, RelayEngine, Store, StoreConfig, TenantId, TenantQuota, TtlConfig, TtlMap,
 };
+use smol_str::SmolStr;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::hint::black_box;
@@ -1009,6 +1012,62 @@ fn subscribers(c: &mut Criterion) {
 /// of `n` existing members' records, without new attributes, on 1 and 2
 /// threads, with members spread over both threads and with each thread on
 /// its own share: the baseline for making them cheaper.
+/// The floors of a named record's heartbeat (ADR 0035 §2): the record
+/// found by `(tenant, name)`, as the presence table keys it, then one CAS
+/// of its deadline word. dashmap's lookup writes its shard's lock word;
+/// papaya's writes nothing another thread reads.
+struct NamedFloors {
+    dashmap: DashMap<(u64, SmolStr), AtomicU64, ahash::RandomState>,
+    papaya: papaya::HashMap<(u64, SmolStr), AtomicU64, ahash::RandomState>,
+    origin: Instant,
+}
+
+impl NamedFloors {
+    fn new(members: &[(TenantId, String)]) -> Self {
+        let origin = Instant::now();
+        let deadline = || AtomicU64::new(TTL.as_millis() as u64);
+        let floors = NamedFloors {
+            dashmap: DashMap::with_capacity_and_hasher(members.len(), ahash::RandomState::new()),
+            papaya: papaya::HashMap::builder()
+                .capacity(members.len())
+                .hasher(ahash::RandomState::new())
+                .build(),
+            origin,
+        };
+        let papaya = floors.papaya.pin();
+        for (tenant, member) in members {
+            let key = (tenant.0, SmolStr::new(member));
+            floors.dashmap.insert(key.clone(), deadline());
+            papaya.insert(key, deadline());
+        }
+        drop(papaya);
+        floors
+    }
+
+    /// One heartbeat through the dashmap (`which` 0) or papaya floor.
+    fn beat(&self, which: usize, tenant: TenantId, member: &str) -> bool {
+        let now = self.origin.elapsed().as_millis() as u64;
+        let key = (tenant.0, SmolStr::new(member));
+        let swap = |word: &AtomicU64| {
+            let current = word.load(Ordering::Acquire);
+            current > now
+                && word
+                    .compare_exchange(
+                        current,
+                        now + TTL.as_millis() as u64,
+                        Ordering::AcqRel,
+                        Ordering::Acquire,
+                    )
+                    .is_ok()
+        };
+        if which == 0 {
+            swap(&self.dashmap.get(&key).expect("every member is held"))
+        } else {
+            swap(self.papaya.pin().get(&key).expect("every member is held"))
+        }
+    }
+}
+
 fn heartbeats(c: &mut Criterion) {
     let n = 10_000u64;
     let store = Store::new(store_config(n), Arc::new(SystemClock::new())).unwrap();
@@ -1020,6 +1079,7 @@ fn heartbeats(c: &mut Criterion) {
     for (t, m) in members.iter() {
         store.heartbeat(*t, m, TTL, None, None).unwrap();
     }
+    let floors = Arc::new(NamedFloors::new(&members));
     let mut group = c.benchmark_group(format!("presence_heartbeat/{n}"));
     for threads in THREADS {
         group.throughput(Throughput::Elements(threads as u64));
@@ -1032,6 +1092,18 @@ fn heartbeats(c: &mut Criterion) {
                 })
             })
         });
+        // The floors a named record's heartbeat could reach (ADR 0035 §2).
+        for (which, name) in [(0, "dashmap_cas"), (1, "papaya_cas")] {
+            group.bench_function(BenchmarkId::new(name, format!("{threads}t")), |b| {
+                b.iter_custom(|iters| {
+                    let (floors, members) = (floors.clone(), members.clone());
+                    run_threads(threads, iters, move |t, i| {
+                        let (tenant, member) = &members[pick(t, i, n) as usize];
+                        black_box(floors.beat(which, *tenant, member));
+                    })
+                })
+            });
+        }
         // Each thread on its own share of the members.
         group.bench_function(
             BenchmarkId::new("store_affine", format!("{threads}t")),
