@@ -1008,10 +1008,6 @@ fn subscribers(c: &mut Criterion) {
     group.finish();
 }
 
-/// Presence heartbeats (the hottest operation in the relay mix): refreshes
-/// of `n` existing members' records, without new attributes, on 1 and 2
-/// threads, with members spread over both threads and with each thread on
-/// its own share: the baseline for making them cheaper.
 /// The floors of a named record's heartbeat (ADR 0035 §2): the record
 /// found by `(tenant, name)`, as the presence table keys it, then one CAS
 /// of its deadline word. dashmap's lookup writes its shard's lock word;
@@ -1068,6 +1064,11 @@ impl NamedFloors {
     }
 }
 
+/// Presence heartbeats (the hottest operation in the relay mix): refreshes
+/// of `n` existing members' records, without new attributes, on 1 and 2
+/// threads, with members spread over both threads and with each thread on
+/// its own share: the baseline for making them cheaper, beside the
+/// floors of [`NamedFloors`].
 fn heartbeats(c: &mut Criterion) {
     let n = 10_000u64;
     let store = Store::new(store_config(n), Arc::new(SystemClock::new())).unwrap();

@@ -11,7 +11,8 @@
 //!   rare renewal that moves a deadline earlier take the wheel lock and then
 //!   touch the map. Nothing takes the wheel lock while holding a shard lock.
 //!   Renewals that extend a deadline (the common case) take no wheel lock at
-//!   all: one shared shard read and one CAS.
+//!   all: one shared shard read and one CAS (in a slab table, the slot's
+//!   lock and a plain store, ADR 0051).
 //! - **Wheel invariant.** Every record has exactly one live wheel entry,
 //!   the one its timer word names, and that entry is due no later than the
 //!   record's deadline. So the wheel may fire early for a record that was
@@ -23,9 +24,9 @@
 //!   when it compacts).
 //! - **Removal re-checks under the lock.** The sweep removes a record only if,
 //!   under the shard's write lock, it is still the record the wheel entry
-//!   belongs to and it is still expired. A renewal that won its CAS first is
-//!   therefore never lost, and a renewal that comes after finds the record
-//!   gone.
+//!   belongs to and it is still expired. A renewal that wrote first (its CAS
+//!   won, or it held the slab slot's lock first) is therefore never lost,
+//!   and a renewal that comes after finds the record gone.
 //! - **Bookkeeping is not state.** Indexes kept inside a record (a
 //!   parent's children) change through `modify`, which works on a record
 //!   whether or not it is live and does not move its version, so an index
@@ -539,9 +540,10 @@ where
     }
 
     /// [`renew`](Self::renew), refused with `guard`'s error if `guard`
-    /// rejects the record (checked under the same shared lock as the CAS;
-    /// the guard reads the payload, and the stamp only if its refusal
-    /// reports a version).
+    /// rejects the record (checked under the same lock as the write: a map
+    /// shard's shared lock and a CAS, or a slab slot's lock and a plain
+    /// store, ADR 0051; the guard reads the payload, and the stamp only if
+    /// its refusal reports a version).
     pub(crate) fn renew_guarded<Q>(
         &self,
         key: &Q,
