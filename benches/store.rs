@@ -21,7 +21,8 @@
 //! `tenant_revoke` (a tenant of 16 leases among `n` others').
 //!
 //! Every implementation reads the clock once per operation (a renewal
-//! cannot avoid it), so the comparison isolates the bookkeeping. Sizes are
+//! cannot avoid it), and the same kind, the store's `SystemClock` (moka
+//! reads its own), so the comparison isolates the bookkeeping. Sizes are
 //! live records (10k, 1M); threads are 1 and 2 (`Barrier` + `iter_custom`).
 //! How and why the groups measure as they do: docs/adr/0012.
 
@@ -31,7 +32,7 @@ mod support;
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
 use dashmap::DashMap;
 use moka::sync::Cache;
-use relaystore::time::SystemClock;
+use relaystore::time::{Clock, SystemClock};
 use relaystore::{
     LeaseId, RelayEngine, Store, StoreConfig, TenantId, TenantQuota, TtlConfig, TtlMap,
 };
@@ -106,7 +107,9 @@ struct Fixture {
     moka: Cache<u64, Held>,
     dashmap: Arc<DashMap<u64, AtomicU64, ahash::RandomState>>,
     slots: Arc<[Slot]>,
-    origin: Instant,
+    /// What the floors and baselines read the time from: the store's kind
+    /// of clock, so that every column pays the same for it.
+    clock: Arc<SystemClock>,
 }
 
 /// The floor of a record addressed by its id rather than hashed: one
@@ -250,11 +253,10 @@ fn fixture(n: u64) -> Fixture {
                 entries_max: n * 2,
                 ..TtlConfig::default()
             },
-            clock,
+            clock.clone(),
         )
         .unwrap(),
     );
-    let origin = Instant::now();
     let mut map = HashMap::with_capacity(n as usize);
     let mut heap = BinaryHeap::with_capacity(n as usize);
     let dashmap = DashMap::with_capacity_and_hasher(n as usize, ahash::RandomState::new());
@@ -289,7 +291,7 @@ fn fixture(n: u64) -> Fixture {
                 generation: AtomicU64::new(SLOT_GENERATION),
             })
             .collect(),
-        origin,
+        clock,
     }
 }
 
@@ -376,12 +378,12 @@ fn renew_and_get(c: &mut Criterion) {
                         })
                     })
                 });
-                let (mh, origin) = (f.mutex_heap.clone(), f.origin);
+                let (mh, clock) = (f.mutex_heap.clone(), f.clock.clone());
                 group.bench_function(id("mutex_heap"), |b| {
                     b.iter_custom(|iters| {
-                        let mh = mh.clone();
+                        let (mh, clock) = (mh.clone(), clock.clone());
                         run_threads(threads, iters, move |t, i| {
-                            let now = origin.elapsed().as_millis() as u64;
+                            let now = clock.now().as_millis();
                             let k = pick(t, i, n);
                             if op == 0 {
                                 assert!(mh.renew(k, now));
@@ -405,12 +407,12 @@ fn renew_and_get(c: &mut Criterion) {
                         })
                     })
                 });
-                let (dm, origin) = (f.dashmap.clone(), f.origin);
+                let (dm, clock) = (f.dashmap.clone(), f.clock.clone());
                 group.bench_function(id("dashmap_cas"), |b| {
                     b.iter_custom(|iters| {
-                        let dm = dm.clone();
+                        let (dm, clock) = (dm.clone(), clock.clone());
                         run_threads(threads, iters, move |t, i| {
-                            let now = origin.elapsed().as_millis() as u64;
+                            let now = clock.now().as_millis();
                             let k = pick(t, i, n);
                             let entry = dm.get(&k).unwrap();
                             let current = entry.load(Ordering::Acquire);
@@ -435,12 +437,12 @@ fn renew_and_get(c: &mut Criterion) {
                     ("slot_cas_pinned", true, false),
                     ("slot_cas_affine", false, true),
                 ] {
-                    let (slots, origin) = (f.slots.clone(), f.origin);
+                    let (slots, clock) = (f.slots.clone(), f.clock.clone());
                     group.bench_function(id(what), |b| {
                         b.iter_custom(|iters| {
-                            let slots = slots.clone();
+                            let (slots, clock) = (slots.clone(), clock.clone());
                             run_threads(threads, iters, move |t, i| {
-                                let now = origin.elapsed().as_millis() as u64;
+                                let now = clock.now().as_millis();
                                 let k = if affine {
                                     pick_affine(t, i, n, threads)
                                 } else {
@@ -560,17 +562,17 @@ fn create_ops(c: &mut Criterion) {
             // Fresh keys above the fixture's, one range per chunk.
             let next = AtomicU64::new(1 << 40);
             let fresh = |len: u64| next.fetch_add(len, Ordering::Relaxed);
-            let (mh, origin) = (f.mutex_heap.clone(), f.origin);
+            let (mh, clock) = (f.mutex_heap.clone(), f.clock.clone());
             group.bench_function(id("mutex_heap"), |b| {
                 b.iter_custom(|iters| {
-                    let mh2 = mh.clone();
+                    let (mh2, clock) = (mh.clone(), clock.clone());
                     chunked(
                         threads,
                         iters,
                         chunk,
                         |len| (fresh(len), len),
                         move |&(base, _), i| {
-                            mh2.insert(base + i, origin.elapsed().as_millis() as u64);
+                            mh2.insert(base + i, clock.now().as_millis());
                         },
                         |(base, len)| (base..base + len).for_each(|k| mh.remove(k)),
                     )
@@ -1015,12 +1017,11 @@ fn subscribers(c: &mut Criterion) {
 struct NamedFloors {
     dashmap: DashMap<(u64, SmolStr), AtomicU64, ahash::RandomState>,
     papaya: papaya::HashMap<(u64, SmolStr), AtomicU64, ahash::RandomState>,
-    origin: Instant,
+    clock: SystemClock,
 }
 
 impl NamedFloors {
     fn new(members: &[(TenantId, String)]) -> Self {
-        let origin = Instant::now();
         let deadline = || AtomicU64::new(TTL.as_millis() as u64);
         let floors = NamedFloors {
             dashmap: DashMap::with_capacity_and_hasher(members.len(), ahash::RandomState::new()),
@@ -1028,7 +1029,7 @@ impl NamedFloors {
                 .capacity(members.len())
                 .hasher(ahash::RandomState::new())
                 .build(),
-            origin,
+            clock: SystemClock::new(),
         };
         let papaya = floors.papaya.pin();
         for (tenant, member) in members {
@@ -1042,7 +1043,7 @@ impl NamedFloors {
 
     /// One heartbeat through the dashmap (`which` 0) or papaya floor.
     fn beat(&self, which: usize, tenant: TenantId, member: &str) -> bool {
-        let now = self.origin.elapsed().as_millis() as u64;
+        let now = self.clock.now().as_millis();
         let key = (tenant.0, SmolStr::new(member));
         let swap = |word: &AtomicU64| {
             let current = word.load(Ordering::Acquire);
