@@ -92,6 +92,7 @@ impl<T: Words> WordSnapshot<T> {
     /// Reads the words at `at` (each below `T::LEN`) of the current value,
     /// all of one value: what a caller that needs a few of many words
     /// reads, without copying the rest.
+    #[inline]
     pub(crate) fn read_words<const N: usize>(&self, at: [usize; N]) -> [u64; N] {
         self.consistent(|| at.map(|i| self.words[i].load(Ordering::Acquire)))
     }
@@ -99,19 +100,38 @@ impl<T: Words> WordSnapshot<T> {
     /// The one read protocol: runs `load` (which loads words with
     /// `Acquire`) between two looks at the sequence number, until it ran
     /// with no writer at work and none beginning, and returns what it
-    /// loaded then.
+    /// loaded then. The first try is inlined into the reader; the retries
+    /// after a writer was seen are out of line.
+    #[inline]
     fn consistent<X>(&self, mut load: impl FnMut() -> X) -> X {
+        match self.try_once(&mut load) {
+            Some(loaded) => loaded,
+            None => self.retry(load),
+        }
+    }
+
+    /// One try of [`consistent`](Self::consistent): what `load` loaded, if
+    /// no writer was at work before it or began while it ran.
+    #[inline]
+    fn try_once<X>(&self, load: &mut impl FnMut() -> X) -> Option<X> {
+        let before = self.seq.load(Ordering::Acquire);
+        if before % 2 == 1 {
+            return None;
+        }
+        let loaded = load();
+        // The broken twin of the model checker keeps what it loaded
+        // without looking again.
+        let unchecked = crate::faults::active(crate::faults::StoreFault::SnapshotUnchecked);
+        (unchecked || self.seq.load(Ordering::Relaxed) == before).then_some(loaded)
+    }
+
+    /// The tries after one met a writer: each waits a moment first.
+    #[cold]
+    #[inline(never)]
+    fn retry<X>(&self, mut load: impl FnMut() -> X) -> X {
         loop {
-            let before = self.seq.load(Ordering::Acquire);
-            if before % 2 == 1 {
-                spin_wait();
-                continue;
-            }
-            let loaded = load();
-            // The broken twin of the model checker keeps what it loaded
-            // without looking again.
-            let unchecked = crate::faults::active(crate::faults::StoreFault::SnapshotUnchecked);
-            if unchecked || self.seq.load(Ordering::Relaxed) == before {
+            spin_wait();
+            if let Some(loaded) = self.try_once(&mut load) {
                 return loaded;
             }
         }

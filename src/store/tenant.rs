@@ -93,19 +93,12 @@ impl Tenant {
 
     /// The tenant's current quotas on `collections` (at most four), read
     /// whole, in order.
+    #[inline]
     pub(super) fn limits(&self, collections: &[Collection]) -> [u64; 4] {
-        let mut at = [None; 4];
-        for (slot, &c) in at.iter_mut().zip(collections) {
-            *slot = TenantQuota::word_of(c);
-        }
+        let at: [Option<usize>; 4] =
+            std::array::from_fn(|i| collections.get(i).and_then(|&c| TenantQuota::word_of(c)));
         let words = self.limits.read_words(at.map(|w| w.unwrap_or(0)));
-        let mut out = [TenantQuota::OFF; 4];
-        for ((slot, word), at) in out.iter_mut().zip(words).zip(at) {
-            if at.is_some() {
-                *slot = word;
-            }
-        }
-        out
+        std::array::from_fn(|i| at[i].map_or(TenantQuota::OFF, |_| words[i]))
     }
 
     /// The tenant's current quota on `c`.
