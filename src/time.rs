@@ -388,7 +388,10 @@ mod tests {
         // Each interval of the clock is bracketed by two of the OS clock:
         // outer readings before the first and after the last, inner ones
         // after the first and before the last. Whole milliseconds round
-        // each end by under 1 ms.
+        // each end by under 1 ms, and the counter's scale, calibrated once
+        // against the OS clock while other tests load the machine, may be
+        // off by a little: 1/32 of the interval (3 %) is allowed for it. A
+        // clock in the wrong unit, or one that stands still, is far off.
         let clock = SystemClock::new();
         let outer_start = std::time::Instant::now();
         let start = clock.now();
@@ -399,16 +402,15 @@ mod tests {
         let outer_end = std::time::Instant::now();
         let passed = end.saturating_since(start);
         let (inner, outer) = (inner_end - inner_start, outer_end - outer_start);
-        let ms = Duration::from_millis(1);
+        let slack = |d: Duration| Duration::from_millis(1) + d / 32;
         assert!(
-            passed + ms >= inner,
+            passed + slack(inner) >= inner,
             "{passed:?} on the clock, {inner:?} at least"
         );
         assert!(
-            passed <= outer + ms,
+            passed <= outer + slack(outer),
             "{passed:?} on the clock, {outer:?} at most"
         );
-        assert!(passed >= Duration::from_millis(59), "{passed:?}");
     }
 
     #[cfg(feature = "native")]

@@ -95,6 +95,7 @@ impl Tenant {
     /// whole, in order.
     #[inline]
     pub(super) fn limits(&self, collections: &[Collection]) -> [u64; 4] {
+        debug_assert!(collections.len() <= 4, "at most four quotas at once");
         let at: [Option<usize>; 4] =
             std::array::from_fn(|i| collections.get(i).and_then(|&c| TenantQuota::word_of(c)));
         let words = self.limits.read_words(at.map(|w| w.unwrap_or(0)));
