@@ -3,7 +3,8 @@
 //! closed within the call timeout and leaves nothing partial; a restart that
 //! lost the data gives `Restarted` for old ids and fences; an events
 //! listener whose connection is cut reports what it missed, and wakes its
-//! wake listeners once it is back. Each test starts
+//! wake listeners once it is back; a call whose connection is cut after
+//! the server ran it is not sent again. Each test starts
 //! a `redis-server` of its own on a free loopback port (the binary must be
 //! on PATH; with `RELAYSTORE_REDIS_REQUIRED=1` its absence fails the test).
 
@@ -299,4 +300,162 @@ fn an_events_listener_cut_off_reports_what_it_missed() {
         assert_eq!(next().await, Received::Lagged { missed: 3 });
         assert!(matches!(next().await, Received::Event(e) if e.cause == Cause::Revoked));
     });
+}
+
+/// A private server that a test may hold busy, as a standalone server or
+/// as a one-node Redis Cluster (every slot on it), with a user `cut` for
+/// the engine whose connections the test can kill by name.
+async fn private_target(cluster: bool) -> Option<(Server, RedisOptions, std::path::PathBuf)> {
+    let dir = std::env::temp_dir().join(fresh_namespace("cut"));
+    std::fs::create_dir_all(&dir).expect("a directory for the server");
+    let dir_arg = dir
+        .to_str()
+        .expect("a UTF-8 temporary directory")
+        .to_owned();
+    let mut extra = vec!["--dir", &dir_arg];
+    if cluster {
+        extra.extend([
+            "--cluster-enabled",
+            "yes",
+            "--cluster-config-file",
+            "nodes.conf",
+        ]);
+    }
+    let server = Server::start(&extra)?;
+    let mut admin = admin(&server).await;
+    let _: () = ::redis::cmd("ACL")
+        .arg(&["SETUSER", "cut", "on", ">cut-secret", "~*", "&*", "+@all"][..])
+        .query_async(&mut admin)
+        .await
+        .expect("ACL SETUSER");
+    let url = format!("redis://cut:cut-secret@127.0.0.1:{}/", server.port);
+    let options = if cluster {
+        let _: () = ::redis::cmd("CLUSTER")
+            .arg(&["ADDSLOTSRANGE", "0", "16383"][..])
+            .query_async(&mut admin)
+            .await
+            .expect("CLUSTER ADDSLOTSRANGE");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let info: String = ::redis::cmd("CLUSTER")
+                .arg("INFO")
+                .query_async(&mut admin)
+                .await
+                .expect("CLUSTER INFO");
+            if info.contains("cluster_state:ok") {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the one-node cluster never came up: {info}"
+            );
+            tokio::time::sleep(MS * 20).await;
+        }
+        RedisOptions::cluster(&[url])
+    } else {
+        RedisOptions::standalone(&url)
+    };
+    Some((server, options.namespace(&fresh_namespace("cut")), dir))
+}
+
+/// A connection of the default user that waits as long as the server
+/// holds it.
+async fn admin(server: &Server) -> ::redis::aio::MultiplexedConnection {
+    let patient = ::redis::AsyncConnectionConfig::new().set_response_timeout(None);
+    ::redis::Client::open(server.url())
+        .expect("a client")
+        .get_multiplexed_async_connection_with_config(&patient)
+        .await
+        .expect("an admin connection")
+}
+
+/// The engine's connection is cut after the server ran its call and before
+/// the answer left: the call fails closed and is never sent again (a
+/// renewal sent twice moves the version by two; a grant would make two
+/// leases, a consume would answer `ReplayDetected` for a token it had just
+/// consumed). The server is held busy by a script while the renewal, and
+/// then a kill of the engine's connections, queue up behind it; once the
+/// script ends the server runs the renewal, then the kill, so the answer
+/// is never written. On a standalone server and on a one-node cluster.
+#[test]
+fn a_call_cut_off_after_it_ran_is_not_sent_again() {
+    for cluster in [false, true] {
+        block_on(async move {
+            let Some((server, options, dir)) = private_target(cluster).await else {
+                return;
+            };
+            let e = RedisEngine::connect(options.call_timeout(Duration::from_secs(5)), config())
+                .await
+                .unwrap();
+            let g = e.grant(T, "host", MS * 60_000, None).await.unwrap();
+            // A machine too loaded to keep that order is tried again with
+            // wider gaps.
+            let mut gap = MS * 100;
+            loop {
+                let before = e.get_lease(T, g.id).await.unwrap().version;
+                let mut busy = admin(&server).await;
+                let mut killer = admin(&server).await;
+                let hold = gap * 8;
+                let script = "local t = redis.call('TIME') \
+                    local start = t[1] * 1000000 + t[2] \
+                    repeat t = redis.call('TIME') \
+                    until t[1] * 1000000 + t[2] - start >= tonumber(ARGV[1]) \
+                    return 1";
+                let held = tokio::spawn(async move {
+                    let _: i64 = ::redis::cmd("EVAL")
+                        .arg(script)
+                        .arg(0)
+                        .arg(hold.as_micros().to_string())
+                        .query_async(&mut busy)
+                        .await
+                        .expect("the busy script");
+                });
+                tokio::time::sleep(gap).await;
+                let renewing = {
+                    let e = e.clone();
+                    tokio::spawn(async move { e.renew(T, g.id, MS * 60_000).await })
+                };
+                tokio::time::sleep(gap * 3).await;
+                let killed: i64 = ::redis::cmd("CLIENT")
+                    .arg(&["KILL", "USER", "cut"][..])
+                    .query_async(&mut killer)
+                    .await
+                    .expect("CLIENT KILL");
+                held.await.unwrap();
+                let outcome = renewing.await.unwrap();
+                let after = loop {
+                    match e.get_lease(T, g.id).await {
+                        Err(Error::BackendUnavailable { .. }) => tokio::time::sleep(MS * 20).await,
+                        other => break other.unwrap().version,
+                    }
+                };
+                assert!(
+                    killed >= 1,
+                    "cluster {cluster}: no connection of the engine was killed"
+                );
+                assert!(
+                    after <= before + 1,
+                    "cluster {cluster}: the renewal ran {} times ({outcome:?})",
+                    after - before
+                );
+                if after == before + 1 {
+                    assert!(
+                        matches!(outcome, Err(Error::BackendUnavailable { .. })),
+                        "cluster {cluster}: an answer that was never written: {outcome:?}"
+                    );
+                    break;
+                }
+                // The renewal reached the server after the kill: the order
+                // this checks did not happen.
+                assert!(
+                    gap < MS * 400,
+                    "cluster {cluster}: never cut after it ran ({outcome:?})"
+                );
+                eprintln!("cluster {cluster}: the renewal came after the kill with gaps of {gap:?}; trying wider");
+                gap *= 2;
+            }
+            drop(server);
+            let _ = std::fs::remove_dir_all(dir);
+        });
+    }
 }

@@ -58,7 +58,13 @@ impl Conn {
                 let client = ClusterClient::builder(seeds.iter().map(String::as_str))
                     .connection_timeout(connect)
                     .response_timeout(timeout)
-                    .retries(1)
+                    // The client would send a request again after its
+                    // connection dropped, and the server may have run it
+                    // already: a call is sent once, and a lost answer is
+                    // `BackendUnavailable` (ADR 0029). A MOVED or ASK
+                    // redirect then fails the call too, and the client
+                    // refreshes its slot map for the calls after it.
+                    .retries(0)
                     .build()
                     .map_err(bad_url)?;
                 Kind::Cluster(bounded(connect, client.get_async_connection()).await?)
