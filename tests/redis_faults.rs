@@ -423,9 +423,12 @@ fn a_call_cut_off_after_it_ran_is_not_sent_again() {
                     .expect("CLIENT KILL");
                 held.await.unwrap();
                 let outcome = renewing.await.unwrap();
+                let reconnected = Instant::now() + Duration::from_secs(10);
                 let after = loop {
                     match e.get_lease(T, g.id).await {
-                        Err(Error::BackendUnavailable { .. }) => tokio::time::sleep(MS * 20).await,
+                        Err(Error::BackendUnavailable { .. }) if Instant::now() < reconnected => {
+                            tokio::time::sleep(MS * 20).await
+                        }
                         other => break other.unwrap().version,
                     }
                 };
@@ -438,15 +441,12 @@ fn a_call_cut_off_after_it_ran_is_not_sent_again() {
                     "cluster {cluster}: the renewal ran {} times ({outcome:?})",
                     after - before
                 );
-                if after == before + 1 {
-                    assert!(
-                        matches!(outcome, Err(Error::BackendUnavailable { .. })),
-                        "cluster {cluster}: an answer that was never written: {outcome:?}"
-                    );
+                if after == before + 1 && matches!(outcome, Err(Error::BackendUnavailable { .. })) {
                     break;
                 }
-                // The renewal reached the server after the kill: the order
-                // this checks did not happen.
+                // The renewal reached the server after the kill (it ran on
+                // a new connection, or not at all): the order this checks
+                // did not happen.
                 assert!(
                     gap < MS * 400,
                     "cluster {cluster}: never cut after it ran ({outcome:?})"

@@ -27,13 +27,20 @@ fn required() -> bool {
     std::env::var("RELAYSTORE_REDIS_REQUIRED").is_ok_and(|v| v == "1")
 }
 
+/// How long the tests' engines wait for an answer. A call that times out
+/// may still have run, so its outcome is unknown, and the tests count
+/// outcomes exactly; a loaded test machine must not make them guess (the
+/// production default, 500 ms, is for a relay's hot path). The tests of
+/// timeouts themselves (`redis_faults.rs`) set their own.
+const TEST_CALL_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// The configured servers: standalone and cluster, each if configured.
 pub fn targets() -> Vec<Target> {
     let mut found = Vec::new();
     match std::env::var("REDIS_URL") {
         Ok(url) => found.push(Target {
             name: "standalone",
-            options: RedisOptions::standalone(&url),
+            options: RedisOptions::standalone(&url).call_timeout(TEST_CALL_TIMEOUT),
         }),
         Err(_) => missing("REDIS_URL"),
     }
@@ -42,7 +49,7 @@ pub fn targets() -> Vec<Target> {
             let seeds: Vec<&str> = urls.split(',').filter(|s| !s.is_empty()).collect();
             found.push(Target {
                 name: "cluster",
-                options: RedisOptions::cluster(&seeds),
+                options: RedisOptions::cluster(&seeds).call_timeout(TEST_CALL_TIMEOUT),
             });
         }
         Err(_) => missing("REDIS_CLUSTER_URLS"),
