@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Compare two builds on the same benches, alternating them run by run.
 
-    python3 scripts/bench_ab.py BASE [--bench store] [--runs 3] REGEX [criterion args]
+    python3 scripts/bench_ab.py BASE [--bench store] [--runs 3] [--stat median|fastest] REGEX [criterion args]
 
 BASE is any git revision; the other side is the work tree as it is now
 (uncommitted changes included). Both bench binaries are built first
@@ -10,6 +10,10 @@ alternately, BASE first, `--runs` times each, with criterion's results of
 every run kept apart. Printed per benchmark: each side's median of the
 per-run medians (ns per iteration) and the median of the per-run ratios
 (work tree / BASE) with the runs' own ratios, as ADR 0012 judges targets.
+With `--stat fastest` each run's figure is its fastest sample (time per
+iteration) instead of criterion's median: when the machine's own load
+comes and goes within a run, the fastest sample is what the code costs
+with the least of it added (noise only ever adds time).
 
 On a shared machine a bench that neither build changes is the noise
 floor of the same hour: include one in REGEX and read the others against
@@ -48,15 +52,21 @@ def build(tree, target_dir, bench):
     sys.exit(f"no executable for bench {bench} in {tree}")
 
 
-def medians(home):
-    """Criterion's median per benchmark id under `home`."""
+def figures(home, stat):
+    """Per benchmark id under `home`: criterion's median, or (`fastest`)
+    the fastest sample's time per iteration."""
     out = {}
     for dirpath, _, files in os.walk(home):
         if "estimates.json" in files and os.path.basename(dirpath) == "new":
             with open(os.path.join(dirpath, "benchmark.json")) as f:
                 full_id = json.load(f)["full_id"]
-            with open(os.path.join(dirpath, "estimates.json")) as f:
-                out[full_id] = json.load(f)["median"]["point_estimate"]
+            if stat == "fastest":
+                with open(os.path.join(dirpath, "sample.json")) as f:
+                    sample = json.load(f)
+                out[full_id] = min(t / n for t, n in zip(sample["times"], sample["iters"]))
+            else:
+                with open(os.path.join(dirpath, "estimates.json")) as f:
+                    out[full_id] = json.load(f)["median"]["point_estimate"]
     return out
 
 
@@ -64,10 +74,14 @@ def main(args):
     if not args or args[0].startswith("-"):
         sys.exit(__doc__)
     base, args = args[0], args[1:]
-    bench, runs = "store", 3
-    while args and args[0] in ("--bench", "--runs"):
+    bench, runs, stat = "store", 3, "median"
+    while args and args[0] in ("--bench", "--runs", "--stat"):
         if args[0] == "--bench":
             bench = args[1]
+        elif args[0] == "--stat":
+            stat = args[1]
+            if stat not in ("median", "fastest"):
+                sys.exit("--stat is median or fastest")
         else:
             runs = int(args[1])
             if runs < 1:
@@ -112,7 +126,7 @@ def main(args):
                 if done.returncode != 0:
                     sys.stderr.write(done.stderr.decode(errors="replace"))
                     sys.exit(f"{label}'s bench binary failed ({done.returncode})")
-                results[label].append(medians(home))
+                results[label].append(figures(home, stat))
     finally:
         subprocess.run(["git", "worktree", "remove", "--force", tree], cwd=ROOT)
         shutil.rmtree(work, ignore_errors=True)
