@@ -1069,10 +1069,11 @@ impl NamedFloors {
 /// of `n` existing members' records, without new attributes, on 1 and 2
 /// threads, with members spread over both threads and with each thread on
 /// its own share: the baseline for making them cheaper, beside the
-/// floors of [`NamedFloors`]. At 10^4 members the records and map
-/// entries fit in a core's 1 MiB of L2; at 10^5 (about the relay mix's
-/// population) they do not, which is where a map's layout shows (ADR
-/// 0053).
+/// floors of [`NamedFloors`]. At 10^4 members a floor's map (about half
+/// a MiB) fits in a core's 1 MiB of L2 and the store's records (about
+/// 3 MiB at some 280 heap bytes each) in the shared 32 MiB L3; at 10^5
+/// (about the relay mix's population) neither does, which is where a
+/// map's layout shows (ADR 0053).
 fn heartbeats(c: &mut Criterion) {
     for n in [10_000u64, 100_000] {
         let store = Store::new(store_config(n), Arc::new(SystemClock::new())).unwrap();
