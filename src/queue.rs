@@ -420,6 +420,14 @@ struct Job {
     at: At,
 }
 
+impl Job {
+    /// Whether the job has had its last attempt: a failure or a lapse of
+    /// its claim now dead-letters it.
+    fn spent(&self) -> bool {
+        self.attempts >= self.attempts_max
+    }
+}
+
 /// A job's state, with what its index is keyed by.
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum At {
@@ -550,8 +558,7 @@ impl State {
             if until > now {
                 break;
             }
-            let job = &self.jobs[&seq];
-            if job.attempts >= job.attempts_max {
+            if self.jobs[&seq].spent() {
                 self.move_to(seq, At::Dead(Arc::from(LAPSED)));
             } else {
                 self.move_to(seq, At::Ready);
@@ -562,17 +569,22 @@ impl State {
     }
 
     /// Refuses `count` more jobs of `bytes` payload bytes in all if the
-    /// queue cannot take them: the one admission rule of enqueues.
-    fn admits(&self, config: &QueueConfig, count: usize, bytes: usize) -> Result<()> {
+    /// queue cannot take them once `dead_added` more jobs are dead
+    /// letters (a commit's failures staged before its enqueues): the one
+    /// admission rule of enqueues.
+    fn admits(
+        &self,
+        config: &QueueConfig,
+        count: usize,
+        bytes: usize,
+        dead_added: usize,
+    ) -> Result<()> {
         let refuse = |scope, limit: usize, used: usize| {
             Err(Error::capacity(scope, limit as u64, used as u64))
         };
-        if self.dead.len() >= config.dead_letters_max {
-            return refuse(
-                Scope::QueueDeadLetters,
-                config.dead_letters_max,
-                self.dead.len(),
-            );
+        let dead = self.dead.len() + dead_added;
+        if dead >= config.dead_letters_max {
+            return refuse(Scope::QueueDeadLetters, config.dead_letters_max, dead);
         }
         if self.jobs.len() + count > config.jobs_max {
             return refuse(Scope::QueueJobs, config.jobs_max, self.jobs.len());
@@ -798,7 +810,7 @@ impl QueueHub {
         let early = faults::active(StoreFault::WaitersReadEarly).then(|| queue.announce());
         let (first, late) = {
             let mut state = lock_at(Rung::Queue, &queue.state);
-            state.admits(config, payloads.len(), bytes)?;
+            state.admits(config, payloads.len(), bytes, 0)?;
             let first = first(payloads.len() as u64);
             for (seq, payload) in (first..).zip(payloads) {
                 let at = due.map_or(At::Ready, At::Delayed);
@@ -826,11 +838,18 @@ impl QueueHub {
     }
 
     /// Whether the queue takes `count` more jobs of `bytes` bytes in all
-    /// now (a transaction's check before its commit writes anything).
-    pub(crate) fn check_enqueue(&self, key: Name, count: usize, bytes: usize) -> Result<()> {
+    /// now, once `dead_added` more of its jobs are dead letters (a
+    /// transaction's check before its commit writes anything).
+    pub(crate) fn check_enqueue(
+        &self,
+        key: Name,
+        count: usize,
+        bytes: usize,
+        dead_added: usize,
+    ) -> Result<()> {
         let queue = self.get(key)?;
         let state = lock_at(Rung::Queue, &queue.state);
-        state.admits(&queue.config, count, bytes)
+        state.admits(&queue.config, count, bytes, dead_added)
     }
 
     /// The queue's configuration.
@@ -838,17 +857,20 @@ impl QueueHub {
         Ok(self.get(key)?.config.clone())
     }
 
-    /// Whether `token` is the live claim on job `seq` at `now`.
+    /// Whether `token` is the live claim on job `seq` at `now`; if it is,
+    /// whether the job has had its last attempt (so that failing it
+    /// dead-letters it).
     pub(crate) fn check_claim(
         &self,
         key: Name,
         seq: u64,
         token: ClaimToken,
         now: u64,
-    ) -> Result<()> {
+    ) -> Result<bool> {
         let queue = self.get(key)?;
         let state = lock_at(Rung::Queue, &queue.state);
-        state.check_claim(seq, token, now)
+        state.check_claim(seq, token, now)?;
+        Ok(state.jobs[&seq].spent())
     }
 
     /// Claims up to `max` ready jobs, oldest first, for `visibility` (the
@@ -937,7 +959,7 @@ impl QueueHub {
             let mut state = lock_at(Rung::Queue, &queue.state);
             state.check_claim(seq, token, now)?;
             let job = &state.jobs[&seq];
-            let failed = if job.attempts >= job.attempts_max {
+            let failed = if job.spent() {
                 state.move_to(seq, At::Dead(Arc::from(reason)));
                 Failed::DeadLettered
             } else {

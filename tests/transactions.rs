@@ -6,7 +6,7 @@ mod common;
 use common::ops::*;
 use relaystore::queue::{JobOptions, JobState, QueueConfig};
 use relaystore::stream::{StreamConfig, WhenFull};
-use relaystore::{Error, LeaseId, Store, OUTBOX_QUEUE};
+use relaystore::{Error, LeaseId, Scope, Store, OUTBOX_QUEUE};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Duration;
 
@@ -251,6 +251,61 @@ fn a_refused_commit_changes_nothing() {
             None,
             "{what}: a refused commit woke a listener"
         );
+    }
+}
+
+#[test]
+fn a_fail_that_fills_the_dead_letters_refuses_the_enqueues_staged_after_it() {
+    // A commit applies its changes in staging order, so a fail that
+    // dead-letters a job up to the queue's cap stops an enqueue staged
+    // after it, as it would outside a transaction, and the whole commit
+    // is refused with nothing changed; an enqueue staged before the fail
+    // goes in with it.
+    for fail_first in [true, false] {
+        let (_clock, s) = store();
+        let config = QueueConfig {
+            jobs_max: 10,
+            dead_letters_max: 1,
+            jitter_seed: Some(7),
+            ..QueueConfig::default()
+        };
+        s.create_queue(T, "work", config).unwrap();
+        let last_try = JobOptions::default().with_attempts_max(1);
+        let job = s.enqueue(T, "work", b"last try", last_try).unwrap();
+        let claim = s.claim(T, "work", "w", None, 1).unwrap()[0].claim;
+        let mut tx = s.begin_tx();
+        let enqueue = |tx: &mut relaystore::Transaction| {
+            tx.enqueue(T, "work", b"next", JobOptions::default())
+                .unwrap();
+        };
+        if !fail_first {
+            enqueue(&mut tx);
+        }
+        tx.fail(T, "work", job, claim, "broken").unwrap();
+        if fail_first {
+            enqueue(&mut tx);
+        }
+        let before = s.queue_info(T, "work").unwrap();
+        let committed = tx.commit();
+        s.audit().unwrap();
+        let after = s.queue_info(T, "work").unwrap();
+        if fail_first {
+            let refused = committed.expect_err("the enqueue finds the dead letters full");
+            assert_eq!(refused.capacity_scope(), Some(Scope::QueueDeadLetters));
+            assert_eq!(after, before, "the refused commit changed the queue");
+            // The claim is still live: the job was not dead-lettered.
+            assert_eq!(
+                s.fail(T, "work", job, claim, "broken"),
+                Ok(relaystore::queue::Failed::DeadLettered)
+            );
+        } else {
+            let committed = committed.unwrap();
+            assert_eq!(
+                committed.failed,
+                vec![(job, relaystore::queue::Failed::DeadLettered)]
+            );
+            assert_eq!((after.ready, after.claimed, after.dead), (1, 0, 1));
+        }
     }
 }
 

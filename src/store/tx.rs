@@ -11,7 +11,9 @@
 //! 1. **Check.** Everything that could refuse: the listings it updates or
 //!    removes are visible (at the expected version), the streams it
 //!    appends to have room and took no entry above its offsets, the queues
-//!    it enqueues to have room, its claims are live, its schedules fit.
+//!    it enqueues to have room (counting, for each queue, the jobs that
+//!    failures staged before its enqueues dead-letter: the apply phase
+//!    goes in staging order), its claims are live, its schedules fit.
 //!    The listings it publishes are created as far as the creation
 //!    protocol's last step (inserted, confirmed, not yet visible), holding
 //!    their units; everything after runs in the creation's last hook, so a
@@ -855,7 +857,11 @@ impl Store {
         // TX_OPS_MAX changes: a scan beats a map here).
         let mut appends: Vec<(StreamOf, Entries)> = Vec::new();
         let mut consumers: Vec<(Object, Offsets)> = Vec::new();
-        let mut enqueues: Vec<(Object, (usize, usize))> = Vec::new();
+        // Per queue: jobs and bytes enqueued, and the dead letters that the
+        // failures staged before its last enqueue add (the apply phase
+        // goes in staging order, so those are in place when it enqueues).
+        let mut enqueues: Vec<(Object, (usize, usize, usize))> = Vec::new();
+        let mut dead_added: Vec<(Object, usize)> = Vec::new();
         let mut schedules: Vec<(TenantId, Names)> = Vec::new();
         for op in ops {
             match op {
@@ -906,26 +912,38 @@ impl Store {
                     payload,
                     ..
                 } => {
-                    let e = group(&mut enqueues, (*tenant, Arc::clone(queue)));
+                    let object = (*tenant, Arc::clone(queue));
+                    let dead = *group(&mut dead_added, object.clone());
+                    let e = group(&mut enqueues, object);
                     e.0 += 1;
                     e.1 += payload.len();
+                    e.2 = dead;
                 }
                 Op::Ack {
                     tenant,
                     queue,
                     seq,
                     claim,
+                } => {
+                    self.shared
+                        .queues
+                        .check_claim((*tenant, queue), *seq, *claim, now_ms)?;
                 }
-                | Op::Fail {
+                Op::Fail {
                     tenant,
                     queue,
                     seq,
                     claim,
                     ..
-                } => self
-                    .shared
-                    .queues
-                    .check_claim((*tenant, queue), *seq, *claim, now_ms)?,
+                } => {
+                    let spent =
+                        self.shared
+                            .queues
+                            .check_claim((*tenant, queue), *seq, *claim, now_ms)?;
+                    if spent {
+                        *group(&mut dead_added, (*tenant, Arc::clone(queue))) += 1;
+                    }
+                }
                 Op::Schedule {
                     tenant,
                     name,
@@ -964,13 +982,15 @@ impl Store {
                 )?;
             }
         }
-        for ((tenant, queue), (count, bytes)) in &enqueues {
+        for ((tenant, queue), (count, bytes, dead)) in &enqueues {
             let key = (*tenant, &**queue);
-            match self.shared.queues.check_enqueue(key, *count, *bytes) {
+            match self.shared.queues.check_enqueue(key, *count, *bytes, *dead) {
                 Err(Error::NotFound) if &**queue == OUTBOX_QUEUE => {
                     self.outbox_create(*tenant)?;
                     created.push(*tenant);
-                    self.shared.queues.check_enqueue(key, *count, *bytes)?;
+                    self.shared
+                        .queues
+                        .check_enqueue(key, *count, *bytes, *dead)?;
                 }
                 checked => checked?,
             }
