@@ -595,14 +595,14 @@ impl State {
         Ok(())
     }
 
-    /// The live claim `token` on job `seq` at `now`: the one validity rule
-    /// of every claim operation, checked before any change.
-    fn check_claim(&self, seq: u64, token: ClaimToken, now: u64) -> Result<()> {
+    /// The job under the live claim `token` on job `seq` at `now`: the one
+    /// validity rule of every claim operation, checked before any change.
+    fn check_claim(&self, seq: u64, token: ClaimToken, now: u64) -> Result<&Job> {
         let job = self.jobs.get(&seq).ok_or(Error::NotFound)?;
         match &job.at {
             At::Claimed {
                 token: t, until, ..
-            } if *t == token.0 && now < *until => Ok(()),
+            } if *t == token.0 && now < *until => Ok(job),
             _ => Err(Error::StaleClaim),
         }
     }
@@ -869,8 +869,7 @@ impl QueueHub {
     ) -> Result<bool> {
         let queue = self.get(key)?;
         let state = lock_at(Rung::Queue, &queue.state);
-        state.check_claim(seq, token, now)?;
-        Ok(state.jobs[&seq].spent())
+        Ok(state.check_claim(seq, token, now)?.spent())
     }
 
     /// Claims up to `max` ready jobs, oldest first, for `visibility` (the
@@ -957,8 +956,7 @@ impl QueueHub {
         let queue = self.get(key)?;
         let (failed, late) = {
             let mut state = lock_at(Rung::Queue, &queue.state);
-            state.check_claim(seq, token, now)?;
-            let job = &state.jobs[&seq];
+            let job = state.check_claim(seq, token, now)?;
             let failed = if job.spent() {
                 state.move_to(seq, At::Dead(Arc::from(reason)));
                 Failed::DeadLettered
