@@ -260,6 +260,41 @@ struct Log {
 }
 
 impl Log {
+    /// Refuses committing `offset` for `consumer` if it lies past the end,
+    /// behind the consumer's committed offset, or, for a new consumer,
+    /// over `consumers_max` once `added` new ones went in before it; else
+    /// whether the consumer is new. The one rule of consumer commits.
+    fn check_commit(
+        &self,
+        consumers_max: usize,
+        consumer: &str,
+        offset: u64,
+        added: usize,
+    ) -> Result<bool> {
+        if offset > self.next {
+            return Err(Error::InvalidArgument {
+                reason: PAST_THE_END,
+            });
+        }
+        match self.consumers.get(consumer) {
+            Some(&committed) if offset < committed => Err(Error::Conflict {
+                current_version: committed,
+            }),
+            Some(_) => Ok(false),
+            None => {
+                let consumers = self.consumers.len() + added;
+                if consumers >= consumers_max {
+                    return Err(Error::capacity(
+                        Scope::StreamConsumers,
+                        consumers_max as u64,
+                        consumers as u64,
+                    ));
+                }
+                Ok(true)
+            }
+        }
+    }
+
     /// Refuses `entries` more entries of `bytes` payload bytes in all if
     /// they do not fit and the stream refuses when full (one that trims
     /// makes room as it appends). The one room rule of appends.
@@ -857,49 +892,38 @@ impl StreamHub {
         Ok(log.first)
     }
 
-    /// Records `consumer`'s committed offset (with `apply`; without, only
-    /// checks that it could, counting `others` more consumers that may be
-    /// new: a transaction's other commits to the stream).
-    #[allow(clippy::too_many_arguments)]
+    /// Records `consumer`'s committed offset.
     pub(crate) fn commit(
         &self,
         key: Name,
         alive: Alive,
         consumer: Arc<str>,
         offset: u64,
-        apply: bool,
-        others: usize,
     ) -> Result<()> {
         let stream = self.get(key, alive)?;
         let mut log = lock_at(Rung::Stream, &stream.log);
-        if offset > log.next {
-            return Err(Error::InvalidArgument {
-                reason: PAST_THE_END,
-            });
+        log.check_commit(self.limits.consumers_max, &consumer, offset, 0)?;
+        log.consumers.insert(consumer, offset);
+        Ok(())
+    }
+
+    /// Whether `offsets` (consumer, offset), committed one after another
+    /// as [`commit`](Self::commit) would, all go in: a transaction's
+    /// check before its commit writes anything.
+    pub(crate) fn check_commits(
+        &self,
+        key: Name,
+        alive: Alive,
+        offsets: &[(Arc<str>, u64)],
+    ) -> Result<()> {
+        let stream = self.get(key, alive)?;
+        let log = lock_at(Rung::Stream, &stream.log);
+        let mut added = 0;
+        for (consumer, offset) in offsets {
+            let new = log.check_commit(self.limits.consumers_max, consumer, *offset, added)?;
+            added += usize::from(new);
         }
-        let consumers = log.consumers.len() + others;
-        match log.consumers.get_mut(&consumer) {
-            Some(&mut committed) if offset < committed => Err(Error::Conflict {
-                current_version: committed,
-            }),
-            Some(committed) => {
-                if apply {
-                    *committed = offset;
-                }
-                Ok(())
-            }
-            None if consumers >= self.limits.consumers_max => Err(Error::capacity(
-                Scope::StreamConsumers,
-                self.limits.consumers_max as u64,
-                consumers as u64,
-            )),
-            None => {
-                if apply {
-                    log.consumers.insert(consumer, offset);
-                }
-                Ok(())
-            }
-        }
+        Ok(())
     }
 
     /// What the stream holds, without trimming (aged entries the sweep has

@@ -310,6 +310,36 @@ fn a_fail_that_fills_the_dead_letters_refuses_the_enqueues_staged_after_it() {
 }
 
 #[test]
+fn consumer_commits_count_only_the_consumers_they_add() {
+    // One slot left under the stream's cap on consumers: a commit that
+    // moves an existing consumer and adds one new one fits, as the same
+    // two commits outside a transaction would; one that adds two does
+    // not, and changes nothing.
+    let (_clock, s) = store_with(relaystore::StoreConfig {
+        consumers_per_stream_max: 2,
+        ..config()
+    });
+    s.create_stream(T, "log", StreamConfig::new(3, 1 << 20, WhenFull::Refuse))
+        .unwrap();
+    s.append(T, "log", b"e").unwrap();
+    s.commit(T, "log", "old", 0).unwrap();
+    let mut tx = s.begin_tx();
+    tx.commit_offset(T, "log", "new-1", 1).unwrap();
+    tx.commit_offset(T, "log", "new-2", 1).unwrap();
+    let refused = tx.commit().expect_err("two new consumers, one slot");
+    assert_eq!(refused.capacity_scope(), Some(Scope::StreamConsumers));
+    assert_eq!(s.stream_info(T, "log").unwrap().consumers, 1);
+    let mut tx = s.begin_tx();
+    tx.commit_offset(T, "log", "old", 1).unwrap();
+    tx.commit_offset(T, "log", "new-1", 1).unwrap();
+    tx.commit().unwrap();
+    assert_eq!(s.committed(T, "log", "old"), Ok(Some(1)));
+    assert_eq!(s.committed(T, "log", "new-1"), Ok(Some(1)));
+    assert_eq!(s.stream_info(T, "log").unwrap().consumers, 2);
+    s.audit().unwrap();
+}
+
+#[test]
 fn a_dropped_or_panicked_transaction_leaves_nothing() {
     let (_clock, s, lease) = relay();
     let listener = s.listen(T, "lobby-changed").unwrap();

@@ -192,14 +192,10 @@ impl Store {
         let _in = self.enter();
         self.check_own_name(name)?;
         let consumer = self.name(consumer)?;
-        let committed = self.shared.streams.commit(
-            (tenant, name),
-            &self.alive(tenant),
-            consumer,
-            offset,
-            true,
-            0,
-        );
+        let committed =
+            self.shared
+                .streams
+                .commit((tenant, name), &self.alive(tenant), consumer, offset);
         self.observed(tenant, committed)
     }
 

@@ -971,16 +971,9 @@ impl Store {
         }
         for ((tenant, stream), offsets) in &consumers {
             let alive = self.alive_at(*tenant, now);
-            for (consumer, offset) in offsets {
-                self.shared.streams.commit(
-                    (*tenant, stream),
-                    &alive,
-                    Arc::clone(consumer),
-                    *offset,
-                    false,
-                    offsets.len() - 1,
-                )?;
-            }
+            self.shared
+                .streams
+                .check_commits((*tenant, stream), &alive, offsets)?;
         }
         for ((tenant, queue), (count, bytes, dead)) in &enqueues {
             let key = (*tenant, &**queue);
@@ -1084,8 +1077,6 @@ impl Store {
                         &alive,
                         Arc::clone(consumer),
                         *offset,
-                        true,
-                        0,
                     ))?;
                 }
                 Op::Trim {
