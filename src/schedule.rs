@@ -284,40 +284,59 @@ impl ScheduleHub {
         self.limits.interval_ms(spec)
     }
 
-    /// Whether the tenant has room for the schedules `names` (each either
-    /// replacing one of its schedules or new), and whether it holds each
-    /// of `removed`: a transaction's check before its commit.
-    pub(crate) fn check(&self, tenant: TenantId, names: &[&str], removed: &[&str]) -> Result<()> {
+    /// Whether the tenant's schedules take `changes`, one after another
+    /// in staging order, as [`schedule`](Self::schedule) (`true`: a new
+    /// schedule within the caps, or one replacing the tenant's) and
+    /// [`unschedule`](Self::unschedule) (`false`: one the tenant holds)
+    /// would; each name at most once. A transaction's check before its
+    /// commit.
+    pub(crate) fn check(&self, tenant: TenantId, changes: &[(&str, bool)]) -> Result<()> {
         let shelf = self.books.read(&tenant, Arc::clone);
         let book = shelf.as_ref().map(|s| lock_at(Rung::Schedule, &s.book));
         let holds = |name: &str| {
             book.as_ref()
                 .is_some_and(|b| b.schedules.contains_key(name))
         };
-        if !removed.iter().all(|n| holds(n)) {
-            return Err(Error::NotFound);
+        let mut held = book.as_ref().map_or(0, |b| b.schedules.len() as u64);
+        let mut count = self.count.used();
+        for &(name, adds) in changes {
+            match (adds, holds(name)) {
+                (false, false) => return Err(Error::NotFound),
+                (false, true) => {
+                    held -= 1;
+                    count -= 1;
+                }
+                (true, true) => {}
+                (true, false) => {
+                    let ceiling = self.tenant_room(held)?;
+                    if count >= ceiling {
+                        return Err(Error::capacity(
+                            Scope::Collection(Collection::Schedules),
+                            ceiling,
+                            count,
+                        ));
+                    }
+                    held += 1;
+                    count += 1;
+                }
+            }
         }
-        let new = names.iter().filter(|n| !holds(n)).count() as u64;
-        if new == 0 {
-            return Ok(());
-        }
-        let held = book.as_ref().map_or(0, |b| b.schedules.len() as u64);
-        let (per_tenant, ceiling) = self
-            .live
-            .read(|l| (l.schedules_per_tenant_max, l.ceiling(Collection::Schedules)));
-        if held + new > per_tenant {
+        Ok(())
+    }
+
+    /// Refuses one more schedule of a tenant holding `held` if that is
+    /// its cap; else the store's ceiling, which the caller checks against
+    /// the store-wide count. The one cap rule of new schedules.
+    fn tenant_room(&self, held: u64) -> Result<u64> {
+        let (per_tenant, ceiling) = self.live.read(|l| {
+            let c = l.ceiling(Collection::Schedules);
+            (l.schedules_per_tenant_max, c)
+        });
+        if held >= per_tenant {
             let scope = Scope::Tenant(Collection::Schedules);
             return Err(Error::capacity(scope, per_tenant, held));
         }
-        let count = self.count.used();
-        if count + new > ceiling {
-            return Err(Error::capacity(
-                Scope::Collection(Collection::Schedules),
-                ceiling,
-                count,
-            ));
-        }
-        Ok(())
+        Ok(ceiling)
     }
 
     /// Puts the schedule in `book`, within the caps.
@@ -334,15 +353,7 @@ impl ScheduleHub {
     ) -> Result<()> {
         let replacing = book.schedules.contains_key(&name);
         if !replacing {
-            let (per_tenant, ceiling) = self.live.read(|l| {
-                let c = l.ceiling(Collection::Schedules);
-                (l.schedules_per_tenant_max, c)
-            });
-            let held = book.schedules.len() as u64;
-            if held >= per_tenant {
-                let scope = Scope::Tenant(Collection::Schedules);
-                return Err(Error::capacity(scope, per_tenant, held));
-            }
+            let ceiling = self.tenant_room(book.schedules.len() as u64)?;
             self.count.acquire_under(1, ceiling)?;
         }
         book.schedules.insert(

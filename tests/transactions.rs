@@ -340,6 +340,34 @@ fn consumer_commits_count_only_the_consumers_they_add() {
 }
 
 #[test]
+fn an_unschedule_staged_first_makes_room_for_a_schedule_at_the_cap() {
+    // The tenant holds as many schedules as it may: unscheduling one and
+    // scheduling another in one commit fits, as the two calls outside a
+    // transaction would, in that order; the other order does not, and
+    // changes nothing.
+    let (_clock, s) = store_with(relaystore::StoreConfig {
+        schedules_per_tenant_max: 1,
+        ..config()
+    });
+    s.create_queue(T, "work", QueueConfig::default()).unwrap();
+    s.schedule(T, "old", "@every 1m", "work", b"o").unwrap();
+    let mut tx = s.begin_tx();
+    tx.schedule(T, "new", "@every 1m", "work", b"n").unwrap();
+    tx.unschedule(T, "old").unwrap();
+    let refused = tx.commit().expect_err("a new schedule before the room");
+    assert!(refused.capacity_scope().is_some(), "{refused:?}");
+    let names =
+        |s: &Store| -> Vec<String> { s.schedules(T).iter().map(|i| i.name.to_string()).collect() };
+    assert_eq!(names(&s), ["old"]);
+    let mut tx = s.begin_tx();
+    tx.unschedule(T, "old").unwrap();
+    tx.schedule(T, "new", "@every 1m", "work", b"n").unwrap();
+    tx.commit().unwrap();
+    assert_eq!(names(&s), ["new"]);
+    s.audit().unwrap();
+}
+
+#[test]
 fn a_dropped_or_panicked_transaction_leaves_nothing() {
     let (_clock, s, lease) = relay();
     let listener = s.listen(T, "lobby-changed").unwrap();

@@ -218,8 +218,9 @@ type StreamOf = (TenantId, Arc<str>, u64);
 /// A stream's staged consumer commits: consumer and offset.
 type Offsets = Vec<(Arc<str>, u64)>;
 
-/// A tenant's staged schedules: the names scheduled, the names removed.
-type Names<'a> = (Vec<&'a str>, Vec<&'a str>);
+/// A tenant's staged schedule changes in staging order: the name, and
+/// whether it is scheduled (`true`) or removed.
+type Changes<'a> = Vec<(&'a str, bool)>;
 
 impl Store {
     /// Begins a transaction: see [`Transaction`].
@@ -862,7 +863,7 @@ impl Store {
         // goes in staging order, so those are in place when it enqueues).
         let mut enqueues: Vec<(Object, (usize, usize, usize))> = Vec::new();
         let mut dead_added: Vec<(Object, usize)> = Vec::new();
-        let mut schedules: Vec<(TenantId, Names)> = Vec::new();
+        let mut schedules: Vec<(TenantId, Changes)> = Vec::new();
         for op in ops {
             match op {
                 Op::Publish { .. } | Op::Notify { .. } => {}
@@ -951,10 +952,10 @@ impl Store {
                     ..
                 } => {
                     self.shared.queues.serial((*tenant, queue))?;
-                    group(&mut schedules, *tenant).0.push(name);
+                    group(&mut schedules, *tenant).push((name, true));
                 }
                 Op::Unschedule { tenant, name } => {
-                    group(&mut schedules, *tenant).1.push(name);
+                    group(&mut schedules, *tenant).push((name, false));
                 }
             }
         }
@@ -988,8 +989,8 @@ impl Store {
                 checked => checked?,
             }
         }
-        for (tenant, (names, removed)) in &schedules {
-            self.shared.schedules.check(*tenant, names, removed)?;
+        for (tenant, changes) in &schedules {
+            self.shared.schedules.check(*tenant, changes)?;
         }
         Ok(())
     }
