@@ -428,6 +428,47 @@ impl Job {
     }
 }
 
+/// What a queue holds, as its admission rule counts it: its jobs (every
+/// state), their payload bytes, and its dead letters.
+#[derive(Clone, Copy)]
+struct Contents {
+    jobs: usize,
+    bytes: usize,
+    dead: usize,
+}
+
+impl Contents {
+    /// Refuses `count` more jobs of `bytes` payload bytes in all if a
+    /// queue holding this cannot take them: the one admission rule of
+    /// enqueues.
+    fn admits(self, config: &QueueConfig, count: usize, bytes: usize) -> Result<()> {
+        let refuse = |scope, limit: usize, used: usize| {
+            Err(Error::capacity(scope, limit as u64, used as u64))
+        };
+        if self.dead >= config.dead_letters_max {
+            return refuse(Scope::QueueDeadLetters, config.dead_letters_max, self.dead);
+        }
+        if self.jobs + count > config.jobs_max {
+            return refuse(Scope::QueueJobs, config.jobs_max, self.jobs);
+        }
+        if self.bytes + bytes > config.bytes_max {
+            return refuse(Scope::QueueBytes, config.bytes_max, self.bytes);
+        }
+        Ok(())
+    }
+}
+
+/// One of a transaction's changes to a queue, as its commit checks them
+/// in staging order ([`QueueHub::check_staged`]).
+pub(crate) enum Staged {
+    /// An enqueue of a payload of this many bytes.
+    Enqueue(usize),
+    /// An ack of job `seq` under the claim.
+    Ack(u64, ClaimToken),
+    /// A failure of job `seq` under the claim.
+    Fail(u64, ClaimToken),
+}
+
 /// A job's state, with what its index is keyed by.
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum At {
@@ -568,31 +609,13 @@ impl State {
         readied
     }
 
-    /// Refuses `count` more jobs of `bytes` payload bytes in all if the
-    /// queue cannot take them once `dead_added` more jobs are dead
-    /// letters (a commit's failures staged before its enqueues): the one
-    /// admission rule of enqueues.
-    fn admits(
-        &self,
-        config: &QueueConfig,
-        count: usize,
-        bytes: usize,
-        dead_added: usize,
-    ) -> Result<()> {
-        let refuse = |scope, limit: usize, used: usize| {
-            Err(Error::capacity(scope, limit as u64, used as u64))
-        };
-        let dead = self.dead.len() + dead_added;
-        if dead >= config.dead_letters_max {
-            return refuse(Scope::QueueDeadLetters, config.dead_letters_max, dead);
+    /// What the queue holds, as its admission rule counts it.
+    fn contents(&self) -> Contents {
+        Contents {
+            jobs: self.jobs.len(),
+            bytes: self.bytes,
+            dead: self.dead.len(),
         }
-        if self.jobs.len() + count > config.jobs_max {
-            return refuse(Scope::QueueJobs, config.jobs_max, self.jobs.len());
-        }
-        if self.bytes + bytes > config.bytes_max {
-            return refuse(Scope::QueueBytes, config.bytes_max, self.bytes);
-        }
-        Ok(())
     }
 
     /// The job under the live claim `token` on job `seq` at `now`: the one
@@ -810,7 +833,7 @@ impl QueueHub {
         let early = faults::active(StoreFault::WaitersReadEarly).then(|| queue.announce());
         let (first, late) = {
             let mut state = lock_at(Rung::Queue, &queue.state);
-            state.admits(config, payloads.len(), bytes, 0)?;
+            state.contents().admits(config, payloads.len(), bytes)?;
             let first = first(payloads.len() as u64);
             for (seq, payload) in (first..).zip(payloads) {
                 let at = due.map_or(At::Ready, At::Delayed);
@@ -837,39 +860,40 @@ impl QueueHub {
         Ok((first, announce))
     }
 
-    /// Whether the queue takes `count` more jobs of `bytes` bytes in all
-    /// now, once `dead_added` more of its jobs are dead letters (a
-    /// transaction's check before its commit writes anything).
-    pub(crate) fn check_enqueue(
-        &self,
-        key: Name,
-        count: usize,
-        bytes: usize,
-        dead_added: usize,
-    ) -> Result<()> {
-        let queue = self.get(key)?;
-        let state = lock_at(Rung::Queue, &queue.state);
-        state.admits(&queue.config, count, bytes, dead_added)
-    }
-
     /// The queue's configuration.
     pub(crate) fn config(&self, key: Name) -> Result<QueueConfig> {
         Ok(self.get(key)?.config.clone())
     }
 
-    /// Whether `token` is the live claim on job `seq` at `now`; if it is,
-    /// whether the job has had its last attempt (so that failing it
-    /// dead-letters it).
-    pub(crate) fn check_claim(
-        &self,
-        key: Name,
-        seq: u64,
-        token: ClaimToken,
-        now: u64,
-    ) -> Result<bool> {
+    /// Whether the queue takes `changes` one after another at `now`, as
+    /// [`enqueue`](Self::enqueue), [`ack`](Self::ack) and
+    /// [`fail`](Self::fail) would take them: an ack frees its job's room
+    /// for the enqueues after it, a failure that dead-letters its job
+    /// counts against them. A transaction's check before its commit
+    /// writes anything.
+    pub(crate) fn check_staged(&self, key: Name, changes: &[Staged], now: u64) -> Result<()> {
         let queue = self.get(key)?;
         let state = lock_at(Rung::Queue, &queue.state);
-        Ok(state.check_claim(seq, token, now)?.spent())
+        let mut held = state.contents();
+        for change in changes {
+            match *change {
+                Staged::Enqueue(bytes) => {
+                    held.admits(&queue.config, 1, bytes)?;
+                    held.jobs += 1;
+                    held.bytes += bytes;
+                }
+                Staged::Ack(seq, token) => {
+                    let job = state.check_claim(seq, token, now)?;
+                    held.jobs -= 1;
+                    held.bytes -= job.payload.len();
+                }
+                Staged::Fail(seq, token) => {
+                    let job = state.check_claim(seq, token, now)?;
+                    held.dead += usize::from(job.spent());
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Claims up to `max` ready jobs, oldest first, for `visibility` (the

@@ -368,6 +368,45 @@ fn an_unschedule_staged_first_makes_room_for_a_schedule_at_the_cap() {
 }
 
 #[test]
+fn an_ack_staged_first_makes_room_for_an_enqueue_at_the_cap() {
+    // A worker acks its job and enqueues the next in one commit on a
+    // full queue: the ack frees the slot first, as outside a
+    // transaction; staged the other way round, the enqueue finds the
+    // queue full and the commit changes nothing.
+    let (_clock, s) = store();
+    let config = QueueConfig {
+        jobs_max: 1,
+        dead_letters_max: 1,
+        jitter_seed: Some(7),
+        ..QueueConfig::default()
+    };
+    s.create_queue(T, "work", config).unwrap();
+    let job = s
+        .enqueue(T, "work", b"first", JobOptions::default())
+        .unwrap();
+    let claim = s.claim(T, "work", "w", None, 1).unwrap()[0].claim;
+    let mut tx = s.begin_tx();
+    tx.enqueue(T, "work", b"next", JobOptions::default())
+        .unwrap();
+    tx.ack(T, "work", job, claim).unwrap();
+    let refused = tx.commit().expect_err("the enqueue comes before the room");
+    assert_eq!(refused.capacity_scope(), Some(Scope::QueueJobs));
+    let info = s.queue_info(T, "work").unwrap();
+    assert_eq!((info.ready, info.claimed), (0, 1));
+    let mut tx = s.begin_tx();
+    tx.ack(T, "work", job, claim).unwrap();
+    let next = tx
+        .enqueue(T, "work", b"next", JobOptions::default())
+        .unwrap();
+    tx.commit().unwrap();
+    let info = s.queue_info(T, "work").unwrap();
+    assert_eq!((info.ready, info.claimed, info.bytes), (1, 0, 4));
+    assert_eq!(s.job(T, "work", job), Err(Error::NotFound));
+    assert_eq!(s.job(T, "work", next).unwrap().state, JobState::Ready);
+    s.audit().unwrap();
+}
+
+#[test]
 fn a_dropped_or_panicked_transaction_leaves_nothing() {
     let (_clock, s, lease) = relay();
     let listener = s.listen(T, "lobby-changed").unwrap();

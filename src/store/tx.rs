@@ -10,10 +10,13 @@
 //!
 //! 1. **Check.** Everything that could refuse: the listings it updates or
 //!    removes are visible (at the expected version), the streams it
-//!    appends to have room and took no entry above its offsets, the queues
-//!    it enqueues to have room (counting, for each queue, the jobs that
-//!    failures staged before its enqueues dead-letter: the apply phase
-//!    goes in staging order), its claims are live, its schedules fit.
+//!    appends to have room and took no entry above its offsets, its claims
+//!    are live, its enqueues fit, its consumers and schedules fit their
+//!    caps. What the apply phase takes one after another (a queue's
+//!    enqueues, acks and failures; a stream's consumer commits; a
+//!    tenant's schedule changes) is checked one after another too, so an
+//!    ack staged before an enqueue frees its room, and a failure that
+//!    dead-letters a job counts against the enqueues after it.
 //!    The listings it publishes are created as far as the creation
 //!    protocol's last step (inserted, confirmed, not yet visible), holding
 //!    their units; everything after runs in the creation's last hook, so a
@@ -37,7 +40,7 @@ use super::Store;
 use crate::error::{Error, Result};
 use crate::events::{Cause, Collection, RecordId};
 use crate::ids::{JobId, LeaseId, TenantId};
-use crate::queue::{ClaimToken, Failed, JobInfo, JobOptions, JobState, QueueInfo};
+use crate::queue::{ClaimToken, Failed, JobInfo, JobOptions, JobState, QueueInfo, Staged};
 use crate::store::listing::ListingInfo;
 use crate::store::OUTBOX_QUEUE;
 use crate::stream::{StreamEntry, StreamRead};
@@ -720,10 +723,14 @@ impl Transaction {
     }
 
     /// Applies everything staged, atomically (see the module docs): all of
-    /// it or, with the first refusal, none of it. Refusals are those of
-    /// the plain operations (`Conflict` for a version or an offset another
-    /// writer moved, `CapacityExceeded`, `StaleClaim`, `NotFound`,
-    /// `Draining` / `ServiceUnavailable`, ...), decided at one instant.
+    /// it or, with the first refusal, none of it. It goes in if the staged
+    /// changes, made one after another at one instant (the stream appends
+    /// first, then the rest in staging order), would each be accepted, so
+    /// an ack staged before an enqueue makes room for it and an unschedule
+    /// staged before a schedule does too. Refusals are those of the plain
+    /// operations (`Conflict` for a version or an offset another writer
+    /// moved, `CapacityExceeded`, `StaleClaim`, `NotFound`, `Draining` /
+    /// `ServiceUnavailable`, ...).
     /// The wakes of what was committed fire once all of it is visible.
     ///
     /// Refused with `InvalidArgument`, changing nothing, when called from
@@ -858,11 +865,9 @@ impl Store {
         // TX_OPS_MAX changes: a scan beats a map here).
         let mut appends: Vec<(StreamOf, Entries)> = Vec::new();
         let mut consumers: Vec<(Object, Offsets)> = Vec::new();
-        // Per queue: jobs and bytes enqueued, and the dead letters that the
-        // failures staged before its last enqueue add (the apply phase
-        // goes in staging order, so those are in place when it enqueues).
-        let mut enqueues: Vec<(Object, (usize, usize, usize))> = Vec::new();
-        let mut dead_added: Vec<(Object, usize)> = Vec::new();
+        // Per queue, its changes in staging order: the apply phase takes
+        // them so, and the check takes them as it will.
+        let mut queues: Vec<(Object, Vec<Staged>)> = Vec::new();
         let mut schedules: Vec<(TenantId, Changes)> = Vec::new();
         for op in ops {
             match op {
@@ -912,23 +917,15 @@ impl Store {
                     queue,
                     payload,
                     ..
-                } => {
-                    let object = (*tenant, Arc::clone(queue));
-                    let dead = *group(&mut dead_added, object.clone());
-                    let e = group(&mut enqueues, object);
-                    e.0 += 1;
-                    e.1 += payload.len();
-                    e.2 = dead;
-                }
+                } => group(&mut queues, (*tenant, Arc::clone(queue)))
+                    .push(Staged::Enqueue(payload.len())),
                 Op::Ack {
                     tenant,
                     queue,
                     seq,
                     claim,
                 } => {
-                    self.shared
-                        .queues
-                        .check_claim((*tenant, queue), *seq, *claim, now_ms)?;
+                    group(&mut queues, (*tenant, Arc::clone(queue))).push(Staged::Ack(*seq, *claim))
                 }
                 Op::Fail {
                     tenant,
@@ -936,15 +933,8 @@ impl Store {
                     seq,
                     claim,
                     ..
-                } => {
-                    let spent =
-                        self.shared
-                            .queues
-                            .check_claim((*tenant, queue), *seq, *claim, now_ms)?;
-                    if spent {
-                        *group(&mut dead_added, (*tenant, Arc::clone(queue))) += 1;
-                    }
-                }
+                } => group(&mut queues, (*tenant, Arc::clone(queue)))
+                    .push(Staged::Fail(*seq, *claim)),
                 Op::Schedule {
                     tenant,
                     name,
@@ -976,18 +966,15 @@ impl Store {
                 .streams
                 .check_commits((*tenant, stream), &alive, offsets)?;
         }
-        for ((tenant, queue), (count, bytes, dead)) in &enqueues {
+        for ((tenant, queue), changes) in &queues {
             let key = (*tenant, &**queue);
-            match self.shared.queues.check_enqueue(key, *count, *bytes, *dead) {
-                Err(Error::NotFound) if &**queue == OUTBOX_QUEUE => {
-                    self.outbox_create(*tenant)?;
-                    created.push(*tenant);
-                    self.shared
-                        .queues
-                        .check_enqueue(key, *count, *bytes, *dead)?;
-                }
-                checked => checked?,
+            // A tenant's first outbox message makes its outbox queue.
+            let enqueues = changes.iter().any(|c| matches!(c, Staged::Enqueue(_)));
+            if &**queue == OUTBOX_QUEUE && enqueues && self.shared.queues.serial(key).is_err() {
+                self.outbox_create(*tenant)?;
+                created.push(*tenant);
             }
+            self.shared.queues.check_staged(key, changes, now_ms)?;
         }
         for (tenant, changes) in &schedules {
             self.shared.schedules.check(*tenant, changes)?;

@@ -342,29 +342,19 @@ impl Model {
         now: u64,
         created_attempts: usize,
     ) -> Result<Vec<Option<u64>>, ()> {
-        // Room, against the state before the commit.
+        // Room for the appends, against the state before the commit (they
+        // go in first). Everything else is decided as it is applied, in
+        // staging order: an enqueue meets the acks and failures before it.
         let mut appends: HashMap<(u8, u8), usize> = HashMap::new();
-        let mut enqueues: HashMap<u8, usize> = HashMap::new();
         for (op, _) in ops {
-            match *op {
-                Op::Append { tenant, stream } => *appends.entry((tenant, stream)).or_default() += 1,
-                Op::Enqueue { tenant, .. } => *enqueues.entry(tenant).or_default() += 1,
-                _ => {}
+            if let Op::Append { tenant, stream } = *op {
+                *appends.entry((tenant, stream)).or_default() += 1;
             }
         }
         for (&(tenant, stream), &n) in &appends {
             let s = self.stream(tenant, stream).ok_or(())?;
             s.trim_aged(now);
             if !s.trim && s.entries.len() + n > STREAM_ENTRIES {
-                return Err(());
-            }
-        }
-        for (&tenant, &n) in &enqueues {
-            let dead = self
-                .queue_jobs(tenant)
-                .filter(|j| j.at == JobAt::Dead)
-                .count();
-            if dead >= QUEUE_DEAD || self.queue_jobs(tenant).count() + n > QUEUE_JOBS {
                 return Err(());
             }
         }
