@@ -254,6 +254,26 @@ fn a_refused_commit_changes_nothing() {
     }
 }
 
+/// A store whose queue `work` holds at most `jobs_max` jobs and one dead
+/// letter, with one job (`options`) enqueued and claimed: the store, the
+/// job and its claim.
+fn a_claimed_job(
+    jobs_max: usize,
+    options: JobOptions,
+) -> (Store, relaystore::JobId, relaystore::queue::ClaimToken) {
+    let (_clock, s) = store();
+    let config = QueueConfig {
+        jobs_max,
+        dead_letters_max: 1,
+        jitter_seed: Some(7),
+        ..QueueConfig::default()
+    };
+    s.create_queue(T, "work", config).unwrap();
+    let job = s.enqueue(T, "work", b"first", options).unwrap();
+    let claim = s.claim(T, "work", "w", None, 1).unwrap()[0].claim;
+    (s, job, claim)
+}
+
 #[test]
 fn a_fail_that_fills_the_dead_letters_refuses_the_enqueues_staged_after_it() {
     // A commit applies its changes in staging order, so a fail that
@@ -262,17 +282,8 @@ fn a_fail_that_fills_the_dead_letters_refuses_the_enqueues_staged_after_it() {
     // is refused with nothing changed; an enqueue staged before the fail
     // goes in with it.
     for fail_first in [true, false] {
-        let (_clock, s) = store();
-        let config = QueueConfig {
-            jobs_max: 10,
-            dead_letters_max: 1,
-            jitter_seed: Some(7),
-            ..QueueConfig::default()
-        };
-        s.create_queue(T, "work", config).unwrap();
         let last_try = JobOptions::default().with_attempts_max(1);
-        let job = s.enqueue(T, "work", b"last try", last_try).unwrap();
-        let claim = s.claim(T, "work", "w", None, 1).unwrap()[0].claim;
+        let (s, job, claim) = a_claimed_job(10, last_try);
         let mut tx = s.begin_tx();
         let enqueue = |tx: &mut relaystore::Transaction| {
             tx.enqueue(T, "work", b"next", JobOptions::default())
@@ -373,18 +384,7 @@ fn an_ack_staged_first_makes_room_for_an_enqueue_at_the_cap() {
     // full queue: the ack frees the slot first, as outside a
     // transaction; staged the other way round, the enqueue finds the
     // queue full and the commit changes nothing.
-    let (_clock, s) = store();
-    let config = QueueConfig {
-        jobs_max: 1,
-        dead_letters_max: 1,
-        jitter_seed: Some(7),
-        ..QueueConfig::default()
-    };
-    s.create_queue(T, "work", config).unwrap();
-    let job = s
-        .enqueue(T, "work", b"first", JobOptions::default())
-        .unwrap();
-    let claim = s.claim(T, "work", "w", None, 1).unwrap()[0].claim;
+    let (s, job, claim) = a_claimed_job(1, JobOptions::default());
     let mut tx = s.begin_tx();
     tx.enqueue(T, "work", b"next", JobOptions::default())
         .unwrap();
