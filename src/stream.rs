@@ -260,38 +260,33 @@ struct Log {
 }
 
 impl Log {
-    /// Refuses committing `offset` for `consumer` if it lies past the end,
-    /// behind the consumer's committed offset, or, for a new consumer,
-    /// over `consumers_max` once `added` new ones went in before it; else
-    /// whether the consumer is new. The one rule of consumer commits.
+    /// Refuses committing `offset` for a consumer whose committed offset
+    /// is `committed` (`None`: a new one, while the stream has `consumers`)
+    /// if the offset lies past the end, behind the committed one, or over
+    /// `consumers_max` for a new consumer. The one rule of consumer
+    /// commits.
     fn check_commit(
         &self,
         consumers_max: usize,
-        consumer: &str,
+        committed: Option<u64>,
+        consumers: usize,
         offset: u64,
-        added: usize,
-    ) -> Result<bool> {
+    ) -> Result<()> {
         if offset > self.next {
             return Err(Error::InvalidArgument {
                 reason: PAST_THE_END,
             });
         }
-        match self.consumers.get(consumer) {
-            Some(&committed) if offset < committed => Err(Error::Conflict {
+        match committed {
+            Some(committed) if offset < committed => Err(Error::Conflict {
                 current_version: committed,
             }),
-            Some(_) => Ok(false),
-            None => {
-                let consumers = self.consumers.len() + added;
-                if consumers >= consumers_max {
-                    return Err(Error::capacity(
-                        Scope::StreamConsumers,
-                        consumers_max as u64,
-                        consumers as u64,
-                    ));
-                }
-                Ok(true)
-            }
+            None if consumers >= consumers_max => Err(Error::capacity(
+                Scope::StreamConsumers,
+                consumers_max as u64,
+                consumers as u64,
+            )),
+            _ => Ok(()),
         }
     }
 
@@ -902,14 +897,17 @@ impl StreamHub {
     ) -> Result<()> {
         let stream = self.get(key, alive)?;
         let mut log = lock_at(Rung::Stream, &stream.log);
-        log.check_commit(self.limits.consumers_max, &consumer, offset, 0)?;
+        let committed = log.consumers.get(&consumer).copied();
+        let consumers = log.consumers.len();
+        log.check_commit(self.limits.consumers_max, committed, consumers, offset)?;
         log.consumers.insert(consumer, offset);
         Ok(())
     }
 
-    /// Whether `offsets` (consumer, offset), committed one after another
-    /// as [`commit`](Self::commit) would, all go in: a transaction's
-    /// check before its commit writes anything.
+    /// Whether `offsets` (consumer, offset, in staging order; a consumer
+    /// may come more than once), committed one after another as
+    /// [`commit`](Self::commit) would, all go in: a transaction's check
+    /// before its commit writes anything.
     pub(crate) fn check_commits(
         &self,
         key: Name,
@@ -918,10 +916,22 @@ impl StreamHub {
     ) -> Result<()> {
         let stream = self.get(key, alive)?;
         let log = lock_at(Rung::Stream, &stream.log);
+        // What the commits before each one left: the consumers they
+        // committed (latest last) and how many of those are new.
+        let mut staged: Vec<(&str, u64)> = Vec::new();
         let mut added = 0;
         for (consumer, offset) in offsets {
-            let new = log.check_commit(self.limits.consumers_max, consumer, *offset, added)?;
-            added += usize::from(new);
+            let consumer = &**consumer;
+            let committed = staged
+                .iter()
+                .rev()
+                .find(|(c, _)| *c == consumer)
+                .map(|&(_, o)| o)
+                .or_else(|| log.consumers.get(consumer).copied());
+            let consumers = log.consumers.len() + added;
+            log.check_commit(self.limits.consumers_max, committed, consumers, *offset)?;
+            added += usize::from(committed.is_none());
+            staged.push((consumer, *offset));
         }
         Ok(())
     }

@@ -351,6 +351,31 @@ fn consumer_commits_count_only_the_consumers_they_add() {
 }
 
 #[test]
+fn a_consumer_committed_twice_in_one_commit_never_goes_backwards() {
+    // Two commits of one consumer are taken in staging order: forwards
+    // they go in, ending at the later; backwards the second is a
+    // `Conflict` and the commit changes nothing, not even the first.
+    let (_clock, s) = store();
+    s.create_stream(T, "log", StreamConfig::new(3, 1 << 20, WhenFull::Refuse))
+        .unwrap();
+    s.append(T, "log", b"a").unwrap();
+    s.append(T, "log", b"b").unwrap();
+    s.commit(T, "log", "reader", 0).unwrap();
+    let mut tx = s.begin_tx();
+    tx.commit_offset(T, "log", "reader", 2).unwrap();
+    tx.commit_offset(T, "log", "reader", 1).unwrap();
+    let refused = tx.commit().expect_err("the second commit goes backwards");
+    assert!(matches!(refused, Error::Conflict { .. }), "{refused:?}");
+    assert_eq!(s.committed(T, "log", "reader"), Ok(Some(0)));
+    let mut tx = s.begin_tx();
+    tx.commit_offset(T, "log", "reader", 1).unwrap();
+    tx.commit_offset(T, "log", "reader", 2).unwrap();
+    tx.commit().unwrap();
+    assert_eq!(s.committed(T, "log", "reader"), Ok(Some(2)));
+    s.audit().unwrap();
+}
+
+#[test]
 fn an_unschedule_staged_first_makes_room_for_a_schedule_at_the_cap() {
     // The tenant holds as many schedules as it may: unscheduling one and
     // scheduling another in one commit fits, as the two calls outside a

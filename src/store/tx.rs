@@ -218,7 +218,8 @@ type Entries = Vec<(u64, Arc<[u8]>)>;
 /// A stream as a transaction staged appends to it: tenant, name, serial.
 type StreamOf = (TenantId, Arc<str>, u64);
 
-/// A stream's staged consumer commits: consumer and offset.
+/// A stream's staged consumer commits in staging order: consumer and
+/// offset (a consumer may come more than once).
 type Offsets = Vec<(Arc<str>, u64)>;
 
 /// A tenant's staged schedule changes in staging order: the name, and
@@ -898,10 +899,8 @@ impl Store {
                     stream,
                     consumer,
                     offset,
-                } => {
-                    let offsets = group(&mut consumers, (*tenant, Arc::clone(stream)));
-                    *group(offsets, Arc::clone(consumer)) = *offset;
-                }
+                } => group(&mut consumers, (*tenant, Arc::clone(stream)))
+                    .push((Arc::clone(consumer), *offset)),
                 Op::Trim {
                     tenant,
                     stream,
