@@ -32,7 +32,7 @@ use crate::ids::{JobId, TenantId};
 use crate::named::{view, Name, TenantCounts, TenantName};
 use crate::quota::Counter;
 use crate::shard::{ShardMap, Upsert};
-use crate::sync::{lock_at, Arc, AtomicU64, Mutex, Ordering, Rung};
+use crate::sync::{lock_at, Arc, AtomicU64, Mutex, Ordering, Ranked, Rung};
 use crate::time::{duration_to_millis_ceil, MonoTime};
 use crate::wheel::{Fired, TimerHandle, Wheel};
 use crate::words::LimitSnapshot;
@@ -411,6 +411,17 @@ impl Queue {
     fn announce(&self) -> Option<Arc<str>> {
         (self.waiters.load(Ordering::SeqCst) > 0).then(|| Arc::clone(&self.wake))
     }
+
+    /// The queue's jobs as of `now`, locked: what fell due by then has
+    /// moved (delays ended, claims lapsed). Every call that reads or
+    /// changes the jobs takes them so, so no call's answer depends on
+    /// whether another call, a read included, came first. The sweep is
+    /// what wakes workers for the jobs this readies ([`QueueHub::sweep`]).
+    fn state_at(&self, now: u64) -> Ranked<'_, State> {
+        let mut state = lock_at(Rung::Queue, &self.state);
+        state.settle(now);
+        state
+    }
 }
 
 struct Job {
@@ -585,15 +596,13 @@ impl State {
 
     /// Moves what is due at `now`: delayed jobs become ready; lapsed claims
     /// return their job to ready, or to the dead letters if that was its
-    /// last attempt. Returns whether any job became ready.
-    fn settle(&mut self, now: u64) -> bool {
-        let mut readied = false;
+    /// last attempt. Only through [`Queue::state_at`] and the sweep.
+    fn settle(&mut self, now: u64) {
         while let Some(&(due, seq)) = self.delayed.first() {
             if due > now {
                 break;
             }
             self.move_to(seq, At::Ready);
-            readied = true;
         }
         while let Some(&(until, seq)) = self.claimed.first() {
             if until > now {
@@ -603,10 +612,8 @@ impl State {
                 self.move_to(seq, At::Dead(Arc::from(LAPSED)));
             } else {
                 self.move_to(seq, At::Ready);
-                readied = true;
             }
         }
-        readied
     }
 
     /// What the queue holds, as its admission rule counts it.
@@ -818,7 +825,7 @@ impl QueueHub {
         key: Name,
         payloads: &[&[u8]],
         options: &JobOptions,
-        due: Option<u64>,
+        (now, due): (u64, Option<u64>),
         first: &mut dyn FnMut(u64) -> u64,
     ) -> Result<(u64, Option<Arc<str>>)> {
         // The store checked the input (`Store::check_job`).
@@ -832,7 +839,7 @@ impl QueueHub {
         // Broken twin: the waiters are counted before the job is ready.
         let early = faults::active(StoreFault::WaitersReadEarly).then(|| queue.announce());
         let (first, late) = {
-            let mut state = lock_at(Rung::Queue, &queue.state);
+            let mut state = queue.state_at(now);
             state.contents().admits(config, payloads.len(), bytes)?;
             let first = first(payloads.len() as u64);
             for (seq, payload) in (first..).zip(payloads) {
@@ -873,7 +880,7 @@ impl QueueHub {
     /// writes anything.
     pub(crate) fn check_staged(&self, key: Name, changes: &[Staged], now: u64) -> Result<()> {
         let queue = self.get(key)?;
-        let state = lock_at(Rung::Queue, &queue.state);
+        let state = queue.state_at(now);
         let mut held = state.contents();
         for change in changes {
             match *change {
@@ -910,8 +917,7 @@ impl QueueHub {
         let visibility = visibility.unwrap_or(queue.config.visibility);
         let until = now.saturating_add(duration_to_millis_ceil(visibility));
         let (grabs, late) = {
-            let mut state = lock_at(Rung::Queue, &queue.state);
-            state.settle(now);
+            let mut state = queue.state_at(now);
             let mut grabs = Vec::new();
             // One copy of the worker's name for the whole claim.
             let worker: Option<Arc<str>> = (!state.ready.is_empty()).then(|| Arc::from(worker));
@@ -955,7 +961,7 @@ impl QueueHub {
     /// Acknowledges job `seq` under `token`: the job is done and leaves.
     pub(crate) fn ack(&self, key: Name, seq: u64, token: ClaimToken, now: u64) -> Result<()> {
         let queue = self.get(key)?;
-        let mut state = lock_at(Rung::Queue, &queue.state);
+        let mut state = queue.state_at(now);
         state.check_claim(seq, token, now)?;
         if faults::active(StoreFault::AckSplitHold) {
             // Broken twin: the job is removed under a later hold, whoever
@@ -979,7 +985,7 @@ impl QueueHub {
     ) -> Result<Failed> {
         let queue = self.get(key)?;
         let (failed, late) = {
-            let mut state = lock_at(Rung::Queue, &queue.state);
+            let mut state = queue.state_at(now);
             let job = state.check_claim(seq, token, now)?;
             let failed = if job.spent() {
                 state.move_to(seq, At::Dead(Arc::from(reason)));
@@ -1000,10 +1006,10 @@ impl QueueHub {
         Ok(failed)
     }
 
-    /// Job `seq` as it is at `now` (without settling anything).
+    /// Job `seq` as it is at `now`.
     pub(crate) fn job(&self, key: Name, seq: u64, now: u64) -> Result<JobInfo> {
         let queue = self.get(key)?;
-        let state = lock_at(Rung::Queue, &queue.state);
+        let state = queue.state_at(now);
         let job = state.jobs.get(&seq).ok_or(Error::NotFound)?;
         let left = |tick: u64| Duration::from_millis(tick.saturating_sub(now));
         let state = match &job.at {
@@ -1027,11 +1033,10 @@ impl QueueHub {
         })
     }
 
-    /// What the queue holds at `now` (settled first, as a claim would).
+    /// What the queue holds at `now`.
     pub(crate) fn info(&self, key: Name, now: u64) -> Result<QueueInfo> {
         let queue = self.get(key)?;
-        let mut state = lock_at(Rung::Queue, &queue.state);
-        state.settle(now);
+        let state = queue.state_at(now);
         Ok(QueueInfo {
             ready: state.ready.len(),
             delayed: state.delayed.len(),
@@ -1041,11 +1046,17 @@ impl QueueHub {
         })
     }
 
-    /// Up to `max` dead letters, oldest first, from sequence number `from`
-    /// on.
-    pub(crate) fn dead_letters(&self, key: Name, from: u64, max: usize) -> Result<Vec<Corpse>> {
+    /// Up to `max` dead letters at `now`, oldest first, from sequence
+    /// number `from` on.
+    pub(crate) fn dead_letters(
+        &self,
+        key: Name,
+        from: u64,
+        max: usize,
+        now: u64,
+    ) -> Result<Vec<Corpse>> {
         let queue = self.get(key)?;
-        let state = lock_at(Rung::Queue, &queue.state);
+        let state = queue.state_at(now);
         Ok(state
             .dead
             .range(from..)
@@ -1067,10 +1078,10 @@ impl QueueHub {
 
     /// Returns dead letter `seq` to ready with its attempts reset; returns
     /// the wake channel to notify, if a worker waits.
-    pub(crate) fn requeue_dead(&self, key: Name, seq: u64) -> Result<Option<Arc<str>>> {
+    pub(crate) fn requeue_dead(&self, key: Name, seq: u64, now: u64) -> Result<Option<Arc<str>>> {
         let queue = self.get(key)?;
         {
-            let mut state = lock_at(Rung::Queue, &queue.state);
+            let mut state = queue.state_at(now);
             if !state.dead.contains(&seq) {
                 return Err(Error::NotFound);
             }
@@ -1080,10 +1091,10 @@ impl QueueHub {
         Ok(queue.announce())
     }
 
-    /// Drops every dead letter; returns how many.
-    pub(crate) fn purge_dead(&self, key: Name) -> Result<usize> {
+    /// Drops every dead letter at `now`; returns how many.
+    pub(crate) fn purge_dead(&self, key: Name, now: u64) -> Result<usize> {
         let queue = self.get(key)?;
-        let mut state = lock_at(Rung::Queue, &queue.state);
+        let mut state = queue.state_at(now);
         let dead: Vec<u64> = state.dead.iter().copied().collect();
         for &seq in &dead {
             state.remove(seq);
@@ -1092,7 +1103,8 @@ impl QueueHub {
     }
 
     /// Fires the timers due at `now`: settles each queue and sets its next
-    /// timer. Returns the wake channels of queues where jobs became ready.
+    /// timer. Returns the wake channels of queues with ready jobs and a
+    /// waiting worker.
     pub(crate) fn sweep(&self, now: u64) -> Vec<(TenantId, Arc<str>)> {
         let mut fired: Vec<Fired<TimerItem>> = Vec::new();
         lock_at(Rung::Wheel, &self.timers).advance(now, &mut fired);
@@ -1109,17 +1121,22 @@ impl QueueHub {
             if queue.serial != serial {
                 continue;
             }
-            let (readied, late) = {
+            let (ready, late) = {
                 let mut state = lock_at(Rung::Queue, &queue.state);
                 if state.timer.is_some_and(|(h, _)| h == handle) {
                     state.timer = None;
                 }
-                (state.settle(now), state.timer_late())
+                state.settle(now);
+                // Every ready job, not only those this settling moved: a
+                // call before the sweep may have readied some, and it
+                // wakes no one (`Queue::state_at`). The timer was due at
+                // or before their due tick, so it fires for them here.
+                (!state.ready.is_empty(), state.timer_late())
             };
             if late {
                 self.arm(&queue);
             }
-            if let Some(wake) = queue.announce().filter(|_| readied) {
+            if let Some(wake) = queue.announce().filter(|_| ready) {
                 woken.push((key.0, wake));
             }
         }

@@ -281,6 +281,113 @@ fn a_lapsed_claim_returns_its_job_through_the_sweep_and_its_last_lapse_dead_lett
     s.audit().unwrap();
 }
 
+/// A queue whose one job's last claim lapsed at this instant, the sweep
+/// not run since.
+fn lapsed_and_unswept() -> (Store, relaystore::JobId) {
+    let (clock, s) = store();
+    queue(
+        &s,
+        QueueConfig {
+            attempts_max: 1,
+            dead_letters_max: 1,
+            ..seeded(1)
+        },
+    );
+    let id = enqueue(&s, b"j");
+    s.claim(T, "work", "w", Some(SEC), 1).unwrap();
+    clock.advance(SEC);
+    (s, id)
+}
+
+#[test]
+fn every_call_sees_a_lapse_as_of_now_whether_or_not_a_read_settled_it() {
+    // The same calls on a queue nobody touched since the lapse and on one
+    // an operator's read (`queue_info`) came to first: a read changes no
+    // other call's answer, and each answers as of now.
+    for read_first in [false, true] {
+        let fresh = || {
+            let (s, id) = lapsed_and_unswept();
+            if read_first {
+                assert_eq!(s.queue_info(T, "work").unwrap().dead, 1);
+            }
+            (s, id)
+        };
+        let (s, id) = fresh();
+        assert_eq!(
+            s.job(T, "work", id).unwrap().state,
+            JobState::Dead {
+                reason: Arc::from("visibility lapsed")
+            },
+            "read first: {read_first}"
+        );
+        let (s, id) = fresh();
+        let dead = s.dead_letters(T, "work", None, 10).unwrap();
+        assert_eq!(
+            dead.iter().map(|d| d.id).collect::<Vec<_>>(),
+            vec![id],
+            "read first: {read_first}"
+        );
+        let (s, _) = fresh();
+        assert_eq!(s.purge_dead(T, "work"), Ok(1), "read first: {read_first}");
+        let (s, id) = fresh();
+        assert_eq!(
+            s.requeue_dead(T, "work", id),
+            Ok(()),
+            "read first: {read_first}"
+        );
+        let (s, _) = fresh();
+        assert!(
+            matches!(
+                s.enqueue(T, "work", b"k", JobOptions::default()),
+                Err(Error::CapacityExceeded {
+                    scope: Scope::QueueDeadLetters,
+                    ..
+                })
+            ),
+            "the dead letter fills its cap; read first: {read_first}"
+        );
+        s.audit().unwrap();
+    }
+}
+
+#[test]
+fn a_call_that_readies_jobs_early_leaves_the_wake_for_a_waiting_worker() {
+    use std::future::Future;
+    use std::task::{Context, Poll, Waker};
+    let mut cx = Context::from_waker(Waker::noop());
+    // Jobs whose delay ends become ready for whichever call comes first:
+    // an operator's read, or another worker's claim. Either way a worker
+    // waiting on the queue must still be woken by the sweep.
+    type Early = fn(&Store);
+    let readers: [(&str, Early); 2] = [
+        ("a read", |s| {
+            assert_eq!(s.queue_info(T, "work").unwrap().ready, 2);
+        }),
+        ("another worker's claim", |s| {
+            assert_eq!(s.claim(T, "work", "other", None, 1).unwrap().len(), 1);
+        }),
+    ];
+    for (what, early) in readers {
+        let (clock, s) = store();
+        queue(&s, seeded(1));
+        for payload in [b"one", b"two"] {
+            s.enqueue(T, "work", payload, JobOptions::delayed(SEC * 2))
+                .unwrap();
+        }
+        let mut waiter = std::pin::pin!(s.claim_async(T, "work", "w", None, 1));
+        assert!(waiter.as_mut().poll(&mut cx).is_pending(), "nothing ready");
+        clock.advance(SEC * 2);
+        early(&s);
+        s.sweep();
+        match waiter.as_mut().poll(&mut cx) {
+            Poll::Ready(Ok(jobs)) => assert_eq!(jobs.len(), 1, "after {what}"),
+            other => {
+                panic!("after {what}, the waiting worker slept through a ready job: {other:?}")
+            }
+        }
+    }
+}
+
 #[test]
 fn delayed_jobs_are_invisible_until_due() {
     let (clock, s) = store();

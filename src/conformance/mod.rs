@@ -180,6 +180,7 @@ pub const QUEUE_CHECKS: &[&str] = &[
     "queues::claims_and_acks",
     "queues::retries_and_dead_letters",
     "queues::lapses_and_delays",
+    "queues::lapses_seen_by_every_call",
     "queues::outbox_and_schedules",
 ];
 
@@ -195,6 +196,7 @@ pub const ENGINE_CHECKS: &[&str] = &[
     "queues::claims_and_acks",
     "queues::retries_and_dead_letters",
     "queues::lapses_and_delays",
+    "queues::lapses_seen_by_every_call",
     "queues::outbox_and_schedules",
 ];
 
@@ -309,6 +311,7 @@ where
     check!(h, failures, QUEUE_CHECKS, queues::claims_and_acks);
     check!(h, failures, QUEUE_CHECKS, queues::retries_and_dead_letters);
     check!(h, failures, QUEUE_CHECKS, queues::lapses_and_delays);
+    check!(h, failures, QUEUE_CHECKS, queues::lapses_seen_by_every_call);
     check!(h, failures, QUEUE_CHECKS, queues::outbox_and_schedules);
     failures
 }

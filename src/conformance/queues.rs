@@ -187,6 +187,58 @@ where
     Ok(())
 }
 
+/// Whichever call comes first after a claim's last lapse sees the dead
+/// letter it made: no call's answer depends on another call, a read
+/// included, having looked at the queue before it.
+pub(super) async fn lapses_seen_by_every_call<H: Harness>(h: &H) -> Outcome
+where
+    H::Engine: Engine,
+{
+    let u = h.unit();
+    let e = h.engine(config(u)).await?;
+    // A queue per call, each with one job whose only claim lapses.
+    let queues = ["purged", "listed", "requeued", "full"];
+    let mut jobs = Vec::new();
+    for queue in queues {
+        let one_dead_letter = QueueConfig {
+            dead_letters_max: 1,
+            ..queue_config(1)
+        };
+        e.create_queue(T, queue, one_dead_letter).await?;
+        jobs.push(e.enqueue(T, queue, b"j", JobOptions::default()).await?);
+        e.claim(T, queue, "w", Some(u * 5), 1).await?;
+    }
+    h.advance(u * 6).await;
+    ensure_eq!(
+        e.purge_dead(T, "purged").await,
+        Ok(1),
+        "purge_dead counts the lapse's dead letter"
+    );
+    let listed = e.dead_letters(T, "listed", None, 10).await?;
+    ensure_eq!(
+        listed.iter().map(|d| d.id).collect::<Vec<_>>(),
+        vec![jobs[1]],
+        "dead_letters lists it"
+    );
+    ensure_eq!(
+        e.requeue_dead(T, "requeued", jobs[2]).await,
+        Ok(()),
+        "requeue_dead finds it"
+    );
+    let refused = e.enqueue(T, "full", b"k", JobOptions::default()).await;
+    ensure!(
+        matches!(
+            refused,
+            Err(Error::CapacityExceeded {
+                scope: Scope::QueueDeadLetters,
+                ..
+            })
+        ),
+        "an enqueue counts it against the dead-letter cap: {refused:?}"
+    );
+    Ok(())
+}
+
 pub(super) async fn outbox_and_schedules<H: Harness>(h: &H) -> Outcome
 where
     H::Engine: Engine,

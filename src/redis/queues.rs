@@ -4,9 +4,9 @@
 //!
 //! A queue lives in its tenant's slot, beside its jobs (`lua/prelude.lua`
 //! has the layout); every transition is one function. Time-driven moves
-//! (a delay ends, a claim lapses) are settled by the next call that looks
-//! at the queue (claim, `job`, `queue_info`), by the server's clock, so no
-//! timer runs in Redis; a worker waiting in `claim_wait` wakes for
+//! (a delay ends, a claim lapses) are settled by the next call on the
+//! queue's jobs, whichever it is (`queue_now` in `lua/prelude.lua`), by the
+//! server's clock, so no timer runs in Redis; a worker waiting in `claim_wait` wakes for
 //! enqueues and requeues on any instance, and otherwise sleeps exactly
 //! until the queue's next such move. The outbox is a queue of the
 //! tenant's own under the reserved name
@@ -18,7 +18,7 @@ use crate::error::{Error, Result};
 use crate::ids::{JobId, TenantId};
 use crate::queue::{
     wake_channel, ClaimToken, ClaimedJob, Failed, JobInfo, JobOptions, JobState, QueueConfig,
-    QueueInfo, LAPSED,
+    QueueInfo,
 };
 use crate::store::{outbox_config, DeadLetter, OutboxMessage, OutboxRun, OUTBOX_QUEUE};
 use crate::time::duration_to_millis_ceil;
@@ -181,7 +181,6 @@ impl RedisEngine {
             worker,
             visibility.map_or_else(String::new, |v| v.to_string()),
             max.to_string(),
-            LAPSED,
         ];
         let reply = self
             .queue_call(scripts::CLAIM, tenant, queue, Issued::Nothing, args)
@@ -315,7 +314,7 @@ impl RedisEngine {
     /// A job as it is now (what is due settled first).
     pub async fn job(&self, tenant: TenantId, queue: &str, job: JobId) -> Result<JobInfo> {
         self.config().check_inspected_queue(queue)?;
-        let args = args![job.seq().to_string(), LAPSED];
+        let args = args![job.seq().to_string()];
         let reply = self
             .queue_call(scripts::JOB, tenant, queue, issued(job), args)
             .await?;
@@ -342,13 +341,7 @@ impl RedisEngine {
     pub async fn queue_info(&self, tenant: TenantId, queue: &str) -> Result<QueueInfo> {
         self.config().check_inspected_queue(queue)?;
         let reply = self
-            .queue_call(
-                scripts::QUEUE_INFO,
-                tenant,
-                queue,
-                Issued::Nothing,
-                args![LAPSED],
-            )
+            .queue_call(scripts::QUEUE_INFO, tenant, queue, Issued::Nothing, args![])
             .await?;
         let count = |at| {
             reply

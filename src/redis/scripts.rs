@@ -86,7 +86,7 @@ functions! {
     FAIL = "fail", "fail.lua", Tenant;
     JOB = "job", "job.lua", Tenant;
     QUEUE_INFO = "queue_info", "queue_info.lua", Tenant;
-    DEAD_LETTERS = "dead_letters", "dead_letters.lua", Read;
+    DEAD_LETTERS = "dead_letters", "dead_letters.lua", Tenant;
     REQUEUE_DEAD = "requeue_dead", "requeue_dead.lua", Tenant;
     PURGE_DEAD = "purge_dead", "purge_dead.lua", Tenant;
     SCHEDULE = "schedule", "schedule.lua", Tenant;
@@ -116,7 +116,7 @@ impl Function {
 const NAME: &str = "@LIBRARY@";
 
 pub(super) static LIBRARY: LazyLock<Library> = LazyLock::new(|| {
-    let mut code = String::from(include_str!("lua/prelude.lua"));
+    let mut code = include_str!("lua/prelude.lua").replace("@LAPSED@", crate::queue::LAPSED);
     for (op, body, kind) in FUNCTIONS {
         // A per-tenant body runs inside `begin` and `finish` (the reply
         // and the removal events it caused); the others as they are.

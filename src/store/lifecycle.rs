@@ -143,15 +143,6 @@ impl Store {
         }
     }
 
-    /// [`admit_new`](Self::admit_new) for an operation that needs no
-    /// reading of the clock itself: a ready store admits without one.
-    pub(super) fn admit_new_unclocked(&self) -> Result<()> {
-        if self.shared.state.load(Ordering::Acquire) == READY {
-            return Ok(());
-        }
-        self.admit_new(self.shared.clock.now())
-    }
-
     /// Admission for authorizations (joins, bind, consume): refused with
     /// `ServiceUnavailable` whenever the store cannot guarantee them — it is
     /// stopped, or the expiry driver has not run for longer than

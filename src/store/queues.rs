@@ -135,21 +135,18 @@ impl Store {
         for payload in payloads {
             self.check_job(payload.len(), options)?;
         }
-        // A job ready at once needs no reading of the clock.
-        let due = if options.delay.is_zero() {
-            self.admit_new_unclocked()?;
-            None
-        } else {
-            let now = self.shared.clock.now();
-            self.admit_new(now)?;
-            Some(now.saturating_add(options.delay).as_millis())
-        };
-        let enqueued =
-            self.shared
-                .queues
-                .enqueue((tenant, queue), payloads, options, due, &mut |n| {
-                    self.next_seqs(n)
-                });
+        // The queue is read as of now (a lapse may have filled its dead
+        // letters), so even a job ready at once reads the clock.
+        let now = self.shared.clock.now();
+        self.admit_new(now)?;
+        let due = (!options.delay.is_zero()).then(|| now.saturating_add(options.delay).as_millis());
+        let enqueued = self.shared.queues.enqueue(
+            (tenant, queue),
+            payloads,
+            options,
+            (now.as_millis(), due),
+            &mut |n| self.next_seqs(n),
+        );
         let (first, announce) = self.observed(tenant, enqueued)?;
         if let Some(wake) = announce {
             self.shared.wakes.notify(&(tenant, wake))?;
@@ -341,12 +338,12 @@ impl Store {
     /// the outbox's messages ([`OUTBOX_QUEUE`](super::OUTBOX_QUEUE)), as are
     /// [`queue_info`](Self::queue_info) and the dead-letter operations.
     pub fn job(&self, tenant: TenantId, queue: &str, job: JobId) -> Result<JobInfo> {
+        // Inside the commit gate: it settles what fell due, a change.
+        let _in = self.enter();
         self.check_queue_to_inspect(queue)?;
         let seq = self.job_seq(job)?;
-        self.consistent(|| {
-            let now = self.shared.clock.now().as_millis();
-            self.shared.queues.job((tenant, queue), seq, now)
-        })
+        let now = self.shared.clock.now().as_millis();
+        self.shared.queues.job((tenant, queue), seq, now)
     }
 
     /// What the queue holds now, by state.
@@ -372,8 +369,13 @@ impl Store {
             None => 0,
         };
         let max = max.min(self.shared.config.page_len_max);
-        let corpses =
-            self.consistent(|| self.shared.queues.dead_letters((tenant, queue), from, max))?;
+        // Inside the commit gate: it settles what fell due, a change.
+        let _in = self.enter();
+        let now = self.shared.clock.now().as_millis();
+        let corpses = self
+            .shared
+            .queues
+            .dead_letters((tenant, queue), from, max, now)?;
         Ok(corpses
             .into_iter()
             .map(|c| DeadLetter {
@@ -392,7 +394,8 @@ impl Store {
         let _in = self.enter();
         self.check_queue_to_inspect(queue)?;
         let seq = self.job_seq(job)?;
-        match self.shared.queues.requeue_dead((tenant, queue), seq)? {
+        let now = self.shared.clock.now().as_millis();
+        match self.shared.queues.requeue_dead((tenant, queue), seq, now)? {
             Some(wake) => self.shared.wakes.notify(&(tenant, wake)),
             None => Ok(()),
         }
@@ -402,7 +405,8 @@ impl Store {
     pub fn purge_dead(&self, tenant: TenantId, queue: &str) -> Result<usize> {
         let _in = self.enter();
         self.check_queue_to_inspect(queue)?;
-        self.shared.queues.purge_dead((tenant, queue))
+        let now = self.shared.clock.now().as_millis();
+        self.shared.queues.purge_dead((tenant, queue), now)
     }
 
     /// Job queues held.

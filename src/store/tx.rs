@@ -1091,7 +1091,7 @@ impl Store {
                         (*tenant, queue),
                         &[payload],
                         options,
-                        due,
+                        (now_ms, due),
                         &mut |_| *seq,
                     ))?;
                     if let Some(wake) = announce {

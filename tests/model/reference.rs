@@ -195,7 +195,8 @@ impl Model {
 
     /// Moves what is due in the tenant's queue at `now`: delays end, and
     /// lapsed claims return their job (or dead-letter it after its last
-    /// attempt).
+    /// attempt). Every queue op starts with it: each sees the queue as of
+    /// now.
     fn settle_queue(&mut self, tenant: u8) {
         let now = self.now;
         for job in self
@@ -747,6 +748,7 @@ impl Model {
                 Outcome::Woke(std::mem::replace(&mut self.listeners[listener].2, false))
             }
             Op::Enqueue { tenant, delayed } => {
+                self.settle_queue(tenant);
                 let dead = self
                     .queue_jobs(tenant)
                     .filter(|j| j.at == JobAt::Dead)
@@ -797,6 +799,7 @@ impl Model {
                 }))
             }
             Op::Settle { tenant, claim, ack } => {
+                self.settle_queue(tenant);
                 let i = self.claims[claim];
                 let now = self.now;
                 let job = &self.jobs[i];
@@ -833,6 +836,7 @@ impl Model {
             }
             Op::Tx { ref ops, commit } => self.transaction(ops, commit, created_attempts),
             Op::PurgeDead { tenant } => {
+                self.settle_queue(tenant);
                 let mut n = 0;
                 for job in self.jobs.iter_mut() {
                     if job.tenant == tenant && !job.gone && job.at == JobAt::Dead {

@@ -1,15 +1,13 @@
 -- claim: ARGV[3] queue, ARGV[4] worker, ARGV[5] visibility (ms, '' for
--- the queue's), ARGV[6] most jobs, ARGV[7] the reason a job whose last
--- claim lapsed is dead-lettered with. Settles what is due, then claims
+-- the queue's), ARGV[6] most jobs. Settles what is due, then claims
 -- ready jobs oldest first. Reply: {OK, visibility (ms), ms until something
 -- changes by itself (-1: nothing), then per job: its number, the claim's
 -- token, the attempt, the payload}.
 local name, worker = ARGV[3], ARGV[4]
-local q = queue_of(name)
+local q = queue_now(name)
 if not q then
   return {NOT_FOUND}
 end
-settle(name, ARGV[7])
 local vis = q[4]
 if ARGV[5] ~= '' then
   vis = tonumber(ARGV[5])

@@ -2,7 +2,7 @@
 -- ARGV[5] most to list. Reply: {OK, then per dead letter, by number: its
 -- number, attempts, reason, payload}.
 local name = ARGV[3]
-if not queue_of(name) then
+if not queue_now(name) then
   return {NOT_FOUND}
 end
 local out = {OK}

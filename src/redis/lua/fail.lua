@@ -5,7 +5,7 @@
 -- dead letter if that was its last attempt. Reply: {OK, the backoff in ms,
 -- or -1 for a dead letter}, {NOT_FOUND} or {STALE_CLAIM}.
 local name, seq = ARGV[3], ARGV[4]
-local q = queue_of(name)
+local q = queue_now(name)
 if not q then
   return {NOT_FOUND}
 end

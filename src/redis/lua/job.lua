@@ -1,17 +1,15 @@
--- job: ARGV[3] queue, ARGV[4] job number, ARGV[5] the lapsed claims'
--- reason (as for claim). Settles what is due first. Reply: {OK, state
--- ('r' ready, 'd' delayed, 'c' claimed, 'x' dead), ms left (delayed,
--- claimed; else 0), the worker (claimed) or reason (dead) or '',
--- attempts, attempts_max, payload} or {NOT_FOUND}.
+-- job: ARGV[3] queue, ARGV[4] job number. Settles what is due first.
+-- Reply: {OK, state ('r' ready, 'd' delayed, 'c' claimed, 'x' dead), ms
+-- left (delayed, claimed; else 0), the worker (claimed) or reason (dead)
+-- or '', attempts, attempts_max, payload} or {NOT_FOUND}.
 local name, seq = ARGV[3], ARGV[4]
-if not queue_of(name) then
+if not queue_now(name) then
   return {NOT_FOUND}
 end
 local payload = redis.call('HGET', qk('qp', name), seq)
 if not payload then
   return {NOT_FOUND}
 end
-settle(name, ARGV[5])
 local state, left, text = 'r', 0, ''
 local score = redis.call('ZSCORE', qk('qd', name), seq)
 if score then

@@ -686,17 +686,19 @@ local function queue_of(name)
   return q
 end
 
+-- The reason a job whose last claim lapsed is dead-lettered with: `LAPSED`
+-- in src/queue.rs, put here when the library is built.
+local LAPSED = '@LAPSED@'
+
 -- Moves what is due in queue `name` now: delayed jobs become ready; a
--- lapsed claim returns its job to ready, or makes it a dead letter with
--- reason `lapsed` if that was its last attempt. Returns whether a job
--- became ready.
-local function settle(name, lapsed)
-  local ready, readied = qk('qr', name), false
+-- lapsed claim returns its job to ready, or makes it a dead letter (reason
+-- `LAPSED`) if that was its last attempt. Only through `queue_now`.
+local function settle(name)
+  local ready = qk('qr', name)
   local delayed = qk('qd', name)
   for _, seq in ipairs(redis.call('ZRANGEBYSCORE', delayed, '-inf', NOW)) do
     redis.call('ZREM', delayed, seq)
     redis.call('ZADD', ready, seq, seq)
-    readied = true
   end
   local claimed = qk('qc', name)
   for _, seq in ipairs(redis.call('ZRANGEBYSCORE', claimed, '-inf', NOW)) do
@@ -706,13 +708,23 @@ local function settle(name, lapsed)
     local used = tonumber(redis.call('HGET', qk('qa', name), seq))
     if used >= tonumber(redis.call('HGET', qk('qm', name), seq)) then
       redis.call('ZADD', qk('qx', name), seq, seq)
-      redis.call('HSET', qk('qy', name), seq, lapsed)
+      redis.call('HSET', qk('qy', name), seq, LAPSED)
     else
       redis.call('ZADD', ready, seq, seq)
-      readied = true
     end
   end
-  return readied
+end
+
+-- Queue `name` as `queue_of` gives it, with what fell due by now settled
+-- first, or nil. Every function that reads or changes jobs starts here, so
+-- no call's answer depends on whether another call, a read included, came
+-- first.
+local function queue_now(name)
+  local q = queue_of(name)
+  if q then
+    settle(name)
+  end
+  return q
 end
 
 -- The time until something in queue `name` changes by itself (a delay
@@ -777,7 +789,7 @@ end
 -- Returns the first job's number (the others follow it), or nil and the
 -- refusal.
 local function enqueue_jobs(name, payload, count, due, attempts, wake)
-  local q = queue_of(name)
+  local q = queue_now(name)
   if not q then
     return nil, {NOT_FOUND}
   end

@@ -1,7 +1,7 @@
 -- purge_dead: ARGV[3] queue. Removes every dead letter. Reply: {OK, how
 -- many}.
 local name = ARGV[3]
-if not queue_of(name) then
+if not queue_now(name) then
   return {NOT_FOUND}
 end
 local dead = redis.call('ZRANGE', qk('qx', name), 0, -1)

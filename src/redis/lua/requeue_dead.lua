@@ -2,7 +2,7 @@
 -- wake channel. The dead letter is ready again with fresh attempts.
 -- Reply: {OK} or {NOT_FOUND}.
 local name, seq = ARGV[3], ARGV[4]
-if not queue_of(name) or not redis.call('ZSCORE', qk('qx', name), seq) then
+if not queue_now(name) or not redis.call('ZSCORE', qk('qx', name), seq) then
   return {NOT_FOUND}
 end
 redis.call('ZREM', qk('qx', name), seq)
