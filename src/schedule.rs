@@ -284,31 +284,52 @@ impl ScheduleHub {
         self.limits.interval_ms(spec)
     }
 
-    /// Whether the tenant's schedules take `changes`, one after another
-    /// in staging order, as [`schedule`](Self::schedule) (`true`: a new
-    /// schedule within the caps, or one replacing the tenant's) and
-    /// [`unschedule`](Self::unschedule) (`false`: one the tenant holds)
-    /// would; each name at most once. A transaction's check before its
-    /// commit.
-    pub(crate) fn check(&self, tenant: TenantId, changes: &[(&str, bool)]) -> Result<()> {
-        let shelf = self.books.read(&tenant, Arc::clone);
-        let book = shelf.as_ref().map(|s| lock_at(Rung::Schedule, &s.book));
-        let holds = |name: &str| {
-            book.as_ref()
-                .is_some_and(|b| b.schedules.contains_key(name))
-        };
-        let mut held = book.as_ref().map_or(0, |b| b.schedules.len() as u64);
+    /// Whether the schedules take `changes` (tenant, name, and `true` for
+    /// [`schedule`](Self::schedule), `false` for
+    /// [`unschedule`](Self::unschedule)), one after another in staging
+    /// order, as those calls would: a new schedule within its tenant's cap
+    /// and the store's ceiling, a replacement of one the tenant holds, an
+    /// unschedule of one it holds; each tenant's name at most once. The
+    /// store-wide count runs across every tenant's changes. A
+    /// transaction's check before its commit, inside the closed gate, so
+    /// nothing changes the books between their reads here.
+    pub(crate) fn check(&self, changes: &[(TenantId, &str, bool)]) -> Result<()> {
+        // Per tenant the changes name: how many it holds, and which of
+        // the named schedules it holds, each book read under its lock.
+        let mut books: Vec<(TenantId, u64, Vec<&str>)> = Vec::new();
+        for &(tenant, _, _) in changes {
+            if books.iter().any(|b| b.0 == tenant) {
+                continue;
+            }
+            let (held, holds) = match self.books.read(&tenant, Arc::clone) {
+                Some(shelf) => {
+                    let book = lock_at(Rung::Schedule, &shelf.book);
+                    let holds = changes
+                        .iter()
+                        .filter(|c| c.0 == tenant && book.schedules.contains_key(c.1))
+                        .map(|c| c.1)
+                        .collect();
+                    (book.schedules.len() as u64, holds)
+                }
+                None => (0, Vec::new()),
+            };
+            books.push((tenant, held, holds));
+        }
         let mut count = self.count.used();
-        for &(name, adds) in changes {
-            match (adds, holds(name)) {
+        for &(tenant, name, adds) in changes {
+            let book = books
+                .iter_mut()
+                .find(|b| b.0 == tenant)
+                .expect("read above");
+            match (adds, book.2.contains(&name)) {
                 (false, false) => return Err(Error::NotFound),
                 (false, true) => {
-                    held -= 1;
+                    book.1 -= 1;
                     count -= 1;
                 }
                 (true, true) => {}
                 (true, false) => {
-                    let ceiling = self.tenant_room(held)?;
+                    let ceiling = self.tenant_room(book.1)?;
                     if count >= ceiling {
                         return Err(Error::capacity(
                             Scope::Collection(Collection::Schedules),
@@ -316,7 +337,7 @@ impl ScheduleHub {
                             count,
                         ));
                     }
-                    held += 1;
+                    book.1 += 1;
                     count += 1;
                 }
             }

@@ -4,6 +4,7 @@
 mod common;
 
 use common::ops::*;
+use relaystore::events::Collection;
 use relaystore::queue::{JobOptions, JobState, QueueConfig};
 use relaystore::stream::{StreamConfig, WhenFull};
 use relaystore::{Error, LeaseId, Scope, Store, OUTBOX_QUEUE};
@@ -400,6 +401,64 @@ fn an_unschedule_staged_first_makes_room_for_a_schedule_at_the_cap() {
     tx.schedule(T, "new", "@every 1m", "work", b"n").unwrap();
     tx.commit().unwrap();
     assert_eq!(names(&s), ["new"]);
+    s.audit().unwrap();
+}
+
+#[test]
+fn schedules_of_several_tenants_in_one_commit_meet_the_stores_ceiling_together() {
+    // The store holds two of its three schedules, one per tenant. A
+    // commit adding one for each tenant would take four: refused, with
+    // nothing changed, although each tenant's alone fits. An unschedule of
+    // one tenant staged before the other's new schedule makes room, as
+    // the two calls outside a transaction would; the other order does not.
+    let (_clock, s) = store_with(relaystore::StoreConfig {
+        schedules_max: 3,
+        ..config()
+    });
+    for tenant in [T, OTHER] {
+        s.create_queue(tenant, "work", QueueConfig::default())
+            .unwrap();
+        s.schedule(tenant, "old", "@every 1m", "work", b"o")
+            .unwrap();
+    }
+    let names = |s: &Store, tenant| -> Vec<String> {
+        s.schedules(tenant)
+            .iter()
+            .map(|i| i.name.to_string())
+            .collect()
+    };
+    let unchanged = |s: &Store| {
+        assert_eq!(names(s, T), ["old"]);
+        assert_eq!(names(s, OTHER), ["old"]);
+        s.audit().unwrap();
+    };
+    let mut tx = s.begin_tx();
+    tx.schedule(T, "new", "@every 1m", "work", b"n").unwrap();
+    tx.schedule(OTHER, "new", "@every 1m", "work", b"n")
+        .unwrap();
+    let refused = tx.commit().expect_err("four schedules in a store of three");
+    assert_eq!(
+        refused.capacity_scope(),
+        Some(Scope::Collection(Collection::Schedules))
+    );
+    unchanged(&s);
+    let mut tx = s.begin_tx();
+    tx.schedule(OTHER, "new", "@every 1m", "work", b"n")
+        .unwrap();
+    tx.schedule(T, "more", "@every 1m", "work", b"m").unwrap();
+    tx.unschedule(OTHER, "old").unwrap();
+    let refused = tx.commit().expect_err("the room comes after the schedules");
+    assert_eq!(
+        refused.capacity_scope(),
+        Some(Scope::Collection(Collection::Schedules))
+    );
+    unchanged(&s);
+    let mut tx = s.begin_tx();
+    tx.unschedule(OTHER, "old").unwrap();
+    tx.schedule(T, "new", "@every 1m", "work", b"n").unwrap();
+    tx.commit().unwrap();
+    assert_eq!(names(&s, T), ["new", "old"]);
+    assert!(names(&s, OTHER).is_empty());
     s.audit().unwrap();
 }
 

@@ -13,10 +13,11 @@
 //!    appends to have room and took no entry above its offsets, its claims
 //!    are live, its enqueues fit, its consumers and schedules fit their
 //!    caps. What the apply phase takes one after another (a queue's
-//!    enqueues, acks and failures; a stream's consumer commits; a
-//!    tenant's schedule changes) is checked one after another too, so an
-//!    ack staged before an enqueue frees its room, and a failure that
-//!    dead-letters a job counts against the enqueues after it.
+//!    enqueues, acks and failures; a stream's consumer commits; every
+//!    tenant's schedule changes, which share the store's ceiling) is
+//!    checked one after another too, so an ack staged before an enqueue
+//!    frees its room, and a failure that dead-letters a job counts
+//!    against the enqueues after it.
 //!    The listings it publishes are created as far as the creation
 //!    protocol's last step (inserted, confirmed, not yet visible), holding
 //!    their units; everything after runs in the creation's last hook, so a
@@ -221,10 +222,6 @@ type StreamOf = (TenantId, Arc<str>, u64);
 /// A stream's staged consumer commits in staging order: consumer and
 /// offset (a consumer may come more than once).
 type Offsets = Vec<(Arc<str>, u64)>;
-
-/// A tenant's staged schedule changes in staging order: the name, and
-/// whether it is scheduled (`true`) or removed.
-type Changes<'a> = Vec<(&'a str, bool)>;
 
 impl Store {
     /// Begins a transaction: see [`Transaction`].
@@ -869,7 +866,9 @@ impl Store {
         // Per queue, its changes in staging order: the apply phase takes
         // them so, and the check takes them as it will.
         let mut queues: Vec<(Object, Vec<Staged>)> = Vec::new();
-        let mut schedules: Vec<(TenantId, Changes)> = Vec::new();
+        // In staging order, every tenant's together: they share the
+        // store's ceiling.
+        let mut schedules: Vec<(TenantId, &str, bool)> = Vec::new();
         for op in ops {
             match op {
                 Op::Publish { .. } | Op::Notify { .. } => {}
@@ -941,11 +940,9 @@ impl Store {
                     ..
                 } => {
                     self.shared.queues.serial((*tenant, queue))?;
-                    group(&mut schedules, *tenant).push((name, true));
+                    schedules.push((*tenant, name, true));
                 }
-                Op::Unschedule { tenant, name } => {
-                    group(&mut schedules, *tenant).push((name, false));
-                }
+                Op::Unschedule { tenant, name } => schedules.push((*tenant, name, false)),
             }
         }
         for ((tenant, stream, serial), staged) in &appends {
@@ -975,9 +972,7 @@ impl Store {
             }
             self.shared.queues.check_staged(key, changes, now_ms)?;
         }
-        for (tenant, changes) in &schedules {
-            self.shared.schedules.check(*tenant, changes)?;
-        }
+        self.shared.schedules.check(&schedules)?;
         Ok(())
     }
 
