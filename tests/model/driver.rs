@@ -189,8 +189,14 @@ pub fn run_with_model_grace(ops: &[Op], grace_ms: u64) -> Result<(), String> {
             Op::CommitStream {
                 tenant,
                 stream,
+                consumer,
                 offset,
-            } => outcome(&store.commit(t(tenant), &format!("s{stream}"), "c", u64::from(offset))),
+            } => outcome(&store.commit(
+                t(tenant),
+                &format!("s{stream}"),
+                &format!("c{consumer}"),
+                u64::from(offset),
+            )),
             Op::DeleteStream { tenant, stream } => {
                 outcome(&store.delete_stream(t(tenant), &format!("s{stream}")))
             }
@@ -207,10 +213,12 @@ pub fn run_with_model_grace(ops: &[Op], grace_ms: u64) -> Result<(), String> {
                 outcome(&store.notify(t(tenant), &format!("c{channel}")))
             }
             Op::TryRecv { listener } => Outcome::Woke(listeners[listener].try_recv().is_some()),
-            Op::Enqueue { tenant, delayed } => {
-                let delay = Duration::from_millis(if delayed { QUEUE_DELAY_MS } else { 0 });
-                let options = relaystore::queue::JobOptions::delayed(delay);
-                let r = store.enqueue(t(tenant), "q", b"", options);
+            Op::Enqueue {
+                tenant,
+                delayed,
+                big,
+            } => {
+                let r = store.enqueue(t(tenant), "q", payload(big), job_options(delayed));
                 if let Ok(id) = &r {
                     jobs.push(*id);
                 }
@@ -266,18 +274,36 @@ pub fn run_with_model_grace(ops: &[Op], grace_ms: u64) -> Result<(), String> {
                         Op::Notify { tenant, channel } => {
                             tx.notify(t(tenant), &format!("c{channel}")).is_ok()
                         }
-                        Op::Enqueue { tenant, delayed } => {
-                            let delay =
-                                Duration::from_millis(if delayed { QUEUE_DELAY_MS } else { 0 });
-                            let options = relaystore::queue::JobOptions::delayed(delay);
-                            match tx.enqueue(t(tenant), "q", b"", options) {
-                                Ok(id) => {
-                                    enqueued.push(id);
-                                    true
-                                }
-                                Err(_) => false,
-                            }
+                        Op::CommitStream {
+                            tenant,
+                            stream,
+                            consumer,
+                            offset,
+                        } => tx
+                            .commit_offset(
+                                t(tenant),
+                                &format!("s{stream}"),
+                                &format!("c{consumer}"),
+                                u64::from(offset),
+                            )
+                            .is_ok(),
+                        Op::Schedule { tenant, name, slow } => tx
+                            .schedule(t(tenant), &schedule_name(name), spec(slow), "q", b"")
+                            .is_ok(),
+                        Op::Unschedule { tenant, name } => {
+                            tx.unschedule(t(tenant), &schedule_name(name)).is_ok()
                         }
+                        Op::Enqueue {
+                            tenant,
+                            delayed,
+                            big,
+                        } => match tx.enqueue(t(tenant), "q", payload(big), job_options(delayed)) {
+                            Ok(id) => {
+                                enqueued.push(id);
+                                true
+                            }
+                            Err(_) => false,
+                        },
                         Op::Settle { tenant, claim, ack } => {
                             let (job, token) = claims[claim];
                             if ack {
@@ -323,6 +349,23 @@ pub fn run_with_model_grace(ops: &[Op], grace_ms: u64) -> Result<(), String> {
                 Ok(n) => Outcome::Count(n),
                 Err(e) => Outcome::Err(kind(&e)),
             },
+            Op::Schedule { tenant, name, slow } => {
+                outcome(&store.schedule(t(tenant), &schedule_name(name), spec(slow), "q", b""))
+            }
+            Op::Unschedule { tenant, name } => {
+                outcome(&store.unschedule(t(tenant), &schedule_name(name)))
+            }
+            Op::ListSchedules { tenant } => Outcome::Schedules(
+                store
+                    .schedules(t(tenant))
+                    .iter()
+                    .map(|s| {
+                        let name = (0..3).find(|&n| *s.name == *schedule_name(n));
+                        let name = name.expect("a schedule this run made");
+                        (name, s.next_in.as_millis() as u64)
+                    })
+                    .collect(),
+            ),
             Op::Advance { ms } => {
                 clock.advance(Duration::from_millis(ms));
                 Outcome::Ok
@@ -366,6 +409,35 @@ pub fn run_with_model_grace(ops: &[Op], grace_ms: u64) -> Result<(), String> {
         eprintln!("{all:?}");
     }
     Ok(())
+}
+
+/// A job's payload: empty, or `QUEUE_BIG_BYTES`.
+fn payload(big: bool) -> &'static [u8] {
+    static BIG: [u8; QUEUE_BIG_BYTES] = [7; QUEUE_BIG_BYTES];
+    if big {
+        &BIG
+    } else {
+        b""
+    }
+}
+
+fn job_options(delayed: bool) -> relaystore::queue::JobOptions {
+    let delay = Duration::from_millis(if delayed { QUEUE_DELAY_MS } else { 0 });
+    relaystore::queue::JobOptions::delayed(delay)
+}
+
+fn schedule_name(name: u8) -> String {
+    format!("n{name}")
+}
+
+/// A schedule's spec: every `SCHEDULE_FAST_MS` or `SCHEDULE_SLOW_MS`.
+fn spec(slow: bool) -> &'static str {
+    const _: () = assert!(SCHEDULE_FAST_MS == 1_000 && SCHEDULE_SLOW_MS == 3_000);
+    if slow {
+        "@every 3s"
+    } else {
+        "@every 1s"
+    }
 }
 
 /// Maps an op's free indexes onto what exists (leases, attempts, fences,

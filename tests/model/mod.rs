@@ -9,11 +9,15 @@
 //! remembered for the grace period, and authorizations fail closed when the
 //! sweep has not run for `driver_stall_max`. Streams: offsets never reused,
 //! entry and age retention (refuse or trim when full), commits never
-//! backwards, a stream attached to a lease gone with it (its name free
-//! again). Wakes: a notify marks every listener of its channel attached
+//! backwards, at most `STREAM_CONSUMERS` consumers, a stream attached to a
+//! lease gone with it (its name free again). Wakes: a notify marks every listener of its channel attached
 //! before it, and a listener holds at most one wake. Queues: claims oldest
 //! first, one live claim per job, a lapse uses an attempt, a failure backs
-//! off (the queue's seeded jitter), the last attempt dead-letters.
+//! off (the queue's seeded jitter), the last attempt dead-letters, jobs and
+//! payload bytes and dead letters within the queue's caps. Schedules: caps
+//! per tenant and store-wide, a replacement restarts the grid (they are
+//! never run here). Transactions: all of it or nothing, each change
+//! decided as if made one after another (appends first).
 #![allow(dead_code)]
 
 use relaystore::StoreConfig;
@@ -35,6 +39,8 @@ pub const LISTINGS_PER_LEASE: usize = 2;
 pub const ATTEMPTS_PER_LISTING: usize = 2;
 pub const STREAM_ENTRIES: usize = 3;
 pub const STREAM_AGE_MS: u64 = 3_000;
+/// Consumers one stream takes (of the three names the ops use).
+pub const STREAM_CONSUMERS: usize = 2;
 pub const QUEUE_JOBS: usize = 4;
 pub const QUEUE_DEAD: usize = 2;
 pub const QUEUE_ATTEMPTS: u32 = 2;
@@ -43,6 +49,14 @@ pub const QUEUE_SHORT_MS: u64 = 300;
 pub const QUEUE_DELAY_MS: u64 = 500;
 pub const QUEUE_BACKOFF_MS: u64 = 400;
 pub const QUEUE_SEED: u64 = 5;
+/// A big job's payload: the queue's `bytes_max` (1,024) holds two.
+pub const QUEUE_BIG_BYTES: usize = 400;
+/// Schedules per tenant, and in the store (of the three names per tenant
+/// the ops use, two tenants).
+pub const SCHEDULES_PER_TENANT: u64 = 2;
+pub const SCHEDULES: u64 = 3;
+pub const SCHEDULE_FAST_MS: u64 = 1_000;
+pub const SCHEDULE_SLOW_MS: u64 = 3_000;
 
 /// Every tenant's queue `q` (created before the first op).
 pub fn queue_config() -> relaystore::queue::QueueConfig {
@@ -69,6 +83,9 @@ pub fn config() -> StoreConfig {
         driver_stall_max: Duration::from_millis(STALL_MS),
         listings_per_lease_max: LISTINGS_PER_LEASE,
         attempts_per_listing_max: ATTEMPTS_PER_LISTING,
+        consumers_per_stream_max: STREAM_CONSUMERS,
+        schedules_per_tenant_max: SCHEDULES_PER_TENANT,
+        schedules_max: SCHEDULES,
         ..StoreConfig::default()
     }
 }

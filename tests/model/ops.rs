@@ -103,19 +103,21 @@ pub enum Op {
         stream: u8,
         from: u8,
     },
-    /// Commits consumer `c`'s offset.
+    /// Commits consumer `c0`..`c2`'s offset (a stream takes at most
+    /// `STREAM_CONSUMERS` of them).
     CommitStream {
         tenant: u8,
         stream: u8,
+        consumer: u8,
         offset: u8,
     },
     DeleteStream {
         tenant: u8,
         stream: u8,
     },
-    /// A transaction of `ops` (publishes, unpublishes, appends,
-    /// notifies, enqueues and settles, in any tenant), committed or
-    /// dropped.
+    /// A transaction of `ops` (publishes, unpublishes, appends, consumer
+    /// commits, notifies, enqueues, settles, schedules and unschedules,
+    /// in any tenant), committed or dropped.
     Tx {
         ops: Vec<Op>,
         commit: bool,
@@ -134,10 +136,11 @@ pub enum Op {
         listener: usize,
     },
     /// Enqueues a job on the tenant's queue `q`, ready or delayed by
-    /// `QUEUE_DELAY_MS`.
+    /// `QUEUE_DELAY_MS`, with an empty payload or one of `QUEUE_BIG_BYTES`.
     Enqueue {
         tenant: u8,
         delayed: bool,
+        big: bool,
     },
     /// Claims one job for the queue's visibility or `QUEUE_SHORT_MS`.
     Claim {
@@ -151,6 +154,22 @@ pub enum Op {
         ack: bool,
     },
     PurgeDead {
+        tenant: u8,
+    },
+    /// Schedules `n0`..`n2` on the tenant's queue, every
+    /// `SCHEDULE_FAST_MS` or `SCHEDULE_SLOW_MS` (replacing one of the
+    /// name). Schedules never fire here: no runner leads them.
+    Schedule {
+        tenant: u8,
+        name: u8,
+        slow: bool,
+    },
+    Unschedule {
+        tenant: u8,
+        name: u8,
+    },
+    /// The tenant's schedules.
+    ListSchedules {
         tenant: u8,
     },
     Advance {
@@ -181,6 +200,9 @@ pub enum Outcome {
     Failed(Option<u64>),
     /// How many (dead letters purged).
     Count(usize),
+    /// A tenant's schedules by name: the name and the time to its next
+    /// fire in ms.
+    Schedules(Vec<(u8, u64)>),
     /// A transaction: which stagings were taken, the offsets its appends
     /// got, whether its commit went in (`None`: dropped), and how its
     /// failures went (backoff in ms, or `None` for a dead letter).
@@ -263,9 +285,12 @@ pub fn decode(bytes: &[u8]) -> Vec<Op> {
                         Op::Publish { .. }
                             | Op::Unpublish { .. }
                             | Op::Append { .. }
+                            | Op::CommitStream { .. }
                             | Op::Notify { .. }
                             | Op::Enqueue { .. }
                             | Op::Settle { .. }
+                            | Op::Schedule { .. }
+                            | Op::Unschedule { .. }
                     )
                 })
                 .collect();
@@ -295,10 +320,10 @@ fn decode_one(c: &[u8]) -> Op {
     };
     // Weighted toward the grant -> publish -> join -> bind -> consume
     // chain, which needs several steps to line up.
-    const KINDS: [u8; 54] = [
+    const KINDS: [u8; 57] = [
         0, 0, 0, 1, 1, 2, 3, 4, 4, 4, 5, 6, 7, 7, 7, 7, 8, 8, 8, 9, 9, 9, 10, 11, 12, 13, 14, 15,
         16, 17, 18, 19, 20, 20, 21, 21, 21, 21, 21, 21, 22, 22, 23, 23, 24, 25, 25, 26, 27, 27, 27,
-        27, 27, 27,
+        27, 27, 27, 28, 28, 28,
     ];
     let stream = small;
     match KINDS[usize::from(a) % KINDS.len()] {
@@ -319,6 +344,7 @@ fn decode_one(c: &[u8]) -> Op {
         23 => Op::CommitStream {
             tenant,
             stream,
+            consumer: (x >> 4) % 3,
             offset: x % 6,
         },
         24 => Op::DeleteStream { tenant, stream },
@@ -400,6 +426,7 @@ fn decode_one(c: &[u8]) -> Op {
             0..=2 => Op::Enqueue {
                 tenant,
                 delayed: x & 16 == 16,
+                big: x & 32 == 32,
             },
             3..=4 => Op::Claim {
                 tenant,
@@ -411,6 +438,18 @@ fn decode_one(c: &[u8]) -> Op {
                 ack: x & 16 == 16,
             },
             _ => Op::PurgeDead { tenant },
+        },
+        28 => match x % 4 {
+            0 | 1 => Op::Schedule {
+                tenant,
+                name: (x >> 4) % 3,
+                slow: x & 2 == 2,
+            },
+            2 => Op::Unschedule {
+                tenant,
+                name: (x >> 4) % 3,
+            },
+            _ => Op::ListSchedules { tenant },
         },
         17 => Op::Advance {
             ms: u64::from(x) * 4,

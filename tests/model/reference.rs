@@ -55,7 +55,8 @@ pub struct StreamM {
     next: u64,
     /// The lowest offset still readable.
     first: u64,
-    committed: Option<u64>,
+    /// Each consumer's committed offset.
+    consumers: std::collections::BTreeMap<u8, u64>,
 }
 
 impl StreamM {
@@ -110,6 +111,8 @@ pub struct JobM {
     at: JobAt,
     /// Acked or purged.
     gone: bool,
+    /// Payload bytes.
+    bytes: usize,
 }
 
 /// Per tenant: its queue's jitter generator.
@@ -140,6 +143,8 @@ pub struct Model {
     jobs: Vec<JobM>,
     claims: Vec<usize>,
     queues: HashMap<u8, QueueM>,
+    /// Schedules by tenant and name: their interval and next fire, in ms.
+    schedules: std::collections::BTreeMap<(u8, u8), (u64, u64)>,
 }
 
 pub fn ttl_ok(ttl_ms: u64) -> bool {
@@ -259,11 +264,12 @@ impl Model {
             .count()
     }
 
-    /// A transaction: staging takes what input rules allow (a listing or a
-    /// claim written once; an append only to a stream that is there, which
-    /// takes its offset now), then the commit checks room against the
-    /// state before it (appends per stream, enqueues per queue) and
-    /// applies everything in staging order, or nothing visible (a refused
+    /// A transaction: staging takes what input rules allow (a listing, a
+    /// claim or a schedule name written once; an append only to a stream
+    /// that is there, which takes its offset now). The commit checks the
+    /// appends' room against the state before it, puts them in, then
+    /// applies everything else in staging order, each change decided as
+    /// it is applied; one refusal and nothing is visible (a refused
     /// commit keeps the reclaiming its publishes did on the way).
     fn transaction(&mut self, ops: &[Op], commit: bool, created_attempts: usize) -> Outcome {
         let now = self.now;
@@ -272,6 +278,7 @@ impl Model {
         let mut kept: Vec<(Op, Option<u64>)> = Vec::new();
         let mut listings = std::collections::HashSet::new();
         let mut settles = std::collections::HashSet::new();
+        let mut schedules = std::collections::HashSet::new();
         for op in ops {
             let (taken, offset) = match *op {
                 Op::Publish { tenant, key, .. } | Op::Unpublish { tenant, key } => {
@@ -288,6 +295,10 @@ impl Model {
                 // Once per job (of the tenant's queue), whichever claim.
                 Op::Settle { tenant, claim, .. } => {
                     (settles.insert((tenant, self.claims[claim])), None)
+                }
+                // Once per schedule name.
+                Op::Schedule { tenant, name, .. } | Op::Unschedule { tenant, name } => {
+                    (schedules.insert((tenant, name)), None)
                 }
                 _ => (true, None),
             };
@@ -653,7 +664,7 @@ impl Model {
                     entries: Default::default(),
                     next: 0,
                     first: 0,
-                    committed: None,
+                    consumers: Default::default(),
                 };
                 match self.stream(tenant, stream) {
                     Some(s) if (s.lease, s.trim, s.aged) == (lease, trim, aged) => Outcome::Ok,
@@ -710,6 +721,7 @@ impl Model {
             Op::CommitStream {
                 tenant,
                 stream,
+                consumer,
                 offset,
             } => {
                 let Some(s) = self.stream(tenant, stream) else {
@@ -719,10 +731,16 @@ impl Model {
                 if offset > s.next {
                     return INVALID;
                 }
-                if s.committed.is_some_and(|c| offset < c) {
-                    return Outcome::Err(Kind::Conflict);
+                match s.consumers.get(&consumer) {
+                    Some(&c) if offset < c => return Outcome::Err(Kind::Conflict),
+                    None if s.consumers.len() >= STREAM_CONSUMERS => {
+                        return Outcome::Err(Kind::Capacity(
+                            relaystore::Scope::StreamConsumers.to_string(),
+                        ))
+                    }
+                    _ => {}
                 }
-                s.committed = Some(offset);
+                s.consumers.insert(consumer, offset);
                 Outcome::Ok
             }
             Op::DeleteStream { tenant, stream } => match self.stream(tenant, stream) {
@@ -747,7 +765,11 @@ impl Model {
             Op::TryRecv { listener } => {
                 Outcome::Woke(std::mem::replace(&mut self.listeners[listener].2, false))
             }
-            Op::Enqueue { tenant, delayed } => {
+            Op::Enqueue {
+                tenant,
+                delayed,
+                big,
+            } => {
                 self.settle_queue(tenant);
                 let dead = self
                     .queue_jobs(tenant)
@@ -761,6 +783,11 @@ impl Model {
                 if self.queue_jobs(tenant).count() >= QUEUE_JOBS {
                     return Outcome::Err(Kind::Capacity(relaystore::Scope::QueueJobs.to_string()));
                 }
+                let bytes = if big { QUEUE_BIG_BYTES } else { 0 };
+                let held: usize = self.queue_jobs(tenant).map(|j| j.bytes).sum();
+                if held + bytes > queue_config().bytes_max {
+                    return Outcome::Err(Kind::Capacity(relaystore::Scope::QueueBytes.to_string()));
+                }
                 let at = if delayed {
                     JobAt::Delayed(self.now + QUEUE_DELAY_MS)
                 } else {
@@ -771,6 +798,7 @@ impl Model {
                     attempts: 0,
                     at,
                     gone: false,
+                    bytes,
                 });
                 Outcome::Ok
             }
@@ -846,6 +874,41 @@ impl Model {
                 }
                 Outcome::Count(n)
             }
+            Op::Schedule { tenant, name, slow } => {
+                let interval = if slow {
+                    SCHEDULE_SLOW_MS
+                } else {
+                    SCHEDULE_FAST_MS
+                };
+                if !self.schedules.contains_key(&(tenant, name)) {
+                    let held = self.schedules.keys().filter(|k| k.0 == tenant).count() as u64;
+                    let scope = if held >= SCHEDULES_PER_TENANT {
+                        relaystore::Scope::Tenant(relaystore::events::Collection::Schedules)
+                    } else if self.schedules.len() as u64 >= SCHEDULES {
+                        relaystore::Scope::Collection(relaystore::events::Collection::Schedules)
+                    } else {
+                        self.schedules
+                            .insert((tenant, name), (interval, self.now + interval));
+                        return Outcome::Ok;
+                    };
+                    return Outcome::Err(Kind::Capacity(scope.to_string()));
+                }
+                // A replacement starts a new grid from now.
+                self.schedules
+                    .insert((tenant, name), (interval, self.now + interval));
+                Outcome::Ok
+            }
+            Op::Unschedule { tenant, name } => match self.schedules.remove(&(tenant, name)) {
+                Some(_) => Outcome::Ok,
+                None => Outcome::Err(Kind::NotFound),
+            },
+            Op::ListSchedules { tenant } => Outcome::Schedules(
+                self.schedules
+                    .iter()
+                    .filter(|(k, _)| k.0 == tenant)
+                    .map(|(k, &(_, next))| (k.1, next.saturating_sub(self.now)))
+                    .collect(),
+            ),
             Op::Advance { ms } => {
                 self.now += ms;
                 Outcome::Ok
