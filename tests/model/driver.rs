@@ -47,6 +47,7 @@ pub fn run_with_model_grace(ops: &[Op], grace_ms: u64) -> Result<(), String> {
             fences.len(),
             listeners.len(),
             claims.len(),
+            jobs.len(),
         ];
         let op = match resolve(op, counts) {
             Some(op) => op,
@@ -349,6 +350,36 @@ pub fn run_with_model_grace(ops: &[Op], grace_ms: u64) -> Result<(), String> {
                 Ok(n) => Outcome::Count(n),
                 Err(e) => Outcome::Err(kind(&e)),
             },
+            Op::QueueInfo { tenant } => match store.queue_info(t(tenant), "q") {
+                Ok(i) => Outcome::Queue([i.ready, i.delayed, i.claimed, i.dead, i.bytes]),
+                Err(e) => Outcome::Err(kind(&e)),
+            },
+            Op::Job { tenant, job } => match store.job(t(tenant), "q", jobs[job]) {
+                Ok(info) => {
+                    use relaystore::queue::JobState;
+                    let ms = |d: Duration| d.as_millis() as u64;
+                    let (state, left) = match info.state {
+                        JobState::Ready => ('r', 0),
+                        JobState::Delayed { ready_in } => ('d', ms(ready_in)),
+                        JobState::Claimed { lapses_in, .. } => ('c', ms(lapses_in)),
+                        JobState::Dead { reason } if &*reason == "boom" => ('f', 0),
+                        JobState::Dead { .. } => ('l', 0),
+                    };
+                    Outcome::Job(state, left, info.attempts)
+                }
+                Err(e) => Outcome::Err(kind(&e)),
+            },
+            Op::DeadLetters { tenant } => match store.dead_letters(t(tenant), "q", None, 64) {
+                Ok(dead) => Outcome::Jobs(
+                    dead.iter()
+                        .map(|d| jobs.iter().position(|&j| j == d.id).expect("enqueued here"))
+                        .collect(),
+                ),
+                Err(e) => Outcome::Err(kind(&e)),
+            },
+            Op::RequeueDead { tenant, job } => {
+                outcome(&store.requeue_dead(t(tenant), "q", jobs[job]))
+            }
             Op::Schedule { tenant, name, slow } => {
                 outcome(&store.schedule(t(tenant), &schedule_name(name), spec(slow), "q", b""))
             }
@@ -441,9 +472,9 @@ fn spec(slow: bool) -> &'static str {
 }
 
 /// Maps an op's free indexes onto what exists (leases, attempts, fences,
-/// listeners, claims, as counted in `counts`), or drops it.
-pub fn resolve(op: &Op, counts: [usize; 5]) -> Option<Op> {
-    let [leases, attempts, fences, listeners, claims] = counts;
+/// listeners, claims, jobs, as counted in `counts`), or drops it.
+pub fn resolve(op: &Op, counts: [usize; 6]) -> Option<Op> {
+    let [leases, attempts, fences, listeners, claims, jobs] = counts;
     // Three picks in four take one of the two newest (live ones are mostly
     // recent); the rest take any, so old ids keep being exercised too.
     let pick = |i: usize, n: usize| {
@@ -472,6 +503,7 @@ pub fn resolve(op: &Op, counts: [usize; 5]) -> Option<Op> {
         } => *lease = pick(*lease, leases)?,
         Op::TryRecv { listener } => *listener = pick(*listener, listeners)?,
         Op::Settle { claim, .. } => *claim = pick(*claim, claims)?,
+        Op::Job { job, .. } | Op::RequeueDead { job, .. } => *job = pick(*job, jobs)?,
         Op::Tx { ops, .. } => {
             *ops = ops.iter().filter_map(|op| resolve(op, counts)).collect();
         }

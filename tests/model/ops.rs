@@ -156,6 +156,24 @@ pub enum Op {
     PurgeDead {
         tenant: u8,
     },
+    /// What the tenant's queue holds, by state.
+    QueueInfo {
+        tenant: u8,
+    },
+    /// Job number `job` (by enqueue order) as the tenant sees it.
+    Job {
+        tenant: u8,
+        job: usize,
+    },
+    /// The tenant's dead letters.
+    DeadLetters {
+        tenant: u8,
+    },
+    /// Returns dead letter `job` (by enqueue order) to ready.
+    RequeueDead {
+        tenant: u8,
+        job: usize,
+    },
     /// Schedules `n0`..`n2` on the tenant's queue, every
     /// `SCHEDULE_FAST_MS` or `SCHEDULE_SLOW_MS` (replacing one of the
     /// name). Schedules never fire here: no runner leads them.
@@ -203,6 +221,14 @@ pub enum Outcome {
     /// A tenant's schedules by name: the name and the time to its next
     /// fire in ms.
     Schedules(Vec<(u8, u64)>),
+    /// A queue's ready, delayed, claimed and dead jobs and payload bytes.
+    Queue([usize; 5]),
+    /// A job: its state (`r`eady, `d`elayed, `c`laimed, dead by a
+    /// `l`apse or a `f`ailure), the time left in its state in ms
+    /// (delayed, claimed; else 0), and its attempts.
+    Job(char, u64, u32),
+    /// Jobs by enqueue order (dead letters, oldest first).
+    Jobs(Vec<usize>),
     /// A transaction: which stagings were taken, the offsets its appends
     /// got, whether its commit went in (`None`: dropped), and how its
     /// failures went (backoff in ms, or `None` for a dead letter).
@@ -320,10 +346,10 @@ fn decode_one(c: &[u8]) -> Op {
     };
     // Weighted toward the grant -> publish -> join -> bind -> consume
     // chain, which needs several steps to line up.
-    const KINDS: [u8; 57] = [
+    const KINDS: [u8; 59] = [
         0, 0, 0, 1, 1, 2, 3, 4, 4, 4, 5, 6, 7, 7, 7, 7, 8, 8, 8, 9, 9, 9, 10, 11, 12, 13, 14, 15,
         16, 17, 18, 19, 20, 20, 21, 21, 21, 21, 21, 21, 22, 22, 23, 23, 24, 25, 25, 26, 27, 27, 27,
-        27, 27, 27, 28, 28, 28,
+        27, 27, 27, 28, 28, 28, 29, 29,
     ];
     let stream = small;
     match KINDS[usize::from(a) % KINDS.len()] {
@@ -438,6 +464,12 @@ fn decode_one(c: &[u8]) -> Op {
                 ack: x & 16 == 16,
             },
             _ => Op::PurgeDead { tenant },
+        },
+        29 => match x % 4 {
+            0 => Op::QueueInfo { tenant },
+            1 => Op::Job { tenant, job: idx },
+            2 => Op::DeadLetters { tenant },
+            _ => Op::RequeueDead { tenant, job: idx },
         },
         28 => match x % 4 {
             0 | 1 => Op::Schedule {

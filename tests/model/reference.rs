@@ -113,6 +113,8 @@ pub struct JobM {
     gone: bool,
     /// Payload bytes.
     bytes: usize,
+    /// Dead-lettered by a lapse (else by a failure), while dead.
+    lapsed: bool,
 }
 
 /// Per tenant: its queue's jitter generator.
@@ -213,6 +215,7 @@ impl Model {
                 JobAt::Delayed(due) if due <= now => JobAt::Ready,
                 JobAt::Claimed { until, .. } if until <= now => {
                     if job.attempts >= QUEUE_ATTEMPTS {
+                        job.lapsed = true;
                         JobAt::Dead
                     } else {
                         JobAt::Ready
@@ -799,6 +802,7 @@ impl Model {
                     at,
                     gone: false,
                     bytes,
+                    lapsed: false,
                 });
                 Outcome::Ok
             }
@@ -845,6 +849,7 @@ impl Model {
                 let attempts = job.attempts;
                 if attempts >= QUEUE_ATTEMPTS {
                     self.jobs[i].at = JobAt::Dead;
+                    self.jobs[i].lapsed = false;
                     return Outcome::Failed(None);
                 }
                 let draw = self
@@ -873,6 +878,62 @@ impl Model {
                     }
                 }
                 Outcome::Count(n)
+            }
+            Op::QueueInfo { tenant } => {
+                self.settle_queue(tenant);
+                let now = self.now;
+                let mut counts = [0; 5];
+                for job in self.queue_jobs(tenant) {
+                    let state = match job.at {
+                        JobAt::Ready => 0,
+                        JobAt::Delayed(_) => 1,
+                        JobAt::Claimed { until, .. } => {
+                            debug_assert!(now < until, "settled");
+                            2
+                        }
+                        JobAt::Dead => 3,
+                    };
+                    counts[state] += 1;
+                    counts[4] += job.bytes;
+                }
+                Outcome::Queue(counts)
+            }
+            Op::Job { tenant, job } => {
+                self.settle_queue(tenant);
+                let now = self.now;
+                let j = &self.jobs[job];
+                if j.tenant != tenant || j.gone {
+                    return Outcome::Err(Kind::NotFound);
+                }
+                let (state, left) = match j.at {
+                    JobAt::Ready => ('r', 0),
+                    JobAt::Delayed(due) => ('d', due - now),
+                    JobAt::Claimed { until, .. } => ('c', until - now),
+                    JobAt::Dead if j.lapsed => ('l', 0),
+                    JobAt::Dead => ('f', 0),
+                };
+                Outcome::Job(state, left, j.attempts)
+            }
+            Op::DeadLetters { tenant } => {
+                self.settle_queue(tenant);
+                Outcome::Jobs(
+                    (0..self.jobs.len())
+                        .filter(|&i| {
+                            let j = &self.jobs[i];
+                            j.tenant == tenant && !j.gone && j.at == JobAt::Dead
+                        })
+                        .collect(),
+                )
+            }
+            Op::RequeueDead { tenant, job } => {
+                self.settle_queue(tenant);
+                let j = &mut self.jobs[job];
+                if j.tenant != tenant || j.gone || j.at != JobAt::Dead {
+                    return Outcome::Err(Kind::NotFound);
+                }
+                j.at = JobAt::Ready;
+                j.attempts = 0;
+                Outcome::Ok
             }
             Op::Schedule { tenant, name, slow } => {
                 let interval = if slow {
