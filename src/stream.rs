@@ -11,8 +11,9 @@
 //! age limit has at most one timer, due when its oldest entry comes of
 //! age; the store's sweep fires it, trims, and sets the next one from the
 //! new oldest entry. So aged entries give their memory back without
-//! anyone reading the stream. Appends and reads also trim what is due
-//! (nothing aged is ever returned, however late the sweep).
+//! anyone reading the stream. Every call on the entries also trims what
+//! is due first (`Stream::log_at`): nothing aged is ever returned or
+//! counted, however late the sweep.
 //!
 //! Each stream has one mutex (rung `Stream`) over its log; the map of
 //! streams is a concurrent map whose closures only clone the stream's
@@ -27,7 +28,7 @@ use crate::ids::{LeaseId, TenantId};
 use crate::named::{view, Name, TenantCounts, TenantName};
 use crate::quota::Counter;
 use crate::shard::{ShardMap, Upsert};
-use crate::sync::{lock_at, Arc, AtomicBool, AtomicU64, Mutex, Ordering, Rung};
+use crate::sync::{lock_at, Arc, AtomicBool, AtomicU64, Mutex, Ordering, Ranked, Rung};
 use crate::time::{duration_to_millis_ceil, Clock, MonoTime};
 use crate::wheel::{Fired, TimerHandle, Wheel};
 use crate::words::LimitSnapshot;
@@ -374,6 +375,16 @@ impl Stream {
     /// False while the creation of an attached stream is in flight.
     pub(crate) fn visible(&self) -> bool {
         self.visible.load(Ordering::Acquire)
+    }
+
+    /// The stream's log as of `now`, locked: entries past the stream's
+    /// age are dropped first. Every call that reads, reports or changes
+    /// the entries takes it so, so none counts or returns an entry past
+    /// its age, whether or not the sweep or another call dropped it yet.
+    fn log_at(&self, now: MonoTime) -> Ranked<'_, Log> {
+        let mut log = lock_at(Rung::Stream, &self.log);
+        log.trim_aged(&self.config, now);
+        log
     }
 }
 
@@ -755,8 +766,7 @@ impl StreamHub {
                 reason: PAYLOAD_OVER_BYTES_MAX,
             });
         }
-        let mut log = lock_at(Rung::Stream, &stream.log);
-        log.trim_aged(config, now);
+        let mut log = stream.log_at(now);
         log.refuse_if_full(config, 1, payload.len())?;
         let offset = log.next;
         log.next += 1;
@@ -807,8 +817,7 @@ impl StreamHub {
         let config = &stream.config;
         let now = config.age_max.map_or(MonoTime::ZERO, |_| now);
         let arm = {
-            let mut log = lock_at(Rung::Stream, &stream.log);
-            log.trim_aged(config, now);
+            let mut log = stream.log_at(now);
             if let Some(&(first, _)) = staged.first() {
                 // An entry went in above it, or a trim moved the stream's
                 // first offset past it: either way it can no longer be
@@ -844,8 +853,7 @@ impl StreamHub {
         now: MonoTime,
     ) -> Result<StreamRead> {
         let stream = self.get(key, alive)?;
-        let mut log = lock_at(Rung::Stream, &stream.log);
-        log.trim_aged(&stream.config, now);
+        let log = stream.log_at(now);
         if from < log.first {
             return Err(Error::Trimmed { first: log.first });
         }
@@ -868,10 +876,17 @@ impl StreamHub {
     }
 
     /// Drops every entry below `before` (with `apply`; without, only
-    /// checks that it could); returns the first offset held.
-    pub(crate) fn trim(&self, key: Name, alive: Alive, before: u64, apply: bool) -> Result<u64> {
+    /// checks that it could); returns the first offset held at `now`.
+    pub(crate) fn trim(
+        &self,
+        key: Name,
+        alive: Alive,
+        before: u64,
+        now: MonoTime,
+        apply: bool,
+    ) -> Result<u64> {
         let stream = self.get(key, alive)?;
-        let mut log = lock_at(Rung::Stream, &stream.log);
+        let mut log = stream.log_at(now);
         if before > log.next {
             return Err(Error::InvalidArgument {
                 reason: PAST_THE_END,
@@ -938,9 +953,9 @@ impl StreamHub {
 
     /// What the stream holds, without trimming (aged entries the sweep has
     /// not reached yet are counted).
-    pub(crate) fn info(&self, key: Name, alive: Alive) -> Result<StreamInfo> {
+    pub(crate) fn info(&self, key: Name, alive: Alive, now: MonoTime) -> Result<StreamInfo> {
         let stream = self.get(key, alive)?;
-        let log = lock_at(Rung::Stream, &stream.log);
+        let log = stream.log_at(now);
         Ok(StreamInfo {
             first: log.first,
             next: log.next,
@@ -956,12 +971,19 @@ impl StreamHub {
         Ok(log.consumers.get(consumer).copied())
     }
 
-    /// Where a follower of `consumer` starts: its committed offset, or the
-    /// first offset still held if it never committed. (A committed offset
-    /// since trimmed away makes the follower's first read `Trimmed`.)
-    pub(crate) fn start(&self, key: Name, alive: Alive, consumer: &str) -> Result<u64> {
+    /// Where a follower of `consumer` starts at `now`: its committed
+    /// offset, or the first offset still held if it never committed. (A
+    /// committed offset since trimmed away makes the follower's first read
+    /// `Trimmed`.)
+    pub(crate) fn start(
+        &self,
+        key: Name,
+        alive: Alive,
+        consumer: &str,
+        now: MonoTime,
+    ) -> Result<u64> {
         let stream = self.get(key, alive)?;
-        let log = lock_at(Rung::Stream, &stream.log);
+        let log = stream.log_at(now);
         Ok(log.consumers.get(consumer).copied().unwrap_or(log.first))
     }
 }

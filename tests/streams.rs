@@ -115,6 +115,39 @@ fn byte_and_age_limits_trim_too() {
 }
 
 #[test]
+fn every_call_sees_an_entry_past_its_age_as_gone_before_the_sweep() {
+    // The first entry comes of age; nothing sweeps. A report, a new
+    // follower and a trim answer what a read does, whichever comes first.
+    let aged_stream = || {
+        let (c, s) = store();
+        let aged = StreamConfig::new(100, 1 << 20, WhenFull::Refuse).with_age_max(SEC * 10);
+        s.create_stream(T, "aged", aged).unwrap();
+        s.append(T, "aged", b"old").unwrap();
+        c.advance(SEC * 5);
+        s.append(T, "aged", b"new").unwrap();
+        c.advance(SEC * 5);
+        s
+    };
+    let s = aged_stream();
+    let info = s.stream_info(T, "aged").unwrap();
+    assert_eq!(
+        (info.first, info.next, info.entries, info.bytes),
+        (1, 2, 1, 3)
+    );
+    let s = aged_stream();
+    let mut follower = s.follow(T, "aged", "new").unwrap();
+    assert_eq!(follower.position(), 1, "where a read starts");
+    assert_eq!(offsets(&follower.try_next(10).unwrap()), vec![1]);
+    let s = aged_stream();
+    assert_eq!(s.trim_stream(T, "aged", 0), Ok(1));
+    assert_eq!(
+        s.read_stream(T, "aged", 0, 10),
+        Err(Error::Trimmed { first: 1 })
+    );
+    s.audit().unwrap();
+}
+
+#[test]
 fn the_sweep_trims_aged_entries_that_nobody_reads() {
     let (c, s) = store();
     let aged = StreamConfig::new(100, 1 << 20, WhenFull::Refuse).with_age_max(SEC * 10);

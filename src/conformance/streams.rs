@@ -123,11 +123,35 @@ where
     let u = h.unit();
     let e = h.engine(config(u)).await?;
     let aged = StreamConfig::new(100, 1 << 16, WhenFull::Refuse).with_age_max(u * 10);
-    e.create_stream(T, "aged", aged).await?;
-    e.append(T, "aged", b"old").await?;
+    // One stream per call that must see the first entry's age, whichever
+    // comes first: the read, the report, a new follower, a trim.
+    let names = ["aged", "agedinfo", "agedfollow", "agedtrim"];
+    for name in names {
+        e.create_stream(T, name, aged.clone()).await?;
+        e.append(T, name, b"old").await?;
+    }
     h.advance(u * 6).await;
-    e.append(T, "aged", b"new").await?;
+    for name in names {
+        e.append(T, name, b"new").await?;
+    }
     h.advance(u * 6).await;
+    let info = e.stream_info(T, "agedinfo").await?;
+    ensure_eq!(
+        (info.first, info.entries, info.bytes),
+        (1, 1, 3),
+        "a report counts no entry past the stream's age"
+    );
+    let follower = e.follow(T, "agedfollow", "new").await?;
+    ensure_eq!(
+        follower.position(),
+        1,
+        "a new follower starts at the first entry a read returns"
+    );
+    ensure_eq!(
+        e.trim_stream(T, "agedtrim", 0).await,
+        Ok(1),
+        "a trim answers the first offset a read returns"
+    );
     ensure_eq!(
         e.read_stream(T, "aged", 0, 10).await,
         Err(Error::Trimmed { first: 1 }),

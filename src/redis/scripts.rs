@@ -77,7 +77,7 @@ functions! {
     READ_STREAM = "read_stream", "read_stream.lua", Read;
     TRIM_STREAM = "trim_stream", "trim_stream.lua", Tenant;
     COMMIT = "commit", "commit.lua", Tenant;
-    STREAM_INFO = "stream_info", "stream_info.lua", Read;
+    STREAM_INFO = "stream_info", "stream_info.lua", Tenant;
     CREATE_QUEUE = "create_queue", "create_queue.lua", Tenant;
     DELETE_QUEUE = "delete_queue", "delete_queue.lua", Tenant;
     ENQUEUE = "enqueue", "enqueue.lua", Tenant;

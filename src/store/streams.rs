@@ -179,9 +179,10 @@ impl Store {
     pub fn trim_stream(&self, tenant: TenantId, name: &str, before: u64) -> Result<u64> {
         let _in = self.enter();
         self.check_own_name(name)?;
+        let now = self.shared.clock.now();
         self.shared
             .streams
-            .trim((tenant, name), &self.alive(tenant), before, true)
+            .trim((tenant, name), &self.alive(tenant), before, now, true)
     }
 
     /// Records that `consumer` has processed everything below `offset`.
@@ -200,16 +201,16 @@ impl Store {
     }
 
     /// What the stream holds now: its first and next offsets, its entries,
-    /// payload bytes and consumers. Does not trim: entries past the
-    /// stream's age that the sweep has not reached yet (at most one expiry
-    /// tick late with the driver running) are counted, though no read
-    /// returns them.
+    /// payload bytes and consumers. Entries past the stream's age are
+    /// dropped first (as a read skips them), whether or not the sweep has
+    /// reached them.
     pub fn stream_info(&self, tenant: TenantId, name: &str) -> Result<StreamInfo> {
         self.check_own_name(name)?;
         self.consistent(|| {
+            let now = self.shared.clock.now();
             self.shared
                 .streams
-                .info((tenant, name), &self.alive(tenant))
+                .info((tenant, name), &self.alive(tenant), now)
         })
     }
 
@@ -233,9 +234,10 @@ impl Store {
         let listening = self.shared.wakes.listen(tenant, wake_channel(&stream));
         let wakes = self.observed(tenant, listening)?;
         let position = self.consistent(|| {
+            let now = self.shared.clock.now();
             self.shared
                 .streams
-                .start((tenant, &stream), &self.alive(tenant), &consumer)
+                .start((tenant, &stream), &self.alive(tenant), &consumer, now)
         })?;
         Ok(Follower {
             store: self.clone(),

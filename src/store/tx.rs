@@ -908,7 +908,7 @@ impl Store {
                     let alive = self.alive_at(*tenant, now);
                     self.shared
                         .streams
-                        .trim((*tenant, stream), &alive, *before, false)?;
+                        .trim((*tenant, stream), &alive, *before, now, false)?;
                 }
                 Op::Enqueue {
                     tenant,
@@ -1067,11 +1067,13 @@ impl Store {
                     before,
                 } => {
                     let alive = self.alive_at(*tenant, now);
-                    applied(
-                        self.shared
-                            .streams
-                            .trim((*tenant, stream), &alive, *before, true),
-                    )?;
+                    applied(self.shared.streams.trim(
+                        (*tenant, stream),
+                        &alive,
+                        *before,
+                        now,
+                        true,
+                    ))?;
                 }
                 Op::Enqueue {
                     tenant,

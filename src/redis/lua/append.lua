@@ -8,18 +8,12 @@ local s = visible_stream(name)
 if not s then
   return {NOT_FOUND}
 end
-local em, bm, n, b = tonumber(s[1]), tonumber(s[2]), tonumber(s[6]), tonumber(s[7])
+local em, bm, n = tonumber(s[1]), tonumber(s[2]), tonumber(s[6])
 if #payload > bm then
   return {INVALID, 1}
 end
 local entries = K .. 'sp:' .. name
-local len = redis.call('LLEN', entries)
-local old = aged(name, s[3], len)
-if old > 0 then
-  b = b - pop_entries(name, old)
-  len = len - old
-  redis.call('HSET', K .. 's:' .. name, 'b', num(b))
-end
+local len, b = drop_aged(name, s)
 if s[4] == 'r' then
   if len + 1 > em then
     return {CAPACITY, S_ENTRIES, em, len}

@@ -629,6 +629,23 @@ local function pop_entries(name, k)
   return bytes
 end
 
+-- Drops the entries of stream `name` (`s`, its record from
+-- `visible_stream`) that are past the stream's age now; returns the
+-- entries it holds then and their payload bytes. Every function that
+-- reports or changes the entries held starts here, so none counts an
+-- entry no read returns (a read skips them without writing).
+local function drop_aged(name, s)
+  local len = redis.call('LLEN', K .. 'sp:' .. name)
+  local b = tonumber(s[7])
+  local old = aged(name, s[3], len)
+  if old > 0 then
+    b = b - pop_entries(name, old)
+    len = len - old
+    redis.call('HSET', K .. 's:' .. name, 'b', num(b))
+  end
+  return len, b
+end
+
 -- Removes stream `name` with its entries and consumers, announced with
 -- `cause` (nil: quietly, as burial removes what a revoked tenant's leases
 -- held).

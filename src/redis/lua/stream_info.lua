@@ -1,5 +1,5 @@
--- stream_info: ARGV[3] name, ARGV[4] a consumer ('' for none). Counts
--- entries past the stream's age that no append has dropped yet. Reply:
+-- stream_info: ARGV[3] name, ARGV[4] a consumer ('' for none). Entries
+-- past the stream's age go first, so it counts what a read returns. Reply:
 -- {OK, first offset held, next offset, entries, payload bytes, consumers,
 -- the consumer's committed offset (-1: none)}.
 local name, consumer = ARGV[3], ARGV[4]
@@ -8,10 +8,10 @@ if not s then
   return {NOT_FOUND}
 end
 local n = tonumber(s[6])
-local len = redis.call('LLEN', K .. 'sp:' .. name)
+local len, b = drop_aged(name, s)
 local consumers = K .. 'sc:' .. name
 local committed = -1
 if consumer ~= '' then
   committed = tonumber(redis.call('HGET', consumers, consumer) or '-1')
 end
-return {OK, n - len, n, len, tonumber(s[7]), redis.call('HLEN', consumers), committed}
+return {OK, n - len, n, len, b, redis.call('HLEN', consumers), committed}

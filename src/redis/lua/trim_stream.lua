@@ -1,6 +1,6 @@
 -- trim_stream: ARGV[3] name, ARGV[4] the offset below which every entry
--- goes. Reply: {OK, first offset held} or {INVALID, 2} for an offset past
--- the end.
+-- goes (entries past the stream's age go first). Reply: {OK, first offset
+-- held} or {INVALID, 2} for an offset past the end.
 local name, before = ARGV[3], tonumber(ARGV[4])
 local s = visible_stream(name)
 if not s then
@@ -10,11 +10,11 @@ local n = tonumber(s[6])
 if before > n then
   return {INVALID, 2}
 end
-local len = redis.call('LLEN', K .. 'sp:' .. name)
+local len, b = drop_aged(name, s)
 local base = n - len
 local k = math.min(math.max(before - base, 0), len)
 if k > 0 then
-  local b = tonumber(s[7]) - pop_entries(name, k)
+  b = b - pop_entries(name, k)
   redis.call('HSET', K .. 's:' .. name, 'b', num(b))
 end
 return {OK, math.max(base, before)}
