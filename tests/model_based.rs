@@ -105,8 +105,16 @@ fn commit_op() -> impl Strategy<Value = Op> {
         (tenant.clone(), name.clone()).prop_map(|(tenant, name)| Op::Unschedule { tenant, name });
     let append =
         (tenant.clone(), small.clone()).prop_map(|(tenant, stream)| Op::Append { tenant, stream });
+    let trim = (tenant.clone(), small.clone(), 0u8..5).prop_map(|(tenant, stream, before)| {
+        Op::TrimStream {
+            tenant,
+            stream,
+            before,
+        }
+    });
     let tx_op = prop_oneof![
         3 => commit_offset.clone(),
+        1 => trim.clone(),
         2 => append.clone(),
         3 => enqueue.clone(),
         3 => settle.clone(),
@@ -123,6 +131,7 @@ fn commit_op() -> impl Strategy<Value = Op> {
         2 => (tenant.clone(), small.clone(), 0u8..6).prop_map(|(tenant, stream, from)| Op::ReadStream { tenant, stream, from }),
         3 => commit_offset,
         1 => (tenant.clone(), small.clone()).prop_map(|(tenant, stream)| Op::DeleteStream { tenant, stream }),
+        2 => trim,
         4 => enqueue,
         4 => (tenant.clone(), any::<bool>()).prop_map(|(tenant, short)| Op::Claim { tenant, short }),
         3 => settle,

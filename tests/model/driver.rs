@@ -201,6 +201,14 @@ pub fn run_with_model_grace(ops: &[Op], grace_ms: u64) -> Result<(), String> {
             Op::DeleteStream { tenant, stream } => {
                 outcome(&store.delete_stream(t(tenant), &format!("s{stream}")))
             }
+            Op::TrimStream {
+                tenant,
+                stream,
+                before,
+            } => match store.trim_stream(t(tenant), &format!("s{stream}"), u64::from(before)) {
+                Ok(first) => Outcome::Offset(first),
+                Err(e) => Outcome::Err(kind(&e)),
+            },
             Op::Listen { tenant, channel } => {
                 match store.listen(t(tenant), &format!("c{channel}")) {
                     Ok(l) => {
@@ -287,6 +295,13 @@ pub fn run_with_model_grace(ops: &[Op], grace_ms: u64) -> Result<(), String> {
                                 &format!("c{consumer}"),
                                 u64::from(offset),
                             )
+                            .is_ok(),
+                        Op::TrimStream {
+                            tenant,
+                            stream,
+                            before,
+                        } => tx
+                            .trim_stream(t(tenant), &format!("s{stream}"), u64::from(before))
                             .is_ok(),
                         Op::Schedule { tenant, name, slow } => tx
                             .schedule(t(tenant), &schedule_name(name), spec(slow), "q", b"")

@@ -8,10 +8,11 @@
 //! listing is visible only while its lease is, a consumed token is
 //! remembered for the grace period, and authorizations fail closed when the
 //! sweep has not run for `driver_stall_max`. Streams: offsets never reused,
-//! entry and age retention (refuse or trim when full), commits never
-//! backwards, at most `STREAM_CONSUMERS` consumers, a stream attached to a
-//! lease gone with it (its name free again). Wakes: a notify marks every listener of its channel attached
-//! before it, and a listener holds at most one wake. Queues: claims oldest
+//! entry and age retention (refuse or trim when full), trims that answer
+//! the first offset a read returns, commits never backwards, at most
+//! `STREAM_CONSUMERS` consumers, a stream attached to a lease gone with it
+//! (its name free again). Wakes: a notify marks every listener of its
+//! channel attached before it, and a listener holds at most one wake. Queues: claims oldest
 //! first, one live claim per job, a lapse uses an attempt, a failure backs
 //! off (the queue's seeded jitter), the last attempt dead-letters, jobs and
 //! payload bytes and dead letters within the queue's caps. Schedules: caps

@@ -115,8 +115,15 @@ pub enum Op {
         tenant: u8,
         stream: u8,
     },
+    /// Drops the stream's entries below `before`; answers the first
+    /// offset held after it.
+    TrimStream {
+        tenant: u8,
+        stream: u8,
+        before: u8,
+    },
     /// A transaction of `ops` (publishes, unpublishes, appends, consumer
-    /// commits, notifies, enqueues, settles, schedules and unschedules,
+    /// commits, trims, notifies, enqueues, settles, schedules and unschedules,
     /// in any tenant), committed or dropped.
     Tx {
         ops: Vec<Op>,
@@ -312,6 +319,7 @@ pub fn decode(bytes: &[u8]) -> Vec<Op> {
                             | Op::Unpublish { .. }
                             | Op::Append { .. }
                             | Op::CommitStream { .. }
+                            | Op::TrimStream { .. }
                             | Op::Notify { .. }
                             | Op::Enqueue { .. }
                             | Op::Settle { .. }
@@ -372,6 +380,11 @@ fn decode_one(c: &[u8]) -> Op {
             stream,
             consumer: (x >> 4) % 3,
             offset: x % 6,
+        },
+        24 if x % 3 == 0 => Op::TrimStream {
+            tenant,
+            stream,
+            before: (x >> 2) % 6,
         },
         24 => Op::DeleteStream { tenant, stream },
         25 => match x % 3 {

@@ -746,6 +746,25 @@ impl Model {
                 s.consumers.insert(consumer, offset);
                 Outcome::Ok
             }
+            Op::TrimStream {
+                tenant,
+                stream,
+                before,
+            } => {
+                let Some(s) = self.stream(tenant, stream) else {
+                    return Outcome::Err(Kind::NotFound);
+                };
+                s.trim_aged(now);
+                let before = u64::from(before);
+                if before > s.next {
+                    return INVALID;
+                }
+                while s.entries.front().is_some_and(|&(o, _)| o < before) {
+                    s.pop_front();
+                }
+                s.first = s.first.max(before);
+                Outcome::Offset(s.first)
+            }
             Op::DeleteStream { tenant, stream } => match self.stream(tenant, stream) {
                 Some(_) => {
                     self.streams.remove(&(tenant, stream));
