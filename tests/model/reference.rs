@@ -373,14 +373,19 @@ impl Model {
                 return Err(());
             }
         }
+        // The appends go in first, then the rest in staging order (so a
+        // trim staged before an append drops the new entry too).
+        for (op, offset) in ops {
+            if let (Op::Append { tenant, stream }, Some(offset)) = (op, offset) {
+                let s = self.stream(*tenant, *stream).ok_or(())?;
+                s.push(*offset, now);
+            }
+        }
         let mut failed = Vec::new();
         let mut notifies = Vec::new();
         for (op, offset) in ops {
             match (op, offset) {
-                (Op::Append { tenant, stream }, Some(offset)) => {
-                    let s = self.stream(*tenant, *stream).ok_or(())?;
-                    s.push(*offset, now);
-                }
+                (Op::Append { .. }, Some(_)) => {}
                 (Op::Notify { .. }, _) => notifies.push(op.clone()),
                 (op, _) => match self.apply(op, created_attempts) {
                     Outcome::Err(_) => return Err(()),
