@@ -159,7 +159,7 @@ pub fn run_with_model_grace(ops: &[Op], grace_ms: u64) -> Result<(), String> {
                 outcome(&store.create_stream(t(tenant), &format!("s{stream}"), cfg))
             }
             Op::Append { tenant, stream } => {
-                match store.append(t(tenant), &format!("s{stream}"), b"payload") {
+                match store.append(t(tenant), &format!("s{stream}"), STREAM_PAYLOAD) {
                     Ok(offset) => Outcome::Offset(offset),
                     Err(e) => Outcome::Err(kind(&e)),
                 }
@@ -200,6 +200,18 @@ pub fn run_with_model_grace(ops: &[Op], grace_ms: u64) -> Result<(), String> {
             )),
             Op::DeleteStream { tenant, stream } => {
                 outcome(&store.delete_stream(t(tenant), &format!("s{stream}")))
+            }
+            Op::StreamInfo { tenant, stream } => {
+                match store.stream_info(t(tenant), &format!("s{stream}")) {
+                    Ok(i) => Outcome::Stream([
+                        i.first,
+                        i.next,
+                        i.entries as u64,
+                        i.bytes as u64,
+                        i.consumers as u64,
+                    ]),
+                    Err(e) => Outcome::Err(kind(&e)),
+                }
             }
             Op::TrimStream {
                 tenant,
@@ -272,7 +284,7 @@ pub fn run_with_model_grace(ops: &[Op], grace_ms: u64) -> Result<(), String> {
                             tx.unpublish(t(tenant), &key(k), None).is_ok()
                         }
                         Op::Append { tenant, stream } => {
-                            match tx.append(t(tenant), &format!("s{stream}"), b"payload") {
+                            match tx.append(t(tenant), &format!("s{stream}"), STREAM_PAYLOAD) {
                                 Ok(offset) => {
                                     offsets.push(offset);
                                     true

@@ -40,6 +40,8 @@ pub const LISTINGS_PER_LEASE: usize = 2;
 pub const ATTEMPTS_PER_LISTING: usize = 2;
 pub const STREAM_ENTRIES: usize = 3;
 pub const STREAM_AGE_MS: u64 = 3_000;
+/// Every stream entry's payload.
+pub const STREAM_PAYLOAD: &[u8] = b"payload";
 /// Consumers one stream takes (of the three names the ops use).
 pub const STREAM_CONSUMERS: usize = 2;
 pub const QUEUE_JOBS: usize = 4;

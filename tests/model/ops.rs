@@ -115,6 +115,11 @@ pub enum Op {
         tenant: u8,
         stream: u8,
     },
+    /// What the stream holds.
+    StreamInfo {
+        tenant: u8,
+        stream: u8,
+    },
     /// Drops the stream's entries below `before`; answers the first
     /// offset held after it.
     TrimStream {
@@ -228,6 +233,9 @@ pub enum Outcome {
     /// A tenant's schedules by name: the name and the time to its next
     /// fire in ms.
     Schedules(Vec<(u8, u64)>),
+    /// A stream's first and next offsets, entries, payload bytes and
+    /// consumers.
+    Stream([u64; 5]),
     /// A queue's ready, delayed, claimed and dead jobs and payload bytes.
     Queue([usize; 5]),
     /// A job: its state (`r`eady, `d`elayed, `c`laimed, dead by a
@@ -381,6 +389,7 @@ fn decode_one(c: &[u8]) -> Op {
             consumer: (x >> 4) % 3,
             offset: x % 6,
         },
+        24 if x % 3 == 1 => Op::StreamInfo { tenant, stream },
         24 if x % 3 == 0 => Op::TrimStream {
             tenant,
             stream,

@@ -751,6 +751,20 @@ impl Model {
                 s.consumers.insert(consumer, offset);
                 Outcome::Ok
             }
+            Op::StreamInfo { tenant, stream } => {
+                let Some(s) = self.stream(tenant, stream) else {
+                    return Outcome::Err(Kind::NotFound);
+                };
+                s.trim_aged(now);
+                let entries = s.entries.len() as u64;
+                Outcome::Stream([
+                    s.first,
+                    s.next,
+                    entries,
+                    entries * STREAM_PAYLOAD.len() as u64,
+                    s.consumers.len() as u64,
+                ])
+            }
             Op::TrimStream {
                 tenant,
                 stream,
