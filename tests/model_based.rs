@@ -159,20 +159,27 @@ fn seed() -> proptest::test_runner::RngSeed {
     }
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig {
-        // 200 sequences in the debug test run (about 9 s here);
-        // RELAYSTORE_MODEL_CASES=N for a heavy run.
+/// A generator's runner: `cases` sequences (about 9 s for 200 of the
+/// first generator's in the debug test run; `RELAYSTORE_MODEL_CASES=N` for
+/// a heavy run), failures saved to `saved`, the fixed seed unless one is
+/// given. Each generator has its own file: a saved seed names a sequence
+/// only for the generator that saved it.
+fn runner(cases: u32, saved: &'static str) -> ProptestConfig {
+    ProptestConfig {
         cases: std::env::var("RELAYSTORE_MODEL_CASES")
             .ok()
             .and_then(|v| v.parse().ok())
-            .unwrap_or(200),
+            .unwrap_or(cases),
         failure_persistence: Some(Box::new(
-            proptest::test_runner::FileFailurePersistence::Direct("tests/model_based.proptest-regressions"),
+            proptest::test_runner::FileFailurePersistence::Direct(saved),
         )),
         rng_seed: seed(),
         ..ProptestConfig::default()
-    })]
+    }
+}
+
+proptest! {
+    #![proptest_config(runner(200, "tests/model_based.proptest-regressions"))]
 
     #[test]
     fn the_store_agrees_with_the_reference_model(ops in prop::collection::vec(op(), 1..200)) {
@@ -183,22 +190,9 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig {
-        // 100 sequences in the debug test run; RELAYSTORE_MODEL_CASES=N
-        // for a heavy run.
-        cases: std::env::var("RELAYSTORE_MODEL_CASES")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(100),
-        // Its own file: a saved seed names a sequence only for the
-        // generator that saved it. Write a found sequence out in
-        // `sequences_the_commit_generator_found_...` below as well.
-        failure_persistence: Some(Box::new(
-            proptest::test_runner::FileFailurePersistence::Direct("tests/model_based_commits.proptest-regressions"),
-        )),
-        rng_seed: seed(),
-        ..ProptestConfig::default()
-    })]
+    // A sequence found here is written out in
+    // `sequences_the_commit_generator_found_...` below as well.
+    #![proptest_config(runner(100, "tests/model_based_commits.proptest-regressions"))]
 
     #[test]
     fn commits_over_streams_queues_and_schedules_agree_with_the_reference_model(

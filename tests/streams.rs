@@ -88,7 +88,7 @@ fn a_trimming_stream_drops_its_oldest_and_never_reuses_an_offset() {
 
 #[test]
 fn byte_and_age_limits_trim_too() {
-    let (c, s) = store();
+    let (_c, s) = store();
     s.create_stream(T, "bytes", StreamConfig::new(100, 10, WhenFull::TrimOldest))
         .unwrap();
     s.append(T, "bytes", &[0; 6]).unwrap();
@@ -101,12 +101,7 @@ fn byte_and_age_limits_trim_too() {
         s.append(T, "bytes", &[0; 11]),
         Err(Error::InvalidArgument { .. })
     ));
-    let aged = StreamConfig::new(100, 1 << 20, WhenFull::Refuse).with_age_max(SEC * 10);
-    s.create_stream(T, "aged", aged).unwrap();
-    s.append(T, "aged", b"old").unwrap();
-    c.advance(SEC * 5);
-    s.append(T, "aged", b"new").unwrap();
-    c.advance(SEC * 5);
+    let s = aged_stream();
     assert_eq!(
         s.read_stream(T, "aged", 0, 10),
         Err(Error::Trimmed { first: 1 })
@@ -114,20 +109,24 @@ fn byte_and_age_limits_trim_too() {
     assert_eq!(offsets(&s.read_stream(T, "aged", 1, 10).unwrap()), vec![1]);
 }
 
+/// A store with the stream "aged" (entries live ten seconds) whose first
+/// entry ("old") has just come of age and whose second ("new") has not;
+/// nothing swept.
+fn aged_stream() -> relaystore::Store {
+    let (c, s) = store();
+    let aged = StreamConfig::new(100, 1 << 20, WhenFull::Refuse).with_age_max(SEC * 10);
+    s.create_stream(T, "aged", aged).unwrap();
+    s.append(T, "aged", b"old").unwrap();
+    c.advance(SEC * 5);
+    s.append(T, "aged", b"new").unwrap();
+    c.advance(SEC * 5);
+    s
+}
+
 #[test]
 fn every_call_sees_an_entry_past_its_age_as_gone_before_the_sweep() {
-    // The first entry comes of age; nothing sweeps. A report, a new
-    // follower and a trim answer what a read does, whichever comes first.
-    let aged_stream = || {
-        let (c, s) = store();
-        let aged = StreamConfig::new(100, 1 << 20, WhenFull::Refuse).with_age_max(SEC * 10);
-        s.create_stream(T, "aged", aged).unwrap();
-        s.append(T, "aged", b"old").unwrap();
-        c.advance(SEC * 5);
-        s.append(T, "aged", b"new").unwrap();
-        c.advance(SEC * 5);
-        s
-    };
+    // A report, a new follower and a trim answer what a read does,
+    // whichever comes first.
     let s = aged_stream();
     let info = s.stream_info(T, "aged").unwrap();
     assert_eq!(

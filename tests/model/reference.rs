@@ -189,15 +189,19 @@ impl Model {
             .filter(|l| self.lease_status(tenant, l.lease).is_ok())
     }
 
-    /// The stream, if it is there and its lease (if any) is visible. One
-    /// whose lease is not is as good as gone: its name is free again.
+    /// The stream as of now (entries past its age gone), if it is there
+    /// and its lease (if any) is visible. One whose lease is not is as
+    /// good as gone: its name is free again.
     fn stream(&mut self, tenant: u8, stream: u8) -> Option<&mut StreamM> {
         let lease = self.streams.get(&(tenant, stream))?.lease;
         if lease.is_some_and(|l| self.lease_status(tenant, l).is_err()) {
             self.streams.remove(&(tenant, stream));
             return None;
         }
-        self.streams.get_mut(&(tenant, stream))
+        let now = self.now;
+        let s = self.streams.get_mut(&(tenant, stream))?;
+        s.trim_aged(now);
+        Some(s)
     }
 
     /// Moves what is due in the tenant's queue at `now`: delays end, and
@@ -368,7 +372,6 @@ impl Model {
         }
         for (&(tenant, stream), &n) in &appends {
             let s = self.stream(tenant, stream).ok_or(())?;
-            s.trim_aged(now);
             if !s.trim && s.entries.len() + n > STREAM_ENTRIES {
                 return Err(());
             }
@@ -687,7 +690,6 @@ impl Model {
                 let Some(s) = self.stream(tenant, stream) else {
                     return Outcome::Err(Kind::NotFound);
                 };
-                s.trim_aged(now);
                 if s.entries.len() >= STREAM_ENTRIES && !s.trim {
                     return Outcome::Err(Kind::Capacity(
                         "stream retention (refusing when full)".into(),
@@ -706,7 +708,6 @@ impl Model {
                 let Some(s) = self.stream(tenant, stream) else {
                     return Outcome::Err(Kind::NotFound);
                 };
-                s.trim_aged(now);
                 let from = u64::from(from);
                 if from < s.first() {
                     return Outcome::Err(Kind::Trimmed(s.first()));
@@ -755,7 +756,6 @@ impl Model {
                 let Some(s) = self.stream(tenant, stream) else {
                     return Outcome::Err(Kind::NotFound);
                 };
-                s.trim_aged(now);
                 let entries = s.entries.len() as u64;
                 Outcome::Stream([
                     s.first,
@@ -773,7 +773,6 @@ impl Model {
                 let Some(s) = self.stream(tenant, stream) else {
                     return Outcome::Err(Kind::NotFound);
                 };
-                s.trim_aged(now);
                 let before = u64::from(before);
                 if before > s.next {
                     return INVALID;
