@@ -6,10 +6,10 @@
 //! has the layout); every transition is one function. Time-driven moves
 //! (a delay ends, a claim lapses) are settled by the next call on the
 //! queue's jobs, whichever it is (`queue_now` in `lua/prelude.lua`), by the
-//! server's clock, so no timer runs in Redis; a worker waiting in `claim_wait` wakes for
-//! enqueues and requeues on any instance, and otherwise sleeps exactly
-//! until the queue's next such move. The outbox is a queue of the
-//! tenant's own under the reserved name
+//! server's clock, so no timer runs in Redis; a worker waiting in
+//! `claim_wait` wakes for enqueues and requeues on any instance, and
+//! otherwise sleeps exactly until the queue's next such move. The outbox
+//! is a queue of the tenant's own under the reserved name
 //! [`OUTBOX_QUEUE`], as in memory.
 
 use super::reply::Reply;
