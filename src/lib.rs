@@ -62,69 +62,46 @@
 //! See `docs/ARCHITECTURE.md` for the design and `docs/adr/` for the
 //! decisions behind it.
 
-mod config;
+mod base;
 #[cfg(feature = "conformance")]
 pub mod conformance;
-#[cfg(all(any(test, feature = "internals"), not(relaystore_loom)))]
-#[cfg(feature = "native")]
-mod driver;
-mod engine;
-mod error;
-pub mod events;
-#[cfg(relaystore_loom)]
-#[doc(hidden)]
-pub mod faults;
-#[cfg(not(relaystore_loom))]
-mod faults;
-mod gate;
-mod holder;
-mod ids;
-mod metrics;
+mod contract;
+mod coord;
+mod mem;
 #[cfg(relaystore_loom)]
 #[doc(hidden)]
 pub mod model;
-mod named;
-pub mod queue;
-#[cfg(feature = "internals")]
-pub mod quota;
-#[cfg(not(feature = "internals"))]
-#[allow(dead_code)] // the parts only benches and experiments call
-mod quota;
-mod record;
 #[cfg(feature = "redis")]
 pub mod redis;
-mod runner;
-pub mod schedule;
-mod secrets;
-mod shard;
-mod slab;
 mod store;
-pub mod stream;
-mod sync;
-mod table;
-pub mod time;
-#[cfg(any(test, feature = "internals"))]
-mod ttl;
-pub mod wake;
-#[cfg(feature = "internals")]
-pub mod wheel;
-#[cfg(not(feature = "internals"))]
-#[allow(dead_code)] // the parts only benches and experiments call
-mod wheel;
-mod words;
 
-pub use config::{QuotaPolicy, StoreConfig, TenantQuota, UniformQuota, SCHEDULE_CATCH_UP_MAX};
+#[cfg(relaystore_loom)]
+#[doc(hidden)]
+pub use base::faults;
+pub use base::time;
+pub use coord::{queue, schedule, stream};
+pub use mem::{events, wake};
+#[cfg(feature = "internals")]
+pub use mem::{quota, wheel};
+
+pub use base::error::{Error, Result, Scope, Unavailable};
+pub use base::holder::Holder;
+pub use base::ids::{
+    AttemptId, JobId, JoinToken, LeaseId, ParseIdError, TenantId, TOKEN_SECRET_BYTES,
+};
+pub use contract::config::{
+    QuotaPolicy, StoreConfig, TenantQuota, UniformQuota, SCHEDULE_CATCH_UP_MAX,
+};
+pub use contract::engine::{Engine, Events, Follow, RelayEngine, StreamEngine, WakeEngine, Wakes};
+pub use contract::runner::ScheduleRunner;
+pub use coord::queue::ClaimedJob;
 #[cfg(all(feature = "internals", not(relaystore_loom)))]
 #[cfg(feature = "native")]
-pub use driver::{ExpiryDriver, Sweep};
-pub use engine::{Engine, Events, Follow, RelayEngine, StreamEngine, WakeEngine, Wakes};
-pub use error::{Error, Result, Scope, Unavailable};
-pub use holder::Holder;
-pub use ids::{AttemptId, JobId, JoinToken, LeaseId, ParseIdError, TenantId, TOKEN_SECRET_BYTES};
-pub use queue::ClaimedJob;
+pub use mem::driver::{ExpiryDriver, Sweep};
 #[cfg(feature = "internals")]
-pub use record::{Stamp, CAS_ATTEMPTS_MAX, DEADLINE_MAX_MS};
-pub use runner::ScheduleRunner;
+pub use mem::record::{Stamp, CAS_ATTEMPTS_MAX, DEADLINE_MAX_MS};
+#[cfg(feature = "internals")]
+pub use mem::ttl::{Removed, TtlConfig, TtlMap};
 #[cfg(feature = "internals")]
 pub use store::AuditError;
 pub use store::{
@@ -135,8 +112,6 @@ pub use store::{
     RESERVED_PREFIX, SCHEDULER_LOCK,
 };
 pub use store::{Committed, Transaction, TX_OPS_MAX};
-#[cfg(feature = "internals")]
-pub use ttl::{Removed, TtlConfig, TtlMap};
 
 /// The README's examples, compiled and run as doctests.
 #[cfg(doctest)]

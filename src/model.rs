@@ -4,17 +4,17 @@
 //! correct step into its classic broken form so each model can prove that it
 //! catches the bug it is about.
 
-pub use crate::quota::{Counter, Reservation};
-pub use crate::record::Stamp;
-use crate::record::{Record, Versions};
-use crate::table::{Storage, Table, Timing};
-use crate::time::MonoTime;
-use crate::wheel::TimerHandle;
+use crate::base::time::MonoTime;
+pub use crate::mem::quota::{Counter, Reservation};
+pub use crate::mem::record::Stamp;
+use crate::mem::record::{Record, Versions};
+use crate::mem::table::{Storage, Table, Timing};
+use crate::mem::wheel::TimerHandle;
 use std::sync::Arc;
 
 /// The fault switches (they live with the code they break, so the engine
 /// never imports this module).
-pub use crate::faults;
+pub use crate::base::faults;
 
 /// One versioned record, for the CAS models.
 pub struct ModelRecord(Record<()>);
@@ -36,8 +36,8 @@ impl ModelRecord {
             .transition(Some(expected), |_| Ok(deadline_ms))
             .map(|(_, after)| after)
             .map_err(|r| match r {
-                crate::record::Refusal::Error(e) => e,
-                crate::record::Refusal::SeqExhausted => unreachable!("fresh record"),
+                crate::mem::record::Refusal::Error(e) => e,
+                crate::mem::record::Refusal::SeqExhausted => unreachable!("fresh record"),
             })
     }
 
@@ -48,8 +48,8 @@ impl ModelRecord {
             .transition(None, |_| Ok(deadline_ms))
             .map(|(_, after)| after)
             .map_err(|r| match r {
-                crate::record::Refusal::Error(e) => e,
-                crate::record::Refusal::SeqExhausted => unreachable!("fresh record"),
+                crate::mem::record::Refusal::Error(e) => e,
+                crate::mem::record::Refusal::SeqExhausted => unreachable!("fresh record"),
             })
     }
 
@@ -60,18 +60,19 @@ impl ModelRecord {
 }
 
 /// A slab of `u64`s, for the model of a visit racing a fill.
-pub struct ModelSlab(crate::slab::Slab<u64>);
+pub struct ModelSlab(crate::mem::slab::Slab<u64>);
 
 impl ModelSlab {
     /// An empty slab.
     pub fn new() -> Self {
-        ModelSlab(crate::slab::Slab::new())
+        ModelSlab(crate::mem::slab::Slab::new())
     }
 
     /// Claims a slot and stores `value` in it; its key.
     pub fn fill(&self, value: u64) -> u64 {
         let key = self.0.claim().expect("an empty slab has room");
-        self.0.upsert(key, |_| crate::shard::Upsert::Put(value, ()));
+        self.0
+            .upsert(key, |_| crate::mem::shard::Upsert::Put(value, ()));
         key
     }
 
@@ -170,7 +171,7 @@ where
 
 /// A table whose keys it issues (a slab table, whose wheel names a
 /// record's entry by key and due), for the expiry models.
-pub struct ModelSlabTable(crate::table::SlabTable<u64>);
+pub struct ModelSlabTable(crate::mem::table::SlabTable<u64>);
 
 impl ModelSlabTable {
     /// An empty table with room for `capacity` records.
@@ -211,7 +212,7 @@ impl ModelSlabTable {
 /// A value of two words, whole when its halves are equal.
 struct ModelPair(u64, u64);
 
-impl crate::words::Words for ModelPair {
+impl crate::base::words::Words for ModelPair {
     const LEN: usize = 2;
 
     fn put(&self, out: &mut [u64]) {
@@ -224,12 +225,12 @@ impl crate::words::Words for ModelPair {
 }
 
 /// A word snapshot of two words, for the snapshot models.
-pub struct ModelWords(crate::words::WordSnapshot<ModelPair>);
+pub struct ModelWords(crate::base::words::WordSnapshot<ModelPair>);
 
 impl ModelWords {
     /// A snapshot holding `(v, v)`.
     pub fn new(v: u64) -> Self {
-        ModelWords(crate::words::WordSnapshot::new(ModelPair(v, v)))
+        ModelWords(crate::base::words::WordSnapshot::new(ModelPair(v, v)))
     }
 
     /// Replaces the value with `(v, v)`.

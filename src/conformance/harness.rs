@@ -2,10 +2,10 @@
 //! it makes, advanced (and swept) on demand, so the suite is exact.
 
 use super::Harness;
-use crate::config::StoreConfig;
-use crate::error::Error;
+use crate::base::error::Error;
+use crate::base::time::ManualClock;
+use crate::contract::config::StoreConfig;
 use crate::store::Store;
-use crate::time::ManualClock;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 

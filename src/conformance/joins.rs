@@ -2,9 +2,9 @@
 //! memory, the typed errors, and idempotent creation.
 
 use super::{config, ensure, ensure_eq, join_all, Harness, Outcome};
-use crate::engine::RelayEngine;
-use crate::error::Error;
-use crate::ids::{JoinToken, TenantId, TOKEN_SECRET_BYTES};
+use crate::base::error::Error;
+use crate::base::ids::{JoinToken, TenantId, TOKEN_SECRET_BYTES};
+use crate::contract::engine::RelayEngine;
 use std::net::SocketAddr;
 
 const T: TenantId = TenantId(1);

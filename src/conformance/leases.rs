@@ -1,9 +1,9 @@
 //! Leases (SPEC §4): grant, renew, get, revoke, expiry, endpoints, ids.
 
 use super::{config, ensure, ensure_eq, Harness, Outcome};
-use crate::engine::RelayEngine;
-use crate::error::Error;
-use crate::ids::{AttemptId, JoinToken, LeaseId, TenantId};
+use crate::base::error::Error;
+use crate::base::ids::{AttemptId, JoinToken, LeaseId, TenantId};
+use crate::contract::engine::RelayEngine;
 use std::net::SocketAddr;
 
 const T: TenantId = TenantId(1);

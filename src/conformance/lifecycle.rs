@@ -3,10 +3,10 @@
 //! ends in `Stopped`, and ids from another incarnation are `Restarted`.
 
 use super::{config, ensure, ensure_eq, Harness, Outcome};
-use crate::engine::{Events, RelayEngine};
-use crate::error::Error;
-use crate::events::{Cause, Collection, Received};
-use crate::ids::TenantId;
+use crate::base::error::Error;
+use crate::base::ids::TenantId;
+use crate::contract::engine::{Events, RelayEngine};
+use crate::mem::events::{Cause, Collection, Received};
 use crate::store::Health;
 use std::net::SocketAddr;
 

@@ -3,11 +3,11 @@
 //! nothing, and another tenant's ids answer exactly as missing ones.
 
 use super::{config, ensure, ensure_eq, Harness, Outcome};
-use crate::config::TenantQuota;
-use crate::engine::RelayEngine;
-use crate::error::{Error, Scope};
-use crate::events::Collection;
-use crate::ids::{AttemptId, JoinToken, LeaseId, TenantId};
+use crate::base::error::{Error, Scope};
+use crate::base::ids::{AttemptId, JoinToken, LeaseId, TenantId};
+use crate::contract::config::TenantQuota;
+use crate::contract::engine::RelayEngine;
+use crate::mem::events::Collection;
 use std::net::SocketAddr;
 
 const T: TenantId = TenantId(1);

@@ -2,9 +2,9 @@
 //! visibility under the lease; heartbeat, get, list, leave.
 
 use super::{config, ensure, ensure_eq, Harness, Outcome};
-use crate::engine::RelayEngine;
-use crate::error::Error;
-use crate::ids::TenantId;
+use crate::base::error::Error;
+use crate::base::ids::TenantId;
+use crate::contract::engine::RelayEngine;
 use crate::store::Cursor;
 
 const T: TenantId = TenantId(1);

@@ -1,9 +1,9 @@
 //! Named locks (SPEC §4): exclusive, fenced, lapsing, attachable.
 
 use super::{config, ensure, ensure_eq, Harness, Outcome};
-use crate::engine::RelayEngine;
-use crate::error::Error;
-use crate::ids::TenantId;
+use crate::base::error::Error;
+use crate::base::ids::TenantId;
+use crate::contract::engine::RelayEngine;
 
 const T: TenantId = TenantId(1);
 

@@ -18,7 +18,7 @@
 //! The checks never read a clock. Every TTL is a multiple of the harness's
 //! [`unit`](Harness::unit), and time passes only through
 //! [`advance`](Harness::advance). The in-memory harness moves a
-//! [`ManualClock`](crate::time::ManualClock) (unit: one second, no real
+//! [`ManualClock`](crate::base::time::ManualClock) (unit: one second, no real
 //! waiting, exact). A remote engine, whose deadlines come from its server's
 //! clock, uses a short real unit (tens of milliseconds) and sleeps in
 //! `advance`, then waits until its sweeper has run; checks that depend on
@@ -41,9 +41,9 @@ mod wakes;
 
 pub use harness::InMemory;
 
-use crate::config::StoreConfig;
-use crate::engine::{Engine, RelayEngine, StreamEngine, WakeEngine};
-use crate::error::Error;
+use crate::base::error::Error;
+use crate::contract::config::StoreConfig;
+use crate::contract::engine::{Engine, RelayEngine, StreamEngine, WakeEngine};
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;

@@ -4,10 +4,10 @@
 //! fires for the scheduler lock's holder only.
 
 use super::{config, ensure, ensure_eq, Harness, Outcome};
-use crate::engine::Engine;
-use crate::error::{Error, Scope};
-use crate::ids::TenantId;
-use crate::queue::{Backoff, Failed, JobOptions, JobState, QueueConfig};
+use crate::base::error::{Error, Scope};
+use crate::base::ids::TenantId;
+use crate::contract::engine::Engine;
+use crate::coord::queue::{Backoff, Failed, JobOptions, JobState, QueueConfig};
 use std::time::Duration;
 
 const T: TenantId = TenantId(1);

@@ -2,10 +2,10 @@
 //! never backwards, followers that miss nothing.
 
 use super::{config, ensure_eq, Harness, Outcome};
-use crate::engine::{Follow, RelayEngine, StreamEngine};
-use crate::error::{Error, Scope};
-use crate::ids::TenantId;
-use crate::stream::{StreamConfig, StreamRead, WhenFull};
+use crate::base::error::{Error, Scope};
+use crate::base::ids::TenantId;
+use crate::contract::engine::{Follow, RelayEngine, StreamEngine};
+use crate::coord::stream::{StreamConfig, StreamRead, WhenFull};
 
 const T: TenantId = TenantId(1);
 const OTHER: TenantId = TenantId(2);

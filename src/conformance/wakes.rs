@@ -2,10 +2,10 @@
 //! it, wakes coalesce, channels are per tenant, names are checked.
 
 use super::{config, ensure, ensure_eq, Harness, Outcome};
-use crate::engine::{WakeEngine, Wakes};
-use crate::error::Error;
-use crate::ids::TenantId;
-use crate::wake::Wake;
+use crate::base::error::Error;
+use crate::base::ids::TenantId;
+use crate::contract::engine::{WakeEngine, Wakes};
+use crate::mem::wake::Wake;
 use std::sync::Arc;
 
 const T: TenantId = TenantId(1);

@@ -4,7 +4,7 @@
 
 use super::scripts::{Function, LIBRARY};
 use super::{RedisOptions, RedisTarget};
-use crate::error::{Error, Result};
+use crate::base::error::{Error, Result};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;

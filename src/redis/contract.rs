@@ -4,18 +4,20 @@
 //! adds (server clock, fences from server counters, timeouts).
 
 use super::{RedisEngine, RedisFollower};
-use crate::engine::{Engine, RelayEngine, StreamEngine, WakeEngine};
-use crate::error::Result;
-use crate::events::{Collection, Subscription};
-use crate::ids::{AttemptId, JobId, JoinToken, LeaseId, TenantId};
-use crate::queue::{ClaimToken, ClaimedJob, Failed, JobInfo, JobOptions, QueueConfig, QueueInfo};
-use crate::schedule::{ScheduleInfo, ScheduleRun};
+use crate::base::error::Result;
+use crate::base::ids::{AttemptId, JobId, JoinToken, LeaseId, TenantId};
+use crate::contract::engine::{Engine, RelayEngine, StreamEngine, WakeEngine};
+use crate::coord::queue::{
+    ClaimToken, ClaimedJob, Failed, JobInfo, JobOptions, QueueConfig, QueueInfo,
+};
+use crate::coord::schedule::{ScheduleInfo, ScheduleRun};
+use crate::coord::stream::{StreamConfig, StreamInfo, StreamRead};
+use crate::mem::events::{Collection, Subscription};
+use crate::mem::wake::Listener;
 use crate::store::{
     Admission, Binding, Cursor, DeadLetter, EndpointSeen, Health, JoinTicket, LeaseGrant,
     LeaseInfo, ListingInfo, LockInfo, OutboxMessage, OutboxRun, Page, PresenceInfo, Renewal,
 };
-use crate::stream::{StreamConfig, StreamInfo, StreamRead};
-use crate::wake::Listener;
 use std::net::SocketAddr;
 use std::time::Duration;
 

@@ -13,13 +13,13 @@
 //! that Redis cut off for reading too slowly, misses messages. Each
 //! tenant's removals are numbered in the order its slot ran them, so the
 //! listener counts a gap in a tenant's numbers and reports it to every
-//! subscriber as [`Received::Lagged`](crate::events::Received::Lagged).
+//! subscriber as [`Received::Lagged`](crate::mem::events::Received::Lagged).
 
 use super::{Inner, RedisEngine, RedisTarget};
-use crate::error::{Error, Result};
-use crate::events::{Cause, Collection, Event, EventHub, RecordId, Subscription};
-use crate::ids::{AttemptId, LeaseId, TenantId};
-use crate::wake::WakeHub;
+use crate::base::error::{Error, Result};
+use crate::base::ids::{AttemptId, LeaseId, TenantId};
+use crate::mem::events::{Cause, Collection, Event, EventHub, RecordId, Subscription};
+use crate::mem::wake::WakeHub;
 use redis::Value;
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -140,8 +140,8 @@ fn decode(tenant: TenantId, incarnation: u64, raw: &[u8]) -> Option<Event> {
 /// who then find it gone.
 fn announce(hub: &EventHub, wakes: &WakeHub, event: Event) {
     let channel = match &event.id {
-        RecordId::Stream(name) => Some(crate::stream::wake_channel(name)),
-        RecordId::Queue(name) => Some(crate::queue::wake_channel(name)),
+        RecordId::Stream(name) => Some(crate::coord::stream::wake_channel(name)),
+        RecordId::Queue(name) => Some(crate::coord::queue::wake_channel(name)),
         _ => None,
     };
     if let Some(channel) = channel {

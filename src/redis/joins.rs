@@ -3,8 +3,8 @@
 
 use super::reply::Reply;
 use super::{quota_arg, scripts, Issued, Mode, RedisEngine};
-use crate::error::{Error, Result};
-use crate::ids::{AttemptId, JoinToken, TenantId, TOKEN_SECRET_BYTES};
+use crate::base::error::{Error, Result};
+use crate::base::ids::{AttemptId, JoinToken, TenantId, TOKEN_SECRET_BYTES};
 use crate::store::{Admission, Binding, JoinTicket};
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -34,7 +34,7 @@ impl RedisEngine {
         }
         let ttl_ms = self.ttl_ms(ttl)?;
         let mut secret = [0u8; TOKEN_SECRET_BYTES];
-        crate::secrets::fill(&mut secret)?;
+        crate::base::secrets::fill(&mut secret)?;
         let config = self.config();
         let args = args![
             listing,
@@ -44,7 +44,7 @@ impl RedisEngine {
             config.attempts_per_listing_max.to_string(),
             quota_arg(config.tenant.attempts_max),
             quota_arg(config.tenant.replay_max),
-            crate::time::duration_to_millis_ceil(config.replay_grace).to_string(),
+            crate::base::time::duration_to_millis_ceil(config.replay_grace).to_string(),
             self.keep_ms().to_string(),
             idempotency_key.unwrap_or(""),
             self.idempotency_ttl_ms().to_string(),

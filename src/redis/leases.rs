@@ -2,9 +2,9 @@
 
 use super::reply::Reply;
 use super::{quota_arg, scripts, Issued, Mode, RedisEngine};
-use crate::error::{Error, Result};
-use crate::holder::Holder;
-use crate::ids::{LeaseId, TenantId};
+use crate::base::error::{Error, Result};
+use crate::base::holder::Holder;
+use crate::base::ids::{LeaseId, TenantId};
 use crate::store::{EndpointSeen, LeaseGrant, LeaseInfo, Renewal};
 use std::net::SocketAddr;
 use std::time::{Duration, UNIX_EPOCH};
@@ -119,7 +119,7 @@ impl RedisEngine {
     /// ([`Store::revoke`](crate::Store::revoke)). Idempotent while the
     /// lease's tombstone lives (`tombstone_ttl`).
     pub async fn revoke(&self, tenant: TenantId, id: LeaseId) -> Result<()> {
-        let tombstone = crate::time::duration_to_millis_ceil(self.config().tombstone_ttl);
+        let tombstone = crate::base::time::duration_to_millis_ceil(self.config().tombstone_ttl);
         let args = args![id.seq().to_string(), tombstone.to_string()];
         self.existing(scripts::REVOKE, tenant, id, args)
             .await

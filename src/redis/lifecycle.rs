@@ -10,7 +10,7 @@
 //! revokes what remains instead.)
 
 use super::{Mode, RedisEngine};
-use crate::error::{Error, Result};
+use crate::base::error::{Error, Result};
 use crate::store::Health;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -59,7 +59,7 @@ impl Drain {
     /// Starts the drain unless one has begun (the earlier deadline
     /// stays). Returns whether this call began it, and the phase after.
     fn begin(&self, window: Duration) -> (bool, Phase) {
-        let window_ms = crate::time::duration_to_millis_ceil(window);
+        let window_ms = crate::base::time::duration_to_millis_ceil(window);
         let deadline = self.now_ms().saturating_add(window_ms).min(READY - 1);
         // Losing this race means another caller began the drain first.
         let began = self

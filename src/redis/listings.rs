@@ -1,8 +1,8 @@
 //! Listings on Redis: publish, get, update, unpublish, revoke, pages.
 
 use super::{quota_arg, scripts, Issued, Mode, RedisEngine};
-use crate::error::{Error, Result};
-use crate::ids::{LeaseId, TenantId};
+use crate::base::error::{Error, Result};
+use crate::base::ids::{LeaseId, TenantId};
 use crate::store::{Cursor, ListingInfo, Page};
 use std::sync::Arc;
 

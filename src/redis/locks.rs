@@ -1,9 +1,9 @@
 //! Named locks on Redis: take, get, renew, release; attached to a lease.
 
 use super::{quota_arg, reply, scripts, Issued, Mode, RedisEngine};
-use crate::error::{Error, Result};
-use crate::holder::Holder;
-use crate::ids::{LeaseId, TenantId};
+use crate::base::error::{Error, Result};
+use crate::base::holder::Holder;
+use crate::base::ids::{LeaseId, TenantId};
 use crate::store::{LockInfo, Renewal};
 use std::time::Duration;
 

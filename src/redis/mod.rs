@@ -64,11 +64,11 @@ mod sweeper;
 mod tenant;
 mod wakes;
 
-use crate::config::StoreConfig;
-use crate::error::{Error, Result};
-use crate::events::EventHub;
-use crate::ids::TenantId;
-use crate::record::TtlRange;
+use crate::base::error::{Error, Result};
+use crate::base::ids::TenantId;
+use crate::contract::config::StoreConfig;
+use crate::mem::events::EventHub;
+use crate::mem::record::TtlRange;
 use crate::store::{Cursor, DegradedReason, Health, Page};
 use conn::Conn;
 use reply::Reply;
@@ -206,13 +206,13 @@ struct Inner {
     /// The store-wide ceilings, as every per-tenant call passes them.
     ceilings: room::Ceilings,
     /// The bounds on each stream (from `config`).
-    stream_limits: crate::stream::StreamLimits,
+    stream_limits: crate::coord::stream::StreamLimits,
     /// The bounds on each queue and job (from `config`).
-    queue_limits: crate::queue::QueueLimits,
+    queue_limits: crate::coord::queue::QueueLimits,
     /// Where the removal events go: this handle's subscribers.
     hub: Arc<EventHub>,
     /// This handle's wake listeners.
-    wakes: Arc<crate::wake::WakeHub>,
+    wakes: Arc<crate::mem::wake::WakeHub>,
     /// This handle's id in the events it causes (random).
     origin: u64,
     /// The channel listener, once something subscribed.
@@ -290,20 +290,20 @@ impl RedisEngine {
         let conn = Conn::open(&options).await?;
         let sweep_interval = options.sweep_interval;
         let mut origin = [0u8; 8];
-        crate::ids::random_bytes(&mut origin)?;
-        let limits = Arc::new(crate::words::LimitSnapshot::new(crate::config::Limits::of(
-            &config,
-        )));
+        crate::base::ids::random_bytes(&mut origin)?;
+        let limits = Arc::new(crate::base::words::LimitSnapshot::new(
+            crate::contract::config::Limits::of(&config),
+        ));
         let hub = Arc::new(EventHub::new(
             Arc::clone(&limits),
             config.subscriber_buffer_max,
         ));
-        let wakes = Arc::new(crate::wake::WakeHub::new(limits));
+        let wakes = Arc::new(crate::mem::wake::WakeHub::new(limits));
         conn.check_noeviction().await?;
         conn.load_library().await?;
         let ceilings = room::Ceilings::new(&config, &options.namespace, conn.is_cluster());
-        let stream_limits = crate::stream::StreamLimits::of(&config);
-        let queue_limits = crate::queue::QueueLimits::of(&config);
+        let stream_limits = crate::coord::stream::StreamLimits::of(&config);
+        let queue_limits = crate::coord::queue::QueueLimits::of(&config);
         let engine = RedisEngine {
             inner: Arc::new(Inner {
                 conn,
@@ -358,7 +358,9 @@ impl RedisEngine {
     /// `ttl` validated against the configured range, in whole milliseconds
     /// (rounded up, as the in-memory store does).
     fn ttl_ms(&self, ttl: Duration) -> Result<u64> {
-        self.inner.ttl.deadline(crate::time::MonoTime::ZERO, ttl)
+        self.inner
+            .ttl
+            .deadline(crate::base::time::MonoTime::ZERO, ttl)
     }
 
     /// The name rules both engines apply.
@@ -370,19 +372,19 @@ impl RedisEngine {
     /// memory backstop (PEXPIREAT) is never earlier than the deadline, so
     /// only the functions' clock checks decide visibility.
     fn keep_ms(&self) -> u64 {
-        crate::time::duration_to_millis_ceil(self.config().tombstone_ttl).max(1_000)
+        crate::base::time::duration_to_millis_ceil(self.config().tombstone_ttl).max(1_000)
     }
 
     /// `idempotency_ttl` in whole milliseconds.
     fn idempotency_ttl_ms(&self) -> u64 {
-        crate::time::duration_to_millis_ceil(self.config().idempotency_ttl)
+        crate::base::time::duration_to_millis_ceil(self.config().idempotency_ttl)
     }
 
     /// Reads the store's incarnation from the meta key, creating it if the
     /// store is new or Redis lost its data.
     async fn refresh_incarnation(&self) -> Result<u64> {
         let mut bytes = [0u8; 8];
-        crate::ids::random_bytes(&mut bytes)?;
+        crate::base::ids::random_bytes(&mut bytes)?;
         let fresh = u64::from_le_bytes(bytes);
         let key = format!("{{{}}}:meta", self.inner.namespace);
         let (seen, born): (String, String) = self
@@ -563,7 +565,7 @@ const ROUNDS: usize = 5;
 
 /// A tenant quota as a function argument: `-1` when switched off.
 fn quota_arg(limit: u64) -> String {
-    if limit == crate::config::TenantQuota::OFF {
+    if limit == crate::contract::config::TenantQuota::OFF {
         "-1".to_owned()
     } else {
         limit.to_string()

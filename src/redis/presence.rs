@@ -2,8 +2,8 @@
 
 use super::reply::Reply;
 use super::{quota_arg, scripts, Issued, Mode, RedisEngine};
-use crate::error::{Error, Result};
-use crate::ids::{LeaseId, TenantId};
+use crate::base::error::{Error, Result};
+use crate::base::ids::{LeaseId, TenantId};
 use crate::store::{Cursor, Page, PresenceInfo, Renewal};
 use std::time::Duration;
 

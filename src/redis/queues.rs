@@ -14,14 +14,14 @@
 
 use super::reply::Reply;
 use super::{quota_arg, scripts, Issued, Mode, RedisEngine};
-use crate::error::{Error, Result};
-use crate::ids::{JobId, TenantId};
-use crate::queue::{
+use crate::base::error::{Error, Result};
+use crate::base::ids::{JobId, TenantId};
+use crate::base::time::duration_to_millis_ceil;
+use crate::coord::queue::{
     wake_channel, ClaimToken, ClaimedJob, Failed, JobInfo, JobOptions, JobState, QueueConfig,
     QueueInfo,
 };
 use crate::store::{outbox_config, DeadLetter, OutboxMessage, OutboxRun, OUTBOX_QUEUE};
-use crate::time::duration_to_millis_ceil;
 use std::time::Duration;
 
 /// What one claim call found: the jobs, and how long until the queue
@@ -295,7 +295,7 @@ impl RedisEngine {
     ) -> Result<Failed> {
         self.check_name(reason)?;
         let mut draw = [0u8; 4];
-        crate::ids::random_bytes(&mut draw)?;
+        crate::base::ids::random_bytes(&mut draw)?;
         let args = args![
             job.seq().to_string(),
             claim.to_bits().to_string(),

@@ -1,8 +1,8 @@
 //! A function's reply: an array whose first element is a code
 //! (`lua/prelude.lua` names them), then the values.
 
-use crate::error::{Error, Result, Scope};
-use crate::events::Collection;
+use crate::base::error::{Error, Result, Scope};
+use crate::mem::events::Collection;
 use redis::Value;
 use std::sync::Arc;
 
@@ -28,8 +28,8 @@ pub(super) const LEADERSHIP_LOST: i64 = 18;
 
 /// The reasons an `INVALID` reply names by number.
 const INVALID_REASONS: [&str; 2] = [
-    crate::stream::PAYLOAD_OVER_BYTES_MAX,
-    crate::stream::PAST_THE_END,
+    crate::coord::stream::PAYLOAD_OVER_BYTES_MAX,
+    crate::coord::stream::PAST_THE_END,
 ];
 
 /// A reply the engine did not expect: a bug, or a Redis that is not ours.

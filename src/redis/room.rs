@@ -21,9 +21,9 @@
 
 use super::reply::Reply;
 use super::{scripts, RedisEngine};
-use crate::config::StoreConfig;
-use crate::error::{Error, Result};
-use crate::events::Collection;
+use crate::base::error::{Error, Result};
+use crate::contract::config::StoreConfig;
+use crate::mem::events::Collection;
 use crate::store::Usage;
 use std::sync::Arc;
 

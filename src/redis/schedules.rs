@@ -9,11 +9,11 @@
 
 use super::reply::Reply;
 use super::{quota_arg, scripts, Issued, Mode, RedisEngine};
-use crate::config::SCHEDULE_CATCH_UP_MAX;
-use crate::error::Result;
-use crate::ids::TenantId;
-use crate::queue::wake_channel;
-use crate::schedule::{ScheduleInfo, ScheduleRun};
+use crate::base::error::Result;
+use crate::base::ids::TenantId;
+use crate::contract::config::SCHEDULE_CATCH_UP_MAX;
+use crate::coord::queue::wake_channel;
+use crate::coord::schedule::{ScheduleInfo, ScheduleRun};
 use crate::store::{LockInfo, SCHEDULER_LOCK};
 use redis::Value;
 use std::time::Duration;
@@ -140,7 +140,7 @@ impl RedisEngine {
             )
             .await?
         else {
-            return Err(crate::error::Error::LeadershipLost);
+            return Err(crate::base::error::Error::LeadershipLost);
         };
         reply.refusal()?;
         let mut run = ScheduleRun {

@@ -21,12 +21,14 @@
 
 use super::reply::Reply;
 use super::{quota_arg, scripts, Issued, Mode, RedisEngine};
-use crate::engine::Follow;
-use crate::error::{Error, Result};
-use crate::ids::TenantId;
-use crate::stream::{wake_channel, StreamConfig, StreamEntry, StreamInfo, StreamRead, WhenFull};
-use crate::time::duration_to_millis_ceil;
-use crate::wake::Listener;
+use crate::base::error::{Error, Result};
+use crate::base::ids::TenantId;
+use crate::base::time::duration_to_millis_ceil;
+use crate::contract::engine::Follow;
+use crate::coord::stream::{
+    wake_channel, StreamConfig, StreamEntry, StreamInfo, StreamRead, WhenFull,
+};
+use crate::mem::wake::Listener;
 use std::sync::Arc;
 
 impl RedisEngine {

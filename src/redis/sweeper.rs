@@ -13,8 +13,8 @@
 //! holds (`room.rs`).
 
 use super::{scripts, Issued, Mode, RedisEngine};
-use crate::error::{Error, Result};
-use crate::ids::TenantId;
+use crate::base::error::{Error, Result};
+use crate::base::ids::TenantId;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -83,7 +83,7 @@ impl RedisEngine {
                 &self.meta_key("sweeper"),
                 args![
                     format!("{:x}", self.inner.origin),
-                    crate::time::duration_to_millis_ceil(length).to_string()
+                    crate::base::time::duration_to_millis_ceil(length).to_string()
                 ],
             )
             .await?;

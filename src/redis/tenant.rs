@@ -1,8 +1,8 @@
 //! A whole tenant on Redis: revocation.
 
 use super::{scripts, Issued, Mode, RedisEngine};
-use crate::error::Result;
-use crate::ids::TenantId;
+use crate::base::error::Result;
+use crate::base::ids::TenantId;
 
 impl RedisEngine {
     /// Revokes everything a tenant holds, in one step
@@ -16,7 +16,7 @@ impl RedisEngine {
     /// as in memory; streams attached to its leases go with them.
     /// Idempotent; an unknown tenant is fine.
     pub async fn revoke_tenant(&self, tenant: TenantId) -> Result<()> {
-        let tombstone = crate::time::duration_to_millis_ceil(self.config().tombstone_ttl);
+        let tombstone = crate::base::time::duration_to_millis_ceil(self.config().tombstone_ttl);
         match self
             .run(
                 scripts::REVOKE_TENANT,

@@ -21,10 +21,10 @@
 
 use super::{Mode, RedisEngine};
 #[cfg(doc)]
-use crate::error::Error;
-use crate::error::Result;
-use crate::ids::TenantId;
-use crate::wake::Listener;
+use crate::base::error::Error;
+use crate::base::error::Result;
+use crate::base::ids::TenantId;
+use crate::mem::wake::Listener;
 use std::sync::Arc;
 
 impl RedisEngine {

@@ -57,14 +57,14 @@ use super::retire::Stored;
 use super::tenant::{Epoch, Owner, TenantIndex};
 use super::visible::Ancestry;
 use super::{decide, owned_by, Collection, Store};
-use crate::config::{Limits, StoreConfig};
-use crate::error::{Error, Result, Scope};
-use crate::events::Cause;
-use crate::ids::TenantId;
-use crate::quota::{Counter, Reservation};
-use crate::record::Stamp;
-use crate::sync::{lock_at, Arc, Rung};
-use crate::time::MonoTime;
+use crate::base::error::{Error, Result, Scope};
+use crate::base::ids::TenantId;
+use crate::base::sync::{lock_at, Arc, Rung};
+use crate::base::time::MonoTime;
+use crate::contract::config::{Limits, StoreConfig};
+use crate::mem::events::Cause;
+use crate::mem::quota::{Counter, Reservation};
+use crate::mem::record::Stamp;
 use smol_str::SmolStr;
 use std::cell::Cell;
 
@@ -389,7 +389,7 @@ impl Store {
     ) -> Result<Stamp> {
         let created = self.create_steps(tenant, key, parent, now, deadline, make, then);
         if created.is_ok() {
-            crate::metrics::admission(C::QUOTAS[0]);
+            crate::mem::metrics::admission(C::QUOTAS[0]);
         }
         self.observed(tenant, created)
     }
@@ -642,7 +642,7 @@ pub(super) mod seam {
 #[cfg(all(test, not(relaystore_loom)))]
 mod tests {
     use super::seam::{panic_after, Step};
-    use crate::time::ManualClock;
+    use crate::base::time::ManualClock;
     use crate::{Error, Store, StoreConfig, TenantId};
     use std::panic::{catch_unwind, AssertUnwindSafe};
     use std::sync::Arc;

@@ -9,8 +9,8 @@
 
 use super::tenant::Tenant;
 use super::{Collection, Store};
-use crate::ids::TenantId;
-use crate::sync::{lock_at, Arc, Ordering, Rung};
+use crate::base::ids::TenantId;
+use crate::base::sync::{lock_at, Arc, Ordering, Rung};
 use smol_str::SmolStr;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -336,7 +336,7 @@ impl Store {
 
 #[cfg(test)]
 mod tests {
-    use crate::time::ManualClock;
+    use crate::base::time::ManualClock;
     use crate::{Store, StoreConfig, TenantId};
     use std::sync::Arc;
     use std::time::Duration;
@@ -371,15 +371,15 @@ mod tests {
     fn the_audit_notices_a_stale_tenant_index() {
         let s = busy();
         let t = s.tenant(TenantId(1)).unwrap();
-        crate::sync::lock_at(crate::sync::Rung::TenantIndex, &t.tenant.index)
+        crate::base::sync::lock_at(crate::base::sync::Rung::TenantIndex, &t.tenant.index)
             .listings
             .insert(smol_str::SmolStr::new("ghost"));
         assert!(s.audit().unwrap_err().finding().contains("tenant index"));
-        crate::sync::lock_at(crate::sync::Rung::TenantIndex, &t.tenant.index)
+        crate::base::sync::lock_at(crate::base::sync::Rung::TenantIndex, &t.tenant.index)
             .listings
             .remove("ghost");
         s.audit().unwrap();
-        crate::sync::lock_at(crate::sync::Rung::TenantIndex, &t.tenant.index)
+        crate::base::sync::lock_at(crate::base::sync::Rung::TenantIndex, &t.tenant.index)
             .members
             .insert(smol_str::SmolStr::new("ghost"));
         assert!(s.audit().unwrap_err().finding().contains("tenant index"));
@@ -388,9 +388,9 @@ mod tests {
     #[test]
     fn the_audit_notices_a_timer_without_a_record() {
         let s = busy();
-        crate::sync::lock(s.shared.leases.timers_for_audit(&(u64::MAX - 9)))
+        crate::base::sync::lock(s.shared.leases.timers_for_audit(&(u64::MAX - 9)))
             .wheel
-            .schedule(crate::wheel::SplitKey::from(u64::MAX - 9), 1);
+            .schedule(crate::mem::wheel::SplitKey::from(u64::MAX - 9), 1);
         assert!(s.audit().unwrap_err().finding().contains("wheel"));
     }
 }

@@ -13,13 +13,13 @@
 #[cfg(feature = "native")]
 use super::Shared;
 use super::Store;
-use crate::config::{QuotaPolicy, StoreConfig, UniformQuota};
 #[cfg(feature = "native")]
-use crate::error::Unavailable;
-use crate::error::{Error, Result};
-use crate::time::Clock;
+use crate::base::error::Unavailable;
+use crate::base::error::{Error, Result};
+use crate::base::time::Clock;
 #[cfg(feature = "native")]
-use crate::time::SystemClock;
+use crate::base::time::SystemClock;
+use crate::contract::config::{QuotaPolicy, StoreConfig, UniformQuota};
 use std::sync::Arc;
 #[cfg(feature = "native")]
 use std::sync::{Condvar, Mutex, Weak};
@@ -226,7 +226,7 @@ fn spawn_driver(target: Weak<Shared>, tick: Duration) -> std::io::Result<DriverS
 #[cfg(all(test, not(feature = "native"), not(relaystore_loom)))]
 mod without_native {
     use super::*;
-    use crate::time::ManualClock;
+    use crate::base::time::ManualClock;
     use crate::TenantId;
 
     #[test]

@@ -10,16 +10,20 @@ use super::{
     Admission, Binding, Cursor, EndpointSeen, Follower, Health, JoinTicket, LeaseGrant, LeaseInfo,
     ListingInfo, LockInfo, Page, PresenceInfo, Renewal, Store,
 };
-use crate::engine::{Engine, Events, Follow, RelayEngine, StreamEngine, WakeEngine, Wakes};
-use crate::error::Result;
-use crate::events::{Collection, Received, RecvError, Subscription};
-use crate::ids::JobId;
-use crate::ids::{AttemptId, JoinToken, LeaseId, TenantId};
-use crate::queue::{ClaimToken, ClaimedJob, Failed, JobInfo, JobOptions, QueueConfig, QueueInfo};
-use crate::schedule::{ScheduleInfo, ScheduleRun};
+use crate::base::error::Result;
+use crate::base::ids::JobId;
+use crate::base::ids::{AttemptId, JoinToken, LeaseId, TenantId};
+use crate::contract::engine::{
+    Engine, Events, Follow, RelayEngine, StreamEngine, WakeEngine, Wakes,
+};
+use crate::coord::queue::{
+    ClaimToken, ClaimedJob, Failed, JobInfo, JobOptions, QueueConfig, QueueInfo,
+};
+use crate::coord::schedule::{ScheduleInfo, ScheduleRun};
+use crate::coord::stream::{StreamConfig, StreamInfo, StreamRead};
+use crate::mem::events::{Collection, Received, RecvError, Subscription};
+use crate::mem::wake::{Listener, Wake};
 use crate::store::{DeadLetter, OutboxMessage, OutboxRun};
-use crate::stream::{StreamConfig, StreamInfo, StreamRead};
-use crate::wake::{Listener, Wake};
 use std::future::{ready, Future};
 use std::net::SocketAddr;
 use std::time::Duration;

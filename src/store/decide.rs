@@ -4,12 +4,12 @@
 //! write lock, so deciding and writing are one step; here they are plain
 //! functions of the record's state, which the tables below check case by
 //! case. This is also the one place where the model-checking build swaps a
-//! decision for its broken twin ([`crate::faults`]); in every other build
+//! decision for its broken twin ([`crate::base::faults`]); in every other build
 //! `faults::active` is a constant `false` and the twin folds away.
 
 use super::join::Phase;
-use crate::error::{Error, Result};
-use crate::faults::{active, StoreFault};
+use crate::base::error::{Error, Result};
+use crate::base::faults::{active, StoreFault};
 use std::net::SocketAddr;
 
 /// What a bind of `observed` does to an attempt in `phase` at `version`:

@@ -11,12 +11,12 @@ use super::lease::LeaseGrant;
 use super::listing::ListingInfo;
 use super::tenant::Owner;
 use super::{owned_by, Collection, NameKey, Store};
-use crate::error::{Error, Result};
-use crate::events::Cause;
-use crate::ids::TenantId;
-use crate::quota::Reservation;
-use crate::sync::Arc;
-use crate::time::MonoTime;
+use crate::base::error::{Error, Result};
+use crate::base::ids::TenantId;
+use crate::base::sync::Arc;
+use crate::base::time::MonoTime;
+use crate::mem::events::Cause;
+use crate::mem::quota::Reservation;
 
 /// The parameters a stored outcome was produced from.
 #[derive(Clone, Debug, PartialEq, Eq)]

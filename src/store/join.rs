@@ -14,13 +14,13 @@ use super::retire::Stored;
 use super::tenant::Owner;
 use super::visible::Ancestry;
 use super::{Collection, IdKey, Store};
-use crate::error::{Error, Result};
-use crate::events::{Cause, RecordId};
-use crate::ids::{AttemptId, JoinToken, TenantId, TOKEN_SECRET_BYTES};
-use crate::quota::Counter;
-use crate::sync::Arc;
-use crate::table::{Removed, SlabTable};
-use crate::time::{duration_to_millis_ceil, MonoTime};
+use crate::base::error::{Error, Result};
+use crate::base::ids::{AttemptId, JoinToken, TenantId, TOKEN_SECRET_BYTES};
+use crate::base::sync::Arc;
+use crate::base::time::{duration_to_millis_ceil, MonoTime};
+use crate::mem::events::{Cause, RecordId};
+use crate::mem::quota::Counter;
+use crate::mem::table::{Removed, SlabTable};
 use smol_str::SmolStr;
 use std::net::SocketAddr;
 use std::time::{Duration, SystemTime};
@@ -55,7 +55,7 @@ pub(crate) struct Attempt {
 
 impl Stored for Attempt {
     type Key = IdKey;
-    type Storage = crate::slab::Slab<crate::record::Record<Self>>;
+    type Storage = crate::mem::slab::Slab<crate::mem::record::Record<Self>>;
 
     fn table(store: &Store) -> &SlabTable<Attempt> {
         &store.shared.attempts

@@ -9,10 +9,10 @@
 
 use super::tenant::any;
 use super::Store;
-use crate::error::{Error, Result, Unavailable};
-use crate::events::Cause;
-use crate::sync::Ordering;
-use crate::time::MonoTime;
+use crate::base::error::{Error, Result, Unavailable};
+use crate::base::sync::Ordering;
+use crate::base::time::MonoTime;
+use crate::mem::events::Cause;
 use std::time::Duration;
 
 pub(super) const READY: u64 = 0;

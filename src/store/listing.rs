@@ -6,13 +6,13 @@ use super::retire::Stored;
 use super::tenant::{Owner, TenantIndex};
 use super::visible::Ancestry;
 use super::{Collection, Name, NameKey, Store};
-use crate::error::{Error, Result};
-use crate::events::Cause;
-use crate::ids::{LeaseId, TenantId};
-use crate::record::{Stamp, DEADLINE_MAX_MS};
-use crate::sync::{lock_at, Arc, Rung};
-use crate::table::{Removed, Table};
-use crate::time::MonoTime;
+use crate::base::error::{Error, Result};
+use crate::base::ids::{LeaseId, TenantId};
+use crate::base::sync::{lock_at, Arc, Rung};
+use crate::base::time::MonoTime;
+use crate::mem::events::Cause;
+use crate::mem::record::{Stamp, DEADLINE_MAX_MS};
+use crate::mem::table::{Removed, Table};
 use smol_str::SmolStr;
 use std::ops::Bound;
 
@@ -32,7 +32,7 @@ pub(crate) struct Listing {
 
 impl Stored for Listing {
     type Key = NameKey;
-    type Storage = crate::shard::ShardMap<NameKey, crate::record::Record<Self>>;
+    type Storage = crate::mem::shard::ShardMap<NameKey, crate::mem::record::Record<Self>>;
 
     fn table(store: &Store) -> &Table<NameKey, Listing> {
         &store.shared.listings

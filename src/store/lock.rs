@@ -12,14 +12,14 @@ use super::retire::Stored;
 use super::tenant::Owner;
 use super::visible::Ancestry;
 use super::{owned_by, Collection, Name, NameKey, Renewal, Store};
-use crate::error::{Error, Result};
-use crate::events::Cause;
-use crate::holder::Holder;
-use crate::ids::{LeaseId, TenantId};
-use crate::record::{Record, Stamp};
-use crate::sync::Ordering;
-use crate::table::{Removed, Table};
-use crate::time::MonoTime;
+use crate::base::error::{Error, Result};
+use crate::base::holder::Holder;
+use crate::base::ids::{LeaseId, TenantId};
+use crate::base::sync::Ordering;
+use crate::base::time::MonoTime;
+use crate::mem::events::Cause;
+use crate::mem::record::{Record, Stamp};
+use crate::mem::table::{Removed, Table};
 use smol_str::SmolStr;
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;
@@ -37,7 +37,7 @@ pub(crate) struct Lock {
 
 impl Stored for Lock {
     type Key = NameKey;
-    type Storage = crate::shard::ShardMap<NameKey, Record<Self>>;
+    type Storage = crate::mem::shard::ShardMap<NameKey, Record<Self>>;
 
     fn table(store: &Store) -> &Table<NameKey, Lock> {
         &store.shared.locks

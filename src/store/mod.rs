@@ -75,22 +75,22 @@ pub use streams::Follower;
 pub use tx::{Committed, Transaction, TX_OPS_MAX};
 pub use usage::{TenantUsage, Usage};
 
-use crate::config::{Limits, QuotaPolicy, StoreConfig, UniformQuota};
-use crate::error::{Error, Result, Scope};
-use crate::events::{Cause, Collection, Event, EventHub, RecordId, Subscription};
-use crate::gate::{Gate, Inside};
-use crate::ids::{random_bytes, AttemptId, LeaseId, TenantId};
-use crate::queue::{QueueHub, QueueLimits};
-use crate::quota::Counter;
-use crate::record::{Record, Stamp, TtlRange, Versions};
-use crate::schedule::{ScheduleHub, ScheduleLimits};
-use crate::shard::ShardMap;
-use crate::stream::{StreamHub, StreamLimits};
-use crate::sync::{Arc, AtomicU64, Ordering, Snapshot};
-use crate::table::{SlabTable, Storage, Table, TableOf};
-use crate::time::{Clock, MonoTime};
-use crate::wake::WakeHub;
-use crate::words::LimitSnapshot;
+use crate::base::error::{Error, Result, Scope};
+use crate::base::ids::{random_bytes, AttemptId, LeaseId, TenantId};
+use crate::base::sync::{Arc, AtomicU64, Ordering, Snapshot};
+use crate::base::time::{Clock, MonoTime};
+use crate::base::words::LimitSnapshot;
+use crate::contract::config::{Limits, QuotaPolicy, StoreConfig, UniformQuota};
+use crate::coord::queue::{QueueHub, QueueLimits};
+use crate::coord::schedule::{ScheduleHub, ScheduleLimits};
+use crate::coord::stream::{StreamHub, StreamLimits};
+use crate::mem::events::{Cause, Collection, Event, EventHub, RecordId, Subscription};
+use crate::mem::gate::{Gate, Inside};
+use crate::mem::quota::Counter;
+use crate::mem::record::{Record, Stamp, TtlRange, Versions};
+use crate::mem::shard::ShardMap;
+use crate::mem::table::{SlabTable, Storage, Table, TableOf};
+use crate::mem::wake::WakeHub;
 use idempotency::Idem;
 use join::Attempt;
 use lease::Lease;
@@ -214,7 +214,7 @@ pub(crate) struct Shared {
     streams: StreamHub,
     queues: QueueHub,
     schedules: ScheduleHub,
-    /// What a commit closes (`crate::gate`): every mutation of the
+    /// What a commit closes (`crate::mem::gate`): every mutation of the
     /// collections a transaction writes enters it, and their reads
     /// check it.
     gate: Gate,
@@ -402,7 +402,7 @@ impl Store {
         // resolution.
         #[cfg(not(feature = "native"))]
         let took = self.shared.clock.now().saturating_since(now);
-        crate::metrics::sweep(took, removed);
+        crate::mem::metrics::sweep(took, removed);
         self.report_gauges(now);
         removed
     }
@@ -449,7 +449,7 @@ impl Store {
         if !self.shared.observe.gauges_due(now, health) {
             return;
         }
-        crate::metrics::health(health);
+        crate::mem::metrics::health(health);
         let s = &self.shared;
         for c in Collection::ALL {
             let held = match c {
@@ -465,10 +465,10 @@ impl Store {
                 Collection::Queues => s.queues.len(),
                 Collection::Schedules => s.schedules.len(),
             };
-            crate::metrics::records(c, held);
+            crate::mem::metrics::records(c, held);
         }
         let (subscribers, backlog) = s.events.backlog();
-        crate::metrics::subscribers(subscribers, backlog);
+        crate::mem::metrics::subscribers(subscribers, backlog);
     }
 
     // ----- shared helpers ----------------------------------------------------
@@ -490,7 +490,7 @@ impl Store {
     fn inside_gate(&self) {
         debug_assert!(
             self.shared.gate.entered()
-                || crate::faults::active(crate::faults::StoreFault::TxGateBypassed),
+                || crate::base::faults::active(crate::base::faults::StoreFault::TxGateBypassed),
             "a mutation of a transactional collection outside the commit gate"
         );
     }
@@ -615,7 +615,7 @@ impl Store {
         id: impl FnOnce() -> RecordId,
         cause: Cause,
     ) {
-        crate::metrics::removal(collection, cause);
+        crate::mem::metrics::removal(collection, cause);
         if !self.shared.events.subscribed() {
             return;
         }

@@ -16,7 +16,7 @@
 //! paths that return the name (reads of a listing or a presence record)
 //! and the removals.
 
-use crate::ids::TenantId;
+use crate::base::ids::TenantId;
 use smol_str::SmolStr;
 use std::borrow::Borrow;
 use std::hash::{Hash, Hasher};

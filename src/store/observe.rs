@@ -9,10 +9,10 @@
 //! a check of a cached flag.
 
 use super::{Collection, Store};
-use crate::error::{Error, Result, Scope};
-use crate::ids::TenantId;
-use crate::sync::{AtomicBool, AtomicU64, Ordering};
-use crate::time::MonoTime;
+use crate::base::error::{Error, Result, Scope};
+use crate::base::ids::TenantId;
+use crate::base::sync::{AtomicBool, AtomicU64, Ordering};
+use crate::base::time::MonoTime;
 use std::time::Duration;
 
 /// Refusal events are logged at most once per this interval (store
@@ -70,7 +70,7 @@ impl Store {
     /// one way every refusing path reports.
     pub(super) fn observed<T>(&self, tenant: TenantId, result: Result<T>) -> Result<T> {
         if let Err(Error::CapacityExceeded { scope, .. }) = &result {
-            crate::metrics::refusal(*scope);
+            crate::mem::metrics::refusal(*scope);
             self.observe_refusal(tenant, *scope, self.shared.clock.now());
         }
         result

@@ -2,11 +2,11 @@
 //! `outbox_run_once`, on a queue of the store's own per tenant.
 
 use super::Store;
-use crate::config::StoreConfig;
-use crate::error::{Error, Result};
-use crate::ids::{JobId, TenantId};
-use crate::queue::{Backoff, ClaimedJob, JobOptions, QueueConfig};
-use crate::sync::Arc;
+use crate::base::error::{Error, Result};
+use crate::base::ids::{JobId, TenantId};
+use crate::base::sync::Arc;
+use crate::contract::config::StoreConfig;
+use crate::coord::queue::{Backoff, ClaimedJob, JobOptions, QueueConfig};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Duration;
 
@@ -168,10 +168,10 @@ impl OutboxRun {
     }
 
     /// Counts the failure of a message its handler refused.
-    pub(crate) fn failed(&mut self, failed: Result<crate::queue::Failed>) {
+    pub(crate) fn failed(&mut self, failed: Result<crate::coord::queue::Failed>) {
         match failed {
-            Ok(crate::queue::Failed::RetryIn(_)) => self.retried += 1,
-            Ok(crate::queue::Failed::DeadLettered) => self.dead += 1,
+            Ok(crate::coord::queue::Failed::RetryIn(_)) => self.retried += 1,
+            Ok(crate::coord::queue::Failed::DeadLettered) => self.dead += 1,
             // The claim lapsed while the handler ran: the message is
             // back in the outbox already.
             Err(_) => {}

@@ -6,13 +6,13 @@ use super::retire::Stored;
 use super::tenant::{Owner, TenantIndex};
 use super::visible::Ancestry;
 use super::{owned_by, Collection, Name, NameKey, Renewal, Store};
-use crate::error::{Error, Result};
-use crate::events::Cause;
-use crate::ids::{LeaseId, TenantId};
-use crate::record::Stamp;
-use crate::sync::Arc;
-use crate::table::{Removed, Table};
-use crate::time::MonoTime;
+use crate::base::error::{Error, Result};
+use crate::base::ids::{LeaseId, TenantId};
+use crate::base::sync::Arc;
+use crate::base::time::MonoTime;
+use crate::mem::events::Cause;
+use crate::mem::record::Stamp;
+use crate::mem::table::{Removed, Table};
 use smol_str::SmolStr;
 use std::time::Duration;
 
@@ -26,7 +26,7 @@ pub(crate) struct Presence {
 
 impl Stored for Presence {
     type Key = NameKey;
-    type Storage = crate::shard::ShardMap<NameKey, crate::record::Record<Self>>;
+    type Storage = crate::mem::shard::ShardMap<NameKey, crate::mem::record::Record<Self>>;
 
     fn table(store: &Store) -> &Table<NameKey, Presence> {
         &store.shared.presence

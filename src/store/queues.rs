@@ -2,18 +2,18 @@
 //! lifecycle, the clock, and the wakes that workers wait on.
 
 use super::Store;
-use crate::error::{Error, Result};
-use crate::events::{Cause, Collection, RecordId};
-use crate::ids::{random_bytes, JobId, TenantId};
-use crate::named::TenantName;
-use crate::queue::{
+use crate::base::error::{Error, Result};
+use crate::base::ids::{random_bytes, JobId, TenantId};
+use crate::base::sync::Arc;
+use crate::coord::queue::{
     wake_channel, ClaimToken, ClaimedJob, Failed, JobInfo, JobOptions, QueueConfig, QueueInfo,
     Waiting,
 };
-use crate::sync::Arc;
-use crate::wake::Listener;
+use crate::mem::events::{Cause, Collection, RecordId};
+use crate::mem::named::TenantName;
+use crate::mem::wake::Listener;
 #[cfg(feature = "native")]
-use crate::wake::RecvError;
+use crate::mem::wake::RecvError;
 use std::time::Duration;
 
 /// A job that ran out of attempts.

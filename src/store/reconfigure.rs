@@ -9,10 +9,10 @@
 //! evicts nothing: new work is refused until use falls under it.
 
 use super::Store;
-use crate::config::{Limits, QuotaPolicy, StoreConfig, UniformQuota};
-use crate::error::{Error, Result};
-use crate::events::Collection;
-use crate::sync::Arc;
+use crate::base::error::{Error, Result};
+use crate::base::sync::Arc;
+use crate::contract::config::{Limits, QuotaPolicy, StoreConfig, UniformQuota};
+use crate::mem::events::Collection;
 
 impl Store {
     /// Changes the store's limits at run time. What can change, every

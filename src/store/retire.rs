@@ -21,14 +21,14 @@ use super::lock::Lock;
 use super::name_key::Name;
 use super::presence::Presence;
 use super::{owned_by, Collection, IdKey, NameKey, Store};
-use crate::events::{Cause, RecordId};
-use crate::ids::TenantId;
-use crate::record::Record;
-use crate::shard::ShardMap;
-use crate::stream::Stream;
-use crate::sync::{lock_at, Arc, Rung};
-use crate::table::{Removed, Storage, Table, TableOf};
-use crate::time::MonoTime;
+use crate::base::ids::TenantId;
+use crate::base::sync::{lock_at, Arc, Rung};
+use crate::base::time::MonoTime;
+use crate::coord::stream::Stream;
+use crate::mem::events::{Cause, RecordId};
+use crate::mem::record::Record;
+use crate::mem::shard::ShardMap;
+use crate::mem::table::{Removed, Storage, Table, TableOf};
 use std::hash::Hash;
 
 /// A kind of record the store keeps in a table of its own: where it lives
@@ -79,7 +79,7 @@ impl Store {
         out.into_iter()
             .map(|r| {
                 let late = now.saturating_since(r.stamp.deadline);
-                crate::metrics::expiry_lag(late);
+                crate::mem::metrics::expiry_lag(late);
                 1 + S::retire(self, r, Cause::Expired, now)
             })
             .sum()

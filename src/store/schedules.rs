@@ -2,13 +2,13 @@
 //! the leader check before a run, and the fires' path into the queues.
 
 use super::{LockGuard, Store};
-use crate::error::{Error, Result};
-use crate::events::{Cause, Collection, RecordId};
-use crate::ids::TenantId;
-use crate::queue::JobOptions;
-use crate::runner::ScheduleRunner;
-use crate::schedule::{ScheduleInfo, ScheduleRun};
-use crate::sync::Arc;
+use crate::base::error::{Error, Result};
+use crate::base::ids::TenantId;
+use crate::base::sync::Arc;
+use crate::contract::runner::ScheduleRunner;
+use crate::coord::queue::JobOptions;
+use crate::coord::schedule::{ScheduleInfo, ScheduleRun};
+use crate::mem::events::{Cause, Collection, RecordId};
 use std::time::Duration;
 
 /// The reserved named lock whose holder runs a tenant's schedules.
@@ -16,7 +16,7 @@ pub const SCHEDULER_LOCK: &str = "__relaystore_scheduler";
 
 impl Store {
     /// Schedules `name`: every interval of `spec` (`@every <interval>`, see
-    /// [`parse_every`](crate::schedule::parse_every)) a job with `payload`
+    /// [`parse_every`](crate::coord::schedule::parse_every)) a job with `payload`
     /// is enqueued on `queue`, by whichever runner leads the tenant's
     /// schedules ([`run_schedules`](Self::run_schedules)). The first fire
     /// is one interval from now; fires stay on that grid. Scheduling an

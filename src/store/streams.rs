@@ -3,16 +3,16 @@
 
 use super::attach::{LeaseChild, Parent};
 use super::Store;
-use crate::error::{Error, Result};
-use crate::events::Cause;
-use crate::ids::TenantId;
-use crate::named::TenantName;
-use crate::stream::{wake_channel, Created, StreamConfig, StreamInfo, StreamRead};
-use crate::sync::Arc;
-use crate::time::MonoTime;
-use crate::wake::Listener;
+use crate::base::error::{Error, Result};
+use crate::base::ids::TenantId;
+use crate::base::sync::Arc;
+use crate::base::time::MonoTime;
+use crate::coord::stream::{wake_channel, Created, StreamConfig, StreamInfo, StreamRead};
+use crate::mem::events::Cause;
+use crate::mem::named::TenantName;
+use crate::mem::wake::Listener;
 #[cfg(feature = "native")]
-use crate::wake::RecvError;
+use crate::mem::wake::RecvError;
 use smol_str::SmolStr;
 #[cfg(feature = "native")]
 use std::time::Duration;
@@ -318,7 +318,7 @@ impl Follower {
     #[cfg(feature = "native")]
     fn next_within(&mut self, max: usize, timeout: Option<Duration>) -> Result<StreamRead> {
         let deadline = timeout.map(|t| std::time::Instant::now() + t);
-        if crate::faults::active(crate::faults::StoreFault::WaitBeforeRead) {
+        if crate::base::faults::active(crate::base::faults::StoreFault::WaitBeforeRead) {
             // Broken twin: an entry appended before the follower attached
             // left no wake, so this waits for one that never comes.
             let _ = self.wakes.recv();

@@ -30,16 +30,16 @@
 //!   holds nothing else.
 
 use super::{Collection, Store};
-use crate::config::TenantQuota;
-use crate::error::{Error, Result, Scope};
-use crate::events::Cause;
-use crate::faults::{self, StoreFault};
-use crate::ids::TenantId;
-use crate::quota::Counter;
-use crate::shard::Upsert;
-use crate::sync::{lock_at, Arc, AtomicBool, AtomicU64, Mutex, Ordering, Rung};
-use crate::time::MonoTime;
-use crate::words::LimitSnapshot;
+use crate::base::error::{Error, Result, Scope};
+use crate::base::faults::{self, StoreFault};
+use crate::base::ids::TenantId;
+use crate::base::sync::{lock_at, Arc, AtomicBool, AtomicU64, Mutex, Ordering, Rung};
+use crate::base::time::MonoTime;
+use crate::base::words::LimitSnapshot;
+use crate::contract::config::TenantQuota;
+use crate::mem::events::Cause;
+use crate::mem::quota::Counter;
+use crate::mem::shard::Upsert;
 use crossbeam_utils::CachePadded;
 use smol_str::SmolStr;
 use std::cell::RefCell;

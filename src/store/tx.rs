@@ -3,7 +3,7 @@
 //!
 //! # How a commit is atomic
 //!
-//! A commit closes the store's commit gate (`crate::gate`): no mutation of
+//! A commit closes the store's commit gate (`crate::mem::gate`): no mutation of
 //! listings, streams, queues or schedules runs while it applies, and every
 //! read of them that overlaps it is read again after it. It then runs in
 //! two phases, at one reading of the clock:
@@ -38,15 +38,15 @@
 //! `Expired`.
 
 use super::Store;
-use crate::error::{Error, Result};
-use crate::events::{Cause, Collection, RecordId};
-use crate::ids::{JobId, LeaseId, TenantId};
-use crate::queue::{ClaimToken, Failed, JobInfo, JobOptions, JobState, QueueInfo, Staged};
+use crate::base::error::{Error, Result};
+use crate::base::ids::{JobId, LeaseId, TenantId};
+use crate::base::sync::Arc;
+use crate::base::time::MonoTime;
+use crate::coord::queue::{ClaimToken, Failed, JobInfo, JobOptions, JobState, QueueInfo, Staged};
+use crate::coord::stream::{StreamEntry, StreamRead};
+use crate::mem::events::{Cause, Collection, RecordId};
 use crate::store::listing::ListingInfo;
 use crate::store::OUTBOX_QUEUE;
-use crate::stream::{StreamEntry, StreamRead};
-use crate::sync::Arc;
-use crate::time::MonoTime;
 use smol_str::SmolStr;
 
 /// Most operations one transaction stages. Staging one more is refused
@@ -329,7 +329,7 @@ impl Transaction {
     /// Stages [`Store::notify`]: its listeners wake after the commit.
     pub fn notify(&mut self, tenant: TenantId, channel: &str) -> Result<()> {
         let channel = self.store.channel_name(channel)?;
-        if crate::faults::active(crate::faults::StoreFault::TxWakeAtStaging) {
+        if crate::base::faults::active(crate::base::faults::StoreFault::TxWakeAtStaging) {
             // Broken twin: the listeners wake before anything is committed.
             self.store.fire(&[(tenant, Arc::clone(&channel))]);
         }

@@ -2,8 +2,8 @@
 //! that wants to tell a client how close it is to a quota.
 
 use super::{Collection, Store};
-use crate::config::TenantQuota;
-use crate::ids::TenantId;
+use crate::base::ids::TenantId;
+use crate::contract::config::TenantQuota;
 
 /// A tenant's use of one limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

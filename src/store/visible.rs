@@ -11,10 +11,10 @@
 
 use super::lease::Lease;
 use super::Store;
-use crate::error::{Error, Result};
-use crate::ids::TenantId;
-use crate::record::Stamp;
-use crate::time::MonoTime;
+use crate::base::error::{Error, Result};
+use crate::base::ids::TenantId;
+use crate::base::time::MonoTime;
+use crate::mem::record::Stamp;
 use smol_str::SmolStr;
 
 /// What a record's visibility depends on besides its own liveness, read

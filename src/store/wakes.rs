@@ -3,10 +3,10 @@
 
 use super::Store;
 #[cfg(doc)]
-use crate::error::Error;
-use crate::error::Result;
-use crate::ids::TenantId;
-use crate::wake::Listener;
+use crate::base::error::Error;
+use crate::base::error::Result;
+use crate::base::ids::TenantId;
+use crate::mem::wake::Listener;
 
 impl Store {
     /// Wakes every listener of `channel` attached before this call; wakes

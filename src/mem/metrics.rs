@@ -21,8 +21,8 @@
 //! `tenants`, `queue_jobs`, ...); `collection` is the collection it bounds,
 //! or empty.
 
-use crate::error::Scope;
-use crate::events::{Cause, Collection};
+use crate::base::error::Scope;
+use crate::mem::events::{Cause, Collection};
 
 /// The label value of a collection.
 fn collection(c: Collection) -> &'static str {

@@ -14,21 +14,21 @@
 //! `close`, and alone by the receiver. Wakers (executor code) run after
 //! every lock is given up.
 
-use crate::config::Limits;
-use crate::error::{Error, Result, Scope};
-use crate::faults::{self, StoreFault};
-use crate::ids::TenantId;
-use crate::named::TenantCounts;
-use crate::quota::Counter;
-use crate::shard::{ShardMap, Upsert};
-use crate::sync::{lock_at, Arc, AtomicBool, Condvar, Mutex, Ordering, Rung};
-use crate::words::LimitSnapshot;
+use crate::base::error::{Error, Result, Scope};
+use crate::base::faults::{self, StoreFault};
+use crate::base::ids::TenantId;
+use crate::base::sync::{lock_at, Arc, AtomicBool, Condvar, Mutex, Ordering, Rung};
+use crate::base::words::LimitSnapshot;
+use crate::contract::config::Limits;
+use crate::mem::named::TenantCounts;
+use crate::mem::quota::Counter;
+use crate::mem::shard::{ShardMap, Upsert};
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 #[cfg(feature = "native")]
 use std::time::Duration;
 
-pub use crate::events::RecvError;
+pub use crate::mem::events::RecvError;
 
 /// What a listener receives: its channel was notified (once or more) since
 /// it last received.

@@ -28,8 +28,8 @@
 //! that can wait on another thread runs inside the gate: blocking waits
 //! and caller code (an outbox handler) run outside it.
 
-use crate::faults::{self, StoreFault};
-use crate::sync::{fence, lock_at, AtomicBool, AtomicU64, Mutex, Ordering, Ranked, Rung};
+use crate::base::faults::{self, StoreFault};
+use crate::base::sync::{fence, lock_at, AtomicBool, AtomicU64, Mutex, Ordering, Ranked, Rung};
 use crossbeam_utils::CachePadded;
 use std::cell::Cell;
 
@@ -232,7 +232,7 @@ impl Gate {
         self.closed.store(true, Ordering::SeqCst);
         fence(Ordering::SeqCst);
         while self.inside.iter().any(|n| n.load(Ordering::SeqCst) != 0) {
-            crate::sync::spin_wait();
+            crate::base::sync::spin_wait();
         }
         self.epoch.fetch_add(1, Ordering::SeqCst);
         HELD.with(|h| {

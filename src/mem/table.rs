@@ -35,14 +35,14 @@
 //!   inserted and released exactly once when it leaves the map, by whichever
 //!   path removes it.
 
-use crate::error::{Error, Result, Scope};
-use crate::quota::{Counter, Reservation};
-use crate::record::{renewal, Record, Refusal, Stamp, Versions};
-use crate::shard::{ShardMap, Upsert};
-use crate::slab::Slab;
-use crate::sync::{lock_at, Arc, AtomicBool, AtomicU64, Mutex, Ordering, Rung};
-use crate::time::MonoTime;
-use crate::wheel::{ByKey, Fired, Handles, Liveness, SplitKey, TimerHandle, Wheel};
+use crate::base::error::{Error, Result, Scope};
+use crate::base::sync::{lock_at, Arc, AtomicBool, AtomicU64, Mutex, Ordering, Rung};
+use crate::base::time::MonoTime;
+use crate::mem::quota::{Counter, Reservation};
+use crate::mem::record::{renewal, Record, Refusal, Stamp, Versions};
+use crate::mem::shard::{ShardMap, Upsert};
+use crate::mem::slab::Slab;
+use crate::mem::wheel::{ByKey, Fired, Handles, Liveness, SplitKey, TimerHandle, Wheel};
 use crossbeam_utils::CachePadded;
 use std::borrow::Borrow;
 use std::hash::Hash;
@@ -561,7 +561,7 @@ where
             let decide = |current| renewal(now, current, deadline_ms);
             let outcome = if <S as Find<Q, Record<V>>>::EXCLUSIVE {
                 #[cfg(relaystore_loom)]
-                if crate::faults::active(crate::faults::StoreFault::RenewalReadsApart) {
+                if crate::base::faults::active(crate::base::faults::StoreFault::RenewalReadsApart) {
                     self.stash_early_read(key);
                 }
                 self.map.update(key, |r| {
@@ -874,7 +874,8 @@ where
         timers: &mut Timers<K, L>,
         out: &mut Vec<Removed<K, V>>,
     ) {
-        let check_handle = !crate::faults::active(crate::faults::StoreFault::SweepIgnoresHandle);
+        let check_handle =
+            !crate::base::faults::active(crate::base::faults::StoreFault::SweepIgnoresHandle);
         let Fired { item, due, handle } = fired;
         let key = L::key(item);
         let verdict = self.map.remove_if(&key, |r| {
@@ -990,7 +991,7 @@ impl<V> SlabTable<V> {
     pub(crate) fn with_key<R>(&self, make: impl FnOnce(u64) -> Result<R>) -> Result<R> {
         let key = self.map.claim().ok_or_else(|| Error::CapacityExceeded {
             scope: self.ceiling.scope(),
-            limit: crate::slab::SLOTS_MAX,
+            limit: crate::mem::slab::SLOTS_MAX,
             used: self.map.len() as u64,
         })?;
         let mut claim = Claim {

@@ -20,12 +20,12 @@
 //!   at work waits for it ([`spin_wait`]), which a writer never makes
 //!   long.
 //! - **Under the model checker** the store keeps its limits in a
-//!   [`Snapshot`](crate::sync::Snapshot) instead ([`LimitSnapshot`]): one
+//!   [`Snapshot`](crate::base::sync::Snapshot) instead ([`LimitSnapshot`]): one
 //!   modelled lock, so the store's models explore the protocol around the
 //!   read, while `loom-tests/quota.rs` explores this type's own reads and
 //!   writes (with its broken twin, a read that does not look again).
 
-use crate::sync::{lock_at, spin_wait, AtomicU64, Mutex, Ordering, Rung};
+use crate::base::sync::{lock_at, spin_wait, AtomicU64, Mutex, Ordering, Rung};
 use std::marker::PhantomData;
 
 /// The most words a [`WordSnapshot`] holds (a reader copies them onto its
@@ -48,7 +48,7 @@ pub(crate) type LimitSnapshot<T> = WordSnapshot<T>;
 /// Where the store keeps its limits and each tenant's quotas: a modelled
 /// lock in the model-checking build (see the module's rules).
 #[cfg(relaystore_loom)]
-pub(crate) type LimitSnapshot<T> = crate::sync::Snapshot<T>;
+pub(crate) type LimitSnapshot<T> = crate::base::sync::Snapshot<T>;
 
 /// A [`Words`] value replaced whole while readers keep reading it.
 pub(crate) struct WordSnapshot<T> {
@@ -121,7 +121,8 @@ impl<T: Words> WordSnapshot<T> {
         let loaded = load();
         // The broken twin of the model checker keeps what it loaded
         // without looking again.
-        let unchecked = crate::faults::active(crate::faults::StoreFault::SnapshotUnchecked);
+        let unchecked =
+            crate::base::faults::active(crate::base::faults::StoreFault::SnapshotUnchecked);
         (unchecked || self.seq.load(Ordering::Relaxed) == before).then_some(loaded)
     }
 
@@ -153,7 +154,7 @@ impl<T: Words> WordSnapshot<T> {
 
 /// The model-checking build's stand-in answers the same reads.
 #[cfg(relaystore_loom)]
-impl<T: Words> crate::sync::Snapshot<T> {
+impl<T: Words> crate::base::sync::Snapshot<T> {
     /// [`WordSnapshot::read_words`], from the one value the lock guards.
     pub(crate) fn read_words<const N: usize>(&self, at: [usize; N]) -> [u64; N] {
         self.read(|value| {

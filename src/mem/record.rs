@@ -25,9 +25,9 @@
 //! - **The timer** field names the record's entry in its table's wheel. It is
 //!   read and written only while that wheel's lock is held.
 
-use crate::error::Error;
-use crate::sync::{AtomicU64, Ordering};
-use crate::time::{duration_to_millis_ceil, MonoTime};
+use crate::base::error::Error;
+use crate::base::sync::{AtomicU64, Ordering};
+use crate::base::time::{duration_to_millis_ceil, MonoTime};
 use crossbeam_utils::CachePadded;
 
 const SEQ_BITS: u32 = 24;
@@ -235,7 +235,7 @@ impl<V> Record<V> {
     /// plain store, the broken twin the loom models must catch.
     #[cfg(relaystore_loom)]
     fn cas(&self, current: State, next: State) -> Result<(), State> {
-        if crate::faults::BLIND_STORE.with(|f| f.get()) {
+        if crate::base::faults::BLIND_STORE.with(|f| f.get()) {
             self.state.store(next.0, Ordering::Release);
             return Ok(());
         }
@@ -287,7 +287,7 @@ impl<V> Record<V> {
     /// (check-then-act).
     #[cfg(relaystore_loom)]
     pub(crate) fn observed_state(&self) -> State {
-        crate::faults::EARLY_READ
+        crate::base::faults::EARLY_READ
             .with(|f| f.take())
             .unwrap_or_else(|| self.state())
     }
@@ -297,7 +297,7 @@ impl<V> Record<V> {
     #[cfg(relaystore_loom)]
     pub(crate) fn stash_early_read(&self) {
         let state = self.state();
-        crate::faults::EARLY_READ.with(|f| f.set(Some(state)));
+        crate::base::faults::EARLY_READ.with(|f| f.set(Some(state)));
     }
 
     /// Moves the deadline and advances the version by one. Needs `&mut`,
@@ -325,7 +325,7 @@ impl<V> Record<V> {
 /// the deadline has passed, swept or not). The model checker's broken twin
 /// ignores the deadline and resurrects an expired record.
 pub(crate) fn renewal(now: MonoTime, current: Stamp, deadline_ms: u64) -> Result<u64, Error> {
-    use crate::faults::{active, StoreFault};
+    use crate::base::faults::{active, StoreFault};
     if now < current.deadline || active(StoreFault::RenewIgnoresDeadline) {
         Ok(deadline_ms)
     } else {

@@ -24,18 +24,18 @@
 //! earliest delay or visibility deadline, so a lapsed claim returns its job
 //! (and wakes waiting workers) even if nobody claims.
 
-use crate::config::Limits;
-use crate::error::{Error, Result, Scope};
-use crate::events::Collection;
-use crate::faults::{self, StoreFault};
-use crate::ids::{JobId, TenantId};
-use crate::named::{view, Name, TenantCounts, TenantName};
-use crate::quota::Counter;
-use crate::shard::{ShardMap, Upsert};
-use crate::sync::{lock_at, Arc, AtomicU64, Mutex, Ordering, Ranked, Rung};
-use crate::time::{duration_to_millis_ceil, MonoTime};
-use crate::wheel::{Fired, TimerHandle, Wheel};
-use crate::words::LimitSnapshot;
+use crate::base::error::{Error, Result, Scope};
+use crate::base::faults::{self, StoreFault};
+use crate::base::ids::{JobId, TenantId};
+use crate::base::sync::{lock_at, Arc, AtomicU64, Mutex, Ordering, Ranked, Rung};
+use crate::base::time::{duration_to_millis_ceil, MonoTime};
+use crate::base::words::LimitSnapshot;
+use crate::contract::config::Limits;
+use crate::mem::events::Collection;
+use crate::mem::named::{view, Name, TenantCounts, TenantName};
+use crate::mem::quota::Counter;
+use crate::mem::shard::{ShardMap, Upsert};
+use crate::mem::wheel::{Fired, TimerHandle, Wheel};
 use std::collections::BTreeSet;
 use std::time::Duration;
 
@@ -256,7 +256,7 @@ pub(crate) struct QueueLimits {
 }
 
 impl QueueLimits {
-    pub(crate) fn of(config: &crate::config::StoreConfig) -> Self {
+    pub(crate) fn of(config: &crate::contract::config::StoreConfig) -> Self {
         QueueLimits {
             jobs_max: config.queue_jobs_max,
             bytes_max: config.queue_bytes_max,

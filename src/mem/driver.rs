@@ -22,7 +22,7 @@ impl Sweep for crate::Store {
     }
 }
 
-impl<K, V> Sweep for crate::ttl::TtlMap<K, V>
+impl<K, V> Sweep for crate::mem::ttl::TtlMap<K, V>
 where
     K: Eq + std::hash::Hash + Ord + Clone + Send + Sync + 'static,
     V: Send + Sync + 'static,

@@ -8,11 +8,11 @@
 //! in-memory store's [`Scheduler`](crate::Scheduler) is this runner over
 //! the [`Store`](crate::Store), with a blocking loop around it.
 
-use crate::engine::Engine;
-use crate::error::{Error, Result};
-use crate::ids::TenantId;
+use crate::base::error::{Error, Result};
+use crate::base::ids::TenantId;
+use crate::base::sync::Arc;
+use crate::contract::engine::Engine;
 use crate::store::{SchedulerStep, SCHEDULER_LOCK};
-use crate::sync::Arc;
 use std::time::Duration;
 
 /// A runner competing to lead one tenant's schedules on engine `E`: call

@@ -22,7 +22,7 @@
 //! behind the same API, because loom cannot see inside dashmap; the models
 //! then exercise the real record transitions on top of it.
 
-use crate::sync::{enter, Rung};
+use crate::base::sync::{enter, Rung};
 use std::borrow::Borrow;
 use std::hash::Hash;
 
@@ -175,7 +175,7 @@ mod imp {
 #[cfg(relaystore_loom)]
 mod imp {
     use super::*;
-    use crate::sync::{read, write, RwLock};
+    use crate::base::sync::{read, write, RwLock};
     use std::collections::HashMap;
 
     pub(crate) struct ShardMap<K, V> {

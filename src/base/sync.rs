@@ -387,7 +387,7 @@ pub(crate) fn lock_at<T>(rung: Rung, mutex: &Mutex<T>) -> Ranked<'_, T> {
 #[cfg(all(test, debug_assertions, not(relaystore_loom)))]
 mod tests {
     use super::*;
-    use crate::shard::{ShardMap, Upsert};
+    use crate::mem::shard::{ShardMap, Upsert};
 
     #[test]
     fn locks_taken_down_the_hierarchy_are_fine_and_leaving_restores() {

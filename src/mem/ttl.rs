@@ -5,12 +5,12 @@
 //! removal and a hard ceiling on the number of entries. The relay collections
 //! are built from the same parts.
 
-use crate::error::{Error, Result, Scope};
-use crate::record::{Stamp, TtlRange, Versions};
-use crate::sync::Arc;
-pub use crate::table::Removed;
-use crate::table::Table;
-use crate::time::{Clock, MonoTime};
+use crate::base::error::{Error, Result, Scope};
+use crate::base::sync::Arc;
+use crate::base::time::{Clock, MonoTime};
+use crate::mem::record::{Stamp, TtlRange, Versions};
+pub use crate::mem::table::Removed;
+use crate::mem::table::Table;
 use std::hash::Hash;
 use std::time::{Duration, SystemTime};
 

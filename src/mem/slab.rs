@@ -37,10 +37,10 @@
 //!   record's lock, exactly as a map shard's); a free list's lock is a leaf
 //!   taken with no slot lock held.
 
-use crate::shard::Upsert;
-use crate::sync::{
+use crate::base::sync::{
     enter, lock_at, AtomicI64, AtomicU64, Mutex, Ordering, Rung, SlotGuard, SlotLock,
 };
+use crate::mem::shard::Upsert;
 use crossbeam_utils::CachePadded;
 use std::sync::OnceLock;
 
@@ -123,7 +123,7 @@ struct Slot<V> {
 /// checker's broken twin skips it.
 fn is_at<V>(cell: &SlotGuard<'_, Option<V>>, key: u64) -> bool {
     cell.generation() == generation_of(key)
-        || crate::faults::active(crate::faults::StoreFault::SlotIgnoresGeneration)
+        || crate::base::faults::active(crate::base::faults::StoreFault::SlotIgnoresGeneration)
 }
 
 struct FreeList {
@@ -399,11 +399,12 @@ impl<V> Slab<V> {
     /// go; one whose segment is still being made is waited for (or its
     /// segment made), never skipped.
     pub(crate) fn for_each(&self, mut f: impl FnMut(&u64, &V)) {
-        let made = if crate::faults::active(crate::faults::StoreFault::SlabVisitLoadsCount) {
-            self.made.load(Ordering::Acquire)
-        } else {
-            self.made.fetch_add(0, Ordering::AcqRel)
-        };
+        let made =
+            if crate::base::faults::active(crate::base::faults::StoreFault::SlabVisitLoadsCount) {
+                self.made.load(Ordering::Acquire)
+            } else {
+                self.made.fetch_add(0, Ordering::AcqRel)
+            };
         for index in 0..made.min(SLOTS_MAX) as u32 {
             let (k, at) = locate(u64::from(index));
             let slot = &self.segment(k)[at];

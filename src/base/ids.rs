@@ -7,7 +7,7 @@
 //! ChaCha20 generator seeded from the OS CSPRNG (`secrets`), and are
 //! compared in constant time.
 
-use crate::error::{Error, Result};
+use crate::base::error::{Error, Result};
 use std::fmt;
 use subtle::ConstantTimeEq;
 
@@ -26,7 +26,7 @@ impl fmt::Display for TenantId {
 /// refuses rather than issue a weak one.
 pub(crate) fn random_bytes(buf: &mut [u8]) -> Result<()> {
     getrandom::fill(buf).map_err(|_| Error::ServiceUnavailable {
-        reason: crate::error::Unavailable::Entropy,
+        reason: crate::base::error::Unavailable::Entropy,
     })
 }
 
@@ -172,7 +172,7 @@ pub struct JoinToken {
 impl JoinToken {
     pub(crate) fn issue(attempt: AttemptId) -> Result<Self> {
         let mut secret = [0; TOKEN_SECRET_BYTES];
-        crate::secrets::fill(&mut secret)?;
+        crate::base::secrets::fill(&mut secret)?;
         Ok(JoinToken { attempt, secret })
     }
 

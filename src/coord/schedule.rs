@@ -14,14 +14,14 @@
 //! that has lost the lead fires nothing, whatever happened between its
 //! call and its turn.
 
-use crate::config::{Limits, SCHEDULE_CATCH_UP_MAX};
-use crate::error::{Error, Result, Scope};
-use crate::events::Collection;
-use crate::ids::TenantId;
-use crate::quota::Counter;
-use crate::shard::{ShardMap, Upsert};
-use crate::sync::{lock_at, Arc, AtomicU64, Mutex, Ordering, Rung};
-use crate::words::LimitSnapshot;
+use crate::base::error::{Error, Result, Scope};
+use crate::base::ids::TenantId;
+use crate::base::sync::{lock_at, Arc, AtomicU64, Mutex, Ordering, Rung};
+use crate::base::words::LimitSnapshot;
+use crate::contract::config::{Limits, SCHEDULE_CATCH_UP_MAX};
+use crate::mem::events::Collection;
+use crate::mem::quota::Counter;
+use crate::mem::shard::{ShardMap, Upsert};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -151,7 +151,7 @@ pub(crate) struct ScheduleLimits {
 }
 
 impl ScheduleLimits {
-    pub(crate) fn of(config: &crate::config::StoreConfig) -> Self {
+    pub(crate) fn of(config: &crate::contract::config::StoreConfig) -> Self {
         ScheduleLimits {
             interval_min: config.schedule_interval_min,
             interval_max: config.schedule_interval_max,
@@ -447,7 +447,8 @@ impl ScheduleHub {
         fire: Fire,
     ) -> Result<ScheduleRun> {
         let mut run = ScheduleRun::default();
-        let early = crate::faults::active(crate::faults::StoreFault::LeaderCheckedOutside);
+        let early =
+            crate::base::faults::active(crate::base::faults::StoreFault::LeaderCheckedOutside);
         if early {
             // Broken twin: the lead is checked before the book is taken.
             leads()?;

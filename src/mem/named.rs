@@ -2,11 +2,11 @@
 //! a key of tenant and name that is looked up by a borrowed `(tenant, &str)`
 //! without allocating, and a per-tenant count against a cap.
 
-use crate::error::{Error, Result, Scope};
-use crate::ids::TenantId;
-use crate::quota::{Counter, Reservation};
-use crate::shard::{ShardMap, Upsert};
-use crate::sync::Arc;
+use crate::base::error::{Error, Result, Scope};
+use crate::base::ids::TenantId;
+use crate::base::sync::Arc;
+use crate::mem::quota::{Counter, Reservation};
+use crate::mem::shard::{ShardMap, Upsert};
 
 /// A key of one tenant's named object.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]

@@ -11,9 +11,9 @@
 //! Each counter is padded to its own cache line, so two hot counters never
 //! slow each other down by sharing one.
 
-use crate::error::{Error, Scope};
-use crate::record::CAS_ATTEMPTS_MAX;
-use crate::sync::{AtomicU64, Ordering};
+use crate::base::error::{Error, Scope};
+use crate::base::sync::{AtomicU64, Ordering};
+use crate::mem::record::CAS_ATTEMPTS_MAX;
 use crossbeam_utils::CachePadded;
 
 /// Most scopes one reservation can span.
@@ -145,7 +145,7 @@ impl Counter {
     /// a load-check-store, the broken twin the loom model must catch.
     #[cfg(relaystore_loom)]
     fn cas(&self, current: u64, next: u64) -> Result<(), u64> {
-        if crate::faults::BLIND_STORE.with(|f| f.get()) {
+        if crate::base::faults::BLIND_STORE.with(|f| f.get()) {
             self.used.store(next, Ordering::Release);
             return Ok(());
         }
@@ -220,7 +220,7 @@ impl Drop for Reservation<'_> {
 #[cfg(all(test, not(relaystore_loom)))]
 mod tests {
     use super::*;
-    use crate::events::Collection;
+    use crate::mem::events::Collection;
 
     #[test]
     fn an_uncounted_scope_admits_everything_and_counts_nothing() {

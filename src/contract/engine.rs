@@ -58,19 +58,21 @@
 //! # Ok::<(), Error>(())
 //! ```
 
-use crate::error::Result;
-use crate::events::{Collection, Received, RecvError};
-use crate::ids::JobId;
-use crate::ids::{AttemptId, JoinToken, LeaseId, TenantId};
-use crate::queue::{ClaimToken, ClaimedJob, Failed, JobInfo, JobOptions, QueueConfig, QueueInfo};
-use crate::schedule::{ScheduleInfo, ScheduleRun};
+use crate::base::error::Result;
+use crate::base::ids::JobId;
+use crate::base::ids::{AttemptId, JoinToken, LeaseId, TenantId};
+use crate::coord::queue::{
+    ClaimToken, ClaimedJob, Failed, JobInfo, JobOptions, QueueConfig, QueueInfo,
+};
+use crate::coord::schedule::{ScheduleInfo, ScheduleRun};
+use crate::coord::stream::{StreamConfig, StreamInfo, StreamRead};
+use crate::mem::events::{Collection, Received, RecvError};
+use crate::mem::wake::Wake;
 use crate::store::{
     Admission, Binding, Cursor, EndpointSeen, Health, JoinTicket, LeaseGrant, LeaseInfo,
     ListingInfo, LockInfo, Page, PresenceInfo, Renewal,
 };
 use crate::store::{DeadLetter, OutboxMessage, OutboxRun};
-use crate::stream::{StreamConfig, StreamInfo, StreamRead};
-use crate::wake::Wake;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::time::Duration;

@@ -15,8 +15,8 @@
 //!   moment (a memory disclosure, say) predicts at most the next 64 KiB of
 //!   secrets (4,096 tokens).
 
-use crate::error::Result;
-use crate::ids::random_bytes;
+use crate::base::error::Result;
+use crate::base::ids::random_bytes;
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use std::cell::RefCell;

@@ -6,12 +6,12 @@
 //! on with the newest events. Emitting never blocks on a subscriber and never
 //! grows memory past `subscribers_max * subscriber_buffer_max` events.
 
-use crate::config::Limits;
-use crate::error::{Error, Result, Scope};
-use crate::faults::{self, StoreFault};
-use crate::ids::{AttemptId, LeaseId, TenantId};
-use crate::sync::{lock_at, Arc, AtomicU64, Condvar, Mutex, Ordering, Rung};
-use crate::words::LimitSnapshot;
+use crate::base::error::{Error, Result, Scope};
+use crate::base::faults::{self, StoreFault};
+use crate::base::ids::{AttemptId, LeaseId, TenantId};
+use crate::base::sync::{lock_at, Arc, AtomicU64, Condvar, Mutex, Ordering, Rung};
+use crate::base::words::LimitSnapshot;
+use crate::contract::config::Limits;
 use std::collections::VecDeque;
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
@@ -274,7 +274,7 @@ impl EventHub {
                     if queue.events.len() >= inbox.capacity {
                         queue.events.pop_front();
                         inbox.missed.fetch_add(1, Ordering::AcqRel);
-                        crate::metrics::events_dropped(1);
+                        crate::mem::metrics::events_dropped(1);
                     }
                     queue.events.push_back(event.clone());
                     wake.extend(queue.waker.take());
@@ -307,7 +307,7 @@ impl EventHub {
                 }
             }
         }
-        crate::metrics::events_dropped(missed);
+        crate::mem::metrics::events_dropped(missed);
         wake.into_iter().for_each(Waker::wake);
     }
 

@@ -21,17 +21,17 @@
 //! or a map shard is held. Appends notify the stream's wake channel after
 //! the lock is given up, so a follower woken by an append always reads it.
 
-use crate::config::Limits;
-use crate::error::{Error, Result, Scope};
-use crate::events::Collection;
-use crate::ids::{LeaseId, TenantId};
-use crate::named::{view, Name, TenantCounts, TenantName};
-use crate::quota::Counter;
-use crate::shard::{ShardMap, Upsert};
-use crate::sync::{lock_at, Arc, AtomicBool, AtomicU64, Mutex, Ordering, Ranked, Rung};
-use crate::time::{duration_to_millis_ceil, Clock, MonoTime};
-use crate::wheel::{Fired, TimerHandle, Wheel};
-use crate::words::LimitSnapshot;
+use crate::base::error::{Error, Result, Scope};
+use crate::base::ids::{LeaseId, TenantId};
+use crate::base::sync::{lock_at, Arc, AtomicBool, AtomicU64, Mutex, Ordering, Ranked, Rung};
+use crate::base::time::{duration_to_millis_ceil, Clock, MonoTime};
+use crate::base::words::LimitSnapshot;
+use crate::contract::config::Limits;
+use crate::mem::events::Collection;
+use crate::mem::named::{view, Name, TenantCounts, TenantName};
+use crate::mem::quota::Counter;
+use crate::mem::shard::{ShardMap, Upsert};
+use crate::mem::wheel::{Fired, TimerHandle, Wheel};
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
@@ -140,7 +140,7 @@ pub(crate) struct StreamLimits {
 }
 
 impl StreamLimits {
-    pub(crate) fn of(config: &crate::config::StoreConfig) -> Self {
+    pub(crate) fn of(config: &crate::contract::config::StoreConfig) -> Self {
         StreamLimits {
             entries_max: config.stream_entries_max,
             bytes_max: config.stream_bytes_max,

@@ -5,11 +5,11 @@
 //! what you need with struct-update syntax and [`Store::new`](crate::Store::new)
 //! validates the whole set.
 
-use crate::error::{Error, Result};
-use crate::events::Collection;
-use crate::record::DEADLINE_MAX_MS;
-use crate::time::duration_to_millis_ceil;
-use crate::words::Words;
+use crate::base::error::{Error, Result};
+use crate::base::time::duration_to_millis_ceil;
+use crate::base::words::Words;
+use crate::mem::events::Collection;
+use crate::mem::record::DEADLINE_MAX_MS;
 use std::time::Duration;
 
 /// Most missed fires a schedule enqueues after a pause; then it skips
@@ -550,7 +550,7 @@ impl StoreConfig {
                 reason: "payload is larger than job_payload_bytes_max",
             });
         }
-        crate::schedule::ScheduleLimits::of(self).interval_ms(spec)
+        crate::coord::schedule::ScheduleLimits::of(self).interval_ms(spec)
     }
 
     /// The attribute rule every engine applies: at most `attrs_bytes_max`
@@ -692,7 +692,7 @@ impl StoreConfig {
         }
         // Leases and attempt records live in slabs, whose ids name a slot.
         for c in [Collection::Leases, Collection::Replay] {
-            if self.ceiling(c) > crate::slab::SLOTS_MAX {
+            if self.ceiling(c) > crate::mem::slab::SLOTS_MAX {
                 return invalid(
                     Self::ceiling_field(c),
                     "must be at most 2^28 (268,435,456): an id names one of that many slots",

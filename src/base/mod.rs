@@ -1,0 +1,17 @@
+//! Layer 0, the base: what every other layer stands on and which knows
+//! nothing of records, engines or the contract. The one std/loom switch
+//! (`sync`), time as an input (`time`), the error type, ids and tokens, the
+//! token secrets, holders, word snapshots and the fault switches of the
+//! loom models' broken twins.
+
+pub(crate) mod error;
+#[cfg(relaystore_loom)]
+pub mod faults;
+#[cfg(not(relaystore_loom))]
+pub(crate) mod faults;
+pub(crate) mod holder;
+pub(crate) mod ids;
+pub(crate) mod secrets;
+pub(crate) mod sync;
+pub mod time;
+pub(crate) mod words;

@@ -1,0 +1,10 @@
+//! Layer 1, the contract: what every engine promises, and nothing of how
+//! one keeps it. The engine traits, configuration and limits and the schedule
+//! runner that works on any engine.
+//!
+//! It imports only the base; it knows nothing of dashmap, slabs, the timing
+//! wheel, locks or Redis.
+
+pub(crate) mod config;
+pub(crate) mod engine;
+pub(crate) mod runner;
