@@ -79,8 +79,48 @@ mod store;
 #[doc(hidden)]
 pub use base::faults;
 pub use base::time;
-pub use coord::{queue, schedule, stream};
-pub use mem::{events, wake};
+
+pub mod events {
+    //! Removal events: every physical removal of a record is announced to
+    //! the subscribers ([`Subscription`]) of the engine that removed it. The
+    //! vocabulary ([`Event`], [`Cause`], [`RecordId`], [`Received`]) is the
+    //! same on every engine.
+    pub use crate::contract::events::{Cause, Collection, Event, Received, RecordId, RecvError};
+    pub use crate::mem::events::{RecvFuture, Subscription};
+}
+
+pub mod queue {
+    //! Job queues: at-least-once work with claims, bounded retries
+    //! (equal-jitter [`Backoff`]) and a dead-letter set.
+    pub use crate::contract::queue::{
+        Backoff, ClaimToken, ClaimedJob, Failed, Jitter, JobInfo, JobOptions, JobState,
+        QueueConfig, QueueInfo,
+    };
+}
+
+pub mod schedule {
+    //! Interval schedules: `@every <interval>` fires that enqueue a job, run
+    //! by whichever runner holds the tenant's scheduler lock.
+    pub use crate::contract::rules::parse_every;
+    pub use crate::contract::schedule::{ScheduleInfo, ScheduleRun};
+}
+
+pub mod stream {
+    //! Streams: per-tenant append-only logs with offsets, explicit
+    //! retention and named consumers with committed offsets.
+    pub use crate::contract::stream::{
+        StreamConfig, StreamEntry, StreamInfo, StreamRead, WhenFull,
+    };
+    pub use crate::store::Follower;
+}
+
+pub mod wake {
+    //! Wake channels: `notify(tenant, channel)` wakes every listener of
+    //! that channel attached before the call.
+    pub use crate::contract::events::RecvError;
+    pub use crate::contract::wake::Wake;
+    pub use crate::mem::wake::{Listener, WakeFuture};
+}
 #[cfg(feature = "internals")]
 pub use mem::{quota, wheel};
 
@@ -89,29 +129,38 @@ pub use base::holder::Holder;
 pub use base::ids::{
     AttemptId, JobId, JoinToken, LeaseId, ParseIdError, TenantId, TOKEN_SECRET_BYTES,
 };
+#[cfg(feature = "internals")]
+pub use base::time::DEADLINE_MAX_MS;
 pub use contract::config::{
     QuotaPolicy, StoreConfig, TenantQuota, UniformQuota, SCHEDULE_CATCH_UP_MAX,
 };
 pub use contract::engine::{Engine, Events, Follow, RelayEngine, StreamEngine, WakeEngine, Wakes};
+pub use contract::lifecycle::{DegradedReason, Health};
+pub use contract::names::{OUTBOX_QUEUE, RESERVED_PREFIX, SCHEDULER_LOCK};
+pub use contract::outbox::{outbox_config, OutboxMessage, OutboxRun};
+pub use contract::queue::ClaimedJob;
+pub use contract::queue::DeadLetter;
+pub use contract::relay::{
+    Admission, Binding, Cursor, EndpointSeen, JoinTicket, LeaseGrant, LeaseInfo, ListingInfo,
+    LockInfo, Page, PresenceInfo, Renewal,
+};
 pub use contract::runner::ScheduleRunner;
-pub use coord::queue::ClaimedJob;
+pub use contract::runner::SchedulerStep;
+pub use contract::usage::{TenantUsage, Usage};
 #[cfg(all(feature = "internals", not(relaystore_loom)))]
 #[cfg(feature = "native")]
 pub use mem::driver::{ExpiryDriver, Sweep};
 #[cfg(feature = "internals")]
-pub use mem::record::{Stamp, CAS_ATTEMPTS_MAX, DEADLINE_MAX_MS};
+pub use mem::record::{Stamp, CAS_ATTEMPTS_MAX};
 #[cfg(feature = "internals")]
 pub use mem::ttl::{Removed, TtlConfig, TtlMap};
 #[cfg(feature = "internals")]
 pub use store::AuditError;
-pub use store::{
-    outbox_config, Admission, Binding, Cursor, DeadLetter, DegradedReason, EndpointSeen, Health,
-    JoinTicket, LeaseGrant, LeaseInfo, ListingInfo, LockGuard, LockInfo, OutboxMessage, OutboxRun,
-    Page, PresenceInfo, Renewal, Scheduler, SchedulerStep, SchedulerStop, Stats, Store,
-    StoreBuilder, TenantUsage, Usage, EXPIRY_TICK_DEFAULT, OUTBOX_QUEUE, REFUSAL_LOG_INTERVAL,
-    RESERVED_PREFIX, SCHEDULER_LOCK,
-};
 pub use store::{Committed, Transaction, TX_OPS_MAX};
+pub use store::{
+    LockGuard, Scheduler, SchedulerStop, Stats, Store, StoreBuilder, EXPIRY_TICK_DEFAULT,
+    REFUSAL_LOG_INTERVAL,
+};
 
 /// The README's examples, compiled and run as doctests.
 #[cfg(doctest)]

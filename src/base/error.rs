@@ -1,6 +1,6 @@
 //! The one public error type.
 
-use crate::mem::events::Collection;
+use crate::base::collection::Collection;
 use std::fmt;
 
 /// Everything a store operation can refuse with.

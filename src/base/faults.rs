@@ -26,7 +26,7 @@ std::thread_local! {
 loom::thread_local! {
     /// A state read taken early, used by the next decision under the
     /// record's lock (the sweep's, a slab renewal's).
-    pub(crate) static EARLY_READ: Cell<Option<crate::mem::record::State>> = Cell::new(None);
+    pub(crate) static EARLY_READ: Cell<Option<u64>> = Cell::new(None);
 }
 
 /// Turns the blind-store fault on or off for this model.

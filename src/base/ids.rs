@@ -21,14 +21,9 @@ impl fmt::Display for TenantId {
     }
 }
 
-/// Fills `buf` from the OS CSPRNG. A failure is reported as
-/// [`Error::ServiceUnavailable`]: the store cannot issue a secret, so it
-/// refuses rather than issue a weak one.
-pub(crate) fn random_bytes(buf: &mut [u8]) -> Result<()> {
-    getrandom::fill(buf).map_err(|_| Error::ServiceUnavailable {
-        reason: crate::base::error::Unavailable::Entropy,
-    })
-}
+/// The most slots one slab holds: 2^28 (268,435,456) records. A store's
+/// `leases_max` and `replay_max` may not exceed it.
+pub const SLOTS_MAX: u64 = 1 << 28;
 
 macro_rules! store_id {
     ($(#[$doc:meta])* $name:ident, $tag:literal) => {

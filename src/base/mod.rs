@@ -4,6 +4,7 @@
 //! token secrets, holders, word snapshots and the fault switches of the
 //! loom models' broken twins.
 
+pub(crate) mod collection;
 pub(crate) mod error;
 #[cfg(relaystore_loom)]
 pub mod faults;

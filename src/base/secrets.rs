@@ -15,12 +15,20 @@
 //!   moment (a memory disclosure, say) predicts at most the next 64 KiB of
 //!   secrets (4,096 tokens).
 
-use crate::base::error::Result;
-use crate::base::ids::random_bytes;
+use crate::base::error::{Error, Result};
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Fills `buf` from the OS CSPRNG. A failure is reported as
+/// [`Error::ServiceUnavailable`]: the store cannot issue a secret, so it
+/// refuses rather than issue a weak one.
+pub(crate) fn random_bytes(buf: &mut [u8]) -> Result<()> {
+    getrandom::fill(buf).map_err(|_| Error::ServiceUnavailable {
+        reason: crate::base::error::Unavailable::Entropy,
+    })
+}
 
 /// Output a thread's generator gives before it is reseeded from the OS.
 pub const RESEED_AFTER_BYTES: u64 = 64 * 1024;

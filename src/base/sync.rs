@@ -384,42 +384,6 @@ pub(crate) fn lock_at<T>(rung: Rung, mutex: &Mutex<T>) -> Ranked<'_, T> {
     }
 }
 
-#[cfg(all(test, debug_assertions, not(relaystore_loom)))]
-mod tests {
-    use super::*;
-    use crate::mem::shard::{ShardMap, Upsert};
-
-    #[test]
-    fn locks_taken_down_the_hierarchy_are_fine_and_leaving_restores() {
-        let (index, wheel) = (Mutex::new(()), Mutex::new(()));
-        let map: ShardMap<u8, u8> = ShardMap::with_capacity(4);
-        map.upsert(1, |_| Upsert::Put(1, ()));
-        {
-            let _i = lock_at(Rung::TenantIndex, &index);
-            let _w = lock_at(Rung::Wheel, &wheel);
-            assert_eq!(map.read(&1, |v| *v), Some(1));
-        }
-        // Everything was left: a fresh start at the top is allowed again.
-        let _i = lock_at(Rung::TenantIndex, &index);
-    }
-
-    #[test]
-    #[should_panic(expected = "lock hierarchy broken")]
-    fn taking_a_tenant_index_under_a_wheel_lock_is_caught() {
-        let (index, wheel) = (Mutex::new(()), Mutex::new(()));
-        let _w = lock_at(Rung::Wheel, &wheel);
-        let _i = lock_at(Rung::TenantIndex, &index);
-    }
-
-    #[test]
-    #[should_panic(expected = "lock hierarchy broken")]
-    fn a_nested_map_call_is_caught() {
-        let map: ShardMap<u8, u8> = ShardMap::with_capacity(4);
-        map.upsert(1, |_| Upsert::Put(1, ()));
-        map.read(&1, |_| map.read(&2, |_| ()));
-    }
-}
-
 /// A value replaced whole while readers keep reading it: a reader sees the
 /// old value or the new one, never a mix. `arc-swap` outside the model
 /// checker (a read writes no shared memory); a mutex over an `Arc` under
@@ -462,5 +426,18 @@ impl<T> Snapshot<T> {
         {
             *lock(&self.current) = Arc::new(value);
         }
+    }
+}
+
+#[cfg(all(test, debug_assertions, not(relaystore_loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    #[should_panic(expected = "lock hierarchy broken")]
+    fn taking_a_tenant_index_under_a_wheel_lock_is_caught() {
+        let (index, wheel) = (Mutex::new(()), Mutex::new(()));
+        let _w = lock_at(Rung::Wheel, &wheel);
+        let _i = lock_at(Rung::TenantIndex, &index);
     }
 }

@@ -13,6 +13,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
+/// The latest deadline a record can have, in milliseconds of clock time
+/// (2^40 - 1: about 34.8 years of uptime).
+pub const DEADLINE_MAX_MS: u64 = (1 << 40) - 1;
+
 /// A monotonic instant: whole milliseconds since the clock's origin.
 ///
 /// Millisecond resolution is a deliberate choice (see

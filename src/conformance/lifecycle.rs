@@ -6,8 +6,8 @@ use super::{config, ensure, ensure_eq, Harness, Outcome};
 use crate::base::error::Error;
 use crate::base::ids::TenantId;
 use crate::contract::engine::{Events, RelayEngine};
-use crate::mem::events::{Cause, Collection, Received};
-use crate::store::Health;
+use crate::contract::events::{Cause, Collection, Received};
+use crate::contract::lifecycle::Health;
 use std::net::SocketAddr;
 
 const T: TenantId = TenantId(1);

@@ -7,7 +7,7 @@ use crate::base::error::{Error, Scope};
 use crate::base::ids::{AttemptId, JoinToken, LeaseId, TenantId};
 use crate::contract::config::TenantQuota;
 use crate::contract::engine::RelayEngine;
-use crate::mem::events::Collection;
+use crate::contract::events::Collection;
 use std::net::SocketAddr;
 
 const T: TenantId = TenantId(1);

@@ -5,7 +5,7 @@ use super::{config, ensure, ensure_eq, Harness, Outcome};
 use crate::base::error::Error;
 use crate::base::ids::TenantId;
 use crate::contract::engine::RelayEngine;
-use crate::store::Cursor;
+use crate::contract::relay::Cursor;
 
 const T: TenantId = TenantId(1);
 

@@ -7,7 +7,7 @@ use super::{config, ensure, ensure_eq, Harness, Outcome};
 use crate::base::error::{Error, Scope};
 use crate::base::ids::TenantId;
 use crate::contract::engine::Engine;
-use crate::coord::queue::{Backoff, Failed, JobOptions, JobState, QueueConfig};
+use crate::contract::queue::{Backoff, Failed, JobOptions, JobState, QueueConfig};
 use std::time::Duration;
 
 const T: TenantId = TenantId(1);

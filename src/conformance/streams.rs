@@ -5,7 +5,7 @@ use super::{config, ensure_eq, Harness, Outcome};
 use crate::base::error::{Error, Scope};
 use crate::base::ids::TenantId;
 use crate::contract::engine::{Follow, RelayEngine, StreamEngine};
-use crate::coord::stream::{StreamConfig, StreamRead, WhenFull};
+use crate::contract::stream::{StreamConfig, StreamRead, WhenFull};
 
 const T: TenantId = TenantId(1);
 const OTHER: TenantId = TenantId(2);

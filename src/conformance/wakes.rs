@@ -5,7 +5,7 @@ use super::{config, ensure, ensure_eq, Harness, Outcome};
 use crate::base::error::Error;
 use crate::base::ids::TenantId;
 use crate::contract::engine::{WakeEngine, Wakes};
-use crate::mem::wake::Wake;
+use crate::contract::wake::Wake;
 use std::sync::Arc;
 
 const T: TenantId = TenantId(1);

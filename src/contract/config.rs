@@ -7,9 +7,9 @@
 
 use crate::base::error::{Error, Result};
 use crate::base::time::duration_to_millis_ceil;
+use crate::base::time::DEADLINE_MAX_MS;
 use crate::base::words::Words;
-use crate::mem::events::Collection;
-use crate::mem::record::DEADLINE_MAX_MS;
+use crate::contract::events::Collection;
 use std::time::Duration;
 
 /// Most missed fires a schedule enqueues after a pause; then it skips
@@ -167,7 +167,7 @@ impl Default for TenantQuota {
 /// tenant without registering it.
 pub trait QuotaPolicy: Send + Sync + 'static {
     /// The quotas for `tenant`.
-    fn quota(&self, tenant: crate::TenantId) -> TenantQuota;
+    fn quota(&self, tenant: crate::base::ids::TenantId) -> TenantQuota;
 }
 
 /// The default policy: the same quotas for every tenant.
@@ -175,7 +175,7 @@ pub trait QuotaPolicy: Send + Sync + 'static {
 pub struct UniformQuota(pub TenantQuota);
 
 impl QuotaPolicy for UniformQuota {
-    fn quota(&self, _tenant: crate::TenantId) -> TenantQuota {
+    fn quota(&self, _tenant: crate::base::ids::TenantId) -> TenantQuota {
         self.0.clone()
     }
 }
@@ -216,10 +216,10 @@ fn size(w: u64) -> usize {
 impl Limits {
     /// Where the limit of the store-wide scope `scope` is among the words
     /// (`Words::put`): a collection's ceiling, or the tenants ceiling.
-    pub(crate) fn word_of(scope: crate::Scope) -> Option<usize> {
+    pub(crate) fn word_of(scope: crate::base::error::Scope) -> Option<usize> {
         match scope {
-            crate::Scope::Collection(c) => Some(c as usize),
-            crate::Scope::Tenants => Some(Collection::ALL.len()),
+            crate::base::error::Scope::Collection(c) => Some(c as usize),
+            crate::base::error::Scope::Tenants => Some(Collection::ALL.len()),
             _ => None,
         }
     }
@@ -496,74 +496,6 @@ impl Default for StoreConfig {
 }
 
 impl StoreConfig {
-    /// The name rules every engine applies (holders, keys, members, lock
-    /// names, clients, idempotency keys): non-empty
-    /// ([`Error::InvalidName`]), at most `name_bytes_max` bytes
-    /// ([`Error::InvalidArgument`]).
-    pub(crate) fn check_name(&self, name: &str) -> Result<()> {
-        if name.is_empty() {
-            return Err(Error::InvalidName);
-        }
-        if name.len() > self.name_bytes_max {
-            return Err(Error::InvalidArgument {
-                reason: "name is longer than name_bytes_max",
-            });
-        }
-        Ok(())
-    }
-
-    /// The name of something a caller creates beside the store's own (a
-    /// lock, a wake channel, a stream, a queue, a schedule):
-    /// [`check_name`](Self::check_name)'s rules, and not the reserved
-    /// `__` prefix ([`Error::ReservedName`]).
-    pub(crate) fn check_own_name(&self, name: &str) -> Result<()> {
-        if name.starts_with(crate::store::RESERVED_PREFIX) {
-            return Err(Error::ReservedName);
-        }
-        self.check_name(name)
-    }
-
-    /// The name rule of a queue being inspected or tidied (`job`,
-    /// `queue_info`, dead letters): a caller's own name, or the outbox's
-    /// reserved queue.
-    pub(crate) fn check_inspected_queue(&self, name: &str) -> Result<()> {
-        if name == crate::store::OUTBOX_QUEUE {
-            Ok(())
-        } else {
-            self.check_own_name(name)
-        }
-    }
-
-    /// A schedule's name, spec, queue and payload (every engine's one
-    /// rule): its interval in milliseconds.
-    pub(crate) fn check_schedule(
-        &self,
-        name: &str,
-        spec: &str,
-        queue: &str,
-        payload: &[u8],
-    ) -> Result<u64> {
-        self.check_own_name(name)?;
-        self.check_own_name(queue)?;
-        if payload.len() > self.job_payload_bytes_max {
-            return Err(Error::InvalidArgument {
-                reason: "payload is larger than job_payload_bytes_max",
-            });
-        }
-        crate::coord::schedule::ScheduleLimits::of(self).interval_ms(spec)
-    }
-
-    /// The attribute rule every engine applies: at most `attrs_bytes_max`
-    /// bytes ([`Error::InvalidArgument`]).
-    pub(crate) fn check_attrs(&self, attrs: &[u8]) -> Result<()> {
-        if attrs.len() > self.attrs_bytes_max {
-            return Err(Error::InvalidArgument {
-                reason: "attributes are larger than attrs_bytes_max",
-            });
-        }
-        Ok(())
-    }
-
     /// The store-wide ceiling on collection `c` (for
     /// [`Collection::Attempts`], pending attempts; for
     /// [`Collection::Replay`], every attempt record).
@@ -692,7 +624,7 @@ impl StoreConfig {
         }
         // Leases and attempt records live in slabs, whose ids name a slot.
         for c in [Collection::Leases, Collection::Replay] {
-            if self.ceiling(c) > crate::mem::slab::SLOTS_MAX {
+            if self.ceiling(c) > crate::base::ids::SLOTS_MAX {
                 return invalid(
                     Self::ceiling_field(c),
                     "must be at most 2^28 (268,435,456): an id names one of that many slots",
@@ -742,7 +674,7 @@ impl StoreConfig {
 #[cfg(all(test, not(relaystore_loom)))]
 mod tests {
     use super::*;
-    use crate::Scope;
+    use crate::base::error::Scope;
 
     /// Distinct words 1..=len.
     fn distinct(len: usize) -> Vec<u64> {

@@ -61,18 +61,20 @@
 use crate::base::error::Result;
 use crate::base::ids::JobId;
 use crate::base::ids::{AttemptId, JoinToken, LeaseId, TenantId};
-use crate::coord::queue::{
+use crate::contract::events::{Collection, Received, RecvError};
+use crate::contract::lifecycle::Health;
+use crate::contract::outbox::{OutboxMessage, OutboxRun};
+use crate::contract::queue::DeadLetter;
+use crate::contract::queue::{
     ClaimToken, ClaimedJob, Failed, JobInfo, JobOptions, QueueConfig, QueueInfo,
 };
-use crate::coord::schedule::{ScheduleInfo, ScheduleRun};
-use crate::coord::stream::{StreamConfig, StreamInfo, StreamRead};
-use crate::mem::events::{Collection, Received, RecvError};
-use crate::mem::wake::Wake;
-use crate::store::{
-    Admission, Binding, Cursor, EndpointSeen, Health, JoinTicket, LeaseGrant, LeaseInfo,
-    ListingInfo, LockInfo, Page, PresenceInfo, Renewal,
+use crate::contract::relay::{
+    Admission, Binding, Cursor, EndpointSeen, JoinTicket, LeaseGrant, LeaseInfo, ListingInfo,
+    LockInfo, Page, PresenceInfo, Renewal,
 };
-use crate::store::{DeadLetter, OutboxMessage, OutboxRun};
+use crate::contract::schedule::{ScheduleInfo, ScheduleRun};
+use crate::contract::stream::{StreamConfig, StreamInfo, StreamRead};
+use crate::contract::wake::Wake;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::time::Duration;

@@ -7,4 +7,15 @@
 
 pub(crate) mod config;
 pub(crate) mod engine;
+pub(crate) mod events;
+pub(crate) mod lifecycle;
+pub(crate) mod names;
+pub(crate) mod outbox;
+pub(crate) mod queue;
+pub(crate) mod relay;
+pub(crate) mod rules;
 pub(crate) mod runner;
+pub(crate) mod schedule;
+pub(crate) mod stream;
+pub(crate) mod usage;
+pub(crate) mod wake;

@@ -12,8 +12,19 @@ use crate::base::error::{Error, Result};
 use crate::base::ids::TenantId;
 use crate::base::sync::Arc;
 use crate::contract::engine::Engine;
-use crate::store::{SchedulerStep, SCHEDULER_LOCK};
+use crate::contract::names::SCHEDULER_LOCK;
+use crate::contract::schedule::ScheduleRun;
 use std::time::Duration;
+
+/// What one [`Scheduler::step`](crate::Scheduler::step) did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SchedulerStep {
+    /// The run, if this runner leads.
+    pub run: Option<ScheduleRun>,
+    /// How long to wait before the next step: until the next fire is due,
+    /// and at most a third of the lock's TTL (the renewal cadence).
+    pub wait: Duration,
+}
 
 /// A runner competing to lead one tenant's schedules on engine `E`: call
 /// [`step`](Self::step) again after each step's `wait`.

@@ -1,28 +1,10 @@
-//! Job queues: at-least-once work with claims, bounded retries and a
-//! dead-letter set.
-//!
-//! A job is in exactly one of four states: *ready* (claimable now),
-//! *delayed* (claimable from a tick on: an enqueue delay, or a retry's
-//! backoff), *claimed* (held by one live claim until its visibility
-//! lapses) or *dead* (out of attempts; kept until requeued or purged).
-//! Claims hand out ready jobs oldest first (by id), and a job has at most
-//! one live claim. Every claim operation (ack, fail) checks the claim
-//! before it changes anything: a stale, foreign or lapsed claim is refused
-//! with [`Error::StaleClaim`] and the job stays exactly as it was.
-//!
-//! A failed job is delayed by an equal-jitter exponential backoff
-//! ([`Backoff`]); a claim whose visibility lapses returns the job to ready
-//! and uses up its attempt; a job whose last attempt failed or lapsed goes
-//! to the dead-letter set. Jitter comes from a per-queue generator seeded
-//! at creation ([`QueueConfig::jitter_seed`]), so the same operations on a
-//! `ManualClock` give the same delays.
-//!
-//! Each queue has one mutex (rung `Queue`) over its state. Delays and
-//! visibility deadlines are settled lazily by every claim, and driven by a
-//! timing wheel of the hub's own (rung `Wheel`, taken before a queue's
-//! mutex, never under it): each queue holds at most one timer, due at its
-//! earliest delay or visibility deadline, so a lapsed claim returns its job
-//! (and wakes waiting workers) even if nobody claims.
+//! The in-memory job queue hub: each queue's jobs under one mutex (rung
+//! `Queue`), settled as of now by every call, and a timing wheel of the
+//! hub's own (rung `Wheel`, taken before a queue's mutex, never under it)
+//! that holds at most one timer per queue, due at its earliest delay or
+//! visibility deadline, so a lapsed claim returns its job (and wakes waiting
+//! workers) even if nobody claims. What a queue promises is the contract's
+//! (`contract/queue.rs`).
 
 use crate::base::error::{Error, Result, Scope};
 use crate::base::faults::{self, StoreFault};
@@ -31,310 +13,17 @@ use crate::base::sync::{lock_at, Arc, AtomicU64, Mutex, Ordering, Ranked, Rung};
 use crate::base::time::{duration_to_millis_ceil, MonoTime};
 use crate::base::words::LimitSnapshot;
 use crate::contract::config::Limits;
-use crate::mem::events::Collection;
+use crate::contract::events::Collection;
+use crate::contract::queue::{
+    ClaimToken, ClaimedJob, Failed, Jitter, JobInfo, JobOptions, JobState, QueueConfig, QueueInfo,
+};
+use crate::contract::rules::QueueLimits;
 use crate::mem::named::{view, Name, TenantCounts, TenantName};
 use crate::mem::quota::Counter;
 use crate::mem::shard::{ShardMap, Upsert};
 use crate::mem::wheel::{Fired, TimerHandle, Wheel};
 use std::collections::BTreeSet;
 use std::time::Duration;
-
-/// How long a failed job waits before its next attempt: an equal-jitter
-/// exponential backoff. After attempt `n` (1-based) the capped backoff is
-/// `min(max, base * 2^(n-1))`; half of it is waited for sure, the other
-/// half is drawn uniformly (to the millisecond), so retries of jobs that
-/// failed together spread out but none comes back sooner than half the
-/// backoff.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-pub struct Backoff {
-    /// The backoff after the first attempt, before jitter.
-    pub base: Duration,
-    /// The largest backoff, before jitter.
-    pub max: Duration,
-}
-
-impl Backoff {
-    /// The backoff after attempt `attempt` (1-based), before jitter.
-    pub fn capped(&self, attempt: u32) -> Duration {
-        let doublings = attempt.saturating_sub(1).min(63);
-        let base = duration_to_millis_ceil(self.base);
-        let max = duration_to_millis_ceil(self.max);
-        let ms = base
-            .checked_mul(1u64 << doublings)
-            .map_or(max, |ms| ms.min(max));
-        Duration::from_millis(ms)
-    }
-
-    /// The delay after attempt `attempt` for the random word `draw`: half
-    /// the capped backoff, plus `draw` reduced to between zero and the
-    /// other half (inclusive), in whole milliseconds.
-    pub fn delay(&self, attempt: u32, draw: u64) -> Duration {
-        let capped = self.capped(attempt).as_millis() as u64;
-        let fixed = capped / 2;
-        let spread = capped - fixed;
-        Duration::from_millis(fixed + draw % (spread + 1))
-    }
-}
-
-/// The generator a queue draws its jitter from: SplitMix64, seeded per
-/// queue. Not a secret: jitter only spreads retries out.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Jitter(u64);
-
-impl Jitter {
-    /// The generator a queue created with `seed` starts from.
-    pub fn seeded(seed: u64) -> Self {
-        Jitter(seed)
-    }
-
-    /// The next random word.
-    #[allow(clippy::should_implement_trait)] // Not an iterator: it never ends.
-    pub fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-}
-
-/// A queue's settings, chosen when it is created; every job takes the
-/// queue's unless its [`JobOptions`] say otherwise.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct QueueConfig {
-    /// Most jobs held, in every state (dead letters keep their slot until
-    /// requeued or purged). Default 10,000; at most `queue_jobs_max`.
-    pub jobs_max: usize,
-    /// Most payload bytes held, every state together. Default 16 MiB; at
-    /// most `queue_bytes_max`.
-    pub bytes_max: usize,
-    /// Dead letters at which the queue stops taking jobs (enqueue refused
-    /// with `CapacityExceeded`, scope `QueueDeadLetters`) until they are
-    /// requeued or purged. Default 1,000; at most `jobs_max`.
-    pub dead_letters_max: usize,
-    /// How long a claim holds its jobs unless the claim says otherwise.
-    /// Default 300 s.
-    pub visibility: Duration,
-    /// Claims a job gets before it is dead-lettered. Default 3.
-    pub attempts_max: u32,
-    /// The retry backoff. Default base 5 s, max 300 s (at most `ttl_max`).
-    pub backoff: Backoff,
-    /// The seed of the queue's jitter ([`Jitter`]); `None` draws one from
-    /// the OS at creation.
-    pub jitter_seed: Option<u64>,
-}
-
-impl Default for QueueConfig {
-    fn default() -> Self {
-        QueueConfig {
-            jobs_max: 10_000,
-            bytes_max: 16 << 20,
-            dead_letters_max: 1_000,
-            visibility: Duration::from_secs(300),
-            attempts_max: 3,
-            backoff: Backoff {
-                base: Duration::from_secs(5),
-                max: Duration::from_secs(300),
-            },
-            jitter_seed: None,
-        }
-    }
-}
-
-/// Per-job overrides of the queue's settings.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
-pub struct JobOptions {
-    /// Not claimable before this much time has passed (at most `ttl_max`).
-    pub delay: Duration,
-    /// Claims the job gets before it is dead-lettered, instead of the
-    /// queue's.
-    pub attempts_max: Option<u32>,
-}
-
-impl JobOptions {
-    /// Claimable only after `delay`.
-    pub fn delayed(delay: Duration) -> Self {
-        JobOptions {
-            delay,
-            ..Self::default()
-        }
-    }
-
-    /// The same, with `attempts_max` claims.
-    pub fn with_attempts_max(mut self, attempts_max: u32) -> Self {
-        self.attempts_max = Some(attempts_max);
-        self
-    }
-}
-
-/// A claim on one job: what [`ack`](crate::Store::ack) and
-/// [`fail`](crate::Store::fail) must show. Valid while it is the job's
-/// live claim: not superseded, and its visibility not lapsed.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-pub struct ClaimToken(pub(crate) u64);
-
-impl ClaimToken {
-    /// The token as a number, to send it elsewhere.
-    pub fn to_bits(self) -> u64 {
-        self.0
-    }
-
-    /// Inverse of [`to_bits`](Self::to_bits).
-    pub fn from_bits(bits: u64) -> Self {
-        ClaimToken(bits)
-    }
-}
-
-/// Where a job is.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum JobState {
-    /// Claimable now.
-    Ready,
-    /// Claimable once `ready_in` has passed (an enqueue delay or a retry's
-    /// backoff).
-    Delayed {
-        /// Time left before it is ready.
-        ready_in: Duration,
-    },
-    /// Held by a live claim.
-    Claimed {
-        /// The worker that claimed it.
-        worker: Arc<str>,
-        /// Time left before the claim lapses.
-        lapses_in: Duration,
-    },
-    /// Out of attempts.
-    Dead {
-        /// Why its last attempt ended.
-        reason: Arc<str>,
-    },
-}
-
-/// A job as [`Store::job`](crate::Store::job) reports it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct JobInfo {
-    /// Where it is.
-    pub state: JobState,
-    /// Claims it has had.
-    pub attempts: u32,
-    /// Claims it gets before it is dead-lettered.
-    pub attempts_max: u32,
-    /// Its payload.
-    pub payload: Arc<[u8]>,
-}
-
-/// What a queue holds, by state.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub struct QueueInfo {
-    /// Jobs claimable now.
-    pub ready: usize,
-    /// Jobs waiting for a delay or a backoff.
-    pub delayed: usize,
-    /// Jobs held by live claims.
-    pub claimed: usize,
-    /// Dead letters.
-    pub dead: usize,
-    /// Payload bytes held, every state together.
-    pub bytes: usize,
-}
-
-/// What a failure did to the job.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Failed {
-    /// It will be claimable again after this backoff.
-    RetryIn(Duration),
-    /// That was its last attempt: it is a dead letter now.
-    DeadLettered,
-}
-
-/// The store-wide bounds on queues.
-pub(crate) struct QueueLimits {
-    pub(crate) jobs_max: usize,
-    pub(crate) bytes_max: usize,
-    pub(crate) payload_bytes_max: usize,
-    pub(crate) ttl_max: Duration,
-}
-
-impl QueueLimits {
-    pub(crate) fn of(config: &crate::contract::config::StoreConfig) -> Self {
-        QueueLimits {
-            jobs_max: config.queue_jobs_max,
-            bytes_max: config.queue_bytes_max,
-            payload_bytes_max: config.job_payload_bytes_max,
-            ttl_max: config.ttl_max,
-        }
-    }
-
-    /// A new queue's settings against these bounds (every engine's one
-    /// rule; the visibility's TTL range is the engine's to check).
-    pub(crate) fn check(&self, config: &QueueConfig) -> Result<()> {
-        let invalid = |reason| Err(Error::InvalidArgument { reason });
-        if config.jobs_max == 0 || config.bytes_max == 0 {
-            return invalid("a queue's jobs_max and bytes_max must be positive");
-        }
-        if config.jobs_max > self.jobs_max {
-            return invalid("a queue's jobs_max is above queue_jobs_max");
-        }
-        if config.bytes_max > self.bytes_max {
-            return invalid("a queue's bytes_max is above queue_bytes_max");
-        }
-        if config.dead_letters_max == 0 || config.dead_letters_max > config.jobs_max {
-            return invalid("a queue's dead_letters_max must be between 1 and its jobs_max");
-        }
-        if config.attempts_max == 0 {
-            return invalid("a queue's attempts_max must be positive");
-        }
-        if config.visibility.is_zero() {
-            return invalid("a queue's visibility must be positive");
-        }
-        if config.backoff.base > config.backoff.max {
-            return invalid("a queue's backoff base must be at most its max");
-        }
-        if config.backoff.max > self.ttl_max {
-            return invalid("a queue's backoff max is above ttl_max");
-        }
-        Ok(())
-    }
-
-    /// A job's payload and options: `InvalidArgument` for a payload over
-    /// `job_payload_bytes_max`, a delay over `ttl_max` or an
-    /// `attempts_max` of zero.
-    pub(crate) fn check_job(&self, payload: usize, options: &JobOptions) -> Result<()> {
-        if payload > self.payload_bytes_max {
-            return Err(Error::InvalidArgument {
-                reason: "payload is larger than job_payload_bytes_max",
-            });
-        }
-        if options.delay > self.ttl_max {
-            return Err(Error::InvalidArgument {
-                reason: "a job's delay is above ttl_max",
-            });
-        }
-        if options.attempts_max == Some(0) {
-            return Err(Error::InvalidArgument {
-                reason: "a job's attempts_max must be positive",
-            });
-        }
-        Ok(())
-    }
-}
-
-/// One job handed to a worker by a claim.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ClaimedJob {
-    /// The job.
-    pub id: JobId,
-    /// The claim, for [`ack`](crate::Store::ack) and
-    /// [`fail`](crate::Store::fail).
-    pub claim: ClaimToken,
-    /// Which attempt this is (1 for the first claim).
-    pub attempt: u32,
-    /// The job's payload.
-    pub payload: Arc<[u8]>,
-    /// How long the claim holds the job: past this, it lapses and the job
-    /// returns to the queue (using up this attempt).
-    pub visibility: Duration,
-}
 
 /// A dead letter, as the hub lists it.
 pub(crate) struct Corpse {
@@ -1214,5 +903,8 @@ impl QueueHub {
 
 /// The reserved name of a queue's wake channel.
 pub(crate) fn wake_channel(queue: &str) -> Arc<str> {
-    Arc::from(format!("{}queue:{queue}", crate::store::RESERVED_PREFIX))
+    Arc::from(format!(
+        "{}queue:{queue}",
+        crate::contract::names::RESERVED_PREFIX
+    ))
 }

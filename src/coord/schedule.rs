@@ -1,119 +1,20 @@
-//! Interval schedules: `@every <interval>` fires that enqueue a job, run by
-//! whichever runner holds the tenant's scheduler lock.
-//!
-//! Fires are grid-aligned: a schedule created at `t0` with interval `i` is
-//! due at `t0 + k·i` for k = 1, 2, ... A run that finds `n` fires due
-//! enqueues `min(n, SCHEDULE_CATCH_UP_MAX)` jobs and moves the schedule to
-//! the first grid point after now, all in one step under the tenant's
-//! schedule book (rung `Schedule`, held while the jobs are enqueued, all
-//! or none): a fire is never enqueued twice, and never half.
-//!
-//! A run checks that its runner leads (holds the scheduler lock) under the
-//! book, and reads the time it fires at there too: a new leader's run
-//! waits for the book, so two runners never fire at once, and a runner
-//! that has lost the lead fires nothing, whatever happened between its
-//! call and its turn.
+//! The in-memory schedule hub: each tenant's schedule book under one
+//! mutex (rung `Schedule`), held while a run enqueues its fires, all or
+//! none, and while it checks that its runner leads. What a schedule promises
+//! is the contract's (`contract/schedule.rs`).
 
 use crate::base::error::{Error, Result, Scope};
 use crate::base::ids::TenantId;
 use crate::base::sync::{lock_at, Arc, AtomicU64, Mutex, Ordering, Rung};
 use crate::base::words::LimitSnapshot;
 use crate::contract::config::{Limits, SCHEDULE_CATCH_UP_MAX};
-use crate::mem::events::Collection;
+use crate::contract::events::Collection;
+use crate::contract::rules::ScheduleLimits;
+use crate::contract::schedule::{ScheduleInfo, ScheduleRun};
 use crate::mem::quota::Counter;
 use crate::mem::shard::{ShardMap, Upsert};
 use std::collections::BTreeMap;
 use std::time::Duration;
-
-/// Parses `@every <interval>`: one or more `<number><unit>` parts with
-/// units `d`, `h`, `m`, `s`, `ms`, from the largest to the smallest, each
-/// at most once (`@every 30s`, `@every 1h30m`, `@every 1s500ms`). Anything
-/// else is `InvalidArgument` naming the problem; a zero interval too.
-pub fn parse_every(spec: &str) -> Result<Duration> {
-    let invalid = |reason| Err(Error::InvalidArgument { reason });
-    let Some(rest) = spec.strip_prefix("@every ") else {
-        return invalid("a schedule must be \"@every <interval>\"");
-    };
-    if rest.is_empty() {
-        return invalid("a schedule's interval is missing");
-    }
-    const UNITS: [(&str, u64); 5] = [
-        ("d", 86_400_000),
-        ("h", 3_600_000),
-        ("ms", 1),
-        ("m", 60_000),
-        ("s", 1_000),
-    ];
-    // Rank of each unit, largest first, to enforce the order.
-    let rank = |unit: &str| match unit {
-        "d" => 0,
-        "h" => 1,
-        "m" => 2,
-        "s" => 3,
-        _ => 4,
-    };
-    let mut total: u64 = 0;
-    let mut last_rank: Option<u32> = None;
-    let mut text = rest;
-    while !text.is_empty() {
-        let digits = text.bytes().take_while(u8::is_ascii_digit).count();
-        if digits == 0 {
-            return invalid("a schedule's interval needs a number before each unit");
-        }
-        let Ok(number) = text[..digits].parse::<u64>() else {
-            return invalid("a schedule's interval is too long");
-        };
-        text = &text[digits..];
-        let Some(&(unit, ms)) = UNITS.iter().find(|(u, _)| text.starts_with(u)) else {
-            return invalid("a schedule's interval needs a unit: ms, s, m, h or d");
-        };
-        text = &text[unit.len()..];
-        let r = rank(unit);
-        if last_rank.is_some_and(|l| r <= l) {
-            return invalid("a schedule's units must go from largest to smallest, each once");
-        }
-        last_rank = Some(r);
-        let Some(sum) = number.checked_mul(ms).and_then(|p| total.checked_add(p)) else {
-            return invalid("a schedule's interval is too long");
-        };
-        total = sum;
-    }
-    if total == 0 {
-        return invalid("a schedule's interval must be positive");
-    }
-    Ok(Duration::from_millis(total))
-}
-
-/// A schedule as [`Store::schedules`](crate::Store::schedules) lists it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ScheduleInfo {
-    /// Its name.
-    pub name: Arc<str>,
-    /// Its spec as given (`@every ...`).
-    pub spec: Arc<str>,
-    /// Its interval.
-    pub interval: Duration,
-    /// The queue its fires go to.
-    pub queue: Arc<str>,
-    /// Time left before its next fire is due (zero if due now).
-    pub next_in: Duration,
-    /// Fires enqueued so far.
-    pub fired: u64,
-}
-
-/// What one run of a tenant's schedules did.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ScheduleRun {
-    /// Jobs enqueued, over every schedule.
-    pub fired: u64,
-    /// Fires skipped because more than `SCHEDULE_CATCH_UP_MAX` were due.
-    pub skipped: u64,
-    /// Schedules whose fires were refused (their target queue missing or
-    /// full): they stay due and are tried again on the next run.
-    pub refused: Vec<(Arc<str>, Error)>,
-    /// Time until the earliest schedule is due, if any.
-    pub next_in: Option<Duration>,
-}
 
 pub(crate) struct Schedule {
     spec: Arc<str>,
@@ -143,38 +44,6 @@ pub(crate) struct Shelf {
 /// Rounds a scheduling makes when its tenant's book keeps being forgotten
 /// under it, before it answers `InFlight` (retry).
 const SHELF_ROUNDS_MAX: usize = 4;
-
-/// The store-wide bounds on schedules.
-pub(crate) struct ScheduleLimits {
-    pub(crate) interval_min: Duration,
-    pub(crate) interval_max: Duration,
-}
-
-impl ScheduleLimits {
-    pub(crate) fn of(config: &crate::contract::config::StoreConfig) -> Self {
-        ScheduleLimits {
-            interval_min: config.schedule_interval_min,
-            interval_max: config.schedule_interval_max,
-        }
-    }
-
-    /// The interval of `spec` in milliseconds, within the configured range
-    /// (every engine's one rule).
-    pub(crate) fn interval_ms(&self, spec: &str) -> Result<u64> {
-        let interval = parse_every(spec)?;
-        if interval < self.interval_min {
-            return Err(Error::InvalidArgument {
-                reason: "a schedule's interval is below schedule_interval_min",
-            });
-        }
-        if interval > self.interval_max {
-            return Err(Error::InvalidArgument {
-                reason: "a schedule's interval is above schedule_interval_max",
-            });
-        }
-        Ok(interval.as_millis() as u64)
-    }
-}
 
 /// How a fire reaches its queue: enqueue `n` copies of the payload, all or
 /// none.
@@ -505,39 +374,5 @@ impl ScheduleHub {
             ));
         }
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_accepts_units_from_largest_to_smallest() {
-        let ms = |s| parse_every(s).map(|d| d.as_millis() as u64);
-        assert_eq!(ms("@every 30s"), Ok(30_000));
-        assert_eq!(ms("@every 1h30m"), Ok(5_400_000));
-        assert_eq!(ms("@every 1d2h3m4s5ms"), Ok(93_784_005));
-        assert_eq!(ms("@every 250ms"), Ok(250));
-        for bad in [
-            "30s",
-            "@every",
-            "@every ",
-            "@every 30",
-            "@every s",
-            "@every 30x",
-            "@every 30m1h",
-            "@every 1s1s",
-            "@every 0s",
-            "@every 1s ",
-            "@every 99999999999999999999s",
-            "@every 999999999999999d",
-            "@every -1s",
-        ] {
-            assert!(
-                matches!(parse_every(bad), Err(Error::InvalidArgument { .. })),
-                "{bad:?} was accepted"
-            );
-        }
     }
 }

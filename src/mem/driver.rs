@@ -16,12 +16,6 @@ pub trait Sweep: Send + Sync + 'static {
     fn sweep_expired(&self) -> usize;
 }
 
-impl Sweep for crate::Store {
-    fn sweep_expired(&self) -> usize {
-        self.sweep()
-    }
-}
-
 impl<K, V> Sweep for crate::mem::ttl::TtlMap<K, V>
 where
     K: Eq + std::hash::Hash + Ord + Clone + Send + Sync + 'static,

@@ -22,7 +22,7 @@
 //! or empty.
 
 use crate::base::error::Scope;
-use crate::mem::events::{Cause, Collection};
+use crate::contract::events::{Cause, Collection};
 
 /// The label value of a collection.
 fn collection(c: Collection) -> &'static str {

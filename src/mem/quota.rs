@@ -220,7 +220,7 @@ impl Drop for Reservation<'_> {
 #[cfg(all(test, not(relaystore_loom)))]
 mod tests {
     use super::*;
-    use crate::mem::events::Collection;
+    use crate::contract::events::Collection;
 
     #[test]
     fn an_uncounted_scope_admits_everything_and_counts_nothing() {

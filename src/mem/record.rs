@@ -27,62 +27,13 @@
 
 use crate::base::error::Error;
 use crate::base::sync::{AtomicU64, Ordering};
-use crate::base::time::{duration_to_millis_ceil, MonoTime};
+use crate::base::time::{MonoTime, DEADLINE_MAX_MS};
 use crossbeam_utils::CachePadded;
 
 const SEQ_BITS: u32 = 24;
 const SEQ_MAX: u64 = (1 << SEQ_BITS) - 1;
-/// The latest deadline a record can have, in milliseconds of clock time.
-pub const DEADLINE_MAX_MS: u64 = (1 << (u64::BITS - SEQ_BITS)) - 1;
-
-/// The TTLs a collection accepts, in whole milliseconds, and the one place
-/// that turns a TTL into a deadline.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct TtlRange {
-    min_ms: u64,
-    max_ms: u64,
-}
-
-impl TtlRange {
-    /// `min..=max`; refused unless `0 < min <= max` and `max` fits the
-    /// clock range.
-    pub(crate) fn new(min: std::time::Duration, max: std::time::Duration) -> Result<Self, Error> {
-        let (min_ms, max_ms) = (duration_to_millis_ceil(min), duration_to_millis_ceil(max));
-        if min.is_zero() || min > max || max_ms > DEADLINE_MAX_MS {
-            return Err(Error::InvalidArgument {
-                reason: "the ttl range must be positive, ordered and within the clock range",
-            });
-        }
-        Ok(TtlRange { min_ms, max_ms })
-    }
-
-    /// Validates `ttl` (rounded up to whole milliseconds; never clamped)
-    /// and returns the deadline `now + ttl`.
-    pub(crate) fn deadline(&self, now: MonoTime, ttl: std::time::Duration) -> Result<u64, Error> {
-        if ttl.is_zero() {
-            return Err(Error::InvalidArgument {
-                reason: "ttl must be positive",
-            });
-        }
-        let ms = duration_to_millis_ceil(ttl);
-        if ms < self.min_ms {
-            return Err(Error::InvalidArgument {
-                reason: "ttl is below the configured minimum",
-            });
-        }
-        if ms > self.max_ms {
-            return Err(Error::InvalidArgument {
-                reason: "ttl is above the configured maximum",
-            });
-        }
-        now.as_millis()
-            .checked_add(ms)
-            .filter(|&d| d <= DEADLINE_MAX_MS)
-            .ok_or(Error::InvalidArgument {
-                reason: "deadline is beyond the clock's range",
-            })
-    }
-}
+// A deadline fills the bits of the state word the sequence leaves.
+const _: () = assert!(DEADLINE_MAX_MS == (1 << (u64::BITS - SEQ_BITS)) - 1);
 
 /// How many times a transition retries a lost CAS before reporting
 /// [`Error::Conflict`]. A CAS is lost only when another transition on the
@@ -289,7 +240,7 @@ impl<V> Record<V> {
     pub(crate) fn observed_state(&self) -> State {
         crate::base::faults::EARLY_READ
             .with(|f| f.take())
-            .unwrap_or_else(|| self.state())
+            .map_or_else(|| self.state(), State)
     }
 
     /// Remembers the state now, for this thread's next
@@ -297,7 +248,7 @@ impl<V> Record<V> {
     #[cfg(relaystore_loom)]
     pub(crate) fn stash_early_read(&self) {
         let state = self.state();
-        crate::base::faults::EARLY_READ.with(|f| f.set(Some(state)));
+        crate::base::faults::EARLY_READ.with(|f| f.set(Some(state.0)));
     }
 
     /// Moves the deadline and advances the version by one. Needs `&mut`,

@@ -249,3 +249,31 @@ mod imp {
 }
 
 pub(crate) use imp::ShardMap;
+
+#[cfg(all(test, debug_assertions, not(relaystore_loom)))]
+mod tests {
+    use super::*;
+    use crate::base::sync::{lock_at, Mutex, Rung};
+
+    #[test]
+    fn locks_taken_down_the_hierarchy_are_fine_and_leaving_restores() {
+        let (index, wheel) = (Mutex::new(()), Mutex::new(()));
+        let map: ShardMap<u8, u8> = ShardMap::with_capacity(4);
+        map.upsert(1, |_| Upsert::Put(1, ()));
+        {
+            let _i = lock_at(Rung::TenantIndex, &index);
+            let _w = lock_at(Rung::Wheel, &wheel);
+            assert_eq!(map.read(&1, |v| *v), Some(1));
+        }
+        // Everything was left: a fresh start at the top is allowed again.
+        let _i = lock_at(Rung::TenantIndex, &index);
+    }
+
+    #[test]
+    #[should_panic(expected = "lock hierarchy broken")]
+    fn a_nested_map_call_is_caught() {
+        let map: ShardMap<u8, u8> = ShardMap::with_capacity(4);
+        map.upsert(1, |_| Upsert::Put(1, ()));
+        map.read(&1, |_| map.read(&2, |_| ()));
+    }
+}

@@ -37,16 +37,13 @@
 //!   record's lock, exactly as a map shard's); a free list's lock is a leaf
 //!   taken with no slot lock held.
 
+use crate::base::ids::SLOTS_MAX;
 use crate::base::sync::{
     enter, lock_at, AtomicI64, AtomicU64, Mutex, Ordering, Rung, SlotGuard, SlotLock,
 };
 use crate::mem::shard::Upsert;
 use crossbeam_utils::CachePadded;
 use std::sync::OnceLock;
-
-/// The most slots one slab holds: 2^28 (268,435,456) records. A store's
-/// `leases_max` and `replay_max` may not exceed it.
-pub const SLOTS_MAX: u64 = 1 << 28;
 
 /// Slots in the first segment; each later one doubles, up to
 /// `SEGMENT_SLOTS_MAX`. Small in the model-checking build, where every

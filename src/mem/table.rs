@@ -991,7 +991,7 @@ impl<V> SlabTable<V> {
     pub(crate) fn with_key<R>(&self, make: impl FnOnce(u64) -> Result<R>) -> Result<R> {
         let key = self.map.claim().ok_or_else(|| Error::CapacityExceeded {
             scope: self.ceiling.scope(),
-            limit: crate::mem::slab::SLOTS_MAX,
+            limit: crate::base::ids::SLOTS_MAX,
             used: self.map.len() as u64,
         })?;
         let mut claim = Claim {

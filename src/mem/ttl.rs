@@ -8,7 +8,8 @@
 use crate::base::error::{Error, Result, Scope};
 use crate::base::sync::Arc;
 use crate::base::time::{Clock, MonoTime};
-use crate::mem::record::{Stamp, TtlRange, Versions};
+use crate::contract::rules::TtlRange;
+use crate::mem::record::{Stamp, Versions};
 pub use crate::mem::table::Removed;
 use crate::mem::table::Table;
 use std::hash::Hash;

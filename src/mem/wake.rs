@@ -20,6 +20,8 @@ use crate::base::ids::TenantId;
 use crate::base::sync::{lock_at, Arc, AtomicBool, Condvar, Mutex, Ordering, Rung};
 use crate::base::words::LimitSnapshot;
 use crate::contract::config::Limits;
+use crate::contract::events::RecvError;
+use crate::contract::wake::Wake;
 use crate::mem::named::TenantCounts;
 use crate::mem::quota::Counter;
 use crate::mem::shard::{ShardMap, Upsert};
@@ -27,18 +29,6 @@ use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 #[cfg(feature = "native")]
 use std::time::Duration;
-
-pub use crate::mem::events::RecvError;
-
-/// What a listener receives: its channel was notified (once or more) since
-/// it last received.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Wake {
-    /// The tenant the channel belongs to.
-    pub tenant: TenantId,
-    /// The channel.
-    pub channel: Arc<str>,
-}
 
 type ChannelKey = (TenantId, Arc<str>);
 

@@ -7,17 +7,21 @@ use super::{RedisEngine, RedisFollower};
 use crate::base::error::Result;
 use crate::base::ids::{AttemptId, JobId, JoinToken, LeaseId, TenantId};
 use crate::contract::engine::{Engine, RelayEngine, StreamEngine, WakeEngine};
-use crate::coord::queue::{
+use crate::contract::events::Collection;
+use crate::contract::lifecycle::Health;
+use crate::contract::outbox::{OutboxMessage, OutboxRun};
+use crate::contract::queue::DeadLetter;
+use crate::contract::queue::{
     ClaimToken, ClaimedJob, Failed, JobInfo, JobOptions, QueueConfig, QueueInfo,
 };
-use crate::coord::schedule::{ScheduleInfo, ScheduleRun};
-use crate::coord::stream::{StreamConfig, StreamInfo, StreamRead};
-use crate::mem::events::{Collection, Subscription};
-use crate::mem::wake::Listener;
-use crate::store::{
-    Admission, Binding, Cursor, DeadLetter, EndpointSeen, Health, JoinTicket, LeaseGrant,
-    LeaseInfo, ListingInfo, LockInfo, OutboxMessage, OutboxRun, Page, PresenceInfo, Renewal,
+use crate::contract::relay::{
+    Admission, Binding, Cursor, EndpointSeen, JoinTicket, LeaseGrant, LeaseInfo, ListingInfo,
+    LockInfo, Page, PresenceInfo, Renewal,
 };
+use crate::contract::schedule::{ScheduleInfo, ScheduleRun};
+use crate::contract::stream::{StreamConfig, StreamInfo, StreamRead};
+use crate::mem::events::Subscription;
+use crate::mem::wake::Listener;
 use std::net::SocketAddr;
 use std::time::Duration;
 

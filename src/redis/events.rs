@@ -13,12 +13,13 @@
 //! that Redis cut off for reading too slowly, misses messages. Each
 //! tenant's removals are numbered in the order its slot ran them, so the
 //! listener counts a gap in a tenant's numbers and reports it to every
-//! subscriber as [`Received::Lagged`](crate::mem::events::Received::Lagged).
+//! subscriber as [`Received::Lagged`](crate::contract::events::Received::Lagged).
 
 use super::{Inner, RedisEngine, RedisTarget};
 use crate::base::error::{Error, Result};
 use crate::base::ids::{AttemptId, LeaseId, TenantId};
-use crate::mem::events::{Cause, Collection, Event, EventHub, RecordId, Subscription};
+use crate::contract::events::{Cause, Collection, Event, RecordId};
+use crate::mem::events::{EventHub, Subscription};
 use crate::mem::wake::WakeHub;
 use redis::Value;
 use std::collections::HashMap;

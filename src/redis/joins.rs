@@ -5,7 +5,7 @@ use super::reply::Reply;
 use super::{quota_arg, scripts, Issued, Mode, RedisEngine};
 use crate::base::error::{Error, Result};
 use crate::base::ids::{AttemptId, JoinToken, TenantId, TOKEN_SECRET_BYTES};
-use crate::store::{Admission, Binding, JoinTicket};
+use crate::contract::relay::{Admission, Binding, JoinTicket};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, UNIX_EPOCH};

@@ -5,7 +5,7 @@ use super::{quota_arg, scripts, Issued, Mode, RedisEngine};
 use crate::base::error::{Error, Result};
 use crate::base::holder::Holder;
 use crate::base::ids::{LeaseId, TenantId};
-use crate::store::{EndpointSeen, LeaseGrant, LeaseInfo, Renewal};
+use crate::contract::relay::{EndpointSeen, LeaseGrant, LeaseInfo, Renewal};
 use std::net::SocketAddr;
 use std::time::{Duration, UNIX_EPOCH};
 

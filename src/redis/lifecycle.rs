@@ -11,7 +11,7 @@
 
 use super::{Mode, RedisEngine};
 use crate::base::error::{Error, Result};
-use crate::store::Health;
+use crate::contract::lifecycle::Health;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 

@@ -3,7 +3,7 @@
 use super::{quota_arg, scripts, Issued, Mode, RedisEngine};
 use crate::base::error::{Error, Result};
 use crate::base::ids::{LeaseId, TenantId};
-use crate::store::{Cursor, ListingInfo, Page};
+use crate::contract::relay::{Cursor, ListingInfo, Page};
 use std::sync::Arc;
 
 impl RedisEngine {

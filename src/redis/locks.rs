@@ -4,7 +4,7 @@ use super::{quota_arg, reply, scripts, Issued, Mode, RedisEngine};
 use crate::base::error::{Error, Result};
 use crate::base::holder::Holder;
 use crate::base::ids::{LeaseId, TenantId};
-use crate::store::{LockInfo, Renewal};
+use crate::contract::relay::{LockInfo, Renewal};
 use std::time::Duration;
 
 impl RedisEngine {

@@ -67,9 +67,10 @@ mod wakes;
 use crate::base::error::{Error, Result};
 use crate::base::ids::TenantId;
 use crate::contract::config::StoreConfig;
+use crate::contract::lifecycle::{DegradedReason, Health};
+use crate::contract::relay::{Cursor, Page};
+use crate::contract::rules::TtlRange;
 use crate::mem::events::EventHub;
-use crate::mem::record::TtlRange;
-use crate::store::{Cursor, DegradedReason, Health, Page};
 use conn::Conn;
 use reply::Reply;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -206,9 +207,9 @@ struct Inner {
     /// The store-wide ceilings, as every per-tenant call passes them.
     ceilings: room::Ceilings,
     /// The bounds on each stream (from `config`).
-    stream_limits: crate::coord::stream::StreamLimits,
+    stream_limits: crate::contract::rules::StreamLimits,
     /// The bounds on each queue and job (from `config`).
-    queue_limits: crate::coord::queue::QueueLimits,
+    queue_limits: crate::contract::rules::QueueLimits,
     /// Where the removal events go: this handle's subscribers.
     hub: Arc<EventHub>,
     /// This handle's wake listeners.
@@ -290,7 +291,7 @@ impl RedisEngine {
         let conn = Conn::open(&options).await?;
         let sweep_interval = options.sweep_interval;
         let mut origin = [0u8; 8];
-        crate::base::ids::random_bytes(&mut origin)?;
+        crate::base::secrets::random_bytes(&mut origin)?;
         let limits = Arc::new(crate::base::words::LimitSnapshot::new(
             crate::contract::config::Limits::of(&config),
         ));
@@ -302,8 +303,8 @@ impl RedisEngine {
         conn.check_noeviction().await?;
         conn.load_library().await?;
         let ceilings = room::Ceilings::new(&config, &options.namespace, conn.is_cluster());
-        let stream_limits = crate::coord::stream::StreamLimits::of(&config);
-        let queue_limits = crate::coord::queue::QueueLimits::of(&config);
+        let stream_limits = crate::contract::rules::StreamLimits::of(&config);
+        let queue_limits = crate::contract::rules::QueueLimits::of(&config);
         let engine = RedisEngine {
             inner: Arc::new(Inner {
                 conn,
@@ -384,7 +385,7 @@ impl RedisEngine {
     /// store is new or Redis lost its data.
     async fn refresh_incarnation(&self) -> Result<u64> {
         let mut bytes = [0u8; 8];
-        crate::base::ids::random_bytes(&mut bytes)?;
+        crate::base::secrets::random_bytes(&mut bytes)?;
         let fresh = u64::from_le_bytes(bytes);
         let key = format!("{{{}}}:meta", self.inner.namespace);
         let (seen, born): (String, String) = self

@@ -4,7 +4,7 @@ use super::reply::Reply;
 use super::{quota_arg, scripts, Issued, Mode, RedisEngine};
 use crate::base::error::{Error, Result};
 use crate::base::ids::{LeaseId, TenantId};
-use crate::store::{Cursor, Page, PresenceInfo, Renewal};
+use crate::contract::relay::{Cursor, Page, PresenceInfo, Renewal};
 use std::time::Duration;
 
 impl RedisEngine {

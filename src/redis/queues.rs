@@ -17,11 +17,13 @@ use super::{quota_arg, scripts, Issued, Mode, RedisEngine};
 use crate::base::error::{Error, Result};
 use crate::base::ids::{JobId, TenantId};
 use crate::base::time::duration_to_millis_ceil;
-use crate::coord::queue::{
-    wake_channel, ClaimToken, ClaimedJob, Failed, JobInfo, JobOptions, JobState, QueueConfig,
-    QueueInfo,
+use crate::contract::names::OUTBOX_QUEUE;
+use crate::contract::outbox::{outbox_config, OutboxMessage, OutboxRun};
+use crate::contract::queue::DeadLetter;
+use crate::contract::queue::{
+    ClaimToken, ClaimedJob, Failed, JobInfo, JobOptions, JobState, QueueConfig, QueueInfo,
 };
-use crate::store::{outbox_config, DeadLetter, OutboxMessage, OutboxRun, OUTBOX_QUEUE};
+use crate::coord::queue::wake_channel;
 use std::time::Duration;
 
 /// What one claim call found: the jobs, and how long until the queue
@@ -295,7 +297,7 @@ impl RedisEngine {
     ) -> Result<Failed> {
         self.check_name(reason)?;
         let mut draw = [0u8; 4];
-        crate::base::ids::random_bytes(&mut draw)?;
+        crate::base::secrets::random_bytes(&mut draw)?;
         let args = args![
             job.seq().to_string(),
             claim.to_bits().to_string(),
@@ -411,7 +413,7 @@ impl RedisEngine {
     /// first use with [`outbox_config`], taking one of the tenant's
     /// queues), as [`Store::outbox_put`](crate::Store::outbox_put).
     pub async fn outbox_put(&self, tenant: TenantId, topic: &str, payload: &[u8]) -> Result<JobId> {
-        let framed = crate::store::outbox_frame(self.config(), topic, payload)?;
+        let framed = crate::contract::outbox::frame(self.config(), topic, payload)?;
         let options = JobOptions::default();
         match self
             .enqueue_named(tenant, OUTBOX_QUEUE, &framed, &options)
@@ -452,7 +454,7 @@ impl RedisEngine {
         let mut run = OutboxRun::default();
         let reason_max = self.config().name_bytes_max;
         for job in claimed {
-            let outcome = crate::store::outbox_deliver(&job, reason_max, &mut handler);
+            let outcome = crate::contract::outbox::deliver(&job, reason_max, &mut handler);
             match outcome {
                 None => run.acked(
                     self.ack_named(tenant, OUTBOX_QUEUE, job.id, job.claim)

@@ -2,7 +2,7 @@
 //! (`lua/prelude.lua` names them), then the values.
 
 use crate::base::error::{Error, Result, Scope};
-use crate::mem::events::Collection;
+use crate::contract::events::Collection;
 use redis::Value;
 use std::sync::Arc;
 
@@ -28,8 +28,8 @@ pub(super) const LEADERSHIP_LOST: i64 = 18;
 
 /// The reasons an `INVALID` reply names by number.
 const INVALID_REASONS: [&str; 2] = [
-    crate::coord::stream::PAYLOAD_OVER_BYTES_MAX,
-    crate::coord::stream::PAST_THE_END,
+    crate::contract::stream::PAYLOAD_OVER_BYTES_MAX,
+    crate::contract::stream::PAST_THE_END,
 ];
 
 /// A reply the engine did not expect: a bug, or a Redis that is not ours.

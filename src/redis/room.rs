@@ -23,8 +23,8 @@ use super::reply::Reply;
 use super::{scripts, RedisEngine};
 use crate::base::error::{Error, Result};
 use crate::contract::config::StoreConfig;
-use crate::mem::events::Collection;
-use crate::store::Usage;
+use crate::contract::events::Collection;
+use crate::contract::usage::Usage;
 use std::sync::Arc;
 
 /// The collections with a store-wide ceiling on this engine: the letter

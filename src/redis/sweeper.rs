@@ -36,7 +36,7 @@ pub(super) fn start(engine: &RedisEngine, interval: Duration) {
                 return;
             };
             let engine = RedisEngine { inner };
-            if engine.lifecycle_health() == Some(crate::store::Health::Stopped) {
+            if engine.lifecycle_health() == Some(crate::contract::lifecycle::Health::Stopped) {
                 continue;
             }
             match engine.hold_sweeper_lease(interval * 10).await {

@@ -62,7 +62,7 @@ use crate::base::ids::TenantId;
 use crate::base::sync::{lock_at, Arc, Rung};
 use crate::base::time::MonoTime;
 use crate::contract::config::{Limits, StoreConfig};
-use crate::mem::events::Cause;
+use crate::contract::events::Cause;
 use crate::mem::quota::{Counter, Reservation};
 use crate::mem::record::Stamp;
 use smol_str::SmolStr;
@@ -642,8 +642,11 @@ pub(super) mod seam {
 #[cfg(all(test, not(relaystore_loom)))]
 mod tests {
     use super::seam::{panic_after, Step};
+    use crate::base::error::Error;
+    use crate::base::ids::TenantId;
     use crate::base::time::ManualClock;
-    use crate::{Error, Store, StoreConfig, TenantId};
+    use crate::contract::config::StoreConfig;
+    use crate::store::Store;
     use std::panic::{catch_unwind, AssertUnwindSafe};
     use std::sync::Arc;
     use std::time::Duration;
@@ -673,7 +676,7 @@ mod tests {
         s.audit().unwrap();
     }
 
-    fn lease_of(s: &Store) -> crate::LeaseId {
+    fn lease_of(s: &Store) -> crate::base::ids::LeaseId {
         s.get_listing(T, "lobby").unwrap().lease
     }
 
@@ -703,9 +706,9 @@ mod tests {
     #[test]
     fn a_creation_that_is_refused_or_panics_gives_its_slot_back() {
         let config = StoreConfig {
-            tenant: crate::TenantQuota {
+            tenant: crate::contract::config::TenantQuota {
                 leases_max: 1,
-                ..crate::TenantQuota::default()
+                ..crate::contract::config::TenantQuota::default()
             },
             ..StoreConfig::default()
         };

@@ -336,8 +336,10 @@ impl Store {
 
 #[cfg(test)]
 mod tests {
+    use crate::base::ids::TenantId;
     use crate::base::time::ManualClock;
-    use crate::{Store, StoreConfig, TenantId};
+    use crate::contract::config::StoreConfig;
+    use crate::store::Store;
     use std::sync::Arc;
     use std::time::Duration;
 

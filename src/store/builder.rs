@@ -226,8 +226,8 @@ fn spawn_driver(target: Weak<Shared>, tick: Duration) -> std::io::Result<DriverS
 #[cfg(all(test, not(feature = "native"), not(relaystore_loom)))]
 mod without_native {
     use super::*;
+    use crate::base::ids::TenantId;
     use crate::base::time::ManualClock;
-    use crate::TenantId;
 
     #[test]
     fn the_host_gives_the_clock_and_calls_sweep() {

@@ -16,14 +16,17 @@ use crate::base::ids::{AttemptId, JoinToken, LeaseId, TenantId};
 use crate::contract::engine::{
     Engine, Events, Follow, RelayEngine, StreamEngine, WakeEngine, Wakes,
 };
-use crate::coord::queue::{
+use crate::contract::events::{Collection, Received, RecvError};
+use crate::contract::outbox::{OutboxMessage, OutboxRun};
+use crate::contract::queue::DeadLetter;
+use crate::contract::queue::{
     ClaimToken, ClaimedJob, Failed, JobInfo, JobOptions, QueueConfig, QueueInfo,
 };
-use crate::coord::schedule::{ScheduleInfo, ScheduleRun};
-use crate::coord::stream::{StreamConfig, StreamInfo, StreamRead};
-use crate::mem::events::{Collection, Received, RecvError, Subscription};
-use crate::mem::wake::{Listener, Wake};
-use crate::store::{DeadLetter, OutboxMessage, OutboxRun};
+use crate::contract::schedule::{ScheduleInfo, ScheduleRun};
+use crate::contract::stream::{StreamConfig, StreamInfo, StreamRead};
+use crate::contract::wake::Wake;
+use crate::mem::events::Subscription;
+use crate::mem::wake::Listener;
 use std::future::{ready, Future};
 use std::net::SocketAddr;
 use std::time::Duration;

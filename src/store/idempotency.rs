@@ -6,16 +6,16 @@
 //! while the first is still running, the retryable `InFlight`. A failed
 //! operation releases its claim (also on panic), so a retry runs it again.
 
-use super::join::JoinTicket;
-use super::lease::LeaseGrant;
-use super::listing::ListingInfo;
 use super::tenant::Owner;
 use super::{owned_by, Collection, NameKey, Store};
 use crate::base::error::{Error, Result};
 use crate::base::ids::TenantId;
 use crate::base::sync::Arc;
 use crate::base::time::MonoTime;
-use crate::mem::events::Cause;
+use crate::contract::events::Cause;
+use crate::contract::relay::JoinTicket;
+use crate::contract::relay::LeaseGrant;
+use crate::contract::relay::ListingInfo;
 use crate::mem::quota::Reservation;
 
 /// The parameters a stored outcome was produced from.

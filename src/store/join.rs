@@ -18,12 +18,15 @@ use crate::base::error::{Error, Result};
 use crate::base::ids::{AttemptId, JoinToken, TenantId, TOKEN_SECRET_BYTES};
 use crate::base::sync::Arc;
 use crate::base::time::{duration_to_millis_ceil, MonoTime};
-use crate::mem::events::{Cause, RecordId};
+use crate::contract::events::{Cause, RecordId};
+use crate::contract::relay::Admission;
+use crate::contract::relay::Binding;
+use crate::contract::relay::JoinTicket;
 use crate::mem::quota::Counter;
 use crate::mem::table::{Removed, SlabTable};
 use smol_str::SmolStr;
 use std::net::SocketAddr;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Phase {
@@ -92,43 +95,6 @@ impl Child for Attempt {
             listing: Some((self.listing.clone(), self.origin)),
         }
     }
-}
-
-/// What [`Store::begin_join`] returns.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct JoinTicket {
-    /// The attempt.
-    pub attempt: AttemptId,
-    /// Its one-time token; hand it to the client.
-    pub token: JoinToken,
-    /// Time left before the attempt (and the token) stop being valid.
-    pub remaining: Duration,
-    /// The same on the wall clock at issue time, for reporting.
-    pub expires_at: SystemTime,
-}
-
-/// What [`Store::bind_endpoint`] returns.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Binding {
-    /// The attempt.
-    pub attempt: AttemptId,
-    /// The address it is bound to.
-    pub addr: SocketAddr,
-    /// The attempt's version after binding.
-    pub version: u64,
-}
-
-/// What [`Store::consume`] returns: the admission the token authorised.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Admission {
-    /// The attempt.
-    pub attempt: AttemptId,
-    /// The client that began it.
-    pub client: Arc<str>,
-    /// The listing it joined.
-    pub listing: Arc<str>,
-    /// The endpoint it was bound to.
-    pub addr: SocketAddr,
 }
 
 impl Store {

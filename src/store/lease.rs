@@ -12,13 +12,16 @@ use crate::base::holder::Holder;
 use crate::base::ids::{LeaseId, TenantId};
 use crate::base::sync::Arc;
 use crate::base::time::MonoTime;
-use crate::mem::events::Cause;
+use crate::contract::events::Cause;
+use crate::contract::relay::EndpointSeen;
+use crate::contract::relay::LeaseGrant;
+use crate::contract::relay::LeaseInfo;
 use crate::mem::record::Record;
 use crate::mem::slab::Slab;
 use crate::mem::table::{Removed, SlabTable};
 use smol_str::SmolStr;
 use std::net::SocketAddr;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 pub(crate) struct Lease {
     pub(super) owner: Owner,
@@ -96,45 +99,6 @@ impl Child for Lease {
             listing: None,
         }
     }
-}
-
-/// What [`Store::grant`] returns.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LeaseGrant {
-    /// The new lease.
-    pub id: LeaseId,
-    /// Its fencing token: strictly greater than every earlier grant's.
-    pub fence: u64,
-    /// Its version.
-    pub version: u64,
-    /// Time left before it expires, measured when it was granted.
-    pub remaining: Duration,
-    /// Its deadline on the wall clock at grant time, for reporting.
-    pub expires_at: SystemTime,
-}
-
-/// What [`Store::get_lease`] returns.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LeaseInfo {
-    /// The lease.
-    pub id: LeaseId,
-    /// Who holds it.
-    pub holder: Holder,
-    /// Its fencing token.
-    pub fence: u64,
-    /// Its version.
-    pub version: u64,
-    /// Time left before it expires.
-    pub remaining: Duration,
-}
-
-/// A public endpoint observed for a lease holder.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct EndpointSeen {
-    /// The observed address.
-    pub addr: SocketAddr,
-    /// How long ago it was last observed.
-    pub age: Duration,
 }
 
 impl Store {

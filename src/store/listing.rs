@@ -10,8 +10,12 @@ use crate::base::error::{Error, Result};
 use crate::base::ids::{LeaseId, TenantId};
 use crate::base::sync::{lock_at, Arc, Rung};
 use crate::base::time::MonoTime;
-use crate::mem::events::Cause;
-use crate::mem::record::{Stamp, DEADLINE_MAX_MS};
+use crate::base::time::DEADLINE_MAX_MS;
+use crate::contract::events::Cause;
+use crate::contract::relay::Cursor;
+use crate::contract::relay::ListingInfo;
+use crate::contract::relay::Page;
+use crate::mem::record::Stamp;
 use crate::mem::table::{Removed, Table};
 use smol_str::SmolStr;
 use std::ops::Bound;
@@ -77,51 +81,10 @@ impl Child for Listing {
     }
 }
 
-/// A visible listing.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ListingInfo {
-    /// Its key.
-    pub key: Arc<str>,
-    /// The lease it lives under.
-    pub lease: LeaseId,
-    /// Its attributes.
-    pub attrs: Arc<[u8]>,
-    /// Its version; [`Store::update_listing`] takes it.
-    pub version: u64,
-}
-
-/// Where a listing of keys stopped; pass it back for the next page. Its
-/// text form (`Display`, `From<&str>`) can travel to a client and back:
-/// it is the last key of the page, and paging resumes after it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Cursor(pub(crate) Arc<str>);
-
-impl Cursor {
-    /// The cursor's text form.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl std::fmt::Display for Cursor {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
 impl From<&str> for Cursor {
     fn from(text: &str) -> Self {
         Cursor(Arc::from(text))
     }
-}
-
-/// One page of a `list` call.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Page<T> {
-    /// The visible items of this page, in key order.
-    pub items: Vec<T>,
-    /// `Some` if there may be more; pass it to the next call.
-    pub next: Option<Cursor>,
 }
 
 /// What the store needs to know about a visible listing.

@@ -17,15 +17,14 @@ use crate::base::holder::Holder;
 use crate::base::ids::{LeaseId, TenantId};
 use crate::base::sync::Ordering;
 use crate::base::time::MonoTime;
-use crate::mem::events::Cause;
+use crate::contract::events::Cause;
+use crate::contract::names::RESERVED_PREFIX;
+use crate::contract::relay::LockInfo;
 use crate::mem::record::{Record, Stamp};
 use crate::mem::table::{Removed, Table};
 use smol_str::SmolStr;
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;
-
-/// Names starting with this prefix are reserved for the store itself.
-pub const RESERVED_PREFIX: &str = "__";
 
 pub(crate) struct Lock {
     pub(super) owner: Owner,
@@ -123,19 +122,6 @@ pub struct LockGuard {
     name: SmolStr,
     fence: u64,
     deadline_ms: AtomicU64,
-}
-
-/// A visible lock's state.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LockInfo {
-    /// Who holds it.
-    pub holder: Holder,
-    /// Its fencing token.
-    pub fence: u64,
-    /// Its version.
-    pub version: u64,
-    /// Time left before it lapses.
-    pub remaining: Duration,
 }
 
 impl LockGuard {

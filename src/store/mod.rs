@@ -59,35 +59,39 @@ mod wakes;
 #[cfg(any(test, feature = "internals"))]
 pub use audit::AuditError;
 pub use builder::{StoreBuilder, EXPIRY_TICK_DEFAULT};
-pub use join::{Admission, Binding, JoinTicket};
-pub use lease::{EndpointSeen, LeaseGrant, LeaseInfo};
-pub use lifecycle::{DegradedReason, Health};
-pub use listing::{Cursor, ListingInfo, Page};
-pub use lock::{LockGuard, LockInfo, RESERVED_PREFIX};
+pub use lock::LockGuard;
 pub use observe::REFUSAL_LOG_INTERVAL;
-#[cfg(feature = "redis")]
-pub(crate) use outbox::{deliver as outbox_deliver, frame as outbox_frame};
-pub use outbox::{outbox_config, OutboxMessage, OutboxRun, OUTBOX_QUEUE};
-pub use presence::PresenceInfo;
-pub use queues::DeadLetter;
-pub use schedules::{Scheduler, SchedulerStep, SchedulerStop, SCHEDULER_LOCK};
+pub use schedules::{Scheduler, SchedulerStop};
 pub use streams::Follower;
 pub use tx::{Committed, Transaction, TX_OPS_MAX};
-pub use usage::{TenantUsage, Usage};
+
+// The contract's values, for the engine's own files (`super::Health`).
+use crate::contract::lifecycle::Health;
+use crate::contract::relay::{
+    Admission, Binding, Cursor, EndpointSeen, JoinTicket, LeaseGrant, LeaseInfo, ListingInfo,
+    LockInfo, Page, PresenceInfo, Renewal,
+};
+use crate::contract::usage::Usage;
 
 use crate::base::error::{Error, Result, Scope};
-use crate::base::ids::{random_bytes, AttemptId, LeaseId, TenantId};
+use crate::base::ids::{AttemptId, LeaseId, TenantId};
+use crate::base::secrets::random_bytes;
 use crate::base::sync::{Arc, AtomicU64, Ordering, Snapshot};
 use crate::base::time::{Clock, MonoTime};
 use crate::base::words::LimitSnapshot;
 use crate::contract::config::{Limits, QuotaPolicy, StoreConfig, UniformQuota};
-use crate::coord::queue::{QueueHub, QueueLimits};
-use crate::coord::schedule::{ScheduleHub, ScheduleLimits};
-use crate::coord::stream::{StreamHub, StreamLimits};
-use crate::mem::events::{Cause, Collection, Event, EventHub, RecordId, Subscription};
+use crate::contract::events::{Cause, Collection, Event, RecordId};
+use crate::contract::rules::QueueLimits;
+use crate::contract::rules::ScheduleLimits;
+use crate::contract::rules::StreamLimits;
+use crate::contract::rules::TtlRange;
+use crate::coord::queue::QueueHub;
+use crate::coord::schedule::ScheduleHub;
+use crate::coord::stream::StreamHub;
+use crate::mem::events::{EventHub, Subscription};
 use crate::mem::gate::{Gate, Inside};
 use crate::mem::quota::Counter;
-use crate::mem::record::{Record, Stamp, TtlRange, Versions};
+use crate::mem::record::{Record, Stamp, Versions};
 use crate::mem::shard::ShardMap;
 use crate::mem::table::{SlabTable, Storage, Table, TableOf};
 use crate::mem::wake::WakeHub;
@@ -101,6 +105,16 @@ use presence::Presence;
 use smol_str::SmolStr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tenant::Epoch;
+
+// A renewal as the in-memory engine takes it from a record's stamp.
+impl Renewal {
+    pub(crate) fn of(stamp: Stamp, now: MonoTime) -> Self {
+        Renewal {
+            version: stamp.version,
+            remaining: stamp.remaining(now),
+        }
+    }
+}
 
 /// Leases and attempts are keyed by their id's sequence alone (unique in
 /// the store: it names the record's slab slot and the slot's
@@ -132,26 +146,6 @@ pub struct Stats {
     /// Tenants registered: those holding a record or with a creation in
     /// flight (a tenant with nothing left is forgotten).
     pub tenants: usize,
-}
-
-/// What a renewal or a presence heartbeat returns: the record's new version
-/// and the time it has left, measured at the renewal. Engine-neutral: no
-/// reading of any process's clock (see `docs/adr/0019-time-in-results.md`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Renewal {
-    /// The record's version after the renewal.
-    pub version: u64,
-    /// Time left before the record expires unless renewed again.
-    pub remaining: Duration,
-}
-
-impl Renewal {
-    pub(crate) fn of(stamp: Stamp, now: MonoTime) -> Self {
-        Renewal {
-            version: stamp.version,
-            remaining: stamp.remaining(now),
-        }
-    }
 }
 
 /// The in-memory relay state store: a cheap `Clone` handle (one pointer);
@@ -441,9 +435,9 @@ impl Store {
     /// seconds.
     fn report_gauges(&self, now: MonoTime) {
         let health = match self.health() {
-            lifecycle::Health::Ready => 0,
-            lifecycle::Health::Degraded { .. } => 1,
-            lifecycle::Health::Draining { .. } => 2,
+            Health::Ready => 0,
+            Health::Degraded { .. } => 1,
+            Health::Draining { .. } => 2,
             _ => 3,
         };
         if !self.shared.observe.gauges_due(now, health) {
@@ -694,4 +688,12 @@ impl std::fmt::Debug for Store {
 /// Stamp helper shared by the collection modules.
 fn stamp_deadline(stamp: &Stamp) -> u64 {
     stamp.deadline.as_millis()
+}
+
+#[cfg(all(any(test, feature = "internals"), not(relaystore_loom)))]
+#[cfg(feature = "native")]
+impl crate::mem::driver::Sweep for Store {
+    fn sweep_expired(&self) -> usize {
+        self.sweep()
+    }
 }

@@ -1,7 +1,8 @@
 //! Presence: a member's heartbeat record with a TTL.
 
 use super::attach::{Child, LeaseChild, Occupant, Parent};
-use super::listing::{Cursor, Page};
+use crate::contract::relay::PresenceInfo;
+
 use super::retire::Stored;
 use super::tenant::{Owner, TenantIndex};
 use super::visible::Ancestry;
@@ -10,7 +11,9 @@ use crate::base::error::{Error, Result};
 use crate::base::ids::{LeaseId, TenantId};
 use crate::base::sync::Arc;
 use crate::base::time::MonoTime;
-use crate::mem::events::Cause;
+use crate::contract::events::Cause;
+use crate::contract::relay::Cursor;
+use crate::contract::relay::Page;
 use crate::mem::record::Stamp;
 use crate::mem::table::{Removed, Table};
 use smol_str::SmolStr;
@@ -65,22 +68,6 @@ impl Child for Presence {
     const INDEX: Option<fn(&NameKey, &mut TenantIndex)> = Some(|key, index| {
         index.members.insert(key.1.clone());
     });
-}
-
-/// A visible presence record.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PresenceInfo {
-    /// The member.
-    pub member: Arc<str>,
-    /// Its attributes.
-    pub attrs: Arc<[u8]>,
-    /// The lease it is attached to, if any.
-    pub lease: Option<LeaseId>,
-    /// Its version.
-    pub version: u64,
-    /// When it stops being live, on the store's monotonic clock.
-    /// Time left before it expires unless refreshed.
-    pub remaining: Duration,
 }
 
 impl Store {

@@ -3,32 +3,20 @@
 
 use super::Store;
 use crate::base::error::{Error, Result};
-use crate::base::ids::{random_bytes, JobId, TenantId};
+use crate::base::ids::{JobId, TenantId};
+use crate::base::secrets::random_bytes;
 use crate::base::sync::Arc;
-use crate::coord::queue::{
-    wake_channel, ClaimToken, ClaimedJob, Failed, JobInfo, JobOptions, QueueConfig, QueueInfo,
-    Waiting,
+#[cfg(feature = "native")]
+use crate::contract::events::RecvError;
+use crate::contract::events::{Cause, Collection, RecordId};
+use crate::contract::queue::DeadLetter;
+use crate::contract::queue::{
+    ClaimToken, ClaimedJob, Failed, JobInfo, JobOptions, QueueConfig, QueueInfo,
 };
-use crate::mem::events::{Cause, Collection, RecordId};
+use crate::coord::queue::{wake_channel, Waiting};
 use crate::mem::named::TenantName;
 use crate::mem::wake::Listener;
-#[cfg(feature = "native")]
-use crate::mem::wake::RecvError;
 use std::time::Duration;
-
-/// A job that ran out of attempts.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DeadLetter {
-    /// The job.
-    pub id: JobId,
-    /// Claims it had.
-    pub attempts: u32,
-    /// Why its last attempt ended (the worker's `fail` reason, or
-    /// `visibility lapsed`).
-    pub reason: Arc<str>,
-    /// Its payload.
-    pub payload: Arc<[u8]>,
-}
 
 impl Store {
     /// Creates the job queue `name` with `config`'s settings. Creating it
@@ -335,7 +323,7 @@ impl Store {
     }
 
     /// Job `job` as it is now (acked jobs are gone: `NotFound`). Also for
-    /// the outbox's messages ([`OUTBOX_QUEUE`](super::OUTBOX_QUEUE)), as are
+    /// the outbox's messages ([`OUTBOX_QUEUE`](crate::OUTBOX_QUEUE)), as are
     /// [`queue_info`](Self::queue_info) and the dead-letter operations.
     pub fn job(&self, tenant: TenantId, queue: &str, job: JobId) -> Result<JobInfo> {
         // Inside the commit gate: it settles what fell due, a change.

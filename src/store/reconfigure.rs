@@ -12,7 +12,7 @@ use super::Store;
 use crate::base::error::{Error, Result};
 use crate::base::sync::Arc;
 use crate::contract::config::{Limits, QuotaPolicy, StoreConfig, UniformQuota};
-use crate::mem::events::Collection;
+use crate::contract::events::Collection;
 
 impl Store {
     /// Changes the store's limits at run time. What can change, every

@@ -5,18 +5,17 @@ use super::{LockGuard, Store};
 use crate::base::error::{Error, Result};
 use crate::base::ids::TenantId;
 use crate::base::sync::Arc;
+use crate::contract::events::{Cause, Collection, RecordId};
+use crate::contract::names::SCHEDULER_LOCK;
+use crate::contract::queue::JobOptions;
 use crate::contract::runner::ScheduleRunner;
-use crate::coord::queue::JobOptions;
-use crate::coord::schedule::{ScheduleInfo, ScheduleRun};
-use crate::mem::events::{Cause, Collection, RecordId};
+use crate::contract::runner::SchedulerStep;
+use crate::contract::schedule::{ScheduleInfo, ScheduleRun};
 use std::time::Duration;
-
-/// The reserved named lock whose holder runs a tenant's schedules.
-pub const SCHEDULER_LOCK: &str = "__relaystore_scheduler";
 
 impl Store {
     /// Schedules `name`: every interval of `spec` (`@every <interval>`, see
-    /// [`parse_every`](crate::coord::schedule::parse_every)) a job with `payload`
+    /// [`parse_every`](crate::contract::rules::parse_every)) a job with `payload`
     /// is enqueued on `queue`, by whichever runner leads the tenant's
     /// schedules ([`run_schedules`](Self::run_schedules)). The first fire
     /// is one interval from now; fires stay on that grid. Scheduling an
@@ -162,16 +161,6 @@ impl Store {
 #[derive(Debug)]
 pub struct Scheduler {
     inner: ScheduleRunner<Store>,
-}
-
-/// What one [`Scheduler::step`] did.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SchedulerStep {
-    /// The run, if this runner leads.
-    pub run: Option<ScheduleRun>,
-    /// How long to wait before the next step: until the next fire is due,
-    /// and at most a third of the lock's TTL (the renewal cadence).
-    pub wait: Duration,
 }
 
 impl Scheduler {

@@ -7,12 +7,13 @@ use crate::base::error::{Error, Result};
 use crate::base::ids::TenantId;
 use crate::base::sync::Arc;
 use crate::base::time::MonoTime;
-use crate::coord::stream::{wake_channel, Created, StreamConfig, StreamInfo, StreamRead};
-use crate::mem::events::Cause;
+use crate::contract::events::Cause;
+#[cfg(feature = "native")]
+use crate::contract::events::RecvError;
+use crate::contract::stream::{StreamConfig, StreamInfo, StreamRead};
+use crate::coord::stream::{wake_channel, Created};
 use crate::mem::named::TenantName;
 use crate::mem::wake::Listener;
-#[cfg(feature = "native")]
-use crate::mem::wake::RecvError;
 use smol_str::SmolStr;
 #[cfg(feature = "native")]
 use std::time::Duration;

@@ -37,7 +37,7 @@ use crate::base::sync::{lock_at, Arc, AtomicBool, AtomicU64, Mutex, Ordering, Ru
 use crate::base::time::MonoTime;
 use crate::base::words::LimitSnapshot;
 use crate::contract::config::TenantQuota;
-use crate::mem::events::Cause;
+use crate::contract::events::Cause;
 use crate::mem::quota::Counter;
 use crate::mem::shard::Upsert;
 use crossbeam_utils::CachePadded;

@@ -42,11 +42,13 @@ use crate::base::error::{Error, Result};
 use crate::base::ids::{JobId, LeaseId, TenantId};
 use crate::base::sync::Arc;
 use crate::base::time::MonoTime;
-use crate::coord::queue::{ClaimToken, Failed, JobInfo, JobOptions, JobState, QueueInfo, Staged};
-use crate::coord::stream::{StreamEntry, StreamRead};
-use crate::mem::events::{Cause, Collection, RecordId};
-use crate::store::listing::ListingInfo;
-use crate::store::OUTBOX_QUEUE;
+use crate::contract::events::{Cause, Collection, RecordId};
+use crate::contract::names::OUTBOX_QUEUE;
+use crate::contract::outbox::outbox_config;
+use crate::contract::queue::{ClaimToken, Failed, JobInfo, JobOptions, JobState, QueueInfo};
+use crate::contract::relay::ListingInfo;
+use crate::contract::stream::{StreamEntry, StreamRead};
+use crate::coord::queue::Staged;
 use smol_str::SmolStr;
 
 /// Most operations one transaction stages. Staging one more is refused
@@ -592,9 +594,7 @@ impl Transaction {
                     let attempts_max = match (options.attempts_max, config) {
                         (Some(n), _) => n,
                         (None, Ok(c)) => c.attempts_max,
-                        (None, Err(_)) if queue == OUTBOX_QUEUE => {
-                            super::outbox_config().attempts_max
-                        }
+                        (None, Err(_)) if queue == OUTBOX_QUEUE => outbox_config().attempts_max,
                         (None, Err(e)) => return Err(e),
                     };
                     let state = if options.delay.is_zero() {

@@ -1,0 +1,82 @@
+//! The vocabulary of removal events, the same on every engine: which record
+//! went ([`RecordId`], in which [`Collection`]), why ([`Cause`]), and what a
+//! subscriber reads ([`Received`], or a [`RecvError`]).
+
+pub use crate::base::collection::Collection;
+use crate::base::ids::{AttemptId, LeaseId, TenantId};
+use std::sync::Arc;
+
+/// Why a record was removed.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Cause {
+    /// Its deadline passed.
+    Expired,
+    /// It was explicitly revoked.
+    Revoked,
+    /// Its parent was revoked or removed.
+    Cascaded,
+    /// Its owner removed it (unpublish, leave, cancel, release).
+    Released,
+    /// Its one-time token was consumed.
+    Consumed,
+    /// The store drained.
+    Drained,
+}
+
+/// The id of a removed record.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum RecordId {
+    /// A lease or its tombstone.
+    Lease(LeaseId),
+    /// A listing, by key.
+    Listing(Arc<str>),
+    /// A presence record, by member.
+    Member(Arc<str>),
+    /// A join attempt or its replay memory.
+    Attempt(AttemptId),
+    /// An idempotency record or a lock, by key or name.
+    Key(Arc<str>),
+    /// A stream, by name.
+    Stream(Arc<str>),
+    /// A job queue, by name.
+    Queue(Arc<str>),
+    /// A schedule, by name.
+    Schedule(Arc<str>),
+}
+
+/// One removal.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Event {
+    /// Where the record was.
+    pub collection: Collection,
+    /// Whose it was.
+    pub tenant: TenantId,
+    /// Which it was.
+    pub id: RecordId,
+    /// Why it went.
+    pub cause: Cause,
+}
+
+/// What a subscriber reads.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Received {
+    /// The next event.
+    Event(Event),
+    /// The subscriber fell behind and `missed` events were dropped.
+    Lagged {
+        /// How many events were dropped since the last read.
+        missed: u64,
+    },
+}
+
+/// Why a wait for an event ended without one.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, thiserror::Error)]
+#[non_exhaustive]
+pub enum RecvError {
+    /// The store is gone and every buffered event has been read.
+    #[error("the store is gone")]
+    Closed,
+    /// Nothing arrived within the timeout.
+    #[error("no event within the timeout")]
+    Timeout,
+}

@@ -1,0 +1,52 @@
+//! What an engine says of its own health, the same on every engine.
+
+use std::time::Duration;
+
+/// Why a store is [`Health::Degraded`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum DegradedReason {
+    /// The expiry driver has not swept for longer than `driver_stall_max`,
+    /// so expiry, and with it the validity of tokens, cannot be
+    /// guaranteed: joins, binds and consumes are refused with
+    /// `ServiceUnavailable` until the next sweep.
+    DriverStalled,
+    /// A remote engine's backend (a Redis server) did not answer within
+    /// the engine's call timeout: operations fail closed with
+    /// `BackendUnavailable` until it answers again.
+    BackendUnreachable,
+}
+
+impl std::fmt::Display for DegradedReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DegradedReason::DriverStalled => f.write_str("expiry driver stalled"),
+            DegradedReason::BackendUnreachable => f.write_str("backend unreachable"),
+        }
+    }
+}
+
+/// Readiness of a store, for a readiness probe: anything but `Ready` takes
+/// the node out of rotation.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Health {
+    /// Accepting all operations.
+    Ready,
+    /// Up, but refusing authorizations (joins, binds, consumes) for
+    /// `reason`; the rest works. Ready again once the cause is gone.
+    Degraded {
+        /// Why.
+        reason: DegradedReason,
+    },
+    /// Refusing new grants, publishes, joins, presence and locks with
+    /// `Draining`; existing records keep working until the drain ends.
+    Draining {
+        /// Time left before the drain ends and every remaining lease is
+        /// revoked.
+        remaining: Duration,
+    },
+    /// Drained: new work and authorizations are refused with
+    /// `ServiceUnavailable`.
+    Stopped,
+}

@@ -1,0 +1,166 @@
+//! What the relay records' operations return, the same on every engine:
+//! leases, listings, presence, join attempts and named locks, as values
+//! with time as time remaining.
+
+use crate::base::holder::Holder;
+use crate::base::ids::{AttemptId, JoinToken, LeaseId};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+/// What [`Store::begin_join`](crate::Store::begin_join) returns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JoinTicket {
+    /// The attempt.
+    pub attempt: AttemptId,
+    /// Its one-time token; hand it to the client.
+    pub token: JoinToken,
+    /// Time left before the attempt (and the token) stop being valid.
+    pub remaining: Duration,
+    /// The same on the wall clock at issue time, for reporting.
+    pub expires_at: SystemTime,
+}
+
+/// What [`Store::bind_endpoint`](crate::Store::bind_endpoint) returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Binding {
+    /// The attempt.
+    pub attempt: AttemptId,
+    /// The address it is bound to.
+    pub addr: SocketAddr,
+    /// The attempt's version after binding.
+    pub version: u64,
+}
+
+/// What [`Store::consume`](crate::Store::consume) returns: the admission the token authorised.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Admission {
+    /// The attempt.
+    pub attempt: AttemptId,
+    /// The client that began it.
+    pub client: Arc<str>,
+    /// The listing it joined.
+    pub listing: Arc<str>,
+    /// The endpoint it was bound to.
+    pub addr: SocketAddr,
+}
+
+/// What [`Store::grant`](crate::Store::grant) returns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaseGrant {
+    /// The new lease.
+    pub id: LeaseId,
+    /// Its fencing token: strictly greater than every earlier grant's.
+    pub fence: u64,
+    /// Its version.
+    pub version: u64,
+    /// Time left before it expires, measured when it was granted.
+    pub remaining: Duration,
+    /// Its deadline on the wall clock at grant time, for reporting.
+    pub expires_at: SystemTime,
+}
+
+/// What [`Store::get_lease`](crate::Store::get_lease) returns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaseInfo {
+    /// The lease.
+    pub id: LeaseId,
+    /// Who holds it.
+    pub holder: Holder,
+    /// Its fencing token.
+    pub fence: u64,
+    /// Its version.
+    pub version: u64,
+    /// Time left before it expires.
+    pub remaining: Duration,
+}
+
+/// A public endpoint observed for a lease holder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EndpointSeen {
+    /// The observed address.
+    pub addr: SocketAddr,
+    /// How long ago it was last observed.
+    pub age: Duration,
+}
+
+/// A visible listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListingInfo {
+    /// Its key.
+    pub key: Arc<str>,
+    /// The lease it lives under.
+    pub lease: LeaseId,
+    /// Its attributes.
+    pub attrs: Arc<[u8]>,
+    /// Its version; [`Store::update_listing`](crate::Store::update_listing) takes it.
+    pub version: u64,
+}
+
+/// Where a listing of keys stopped; pass it back for the next page. Its
+/// text form (`Display`, `From<&str>`) can travel to a client and back:
+/// it is the last key of the page, and paging resumes after it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cursor(pub(crate) Arc<str>);
+
+impl Cursor {
+    /// The cursor's text form.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for Cursor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// One page of a `list` call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Page<T> {
+    /// The visible items of this page, in key order.
+    pub items: Vec<T>,
+    /// `Some` if there may be more; pass it to the next call.
+    pub next: Option<Cursor>,
+}
+
+/// A visible presence record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PresenceInfo {
+    /// The member.
+    pub member: Arc<str>,
+    /// Its attributes.
+    pub attrs: Arc<[u8]>,
+    /// The lease it is attached to, if any.
+    pub lease: Option<LeaseId>,
+    /// Its version.
+    pub version: u64,
+    /// When it stops being live, on the store's monotonic clock.
+    /// Time left before it expires unless refreshed.
+    pub remaining: Duration,
+}
+
+/// A visible lock's state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockInfo {
+    /// Who holds it.
+    pub holder: Holder,
+    /// Its fencing token.
+    pub fence: u64,
+    /// Its version.
+    pub version: u64,
+    /// Time left before it lapses.
+    pub remaining: Duration,
+}
+
+/// What a renewal or a presence heartbeat returns: the record's new version
+/// and the time it has left, measured at the renewal. Engine-neutral: no
+/// reading of any process's clock (see `docs/adr/0019-time-in-results.md`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Renewal {
+    /// The record's version after the renewal.
+    pub version: u64,
+    /// Time left before the record expires unless renewed again.
+    pub remaining: Duration,
+}

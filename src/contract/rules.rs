@@ -1,0 +1,385 @@
+//! The contract's rules, each written once: what every engine checks before
+//! it changes anything (names, attributes, schedules, a queue's and a
+//! stream's settings, a job, a TTL) and the formulas every engine computes
+//! alike. Each is a pure function of its inputs and the configuration, with a
+//! table test; the Redis engine receives what they compute from Rust, or a
+//! conformance check runs the same table on both engines.
+
+use crate::base::error::{Error, Result};
+use crate::base::time::{duration_to_millis_ceil, MonoTime, DEADLINE_MAX_MS};
+use crate::contract::config::StoreConfig;
+use crate::contract::names::{OUTBOX_QUEUE, RESERVED_PREFIX};
+use crate::contract::queue::{JobOptions, QueueConfig};
+use crate::contract::stream::StreamConfig;
+use std::time::Duration;
+
+impl StoreConfig {
+    /// The name rules every engine applies (holders, keys, members, lock
+    /// names, clients, idempotency keys): non-empty
+    /// ([`Error::InvalidName`]), at most `name_bytes_max` bytes
+    /// ([`Error::InvalidArgument`]).
+    pub(crate) fn check_name(&self, name: &str) -> Result<()> {
+        if name.is_empty() {
+            return Err(Error::InvalidName);
+        }
+        if name.len() > self.name_bytes_max {
+            return Err(Error::InvalidArgument {
+                reason: "name is longer than name_bytes_max",
+            });
+        }
+        Ok(())
+    }
+
+    /// The name of something a caller creates beside the store's own (a
+    /// lock, a wake channel, a stream, a queue, a schedule):
+    /// [`check_name`](Self::check_name)'s rules, and not the reserved
+    /// `__` prefix ([`Error::ReservedName`]).
+    pub(crate) fn check_own_name(&self, name: &str) -> Result<()> {
+        if name.starts_with(RESERVED_PREFIX) {
+            return Err(Error::ReservedName);
+        }
+        self.check_name(name)
+    }
+
+    /// The name rule of a queue being inspected or tidied (`job`,
+    /// `queue_info`, dead letters): a caller's own name, or the outbox's
+    /// reserved queue.
+    pub(crate) fn check_inspected_queue(&self, name: &str) -> Result<()> {
+        if name == OUTBOX_QUEUE {
+            Ok(())
+        } else {
+            self.check_own_name(name)
+        }
+    }
+
+    /// A schedule's name, spec, queue and payload (every engine's one
+    /// rule): its interval in milliseconds.
+    pub(crate) fn check_schedule(
+        &self,
+        name: &str,
+        spec: &str,
+        queue: &str,
+        payload: &[u8],
+    ) -> Result<u64> {
+        self.check_own_name(name)?;
+        self.check_own_name(queue)?;
+        if payload.len() > self.job_payload_bytes_max {
+            return Err(Error::InvalidArgument {
+                reason: "payload is larger than job_payload_bytes_max",
+            });
+        }
+        ScheduleLimits::of(self).interval_ms(spec)
+    }
+
+    /// The attribute rule every engine applies: at most `attrs_bytes_max`
+    /// bytes ([`Error::InvalidArgument`]).
+    pub(crate) fn check_attrs(&self, attrs: &[u8]) -> Result<()> {
+        if attrs.len() > self.attrs_bytes_max {
+            return Err(Error::InvalidArgument {
+                reason: "attributes are larger than attrs_bytes_max",
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Parses `@every <interval>`: one or more `<number><unit>` parts with
+/// units `d`, `h`, `m`, `s`, `ms`, from the largest to the smallest, each
+/// at most once (`@every 30s`, `@every 1h30m`, `@every 1s500ms`). Anything
+/// else is `InvalidArgument` naming the problem; a zero interval too.
+pub fn parse_every(spec: &str) -> Result<Duration> {
+    let invalid = |reason| Err(Error::InvalidArgument { reason });
+    let Some(rest) = spec.strip_prefix("@every ") else {
+        return invalid("a schedule must be \"@every <interval>\"");
+    };
+    if rest.is_empty() {
+        return invalid("a schedule's interval is missing");
+    }
+    const UNITS: [(&str, u64); 5] = [
+        ("d", 86_400_000),
+        ("h", 3_600_000),
+        ("ms", 1),
+        ("m", 60_000),
+        ("s", 1_000),
+    ];
+    // Rank of each unit, largest first, to enforce the order.
+    let rank = |unit: &str| match unit {
+        "d" => 0,
+        "h" => 1,
+        "m" => 2,
+        "s" => 3,
+        _ => 4,
+    };
+    let mut total: u64 = 0;
+    let mut last_rank: Option<u32> = None;
+    let mut text = rest;
+    while !text.is_empty() {
+        let digits = text.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 {
+            return invalid("a schedule's interval needs a number before each unit");
+        }
+        let Ok(number) = text[..digits].parse::<u64>() else {
+            return invalid("a schedule's interval is too long");
+        };
+        text = &text[digits..];
+        let Some(&(unit, ms)) = UNITS.iter().find(|(u, _)| text.starts_with(u)) else {
+            return invalid("a schedule's interval needs a unit: ms, s, m, h or d");
+        };
+        text = &text[unit.len()..];
+        let r = rank(unit);
+        if last_rank.is_some_and(|l| r <= l) {
+            return invalid("a schedule's units must go from largest to smallest, each once");
+        }
+        last_rank = Some(r);
+        let Some(sum) = number.checked_mul(ms).and_then(|p| total.checked_add(p)) else {
+            return invalid("a schedule's interval is too long");
+        };
+        total = sum;
+    }
+    if total == 0 {
+        return invalid("a schedule's interval must be positive");
+    }
+    Ok(Duration::from_millis(total))
+}
+
+/// The store-wide bounds on schedules.
+pub(crate) struct ScheduleLimits {
+    pub(crate) interval_min: Duration,
+    pub(crate) interval_max: Duration,
+}
+
+impl ScheduleLimits {
+    pub(crate) fn of(config: &StoreConfig) -> Self {
+        ScheduleLimits {
+            interval_min: config.schedule_interval_min,
+            interval_max: config.schedule_interval_max,
+        }
+    }
+
+    /// The interval of `spec` in milliseconds, within the configured range
+    /// (every engine's one rule).
+    pub(crate) fn interval_ms(&self, spec: &str) -> Result<u64> {
+        let interval = parse_every(spec)?;
+        if interval < self.interval_min {
+            return Err(Error::InvalidArgument {
+                reason: "a schedule's interval is below schedule_interval_min",
+            });
+        }
+        if interval > self.interval_max {
+            return Err(Error::InvalidArgument {
+                reason: "a schedule's interval is above schedule_interval_max",
+            });
+        }
+        Ok(interval.as_millis() as u64)
+    }
+}
+
+/// The store-wide bounds on queues.
+pub(crate) struct QueueLimits {
+    pub(crate) jobs_max: usize,
+    pub(crate) bytes_max: usize,
+    pub(crate) payload_bytes_max: usize,
+    pub(crate) ttl_max: Duration,
+}
+
+impl QueueLimits {
+    pub(crate) fn of(config: &StoreConfig) -> Self {
+        QueueLimits {
+            jobs_max: config.queue_jobs_max,
+            bytes_max: config.queue_bytes_max,
+            payload_bytes_max: config.job_payload_bytes_max,
+            ttl_max: config.ttl_max,
+        }
+    }
+
+    /// A new queue's settings against these bounds (every engine's one
+    /// rule; the visibility's TTL range is the engine's to check).
+    pub(crate) fn check(&self, config: &QueueConfig) -> Result<()> {
+        let invalid = |reason| Err(Error::InvalidArgument { reason });
+        if config.jobs_max == 0 || config.bytes_max == 0 {
+            return invalid("a queue's jobs_max and bytes_max must be positive");
+        }
+        if config.jobs_max > self.jobs_max {
+            return invalid("a queue's jobs_max is above queue_jobs_max");
+        }
+        if config.bytes_max > self.bytes_max {
+            return invalid("a queue's bytes_max is above queue_bytes_max");
+        }
+        if config.dead_letters_max == 0 || config.dead_letters_max > config.jobs_max {
+            return invalid("a queue's dead_letters_max must be between 1 and its jobs_max");
+        }
+        if config.attempts_max == 0 {
+            return invalid("a queue's attempts_max must be positive");
+        }
+        if config.visibility.is_zero() {
+            return invalid("a queue's visibility must be positive");
+        }
+        if config.backoff.base > config.backoff.max {
+            return invalid("a queue's backoff base must be at most its max");
+        }
+        if config.backoff.max > self.ttl_max {
+            return invalid("a queue's backoff max is above ttl_max");
+        }
+        Ok(())
+    }
+
+    /// A job's payload and options: `InvalidArgument` for a payload over
+    /// `job_payload_bytes_max`, a delay over `ttl_max` or an
+    /// `attempts_max` of zero.
+    pub(crate) fn check_job(&self, payload: usize, options: &JobOptions) -> Result<()> {
+        if payload > self.payload_bytes_max {
+            return Err(Error::InvalidArgument {
+                reason: "payload is larger than job_payload_bytes_max",
+            });
+        }
+        if options.delay > self.ttl_max {
+            return Err(Error::InvalidArgument {
+                reason: "a job's delay is above ttl_max",
+            });
+        }
+        if options.attempts_max == Some(0) {
+            return Err(Error::InvalidArgument {
+                reason: "a job's attempts_max must be positive",
+            });
+        }
+        Ok(())
+    }
+}
+
+/// The store-wide bounds on streams.
+pub(crate) struct StreamLimits {
+    pub(crate) entries_max: usize,
+    pub(crate) bytes_max: usize,
+    pub(crate) payload_bytes_max: usize,
+    pub(crate) consumers_max: usize,
+}
+
+impl StreamLimits {
+    pub(crate) fn of(config: &StoreConfig) -> Self {
+        StreamLimits {
+            entries_max: config.stream_entries_max,
+            bytes_max: config.stream_bytes_max,
+            payload_bytes_max: config.stream_payload_bytes_max,
+            consumers_max: config.consumers_per_stream_max,
+        }
+    }
+
+    /// A new stream's retention against these bounds (every engine's one
+    /// rule): `InvalidArgument` for a zero or oversized limit.
+    pub(crate) fn check(&self, config: &StreamConfig) -> Result<()> {
+        if config.entries_max > self.entries_max {
+            return Err(Error::InvalidArgument {
+                reason: "a stream's entries_max is above stream_entries_max",
+            });
+        }
+        if config.entries_max == 0 || config.bytes_max == 0 {
+            return Err(Error::InvalidArgument {
+                reason: "a stream's entries_max and bytes_max must be positive",
+            });
+        }
+        if config.bytes_max > self.bytes_max {
+            return Err(Error::InvalidArgument {
+                reason: "a stream's bytes_max is above stream_bytes_max",
+            });
+        }
+        if config.age_max.is_some_and(|a| a.is_zero()) {
+            return Err(Error::InvalidArgument {
+                reason: "a stream's age_max must be positive",
+            });
+        }
+        Ok(())
+    }
+
+    /// An entry's payload against `stream_payload_bytes_max`.
+    pub(crate) fn check_payload(&self, len: usize) -> Result<()> {
+        if len > self.payload_bytes_max {
+            return Err(Error::InvalidArgument {
+                reason: "payload is larger than stream_payload_bytes_max",
+            });
+        }
+        Ok(())
+    }
+}
+
+/// The TTLs a collection accepts, in whole milliseconds, and the one place
+/// that turns a TTL into a deadline.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TtlRange {
+    min_ms: u64,
+    max_ms: u64,
+}
+
+impl TtlRange {
+    /// `min..=max`; refused unless `0 < min <= max` and `max` fits the
+    /// clock range.
+    pub(crate) fn new(min: std::time::Duration, max: std::time::Duration) -> Result<Self, Error> {
+        let (min_ms, max_ms) = (duration_to_millis_ceil(min), duration_to_millis_ceil(max));
+        if min.is_zero() || min > max || max_ms > DEADLINE_MAX_MS {
+            return Err(Error::InvalidArgument {
+                reason: "the ttl range must be positive, ordered and within the clock range",
+            });
+        }
+        Ok(TtlRange { min_ms, max_ms })
+    }
+
+    /// Validates `ttl` (rounded up to whole milliseconds; never clamped)
+    /// and returns the deadline `now + ttl`.
+    pub(crate) fn deadline(&self, now: MonoTime, ttl: std::time::Duration) -> Result<u64, Error> {
+        if ttl.is_zero() {
+            return Err(Error::InvalidArgument {
+                reason: "ttl must be positive",
+            });
+        }
+        let ms = duration_to_millis_ceil(ttl);
+        if ms < self.min_ms {
+            return Err(Error::InvalidArgument {
+                reason: "ttl is below the configured minimum",
+            });
+        }
+        if ms > self.max_ms {
+            return Err(Error::InvalidArgument {
+                reason: "ttl is above the configured maximum",
+            });
+        }
+        now.as_millis()
+            .checked_add(ms)
+            .filter(|&d| d <= DEADLINE_MAX_MS)
+            .ok_or(Error::InvalidArgument {
+                reason: "deadline is beyond the clock's range",
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_accepts_units_from_largest_to_smallest() {
+        let ms = |s| parse_every(s).map(|d| d.as_millis() as u64);
+        assert_eq!(ms("@every 30s"), Ok(30_000));
+        assert_eq!(ms("@every 1h30m"), Ok(5_400_000));
+        assert_eq!(ms("@every 1d2h3m4s5ms"), Ok(93_784_005));
+        assert_eq!(ms("@every 250ms"), Ok(250));
+        for bad in [
+            "30s",
+            "@every",
+            "@every ",
+            "@every 30",
+            "@every s",
+            "@every 30x",
+            "@every 30m1h",
+            "@every 1s1s",
+            "@every 0s",
+            "@every 1s ",
+            "@every 99999999999999999999s",
+            "@every 999999999999999d",
+            "@every -1s",
+        ] {
+            assert!(
+                matches!(parse_every(bad), Err(Error::InvalidArgument { .. })),
+                "{bad:?} was accepted"
+            );
+        }
+    }
+}

@@ -1,0 +1,33 @@
+//! What a tenant holds against its limits, for dashboards and for a relay
+//! that wants to tell a client how close it is to a quota.
+
+use crate::base::collection::Collection;
+
+/// A tenant's use of one limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Usage {
+    /// Units in use: records held plus creations in flight (for
+    /// [`Collection::Streams`], [`Collection::Queues`] and
+    /// [`Collection::Schedules`], those held).
+    pub used: u64,
+    /// The limit those units count against.
+    pub limit: u64,
+}
+
+/// A tenant's usage per collection, from [`Store::usage`](crate::Store::usage). A snapshot of
+/// counters that other threads keep moving; each figure is exact at some
+/// instant during the call, not all at one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TenantUsage {
+    pub(crate) per: [Option<Usage>; Collection::ALL.len()],
+}
+
+impl TenantUsage {
+    /// The tenant's use of its limit on `c`; `None` where no per-tenant
+    /// count is kept: a quota switched off ([`TenantQuota::OFF`](crate::TenantQuota::OFF); only the
+    /// store-wide ceiling bounds the tenant) and tombstones, which no
+    /// tenant quota bounds.
+    pub fn of(&self, c: Collection) -> Option<Usage> {
+        self.per[c as usize]
+    }
+}
