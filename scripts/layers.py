@@ -9,6 +9,7 @@ import circle. docs/ARCHITECTURE.md states the same rules in words.
   python3 scripts/layers.py            # the graph's figures and every breach
   python3 scripts/layers.py --check    # the same; exits 1 on any breach (CI)
   python3 scripts/layers.py --edges    # every file -> file import, for reading
+  python3 scripts/layers.py --self-test  # the check catches each kind of breach
 
 What counts as an import: a `use crate::..`, `use super::..` or `use
 self::..` tree, and a path written inline (`crate::a::B`, `super::c`),
@@ -21,7 +22,6 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SRC = ROOT / "src"
 
 # (layer, rank, path prefixes under src/). Lower ranks are lower layers; a
 # file may import only files whose rank is at most its own. The first prefix
@@ -148,8 +148,6 @@ def resolve(mod, names, modules):
         path = path + (name,)
         if path in modules:
             best = path
-        else:
-            break
     return best
 
 
@@ -236,10 +234,9 @@ def tarjan(nodes, edges):
     return out
 
 
-def main(argv):
-    check = "--check" in argv
-    show_edges = "--edges" in argv
-    files = sorted(str(p.relative_to(SRC)) for p in SRC.rglob("*.rs"))
+def breaches_of(src):
+    """(figures line, breaches, edges) of the tree under `src`."""
+    files = sorted(str(p.relative_to(src)) for p in src.rglob("*.rs"))
     modules_by_file = {f: module_path(f) for f in files}
     file_by_module = {m: f for f, m in modules_by_file.items()}
     modules = set(file_by_module)
@@ -247,7 +244,7 @@ def main(argv):
 
     edges = {}
     for rel in files:
-        text = (SRC / rel).read_text()
+        text = (src / rel).read_text()
         targets = imports_of(modules_by_file[rel], text, modules)
         tf = set()
         for t in targets:
@@ -284,19 +281,75 @@ def main(argv):
                 f"circle of {len(comp)} files: " + ", ".join(f"src/{f}" for f in comp)
             )
 
-    if show_edges:
-        for src in files:
+    n_edges = sum(len(v) for v in edges.values())
+    inside = sum(1 for c in circles if any(all(f.startswith(p) for f in c) for p in CIRCLE_OK))
+    biggest = max((len(c) for c in circles), default=0)
+    figures = (
+        f"{len(files)} files, {n_edges} imports, {len(circles)} circles "
+        f"({inside} inside one engine's folder; largest {biggest} files), "
+        f"{len(upward)} upward imports, {len(breaches)} breaches"
+    )
+    return figures, breaches, edges
+
+
+# Each breach the check must catch, as a tree of two or three files: a broken
+# twin of the layout, run by --self-test (and so by CI) before the real check.
+TWINS = {
+    "upward": {
+        "base/mod.rs": "pub mod time;",
+        "base/time.rs": "use crate::contract::config::Limits;",
+        "contract/config.rs": "pub struct Limits;",
+    },
+    "engines": {
+        "redis/mod.rs": "use crate::store::Store;",
+        "store/mod.rs": "pub struct Store;",
+    },
+    "circle": {
+        "mem/a.rs": "use crate::mem::b::B; pub struct A;",
+        "mem/b.rs": "use super::a::A; pub struct B;",
+    },
+    "unplaced": {"elsewhere.rs": "pub struct X;"},
+    # A test module's `super` is its file, not the file's parent: no breach.
+    "clean": {
+        "base/time.rs": "pub struct T;\n#[cfg(test)]\nmod tests {\n    use super::*;\n}",
+        "contract/config.rs": "use crate::base::time::T; // crate::store::Store",
+    },
+}
+
+
+def self_test():
+    import tempfile
+
+    failures = []
+    for kind, tree in TWINS.items():
+        with tempfile.TemporaryDirectory() as tmp:
+            root = Path(tmp)
+            for rel, text in tree.items():
+                (root / rel).parent.mkdir(parents=True, exist_ok=True)
+                (root / rel).write_text(text + "\n")
+            _, breaches, _ = breaches_of(root)
+            kinds = {b.split(":")[0].split(" ")[0] for b in breaches}
+            expected = set() if kind == "clean" else {kind}
+            if kinds != expected:
+                failures.append(f"{kind}: expected {sorted(expected)}, found {breaches}")
+    for f in failures:
+        print("self-test failed: " + f)
+    print(f"self-test: {len(TWINS) - len(failures)} of {len(TWINS)} twins judged right")
+    return 1 if failures else 0
+
+
+def main(argv):
+    if "--self-test" in argv:
+        return self_test()
+    figures, breaches, edges = breaches_of(ROOT / "src")
+    if "--edges" in argv:
+        for src in sorted(edges):
             for dst in sorted(edges[src]):
                 print(f"src/{src} -> src/{dst}")
-    n_edges = sum(len(v) for v in edges.values())
-    biggest = max((len(c) for c in circles), default=0)
-    print(
-        f"{len(files)} files, {n_edges} imports, {len(circles)} circles "
-        f"(largest {biggest} files), {len(upward)} upward imports, {len(breaches)} breaches"
-    )
+    print(figures)
     for b in breaches:
         print("  " + b)
-    if check and breaches:
+    if "--check" in argv and breaches:
         return 1
     return 0
 
