@@ -36,6 +36,20 @@ LAYERS = [
     ("top", 5, ["conformance/", "lib.rs", "model.rs"]),
 ]
 
+# Narrower rules, each an absence docs/ARCHITECTURE.md states: (files of
+# this prefix, may import files of these prefixes only, why).
+ONLY = [
+    # The Redis engine knows nothing of the in-memory floors except the two
+    # hubs it reuses to deliver events and wakes inside one process.
+    ("redis/", ["base/", "contract/", "redis/", "mem/events.rs", "mem/wake.rs"], "redis"),
+    # The contract knows nothing of how an engine keeps it.
+    ("contract/", ["base/", "contract/"], "contract"),
+    # Conformance knows only the contract; its harness builds the in-memory
+    # engine for the suite's own tests.
+    ("conformance/harness.rs", ["base/", "contract/", "conformance/", "store/"], "conformance"),
+    ("conformance/", ["base/", "contract/", "conformance/"], "conformance"),
+]
+
 # Folders inside which files may import each other in a circle (one engine
 # is one unit; its files share its private state).
 CIRCLE_OK = ["store/", "redis/"]
@@ -273,6 +287,14 @@ def breaches_of(src):
             elif sl.startswith("engine:") and dl.startswith("engine:") and sl != dl:
                 breaches.append(f"engines: src/{src} ({sl}) imports src/{dst} ({dl})")
 
+    for src in files:
+        rule = next((r for r in ONLY if src.startswith(r[0])), None)
+        if rule is None:
+            continue
+        for dst in sorted(edges[src]):
+            if not any(dst.startswith(p) for p in rule[1]):
+                breaches.append(f"narrow: src/{src} imports src/{dst} ({rule[2]} rule)")
+
     circles = tarjan(files, edges)
     for comp in circles:
         inside = [p for p in CIRCLE_OK if all(f.startswith(p) for f in comp)]
@@ -309,6 +331,10 @@ TWINS = {
         "mem/b.rs": "use super::a::A; pub struct B;",
     },
     "unplaced": {"elsewhere.rs": "pub struct X;"},
+    "narrow": {
+        "redis/mod.rs": "use crate::mem::table::Table;",
+        "mem/table.rs": "pub struct Table;",
+    },
     # A test module's `super` is its file, not the file's parent: no breach.
     "clean": {
         "base/time.rs": "pub struct T;\n#[cfg(test)]\nmod tests {\n    use super::*;\n}",
@@ -329,9 +355,9 @@ def self_test():
                 (root / rel).write_text(text + "\n")
             _, breaches, _ = breaches_of(root)
             kinds = {b.split(":")[0].split(" ")[0] for b in breaches}
-            expected = set() if kind == "clean" else {kind}
-            if kinds != expected:
-                failures.append(f"{kind}: expected {sorted(expected)}, found {breaches}")
+            caught = not kinds if kind == "clean" else kind in kinds
+            if not caught:
+                failures.append(f"{kind}: not judged so; found {breaches}")
     for f in failures:
         print("self-test failed: " + f)
     print(f"self-test: {len(TWINS) - len(failures)} of {len(TWINS)} twins judged right")

@@ -14,6 +14,7 @@ use crate::base::time::{duration_to_millis_ceil, MonoTime};
 use crate::base::words::LimitSnapshot;
 use crate::contract::config::Limits;
 use crate::contract::events::Collection;
+use crate::contract::names::{queue_wake_channel as wake_channel, LAPSED};
 use crate::contract::queue::{
     ClaimToken, ClaimedJob, Failed, Jitter, JobInfo, JobOptions, JobState, QueueConfig, QueueInfo,
 };
@@ -333,9 +334,6 @@ const JOB_HASH: ahash::RandomState = ahash::RandomState::with_seeds(
     0x3c6e_f372_fe94_f82b,
     0xa54f_f53a_5f1d_36f1,
 );
-
-/// The reason recorded for a job whose last claim lapsed.
-pub(crate) const LAPSED: &str = "visibility lapsed";
 
 impl QueueHub {
     pub(crate) fn new(
@@ -899,12 +897,4 @@ impl QueueHub {
         }
         Ok(())
     }
-}
-
-/// The reserved name of a queue's wake channel.
-pub(crate) fn wake_channel(queue: &str) -> Arc<str> {
-    Arc::from(format!(
-        "{}queue:{queue}",
-        crate::contract::names::RESERVED_PREFIX
-    ))
 }

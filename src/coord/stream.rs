@@ -10,6 +10,7 @@ use crate::base::time::{duration_to_millis_ceil, Clock, MonoTime};
 use crate::base::words::LimitSnapshot;
 use crate::contract::config::Limits;
 use crate::contract::events::Collection;
+use crate::contract::names::stream_wake_channel as wake_channel;
 use crate::contract::rules::StreamLimits;
 use crate::contract::stream::{
     StreamConfig, StreamEntry, StreamInfo, StreamRead, WhenFull, PAST_THE_END,
@@ -821,12 +822,4 @@ impl StreamHub {
         let log = stream.log_at(now);
         Ok(log.consumers.get(consumer).copied().unwrap_or(log.first))
     }
-}
-
-/// The reserved name of a stream's wake channel.
-pub(crate) fn wake_channel(stream: &str) -> Arc<str> {
-    Arc::from(format!(
-        "{}stream:{stream}",
-        crate::contract::names::RESERVED_PREFIX
-    ))
 }

@@ -141,8 +141,8 @@ fn decode(tenant: TenantId, incarnation: u64, raw: &[u8]) -> Option<Event> {
 /// who then find it gone.
 fn announce(hub: &EventHub, wakes: &WakeHub, event: Event) {
     let channel = match &event.id {
-        RecordId::Stream(name) => Some(crate::coord::stream::wake_channel(name)),
-        RecordId::Queue(name) => Some(crate::coord::queue::wake_channel(name)),
+        RecordId::Stream(name) => Some(crate::contract::names::stream_wake_channel(name)),
+        RecordId::Queue(name) => Some(crate::contract::names::queue_wake_channel(name)),
         _ => None,
     };
     if let Some(channel) = channel {

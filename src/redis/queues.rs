@@ -17,13 +17,13 @@ use super::{quota_arg, scripts, Issued, Mode, RedisEngine};
 use crate::base::error::{Error, Result};
 use crate::base::ids::{JobId, TenantId};
 use crate::base::time::duration_to_millis_ceil;
+use crate::contract::names::queue_wake_channel as wake_channel;
 use crate::contract::names::OUTBOX_QUEUE;
 use crate::contract::outbox::{outbox_config, OutboxMessage, OutboxRun};
 use crate::contract::queue::DeadLetter;
 use crate::contract::queue::{
     ClaimToken, ClaimedJob, Failed, JobInfo, JobOptions, JobState, QueueConfig, QueueInfo,
 };
-use crate::coord::queue::wake_channel;
 use std::time::Duration;
 
 /// What one claim call found: the jobs, and how long until the queue

@@ -12,10 +12,10 @@ use super::{quota_arg, scripts, Issued, Mode, RedisEngine};
 use crate::base::error::Result;
 use crate::base::ids::TenantId;
 use crate::contract::config::SCHEDULE_CATCH_UP_MAX;
+use crate::contract::names::queue_wake_channel as wake_channel;
 use crate::contract::names::SCHEDULER_LOCK;
 use crate::contract::relay::LockInfo;
 use crate::contract::schedule::{ScheduleInfo, ScheduleRun};
-use crate::coord::queue::wake_channel;
 use redis::Value;
 use std::time::Duration;
 

@@ -116,7 +116,8 @@ impl Function {
 const NAME: &str = "@LIBRARY@";
 
 pub(super) static LIBRARY: LazyLock<Library> = LazyLock::new(|| {
-    let mut code = include_str!("lua/prelude.lua").replace("@LAPSED@", crate::coord::queue::LAPSED);
+    let mut code =
+        include_str!("lua/prelude.lua").replace("@LAPSED@", crate::contract::names::LAPSED);
     for (op, body, kind) in FUNCTIONS {
         // A per-tenant body runs inside `begin` and `finish` (the reply
         // and the removal events it caused); the others as they are.

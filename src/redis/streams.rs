@@ -25,8 +25,8 @@ use crate::base::error::{Error, Result};
 use crate::base::ids::TenantId;
 use crate::base::time::duration_to_millis_ceil;
 use crate::contract::engine::Follow;
+use crate::contract::names::stream_wake_channel as wake_channel;
 use crate::contract::stream::{StreamConfig, StreamEntry, StreamInfo, StreamRead, WhenFull};
-use crate::coord::stream::wake_channel;
 use crate::mem::wake::Listener;
 use std::sync::Arc;
 

@@ -9,11 +9,12 @@ use crate::base::sync::Arc;
 #[cfg(feature = "native")]
 use crate::contract::events::RecvError;
 use crate::contract::events::{Cause, Collection, RecordId};
+use crate::contract::names::queue_wake_channel as wake_channel;
 use crate::contract::queue::DeadLetter;
 use crate::contract::queue::{
     ClaimToken, ClaimedJob, Failed, JobInfo, JobOptions, QueueConfig, QueueInfo,
 };
-use crate::coord::queue::{wake_channel, Waiting};
+use crate::coord::queue::Waiting;
 use crate::mem::named::TenantName;
 use crate::mem::wake::Listener;
 use std::time::Duration;

@@ -10,8 +10,9 @@ use crate::base::time::MonoTime;
 use crate::contract::events::Cause;
 #[cfg(feature = "native")]
 use crate::contract::events::RecvError;
+use crate::contract::names::stream_wake_channel as wake_channel;
 use crate::contract::stream::{StreamConfig, StreamInfo, StreamRead};
-use crate::coord::stream::{wake_channel, Created};
+use crate::coord::stream::Created;
 use crate::mem::named::TenantName;
 use crate::mem::wake::Listener;
 use smol_str::SmolStr;
