@@ -39,6 +39,12 @@ mod queues;
 mod streams;
 mod wakes;
 
+/// The tables of the contract's formulas (the schedule grid's catch-up
+/// step, the claim-validity rule, the backoff delay), with the one right
+/// answer per row: an engine that computes them itself (the Redis engine's
+/// Lua library) is held to the same rows.
+pub use crate::contract::rules::tables as rule_tables;
+
 pub use harness::InMemory;
 
 use crate::base::error::Error;

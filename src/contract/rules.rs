@@ -81,6 +81,43 @@ impl StoreConfig {
         }
         Ok(())
     }
+
+    /// A page's `limit` (listings, presence): in `1..=page_len_max`.
+    pub(crate) fn check_page_limit(&self, limit: usize) -> Result<()> {
+        if limit == 0 || limit > self.page_len_max {
+            return Err(Error::InvalidArgument {
+                reason: "limit must be in 1..=page_len_max",
+            });
+        }
+        Ok(())
+    }
+
+    /// How many of `asked` items one read hands back (stream entries, dead
+    /// letters): at most `page_len_max`.
+    pub(crate) fn page_cap(&self, asked: usize) -> usize {
+        asked.min(self.page_len_max)
+    }
+
+    /// A claim's batch: `max_jobs` must be positive, and at most
+    /// `page_len_max` jobs are handed out at once.
+    pub(crate) fn claim_batch(&self, max_jobs: usize) -> Result<usize> {
+        if max_jobs == 0 {
+            return Err(Error::InvalidArgument {
+                reason: "max_jobs must be positive",
+            });
+        }
+        Ok(self.page_cap(max_jobs))
+    }
+
+    /// A drain's `window`: at most `drain_window_max`.
+    pub(crate) fn check_drain_window(&self, window: Duration) -> Result<()> {
+        if window > self.drain_window_max {
+            return Err(Error::InvalidArgument {
+                reason: "drain window is longer than drain_window_max",
+            });
+        }
+        Ok(())
+    }
 }
 
 /// Parses `@every <interval>`: one or more `<number><unit>` parts with
@@ -301,6 +338,47 @@ impl StreamLimits {
     }
 }
 
+/// What one run does with a schedule whose next grid point is `next_ms`
+/// at `now_ms` (both in milliseconds of one clock): the grid points passed,
+/// how many fire (at most `catch_up_max`; the rest are skipped), and the
+/// grid point it moves to, the first after `now_ms`. Nothing is due before
+/// `next_ms`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct CatchUp {
+    /// Grid points passed (`0` when not yet due).
+    pub(crate) due: u64,
+    /// Jobs to enqueue: `min(due, catch_up_max)`.
+    pub(crate) fires: u64,
+    /// The next grid point once the fires are in.
+    pub(crate) next_ms: u64,
+}
+
+/// The schedule grid's catch-up step (every engine's one formula; the Lua
+/// library's `catch_up` is pinned to it by the rules probe).
+pub(crate) fn catch_up(next_ms: u64, now_ms: u64, interval_ms: u64, catch_up_max: u64) -> CatchUp {
+    if now_ms < next_ms {
+        return CatchUp {
+            due: 0,
+            fires: 0,
+            next_ms,
+        };
+    }
+    let due = (now_ms - next_ms) / interval_ms + 1;
+    CatchUp {
+        due,
+        fires: due.min(catch_up_max),
+        next_ms: next_ms.saturating_add(due.saturating_mul(interval_ms)),
+    }
+}
+
+/// The claim-validity rule of every claim operation (ack, fail, a staged
+/// ack): a job claimed with `held`, whose claim lapses at `lapses_ms`, is
+/// acted on with `token` at `now_ms` only while the claim is live and the
+/// token is that claim's.
+pub(crate) fn claim_live(held: u64, lapses_ms: u64, token: u64, now_ms: u64) -> bool {
+    held == token && now_ms < lapses_ms
+}
+
 /// The TTLs a collection accepts, in whole milliseconds, and the one place
 /// that turns a TTL into a deadline.
 #[derive(Debug, Clone, Copy)]
@@ -350,6 +428,50 @@ impl TtlRange {
     }
 }
 
+/// The formulas' tables: inputs and the one right answer, run against the
+/// Rust functions here and against the Redis engine's Lua library by
+/// `tests/redis_rules.rs`, so neither can drift from the other.
+#[cfg(any(test, feature = "conformance"))]
+pub mod tables {
+    /// [`catch_up`](super::catch_up): (next grid point, now, interval, catch-up
+    /// max; grid points due, fires, next grid point after), in ms.
+    pub const CATCH_UP: &[(u64, u64, u64, u64, u64, u64, u64)] = &[
+        (1_000, 999, 100, 64, 0, 0, 1_000),
+        (1_000, 1_000, 100, 64, 1, 1, 1_100),
+        (1_000, 1_099, 100, 64, 1, 1, 1_100),
+        (1_000, 1_100, 100, 64, 2, 2, 1_200),
+        (1_000, 10_900, 100, 64, 100, 64, 11_000),
+        (0, 5, 1, 64, 6, 6, 6),
+        (500, 10_000_500, 1_000, 64, 10_001, 64, 10_001_500),
+        (500, 10_000_500, 1_000, 1, 10_001, 1, 10_001_500),
+    ];
+
+    /// [`claim_live`](super::claim_live): (the claim's token, when it lapses,
+    /// the token presented, now; live).
+    pub const CLAIM_LIVE: &[(u64, u64, u64, u64, bool)] = &[
+        (7, 1_000, 7, 999, true),
+        (7, 1_000, 7, 0, true),
+        (7, 1_000, 7, 1_000, false),
+        (7, 1_000, 7, 1_001, false),
+        (7, 1_000, 8, 999, false),
+        (u64::MAX, 1_000, u64::MAX - 1, 1, false),
+    ];
+
+    /// [`Backoff::delay`](crate::queue::Backoff::delay): (base, max, attempt,
+    /// draw; delay), in ms. Draws stay below 2^32, as the engines' are.
+    pub const BACKOFF: &[(u64, u64, u32, u64, u64)] = &[
+        (1_000, 60_000, 1, 0, 500),
+        (1_000, 60_000, 1, 500, 1_000),
+        (1_000, 60_000, 1, 501, 500),
+        (1_000, 60_000, 3, 12_345, 2_339),
+        (1_000, 60_000, 10, 7, 30_007),
+        (1_000, 60_000, 200, 4_294_967_295, 54_135),
+        (3, 7, 1, 1, 2),
+        (0, 0, 5, 9, 0),
+        (5_000, 300_000, 64, 1, 150_001),
+    ];
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -381,5 +503,71 @@ mod tests {
                 "{bad:?} was accepted"
             );
         }
+    }
+
+    /// The tables the rules probe also runs on the Redis engine
+    /// (`tests/redis_rules.rs`): one reference for both engines.
+    #[test]
+    fn the_formulas_agree_with_their_tables() {
+        for &(next, now, interval, max, due, fires, to) in crate::contract::rules::tables::CATCH_UP
+        {
+            assert_eq!(
+                catch_up(next, now, interval, max),
+                CatchUp {
+                    due,
+                    fires,
+                    next_ms: to
+                },
+                "catch_up({next}, {now}, {interval}, {max})"
+            );
+        }
+        for &(held, lapses, token, now, live) in crate::contract::rules::tables::CLAIM_LIVE {
+            assert_eq!(
+                claim_live(held, lapses, token, now),
+                live,
+                "claim_live({held}, {lapses}, {token}, {now})"
+            );
+        }
+        for &(base, max, attempt, draw, delay) in crate::contract::rules::tables::BACKOFF {
+            let backoff = crate::contract::queue::Backoff {
+                base: Duration::from_millis(base),
+                max: Duration::from_millis(max),
+            };
+            assert_eq!(
+                backoff.delay(attempt, draw),
+                Duration::from_millis(delay),
+                "delay({base}, {max}, {attempt}, {draw})"
+            );
+        }
+    }
+
+    #[test]
+    fn the_argument_checks_name_their_limit() {
+        let config = StoreConfig {
+            page_len_max: 10,
+            drain_window_max: Duration::from_secs(5),
+            ..StoreConfig::default()
+        };
+        for (limit, ok) in [(0, false), (1, true), (10, true), (11, false)] {
+            assert_eq!(
+                config.check_page_limit(limit).is_ok(),
+                ok,
+                "page limit {limit}"
+            );
+        }
+        for (asked, batch) in [(1, Ok(1)), (10, Ok(10)), (500, Ok(10))] {
+            assert_eq!(config.claim_batch(asked), batch, "claim batch {asked}");
+        }
+        assert!(matches!(
+            config.claim_batch(0),
+            Err(Error::InvalidArgument { .. })
+        ));
+        assert_eq!(config.page_cap(3), 3);
+        assert_eq!(config.page_cap(30), 10);
+        assert!(config.check_drain_window(Duration::from_secs(5)).is_ok());
+        assert!(matches!(
+            config.check_drain_window(Duration::from_millis(5_001)),
+            Err(Error::InvalidArgument { reason }) if reason.contains("drain_window_max")
+        ));
     }
 }

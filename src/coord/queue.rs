@@ -18,6 +18,7 @@ use crate::contract::names::{queue_wake_channel as wake_channel, LAPSED};
 use crate::contract::queue::{
     ClaimToken, ClaimedJob, Failed, Jitter, JobInfo, JobOptions, JobState, QueueConfig, QueueInfo,
 };
+use crate::contract::rules::claim_live;
 use crate::contract::rules::QueueLimits;
 use crate::mem::named::{view, Name, TenantCounts, TenantName};
 use crate::mem::quota::Counter;
@@ -322,7 +323,7 @@ impl State {
         match &job.at {
             At::Claimed {
                 token: t, until, ..
-            } if *t == token.0 && now < *until => Ok(job),
+            } if claim_live(*t, *until, token.0, now) => Ok(job),
             _ => Err(Error::StaleClaim),
         }
     }

@@ -9,6 +9,7 @@ use crate::base::sync::{lock_at, Arc, AtomicU64, Mutex, Ordering, Rung};
 use crate::base::words::LimitSnapshot;
 use crate::contract::config::{Limits, SCHEDULE_CATCH_UP_MAX};
 use crate::contract::events::Collection;
+use crate::contract::rules::catch_up;
 use crate::contract::rules::ScheduleLimits;
 use crate::contract::schedule::{ScheduleInfo, ScheduleRun};
 use crate::mem::quota::Counter;
@@ -331,15 +332,19 @@ impl ScheduleHub {
         }
         let now_ms = now();
         for (name, s) in book.schedules.iter_mut() {
-            if s.next_ms <= now_ms {
-                let due = (now_ms - s.next_ms) / s.interval_ms + 1;
-                let fires = due.min(u64::from(SCHEDULE_CATCH_UP_MAX));
-                match fire(&s.queue, &s.payload, fires as usize) {
+            let step = catch_up(
+                s.next_ms,
+                now_ms,
+                s.interval_ms,
+                u64::from(SCHEDULE_CATCH_UP_MAX),
+            );
+            if step.due > 0 {
+                match fire(&s.queue, &s.payload, step.fires as usize) {
                     Ok(()) => {
-                        run.fired += fires;
-                        run.skipped += due - fires;
-                        s.fired += fires;
-                        s.next_ms += due * s.interval_ms;
+                        run.fired += step.fires;
+                        run.skipped += step.due - step.fires;
+                        s.fired += step.fires;
+                        s.next_ms = step.next_ms;
                     }
                     Err(e) => run.refused.push((Arc::clone(name), e)),
                 }

@@ -86,11 +86,7 @@ impl RedisEngine {
     /// A `window` longer than `drain_window_max` is
     /// [`Error::InvalidArgument`] and changes nothing.
     pub async fn begin_drain(&self, window: Duration) -> Result<Duration> {
-        if window > self.config().drain_window_max {
-            return Err(Error::InvalidArgument {
-                reason: "drain window is longer than drain_window_max",
-            });
-        }
+        self.config().check_drain_window(window)?;
         if self.inner.drain.phase() == Phase::Stopped {
             return Err(Error::STOPPED);
         }

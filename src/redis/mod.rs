@@ -54,6 +54,8 @@ mod lifecycle;
 mod listings;
 mod locks;
 mod presence;
+#[cfg(feature = "conformance")]
+mod probe;
 mod queues;
 mod reply;
 mod room;
@@ -530,11 +532,7 @@ impl RedisEngine {
         width: usize,
         item: impl Fn(&Reply, usize) -> Result<T>,
     ) -> Result<Page<T>> {
-        if limit == 0 || limit > self.config().page_len_max {
-            return Err(Error::InvalidArgument {
-                reason: "limit must be in 1..=page_len_max",
-            });
-        }
+        self.config().check_page_limit(limit)?;
         let after = cursor.map_or("", Cursor::as_str);
         let args = args![after, limit.to_string()];
         let Some(reply) = self

@@ -172,13 +172,8 @@ impl RedisEngine {
         max_jobs: usize,
     ) -> Result<Claimed> {
         self.check_name(worker)?;
-        if max_jobs == 0 {
-            return Err(Error::InvalidArgument {
-                reason: "max_jobs must be positive",
-            });
-        }
+        let max = self.config().claim_batch(max_jobs)?;
         let visibility = visibility.map(|v| self.ttl_ms(v)).transpose()?;
-        let max = max_jobs.min(self.config().page_len_max);
         let args = args![
             worker,
             visibility.map_or_else(String::new, |v| v.to_string()),
@@ -370,7 +365,7 @@ impl RedisEngine {
     ) -> Result<Vec<DeadLetter>> {
         self.config().check_inspected_queue(queue)?;
         let from = after.map_or(0, |id| id.seq().saturating_add(1));
-        let max = max.min(self.config().page_len_max);
+        let max = self.config().page_cap(max);
         let issued = after.map_or(Issued::Nothing, issued);
         let args = args![from.to_string(), max.to_string()];
         let reply = self

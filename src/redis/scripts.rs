@@ -93,6 +93,7 @@ functions! {
     UNSCHEDULE = "unschedule", "unschedule.lua", Tenant;
     SCHEDULES = "schedules", "schedules.lua", Read;
     RUN_SCHEDULES = "run_schedules", "run_schedules.lua", Tenant;
+    PROBE = "probe", "probe.lua", Meta;
 }
 
 /// The library: its code and the names its functions are called by.

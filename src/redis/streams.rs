@@ -106,7 +106,7 @@ impl RedisEngine {
         from: u64,
         max: usize,
     ) -> Result<StreamRead> {
-        let max = max.min(self.config().page_len_max);
+        let max = self.config().page_cap(max);
         let args = args![from.to_string(), max.to_string()];
         let reply = self
             .stream_call(scripts::READ_STREAM, tenant, name, args)

@@ -53,11 +53,7 @@ impl Store {
     /// [`Error::InvalidArgument`] and changes nothing.
     pub fn begin_drain(&self, window: Duration) -> Result<Duration> {
         let _in = self.enter();
-        if window > self.shared.config.drain_window_max {
-            return Err(Error::InvalidArgument {
-                reason: "drain window is longer than drain_window_max",
-            });
-        }
+        self.shared.config.check_drain_window(window)?;
         let now = self.shared.clock.now();
         let deadline = now.saturating_add(window).as_millis();
         match self.shared.state.compare_exchange(

@@ -360,11 +360,7 @@ impl Store {
         index: fn(&TenantIndex) -> &std::collections::BTreeSet<SmolStr>,
         view: impl Fn(&Self, &NameKey, MonoTime) -> Option<T>,
     ) -> Result<Page<T>> {
-        if limit == 0 || limit > self.shared.config.page_len_max {
-            return Err(Error::InvalidArgument {
-                reason: "limit must be in 1..=page_len_max",
-            });
-        }
+        self.shared.config.check_page_limit(limit)?;
         let Some(t) = self.tenant(tenant) else {
             return Ok(Page {
                 items: Vec::new(),

@@ -170,17 +170,12 @@ impl Store {
     ) -> Result<Vec<ClaimedJob>> {
         let _in = self.enter();
         self.check_name(worker)?;
-        if max_jobs == 0 {
-            return Err(Error::InvalidArgument {
-                reason: "max_jobs must be positive",
-            });
-        }
+        let max = self.shared.config.claim_batch(max_jobs)?;
         let now = self.shared.clock.now();
         if let Some(v) = visibility {
             self.shared.ttl.deadline(now, v)?;
         }
         self.refuse_if_stopped()?;
-        let max = max_jobs.min(self.shared.config.page_len_max);
         self.shared
             .queues
             .claim((tenant, queue), worker, visibility, max, now.as_millis())
@@ -357,7 +352,7 @@ impl Store {
             Some(id) => self.job_seq(id)?.saturating_add(1),
             None => 0,
         };
-        let max = max.min(self.shared.config.page_len_max);
+        let max = self.shared.config.page_cap(max);
         // Inside the commit gate: it settles what fell due, a change.
         let _in = self.enter();
         let now = self.shared.clock.now().as_millis();

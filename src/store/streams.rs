@@ -168,7 +168,7 @@ impl Store {
         max: usize,
     ) -> Result<StreamRead> {
         self.check_own_name(name)?;
-        let max = max.min(self.shared.config.page_len_max);
+        let max = self.shared.config.page_cap(max);
         self.consistent(|| {
             let now = self.shared.clock.now();
             self.shared

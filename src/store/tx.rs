@@ -550,7 +550,7 @@ impl Transaction {
         from: u64,
         max: usize,
     ) -> Result<StreamRead> {
-        let max = max.min(self.store.shared.config.page_len_max);
+        let max = self.store.shared.config.page_cap(max);
         let committed = self.store.read_stream(tenant, stream, from, max)?;
         let mut entries = committed.entries;
         let staged = self.ops.iter().filter_map(|op| match op {

@@ -20,8 +20,6 @@ if attempt >= tonumber(redis.call('HGET', qk('qm', name), seq)) then
   redis.call('HSET', qk('qy', name), seq, ARGV[6])
   return {OK, -1}
 end
-local capped = math.min(q[7], q[6] * 2 ^ math.min(attempt - 1, 63))
-local fixed = math.floor(capped / 2)
-local delay = fixed + tonumber(ARGV[7]) % (capped - fixed + 1)
+local delay = backoff_delay(q[6], q[7], attempt, tonumber(ARGV[7]))
 redis.call('ZADD', qk('qd', name), num(NOW + delay), seq)
 return {OK, delay}

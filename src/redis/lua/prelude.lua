@@ -52,6 +52,35 @@ local function num(x)
   return string.format('%.0f', x)
 end
 
+-- The contract's formulas, as pure functions of their inputs (each the
+-- twin of one in src/contract/rules.rs, held to the same table by the
+-- `probe` function and tests/redis_rules.rs).
+
+-- The equal-jitter backoff after attempt `attempt` (1-based), base and max
+-- in ms, for the random `draw`: half of min(max, base * 2^(attempt - 1))
+-- for sure, the draw reduced to between zero and the other half.
+local function backoff_delay(base, max, attempt, draw)
+  local capped = math.min(max, base * 2 ^ math.min(attempt - 1, 63))
+  local fixed = math.floor(capped / 2)
+  return fixed + draw % (capped - fixed + 1)
+end
+
+-- A schedule's catch-up step at `now` from its next grid point `at`: the
+-- grid points passed, the fires (at most `most`), the next grid point.
+local function catch_up(at, now, interval, most)
+  if now < at then
+    return 0, 0, at
+  end
+  local due = math.floor((now - at) / interval) + 1
+  return due, math.min(due, most), at + due * interval
+end
+
+-- The claim-validity rule: the claim `held`, lapsing at `lapses`, is live
+-- at `now` for `token` (tokens as text).
+local function claim_live(held, lapses, token, now)
+  return held == token and now < lapses
+end
+
 -- The server's clock: {microseconds, milliseconds}.
 local function clock()
   local t = redis.call('TIME')
@@ -770,7 +799,7 @@ local function check_claim(name, seq, token)
     return {NOT_FOUND}
   end
   local lapses = redis.call('ZSCORE', qk('qc', name), seq)
-  if not lapses or tonumber(lapses) <= NOW or redis.call('HGET', qk('qt', name), seq) ~= token then
+  if not lapses or not claim_live(redis.call('HGET', qk('qt', name), seq), tonumber(lapses), token, NOW) then
     return {STALE_CLAIM}
   end
   return nil

@@ -13,16 +13,15 @@ local lock = redis.call('HMGET', R .. 'k:' .. ARGV[4], 'f', 'd')
 if not lock[1] or lock[1] ~= ARGV[3] or tonumber(lock[2]) <= NOW then
   return {LEADERSHIP_LOST}
 end
-local catch_up, draining = tonumber(ARGV[6]), ARGV[7] == '1'
+local most, draining = tonumber(ARGV[6]), ARGV[7] == '1'
 local fired, skipped, next_in = 0, 0, -1
 local refused = {}
 for _, name in ipairs(redis.call('ZRANGE', SCHEDULES, 0, -1)) do
   local hkey = K .. 'h:' .. name
   local h = redis.call('HMGET', hkey, 'iv', 'nx', 'q', 'p', 'f')
   local interval, at = tonumber(h[1]), tonumber(h[2])
-  if at <= NOW then
-    local due = math.floor((NOW - at) / interval) + 1
-    local fires = math.min(due, catch_up)
+  local due, fires, next_at = catch_up(at, NOW, interval, most)
+  if due > 0 then
     local first, refusal = nil, {DRAINING}
     if not draining then
       first, refusal = enqueue_jobs(h[3], h[4], fires, nil, nil, ARGV[5] .. h[3])
@@ -30,7 +29,7 @@ for _, name in ipairs(redis.call('ZRANGE', SCHEDULES, 0, -1)) do
     if first then
       fired = fired + fires
       skipped = skipped + due - fires
-      at = at + due * interval
+      at = next_at
       redis.call('HSET', hkey, 'nx', num(at), 'f', num(tonumber(h[5]) + fires))
     else
       refused[#refused + 1] = {name, refusal}
