@@ -8,6 +8,7 @@ use crate::base::error::Result;
 use crate::base::ids::{AttemptId, JobId, JoinToken, LeaseId, TenantId};
 use crate::contract::engine::{Engine, RelayEngine, StreamEngine, WakeEngine};
 use crate::contract::events::Collection;
+use crate::contract::forward::forward;
 use crate::contract::lifecycle::Health;
 use crate::contract::outbox::{OutboxMessage, OutboxRun};
 use crate::contract::queue::DeadLetter;
@@ -25,19 +26,10 @@ use crate::mem::wake::Listener;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-/// Each contract method calls the inherent method of the same name.
-macro_rules! serve {
-    ($($name:ident($($arg:ident: $ty:ty),*) -> $out:ty;)*) => {
-        $(async fn $name(&self, $($arg: $ty),*) -> $out {
-            RedisEngine::$name(self, $($arg),*).await
-        })*
-    };
-}
-
 impl RelayEngine for RedisEngine {
     type Events = Subscription;
 
-    serve! {
+    forward! { async RedisEngine:
         grant(tenant: TenantId, holder: &str, ttl: Duration, key: Option<&str>) -> Result<LeaseGrant>;
         renew(tenant: TenantId, id: LeaseId, ttl: Duration) -> Result<Renewal>;
         renew_at(tenant: TenantId, id: LeaseId, ttl: Duration, version: u64) -> Result<Renewal>;
@@ -74,7 +66,7 @@ impl RelayEngine for RedisEngine {
 impl WakeEngine for RedisEngine {
     type Listener = Listener;
 
-    serve! {
+    forward! { async RedisEngine:
         notify(tenant: TenantId, channel: &str) -> Result<()>;
         listen(tenant: TenantId, channel: &str) -> Result<Listener>;
     }
@@ -83,7 +75,7 @@ impl WakeEngine for RedisEngine {
 impl StreamEngine for RedisEngine {
     type Follower = RedisFollower;
 
-    serve! {
+    forward! { async RedisEngine:
         create_stream(tenant: TenantId, name: &str, config: StreamConfig) -> Result<()>;
         delete_stream(tenant: TenantId, name: &str) -> Result<()>;
         append(tenant: TenantId, name: &str, payload: &[u8]) -> Result<u64>;
@@ -97,7 +89,7 @@ impl StreamEngine for RedisEngine {
 }
 
 impl Engine for RedisEngine {
-    serve! {
+    forward! { async RedisEngine:
         create_queue(tenant: TenantId, name: &str, config: QueueConfig) -> Result<()>;
         delete_queue(tenant: TenantId, name: &str) -> Result<()>;
         enqueue(tenant: TenantId, queue: &str, payload: &[u8], options: JobOptions) -> Result<JobId>;

@@ -17,6 +17,7 @@ use crate::contract::engine::{
     Engine, Events, Follow, RelayEngine, StreamEngine, WakeEngine, Wakes,
 };
 use crate::contract::events::{Collection, Received, RecvError};
+use crate::contract::forward::forward;
 use crate::contract::outbox::{OutboxMessage, OutboxRun};
 use crate::contract::queue::DeadLetter;
 use crate::contract::queue::{
@@ -34,208 +35,31 @@ use std::time::Duration;
 impl RelayEngine for Store {
     type Events = Subscription;
 
-    fn grant(
-        &self,
-        tenant: TenantId,
-        holder: &str,
-        ttl: Duration,
-        idempotency_key: Option<&str>,
-    ) -> impl Future<Output = Result<LeaseGrant>> + Send {
-        ready(Store::grant(self, tenant, holder, ttl, idempotency_key))
+    forward! { ready Store:
+        grant(tenant: TenantId, holder: &str, ttl: Duration, idempotency_key: Option<&str>) -> Result<LeaseGrant>;
+        renew(tenant: TenantId, id: LeaseId, ttl: Duration) -> Result<Renewal>;
+        renew_at(tenant: TenantId, id: LeaseId, ttl: Duration, version: u64) -> Result<Renewal>;
+        get_lease(tenant: TenantId, id: LeaseId) -> Result<LeaseInfo>;
+        revoke(tenant: TenantId, id: LeaseId) -> Result<()>;
+        observe_endpoint(tenant: TenantId, lease: LeaseId, addr: SocketAddr) -> Result<()>;
+        endpoints(tenant: TenantId, lease: LeaseId) -> Result<Vec<EndpointSeen>>;
+        publish(tenant: TenantId, lease: LeaseId, key: &str, attrs: &[u8], idempotency_key: Option<&str>) -> Result<ListingInfo>;
+        get_listing(tenant: TenantId, key: &str) -> Result<ListingInfo>;
+        update_listing(tenant: TenantId, key: &str, expected_version: u64, attrs: &[u8]) -> Result<u64>;
+        unpublish(tenant: TenantId, key: &str, expected_version: Option<u64>) -> Result<()>;
+        revoke_listing(tenant: TenantId, key: &str) -> Result<()>;
+        list_listings(tenant: TenantId, cursor: Option<&Cursor>, limit: usize) -> Result<Page<ListingInfo>>;
+        heartbeat(tenant: TenantId, member: &str, ttl: Duration, attrs: Option<&[u8]>, lease: Option<LeaseId>) -> Result<Renewal>;
+        get_presence(tenant: TenantId, member: &str) -> Result<PresenceInfo>;
+        list_presence(tenant: TenantId, cursor: Option<&Cursor>, limit: usize) -> Result<Page<PresenceInfo>>;
+        leave(tenant: TenantId, member: &str) -> Result<()>;
+        begin_join(tenant: TenantId, listing: &str, client: &str, ttl: Duration, idempotency_key: Option<&str>) -> Result<JoinTicket>;
+        bind_endpoint(tenant: TenantId, attempt: AttemptId, token: &JoinToken, observed: SocketAddr) -> Result<Binding>;
+        consume(tenant: TenantId, token: &JoinToken) -> Result<Admission>;
+        cancel_join(tenant: TenantId, attempt: AttemptId) -> Result<()>;
     }
 
-    fn renew(
-        &self,
-        tenant: TenantId,
-        id: LeaseId,
-        ttl: Duration,
-    ) -> impl Future<Output = Result<Renewal>> + Send {
-        ready(Store::renew(self, tenant, id, ttl))
-    }
-
-    fn renew_at(
-        &self,
-        tenant: TenantId,
-        id: LeaseId,
-        ttl: Duration,
-        version: u64,
-    ) -> impl Future<Output = Result<Renewal>> + Send {
-        ready(Store::renew_at(self, tenant, id, ttl, version))
-    }
-
-    fn get_lease(
-        &self,
-        tenant: TenantId,
-        id: LeaseId,
-    ) -> impl Future<Output = Result<LeaseInfo>> + Send {
-        ready(Store::get_lease(self, tenant, id))
-    }
-
-    fn revoke(&self, tenant: TenantId, id: LeaseId) -> impl Future<Output = Result<()>> + Send {
-        ready(Store::revoke(self, tenant, id))
-    }
-
-    fn observe_endpoint(
-        &self,
-        tenant: TenantId,
-        lease: LeaseId,
-        addr: SocketAddr,
-    ) -> impl Future<Output = Result<()>> + Send {
-        ready(Store::observe_endpoint(self, tenant, lease, addr))
-    }
-
-    fn endpoints(
-        &self,
-        tenant: TenantId,
-        lease: LeaseId,
-    ) -> impl Future<Output = Result<Vec<EndpointSeen>>> + Send {
-        ready(Store::endpoints(self, tenant, lease))
-    }
-
-    fn publish(
-        &self,
-        tenant: TenantId,
-        lease: LeaseId,
-        key: &str,
-        attrs: &[u8],
-        idempotency_key: Option<&str>,
-    ) -> impl Future<Output = Result<ListingInfo>> + Send {
-        ready(Store::publish(
-            self,
-            tenant,
-            lease,
-            key,
-            attrs,
-            idempotency_key,
-        ))
-    }
-
-    fn get_listing(
-        &self,
-        tenant: TenantId,
-        key: &str,
-    ) -> impl Future<Output = Result<ListingInfo>> + Send {
-        ready(Store::get_listing(self, tenant, key))
-    }
-
-    fn update_listing(
-        &self,
-        tenant: TenantId,
-        key: &str,
-        expected_version: u64,
-        attrs: &[u8],
-    ) -> impl Future<Output = Result<u64>> + Send {
-        ready(Store::update_listing(
-            self,
-            tenant,
-            key,
-            expected_version,
-            attrs,
-        ))
-    }
-
-    fn unpublish(
-        &self,
-        tenant: TenantId,
-        key: &str,
-        expected_version: Option<u64>,
-    ) -> impl Future<Output = Result<()>> + Send {
-        ready(Store::unpublish(self, tenant, key, expected_version))
-    }
-
-    fn revoke_listing(
-        &self,
-        tenant: TenantId,
-        key: &str,
-    ) -> impl Future<Output = Result<()>> + Send {
-        ready(Store::revoke_listing(self, tenant, key))
-    }
-
-    fn list_listings(
-        &self,
-        tenant: TenantId,
-        cursor: Option<&Cursor>,
-        limit: usize,
-    ) -> impl Future<Output = Result<Page<ListingInfo>>> + Send {
-        ready(Store::list_listings(self, tenant, cursor, limit))
-    }
-
-    fn heartbeat(
-        &self,
-        tenant: TenantId,
-        member: &str,
-        ttl: Duration,
-        attrs: Option<&[u8]>,
-        lease: Option<LeaseId>,
-    ) -> impl Future<Output = Result<Renewal>> + Send {
-        ready(Store::heartbeat(self, tenant, member, ttl, attrs, lease))
-    }
-
-    fn get_presence(
-        &self,
-        tenant: TenantId,
-        member: &str,
-    ) -> impl Future<Output = Result<PresenceInfo>> + Send {
-        ready(Store::get_presence(self, tenant, member))
-    }
-
-    fn list_presence(
-        &self,
-        tenant: TenantId,
-        cursor: Option<&Cursor>,
-        limit: usize,
-    ) -> impl Future<Output = Result<Page<PresenceInfo>>> + Send {
-        ready(Store::list_presence(self, tenant, cursor, limit))
-    }
-
-    fn leave(&self, tenant: TenantId, member: &str) -> impl Future<Output = Result<()>> + Send {
-        ready(Store::leave(self, tenant, member))
-    }
-
-    fn begin_join(
-        &self,
-        tenant: TenantId,
-        listing: &str,
-        client: &str,
-        ttl: Duration,
-        idempotency_key: Option<&str>,
-    ) -> impl Future<Output = Result<JoinTicket>> + Send {
-        ready(Store::begin_join(
-            self,
-            tenant,
-            listing,
-            client,
-            ttl,
-            idempotency_key,
-        ))
-    }
-
-    fn bind_endpoint(
-        &self,
-        tenant: TenantId,
-        attempt: AttemptId,
-        token: &JoinToken,
-        observed: SocketAddr,
-    ) -> impl Future<Output = Result<Binding>> + Send {
-        ready(Store::bind_endpoint(self, tenant, attempt, token, observed))
-    }
-
-    fn consume(
-        &self,
-        tenant: TenantId,
-        token: &JoinToken,
-    ) -> impl Future<Output = Result<Admission>> + Send {
-        ready(Store::consume(self, tenant, token))
-    }
-
-    fn cancel_join(
-        &self,
-        tenant: TenantId,
-        attempt: AttemptId,
-    ) -> impl Future<Output = Result<()>> + Send {
-        ready(Store::cancel_join(self, tenant, attempt))
-    }
-
+    // A lock taken here is handed back as its description, not a guard.
     fn try_lock(
         &self,
         tenant: TenantId,
@@ -250,197 +74,49 @@ impl RelayEngine for Store {
         )
     }
 
-    fn get_lock(
-        &self,
-        tenant: TenantId,
-        name: &str,
-    ) -> impl Future<Output = Result<LockInfo>> + Send {
-        ready(Store::get_lock(self, tenant, name))
-    }
-
-    fn renew_lock(
-        &self,
-        tenant: TenantId,
-        name: &str,
-        fence: u64,
-        ttl: Duration,
-    ) -> impl Future<Output = Result<Renewal>> + Send {
-        ready(Store::renew_lock(self, tenant, name, fence, ttl))
-    }
-
-    fn release_lock(
-        &self,
-        tenant: TenantId,
-        name: &str,
-        fence: u64,
-    ) -> impl Future<Output = Result<()>> + Send {
-        ready(Store::release_lock(self, tenant, name, fence))
-    }
-
-    fn revoke_tenant(&self, tenant: TenantId) -> impl Future<Output = Result<()>> + Send {
-        ready(Store::revoke_tenant(self, tenant))
-    }
-
-    fn health(&self) -> impl Future<Output = Health> + Send {
-        ready(Store::health(self))
-    }
-
-    fn begin_drain(&self, window: Duration) -> impl Future<Output = Result<Duration>> + Send {
-        ready(Store::begin_drain(self, window))
-    }
-
-    fn subscribe(&self) -> impl Future<Output = Result<Subscription>> + Send {
-        ready(Store::subscribe(self))
-    }
-
-    fn subscribe_to(
-        &self,
-        collections: &[Collection],
-    ) -> impl Future<Output = Result<Subscription>> + Send {
-        ready(Store::subscribe_to(self, collections))
+    forward! { ready Store:
+        get_lock(tenant: TenantId, name: &str) -> Result<LockInfo>;
+        renew_lock(tenant: TenantId, name: &str, fence: u64, ttl: Duration) -> Result<Renewal>;
+        release_lock(tenant: TenantId, name: &str, fence: u64) -> Result<()>;
+        revoke_tenant(tenant: TenantId) -> Result<()>;
+        health() -> Health;
+        begin_drain(window: Duration) -> Result<Duration>;
+        subscribe() -> Result<Subscription>;
+        subscribe_to(collections: &[Collection]) -> Result<Subscription>;
     }
 }
 
 impl WakeEngine for Store {
     type Listener = Listener;
 
-    fn notify(&self, tenant: TenantId, channel: &str) -> impl Future<Output = Result<()>> + Send {
-        ready(Store::notify(self, tenant, channel))
-    }
-
-    fn listen(
-        &self,
-        tenant: TenantId,
-        channel: &str,
-    ) -> impl Future<Output = Result<Listener>> + Send {
-        ready(Store::listen(self, tenant, channel))
+    forward! { ready Store:
+        notify(tenant: TenantId, channel: &str) -> Result<()>;
+        listen(tenant: TenantId, channel: &str) -> Result<Listener>;
     }
 }
 
 impl StreamEngine for Store {
     type Follower = Follower;
 
-    fn create_stream(
-        &self,
-        tenant: TenantId,
-        name: &str,
-        config: StreamConfig,
-    ) -> impl Future<Output = Result<()>> + Send {
-        ready(Store::create_stream(self, tenant, name, config))
-    }
-
-    fn delete_stream(
-        &self,
-        tenant: TenantId,
-        name: &str,
-    ) -> impl Future<Output = Result<()>> + Send {
-        ready(Store::delete_stream(self, tenant, name))
-    }
-
-    fn append(
-        &self,
-        tenant: TenantId,
-        name: &str,
-        payload: &[u8],
-    ) -> impl Future<Output = Result<u64>> + Send {
-        ready(Store::append(self, tenant, name, payload))
-    }
-
-    fn read_stream(
-        &self,
-        tenant: TenantId,
-        name: &str,
-        from: u64,
-        max: usize,
-    ) -> impl Future<Output = Result<StreamRead>> + Send {
-        ready(Store::read_stream(self, tenant, name, from, max))
-    }
-
-    fn trim_stream(
-        &self,
-        tenant: TenantId,
-        name: &str,
-        before: u64,
-    ) -> impl Future<Output = Result<u64>> + Send {
-        ready(Store::trim_stream(self, tenant, name, before))
-    }
-
-    fn commit(
-        &self,
-        tenant: TenantId,
-        name: &str,
-        consumer: &str,
-        offset: u64,
-    ) -> impl Future<Output = Result<()>> + Send {
-        ready(Store::commit(self, tenant, name, consumer, offset))
-    }
-
-    fn stream_info(
-        &self,
-        tenant: TenantId,
-        name: &str,
-    ) -> impl Future<Output = Result<StreamInfo>> + Send {
-        ready(Store::stream_info(self, tenant, name))
-    }
-
-    fn committed(
-        &self,
-        tenant: TenantId,
-        name: &str,
-        consumer: &str,
-    ) -> impl Future<Output = Result<Option<u64>>> + Send {
-        ready(Store::committed(self, tenant, name, consumer))
-    }
-
-    fn follow(
-        &self,
-        tenant: TenantId,
-        name: &str,
-        consumer: &str,
-    ) -> impl Future<Output = Result<Follower>> + Send {
-        ready(Store::follow(self, tenant, name, consumer))
+    forward! { ready Store:
+        create_stream(tenant: TenantId, name: &str, config: StreamConfig) -> Result<()>;
+        delete_stream(tenant: TenantId, name: &str) -> Result<()>;
+        append(tenant: TenantId, name: &str, payload: &[u8]) -> Result<u64>;
+        read_stream(tenant: TenantId, name: &str, from: u64, max: usize) -> Result<StreamRead>;
+        trim_stream(tenant: TenantId, name: &str, before: u64) -> Result<u64>;
+        commit(tenant: TenantId, name: &str, consumer: &str, offset: u64) -> Result<()>;
+        stream_info(tenant: TenantId, name: &str) -> Result<StreamInfo>;
+        committed(tenant: TenantId, name: &str, consumer: &str) -> Result<Option<u64>>;
+        follow(tenant: TenantId, name: &str, consumer: &str) -> Result<Follower>;
     }
 }
 
 impl Engine for Store {
-    fn create_queue(
-        &self,
-        tenant: TenantId,
-        name: &str,
-        config: QueueConfig,
-    ) -> impl Future<Output = Result<()>> + Send {
-        ready(Store::create_queue(self, tenant, name, config))
-    }
-
-    fn delete_queue(
-        &self,
-        tenant: TenantId,
-        name: &str,
-    ) -> impl Future<Output = Result<()>> + Send {
-        ready(Store::delete_queue(self, tenant, name))
-    }
-
-    fn enqueue(
-        &self,
-        tenant: TenantId,
-        queue: &str,
-        payload: &[u8],
-        options: JobOptions,
-    ) -> impl Future<Output = Result<JobId>> + Send {
-        ready(Store::enqueue(self, tenant, queue, payload, options))
-    }
-
-    fn claim(
-        &self,
-        tenant: TenantId,
-        queue: &str,
-        worker: &str,
-        visibility: Option<Duration>,
-        max_jobs: usize,
-    ) -> impl Future<Output = Result<Vec<ClaimedJob>>> + Send {
-        ready(Store::claim(
-            self, tenant, queue, worker, visibility, max_jobs,
-        ))
+    forward! { ready Store:
+        create_queue(tenant: TenantId, name: &str, config: QueueConfig) -> Result<()>;
+        delete_queue(tenant: TenantId, name: &str) -> Result<()>;
+        enqueue(tenant: TenantId, queue: &str, payload: &[u8], options: JobOptions) -> Result<JobId>;
+        claim(tenant: TenantId, queue: &str, worker: &str, visibility: Option<Duration>, max_jobs: usize) -> Result<Vec<ClaimedJob>>;
     }
 
     fn claim_wait(
@@ -454,80 +130,16 @@ impl Engine for Store {
         self.claim_async(tenant, queue, worker, visibility, max_jobs)
     }
 
-    fn ack(
-        &self,
-        tenant: TenantId,
-        queue: &str,
-        job: JobId,
-        claim: ClaimToken,
-    ) -> impl Future<Output = Result<()>> + Send {
-        ready(Store::ack(self, tenant, queue, job, claim))
+    forward! { ready Store:
+        ack(tenant: TenantId, queue: &str, job: JobId, claim: ClaimToken) -> Result<()>;
+        fail(tenant: TenantId, queue: &str, job: JobId, claim: ClaimToken, reason: &str) -> Result<Failed>;
+        job(tenant: TenantId, queue: &str, job: JobId) -> Result<JobInfo>;
+        queue_info(tenant: TenantId, queue: &str) -> Result<QueueInfo>;
+        dead_letters(tenant: TenantId, queue: &str, after: Option<JobId>, max: usize) -> Result<Vec<DeadLetter>>;
+        requeue_dead(tenant: TenantId, queue: &str, job: JobId) -> Result<()>;
+        purge_dead(tenant: TenantId, queue: &str) -> Result<usize>;
+        outbox_put(tenant: TenantId, topic: &str, payload: &[u8]) -> Result<JobId>;
     }
-
-    fn fail(
-        &self,
-        tenant: TenantId,
-        queue: &str,
-        job: JobId,
-        claim: ClaimToken,
-        reason: &str,
-    ) -> impl Future<Output = Result<Failed>> + Send {
-        ready(Store::fail(self, tenant, queue, job, claim, reason))
-    }
-
-    fn job(
-        &self,
-        tenant: TenantId,
-        queue: &str,
-        job: JobId,
-    ) -> impl Future<Output = Result<JobInfo>> + Send {
-        ready(Store::job(self, tenant, queue, job))
-    }
-
-    fn queue_info(
-        &self,
-        tenant: TenantId,
-        queue: &str,
-    ) -> impl Future<Output = Result<QueueInfo>> + Send {
-        ready(Store::queue_info(self, tenant, queue))
-    }
-
-    fn dead_letters(
-        &self,
-        tenant: TenantId,
-        queue: &str,
-        after: Option<JobId>,
-        max: usize,
-    ) -> impl Future<Output = Result<Vec<DeadLetter>>> + Send {
-        ready(Store::dead_letters(self, tenant, queue, after, max))
-    }
-
-    fn requeue_dead(
-        &self,
-        tenant: TenantId,
-        queue: &str,
-        job: JobId,
-    ) -> impl Future<Output = Result<()>> + Send {
-        ready(Store::requeue_dead(self, tenant, queue, job))
-    }
-
-    fn purge_dead(
-        &self,
-        tenant: TenantId,
-        queue: &str,
-    ) -> impl Future<Output = Result<usize>> + Send {
-        ready(Store::purge_dead(self, tenant, queue))
-    }
-
-    fn outbox_put(
-        &self,
-        tenant: TenantId,
-        topic: &str,
-        payload: &[u8],
-    ) -> impl Future<Output = Result<JobId>> + Send {
-        ready(Store::outbox_put(self, tenant, topic, payload))
-    }
-
     fn outbox_run_once<F, E>(
         &self,
         tenant: TenantId,
@@ -542,21 +154,10 @@ impl Engine for Store {
         ready(Store::outbox_run_once(self, tenant, worker, max, handler))
     }
 
-    fn schedule(
-        &self,
-        tenant: TenantId,
-        name: &str,
-        spec: &str,
-        queue: &str,
-        payload: &[u8],
-    ) -> impl Future<Output = Result<()>> + Send {
-        ready(Store::schedule(self, tenant, name, spec, queue, payload))
+    forward! { ready Store:
+        schedule(tenant: TenantId, name: &str, spec: &str, queue: &str, payload: &[u8]) -> Result<()>;
+        unschedule(tenant: TenantId, name: &str) -> Result<()>;
     }
-
-    fn unschedule(&self, tenant: TenantId, name: &str) -> impl Future<Output = Result<()>> + Send {
-        ready(Store::unschedule(self, tenant, name))
-    }
-
     fn schedules(
         &self,
         tenant: TenantId,
