@@ -73,7 +73,6 @@ mod on {
 
     // Labels are static parts, so neither building a key nor a call
     // allocates, whether or not a recorder is installed.
-    const COLLECTIONS: usize = Collection::ALL.len();
     const CAUSES: [Cause; 6] = [
         Cause::Expired,
         Cause::Revoked,
@@ -82,311 +81,6 @@ mod on {
         Cause::Consumed,
         Cause::Drained,
     ];
-    // Written out: `Label` is not `Copy`, so a const array cannot be filled
-    // in a loop. `labels_match_the_enums` checks them against the enums.
-    static BY_COLLECTION: [[Label; 1]; COLLECTIONS] = [
-        [Label::from_static_parts("collection", "leases")],
-        [Label::from_static_parts("collection", "listings")],
-        [Label::from_static_parts("collection", "presence")],
-        [Label::from_static_parts("collection", "attempts")],
-        [Label::from_static_parts("collection", "replay")],
-        [Label::from_static_parts("collection", "idempotency")],
-        [Label::from_static_parts("collection", "tombstones")],
-        [Label::from_static_parts("collection", "locks")],
-        [Label::from_static_parts("collection", "streams")],
-        [Label::from_static_parts("collection", "queues")],
-        [Label::from_static_parts("collection", "schedules")],
-    ];
-
-    static BY_REMOVAL: [[[Label; 2]; CAUSES.len()]; COLLECTIONS] = [
-        [
-            [
-                Label::from_static_parts("collection", "leases"),
-                Label::from_static_parts("cause", "expired"),
-            ],
-            [
-                Label::from_static_parts("collection", "leases"),
-                Label::from_static_parts("cause", "revoked"),
-            ],
-            [
-                Label::from_static_parts("collection", "leases"),
-                Label::from_static_parts("cause", "cascaded"),
-            ],
-            [
-                Label::from_static_parts("collection", "leases"),
-                Label::from_static_parts("cause", "released"),
-            ],
-            [
-                Label::from_static_parts("collection", "leases"),
-                Label::from_static_parts("cause", "consumed"),
-            ],
-            [
-                Label::from_static_parts("collection", "leases"),
-                Label::from_static_parts("cause", "drained"),
-            ],
-        ],
-        [
-            [
-                Label::from_static_parts("collection", "listings"),
-                Label::from_static_parts("cause", "expired"),
-            ],
-            [
-                Label::from_static_parts("collection", "listings"),
-                Label::from_static_parts("cause", "revoked"),
-            ],
-            [
-                Label::from_static_parts("collection", "listings"),
-                Label::from_static_parts("cause", "cascaded"),
-            ],
-            [
-                Label::from_static_parts("collection", "listings"),
-                Label::from_static_parts("cause", "released"),
-            ],
-            [
-                Label::from_static_parts("collection", "listings"),
-                Label::from_static_parts("cause", "consumed"),
-            ],
-            [
-                Label::from_static_parts("collection", "listings"),
-                Label::from_static_parts("cause", "drained"),
-            ],
-        ],
-        [
-            [
-                Label::from_static_parts("collection", "presence"),
-                Label::from_static_parts("cause", "expired"),
-            ],
-            [
-                Label::from_static_parts("collection", "presence"),
-                Label::from_static_parts("cause", "revoked"),
-            ],
-            [
-                Label::from_static_parts("collection", "presence"),
-                Label::from_static_parts("cause", "cascaded"),
-            ],
-            [
-                Label::from_static_parts("collection", "presence"),
-                Label::from_static_parts("cause", "released"),
-            ],
-            [
-                Label::from_static_parts("collection", "presence"),
-                Label::from_static_parts("cause", "consumed"),
-            ],
-            [
-                Label::from_static_parts("collection", "presence"),
-                Label::from_static_parts("cause", "drained"),
-            ],
-        ],
-        [
-            [
-                Label::from_static_parts("collection", "attempts"),
-                Label::from_static_parts("cause", "expired"),
-            ],
-            [
-                Label::from_static_parts("collection", "attempts"),
-                Label::from_static_parts("cause", "revoked"),
-            ],
-            [
-                Label::from_static_parts("collection", "attempts"),
-                Label::from_static_parts("cause", "cascaded"),
-            ],
-            [
-                Label::from_static_parts("collection", "attempts"),
-                Label::from_static_parts("cause", "released"),
-            ],
-            [
-                Label::from_static_parts("collection", "attempts"),
-                Label::from_static_parts("cause", "consumed"),
-            ],
-            [
-                Label::from_static_parts("collection", "attempts"),
-                Label::from_static_parts("cause", "drained"),
-            ],
-        ],
-        [
-            [
-                Label::from_static_parts("collection", "replay"),
-                Label::from_static_parts("cause", "expired"),
-            ],
-            [
-                Label::from_static_parts("collection", "replay"),
-                Label::from_static_parts("cause", "revoked"),
-            ],
-            [
-                Label::from_static_parts("collection", "replay"),
-                Label::from_static_parts("cause", "cascaded"),
-            ],
-            [
-                Label::from_static_parts("collection", "replay"),
-                Label::from_static_parts("cause", "released"),
-            ],
-            [
-                Label::from_static_parts("collection", "replay"),
-                Label::from_static_parts("cause", "consumed"),
-            ],
-            [
-                Label::from_static_parts("collection", "replay"),
-                Label::from_static_parts("cause", "drained"),
-            ],
-        ],
-        [
-            [
-                Label::from_static_parts("collection", "idempotency"),
-                Label::from_static_parts("cause", "expired"),
-            ],
-            [
-                Label::from_static_parts("collection", "idempotency"),
-                Label::from_static_parts("cause", "revoked"),
-            ],
-            [
-                Label::from_static_parts("collection", "idempotency"),
-                Label::from_static_parts("cause", "cascaded"),
-            ],
-            [
-                Label::from_static_parts("collection", "idempotency"),
-                Label::from_static_parts("cause", "released"),
-            ],
-            [
-                Label::from_static_parts("collection", "idempotency"),
-                Label::from_static_parts("cause", "consumed"),
-            ],
-            [
-                Label::from_static_parts("collection", "idempotency"),
-                Label::from_static_parts("cause", "drained"),
-            ],
-        ],
-        [
-            [
-                Label::from_static_parts("collection", "tombstones"),
-                Label::from_static_parts("cause", "expired"),
-            ],
-            [
-                Label::from_static_parts("collection", "tombstones"),
-                Label::from_static_parts("cause", "revoked"),
-            ],
-            [
-                Label::from_static_parts("collection", "tombstones"),
-                Label::from_static_parts("cause", "cascaded"),
-            ],
-            [
-                Label::from_static_parts("collection", "tombstones"),
-                Label::from_static_parts("cause", "released"),
-            ],
-            [
-                Label::from_static_parts("collection", "tombstones"),
-                Label::from_static_parts("cause", "consumed"),
-            ],
-            [
-                Label::from_static_parts("collection", "tombstones"),
-                Label::from_static_parts("cause", "drained"),
-            ],
-        ],
-        [
-            [
-                Label::from_static_parts("collection", "locks"),
-                Label::from_static_parts("cause", "expired"),
-            ],
-            [
-                Label::from_static_parts("collection", "locks"),
-                Label::from_static_parts("cause", "revoked"),
-            ],
-            [
-                Label::from_static_parts("collection", "locks"),
-                Label::from_static_parts("cause", "cascaded"),
-            ],
-            [
-                Label::from_static_parts("collection", "locks"),
-                Label::from_static_parts("cause", "released"),
-            ],
-            [
-                Label::from_static_parts("collection", "locks"),
-                Label::from_static_parts("cause", "consumed"),
-            ],
-            [
-                Label::from_static_parts("collection", "locks"),
-                Label::from_static_parts("cause", "drained"),
-            ],
-        ],
-        [
-            [
-                Label::from_static_parts("collection", "streams"),
-                Label::from_static_parts("cause", "expired"),
-            ],
-            [
-                Label::from_static_parts("collection", "streams"),
-                Label::from_static_parts("cause", "revoked"),
-            ],
-            [
-                Label::from_static_parts("collection", "streams"),
-                Label::from_static_parts("cause", "cascaded"),
-            ],
-            [
-                Label::from_static_parts("collection", "streams"),
-                Label::from_static_parts("cause", "released"),
-            ],
-            [
-                Label::from_static_parts("collection", "streams"),
-                Label::from_static_parts("cause", "consumed"),
-            ],
-            [
-                Label::from_static_parts("collection", "streams"),
-                Label::from_static_parts("cause", "drained"),
-            ],
-        ],
-        [
-            [
-                Label::from_static_parts("collection", "queues"),
-                Label::from_static_parts("cause", "expired"),
-            ],
-            [
-                Label::from_static_parts("collection", "queues"),
-                Label::from_static_parts("cause", "revoked"),
-            ],
-            [
-                Label::from_static_parts("collection", "queues"),
-                Label::from_static_parts("cause", "cascaded"),
-            ],
-            [
-                Label::from_static_parts("collection", "queues"),
-                Label::from_static_parts("cause", "released"),
-            ],
-            [
-                Label::from_static_parts("collection", "queues"),
-                Label::from_static_parts("cause", "consumed"),
-            ],
-            [
-                Label::from_static_parts("collection", "queues"),
-                Label::from_static_parts("cause", "drained"),
-            ],
-        ],
-        [
-            [
-                Label::from_static_parts("collection", "schedules"),
-                Label::from_static_parts("cause", "expired"),
-            ],
-            [
-                Label::from_static_parts("collection", "schedules"),
-                Label::from_static_parts("cause", "revoked"),
-            ],
-            [
-                Label::from_static_parts("collection", "schedules"),
-                Label::from_static_parts("cause", "cascaded"),
-            ],
-            [
-                Label::from_static_parts("collection", "schedules"),
-                Label::from_static_parts("cause", "released"),
-            ],
-            [
-                Label::from_static_parts("collection", "schedules"),
-                Label::from_static_parts("cause", "consumed"),
-            ],
-            [
-                Label::from_static_parts("collection", "schedules"),
-                Label::from_static_parts("cause", "drained"),
-            ],
-        ],
-    ];
-
     static META: Metadata<'static> =
         Metadata::new(module_path!(), Level::INFO, Some(module_path!()));
 
@@ -408,18 +102,29 @@ mod on {
 
     fn keys() -> &'static Keys {
         KEYS.get_or_init(|| {
-            let by_collection = |name| {
-                BY_COLLECTION
+            // Every label comes from the enums' own names, so no collection
+            // or cause can be left out or misspelled.
+            let by_collection = |name: &'static str| {
+                Collection::ALL
                     .iter()
-                    .map(|labels| Key::from_static_parts(name, labels))
+                    .map(|&c| Key::from_parts(name, vec![Label::new("collection", collection(c))]))
                     .collect()
             };
             Keys {
                 admissions: by_collection("relaystore_admissions_total"),
-                removals: BY_REMOVAL
+                removals: Collection::ALL
                     .iter()
-                    .flatten()
-                    .map(|labels| Key::from_static_parts("relaystore_removals_total", labels))
+                    .flat_map(|&c| {
+                        CAUSES.iter().map(move |&why| {
+                            Key::from_parts(
+                                "relaystore_removals_total",
+                                vec![
+                                    Label::new("collection", collection(c)),
+                                    Label::new("cause", cause(why)),
+                                ],
+                            )
+                        })
+                    })
                     .collect(),
                 records: by_collection("relaystore_records"),
             }
@@ -428,19 +133,6 @@ mod on {
 
     fn cause_index(why: Cause) -> usize {
         CAUSES.iter().position(|&c| c == why).unwrap_or(0)
-    }
-
-    #[cfg(test)]
-    #[test]
-    fn labels_match_the_enums() {
-        for c in Collection::ALL {
-            assert_eq!(BY_COLLECTION[c as usize][0].value(), collection(c));
-            for why in CAUSES {
-                let labels = &BY_REMOVAL[c as usize][cause_index(why)];
-                assert_eq!(labels[0].value(), collection(c));
-                assert_eq!(labels[1].value(), cause(why));
-            }
-        }
     }
 
     #[cfg(test)]

@@ -103,22 +103,18 @@ fn decode(tenant: TenantId, incarnation: u64, raw: &[u8]) -> Option<Event> {
     let (&why, id) = rest.split_first()?;
     let id = std::str::from_utf8(id).ok()?;
     let seq = || id.parse::<u64>().ok();
-    let (collection, id) = match c {
-        b'l' => (
-            Collection::Leases,
-            RecordId::Lease(LeaseId::new(incarnation, seq()?)),
-        ),
-        b'p' => (Collection::Listings, RecordId::Listing(Arc::from(id))),
-        b'm' => (Collection::Presence, RecordId::Member(Arc::from(id))),
-        b'a' => (
-            Collection::Attempts,
-            RecordId::Attempt(AttemptId::new(incarnation, seq()?)),
-        ),
-        b'k' => (Collection::Locks, RecordId::Key(Arc::from(id))),
-        b's' => (Collection::Streams, RecordId::Stream(Arc::from(id))),
-        b'q' => (Collection::Queues, RecordId::Queue(Arc::from(id))),
-        b'h' => (Collection::Schedules, RecordId::Schedule(Arc::from(id))),
-        _ => return None,
+    let collection = super::codes::collection_of(c)?;
+    let id = match collection {
+        Collection::Leases => RecordId::Lease(LeaseId::new(incarnation, seq()?)),
+        Collection::Listings => RecordId::Listing(Arc::from(id)),
+        Collection::Presence => RecordId::Member(Arc::from(id)),
+        Collection::Attempts => RecordId::Attempt(AttemptId::new(incarnation, seq()?)),
+        Collection::Locks => RecordId::Key(Arc::from(id)),
+        Collection::Streams => RecordId::Stream(Arc::from(id)),
+        Collection::Queues => RecordId::Queue(Arc::from(id)),
+        Collection::Schedules => RecordId::Schedule(Arc::from(id)),
+        // Not announced by this engine.
+        Collection::Replay | Collection::Idempotency | Collection::Tombstones => return None,
     };
     let cause = match why {
         b'e' => Cause::Expired,

@@ -45,6 +45,7 @@ macro_rules! args {
     };
 }
 
+mod codes;
 mod conn;
 mod contract;
 mod events;

@@ -1,8 +1,7 @@
 //! A function's reply: an array whose first element is a code
 //! (`lua/prelude.lua` names them), then the values.
 
-use crate::base::error::{Error, Result, Scope};
-use crate::contract::events::Collection;
+use crate::base::error::{Error, Result};
 use redis::Value;
 use std::sync::Arc;
 
@@ -95,37 +94,8 @@ impl Reply {
 
     /// The error a refusal code stands for; `Ok(())` for `OK`.
     pub(super) fn refusal(&self) -> Result<()> {
-        let scope = |code| match code {
-            1 => Ok(Scope::Tenant(Collection::Leases)),
-            2 => Ok(Scope::Tenant(Collection::Locks)),
-            3 => Ok(Scope::Parent(Collection::Locks)),
-            4 => Ok(Scope::Tenant(Collection::Idempotency)),
-            5 => Ok(Scope::Parent(Collection::Listings)),
-            6 => Ok(Scope::Tenant(Collection::Listings)),
-            7 => Ok(Scope::Parent(Collection::Attempts)),
-            8 => Ok(Scope::Tenant(Collection::Attempts)),
-            9 => Ok(Scope::Tenant(Collection::Replay)),
-            10 => Ok(Scope::Parent(Collection::Presence)),
-            11 => Ok(Scope::Tenant(Collection::Presence)),
-            12..=18 => super::room::collection(code).map(Scope::Collection),
-            19 => Ok(Scope::Tenant(Collection::Streams)),
-            20 => Ok(Scope::Parent(Collection::Streams)),
-            21 => Ok(Scope::StreamEntries),
-            22 => Ok(Scope::StreamConsumers),
-            23 => Ok(Scope::Collection(Collection::Streams)),
-            24 => Ok(Scope::StreamBytesTotal),
-            25 => Ok(Scope::StreamEntriesTotal),
-            26 => Ok(Scope::Collection(Collection::Queues)),
-            27 => Ok(Scope::QueueJobsTotal),
-            28 => Ok(Scope::QueueBytesTotal),
-            29 => Ok(Scope::Collection(Collection::Schedules)),
-            30 => Ok(Scope::Tenant(Collection::Queues)),
-            31 => Ok(Scope::QueueJobs),
-            32 => Ok(Scope::QueueBytes),
-            33 => Ok(Scope::QueueDeadLetters),
-            34 => Ok(Scope::Tenant(Collection::Schedules)),
-            _ => Err(malformed("unknown capacity scope")),
-        };
+        let scope =
+            |code| super::codes::scope_of(code).ok_or_else(|| malformed("unknown capacity scope"));
         Err(match self.code()? {
             OK => return Ok(()),
             NOT_FOUND => Error::NotFound,

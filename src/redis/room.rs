@@ -19,6 +19,7 @@
 //! call did not use, and room its removals freed, comes back in the
 //! call's answer and is given back here.
 
+use super::codes;
 use super::reply::Reply;
 use super::{scripts, RedisEngine};
 use crate::base::error::{Error, Result};
@@ -27,26 +28,31 @@ use crate::contract::events::Collection;
 use crate::contract::usage::Usage;
 use std::sync::Arc;
 
-/// The collections with a store-wide ceiling on this engine: the letter
-/// the functions use for each, and the scope code of its refusals.
-const CEILINGS: [(char, Collection, i64); 7] = [
-    ('l', Collection::Leases, 12),
-    ('p', Collection::Listings, 13),
-    ('m', Collection::Presence, 14),
-    ('a', Collection::Attempts, 15),
-    ('r', Collection::Replay, 16),
-    ('i', Collection::Idempotency, 17),
-    ('k', Collection::Locks, 18),
+/// The collections with a store-wide ceiling on this engine, each counted
+/// by its reservations (with horizons, ADR 0031).
+const CEILINGS: [Collection; 7] = [
+    Collection::Leases,
+    Collection::Listings,
+    Collection::Presence,
+    Collection::Attempts,
+    Collection::Replay,
+    Collection::Idempotency,
+    Collection::Locks,
 ];
 
 /// The budgets (ADR 0033): what has no deadline (streams, queues,
 /// schedules) holds one reservation without a horizon, weighing 1 and
 /// the capacity it reserved against each of its budget's limits at once.
-const BUDGETS: [(char, Collection); 3] = [
-    ('s', Collection::Streams),
-    ('q', Collection::Queues),
-    ('h', Collection::Schedules),
+const BUDGETS: [Collection; 3] = [
+    Collection::Streams,
+    Collection::Queues,
+    Collection::Schedules,
 ];
+
+/// A counted collection's letter (`codes.rs`), as the library reads it.
+fn letter(c: Collection) -> char {
+    codes::letter(c).expect("every counted collection has a letter") as char
+}
 
 /// Reservations one scan step of [`RedisEngine::reclaim_budgets`] looks at.
 const RECLAIM_SCAN: usize = 256;
@@ -71,15 +77,6 @@ fn budget_limits(config: &StoreConfig, c: Collection) -> Vec<u64> {
         ],
         _ => vec![count],
     }
-}
-
-/// The collection of a store-wide refusal's scope code.
-pub(super) fn collection(code: i64) -> Result<Collection> {
-    CEILINGS
-        .iter()
-        .find(|(_, _, c)| *c == code)
-        .map(|(_, collection, _)| *collection)
-        .ok_or_else(|| malformed(&format!("unknown ceiling scope {code}")))
 }
 
 fn malformed(what: &str) -> Error {
@@ -112,17 +109,17 @@ impl Ceilings {
         };
         let budgets: Vec<(char, Vec<u64>)> = BUDGETS
             .iter()
-            .map(|(letter, c)| (*letter, budget_limits(config, *c)))
+            .map(|&c| (letter(c), budget_limits(config, c)))
             .collect();
         let on = CEILINGS
             .iter()
-            .map(|(_, c, _)| config.ceiling(*c))
+            .map(|&c| config.ceiling(c))
             .chain(budgets.iter().flat_map(|(_, l)| l.iter().copied()))
             .any(|limit| limit < 1 << 53);
         let limits = if on {
             CEILINGS
                 .iter()
-                .map(|(letter, c, _)| format!("{letter}{}", text(config.ceiling(*c))))
+                .map(|&c| format!("{}{}", letter(c), text(config.ceiling(c))))
                 .chain(budgets.iter().map(|(letter, l)| {
                     let parts: Vec<String> = l.iter().map(|&x| text(x)).collect();
                     format!("{letter}{}", parts.join("/"))
@@ -214,19 +211,10 @@ impl RedisEngine {
     /// collection this engine has no ceiling on (tombstones). The limit is this handle's. For dashboards and
     /// capacity checks: exact at one instant, moving with every creation.
     pub async fn ceiling_usage(&self, c: Collection) -> Result<Option<Usage>> {
-        let letter = CEILINGS
-            .iter()
-            .map(|(letter, collection, _)| (letter, collection))
-            .chain(
-                BUDGETS
-                    .iter()
-                    .map(|(letter, collection)| (letter, collection)),
-            )
-            .find(|(_, collection)| **collection == c);
-        let Some((letter, _)) = letter else {
+        if !CEILINGS.contains(&c) && !BUDGETS.contains(&c) {
             return Ok(None);
-        };
-        let args = vec![b"count".to_vec(), letter.to_string().into_bytes()];
+        }
+        let args = vec![b"count".to_vec(), letter(c).to_string().into_bytes()];
         let reply = self.room(args).await?;
         Ok(Some(Usage {
             used: reply.uint(1)?,
@@ -246,7 +234,8 @@ impl RedisEngine {
     /// on any handle.
     pub async fn reclaim_budgets(&self) -> Result<usize> {
         let mut reclaimed = 0;
-        for (letter, _) in BUDGETS {
+        for c in BUDGETS {
+            let letter = letter(c);
             let mut cursor = String::from("0");
             loop {
                 let args = args![

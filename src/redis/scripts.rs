@@ -117,8 +117,9 @@ impl Function {
 const NAME: &str = "@LIBRARY@";
 
 pub(super) static LIBRARY: LazyLock<Library> = LazyLock::new(|| {
-    let mut code =
-        include_str!("lua/prelude.lua").replace("@LAPSED@", crate::contract::names::LAPSED);
+    let mut code = include_str!("lua/prelude.lua")
+        .replace("@LAPSED@", crate::contract::names::LAPSED)
+        .replace("@EVENT_LETTERS@", &super::codes::event_letters_lua());
     for (op, body, kind) in FUNCTIONS {
         // A per-tenant body runs inside `begin` and `finish` (the reply
         // and the removal events it caused); the others as they are.

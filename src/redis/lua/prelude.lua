@@ -251,8 +251,9 @@ end
 -- letter, the cause's letter, then the record's id. A record is announced
 -- when it leaves its collection's index, and only then, so each removal
 -- is announced once whichever call (or sweep) gets to it first.
-local E_LEASE, E_LISTING, E_MEMBER, E_ATTEMPT, E_LOCK = 'l', 'p', 'm', 'a', 'k'
-local E_STREAM, E_QUEUE, E_SCHEDULE = 's', 'q', 'h'
+-- The letters come from src/redis/codes.rs, written in when the library is
+-- built.
+@EVENT_LETTERS@
 local EXPIRED_, REVOKED_, CASCADED_, RELEASED_, CONSUMED_ = 'e', 'r', 'c', 'x', 'u'
 -- The collections whose records are under K (they outlive a tenant's
 -- revocation), not R.
