@@ -50,6 +50,11 @@ ONLY = [
     ("conformance/", ["base/", "contract/", "conformance/"], "conformance"),
 ]
 
+# The files that may choose between std and loom (the seams at the edge);
+# anywhere else the model-checking cfg may only gate tests in or out.
+LOOM_SEAMS = ["base/sync.rs", "base/faults.rs", "base/words.rs", "mem/shard.rs"]
+LOOM_CFG = "relaystore_loom"
+
 # Folders inside which files may import each other in a circle (one engine
 # is one unit; its files share its private state).
 CIRCLE_OK = ["store/", "redis/"]
@@ -248,9 +253,9 @@ def tarjan(nodes, edges):
     return out
 
 
-def breaches_of(src):
-    """(figures line, breaches, edges) of the tree under `src`."""
-    files = sorted(str(p.relative_to(src)) for p in src.rglob("*.rs"))
+def breaches_of(root):
+    """(figures line, breaches, edges) of the tree under `root`."""
+    files = sorted(str(p.relative_to(root)) for p in root.rglob("*.rs"))
     modules_by_file = {f: module_path(f) for f in files}
     file_by_module = {m: f for f, m in modules_by_file.items()}
     modules = set(file_by_module)
@@ -258,7 +263,7 @@ def breaches_of(src):
 
     edges = {}
     for rel in files:
-        text = (src / rel).read_text()
+        text = (root / rel).read_text()
         targets = imports_of(modules_by_file[rel], text, modules)
         tf = set()
         for t in targets:
@@ -294,6 +299,13 @@ def breaches_of(src):
         for dst in sorted(edges[src]):
             if not any(dst.startswith(p) for p in rule[1]):
                 breaches.append(f"narrow: src/{src} imports src/{dst} ({rule[2]} rule)")
+
+    for rel in files:
+        if rel in LOOM_SEAMS or rel.endswith("mod.rs") or rel in ("lib.rs", "model.rs"):
+            continue
+        for n, line in enumerate(strip_comments((root / rel).read_text()).splitlines(), 1):
+            if LOOM_CFG in line and not (line.lstrip().startswith("#[cfg(") and "test" in line):
+                breaches.append(f"loom: src/{rel}:{n} chooses by the model-checking cfg outside a seam")
 
     circles = tarjan(files, edges)
     for comp in circles:
@@ -331,6 +343,10 @@ TWINS = {
         "mem/b.rs": "use super::a::A; pub struct B;",
     },
     "unplaced": {"elsewhere.rs": "pub struct X;"},
+    "loom": {
+        "mem/table.rs": "#[cfg(relaystore_loom)]\nconst BATCH: usize = 1;",
+        "mem/slab.rs": "#[cfg(all(test, not(relaystore_loom)))]\nmod tests {}",
+    },
     "narrow": {
         "redis/mod.rs": "use crate::mem::table::Table;",
         "mem/table.rs": "pub struct Table;",

@@ -34,6 +34,36 @@ pub fn blind_store(on: bool) {
     BLIND_STORE.with(|f| f.set(on));
 }
 
+/// Whether a compare-and-swap is to be replaced by a blind store now (the
+/// records' and counters' twin). Never outside the model-checking build.
+#[inline(always)]
+pub(crate) fn blind_stores() -> bool {
+    #[cfg(relaystore_loom)]
+    return BLIND_STORE.with(|f| f.get());
+    #[cfg(not(relaystore_loom))]
+    return false;
+}
+
+/// The state word stashed by [`stash_early_read`] for this thread's next
+/// decision under a record's lock, taken. Never one outside the
+/// model-checking build.
+#[inline(always)]
+pub(crate) fn take_early_read() -> Option<u64> {
+    #[cfg(relaystore_loom)]
+    return EARLY_READ.with(|f| f.take());
+    #[cfg(not(relaystore_loom))]
+    return None;
+}
+
+/// Stashes a state word read early, for this thread's next decision under
+/// the record's lock (check-then-act, the slab renewal's twin). Nothing
+/// outside the model-checking build.
+#[inline(always)]
+pub(crate) fn stash_early_read(_state: u64) {
+    #[cfg(relaystore_loom)]
+    EARLY_READ.with(|f| f.set(Some(_state)));
+}
+
 /// A broken variant of one store decision, for the store models.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum StoreFault {

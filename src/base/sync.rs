@@ -24,6 +24,72 @@ pub(crate) use loom::sync::{
     Condvar, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard,
 };
 
+/// Whether this is the model-checking build. The few sizes that shrink
+/// there, so that the models stay small, ask this constant (through
+/// [`sized`]) instead of carrying a cfg of their own; the ordinary build
+/// compiles the other branch away.
+pub(crate) const MODEL: bool = cfg!(relaystore_loom);
+
+/// `plain` in the ordinary build, `model` in the model-checking build.
+pub(crate) const fn sized(plain: usize, model: usize) -> usize {
+    if MODEL {
+        model
+    } else {
+        plain
+    }
+}
+
+/// A per-thread cell: std's `thread_local!` with a `const` initializer, or
+/// under loom its own (loom runs every modelled thread on one OS thread,
+/// so each modelled thread needs a cell of its own). Algorithm code
+/// declares its thread-locals through this and carries no cfg.
+macro_rules! thread_cell {
+    ($(#[$meta:meta])* static $name:ident: $ty:ty = $init:expr;) => {
+        #[cfg(not(relaystore_loom))]
+        std::thread_local! {
+            $(#[$meta])* static $name: $ty = const { $init };
+        }
+        #[cfg(relaystore_loom)]
+        loom::thread_local! {
+            $(#[$meta])* static $name: $ty = $init;
+        }
+    };
+}
+pub(crate) use thread_cell;
+
+/// This thread's slot among `slots`, handed out round-robin on its first
+/// call (callers pass one `slots` for the life of the process). Under
+/// loom, per modelled thread, with the count starting again in each
+/// explored execution, so every execution hands out the same slots.
+pub(crate) fn thread_slot(slots: usize) -> usize {
+    #[cfg(not(relaystore_loom))]
+    static THREADS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    #[cfg(relaystore_loom)]
+    loom::lazy_static! {
+        static ref THREADS: loom::sync::atomic::AtomicUsize = loom::sync::atomic::AtomicUsize::new(0);
+    }
+    thread_cell! {
+        static SLOT: std::cell::Cell<usize> = std::cell::Cell::new(usize::MAX);
+    }
+    SLOT.with(|s| {
+        if s.get() == usize::MAX {
+            s.set(THREADS.fetch_add(1, Ordering::Relaxed) % slots);
+        }
+        s.get()
+    })
+}
+
+/// The sequentially consistent fence only the model checker needs: loom
+/// models sequentially consistent accesses as acquire/release only, so a
+/// protocol that relies on their single total order (the commit gate's
+/// enter) adds this fence where the checker must see that order. Nothing
+/// in the ordinary build, whose `SeqCst` accesses already give it.
+#[inline(always)]
+pub(crate) fn model_seq_cst_fence() {
+    #[cfg(relaystore_loom)]
+    fence(Ordering::SeqCst);
+}
+
 /// `Arc` is always std's: the store shares immutable data through it
 /// (`Arc<str>` keys, `Arc<dyn Clock>`, per-tenant state) and relies on
 /// unsized coercion and `From<&str>`, which loom's `Arc` lacks. Reference

@@ -29,30 +29,20 @@
 //! and caller code (an outbox handler) run outside it.
 
 use crate::base::faults::{self, StoreFault};
-use crate::base::sync::{fence, lock_at, AtomicBool, AtomicU64, Mutex, Ordering, Ranked, Rung};
+use crate::base::sync::{
+    fence, lock_at, model_seq_cst_fence, sized, thread_cell, thread_slot, AtomicBool, AtomicU64,
+    Mutex, Ordering, Ranked, Rung,
+};
 use crossbeam_utils::CachePadded;
 use std::cell::Cell;
 
-/// Slots that entering threads spread over.
-#[cfg(not(relaystore_loom))]
-const SLOTS: usize = 16;
-/// Two slots under loom: enough for two threads to count apart, few
-/// enough to keep the commit's scan small.
-#[cfg(relaystore_loom)]
-const SLOTS: usize = 2;
+/// Slots that entering threads spread over; two in the model-checking
+/// build: enough for two threads to count apart, few enough to keep the
+/// commit's scan small.
+const SLOTS: usize = sized(16, 2);
 
 /// Tells one store's gate from another's in a thread's record.
 static GATES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-/// Hands each thread a slot.
-#[cfg(not(relaystore_loom))]
-static THREADS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-
-// Under loom, the count starts again with each explored execution, so
-// every execution hands out the same slots.
-#[cfg(relaystore_loom)]
-loom::lazy_static! {
-    static ref THREADS: loom::sync::atomic::AtomicUsize = loom::sync::atomic::AtomicUsize::new(0);
-}
 
 /// What this thread holds: the gate it is inside (its id), how deep, and
 /// whether it is that gate's committer.
@@ -63,35 +53,13 @@ struct Held {
     committing: bool,
 }
 
-#[cfg(not(relaystore_loom))]
-std::thread_local! {
-    static HELD: Cell<Held> = const { Cell::new(Held { gate: 0, depth: 0, committing: false }) };
-    /// The thread's slot, or `SLOTS` until it first enters.
-    static SLOT: Cell<usize> = const { Cell::new(SLOTS) };
+thread_cell! {
+    static HELD: Cell<Held> = Cell::new(Held { gate: 0, depth: 0, committing: false });
 }
 
-/// This thread's slot, handed out on first use.
-#[cfg(not(relaystore_loom))]
+/// This thread's slot.
 fn slot() -> usize {
-    SLOT.with(|s| {
-        if s.get() == SLOTS {
-            s.set(THREADS.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % SLOTS);
-        }
-        s.get()
-    })
-}
-
-#[cfg(relaystore_loom)]
-fn slot() -> usize {
-    SLOT.with(|s| *s)
-}
-
-// Loom runs every modelled thread on one OS thread: its own thread-locals
-// keep them apart.
-#[cfg(relaystore_loom)]
-loom::thread_local! {
-    static HELD: Cell<Held> = Cell::new(Held::default());
-    static SLOT: usize = THREADS.fetch_add(1, loom::sync::atomic::Ordering::Relaxed) % SLOTS;
+    thread_slot(SLOTS)
 }
 
 pub(crate) struct Gate {
@@ -185,8 +153,7 @@ impl Gate {
         // before the load (seen here) or after the increment (the commit
         // sees the count). Loom models sequentially consistent accesses
         // as acquire/release only; its build adds the fence it can model.
-        #[cfg(relaystore_loom)]
-        fence(Ordering::SeqCst);
+        model_seq_cst_fence();
         if !self.closed.load(Ordering::SeqCst) {
             return true;
         }

@@ -134,18 +134,11 @@ impl Counter {
         debug_assert!(before >= n, "{} released {n} of {before} units", self.scope);
     }
 
-    #[cfg(not(relaystore_loom))]
+    /// The one compare-and-swap of the count. (In the model-checking build
+    /// a fault switch can split it into a load-check-store, the broken twin
+    /// the loom model must catch; elsewhere that branch is compiled away.)
     fn cas(&self, current: u64, next: u64) -> Result<(), u64> {
-        self.used
-            .compare_exchange(current, next, Ordering::AcqRel, Ordering::Acquire)
-            .map(drop)
-    }
-
-    /// Under the model-checking build a fault switch can split the CAS into
-    /// a load-check-store, the broken twin the loom model must catch.
-    #[cfg(relaystore_loom)]
-    fn cas(&self, current: u64, next: u64) -> Result<(), u64> {
-        if crate::base::faults::BLIND_STORE.with(|f| f.get()) {
+        if crate::base::faults::blind_stores() {
             self.used.store(next, Ordering::Release);
             return Ok(());
         }

@@ -174,19 +174,11 @@ impl<V> Record<V> {
         }))
     }
 
-    #[cfg(not(relaystore_loom))]
+    /// The one compare-and-swap of the state word. (In the model-checking
+    /// build a fault switch can turn it into a plain store, the broken twin
+    /// the loom models must catch; elsewhere that branch is compiled away.)
     fn cas(&self, current: State, next: State) -> Result<(), State> {
-        self.state
-            .compare_exchange(current.0, next.0, Ordering::AcqRel, Ordering::Acquire)
-            .map(drop)
-            .map_err(State)
-    }
-
-    /// Under the model-checking build a fault switch can turn the CAS into a
-    /// plain store, the broken twin the loom models must catch.
-    #[cfg(relaystore_loom)]
-    fn cas(&self, current: State, next: State) -> Result<(), State> {
-        if crate::base::faults::BLIND_STORE.with(|f| f.get()) {
+        if crate::base::faults::blind_stores() {
             self.state.store(next.0, Ordering::Release);
             return Ok(());
         }
@@ -225,30 +217,19 @@ impl<V> Record<V> {
     }
 
     /// The state a decision under the record's lock works from: the state
-    /// word as it is now.
-    #[cfg(not(relaystore_loom))]
+    /// word as it is now. (The loom models' twins can hand it a reading
+    /// stashed by [`stash_early_read`](Self::stash_early_read) under an
+    /// earlier hold of the lock, check-then-act; outside the
+    /// model-checking build there is never one.)
     #[inline]
     pub(crate) fn observed_state(&self) -> State {
-        self.state()
-    }
-
-    /// The broken twins' seam for the loom models: with a state stashed by
-    /// [`stash_early_read`](Self::stash_early_read), the decision works
-    /// from that reading, taken under an earlier hold of the lock
-    /// (check-then-act).
-    #[cfg(relaystore_loom)]
-    pub(crate) fn observed_state(&self) -> State {
-        crate::base::faults::EARLY_READ
-            .with(|f| f.take())
-            .map_or_else(|| self.state(), State)
+        crate::base::faults::take_early_read().map_or_else(|| self.state(), State)
     }
 
     /// Remembers the state now, for this thread's next
     /// [`observed_state`](Self::observed_state) (the loom models' twins).
-    #[cfg(relaystore_loom)]
     pub(crate) fn stash_early_read(&self) {
-        let state = self.state();
-        crate::base::faults::EARLY_READ.with(|f| f.set(Some(state.0)));
+        crate::base::faults::stash_early_read(self.state().0);
     }
 
     /// Moves the deadline and advances the version by one. Needs `&mut`,

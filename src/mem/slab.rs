@@ -48,10 +48,7 @@ use std::sync::OnceLock;
 /// Slots in the first segment; each later one doubles, up to
 /// `SEGMENT_SLOTS_MAX`. Small in the model-checking build, where every
 /// slot is a modelled lock.
-#[cfg(not(relaystore_loom))]
-const FIRST_SEGMENT_SLOTS: u64 = 1 << 10;
-#[cfg(relaystore_loom)]
-const FIRST_SEGMENT_SLOTS: u64 = 1 << 3;
+const FIRST_SEGMENT_SLOTS: u64 = crate::base::sync::sized(1 << 10, 1 << 3) as u64;
 /// Segments double this many times (to 8,192 slots), then stay at their
 /// largest size, so the last segment leaves at most 8,191 slots unused
 /// (5 % of a slab of 10^5, under 1 % of one of 10^6).
@@ -175,8 +172,9 @@ impl<V> Slab<V> {
         // In the model-checking build the first segment is made up front,
         // so no model ever races two threads into making one (the std
         // one-time cell is not a modelled primitive).
-        #[cfg(relaystore_loom)]
-        slab.segment(0);
+        if crate::base::sync::MODEL {
+            slab.segment(0);
+        }
         slab
     }
 

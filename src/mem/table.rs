@@ -202,13 +202,9 @@ pub(crate) struct Timers<K, L: Timing<K>> {
 
 /// Fired wheel entries a sweep handles per hold of a wheel shard's lock:
 /// with the shard's own advance, the most work a creation or removal can
-/// wait behind.
-#[cfg(not(relaystore_loom))]
-pub const SWEEP_BATCH_MAX: usize = 1024;
-/// One entry per hold in the model-checking build, so the models explore
-/// every gap between batches.
-#[cfg(relaystore_loom)]
-pub const SWEEP_BATCH_MAX: usize = 1;
+/// wait behind. One entry per hold in the model-checking build, so the
+/// models explore every gap between batches.
+pub const SWEEP_BATCH_MAX: usize = crate::base::sync::sized(1024, 1);
 
 /// Wheel entries the sweep's compaction examines per hold of a wheel
 /// shard's lock (each a read of a slot, for a slab table's wheel).
@@ -560,7 +556,6 @@ where
         for _ in 0..2 {
             let decide = |current| renewal(now, current, deadline_ms);
             let outcome = if <S as Find<Q, Record<V>>>::EXCLUSIVE {
-                #[cfg(relaystore_loom)]
                 if crate::base::faults::active(crate::base::faults::StoreFault::RenewalReadsApart) {
                     self.stash_early_read(key);
                 }
@@ -913,7 +908,6 @@ where
     /// Test hook for the broken twins: remembers the record's state now,
     /// to be used (stale) by the next decision on it under its lock (the
     /// sweep's, or a slab renewal's).
-    #[cfg(relaystore_loom)]
     pub(crate) fn stash_early_read<Q>(&self, key: &Q)
     where
         Q: ?Sized,

@@ -257,14 +257,7 @@ struct LastHeld {
     epoch: Option<Weak<Epoch>>,
 }
 
-#[cfg(not(relaystore_loom))]
-std::thread_local! {
-    static LAST_HELD: RefCell<Option<LastHeld>> = const { RefCell::new(None) };
-}
-
-// The model's threads share one OS thread: each needs its own.
-#[cfg(relaystore_loom)]
-loom::thread_local! {
+crate::base::sync::thread_cell! {
     static LAST_HELD: RefCell<Option<LastHeld>> = RefCell::new(None);
 }
 
