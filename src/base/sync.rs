@@ -96,7 +96,7 @@ pub(crate) fn model_seq_cst_fence() {
 /// counts are not what the models check; the atomics and locks are.
 pub(crate) use std::sync::Arc;
 
-/// A slab slot's lock and generation (`src/slab.rs`, ADR 0049): one
+/// A slab slot's lock and generation (`src/mem/slab.rs`, ADR 0049): one
 /// word, the byte of `parking_lot`'s mutex beside the slot's 32-bit
 /// generation, so a slot is its record plus 8 bytes (an 8-byte
 /// reader-writer lock and a generation padded to 8 took 16; std's lock
@@ -505,5 +505,70 @@ mod tests {
         let (index, wheel) = (Mutex::new(()), Mutex::new(()));
         let _w = lock_at(Rung::Wheel, &wheel);
         let _i = lock_at(Rung::TenantIndex, &index);
+    }
+}
+
+#[cfg(test)]
+mod lock_table {
+    use super::Rung;
+
+    /// Every rung, in order: the match makes a new rung a compile error
+    /// here until it is listed.
+    fn name(rung: Rung) -> &'static str {
+        match rung {
+            Rung::Gate => "Gate",
+            Rung::TenantIndex => "TenantIndex",
+            Rung::Schedule => "Schedule",
+            Rung::Wheel => "Wheel",
+            Rung::Shard => "Shard",
+            Rung::Hub => "Hub",
+            Rung::Inbox => "Inbox",
+            Rung::Listener => "Listener",
+            Rung::Stream => "Stream",
+            Rung::Queue => "Queue",
+            Rung::SlabFree => "SlabFree",
+            Rung::SnapshotWriter => "SnapshotWriter",
+        }
+    }
+
+    const RUNGS: [Rung; 12] = [
+        Rung::Gate,
+        Rung::TenantIndex,
+        Rung::Schedule,
+        Rung::Wheel,
+        Rung::Shard,
+        Rung::Hub,
+        Rung::Inbox,
+        Rung::Listener,
+        Rung::Stream,
+        Rung::Queue,
+        Rung::SlabFree,
+        Rung::SnapshotWriter,
+    ];
+
+    /// `docs/ARCHITECTURE.md` states the hierarchy as a table of
+    /// `| <number> `<rung>` | ...` rows: the same rungs, numbers and order
+    /// as the enum, so the document cannot drift from the code.
+    #[test]
+    fn the_lock_table_in_the_docs_is_the_rungs() {
+        let doc = include_str!("../../docs/ARCHITECTURE.md");
+        let section = doc
+            .split("## The lock hierarchy")
+            .nth(1)
+            .expect("docs/ARCHITECTURE.md has a lock hierarchy section");
+        let section = section.split("\n## ").next().unwrap_or(section);
+        let rows: Vec<(u8, &str)> = section
+            .lines()
+            .filter_map(|line| {
+                let cell = line.strip_prefix("| ")?.split(" |").next()?;
+                let (number, rung) = cell.split_once(' ')?;
+                Some((number.parse().ok()?, rung.trim_matches('`')))
+            })
+            .collect();
+        let expected: Vec<(u8, &str)> = RUNGS.iter().map(|&r| (r as u8, name(r))).collect();
+        assert_eq!(rows, expected);
+        for pair in RUNGS.windows(2) {
+            assert!(pair[0] < pair[1], "RUNGS is in the enum's order");
+        }
     }
 }

@@ -433,7 +433,7 @@ impl TtlRange {
 /// `tests/redis_rules.rs`, so neither can drift from the other.
 #[cfg(any(test, feature = "conformance"))]
 pub mod tables {
-    /// [`catch_up`](super::catch_up): (next grid point, now, interval, catch-up
+    /// `catch_up` (above): (next grid point, now, interval, catch-up
     /// max; grid points due, fires, next grid point after), in ms.
     pub const CATCH_UP: &[(u64, u64, u64, u64, u64, u64, u64)] = &[
         (1_000, 999, 100, 64, 0, 0, 1_000),
@@ -446,7 +446,7 @@ pub mod tables {
         (500, 10_000_500, 1_000, 1, 10_001, 1, 10_001_500),
     ];
 
-    /// [`claim_live`](super::claim_live): (the claim's token, when it lapses,
+    /// `claim_live` (above): (the claim's token, when it lapses,
     /// the token presented, now; live).
     pub const CLAIM_LIVE: &[(u64, u64, u64, u64, bool)] = &[
         (7, 1_000, 7, 999, true),

@@ -127,7 +127,7 @@ impl<V> Record<V> {
     }
 
     /// The word that names the record's wheel entry (`Timing` in
-    /// `src/table.rs`). Only with the owning wheel's lock held.
+    /// `src/mem/table.rs`). Only with the owning wheel's lock held.
     pub(crate) fn timer(&self) -> u64 {
         self.timer.load(Ordering::Relaxed)
     }

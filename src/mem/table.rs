@@ -236,7 +236,7 @@ enum Keep {
 
 /// Where a table keeps its records: a hash map for keys callers choose,
 /// a [`Slab`] for keys the table issues. The same closure rules hold for
-/// both (`src/shard.rs`): a closure runs under the record's lock.
+/// both (`src/mem/shard.rs`): a closure runs under the record's lock.
 pub(crate) trait Storage<K, V>: Find<K, V> {
     /// How the table's wheel names a record's entry ([`Timing`]).
     type Timing: Timing<K>;

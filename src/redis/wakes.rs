@@ -2,7 +2,7 @@
 //!
 //! A wake carries no state, so nothing is stored: `notify` wakes this
 //! handle's own listeners at once, through the same hub the in-memory
-//! store uses (`src/wake.rs`), and publishes the wake on the store's wake
+//! store uses (`src/mem/wake.rs`), and publishes the wake on the store's wake
 //! channel (`relaystore:<ns>:wakes`, classic Pub/Sub, which a cluster
 //! delivers from any node to subscribers on every node). Every handle with
 //! listeners has its channel listener (`events.rs`, one Pub/Sub connection

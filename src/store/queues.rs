@@ -1,4 +1,4 @@
-//! The store's side of job queues (`src/queue.rs`): names, ids, the
+//! The store's side of job queues (`src/coord/queue.rs`): names, ids, the
 //! lifecycle, the clock, and the wakes that workers wait on.
 
 use super::Store;

@@ -1,4 +1,4 @@
-//! The store's side of schedules (`src/schedule.rs`): the scheduler lock,
+//! The store's side of schedules (`src/coord/schedule.rs`): the scheduler lock,
 //! the leader check before a run, and the fires' path into the queues.
 
 use super::{LockGuard, Store};

@@ -1,4 +1,4 @@
-//! The store's side of streams (`src/stream.rs`): names, the lifecycle, the
+//! The store's side of streams (`src/coord/stream.rs`): names, the lifecycle, the
 //! clock, and the wake each append sends to the stream's followers.
 
 use super::attach::{LeaseChild, Parent};

@@ -1,4 +1,4 @@
-//! The store's side of wake channels (`src/wake.rs`): names are checked
+//! The store's side of wake channels (`src/mem/wake.rs`): names are checked
 //! here, and the lifecycle decides whether a channel still takes work.
 
 use super::Store;

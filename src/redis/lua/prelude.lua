@@ -734,7 +734,7 @@ local function queue_of(name)
 end
 
 -- The reason a job whose last claim lapsed is dead-lettered with: `LAPSED`
--- in src/queue.rs, put here when the library is built.
+-- in src/contract/names.rs, put here when the library is built.
 local LAPSED = '@LAPSED@'
 
 -- Moves what is due in queue `name` now: delayed jobs become ready; a
