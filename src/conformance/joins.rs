@@ -23,6 +23,9 @@ pub(super) async fn bind_then_consume_once<H: Harness>(h: &H) -> Outcome {
     let e = h.engine(config(u)).await?;
     hosted(&e, u * 600).await?;
     let t = e.begin_join(T, "lobby", "client", u * 10, None).await?;
+    // An update is the same listing: its attempts stay.
+    let version = e.get_listing(T, "lobby").await?.version;
+    e.update_listing(T, "lobby", version, b"full=0").await?;
     ensure_eq!(t.remaining, u * 10, "a ticket's TTL");
     ensure_eq!(t.token.attempt(), t.attempt, "the token names its attempt");
     let b = e.bind_endpoint(T, t.attempt, &t.token, addr(1)).await?;
@@ -50,6 +53,25 @@ pub(super) async fn bind_then_consume_once<H: Harness>(h: &H) -> Outcome {
         Err(Error::ReplayRejected),
         "second consume"
     );
+    ensure_eq!(
+        e.cancel_join(T, t.attempt).await,
+        Err(Error::ReplayRejected),
+        "cancel after consume"
+    );
+    // The per-listing cap (2) counts pending attempts only.
+    let pending = [
+        e.begin_join(T, "lobby", "c1", u * 10, None).await?,
+        e.begin_join(T, "lobby", "c2", u * 10, None).await?,
+    ];
+    ensure!(
+        matches!(
+            e.begin_join(T, "lobby", "c3", u * 10, None).await,
+            Err(Error::CapacityExceeded { .. })
+        ),
+        "a third pending attempt"
+    );
+    e.cancel_join(T, pending[0].attempt).await?;
+    e.begin_join(T, "lobby", "c3", u * 10, None).await?;
     // Remembered past the attempt's deadline, for the replay grace (5 units).
     h.advance(u * 12).await;
     ensure_eq!(
@@ -142,7 +164,11 @@ pub(super) async fn idempotency<H: Harness>(h: &H) -> Outcome {
     let e = h.engine(config(u)).await?;
     let g = e.grant(T, "host", u * 600, Some("grant-1")).await?;
     let again = e.grant(T, "host", u * 600, Some("grant-1")).await?;
-    ensure_eq!(again.id, g.id, "a repeated grant returns the original");
+    ensure_eq!(
+        (again.id, again.fence, again.version),
+        (g.id, g.fence, g.version),
+        "a repeated grant returns the original"
+    );
     ensure_eq!(
         e.grant(T, "other", u * 600, Some("grant-1"))
             .await
@@ -156,13 +182,24 @@ pub(super) async fn idempotency<H: Harness>(h: &H) -> Outcome {
         l,
         "a repeated publish"
     );
+    ensure_eq!(
+        e.publish(T, g.id, "lobby", b"other", Some("pub-1"))
+            .await
+            .map(drop),
+        Err(Error::IdempotencyMismatch),
+        "a publish with the same key and other attributes"
+    );
     let t = e
         .begin_join(T, "lobby", "c", u * 10, Some("join-1"))
         .await?;
     let t2 = e
         .begin_join(T, "lobby", "c", u * 10, Some("join-1"))
         .await?;
-    ensure_eq!(t2.attempt, t.attempt, "a repeated join");
+    ensure_eq!(
+        (t2.attempt, t2.token.to_bytes()),
+        (t.attempt, t.token.to_bytes()),
+        "a repeated join"
+    );
     ensure_eq!(
         e.grant(TenantId(2), "host", u * 600, Some("grant-1"))
             .await

@@ -93,6 +93,7 @@ pub(super) async fn expiry<H: Harness>(h: &H) -> Outcome {
     for (what, got) in [
         ("get", e.get_lease(T, short.id).await.map(drop)),
         ("renew", e.renew(T, short.id, u * 10).await.map(drop)),
+        ("revoke", e.revoke(T, short.id).await),
     ] {
         ensure!(
             matches!(got, Err(Error::Expired | Error::NotFound)),
@@ -131,8 +132,26 @@ pub(super) async fn endpoints<H: Harness>(h: &H) -> Outcome {
         vec![addr(3), addr(2)],
         "the cap replaces the oldest"
     );
+    h.advance(u).await;
+    e.observe_endpoint(T, g.id, addr(2)).await?;
+    ensure_eq!(
+        e.endpoints(T, g.id).await?.first().map(|s| s.addr),
+        Some(addr(2)),
+        "an endpoint seen again is the most recent"
+    );
     e.revoke(T, g.id).await?;
     ensure_eq!(e.endpoints(T, g.id).await, Err(Error::Revoked), "revoked");
+    ensure_eq!(
+        e.observe_endpoint(T, g.id, addr(4)).await,
+        Err(Error::Revoked),
+        "observed on a revoked lease"
+    );
+    let missing = LeaseId::from_bits(g.id.to_bits() + 999);
+    ensure_eq!(
+        e.endpoints(T, missing).await.map(drop),
+        Err(Error::NotFound),
+        "endpoints of a lease that never was"
+    );
     Ok(())
 }
 

@@ -63,6 +63,19 @@ pub(super) async fn bad_input<H: Harness>(h: &H) -> Outcome {
         ),
         "a zero lock TTL"
     );
+    let long = "x".repeat(config(u).name_bytes_max + 1);
+    ensure!(
+        invalid(e.try_lock(T, &long, "a", u, None).await.map(drop)),
+        "a lock name over name_bytes_max"
+    );
+    ensure!(
+        invalid(e.list_listings(T, None, 0).await.map(drop)),
+        "a page of no listings"
+    );
+    ensure!(
+        invalid(e.list_presence(T, None, 0).await.map(drop)),
+        "a page of no members"
+    );
     ensure_eq!(
         e.list_listings(T, None, 10).await?.items.len(),
         0,
@@ -170,6 +183,34 @@ pub(super) async fn parent_caps<H: Harness>(h: &H) -> Outcome {
             used: 2,
         }),
         "attempts per listing"
+    );
+    for name in ["lock-0", "lock-1"] {
+        e.try_lock(T, name, "a", u * 10, Some(g.id)).await?;
+    }
+    ensure_eq!(
+        e.try_lock(T, "lock-2", "a", u * 10, Some(g.id))
+            .await
+            .map(drop),
+        Err(Error::CapacityExceeded {
+            scope: Scope::Parent(Collection::Locks),
+            limit: 2,
+            used: 2,
+        }),
+        "locks per lease"
+    );
+    for member in ["m0", "m1"] {
+        e.heartbeat(T, member, u * 10, None, Some(g.id)).await?;
+    }
+    ensure_eq!(
+        e.heartbeat(T, "m2", u * 10, None, Some(g.id))
+            .await
+            .map(drop),
+        Err(Error::CapacityExceeded {
+            scope: Scope::Parent(Collection::Presence),
+            limit: 2,
+            used: 2,
+        }),
+        "members per lease"
     );
     e.revoke(T, g.id).await?;
     e.publish(

@@ -64,6 +64,16 @@ pub(super) async fn publish_update_unpublish<H: Harness>(h: &H) -> Outcome {
         Err(Error::NotFound),
         "revoked listing"
     );
+    ensure_eq!(
+        e.unpublish(T, "lobby", None).await,
+        Err(Error::NotFound),
+        "unpublish of a missing key"
+    );
+    ensure_eq!(
+        e.revoke_listing(T, "lobby").await,
+        Ok(()),
+        "revoke_listing is idempotent"
+    );
     Ok(())
 }
 
@@ -164,6 +174,7 @@ pub(super) async fn presence<H: Harness>(h: &H) -> Outcome {
     );
     e.leave(T, "bob").await?;
     ensure_eq!(e.get_presence(T, "bob").await, Err(Error::NotFound), "left");
+    ensure_eq!(e.leave(T, "bob").await, Err(Error::NotFound), "leave twice");
     h.advance(u * 9).await;
     ensure!(
         matches!(
@@ -179,11 +190,25 @@ pub(super) async fn presence<H: Harness>(h: &H) -> Outcome {
         Some(g.id),
         "attached"
     );
+    let g2 = e.grant(T, "host", u * 100, None).await?;
+    ensure!(
+        matches!(
+            e.heartbeat(T, "carol", u * 50, None, Some(g2.id)).await,
+            Err(Error::Conflict { .. })
+        ),
+        "another lease took an attached member"
+    );
     e.revoke(T, g.id).await?;
     ensure_eq!(
         e.get_presence(T, "carol").await,
         Err(Error::NotFound),
         "presence attached to a revoked lease"
+    );
+    e.heartbeat(T, "carol", u * 50, None, Some(g2.id)).await?;
+    ensure_eq!(
+        e.get_presence(T, "carol").await?.lease,
+        Some(g2.id),
+        "the member under another lease once its lease is gone"
     );
     Ok(())
 }

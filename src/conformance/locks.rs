@@ -24,6 +24,13 @@ pub(super) async fn exclusive_and_fenced<H: Harness>(h: &H) -> Outcome {
     let r = e.renew_lock(T, "job", a.fence, u * 2).await?;
     ensure_eq!(r.remaining, u * 2, "a lock renewal is an absolute reset");
     h.advance(u * 3).await;
+    ensure!(
+        matches!(
+            e.get_lock(T, "job").await,
+            Err(Error::NotFound | Error::Expired)
+        ),
+        "a lapsed lock is still held"
+    );
     let b = e
         .try_lock(T, "job", "b", u * 10, None)
         .await?
@@ -43,6 +50,11 @@ pub(super) async fn exclusive_and_fenced<H: Harness>(h: &H) -> Outcome {
     e.release_lock(T, "job", b.fence).await?;
     e.release_lock(T, "job", b.fence).await?;
     ensure_eq!(e.get_lock(T, "job").await, Err(Error::NotFound), "released");
+    ensure_eq!(
+        e.renew_lock(T, "job", b.fence, u).await.map(drop),
+        Err(Error::NotFound),
+        "renewal of a released lock"
+    );
     let c = e.try_lock(T, "job", "c", u * 10, None).await?;
     ensure!(
         c.is_some_and(|c| c.fence > b.fence),
@@ -66,6 +78,28 @@ pub(super) async fn attached_to_a_lease<H: Harness>(h: &H) -> Outcome {
     ensure!(
         e.try_lock(T, "job", "b", u * 10, None).await?.is_some(),
         "free again after the cascade"
+    );
+    // A lock on a lease that expires goes with it, and none can be taken
+    // on it afterwards.
+    let short = e.grant(T, "host", u * 2, None).await?;
+    let on_short = e.try_lock(T, "brief", "a", u * 50, Some(short.id)).await?;
+    ensure!(on_short.is_some(), "taken under a short lease");
+    h.advance(u * 3).await;
+    ensure_eq!(
+        e.get_lock(T, "brief").await.map(drop),
+        Err(Error::NotFound),
+        "a lock outlived its expired lease"
+    );
+    ensure!(
+        e.try_lock(T, "brief", "b", u * 10, None).await?.is_some(),
+        "free again after its lease expired"
+    );
+    ensure!(
+        matches!(
+            e.try_lock(T, "other", "a", u * 10, Some(short.id)).await,
+            Err(Error::Expired | Error::NotFound)
+        ),
+        "a lock taken on an expired lease"
     );
     Ok(())
 }

@@ -331,6 +331,8 @@ pub(crate) fn config(unit: Duration) -> StoreConfig {
         listings_per_lease_max: 3,
         attempts_per_listing_max: 2,
         endpoints_per_lease_max: 2,
+        locks_per_lease_max: 2,
+        presence_per_lease_max: 2,
         replay_grace: unit * 5,
         tombstone_ttl: unit * 60,
         idempotency_ttl: unit * 30,
