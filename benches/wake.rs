@@ -173,10 +173,10 @@ fn pingpong(c: &mut Criterion) {
                 iters,
                 move || s1.notify(T, "ping").unwrap(),
                 || {
-                    pongs.recv().unwrap();
+                    pongs.blocking_recv().unwrap();
                 },
                 move |stop| loop {
-                    pings.recv().unwrap();
+                    pings.blocking_recv().unwrap();
                     if stop.load(Ordering::SeqCst) {
                         break;
                     }
@@ -278,10 +278,10 @@ fn latency_store() -> hdrhistogram::Histogram<u64> {
     one_way(
         move || s1.notify(T, "ping").unwrap(),
         move || {
-            pongs.recv().unwrap();
+            pongs.blocking_recv().unwrap();
         },
         move || {
-            pings.recv().unwrap();
+            pings.blocking_recv().unwrap();
         },
         move || s2.notify(T, "pong").unwrap(),
     )

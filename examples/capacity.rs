@@ -511,7 +511,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         std::thread::spawn(move || {
             let mut lag = Histogram::new();
             while reading.load(Ordering::Relaxed) {
-                let event = match events.recv_timeout(Duration::from_millis(100)) {
+                let event = match events.blocking_recv_timeout(Duration::from_millis(100)) {
                     Ok(Received::Event(event)) => event,
                     Ok(Received::Lagged { .. }) | Err(RecvError::Timeout) => continue,
                     Err(_) => break, // the store is gone

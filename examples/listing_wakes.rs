@@ -31,7 +31,7 @@ fn main() -> Result<(), relaystore::Error> {
     let worker = {
         let store = store.clone();
         std::thread::spawn(move || loop {
-            match listener.recv() {
+            match listener.blocking_recv() {
                 Ok(wake) => {
                     let attrs = store
                         .get_listing(GAME, "lobby-1")

@@ -214,7 +214,7 @@ async fn wake_latency(a: &RedisEngine, b: &RedisEngine) {
     for _ in 0..ROUNDS {
         let start = Instant::now();
         a.notify(tenant, "latency").await.expect("notify");
-        tokio::time::timeout(Duration::from_secs(5), listener.recv_async())
+        tokio::time::timeout(Duration::from_secs(5), listener.recv())
             .await
             .expect("a wake within 5 s")
             .expect("a wake");

@@ -184,7 +184,7 @@ impl std::task::Wake for Flag {
     }
 }
 
-/// A worker's `claim_async` polled once while another thread enqueues:
+/// A worker's `claim_wait` polled once while another thread enqueues:
 /// either the poll claims the job, or the enqueue wakes the worker. The
 /// enqueue looks for waiting workers only after its job is ready, and a
 /// worker counts itself waiting before it claims.
@@ -205,7 +205,7 @@ fn enqueue_vs_claim_wait(fault: StoreFault) {
         };
         let flag = Arc::new(Flag(loom::sync::atomic::AtomicBool::new(false)));
         let waker = Waker::from(Arc::clone(&flag));
-        let mut future = std::pin::pin!(store.claim_async(T, "work", "w", None, 1));
+        let mut future = std::pin::pin!(store.claim_wait(T, "work", "w", None, 1));
         let polled = future.as_mut().poll(&mut Context::from_waker(&waker));
         producer.join().unwrap();
         match polled {

@@ -152,7 +152,7 @@ fn wake_after_commit(fault: StoreFault) {
             let store = store.clone();
             thread::spawn(move || {
                 store_fault(fault);
-                listener.recv().unwrap();
+                listener.blocking_recv().unwrap();
                 store.get_listing(T, "a").unwrap().attrs.to_vec()
             })
         };

@@ -62,7 +62,7 @@ fn poll_vs_notify(fault: StoreFault) {
         };
         let flag = Arc::new(Flag(AtomicBool::new(false)));
         let waker = Waker::from(Arc::clone(&flag));
-        let mut future = pin!(listener.recv_async());
+        let mut future = pin!(listener.recv());
         let polled = future.as_mut().poll(&mut Context::from_waker(&waker));
         notifier.join().unwrap();
         match polled {
@@ -90,7 +90,7 @@ fn recv_vs_notify(fault: StoreFault) {
             let store = Store::clone(&store);
             thread::spawn(move || store.notify(T, "lobby").unwrap())
         };
-        let wake = listener.recv().unwrap();
+        let wake = listener.blocking_recv().unwrap();
         notifier.join().unwrap();
         assert_eq!(&*wake.channel, "lobby");
         drop(ManuallyDrop::into_inner(listener));
@@ -113,7 +113,7 @@ fn recv_vs_emit(fault: StoreFault) {
             let store = Store::clone(&store);
             thread::spawn(move || store.revoke(T, grant.id).unwrap())
         };
-        let received = events.recv().unwrap();
+        let received = events.blocking_recv().unwrap();
         revoker.join().unwrap();
         assert!(
             matches!(received, relaystore::events::Received::Event(_)),
@@ -159,7 +159,7 @@ fn append_vs_follow(fault: StoreFault) {
             thread::spawn(move || store.append(T, "log", b"x").unwrap())
         };
         let mut follower = ManuallyDrop::new(store.follow(T, "log", "worker").unwrap());
-        let read = follower.next(8).unwrap();
+        let read = follower.blocking_next(8).unwrap();
         assert_eq!(appender.join().unwrap(), 0);
         assert_eq!(read.entries.len(), 1, "the entry was missed");
         drop(ManuallyDrop::into_inner(follower));

@@ -87,11 +87,13 @@ fn a_blocking_receiver_waits_for_the_next_event_and_times_out_without_one() {
     let (_c, s) = store();
     let events = s.subscribe().unwrap();
     assert_eq!(
-        events.recv_timeout(Duration::from_millis(20)),
+        events.blocking_recv_timeout(Duration::from_millis(20)),
         Err(RecvError::Timeout)
     );
     let revoker = revoke_later(&s, Duration::from_millis(20));
-    let got = events.recv_timeout(Duration::from_secs(10)).unwrap();
+    let got = events
+        .blocking_recv_timeout(Duration::from_secs(10))
+        .unwrap();
     assert!(is_lease_revoked(&got), "{got:?}");
     revoker.join().unwrap();
 }
@@ -104,12 +106,12 @@ fn receivers_learn_the_store_is_gone_after_reading_what_is_buffered() {
     s.revoke(T, g.id).unwrap();
     let waiter = {
         let events = s.subscribe().unwrap();
-        std::thread::spawn(move || events.recv_timeout(Duration::from_secs(10)))
+        std::thread::spawn(move || events.blocking_recv_timeout(Duration::from_secs(10)))
     };
     drop(s);
-    assert!(is_lease_revoked(&events.recv().unwrap()));
-    assert_eq!(events.recv(), Err(RecvError::Closed));
-    assert_eq!(block_on(events.recv_async()), Err(RecvError::Closed));
+    assert!(is_lease_revoked(&events.blocking_recv().unwrap()));
+    assert_eq!(events.blocking_recv(), Err(RecvError::Closed));
+    assert_eq!(block_on(events.recv()), Err(RecvError::Closed));
     assert_eq!(waiter.join().unwrap(), Err(RecvError::Closed));
 }
 
@@ -123,16 +125,14 @@ fn an_async_receiver_wakes_on_tokio_and_on_a_bare_executor() {
         .build()
         .unwrap();
     let got = runtime
-        .block_on(async {
-            tokio::time::timeout(Duration::from_secs(10), events.recv_async()).await
-        })
+        .block_on(async { tokio::time::timeout(Duration::from_secs(10), events.recv()).await })
         .expect("woken within the timeout")
         .unwrap();
     assert!(is_lease_revoked(&got), "{got:?}");
     revoker.join().unwrap();
 
     let revoker = revoke_later(&s, Duration::from_millis(20));
-    assert!(is_lease_revoked(&block_on(events.recv_async()).unwrap()));
+    assert!(is_lease_revoked(&block_on(events.recv()).unwrap()));
     revoker.join().unwrap();
 }
 
@@ -143,7 +143,7 @@ fn a_dropped_async_receive_loses_no_event() {
     let waker = std::task::Waker::noop();
     let mut cx = std::task::Context::from_waker(waker);
     {
-        let mut pending = std::pin::pin!(events.recv_async());
+        let mut pending = std::pin::pin!(events.recv());
         assert!(pending.as_mut().poll(&mut cx).is_pending());
     }
     let g = s.grant(T, "h", SEC * 60, None).unwrap();

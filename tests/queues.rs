@@ -374,7 +374,7 @@ fn a_call_that_readies_jobs_early_leaves_the_wake_for_a_waiting_worker() {
             s.enqueue(T, "work", payload, JobOptions::delayed(SEC * 2))
                 .unwrap();
         }
-        let mut waiter = std::pin::pin!(s.claim_async(T, "work", "w", None, 1));
+        let mut waiter = std::pin::pin!(s.claim_wait(T, "work", "w", None, 1));
         assert!(waiter.as_mut().poll(&mut cx).is_pending(), "nothing ready");
         clock.advance(SEC * 2);
         early(&s);
@@ -419,7 +419,7 @@ fn claim_wait_wakes_on_enqueue_and_when_a_delay_ends() {
     queue(&s, seeded(1));
     let waiter = {
         let s = s.clone();
-        std::thread::spawn(move || s.claim_wait(T, "work", "w", None, 1, SEC * 60))
+        std::thread::spawn(move || s.blocking_claim_wait(T, "work", "w", None, 1, SEC * 60))
     };
     // The waiter may attach before or after this enqueue: either way it
     // gets the job, and never sleeps through it.
@@ -431,7 +431,7 @@ fn claim_wait_wakes_on_enqueue_and_when_a_delay_ends() {
         .unwrap();
     let waiter = {
         let s = s.clone();
-        std::thread::spawn(move || s.claim_wait(T, "work", "w", None, 1, SEC * 60))
+        std::thread::spawn(move || s.blocking_claim_wait(T, "work", "w", None, 1, SEC * 60))
     };
     std::thread::sleep(Duration::from_millis(20));
     clock.advance(SEC * 2);
@@ -440,7 +440,7 @@ fn claim_wait_wakes_on_enqueue_and_when_a_delay_ends() {
     assert_eq!(got[0].payload.as_ref(), b"later");
     // Nothing comes: an empty claim when the wait is over.
     assert!(s
-        .claim_wait(T, "work", "w", None, 1, Duration::from_millis(10))
+        .blocking_claim_wait(T, "work", "w", None, 1, Duration::from_millis(10))
         .unwrap()
         .is_empty());
 }

@@ -28,7 +28,7 @@ async fn next(events: &Subscription, n: usize, within: Duration) -> Vec<Received
     let mut got = Vec::new();
     let deadline = tokio::time::Instant::now() + within;
     while got.len() < n {
-        match tokio::time::timeout_at(deadline, events.recv_async()).await {
+        match tokio::time::timeout_at(deadline, events.recv()).await {
             Ok(Ok(received)) => got.push(received),
             _ => break,
         }

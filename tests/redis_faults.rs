@@ -259,7 +259,7 @@ fn an_events_listener_cut_off_reports_what_it_missed() {
         // is away is lost with the connection.
         let waiting = b.listen(T, "lobby").await.unwrap();
         let next = || async {
-            tokio::time::timeout(Duration::from_secs(2), seen_by_b.recv_async())
+            tokio::time::timeout(Duration::from_secs(2), seen_by_b.recv())
                 .await
                 .expect("an event within 2 s")
                 .unwrap()

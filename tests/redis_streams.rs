@@ -90,7 +90,7 @@ fn removals_are_announced_and_cascade_with_the_lease() {
         a.revoke(T, lease.id).await.unwrap();
         let mut seen = Vec::new();
         while seen.len() < 2 {
-            match tokio::time::timeout(SETTLE, events.recv_async()).await {
+            match tokio::time::timeout(SETTLE, events.recv()).await {
                 Ok(Ok(Received::Event(event))) => seen.push(event),
                 other => panic!("{name}: {other:?} after {seen:?}"),
             }

@@ -77,7 +77,7 @@ fn a_notify_on_one_instance_wakes_listeners_on_every_instance() {
             "{name}: a late listener saw an earlier notify"
         );
         b.notify(T, "lobby").await.unwrap();
-        let got = tokio::time::timeout(SETTLE * 10, late.recv_async())
+        let got = tokio::time::timeout(SETTLE * 10, late.recv())
             .await
             .unwrap_or_else(|_| panic!("{name}: a later notify from the other instance"));
         assert_eq!(got, Ok(wake(T, "lobby")), "{name}");

@@ -248,7 +248,7 @@ impl Sim {
                 assert!(l.try_recv().is_some(), "I10: a pending wake was lost");
             }
             assert_eq!(
-                l.recv_timeout(Duration::ZERO),
+                l.blocking_recv_timeout(Duration::ZERO),
                 Err(relaystore::wake::RecvError::Closed),
                 "I10"
             );

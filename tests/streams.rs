@@ -284,14 +284,14 @@ fn a_follower_misses_nothing_and_repeats_nothing_across_restarts() {
     let mut seen = Vec::new();
     let mut f = s.follow(T, "log", "worker").unwrap();
     s.append(T, "log", b"1").unwrap();
-    seen.extend(offsets(&f.next(10).unwrap()));
+    seen.extend(offsets(&f.blocking_next(10).unwrap()));
     f.commit().unwrap();
     drop(f);
     s.append(T, "log", b"2").unwrap();
     let mut f = s.follow(T, "log", "worker").unwrap();
     assert_eq!(f.position(), 2, "from the committed offset");
     s.append(T, "log", b"3").unwrap();
-    seen.extend(offsets(&f.next(10).unwrap()));
+    seen.extend(offsets(&f.blocking_next(10).unwrap()));
     assert_eq!(f.try_next(10).unwrap().entries, vec![]);
     assert_eq!(seen, vec![0, 1, 2, 3]);
 }
@@ -303,7 +303,7 @@ fn a_follower_waits_for_appends_blocking_and_async() {
         .unwrap();
     let mut f = s.follow(T, "log", "worker").unwrap();
     assert_eq!(
-        f.next_timeout(10, Duration::from_millis(20))
+        f.blocking_next_timeout(10, Duration::from_millis(20))
             .unwrap()
             .entries,
         vec![]
@@ -315,7 +315,7 @@ fn a_follower_waits_for_appends_blocking_and_async() {
             s.append(T, "log", b"a").unwrap();
         })
     };
-    assert_eq!(offsets(&f.next(10).unwrap()), vec![0]);
+    assert_eq!(offsets(&f.blocking_next(10).unwrap()), vec![0]);
     appender.join().unwrap();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
@@ -327,11 +327,11 @@ fn a_follower_waits_for_appends_blocking_and_async() {
             s.append(T, "log", b"b").unwrap();
         })
     };
-    let read = runtime.block_on(f.next_async(10)).unwrap();
+    let read = runtime.block_on(f.next(10)).unwrap();
     assert_eq!(offsets(&read), vec![1]);
     appender.join().unwrap();
     s.begin_drain(Duration::ZERO).unwrap();
-    assert_eq!(f.next(10).map(drop), Err(Error::STOPPED));
+    assert_eq!(f.blocking_next(10).map(drop), Err(Error::STOPPED));
     assert_eq!(s.append(T, "log", b"c"), Err(Error::STOPPED));
 }
 
@@ -412,7 +412,7 @@ fn a_stream_attached_to_a_lease_dies_with_it() {
         assert_eq!(op, Err(Error::NotFound));
     }
     assert_eq!(
-        follower.next(10),
+        follower.blocking_next(10),
         Err(Error::NotFound),
         "the follower wakes"
     );

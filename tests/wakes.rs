@@ -131,7 +131,7 @@ fn a_blocked_receiver_wakes_on_notify_and_times_out_without_one() {
     let (_c, s) = store();
     let listener = s.listen(T, "lobby").unwrap();
     assert_eq!(
-        listener.recv_timeout(Duration::from_millis(20)),
+        listener.blocking_recv_timeout(Duration::from_millis(20)),
         Err(RecvError::Timeout)
     );
     let notifier = {
@@ -141,7 +141,7 @@ fn a_blocked_receiver_wakes_on_notify_and_times_out_without_one() {
             s.notify(T, "lobby").unwrap();
         })
     };
-    assert_eq!(listener.recv(), Ok(wake(T, "lobby")));
+    assert_eq!(listener.blocking_recv(), Ok(wake(T, "lobby")));
     notifier.join().unwrap();
 }
 
@@ -159,12 +159,12 @@ fn an_async_receiver_wakes_on_notify_from_another_thread() {
             s.notify(T, "lobby").unwrap();
         })
     };
-    let got = runtime.block_on(listener.recv_async());
+    let got = runtime.block_on(listener.recv());
     assert_eq!(got, Ok(wake(T, "lobby")));
     notifier.join().unwrap();
     // Dropping a pending future consumes nothing.
     s.notify(T, "lobby").unwrap();
-    drop(listener.recv_async());
+    drop(listener.recv());
     assert_eq!(listener.try_recv(), Some(wake(T, "lobby")));
 }
 
@@ -176,11 +176,11 @@ fn listeners_are_closed_when_the_store_stops_after_their_pending_wake() {
     s.begin_drain(Duration::ZERO).unwrap();
     assert_eq!(s.health(), Health::Stopped);
     assert_eq!(
-        listener.recv(),
+        listener.blocking_recv(),
         Ok(wake(T, "lobby")),
         "the pending wake first"
     );
-    assert_eq!(listener.recv(), Err(RecvError::Closed));
+    assert_eq!(listener.blocking_recv(), Err(RecvError::Closed));
     assert_eq!(s.notify(T, "lobby"), Err(Error::STOPPED));
     assert_eq!(s.listen(T, "lobby").err(), Some(Error::STOPPED));
 }
@@ -189,7 +189,7 @@ fn listeners_are_closed_when_the_store_stops_after_their_pending_wake() {
 fn listeners_are_closed_when_the_last_store_handle_goes() {
     let (_c, s) = store();
     let listener = s.listen(T, "lobby").unwrap();
-    let waiter = std::thread::spawn(move || listener.recv());
+    let waiter = std::thread::spawn(move || listener.blocking_recv());
     std::thread::sleep(Duration::from_millis(20));
     drop(s);
     assert_eq!(waiter.join().unwrap(), Err(RecvError::Closed));

@@ -120,7 +120,7 @@ async fn mix(
         tokio::spawn(async move {
             let mut lag = Histogram::new();
             while reading.load(Ordering::Relaxed) {
-                let wait = tokio::time::timeout(Duration::from_millis(100), events.recv_async());
+                let wait = tokio::time::timeout(Duration::from_millis(100), events.recv());
                 let event = match wait.await {
                     Ok(Ok(Received::Event(event))) => event,
                     Ok(Ok(Received::Lagged { .. })) | Err(_) => continue,

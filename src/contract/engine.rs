@@ -489,7 +489,7 @@ pub trait Engine: StreamEngine {
     ) -> impl Future<Output = Result<Vec<ClaimedJob>>> + Send;
 
     /// Claims ready jobs, waiting until there is one (woken, never
-    /// polling; [`Store::claim_async`](crate::Store::claim_async)). Wrap
+    /// polling; [`Store::claim_wait`](crate::Store::claim_wait)). Wrap
     /// it in the executor's timeout.
     fn claim_wait(
         &self,

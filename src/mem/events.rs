@@ -207,25 +207,36 @@ impl Subscription {
     }
 
     #[cfg(feature = "native")]
-    /// The next event or lag report, waiting for one as long as it takes;
-    /// [`RecvError::Closed`] once the store is gone and the buffer empty.
-    pub fn recv(&self) -> Result<Received, RecvError> {
+    /// [`recv`](Self::recv), blocking the calling thread until an event or
+    /// lag report comes; [`RecvError::Closed`] once the store is gone and
+    /// the buffer empty. Never call it on an async runtime's worker thread.
+    pub fn blocking_recv(&self) -> Result<Received, RecvError> {
         self.wait(None)
     }
 
     #[cfg(feature = "native")]
-    /// [`recv`](Self::recv), waiting at most `timeout`
+    /// [`blocking_recv`](Self::blocking_recv), waiting at most `timeout`
     /// ([`RecvError::Timeout`] then).
-    pub fn recv_timeout(&self, timeout: Duration) -> Result<Received, RecvError> {
+    pub fn blocking_recv_timeout(&self, timeout: Duration) -> Result<Received, RecvError> {
         self.wait(Some(timeout))
     }
 
-    /// [`recv`](Self::recv) as a future, for any executor. Cancel-safe:
-    /// dropping it before it completes loses no event. A subscription
-    /// wakes one waiting task: give each consumer its own subscription
-    /// rather than awaiting one from several tasks at once (the last task
-    /// to wait is the one woken).
-    pub fn recv_async(&self) -> RecvFuture<'_> {
+    /// The next event or lag report, as a future for any executor;
+    /// [`RecvError::Closed`] once the store is gone and the buffer empty.
+    /// Cancel-safe: dropping it before it completes loses no event. A
+    /// subscription wakes one waiting task: give each consumer its own
+    /// subscription rather than awaiting one from several tasks at once (the
+    /// last task to wait is the one woken).
+    ///
+    /// The wait is the future: calling `recv` without awaiting it is not a
+    /// result, and there is no blocking form under this name.
+    ///
+    /// ```compile_fail
+    /// # let store = relaystore::Store::builder().build().unwrap();
+    /// let events = store.subscribe().unwrap();
+    /// let next: Result<relaystore::events::Received, relaystore::events::RecvError> = events.recv();
+    /// ```
+    pub fn recv(&self) -> RecvFuture<'_> {
         RecvFuture { subscription: self }
     }
 
@@ -255,7 +266,7 @@ impl Subscription {
     }
 }
 
-/// The future of [`Subscription::recv_async`].
+/// The future of [`Subscription::recv`].
 #[must_use = "futures do nothing unless polled"]
 pub struct RecvFuture<'a> {
     subscription: &'a Subscription,

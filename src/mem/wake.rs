@@ -334,22 +334,31 @@ impl Listener {
     }
 
     #[cfg(feature = "native")]
-    /// Waits for the next wake. [`RecvError::Closed`] once the store has
-    /// stopped or is gone and no wake is pending.
-    pub fn recv(&self) -> Result<Wake, RecvError> {
+    /// [`recv`](Self::recv), blocking the calling thread until the next
+    /// wake; [`RecvError::Closed`] once the store has stopped or is gone and
+    /// no wake is pending. Never call it on an async runtime's worker thread.
+    pub fn blocking_recv(&self) -> Result<Wake, RecvError> {
         self.wait(None)
     }
 
     #[cfg(feature = "native")]
-    /// [`recv`](Self::recv) for at most `timeout`;
+    /// [`blocking_recv`](Self::blocking_recv) for at most `timeout`;
     /// [`RecvError::Timeout`] if nothing came.
-    pub fn recv_timeout(&self, timeout: Duration) -> Result<Wake, RecvError> {
+    pub fn blocking_recv_timeout(&self, timeout: Duration) -> Result<Wake, RecvError> {
         self.wait(Some(timeout))
     }
 
-    /// A future of the next wake, for any executor. Cancel-safe: dropping
-    /// it consumes nothing. One task at a time should wait on a listener.
-    pub fn recv_async(&self) -> WakeFuture<'_> {
+    /// The next wake, as a future for any executor; [`RecvError::Closed`]
+    /// once the store has stopped or is gone and no wake is pending.
+    /// Cancel-safe: dropping it consumes nothing. One task at a time should
+    /// wait on a listener.
+    ///
+    /// ```compile_fail
+    /// # let store = relaystore::Store::builder().build().unwrap();
+    /// let listener = store.listen(relaystore::TenantId(1), "jobs").unwrap();
+    /// let next: Result<relaystore::wake::Wake, relaystore::wake::RecvError> = listener.recv();
+    /// ```
+    pub fn recv(&self) -> WakeFuture<'_> {
         WakeFuture { listener: self }
     }
 
@@ -381,7 +390,7 @@ impl std::fmt::Debug for Listener {
     }
 }
 
-/// The future of [`Listener::recv_async`].
+/// The future of [`Listener::recv`].
 #[must_use = "futures do nothing unless polled"]
 pub struct WakeFuture<'a> {
     listener: &'a Listener,

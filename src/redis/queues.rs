@@ -226,7 +226,7 @@ impl RedisEngine {
             if !claimed.jobs.is_empty() {
                 return Ok(claimed.jobs);
             }
-            let woken = wakes.recv_async();
+            let woken = wakes.recv();
             match claimed.next {
                 Some(next) => {
                     if let Ok(woken) = tokio::time::timeout(next, woken).await {

@@ -275,7 +275,7 @@ impl RedisFollower {
             if !read.entries.is_empty() {
                 return Ok(read);
             }
-            self.wakes.recv_async().await.map_err(|_| Error::STOPPED)?;
+            self.wakes.recv().await.map_err(|_| Error::STOPPED)?;
         }
     }
 

@@ -119,15 +119,8 @@ impl Engine for Store {
         claim(tenant: TenantId, queue: &str, worker: &str, visibility: Option<Duration>, max_jobs: usize) -> Result<Vec<ClaimedJob>>;
     }
 
-    fn claim_wait(
-        &self,
-        tenant: TenantId,
-        queue: &str,
-        worker: &str,
-        visibility: Option<Duration>,
-        max_jobs: usize,
-    ) -> impl Future<Output = Result<Vec<ClaimedJob>>> + Send {
-        self.claim_async(tenant, queue, worker, visibility, max_jobs)
+    forward! { async Store:
+        claim_wait(tenant: TenantId, queue: &str, worker: &str, visibility: Option<Duration>, max_jobs: usize) -> Result<Vec<ClaimedJob>>;
     }
 
     forward! { ready Store:
@@ -190,7 +183,7 @@ impl Follow for Follower {
     }
 
     fn next(&mut self, max: usize) -> impl Future<Output = Result<StreamRead>> + Send {
-        self.next_async(max)
+        Follower::next(self, max)
     }
 
     fn commit(&self) -> impl Future<Output = Result<()>> + Send {
@@ -204,7 +197,7 @@ impl Wakes for Listener {
     }
 
     fn recv(&self) -> impl Future<Output = std::result::Result<Wake, RecvError>> + Send {
-        self.recv_async()
+        self.recv()
     }
 }
 
@@ -214,6 +207,6 @@ impl Events for Subscription {
     }
 
     fn recv(&self) -> impl Future<Output = std::result::Result<Received, RecvError>> + Send {
-        self.recv_async()
+        self.recv()
     }
 }

@@ -182,10 +182,11 @@ impl Store {
     }
 
     #[cfg(feature = "native")]
-    /// [`claim`](Self::claim), waiting up to `timeout` for a job to become
-    /// ready (woken by enqueues, retries and lapsed claims; no polling).
-    /// An empty result if none came.
-    pub fn claim_wait(
+    /// [`claim_wait`](Self::claim_wait), blocking the calling thread up to
+    /// `timeout` for a job to become ready (woken by enqueues, retries and
+    /// lapsed claims; no polling). An empty result if none came. Never call
+    /// it on an async runtime's worker thread.
+    pub fn blocking_claim_wait(
         &self,
         tenant: TenantId,
         queue: &str,
@@ -208,7 +209,7 @@ impl Store {
             let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) else {
                 return Ok(claimed);
             };
-            match wakes.recv_timeout(left) {
+            match wakes.blocking_recv_timeout(left) {
                 Ok(_) => {}
                 Err(RecvError::Timeout) => return Ok(claimed),
                 Err(_) => return Err(Error::STOPPED),
@@ -216,10 +217,11 @@ impl Store {
         }
     }
 
-    /// [`claim_wait`](Self::claim_wait) as a future, for any executor,
-    /// without a timeout (wrap it in the executor's). Cancel-safe: jobs
-    /// are claimed only when returned.
-    pub async fn claim_async(
+    /// [`claim`](Self::claim), waiting as a future for any executor until a
+    /// job is ready (woken by enqueues, retries and lapsed claims; no
+    /// polling), without a timeout (wrap it in the executor's). Cancel-safe:
+    /// jobs are claimed only when returned.
+    pub async fn claim_wait(
         &self,
         tenant: TenantId,
         queue: &str,
@@ -235,7 +237,7 @@ impl Store {
             if !claimed.is_empty() {
                 return Ok(claimed);
             }
-            wakes.recv_async().await.map_err(|_| Error::STOPPED)?;
+            wakes.recv().await.map_err(|_| Error::STOPPED)?;
         }
     }
 

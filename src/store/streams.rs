@@ -291,29 +291,31 @@ impl Follower {
     }
 
     #[cfg(feature = "native")]
-    /// Waits until there is at least one entry from the position on, and
-    /// returns up to `max` of them. `ServiceUnavailable` once the store has
-    /// stopped or is gone.
-    pub fn next(&mut self, max: usize) -> Result<StreamRead> {
+    /// [`next`](Self::next), blocking the calling thread until there is at
+    /// least one entry from the position on. Never call it on an async
+    /// runtime's worker thread.
+    pub fn blocking_next(&mut self, max: usize) -> Result<StreamRead> {
         self.next_within(max, None)
     }
 
     #[cfg(feature = "native")]
-    /// [`next`](Self::next) for at most `timeout`; an empty read if nothing
-    /// came.
-    pub fn next_timeout(&mut self, max: usize, timeout: Duration) -> Result<StreamRead> {
+    /// [`blocking_next`](Self::blocking_next) for at most `timeout`; an
+    /// empty read if nothing came.
+    pub fn blocking_next_timeout(&mut self, max: usize, timeout: Duration) -> Result<StreamRead> {
         self.next_within(max, Some(timeout))
     }
 
-    /// [`next`](Self::next) as a future, for any executor. Cancel-safe:
-    /// the position moves only when entries are returned.
-    pub async fn next_async(&mut self, max: usize) -> Result<StreamRead> {
+    /// Waits, as a future for any executor, until there is at least one
+    /// entry from the position on, and returns up to `max` of them.
+    /// `ServiceUnavailable` once the store has stopped or is gone.
+    /// Cancel-safe: the position moves only when entries are returned.
+    pub async fn next(&mut self, max: usize) -> Result<StreamRead> {
         loop {
             let read = self.try_next(max)?;
             if !read.entries.is_empty() {
                 return Ok(read);
             }
-            self.wakes.recv_async().await.map_err(|_| Error::STOPPED)?;
+            self.wakes.recv().await.map_err(|_| Error::STOPPED)?;
         }
     }
 
@@ -323,7 +325,7 @@ impl Follower {
         if crate::base::faults::active(crate::base::faults::StoreFault::WaitBeforeRead) {
             // Broken twin: an entry appended before the follower attached
             // left no wake, so this waits for one that never comes.
-            let _ = self.wakes.recv();
+            let _ = self.wakes.blocking_recv();
         }
         loop {
             // Read after taking any pending wake: an append between the
@@ -333,9 +335,9 @@ impl Follower {
                 return Ok(read);
             }
             let waited = match deadline {
-                None => self.wakes.recv(),
+                None => self.wakes.blocking_recv(),
                 Some(d) => match d.checked_duration_since(std::time::Instant::now()) {
-                    Some(left) => self.wakes.recv_timeout(left),
+                    Some(left) => self.wakes.blocking_recv_timeout(left),
                     None => return Ok(read),
                 },
             };
