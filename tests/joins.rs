@@ -124,7 +124,7 @@ fn a_wrong_or_foreign_token_is_not_found() {
     assert_ne!(t1.token, t2.token);
     let mut forged = t1.token.to_bytes();
     forged[31] ^= 1;
-    let forged = relaystore::JoinToken::from_bytes(&forged);
+    let forged = relaystore::JoinToken::from_bytes(forged);
     assert_eq!(
         s.bind_endpoint(T, t1.attempt, &forged, addr(1)),
         Err(Error::NotFound)

@@ -28,7 +28,11 @@ pub const SLOTS_MAX: u64 = 1 << 28;
 macro_rules! store_id {
     ($(#[$doc:meta])* $name:ident, $tag:literal) => {
         $(#[$doc])*
-        #[derive(Copy, Clone, PartialEq, Eq, Hash)]
+        ///
+        /// Ids are totally ordered (incarnation first, then sequence), so
+        /// they key sorted maps and sets; the order is issue order only for
+        /// job ids.
+        #[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
         pub struct $name {
             incarnation: u64,
             seq: u64,
@@ -146,8 +150,9 @@ store_id!(
     "job"
 );
 
-/// Text that is not an id's `Display` form (`lease-<16 hex>-<hex>`,
-/// `attempt-<16 hex>-<hex>`, `job-<16 hex>-<hex>`).
+/// Text that is not an id's or a token's `Display` form
+/// (`lease-<16 hex>-<hex>`, `attempt-<16 hex>-<hex>`, `job-<16 hex>-<hex>`,
+/// or a token's 43 URL-safe base64 characters).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("not a relaystore id")]
 pub struct ParseIdError;
@@ -157,7 +162,23 @@ pub const TOKEN_SECRET_BYTES: usize = 16;
 
 /// A one-time join token: the attempt it belongs to plus a 128-bit secret.
 ///
-/// `Debug` never prints the secret, and equality is constant-time.
+/// `Debug` never prints the secret, and equality is constant-time. A relay
+/// hands the token to its client as bytes ([`to_bytes`](Self::to_bytes)) or
+/// as text: `Display` writes the same 32 bytes in URL-safe base64 without
+/// padding (43 characters, safe in a URL, a header or JSON), and `FromStr`
+/// reads it back.
+///
+/// ```
+/// # let store = relaystore::Store::builder().build()?;
+/// # let lease = store.grant(relaystore::TenantId(1), "host", std::time::Duration::from_secs(30), None)?;
+/// # store.publish(relaystore::TenantId(1), lease.id, "lobby", b"", None)?;
+/// let ticket = store.begin_join(relaystore::TenantId(1), "lobby", "client-7", std::time::Duration::from_secs(10), None)?;
+/// let text = ticket.token.to_string();                      // to the client
+/// assert_eq!(text.len(), 43);
+/// let back: relaystore::JoinToken = text.parse().unwrap();  // from the client
+/// assert_eq!(back, ticket.token);
+/// # Ok::<(), relaystore::Error>(())
+/// ```
 #[derive(Clone, Copy)]
 pub struct JoinToken {
     attempt: AttemptId,
@@ -193,8 +214,9 @@ impl JoinToken {
         out
     }
 
-    /// Inverse of [`to_bytes`](Self::to_bytes).
-    pub fn from_bytes(bytes: &[u8; 16 + TOKEN_SECRET_BYTES]) -> Self {
+    /// Inverse of [`to_bytes`](Self::to_bytes). Any bytes are accepted; a
+    /// token the store never issued is simply not found.
+    pub fn from_bytes(bytes: [u8; 16 + TOKEN_SECRET_BYTES]) -> Self {
         let mut id = [0; 16];
         id.copy_from_slice(&bytes[..16]);
         let mut secret = [0; TOKEN_SECRET_BYTES];
@@ -213,6 +235,34 @@ impl PartialEq for JoinToken {
 }
 
 impl Eq for JoinToken {}
+
+/// The token's 32 bytes in URL-safe base64 without padding. This is the
+/// secret itself: log it no more than the token.
+impl fmt::Display for JoinToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use base64::Engine as _;
+        f.write_str(&base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(self.to_bytes()))
+    }
+}
+
+/// Parses the [`Display`](fmt::Display) form: exactly 43 URL-safe base64
+/// characters (no padding) encoding 32 bytes; anything else is a
+/// [`ParseIdError`].
+impl std::str::FromStr for JoinToken {
+    type Err = ParseIdError;
+
+    fn from_str(text: &str) -> std::result::Result<Self, ParseIdError> {
+        use base64::Engine as _;
+        if text.len() != 43 {
+            return Err(ParseIdError);
+        }
+        let mut bytes = [0; 16 + TOKEN_SECRET_BYTES];
+        match base64::engine::general_purpose::URL_SAFE_NO_PAD.decode_slice(text, &mut bytes) {
+            Ok(n) if n == bytes.len() => Ok(JoinToken::from_bytes(bytes)),
+            _ => Err(ParseIdError),
+        }
+    }
+}
 
 impl fmt::Debug for JoinToken {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -236,6 +286,47 @@ mod tests {
             let id = AttemptId::new(incarnation, seq);
             assert_eq!(id.to_string().parse::<AttemptId>(), Ok(id));
         }
+    }
+
+    #[test]
+    fn tokens_round_trip_through_text_and_refuse_anything_else() {
+        let token = JoinToken {
+            attempt: AttemptId::new(0x0123_4567_89ab_cdef, 42),
+            secret: [0xfb; TOKEN_SECRET_BYTES],
+        };
+        let text = token.to_string();
+        assert_eq!(text.len(), 43);
+        assert!(text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'));
+        assert_eq!(text.parse::<JoinToken>(), Ok(token));
+        assert_eq!(JoinToken::from_bytes(token.to_bytes()), token);
+        let standard = text.replace('-', "+").replace('_', "/");
+        assert_ne!(
+            standard, text,
+            "the secret's bytes give a URL-safe character"
+        );
+        for bad in [
+            String::new(),
+            text[..42].to_owned(),
+            format!("{text}="),
+            format!("{text}A"),
+            "lease-0000000000000007-9".to_owned(),
+            standard,
+        ] {
+            assert_eq!(bad.parse::<JoinToken>(), Err(ParseIdError), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn ids_order_by_incarnation_then_sequence() {
+        let mut ids = vec![LeaseId::new(2, 1), LeaseId::new(1, 9), LeaseId::new(1, 3)];
+        ids.sort();
+        assert_eq!(
+            ids,
+            vec![LeaseId::new(1, 3), LeaseId::new(1, 9), LeaseId::new(2, 1)]
+        );
+        assert!(JobId::new(1, 1) < JobId::new(1, 2));
     }
 
     #[test]

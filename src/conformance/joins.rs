@@ -121,7 +121,7 @@ pub(super) async fn errors<H: Harness>(h: &H) -> Outcome {
     );
     let mut forged = t.token.to_bytes();
     forged[16 + TOKEN_SECRET_BYTES - 1] ^= 1;
-    let forged = JoinToken::from_bytes(&forged);
+    let forged = JoinToken::from_bytes(forged);
     ensure_eq!(
         e.bind_endpoint(T, t.attempt, &forged, addr(1))
             .await

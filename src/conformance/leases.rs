@@ -177,7 +177,7 @@ pub(super) async fn ids_travel<H: Harness>(h: &H) -> Outcome {
         .parse()
         .map_err(|_| super::Fault::new("attempt id text".into()))?;
     ensure_eq!(attempt, ticket.attempt, "an attempt id through text");
-    let token = JoinToken::from_bytes(&ticket.token.to_bytes());
+    let token = JoinToken::from_bytes(ticket.token.to_bytes());
     ensure_eq!(
         token.attempt(),
         ticket.attempt,

@@ -238,7 +238,7 @@ pub(super) async fn isolation<H: Harness>(h: &H) -> Outcome {
     let missing_attempt = AttemptId::from_bits(t.attempt.to_bits() + 999);
     let mut bytes = t.token.to_bytes();
     bytes[..16].copy_from_slice(&missing_attempt.to_bytes());
-    let missing_token = JoinToken::from_bytes(&bytes);
+    let missing_token = JoinToken::from_bytes(bytes);
     let a = SocketAddr::from(([203, 0, 113, 7], 1));
     let probes: Vec<(&str, String, String)> = vec![
         (

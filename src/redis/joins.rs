@@ -152,7 +152,7 @@ fn token(attempt: AttemptId, secret: &[u8; TOKEN_SECRET_BYTES]) -> JoinToken {
     let mut bytes = [0u8; 16 + TOKEN_SECRET_BYTES];
     bytes[..16].copy_from_slice(&attempt.to_bytes());
     bytes[16..].copy_from_slice(secret);
-    JoinToken::from_bytes(&bytes)
+    JoinToken::from_bytes(bytes)
 }
 
 fn hex(bytes: &[u8]) -> String {
