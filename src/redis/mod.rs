@@ -101,13 +101,50 @@ pub struct RedisOptions {
     pub sweep_interval: Duration,
 }
 
-/// One Redis server, or a Redis Cluster's seed nodes.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One Redis server, or a Redis Cluster's seed nodes. `Debug` prints the
+/// URLs with any password replaced by `<redacted>`.
+#[derive(Clone, PartialEq, Eq)]
 pub enum RedisTarget {
     /// A `redis://host:port/` URL.
     Standalone(String),
     /// `redis://host:port/` URLs of some of the cluster's nodes.
     Cluster(Vec<String>),
+}
+
+impl std::fmt::Debug for RedisTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RedisTarget::Standalone(url) => {
+                f.debug_tuple("Standalone").field(&redacted(url)).finish()
+            }
+            RedisTarget::Cluster(seeds) => f
+                .debug_tuple("Cluster")
+                .field(&seeds.iter().map(|s| redacted(s)).collect::<Vec<_>>())
+                .finish(),
+        }
+    }
+}
+
+/// `url` with the password of its user information, if any, replaced by
+/// `<redacted>` (`redis://user:secret@host/` → `redis://user:<redacted>@host/`).
+fn redacted(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, path) = rest.split_at(authority_end);
+    match authority.rsplit_once('@') {
+        Some((userinfo, host)) => {
+            let user = userinfo.split_once(':').map_or(userinfo, |(user, _)| user);
+            if userinfo.contains(':') {
+                format!("{scheme}://{user}:<redacted>@{host}{path}")
+            } else {
+                // A bare userinfo is the password in `redis://secret@host`.
+                format!("{scheme}://<redacted>@{host}{path}")
+            }
+        }
+        None => url.to_owned(),
+    }
 }
 
 impl RedisOptions {
@@ -146,6 +183,13 @@ impl RedisOptions {
         self
     }
 
+    /// The same options with another connect timeout (each connection
+    /// attempt, at `connect` and on reconnects).
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
     /// The same options with another sweep interval.
     pub fn sweep_interval(mut self, interval: Duration) -> Self {
         self.sweep_interval = interval;
@@ -160,10 +204,16 @@ impl RedisOptions {
                 rule: "must be non-empty, without '{', '}' or ':'",
             });
         }
-        if self.call_timeout.is_zero() || self.connect_timeout.is_zero() {
+        if self.call_timeout.is_zero() {
             return Err(Error::InvalidConfig {
                 field: "call_timeout",
-                rule: "timeouts must be positive",
+                rule: "must be positive",
+            });
+        }
+        if self.connect_timeout.is_zero() {
+            return Err(Error::InvalidConfig {
+                field: "connect_timeout",
+                rule: "must be positive",
             });
         }
         if self.sweep_interval < Duration::from_millis(1)
@@ -569,5 +619,48 @@ fn quota_arg(limit: u64) -> String {
         "-1".to_owned()
     } else {
         limit.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_never_prints_a_password() {
+        for (url, shown) in [
+            ("redis://127.0.0.1:6390/", "redis://127.0.0.1:6390/"),
+            (
+                "redis://relay:s3cret@10.0.0.1:6379/0",
+                "redis://relay:<redacted>@10.0.0.1:6379/0",
+            ),
+            ("rediss://:s3cret@host", "rediss://:<redacted>@host"),
+            ("redis://s3cret@host:1/", "redis://<redacted>@host:1/"),
+            ("redis://u:p@ss:w@host/", "redis://u:<redacted>@host/"),
+        ] {
+            assert_eq!(redacted(url), shown, "{url}");
+            let options = format!("{:?}", RedisOptions::standalone(url));
+            assert!(
+                !options.contains("s3cret") && !options.contains("p@ss"),
+                "{options}"
+            );
+            let cluster = format!("{:?}", RedisOptions::cluster(&[url, url]));
+            assert!(
+                !cluster.contains("s3cret") && !cluster.contains("p@ss"),
+                "{cluster}"
+            );
+        }
+    }
+
+    #[test]
+    fn each_timeout_is_named_when_it_is_refused() {
+        let zero = Duration::ZERO;
+        let named = |options: RedisOptions| match options.validate() {
+            Err(Error::InvalidConfig { field, .. }) => field,
+            other => panic!("{other:?}"),
+        };
+        let base = RedisOptions::standalone("redis://127.0.0.1:1/");
+        assert_eq!(named(base.clone().call_timeout(zero)), "call_timeout");
+        assert_eq!(named(base.connect_timeout(zero)), "connect_timeout");
     }
 }
