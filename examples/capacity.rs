@@ -594,7 +594,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     println!("  (from a member's deadline to its removal event reaching a reader blocked in recv; the driver ticks every 10 ms)");
     let gib = (1u64 << 30) as f64;
-    match max_resident_bytes() {
+    // Read once: the text and the JSON report the same figure.
+    let peak_rss = max_resident_bytes();
+    match peak_rss {
         Some(rss) => println!(
             "memory: {heap_per_session:.0} heap bytes per session (the store's, at setup) = {:.0} sessions per GiB of heap; peak resident set {:.0} MiB",
             gib / heap_per_session,
@@ -660,7 +662,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             lag.quantile(0.5) as f64 / 1e6,
             lag.quantile(0.99) as f64 / 1e6,
             lag.quantile(1.0) as f64 / 1e6,
-            max_resident_bytes().map_or("null".to_string(), |b| b.to_string()),
+            peak_rss.map_or("null".to_string(), |b| b.to_string()),
             behind.as_secs_f64() * 1e3,
         );
         std::fs::write(path, report)?;
