@@ -108,6 +108,40 @@ where
     let mut again = e.follow(T, "log", "worker").await?;
     ensure_eq!(again.position(), 2, "a new follower starts at the commit");
     ensure_eq!(offsets(&again.next(10).await?), vec![2], "nothing repeated");
+    // A follower whose position was trimmed away reads `Trimmed` until it
+    // seeks; it can also seek back over what is still held.
+    e.append(T, "log", b"3").await?;
+    let mut behind = e.follow(T, "log", "late").await?;
+    e.trim_stream(T, "log", 2).await?;
+    ensure_eq!(
+        behind.next(10).await.map(|r| offsets(&r)),
+        Err(Error::Trimmed { first: 2 }),
+        "a follower behind a trim"
+    );
+    ensure_eq!(
+        behind.seek_to_first().await,
+        Ok(2),
+        "seek to the first held"
+    );
+    ensure_eq!(
+        offsets(&behind.next(10).await?),
+        vec![2, 3],
+        "read after the seek"
+    );
+    // An entry past the position, so a seek that did not move reads it
+    // alone rather than waiting.
+    e.append(T, "log", b"4").await?;
+    behind.seek(3);
+    ensure_eq!(
+        offsets(&behind.next(10).await?),
+        vec![3, 4],
+        "read after a seek back"
+    );
+    ensure_eq!(
+        e.committed(T, "log", "late").await,
+        Ok(None),
+        "a seek commits nothing"
+    );
     Ok(())
 }
 

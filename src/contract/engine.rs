@@ -634,6 +634,16 @@ pub trait Follow: Send + 'static {
 
     /// Commits the position for the follower's consumer.
     fn commit(&self) -> impl Future<Output = Result<()>> + Send;
+
+    /// Moves the position to `offset`: the next read starts there (below
+    /// the stream's first offset it answers `Trimmed { first }`, as any
+    /// read). Nothing is committed.
+    fn seek(&mut self, offset: u64);
+
+    /// Moves the position to the lowest offset the stream still holds (a
+    /// follower whose position was trimmed away goes on from there) and
+    /// returns it. `NotFound` if the stream is gone.
+    fn seek_to_first(&mut self) -> impl Future<Output = Result<u64>> + Send;
 }
 
 /// A listener on a wake channel: wakes not yet received coalesce into one.

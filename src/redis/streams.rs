@@ -279,6 +279,26 @@ impl RedisFollower {
         }
     }
 
+    /// Moves the position to `offset`: the next read starts there (below
+    /// the stream's first offset it answers [`Error::Trimmed`], as any
+    /// read). Nothing is committed.
+    pub fn seek(&mut self, offset: u64) {
+        self.position = offset;
+    }
+
+    /// Moves the position to the lowest offset the stream still holds (a
+    /// follower whose position was trimmed away goes on from there) and
+    /// returns it. `NotFound` if the stream is gone.
+    pub async fn seek_to_first(&mut self) -> Result<u64> {
+        let first = self
+            .engine
+            .stream_info(self.tenant, &self.stream)
+            .await?
+            .first;
+        self.position = first;
+        Ok(first)
+    }
+
     /// Commits the follower's position for its consumer.
     pub async fn commit(&self) -> Result<()> {
         self.engine
@@ -294,6 +314,14 @@ impl Follow for RedisFollower {
 
     async fn next(&mut self, max: usize) -> Result<StreamRead> {
         RedisFollower::next(self, max).await
+    }
+
+    fn seek(&mut self, offset: u64) {
+        RedisFollower::seek(self, offset);
+    }
+
+    async fn seek_to_first(&mut self) -> Result<u64> {
+        RedisFollower::seek_to_first(self).await
     }
 
     async fn commit(&self) -> Result<()> {

@@ -189,6 +189,14 @@ impl Follow for Follower {
     fn commit(&self) -> impl Future<Output = Result<()>> + Send {
         ready(Follower::commit(self))
     }
+
+    fn seek(&mut self, offset: u64) {
+        Follower::seek(self, offset);
+    }
+
+    fn seek_to_first(&mut self) -> impl Future<Output = Result<u64>> + Send {
+        ready(Follower::seek_to_first(self))
+    }
 }
 
 impl Wakes for Listener {

@@ -349,6 +349,22 @@ impl Follower {
         }
     }
 
+    /// Moves the position to `offset`: the next read starts there (below
+    /// the stream's first offset it answers [`Error::Trimmed`], as any
+    /// read). Nothing is committed.
+    pub fn seek(&mut self, offset: u64) {
+        self.position = offset;
+    }
+
+    /// Moves the position to the lowest offset the stream still holds (a
+    /// follower whose position was trimmed away goes on from there) and
+    /// returns it. `NotFound` if the stream is gone.
+    pub fn seek_to_first(&mut self) -> Result<u64> {
+        let first = self.store.stream_info(self.tenant, &self.stream)?.first;
+        self.position = first;
+        Ok(first)
+    }
+
     /// Commits the follower's position for its consumer.
     pub fn commit(&self) -> Result<()> {
         self.store
