@@ -31,3 +31,85 @@ macro_rules! forward {
 }
 
 pub(crate) use forward;
+
+/// The contract's operations that every engine serves as its inherent
+/// method of the same name, written once: `served!(ready Store)` or
+/// `served!(async RedisEngine)` inside the engine's impl of each trait
+/// (`relay`, `wake`, `stream`, `queue`: one list per trait). What an
+/// engine serves otherwise (the in-memory store's lock and schedule
+/// leadership hand back descriptions of the guards it returns, its
+/// `claim_wait` is async, the outbox's run takes a handler) it writes out.
+macro_rules! served {
+    (relay $mode:tt $engine:ident) => {
+        $crate::contract::forward::forward! { $mode $engine:
+            grant(tenant: $crate::base::ids::TenantId, holder: &str, ttl: ::std::time::Duration, idempotency_key: Option<&str>) -> $crate::base::error::Result<$crate::contract::relay::LeaseGrant>;
+            renew(tenant: $crate::base::ids::TenantId, id: $crate::base::ids::LeaseId, ttl: ::std::time::Duration) -> $crate::base::error::Result<$crate::contract::relay::Renewal>;
+            renew_at(tenant: $crate::base::ids::TenantId, id: $crate::base::ids::LeaseId, ttl: ::std::time::Duration, version: u64) -> $crate::base::error::Result<$crate::contract::relay::Renewal>;
+            get_lease(tenant: $crate::base::ids::TenantId, id: $crate::base::ids::LeaseId) -> $crate::base::error::Result<$crate::contract::relay::LeaseInfo>;
+            revoke(tenant: $crate::base::ids::TenantId, id: $crate::base::ids::LeaseId) -> $crate::base::error::Result<()>;
+            observe_endpoint(tenant: $crate::base::ids::TenantId, lease: $crate::base::ids::LeaseId, addr: ::std::net::SocketAddr) -> $crate::base::error::Result<()>;
+            endpoints(tenant: $crate::base::ids::TenantId, lease: $crate::base::ids::LeaseId) -> $crate::base::error::Result<Vec<$crate::contract::relay::EndpointSeen>>;
+            publish(tenant: $crate::base::ids::TenantId, lease: $crate::base::ids::LeaseId, key: &str, attrs: &[u8], idempotency_key: Option<&str>) -> $crate::base::error::Result<$crate::contract::relay::ListingInfo>;
+            get_listing(tenant: $crate::base::ids::TenantId, key: &str) -> $crate::base::error::Result<$crate::contract::relay::ListingInfo>;
+            update_listing(tenant: $crate::base::ids::TenantId, key: &str, expected_version: u64, attrs: &[u8]) -> $crate::base::error::Result<u64>;
+            unpublish(tenant: $crate::base::ids::TenantId, key: &str, expected_version: Option<u64>) -> $crate::base::error::Result<()>;
+            revoke_listing(tenant: $crate::base::ids::TenantId, key: &str) -> $crate::base::error::Result<()>;
+            list_listings(tenant: $crate::base::ids::TenantId, cursor: Option<&$crate::contract::relay::Cursor>, limit: usize) -> $crate::base::error::Result<$crate::contract::relay::Page<$crate::contract::relay::ListingInfo>>;
+            heartbeat(tenant: $crate::base::ids::TenantId, member: &str, ttl: ::std::time::Duration, attrs: Option<&[u8]>, lease: Option<$crate::base::ids::LeaseId>) -> $crate::base::error::Result<$crate::contract::relay::Renewal>;
+            get_presence(tenant: $crate::base::ids::TenantId, member: &str) -> $crate::base::error::Result<$crate::contract::relay::PresenceInfo>;
+            list_presence(tenant: $crate::base::ids::TenantId, cursor: Option<&$crate::contract::relay::Cursor>, limit: usize) -> $crate::base::error::Result<$crate::contract::relay::Page<$crate::contract::relay::PresenceInfo>>;
+            leave(tenant: $crate::base::ids::TenantId, member: &str) -> $crate::base::error::Result<()>;
+            begin_join(tenant: $crate::base::ids::TenantId, listing: &str, client: &str, ttl: ::std::time::Duration, idempotency_key: Option<&str>) -> $crate::base::error::Result<$crate::contract::relay::JoinTicket>;
+            bind_endpoint(tenant: $crate::base::ids::TenantId, attempt: $crate::base::ids::AttemptId, token: &$crate::base::ids::JoinToken, observed: ::std::net::SocketAddr) -> $crate::base::error::Result<$crate::contract::relay::Binding>;
+            consume(tenant: $crate::base::ids::TenantId, token: &$crate::base::ids::JoinToken) -> $crate::base::error::Result<$crate::contract::relay::Admission>;
+            cancel_join(tenant: $crate::base::ids::TenantId, attempt: $crate::base::ids::AttemptId) -> $crate::base::error::Result<()>;
+            get_lock(tenant: $crate::base::ids::TenantId, name: &str) -> $crate::base::error::Result<$crate::contract::relay::LockInfo>;
+            renew_lock(tenant: $crate::base::ids::TenantId, name: &str, fence: u64, ttl: ::std::time::Duration) -> $crate::base::error::Result<$crate::contract::relay::Renewal>;
+            release_lock(tenant: $crate::base::ids::TenantId, name: &str, fence: u64) -> $crate::base::error::Result<()>;
+            revoke_tenant(tenant: $crate::base::ids::TenantId) -> $crate::base::error::Result<()>;
+            health() -> $crate::contract::lifecycle::Health;
+            begin_drain(window: ::std::time::Duration) -> $crate::base::error::Result<::std::time::Duration>;
+            subscribe() -> $crate::base::error::Result<Self::Events>;
+            subscribe_to(collections: &[$crate::contract::events::Collection]) -> $crate::base::error::Result<Self::Events>;
+        }
+    };
+    (wake $mode:tt $engine:ident) => {
+        $crate::contract::forward::forward! { $mode $engine:
+            notify(tenant: $crate::base::ids::TenantId, channel: &str) -> $crate::base::error::Result<()>;
+            listen(tenant: $crate::base::ids::TenantId, channel: &str) -> $crate::base::error::Result<Self::Listener>;
+        }
+    };
+    (stream $mode:tt $engine:ident) => {
+        $crate::contract::forward::forward! { $mode $engine:
+            create_stream(tenant: $crate::base::ids::TenantId, name: &str, config: $crate::contract::stream::StreamConfig) -> $crate::base::error::Result<()>;
+            delete_stream(tenant: $crate::base::ids::TenantId, name: &str) -> $crate::base::error::Result<()>;
+            append(tenant: $crate::base::ids::TenantId, name: &str, payload: &[u8]) -> $crate::base::error::Result<u64>;
+            read_stream(tenant: $crate::base::ids::TenantId, name: &str, from: u64, max: usize) -> $crate::base::error::Result<$crate::contract::stream::StreamRead>;
+            trim_stream(tenant: $crate::base::ids::TenantId, name: &str, before: u64) -> $crate::base::error::Result<u64>;
+            commit(tenant: $crate::base::ids::TenantId, name: &str, consumer: &str, offset: u64) -> $crate::base::error::Result<()>;
+            stream_info(tenant: $crate::base::ids::TenantId, name: &str) -> $crate::base::error::Result<$crate::contract::stream::StreamInfo>;
+            committed(tenant: $crate::base::ids::TenantId, name: &str, consumer: &str) -> $crate::base::error::Result<Option<u64>>;
+            follow(tenant: $crate::base::ids::TenantId, name: &str, consumer: &str) -> $crate::base::error::Result<Self::Follower>;
+        }
+    };
+    (queue $mode:tt $engine:ident) => {
+        $crate::contract::forward::forward! { $mode $engine:
+            create_queue(tenant: $crate::base::ids::TenantId, name: &str, config: $crate::contract::queue::QueueConfig) -> $crate::base::error::Result<()>;
+            delete_queue(tenant: $crate::base::ids::TenantId, name: &str) -> $crate::base::error::Result<()>;
+            enqueue(tenant: $crate::base::ids::TenantId, queue: &str, payload: &[u8], options: $crate::contract::queue::JobOptions) -> $crate::base::error::Result<$crate::base::ids::JobId>;
+            claim(tenant: $crate::base::ids::TenantId, queue: &str, worker: &str, visibility: Option<::std::time::Duration>, max_jobs: usize) -> $crate::base::error::Result<Vec<$crate::contract::queue::ClaimedJob>>;
+            ack(tenant: $crate::base::ids::TenantId, queue: &str, job: $crate::base::ids::JobId, claim: $crate::contract::queue::ClaimToken) -> $crate::base::error::Result<()>;
+            fail(tenant: $crate::base::ids::TenantId, queue: &str, job: $crate::base::ids::JobId, claim: $crate::contract::queue::ClaimToken, reason: &str) -> $crate::base::error::Result<$crate::contract::queue::Failed>;
+            job(tenant: $crate::base::ids::TenantId, queue: &str, job: $crate::base::ids::JobId) -> $crate::base::error::Result<$crate::contract::queue::JobInfo>;
+            queue_info(tenant: $crate::base::ids::TenantId, queue: &str) -> $crate::base::error::Result<$crate::contract::queue::QueueInfo>;
+            dead_letters(tenant: $crate::base::ids::TenantId, queue: &str, after: Option<$crate::base::ids::JobId>, max: usize) -> $crate::base::error::Result<Vec<$crate::contract::queue::DeadLetter>>;
+            requeue_dead(tenant: $crate::base::ids::TenantId, queue: &str, job: $crate::base::ids::JobId) -> $crate::base::error::Result<()>;
+            purge_dead(tenant: $crate::base::ids::TenantId, queue: &str) -> $crate::base::error::Result<usize>;
+            outbox_put(tenant: $crate::base::ids::TenantId, topic: &str, payload: &[u8]) -> $crate::base::error::Result<$crate::base::ids::JobId>;
+            schedule(tenant: $crate::base::ids::TenantId, name: &str, spec: &str, queue: &str, payload: &[u8]) -> $crate::base::error::Result<()>;
+            unschedule(tenant: $crate::base::ids::TenantId, name: &str) -> $crate::base::error::Result<()>;
+        }
+    };
+}
+
+pub(crate) use served;

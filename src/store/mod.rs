@@ -67,10 +67,7 @@ pub use tx::{Committed, Transaction, TX_OPS_MAX};
 
 // The contract's values, for the engine's own files (`super::Health`).
 use crate::contract::lifecycle::Health;
-use crate::contract::relay::{
-    Admission, Binding, Cursor, EndpointSeen, JoinTicket, LeaseGrant, LeaseInfo, ListingInfo,
-    LockInfo, Page, PresenceInfo, Renewal,
-};
+use crate::contract::relay::{LockInfo, Renewal};
 use crate::contract::usage::Usage;
 
 use crate::base::error::{Error, Result, Scope};
