@@ -57,6 +57,47 @@ fn counters_and_gauges_move_as_operations_happen() {
     let held = |b: &str| http::sample(b, "relaystore_records", &["collection=\"leases\""]);
 
     let before = scrape();
+    // Described, and present at 0 before anything happened to them.
+    for name in [
+        "relaystore_admissions_total",
+        "relaystore_removals_total",
+        "relaystore_records",
+        "relaystore_health",
+        "relaystore_events_dropped_total",
+    ] {
+        assert!(
+            before.contains(&format!("# HELP {name} ")),
+            "{name}: {before}"
+        );
+    }
+    // A series is there at 0, not merely absent (which `sample` reads as 0).
+    let series = |b: &str, name: &str, labels: &[&str]| {
+        b.lines()
+            .find(|l| {
+                l.strip_prefix(name)
+                    .is_some_and(|rest| rest.starts_with('{'))
+                    && labels.iter().all(|want| l.contains(want))
+            })
+            .map(|l| l.rsplit_once(' ').map(|(_, v)| v.to_owned()))
+    };
+    assert_eq!(
+        series(
+            &before,
+            "relaystore_admissions_total",
+            &["collection=\"queues\""]
+        ),
+        Some(Some("0".to_owned())),
+        "a collection nothing was created in: {before}"
+    );
+    assert_eq!(
+        series(
+            &before,
+            "relaystore_removals_total",
+            &["collection=\"locks\"", "cause=\"drained\""]
+        ),
+        Some(Some("0".to_owned()))
+    );
+    assert!(series(&before, "relaystore_health", &["state=\"stopped\""]).is_some());
     let leases: Vec<_> = (0..3)
         .map(|i| store.grant(T, &format!("h{i}"), SEC * 10, None).unwrap())
         .collect();
@@ -97,13 +138,19 @@ fn counters_and_gauges_move_as_operations_happen() {
     assert_eq!(lags, 2.0, "{expired}");
     let late = http::sample(&expired, "relaystore_expiry_lag_seconds_sum", &[]);
     assert_eq!(late, 0.0);
-    assert_eq!(http::sample(&expired, "relaystore_health", &[]), 0.0);
+    let state =
+        |b: &str, s: &str| http::sample(b, "relaystore_health", &[&format!("state=\"{s}\"")]);
+    assert_eq!(
+        ["ready", "degraded", "draining", "stopped"].map(|s| state(&expired, s)),
+        [1.0, 0.0, 0.0, 0.0]
+    );
 
     store.begin_drain(SEC).unwrap();
     store.sweep();
+    let draining = scrape();
     assert_eq!(
-        http::sample(&scrape(), "relaystore_health", &[]),
-        2.0,
+        ["ready", "degraded", "draining", "stopped"].map(|s| state(&draining, s)),
+        [0.0, 0.0, 1.0, 0.0],
         "draining"
     );
     let (status, _) = http::get(addr, "/ready").unwrap();

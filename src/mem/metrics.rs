@@ -15,7 +15,12 @@
 //! | `relaystore_events_dropped_total` | counter | | events dropped for a lagging subscriber |
 //! | `relaystore_subscribers` | gauge | | event subscriptions held; set with `relaystore_records` |
 //! | `relaystore_subscriber_backlog` | gauge | | the most events buffered for one subscriber (the slowest reader's lag, in events); set with `relaystore_records` |
-//! | `relaystore_health` | gauge | | 0 ready, 1 degraded, 2 draining, 3 stopped; set by the sweep when it changes, and once a second |
+//! | `relaystore_health` | gauge | `state` | 1 for the store's state (`ready`, `degraded`, `draining`, `stopped`), 0 for the others; set by the sweep when it changes, and once a second |
+//!
+//! Every metric is described (`# HELP`, with its unit) when a store is
+//! built, and every counter and gauge series exists from then on (at 0
+//! until first set; the gauges are set by the first sweep, the histograms
+//! appear with their first sample).
 //!
 //! `scope` is the kind of limit (`collection`, `tenant`, `parent`,
 //! `tenants`, `queue_jobs`, ...); `collection` is the collection it bounds,
@@ -195,7 +200,88 @@ mod on {
     }
 
     pub(crate) fn health(state: u8) {
-        metrics::gauge!("relaystore_health").set(f64::from(state));
+        for (i, name) in HEALTH_STATES.iter().enumerate() {
+            let on = usize::from(state) == i;
+            metrics::gauge!("relaystore_health", "state" => *name).set(if on { 1.0 } else { 0.0 });
+        }
+    }
+
+    /// The `state` label of `relaystore_health`, by the state's number.
+    const HEALTH_STATES: [&str; 4] = ["ready", "degraded", "draining", "stopped"];
+
+    /// Describes every metric to the installed recorder (its help text and
+    /// unit: Prometheus's `# HELP`) and makes every counter and gauge
+    /// series exist at 0, so a dashboard sees them before the first event.
+    pub(crate) fn announce() {
+        use metrics::{describe_counter, describe_gauge, describe_histogram, Unit};
+        describe_counter!(
+            "relaystore_admissions_total",
+            Unit::Count,
+            "Records created, by collection."
+        );
+        describe_counter!("relaystore_refusals_total", Unit::Count, "Creations refused at a limit (CapacityExceeded), by the kind of limit and the collection it bounds.");
+        describe_counter!(
+            "relaystore_removals_total",
+            Unit::Count,
+            "Records removed, by collection and cause."
+        );
+        describe_gauge!(
+            "relaystore_records",
+            Unit::Count,
+            "Records held, by collection (set by the sweep at most once a second)."
+        );
+        describe_histogram!(
+            "relaystore_sweep_duration_seconds",
+            Unit::Seconds,
+            "Time each sweep took."
+        );
+        describe_histogram!(
+            "relaystore_sweep_removed",
+            Unit::Count,
+            "Records each sweep removed."
+        );
+        describe_histogram!(
+            "relaystore_expiry_lag_seconds",
+            Unit::Seconds,
+            "Per expired record, from its deadline to its removal."
+        );
+        describe_counter!(
+            "relaystore_events_dropped_total",
+            Unit::Count,
+            "Removal events dropped for a subscriber that fell behind."
+        );
+        describe_gauge!(
+            "relaystore_subscribers",
+            Unit::Count,
+            "Event subscriptions held."
+        );
+        describe_gauge!(
+            "relaystore_subscriber_backlog",
+            Unit::Count,
+            "The most events buffered for one subscriber: the slowest reader's lag."
+        );
+        describe_gauge!(
+            "relaystore_health",
+            Unit::Count,
+            "1 for the store's state (ready, degraded, draining, stopped), 0 for the others."
+        );
+        for c in Collection::ALL {
+            metrics::with_recorder(|r| r.register_counter(&keys().admissions[c as usize], &META))
+                .increment(0);
+            // Registered, not set: another store of the process may have
+            // set it already.
+            metrics::with_recorder(|r| r.register_gauge(&keys().records[c as usize], &META))
+                .increment(0.0);
+        }
+        for k in &keys().removals {
+            metrics::with_recorder(|r| r.register_counter(k, &META)).increment(0);
+        }
+        metrics::counter!("relaystore_events_dropped_total").increment(0);
+        metrics::gauge!("relaystore_subscribers").increment(0.0);
+        metrics::gauge!("relaystore_subscriber_backlog").increment(0.0);
+        for name in HEALTH_STATES {
+            metrics::gauge!("relaystore_health", "state" => name).increment(0.0);
+        }
     }
 
     pub(crate) fn subscribers(held: usize, backlog: usize) {
@@ -217,6 +303,7 @@ mod on {
     pub(crate) fn events_dropped(_: u64) {}
     pub(crate) fn expiry_lag(_: Duration) {}
     pub(crate) fn health(_: u8) {}
+    pub(crate) fn announce() {}
     pub(crate) fn subscribers(_: usize, _: usize) {}
 
     // Keep the label helpers compiled (and checked) without the feature.

@@ -305,6 +305,7 @@ impl Store {
             clock,
             config,
         };
+        crate::mem::metrics::announce();
         tracing::info!(
             incarnation = format_args!("{:016x}", shared.incarnation),
             fence_floor = shared.fence_floor,
