@@ -10,8 +10,9 @@
 //! (e.g. one installed with the `signal-hook` crate or `tokio::signal`). On
 //! the signal the relay starts a drain: the probe turns 503 so the load
 //! balancer stops sending new sessions, existing sessions keep renewing and
-//! consuming, and at the deadline everything left is revoked and the process
-//! exits.
+//! consuming, and at the deadline the store stops, the expiry driver revokes
+//! everything left, and the process exits once `blocking_drained` says so
+//! (an async relay awaits `drained()`).
 
 use relaystore::{Error, Health, Store, StoreConfig, TenantId};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -89,7 +90,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         match store.renew(GAME, lease.id, Duration::from_secs(5)) {
             Ok(_) => {}
-            Err(Error::Revoked) => println!("{} lease revoked by the drain", t()),
+            Err(e @ Error::ServiceUnavailable { .. }) => {
+                println!("{} renew refused: the drain window ended -> {e}", t())
+            }
             Err(e) => println!("{} renew -> {e:?}", t()),
         }
         let (code, body) = readiness(&store);
@@ -100,6 +103,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             break;
         }
     }
-    println!("{} stopped; stats {:?}", t(), store.stats());
+    // The expiry driver revokes what remained; wait for it before exiting.
+    let drained = store.blocking_drained(Duration::from_secs(5));
+    println!(
+        "{} drained: {drained}; stats {:?}; the host's lease -> {:?}",
+        t(),
+        store.stats(),
+        store.get_lease(GAME, lease.id).map(drop)
+    );
     Ok(())
 }

@@ -355,7 +355,8 @@ fn fill_vs_visit(fault: StoreFault) {
 /// A grant racing the end of a drain, in a tenant that holds nothing yet:
 /// the drain finds the new lease in its one pass over the lease slab, or
 /// the grant sees the store stopped and takes its lease back. Either way
-/// no lease outlives the drain.
+/// no lease outlives the drain. (The stop is `begin_drain`'s; the pass is
+/// the sweep's, racing the grant too.)
 fn grant_vs_drain(fault: StoreFault) {
     common::explore(&name(fault, "grant_vs_drain"), move || {
         store_fault(fault);
@@ -365,6 +366,7 @@ fn grant_vs_drain(fault: StoreFault) {
             thread::spawn(move || store.grant(T, "host", MINUTE, None))
         };
         store.begin_drain(Duration::ZERO).unwrap();
+        store.sweep();
         let granted = granter.join().unwrap();
         assert_eq!(store.health(), Health::Stopped);
         assert_eq!(

@@ -75,6 +75,34 @@ fn poll_vs_notify(fault: StoreFault) {
     });
 }
 
+/// A wait for the drain's end polled once while another thread stops the
+/// store and sweeps (which ends the drain and opens the latch): either the
+/// poll sees it ended, or the opening finds the registered waker.
+fn poll_vs_drain_end(fault: StoreFault) {
+    common::explore(&name(fault, "poll_vs_drain_end"), move || {
+        store_fault(fault);
+        let store = store();
+        let ender = {
+            let store = store.clone();
+            thread::spawn(move || {
+                store.begin_drain(std::time::Duration::ZERO).unwrap();
+                store.sweep();
+            })
+        };
+        let flag = Arc::new(Flag(AtomicBool::new(false)));
+        let waker = Waker::from(Arc::clone(&flag));
+        let mut future = pin!(store.drained());
+        let polled = future.as_mut().poll(&mut Context::from_waker(&waker));
+        ender.join().unwrap();
+        if polled.is_pending() {
+            assert!(
+                flag.0.load(Ordering::SeqCst),
+                "the drain's end was lost: the future is pending and was never woken"
+            );
+        }
+    });
+}
+
 /// A receiver blocking in `recv` while another thread notifies: the
 /// receiver returns the wake whichever comes first. The notify signals the
 /// condition variable after giving up the listener's lock, which is safe
@@ -187,6 +215,17 @@ fn notify_racing_an_async_wait_is_never_lost() {
 #[should_panic]
 fn broken_twin_waker_registered_after_unlock_loses_the_wake() {
     poll_vs_notify(StoreFault::WakerAfterUnlock);
+}
+
+#[test]
+fn the_end_of_a_drain_racing_an_async_wait_is_never_lost() {
+    poll_vs_drain_end(StoreFault::None);
+}
+
+#[test]
+#[should_panic(expected = "the drain's end was lost")]
+fn broken_twin_drain_waker_registered_after_unlock_loses_the_end() {
+    poll_vs_drain_end(StoreFault::WakerAfterUnlock);
 }
 
 #[test]

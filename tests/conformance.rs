@@ -119,6 +119,7 @@ impl RelayEngine for Broken {
         revoke_tenant(tenant: TenantId) -> Result<()>;
         health() -> Health;
         begin_drain(window: Duration) -> Result<Duration>;
+        drained() -> ();
         subscribe() -> Result<Subscription>;
         subscribe_to(collections: &[Collection]) -> Result<Subscription>;
     }

@@ -17,6 +17,10 @@ use std::time::Duration;
 /// that a drain ends (leases and everything under them, presence).
 fn assert_nothing_left(s: &Store, op: &str, round: usize) {
     assert_eq!(s.health(), Health::Stopped);
+    // The sweep ends the drain: the stop itself revoked nothing.
+    assert!(!s.blocking_drained(Duration::ZERO));
+    s.sweep();
+    assert!(s.blocking_drained(Duration::ZERO));
     let st = s.stats();
     let left = (st.leases, st.listings, st.presence, st.attempts_pending);
     assert_eq!(

@@ -219,7 +219,8 @@ fn drain_refuses_new_work_keeps_existing_work_and_stops_at_the_deadline() {
     assert_eq!(s.health(), Health::Stopped);
     let st = s.stats();
     assert_eq!((st.leases, st.listings, st.attempts_pending), (0, 0, 0));
-    assert_eq!(s.renew(A, g.id, SEC), Err(Error::Revoked));
+    assert_eq!(s.get_lease(A, g.id).map(drop), Err(Error::Revoked));
+    assert_eq!(s.renew(A, g.id, SEC), Err(Error::STOPPED));
     assert_eq!(s.grant(A, "x", SEC, None), Err(Error::STOPPED));
     assert_eq!(s.consume(A, &t2.token), Err(Error::STOPPED));
     assert_eq!(s.begin_drain(SEC), Err(Error::STOPPED));
@@ -235,18 +236,56 @@ fn drain_refuses_new_work_keeps_existing_work_and_stops_at_the_deadline() {
 }
 
 #[test]
-fn a_drain_completes_at_its_deadline_even_without_the_driver() {
+fn a_drain_stops_the_store_at_its_deadline_and_the_next_sweep_revokes_what_remains() {
     let (clock, s) = store();
-    s.grant(A, "host", SEC * 600, None).unwrap();
+    let g = s.grant(A, "host", SEC * 600, None).unwrap();
     let remaining = s.begin_drain(SEC).unwrap();
     clock.advance(remaining);
-    // No sweep: the readiness probe itself finishes the drain.
+    // No sweep: the readiness probe stops the store and revokes nothing.
     assert_eq!(s.health(), Health::Stopped);
+    assert_eq!(s.renew(A, g.id, SEC), Err(Error::STOPPED));
+    assert_eq!(s.stats().leases, 1, "a caller did the drain's work");
+    assert!(!s.blocking_drained(Duration::ZERO));
+    assert_eq!(s.sweep(), 1);
     assert_eq!(s.stats().leases, 0);
+    assert!(s.blocking_drained(Duration::ZERO));
+    assert_eq!(s.get_lease(A, g.id).map(drop), Err(Error::Revoked));
     let (_c2, s2) = store();
     s2.grant(A, "host", SEC * 600, None).unwrap();
     s2.begin_drain(Duration::ZERO).unwrap();
-    assert_eq!(s2.health(), Health::Stopped, "a zero window drains at once");
+    assert_eq!(s2.health(), Health::Stopped, "a zero window stops at once");
+    s2.sweep();
+    assert!(s2.blocking_drained(Duration::ZERO));
+}
+
+#[test]
+fn a_drain_ends_on_the_builders_driver_and_wakes_every_waiter() {
+    let s = Store::builder()
+        .expiry_tick(Duration::from_millis(2))
+        .build()
+        .unwrap();
+    for i in 0..600 {
+        s.grant(A, &format!("h{i}"), SEC * 600, None).unwrap();
+    }
+    s.heartbeat(A, "m", SEC * 600, None, None).unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    std::thread::scope(|scope| {
+        let blocked = scope.spawn(|| s.blocking_drained(Duration::from_secs(30)));
+        s.begin_drain(Duration::from_millis(20)).unwrap();
+        runtime.block_on(async {
+            tokio::time::timeout(Duration::from_secs(30), s.drained())
+                .await
+                .expect("the drain ended on the driver")
+        });
+        assert!(blocked.join().unwrap());
+    });
+    // More leases than one batch, and the presence record: all gone.
+    let st = s.stats();
+    assert_eq!((st.leases, st.presence), (0, 0));
+    assert_eq!(s.health(), Health::Stopped);
 }
 
 #[test]

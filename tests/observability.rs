@@ -163,7 +163,8 @@ fn lifecycle_and_revocations_are_traced() {
         "{lines:#?}"
     );
     assert!(has("SPAN relaystore_drain_end"), "{lines:#?}");
-    assert!(has("drained and stopped"), "{lines:#?}");
+    assert!(has("relaystore stopped"), "{lines:#?}");
+    assert!(has("relaystore drained removed=0"), "{lines:#?}");
 }
 
 #[test]

@@ -46,6 +46,7 @@ use relaystore::time::ManualClock;
 use relaystore::wake::Listener;
 use relaystore::{
     Error, JobId, JoinTicket, LeaseId, Scope, Store, StoreConfig, TenantId, TenantQuota,
+    Unavailable,
 };
 use std::collections::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};
@@ -289,9 +290,14 @@ impl Sim {
                     let r = s.revoke(t, id);
                     if r.is_ok() {
                         // I6: every descendant is closed the moment it returns.
+                        // (A stopped store refuses the renewal outright.)
                         assert!(matches!(
                             s.renew(t, id, MS * 100),
-                            Err(Error::Revoked | Error::NotFound)
+                            Err(Error::Revoked
+                                | Error::NotFound
+                                | Error::ServiceUnavailable {
+                                    reason: Unavailable::Stopped
+                                })
                         ));
                         for (lt, key, lease) in &self.listings {
                             if *lt == t && *lease == id {

@@ -89,8 +89,9 @@ pub enum StoreFault {
     /// A creation holds a unit of its table's store-wide ceiling while its
     /// narrow scopes (parent cap, tenant quota) are decided.
     SharedScopeFirst,
-    /// A listener's future registers its waker after giving up the lock it
-    /// looked for a pending wake under.
+    /// A listener's future (or a wait for the drain's end) registers its
+    /// waker after giving up the lock it looked for a pending wake (or the
+    /// open latch) under.
     WakerAfterUnlock,
     /// The listen that creates a channel overwrites one another listen
     /// created meanwhile.

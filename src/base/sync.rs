@@ -314,6 +314,9 @@ pub(crate) enum Rung {
     /// A word snapshot's writers' turn (a leaf: held while one writer
     /// stores the words).
     SnapshotWriter = 12,
+    /// A one-shot latch's state (a leaf: its open flag and its waiters'
+    /// wakers).
+    Latch = 13,
 }
 
 /// Lets another thread run while this one waits for a short-lived state
@@ -528,10 +531,11 @@ mod lock_table {
             Rung::Queue => "Queue",
             Rung::SlabFree => "SlabFree",
             Rung::SnapshotWriter => "SnapshotWriter",
+            Rung::Latch => "Latch",
         }
     }
 
-    const RUNGS: [Rung; 12] = [
+    const RUNGS: [Rung; 13] = [
         Rung::Gate,
         Rung::TenantIndex,
         Rung::Schedule,
@@ -544,6 +548,7 @@ mod lock_table {
         Rung::Queue,
         Rung::SlabFree,
         Rung::SnapshotWriter,
+        Rung::Latch,
     ];
 
     /// `docs/ARCHITECTURE.md` states the hierarchy as a table of

@@ -8,7 +8,10 @@ use crate::base::ids::TenantId;
 use crate::contract::engine::{Events, RelayEngine};
 use crate::contract::events::{Cause, Collection, Received};
 use crate::contract::lifecycle::Health;
+use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
+use std::task::{Context, Waker};
 
 const T: TenantId = TenantId(1);
 const OTHER: TenantId = TenantId(2);
@@ -170,6 +173,13 @@ pub(super) async fn events<H: Harness>(h: &H) -> Outcome {
     Ok(())
 }
 
+/// Whether a future has finished at its first poll.
+fn done_now<F: Future>(future: Pin<&mut F>) -> bool {
+    future
+        .poll(&mut Context::from_waker(Waker::noop()))
+        .is_ready()
+}
+
 pub(super) async fn drain<H: Harness>(h: &H) -> Outcome {
     let u = h.unit();
     let e = h.engine(config(u)).await?;
@@ -185,8 +195,11 @@ pub(super) async fn drain<H: Harness>(h: &H) -> Outcome {
         "a drain window over drain_window_max"
     );
     ensure_eq!(e.health().await, Health::Ready, "after a refused drain");
+    let mut drained = std::pin::pin!(e.drained());
+    ensure!(!done_now(drained.as_mut()), "drained before any drain");
     let remaining = e.begin_drain(u * 10).await?;
     ensure_eq!(remaining, u * 10, "the drain window");
+    ensure!(!done_now(drained.as_mut()), "drained while draining");
     ensure!(
         matches!(e.health().await, Health::Draining { remaining } if remaining <= u * 10),
         "draining"
@@ -205,6 +218,14 @@ pub(super) async fn drain<H: Harness>(h: &H) -> Outcome {
     e.bind_endpoint(T, t.attempt, &t.token, addr(1)).await?;
     e.consume(T, &t.token).await?;
     h.advance(u * 11).await;
+    ensure!(
+        done_now(drained.as_mut()),
+        "a wait for the drain's end, after the window and a sweep"
+    );
+    ensure!(
+        done_now(std::pin::pin!(e.drained())),
+        "a new wait once drained"
+    );
     ensure_eq!(e.health().await, Health::Stopped, "after the window");
     ensure_eq!(
         e.grant(T, "x", u, None).await.map(drop),

@@ -327,6 +327,13 @@ pub trait RelayEngine: Clone + Send + Sync + 'static {
     /// serving the state).
     fn begin_drain(&self, window: Duration) -> impl Future<Output = Result<Duration>> + Send;
 
+    /// Resolves once the drain has ended ([`Store::drained`](crate::Store::drained)):
+    /// for the in-memory store, when the window has passed and what
+    /// remained is revoked; for an engine whose state is shared, when this
+    /// handle has stopped. Pending until then, also before any drain
+    /// begins.
+    fn drained(&self) -> impl Future<Output = ()> + Send;
+
     // ----- removal events -----
 
     /// A new subscription to every removal event.

@@ -46,7 +46,9 @@ pub enum Health {
         /// revoked.
         remaining: Duration,
     },
-    /// Drained: new work and authorizations are refused with
-    /// `ServiceUnavailable`.
+    /// The drain window has passed: new work, authorizations and
+    /// renewals are refused with `ServiceUnavailable` (removals still
+    /// answer). The in-memory store's next sweep revokes what remains;
+    /// the engine's `drained` resolves when that is done.
     Stopped,
 }

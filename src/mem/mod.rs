@@ -9,6 +9,7 @@
 pub(crate) mod driver;
 pub mod events;
 pub(crate) mod gate;
+pub(crate) mod latch;
 pub(crate) mod metrics;
 pub(crate) mod named;
 #[cfg(feature = "internals")]

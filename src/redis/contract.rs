@@ -23,6 +23,7 @@ impl RelayEngine for RedisEngine {
 
     forward! { async RedisEngine:
         try_lock(tenant: TenantId, name: &str, owner: &str, ttl: Duration, lease: Option<LeaseId>) -> Result<Option<LockInfo>>;
+        drained() -> ();
     }
 }
 

@@ -23,6 +23,8 @@ const READY: u64 = u64::MAX;
 pub(super) struct Drain {
     opened: Instant,
     deadline_ms: AtomicU64,
+    /// Told when the drain begins, for the waits on its end.
+    began: tokio::sync::Notify,
 }
 
 /// Where the handle is in its lifecycle at one instant.
@@ -38,6 +40,7 @@ impl Drain {
         Drain {
             opened: Instant::now(),
             deadline_ms: AtomicU64::new(READY),
+            began: tokio::sync::Notify::new(),
         }
     }
 
@@ -66,6 +69,9 @@ impl Drain {
             .deadline_ms
             .compare_exchange(READY, deadline, Ordering::AcqRel, Ordering::Acquire)
             .is_ok();
+        if began {
+            self.began.notify_waiters();
+        }
         (began, self.phase())
     }
 }
@@ -100,6 +106,22 @@ impl RedisEngine {
         match phase {
             Phase::Draining(left) => Ok(left),
             Phase::Ready | Phase::Stopped => Ok(Duration::ZERO),
+        }
+    }
+
+    /// Resolves once this handle has stopped: its drain window passed.
+    /// Pending until then, also before any drain begins. Nothing is
+    /// revoked (see [`begin_drain`](Self::begin_drain)). Cancel-safe.
+    pub async fn drained(&self) {
+        loop {
+            // Made before the look, so a drain that begins in between
+            // still wakes it.
+            let began = self.inner.drain.began.notified();
+            match self.inner.drain.phase() {
+                Phase::Stopped => return,
+                Phase::Draining(left) => tokio::time::sleep(left).await,
+                Phase::Ready => began.await,
+            }
         }
     }
 

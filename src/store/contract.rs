@@ -29,6 +29,11 @@ impl RelayEngine for Store {
 
     served!(relay ready Store);
 
+    // Waiting for the end of a drain is the one wait of this trait.
+    forward! { async Store:
+        drained() -> ();
+    }
+
     // A lock taken here is handed back as its description, not a guard.
     fn try_lock(
         &self,

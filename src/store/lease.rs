@@ -194,6 +194,9 @@ impl Store {
         expected: Option<u64>,
     ) -> Result<Renewal> {
         let seq = self.lease_seq(id)?;
+        // A stopped store keeps nothing alive, also before its sweep
+        // revoked what remains.
+        self.refuse_if_stopped()?;
         let now = self.shared.clock.now();
         let deadline = self.deadline(now, ttl)?;
         let guard = |r: &Record<Lease>| {
@@ -303,6 +306,7 @@ impl Store {
         addr: SocketAddr,
     ) -> Result<()> {
         let seq = self.lease_seq(lease)?;
+        self.refuse_if_stopped()?;
         let now = self.shared.clock.now();
         let cap = self.shared.config.endpoints_per_lease_max;
         let owned = |l: &Lease| l.owner.is_of(tenant);

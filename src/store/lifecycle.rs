@@ -1,11 +1,16 @@
 //! Lifecycle: health, drain, and the fail-closed admission checks.
 //!
 //! A store is `Ready`, then (after [`Store::begin_drain`]) `Draining` until
-//! its drain deadline, then `Stopped`. The transition to `Stopped` happens at
-//! the first sweep, health probe or admission check at or past the deadline,
-//! so with the driver running a drain ends within its window plus one tick,
-//! whatever callers do. Exactly one caller wins the transition and revokes
-//! every remaining lease (cause `Drained`).
+//! its drain deadline, then `Stopped`. The first call at or past the
+//! deadline (a sweep, a health probe, an admission check) stops the store:
+//! from then on every call that changes state is refused, and that call
+//! does no more than flip the state. The revocations that end the drain
+//! (every remaining lease and presence record, cause `Drained`) are the
+//! sweeps' work: the expiry driver's, or the caller's own sweeps on a store
+//! without one. One sweep at a time carries them out, `DRAIN_BATCH` leases
+//! per entry into the commit gate, and then opens [`Store::drained`]. So
+//! with the driver running a drain ends within its window plus one tick,
+//! whatever callers do, and no caller waits on it.
 
 use super::tenant::any;
 use super::Store;
@@ -19,13 +24,23 @@ use std::time::Duration;
 
 pub(super) const READY: u64 = 0;
 pub(super) const DRAINING: u64 = 1;
-pub(super) const STOPPED: u64 = 2;
+/// Past the deadline: every change is refused, and a sweep revokes what
+/// remains.
+pub(super) const ENDING: u64 = 2;
+/// Drained: nothing remains.
+pub(super) const STOPPED: u64 = 3;
+
+/// Leases the end of a drain revokes per entry into the commit gate (so a
+/// commit waits for one batch at most), and presence records likewise.
+const DRAIN_BATCH: usize = 256;
 
 impl Store {
-    /// The store's readiness. Also completes a drain whose deadline passed.
+    /// The store's readiness. Also stops a store whose drain deadline
+    /// passed (`Stopped` from then on, while the sweeps revoke what
+    /// remains; [`drained`](Self::drained) says when they are done).
     pub fn health(&self) -> Health {
         let now = self.shared.clock.now();
-        self.finish_drain_if_due(now);
+        self.stop_if_due(now);
         match self.shared.state.load(Ordering::Acquire) {
             READY if self.driver_stalled(now) => Health::Degraded {
                 reason: DegradedReason::DriverStalled,
@@ -44,10 +59,14 @@ impl Store {
     /// Starts draining: from now on new grants, publishes, joins, presence
     /// records and locks are refused with [`Error::Draining`], while renew,
     /// release, bind and consume of existing records keep working. At
-    /// `now + window` every remaining lease (and everything attached) is
-    /// revoked with cause `Drained` and the store stops. Calling it again
-    /// while draining keeps the earlier deadline. Returns the time left
-    /// before the drain ends.
+    /// `now + window` the store stops: every call that changes state is
+    /// refused with `ServiceUnavailable`, and the next sweep (the expiry
+    /// driver's, or one the caller runs on a store without a driver)
+    /// revokes every remaining lease (and everything attached) and
+    /// presence record with cause `Drained`; then
+    /// [`drained`](Self::drained) resolves. Calling it again while
+    /// draining keeps the earlier deadline. Returns the time left before
+    /// the drain ends.
     ///
     /// A `window` longer than `drain_window_max` is
     /// [`Error::InvalidArgument`] and changes nothing.
@@ -74,7 +93,7 @@ impl Store {
             Err(STOPPED) => return Err(Error::STOPPED),
             Err(_) => {}
         }
-        self.finish_drain_if_due(now);
+        self.stop_if_due(now);
         Ok(
             MonoTime::from_millis(self.shared.drain_deadline_ms.load(Ordering::Acquire))
                 .saturating_since(now),
@@ -84,7 +103,7 @@ impl Store {
     /// Admission for new work (grants, publishes, joins, new presence and
     /// locks): `Draining` while draining, `ServiceUnavailable` once stopped.
     pub(super) fn admit_new(&self, now: MonoTime) -> Result<()> {
-        self.finish_drain_if_due(now);
+        self.stop_if_due(now);
         match self.shared.state.load(Ordering::Acquire) {
             READY => Ok(()),
             DRAINING => Err(Error::Draining),
@@ -98,8 +117,8 @@ impl Store {
     /// `driver_stall_max` (so expiry, and with it the token's validity,
     /// cannot be guaranteed).
     pub(super) fn authorize(&self, now: MonoTime) -> Result<()> {
-        self.finish_drain_if_due(now);
-        if self.shared.state.load(Ordering::Acquire) == STOPPED {
+        self.stop_if_due(now);
+        if self.is_stopped() {
             return Err(Error::STOPPED);
         }
         if self.driver_stalled(now) {
@@ -121,12 +140,46 @@ impl Store {
         stalled
     }
 
+    /// Whether the store has stopped: past its drain deadline, whether or
+    /// not the revocations that end the drain are done.
     pub(super) fn is_stopped(&self) -> bool {
-        self.shared.state.load(Ordering::Acquire) == STOPPED
+        self.shared.state.load(Ordering::Acquire) >= ENDING
     }
 
-    /// Ends the drain if its deadline has passed. One caller wins.
-    pub(super) fn finish_drain_if_due(&self, now: MonoTime) {
+    /// Resolves once the store has drained: its drain window passed and
+    /// the sweep that ends it revoked every remaining record. Pending
+    /// until then (also before any drain begins). With the builder's
+    /// expiry driver that is within the window plus one tick; a store
+    /// without a driver drains at the first sweep its owner runs after the
+    /// window. Cancel-safe; any number of tasks may wait.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), relaystore::Error> {
+    /// use std::time::Duration;
+    /// let store = relaystore::Store::builder().expiry_tick(Duration::from_millis(5)).build()?;
+    /// store.begin_drain(Duration::from_millis(20))?;
+    /// store.drained().await;
+    /// assert_eq!(store.health(), relaystore::Health::Stopped);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn drained(&self) -> impl std::future::Future<Output = ()> + Send + '_ {
+        self.shared.drained.wait()
+    }
+
+    /// [`drained`](Self::drained), blocking the calling thread for at most
+    /// `timeout`; whether the store drained. Never call it on an async
+    /// runtime's worker thread.
+    #[cfg(feature = "native")]
+    pub fn blocking_drained(&self, timeout: Duration) -> bool {
+        self.shared.drained.blocking_wait(Some(timeout))
+    }
+
+    /// Stops the store if its drain deadline has passed: one atomic
+    /// exchange, which one caller wins, and that caller closes the wake
+    /// channels. The revocations are a sweep's.
+    pub(super) fn stop_if_due(&self, now: MonoTime) {
         if self.shared.state.load(Ordering::Acquire) != DRAINING
             || now.as_millis() < self.shared.drain_deadline_ms.load(Ordering::Acquire)
         {
@@ -135,15 +188,42 @@ impl Store {
         if self
             .shared
             .state
-            .compare_exchange(DRAINING, STOPPED, Ordering::AcqRel, Ordering::Acquire)
-            .is_err()
+            .compare_exchange(DRAINING, ENDING, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
         {
-            return;
+            // Nothing more will come to a waiter: notifies are refused from
+            // now on. One pass over the listeners, bounded by
+            // `listeners_max`.
+            self.shared.wakes.close();
+            tracing::info!(
+                "relaystore stopped: its drain window ended; the sweep revokes what remains"
+            );
         }
-        // The drain's removals are mutations like any other: no commit
-        // runs meanwhile.
-        let _in = self.enter();
-        let span = tracing::info_span!("relaystore_drain_end", tenants = tracing::field::Empty);
+    }
+
+    /// A sweep's part in a drain: once the store has stopped, revokes every
+    /// remaining lease (with everything attached) and presence record with
+    /// cause `Drained`, in tenant order and `DRAIN_BATCH` records per entry
+    /// into the commit gate, and opens
+    /// [`drained`](Self::drained). Returns how many leases and presence
+    /// records it removed. One sweep at a time does it; another finds the
+    /// work taken and goes on with its own.
+    pub(super) fn end_drain(&self, now: MonoTime) -> usize {
+        self.stop_if_due(now);
+        if self.shared.state.load(Ordering::Acquire) != ENDING
+            || self
+                .shared
+                .ending
+                .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+                .is_err()
+        {
+            return 0;
+        }
+        let span = tracing::info_span!(
+            "relaystore_drain_end",
+            tenants = tracing::field::Empty,
+            removed = tracing::field::Empty
+        );
         let _entered = span.enter();
         let mut tenants = Vec::new();
         self.shared
@@ -153,12 +233,26 @@ impl Store {
         // In tenant order, not hash order, so a drain is deterministic.
         tenants.sort_unstable_by_key(|(id, _)| *id);
         let mut leases = self.leases_by_tenant(None);
+        let mut removed = 0;
         for (tenant, t) in tenants {
             let its = leases.remove(&tenant).unwrap_or_default();
-            self.end_tenant_records(tenant, &t.tenant, its, any, Cause::Drained, now);
+            for batch in its.chunks(DRAIN_BATCH) {
+                // The drain's removals are mutations like any other: no
+                // commit runs meanwhile.
+                let _in = self.enter();
+                removed += self.end_leases(tenant, batch, any, Cause::Drained, now);
+            }
+            let members = self.members_of(&t.tenant);
+            for batch in members.chunks(DRAIN_BATCH) {
+                let _in = self.enter();
+                removed += self.end_members(tenant, batch, any, Cause::Drained, now);
+            }
         }
-        self.shared.wakes.close();
-        tracing::info!("relaystore drained and stopped");
+        span.record("removed", removed);
+        self.shared.state.store(STOPPED, Ordering::Release);
+        self.shared.drained.open();
+        tracing::info!(removed, "relaystore drained");
+        removed
     }
 
     /// An order-independent digest of every record held: collection, key,

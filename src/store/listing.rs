@@ -242,6 +242,7 @@ impl Store {
     ) -> Result<u64> {
         let nkey = (tenant, self.key_name(key)?);
         let attrs = self.attrs(attrs)?;
+        self.refuse_if_stopped()?;
         let _in = self.enter();
         self.update_listing_at(&nkey, expected_version, attrs, self.shared.clock.now())
     }

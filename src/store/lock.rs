@@ -326,6 +326,7 @@ impl Store {
         self.check_name(name)?;
         let key: &dyn Name = &(tenant, name);
         let fence = self.fence_of_this_incarnation(fence)?;
+        self.refuse_if_stopped()?;
         let now = self.shared.clock.now();
         let deadline = self.deadline(now, ttl)?;
         // A lock attached to a lease that is no longer visible is gone.

@@ -73,7 +73,7 @@ use crate::contract::usage::Usage;
 use crate::base::error::{Error, Result, Scope};
 use crate::base::ids::{AttemptId, LeaseId, TenantId};
 use crate::base::secrets::random_bytes;
-use crate::base::sync::{Arc, AtomicU64, Ordering, Snapshot};
+use crate::base::sync::{Arc, AtomicBool, AtomicU64, Ordering, Snapshot};
 use crate::base::time::{Clock, MonoTime};
 use crate::base::words::LimitSnapshot;
 use crate::contract::config::{Limits, QuotaPolicy, StoreConfig, UniformQuota};
@@ -87,6 +87,7 @@ use crate::coord::schedule::ScheduleHub;
 use crate::coord::stream::StreamHub;
 use crate::mem::events::{EventHub, Subscription};
 use crate::mem::gate::{Gate, Inside};
+use crate::mem::latch::Latch;
 use crate::mem::quota::Counter;
 use crate::mem::record::{Record, Stamp, Versions};
 use crate::mem::shard::ShardMap;
@@ -224,6 +225,10 @@ pub(crate) struct Shared {
     config_now: Snapshot<StoreConfig>,
     state: AtomicU64,
     drain_deadline_ms: AtomicU64,
+    /// Opens when a drain has ended and its revocations are done.
+    drained: Latch,
+    /// Held by the sweep that carries out the end of a drain, so one does.
+    ending: AtomicBool,
     /// What the store reports through `tracing`.
     observe: observe::Observe,
     /// The stop signal of the background expiry driver the builder
@@ -299,6 +304,8 @@ impl Store {
             config_now: Snapshot::new(config.clone()),
             state: AtomicU64::new(lifecycle::READY),
             drain_deadline_ms: AtomicU64::new(u64::MAX),
+            drained: Latch::new(),
+            ending: AtomicBool::new(false),
             observe: observe::Observe::new(),
             #[cfg(feature = "native")]
             driver: std::sync::Mutex::new(None),
@@ -375,8 +382,14 @@ impl Store {
 
     /// Physically removes everything that has expired by the store's clock
     /// and cascades removals to children. Returns how many records left.
+    ///
+    /// A sweep also carries out the end of a drain whose window has
+    /// passed: it revokes every remaining lease and presence record (cause
+    /// `Drained`), a batch at a time, and then opens
+    /// [`drained`](Self::drained).
     pub fn sweep(&self) -> usize {
-        self.sweep_at(self.shared.clock.now())
+        let now = self.shared.clock.now();
+        self.end_drain(now) + self.sweep_at(now)
     }
 
     fn sweep_at(&self, now: MonoTime) -> usize {
@@ -400,7 +413,6 @@ impl Store {
     }
 
     fn sweep_steps(&self, now: MonoTime) -> usize {
-        self.finish_drain_if_due(now);
         // Parents first, so their children go with them as `Cascaded`.
         let mut n = self.sweep_kind::<Lease>(now)
             + self.sweep_kind::<Presence>(now)
@@ -556,7 +568,7 @@ impl Store {
 
     /// Refuses with `ServiceUnavailable` once the store has stopped.
     fn refuse_if_stopped(&self) -> Result<()> {
-        if self.shared.state.load(Ordering::Acquire) == lifecycle::STOPPED {
+        if self.is_stopped() {
             Err(Error::STOPPED)
         } else {
             Ok(())

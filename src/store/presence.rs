@@ -87,6 +87,7 @@ impl Store {
         self.check_name(member)?;
         let attrs = attrs.map(|a| self.attrs(a)).transpose()?;
         let lease = lease.map(|l| self.lease_seq(l)).transpose()?;
+        self.refuse_if_stopped()?;
         let now = self.shared.clock.now();
         let deadline = self.deadline(now, ttl)?;
         if let Some(seq) = lease {

@@ -469,8 +469,8 @@ impl Store {
 
     /// Removes `leases` (tombstoned first, with everything attached) and
     /// the tenant's indexed presence records where `approve` accepts them,
-    /// with `cause`. Used by tenant revocation (stale records only) and by
-    /// the end of a drain (everything).
+    /// with `cause`. Used by tenant revocation (stale records only); the
+    /// end of a drain calls the two halves a batch at a time.
     pub(super) fn end_tenant_records(
         &self,
         tenant: TenantId,
@@ -480,32 +480,69 @@ impl Store {
         cause: Cause,
         now: MonoTime,
     ) {
-        let members = lock_at(Rung::TenantIndex, &t.index)
+        let members = self.members_of(t);
+        self.end_leases(tenant, &leases, approve, cause, now);
+        self.end_members(tenant, &members, approve, cause, now);
+    }
+
+    /// The members of a tenant's presence index now.
+    pub(super) fn members_of(&self, t: &Tenant) -> Vec<SmolStr> {
+        lock_at(Rung::TenantIndex, &t.index)
             .members
             .iter()
             .cloned()
-            .collect::<Vec<_>>();
-        for seq in leases {
+            .collect()
+    }
+
+    /// Removes `leases` of `tenant` (tombstoned first, with everything
+    /// attached) where `approve` accepts them; how many it removed.
+    pub(super) fn end_leases(
+        &self,
+        tenant: TenantId,
+        leases: &[u64],
+        approve: fn(&Owner) -> Result<()>,
+        cause: Cause,
+        now: MonoTime,
+    ) -> usize {
+        let mut removed = 0;
+        for &seq in leases {
             // As for a single revocation: tombstone first, best effort.
             self.tombstone(tenant, seq, now);
-            let removed = self
+            let taken = self
                 .shared
                 .leases
                 .remove_with(&seq, |v, _, _| approve(&v.owner), now);
-            if let Ok(r) = removed {
+            if let Ok(r) = taken {
                 self.retire_lease(r, cause, now);
+                removed += 1;
             }
         }
+        removed
+    }
+
+    /// Removes the presence records of `members` of `tenant` where
+    /// `approve` accepts them; how many it removed.
+    pub(super) fn end_members(
+        &self,
+        tenant: TenantId,
+        members: &[SmolStr],
+        approve: fn(&Owner) -> Result<()>,
+        cause: Cause,
+        now: MonoTime,
+    ) -> usize {
+        let mut removed = 0;
         for member in members {
-            let removed = self.shared.presence.remove_with(
-                &(tenant, member),
+            let taken = self.shared.presence.remove_with(
+                &(tenant, member.clone()),
                 |v, _, _| approve(&v.owner),
                 now,
             );
-            if let Ok(r) = removed {
+            if let Ok(r) = taken {
                 self.retire_presence(r, cause, true);
+                removed += 1;
             }
         }
+        removed
     }
 }
 
