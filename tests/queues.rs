@@ -289,7 +289,7 @@ fn lapsed_and_unswept() -> (Store, relaystore::JobId) {
         &s,
         QueueConfig {
             attempts_max: 1,
-            dead_letters_max: 1,
+            dead_letters_max: Some(1),
             ..seeded(1)
         },
     );
@@ -457,7 +457,7 @@ fn every_bound_refuses_with_its_own_scope_and_changes_nothing() {
     let small = |jobs_max, dead_letters_max| QueueConfig {
         jobs_max,
         bytes_max: 10,
-        dead_letters_max,
+        dead_letters_max: Some(dead_letters_max),
         attempts_max: 1,
         ..QueueConfig::default()
     };
@@ -533,7 +533,7 @@ fn every_bound_refuses_with_its_own_scope_and_changes_nothing() {
             ..small(2, 1)
         },
         QueueConfig {
-            dead_letters_max: 3,
+            dead_letters_max: Some(3),
             ..small(2, 1)
         },
         QueueConfig {
@@ -553,7 +553,7 @@ fn every_bound_refuses_with_its_own_scope_and_changes_nothing() {
         },
         QueueConfig {
             jobs_max: (1 << 20) + 1,
-            dead_letters_max: 1,
+            dead_letters_max: Some(1),
             ..small(2, 1)
         },
     ] {

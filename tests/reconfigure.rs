@@ -216,7 +216,7 @@ fn the_mechanisms_caps_change_at_run_time_and_lowering_evicts_nothing() {
     let small_queue = || QueueConfig {
         jobs_max: 4,
         bytes_max: 64,
-        dead_letters_max: 1,
+        dead_letters_max: Some(1),
         ..QueueConfig::default()
     };
     let cap = |r: Result<(), Error>| match r {
@@ -350,7 +350,7 @@ fn the_stream_and_queue_budgets_change_at_run_time() {
     let queue = QueueConfig {
         jobs_max: 4,
         bytes_max: 60,
-        dead_letters_max: 1,
+        dead_letters_max: Some(1),
         ..QueueConfig::default()
     };
     s.create_stream(T, "a", stream.clone()).unwrap();

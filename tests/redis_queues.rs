@@ -26,7 +26,7 @@ fn queue(jobs_max: usize) -> QueueConfig {
     QueueConfig {
         jobs_max,
         bytes_max: 1 << 16,
-        dead_letters_max: jobs_max,
+        dead_letters_max: Some(jobs_max),
         visibility: Duration::from_secs(30),
         attempts_max: 3,
         backoff: Backoff {

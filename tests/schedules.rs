@@ -142,7 +142,7 @@ fn a_fire_its_queue_refuses_leaves_the_schedule_due() {
         "ticks",
         QueueConfig {
             jobs_max: 2,
-            dead_letters_max: 1,
+            dead_letters_max: Some(1),
             ..QueueConfig::default()
         },
     )
@@ -246,7 +246,7 @@ fn small_queue() -> QueueConfig {
     QueueConfig {
         jobs_max: 8,
         bytes_max: 64,
-        dead_letters_max: 1,
+        dead_letters_max: Some(1),
         ..QueueConfig::default()
     }
 }

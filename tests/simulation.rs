@@ -697,7 +697,7 @@ impl Sim {
             let config = QueueConfig {
                 jobs_max: 6,
                 bytes_max: 1024,
-                dead_letters_max: 3,
+                dead_letters_max: Some(3),
                 attempts_max: 2,
                 visibility: ms(500),
                 backoff: Backoff {

@@ -26,7 +26,7 @@ fn relay() -> (
         .unwrap();
     let queue = QueueConfig {
         jobs_max: 3,
-        dead_letters_max: 3,
+        dead_letters_max: Some(3),
         jitter_seed: Some(7),
         ..QueueConfig::default()
     };
@@ -265,7 +265,7 @@ fn a_claimed_job(
     let (_clock, s) = store();
     let config = QueueConfig {
         jobs_max,
-        dead_letters_max: 1,
+        dead_letters_max: Some(1),
         jitter_seed: Some(7),
         ..QueueConfig::default()
     };

@@ -17,7 +17,7 @@ fn queue_config(attempts_max: u32) -> QueueConfig {
     QueueConfig {
         jobs_max: 8,
         bytes_max: 1024,
-        dead_letters_max: 4,
+        dead_letters_max: Some(4),
         attempts_max,
         backoff: Backoff {
             base: Duration::ZERO,
@@ -143,6 +143,49 @@ where
         }),
         "a full dead-letter set stops the queue"
     );
+    // A smaller queue with the other settings left at their defaults is a
+    // valid queue: its dead-letter cap follows its jobs_max.
+    let small = QueueConfig {
+        jobs_max: 20,
+        attempts_max: 1,
+        ..QueueConfig::default()
+    };
+    ensure_eq!(small.dead_letters_cap(), 2, "a tenth of jobs_max");
+    ensure_eq!(
+        e.create_queue(T, "small", small).await,
+        Ok(()),
+        "a queue with only jobs_max set"
+    );
+    for _ in 0..2 {
+        let id = e.enqueue(T, "small", b"", JobOptions::default()).await?;
+        let job = e.claim(T, "small", "w", None, 1).await?.remove(0);
+        e.fail(T, "small", id, job.claim, "x").await?;
+    }
+    ensure_eq!(
+        e.enqueue(T, "small", b"", JobOptions::default()).await,
+        Err(Error::CapacityExceeded {
+            scope: Scope::QueueDeadLetters,
+            limit: 2,
+            used: 2,
+        }),
+        "the default dead-letter cap"
+    );
+    ensure!(
+        matches!(
+            e.create_queue(
+                T,
+                "contradiction",
+                QueueConfig {
+                    jobs_max: 20,
+                    dead_letters_max: Some(21),
+                    ..QueueConfig::default()
+                }
+            )
+            .await,
+            Err(Error::InvalidArgument { .. })
+        ),
+        "dead_letters_max above jobs_max"
+    );
     Ok(())
 }
 
@@ -201,7 +244,7 @@ where
     let mut jobs = Vec::new();
     for queue in queues {
         let one_dead_letter = QueueConfig {
-            dead_letters_max: 1,
+            dead_letters_max: Some(1),
             ..queue_config(1)
         };
         e.create_queue(T, queue, one_dead_letter).await?;

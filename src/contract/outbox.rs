@@ -17,7 +17,7 @@ pub fn outbox_config() -> QueueConfig {
     QueueConfig {
         jobs_max: 10_000,
         bytes_max: 16 << 20,
-        dead_letters_max: 1_000,
+        dead_letters_max: Some(1_000),
         visibility: Duration::from_secs(60),
         attempts_max: 5,
         backoff: Backoff {

@@ -100,8 +100,10 @@ pub struct QueueConfig {
     pub bytes_max: usize,
     /// Dead letters at which the queue stops taking jobs (enqueue refused
     /// with `CapacityExceeded`, scope `QueueDeadLetters`) until they are
-    /// requeued or purged. Default 1,000; at most `jobs_max`.
-    pub dead_letters_max: usize,
+    /// requeued or purged. From 1 to `jobs_max`; `None` (the default):
+    /// a tenth of `jobs_max`, at least 1 ([`dead_letters_cap`](Self::dead_letters_cap)),
+    /// so a smaller `jobs_max` alone never contradicts it.
+    pub dead_letters_max: Option<usize>,
     /// How long a claim holds its jobs unless the claim says otherwise.
     /// Default 300 s.
     pub visibility: Duration,
@@ -119,7 +121,7 @@ impl Default for QueueConfig {
         QueueConfig {
             jobs_max: 10_000,
             bytes_max: 16 << 20,
-            dead_letters_max: 1_000,
+            dead_letters_max: None,
             visibility: Duration::from_secs(300),
             attempts_max: 3,
             backoff: Backoff {
@@ -128,6 +130,15 @@ impl Default for QueueConfig {
             },
             jitter_seed: None,
         }
+    }
+}
+
+impl QueueConfig {
+    /// The dead letters at which the queue stops taking jobs:
+    /// `dead_letters_max`, or a tenth of `jobs_max` (at least 1) when it
+    /// is `None`.
+    pub fn dead_letters_cap(&self) -> usize {
+        self.dead_letters_max.unwrap_or((self.jobs_max / 10).max(1))
     }
 }
 

@@ -242,7 +242,8 @@ impl QueueLimits {
         if config.bytes_max > self.bytes_max {
             return invalid("a queue's bytes_max is above queue_bytes_max");
         }
-        if config.dead_letters_max == 0 || config.dead_letters_max > config.jobs_max {
+        let dead = config.dead_letters_cap();
+        if dead == 0 || dead > config.jobs_max {
             return invalid("a queue's dead_letters_max must be between 1 and its jobs_max");
         }
         if config.attempts_max == 0 {

@@ -147,8 +147,9 @@ impl Contents {
         let refuse = |scope, limit: usize, used: usize| {
             Err(Error::capacity(scope, limit as u64, used as u64))
         };
-        if self.dead >= config.dead_letters_max {
-            return refuse(Scope::QueueDeadLetters, config.dead_letters_max, self.dead);
+        let dead_max = config.dead_letters_cap();
+        if self.dead >= dead_max {
+            return refuse(Scope::QueueDeadLetters, dead_max, self.dead);
         }
         if self.jobs + count > config.jobs_max {
             return refuse(Scope::QueueJobs, config.jobs_max, self.jobs);

@@ -62,7 +62,7 @@ impl RedisEngine {
             name.to_owned(),
             config.jobs_max.to_string(),
             config.bytes_max.to_string(),
-            config.dead_letters_max.to_string(),
+            config.dead_letters_cap().to_string(),
             visibility.to_string(),
             config.attempts_max.to_string(),
             duration_to_millis_ceil(config.backoff.base).to_string(),

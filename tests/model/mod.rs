@@ -66,7 +66,7 @@ pub fn queue_config() -> relaystore::queue::QueueConfig {
     relaystore::queue::QueueConfig {
         jobs_max: QUEUE_JOBS,
         bytes_max: 1024,
-        dead_letters_max: QUEUE_DEAD,
+        dead_letters_max: Some(QUEUE_DEAD),
         attempts_max: QUEUE_ATTEMPTS,
         visibility: Duration::from_millis(QUEUE_VISIBILITY_MS),
         backoff: relaystore::queue::Backoff {
