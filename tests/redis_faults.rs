@@ -195,6 +195,89 @@ fn a_server_that_stops_answering_fails_calls_closed_and_leaves_nothing_partial()
     });
 }
 
+/// A failed call says whether it may have run: a server at `maxmemory`
+/// refuses a grant before running it (out of memory) and a server that
+/// is gone refuses the connection, so a retry is safe; a paused server
+/// leaves a call sent and unanswered, which may have run. (Before, every
+/// one was the same `BackendUnavailable`.)
+#[test]
+fn a_backend_failure_says_whether_the_call_may_have_run() {
+    let Some(mut server) = Server::start(&["--maxmemory-policy", "noeviction"]) else {
+        return;
+    };
+    block_on(async {
+        let e = engine(&server).await.unwrap();
+        let g = e.grant(T, "host", MS * 60_000, None).await.unwrap();
+        let mut admin = admin(&server).await;
+        let _: () = ::redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("maxmemory")
+            .arg("1")
+            .query_async(&mut admin)
+            .await
+            .unwrap();
+        let full = e.grant(T, "other", MS * 60_000, None).await;
+        assert!(
+            matches!(
+                &full,
+                Err(Error::BackendUnavailable {
+                    may_have_run: false,
+                    ..
+                })
+            ),
+            "a grant on a full server: {full:?}"
+        );
+        assert!(!full.unwrap_err().may_have_run());
+        let _: () = ::redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("maxmemory")
+            .arg("0")
+            .query_async(&mut admin)
+            .await
+            .unwrap();
+        drop(admin);
+
+        server.signal("-STOP");
+        let paused = e.renew(T, g.id, MS * 60_000).await;
+        assert!(
+            matches!(
+                &paused,
+                Err(Error::BackendUnavailable {
+                    may_have_run: true,
+                    ..
+                })
+            ),
+            "a renewal sent to a paused server: {paused:?}"
+        );
+        assert!(paused.unwrap_err().may_have_run());
+        server.signal("-CONT");
+
+        server.kill();
+        // The first call after the kill may find the old connection cut
+        // mid-call; once the client knows, connecting is refused.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let gone = loop {
+            let outcome = e.renew(T, g.id, MS * 60_000).await;
+            match &outcome {
+                Err(Error::BackendUnavailable {
+                    may_have_run: true, ..
+                }) if Instant::now() < deadline => tokio::time::sleep(MS * 20).await,
+                _ => break outcome,
+            }
+        };
+        assert!(
+            matches!(
+                &gone,
+                Err(Error::BackendUnavailable {
+                    may_have_run: false,
+                    ..
+                })
+            ),
+            "a renewal to a server that is gone: {gone:?}"
+        );
+    });
+}
+
 #[test]
 fn a_restart_that_lost_the_data_gives_restarted() {
     let Some(mut server) = Server::start(&[]) else {

@@ -54,15 +54,25 @@ pub enum Error {
         /// Why.
         reason: Unavailable,
     },
-    /// The engine's backend (a Redis server, say) could not be reached or
-    /// did not answer within its configured bound. The engine fails closed:
-    /// the operation took effect entirely or not at all, and the caller
-    /// cannot tell which, so a retry should carry an idempotency key. The
+    /// The engine's backend (a Redis server, say) could not be reached,
+    /// refused the call, or did not answer within its configured bound.
+    /// The engine fails closed: the operation took effect entirely or not
+    /// at all. `may_have_run` says whether the caller can tell which. The
     /// in-memory engine never returns it.
-    #[error("backend unavailable: {detail}")]
+    #[error("backend unavailable ({}): {detail}", if *may_have_run { "the call may have run" } else { "the call did not run" })]
     BackendUnavailable {
         /// What failed, for logs (not a stable message).
         detail: std::sync::Arc<str>,
+        /// `false` when the backend surely did not carry the call out: the
+        /// connection was refused, or the server refused the call before
+        /// running it (out of memory, a cluster redirect or a cluster
+        /// down, a server loading or busy, a read-only replica, a missing
+        /// permission). A retry is then as safe as the first try. `true`
+        /// when the request may have reached it: a timeout or a connection
+        /// lost after sending, or an answer that could not be read. Retry
+        /// then with an idempotency key (`grant`, `publish`, `begin_join`
+        /// take one) or read before writing again.
+        may_have_run: bool,
     },
     /// The stream no longer holds the requested offset; `first` is the
     /// lowest offset it still holds.
@@ -236,6 +246,28 @@ impl Error {
     /// A refusal by `scope`, whose `limit` saw `used` units in use.
     pub(crate) fn capacity(scope: Scope, limit: u64, used: u64) -> Self {
         Error::CapacityExceeded { scope, limit, used }
+    }
+
+    /// A backend failure; `may_have_run` as in [`Error::BackendUnavailable`].
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
+    pub(crate) fn backend(detail: impl Into<std::sync::Arc<str>>, may_have_run: bool) -> Self {
+        Error::BackendUnavailable {
+            detail: detail.into(),
+            may_have_run,
+        }
+    }
+
+    /// Whether the call may have taken effect although it failed: only a
+    /// [`BackendUnavailable`](Error::BackendUnavailable) whose request may
+    /// have reached the backend. Every other error changed nothing.
+    pub fn may_have_run(&self) -> bool {
+        matches!(
+            self,
+            Error::BackendUnavailable {
+                may_have_run: true,
+                ..
+            }
+        )
     }
 
     /// The scope of a capacity refusal, if this is one.

@@ -11,7 +11,6 @@ use redis::cluster_async::ClusterConnection;
 use redis::cluster_routing::{MultipleNodeRoutingInfo, RoutingInfo};
 use redis::{FromRedisValue, Value};
 use std::future::Future;
-use std::sync::Arc;
 use std::time::Duration;
 
 pub(super) struct Conn {
@@ -24,11 +23,46 @@ enum Kind {
     Cluster(ClusterConnection),
 }
 
-/// A Redis failure as the contract's fail-closed error.
+/// A Redis failure as the contract's fail-closed error, saying whether the
+/// call may have run.
 pub(super) fn unavailable(e: &redis::RedisError) -> Error {
-    Error::BackendUnavailable {
-        detail: Arc::from(e.to_string()),
+    Error::backend(e.to_string(), may_have_run(e))
+}
+
+/// The error codes with which a server refuses a command before running
+/// it: out of memory, a cluster redirect or a cluster (or its master)
+/// down, a server loading its data or busy with a script, a replica
+/// refusing writes, a write refused because persistence is failing, a
+/// missing permission or login, a missing function.
+const REFUSED_BEFORE_RUNNING: &[&str] = &[
+    "OOM",
+    "MOVED",
+    "ASK",
+    "TRYAGAIN",
+    "CLUSTERDOWN",
+    "MASTERDOWN",
+    "CROSSSLOT",
+    "LOADING",
+    "BUSY",
+    "READONLY",
+    "MISCONF",
+    "NOPERM",
+    "NOAUTH",
+    "WRONGPASS",
+    "NOSCRIPT",
+];
+
+/// Whether a call that failed with `e` may have run on the server: not
+/// when the connection was refused (nothing was sent) or the server
+/// answered with a refusal it makes before running anything; otherwise
+/// (a connection lost or timed out after sending, any other error reply,
+/// which a function could raise after writing) it may have.
+fn may_have_run(e: &redis::RedisError) -> bool {
+    if e.is_connection_refusal() {
+        return false;
     }
+    !e.code()
+        .is_some_and(|code| REFUSED_BEFORE_RUNNING.contains(&code))
 }
 
 fn bad_url(_: redis::RedisError) -> Error {
@@ -127,7 +161,7 @@ impl Conn {
         let mut cmd = redis::cmd("FUNCTION");
         cmd.arg("LOAD").arg("REPLACE").arg(&LIBRARY.code);
         match self.on_every_primary(cmd).await {
-            Err(Error::BackendUnavailable { detail }) if detail.contains("unknown command") => {
+            Err(Error::BackendUnavailable { detail, .. }) if detail.contains("unknown command") => {
                 Err(Error::InvalidConfig {
                     field: "target",
                     rule: "must be Redis 7 or later (the engine is a Redis Functions library)",
@@ -230,18 +264,15 @@ use Failed::Missing;
 impl Failed {
     fn into_error(self) -> Error {
         match self {
-            Missing => Error::BackendUnavailable {
-                detail: Arc::from("the function library could not be loaded"),
-            },
+            Missing => Error::backend("the function library could not be loaded", false),
             Failed::Redis(e) => e,
         }
     }
 }
 
 fn timed_out(limit: Duration) -> Error {
-    Error::BackendUnavailable {
-        detail: Arc::from(format!("no answer within {limit:?}")),
-    }
+    // The request may have reached the server before the time ran out.
+    Error::backend(format!("no answer within {limit:?}"), true)
 }
 
 /// `call` bounded by `limit`; a Redis error or the bound passing is

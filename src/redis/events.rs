@@ -91,9 +91,7 @@ fn strings(part: Option<Value>, what: &str) -> Result<Vec<Vec<u8>>> {
 }
 
 fn malformed(what: &str) -> Error {
-    Error::BackendUnavailable {
-        detail: Arc::from(format!("malformed removal events: {what}")),
-    }
+    Error::backend(format!("malformed removal events: {what}"), true)
 }
 
 /// One encoded removal (collection letter, cause letter, id) as an event
@@ -246,12 +244,13 @@ async fn connect(
             Err(_) => last = Some(format!("no answer within {timeout:?}")),
         }
     }
-    Err(Error::BackendUnavailable {
-        detail: Arc::from(format!(
+    Err(Error::backend(
+        Arc::from(format!(
             "cannot listen for removal events and wakes: {}",
             last.unwrap_or_default()
         )),
-    })
+        false,
+    ))
 }
 
 /// A handle's channel listener: delivers other instances' removals and

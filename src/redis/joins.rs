@@ -7,7 +7,6 @@ use crate::base::error::{Error, Result};
 use crate::base::ids::{AttemptId, JoinToken, TenantId, TOKEN_SECRET_BYTES};
 use crate::contract::relay::{Admission, Binding, JoinTicket};
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::time::{Duration, UNIX_EPOCH};
 
 impl RedisEngine {
@@ -60,9 +59,8 @@ impl RedisEngine {
             )
             .await?;
         let attempt = AttemptId::new(self.incarnation(), reply.uint(1)?);
-        let secret = unhex(&reply.text(2)?).ok_or_else(|| Error::BackendUnavailable {
-            detail: Arc::from("malformed token secret"),
-        })?;
+        let secret =
+            unhex(&reply.text(2)?).ok_or_else(|| Error::backend("malformed token secret", true))?;
         let (deadline, now) = (reply.uint(3)?, reply.uint(4)?);
         Ok(JoinTicket {
             attempt,
@@ -115,9 +113,7 @@ impl RedisEngine {
         let addr = reply
             .text(3)?
             .parse()
-            .map_err(|_| Error::BackendUnavailable {
-                detail: Arc::from("malformed bound address"),
-            })?;
+            .map_err(|_| Error::backend("malformed bound address", true))?;
         Ok(Admission {
             attempt,
             client: reply.text(1)?,

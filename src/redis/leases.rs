@@ -155,9 +155,7 @@ impl RedisEngine {
             let addr = reply
                 .text(at)?
                 .parse()
-                .map_err(|_| Error::BackendUnavailable {
-                    detail: std::sync::Arc::from("malformed endpoint"),
-                })?;
+                .map_err(|_| Error::backend("malformed endpoint", true))?;
             seen.push(EndpointSeen {
                 addr,
                 age: reply.millis(at + 1)?,

@@ -446,10 +446,13 @@ impl RedisEngine {
             .conn
             .call(scripts::META, &key, args![format!("{fresh:016x}")])
             .await?;
-        let malformed = || Error::BackendUnavailable {
-            detail: Arc::from(format!(
-                "the meta key holds a malformed incarnation: {seen} {born}"
-            )),
+        let malformed = || {
+            Error::backend(
+                Arc::from(format!(
+                    "the meta key holds a malformed incarnation: {seen} {born}"
+                )),
+                true,
+            )
         };
         let incarnation = u64::from_str_radix(&seen, 16).map_err(|_| malformed())?;
         let born = born.parse::<u64>().map_err(|_| malformed())?;
@@ -563,9 +566,10 @@ impl RedisEngine {
                 _ => return Ok(Some(reply)),
             }
         }
-        Err(Error::BackendUnavailable {
-            detail: Arc::from("the store's incarnation, or its room, kept changing"),
-        })
+        Err(Error::backend(
+            Arc::from("the store's incarnation, or its room, kept changing"),
+            false,
+        ))
     }
 }
 

@@ -105,9 +105,9 @@ impl RedisEngine {
         let lease = if lease.is_empty() {
             None
         } else {
-            let seq = lease.parse().map_err(|_| Error::BackendUnavailable {
-                detail: std::sync::Arc::from("malformed lease of a presence record"),
-            })?;
+            let seq = lease
+                .parse()
+                .map_err(|_| Error::backend("malformed lease of a presence record", true))?;
             Some(LeaseId::new(self.incarnation(), seq))
         };
         Ok(PresenceInfo {

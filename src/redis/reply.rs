@@ -33,9 +33,7 @@ const INVALID_REASONS: [&str; 2] = [
 
 /// A reply the engine did not expect: a bug, or a Redis that is not ours.
 fn malformed(what: &str) -> Error {
-    Error::BackendUnavailable {
-        detail: Arc::from(format!("malformed function reply: {what}")),
-    }
+    Error::backend(format!("malformed function reply: {what}"), true)
 }
 
 pub(super) struct Reply(Vec<Value>);

@@ -26,7 +26,6 @@ use crate::base::error::{Error, Result};
 use crate::contract::config::StoreConfig;
 use crate::contract::events::Collection;
 use crate::contract::usage::Usage;
-use std::sync::Arc;
 
 /// The collections with a store-wide ceiling on this engine, each counted
 /// by its reservations (with horizons, ADR 0031).
@@ -80,9 +79,7 @@ fn budget_limits(config: &StoreConfig, c: Collection) -> Vec<u64> {
 }
 
 fn malformed(what: &str) -> Error {
-    Error::BackendUnavailable {
-        detail: Arc::from(format!("malformed room reply: {what}")),
-    }
+    Error::backend(format!("malformed room reply: {what}"), true)
 }
 
 /// What a handle tells every per-tenant function about the ceilings.

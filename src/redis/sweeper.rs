@@ -126,15 +126,14 @@ impl RedisEngine {
                 .await?;
             for pair in taken.chunks(2) {
                 let [tenant, score] = pair else {
-                    return Err(Error::BackendUnavailable {
-                        detail: Arc::from("malformed due index reply"),
-                    });
+                    return Err(Error::backend("malformed due index reply", true));
                 };
-                let id = tenant
-                    .parse::<u64>()
-                    .map_err(|_| Error::BackendUnavailable {
-                        detail: Arc::from(format!("a malformed tenant in the due index: {tenant}")),
-                    })?;
+                let id = tenant.parse::<u64>().map_err(|_| {
+                    Error::backend(
+                        format!("a malformed tenant in the due index: {tenant}"),
+                        true,
+                    )
+                })?;
                 let args = args![PER_TENANT.to_string()];
                 let next = match self
                     .run(
