@@ -13,21 +13,41 @@
 //! events**. Build one with [`Store::builder`]; it is a cheap `Clone`
 //! handle, and by default a background driver expires records on time.
 //!
+//! # In a tokio relay
+//!
+//! A `Store` is a synchronous handle whose operations finish before they
+//! return and never block, so async code calls them without `.await`; only
+//! waits are futures (`Subscription::recv`, `Listener::recv`,
+//! `Follower::next`, [`Store::claim_wait`], [`Store::drained`]), each with a
+//! thread-blocking `blocking_*` twin for threads of your own.
+//! `examples/rendezvous.rs` is a whole UDP relay built this way.
+//!
 //! ```
+//! use relaystore::events::Received;
 //! use relaystore::{Error, Store, TenantId};
 //! use std::time::Duration;
 //!
-//! let store = Store::builder().build()?;
-//! let game = TenantId(1);
-//! let lease = store.grant(game, "host-a", Duration::from_secs(30), None)?;
-//! store.publish(game, lease.id, "lobby-1", b"mode=ffa", None)?;
-//! let ticket = store.begin_join(game, "lobby-1", "client-7", Duration::from_secs(10), None)?;
-//! store.bind_endpoint(game, ticket.attempt, &ticket.token, "203.0.113.9:4000".parse().unwrap())?;
-//! store.consume(game, &ticket.token)?;                  // admitted, exactly once
-//! assert_eq!(store.consume(game, &ticket.token), Err(Error::ReplayRejected));
-//! store.revoke(game, lease.id)?;                        // the listing goes with it
-//! assert_eq!(store.get_listing(game, "lobby-1"), Err(Error::NotFound));
-//! # Ok::<(), Error>(())
+//! #[tokio::main(flavor = "current_thread")]
+//! async fn main() -> Result<(), Error> {
+//!     let store = Store::builder().build()?;
+//!     let game = TenantId(1);
+//!     let events = store.subscribe()?;
+//!     let lease = store.grant(game, "host-a", Duration::from_secs(30), None)?;
+//!     store.publish(game, lease.id, "lobby-1", b"mode=ffa", None)?;
+//!     let ticket = store.begin_join(game, "lobby-1", "client-7", Duration::from_secs(10), None)?;
+//!     let token = ticket.token.to_string();            // to the client, as text
+//!     let token = token.parse().expect("the token it sent back");
+//!     store.bind_endpoint(game, ticket.attempt, &token, "203.0.113.9:4000".parse().unwrap())?;
+//!     store.consume(game, &token)?;                    // admitted, exactly once
+//!     assert_eq!(store.consume(game, &token), Err(Error::ReplayRejected));
+//!     store.revoke(game, lease.id)?;                   // the listing goes with it
+//!     assert_eq!(store.get_listing(game, "lobby-1"), Err(Error::NotFound));
+//!     assert!(matches!(events.recv().await, Ok(Received::Event(_))));
+//!     // On SIGTERM: refuse new work, let the rest finish, then exit.
+//!     store.begin_drain(Duration::from_millis(10))?;
+//!     store.drained().await;
+//!     Ok(())
+//! }
 //! ```
 //!
 //! Every store is bounded ([`StoreConfig`], [`TenantQuota`]: a full store
@@ -52,6 +72,17 @@
 //!
 //! # Features
 //!
+//! - `native` (default): what needs an operating system: the background
+//!   expiry driver, the blocking waits, `SystemClock`. Off, the store
+//!   builds for `wasm32-unknown-unknown` (the host supplies the clock and
+//!   calls `sweep`; waits are the async ones).
+//! - `metrics` (default): counters, gauges and histograms through the
+//!   `metrics` facade, every series described and present from the start.
+//! - `redis`: the Redis engine (`relaystore::redis::RedisEngine`), on tokio.
+//! - `serde`: `Serialize`/`Deserialize` for the values a relay puts on the
+//!   wire: ids and tokens as their text forms, tenants as numbers, grants,
+//!   tickets, bindings, admissions, listings, presence, pages, removal
+//!   events and health.
 //! - `conformance`: the conformance suite (`relaystore::conformance`), for
 //!   an engine's own tests.
 //! - `internals`: the parts the store is built from (a hierarchical timing

@@ -10,6 +10,7 @@
 /// and per listing); [`Replay`](Self::Replay) names every attempt record,
 /// consumed tokens remembered for replay rejection included (bounded by
 /// `replay_max`), which is the table's own ceiling.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Collection {
     /// Leases.

@@ -47,6 +47,22 @@ impl Holder {
     }
 }
 
+/// With the `serde` feature a holder is its name on the wire.
+#[cfg(feature = "serde")]
+impl serde::Serialize for Holder {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.0)
+    }
+}
+
+#[cfg(feature = "serde")]
+impl<'de> serde::Deserialize<'de> for Holder {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = <String as serde::Deserialize>::deserialize(d)?;
+        Ok(Holder::new(&name))
+    }
+}
+
 impl Deref for Holder {
     type Target = str;
 

@@ -11,9 +11,32 @@ use crate::base::error::{Error, Result};
 use std::fmt;
 use subtle::ConstantTimeEq;
 
-/// An isolation scope: an application, game or customer.
+/// An isolation scope: an application, game or customer. With the `serde`
+/// feature it is its number on the wire.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(transparent))]
 pub struct TenantId(pub u64);
+
+/// With the `serde` feature, each listed type travels as its `Display`
+/// text and is read back with its `FromStr`.
+#[cfg(feature = "serde")]
+macro_rules! serde_as_text {
+    ($($t:ty),*) => {$(
+        impl serde::Serialize for $t {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+                s.collect_str(self)
+            }
+        }
+
+        impl<'de> serde::Deserialize<'de> for $t {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+                let text = <String as serde::Deserialize>::deserialize(d)?;
+                text.parse().map_err(serde::de::Error::custom)
+            }
+        }
+    )*};
+}
 
 impl fmt::Display for TenantId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -272,6 +295,9 @@ impl fmt::Debug for JoinToken {
             .finish()
     }
 }
+
+#[cfg(feature = "serde")]
+serde_as_text!(LeaseId, AttemptId, JobId, JoinToken);
 
 #[cfg(test)]
 mod tests {

@@ -7,6 +7,7 @@ use crate::base::ids::{AttemptId, LeaseId, TenantId};
 use std::sync::Arc;
 
 /// Why a record was removed.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Cause {
     /// Its deadline passed.
@@ -24,6 +25,7 @@ pub enum Cause {
 }
 
 /// The id of a removed record.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum RecordId {
     /// A lease or its tombstone.
@@ -45,6 +47,7 @@ pub enum RecordId {
 }
 
 /// One removal.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Event {
     /// Where the record was.
@@ -58,6 +61,7 @@ pub struct Event {
 }
 
 /// What a subscriber reads.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Received {
     /// The next event.

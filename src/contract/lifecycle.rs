@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 /// Why a store is [`Health::Degraded`].
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum DegradedReason {
@@ -28,6 +29,7 @@ impl std::fmt::Display for DegradedReason {
 
 /// Readiness of a store, for a readiness probe: anything but `Ready` takes
 /// the node out of rotation.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Health {

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 /// What [`Store::begin_join`](crate::Store::begin_join) returns.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JoinTicket {
     /// The attempt.
@@ -22,6 +23,7 @@ pub struct JoinTicket {
 }
 
 /// What [`Store::bind_endpoint`](crate::Store::bind_endpoint) returns.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Binding {
     /// The attempt.
@@ -33,6 +35,7 @@ pub struct Binding {
 }
 
 /// What [`Store::consume`](crate::Store::consume) returns: the admission the token authorised.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Admission {
     /// The attempt.
@@ -46,6 +49,7 @@ pub struct Admission {
 }
 
 /// What [`Store::grant`](crate::Store::grant) returns.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LeaseGrant {
     /// The new lease.
@@ -61,6 +65,7 @@ pub struct LeaseGrant {
 }
 
 /// What [`Store::get_lease`](crate::Store::get_lease) returns.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LeaseInfo {
     /// The lease.
@@ -76,6 +81,7 @@ pub struct LeaseInfo {
 }
 
 /// A public endpoint observed for a lease holder.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EndpointSeen {
     /// The observed address.
@@ -85,6 +91,7 @@ pub struct EndpointSeen {
 }
 
 /// A visible listing.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ListingInfo {
     /// Its key.
@@ -101,6 +108,8 @@ pub struct ListingInfo {
 /// text form (`Display`, `From<&str>`) can travel to a client and back:
 /// it is the last key of the page, and paging resumes after it.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(transparent))]
 pub struct Cursor(pub(crate) Arc<str>);
 
 impl Cursor {
@@ -117,6 +126,7 @@ impl std::fmt::Display for Cursor {
 }
 
 /// One page of a `list` call.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Page<T> {
     /// The visible items of this page, in key order.
@@ -126,6 +136,7 @@ pub struct Page<T> {
 }
 
 /// A visible presence record.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PresenceInfo {
     /// The member.
@@ -142,6 +153,7 @@ pub struct PresenceInfo {
 }
 
 /// A visible lock's state.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LockInfo {
     /// Who holds it.
@@ -157,6 +169,7 @@ pub struct LockInfo {
 /// What a renewal or a presence heartbeat returns: the record's new version
 /// and the time it has left, measured at the renewal. Engine-neutral: no
 /// reading of any process's clock (see `docs/adr/0019-time-in-results.md`).
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Renewal {
     /// The record's version after the renewal.
