@@ -183,3 +183,33 @@ fn the_largest_lease_ceiling_is_accepted() {
     assert_eq!(store.stats().leases, 1);
     assert!(store.get_lease(relaystore::TenantId(1), lease.id).is_ok());
 }
+
+#[test]
+fn setters_chain_from_the_defaults_to_the_same_values_as_fields() {
+    use relaystore::queue::QueueConfig;
+    let chained = StoreConfig::default()
+        .leases_max(5_000)
+        .ttl_min(Duration::from_millis(50))
+        .tenant(TenantQuota::default().listings_max(7));
+    let literal = StoreConfig {
+        leases_max: 5_000,
+        ttl_min: Duration::from_millis(50),
+        tenant: TenantQuota {
+            listings_max: 7,
+            ..TenantQuota::default()
+        },
+        ..StoreConfig::default()
+    };
+    assert_eq!(chained, literal);
+    let queue = QueueConfig::default()
+        .jobs_max(100)
+        .visibility(Duration::from_secs(30));
+    assert_eq!((queue.jobs_max, queue.dead_letters_cap()), (100, 10));
+    let s = relaystore::Store::builder()
+        .config(chained)
+        .without_expiry_driver()
+        .build()
+        .unwrap();
+    s.create_queue(relaystore::TenantId(1), "work", queue)
+        .unwrap();
+}

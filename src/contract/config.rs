@@ -12,10 +12,42 @@ use crate::base::words::Words;
 use crate::contract::events::Collection;
 use std::time::Duration;
 
+/// Defines a settings struct and, for each of its fields, a setter of the
+/// same name that takes the field's value and returns the settings, so a
+/// configuration reads as a chain from its defaults:
+/// `StoreConfig::default().leases_max(50_000).ttl_max(Duration::from_secs(3600))`.
+/// The fields stay public; the setters are written once, here.
+macro_rules! settings {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident {
+            $($(#[$field_meta:meta])* pub $field:ident: $ty:ty,)*
+        }
+    ) => {
+        $(#[$meta])*
+        pub struct $name {
+            $($(#[$field_meta])* pub $field: $ty,)*
+        }
+
+        impl $name {
+            $(
+                #[doc = concat!("Sets [`", stringify!($field), "`](Self::", stringify!($field), ").")]
+                #[must_use]
+                pub fn $field(mut self, value: $ty) -> Self {
+                    self.$field = value;
+                    self
+                }
+            )*
+        }
+    };
+}
+pub(crate) use settings;
+
 /// Most missed fires a schedule enqueues after a pause; then it skips
 /// forward to its grid.
 pub const SCHEDULE_CATCH_UP_MAX: u32 = 64;
 
+settings! {
 /// Per-tenant quotas, as a [`QuotaPolicy`] hands them out.
 ///
 /// A field set to [`TenantQuota::OFF`] switches that quota off: the store
@@ -42,6 +74,7 @@ pub struct TenantQuota {
     pub idempotency_max: u64,
     /// Named locks one tenant may hold.
     pub locks_max: u64,
+}
 }
 
 impl TenantQuota {
@@ -313,7 +346,22 @@ impl Limits {
     }
 }
 
-/// The limits of a [`Store`](crate::Store).
+settings! {
+/// The limits of a [`Store`](crate::Store). Every field has a setter of
+/// its name, so a configuration is a chain from the defaults:
+///
+/// ```
+/// use relaystore::{Store, StoreConfig, TenantQuota};
+/// use std::time::Duration;
+///
+/// let config = StoreConfig::default()
+///     .leases_max(50_000)
+///     .ttl_max(Duration::from_secs(3600))
+///     .tenant(TenantQuota::default().leases_max(500));
+/// assert_eq!(config.tenant.leases_max, 500);
+/// let store = Store::builder().config(config).build()?;
+/// # Ok::<(), relaystore::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoreConfig {
     /// Shortest TTL accepted anywhere; shorter is `InvalidArgument`.
@@ -435,6 +483,7 @@ pub struct StoreConfig {
     /// or above this floor if it is higher; set it when the wall clock may
     /// have stepped back across a restart. At most `u64::MAX / 2`.
     pub fence_floor: u64,
+}
 }
 
 impl Default for StoreConfig {

@@ -26,6 +26,7 @@
 
 use crate::base::ids::JobId;
 use crate::base::time::duration_to_millis_ceil;
+use crate::contract::config::settings;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -88,6 +89,7 @@ impl Jitter {
     }
 }
 
+settings! {
 /// A queue's settings, chosen when it is created; every job takes the
 /// queue's unless its [`JobOptions`] say otherwise.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -114,6 +116,7 @@ pub struct QueueConfig {
     /// The seed of the queue's jitter ([`Jitter`]); `None` draws one from
     /// the OS at creation.
     pub jitter_seed: Option<u64>,
+}
 }
 
 impl Default for QueueConfig {
