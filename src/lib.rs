@@ -111,6 +111,58 @@ mod store;
 pub use base::faults;
 pub use base::time;
 
+#[cfg(feature = "metrics")]
+pub mod metrics {
+    //! What a store reports through the `metrics` facade (feature
+    //! `metrics`, on by default): install any recorder (e.g.
+    //! `metrics-exporter-prometheus`) and the series below appear. Every
+    //! metric is described (`# HELP`, with its unit) when a store is built,
+    //! and every counter and gauge series exists from then on, at 0 until
+    //! first set (the gauges are set by the first sweep; the histograms
+    //! appear with their first sample).
+    //!
+    //! | metric | kind | unit | labels | when |
+    //! | --- | --- | --- | --- | --- |
+    //! | `relaystore_admissions_total` | counter | records | `collection` | a record created |
+    //! | `relaystore_refusals_total` | counter | refusals | `scope`, `collection` | any `CapacityExceeded` (every one, not rate-limited) |
+    //! | `relaystore_removals_total` | counter | records | `collection`, `cause` | every removal event |
+    //! | `relaystore_records` | gauge | records | `collection` | records held, set by the sweep at most once a second (store clock) |
+    //! | `relaystore_sweep_duration_seconds` | histogram | seconds | | each sweep |
+    //! | `relaystore_sweep_removed` | histogram | records | | records each sweep removed |
+    //! | `relaystore_expiry_lag_seconds` | histogram | seconds | | per expired record: from its deadline to its removal (store clock) |
+    //! | `relaystore_events_dropped_total` | counter | events | | events dropped for a lagging subscriber |
+    //! | `relaystore_subscribers` | gauge | subscriptions | | event subscriptions held; set with `relaystore_records` |
+    //! | `relaystore_subscriber_backlog` | gauge | events | | the most events buffered for one subscriber (the slowest reader's lag); set with `relaystore_records` |
+    //! | `relaystore_health` | gauge | | `state` | 1 for the store's state (`ready`, `degraded`, `draining`, `stopped`), 0 for the others; set by the sweep when it changes, and once a second |
+    //!
+    //! `collection` is a collection's name (`leases`, `listings`,
+    //! `presence`, ...); `cause` a removal's (`expired`, `revoked`,
+    //! `cascaded`, `released`, `consumed`, `drained`); `scope` the kind of
+    //! limit (`collection`, `tenant`, `parent`, `tenants`, `queue_jobs`,
+    //! ...), with `collection` the collection it bounds, or empty.
+    //!
+    //! Histograms are recorded as samples; how they are exported is the
+    //! recorder's choice. [`HISTOGRAMS`] gives the bucket bounds each is
+    //! meant for; with `metrics-exporter-prometheus`, pass them to
+    //! `set_buckets_for_metric` so Prometheus gets `_bucket` series rather
+    //! than a summary:
+    //!
+    //! ```
+    //! use metrics_exporter_prometheus::{Matcher, PrometheusBuilder};
+    //!
+    //! let mut builder = PrometheusBuilder::new();
+    //! for (name, buckets) in relaystore::metrics::HISTOGRAMS {
+    //!     builder = builder.set_buckets_for_metric(Matcher::Full(name.into()), buckets)?;
+    //! }
+    //! let handle = builder.install_recorder()?;
+    //! let store = relaystore::Store::builder().build()?;
+    //! store.sweep();
+    //! assert!(handle.render().contains("relaystore_sweep_duration_seconds_bucket{le=\"0.001\"}"));
+    //! # Ok::<(), Box<dyn std::error::Error>>(())
+    //! ```
+    pub use crate::mem::metrics::HISTOGRAMS;
+}
+
 pub mod events {
     //! Removal events: every physical removal of a record is announced to
     //! the subscribers ([`Subscription`]) of the engine that removed it. The

@@ -138,6 +138,22 @@ fn counters_and_gauges_move_as_operations_happen() {
     assert_eq!(lags, 2.0, "{expired}");
     let late = http::sample(&expired, "relaystore_expiry_lag_seconds_sum", &[]);
     assert_eq!(late, 0.0);
+    // Histograms, not summaries, with the documented buckets: both lags
+    // fall in the first bucket (0.001 s), as they are 0 here.
+    assert_eq!(
+        http::sample(
+            &expired,
+            "relaystore_expiry_lag_seconds_bucket",
+            &["le=\"0.001\""]
+        ),
+        2.0,
+        "{expired}"
+    );
+    assert!(
+        expired.contains("relaystore_sweep_duration_seconds_bucket{le=\"+Inf\"}"),
+        "{expired}"
+    );
+    assert!(!expired.contains("relaystore_expiry_lag_seconds{quantile="));
     let state =
         |b: &str, s: &str| http::sample(b, "relaystore_health", &[&format!("state=\"{s}\"")]);
     assert_eq!(

@@ -4,15 +4,24 @@
 //! and a test; a relay would mount the same two handlers on its own server.
 #![allow(dead_code)]
 
-use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use relaystore::{Health, Store};
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 
 /// Installs a Prometheus recorder as the process's `metrics` recorder and
 /// returns its handle (for `/metrics`). Once per process.
+/// The store's histograms get the buckets it documents
+/// (`relaystore::metrics::HISTOGRAMS`), so they are exported as
+/// Prometheus histograms, not summaries.
 pub fn install_recorder() -> PrometheusHandle {
-    PrometheusBuilder::new()
+    let mut builder = PrometheusBuilder::new();
+    for (name, buckets) in relaystore::metrics::HISTOGRAMS {
+        builder = builder
+            .set_buckets_for_metric(Matcher::Full(name.into()), buckets)
+            .expect("buckets are given");
+    }
+    builder
         .install_recorder()
         .expect("no other metrics recorder is installed")
 }

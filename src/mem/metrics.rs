@@ -1,33 +1,50 @@
 //! What the store reports through the `metrics` facade (feature `metrics`,
 //! on by default). Without a recorder installed a per-record call is a look
 //! at the facade's recorder slots and nothing else (its key is built once,
-//! not per call); with the feature off, nothing at all.
-//!
-//! | metric | kind | labels | when |
-//! | --- | --- | --- | --- |
-//! | `relaystore_admissions_total` | counter | `collection` | a record created (the creation protocol) |
-//! | `relaystore_refusals_total` | counter | `scope`, `collection` | any `CapacityExceeded` (every one, not rate-limited) |
-//! | `relaystore_removals_total` | counter | `collection`, `cause` | every removal event |
-//! | `relaystore_records` | gauge | `collection` | records held, set by the sweep at most once a second (store clock) |
-//! | `relaystore_sweep_duration_seconds` | histogram | | each sweep |
-//! | `relaystore_sweep_removed` | histogram | | records each sweep removed |
-//! | `relaystore_expiry_lag_seconds` | histogram | | per expired record: from its deadline to its removal (store clock) |
-//! | `relaystore_events_dropped_total` | counter | | events dropped for a lagging subscriber |
-//! | `relaystore_subscribers` | gauge | | event subscriptions held; set with `relaystore_records` |
-//! | `relaystore_subscriber_backlog` | gauge | | the most events buffered for one subscriber (the slowest reader's lag, in events); set with `relaystore_records` |
-//! | `relaystore_health` | gauge | `state` | 1 for the store's state (`ready`, `degraded`, `draining`, `stopped`), 0 for the others; set by the sweep when it changes, and once a second |
-//!
-//! Every metric is described (`# HELP`, with its unit) when a store is
-//! built, and every counter and gauge series exists from then on (at 0
-//! until first set; the gauges are set by the first sweep, the histograms
-//! appear with their first sample).
-//!
-//! `scope` is the kind of limit (`collection`, `tenant`, `parent`,
-//! `tenants`, `queue_jobs`, ...); `collection` is the collection it bounds,
-//! or empty.
+//! not per call); with the feature off, nothing at all. The metrics, their
+//! labels and the histograms' buckets are documented in the public module
+//! `relaystore::metrics` (`src/lib.rs`), which a unit test here holds to
+//! the names this module describes.
 
 use crate::base::error::Scope;
 use crate::contract::events::{Cause, Collection};
+
+/// Every histogram the store records, with the upper bounds of the
+/// buckets it is meant to be exported with (in the metric's own unit,
+/// ascending; an exporter adds `+Inf`).
+#[cfg(feature = "metrics")]
+pub const HISTOGRAMS: [(&str, &[f64]); 3] = [
+    (
+        "relaystore_sweep_duration_seconds",
+        &[
+            0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1,
+            0.25, 0.5, 1.0,
+        ],
+    ),
+    (
+        "relaystore_sweep_removed",
+        &[
+            0.0,
+            1.0,
+            4.0,
+            16.0,
+            64.0,
+            256.0,
+            1024.0,
+            4096.0,
+            16384.0,
+            65536.0,
+            262_144.0,
+            1_048_576.0,
+        ],
+    ),
+    (
+        "relaystore_expiry_lag_seconds",
+        &[
+            0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+        ],
+    ),
+];
 
 /// The label value of a collection.
 fn collection(c: Collection) -> &'static str {
@@ -318,3 +335,62 @@ mod on {
 }
 
 pub(crate) use on::*;
+
+#[cfg(all(test, feature = "metrics", not(relaystore_loom)))]
+mod tests {
+    use super::HISTOGRAMS;
+
+    /// The names in the public table (`relaystore::metrics`, in
+    /// `src/lib.rs`), with their kinds.
+    fn documented() -> Vec<(String, String)> {
+        let doc = include_str!("../lib.rs");
+        doc.lines()
+            .filter_map(|line| {
+                let row = line.trim_start().strip_prefix("//! | `relaystore_")?;
+                let (name, rest) = row.split_once("` | ")?;
+                let kind = rest.split(" |").next()?;
+                Some((format!("relaystore_{name}"), kind.to_owned()))
+            })
+            .collect()
+    }
+
+    /// The names this module describes to the recorder, with their kinds.
+    fn described() -> Vec<(String, String)> {
+        let code = include_str!("metrics.rs");
+        let mut found = Vec::new();
+        for kind in ["counter", "gauge", "histogram"] {
+            let call = format!("describe_{kind}!(");
+            for part in code.split(&call).skip(1) {
+                let name = part.split('"').nth(1).expect("a quoted name");
+                if name.starts_with("relaystore_") {
+                    found.push((name.to_owned(), kind.to_owned()));
+                }
+            }
+        }
+        found
+    }
+
+    #[test]
+    fn the_public_table_lists_every_described_metric_and_its_kind() {
+        let mut doc = documented();
+        let mut code = described();
+        doc.sort();
+        code.sort();
+        assert!(!code.is_empty());
+        assert_eq!(doc, code);
+        let histograms: Vec<&str> = code
+            .iter()
+            .filter(|(_, kind)| kind == "histogram")
+            .map(|(name, _)| name.as_str())
+            .collect();
+        let mut bucketed: Vec<&str> = HISTOGRAMS.iter().map(|(name, _)| *name).collect();
+        bucketed.sort_unstable();
+        assert_eq!(bucketed, histograms, "every histogram has its buckets");
+        for (name, buckets) in HISTOGRAMS {
+            assert!(
+                buckets.windows(2).all(|w| w[0] < w[1]),
+                "{name}'s buckets ascend"
+            );
+        }
+    }
+}
