@@ -137,9 +137,19 @@ async fn log_removals(store: Store) -> BTreeMap<(String, String), u64> {
     let mut seen = BTreeMap::new();
     let mut log = |received: Received| match received {
         Received::Event(e) => {
+            let holder = e.holder.as_deref().map(|h| format!(" held by {h}"));
+            let root = e
+                .root
+                .as_ref()
+                .map(|r| format!(" with {:?} ({:?})", r.id, r.cause));
             println!(
-                "removed: {:?} {:?} of tenant {} ({:?})",
-                e.collection, e.id, e.tenant, e.cause
+                "removed: {:?} {:?} of {}{}: {:?}{}",
+                e.collection,
+                e.id,
+                e.tenant,
+                holder.unwrap_or_default(),
+                e.cause,
+                root.unwrap_or_default()
             );
             let key = (format!("{:?}", e.collection), format!("{:?}", e.cause));
             *seen.entry(key).or_insert(0) += 1;

@@ -168,7 +168,9 @@ pub mod events {
     //! the subscribers ([`Subscription`]) of the engine that removed it. The
     //! vocabulary ([`Event`], [`Cause`], [`RecordId`], [`Received`]) is the
     //! same on every engine.
-    pub use crate::contract::events::{Cause, Collection, Event, Received, RecordId, RecvError};
+    pub use crate::contract::events::{
+        Cause, Collection, Event, Received, RecordId, RecvError, Root,
+    };
     pub use crate::mem::events::{RecvFuture, Subscription};
 }
 

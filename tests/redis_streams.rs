@@ -10,7 +10,7 @@
 mod redis;
 
 use redis::{config, instances, on_every_target};
-use relaystore::events::{Cause, Collection, Event, Received, RecordId};
+use relaystore::events::{Cause, Collection, Event, Received, RecordId, Root};
 use relaystore::stream::{StreamConfig, WhenFull};
 use relaystore::{Error, Scope, StoreConfig, TenantId};
 use std::sync::Arc;
@@ -95,17 +95,24 @@ fn removals_are_announced_and_cascade_with_the_lease() {
                 other => panic!("{name}: {other:?} after {seen:?}"),
             }
         }
-        let stream = |id: &str, cause| Event {
+        let stream = |id: &str, cause, root| Event {
             collection: Collection::Streams,
             tenant: T,
             id: RecordId::Stream(Arc::from(id)),
             cause,
+            holder: None,
+            root,
+        };
+        let root = Root {
+            collection: Collection::Leases,
+            id: RecordId::Lease(lease.id),
+            cause: Cause::Revoked,
         };
         assert_eq!(
             seen,
             vec![
-                stream("plain", Cause::Released),
-                stream("attached", Cause::Cascaded)
+                stream("plain", Cause::Released, None),
+                stream("attached", Cause::Cascaded, Some(root))
             ],
             "{name}"
         );

@@ -6,7 +6,7 @@ use super::{config, ensure, ensure_eq, Harness, Outcome};
 use crate::base::error::Error;
 use crate::base::ids::TenantId;
 use crate::contract::engine::{Events, RelayEngine};
-use crate::contract::events::{Cause, Collection, Received};
+use crate::contract::events::{Cause, Collection, Event, Received, RecordId, Root};
 use crate::contract::lifecycle::Health;
 use std::future::Future;
 use std::net::SocketAddr;
@@ -178,6 +178,110 @@ fn done_now<F: Future>(future: Pin<&mut F>) -> bool {
     future
         .poll(&mut Context::from_waker(Waker::noop()))
         .is_ready()
+}
+
+/// Every event buffered now, in arrival order.
+fn taken<S: Events>(events: &S) -> Result<Vec<Event>, super::Fault> {
+    let mut out = Vec::new();
+    while let Some(received) = events.try_recv() {
+        match received {
+            Received::Event(e) => out.push(e),
+            other => return Err(super::Fault::new(format!("unexpected {other:?}"))),
+        }
+    }
+    Ok(out)
+}
+
+/// The event of the record `id`, from `seen`.
+fn of<'a>(seen: &'a [Event], id: &RecordId) -> Result<&'a Event, super::Fault> {
+    seen.iter()
+        .find(|e| &e.id == id)
+        .ok_or_else(|| super::Fault::new(format!("no event for {id:?} in {seen:?}")))
+}
+
+pub(super) async fn event_details<H: Harness>(h: &H) -> Outcome {
+    let u = h.unit();
+    let e = h.engine(config(u)).await?;
+    let events = e.subscribe().await?;
+    let g = e.grant(T, "host-a", u * 100, None).await?;
+    e.publish(T, g.id, "lobby", b"", None).await?;
+    let t = e.begin_join(T, "lobby", "c", u * 50, None).await?;
+    e.heartbeat(T, "alice", u * 50, None, Some(g.id)).await?;
+    e.try_lock(T, "job", "worker-1", u * 50, Some(g.id)).await?;
+    e.revoke(T, g.id).await?;
+    let seen = taken(&events)?;
+    let lease = of(&seen, &RecordId::Lease(g.id))?;
+    ensure_eq!(
+        (lease.cause, lease.holder.as_deref(), &lease.root),
+        (Cause::Revoked, Some("host-a"), &None),
+        "a revoked lease names its holder"
+    );
+    let root = Some(Root {
+        collection: Collection::Leases,
+        id: RecordId::Lease(g.id),
+        cause: Cause::Revoked,
+    });
+    for id in [
+        RecordId::Listing("lobby".into()),
+        RecordId::Attempt(t.attempt),
+        RecordId::Member("alice".into()),
+    ] {
+        let child = of(&seen, &id)?;
+        ensure_eq!(
+            (child.cause, &child.root, child.holder.as_deref()),
+            (Cause::Cascaded, &root, None),
+            "a child of a revoked lease names it as the root"
+        );
+        ensure_eq!(child.root_cause(), Cause::Revoked, "the root cause");
+    }
+    let lock = of(&seen, &RecordId::Key("job".into()))?;
+    ensure_eq!(
+        (lock.cause, &lock.root, lock.holder.as_deref()),
+        (Cause::Cascaded, &root, Some("worker-1")),
+        "a lock names its owner and its root"
+    );
+
+    // An unpublished listing is the root of its attempts' removal.
+    let g2 = e.grant(T, "host-b", u * 100, None).await?;
+    e.publish(T, g2.id, "room", b"", None).await?;
+    let t2 = e.begin_join(T, "room", "c", u * 50, None).await?;
+    e.unpublish(T, "room", None).await?;
+    let seen = taken(&events)?;
+    let attempt = of(&seen, &RecordId::Attempt(t2.attempt))?;
+    ensure_eq!(
+        (attempt.cause, &attempt.root),
+        (
+            Cause::Cascaded,
+            &Some(Root {
+                collection: Collection::Listings,
+                id: RecordId::Listing("room".into()),
+                cause: Cause::Released,
+            })
+        ),
+        "an attempt of an unpublished listing"
+    );
+    ensure_eq!(
+        of(&seen, &RecordId::Listing("room".into()))?.root,
+        None,
+        "a listing removed for its own sake has no root"
+    );
+
+    // An expired lease is the root of what went with it.
+    e.publish(T, g2.id, "hall", b"", None).await?;
+    h.advance(u * 101).await;
+    let seen = taken(&events)?;
+    let lease = of(&seen, &RecordId::Lease(g2.id))?;
+    ensure_eq!(
+        (lease.cause, lease.holder.as_deref()),
+        (Cause::Expired, Some("host-b")),
+        "an expired lease names its holder"
+    );
+    ensure_eq!(
+        of(&seen, &RecordId::Listing("hall".into()))?.root_cause(),
+        Cause::Expired,
+        "a listing that went with an expired lease"
+    );
+    Ok(())
 }
 
 pub(super) async fn drain<H: Harness>(h: &H) -> Outcome {

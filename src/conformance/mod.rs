@@ -166,6 +166,7 @@ pub const RELAY_CHECKS: &[&str] = &[
     "lifecycle::restart",
     "lifecycle::drain",
     "lifecycle::events",
+    "lifecycle::event_details",
 ];
 
 /// The checks of wake channels, for any [`WakeEngine`],
@@ -261,6 +262,7 @@ pub async fn run_relay<H: Harness>(harness: &H) -> Vec<Failure> {
     check!(h, failures, RELAY_CHECKS, lifecycle::restart);
     check!(h, failures, RELAY_CHECKS, lifecycle::drain);
     check!(h, failures, RELAY_CHECKS, lifecycle::events);
+    check!(h, failures, RELAY_CHECKS, lifecycle::event_details);
     failures
 }
 

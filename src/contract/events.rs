@@ -3,6 +3,7 @@
 //! subscriber reads ([`Received`], or a [`RecvError`]).
 
 pub use crate::base::collection::Collection;
+use crate::base::holder::Holder;
 use crate::base::ids::{AttemptId, LeaseId, TenantId};
 use std::sync::Arc;
 
@@ -57,6 +58,36 @@ pub struct Event {
     /// Which it was.
     pub id: RecordId,
     /// Why it went.
+    pub cause: Cause,
+    /// Who held it: a lease's holder, a lock's owner; `None` for the other
+    /// collections.
+    pub holder: Option<Holder>,
+    /// For a removal a cascade made (`cause` is `Cascaded`): the removal
+    /// that started the cascade, when the engine knows it (a revoked or
+    /// expired lease for its listings, presence, locks, streams and the
+    /// listings' attempts; an unpublished listing for its attempts). `None`
+    /// for a record removed for its own sake, and for a child found orphaned
+    /// after its parent went unannounced.
+    pub root: Option<Root>,
+}
+
+impl Event {
+    /// The cause at the root of this removal: the root's for a cascade
+    /// whose root is known, this removal's own otherwise.
+    pub fn root_cause(&self) -> Cause {
+        self.root.as_ref().map_or(self.cause, |root| root.cause)
+    }
+}
+
+/// The removal that started a cascade.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Root {
+    /// Where the record was.
+    pub collection: Collection,
+    /// Which it was.
+    pub id: RecordId,
+    /// Why it went (never `Cascaded`).
     pub cause: Cause,
 }
 

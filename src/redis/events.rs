@@ -17,8 +17,9 @@
 
 use super::{Inner, RedisEngine, RedisTarget};
 use crate::base::error::{Error, Result};
+use crate::base::holder::Holder;
 use crate::base::ids::{AttemptId, LeaseId, TenantId};
-use crate::contract::events::{Cause, Collection, Event, RecordId};
+use crate::contract::events::{Cause, Collection, Event, RecordId, Root};
 use crate::mem::events::{EventHub, Subscription};
 use crate::mem::wake::WakeHub;
 use redis::Value;
@@ -94,15 +95,75 @@ fn malformed(what: &str) -> Error {
     Error::backend(format!("malformed removal events: {what}"), true)
 }
 
-/// One encoded removal (collection letter, cause letter, id) as an event
-/// of `tenant`, with ids of `incarnation`; `None` if it is not one.
+/// One encoded removal (collection letter, cause letter, root, holder,
+/// id: `leave_index` in `lua/prelude.lua`) as an event of `tenant`, with
+/// ids of `incarnation`; `None` if it is not one.
 fn decode(tenant: TenantId, incarnation: u64, raw: &[u8]) -> Option<Event> {
     let (&c, rest) = raw.split_first()?;
-    let (&why, id) = rest.split_first()?;
-    let id = std::str::from_utf8(id).ok()?;
-    let seq = || id.parse::<u64>().ok();
+    let (&why, rest) = rest.split_first()?;
     let collection = super::codes::collection_of(c)?;
-    let id = match collection {
+    let cause = cause_of(why)?;
+    let (root, rest) = match rest.split_first()? {
+        (b'-', rest) => (None, rest),
+        (&root_cause, rest) => {
+            let (&root_collection, rest) = rest.split_first()?;
+            let (id, rest) = counted(rest)?;
+            let root_collection = super::codes::collection_of(root_collection)?;
+            let root = Root {
+                collection: root_collection,
+                id: record_id(root_collection, incarnation, id)?,
+                cause: cause_of(root_cause)?,
+            };
+            (Some(root), rest)
+        }
+    };
+    let (holder, id) = match rest.split_first()? {
+        (b'-', rest) => (None, rest),
+        (b'h', rest) => {
+            let (name, rest) = counted(rest)?;
+            (Some(Holder::new(name)), rest)
+        }
+        _ => return None,
+    };
+    let id = record_id(collection, incarnation, std::str::from_utf8(id).ok()?)?;
+    Some(Event {
+        collection,
+        tenant,
+        id,
+        cause,
+        holder,
+        root,
+    })
+}
+
+/// A cause's letter (`lua/prelude.lua`).
+fn cause_of(letter: u8) -> Option<Cause> {
+    Some(match letter {
+        b'e' => Cause::Expired,
+        b'r' => Cause::Revoked,
+        b'c' => Cause::Cascaded,
+        b'x' => Cause::Released,
+        b'u' => Cause::Consumed,
+        _ => return None,
+    })
+}
+
+/// A `<length>:<text>` field and what follows it.
+fn counted(raw: &[u8]) -> Option<(&str, &[u8])> {
+    let colon = raw.iter().position(|&b| b == b':')?;
+    let len: usize = std::str::from_utf8(&raw[..colon]).ok()?.parse().ok()?;
+    let rest = &raw[colon + 1..];
+    if rest.len() < len {
+        return None;
+    }
+    let (text, rest) = rest.split_at(len);
+    Some((std::str::from_utf8(text).ok()?, rest))
+}
+
+/// The id of a record of `collection` from its text in Redis.
+fn record_id(collection: Collection, incarnation: u64, id: &str) -> Option<RecordId> {
+    let seq = || id.parse::<u64>().ok();
+    Some(match collection {
         Collection::Leases => RecordId::Lease(LeaseId::new(incarnation, seq()?)),
         Collection::Listings => RecordId::Listing(Arc::from(id)),
         Collection::Presence => RecordId::Member(Arc::from(id)),
@@ -113,20 +174,6 @@ fn decode(tenant: TenantId, incarnation: u64, raw: &[u8]) -> Option<Event> {
         Collection::Schedules => RecordId::Schedule(Arc::from(id)),
         // Not announced by this engine.
         Collection::Replay | Collection::Idempotency | Collection::Tombstones => return None,
-    };
-    let cause = match why {
-        b'e' => Cause::Expired,
-        b'r' => Cause::Revoked,
-        b'c' => Cause::Cascaded,
-        b'x' => Cause::Released,
-        b'u' => Cause::Consumed,
-        _ => return None,
-    };
-    Some(Event {
-        collection,
-        tenant,
-        id,
-        cause,
     })
 }
 
@@ -371,4 +418,48 @@ fn netstrings(mut bytes: &[u8]) -> Option<Vec<&[u8]>> {
         bytes = &rest[len..];
     }
     Some(parts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_event_reads_with_its_root_and_holder() {
+        let (t, inc) = (TenantId(3), 9);
+        // A lease revoked, with its holder.
+        let lease = decode(t, inc, b"lr-h6:host:a17").unwrap();
+        assert_eq!(lease.id, RecordId::Lease(LeaseId::new(inc, 17)));
+        assert_eq!(lease.cause, Cause::Revoked);
+        assert_eq!(lease.holder.as_deref(), Some("host:a"));
+        assert_eq!(lease.root, None);
+        // Its listing, cascaded, names it as the root.
+        let listing = decode(t, inc, b"pcrl2:17-lobby").unwrap();
+        assert_eq!(listing.id, RecordId::Listing(Arc::from("lobby")));
+        assert_eq!(listing.holder, None);
+        assert_eq!(
+            listing.root,
+            Some(Root {
+                collection: Collection::Leases,
+                id: RecordId::Lease(LeaseId::new(inc, 17)),
+                cause: Cause::Revoked,
+            })
+        );
+        assert_eq!(listing.root_cause(), Cause::Revoked);
+        // An attempt cascaded from an unpublished listing.
+        let attempt = decode(t, inc, b"acxp5:lobby-4").unwrap();
+        assert_eq!(
+            attempt.root.unwrap().id,
+            RecordId::Listing(Arc::from("lobby"))
+        );
+        // Truncated or unknown fields are not events.
+        for bad in [&b"pcrl9:17-lobby"[..], b"lrxh6:host", b"lr?lobby", b"zr--1"] {
+            assert_eq!(
+                decode(t, inc, bad),
+                None,
+                "{:?}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+    }
 }

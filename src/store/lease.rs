@@ -25,7 +25,7 @@ use std::time::Duration;
 
 pub(crate) struct Lease {
     pub(super) owner: Owner,
-    holder: Holder,
+    pub(super) holder: Holder,
     /// The fence: the version the lease was inserted at. Kept, because
     /// the version's base moves when its low part runs out.
     fence: u64,

@@ -28,7 +28,7 @@ use std::time::Duration;
 
 pub(crate) struct Lock {
     pub(super) owner: Owner,
-    holder: Holder,
+    pub(super) holder: Holder,
     fence: u64,
     pub(super) lease: Option<u64>,
     pub(super) attached: bool,

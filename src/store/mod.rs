@@ -609,6 +609,31 @@ impl Store {
         self.emit_with(collection, tenant, || id, cause);
     }
 
+    /// [`emit_with`](Self::emit_with) for a removal `why` tells (its
+    /// cause, and a cascade's root), with the record's holder, built only
+    /// if someone subscribes.
+    fn announce(
+        &self,
+        collection: Collection,
+        tenant: TenantId,
+        id: impl FnOnce() -> RecordId,
+        why: &retire::Why,
+        holder: impl FnOnce() -> Option<crate::base::holder::Holder>,
+    ) {
+        crate::mem::metrics::removal(collection, why.cause());
+        if !self.shared.events.subscribed() {
+            return;
+        }
+        self.shared.events.emit(Event {
+            collection,
+            tenant,
+            id: id(),
+            cause: why.cause(),
+            holder: holder(),
+            root: why.root().cloned(),
+        });
+    }
+
     /// [`emit`](Self::emit), building the record's id only if someone
     /// subscribes: a named record's id is the one copy of its name a
     /// removal makes (ADR 0046).
@@ -628,6 +653,8 @@ impl Store {
             tenant,
             id: id(),
             cause,
+            holder: None,
+            root: None,
         });
     }
 }

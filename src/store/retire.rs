@@ -24,12 +24,55 @@ use super::{owned_by, Collection, IdKey, NameKey, Store};
 use crate::base::ids::TenantId;
 use crate::base::sync::{lock_at, Arc, Rung};
 use crate::base::time::MonoTime;
-use crate::contract::events::{Cause, RecordId};
+use crate::contract::events::{Cause, RecordId, Root};
 use crate::coord::stream::Stream;
 use crate::mem::record::Record;
 use crate::mem::shard::ShardMap;
 use crate::mem::table::{Removed, Storage, Table, TableOf};
 use std::hash::Hash;
+
+/// Why a record is retired, as its removal event tells it: its cause and,
+/// for a cascade, the removal that started it (made only when someone
+/// subscribes: building it may copy a name).
+#[derive(Clone)]
+pub(super) struct Why {
+    cause: Cause,
+    root: Option<Root>,
+}
+
+impl From<Cause> for Why {
+    fn from(cause: Cause) -> Self {
+        Why { cause, root: None }
+    }
+}
+
+impl Why {
+    pub(super) fn cause(&self) -> Cause {
+        self.cause
+    }
+
+    pub(super) fn root(&self) -> Option<&Root> {
+        self.root.as_ref()
+    }
+
+    /// A cascade from `root`.
+    fn cascade(root: Option<Root>) -> Self {
+        Why {
+            cause: Cause::Cascaded,
+            root,
+        }
+    }
+
+    /// What the children of a record retired for `self` are retired for:
+    /// the same root if this is a cascade, else this record's removal.
+    fn for_children(&self, root: impl FnOnce() -> Option<Root>) -> Self {
+        if self.cause == Cause::Cascaded {
+            Why::cascade(self.root.clone())
+        } else {
+            Why::cascade(root())
+        }
+    }
+}
 
 /// A kind of record the store keeps in a table of its own: where it lives
 /// and what removing it involves. The sweep and the digest loop over the
@@ -119,12 +162,20 @@ impl Store {
         let lease = r.value;
         let tenant = lease.owner.id();
         lease.owner.tenant().quota(Collection::Leases).release(1);
-        self.emit(
+        let why = Why::from(cause);
+        self.announce(
             Collection::Leases,
             tenant,
-            RecordId::Lease(self.lease_id(seq)),
-            cause,
+            || RecordId::Lease(self.lease_id(seq)),
+            &why,
+            || Some(lease.holder.clone()),
         );
+        let root = self.shared.events.subscribed().then(|| Root {
+            collection: Collection::Leases,
+            id: RecordId::Lease(self.lease_id(seq)),
+            cause,
+        });
+        let children_why = why.for_children(|| root);
         let mut n = 0;
         let children = lease.children.map(|c| *c).unwrap_or_default();
         for key in children.listings {
@@ -134,7 +185,7 @@ impl Store {
                 now,
             );
             if let Ok(child) = removed {
-                n += 1 + self.retire_listing(child, Cause::Cascaded, now, false);
+                n += 1 + self.retire_listing(child, children_why.clone(), now, false);
             }
         }
         for member in children.members {
@@ -145,7 +196,7 @@ impl Store {
             );
             if let Ok(child) = removed {
                 n += 1;
-                self.retire_presence(child, Cause::Cascaded, false);
+                self.retire_presence(child, children_why.clone(), false);
             }
         }
         for name in children.locks {
@@ -156,7 +207,7 @@ impl Store {
             );
             if let Ok(child) = removed {
                 n += 1;
-                self.retire_lock(child, Cause::Cascaded, false);
+                self.retire_lock(child, children_why.clone(), false);
             }
         }
         for name in children.streams {
@@ -165,7 +216,13 @@ impl Store {
             let removed = self.shared.streams.remove_child((tenant, &name), seq);
             // (A stream is not a record: it is not counted in `n`.)
             if let Some(stream) = removed.filter(|s| s.visible()) {
-                self.retire_stream(tenant, Arc::from(name), &stream, Cause::Cascaded, false);
+                self.retire_stream(
+                    tenant,
+                    Arc::from(name),
+                    &stream,
+                    children_why.clone(),
+                    false,
+                );
             }
         }
         self.release_owner(&lease.owner);
@@ -175,10 +232,11 @@ impl Store {
     pub(super) fn retire_listing(
         &self,
         r: Removed<NameKey, Listing>,
-        cause: Cause,
+        why: impl Into<Why>,
         now: MonoTime,
         detach: bool,
     ) -> usize {
+        let why = why.into();
         self.inside_gate();
         let (tenant, key) = r.key;
         let listing = r.value;
@@ -192,11 +250,18 @@ impl Store {
                 .listings
                 .remove(&key);
             let id = || RecordId::Listing(Arc::from(key.clone()));
-            self.emit_with(Collection::Listings, tenant, id, cause);
+            self.announce(Collection::Listings, tenant, id, &why, || None);
         }
         if detach {
             self.detach_from_lease(listing.lease, LeaseChild::Listings, &key);
         }
+        let children_why = why.for_children(|| {
+            self.shared.events.subscribed().then(|| Root {
+                collection: Collection::Listings,
+                id: RecordId::Listing(Arc::from(key.clone())),
+                cause: why.cause,
+            })
+        });
         let mut n = 0;
         for seq in &listing.attempts {
             let origin = listing.origin;
@@ -207,7 +272,7 @@ impl Store {
             );
             if let Ok(child) = removed {
                 n += 1;
-                self.retire_attempt(child, Cause::Cascaded, false);
+                self.retire_attempt(child, children_why.clone(), false);
             }
         }
         // The hold goes last: the tenant must outlive its record's children.
@@ -220,9 +285,10 @@ impl Store {
     pub(super) fn retire_presence(
         &self,
         r: Removed<NameKey, Presence>,
-        cause: Cause,
+        why: impl Into<Why>,
         detach: bool,
     ) {
+        let why = why.into();
         let (tenant, member) = r.key;
         let presence = r.value;
         if let (true, Some(lease)) = (detach, presence.lease) {
@@ -237,17 +303,24 @@ impl Store {
             lock_at(Rung::TenantIndex, &presence.owner.tenant().index)
                 .members
                 .remove(&member);
-            self.emit_with(
+            self.announce(
                 Collection::Presence,
                 tenant,
                 || RecordId::Member(Arc::from(member)),
-                cause,
+                &why,
+                || None,
             );
             self.release_owner(&presence.owner);
         }
     }
 
-    pub(super) fn retire_attempt(&self, r: Removed<IdKey, Attempt>, cause: Cause, detach: bool) {
+    pub(super) fn retire_attempt(
+        &self,
+        r: Removed<IdKey, Attempt>,
+        why: impl Into<Why>,
+        detach: bool,
+    ) {
+        let why = why.into();
         let seq = r.key;
         let attempt = r.value;
         let tenant = attempt.owner.id();
@@ -267,11 +340,12 @@ impl Store {
             } else {
                 Collection::Attempts
             };
-            self.emit(
+            self.announce(
                 collection,
                 tenant,
-                RecordId::Attempt(self.attempt_id(seq)),
-                cause,
+                || RecordId::Attempt(self.attempt_id(seq)),
+                &why,
+                || None,
             );
             self.release_owner(&attempt.owner);
         }
@@ -288,7 +362,8 @@ impl Store {
         });
     }
 
-    pub(super) fn retire_lock(&self, r: Removed<NameKey, Lock>, cause: Cause, detach: bool) {
+    pub(super) fn retire_lock(&self, r: Removed<NameKey, Lock>, why: impl Into<Why>, detach: bool) {
+        let why = why.into();
         let (tenant, name) = r.key;
         let held = r.value;
         if let (true, Some(seq)) = (detach, held.lease) {
@@ -296,11 +371,12 @@ impl Store {
         }
         if held.attached {
             held.owner.tenant().quota(Collection::Locks).release(1);
-            self.emit_with(
+            self.announce(
                 Collection::Locks,
                 tenant,
                 || RecordId::Key(Arc::from(name)),
-                cause,
+                &why,
+                || Some(held.holder.clone()),
             );
             self.release_owner(&held.owner);
         }
@@ -331,14 +407,21 @@ impl Store {
         tenant: TenantId,
         name: Arc<str>,
         stream: &Stream,
-        cause: Cause,
+        why: impl Into<Why>,
         detach: bool,
     ) {
+        let why = why.into();
         self.inside_gate();
         if let Some(seq) = stream.lease.filter(|_| detach) {
             self.detach_from_lease(seq, LeaseChild::Streams, &name);
         }
-        self.emit(Collection::Streams, tenant, RecordId::Stream(name), cause);
+        self.announce(
+            Collection::Streams,
+            tenant,
+            || RecordId::Stream(name),
+            &why,
+            || None,
+        );
         // No follower listening is not a failure here.
         let _ = self
             .shared

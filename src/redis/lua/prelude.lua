@@ -45,6 +45,9 @@ local KEYS, ARGV, TAG, I, NOW_US, NOW, R, GRAVES, REVOKED_BELOW, REVOKED_UNTIL
 local LEASES, LOCKS, IDEM, LISTINGS, ATTEMPTS, REPLAY, MEMBERS, MEMBER_KEYS
 local ORIGIN, EVENTS, DUE, K, STREAMS, QUEUES, SCHEDULES
 local LIMITS, ROOM_KEY, GRANTS, EXTENDED, NEEDS, FREED
+-- The removal a cascade in progress started ({cause, collection, id}), or
+-- nil: the root its cascaded removals announce.
+local ROOT
 
 -- Integers as decimal text (Lua numbers are doubles; everything stored
 -- stays below 2^53).
@@ -248,7 +251,10 @@ local function room_extend(base, now, span, tokens)
 end
 
 -- Removal events (src/redis/events.rs reads them): the collection's
--- letter, the cause's letter, then the record's id. A record is announced
+-- letter, the cause's letter, the root ('-', or for a cascade whose root
+-- is known the root's cause and collection letters and `<length>:id`),
+-- the holder ('-', or for a lease or a lock `h<length>:name`), then the
+-- record's id. A record is announced
 -- when it leaves its collection's index, and only then, so each removal
 -- is announced once whichever call (or sweep) gets to it first.
 -- The letters come from src/redis/codes.rs, written in when the library is
@@ -310,7 +316,18 @@ end
 -- there: callers delete it after).
 local function leave_index(index, id, collection, cause)
   if redis.call('ZREM', index, id) == 1 then
-    EVENTS[#EVENTS + 1] = collection .. cause .. id
+    local root = '-'
+    if cause == CASCADED_ and ROOT then
+      root = ROOT[1] .. ROOT[2] .. #ROOT[3] .. ':' .. ROOT[3]
+    end
+    local holder
+    if collection == E_LEASE then
+      holder = redis.call('HGET', R .. 'l:' .. id, 'h')
+    elseif collection == E_LOCK then
+      holder = redis.call('HGET', R .. 'k:' .. id, 'h')
+    end
+    holder = holder and ('h' .. #holder .. ':' .. holder) or '-'
+    EVENTS[#EVENTS + 1] = collection .. cause .. root .. holder .. id
     local base = R
     if KEPT[collection] then
       base = K
@@ -362,7 +379,7 @@ local function begin(keys, args)
   ORIGIN = string.sub(head, 2)
   -- NEEDS, FREED and GRANTS are made when first needed: most calls have
   -- none, and every table a call makes costs the server time.
-  EVENTS, DUE, NEEDS, FREED, GRANTS, EXTENDED = {}, nil, nil, nil, nil, nil
+  EVENTS, DUE, NEEDS, FREED, GRANTS, EXTENDED, ROOT = {}, nil, nil, nil, nil, nil, nil
   ROOM_KEY = keys[2]
   -- One server has one clock.
   SKEW = ROOM_KEY and 0 or SKEW_CLUSTER
@@ -576,9 +593,14 @@ end
 local function drop_listing(key, cause)
   local pk = R .. 'p:' .. key
   local pending = R .. 'pa:' .. key
+  local outer = ROOT
+  if cause ~= CASCADED_ then
+    ROOT = {cause, E_LISTING, key}
+  end
   for _, seq in ipairs(redis.call('SMEMBERS', pending)) do
     drop_attempt(seq, key, CASCADED_)
   end
+  ROOT = outer
   leave_index(LISTINGS, key, E_LISTING, cause)
   unlink(pk, 'lp:', key)
   redis.call('DEL', pending, pk)
@@ -883,10 +905,12 @@ local function drop_queue(name, cause)
   redis.call('DEL', unpack(keys))
 end
 
--- Drops what is attached to lease `seq` (the cascade): its locks, its
--- presence records, its listings and their attempts, its streams, its
--- endpoints.
-local function detach(seq)
+-- Drops what is attached to lease `seq` (the cascade of its removal for
+-- `cause`): its locks, its presence records, its listings and their
+-- attempts, its streams, its endpoints.
+local function detach(seq, cause)
+  local outer = ROOT
+  ROOT = {cause, E_LEASE, seq}
   local att = R .. 'la:' .. seq
   for _, name in ipairs(redis.call('SMEMBERS', att)) do
     local k = R .. 'k:' .. name
@@ -915,6 +939,7 @@ local function detach(seq)
     end
   end
   redis.call('DEL', att, published, streams, R .. 'le:' .. seq)
+  ROOT = outer
 end
 
 -- What a buried lease held that outlives the epoch: its streams.
@@ -993,7 +1018,7 @@ local function reap(max)
   end
   for _, seq in ipairs(redis.call('ZRANGEBYSCORE', LEASES, '-inf', NOW, 'LIMIT', 0, max)) do
     leave_index(LEASES, seq, E_LEASE, EXPIRED_)
-    detach(seq)
+    detach(seq, EXPIRED_)
   end
   for _, name in ipairs(redis.call('ZRANGEBYSCORE', LOCKS, '-inf', NOW, 'LIMIT', 0, max)) do
     unlink(R .. 'k:' .. name, 'la:', name)

@@ -9,7 +9,7 @@ elseif state ~= OK then
   return {state}
 end
 leave_index(LEASES, seq, E_LEASE, REVOKED_)
-detach(seq)
+detach(seq, REVOKED_)
 local k = R .. 'l:' .. seq
 local until_ms = NOW + tonumber(ARGV[4])
 redis.call('HSET', k, 'x', '1', 'd', num(until_ms))
