@@ -137,7 +137,7 @@ async fn relay_flow<E: Engine>(store: &E, later: impl Fn()) -> Result<(), relays
     while let Some(received) = events.try_recv() {
         match received {
             Received::Event(e) => println!("  {:?} {:?} {:?}", e.collection, e.id, e.cause),
-            Received::Lagged { missed } => println!("  (missed {missed})"),
+            Received::Lagged { missed, .. } => println!("  (missed {missed})"),
         }
     }
     Ok(())

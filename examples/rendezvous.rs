@@ -154,7 +154,9 @@ async fn log_removals(store: Store) -> BTreeMap<(String, String), u64> {
             let key = (format!("{:?}", e.collection), format!("{:?}", e.cause));
             *seen.entry(key).or_insert(0) += 1;
         }
-        Received::Lagged { missed } => println!("removal events missed: {missed}"),
+        Received::Lagged { missed, gaps, .. } => {
+            println!("removal events missed: {missed} (of tenants {gaps:?}): read them again")
+        }
     };
     let drained = store.drained();
     tokio::pin!(drained);

@@ -169,7 +169,7 @@ pub mod events {
     //! vocabulary ([`Event`], [`Cause`], [`RecordId`], [`Received`]) is the
     //! same on every engine.
     pub use crate::contract::events::{
-        Cause, Collection, Event, Received, RecordId, RecvError, Root,
+        Cause, Collection, Event, Gap, Received, RecordId, RecvError, Root,
     };
     pub use crate::mem::events::{RecvFuture, Subscription};
 }

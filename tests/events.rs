@@ -4,7 +4,7 @@
 mod common;
 
 use common::ops::*;
-use relaystore::events::{Cause, Collection, Received, RecordId, RecvError};
+use relaystore::events::{Cause, Collection, Gap, Received, RecordId, RecvError};
 use relaystore::{Error, StoreConfig};
 use std::future::Future;
 use std::sync::Arc;
@@ -24,7 +24,19 @@ fn a_lagging_subscriber_is_told_how_many_it_missed_and_continues() {
     }
     c.advance(SEC);
     assert_eq!(s.sweep(), 5);
-    assert_eq!(events.try_recv(), Some(Received::Lagged { missed: 2 }));
+    // The two oldest were dropped: the report names them by number.
+    assert_eq!(
+        events.try_recv(),
+        Some(Received::Lagged {
+            missed: 2,
+            gaps: vec![Gap {
+                tenant: T,
+                from: 1,
+                to: 2
+            }],
+            every_tenant: false,
+        })
+    );
     let rest: Vec<RecordId> = events
         .drain()
         .into_iter()
@@ -178,7 +190,67 @@ fn a_filtered_subscriber_buffers_only_its_collections_and_never_lags_on_others()
     }
     assert_eq!(members.try_recv(), None, "nothing else was buffered");
     assert!(
-        matches!(everything.try_recv(), Some(Received::Lagged { missed: 4 })),
+        matches!(
+            everything.try_recv(),
+            Some(Received::Lagged { missed: 4, .. })
+        ),
         "an unfiltered subscriber with the same buffer lagged"
     );
+}
+
+#[test]
+fn events_are_numbered_rising_and_a_lag_of_many_tenants_says_so() {
+    let (c, s) = store_with(StoreConfig {
+        subscriber_buffer_max: 1,
+        ..config()
+    });
+    let events = s.subscribe().unwrap();
+    let g = s.grant(T, "host", SEC * 60, None).unwrap();
+    s.publish(T, g.id, "lobby", b"", None).unwrap();
+    s.revoke(T, g.id).unwrap();
+    // The buffer holds one: the lease's event was dropped for the listing's.
+    let lag = events.try_recv();
+    let Some(Received::Lagged {
+        missed: 1,
+        gaps,
+        every_tenant: false,
+    }) = lag
+    else {
+        panic!("{lag:?}");
+    };
+    let Some(Received::Event(listing)) = events.try_recv() else {
+        panic!("the listing's event");
+    };
+    assert_eq!(
+        gaps,
+        vec![Gap {
+            tenant: T,
+            from: listing.seq - 1,
+            to: listing.seq - 1
+        }]
+    );
+    // More tenants than a report lists.
+    let tenants = Gap::LISTED_MAX as u64 + 2;
+    for t in 1..=tenants {
+        s.heartbeat(relaystore::TenantId(100 + t), "m", SEC, None, None)
+            .unwrap();
+    }
+    c.advance(SEC);
+    s.sweep();
+    match events.try_recv() {
+        Some(Received::Lagged {
+            missed,
+            gaps,
+            every_tenant,
+        }) => {
+            assert_eq!(missed, tenants - 1);
+            assert_eq!(gaps.len(), Gap::LISTED_MAX);
+            assert!(every_tenant);
+        }
+        other => panic!("{other:?}"),
+    }
+    let Some(Received::Event(last)) = events.try_recv() else {
+        panic!("the newest event");
+    };
+    assert!(last.seq > listing.seq + Gap::LISTED_MAX as u64);
 }

@@ -11,7 +11,7 @@
 mod redis;
 
 use redis::{block_on, config, fresh_namespace};
-use relaystore::events::{Cause, Received};
+use relaystore::events::{Cause, Gap, Received};
 use relaystore::redis::{RedisEngine, RedisOptions};
 use relaystore::{Error, TenantId};
 use std::process::{Child, Command, Stdio};
@@ -349,7 +349,10 @@ fn an_events_listener_cut_off_reports_what_it_missed() {
         };
         let g = a.grant(T, "host", MS * 60_000, None).await.unwrap();
         a.revoke(T, g.id).await.unwrap();
-        assert!(matches!(next().await, Received::Event(e) if e.cause == Cause::Revoked));
+        let seen = match next().await {
+            Received::Event(e) if e.cause == Cause::Revoked => e.seq,
+            other => panic!("{other:?}"),
+        };
         // Cut the listener's connection (it reconnects after 100 ms), and
         // remove three leases while it is away.
         let mut raw = ::redis::Client::open(server.url().as_str())
@@ -380,7 +383,19 @@ fn an_events_listener_cut_off_reports_what_it_missed() {
         );
         let g = a.grant(T, "host", MS * 60_000, None).await.unwrap();
         a.revoke(T, g.id).await.unwrap();
-        assert_eq!(next().await, Received::Lagged { missed: 3 });
+        // The gap names the tenant and the numbers missed.
+        assert_eq!(
+            next().await,
+            Received::Lagged {
+                missed: 3,
+                gaps: vec![Gap {
+                    tenant: T,
+                    from: seen + 1,
+                    to: seen + 3
+                }],
+                every_tenant: false,
+            }
+        );
         assert!(matches!(next().await, Received::Event(e) if e.cause == Cause::Revoked));
     });
 }

@@ -210,6 +210,10 @@ pub(super) async fn event_details<H: Harness>(h: &H) -> Outcome {
     e.try_lock(T, "job", "worker-1", u * 50, Some(g.id)).await?;
     e.revoke(T, g.id).await?;
     let seen = taken(&events)?;
+    ensure!(
+        seen.windows(2).all(|w| w[0].seq < w[1].seq),
+        "a subscriber is handed the numbers rising: {seen:?}"
+    );
     let lease = of(&seen, &RecordId::Lease(g.id))?;
     ensure_eq!(
         (lease.cause, lease.holder.as_deref(), &lease.root),

@@ -69,6 +69,15 @@ pub struct Event {
     /// for a record removed for its own sake, and for a child found orphaned
     /// after its parent went unannounced.
     pub root: Option<Root>,
+    /// The removal's number, so a subscriber can tell where it stands and,
+    /// after a [`Received::Lagged`], which numbers it missed. On the
+    /// in-memory store one count runs over every tenant, and a subscriber
+    /// is handed the numbers rising. On Redis each tenant's removals are
+    /// numbered one by one in the order its slot ran them; a handle's
+    /// subscribers get the removals of its own calls rising, when each
+    /// call returns, and other instances' as Pub/Sub brings them, so the
+    /// two can interleave out of order.
+    pub seq: u64,
 }
 
 impl Event {
@@ -97,11 +106,75 @@ pub struct Root {
 pub enum Received {
     /// The next event.
     Event(Event),
-    /// The subscriber fell behind and `missed` events were dropped.
+    /// The subscriber fell behind and `missed` events were dropped. A
+    /// subscriber that keeps a view (a lobby list, say) reads the tenants
+    /// in `gaps` again (`list_listings`, `list_presence`), or every tenant
+    /// when `every_tenant` says the gaps were too many to list.
     Lagged {
         /// How many events were dropped since the last read.
         missed: u64,
+        /// Per tenant, the numbers (`Event::seq`) the missed events lie
+        /// within; at most [`Gap::LISTED_MAX`] tenants.
+        gaps: Vec<Gap>,
+        /// Events of more tenants than `gaps` lists were missed.
+        every_tenant: bool,
     },
+}
+
+/// Where a subscriber missed events of one tenant: the missed events'
+/// numbers lie in `from..=to` (on the in-memory store, whose count runs
+/// over every tenant, numbers in between may be other tenants').
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Gap {
+    /// Whose events were missed.
+    pub tenant: TenantId,
+    /// The lowest number missed.
+    pub from: u64,
+    /// The highest number missed.
+    pub to: u64,
+}
+
+impl Gap {
+    /// The most tenants one `Lagged` lists.
+    pub const LISTED_MAX: usize = 16;
+}
+
+/// A subscriber's missed events since its last read, as `Lagged` tells
+/// them.
+#[derive(Default)]
+pub(crate) struct Lag {
+    missed: u64,
+    gaps: Vec<Gap>,
+    every_tenant: bool,
+}
+
+impl Lag {
+    /// `count` events of `tenant`, numbered within `from..=to`, missed.
+    pub(crate) fn note(&mut self, tenant: TenantId, from: u64, to: u64, count: u64) {
+        self.missed += count;
+        if let Some(gap) = self.gaps.iter_mut().find(|g| g.tenant == tenant) {
+            gap.from = gap.from.min(from);
+            gap.to = gap.to.max(to);
+        } else if self.gaps.len() < Gap::LISTED_MAX {
+            self.gaps.push(Gap { tenant, from, to });
+        } else {
+            self.every_tenant = true;
+        }
+    }
+
+    /// The report of what was missed, if anything was; then nothing is.
+    pub(crate) fn take(&mut self) -> Option<Received> {
+        if self.missed == 0 {
+            return None;
+        }
+        let lag = std::mem::take(self);
+        Some(Received::Lagged {
+            missed: lag.missed,
+            gaps: lag.gaps,
+            every_tenant: lag.every_tenant,
+        })
+    }
 }
 
 /// Why a wait for an event ended without one.

@@ -8,10 +8,11 @@
 
 use crate::base::error::{Error, Result, Scope};
 use crate::base::faults::{self, StoreFault};
+use crate::base::ids::TenantId;
 use crate::base::sync::{lock_at, Arc, AtomicU64, Condvar, Mutex, Ordering, Rung};
 use crate::base::words::LimitSnapshot;
 use crate::contract::config::Limits;
-use crate::contract::events::{Collection, Event, Received, RecvError};
+use crate::contract::events::{Collection, Event, Lag, Received, RecvError};
 use std::collections::VecDeque;
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
@@ -24,13 +25,14 @@ struct Inbox {
     queue: Mutex<Queue>,
     /// Signalled on every delivery and on close, for blocking receivers.
     ready: Condvar,
-    missed: AtomicU64,
     capacity: usize,
 }
 
 #[derive(Default)]
 struct Queue {
     events: VecDeque<Event>,
+    /// What was dropped since the last read, reported first.
+    lag: Lag,
     /// The task of an async receiver waiting on this inbox.
     waker: Option<Waker>,
     /// The store is gone: nothing more will arrive.
@@ -41,7 +43,7 @@ struct Queue {
 }
 
 pub(crate) struct EventHub {
-    inboxes: Mutex<Vec<Arc<Inbox>>>,
+    inboxes: Mutex<Inboxes>,
     /// Fast path: no subscribers means nothing to lock.
     count: AtomicU64,
     /// Where `subscribers_max` is read, as it changes at run time.
@@ -49,10 +51,30 @@ pub(crate) struct EventHub {
     buffer_max: usize,
 }
 
+/// The subscribers, and the number the next event this hub numbers gets.
+#[derive(Default)]
+struct Inboxes {
+    list: Vec<Arc<Inbox>>,
+    next_seq: u64,
+}
+
+impl std::ops::Deref for Inboxes {
+    type Target = Vec<Arc<Inbox>>;
+    fn deref(&self) -> &Vec<Arc<Inbox>> {
+        &self.list
+    }
+}
+
+impl std::ops::DerefMut for Inboxes {
+    fn deref_mut(&mut self) -> &mut Vec<Arc<Inbox>> {
+        &mut self.list
+    }
+}
+
 impl EventHub {
     pub(crate) fn new(live: Arc<LimitSnapshot<Limits>>, buffer_max: usize) -> Self {
         EventHub {
-            inboxes: Mutex::new(Vec::new()),
+            inboxes: Mutex::new(Inboxes::default()),
             count: AtomicU64::new(0),
             live,
             buffer_max,
@@ -80,7 +102,6 @@ impl EventHub {
                 ..Queue::default()
             }),
             ready: Condvar::new(),
-            missed: AtomicU64::new(0),
             capacity: self.buffer_max,
         });
         inboxes.push(Arc::clone(&inbox));
@@ -96,9 +117,22 @@ impl EventHub {
         self.count.load(Ordering::Acquire) != 0
     }
 
-    /// Delivers `event` to every subscriber. Called after the operation,
+    /// Numbers `event` (`Event::seq`: one count over every tenant, taken
+    /// under the hub's lock, so every subscriber sees the numbers rise)
+    /// and delivers it to every subscriber. Called after the operation,
     /// never under a map lock.
     pub(crate) fn emit(&self, event: Event) {
+        self.deliver(event, true);
+    }
+
+    /// Delivers `event`, numbered already (by a remote engine), to every
+    /// subscriber.
+    #[cfg(feature = "redis")]
+    pub(crate) fn emit_numbered(&self, event: Event) {
+        self.deliver(event, false);
+    }
+
+    fn deliver(&self, mut event: Event, number: bool) {
         if self.count.load(Ordering::Acquire) == 0 {
             return;
         }
@@ -108,7 +142,11 @@ impl EventHub {
         // up, since it is the executor's code.
         let mut wake = Vec::new();
         {
-            let inboxes = lock_at(Rung::Hub, &self.inboxes);
+            let mut inboxes = lock_at(Rung::Hub, &self.inboxes);
+            if number {
+                inboxes.next_seq += 1;
+                event.seq = inboxes.next_seq;
+            }
             let bit = 1 << (event.collection as u32);
             for inbox in inboxes.iter().filter(|i| i.wanted & bit != 0) {
                 // Broken twin: a receiver that starts to wait between the
@@ -118,8 +156,10 @@ impl EventHub {
                 let sleeping = {
                     let mut queue = lock_at(Rung::Inbox, &inbox.queue);
                     if queue.events.len() >= inbox.capacity {
-                        queue.events.pop_front();
-                        inbox.missed.fetch_add(1, Ordering::AcqRel);
+                        if let Some(dropped) = queue.events.pop_front() {
+                            let (tenant, seq) = (dropped.tenant, dropped.seq);
+                            queue.lag.note(tenant, seq, seq, 1);
+                        }
                         crate::mem::metrics::events_dropped(1);
                     }
                     queue.events.push_back(event.clone());
@@ -137,16 +177,18 @@ impl EventHub {
         wake.into_iter().for_each(Waker::wake);
     }
 
-    /// Reports `missed` events lost before they reached this hub (a remote
-    /// engine's listener found a gap) to every subscriber, as a lag.
+    /// Reports `missed` events of `tenant`, numbered `from..=to`, lost
+    /// before they reached this hub (a remote engine's listener found a
+    /// gap) to every subscriber, as a lag.
     #[cfg(feature = "redis")]
-    pub(crate) fn report_missed(&self, missed: u64) {
+    pub(crate) fn report_missed(&self, tenant: TenantId, from: u64, to: u64) {
+        let missed = to.saturating_sub(from) + 1;
         let mut wake = Vec::new();
         {
             let inboxes = lock_at(Rung::Hub, &self.inboxes);
             for inbox in inboxes.iter() {
-                inbox.missed.fetch_add(missed, Ordering::AcqRel);
                 let mut queue = lock_at(Rung::Inbox, &inbox.queue);
+                queue.lag.note(tenant, from, to, missed);
                 wake.extend(queue.waker.take());
                 if queue.sleepers > 0 {
                     inbox.ready.notify_one();
@@ -242,9 +284,8 @@ impl Subscription {
 
     /// Takes the next item from a locked queue: a lag report first.
     fn take(&self, queue: &mut Queue) -> Option<Received> {
-        let missed = self.inbox.missed.swap(0, Ordering::AcqRel);
-        if missed > 0 {
-            return Some(Received::Lagged { missed });
+        if let Some(lag) = queue.lag.take() {
+            return Some(lag);
         }
         queue.events.pop_front().map(Received::Event)
     }

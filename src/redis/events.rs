@@ -34,6 +34,8 @@ use std::time::Duration;
 #[derive(Default)]
 pub(super) struct Aftermath {
     events: Vec<Vec<u8>>,
+    /// The tenant's number of the last of `events`.
+    last: u64,
     pub(super) due: Option<u64>,
     /// Room under the store-wide ceilings the call needs (`room.rs`).
     pub(super) needs: Vec<String>,
@@ -63,7 +65,11 @@ pub(super) fn split(answer: Vec<Value>) -> Result<(Vec<Value>, Aftermath)> {
         }
         Some(other) => return Err(malformed(&format!("the events are {other:?}"))),
     }
-    after.due = match parts.nth(1) {
+    after.last = match parts.next() {
+        Some(Value::Int(last)) => u64::try_from(last).unwrap_or(0),
+        other => return Err(malformed(&format!("the last event's number is {other:?}"))),
+    };
+    after.due = match parts.next() {
         Some(Value::Int(d)) => u64::try_from(d).ok(),
         other => return Err(malformed(&format!("the due deadline is {other:?}"))),
     };
@@ -98,7 +104,7 @@ fn malformed(what: &str) -> Error {
 /// One encoded removal (collection letter, cause letter, root, holder,
 /// id: `leave_index` in `lua/prelude.lua`) as an event of `tenant`, with
 /// ids of `incarnation`; `None` if it is not one.
-fn decode(tenant: TenantId, incarnation: u64, raw: &[u8]) -> Option<Event> {
+fn decode(tenant: TenantId, incarnation: u64, seq: u64, raw: &[u8]) -> Option<Event> {
     let (&c, rest) = raw.split_first()?;
     let (&why, rest) = rest.split_first()?;
     let collection = super::codes::collection_of(c)?;
@@ -133,6 +139,7 @@ fn decode(tenant: TenantId, incarnation: u64, raw: &[u8]) -> Option<Event> {
         cause,
         holder,
         root,
+        seq,
     })
 }
 
@@ -190,14 +197,15 @@ fn announce(hub: &EventHub, wakes: &WakeHub, event: Event) {
         // Refused only once the handle is gone: nobody to wake then.
         let _ = wakes.notify(&(event.tenant, channel));
     }
-    hub.emit(event);
+    hub.emit_numbered(event);
 }
 
 impl RedisEngine {
     /// Hands the removals a call of this handle made to its subscribers.
     pub(super) fn deliver(&self, tenant: TenantId, incarnation: u64, after: &Aftermath) {
-        for raw in &after.events {
-            match decode(tenant, incarnation, raw) {
+        let first = after.last.saturating_sub(after.events.len() as u64) + 1;
+        for (raw, seq) in after.events.iter().zip(first..) {
+            match decode(tenant, incarnation, seq, raw) {
                 Some(event) => announce(&self.inner.hub, &self.inner.wakes, event),
                 None => tracing::warn!(?raw, "relaystore redis: an unreadable removal event"),
             }
@@ -368,15 +376,18 @@ impl Listener {
         // A gap is what was missed. (Numbers below the last seen mean the
         // tenant's counter started again: Redis lost its data.)
         match self.last.insert(tenant, last) {
-            Some(seen) if first > seen + 1 => self.hub.report_missed(first - seen - 1),
+            Some(seen) if first > seen + 1 => {
+                self.hub
+                    .report_missed(TenantId(tenant), seen + 1, first - 1)
+            }
             _ => {}
         }
         if *origin == self.origin.as_bytes() {
             // This handle's own removals: delivered from the reply.
             return;
         }
-        for raw in events {
-            if let Some(event) = decode(TenantId(tenant), incarnation, raw) {
+        for (raw, seq) in events.iter().zip(first..) {
+            if let Some(event) = decode(TenantId(tenant), incarnation, seq, raw) {
                 announce(&self.hub, &self.wakes, event);
             }
         }
@@ -428,13 +439,13 @@ mod tests {
     fn an_event_reads_with_its_root_and_holder() {
         let (t, inc) = (TenantId(3), 9);
         // A lease revoked, with its holder.
-        let lease = decode(t, inc, b"lr-h6:host:a17").unwrap();
+        let lease = decode(t, inc, 1, b"lr-h6:host:a17").unwrap();
         assert_eq!(lease.id, RecordId::Lease(LeaseId::new(inc, 17)));
         assert_eq!(lease.cause, Cause::Revoked);
         assert_eq!(lease.holder.as_deref(), Some("host:a"));
         assert_eq!(lease.root, None);
         // Its listing, cascaded, names it as the root.
-        let listing = decode(t, inc, b"pcrl2:17-lobby").unwrap();
+        let listing = decode(t, inc, 1, b"pcrl2:17-lobby").unwrap();
         assert_eq!(listing.id, RecordId::Listing(Arc::from("lobby")));
         assert_eq!(listing.holder, None);
         assert_eq!(
@@ -447,7 +458,7 @@ mod tests {
         );
         assert_eq!(listing.root_cause(), Cause::Revoked);
         // An attempt cascaded from an unpublished listing.
-        let attempt = decode(t, inc, b"acxp5:lobby-4").unwrap();
+        let attempt = decode(t, inc, 1, b"acxp5:lobby-4").unwrap();
         assert_eq!(
             attempt.root.unwrap().id,
             RecordId::Listing(Arc::from("lobby"))
@@ -455,7 +466,7 @@ mod tests {
         // Truncated or unknown fields are not events.
         for bad in [&b"pcrl9:17-lobby"[..], b"lrxh6:host", b"lr?lobby", b"zr--1"] {
             assert_eq!(
-                decode(t, inc, bad),
+                decode(t, inc, 1, bad),
                 None,
                 "{:?}",
                 String::from_utf8_lossy(bad)

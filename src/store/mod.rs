@@ -631,6 +631,8 @@ impl Store {
             cause: why.cause(),
             holder: holder(),
             root: why.root().cloned(),
+            // Numbered by the hub.
+            seq: 0,
         });
     }
 
@@ -655,6 +657,7 @@ impl Store {
             cause,
             holder: None,
             root: None,
+            seq: 0,
         });
     }
 }
