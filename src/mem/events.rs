@@ -58,19 +58,6 @@ struct Inboxes {
     next_seq: u64,
 }
 
-impl std::ops::Deref for Inboxes {
-    type Target = Vec<Arc<Inbox>>;
-    fn deref(&self) -> &Vec<Arc<Inbox>> {
-        &self.list
-    }
-}
-
-impl std::ops::DerefMut for Inboxes {
-    fn deref_mut(&mut self) -> &mut Vec<Arc<Inbox>> {
-        &mut self.list
-    }
-}
-
 impl EventHub {
     pub(crate) fn new(live: Arc<LimitSnapshot<Limits>>, buffer_max: usize) -> Self {
         EventHub {
@@ -88,11 +75,11 @@ impl EventHub {
             .fold(0u32, |bits, &c| bits | 1 << (c as u32));
         let subscribers_max = self.live.read(|l| l.subscribers_max);
         let mut inboxes = lock_at(Rung::Hub, &self.inboxes);
-        if inboxes.len() >= subscribers_max {
+        if inboxes.list.len() >= subscribers_max {
             return Err(Error::capacity(
                 Scope::Subscribers,
                 subscribers_max as u64,
-                inboxes.len() as u64,
+                inboxes.list.len() as u64,
             ));
         }
         let inbox = Arc::new(Inbox {
@@ -104,8 +91,9 @@ impl EventHub {
             ready: Condvar::new(),
             capacity: self.buffer_max,
         });
-        inboxes.push(Arc::clone(&inbox));
-        self.count.store(inboxes.len() as u64, Ordering::Release);
+        inboxes.list.push(Arc::clone(&inbox));
+        self.count
+            .store(inboxes.list.len() as u64, Ordering::Release);
         Ok(Subscription {
             inbox,
             hub: Arc::clone(self),
@@ -148,7 +136,7 @@ impl EventHub {
                 event.seq = inboxes.next_seq;
             }
             let bit = 1 << (event.collection as u32);
-            for inbox in inboxes.iter().filter(|i| i.wanted & bit != 0) {
+            for inbox in inboxes.list.iter().filter(|i| i.wanted & bit != 0) {
                 // Broken twin: a receiver that starts to wait between the
                 // two holds is never signalled.
                 let early = faults::active(StoreFault::SleepersReadEarly)
@@ -186,7 +174,7 @@ impl EventHub {
         let mut wake = Vec::new();
         {
             let inboxes = lock_at(Rung::Hub, &self.inboxes);
-            for inbox in inboxes.iter() {
+            for inbox in inboxes.list.iter() {
                 let mut queue = lock_at(Rung::Inbox, &inbox.queue);
                 queue.lag.note(tenant, from, to, missed);
                 wake.extend(queue.waker.take());
@@ -207,10 +195,11 @@ impl EventHub {
         }
         let inboxes = lock_at(Rung::Hub, &self.inboxes);
         let most = inboxes
+            .list
             .iter()
             .map(|inbox| lock_at(Rung::Inbox, &inbox.queue).events.len())
             .max();
-        (inboxes.len(), most.unwrap_or(0))
+        (inboxes.list.len(), most.unwrap_or(0))
     }
 
     /// The store is gone: every receiver, blocked or async, is told once it
@@ -219,7 +208,7 @@ impl EventHub {
         let mut wake = Vec::new();
         {
             let inboxes = lock_at(Rung::Hub, &self.inboxes);
-            for inbox in inboxes.iter() {
+            for inbox in inboxes.list.iter() {
                 let mut queue = lock_at(Rung::Inbox, &inbox.queue);
                 queue.closed = true;
                 wake.extend(queue.waker.take());
@@ -341,10 +330,10 @@ impl std::fmt::Debug for RecvFuture<'_> {
 impl Drop for Subscription {
     fn drop(&mut self) {
         let mut inboxes = lock_at(Rung::Hub, &self.hub.inboxes);
-        inboxes.retain(|i| !Arc::ptr_eq(i, &self.inbox));
+        inboxes.list.retain(|i| !Arc::ptr_eq(i, &self.inbox));
         self.hub
             .count
-            .store(inboxes.len() as u64, Ordering::Release);
+            .store(inboxes.list.len() as u64, Ordering::Release);
     }
 }
 
