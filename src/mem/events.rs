@@ -8,7 +8,6 @@
 
 use crate::base::error::{Error, Result, Scope};
 use crate::base::faults::{self, StoreFault};
-use crate::base::ids::TenantId;
 use crate::base::sync::{lock_at, Arc, AtomicU64, Condvar, Mutex, Ordering, Rung};
 use crate::base::words::LimitSnapshot;
 use crate::contract::config::Limits;
@@ -169,7 +168,7 @@ impl EventHub {
     /// before they reached this hub (a remote engine's listener found a
     /// gap) to every subscriber, as a lag.
     #[cfg(feature = "redis")]
-    pub(crate) fn report_missed(&self, tenant: TenantId, from: u64, to: u64) {
+    pub(crate) fn report_missed(&self, tenant: crate::base::ids::TenantId, from: u64, to: u64) {
         let missed = to.saturating_sub(from) + 1;
         let mut wake = Vec::new();
         {
