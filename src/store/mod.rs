@@ -646,19 +646,7 @@ impl Store {
         id: impl FnOnce() -> RecordId,
         cause: Cause,
     ) {
-        crate::mem::metrics::removal(collection, cause);
-        if !self.shared.events.subscribed() {
-            return;
-        }
-        self.shared.events.emit(Event {
-            collection,
-            tenant,
-            id: id(),
-            cause,
-            holder: None,
-            root: None,
-            seq: 0,
-        });
+        self.announce(collection, tenant, id, &cause.into(), || None);
     }
 }
 
