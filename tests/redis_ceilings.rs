@@ -8,7 +8,7 @@
 
 mod redis;
 
-use redis::{config, instances, on_every_target};
+use redis::{config, instances, instances_swept_by_hand, on_every_target};
 use relaystore::events::Collection;
 use relaystore::{Error, Scope, StoreConfig, TenantId, Usage};
 use std::time::Duration;
@@ -132,7 +132,7 @@ fn every_collection_is_capped_and_expiry_gives_room_back() {
             locks_max: 1,
             ..config()
         };
-        let engines = instances(&target, &name, 2, limits).await;
+        let engines = instances_swept_by_hand(&target, &name, 2, limits).await;
         let (a, b) = (&engines[0], &engines[1]);
         let long = MS * 60_000;
         let g = a.grant(T, "h", long, None).await.unwrap();
@@ -184,7 +184,7 @@ fn every_collection_is_capped_and_expiry_gives_room_back() {
 #[test]
 fn a_revoked_tenants_room_comes_back_once_swept() {
     on_every_target("ceiling-revoke-tenant", |target, name| async move {
-        let engines = instances(&target, &name, 2, ceilings(3)).await;
+        let engines = instances_swept_by_hand(&target, &name, 2, ceilings(3)).await;
         for _ in 0..3 {
             engines[0].grant(T, "h", MS * 60_000, None).await.unwrap();
         }
@@ -216,7 +216,7 @@ fn records_renewed_past_their_first_reservation_keep_their_room() {
         // the TTL is tried again, on a fresh store, with four times it.
         let mut short = MS * 100;
         loop {
-            let engines = instances(&target, &name, 2, renewed_limits()).await;
+            let engines = instances_swept_by_hand(&target, &name, 2, renewed_limits()).await;
             match renew_past_first_reservations(&engines, &name, short).await {
                 Ok(()) => break,
                 Err(e @ (Error::Expired | Error::NotFound)) if short < MS * 1_600 => {
@@ -373,7 +373,7 @@ fn room_taken_for_a_creation_that_lost_its_race_is_given_back() {
 #[test]
 fn after_a_racing_mix_the_count_is_exactly_the_live_records() {
     on_every_target("ceiling-mix", |target, name| async move {
-        let engines = instances(&target, &name, 3, ceilings(60)).await;
+        let engines = instances_swept_by_hand(&target, &name, 3, ceilings(60)).await;
         let mut tasks = tokio::task::JoinSet::new();
         for worker in 0..12u64 {
             let e = engines[worker as usize % 3].clone();

@@ -9,7 +9,7 @@
 
 mod redis;
 
-use redis::{config, instances, on_every_target};
+use redis::{config, instances, instances_swept_by_hand, on_every_target};
 use relaystore::events::{Cause, Collection, Event, Received, RecordId, Root};
 use relaystore::stream::{StreamConfig, WhenFull};
 use relaystore::{Error, Scope, StoreConfig, TenantId};
@@ -144,7 +144,7 @@ fn sized(bytes: usize, entries: usize) -> StreamConfig {
 #[test]
 fn the_stream_budget_counts_every_instance_and_refuses_exactly() {
     on_every_target("streams-budget", |target, name| async move {
-        let engines = instances(&target, &name, 2, budget()).await;
+        let engines = instances_swept_by_hand(&target, &name, 2, budget()).await;
         let (a, b) = (&engines[0], &engines[1]);
         a.create_stream(T, "one", sized(2000, 100)).await.unwrap();
         // Over the bytes left (1000), whoever asks.

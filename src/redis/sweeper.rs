@@ -114,7 +114,11 @@ impl RedisEngine {
     /// what is attached to it, and announced as `Expired` (`Cascaded` for
     /// the attached). Returns how many tenants were swept. The sweeper
     /// loop calls this every `sweep_interval` on the handle holding the
-    /// lease; tests and tools call it to settle expiry at once.
+    /// lease; tests and tools call it to settle expiry at once. On a
+    /// cluster, room under a store-wide ceiling that a concurrent pass of
+    /// another handle's sweeper freed comes back when that pass gives it
+    /// back (its next call to the meta slot), not necessarily before this
+    /// call returns.
     pub async fn sweep(&self) -> Result<usize> {
         let key = self.meta_key("due");
         let mut swept = 0;
