@@ -226,8 +226,8 @@ pub use contract::outbox::{outbox_config, OutboxMessage, OutboxRun};
 pub use contract::queue::ClaimedJob;
 pub use contract::queue::DeadLetter;
 pub use contract::relay::{
-    Admission, Binding, Cursor, EndpointSeen, JoinTicket, LeaseGrant, LeaseInfo, ListingInfo,
-    LockInfo, Page, PresenceInfo, Renewal,
+    Admission, AttemptInfo, AttemptState, Binding, Cursor, EndpointSeen, JoinTicket, LeaseGrant,
+    LeaseInfo, ListingInfo, LockInfo, Page, PresenceInfo, Renewal,
 };
 pub use contract::runner::ScheduleRunner;
 pub use contract::runner::SchedulerStep;

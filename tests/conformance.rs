@@ -8,10 +8,10 @@ use relaystore::schedule::{ScheduleInfo, ScheduleRun};
 use relaystore::stream::{Follower, StreamConfig, StreamRead};
 use relaystore::wake::Listener;
 use relaystore::{
-    Admission, AttemptId, Binding, ClaimedJob, Cursor, DeadLetter, EndpointSeen, Engine, Error,
-    Health, JobId, JoinTicket, JoinToken, LeaseGrant, LeaseId, LeaseInfo, ListingInfo, LockInfo,
-    OutboxMessage, OutboxRun, Page, PresenceInfo, RelayEngine, Renewal, Result, Store, StoreConfig,
-    StreamEngine, TenantId, WakeEngine,
+    Admission, AttemptId, AttemptInfo, Binding, ClaimedJob, Cursor, DeadLetter, EndpointSeen,
+    Engine, Error, Health, JobId, JoinTicket, JoinToken, LeaseGrant, LeaseId, LeaseInfo,
+    ListingInfo, LockInfo, OutboxMessage, OutboxRun, Page, PresenceInfo, RelayEngine, Renewal,
+    Result, Store, StoreConfig, StreamEngine, TenantId, WakeEngine,
 };
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -111,6 +111,7 @@ impl RelayEngine for Broken {
         leave(tenant: TenantId, member: &str) -> Result<()>;
         begin_join(tenant: TenantId, listing: &str, client: &str, ttl: Duration, key: Option<&str>) -> Result<JoinTicket>;
         bind_endpoint(tenant: TenantId, attempt: AttemptId, token: &JoinToken, observed: SocketAddr) -> Result<Binding>;
+        get_attempt(tenant: TenantId, attempt: AttemptId) -> Result<AttemptInfo>;
         cancel_join(tenant: TenantId, attempt: AttemptId) -> Result<()>;
         try_lock(tenant: TenantId, name: &str, owner: &str, ttl: Duration, lease: Option<LeaseId>) -> Result<Option<LockInfo>>;
         get_lock(tenant: TenantId, name: &str) -> Result<LockInfo>;

@@ -5,6 +5,7 @@ use super::{config, ensure, ensure_eq, join_all, Harness, Outcome};
 use crate::base::error::Error;
 use crate::base::ids::{JoinToken, TenantId, TOKEN_SECRET_BYTES};
 use crate::contract::engine::RelayEngine;
+use crate::contract::relay::{AttemptState, ListingInfo};
 use std::net::SocketAddr;
 
 const T: TenantId = TenantId(1);
@@ -159,6 +160,80 @@ pub(super) async fn errors<H: Harness>(h: &H) -> Outcome {
     Ok(())
 }
 
+pub(super) async fn inspection<H: Harness>(h: &H) -> Outcome {
+    let u = h.unit();
+    let e = h.engine(config(u)).await?;
+    hosted(&e, u * 600).await?;
+    let t = e.begin_join(T, "lobby", "client", u * 10, None).await?;
+    let seen = e.get_attempt(T, t.attempt).await?;
+    ensure_eq!(
+        (
+            seen.attempt,
+            seen.listing.as_ref(),
+            seen.client.as_ref(),
+            seen.state
+        ),
+        (t.attempt, "lobby", "client", AttemptState::Pending),
+        "a pending attempt"
+    );
+    ensure!(
+        seen.remaining <= u * 10 && seen.remaining > u * 5,
+        "a pending attempt's time left: {:?} of {:?}",
+        seen.remaining,
+        u * 10
+    );
+    ensure_eq!(
+        e.get_attempt(TenantId(2), t.attempt).await.map(drop),
+        Err(Error::NotFound),
+        "another tenant's attempt"
+    );
+    let b = e.bind_endpoint(T, t.attempt, &t.token, addr(1)).await?;
+    let seen = e.get_attempt(T, t.attempt).await?;
+    ensure_eq!(
+        (seen.state, seen.version),
+        (AttemptState::Bound(addr(1)), b.version),
+        "a bound attempt"
+    );
+    e.consume(T, &t.token).await?;
+    let seen = e.get_attempt(T, t.attempt).await?;
+    ensure_eq!(
+        seen.state,
+        AttemptState::Consumed(addr(1)),
+        "a consumed attempt"
+    );
+    ensure!(
+        seen.version > b.version,
+        "consuming raises the version: {} after {}",
+        seen.version,
+        b.version
+    );
+    // Remembered for the token's deadline plus the replay grace (5 units).
+    ensure!(
+        seen.remaining <= u * 15 && seen.remaining > u * 10,
+        "a consumed token's memory left: {:?}",
+        seen.remaining
+    );
+    // The listing goes: a pending attempt with it, the replay memory not.
+    let p = e.begin_join(T, "lobby", "other", u * 10, None).await?;
+    e.unpublish(T, "lobby", None).await?;
+    ensure_eq!(
+        e.get_attempt(T, p.attempt).await.map(drop),
+        Err(Error::NotFound),
+        "a pending attempt of a removed listing"
+    );
+    ensure_eq!(
+        e.get_attempt(T, t.attempt).await.map(|a| a.state),
+        Ok(AttemptState::Consumed(addr(1))),
+        "a consumed attempt outlives its listing"
+    );
+    ensure_eq!(
+        e.cancel_join(T, t.attempt).await,
+        Err(Error::ReplayRejected),
+        "reading changed nothing"
+    );
+    Ok(())
+}
+
 pub(super) async fn idempotency<H: Harness>(h: &H) -> Outcome {
     let u = h.unit();
     let e = h.engine(config(u)).await?;
@@ -177,10 +252,21 @@ pub(super) async fn idempotency<H: Harness>(h: &H) -> Outcome {
         "same key, other parameters"
     );
     let l = e.publish(T, g.id, "lobby", b"", Some("pub-1")).await?;
+    // A repeat is the same listing, with its lease's time left now.
+    let repeated = e.publish(T, g.id, "lobby", b"", Some("pub-1")).await?;
     ensure_eq!(
-        e.publish(T, g.id, "lobby", b"", Some("pub-1")).await?,
+        ListingInfo {
+            remaining: l.remaining,
+            ..repeated.clone()
+        },
         l,
         "a repeated publish"
+    );
+    ensure!(
+        repeated.remaining <= l.remaining,
+        "a repeat's time left {:?} is measured again (first {:?})",
+        repeated.remaining,
+        l.remaining
     );
     ensure_eq!(
         e.publish(T, g.id, "lobby", b"other", Some("pub-1"))

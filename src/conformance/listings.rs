@@ -43,6 +43,34 @@ pub(super) async fn publish_update_unpublish<H: Harness>(h: &H) -> Outcome {
         (v2, &b"mode=duel"[..]),
         "get after update"
     );
+    // A listing lives as long as its lease: its time left is the lease's.
+    ensure!(
+        l.remaining <= u * 100 && l.remaining > u * 90,
+        "a new listing's time left: {:?} under a lease of {:?}",
+        l.remaining,
+        u * 100
+    );
+    h.advance(u * 40).await;
+    let later = e.get_listing(T, "lobby").await?;
+    let lease = e.get_lease(T, g.id).await?;
+    ensure!(
+        later.remaining <= u * 60 && later.remaining > u * 50,
+        "a listing's time left after 40 of 100 units: {:?}",
+        later.remaining
+    );
+    ensure!(
+        later.remaining.abs_diff(lease.remaining) < u,
+        "a listing's time left {:?} is its lease's {:?}",
+        later.remaining,
+        lease.remaining
+    );
+    e.renew(T, g.id, u * 100).await?;
+    let paged = e.list_listings(T, None, 10).await?;
+    ensure!(
+        paged.items.len() == 1 && paged.items[0].remaining > u * 90,
+        "a page shows the renewed lease's time left: {:?}",
+        paged.items
+    );
     ensure_eq!(
         e.unpublish(T, "lobby", Some(l.version)).await,
         Err(Error::Conflict {

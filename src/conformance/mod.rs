@@ -154,6 +154,7 @@ pub const RELAY_CHECKS: &[&str] = &[
     "joins::concurrent_consumes",
     "joins::errors",
     "joins::idempotency",
+    "joins::inspection",
     "locks::exclusive_and_fenced",
     "locks::attached_to_a_lease",
     "limits::bad_input",
@@ -250,6 +251,7 @@ pub async fn run_relay<H: Harness>(harness: &H) -> Vec<Failure> {
     check!(h, failures, RELAY_CHECKS, joins::concurrent_consumes);
     check!(h, failures, RELAY_CHECKS, joins::errors);
     check!(h, failures, RELAY_CHECKS, joins::idempotency);
+    check!(h, failures, RELAY_CHECKS, joins::inspection);
     check!(h, failures, RELAY_CHECKS, locks::exclusive_and_fenced);
     check!(h, failures, RELAY_CHECKS, locks::attached_to_a_lease);
     check!(h, failures, RELAY_CHECKS, limits::bad_input);

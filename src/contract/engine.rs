@@ -69,8 +69,8 @@ use crate::contract::queue::{
     ClaimToken, ClaimedJob, Failed, JobInfo, JobOptions, QueueConfig, QueueInfo,
 };
 use crate::contract::relay::{
-    Admission, Binding, Cursor, EndpointSeen, JoinTicket, LeaseGrant, LeaseInfo, ListingInfo,
-    LockInfo, Page, PresenceInfo, Renewal,
+    Admission, AttemptInfo, Binding, Cursor, EndpointSeen, JoinTicket, LeaseGrant, LeaseInfo,
+    ListingInfo, LockInfo, Page, PresenceInfo, Renewal,
 };
 use crate::contract::schedule::{ScheduleInfo, ScheduleRun};
 use crate::contract::stream::{StreamConfig, StreamInfo, StreamRead};
@@ -262,6 +262,14 @@ pub trait RelayEngine: Clone + Send + Sync + 'static {
         tenant: TenantId,
         token: &JoinToken,
     ) -> impl Future<Output = Result<Admission>> + Send;
+
+    /// A join attempt's state and time left, pending, bound or consumed
+    /// ([`Store::get_attempt`](crate::Store::get_attempt)).
+    fn get_attempt(
+        &self,
+        tenant: TenantId,
+        attempt: AttemptId,
+    ) -> impl Future<Output = Result<AttemptInfo>> + Send;
 
     /// Cancels a pending or bound attempt.
     fn cancel_join(

@@ -62,6 +62,7 @@ macro_rules! served {
             begin_join(tenant: $crate::base::ids::TenantId, listing: &str, client: &str, ttl: ::std::time::Duration, idempotency_key: Option<&str>) -> $crate::base::error::Result<$crate::contract::relay::JoinTicket>;
             bind_endpoint(tenant: $crate::base::ids::TenantId, attempt: $crate::base::ids::AttemptId, token: &$crate::base::ids::JoinToken, observed: ::std::net::SocketAddr) -> $crate::base::error::Result<$crate::contract::relay::Binding>;
             consume(tenant: $crate::base::ids::TenantId, token: &$crate::base::ids::JoinToken) -> $crate::base::error::Result<$crate::contract::relay::Admission>;
+            get_attempt(tenant: $crate::base::ids::TenantId, attempt: $crate::base::ids::AttemptId) -> $crate::base::error::Result<$crate::contract::relay::AttemptInfo>;
             cancel_join(tenant: $crate::base::ids::TenantId, attempt: $crate::base::ids::AttemptId) -> $crate::base::error::Result<()>;
             get_lock(tenant: $crate::base::ids::TenantId, name: &str) -> $crate::base::error::Result<$crate::contract::relay::LockInfo>;
             renew_lock(tenant: $crate::base::ids::TenantId, name: &str, fence: u64, ttl: ::std::time::Duration) -> $crate::base::error::Result<$crate::contract::relay::Renewal>;

@@ -22,6 +22,41 @@ pub struct JoinTicket {
     pub expires_at: SystemTime,
 }
 
+/// Where a join attempt stands ([`AttemptInfo::state`]).
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AttemptState {
+    /// Begun; no endpoint bound yet.
+    Pending,
+    /// Bound to the endpoint observed for its client; not yet consumed.
+    Bound(SocketAddr),
+    /// Consumed: the client was admitted from this endpoint. The record is
+    /// the token's replay memory now.
+    Consumed(SocketAddr),
+}
+
+/// What [`Store::get_attempt`](crate::Store::get_attempt) returns: a join
+/// attempt as an operator's page shows it.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttemptInfo {
+    /// The attempt.
+    pub attempt: AttemptId,
+    /// The listing it joins.
+    pub listing: Arc<str>,
+    /// The client that began it.
+    pub client: Arc<str>,
+    /// Pending, bound or consumed.
+    pub state: AttemptState,
+    /// Its version (every step raises it).
+    pub version: u64,
+    /// Time left: before the attempt and its token stop being valid
+    /// (pending or bound), or before the replay memory of its consumed
+    /// token is forgotten (consumed: the token's deadline plus
+    /// `replay_grace`).
+    pub remaining: Duration,
+}
+
 /// What [`Store::bind_endpoint`](crate::Store::bind_endpoint) returns.
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -102,6 +137,9 @@ pub struct ListingInfo {
     pub attrs: Arc<[u8]>,
     /// Its version; [`Store::update_listing`](crate::Store::update_listing) takes it.
     pub version: u64,
+    /// Time left before it expires, measured when the call read it: a
+    /// listing lives as long as its lease, so this is the lease's.
+    pub remaining: Duration,
 }
 
 /// Where a listing of keys stopped; pass it back for the next page. Its

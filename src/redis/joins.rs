@@ -5,7 +5,7 @@ use super::reply::Reply;
 use super::{quota_arg, scripts, Issued, Mode, RedisEngine};
 use crate::base::error::{Error, Result};
 use crate::base::ids::{AttemptId, JoinToken, TenantId, TOKEN_SECRET_BYTES};
-use crate::contract::relay::{Admission, Binding, JoinTicket};
+use crate::contract::relay::{Admission, AttemptInfo, AttemptState, Binding, JoinTicket};
 use std::net::SocketAddr;
 use std::time::{Duration, UNIX_EPOCH};
 
@@ -129,6 +129,42 @@ impl RedisEngine {
         self.on_attempt(scripts::CANCEL_JOIN, tenant, attempt, args)
             .await
             .map(drop)
+    }
+
+    /// A join attempt's state and time left
+    /// ([`Store::get_attempt`](crate::Store::get_attempt)): pending or
+    /// bound while it and its listing are visible, consumed while its
+    /// token's replay memory lasts. Writes nothing.
+    pub async fn get_attempt(&self, tenant: TenantId, attempt: AttemptId) -> Result<AttemptInfo> {
+        let args = args![attempt.seq().to_string()];
+        let reply = self
+            .on_attempt(scripts::GET_ATTEMPT, tenant, attempt, args)
+            .await?;
+        let addr = || -> Result<SocketAddr> {
+            reply
+                .text(4)?
+                .parse()
+                .map_err(|_| Error::backend("malformed bound address", true))
+        };
+        let state = match &*reply.text(3)? {
+            "p" => AttemptState::Pending,
+            "b" => AttemptState::Bound(addr()?),
+            "c" => AttemptState::Consumed(addr()?),
+            other => {
+                return Err(Error::backend(
+                    format!("an attempt in an unknown state: {other}"),
+                    true,
+                ))
+            }
+        };
+        Ok(AttemptInfo {
+            attempt,
+            listing: reply.text(1)?,
+            client: reply.text(2)?,
+            state,
+            version: reply.uint(5)?,
+            remaining: reply.millis(6)?,
+        })
     }
 
     async fn on_attempt(

@@ -45,6 +45,7 @@ impl RedisEngine {
             lease,
             attrs: Arc::from(attrs),
             version: reply.uint(1)?,
+            remaining: reply.millis(2)?,
         })
     }
 
@@ -65,6 +66,7 @@ impl RedisEngine {
             lease: LeaseId::new(self.incarnation(), reply.uint(1)?),
             attrs: reply.bytes(2)?,
             version: reply.uint(3)?,
+            remaining: reply.millis(4)?,
         })
     }
 
@@ -145,12 +147,13 @@ impl RedisEngine {
         limit: usize,
     ) -> Result<Page<ListingInfo>> {
         let incarnation = self.incarnation();
-        self.page(scripts::LIST_LISTINGS, tenant, cursor, limit, 3, |r, at| {
+        self.page(scripts::LIST_LISTINGS, tenant, cursor, limit, 4, |r, at| {
             Ok(ListingInfo {
                 key: r.text(at)?,
                 lease: LeaseId::new(incarnation, r.uint(at + 1)?),
                 attrs: r.bytes(at + 2)?,
                 version: r.uint(at + 3)?,
+                remaining: r.millis(at + 4)?,
             })
         })
         .await

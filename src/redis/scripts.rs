@@ -61,6 +61,7 @@ functions! {
     BIND = "bind", "bind.lua", Tenant;
     CONSUME = "consume", "consume.lua", Tenant;
     CANCEL_JOIN = "cancel_join", "cancel_join.lua", Tenant;
+    GET_ATTEMPT = "get_attempt", "get_attempt.lua", Read;
     HEARTBEAT = "heartbeat", "heartbeat.lua", Tenant;
     GET_PRESENCE = "get_presence", "get_presence.lua", Read;
     LEAVE = "leave", "leave.lua", Tenant;

@@ -22,6 +22,7 @@ use crate::contract::events::{Cause, RecordId};
 use crate::contract::relay::Admission;
 use crate::contract::relay::Binding;
 use crate::contract::relay::JoinTicket;
+use crate::contract::relay::{AttemptInfo, AttemptState};
 use crate::mem::quota::Counter;
 use crate::mem::table::{Removed, SlabTable};
 use smol_str::SmolStr;
@@ -317,6 +318,47 @@ impl Store {
             listing: Arc::from(listing),
             addr,
         })
+    }
+
+    /// A join attempt as an operator's page shows it. A pending or bound
+    /// attempt is reported while it and its listing are visible
+    /// ([`Error::Expired`] past its deadline, [`Error::NotFound`] once its
+    /// listing or lease is gone); a consumed one while its token's replay
+    /// memory lasts. Writes nothing.
+    pub fn get_attempt(&self, tenant: TenantId, attempt: AttemptId) -> Result<AttemptInfo> {
+        let key = self.attempt_seq(attempt)?;
+        let now = self.shared.clock.now();
+        let owned = |v: &Attempt| v.owner.is_of(tenant);
+        let seen = self
+            .shared
+            .attempts
+            .read_owned(&key, now, owned, |v, stamp| {
+                (v.attached && v.owner.valid()).then(|| {
+                    let state = match v.phase {
+                        Phase::Pending => AttemptState::Pending,
+                        Phase::Bound(addr) => AttemptState::Bound(addr),
+                        Phase::Consumed(addr) => AttemptState::Consumed(addr),
+                    };
+                    let info = AttemptInfo {
+                        attempt,
+                        listing: Arc::from(v.listing.as_str()),
+                        client: Arc::from(v.client.as_str()),
+                        state,
+                        version: stamp.version,
+                        remaining: stamp.remaining(now),
+                    };
+                    (info, v.ancestry())
+                })
+            })?;
+        let Some((info, ancestry)) = seen else {
+            return Err(Error::NotFound);
+        };
+        // A consumed token's replay memory outlives its listing.
+        let consumed = matches!(info.state, AttemptState::Consumed(_));
+        if !consumed && !self.ancestors_visible(tenant, &ancestry, now) {
+            return Err(Error::NotFound);
+        }
+        Ok(info)
     }
 
     /// Cancels a pending or bound attempt. A consumed one is

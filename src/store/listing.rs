@@ -19,6 +19,7 @@ use crate::mem::record::Stamp;
 use crate::mem::table::{Removed, Table};
 use smol_str::SmolStr;
 use std::ops::Bound;
+use std::time::Duration;
 
 pub(crate) struct Listing {
     pub(super) owner: Owner,
@@ -122,8 +123,14 @@ impl Store {
             now,
             || self.publish_now(tenant, lease_seq, named, stored, now, &mut || Ok(())),
             |l| Outcome::Publish(l.clone()),
+            // A repeat reports the lease's time left now.
             |o| match o {
-                Outcome::Publish(l) => Some(l.clone()),
+                Outcome::Publish(l) => Some(ListingInfo {
+                    remaining: self
+                        .lease_remaining(tenant, lease_seq, now)
+                        .unwrap_or_default(),
+                    ..l.clone()
+                }),
                 _ => None,
             },
         )
@@ -161,20 +168,24 @@ impl Store {
             lease: self.lease_id(lease),
             attrs,
             version: stamp.version,
+            remaining: self.lease_remaining(tenant, lease, now).unwrap_or_default(),
         })
     }
 
     /// The visible listing under `key`, with what its children need.
     pub(super) fn listing_view(&self, key: &NameKey, now: MonoTime) -> Result<ListingView> {
-        self.visible_listing(key, now, |v, stamp| ListingView {
+        let (mut view, left) = self.visible_listing(key, now, |v, stamp| ListingView {
             origin: v.origin,
             info: ListingInfo {
                 key: Arc::from(key.1.clone()),
                 lease: self.lease_id(v.lease),
                 attrs: Arc::clone(&v.attrs),
                 version: stamp.version,
+                remaining: Duration::ZERO,
             },
-        })
+        })?;
+        view.info.remaining = left;
+        Ok(view)
     }
 
     /// The publication (`origin`) of the visible listing under `key`: all
@@ -183,17 +194,19 @@ impl Store {
     /// which every joiner of a busy listing would otherwise share.
     pub(super) fn listing_origin(&self, key: &dyn Name, now: MonoTime) -> Result<u64> {
         self.visible_listing(key, now, |v, _| v.origin)
+            .map(|(origin, _)| origin)
     }
 
     /// The one visibility rule of a listing: attached, its owner's epoch
     /// current, live, and its lease visible. `see` reads it under the
-    /// shard's shared lock; anything not visible is `NotFound`.
+    /// shard's shared lock; anything not visible is `NotFound`. With what
+    /// `see` read comes the lease's time left: the listing's own.
     fn visible_listing<R>(
         &self,
         key: &dyn Name,
         now: MonoTime,
         see: impl FnOnce(&Listing, Stamp) -> R,
-    ) -> Result<R> {
+    ) -> Result<(R, Duration)> {
         let seen = self.shared.listings.read(key, now, |v, stamp| {
             (v.attached && v.owner.valid()).then(|| (v.lease, see(v, stamp)))
         });
@@ -202,9 +215,10 @@ impl Store {
             Ok(None) | Err(Error::Expired) | Err(Error::NotFound) => return Err(Error::NotFound),
             Err(e) => return Err(e),
         };
-        self.lease_status(key.tenant(), lease, now)
+        let left = self
+            .lease_remaining(key.tenant(), lease, now)
             .map_err(|_| Error::NotFound)?;
-        Ok(seen)
+        Ok((seen, left))
     }
 
     /// A visible listing.

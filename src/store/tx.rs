@@ -514,8 +514,9 @@ impl Transaction {
 
     /// The listing under `key` as this transaction would leave it: its
     /// staged write over the committed listing. A listing it publishes
-    /// reads with version 0 (the commit gives it its version); one it
-    /// updates reads with its new attributes and the version it expects.
+    /// reads with version 0 (the commit gives it its version) and its
+    /// lease's time left; one it updates reads with its new attributes and
+    /// the version it expects.
     pub fn get_listing(&self, tenant: TenantId, key: &str) -> Result<ListingInfo> {
         match self.listing_op(tenant, key) {
             Some(Op::Publish {
@@ -525,6 +526,10 @@ impl Transaction {
                 lease: self.store.lease_id(*lease),
                 attrs: Arc::clone(attrs),
                 version: 0,
+                remaining: self
+                    .store
+                    .lease_remaining(tenant, *lease, self.store.shared.clock.now())
+                    .unwrap_or_default(),
             }),
             Some(Op::Update {
                 expected, attrs, ..

@@ -16,6 +16,7 @@ use crate::base::ids::TenantId;
 use crate::base::time::MonoTime;
 use crate::mem::record::Stamp;
 use smol_str::SmolStr;
+use std::time::Duration;
 
 /// What a record's visibility depends on besides its own liveness, read
 /// from the record under its shard lock and checked after it is released
@@ -43,9 +44,23 @@ impl Store {
 
     /// Whether a lease is visible: `Ok`, or why not.
     pub(super) fn lease_status(&self, tenant: TenantId, seq: u64, now: MonoTime) -> Result<()> {
-        match self.read_lease(tenant, seq, now, |v, _| v.owner.valid()) {
-            Ok(true) => Ok(()),
-            Ok(false) => Err(Error::Revoked),
+        self.lease_remaining(tenant, seq, now).map(drop)
+    }
+
+    /// A visible lease's time left at `now` (what its children live for),
+    /// or why it is not visible.
+    pub(super) fn lease_remaining(
+        &self,
+        tenant: TenantId,
+        seq: u64,
+        now: MonoTime,
+    ) -> Result<Duration> {
+        let seen = self.read_lease(tenant, seq, now, |v, stamp| {
+            v.owner.valid().then(|| stamp.remaining(now))
+        });
+        match seen {
+            Ok(Some(left)) => Ok(left),
+            Ok(None) => Err(Error::Revoked),
             Err(Error::NotFound) => Err(self.gone(tenant, seq, now)),
             Err(e) => Err(e),
         }

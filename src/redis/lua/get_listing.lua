@@ -1,7 +1,7 @@
 -- get_listing: ARGV[3] key. Reply: {OK, lease sequence number, attributes,
--- version}.
+-- version, ms left (the lease's)}.
 local p = visible_listing(ARGV[3])
 if not p then
   return {NOT_FOUND}
 end
-return {OK, tonumber(p[1]), p[2], tonumber(p[3])}
+return {OK, tonumber(p[1]), p[2], tonumber(p[3]), tonumber(p[5]) - NOW}

@@ -568,14 +568,20 @@ local function lease_state(seq, ...)
 end
 
 -- The listing under `key` if visible (it exists and its lease is live):
--- its fields {lease, attrs, version, publication}, or nil. The publication
--- (its first version) tells a re-published key from the listing an attempt
--- joined; updates do not change it.
+-- its fields {lease, attrs, version, publication, the lease's deadline (the
+-- listing's own)}, or nil. The publication (its first version) tells a
+-- re-published key from the listing an attempt joined; updates do not
+-- change it.
 local function visible_listing(key)
   local p = redis.call('HMGET', R .. 'p:' .. key, 'l', 'a', 'v', 'o')
-  if not p[1] or lease_state(p[1]) ~= OK then
+  if not p[1] then
     return nil
   end
+  local state, l = lease_state(p[1], 'd')
+  if state ~= OK then
+    return nil
+  end
+  p[5] = l[1]
   return p
 end
 

@@ -2,8 +2,9 @@
 -- ARGV[6] listings_per_lease_max, ARGV[7] the tenant's listing quota (-1:
 -- off), ARGV[8] idempotency key ('' for none), ARGV[9] idempotency_ttl
 -- (ms), ARGV[10] the tenant's idempotency quota (-1: off).
--- Reply: {OK, version}; CONFLICT with the version of a visible listing
--- under the key; the lease's state if it is not live.
+-- Reply: {OK, version, ms left (the lease's, now: a repeat reports it
+-- too)}; CONFLICT with the version of a visible listing under the key; the
+-- lease's state if it is not live.
 local lease, key, attrs = ARGV[3], ARGV[4], ARGV[5]
 local ikey = ARGV[8]
 local fingerprint = 'publish\0' .. lease .. '\0' .. key .. '\0' .. attrs
@@ -12,7 +13,12 @@ if seen then
   if seen[1] ~= OK then
     return seen
   end
-  return {OK, tonumber(seen[2])}
+  local live, d = lease_state(lease, 'd')
+  local left = 0
+  if live == OK then
+    left = tonumber(d[1]) - NOW
+  end
+  return {OK, tonumber(seen[2]), left}
 end
 local state, l = lease_state(lease, 'd', 'z')
 if state ~= OK then
@@ -46,4 +52,4 @@ redis.call('HSET', R .. 'p:' .. key, 'l', lease, 'a', attrs, 'v', num(v), 'o', n
 redis.call('ZADD', LISTINGS, 0, key)
 redis.call('SADD', published, key)
 remember(ikey, fingerprint, tonumber(ARGV[9]), {'v', num(v)})
-return {OK, v}
+return {OK, v, tonumber(l[1]) - NOW}

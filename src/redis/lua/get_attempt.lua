@@ -1,0 +1,14 @@
+-- get_attempt: ARGV[3] attempt sequence number. Writes nothing.
+-- Reply: {OK, listing key, client, state ('p', 'b' or 'c'), address (''
+-- while pending), version, ms left (before the attempt's deadline, or,
+-- consumed, before its replay memory is forgotten)}.
+local seq = ARGV[3]
+local code, a = attempt(seq, nil)
+if code == REPLAYED then
+  local c = redis.call('HMGET', R .. 'a:' .. seq, 'k', 'c', 'ad', 'v', 'f')
+  return {OK, c[1], c[2], 'c', c[3], tonumber(c[4]), tonumber(c[5]) - NOW}
+end
+if code ~= OK then
+  return {code}
+end
+return {OK, a[1], a[2], a[3], a[4] or '', tonumber(a[5]), tonumber(a[7]) - NOW}
