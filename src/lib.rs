@@ -244,7 +244,7 @@ pub use store::AuditError;
 pub use store::{Committed, Transaction, TX_OPS_MAX};
 pub use store::{
     LockGuard, Scheduler, SchedulerStop, Stats, Store, StoreBuilder, EXPIRY_TICK_DEFAULT,
-    REFUSAL_LOG_INTERVAL,
+    LEASE_SLOTS_PER_ITEM, REFUSAL_LOG_INTERVAL,
 };
 
 /// The README's examples, compiled and run as doctests.

@@ -97,6 +97,7 @@ impl RelayEngine for Broken {
         renew(tenant: TenantId, id: LeaseId, ttl: Duration) -> Result<Renewal>;
         renew_at(tenant: TenantId, id: LeaseId, ttl: Duration, version: u64) -> Result<Renewal>;
         get_lease(tenant: TenantId, id: LeaseId) -> Result<LeaseInfo>;
+        list_leases(tenant: TenantId, cursor: Option<&Cursor>, limit: usize) -> Result<Page<LeaseInfo>>;
         revoke(tenant: TenantId, id: LeaseId) -> Result<()>;
         observe_endpoint(tenant: TenantId, lease: LeaseId, addr: SocketAddr) -> Result<()>;
         endpoints(tenant: TenantId, lease: LeaseId) -> Result<Vec<EndpointSeen>>;

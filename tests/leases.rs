@@ -172,3 +172,33 @@ fn revoking_an_expired_lease_is_expired_and_leaves_no_tombstone() {
     s.sweep();
     assert_eq!(s.revoke(T, g.id), Err(Error::NotFound));
 }
+
+#[test]
+fn a_tenants_leases_page_through_a_slab_full_of_other_tenants() {
+    let (_c, s) = store();
+    let scan = relaystore::LEASE_SLOTS_PER_ITEM as usize;
+    for _ in 0..scan * 3 {
+        s.grant(TenantId(9), "other", SEC * 10, None).unwrap();
+    }
+    let mine = s.grant(T, "mine", SEC * 10, None).unwrap();
+    // One lease per page asked: each page looks at LEASE_SLOTS_PER_ITEM slots.
+    let (mut found, mut cursor, mut pages) = (Vec::new(), None, 0);
+    loop {
+        let page = s.list_leases(T, cursor.as_ref(), 1).unwrap();
+        found.extend(page.items.iter().map(|l| l.id));
+        pages += 1;
+        match page.next {
+            Some(next) => cursor = Some(next),
+            None => break,
+        }
+    }
+    assert_eq!(found, vec![mine.id]);
+    assert_eq!(pages, 4, "{} slots, {scan} a page", scan * 3 + 1);
+    assert_eq!(
+        s.list_leases(T, Some(&relaystore::Cursor::from("lobby-3")), 1)
+            .map(drop),
+        Err(Error::InvalidArgument {
+            reason: "a lease cursor must be the `next` of an earlier page"
+        })
+    );
+}

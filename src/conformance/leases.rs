@@ -4,7 +4,9 @@ use super::{config, ensure, ensure_eq, Harness, Outcome};
 use crate::base::error::Error;
 use crate::base::ids::{AttemptId, JoinToken, LeaseId, TenantId};
 use crate::contract::engine::RelayEngine;
+use crate::contract::relay::Cursor;
 use std::net::SocketAddr;
+use std::time::Duration;
 
 const T: TenantId = TenantId(1);
 
@@ -191,5 +193,68 @@ pub(super) async fn ids_travel<H: Harness>(h: &H) -> Outcome {
     let addr = SocketAddr::from(([203, 0, 113, 7], 9));
     e.bind_endpoint(T, attempt, &token, addr).await?;
     e.consume(T, &token).await?;
+    Ok(())
+}
+
+pub(super) async fn pages<H: Harness>(h: &H) -> Outcome {
+    let u = h.unit();
+    let e = h.engine(config(u)).await?;
+    let mut live = Vec::new();
+    for i in 0..7 {
+        let g = e.grant(T, &format!("host-{i}"), u * 100, None).await?;
+        live.push((g.id, format!("host-{i}")));
+    }
+    e.grant(TenantId(2), "neighbour", u * 100, None).await?;
+    let short = e.grant(T, "short", u * 2, None).await?;
+    let revoked = live.remove(3);
+    e.revoke(T, revoked.0).await?;
+    h.advance(u * 3).await;
+    let _ = short;
+    let mut seen = Vec::new();
+    let mut cursor: Option<Cursor> = None;
+    let mut pages = 0;
+    loop {
+        let page = e.list_leases(T, cursor.as_ref(), 2).await?;
+        ensure!(page.items.len() <= 2, "a page of {}", page.items.len());
+        for info in &page.items {
+            ensure!(
+                info.remaining > Duration::ZERO && info.remaining <= u * 100,
+                "a listed lease's time left: {:?}",
+                info.remaining
+            );
+            let got = e.get_lease(T, info.id).await?;
+            ensure_eq!(
+                (got.holder.as_str(), got.fence),
+                (info.holder.as_str(), info.fence),
+                "a listed lease reads back"
+            );
+            seen.push((info.id, info.holder.as_str().to_owned()));
+        }
+        pages += 1;
+        ensure!(pages <= 100, "paging never ends");
+        // The cursor travels to a client as text and comes back.
+        cursor = page.next.map(|c| Cursor::from(c.to_string().as_str()));
+        if cursor.is_none() {
+            break;
+        }
+    }
+    live.sort();
+    seen.sort();
+    ensure_eq!(
+        seen,
+        live,
+        "every live lease exactly once (none revoked, expired or another tenant's)"
+    );
+    ensure_eq!(
+        e.list_leases(T, None, 0).await.map(drop),
+        Err(Error::InvalidArgument {
+            reason: "limit must be in 1..=page_len_max"
+        }),
+        "a page of none"
+    );
+    ensure!(
+        e.list_leases(TenantId(3), None, 10).await?.items.is_empty(),
+        "a tenant with no leases"
+    );
     Ok(())
 }

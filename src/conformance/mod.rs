@@ -146,6 +146,7 @@ pub const RELAY_CHECKS: &[&str] = &[
     "leases::expiry",
     "leases::endpoints",
     "leases::ids_travel",
+    "leases::pages",
     "listings::publish_update_unpublish",
     "listings::visible_only_under_a_live_lease",
     "listings::pages",
@@ -233,6 +234,7 @@ pub async fn run_relay<H: Harness>(harness: &H) -> Vec<Failure> {
     check!(h, failures, RELAY_CHECKS, leases::expiry);
     check!(h, failures, RELAY_CHECKS, leases::endpoints);
     check!(h, failures, RELAY_CHECKS, leases::ids_travel);
+    check!(h, failures, RELAY_CHECKS, leases::pages);
     check!(
         h,
         failures,

@@ -128,6 +128,18 @@ pub trait RelayEngine: Clone + Send + Sync + 'static {
         id: LeaseId,
     ) -> impl Future<Output = Result<LeaseInfo>> + Send;
 
+    /// One page of a tenant's visible leases, in an order fixed by the
+    /// engine; pass the returned cursor back for the next page
+    /// ([`Store::list_leases`](crate::Store::list_leases)). A lease visible
+    /// for the whole scan comes exactly once; a page may hold fewer than
+    /// `limit` leases with `next` set.
+    fn list_leases(
+        &self,
+        tenant: TenantId,
+        cursor: Option<&Cursor>,
+        limit: usize,
+    ) -> impl Future<Output = Result<Page<LeaseInfo>>> + Send;
+
     /// Revokes a lease and, in the same step, everything attached to it
     /// ([`Store::revoke`](crate::Store::revoke)).
     fn revoke(&self, tenant: TenantId, id: LeaseId) -> impl Future<Output = Result<()>> + Send;

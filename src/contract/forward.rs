@@ -46,6 +46,7 @@ macro_rules! served {
             renew(tenant: $crate::base::ids::TenantId, id: $crate::base::ids::LeaseId, ttl: ::std::time::Duration) -> $crate::base::error::Result<$crate::contract::relay::Renewal>;
             renew_at(tenant: $crate::base::ids::TenantId, id: $crate::base::ids::LeaseId, ttl: ::std::time::Duration, version: u64) -> $crate::base::error::Result<$crate::contract::relay::Renewal>;
             get_lease(tenant: $crate::base::ids::TenantId, id: $crate::base::ids::LeaseId) -> $crate::base::error::Result<$crate::contract::relay::LeaseInfo>;
+            list_leases(tenant: $crate::base::ids::TenantId, cursor: Option<&$crate::contract::relay::Cursor>, limit: usize) -> $crate::base::error::Result<$crate::contract::relay::Page<$crate::contract::relay::LeaseInfo>>;
             revoke(tenant: $crate::base::ids::TenantId, id: $crate::base::ids::LeaseId) -> $crate::base::error::Result<()>;
             observe_endpoint(tenant: $crate::base::ids::TenantId, lease: $crate::base::ids::LeaseId, addr: ::std::net::SocketAddr) -> $crate::base::error::Result<()>;
             endpoints(tenant: $crate::base::ids::TenantId, lease: $crate::base::ids::LeaseId) -> $crate::base::error::Result<Vec<$crate::contract::relay::EndpointSeen>>;

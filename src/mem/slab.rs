@@ -412,6 +412,39 @@ impl<V> Slab<V> {
     }
 }
 
+impl<V> Slab<V> {
+    /// Visits the records of slots `start..` in slot order, one slot at a
+    /// time under its lock, while `f` says go on (at most `max_slots`
+    /// slots). Returns the slot to resume at, or `None` once every slot
+    /// made so far was visited. A record that stays in its slot for the
+    /// whole of a resumed visit is seen exactly once.
+    pub(crate) fn visit_from(
+        &self,
+        start: u32,
+        max_slots: u32,
+        mut f: impl FnMut(&u64, &V) -> bool,
+    ) -> Option<u32> {
+        let made = self.made.load(Ordering::Acquire).min(SLOTS_MAX) as u32;
+        let end = start.saturating_add(max_slots).min(made);
+        for index in start..end {
+            let (k, at) = locate(u64::from(index));
+            let slot = &self.segment(k)[at];
+            let go_on = {
+                let _slot = enter(Rung::Shard);
+                let cell = slot.cell.lock();
+                match cell.as_ref() {
+                    Some(value) => f(&key_of(index, cell.generation()), value),
+                    None => true,
+                }
+            };
+            if !go_on {
+                return Some(index + 1).filter(|&next| next < made);
+            }
+        }
+        Some(end).filter(|&next| next < made)
+    }
+}
+
 #[cfg(all(test, not(relaystore_loom)))]
 mod tests {
     use super::*;
@@ -513,6 +546,42 @@ mod tests {
         assert_eq!(slab.remove_if(&first, |_| Ok::<_, ()>(())), None);
         assert_eq!(slab.read(&second, |v| *v), Some("b"));
         assert_eq!(slab.len(), 1);
+    }
+
+    #[test]
+    fn a_resumed_visit_sees_each_staying_record_once_in_slot_order() {
+        let slab = Slab::new();
+        let keys: Vec<u64> = (0..10u32)
+            .map(|i| {
+                let k = slab.claim().unwrap();
+                slab.upsert(k, |_| Upsert::Put(i, ()));
+                k
+            })
+            .collect();
+        for gone in [1, 4, 9] {
+            slab.remove_if(&keys[gone], |_| Ok::<_, ()>(()))
+                .unwrap()
+                .unwrap();
+        }
+        let (mut seen, mut at, mut visits) = (Vec::new(), Some(0), 0);
+        while let Some(start) = at {
+            at = slab.visit_from(start, 3, |k, v| {
+                seen.push((*k, *v));
+                true
+            });
+            visits += 1;
+        }
+        let kept: Vec<(u64, u32)> = [0, 2, 3, 5, 6, 7, 8].map(|i| (keys[i], i as u32)).into();
+        assert_eq!(seen, kept);
+        assert_eq!(visits, 4, "10 slots, 3 at a time");
+        // Stopped by the visitor: it resumes just after the last record seen.
+        let mut first = Vec::new();
+        let next = slab.visit_from(0, 10, |_, v| {
+            first.push(*v);
+            first.len() < 2
+        });
+        assert_eq!((first, next), (vec![0, 2], Some(3)));
+        assert_eq!(slab.visit_from(10, 5, |_, _| true), None, "past the end");
     }
 
     #[test]

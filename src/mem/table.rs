@@ -998,6 +998,18 @@ impl<V> SlabTable<V> {
         made
     }
 
+    /// Visits records with their stamps in slot order from slot `start`
+    /// ([`Slab::visit_from`]): the slot to resume at, or `None` at the end.
+    pub(crate) fn visit_from(
+        &self,
+        start: u32,
+        max_slots: u32,
+        mut f: impl FnMut(&u64, &V, Stamp) -> bool,
+    ) -> Option<u32> {
+        self.map
+            .visit_from(start, max_slots, |k, r| f(k, &r.value, r.stamp()))
+    }
+
     /// Slots the table's slab has made (held, free or claimed).
     #[cfg(all(test, not(relaystore_loom)))]
     pub(crate) fn slots(&self) -> u64 {

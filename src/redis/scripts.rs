@@ -45,6 +45,7 @@ functions! {
     GRANT = "grant", "grant.lua", Tenant;
     RENEW = "renew", "renew.lua", Tenant;
     GET_LEASE = "get_lease", "get_lease.lua", Read;
+    LIST_LEASES = "list_leases", "list_leases.lua", Read;
     REVOKE = "revoke", "revoke.lua", Tenant;
     OBSERVE = "observe", "observe.lua", Tenant;
     ENDPOINTS = "endpoints", "endpoints.lua", Read;

@@ -16,12 +16,17 @@ use crate::contract::events::Cause;
 use crate::contract::relay::EndpointSeen;
 use crate::contract::relay::LeaseGrant;
 use crate::contract::relay::LeaseInfo;
+use crate::contract::relay::{Cursor, Page};
 use crate::mem::record::Record;
 use crate::mem::slab::Slab;
 use crate::mem::table::{Removed, SlabTable};
 use smol_str::SmolStr;
 use std::net::SocketAddr;
 use std::time::Duration;
+
+/// Slots of the lease slab one [`Store::list_leases`] call looks at, per
+/// lease it may return (the slab holds every tenant's leases).
+pub const LEASE_SLOTS_PER_ITEM: u32 = 64;
 
 pub(crate) struct Lease {
     pub(super) owner: Owner,
@@ -238,6 +243,61 @@ impl Store {
             Err(Error::NotFound) => Err(self.gone(tenant, seq, now)),
             Err(e) => Err(e),
         }
+    }
+
+    /// Up to `limit` visible leases of `tenant`, resuming at `cursor` (a
+    /// page's `next`), in the store's slot order: a lease visible for the
+    /// whole scan is returned exactly once across the pages; nothing
+    /// expired or revoked is returned. One call looks at most
+    /// [`LEASE_SLOTS_PER_ITEM`] × `limit` slots (every tenant's leases sit
+    /// in one slab), so a page may hold fewer than `limit` leases, or
+    /// none, with `next` set: go on while it is. `limit` must be in
+    /// `1..=page_len_max`; a cursor this engine did not hand out is
+    /// [`Error::InvalidArgument`]. Writes nothing; holds one slot's lock
+    /// at a time.
+    pub fn list_leases(
+        &self,
+        tenant: TenantId,
+        cursor: Option<&Cursor>,
+        limit: usize,
+    ) -> Result<Page<LeaseInfo>> {
+        self.shared.config.check_page_limit(limit)?;
+        let start = match cursor {
+            None => 0,
+            Some(c) => c
+                .as_str()
+                .parse::<u32>()
+                .map_err(|_| Error::InvalidArgument {
+                    reason: "a lease cursor must be the `next` of an earlier page",
+                })?,
+        };
+        let now = self.shared.clock.now();
+        let slots = u32::try_from(limit)
+            .unwrap_or(u32::MAX)
+            .saturating_mul(LEASE_SLOTS_PER_ITEM);
+        let mut items = Vec::new();
+        let next = self
+            .shared
+            .leases
+            .visit_from(start, slots, |&seq, lease, stamp| {
+                if lease.owner.is_of(tenant)
+                    && lease.owner.valid()
+                    && !stamp.remaining(now).is_zero()
+                {
+                    items.push(LeaseInfo {
+                        id: self.lease_id(seq),
+                        holder: lease.holder.clone(),
+                        fence: lease.fence,
+                        version: stamp.version,
+                        remaining: stamp.remaining(now),
+                    });
+                }
+                items.len() < limit
+            });
+        Ok(Page {
+            items,
+            next: next.map(|slot| Cursor(Arc::from(slot.to_string()))),
+        })
     }
 
     /// Revokes a lease and everything attached to it (listings, their join

@@ -59,6 +59,7 @@ mod wakes;
 #[cfg(any(test, feature = "internals"))]
 pub use audit::AuditError;
 pub use builder::{StoreBuilder, EXPIRY_TICK_DEFAULT};
+pub use lease::LEASE_SLOTS_PER_ITEM;
 pub use lock::LockGuard;
 pub use observe::REFUSAL_LOG_INTERVAL;
 pub use schedules::{Scheduler, SchedulerStop};

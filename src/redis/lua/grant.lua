@@ -29,5 +29,6 @@ local k = R .. 'l:' .. num(f)
 redis.call('HSET', k, 'h', holder, 'v', num(f), 'd', num(d), 'z', room.l[2], 'rv', room.l[1])
 redis.call('PEXPIREAT', k, num(d + keep))
 index_at(LEASES, d, num(f))
+redis.call('ZADD', LEASE_IDS, 0, lease_member(f))
 remember(ikey, fingerprint, tonumber(ARGV[8]), {'f', num(f), 'v', num(f), 'd', num(d)})
 return {OK, f, f, d, NOW}

@@ -43,6 +43,9 @@ local Q_TENANT, Q_JOBS, Q_BYTES, Q_DEAD, H_TENANT = 30, 31, 32, 33, 34
 -- are never shared between calls in flight.
 local KEYS, ARGV, TAG, I, NOW_US, NOW, R, GRAVES, REVOKED_BELOW, REVOKED_UNTIL
 local LEASES, LOCKS, IDEM, LISTINGS, ATTEMPTS, REPLAY, MEMBERS, MEMBER_KEYS
+-- The tenant's leases by id (every score 0, members `lease_member`'s), for
+-- paging in id order; LEASES orders them by deadline.
+local LEASE_IDS
 local ORIGIN, EVENTS, DUE, K, STREAMS, QUEUES, SCHEDULES
 local LIMITS, ROOM_KEY, GRANTS, EXTENDED, NEEDS, FREED
 -- The removal a cascade in progress started ({cause, collection, id}), or
@@ -53,6 +56,12 @@ local ROOT
 -- stays below 2^53).
 local function num(x)
   return string.format('%.0f', x)
+end
+
+-- A lease's member in LEASE_IDS: its sequence number, zero-padded so that
+-- lexical order is numeric order.
+local function lease_member(seq)
+  return string.format('%016.0f', tonumber(seq))
 end
 
 -- The contract's formulas, as pure functions of their inputs (each the
@@ -315,6 +324,9 @@ end
 -- its room back (the record's key, "<collection>:<id>", must still be
 -- there: callers delete it after).
 local function leave_index(index, id, collection, cause)
+  if index == LEASES then
+    redis.call('ZREM', LEASE_IDS, lease_member(id))
+  end
   if redis.call('ZREM', index, id) == 1 then
     local root = '-'
     if cause == CASCADED_ and ROOT then
@@ -352,7 +364,7 @@ local function names_of(r, k)
     r .. 'ld', r .. 'kd', r .. 'iz', r .. 'px', r .. 'ad', r .. 'ar', r .. 'md', r .. 'mx',
     -- Streams, queues and schedules outlive a tenant revocation (as in
     -- memory): their keys are of the incarnation, not of the epoch.
-    k .. 'graves', k, k .. 'sx', k .. 'qn', k .. 'hn',
+    k .. 'graves', k, k .. 'sx', k .. 'qn', k .. 'hn', r .. 'lx',
   }
   NAMES[r] = names
   NAMES_HELD = NAMES_HELD + 1
@@ -416,6 +428,7 @@ local function begin(keys, args)
   LEASES, LOCKS, IDEM, LISTINGS = names[1], names[2], names[3], names[4]
   ATTEMPTS, REPLAY, MEMBERS, MEMBER_KEYS = names[5], names[6], names[7], names[8]
   GRAVES, K, STREAMS, QUEUES, SCHEDULES = names[9], names[10], names[11], names[12], names[13]
+  LEASE_IDS = names[14]
   return nil
 end
 
@@ -965,6 +978,7 @@ end
 -- presence keys). The fourth: what else to do for each member first.
 local GRAVE_INDEXES = {
   {'ld', {'l:', 'la:', 'lp:', 'lm:', 'le:', 'ls:'}, 'l:', bury_lease},
+  {'lx', {}},
   {'kd', {'k:'}, 'k:'},
   {'px', {'p:', 'pa:'}, 'p:'},
   {'ad', {}, 'a:'},
