@@ -79,6 +79,9 @@
 //! - `metrics` (default): counters, gauges and histograms through the
 //!   `metrics` facade, every series described and present from the start.
 //! - `redis`: the Redis engine (`relaystore::redis::RedisEngine`), on tokio.
+//! - `redis-tls`: the Redis engine over TLS (`rediss://` URLs, rustls with
+//!   the ring provider; the server's certificate checked against the
+//!   system's roots or `RedisOptions::tls_root_certificates`).
 //! - `serde`: `Serialize`/`Deserialize` for the values a relay puts on the
 //!   wire: ids and tokens as their text forms, tenants as numbers, grants,
 //!   tickets, bindings, admissions, listings, presence, pages, removal

@@ -68,7 +68,16 @@ fn may_have_run(e: &redis::RedisError) -> bool {
 fn bad_url(_: redis::RedisError) -> Error {
     Error::InvalidConfig {
         field: "target",
-        rule: "must be redis:// URLs",
+        rule: "must be redis:// or rediss:// URLs (and the root certificates PEM)",
+    }
+}
+
+/// What the client checks a `rediss://` server's certificate against.
+#[cfg(feature = "redis-tls")]
+fn certificates(pem: &[u8]) -> redis::TlsCertificates {
+    redis::TlsCertificates {
+        client_tls: None,
+        root_cert: Some(pem.to_vec()),
     }
 }
 
@@ -78,7 +87,14 @@ impl Conn {
         let connect = options.connect_timeout;
         let kind = match &options.target {
             RedisTarget::Standalone(url) => {
-                let client = redis::Client::open(url.as_str()).map_err(bad_url)?;
+                let client = match &options.tls_root_certificates {
+                    None => redis::Client::open(url.as_str()),
+                    #[cfg(feature = "redis-tls")]
+                    Some(pem) => redis::Client::build_with_tls(url.as_str(), certificates(pem)),
+                    #[cfg(not(feature = "redis-tls"))]
+                    Some(_) => unreachable!("validated: root certificates need redis-tls"),
+                }
+                .map_err(bad_url)?;
                 let config = ConnectionManagerConfig::new()
                     .set_connection_timeout(Some(connect))
                     .set_response_timeout(Some(timeout))
@@ -89,7 +105,13 @@ impl Conn {
                 Kind::Server(manager)
             }
             RedisTarget::Cluster(seeds) => {
-                let client = ClusterClient::builder(seeds.iter().map(String::as_str))
+                let builder = ClusterClient::builder(seeds.iter().map(String::as_str));
+                #[cfg(feature = "redis-tls")]
+                let builder = match &options.tls_root_certificates {
+                    Some(pem) => builder.certs(certificates(pem)),
+                    None => builder,
+                };
+                let client = builder
                     .connection_timeout(connect)
                     .response_timeout(timeout)
                     // The client would send a request again after its

@@ -55,7 +55,6 @@ mod lifecycle;
 mod listings;
 mod locks;
 mod presence;
-#[cfg(feature = "conformance")]
 mod probe;
 mod queues;
 mod reply;
@@ -99,6 +98,11 @@ pub struct RedisOptions {
     /// past their deadline, to remove and announce them; the lease lasts
     /// ten of these. Default 100 ms; from 1 ms to 60 s.
     pub sweep_interval: Duration,
+    /// PEM certificates of the authorities a `rediss://` server's
+    /// certificate must chain to, instead of the system's roots. `None`
+    /// (the default): the system's roots. Needs the `redis-tls` feature
+    /// and `rediss://` URLs.
+    pub tls_root_certificates: Option<Vec<u8>>,
 }
 
 /// One Redis server, or a Redis Cluster's seed nodes. `Debug` prints the
@@ -168,6 +172,7 @@ impl RedisOptions {
             call_timeout: Duration::from_millis(500),
             connect_timeout: Duration::from_secs(1),
             sweep_interval: Duration::from_millis(100),
+            tls_root_certificates: None,
         }
     }
 
@@ -196,7 +201,42 @@ impl RedisOptions {
         self
     }
 
+    /// The same options trusting only the authorities in `pem` (one or
+    /// more PEM certificates) for a `rediss://` server's certificate.
+    pub fn tls_root_certificates(mut self, pem: &[u8]) -> Self {
+        self.tls_root_certificates = Some(pem.to_vec());
+        self
+    }
+
+    /// The target's URLs.
+    fn urls(&self) -> Vec<&str> {
+        match &self.target {
+            RedisTarget::Standalone(url) => vec![url.as_str()],
+            RedisTarget::Cluster(seeds) => seeds.iter().map(String::as_str).collect(),
+        }
+    }
+
     fn validate(&self) -> Result<()> {
+        let urls = self.urls();
+        let tls = urls.iter().filter(|u| u.starts_with("rediss://")).count();
+        if tls > 0 && tls < urls.len() {
+            return Err(Error::InvalidConfig {
+                field: "target",
+                rule: "every URL is redis://, or every URL is rediss://",
+            });
+        }
+        if tls > 0 && !cfg!(feature = "redis-tls") {
+            return Err(Error::InvalidConfig {
+                field: "target",
+                rule: "rediss:// URLs need the redis-tls feature",
+            });
+        }
+        if tls == 0 && self.tls_root_certificates.is_some() {
+            return Err(Error::InvalidConfig {
+                field: "tls_root_certificates",
+                rule: "apply to rediss:// URLs only",
+            });
+        }
         let ns = &self.namespace;
         if ns.is_empty() || ns.contains(['{', '}', ':']) {
             return Err(Error::InvalidConfig {

@@ -57,6 +57,20 @@ pub fn targets() -> Vec<Target> {
     found
 }
 
+/// The TLS server: its `rediss://` URL and the PEM of the authority that
+/// issued its certificate (`REDIS_TLS_URL`, `REDIS_TLS_CA`), if configured.
+pub fn tls_target() -> Option<(String, Vec<u8>)> {
+    let (Ok(url), Ok(ca)) = (
+        std::env::var("REDIS_TLS_URL"),
+        std::env::var("REDIS_TLS_CA"),
+    ) else {
+        missing("REDIS_TLS_URL and REDIS_TLS_CA");
+        return None;
+    };
+    let pem = std::fs::read(&ca).unwrap_or_else(|e| panic!("REDIS_TLS_CA {ca}: {e}"));
+    Some((url, pem))
+}
+
 fn missing(var: &str) {
     assert!(
         !required(),
