@@ -249,6 +249,7 @@ fn limits(n: u64) -> StoreConfig {
             replay_max: n * 64,
             idempotency_max: 1,
             locks_max: 1,
+            ..TenantQuota::unlimited()
         },
         subscriber_buffer_max: 1 << 20,
         ..StoreConfig::default()

@@ -141,7 +141,7 @@ pub mod metrics {
     //! `collection` is a collection's name (`leases`, `listings`,
     //! `presence`, ...); `cause` a removal's (`expired`, `revoked`,
     //! `cascaded`, `released`, `consumed`, `drained`); `scope` the kind of
-    //! limit (`collection`, `tenant`, `parent`, `tenants`, `queue_jobs`,
+    //! limit (`collection`, `tenant`, `holder`, `parent`, `tenants`, `queue_jobs`,
     //! ...), with `collection` the collection it bounds, or empty.
     //!
     //! Histograms are recorded as samples; how they are exported is the

@@ -537,3 +537,69 @@ fn a_threads_last_hold_is_per_store() {
     assert!(refused_by_tenant_quota(one.grant(A, "h", SEC, None)));
     assert!(refused_by_tenant_quota(two.grant(A, "h", SEC, None)));
 }
+
+/// Racing grants of one holder admit exactly its quota; a grant the
+/// tenant's quota refuses after the holder's admitted it gives the
+/// holder's unit back (all or nothing), so once every lease is revoked the
+/// holder has its whole quota again.
+#[test]
+fn racing_grants_of_one_holder_admit_exactly_its_quota_and_refusals_keep_nothing() {
+    for (tenant_max, holder_max, expected) in [(TenantQuota::OFF, 5, 5), (3, 5, 3)] {
+        let (_clock, s) = store_with(StoreConfig {
+            tenant: TenantQuota {
+                leases_max: tenant_max,
+                leases_per_holder_max: holder_max,
+                ..TenantQuota::default()
+            },
+            ..StoreConfig::default()
+        });
+        for round in 0..2 {
+            let threads: Vec<_> = (0..4)
+                .map(|_| {
+                    let s = Arc::clone(&s);
+                    std::thread::spawn(move || {
+                        (0..10)
+                            .filter_map(|_| match s.grant(A, "alice", SEC * 60, None) {
+                                Ok(g) => Some(g.id),
+                                Err(Error::CapacityExceeded { .. }) => None,
+                                Err(e) => panic!("an unexpected refusal: {e}"),
+                            })
+                            .collect::<Vec<LeaseId>>()
+                    })
+                })
+                .collect();
+            let granted: Vec<LeaseId> = threads
+                .into_iter()
+                .flat_map(|t| t.join().unwrap())
+                .collect();
+            assert_eq!(
+                granted.len(),
+                expected,
+                "round {round}, tenant {tenant_max}"
+            );
+            let refused = s.grant(A, "alice", SEC * 60, None);
+            let (scope, limit) = if tenant_max < holder_max {
+                (
+                    Scope::Tenant(relaystore::events::Collection::Leases),
+                    tenant_max,
+                )
+            } else {
+                (
+                    Scope::Holder(relaystore::events::Collection::Leases),
+                    holder_max,
+                )
+            };
+            assert_eq!(
+                refused.map(drop),
+                Err(Error::CapacityExceeded {
+                    scope,
+                    limit,
+                    used: expected as u64
+                })
+            );
+            for id in granted {
+                s.revoke(A, id).unwrap();
+            }
+        }
+    }
+}

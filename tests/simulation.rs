@@ -82,6 +82,7 @@ fn config() -> StoreConfig {
             replay_max: 8,
             idempotency_max: 15,
             locks_max: 3,
+            ..TenantQuota::unlimited()
         },
         listings_per_lease_max: 2,
         attempts_per_listing_max: 2,

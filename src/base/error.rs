@@ -137,6 +137,9 @@ pub enum Scope {
     /// A tenant's quota in one collection (for [`Collection::Streams`],
     /// `streams_per_tenant_max`).
     Tenant(Collection),
+    /// A holder's quota within its tenant in one collection
+    /// (`leases_per_holder_max`, `listings_per_holder_max`).
+    Holder(Collection),
     /// A parent's cap on its children in one collection
     /// (`listings_per_lease_max`, `attempts_per_listing_max`, ...).
     Parent(Collection),
@@ -186,6 +189,7 @@ impl fmt::Display for Scope {
         match self {
             Scope::Collection(c) => write!(f, "{} collection ceiling", c.scope_name()),
             Scope::Tenant(c) => write!(f, "tenant quota for {}", c.scope_name()),
+            Scope::Holder(c) => write!(f, "per-holder quota for {}", c.scope_name()),
             Scope::Parent(c) => write!(f, "per-parent cap on {}", c.scope_name()),
             Scope::Tenants => f.write_str("tenants ceiling"),
             Scope::Subscribers => f.write_str("subscribers ceiling"),

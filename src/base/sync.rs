@@ -317,6 +317,9 @@ pub(crate) enum Rung {
     /// A one-shot latch's state (a leaf: its open flag and its waiters'
     /// wakers).
     Latch = 13,
+    /// A tenant's per-holder counts (a leaf: a holder's leases or
+    /// listings counted or given back).
+    Holders = 14,
 }
 
 /// Lets another thread run while this one waits for a short-lived state
@@ -532,10 +535,11 @@ mod lock_table {
             Rung::SlabFree => "SlabFree",
             Rung::SnapshotWriter => "SnapshotWriter",
             Rung::Latch => "Latch",
+            Rung::Holders => "Holders",
         }
     }
 
-    const RUNGS: [Rung; 13] = [
+    const RUNGS: [Rung; 14] = [
         Rung::Gate,
         Rung::TenantIndex,
         Rung::Schedule,
@@ -549,6 +553,7 @@ mod lock_table {
         Rung::SlabFree,
         Rung::SnapshotWriter,
         Rung::Latch,
+        Rung::Holders,
     ];
 
     /// `docs/ARCHITECTURE.md` states the hierarchy as a table of

@@ -113,6 +113,90 @@ pub(super) async fn tenant_quota<H: Harness>(h: &H) -> Outcome {
     Ok(())
 }
 
+pub(super) async fn holder_quota<H: Harness>(h: &H) -> Outcome {
+    let u = h.unit();
+    let mut cfg = config(u);
+    cfg.tenant = TenantQuota {
+        leases_per_holder_max: 2,
+        listings_per_holder_max: 3,
+        ..TenantQuota::default()
+    };
+    let e = h.engine(cfg).await?;
+    let full = |c, limit, used| {
+        Err(Error::CapacityExceeded {
+            scope: Scope::Holder(c),
+            limit,
+            used,
+        })
+    };
+    let first = e.grant(T, "alice", u * 100, Some("first")).await?;
+    let second = e.grant(T, "alice", u * 100, None).await?;
+    ensure_eq!(
+        e.grant(T, "alice", u * 100, None).await.map(drop),
+        full(Collection::Leases, 2, 2),
+        "a holder over its lease quota, with the limit and its use"
+    );
+    ensure_eq!(
+        e.grant(T, "alice", u * 100, Some("first"))
+            .await
+            .map(|g| g.id),
+        Ok(first.id),
+        "a repeated grant at the holder's quota is the first grant"
+    );
+    e.grant(T, "bob", u * 100, None)
+        .await
+        .map_err(|err| super::Fault::new(format!("another holder was refused: {err:?}")))?;
+    e.grant(OTHER, "alice", u * 100, None)
+        .await
+        .map_err(|err| super::Fault::new(format!("the holder in another tenant: {err:?}")))?;
+    // Listings count per publisher, over all of its leases.
+    e.publish(T, first.id, "a-1", b"", None).await?;
+    e.publish(T, first.id, "a-2", b"", None).await?;
+    e.publish(T, second.id, "a-3", b"", None).await?;
+    ensure_eq!(
+        e.publish(T, second.id, "a-4", b"", None).await.map(drop),
+        full(Collection::Listings, 3, 3),
+        "a publisher over its listing quota"
+    );
+    ensure_eq!(
+        e.get_listing(T, "a-4").await.map(drop),
+        Err(Error::NotFound),
+        "a refused publish left nothing"
+    );
+    e.unpublish(T, "a-3", None).await?;
+    e.publish(T, second.id, "a-4", b"", None).await?;
+    // A lease's end gives back its own count and its listings'.
+    e.revoke(T, first.id).await?;
+    let third = e.grant(T, "alice", u * 100, None).await?;
+    e.publish(T, third.id, "a-5", b"", None).await?;
+    e.publish(T, third.id, "a-6", b"", None).await?;
+    ensure_eq!(
+        e.publish(T, third.id, "a-7", b"", None).await.map(drop),
+        full(Collection::Listings, 3, 3),
+        "the revoked lease's listings were given back, no more"
+    );
+    let short = e.grant(T, "carol", u * 2, None).await?;
+    e.publish(T, short.id, "c-1", b"", None).await?;
+    h.advance(u * 3).await;
+    e.grant(T, "carol", u * 100, None).await?;
+    let c2 = e
+        .grant(T, "carol", u * 100, None)
+        .await
+        .map_err(|err| super::Fault::new(format!("an expired lease still counted: {err:?}")))?;
+    e.publish(T, c2.id, "c-2", b"", None).await?;
+    // A tenant's revocation takes every count with its records.
+    e.revoke_tenant(T).await?;
+    for _ in 0..2 {
+        let g = e
+            .grant(T, "alice", u * 100, None)
+            .await
+            .map_err(|err| super::Fault::new(format!("after the tenant's revocation: {err:?}")))?;
+        e.publish(T, g.id, &format!("r-{}", g.fence), b"", None)
+            .await?;
+    }
+    Ok(())
+}
+
 pub(super) async fn ceilings<H: Harness>(h: &H) -> Outcome {
     let u = h.unit();
     let mut cfg = config(u);

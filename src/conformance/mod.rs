@@ -160,6 +160,7 @@ pub const RELAY_CHECKS: &[&str] = &[
     "locks::attached_to_a_lease",
     "limits::bad_input",
     "limits::tenant_quota",
+    "limits::holder_quota",
     "limits::ceilings",
     "limits::parent_caps",
     "limits::isolation",
@@ -258,6 +259,7 @@ pub async fn run_relay<H: Harness>(harness: &H) -> Vec<Failure> {
     check!(h, failures, RELAY_CHECKS, locks::attached_to_a_lease);
     check!(h, failures, RELAY_CHECKS, limits::bad_input);
     check!(h, failures, RELAY_CHECKS, limits::tenant_quota);
+    check!(h, failures, RELAY_CHECKS, limits::holder_quota);
     check!(h, failures, RELAY_CHECKS, limits::ceilings);
     check!(h, failures, RELAY_CHECKS, limits::parent_caps);
     check!(h, failures, RELAY_CHECKS, limits::isolation);

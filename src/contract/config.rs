@@ -74,6 +74,14 @@ pub struct TenantQuota {
     pub idempotency_max: u64,
     /// Named locks one tenant may hold.
     pub locks_max: u64,
+    /// Leases one holder (a [`grant`](crate::Store::grant)'s `holder`) may
+    /// hold within the tenant: a publisher's quota. Default
+    /// [`OFF`](Self::OFF). Whether it is counted is decided when the tenant
+    /// registers, as for every tenant quota.
+    pub leases_per_holder_max: u64,
+    /// Listings one holder may publish within the tenant, under all of its
+    /// leases together. Default [`OFF`](Self::OFF).
+    pub listings_per_holder_max: u64,
 }
 }
 
@@ -95,12 +103,22 @@ impl TenantQuota {
             | Collection::Schedules => None,
         }
     }
+
+    /// The per-holder quota on collection `c` ([`OFF`](Self::OFF) but for
+    /// leases and listings).
+    pub fn per_holder(&self, c: Collection) -> u64 {
+        match c {
+            Collection::Leases => self.leases_per_holder_max,
+            Collection::Listings => self.listings_per_holder_max,
+            _ => Self::OFF,
+        }
+    }
 }
 
 /// A tenant's quotas as words, for the snapshot each of its admissions
 /// reads (`WordSnapshot`); every field named on both sides.
 impl Words for TenantQuota {
-    const LEN: usize = 7;
+    const LEN: usize = 9;
 
     fn put(&self, out: &mut [u64]) {
         let TenantQuota {
@@ -111,6 +129,8 @@ impl Words for TenantQuota {
             replay_max,
             idempotency_max,
             locks_max,
+            leases_per_holder_max,
+            listings_per_holder_max,
         } = self;
         out.copy_from_slice(&[
             *leases_max,
@@ -120,6 +140,8 @@ impl Words for TenantQuota {
             *replay_max,
             *idempotency_max,
             *locks_max,
+            *leases_per_holder_max,
+            *listings_per_holder_max,
         ]);
     }
 
@@ -135,6 +157,8 @@ impl Words for TenantQuota {
             replay_max: next(),
             idempotency_max: next(),
             locks_max: next(),
+            leases_per_holder_max: next(),
+            listings_per_holder_max: next(),
         }
     }
 }
@@ -175,6 +199,8 @@ impl TenantQuota {
             replay_max: Self::OFF,
             idempotency_max: Self::OFF,
             locks_max: Self::OFF,
+            leases_per_holder_max: Self::OFF,
+            listings_per_holder_max: Self::OFF,
         }
     }
 }
@@ -189,6 +215,8 @@ impl Default for TenantQuota {
             replay_max: 100_000,
             idempotency_max: 50_000,
             locks_max: 10_000,
+            leases_per_holder_max: Self::OFF,
+            listings_per_holder_max: Self::OFF,
         }
     }
 }

@@ -56,6 +56,7 @@ fn scope_labels(scope: Scope) -> (&'static str, &'static str) {
     match scope {
         Scope::Collection(c) => ("collection", collection(c)),
         Scope::Tenant(c) => ("tenant", collection(c)),
+        Scope::Holder(c) => ("holder", collection(c)),
         Scope::Parent(c) => ("parent", collection(c)),
         Scope::Tenants => ("tenants", ""),
         Scope::Subscribers => ("subscribers", ""),

@@ -37,7 +37,7 @@ pub(super) fn collection_of(letter: u8) -> Option<Collection> {
 
 /// The scope of every capacity refusal the library can answer, by its code
 /// (the library's `CAPACITY` reply: code, limit, use).
-pub(super) const SCOPES: [(i64, Scope); 34] = [
+pub(super) const SCOPES: [(i64, Scope); 36] = [
     (1, Scope::Tenant(Collection::Leases)),
     (2, Scope::Tenant(Collection::Locks)),
     (3, Scope::Parent(Collection::Locks)),
@@ -72,6 +72,8 @@ pub(super) const SCOPES: [(i64, Scope); 34] = [
     (32, Scope::QueueBytes),
     (33, Scope::QueueDeadLetters),
     (34, Scope::Tenant(Collection::Schedules)),
+    (35, Scope::Holder(Collection::Leases)),
+    (36, Scope::Holder(Collection::Listings)),
 ];
 
 /// The scope a refusal's code names.

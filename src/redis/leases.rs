@@ -38,6 +38,7 @@ impl RedisEngine {
             idempotency_key.unwrap_or("").to_owned(),
             self.idempotency_ttl_ms().to_string(),
             quota_arg(config.tenant.idempotency_max),
+            quota_arg(config.tenant.leases_per_holder_max),
         ];
         let reply = self
             .answer(

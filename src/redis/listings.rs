@@ -35,6 +35,7 @@ impl RedisEngine {
             idempotency_key.unwrap_or(""),
             self.idempotency_ttl_ms().to_string(),
             quota_arg(config.tenant.idempotency_max),
+            quota_arg(config.tenant.listings_per_holder_max),
         ];
         let issued = Issued::Id(lease.incarnation());
         let reply = self

@@ -11,7 +11,9 @@
 //!    anything is taken.
 //! 2. **Narrow scopes before shared ones.** The tenant hold (a known
 //!    tenant: nothing shared), then a slot in the parent's index of
-//!    children (the per-parent cap), then the tenant's quotas. Only then
+//!    children (the per-parent cap), then the holder's quota (leases and
+//!    listings, for a tenant that counts them per holder), then the
+//!    tenant's quotas. Only then
 //!    the shared scopes: a new tenant's registry slot (taken only for
 //!    records without a parent, after its quota was seen to be non-zero),
 //!    store-wide counters, and the table's ceiling inside the insert. A
@@ -58,6 +60,7 @@ use super::tenant::{Epoch, Owner, TenantIndex};
 use super::visible::Ancestry;
 use super::{decide, owned_by, Collection, Store};
 use crate::base::error::{Error, Result, Scope};
+use crate::base::holder::Holder;
 use crate::base::ids::TenantId;
 use crate::base::sync::{lock_at, Arc, Rung};
 use crate::base::time::MonoTime;
@@ -90,6 +93,12 @@ pub(super) trait Child: Stored {
     fn made_at(&self, _version: u64) -> bool {
         true
     }
+    /// The collection whose per-holder quota a record of this kind counts
+    /// against (leases, listings), if any.
+    const HOLDER_QUOTA: Option<Collection> = None;
+    /// Keeps the holder the creation counted this record against, for the
+    /// removal that gives it back (a lease has its holder already).
+    fn count_holder(&mut self, _holder: Holder) {}
 }
 
 /// The kind of child a lease keeps an index of.
@@ -313,6 +322,8 @@ struct Pending<'s, 'e, C: Child> {
     shared: Option<&'s Counter>,
     /// The key and version of the inserted, not yet attached record.
     inserted: Option<(C::Key, u64)>,
+    /// The holder counted against its per-holder quota (`C::HOLDER_QUOTA`).
+    holder: Option<Holder>,
 }
 
 impl<C: Child> Pending<'_, '_, C> {
@@ -323,6 +334,7 @@ impl<C: Child> Pending<'_, '_, C> {
         self.quotas = 0;
         self.shared = None;
         self.inserted = None;
+        self.holder = None;
     }
 }
 
@@ -342,6 +354,9 @@ impl<C: Child> Drop for Pending<'_, '_, C> {
         }
         for &c in &C::QUOTAS[..self.quotas] {
             self.epoch.tenant.quota(c).release(1);
+        }
+        if let (Some(holder), Some(c)) = (self.holder.take(), C::HOLDER_QUOTA) {
+            self.epoch.tenant.release_holder(&holder, c);
         }
         if self.slot {
             self.parent.release(self.store);
@@ -369,25 +384,30 @@ impl Store {
         deadline: u64,
         make: impl FnOnce(Owner, u64) -> C,
     ) -> Result<Stamp> {
-        self.create_then(tenant, key, parent, now, deadline, make, &mut || Ok(()))
+        self.create_then(tenant, key, parent, None, now, deadline, make, &mut || {
+            Ok(())
+        })
     }
 
     /// [`create`](Self::create), running `then` once a child is inserted
     /// and confirmed, just before it is attached (made visible): a
     /// transaction's commit applies the rest of its changes there, and
     /// refuses the creation (which then undoes every step) if they fail.
+    /// `holder` names the holder to count the record against when its
+    /// tenant counts `C::HOLDER_QUOTA` per holder (asked only then).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn create_then<C: Child>(
         &self,
         tenant: TenantId,
         key: C::Key,
         parent: Parent<'_>,
+        holder: Option<&dyn Fn() -> Option<Holder>>,
         now: MonoTime,
         deadline: u64,
         make: impl FnOnce(Owner, u64) -> C,
         then: &mut dyn FnMut() -> Result<()>,
     ) -> Result<Stamp> {
-        let created = self.create_steps(tenant, key, parent, now, deadline, make, then);
+        let created = self.create_steps(tenant, key, parent, holder, now, deadline, make, then);
         if created.is_ok() {
             crate::mem::metrics::admission(C::QUOTAS[0]);
         }
@@ -402,6 +422,7 @@ impl Store {
         tenant: TenantId,
         key: C::Key,
         parent: Parent<'_>,
+        holder: Option<&dyn Fn() -> Option<Holder>>,
         now: MonoTime,
         deadline: u64,
         make: impl FnOnce(Owner, u64) -> C,
@@ -428,6 +449,7 @@ impl Store {
             quotas: 0,
             shared: None,
             inserted: None,
+            holder: None,
         };
         let table = C::table(self);
         // Every store-wide limit this creation checks, from one snapshot:
@@ -461,6 +483,18 @@ impl Store {
         // Narrow scopes: the parent's cap, then the tenant's quotas.
         pending.parent.reserve(self, tenant, now)?;
         pending.slot = true;
+        // The holder's quota, narrower than the tenant's: counted only for
+        // a tenant that registered with it on.
+        if let (Some(c), Some(holder)) = (C::HOLDER_QUOTA, holder) {
+            if epoch.tenant.counts_per_holder(c) {
+                if let Some(holder) = holder() {
+                    if epoch.tenant.acquire_holder(&holder, c)? {
+                        pending.holder = Some(holder);
+                    }
+                }
+            }
+        }
+        let counted_holder = pending.holder.clone();
         // The tenant's quotas, also from one snapshot (its current ones).
         let quotas = epoch.tenant.limits(C::QUOTAS);
         for (&c, limit) in C::QUOTAS.iter().zip(quotas) {
@@ -484,6 +518,9 @@ impl Store {
             let mut record = make(Owner::of(&epoch), version);
             if born {
                 record.set_attached();
+            }
+            if let Some(holder) = &counted_holder {
+                record.count_holder(holder.clone());
             }
             record
         };

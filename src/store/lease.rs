@@ -21,6 +21,7 @@ use crate::mem::record::Record;
 use crate::mem::slab::Slab;
 use crate::mem::table::{Removed, SlabTable};
 use smol_str::SmolStr;
+use std::cell::Cell;
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -89,6 +90,7 @@ impl Stored for Lease {
 
 impl Child for Lease {
     const QUOTAS: &'static [Collection] = &[Collection::Leases];
+    const HOLDER_QUOTA: Option<Collection> = Some(Collection::Leases);
 
     /// A lease has no parent: it is visible from its insert on.
     fn attached(&self) -> bool {
@@ -151,14 +153,32 @@ impl Store {
         // from one store-wide counter that starts above the fence floor,
         // so it exceeds that of every grant before it, in this incarnation
         // and every earlier one. The id is the lease's slot.
+        // The holder moves into the record; the per-holder quota borrows a
+        // copy only for a tenant that counts leases per holder.
+        let holder = Cell::new(Some(holder));
+        let counted = || {
+            let h = holder.take();
+            let copy = h.clone();
+            holder.set(h);
+            copy
+        };
         let (seq, stamp) = self.shared.leases.with_key(|seq| {
             let lease = |owner, version| Lease {
                 owner,
-                holder,
+                holder: holder.take().expect("a lease is built once"),
                 fence: version,
                 children: None,
             };
-            let stamp = self.create(tenant, seq, Parent::None, now, deadline, lease)?;
+            let stamp = self.create_then(
+                tenant,
+                seq,
+                Parent::None,
+                Some(&counted),
+                now,
+                deadline,
+                lease,
+                &mut || Ok(()),
+            )?;
             Ok((seq, stamp))
         })?;
         Ok(LeaseGrant {

@@ -7,6 +7,7 @@ use super::tenant::{Owner, TenantIndex};
 use super::visible::Ancestry;
 use super::{Collection, Name, NameKey, Store};
 use crate::base::error::{Error, Result};
+use crate::base::holder::Holder;
 use crate::base::ids::{LeaseId, TenantId};
 use crate::base::sync::{lock_at, Arc, Rung};
 use crate::base::time::MonoTime;
@@ -33,6 +34,9 @@ pub(crate) struct Listing {
     pub(super) attempts: Vec<u64>,
     /// Visible only once registered with its lease.
     pub(super) attached: bool,
+    /// The lease's holder, when its tenant counts listings per holder:
+    /// the count this listing's removal gives back.
+    pub(super) holder: Option<Holder>,
 }
 
 impl Stored for Listing {
@@ -55,6 +59,11 @@ impl Stored for Listing {
 
 impl Child for Listing {
     const QUOTAS: &'static [Collection] = &[Collection::Listings];
+    const HOLDER_QUOTA: Option<Collection> = Some(Collection::Listings);
+
+    fn count_holder(&mut self, holder: Holder) {
+        self.holder = Some(holder);
+    }
 
     fn attached(&self) -> bool {
         self.attached
@@ -161,8 +170,24 @@ impl Store {
             attrs: Arc::clone(&attrs),
             attempts: Vec::new(),
             attached: false,
+            holder: None,
         };
-        let stamp = self.create_then(tenant, nkey, parent, now, DEADLINE_MAX_MS, make, then)?;
+        // The publisher: the lease's holder (read only for a tenant that
+        // counts listings per holder).
+        let holder = || {
+            self.read_lease(tenant, lease, now, |l, _| l.holder.clone())
+                .ok()
+        };
+        let stamp = self.create_then(
+            tenant,
+            nkey,
+            parent,
+            Some(&holder),
+            now,
+            DEADLINE_MAX_MS,
+            make,
+            then,
+        )?;
         Ok(ListingInfo {
             key: Arc::from(key),
             lease: self.lease_id(lease),

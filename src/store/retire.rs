@@ -162,6 +162,14 @@ impl Store {
         let lease = r.value;
         let tenant = lease.owner.id();
         lease.owner.tenant().quota(Collection::Leases).release(1);
+        // Counted against its holder iff the tenant counts leases so: it
+        // decided that when it registered, before this lease was made.
+        if lease.owner.tenant().counts_per_holder(Collection::Leases) {
+            lease
+                .owner
+                .tenant()
+                .release_holder(&lease.holder, Collection::Leases);
+        }
         let why = Why::from(cause);
         self.announce(
             Collection::Leases,
@@ -246,6 +254,12 @@ impl Store {
                 .tenant()
                 .quota(Collection::Listings)
                 .release(1);
+            if let Some(holder) = &listing.holder {
+                listing
+                    .owner
+                    .tenant()
+                    .release_holder(holder, Collection::Listings);
+            }
             lock_at(Rung::TenantIndex, &listing.owner.tenant().index)
                 .listings
                 .remove(&key);

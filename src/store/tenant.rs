@@ -32,6 +32,7 @@
 use super::{Collection, Store};
 use crate::base::error::{Error, Result, Scope};
 use crate::base::faults::{self, StoreFault};
+use crate::base::holder::Holder;
 use crate::base::ids::TenantId;
 use crate::base::sync::{lock_at, Arc, AtomicBool, AtomicU64, Mutex, Ordering, Rung};
 use crate::base::time::MonoTime;
@@ -43,7 +44,7 @@ use crate::mem::shard::Upsert;
 use crossbeam_utils::CachePadded;
 use smol_str::SmolStr;
 use std::cell::RefCell;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Weak;
 
 /// Per-tenant state that outlives tenant revocation: the quota counters,
@@ -65,6 +66,25 @@ pub(crate) struct Tenant {
     /// Records pointing at this tenant plus creations in flight for it.
     pub(super) holds: AtomicU64,
     pub(super) index: Mutex<TenantIndex>,
+    /// Leases and listings per holder, for the per-holder quotas that were
+    /// on when the tenant registered (`None`: both off, nothing counted).
+    holders: Option<Holders>,
+}
+
+/// A tenant's per-holder counts: `[leases, listings]` by holder, an entry
+/// while either is above zero.
+struct Holders {
+    counted: [bool; 2],
+    counts: Mutex<HashMap<Holder, [u64; 2]>>,
+}
+
+/// Where a collection's count is in a holder's entry.
+fn holder_slot(c: Collection) -> Option<usize> {
+    match c {
+        Collection::Leases => Some(0),
+        Collection::Listings => Some(1),
+        _ => None,
+    }
 }
 
 impl Tenant {
@@ -83,6 +103,63 @@ impl Tenant {
             limits: CachePadded::new(LimitSnapshot::new(q.clone())),
             holds: AtomicU64::new(0),
             index: Mutex::new(TenantIndex::default()),
+            holders: {
+                let counted = [Collection::Leases, Collection::Listings]
+                    .map(|c| q.per_holder(c) != TenantQuota::OFF);
+                counted.contains(&true).then(|| Holders {
+                    counted,
+                    counts: Mutex::new(HashMap::new()),
+                })
+            },
+        }
+    }
+
+    /// Whether this tenant counts `c` per holder (decided at registration).
+    pub(super) fn counts_per_holder(&self, c: Collection) -> bool {
+        match (&self.holders, holder_slot(c)) {
+            (Some(h), Some(at)) => h.counted[at],
+            _ => false,
+        }
+    }
+
+    /// Counts one more `c` for `holder` if the holder's quota has room:
+    /// `Ok(true)` if counted (the caller gives it back with
+    /// [`release_holder`](Self::release_holder)), `Ok(false)` if this
+    /// tenant does not count `c` per holder, else the refusal naming the
+    /// holder's scope.
+    pub(super) fn acquire_holder(&self, holder: &Holder, c: Collection) -> Result<bool> {
+        let (Some(h), Some(at)) = (&self.holders, holder_slot(c)) else {
+            return Ok(false);
+        };
+        if !h.counted[at] {
+            return Ok(false);
+        }
+        let limit = self.limits.read(|q| q.per_holder(c));
+        let mut counts = lock_at(Rung::Holders, &h.counts);
+        let used = counts.get(holder).map_or(0, |e| e[at]);
+        if used >= limit {
+            return Err(Error::CapacityExceeded {
+                scope: Scope::Holder(c),
+                limit,
+                used,
+            });
+        }
+        counts.entry(holder.clone()).or_default()[at] += 1;
+        Ok(true)
+    }
+
+    /// Gives back one `c` that [`acquire_holder`](Self::acquire_holder)
+    /// counted for `holder`.
+    pub(super) fn release_holder(&self, holder: &Holder, c: Collection) {
+        let (Some(h), Some(at)) = (&self.holders, holder_slot(c)) else {
+            return;
+        };
+        let mut counts = lock_at(Rung::Holders, &h.counts);
+        if let Some(entry) = counts.get_mut(holder) {
+            entry[at] = entry[at].saturating_sub(1);
+            if *entry == [0, 0] {
+                counts.remove(holder);
+            }
         }
     }
 

@@ -1,7 +1,8 @@
 -- grant: ARGV[3] holder, ARGV[4] ttl (ms), ARGV[5] the tenant's lease quota
 -- (-1: off), ARGV[6] how long a record's key outlives its deadline (ms),
 -- ARGV[7] idempotency key ('' for none), ARGV[8] idempotency_ttl (ms),
--- ARGV[9] the tenant's idempotency quota (-1: off).
+-- ARGV[9] the tenant's idempotency quota (-1: off), ARGV[10] the holder's
+-- lease quota within the tenant (-1: off).
 -- Reply: {OK, fence, version, deadline, now} (fence = sequence number).
 local holder, ttl = ARGV[3], tonumber(ARGV[4])
 local keep = tonumber(ARGV[6])
@@ -15,7 +16,10 @@ if seen then
   return {OK, tonumber(seen[2]), tonumber(seen[3]), tonumber(seen[4]), NOW}
 end
 reap(REAP_MAX)
-local refused = full(LEASES, tonumber(ARGV[5]), 1) or idempotency_room(ikey, tonumber(ARGV[9]))
+local per_holder = tonumber(ARGV[10])
+local holder_set = R .. 'lh:' .. holder
+local refused = holder_full(holder_set, per_holder, 35) or full(LEASES, tonumber(ARGV[5]), 1)
+  or idempotency_room(ikey, tonumber(ARGV[9]))
 if refused then
   return refused
 end
@@ -28,6 +32,10 @@ local f = next_fence()
 local k = R .. 'l:' .. num(f)
 redis.call('HSET', k, 'h', holder, 'v', num(f), 'd', num(d), 'z', room.l[2], 'rv', room.l[1])
 redis.call('PEXPIREAT', k, num(d + keep))
+if per_holder >= 0 then
+  redis.call('HSET', k, 'hq', holder)
+  redis.call('SADD', holder_set, num(f))
+end
 index_at(LEASES, d, num(f))
 redis.call('ZADD', LEASE_IDS, 0, lease_member(f))
 remember(ikey, fingerprint, tonumber(ARGV[8]), {'f', num(f), 'v', num(f), 'd', num(d)})

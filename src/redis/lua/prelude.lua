@@ -326,6 +326,11 @@ end
 local function leave_index(index, id, collection, cause)
   if index == LEASES then
     redis.call('ZREM', LEASE_IDS, lease_member(id))
+    -- A lease counted against its holder's quota (`hq`: the holder).
+    local counted = redis.call('HGET', R .. 'l:' .. id, 'hq')
+    if counted then
+      redis.call('SREM', R .. 'lh:' .. counted, id)
+    end
   end
   if redis.call('ZREM', index, id) == 1 then
     local root = '-'
@@ -622,6 +627,11 @@ local function drop_listing(key, cause)
   ROOT = outer
   leave_index(LISTINGS, key, E_LISTING, cause)
   unlink(pk, 'lp:', key)
+  -- A listing counted against its publisher's quota (`hq`: the holder).
+  local counted = redis.call('HGET', pk, 'hq')
+  if counted then
+    redis.call('SREM', R .. 'ph:' .. counted, key)
+  end
   redis.call('DEL', pending, pk)
 end
 
@@ -961,8 +971,13 @@ local function detach(seq, cause)
   ROOT = outer
 end
 
--- What a buried lease held that outlives the epoch: its streams.
+-- What a buried lease held that outlives the epoch: its streams. Its
+-- holder's per-holder sets go with the epoch too.
 local function bury_lease(grave, seq)
+  local counted = redis.call('HGET', grave .. 'l:' .. seq, 'hq')
+  if counted then
+    redis.call('DEL', grave .. 'lh:' .. counted, grave .. 'ph:' .. counted)
+  end
   for _, name in ipairs(redis.call('SMEMBERS', grave .. 'ls:' .. seq)) do
     if redis.call('HGET', K .. 's:' .. name, 'l') == seq then
       drop_stream(name)
@@ -1066,24 +1081,33 @@ local function live(index)
   return redis.call('ZCOUNT', index, '(' .. num(NOW), '+inf')
 end
 
--- Refuses a creation when `index` already counts `limit` live entries
--- (limit < 0: no quota). At the limit, everything expired is reaped first
--- (each entry is reaped once, so this is paid once per entry), so entries
--- that died with their lease never refuse anyone. Returns nil when there
--- is room.
-local function full(index, limit, scope)
+-- Refuses a creation when `count()` is already at `limit` (limit < 0: no
+-- quota). At the limit, everything expired is reaped first (each entry is
+-- reaped once, so this is paid once per entry), so entries that died with
+-- their lease never refuse anyone. Returns nil when there is room.
+local function at_limit(count, limit, scope)
   if limit < 0 then
     return nil
   end
-  local used = live(index)
+  local used = count()
   if used >= limit then
     reap(1000000000)
-    used = live(index)
+    used = count()
   end
   if used >= limit then
     return {CAPACITY, scope, limit, used}
   end
   return nil
+end
+
+-- A tenant's quota: `index` counts its live entries.
+local function full(index, limit, scope)
+  return at_limit(function() return live(index) end, limit, scope)
+end
+
+-- A holder's quota: the set `set` holds its leases, or its listings.
+local function holder_full(set, limit, scope)
+  return at_limit(function() return redis.call('SCARD', set) end, limit, scope)
 end
 
 -- Refuses a child when its parent's set of children `set` already holds

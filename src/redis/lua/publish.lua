@@ -1,7 +1,8 @@
 -- publish: ARGV[3] lease sequence number, ARGV[4] key, ARGV[5] attributes,
 -- ARGV[6] listings_per_lease_max, ARGV[7] the tenant's listing quota (-1:
 -- off), ARGV[8] idempotency key ('' for none), ARGV[9] idempotency_ttl
--- (ms), ARGV[10] the tenant's idempotency quota (-1: off).
+-- (ms), ARGV[10] the tenant's idempotency quota (-1: off), ARGV[11] the
+-- lease holder's listing quota within the tenant (-1: off).
 -- Reply: {OK, version, ms left (the lease's, now: a repeat reports it
 -- too)}; CONFLICT with the version of a visible listing under the key; the
 -- lease's state if it is not live.
@@ -20,7 +21,7 @@ if seen then
   end
   return {OK, tonumber(seen[2]), left}
 end
-local state, l = lease_state(lease, 'd', 'z')
+local state, l = lease_state(lease, 'd', 'z', 'h')
 if state ~= OK then
   return {state}
 end
@@ -34,7 +35,10 @@ if redis.call('EXISTS', R .. 'p:' .. key) == 1 then
   drop_listing(key, CASCADED_)
 end
 local published = R .. 'lp:' .. lease
+local per_holder = tonumber(ARGV[11])
+local holder_set = R .. 'ph:' .. l[3]
 local refused = parent_full(published, tonumber(ARGV[6]), 5)
+  or holder_full(holder_set, per_holder, 36)
   or full(LISTINGS, tonumber(ARGV[7]), 6) or idempotency_room(ikey, tonumber(ARGV[10]))
 if refused then
   return refused
@@ -51,5 +55,9 @@ redis.call('HSET', R .. 'p:' .. key, 'l', lease, 'a', attrs, 'v', num(v), 'o', n
   'rv', room.p[1])
 redis.call('ZADD', LISTINGS, 0, key)
 redis.call('SADD', published, key)
+if per_holder >= 0 then
+  redis.call('HSET', R .. 'p:' .. key, 'hq', l[3])
+  redis.call('SADD', holder_set, key)
+end
 remember(ikey, fingerprint, tonumber(ARGV[9]), {'v', num(v)})
 return {OK, v, tonumber(l[1]) - NOW}
