@@ -22,10 +22,7 @@ const BATCH: usize = 16;
 
 fn store() -> Store {
     let store = Store::builder().build().unwrap();
-    let queue = QueueConfig {
-        jobs_max: 1 << 16,
-        ..QueueConfig::default()
-    };
+    let queue = QueueConfig::default().jobs_max(1 << 16);
     store.create_queue(T, "work", queue).unwrap();
     store
 }

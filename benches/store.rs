@@ -74,24 +74,22 @@ fn pick_affine(t: usize, i: u64, n: u64, threads: usize) -> u64 {
 /// instead of in a burst during whatever bench comes a minute later.
 fn store_config(n: u64) -> StoreConfig {
     let n = n + 2_000_000;
-    StoreConfig {
-        replay_grace: Duration::from_secs(1),
-        leases_max: n * 4,
-        listings_max: n * 4,
-        attempts_max: n * 4,
-        replay_max: n * 8,
-        presence_max: n * 4,
-        tombstones_max: n * 4,
-        tenant: TenantQuota {
-            leases_max: n * 4,
-            listings_max: n * 4,
-            attempts_max: n * 4,
-            replay_max: n * 8,
-            presence_max: n * 4,
-            ..TenantQuota::default()
-        },
-        ..StoreConfig::default()
-    }
+    StoreConfig::default()
+        .replay_grace(Duration::from_secs(1))
+        .leases_max(n * 4)
+        .listings_max(n * 4)
+        .attempts_max(n * 4)
+        .replay_max(n * 8)
+        .presence_max(n * 4)
+        .tombstones_max(n * 4)
+        .tenant(
+            TenantQuota::default()
+                .leases_max(n * 4)
+                .listings_max(n * 4)
+                .attempts_max(n * 4)
+                .replay_max(n * 8)
+                .presence_max(n * 4),
+        )
 }
 
 struct Fixture {
@@ -864,14 +862,12 @@ fn quotas(c: &mut Criterion) {
     // so no driver thread competes for the two cores.
     let clock = Arc::new(relaystore::time::ManualClock::new());
     let quota_store = |tenant: TenantQuota| {
-        let config = StoreConfig {
-            tombstone_ttl: Duration::from_secs(1),
-            tombstones_max: 50_000_000,
-            replay_max: 50_000_000,
-            replay_grace: Duration::from_millis(100),
-            tenant,
-            ..store_config(0)
-        };
+        let config = store_config(0)
+            .tombstone_ttl(Duration::from_secs(1))
+            .tombstones_max(50_000_000)
+            .replay_max(50_000_000)
+            .replay_grace(Duration::from_millis(100))
+            .tenant(tenant);
         let store = Store::new(config, clock.clone()).unwrap();
         // Outlives every settle below (11 s of clock each).
         let day = Duration::from_secs(20 * 3600);
@@ -973,12 +969,10 @@ fn subscribers(c: &mut Criterion) {
     group.throughput(Throughput::Elements(2));
     for subs in [0usize, 1, 4, 16] {
         let clock = Arc::new(relaystore::time::ManualClock::new());
-        let config = StoreConfig {
-            tombstone_ttl: Duration::from_secs(1),
-            tombstones_max: 50_000_000,
-            subscribers_max: 16,
-            ..store_config(0)
-        };
+        let config = store_config(0)
+            .tombstone_ttl(Duration::from_secs(1))
+            .tombstones_max(50_000_000)
+            .subscribers_max(16);
         let store = Store::new(config, clock.clone()).unwrap();
         let inboxes: Vec<_> = (0..subs).map(|_| store.subscribe().unwrap()).collect();
         let settle = || {
@@ -1142,11 +1136,9 @@ fn tenant_revoke(c: &mut Criterion) {
     group.throughput(Throughput::Elements(1));
     for n in SIZES {
         let clock = Arc::new(relaystore::time::ManualClock::new());
-        let config = StoreConfig {
-            ttl_max: LONG,
-            tombstone_ttl: Duration::from_secs(1),
-            ..store_config(n)
-        };
+        let config = store_config(n)
+            .ttl_max(LONG)
+            .tombstone_ttl(Duration::from_secs(1));
         let store = Store::new(config, clock.clone()).unwrap();
         for i in 0..n {
             store

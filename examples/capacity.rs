@@ -230,30 +230,28 @@ fn print_table(
 /// The limits of the run: sized for `n` sessions, so nothing is refused
 /// unless the mix itself overflows them.
 fn limits(n: u64) -> StoreConfig {
-    StoreConfig {
-        leases_max: n * 2,
-        listings_max: n * 2,
-        presence_max: n * (MEMBERS + 2) * 2,
-        attempts_max: n,
+    StoreConfig::default()
+        .leases_max(n * 2)
+        .listings_max(n * 2)
+        .presence_max(n * (MEMBERS + 2) * 2)
+        .attempts_max(n)
         // This run compresses a relay's join rate about a hundredfold, so it
         // remembers consumed tokens for 2 s instead of the default 60 s and
         // sizes the replay memory for that (see ADR 0008 for real sizing).
-        replay_max: n * 64,
-        replay_grace: Duration::from_secs(2),
-        tenants_max: TENANTS,
-        tenant: TenantQuota {
-            leases_max: n,
-            listings_max: n,
-            presence_max: n * (MEMBERS + 2),
-            attempts_max: n,
-            replay_max: n * 64,
-            idempotency_max: 1,
-            locks_max: 1,
-            ..TenantQuota::unlimited()
-        },
-        subscriber_buffer_max: 1 << 20,
-        ..StoreConfig::default()
-    }
+        .replay_max(n * 64)
+        .replay_grace(Duration::from_secs(2))
+        .tenants_max(TENANTS)
+        .tenant(
+            TenantQuota::unlimited()
+                .leases_max(n)
+                .listings_max(n)
+                .presence_max(n * (MEMBERS + 2))
+                .attempts_max(n)
+                .replay_max(n * 64)
+                .idempotency_max(1)
+                .locks_max(1),
+        )
+        .subscriber_buffer_max(1 << 20)
 }
 
 /// One worker's results.

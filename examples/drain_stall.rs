@@ -54,17 +54,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         std::process::exit(2);
     });
     let per_tenant = n / TENANTS;
-    let config = StoreConfig {
-        leases_max: n,
-        listings_max: n,
-        tenant: TenantQuota {
-            leases_max: per_tenant,
-            listings_max: per_tenant,
-            ..TenantQuota::default()
-        },
-        drain_window_max: Duration::from_secs(60),
-        ..StoreConfig::default()
-    };
+    let config = StoreConfig::default()
+        .leases_max(n)
+        .listings_max(n)
+        .tenant(
+            TenantQuota::default()
+                .leases_max(per_tenant)
+                .listings_max(per_tenant),
+        )
+        .drain_window_max(Duration::from_secs(60));
     let store = Store::builder().config(config).build()?;
     let ttl = Duration::from_secs(600);
     let mut held: Vec<(TenantId, LeaseId, String)> = Vec::new();

@@ -24,7 +24,7 @@
 mod support;
 
 use relaystore::time::{ManualClock, MonoTime};
-use relaystore::{LeaseId, Store, StoreConfig, TenantId};
+use relaystore::{LeaseId, Store, TenantId};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
@@ -83,10 +83,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     } else {
         100_000
     });
-    let config = StoreConfig {
-        presence_per_lease_max: n as usize,
-        ..support::room_for_leases(n)
-    };
+    let config = support::room_for_leases(n).presence_per_lease_max(n as usize);
     let clock = Arc::new(ManualClock::new());
     let store = Store::new(config, clock.clone())?;
     let doomed = TenantId(1);

@@ -46,40 +46,37 @@ fn per_record<T>(n: u64, build: impl FnOnce(u64) -> T) -> f64 {
 }
 
 fn config(n: u64) -> StoreConfig {
-    StoreConfig {
-        leases_max: n * 2,
-        listings_max: n * 2,
-        attempts_max: n * 2,
-        replay_max: n * 2,
-        tenant: TenantQuota {
-            leases_max: n * 2,
-            listings_max: n * 2,
-            attempts_max: n * 2,
-            replay_max: n * 2,
-            ..TenantQuota::default()
-        },
-        listings_per_lease_max: 16,
-        attempts_per_listing_max: 64,
-        ..StoreConfig::default()
-    }
+    StoreConfig::default()
+        .leases_max(n * 2)
+        .listings_max(n * 2)
+        .attempts_max(n * 2)
+        .replay_max(n * 2)
+        .tenant(
+            TenantQuota::default()
+                .leases_max(n * 2)
+                .listings_max(n * 2)
+                .attempts_max(n * 2)
+                .replay_max(n * 2),
+        )
+        .listings_per_lease_max(16)
+        .attempts_per_listing_max(64)
 }
 
 /// A config with room for `n` of every record, store-wide and per tenant.
 fn roomy(n: u64) -> StoreConfig {
     let room = n * 2;
-    StoreConfig {
-        presence_max: room,
-        locks_max: room,
-        tombstones_max: room,
-        idempotency_max: room,
-        tenant: TenantQuota {
-            presence_max: room,
-            locks_max: room,
-            idempotency_max: room,
-            ..config(n).tenant
-        },
-        ..config(n)
-    }
+    config(n)
+        .presence_max(room)
+        .locks_max(room)
+        .tombstones_max(room)
+        .idempotency_max(room)
+        .tenant(
+            config(n)
+                .tenant
+                .presence_max(room)
+                .locks_max(room)
+                .idempotency_max(room),
+        )
 }
 
 /// Heap bytes per record of the collections a relay holds besides leases,
@@ -116,10 +113,7 @@ fn other_collections(n: u64) -> Vec<(&'static str, f64)> {
     // with tombstones gone (swept after 1 ms).
     let revoked = |tombstone_ttl: Duration| {
         per_record(n, |n| {
-            let s = store(StoreConfig {
-                tombstone_ttl,
-                ..roomy(n)
-            });
+            let s = store(roomy(n).tombstone_ttl(tombstone_ttl));
             let ids: Vec<_> = (0..n)
                 .map(|_| s.grant(t, HOLDER, TTL, None).unwrap().id)
                 .collect();
@@ -288,11 +282,9 @@ fn main() {
         const PAYLOAD: [u8; 64] = [7; 64];
         let stream = per_record(n, |n| {
             let store = Store::new(
-                StoreConfig {
-                    stream_entries_max: n as usize,
-                    stream_bytes_max: n as usize * PAYLOAD.len(),
-                    ..config(n)
-                },
+                config(n)
+                    .stream_entries_max(n as usize)
+                    .stream_bytes_max(n as usize * PAYLOAD.len()),
                 Arc::new(SystemClock::new()),
             )
             .unwrap();

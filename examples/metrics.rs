@@ -25,13 +25,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         None => None,
     };
     let metrics = http::install_recorder();
-    let config = StoreConfig {
-        tenant: TenantQuota {
-            leases_max: 100,
-            ..TenantQuota::default()
-        },
-        ..StoreConfig::default()
-    };
+    let config = StoreConfig::default().tenant(TenantQuota::default().leases_max(100));
     let store = Store::builder().config(config).build()?;
     let addr = http::serve(store.clone(), metrics, serve_port.unwrap_or(0))?;
     println!("serving http://{addr}/metrics and http://{addr}/ready");

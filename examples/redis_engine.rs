@@ -72,11 +72,9 @@ fn main() {
 async fn run(url: &str, o: &Options) {
     let namespace = format!("bench-{}", std::process::id());
     // Joins' replay memory kept briefly, so the attempt quotas never bind.
-    let config = StoreConfig {
-        leases_max: 10_000_000,
-        replay_grace: Duration::from_secs(1),
-        ..StoreConfig::default()
-    };
+    let config = StoreConfig::default()
+        .leases_max(10_000_000)
+        .replay_grace(Duration::from_secs(1));
     let engine = RedisEngine::connect(
         RedisOptions::standalone(url).namespace(&namespace),
         config.clone(),

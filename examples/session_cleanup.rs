@@ -23,12 +23,10 @@ const SEC: Duration = Duration::from_secs(1);
 fn main() -> Result<(), relaystore::Error> {
     let clock = Arc::new(ManualClock::new());
     let store = Store::new(StoreConfig::default(), clock.clone())?;
-    let cleanup = QueueConfig {
-        attempts_max: 3,
-        visibility: SEC * 30,
-        jitter_seed: Some(2026),
-        ..QueueConfig::default()
-    };
+    let cleanup = QueueConfig::default()
+        .attempts_max(3)
+        .visibility(SEC * 30)
+        .jitter_seed(Some(2026));
     store.create_queue(RELAY, "cleanup", cleanup)?;
     store.create_queue(RELAY, "reconcile", QueueConfig::default())?;
 

@@ -18,11 +18,9 @@ const SEC: Duration = Duration::from_secs(1);
 
 fn store() -> (Arc<ManualClock>, Arc<Store>) {
     let clock = Arc::new(ManualClock::new());
-    let config = StoreConfig {
-        subscribers_max: 1,
-        subscriber_buffer_max: 8,
-        ..StoreConfig::default()
-    };
+    let config = StoreConfig::default()
+        .subscribers_max(1)
+        .subscriber_buffer_max(8);
     (clock.clone(), Arc::new(Store::new(config, clock).unwrap()))
 }
 

@@ -21,10 +21,7 @@ const SEC: Duration = Duration::from_secs(1);
 fn store() -> (Arc<ManualClock>, Store) {
     let clock = Arc::new(ManualClock::new());
     let store = Store::new(StoreConfig::default(), clock.clone()).unwrap();
-    let config = QueueConfig {
-        jitter_seed: Some(1),
-        ..QueueConfig::default()
-    };
+    let config = QueueConfig::default().jitter_seed(Some(1));
     store.create_queue(T, "work", config).unwrap();
     (clock, store)
 }

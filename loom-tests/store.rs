@@ -29,11 +29,9 @@ const T: TenantId = TenantId(1);
 const MINUTE: Duration = Duration::from_secs(60);
 
 fn store() -> Arc<Store> {
-    let config = StoreConfig {
-        subscribers_max: 1,
-        subscriber_buffer_max: 8,
-        ..StoreConfig::default()
-    };
+    let config = StoreConfig::default()
+        .subscribers_max(1)
+        .subscriber_buffer_max(8);
     Arc::new(Store::new(config, Arc::new(ManualClock::new())).unwrap())
 }
 
@@ -420,13 +418,11 @@ fn slot(id: LeaseId) -> u32 {
 fn doomed_vs_neighbour(fault: StoreFault) {
     common::explore(&name(fault, "doomed_vs_neighbour"), move || {
         store_fault(fault);
-        let config = StoreConfig {
-            listings_per_lease_max: 1,
-            listings_max: 2,
-            subscribers_max: 1,
-            subscriber_buffer_max: 8,
-            ..StoreConfig::default()
-        };
+        let config = StoreConfig::default()
+            .listings_per_lease_max(1)
+            .listings_max(2)
+            .subscribers_max(1)
+            .subscriber_buffer_max(8);
         let store = Arc::new(Store::new(config, Arc::new(ManualClock::new())).unwrap());
         let a = TenantId(1);
         let b = TenantId(2);
@@ -463,13 +459,11 @@ fn doomed_vs_neighbour(fault: StoreFault) {
 fn admission_vs_reconfigure(fault: StoreFault) {
     common::explore(&name(fault, "admission_vs_reconfigure"), move || {
         store_fault(fault);
-        let old = StoreConfig {
-            attempts_max: 1,
-            replay_max: 2,
-            subscribers_max: 1,
-            subscriber_buffer_max: 8,
-            ..StoreConfig::default()
-        };
+        let old = StoreConfig::default()
+            .attempts_max(1)
+            .replay_max(2)
+            .subscribers_max(1)
+            .subscriber_buffer_max(8);
         let s = Arc::new(Store::new(old.clone(), Arc::new(ManualClock::new())).unwrap());
         let g = s.grant(T, "host", MINUTE, None).unwrap();
         s.publish(T, g.id, "lobby", b"", None).unwrap();
@@ -477,12 +471,7 @@ fn admission_vs_reconfigure(fault: StoreFault) {
         let operator = {
             let s = Arc::clone(&s);
             thread::spawn(move || {
-                s.reconfigure(StoreConfig {
-                    attempts_max: 2,
-                    replay_max: 1,
-                    ..old
-                })
-                .unwrap();
+                s.reconfigure(old.attempts_max(2).replay_max(1)).unwrap();
             })
         };
         let joined = s.begin_join(T, "lobby", "c2", MINUTE, None);

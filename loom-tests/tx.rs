@@ -54,10 +54,7 @@ fn commit_vs_claim(fault: StoreFault) {
     common::explore(&name(fault, "commit_vs_claim"), move || {
         store_fault(fault);
         let store = store();
-        let config = QueueConfig {
-            jitter_seed: Some(1),
-            ..QueueConfig::default()
-        };
+        let config = QueueConfig::default().jitter_seed(Some(1));
         store.create_queue(T, "work", config).unwrap();
         let mut tx = store.begin_tx();
         tx.enqueue(T, "work", b"a", JobOptions::default()).unwrap();

@@ -23,11 +23,9 @@ use std::task::{Context, Poll, Wake, Waker};
 const T: TenantId = TenantId(1);
 
 fn store() -> Store {
-    let config = StoreConfig {
-        subscribers_max: 1,
-        subscriber_buffer_max: 8,
-        ..StoreConfig::default()
-    };
+    let config = StoreConfig::default()
+        .subscribers_max(1)
+        .subscriber_buffer_max(8);
     Store::new(config, Arc::new(ManualClock::new())).unwrap()
 }
 

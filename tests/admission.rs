@@ -97,12 +97,12 @@ fn contest(
 
 #[test]
 fn a_listing_at_its_attempt_cap_costs_other_tenants_no_join() {
-    let (_c, s) = store_with(StoreConfig {
-        attempts_per_listing_max: 2,
-        attempts_max: 3,
-        replay_max: 3,
-        ..StoreConfig::default()
-    });
+    let (_c, s) = store_with(
+        StoreConfig::default()
+            .attempts_per_listing_max(2)
+            .attempts_max(3)
+            .replay_max(3),
+    );
     for (t, key) in [(A, "a"), (B, "b")] {
         let lease = s.grant(t, "h", SEC * 600, None).unwrap();
         s.publish(t, lease.id, key, b"", None).unwrap();
@@ -124,15 +124,12 @@ fn a_listing_at_its_attempt_cap_costs_other_tenants_no_join() {
 
 #[test]
 fn a_tenant_at_its_attempt_quota_costs_other_tenants_no_join() {
-    let (_c, s) = store_with(StoreConfig {
-        attempts_max: 2,
-        replay_max: 2,
-        tenant: TenantQuota {
-            attempts_max: 1,
-            ..TenantQuota::default()
-        },
-        ..StoreConfig::default()
-    });
+    let (_c, s) = store_with(
+        StoreConfig::default()
+            .attempts_max(2)
+            .replay_max(2)
+            .tenant(TenantQuota::default().attempts_max(1)),
+    );
     for (t, key) in [(A, "a"), (B, "b")] {
         let lease = s.grant(t, "h", SEC * 600, None).unwrap();
         s.publish(t, lease.id, key, b"", None).unwrap();
@@ -151,11 +148,11 @@ fn a_tenant_at_its_attempt_quota_costs_other_tenants_no_join() {
 
 #[test]
 fn a_lease_at_its_listing_cap_costs_other_tenants_no_publish() {
-    let (_c, s) = store_with(StoreConfig {
-        listings_per_lease_max: 1,
-        listings_max: 2,
-        ..StoreConfig::default()
-    });
+    let (_c, s) = store_with(
+        StoreConfig::default()
+            .listings_per_lease_max(1)
+            .listings_max(2),
+    );
     let la = s.grant(A, "h", SEC * 600, None).unwrap().id;
     let lb = s.grant(B, "h", SEC * 600, None).unwrap().id;
     s.publish(A, la, "a1", b"", None).unwrap();
@@ -172,14 +169,11 @@ fn a_lease_at_its_listing_cap_costs_other_tenants_no_publish() {
 
 #[test]
 fn a_tenant_at_its_listing_quota_costs_other_tenants_no_publish() {
-    let (_c, s) = store_with(StoreConfig {
-        listings_max: 2,
-        tenant: TenantQuota {
-            listings_max: 1,
-            ..TenantQuota::default()
-        },
-        ..StoreConfig::default()
-    });
+    let (_c, s) = store_with(
+        StoreConfig::default()
+            .listings_max(2)
+            .tenant(TenantQuota::default().listings_max(1)),
+    );
     let la = s.grant(A, "h", SEC * 600, None).unwrap().id;
     let lb = s.grant(B, "h", SEC * 600, None).unwrap().id;
     s.publish(A, la, "a1", b"", None).unwrap();
@@ -196,11 +190,11 @@ fn a_tenant_at_its_listing_quota_costs_other_tenants_no_publish() {
 
 #[test]
 fn a_lease_at_its_presence_cap_costs_other_tenants_no_heartbeat() {
-    let (_c, s) = store_with(StoreConfig {
-        presence_per_lease_max: 1,
-        presence_max: 2,
-        ..StoreConfig::default()
-    });
+    let (_c, s) = store_with(
+        StoreConfig::default()
+            .presence_per_lease_max(1)
+            .presence_max(2),
+    );
     let la = s.grant(A, "h", SEC * 600, None).unwrap().id;
     let lb = s.grant(B, "h", SEC * 600, None).unwrap().id;
     s.heartbeat(A, "m1", SEC * 600, None, Some(la)).unwrap();
@@ -217,14 +211,11 @@ fn a_lease_at_its_presence_cap_costs_other_tenants_no_heartbeat() {
 
 #[test]
 fn a_tenant_at_its_presence_quota_costs_other_tenants_no_heartbeat() {
-    let (_c, s) = store_with(StoreConfig {
-        presence_max: 2,
-        tenant: TenantQuota {
-            presence_max: 1,
-            ..TenantQuota::default()
-        },
-        ..StoreConfig::default()
-    });
+    let (_c, s) = store_with(
+        StoreConfig::default()
+            .presence_max(2)
+            .tenant(TenantQuota::default().presence_max(1)),
+    );
     s.heartbeat(A, "m1", SEC * 600, None, None).unwrap();
     // B keeps one record, so its slot in the tenant registry stays put.
     s.grant(B, "h", SEC * 600, None).unwrap();
@@ -241,11 +232,7 @@ fn a_tenant_at_its_presence_quota_costs_other_tenants_no_heartbeat() {
 
 #[test]
 fn a_lease_at_its_lock_cap_costs_other_tenants_no_lock() {
-    let (_c, s) = store_with(StoreConfig {
-        locks_per_lease_max: 1,
-        locks_max: 2,
-        ..StoreConfig::default()
-    });
+    let (_c, s) = store_with(StoreConfig::default().locks_per_lease_max(1).locks_max(2));
     let la = s.grant(A, "h", SEC * 600, None).unwrap().id;
     let lb = s.grant(B, "h", SEC * 600, None).unwrap().id;
     assert!(s
@@ -265,14 +252,11 @@ fn a_lease_at_its_lock_cap_costs_other_tenants_no_lock() {
 
 #[test]
 fn a_tenant_at_its_lease_quota_costs_other_tenants_no_grant() {
-    let (_c, s) = store_with(StoreConfig {
-        leases_max: 2,
-        tenant: TenantQuota {
-            leases_max: 1,
-            ..TenantQuota::default()
-        },
-        ..StoreConfig::default()
-    });
+    let (_c, s) = store_with(
+        StoreConfig::default()
+            .leases_max(2)
+            .tenant(TenantQuota::default().leases_max(1)),
+    );
     s.grant(A, "h", SEC * 600, None).unwrap();
     // B keeps a presence record, so its registry slot stays put.
     s.heartbeat(B, "n", SEC * 600, None, None).unwrap();
@@ -289,14 +273,11 @@ fn a_tenant_at_its_lease_quota_costs_other_tenants_no_grant() {
 
 #[test]
 fn a_tenant_at_its_lock_quota_costs_other_tenants_no_lock() {
-    let (_c, s) = store_with(StoreConfig {
-        locks_max: 2,
-        tenant: TenantQuota {
-            locks_max: 1,
-            ..TenantQuota::default()
-        },
-        ..StoreConfig::default()
-    });
+    let (_c, s) = store_with(
+        StoreConfig::default()
+            .locks_max(2)
+            .tenant(TenantQuota::default().locks_max(1)),
+    );
     assert!(s.try_lock(A, "l1", "w", SEC * 600, None).unwrap().is_some());
     s.heartbeat(B, "n", SEC * 600, None, None).unwrap();
     contest(
@@ -315,10 +296,7 @@ struct NoPresenceFromThousand;
 
 impl QuotaPolicy for NoPresenceFromThousand {
     fn quota(&self, tenant: TenantId) -> TenantQuota {
-        TenantQuota {
-            presence_max: if tenant.0 >= 1000 { 0 } else { 100 },
-            ..TenantQuota::default()
-        }
+        TenantQuota::default().presence_max(if tenant.0 >= 1000 { 0 } else { 100 })
     }
 }
 
@@ -326,10 +304,7 @@ impl QuotaPolicy for NoPresenceFromThousand {
 fn a_new_tenant_refused_by_its_own_quota_takes_no_registry_slot() {
     let clock = Arc::new(relaystore::time::ManualClock::new());
     let s = Store::with_policy(
-        StoreConfig {
-            tenants_max: 2,
-            ..StoreConfig::default()
-        },
+        StoreConfig::default().tenants_max(2),
         clock,
         Arc::new(NoPresenceFromThousand),
     )
@@ -355,13 +330,13 @@ fn a_new_tenant_refused_by_its_own_quota_takes_no_registry_slot() {
 
 #[test]
 fn refused_creations_by_new_tenants_leave_the_registry_as_it_was() {
-    let (clock, s) = store_with(StoreConfig {
-        tenants_max: 3,
-        leases_max: 1,
-        presence_max: 1,
-        locks_max: 1,
-        ..StoreConfig::default()
-    });
+    let (clock, s) = store_with(
+        StoreConfig::default()
+            .tenants_max(3)
+            .leases_max(1)
+            .presence_max(1)
+            .locks_max(1),
+    );
     let full = |e: Result<(), Error>| {
         assert!(
             matches!(
@@ -400,10 +375,7 @@ fn refused_creations_by_new_tenants_leave_the_registry_as_it_was() {
 
 #[test]
 fn tenant_churn_far_past_tenants_max_never_fills_the_registry() {
-    let (clock, s) = store_with(StoreConfig {
-        tenants_max: 100,
-        ..StoreConfig::default()
-    });
+    let (clock, s) = store_with(StoreConfig::default().tenants_max(100));
     let n = rounds("RELAYSTORE_TENANT_CHURN", 30_000) as u64;
     for i in 0..n {
         let t = TenantId(1_000_000 + i);
@@ -439,14 +411,11 @@ fn tenant_churn_far_past_tenants_max_never_fills_the_registry() {
 
 #[test]
 fn a_tenant_at_its_idempotency_quota_costs_other_tenants_no_claim() {
-    let (_c, s) = store_with(StoreConfig {
-        idempotency_max: 2,
-        tenant: TenantQuota {
-            idempotency_max: 1,
-            ..TenantQuota::default()
-        },
-        ..StoreConfig::default()
-    });
+    let (_c, s) = store_with(
+        StoreConfig::default()
+            .idempotency_max(2)
+            .tenant(TenantQuota::default().idempotency_max(1)),
+    );
     s.grant(A, "h", SEC * 600, Some("k1")).unwrap();
     // B's claims go through a publish that its revoked lease refuses, so
     // each claim is given back and the last unit is free again.
@@ -466,13 +435,7 @@ fn a_tenant_at_its_idempotency_quota_costs_other_tenants_no_claim() {
 }
 
 fn lease_quota(leases: u64) -> StoreConfig {
-    StoreConfig {
-        tenant: TenantQuota {
-            leases_max: leases,
-            ..TenantQuota::default()
-        },
-        ..StoreConfig::default()
-    }
+    StoreConfig::default().tenant(TenantQuota::default().leases_max(leases))
 }
 
 fn refused_by_tenant_quota(grant: Result<relaystore::LeaseGrant, Error>) -> bool {
@@ -545,14 +508,13 @@ fn a_threads_last_hold_is_per_store() {
 #[test]
 fn racing_grants_of_one_holder_admit_exactly_its_quota_and_refusals_keep_nothing() {
     for (tenant_max, holder_max, expected) in [(TenantQuota::OFF, 5, 5), (3, 5, 3)] {
-        let (_clock, s) = store_with(StoreConfig {
-            tenant: TenantQuota {
-                leases_max: tenant_max,
-                leases_per_holder_max: holder_max,
-                ..TenantQuota::default()
-            },
-            ..StoreConfig::default()
-        });
+        let (_clock, s) = store_with(
+            StoreConfig::default().tenant(
+                TenantQuota::default()
+                    .leases_max(tenant_max)
+                    .leases_per_holder_max(holder_max),
+            ),
+        );
         for round in 0..2 {
             let threads: Vec<_> = (0..4)
                 .map(|_| {

@@ -13,11 +13,9 @@ use std::time::{Duration, Instant};
 const T: TenantId = TenantId(1);
 
 fn short() -> StoreConfig {
-    StoreConfig {
-        ttl_min: Duration::from_millis(10),
-        driver_stall_max: Duration::from_millis(500),
-        ..StoreConfig::default()
-    }
+    StoreConfig::default()
+        .ttl_min(Duration::from_millis(10))
+        .driver_stall_max(Duration::from_millis(500))
 }
 
 /// Threads of this process named like the driver (Linux).

@@ -18,149 +18,31 @@ fn each_broken_limit_is_refused_by_name() {
     let d = StoreConfig::default;
     let q = TenantQuota::default;
     let cases: Vec<(&str, StoreConfig)> = vec![
-        (
-            "ttl_min",
-            StoreConfig {
-                ttl_min: Duration::ZERO,
-                ..d()
-            },
-        ),
-        (
-            "ttl_max",
-            StoreConfig {
-                ttl_max: Duration::from_millis(1),
-                ..d()
-            },
-        ),
-        (
-            "ttl_max",
-            StoreConfig {
-                ttl_max: Duration::from_secs(u64::MAX / 4),
-                ..d()
-            },
-        ),
-        (
-            "leases_max",
-            StoreConfig {
-                leases_max: (1 << 28) + 1,
-                ..d()
-            },
-        ),
-        (
-            "replay_max",
-            StoreConfig {
-                replay_max: (1 << 28) + 1,
-                ..d()
-            },
-        ),
-        (
-            "tombstone_ttl",
-            StoreConfig {
-                tombstone_ttl: Duration::ZERO,
-                ..d()
-            },
-        ),
-        (
-            "idempotency_ttl",
-            StoreConfig {
-                idempotency_ttl: Duration::ZERO,
-                ..d()
-            },
-        ),
-        (
-            "driver_stall_max",
-            StoreConfig {
-                driver_stall_max: Duration::ZERO,
-                ..d()
-            },
-        ),
-        (
-            "drain_window_max",
-            StoreConfig {
-                drain_window_max: Duration::MAX,
-                ..d()
-            },
-        ),
-        (
-            "fence_floor",
-            StoreConfig {
-                fence_floor: u64::MAX,
-                ..d()
-            },
-        ),
-        (
-            "tenants_max",
-            StoreConfig {
-                tenants_max: 0,
-                ..d()
-            },
-        ),
-        (
-            "leases_max",
-            StoreConfig {
-                leases_max: 0,
-                ..d()
-            },
-        ),
-        (
-            "replay_max",
-            StoreConfig {
-                replay_max: 0,
-                ..d()
-            },
-        ),
-        (
-            "tombstones_max",
-            StoreConfig {
-                tombstones_max: 0,
-                ..d()
-            },
-        ),
-        (
-            "tenant.presence_max",
-            StoreConfig {
-                tenant: TenantQuota {
-                    presence_max: 0,
-                    ..q()
-                },
-                ..d()
-            },
-        ),
-        (
-            "tenant.locks_max",
-            StoreConfig {
-                tenant: TenantQuota {
-                    locks_max: 0,
-                    ..q()
-                },
-                ..d()
-            },
-        ),
-        (
-            "attempts_per_listing_max",
-            StoreConfig {
-                attempts_per_listing_max: 0,
-                ..d()
-            },
-        ),
-        (
-            "subscriber_buffer_max",
-            StoreConfig {
-                subscriber_buffer_max: 0,
-                ..d()
-            },
-        ),
+        ("ttl_min", d().ttl_min(Duration::ZERO)),
+        ("ttl_max", d().ttl_max(Duration::from_millis(1))),
+        ("ttl_max", d().ttl_max(Duration::from_secs(u64::MAX / 4))),
+        ("leases_max", d().leases_max((1 << 28) + 1)),
+        ("replay_max", d().replay_max((1 << 28) + 1)),
+        ("tombstone_ttl", d().tombstone_ttl(Duration::ZERO)),
+        ("idempotency_ttl", d().idempotency_ttl(Duration::ZERO)),
+        ("driver_stall_max", d().driver_stall_max(Duration::ZERO)),
+        ("drain_window_max", d().drain_window_max(Duration::MAX)),
+        ("fence_floor", d().fence_floor(u64::MAX)),
+        ("tenants_max", d().tenants_max(0)),
+        ("leases_max", d().leases_max(0)),
+        ("replay_max", d().replay_max(0)),
+        ("tombstones_max", d().tombstones_max(0)),
+        ("tenant.presence_max", d().tenant(q().presence_max(0))),
+        ("tenant.locks_max", d().tenant(q().locks_max(0))),
+        ("attempts_per_listing_max", d().attempts_per_listing_max(0)),
+        ("subscriber_buffer_max", d().subscriber_buffer_max(0)),
     ];
     for (field, config) in cases {
         assert_eq!(refused_field(config), field);
     }
     // Switched-off quotas and empty attributes are valid.
     Store::new(
-        StoreConfig {
-            tenant: TenantQuota::unlimited(),
-            attrs_bytes_max: 0,
-            ..d()
-        },
+        d().tenant(TenantQuota::unlimited()).attrs_bytes_max(0),
         Arc::new(ManualClock::new()),
     )
     .unwrap();
@@ -169,11 +51,9 @@ fn each_broken_limit_is_refused_by_name() {
 #[test]
 fn the_largest_lease_ceiling_is_accepted() {
     let store = Store::new(
-        StoreConfig {
-            leases_max: 1 << 28,
-            replay_max: 1 << 28,
-            ..StoreConfig::default()
-        },
+        StoreConfig::default()
+            .leases_max(1 << 28)
+            .replay_max(1 << 28),
         Arc::new(ManualClock::new()),
     )
     .unwrap();
@@ -191,15 +71,10 @@ fn setters_chain_from_the_defaults_to_the_same_values_as_fields() {
         .leases_max(5_000)
         .ttl_min(Duration::from_millis(50))
         .tenant(TenantQuota::default().listings_max(7));
-    let literal = StoreConfig {
-        leases_max: 5_000,
-        ttl_min: Duration::from_millis(50),
-        tenant: TenantQuota {
-            listings_max: 7,
-            ..TenantQuota::default()
-        },
-        ..StoreConfig::default()
-    };
+    let literal = StoreConfig::default()
+        .leases_max(5_000)
+        .ttl_min(Duration::from_millis(50))
+        .tenant(TenantQuota::default().listings_max(7));
     assert_eq!(chained, literal);
     let queue = QueueConfig::default()
         .jobs_max(100)

@@ -81,10 +81,7 @@ fn grants_publishes_and_joins_racing_the_stop_leave_nothing_behind() {
 
 #[test]
 fn a_drain_window_past_the_configured_maximum_is_refused() {
-    let (_clock, s) = store_with(StoreConfig {
-        drain_window_max: SEC * 30,
-        ..StoreConfig::default()
-    });
+    let (_clock, s) = store_with(StoreConfig::default().drain_window_max(SEC * 30));
     for window in [Duration::MAX, SEC * 31] {
         assert!(
             matches!(s.begin_drain(window), Err(Error::InvalidArgument { .. })),

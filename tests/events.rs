@@ -5,18 +5,14 @@ mod common;
 
 use common::ops::*;
 use relaystore::events::{Cause, Collection, Gap, Received, RecordId, RecvError};
-use relaystore::{Error, StoreConfig};
+use relaystore::Error;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
 #[test]
 fn a_lagging_subscriber_is_told_how_many_it_missed_and_continues() {
-    let (c, s) = store_with(StoreConfig {
-        subscriber_buffer_max: 3,
-        subscribers_max: 1,
-        ..config()
-    });
+    let (c, s) = store_with(config().subscriber_buffer_max(3).subscribers_max(1));
     let events = s.subscribe().unwrap();
     assert!(matches!(s.subscribe(), Err(Error::CapacityExceeded { .. })));
     for i in 0..5 {
@@ -165,10 +161,7 @@ fn a_dropped_async_receive_loses_no_event() {
 
 #[test]
 fn a_filtered_subscriber_buffers_only_its_collections_and_never_lags_on_others() {
-    let (_c, s) = store_with(StoreConfig {
-        subscriber_buffer_max: 2,
-        ..config()
-    });
+    let (_c, s) = store_with(config().subscriber_buffer_max(2));
     let members = s.subscribe_to(&[Collection::Presence]).unwrap();
     let everything = s.subscribe().unwrap();
     s.heartbeat(T, "alice", SEC * 10, None, None).unwrap();
@@ -200,10 +193,7 @@ fn a_filtered_subscriber_buffers_only_its_collections_and_never_lags_on_others()
 
 #[test]
 fn events_are_numbered_rising_and_a_lag_of_many_tenants_says_so() {
-    let (c, s) = store_with(StoreConfig {
-        subscriber_buffer_max: 1,
-        ..config()
-    });
+    let (c, s) = store_with(config().subscriber_buffer_max(1));
     let events = s.subscribe().unwrap();
     let g = s.grant(T, "host", SEC * 60, None).unwrap();
     s.publish(T, g.id, "lobby", b"", None).unwrap();

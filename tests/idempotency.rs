@@ -4,7 +4,7 @@
 mod common;
 
 use common::ops::*;
-use relaystore::{Error, StoreConfig, TenantQuota};
+use relaystore::{Error, TenantQuota};
 
 #[test]
 fn idempotent_grant_returns_the_original_and_rejects_other_parameters() {
@@ -34,13 +34,7 @@ fn idempotent_grant_returns_the_original_and_rejects_other_parameters() {
 
 #[test]
 fn a_failed_idempotent_operation_can_be_retried() {
-    let (_c, s) = store_with(StoreConfig {
-        tenant: TenantQuota {
-            leases_max: 1,
-            ..TenantQuota::default()
-        },
-        ..config()
-    });
+    let (_c, s) = store_with(config().tenant(TenantQuota::default().leases_max(1)));
     let first = s.grant(T, "h", SEC, None).unwrap();
     assert!(matches!(
         s.grant(T, "h", SEC, Some("k")),

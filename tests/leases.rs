@@ -6,7 +6,7 @@ mod common;
 use common::ops::*;
 use relaystore::events::Collection;
 use relaystore::time::{Clock, ManualClock};
-use relaystore::{Error, Scope, StoreConfig, TenantId, TenantQuota};
+use relaystore::{Error, Scope, TenantId, TenantQuota};
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -119,14 +119,11 @@ fn grant_validates_its_arguments() {
 
 #[test]
 fn tenant_quota_and_store_ceiling_refuse_with_their_scope() {
-    let (_c, s) = store_with(StoreConfig {
-        leases_max: 3,
-        tenant: TenantQuota {
-            leases_max: 2,
-            ..TenantQuota::default()
-        },
-        ..config()
-    });
+    let (_c, s) = store_with(
+        config()
+            .leases_max(3)
+            .tenant(TenantQuota::default().leases_max(2)),
+    );
     s.grant(T, "a", SEC, None).unwrap();
     s.grant(T, "b", SEC, None).unwrap();
     assert_eq!(

@@ -29,14 +29,11 @@ fn addr(port: u16) -> SocketAddr {
 
 #[test]
 fn a_full_store_refuses_a_million_inserts_and_changes_nothing() {
-    let (_clock, s) = store_with(StoreConfig {
-        leases_max: 1000,
-        tenant: TenantQuota {
-            leases_max: 1_000_000,
-            ..TenantQuota::default()
-        },
-        ..StoreConfig::default()
-    });
+    let (_clock, s) = store_with(
+        StoreConfig::default()
+            .leases_max(1000)
+            .tenant(TenantQuota::default().leases_max(1_000_000)),
+    );
     let held: Vec<_> = (0..1000)
         .map(|_| s.grant(A, "h", SEC * 60, None).unwrap().id)
         .collect();
@@ -81,13 +78,8 @@ fn a_full_store_refuses_a_million_inserts_and_changes_nothing() {
 
 #[test]
 fn a_tenant_at_its_quota_costs_another_tenant_nothing() {
-    let (_clock, s) = store_with(StoreConfig {
-        tenant: TenantQuota {
-            leases_max: 100,
-            ..TenantQuota::default()
-        },
-        ..StoreConfig::default()
-    });
+    let (_clock, s) =
+        store_with(StoreConfig::default().tenant(TenantQuota::default().leases_max(100)));
     for _ in 0..100 {
         s.grant(A, "a", SEC * 60, None).unwrap();
     }
@@ -119,13 +111,8 @@ fn a_tenant_at_its_quota_costs_another_tenant_nothing() {
 
 #[test]
 fn a_refusal_on_the_third_scope_leaves_the_first_two_untouched() {
-    let (_clock, s) = store_with(StoreConfig {
-        tenant: TenantQuota {
-            replay_max: 1,
-            ..TenantQuota::default()
-        },
-        ..StoreConfig::default()
-    });
+    let (_clock, s) =
+        store_with(StoreConfig::default().tenant(TenantQuota::default().replay_max(1)));
     let g = s.grant(A, "h", SEC * 60, None).unwrap();
     s.publish(A, g.id, "lobby", b"", None).unwrap();
     let t = s.begin_join(A, "lobby", "c1", SEC * 10, None).unwrap();
@@ -346,10 +333,7 @@ fn a_stalled_driver_fails_authorizations_closed_and_leaves_nothing() {
 
 #[test]
 fn a_full_replay_store_refuses_joins_and_leaves_nothing() {
-    let (_clock, s) = store_with(StoreConfig {
-        replay_max: 2,
-        ..StoreConfig::default()
-    });
+    let (_clock, s) = store_with(StoreConfig::default().replay_max(2));
     let g = s.grant(A, "host", SEC * 600, None).unwrap();
     s.publish(A, g.id, "lobby", b"", None).unwrap();
     for c in ["c1", "c2"] {
@@ -370,10 +354,7 @@ fn a_quota_policy_gives_tenants_different_room() {
     struct Tiered;
     impl QuotaPolicy for Tiered {
         fn quota(&self, tenant: TenantId) -> TenantQuota {
-            TenantQuota {
-                leases_max: if tenant == A { 1 } else { 3 },
-                ..TenantQuota::default()
-            }
+            TenantQuota::default().leases_max(if tenant == A { 1 } else { 3 })
         }
     }
     let clock = Arc::new(ManualClock::new());
@@ -395,21 +376,13 @@ fn a_switched_off_tenant_quota_leaves_only_the_store_ceiling() {
             if tenant == A {
                 TenantQuota::unlimited()
             } else {
-                TenantQuota {
-                    leases_max: 2,
-                    ..TenantQuota::default()
-                }
+                TenantQuota::default().leases_max(2)
             }
         }
     }
-    let config = StoreConfig {
-        leases_max: 10,
-        tenant: TenantQuota {
-            leases_max: 1,
-            ..TenantQuota::default()
-        },
-        ..StoreConfig::default()
-    };
+    let config = StoreConfig::default()
+        .leases_max(10)
+        .tenant(TenantQuota::default().leases_max(1));
     let clock = Arc::new(ManualClock::new());
     let s = Store::with_policy(config, clock.clone(), Arc::new(OffForA)).unwrap();
     let b: Vec<_> = (0..3).map(|_| s.grant(B, "h", SEC, None)).collect();

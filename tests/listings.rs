@@ -5,7 +5,7 @@ mod common;
 
 use common::ops::*;
 use relaystore::events::Collection;
-use relaystore::{Error, Scope, StoreConfig};
+use relaystore::{Error, Scope};
 
 #[test]
 fn publish_get_update_unpublish() {
@@ -90,10 +90,7 @@ fn publish_validates_and_respects_the_per_lease_cap() {
 
 #[test]
 fn paged_listing_returns_each_stable_listing_exactly_once() {
-    let (_c, s) = store_with(StoreConfig {
-        listings_per_lease_max: 100,
-        ..config()
-    });
+    let (_c, s) = store_with(config().listings_per_lease_max(100));
     let g = s.grant(T, "h", SEC * 60, None).unwrap();
     for i in 0..25 {
         s.publish(T, g.id, &format!("k{i:02}"), b"", None).unwrap();

@@ -16,10 +16,7 @@ fn store_with(config: StoreConfig) -> (Arc<ManualClock>, Store) {
 }
 
 fn store() -> (Arc<ManualClock>, Store) {
-    store_with(StoreConfig {
-        ttl_min: Duration::from_millis(10),
-        ..StoreConfig::default()
-    })
+    store_with(StoreConfig::default().ttl_min(Duration::from_millis(10)))
 }
 
 #[test]
@@ -167,14 +164,11 @@ fn revoking_a_lease_releases_its_locks() {
 
 #[test]
 fn lock_ceilings_refuse_with_their_scope() {
-    let (_c, s) = store_with(StoreConfig {
-        locks_max: 3,
-        tenant: TenantQuota {
-            locks_max: 2,
-            ..TenantQuota::default()
-        },
-        ..StoreConfig::default()
-    });
+    let (_c, s) = store_with(
+        StoreConfig::default()
+            .locks_max(3)
+            .tenant(TenantQuota::default().locks_max(2)),
+    );
     let _a = s.try_lock(T, "a", "w", SEC, None).unwrap().unwrap();
     let _b = s.try_lock(T, "b", "w", SEC, None).unwrap().unwrap();
     assert_eq!(

@@ -17,14 +17,9 @@ const SEC: Duration = Duration::from_secs(1);
 fn counters_and_gauges_move_as_operations_happen() {
     let handle = http::install_recorder();
     let clock = Arc::new(ManualClock::new());
-    let config = StoreConfig {
-        tenant: TenantQuota {
-            leases_max: 3,
-            ..TenantQuota::default()
-        },
-        subscriber_buffer_max: 2,
-        ..StoreConfig::default()
-    };
+    let config = StoreConfig::default()
+        .tenant(TenantQuota::default().leases_max(3))
+        .subscriber_buffer_max(2);
     let store = Store::new(config, clock.clone()).unwrap();
     // A subscriber that never reads: its backlog grows to its buffer, and
     // then events are dropped for it.

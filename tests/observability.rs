@@ -8,7 +8,7 @@ mod common;
 use common::ops::*;
 use relaystore::events::Collection;
 use relaystore::time::ManualClock;
-use relaystore::{Error, Scope, Store, StoreConfig, TenantQuota};
+use relaystore::{Error, Scope, Store};
 use std::fmt::Write as _;
 use std::sync::{Arc, Mutex};
 use tracing::field::{Field, Visit};
@@ -73,13 +73,7 @@ fn captured<R>(f: impl FnOnce() -> R) -> (R, Captured) {
 #[test]
 fn refusals_are_logged_with_their_limit_at_most_once_a_second() {
     let ((), log) = captured(|| {
-        let (c, s) = store_with(StoreConfig {
-            tenant: TenantQuota {
-                leases_max: 1,
-                ..config().tenant
-            },
-            ..config()
-        });
+        let (c, s) = store_with(config().tenant(config().tenant.leases_max(1)));
         s.grant(T, "host", SEC * 60, None).unwrap();
         let refused = Err(Error::CapacityExceeded {
             scope: Scope::Tenant(Collection::Leases),
@@ -170,10 +164,7 @@ fn lifecycle_and_revocations_are_traced() {
 #[test]
 fn stream_and_wake_refusals_are_logged_too() {
     let ((), log) = captured(|| {
-        let (c, s) = store_with(StoreConfig {
-            listeners_per_channel_max: 1,
-            ..config()
-        });
+        let (c, s) = store_with(config().listeners_per_channel_max(1));
         let full =
             relaystore::stream::StreamConfig::new(1, 64, relaystore::stream::WhenFull::Refuse);
         s.create_stream(T, "log", full).unwrap();

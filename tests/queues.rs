@@ -6,16 +6,13 @@ mod common;
 use common::ops::*;
 use relaystore::events::{Cause, Collection, RecordId};
 use relaystore::queue::{Backoff, Failed, Jitter, JobOptions, JobState, QueueConfig};
-use relaystore::{Error, Scope, Store, StoreConfig};
+use relaystore::{Error, Scope, Store};
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
 fn seeded(seed: u64) -> QueueConfig {
-    QueueConfig {
-        jitter_seed: Some(seed),
-        ..QueueConfig::default()
-    }
+    QueueConfig::default().jitter_seed(Some(seed))
 }
 
 fn queue(s: &Store, cfg: QueueConfig) {
@@ -101,11 +98,7 @@ fn failures_back_off_with_equal_jitter_from_the_queue_seed() {
         base: SEC,
         max: SEC * 8,
     };
-    let cfg = QueueConfig {
-        attempts_max: 6,
-        backoff,
-        ..seeded(42)
-    };
+    let cfg = seeded(42).attempts_max(6).backoff(backoff);
     let (clock, s) = store();
     queue(&s, cfg);
     let id = enqueue(&s, b"x");
@@ -136,16 +129,8 @@ fn failures_back_off_with_equal_jitter_from_the_queue_seed() {
     }
     // Same seed, same operations: the same delays.
     let (clock2, s2) = store();
-    s2.create_queue(
-        T,
-        "work",
-        QueueConfig {
-            attempts_max: 6,
-            backoff,
-            ..seeded(42)
-        },
-    )
-    .unwrap();
+    s2.create_queue(T, "work", seeded(42).attempts_max(6).backoff(backoff))
+        .unwrap();
     let id2 = s2.enqueue(T, "work", b"x", JobOptions::default()).unwrap();
     for (attempt, &delay) in (1..).zip(&delays) {
         let job = s2.claim(T, "work", "w", None, 1).unwrap().remove(0);
@@ -158,16 +143,8 @@ fn failures_back_off_with_equal_jitter_from_the_queue_seed() {
     }
     // Another seed draws other delays.
     let (_c3, s3) = store();
-    s3.create_queue(
-        T,
-        "work",
-        QueueConfig {
-            attempts_max: 6,
-            backoff,
-            ..seeded(43)
-        },
-    )
-    .unwrap();
+    s3.create_queue(T, "work", seeded(43).attempts_max(6).backoff(backoff))
+        .unwrap();
     let id3 = s3.enqueue(T, "work", b"x", JobOptions::default()).unwrap();
     let job = s3.claim(T, "work", "w", None, 1).unwrap().remove(0);
     let other = s3.fail(T, "work", id3, job.claim, "boom").unwrap();
@@ -181,14 +158,10 @@ fn the_last_failed_attempt_dead_letters_and_dead_letters_can_be_requeued_or_purg
     let (_c, s) = store();
     queue(
         &s,
-        QueueConfig {
-            attempts_max: 2,
-            backoff: Backoff {
-                base: Duration::ZERO,
-                max: Duration::ZERO,
-            },
-            ..seeded(1)
-        },
+        seeded(1).attempts_max(2).backoff(Backoff {
+            base: Duration::ZERO,
+            max: Duration::ZERO,
+        }),
     );
     let id = enqueue(&s, b"poison");
     let keep = s
@@ -252,13 +225,7 @@ fn the_last_failed_attempt_dead_letters_and_dead_letters_can_be_requeued_or_purg
 #[test]
 fn a_lapsed_claim_returns_its_job_through_the_sweep_and_its_last_lapse_dead_letters() {
     let (clock, s) = store();
-    queue(
-        &s,
-        QueueConfig {
-            attempts_max: 2,
-            ..seeded(1)
-        },
-    );
+    queue(&s, seeded(1).attempts_max(2));
     let id = enqueue(&s, b"j");
     s.claim(T, "work", "w", Some(SEC * 5), 1).unwrap();
     clock.advance(SEC * 5);
@@ -285,14 +252,7 @@ fn a_lapsed_claim_returns_its_job_through_the_sweep_and_its_last_lapse_dead_lett
 /// not run since.
 fn lapsed_and_unswept() -> (Store, relaystore::JobId) {
     let (clock, s) = store();
-    queue(
-        &s,
-        QueueConfig {
-            attempts_max: 1,
-            dead_letters_max: Some(1),
-            ..seeded(1)
-        },
-    );
+    queue(&s, seeded(1).attempts_max(1).dead_letters_max(Some(1)));
     let id = enqueue(&s, b"j");
     s.claim(T, "work", "w", Some(SEC), 1).unwrap();
     clock.advance(SEC);
@@ -447,19 +407,17 @@ fn claim_wait_wakes_on_enqueue_and_when_a_delay_ends() {
 
 #[test]
 fn every_bound_refuses_with_its_own_scope_and_changes_nothing() {
-    let cfg = StoreConfig {
-        queues_per_tenant_max: 2,
-        queue_jobs_total_max: 30,
-        job_payload_bytes_max: 8,
-        ..config()
-    };
+    let cfg = config()
+        .queues_per_tenant_max(2)
+        .queue_jobs_total_max(30)
+        .job_payload_bytes_max(8);
     let (_c, s) = store_with(cfg);
-    let small = |jobs_max, dead_letters_max| QueueConfig {
-        jobs_max,
-        bytes_max: 10,
-        dead_letters_max: Some(dead_letters_max),
-        attempts_max: 1,
-        ..QueueConfig::default()
+    let small = |jobs_max, dead_letters_max| {
+        QueueConfig::default()
+            .jobs_max(jobs_max)
+            .bytes_max(10)
+            .dead_letters_max(Some(dead_letters_max))
+            .attempts_max(1)
     };
     s.create_queue(T, "work", small(2, 1)).unwrap();
     assert_eq!(
@@ -528,34 +486,17 @@ fn every_bound_refuses_with_its_own_scope_and_changes_nothing() {
         Err(Error::ReservedName)
     );
     for bad in [
-        QueueConfig {
-            jobs_max: 0,
-            ..small(2, 1)
-        },
-        QueueConfig {
-            dead_letters_max: Some(3),
-            ..small(2, 1)
-        },
-        QueueConfig {
-            attempts_max: 0,
-            ..small(2, 1)
-        },
-        QueueConfig {
-            visibility: Duration::ZERO,
-            ..small(2, 1)
-        },
-        QueueConfig {
-            backoff: relaystore::queue::Backoff {
-                base: SEC,
-                max: SEC * 7200,
-            },
-            ..small(2, 1)
-        },
-        QueueConfig {
-            jobs_max: (1 << 20) + 1,
-            dead_letters_max: Some(1),
-            ..small(2, 1)
-        },
+        (small(2, 1)).jobs_max(0),
+        (small(2, 1)).dead_letters_max(Some(3)),
+        (small(2, 1)).attempts_max(0),
+        (small(2, 1)).visibility(Duration::ZERO),
+        (small(2, 1)).backoff(relaystore::queue::Backoff {
+            base: SEC,
+            max: SEC * 7200,
+        }),
+        (small(2, 1))
+            .jobs_max((1 << 20) + 1)
+            .dead_letters_max(Some(1)),
     ] {
         assert!(
             matches!(
@@ -621,21 +562,10 @@ fn a_draining_store_takes_no_jobs_but_finishes_claimed_ones() {
 #[test]
 fn eight_workers_ack_every_job_exactly_once() {
     let jobs = common::rounds("RELAYSTORE_QUEUE_JOBS", 100_000);
-    let cfg = StoreConfig {
-        queue_jobs_max: jobs,
-        ..config()
-    };
+    let cfg = config().queue_jobs_max(jobs);
     let (_c, s) = store_with(cfg);
-    s.create_queue(
-        T,
-        "work",
-        QueueConfig {
-            jobs_max: jobs,
-            bytes_max: jobs * 8,
-            ..seeded(1)
-        },
-    )
-    .unwrap();
+    s.create_queue(T, "work", seeded(1).jobs_max(jobs).bytes_max(jobs * 8))
+        .unwrap();
     for chunk in 0..jobs / 1000 {
         for i in 0..1000u64 {
             let n = chunk as u64 * 1000 + i;

@@ -7,7 +7,7 @@ mod common;
 
 use common::ops::*;
 use relaystore::events::Collection;
-use relaystore::{Error, QuotaPolicy, Scope, StoreConfig, TenantId, TenantQuota, UniformQuota};
+use relaystore::{Error, QuotaPolicy, Scope, TenantId, TenantQuota, UniformQuota};
 use std::sync::Arc;
 
 fn grant(s: &relaystore::Store, t: TenantId) -> Result<relaystore::LeaseGrant, Error> {
@@ -16,10 +16,7 @@ fn grant(s: &relaystore::Store, t: TenantId) -> Result<relaystore::LeaseGrant, E
 
 #[test]
 fn raising_a_ceiling_admits_at_once_and_lowering_it_evicts_nothing() {
-    let (_c, s) = store_with(StoreConfig {
-        leases_max: 2,
-        ..config()
-    });
+    let (_c, s) = store_with(config().leases_max(2));
     let a = grant(&s, T).unwrap();
     grant(&s, OTHER).unwrap();
     assert_eq!(
@@ -30,19 +27,11 @@ fn raising_a_ceiling_admits_at_once_and_lowering_it_evicts_nothing() {
             used: 2
         })
     );
-    s.reconfigure(StoreConfig {
-        leases_max: 3,
-        ..s.config()
-    })
-    .unwrap();
+    s.reconfigure(s.config().leases_max(3)).unwrap();
     assert_eq!(s.config().leases_max, 3);
     let b = grant(&s, T).unwrap();
     // Lowered below use: everything stays, new work waits for room.
-    s.reconfigure(StoreConfig {
-        leases_max: 1,
-        ..s.config()
-    })
-    .unwrap();
+    s.reconfigure(s.config().leases_max(1)).unwrap();
     assert_eq!(s.stats().leases, 3, "nothing evicted");
     assert!(s.get_lease(T, a.id).is_ok() && s.get_lease(T, b.id).is_ok());
     assert_eq!(
@@ -60,24 +49,14 @@ fn raising_a_ceiling_admits_at_once_and_lowering_it_evicts_nothing() {
         Err(Some(Scope::Collection(Collection::Leases))),
         "still at the new limit (one lease held)"
     );
-    s.reconfigure(StoreConfig {
-        leases_max: 2,
-        ..s.config()
-    })
-    .unwrap();
+    s.reconfigure(s.config().leases_max(2)).unwrap();
     grant(&s, T).unwrap();
     s.audit().unwrap();
 }
 
 #[test]
 fn tenant_quotas_change_for_registered_tenants_each_whole() {
-    let (_c, s) = store_with(StoreConfig {
-        tenant: TenantQuota {
-            leases_max: 1,
-            ..config().tenant
-        },
-        ..config()
-    });
+    let (_c, s) = store_with(config().tenant(config().tenant.leases_max(1)));
     grant(&s, T).unwrap();
     assert_eq!(
         grant(&s, T).map(drop).map_err(|e| e.capacity_scope()),
@@ -85,14 +64,8 @@ fn tenant_quotas_change_for_registered_tenants_each_whole() {
     );
     // Through reconfigure: a new uniform quota, for the registered tenant
     // too.
-    s.reconfigure(StoreConfig {
-        tenant: TenantQuota {
-            leases_max: 2,
-            ..config().tenant
-        },
-        ..s.config()
-    })
-    .unwrap();
+    s.reconfigure(s.config().tenant(config().tenant.leases_max(2)))
+        .unwrap();
     grant(&s, T).unwrap();
     assert_eq!(
         s.usage(T).of(Collection::Leases).map(|u| (u.used, u.limit)),
@@ -103,10 +76,7 @@ fn tenant_quotas_change_for_registered_tenants_each_whole() {
     impl QuotaPolicy for Tiered {
         fn quota(&self, tenant: TenantId) -> TenantQuota {
             let leases_max = if tenant == T { 3 } else { 1 };
-            TenantQuota {
-                leases_max,
-                ..TenantQuota::default()
-            }
+            TenantQuota::default().leases_max(leases_max)
         }
     }
     s.set_quota_policy(Arc::new(Tiered));
@@ -135,20 +105,14 @@ fn fixed_fields_and_invalid_sets_are_refused_and_change_nothing() {
     let (_c, s) = store();
     let before = s.config();
     assert_eq!(
-        s.reconfigure(StoreConfig {
-            name_bytes_max: 64,
-            ..s.config()
-        }),
+        s.reconfigure(s.config().name_bytes_max(64)),
         Err(Error::InvalidConfig {
             field: "name_bytes_max",
             rule: "cannot change at run time"
         })
     );
     assert_eq!(
-        s.reconfigure(StoreConfig {
-            leases_max: 0,
-            ..s.config()
-        }),
+        s.reconfigure(s.config().leases_max(0)),
         Err(Error::InvalidConfig {
             field: "leases_max",
             rule: "must be positive"
@@ -162,11 +126,7 @@ fn fixed_fields_and_invalid_sets_are_refused_and_change_nothing() {
 
 #[test]
 fn reconfiguring_while_eight_threads_create_keeps_every_count() {
-    let (_c, s) = store_with(StoreConfig {
-        leases_max: 50,
-        tenant: TenantQuota::unlimited(),
-        ..config()
-    });
+    let (_c, s) = store_with(config().leases_max(50).tenant(TenantQuota::unlimited()));
     std::thread::scope(|scope| {
         for w in 0..8u64 {
             let s = s.clone();
@@ -184,11 +144,7 @@ fn reconfiguring_while_eight_threads_create_keeps_every_count() {
             });
         }
         for round in 0..50u64 {
-            s.reconfigure(StoreConfig {
-                leases_max: 1 + round % 7,
-                ..s.config()
-            })
-            .unwrap();
+            s.reconfigure(s.config().leases_max(1 + round % 7)).unwrap();
         }
     });
     s.audit().unwrap();
@@ -203,21 +159,21 @@ fn reconfiguring_while_eight_threads_create_keeps_every_count() {
 fn the_mechanisms_caps_change_at_run_time_and_lowering_evicts_nothing() {
     use relaystore::queue::QueueConfig;
     use relaystore::stream::{StreamConfig, WhenFull};
-    let (_c, s) = store_with(StoreConfig {
-        streams_per_tenant_max: 1,
-        queues_max: 1,
-        schedules_per_tenant_max: 1,
-        listeners_max: 1,
-        channels_per_tenant_max: 8,
-        subscribers_max: 1,
-        ..config()
-    });
+    let (_c, s) = store_with(
+        config()
+            .streams_per_tenant_max(1)
+            .queues_max(1)
+            .schedules_per_tenant_max(1)
+            .listeners_max(1)
+            .channels_per_tenant_max(8)
+            .subscribers_max(1),
+    );
     let small_stream = || StreamConfig::new(4, 64, WhenFull::Refuse);
-    let small_queue = || QueueConfig {
-        jobs_max: 4,
-        bytes_max: 64,
-        dead_letters_max: Some(1),
-        ..QueueConfig::default()
+    let small_queue = || {
+        QueueConfig::default()
+            .jobs_max(4)
+            .bytes_max(64)
+            .dead_letters_max(Some(1))
     };
     let cap = |r: Result<(), Error>| match r {
         Err(Error::CapacityExceeded { scope, limit, used }) => Some((scope, limit, used)),
@@ -254,14 +210,14 @@ fn the_mechanisms_caps_change_at_run_time_and_lowering_evicts_nothing() {
     );
 
     // Raised: each admits at once, and usage reports the new caps.
-    s.reconfigure(StoreConfig {
-        streams_per_tenant_max: 2,
-        queues_max: 2,
-        schedules_per_tenant_max: 2,
-        listeners_max: 2,
-        subscribers_max: 2,
-        ..s.config()
-    })
+    s.reconfigure(
+        s.config()
+            .streams_per_tenant_max(2)
+            .queues_max(2)
+            .schedules_per_tenant_max(2)
+            .listeners_max(2)
+            .subscribers_max(2),
+    )
     .unwrap();
     s.create_stream(T, "b", small_stream()).unwrap();
     s.create_queue(OTHER, "q2", small_queue()).unwrap();
@@ -275,15 +231,15 @@ fn the_mechanisms_caps_change_at_run_time_and_lowering_evicts_nothing() {
 
     // Lowered below use: everything stays; new work is refused with the
     // new limit and the use it saw.
-    s.reconfigure(StoreConfig {
-        streams_per_tenant_max: 1,
-        queues_max: 1,
-        schedules_per_tenant_max: 1,
-        listeners_max: 1,
-        subscribers_max: 1,
-        channels_per_tenant_max: 1,
-        ..s.config()
-    })
+    s.reconfigure(
+        s.config()
+            .streams_per_tenant_max(1)
+            .queues_max(1)
+            .schedules_per_tenant_max(1)
+            .listeners_max(1)
+            .subscribers_max(1)
+            .channels_per_tenant_max(1),
+    )
     .unwrap();
     assert_eq!(s.streams(), 2, "no stream evicted");
     assert_eq!(s.queues(), 2, "no queue evicted");
@@ -320,11 +276,7 @@ fn the_mechanisms_caps_change_at_run_time_and_lowering_evicts_nothing() {
         .expect("room once use fell under the new limit");
     // The lowered per-tenant channel cap: T, holding no channel now, gets
     // one and no second.
-    s.reconfigure(StoreConfig {
-        listeners_max: 10,
-        ..s.config()
-    })
-    .unwrap();
+    s.reconfigure(s.config().listeners_max(10)).unwrap();
     let _l4 = s.listen(T, "c4").unwrap();
     assert_eq!(
         cap(s.listen(T, "c5").map(drop)),
@@ -340,19 +292,17 @@ fn the_stream_and_queue_budgets_change_at_run_time() {
     use relaystore::queue::QueueConfig;
     use relaystore::stream::{StreamConfig, WhenFull};
     let (_c, s) = store();
-    let budget = |bytes| StoreConfig {
-        stream_bytes_total_max: bytes,
-        queue_bytes_total_max: bytes,
-        ..s.config()
+    let budget = |bytes| {
+        s.config()
+            .stream_bytes_total_max(bytes)
+            .queue_bytes_total_max(bytes)
     };
     s.reconfigure(budget(100)).unwrap();
     let stream = StreamConfig::new(4, 60, WhenFull::Refuse);
-    let queue = QueueConfig {
-        jobs_max: 4,
-        bytes_max: 60,
-        dead_letters_max: Some(1),
-        ..QueueConfig::default()
-    };
+    let queue = QueueConfig::default()
+        .jobs_max(4)
+        .bytes_max(60)
+        .dead_letters_max(Some(1));
     s.create_stream(T, "a", stream.clone()).unwrap();
     s.create_queue(T, "a", queue.clone()).unwrap();
     let refused = |r: Result<(), Error>| match r {

@@ -27,10 +27,7 @@ fn full(collection: Collection, limit: u64) -> Error {
 }
 
 fn ceilings(leases: u64) -> StoreConfig {
-    StoreConfig {
-        leases_max: leases,
-        ..config()
-    }
+    config().leases_max(leases)
 }
 
 #[test]
@@ -124,14 +121,12 @@ fn a_tenant_refused_by_its_quota_takes_no_store_room() {
 #[test]
 fn every_collection_is_capped_and_expiry_gives_room_back() {
     on_every_target("ceiling-expiry", |target, name| async move {
-        let limits = StoreConfig {
-            leases_max: 2,
-            listings_max: 1,
-            presence_max: 1,
-            attempts_max: 1,
-            locks_max: 1,
-            ..config()
-        };
+        let limits = config()
+            .leases_max(2)
+            .listings_max(1)
+            .presence_max(1)
+            .attempts_max(1)
+            .locks_max(1);
         let engines = instances_swept_by_hand(&target, &name, 2, limits).await;
         let (a, b) = (&engines[0], &engines[1]);
         let long = MS * 60_000;
@@ -230,13 +225,11 @@ fn records_renewed_past_their_first_reservation_keep_their_room() {
 }
 
 fn renewed_limits() -> StoreConfig {
-    StoreConfig {
-        leases_max: 2,
-        listings_max: 1,
-        presence_max: 1,
-        locks_max: 1,
-        ..config()
-    }
+    config()
+        .leases_max(2)
+        .listings_max(1)
+        .presence_max(1)
+        .locks_max(1)
 }
 
 /// Creates a lease (with a listing), a presence record and a lock with

@@ -13,7 +13,7 @@ mod redis;
 use redis::{config, instances, on_every_target};
 use relaystore::events::Collection;
 use relaystore::queue::{Backoff, JobOptions, QueueConfig};
-use relaystore::{Error, JobId, Scope, StoreConfig, TenantId};
+use relaystore::{Error, JobId, Scope, TenantId};
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
@@ -23,18 +23,17 @@ const OTHER: TenantId = TenantId(2);
 const SETTLE: Duration = Duration::from_secs(3);
 
 fn queue(jobs_max: usize) -> QueueConfig {
-    QueueConfig {
-        jobs_max,
-        bytes_max: 1 << 16,
-        dead_letters_max: Some(jobs_max),
-        visibility: Duration::from_secs(30),
-        attempts_max: 3,
-        backoff: Backoff {
+    QueueConfig::default()
+        .jobs_max(jobs_max)
+        .bytes_max(1 << 16)
+        .dead_letters_max(Some(jobs_max))
+        .visibility(Duration::from_secs(30))
+        .attempts_max(3)
+        .backoff(Backoff {
             base: Duration::ZERO,
             max: Duration::ZERO,
-        },
-        jitter_seed: None,
-    }
+        })
+        .jitter_seed(None)
 }
 
 #[test]
@@ -191,10 +190,7 @@ async fn ticking(
     target: &redis::Target,
     name: &str,
 ) -> (Vec<relaystore::redis::RedisEngine>, Bracket) {
-    let cfg = StoreConfig {
-        schedule_interval_min: Duration::from_millis(10),
-        ..config()
-    };
+    let cfg = config().schedule_interval_min(Duration::from_millis(10));
     let engines = instances(target, name, 2, cfg).await;
     engines[0]
         .create_queue(T, "ticks", queue(100))
@@ -303,13 +299,11 @@ fn one_scheduler_lock_holder_fires_and_the_other_cannot() {
 #[test]
 fn the_queue_and_schedule_budgets_refuse_exactly() {
     on_every_target("queues-budget", |target, name| async move {
-        let cfg = StoreConfig {
-            queues_max: 2,
-            queue_jobs_total_max: 150,
-            queue_bytes_total_max: 1 << 20,
-            schedules_max: 1,
-            ..config()
-        };
+        let cfg = config()
+            .queues_max(2)
+            .queue_jobs_total_max(150)
+            .queue_bytes_total_max(1 << 20)
+            .schedules_max(1);
         let engines = instances(&target, &name, 2, cfg).await;
         let (a, b) = (&engines[0], &engines[1]);
         a.create_queue(T, "one", queue(100)).await.unwrap();

@@ -129,12 +129,10 @@ fn removals_are_announced_and_cascade_with_the_lease() {
 
 /// A budget of 2 streams, 3000 bytes and 300 entries over every tenant.
 fn budget() -> StoreConfig {
-    StoreConfig {
-        streams_max: 2,
-        stream_bytes_total_max: 3000,
-        stream_entries_total_max: 300,
-        ..config()
-    }
+    config()
+        .streams_max(2)
+        .stream_bytes_total_max(3000)
+        .stream_entries_total_max(300)
 }
 
 fn sized(bytes: usize, entries: usize) -> StreamConfig {

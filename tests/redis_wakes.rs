@@ -103,10 +103,7 @@ fn channel_names_are_checked() {
 #[test]
 fn listeners_are_capped_per_handle() {
     on_every_target("wakes-caps", |target, name| async move {
-        let limits = relaystore::StoreConfig {
-            listeners_per_channel_max: 2,
-            ..config()
-        };
+        let limits = config().listeners_per_channel_max(2);
         let e = &instances(&target, &name, 1, limits).await[0];
         let _one = e.listen(T, "lobby").await.unwrap();
         let _two = e.listen(T, "lobby").await.unwrap();

@@ -72,10 +72,7 @@ fn a_host_supplied_fence_floor_holds_when_the_wall_clock_went_back() {
     drop(first);
 
     let second = Store::new(
-        StoreConfig {
-            fence_floor: old,
-            ..StoreConfig::default()
-        },
+        StoreConfig::default().fence_floor(old),
         Arc::new(ManualClock::new()),
     )
     .unwrap();

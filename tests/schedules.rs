@@ -5,9 +5,7 @@ mod common;
 
 use common::ops::*;
 use relaystore::queue::{JobOptions, QueueConfig};
-use relaystore::{
-    Error, Scheduler, Scope, Store, StoreConfig, SCHEDULER_LOCK, SCHEDULE_CATCH_UP_MAX,
-};
+use relaystore::{Error, Scheduler, Scope, Store, SCHEDULER_LOCK, SCHEDULE_CATCH_UP_MAX};
 use std::time::Duration;
 
 const MS: Duration = Duration::from_millis(1);
@@ -140,11 +138,7 @@ fn a_fire_its_queue_refuses_leaves_the_schedule_due() {
     s.create_queue(
         T,
         "ticks",
-        QueueConfig {
-            jobs_max: 2,
-            dead_letters_max: Some(1),
-            ..QueueConfig::default()
-        },
+        QueueConfig::default().jobs_max(2).dead_letters_max(Some(1)),
     )
     .unwrap();
     s.enqueue(T, "ticks", b"", JobOptions::default()).unwrap();
@@ -171,12 +165,10 @@ fn a_fire_its_queue_refuses_leaves_the_schedule_due() {
 
 #[test]
 fn specs_intervals_and_bounds_are_checked() {
-    let cfg = StoreConfig {
-        schedules_per_tenant_max: 1,
-        schedule_interval_min: SEC,
-        schedule_interval_max: SEC * 3600,
-        ..config()
-    };
+    let cfg = config()
+        .schedules_per_tenant_max(1)
+        .schedule_interval_min(SEC)
+        .schedule_interval_max(SEC * 3600);
     let (_c, s) = store_with(cfg);
     s.create_queue(T, "ticks", QueueConfig::default()).unwrap();
     for bad in [
@@ -215,10 +207,7 @@ fn specs_intervals_and_bounds_are_checked() {
 
 #[test]
 fn a_tenant_whose_schedules_are_gone_leaves_nothing_behind() {
-    let (_c, s) = store_with(StoreConfig {
-        schedules_max: 1,
-        ..config()
-    });
+    let (_c, s) = store_with(config().schedules_max(1));
     // Many tenants schedule and unschedule, and some are refused: the
     // store keeps a book only for a tenant holding schedules (the audit
     // reports an empty one).
@@ -243,10 +232,8 @@ fn a_tenant_whose_schedules_are_gone_leaves_nothing_behind() {
 }
 
 fn small_queue() -> QueueConfig {
-    QueueConfig {
-        jobs_max: 8,
-        bytes_max: 64,
-        dead_letters_max: Some(1),
-        ..QueueConfig::default()
-    }
+    QueueConfig::default()
+        .jobs_max(8)
+        .bytes_max(64)
+        .dead_letters_max(Some(1))
 }

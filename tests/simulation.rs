@@ -61,40 +61,38 @@ fn ms(n: u64) -> Duration {
 }
 
 fn config() -> StoreConfig {
-    StoreConfig {
-        ttl_min: MS * 10,
-        ttl_max: Duration::from_secs(60),
+    StoreConfig::default()
+        .ttl_min(MS * 10)
+        .ttl_max(Duration::from_secs(60))
         // Tight enough that every kind of scope refuses now and then (I8).
-        leases_max: 12,
-        listings_max: 10,
-        presence_max: 10,
-        attempts_max: 8,
-        replay_max: 14,
-        locks_max: 6,
-        tombstones_max: 40,
-        idempotency_max: 30,
-        tenants_max: 3,
-        tenant: TenantQuota {
-            leases_max: 6,
-            listings_max: 5,
-            presence_max: 5,
-            attempts_max: 4,
-            replay_max: 8,
-            idempotency_max: 15,
-            locks_max: 3,
-            ..TenantQuota::unlimited()
-        },
-        listings_per_lease_max: 2,
-        attempts_per_listing_max: 2,
-        endpoints_per_lease_max: 2,
-        presence_per_lease_max: 4,
-        locks_per_lease_max: 2,
-        replay_grace: Duration::from_secs(5),
-        tombstone_ttl: Duration::from_secs(10),
-        idempotency_ttl: Duration::from_secs(10),
-        driver_stall_max: Duration::from_secs(5),
-        ..StoreConfig::default()
-    }
+        .leases_max(12)
+        .listings_max(10)
+        .presence_max(10)
+        .attempts_max(8)
+        .replay_max(14)
+        .locks_max(6)
+        .tombstones_max(40)
+        .idempotency_max(30)
+        .tenants_max(3)
+        .tenant(
+            TenantQuota::unlimited()
+                .leases_max(6)
+                .listings_max(5)
+                .presence_max(5)
+                .attempts_max(4)
+                .replay_max(8)
+                .idempotency_max(15)
+                .locks_max(3),
+        )
+        .listings_per_lease_max(2)
+        .attempts_per_listing_max(2)
+        .endpoints_per_lease_max(2)
+        .presence_per_lease_max(4)
+        .locks_per_lease_max(2)
+        .replay_grace(Duration::from_secs(5))
+        .tombstone_ttl(Duration::from_secs(10))
+        .idempotency_ttl(Duration::from_secs(10))
+        .driver_stall_max(Duration::from_secs(5))
 }
 
 struct Rng(u64);
@@ -695,18 +693,17 @@ impl Sim {
         let s = Arc::clone(&self.store);
         let now = self.clock.now().as_millis();
         if let std::collections::hash_map::Entry::Vacant(slot) = self.queues.entry(t) {
-            let config = QueueConfig {
-                jobs_max: 6,
-                bytes_max: 1024,
-                dead_letters_max: Some(3),
-                attempts_max: 2,
-                visibility: ms(500),
-                backoff: Backoff {
+            let config = QueueConfig::default()
+                .jobs_max(6)
+                .bytes_max(1024)
+                .dead_letters_max(Some(3))
+                .attempts_max(2)
+                .visibility(ms(500))
+                .backoff(Backoff {
                     base: ms(10),
                     max: ms(100),
-                },
-                jitter_seed: Some(9),
-            };
+                })
+                .jitter_seed(Some(9));
             match s.create_queue(t, "jobs", config) {
                 Ok(()) => {
                     slot.insert(HashMap::new());

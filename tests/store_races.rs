@@ -17,12 +17,10 @@ const THREADS: usize = 8;
 
 fn store() -> (Arc<ManualClock>, Arc<Store>) {
     let clock = Arc::new(ManualClock::new());
-    let config = StoreConfig {
-        ttl_min: Duration::from_millis(10),
-        attempts_per_listing_max: 64,
-        listings_per_lease_max: 64,
-        ..StoreConfig::default()
-    };
+    let config = StoreConfig::default()
+        .ttl_min(Duration::from_millis(10))
+        .attempts_per_listing_max(64)
+        .listings_per_lease_max(64);
     let store = Arc::new(Store::new(config, clock.clone()).unwrap());
     (clock, store)
 }

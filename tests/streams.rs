@@ -5,7 +5,7 @@ mod common;
 
 use common::ops::*;
 use relaystore::stream::{StreamConfig, WhenFull};
-use relaystore::{Error, Scope, StoreConfig};
+use relaystore::{Error, Scope};
 use std::time::Duration;
 
 fn offsets(read: &relaystore::stream::StreamRead) -> Vec<u64> {
@@ -206,11 +206,7 @@ fn the_sweep_trims_aged_entries_that_nobody_reads() {
 
 #[test]
 fn creation_is_checked_and_bounded() {
-    let (_c, s) = store_with(StoreConfig {
-        streams_per_tenant_max: 2,
-        stream_bytes_max: 1 << 20,
-        ..config()
-    });
+    let (_c, s) = store_with(config().streams_per_tenant_max(2).stream_bytes_max(1 << 20));
     let cfg = StreamConfig::new(10, 1000, WhenFull::Refuse);
     s.create_stream(T, "a", cfg.clone()).unwrap();
     s.create_stream(T, "a", cfg.clone()).unwrap();
@@ -248,10 +244,7 @@ fn creation_is_checked_and_bounded() {
 
 #[test]
 fn commits_never_go_backwards_and_consumers_are_bounded() {
-    let (_c, s) = store_with(StoreConfig {
-        consumers_per_stream_max: 1,
-        ..config()
-    });
+    let (_c, s) = store_with(config().consumers_per_stream_max(1));
     s.create_stream(T, "log", StreamConfig::new(10, 1000, WhenFull::Refuse))
         .unwrap();
     for _ in 0..4 {
@@ -337,11 +330,7 @@ fn a_follower_waits_for_appends_blocking_and_async() {
 
 #[test]
 fn streams_are_bounded_store_wide_and_in_entries() {
-    let (_c, s) = store_with(StoreConfig {
-        streams_max: 2,
-        stream_entries_max: 100,
-        ..config()
-    });
+    let (_c, s) = store_with(config().streams_max(2).stream_entries_max(100));
     let cfg = StreamConfig::new(100, 1000, WhenFull::Refuse);
     s.create_stream(T, "a", cfg.clone()).unwrap();
     s.create_stream(OTHER, "a", cfg.clone()).unwrap();
@@ -370,10 +359,7 @@ fn streams_are_bounded_store_wide_and_in_entries() {
 #[test]
 fn a_stream_attached_to_a_lease_dies_with_it() {
     use relaystore::events::{Cause, Collection, RecordId};
-    let (c, s) = store_with(StoreConfig {
-        streams_per_lease_max: 2,
-        ..config()
-    });
+    let (c, s) = store_with(config().streams_per_lease_max(2));
     let events = s.subscribe_to(&[Collection::Streams]).unwrap();
     let next_event = || match events.try_recv() {
         Some(relaystore::events::Received::Event(e)) => Some(e),
@@ -535,11 +521,11 @@ fn an_attached_creation_racing_the_revocation_leaves_nothing() {
 /// committed to; deleting one gives its share back.
 #[test]
 fn streams_reserve_their_capacity_from_a_store_wide_budget() {
-    let (_c, s) = store_with(StoreConfig {
-        stream_bytes_total_max: 1000,
-        stream_entries_total_max: 30,
-        ..config()
-    });
+    let (_c, s) = store_with(
+        config()
+            .stream_bytes_total_max(1000)
+            .stream_entries_total_max(30),
+    );
     let cfg = |entries, bytes| StreamConfig::new(entries, bytes, WhenFull::Refuse);
     s.create_stream(T, "a", cfg(10, 600)).unwrap();
     assert_eq!(

@@ -24,12 +24,10 @@ fn relay() -> (
     s.publish(T, lease, "lobby", b"v1", None).unwrap();
     s.create_stream(T, "log", StreamConfig::new(3, 1 << 20, WhenFull::Refuse))
         .unwrap();
-    let queue = QueueConfig {
-        jobs_max: 3,
-        dead_letters_max: Some(3),
-        jitter_seed: Some(7),
-        ..QueueConfig::default()
-    };
+    let queue = QueueConfig::default()
+        .jobs_max(3)
+        .dead_letters_max(Some(3))
+        .jitter_seed(Some(7));
     s.create_queue(T, "work", queue).unwrap();
     (clock, s, lease)
 }
@@ -263,12 +261,10 @@ fn a_claimed_job(
     options: JobOptions,
 ) -> (Store, relaystore::JobId, relaystore::queue::ClaimToken) {
     let (_clock, s) = store();
-    let config = QueueConfig {
-        jobs_max,
-        dead_letters_max: Some(1),
-        jitter_seed: Some(7),
-        ..QueueConfig::default()
-    };
+    let config = QueueConfig::default()
+        .jobs_max(jobs_max)
+        .dead_letters_max(Some(1))
+        .jitter_seed(Some(7));
     s.create_queue(T, "work", config).unwrap();
     let job = s.enqueue(T, "work", b"first", options).unwrap();
     let claim = s.claim(T, "work", "w", None, 1).unwrap()[0].claim;
@@ -327,10 +323,7 @@ fn consumer_commits_count_only_the_consumers_they_add() {
     // moves an existing consumer and adds one new one fits, as the same
     // two commits outside a transaction would; one that adds two does
     // not, and changes nothing.
-    let (_clock, s) = store_with(relaystore::StoreConfig {
-        consumers_per_stream_max: 2,
-        ..config()
-    });
+    let (_clock, s) = store_with(config().consumers_per_stream_max(2));
     s.create_stream(T, "log", StreamConfig::new(3, 1 << 20, WhenFull::Refuse))
         .unwrap();
     s.append(T, "log", b"e").unwrap();
@@ -382,10 +375,7 @@ fn an_unschedule_staged_first_makes_room_for_a_schedule_at_the_cap() {
     // scheduling another in one commit fits, as the two calls outside a
     // transaction would, in that order; the other order does not, and
     // changes nothing.
-    let (_clock, s) = store_with(relaystore::StoreConfig {
-        schedules_per_tenant_max: 1,
-        ..config()
-    });
+    let (_clock, s) = store_with(config().schedules_per_tenant_max(1));
     s.create_queue(T, "work", QueueConfig::default()).unwrap();
     s.schedule(T, "old", "@every 1m", "work", b"o").unwrap();
     let mut tx = s.begin_tx();
@@ -411,10 +401,7 @@ fn schedules_of_several_tenants_in_one_commit_meet_the_stores_ceiling_together()
     // nothing changed, although each tenant's alone fits. An unschedule of
     // one tenant staged before the other's new schedule makes room, as
     // the two calls outside a transaction would; the other order does not.
-    let (_clock, s) = store_with(relaystore::StoreConfig {
-        schedules_max: 3,
-        ..config()
-    });
+    let (_clock, s) = store_with(config().schedules_max(3));
     for tenant in [T, OTHER] {
         s.create_queue(tenant, "work", QueueConfig::default())
             .unwrap();

@@ -5,19 +5,16 @@ mod common;
 use common::ops::*;
 use relaystore::events::Collection;
 use relaystore::stream::{StreamConfig, WhenFull};
-use relaystore::{Error, QuotaPolicy, Scope, Store, StoreConfig, TenantId, TenantQuota, Usage};
+use relaystore::{Error, QuotaPolicy, Scope, Store, TenantId, TenantQuota, Usage};
 use std::sync::Arc;
 
 #[test]
 fn usage_counts_what_a_tenant_holds_against_its_quotas() {
-    let (_c, s) = store_with(StoreConfig {
-        tenant: TenantQuota {
-            leases_max: 2,
-            ..config().tenant
-        },
-        streams_per_tenant_max: 3,
-        ..config()
-    });
+    let (_c, s) = store_with(
+        config()
+            .tenant(config().tenant.leases_max(2))
+            .streams_per_tenant_max(3),
+    );
     let q = s.config().tenant.clone();
     let fresh = s.usage(T);
     assert_eq!(

@@ -52,10 +52,7 @@ fn a_join_under_an_expired_lease_is_missing_and_takes_nothing() {
 /// is looked at whether or not a slot was free.
 #[test]
 fn a_full_listing_under_an_expired_lease_is_missing_not_full() {
-    let (clock, s) = store_with(StoreConfig {
-        attempts_per_listing_max: 1,
-        ..StoreConfig::default()
-    });
+    let (clock, s) = store_with(StoreConfig::default().attempts_per_listing_max(1));
     let lease = s.grant(A, "h", SEC, None).unwrap().id;
     s.publish(A, lease, "lobby", b"", None).unwrap();
     s.begin_join(A, "lobby", "c1", SEC * 60, None).unwrap();

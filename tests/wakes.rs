@@ -5,7 +5,7 @@ mod common;
 
 use common::ops::*;
 use relaystore::wake::{RecvError, Wake};
-use relaystore::{Error, Health, Scope, StoreConfig, TenantId};
+use relaystore::{Error, Health, Scope, TenantId};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -89,12 +89,12 @@ fn channel_names_are_checked_on_both_sides() {
 
 #[test]
 fn listeners_and_channels_are_bounded_and_freed_on_drop() {
-    let (_c, s) = store_with(StoreConfig {
-        listeners_max: 4,
-        listeners_per_channel_max: 2,
-        channels_per_tenant_max: 2,
-        ..config()
-    });
+    let (_c, s) = store_with(
+        config()
+            .listeners_max(4)
+            .listeners_per_channel_max(2)
+            .channels_per_tenant_max(2),
+    );
     let full = Some;
     let a1 = s.listen(T, "a").unwrap();
     let a2 = s.listen(T, "a").unwrap();

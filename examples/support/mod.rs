@@ -148,12 +148,7 @@ pub fn max_resident_bytes() -> Option<u64> {
 /// The default limits with room for `2n` leases, store-wide and for one
 /// tenant.
 pub fn room_for_leases(n: u64) -> relaystore::StoreConfig {
-    relaystore::StoreConfig {
-        leases_max: n * 2,
-        tenant: relaystore::TenantQuota {
-            leases_max: n * 2,
-            ..relaystore::TenantQuota::default()
-        },
-        ..relaystore::StoreConfig::default()
-    }
+    relaystore::StoreConfig::default()
+        .leases_max(n * 2)
+        .tenant(relaystore::TenantQuota::default().leases_max(n * 2))
 }

@@ -1,9 +1,12 @@
 //! Every limit of a [`Store`](crate::Store), in one place.
 //!
-//! Each field is a hard limit with its unit in its name. [`StoreConfig`] is a
-//! plain struct with [`Default`]s sized for a mid-size relay node; change
-//! what you need with struct-update syntax and [`Store::new`](crate::Store::new)
-//! validates the whole set.
+//! Each field is a hard limit with its unit in its name. [`StoreConfig`] has
+//! [`Default`]s sized for a mid-size relay node; change what you need with
+//! its setters (one per field, of the same name) and
+//! [`Store::new`](crate::Store::new) validates the whole set. The settings
+//! structs are `#[non_exhaustive]`: their fields can be read, but a value is
+//! built from a default and setters, so a new limit is not a breaking
+//! change.
 
 use crate::base::error::{Error, Result};
 use crate::base::time::duration_to_millis_ceil;
@@ -16,7 +19,9 @@ use std::time::Duration;
 /// same name that takes the field's value and returns the settings, so a
 /// configuration reads as a chain from its defaults:
 /// `StoreConfig::default().leases_max(50_000).ttl_max(Duration::from_secs(3600))`.
-/// The fields stay public; the setters are written once, here.
+/// The fields stay public for reading; outside the crate the structs
+/// (`#[non_exhaustive]`) are built only through the setters, written once,
+/// here.
 macro_rules! settings {
     (
         $(#[$meta:meta])*
@@ -58,6 +63,7 @@ settings! {
 /// to its store-wide ceiling. [`TenantQuota::unlimited`] switches all of
 /// them off (ADR 0011).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct TenantQuota {
     /// Leases one tenant may hold.
     pub leases_max: u64,
@@ -390,7 +396,17 @@ settings! {
 /// let store = Store::builder().config(config).build()?;
 /// # Ok::<(), relaystore::Error>(())
 /// ```
+///
+/// The struct is `#[non_exhaustive]`, so a literal does not compile outside
+/// the crate (a limit added later breaks no caller):
+///
+/// ```compile_fail,E0639
+/// use relaystore::StoreConfig;
+///
+/// let config = StoreConfig { leases_max: 50_000, ..StoreConfig::default() };
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct StoreConfig {
     /// Shortest TTL accepted anywhere; shorter is `InvalidArgument`.
     pub ttl_min: Duration,

@@ -93,6 +93,7 @@ settings! {
 /// A queue's settings, chosen when it is created; every job takes the
 /// queue's unless its [`JobOptions`] say otherwise.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub struct QueueConfig {
     /// Most jobs held, in every state (dead letters keep their slot until
     /// requeued or purged). Default 10,000; at most `queue_jobs_max`.
@@ -147,6 +148,7 @@ impl QueueConfig {
 
 /// Per-job overrides of the queue's settings.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub struct JobOptions {
     /// Not claimable before this much time has passed (at most `ttl_max`).
     pub delay: Duration,

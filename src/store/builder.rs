@@ -44,7 +44,7 @@ pub const EXPIRY_TICK_DEFAULT: Duration = Duration::from_millis(10);
 /// // Tests: a manual clock, and the test calls `sweep` itself.
 /// let clock = Arc::new(ManualClock::new());
 /// let test_store = Store::builder()
-///     .config(StoreConfig { leases_max: 1_000, ..StoreConfig::default() })
+///     .config(StoreConfig::default().leases_max(1_000))
 ///     .clock(clock.clone())
 ///     .without_expiry_driver()
 ///     .build()?;

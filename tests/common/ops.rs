@@ -12,17 +12,15 @@ pub const OTHER: TenantId = TenantId(2);
 pub const SEC: Duration = Duration::from_secs(1);
 
 pub fn config() -> StoreConfig {
-    StoreConfig {
-        ttl_min: Duration::from_millis(10),
-        ttl_max: Duration::from_secs(3600),
-        listings_per_lease_max: 3,
-        attempts_per_listing_max: 2,
-        endpoints_per_lease_max: 2,
-        replay_grace: Duration::from_secs(5),
-        tombstone_ttl: Duration::from_secs(60),
-        idempotency_ttl: Duration::from_secs(30),
-        ..StoreConfig::default()
-    }
+    StoreConfig::default()
+        .ttl_min(Duration::from_millis(10))
+        .ttl_max(Duration::from_secs(3600))
+        .listings_per_lease_max(3)
+        .attempts_per_listing_max(2)
+        .endpoints_per_lease_max(2)
+        .replay_grace(Duration::from_secs(5))
+        .tombstone_ttl(Duration::from_secs(60))
+        .idempotency_ttl(Duration::from_secs(30))
 }
 
 pub fn store_with(config: StoreConfig) -> (Arc<ManualClock>, Store) {

@@ -63,32 +63,29 @@ pub const SCHEDULE_SLOW_MS: u64 = 3_000;
 
 /// Every tenant's queue `q` (created before the first op).
 pub fn queue_config() -> relaystore::queue::QueueConfig {
-    relaystore::queue::QueueConfig {
-        jobs_max: QUEUE_JOBS,
-        bytes_max: 1024,
-        dead_letters_max: Some(QUEUE_DEAD),
-        attempts_max: QUEUE_ATTEMPTS,
-        visibility: Duration::from_millis(QUEUE_VISIBILITY_MS),
-        backoff: relaystore::queue::Backoff {
+    relaystore::queue::QueueConfig::default()
+        .jobs_max(QUEUE_JOBS)
+        .bytes_max(1024)
+        .dead_letters_max(Some(QUEUE_DEAD))
+        .attempts_max(QUEUE_ATTEMPTS)
+        .visibility(Duration::from_millis(QUEUE_VISIBILITY_MS))
+        .backoff(relaystore::queue::Backoff {
             base: Duration::from_millis(QUEUE_BACKOFF_MS),
             max: Duration::from_millis(QUEUE_BACKOFF_MS),
-        },
-        jitter_seed: Some(QUEUE_SEED),
-    }
+        })
+        .jitter_seed(Some(QUEUE_SEED))
 }
 
 pub fn config() -> StoreConfig {
-    StoreConfig {
-        ttl_min: Duration::from_millis(TTL_MIN_MS),
-        ttl_max: Duration::from_millis(TTL_MAX_MS),
-        replay_grace: Duration::from_millis(GRACE_MS),
-        tombstone_ttl: Duration::from_millis(TOMBSTONE_MS),
-        driver_stall_max: Duration::from_millis(STALL_MS),
-        listings_per_lease_max: LISTINGS_PER_LEASE,
-        attempts_per_listing_max: ATTEMPTS_PER_LISTING,
-        consumers_per_stream_max: STREAM_CONSUMERS,
-        schedules_per_tenant_max: SCHEDULES_PER_TENANT,
-        schedules_max: SCHEDULES,
-        ..StoreConfig::default()
-    }
+    StoreConfig::default()
+        .ttl_min(Duration::from_millis(TTL_MIN_MS))
+        .ttl_max(Duration::from_millis(TTL_MAX_MS))
+        .replay_grace(Duration::from_millis(GRACE_MS))
+        .tombstone_ttl(Duration::from_millis(TOMBSTONE_MS))
+        .driver_stall_max(Duration::from_millis(STALL_MS))
+        .listings_per_lease_max(LISTINGS_PER_LEASE)
+        .attempts_per_listing_max(ATTEMPTS_PER_LISTING)
+        .consumers_per_stream_max(STREAM_CONSUMERS)
+        .schedules_per_tenant_max(SCHEDULES_PER_TENANT)
+        .schedules_max(SCHEDULES)
 }

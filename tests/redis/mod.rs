@@ -94,17 +94,15 @@ pub fn fresh_namespace(test: &str) -> String {
 
 /// The limits the tests start from: a TTL unit of 10 ms upward.
 pub fn config() -> StoreConfig {
-    StoreConfig {
-        ttl_min: Duration::from_millis(10),
-        tombstone_ttl: Duration::from_secs(30),
-        listings_per_lease_max: 3,
-        attempts_per_listing_max: 2,
-        locks_per_lease_max: 2,
-        presence_per_lease_max: 2,
-        endpoints_per_lease_max: 2,
-        replay_grace: Duration::from_secs(1),
-        ..StoreConfig::default()
-    }
+    StoreConfig::default()
+        .ttl_min(Duration::from_millis(10))
+        .tombstone_ttl(Duration::from_secs(30))
+        .listings_per_lease_max(3)
+        .attempts_per_listing_max(2)
+        .locks_per_lease_max(2)
+        .presence_per_lease_max(2)
+        .endpoints_per_lease_max(2)
+        .replay_grace(Duration::from_secs(1))
 }
 
 /// A fresh engine on `target` (a namespace of its own), or the connect
