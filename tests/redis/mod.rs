@@ -4,9 +4,9 @@
 //! The servers come from the environment: `REDIS_URL` (one server) and
 //! `REDIS_CLUSTER_URLS` (comma-separated seeds of a Redis Cluster);
 //! `scripts/redis-servers start` starts both on loopback and prints them.
-//! With `RELAYSTORE_REDIS_REQUIRED=1` (CI sets it) a missing variable or an
-//! unreachable server fails the test; without it, a test that has no server
-//! says so on stderr and checks nothing.
+//! A missing variable or an unreachable server fails the test: none passes
+//! without having talked to a server. `scripts/test` (the README's test
+//! command) installs and starts the servers and sets the variables.
 
 #![allow(dead_code)] // each test binary uses its own part
 
@@ -21,10 +21,6 @@ use std::time::Duration;
 pub struct Target {
     pub name: &'static str,
     pub options: RedisOptions,
-}
-
-fn required() -> bool {
-    std::env::var("RELAYSTORE_REDIS_REQUIRED").is_ok_and(|v| v == "1")
 }
 
 /// How long the tests' engines wait for an answer. A call that times out
@@ -58,26 +54,26 @@ pub fn targets() -> Vec<Target> {
 }
 
 /// The TLS server: its `rediss://` URL and the PEM of the authority that
-/// issued its certificate (`REDIS_TLS_URL`, `REDIS_TLS_CA`), if configured.
-pub fn tls_target() -> Option<(String, Vec<u8>)> {
+/// issued its certificate (`REDIS_TLS_URL`, `REDIS_TLS_CA`).
+pub fn tls_target() -> (String, Vec<u8>) {
     let (Ok(url), Ok(ca)) = (
         std::env::var("REDIS_TLS_URL"),
         std::env::var("REDIS_TLS_CA"),
     ) else {
         missing("REDIS_TLS_URL and REDIS_TLS_CA");
-        return None;
     };
     let pem = std::fs::read(&ca).unwrap_or_else(|e| panic!("REDIS_TLS_CA {ca}: {e}"));
-    Some((url, pem))
+    (url, pem)
 }
 
-fn missing(var: &str) {
-    assert!(
-        !required(),
-        "{var} is not set, and RELAYSTORE_REDIS_REQUIRED=1 (start the servers with scripts/redis-servers start)"
-    );
-    eprintln!("{var} is not set: the Redis engine's tests on it check nothing (see scripts/redis-servers)");
+fn missing(var: &str) -> ! {
+    panic!("{var} is not set: {HOW}");
 }
+
+/// How a developer gets the servers the Redis tests need.
+pub const HOW: &str = "run the tests with scripts/test, which installs redis-server where it is \
+missing (apt-get install redis-server redis-tools openssl) and starts the servers on loopback; \
+or start them with `eval \"$(scripts/redis-servers start)\"` before `cargo test`";
 
 /// A namespace no other engine of this run uses: a fresh, empty store.
 pub fn fresh_namespace(test: &str) -> String {
