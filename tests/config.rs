@@ -88,3 +88,37 @@ fn setters_chain_from_the_defaults_to_the_same_values_as_fields() {
     s.create_queue(relaystore::TenantId(1), "work", queue)
         .unwrap();
 }
+
+/// A rule on two fields names both, with the values it saw, in the error
+/// and in its message; a rule on one shows that one's value.
+#[test]
+fn a_refusal_shows_the_values_it_checked() {
+    let refused = Store::new(
+        StoreConfig::default()
+            .ttl_min(Duration::from_secs(10))
+            .ttl_max(Duration::from_secs(5)),
+        Arc::new(ManualClock::new()),
+    )
+    .expect_err("ttl_max below ttl_min is refused");
+    assert_eq!(
+        refused,
+        Error::InvalidConfig {
+            field: "ttl_max",
+            rule: "must be at least ttl_min",
+            values: "ttl_min = 10s, ttl_max = 5s".into(),
+        }
+    );
+    assert_eq!(
+        refused.to_string(),
+        "invalid configuration: ttl_max must be at least ttl_min (ttl_min = 10s, ttl_max = 5s)"
+    );
+    let zero = Store::new(
+        StoreConfig::default().tenant(TenantQuota::default().locks_max(0)),
+        Arc::new(ManualClock::new()),
+    )
+    .expect_err("a zero quota is refused");
+    assert!(
+        zero.to_string().ends_with("(tenant.locks_max = 0)"),
+        "{zero}"
+    );
+}

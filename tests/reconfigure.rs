@@ -108,14 +108,16 @@ fn fixed_fields_and_invalid_sets_are_refused_and_change_nothing() {
         s.reconfigure(s.config().name_bytes_max(64)),
         Err(Error::InvalidConfig {
             field: "name_bytes_max",
-            rule: "cannot change at run time"
+            rule: "cannot change at run time",
+            values: format!("name_bytes_max = {} now, 64 asked", before.name_bytes_max),
         })
     );
     assert_eq!(
         s.reconfigure(s.config().leases_max(0)),
         Err(Error::InvalidConfig {
             field: "leases_max",
-            rule: "must be positive"
+            rule: "must be positive",
+            values: "leases_max = 0".into(),
         })
     );
     assert_eq!(s.config(), before);

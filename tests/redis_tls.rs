@@ -85,6 +85,7 @@ fn tls_options_that_cannot_work_are_refused_before_connecting() {
             Err(Error::InvalidConfig {
                 field: "target",
                 rule: "every URL is redis://, or every URL is rediss://",
+                values: String::new(),
             })
         );
         let plain = RedisOptions::standalone("redis://127.0.0.1:1/").tls_root_certificates(b"pem");
@@ -93,6 +94,7 @@ fn tls_options_that_cannot_work_are_refused_before_connecting() {
             Err(Error::InvalidConfig {
                 field: "tls_root_certificates",
                 rule: "apply to rediss:// URLs only",
+                values: String::new(),
             })
         );
     });

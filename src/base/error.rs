@@ -89,12 +89,17 @@ pub enum Error {
     Restarted,
     /// A configuration value breaks a rule; `field` names it as the
     /// configuration spells it (`tenant.` for a tenant quota).
-    #[error("invalid configuration: {field} {rule}")]
+    #[error("invalid configuration: {field} {rule}{}", values_shown(.values))]
     InvalidConfig {
         /// The offending field.
         field: &'static str,
-        /// The rule it breaks.
+        /// The rule it breaks (naming the other field, for a rule on two).
         rule: &'static str,
+        /// The values the rule was checked against, as `field = value`
+        /// pairs (both fields of a rule on two: `ttl_min = 10ms, ttl_max =
+        /// 1ms`); empty where there is no value to show (a missing clock, a
+        /// URL that may hold a password).
+        values: String,
     },
     /// An argument is outside its documented range.
     #[error("invalid argument: {reason}")]
@@ -182,6 +187,15 @@ pub enum Scope {
     /// The ceiling of a `TtlMap` or of a quota `Counter` built outside a
     /// store (feature `internals`), by name.
     Named(&'static str),
+}
+
+/// The values of an [`Error::InvalidConfig`] as its message shows them.
+fn values_shown(values: &str) -> String {
+    if values.is_empty() {
+        String::new()
+    } else {
+        format!(" ({values})")
+    }
 }
 
 impl fmt::Display for Scope {

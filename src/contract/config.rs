@@ -629,12 +629,23 @@ impl StoreConfig {
     /// [`Error::InvalidConfig`] naming the first offending field and the
     /// rule it breaks.
     pub fn validate(&self) -> Result<()> {
-        let invalid = |field, rule| Err(Error::InvalidConfig { field, rule });
+        let invalid = |field, rule, values: String| {
+            Err(Error::InvalidConfig {
+                field,
+                rule,
+                values,
+            })
+        };
+        let zero = |field: &str| format!("{field} = 0");
         if self.ttl_min.is_zero() {
-            return invalid("ttl_min", "must be positive");
+            return invalid("ttl_min", "must be positive", zero("ttl_min"));
         }
         if self.ttl_min > self.ttl_max {
-            return invalid("ttl_max", "must be at least ttl_min");
+            return invalid(
+                "ttl_max",
+                "must be at least ttl_min",
+                format!("ttl_min = {:?}, ttl_max = {:?}", self.ttl_min, self.ttl_max),
+            );
         }
         let fits = |d: Duration| duration_to_millis_ceil(d) < DEADLINE_MAX_MS / 2;
         let clock_range = "must fit the clock range (with replay_grace)";
@@ -644,29 +655,53 @@ impl StoreConfig {
             ("idempotency_ttl", self.idempotency_ttl),
         ] {
             if !fits(d.saturating_add(self.replay_grace)) {
-                return invalid(field, clock_range);
+                return invalid(
+                    field,
+                    clock_range,
+                    format!("{field} = {d:?}, replay_grace = {:?}", self.replay_grace),
+                );
             }
         }
         if self.schedule_interval_min.is_zero() {
-            return invalid("schedule_interval_min", "must be positive");
+            return invalid(
+                "schedule_interval_min",
+                "must be positive",
+                zero("schedule_interval_min"),
+            );
         }
         if self.schedule_interval_min > self.schedule_interval_max {
             return invalid(
                 "schedule_interval_max",
                 "must be at least schedule_interval_min",
+                format!(
+                    "schedule_interval_min = {:?}, schedule_interval_max = {:?}",
+                    self.schedule_interval_min, self.schedule_interval_max
+                ),
             );
         }
         if !fits(
             self.schedule_interval_max
                 .saturating_mul(SCHEDULE_CATCH_UP_MAX + 1),
         ) {
-            return invalid("schedule_interval_max", "must fit the clock range");
+            return invalid(
+                "schedule_interval_max",
+                "must fit the clock range",
+                format!("schedule_interval_max = {:?}", self.schedule_interval_max),
+            );
         }
         if !fits(self.drain_window_max) {
-            return invalid("drain_window_max", "must fit the clock range");
+            return invalid(
+                "drain_window_max",
+                "must fit the clock range",
+                format!("drain_window_max = {:?}", self.drain_window_max),
+            );
         }
         if self.fence_floor > u64::MAX / 2 {
-            return invalid("fence_floor", "must be at most u64::MAX / 2");
+            return invalid(
+                "fence_floor",
+                "must be at most u64::MAX / 2",
+                format!("fence_floor = {}", self.fence_floor),
+            );
         }
         for (field, d) in [
             ("tombstone_ttl", self.tombstone_ttl),
@@ -674,11 +709,11 @@ impl StoreConfig {
             ("driver_stall_max", self.driver_stall_max),
         ] {
             if d.is_zero() {
-                return invalid(field, "must be positive");
+                return invalid(field, "must be positive", zero(field));
             }
         }
         if self.tenants_max == 0 {
-            return invalid("tenants_max", "must be positive");
+            return invalid("tenants_max", "must be positive", zero("tenants_max"));
         }
         for (field, limit) in [
             ("listeners_max", self.listeners_max),
@@ -709,18 +744,21 @@ impl StoreConfig {
             ("schedules_per_tenant_max", self.schedules_per_tenant_max),
         ] {
             if limit == 0 {
-                return invalid(field, "must be positive");
+                return invalid(field, "must be positive", zero(field));
             }
         }
         if let Some(&c) = Collection::ALL.iter().find(|&&c| self.ceiling(c) == 0) {
-            return invalid(Self::ceiling_field(c), "must be positive");
+            let field = Self::ceiling_field(c);
+            return invalid(field, "must be positive", zero(field));
         }
         // Leases and attempt records live in slabs, whose ids name a slot.
         for c in [Collection::Leases, Collection::Replay] {
             if self.ceiling(c) > crate::base::ids::SLOTS_MAX {
+                let field = Self::ceiling_field(c);
                 return invalid(
-                    Self::ceiling_field(c),
+                    field,
                     "must be at most 2^28 (268,435,456): an id names one of that many slots",
+                    format!("{field} = {}", self.ceiling(c)),
                 );
             }
         }
@@ -743,6 +781,7 @@ impl StoreConfig {
             return invalid(
                 field,
                 "must be positive (TenantQuota::OFF switches a quota off)",
+                zero(field),
             );
         }
         let sizes = [
@@ -758,7 +797,7 @@ impl StoreConfig {
             ("subscriber_buffer_max", self.subscriber_buffer_max),
         ];
         if let Some((field, _)) = sizes.iter().find(|(_, v)| *v == 0) {
-            return invalid(field, "must be positive");
+            return invalid(field, "must be positive", zero(field));
         }
         Ok(())
     }

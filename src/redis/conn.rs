@@ -69,6 +69,7 @@ fn bad_url(_: redis::RedisError) -> Error {
     Error::InvalidConfig {
         field: "target",
         rule: "must be redis:// or rediss:// URLs (and the root certificates PEM)",
+        values: String::new(),
     }
 }
 
@@ -187,6 +188,7 @@ impl Conn {
                 Err(Error::InvalidConfig {
                     field: "target",
                     rule: "must be Redis 7 or later (the engine is a Redis Functions library)",
+                    values: String::new(),
                 })
             }
             other => other.map(drop),
@@ -225,6 +227,7 @@ impl Conn {
             return Err(Error::InvalidConfig {
                 field: "maxmemory-policy",
                 rule: "must be noeviction on every Redis primary (an evicting Redis could drop live state)",
+                values: format!("maxmemory-policy = {}", policies.join(", ")),
             });
         }
         Ok(())

@@ -223,18 +223,21 @@ impl RedisOptions {
             return Err(Error::InvalidConfig {
                 field: "target",
                 rule: "every URL is redis://, or every URL is rediss://",
+                values: String::new(),
             });
         }
         if tls > 0 && !cfg!(feature = "redis-tls") {
             return Err(Error::InvalidConfig {
                 field: "target",
                 rule: "rediss:// URLs need the redis-tls feature",
+                values: String::new(),
             });
         }
         if tls == 0 && self.tls_root_certificates.is_some() {
             return Err(Error::InvalidConfig {
                 field: "tls_root_certificates",
                 rule: "apply to rediss:// URLs only",
+                values: String::new(),
             });
         }
         let ns = &self.namespace;
@@ -242,18 +245,21 @@ impl RedisOptions {
             return Err(Error::InvalidConfig {
                 field: "namespace",
                 rule: "must be non-empty, without '{', '}' or ':'",
+                values: format!("namespace = {ns:?}"),
             });
         }
         if self.call_timeout.is_zero() {
             return Err(Error::InvalidConfig {
                 field: "call_timeout",
                 rule: "must be positive",
+                values: format!("call_timeout = {:?}", self.call_timeout),
             });
         }
         if self.connect_timeout.is_zero() {
             return Err(Error::InvalidConfig {
                 field: "connect_timeout",
                 rule: "must be positive",
+                values: format!("connect_timeout = {:?}", self.connect_timeout),
             });
         }
         if self.sweep_interval < Duration::from_millis(1)
@@ -262,6 +268,7 @@ impl RedisOptions {
             return Err(Error::InvalidConfig {
                 field: "sweep_interval",
                 rule: "must be from 1 ms to 60 s",
+                values: format!("sweep_interval = {:?}", self.sweep_interval),
             });
         }
         if let RedisTarget::Cluster(seeds) = &self.target {
@@ -269,6 +276,7 @@ impl RedisOptions {
                 return Err(Error::InvalidConfig {
                     field: "target",
                     rule: "a cluster needs at least one seed node",
+                    values: String::new(),
                 });
             }
         }

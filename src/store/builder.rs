@@ -131,6 +131,10 @@ impl StoreBuilder {
                 return Err(Error::InvalidConfig {
                     field: "expiry_tick",
                     rule: "must be positive and shorter than driver_stall_max",
+                    values: format!(
+                        "expiry_tick = {tick:?}, driver_stall_max = {:?}",
+                        self.config.driver_stall_max
+                    ),
                 });
             }
         }
@@ -142,6 +146,7 @@ impl StoreBuilder {
         let clock = self.clock.ok_or(Error::InvalidConfig {
             field: "clock",
             rule: "without the `native` feature the host supplies the clock",
+            values: String::new(),
         })?;
         let policy = self
             .policy
@@ -236,6 +241,7 @@ mod without_native {
             Some(Error::InvalidConfig {
                 field: "clock",
                 rule: "without the `native` feature the host supplies the clock",
+                values: String::new(),
             })
         );
         let clock = Arc::new(ManualClock::new());

@@ -135,6 +135,12 @@ fn fixed_fields_unchanged(current: &StoreConfig, next: &StoreConfig) -> Result<(
                 return Err(Error::InvalidConfig {
                     field: stringify!($field),
                     rule: "cannot change at run time",
+                    values: format!(
+                        "{} = {:?} now, {:?} asked",
+                        stringify!($field),
+                        current.$field,
+                        next.$field
+                    ),
                 });
             })*
         };
