@@ -35,8 +35,9 @@ pub(crate) struct Listing {
     /// Visible only once registered with its lease.
     pub(super) attached: bool,
     /// The lease's holder, when its tenant counts listings per holder:
-    /// the count this listing's removal gives back.
-    pub(super) holder: Option<Holder>,
+    /// the count this listing's removal gives back. Boxed, so a store that
+    /// counts nothing per holder pays one word per listing for it.
+    pub(super) holder: Option<Box<Holder>>,
 }
 
 impl Stored for Listing {
@@ -62,7 +63,7 @@ impl Child for Listing {
     const HOLDER_QUOTA: Option<Collection> = Some(Collection::Listings);
 
     fn count_holder(&mut self, holder: Holder) {
-        self.holder = Some(holder);
+        self.holder = Some(Box::new(holder));
     }
 
     fn attached(&self) -> bool {
