@@ -184,6 +184,54 @@ fn a_server_that_stops_answering_fails_calls_closed_and_leaves_nothing_partial()
     });
 }
 
+/// A server at `maxmemory` under `noeviction` still answers reads: the
+/// functions that only read are flagged `no-writes`, so Redis runs them
+/// where it refuses every function that may write (a grant here).
+#[test]
+fn reads_are_answered_at_maxmemory() {
+    let server = Server::start(&["--maxmemory-policy", "noeviction"]);
+    block_on(async {
+        let e = engine(&server).await.unwrap();
+        let g = e.grant(T, "host", MS * 60_000, None).await.unwrap();
+        e.publish(T, g.id, "lobby", b"open", None).await.unwrap();
+        e.heartbeat(T, "member", MS * 60_000, None, Some(g.id))
+            .await
+            .unwrap();
+        let mut admin = admin(&server).await;
+        let _: () = ::redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("maxmemory")
+            .arg("1")
+            .query_async(&mut admin)
+            .await
+            .unwrap();
+        assert!(
+            e.grant(T, "other", MS * 60_000, None).await.is_err(),
+            "the server is full"
+        );
+        assert_eq!(
+            e.get_lease(T, g.id).await.map(|l| l.holder),
+            Ok("host".into())
+        );
+        assert_eq!(
+            e.get_listing(T, "lobby").await.map(|l| l.attrs.to_vec()),
+            Ok(b"open".to_vec())
+        );
+        assert!(e.get_presence(T, "member").await.is_ok());
+        assert_eq!(
+            e.list_leases(T, None, 10).await.map(|p| p.items.len()),
+            Ok(1)
+        );
+        let _: () = ::redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("maxmemory")
+            .arg("0")
+            .query_async(&mut admin)
+            .await
+            .unwrap();
+    });
+}
+
 /// A failed call says whether it may have run: a server at `maxmemory`
 /// refuses a grant before running it (out of memory) and a server that
 /// is gone refuses the connection, so a retry is safe; a paused server

@@ -133,8 +133,12 @@ pub(super) static LIBRARY: LazyLock<Library> = LazyLock::new(|| {
         } else {
             format!("  KEYS, ARGV = keys, args\n{body}")
         };
+        // A function that only reads is flagged `no-writes`: Redis then
+        // runs it on a server at `maxmemory` (and refuses any write in it).
+        let flags = if *kind == Read { "'no-writes'" } else { "" };
         code.push_str(&format!(
-            "\nredis.register_function('{NAME}_{op}', function(keys, args)\n{wrapped}end)\n"
+            "\nredis.register_function{{function_name = '{NAME}_{op}', flags = {{{flags}}}, \
+             callback = function(keys, args)\n{wrapped}end}}\n"
         ));
     }
     let library = format!("relaystore_{:016x}", fnv1a(&code));
