@@ -184,11 +184,12 @@ fn a_server_that_stops_answering_fails_calls_closed_and_leaves_nothing_partial()
     });
 }
 
-/// A server at `maxmemory` under `noeviction` still answers reads: the
-/// functions that only read are flagged `no-writes`, so Redis runs them
-/// where it refuses every function that may write (a grant here).
+/// A server at `maxmemory` under `noeviction` still answers reads and
+/// removals: the functions that only read are flagged `no-writes`, the
+/// removals `allow-oom`, so Redis runs them where it refuses every other
+/// function (a grant here).
 #[test]
-fn reads_are_answered_at_maxmemory() {
+fn reads_and_removals_are_answered_at_maxmemory() {
     let server = Server::start(&["--maxmemory-policy", "noeviction"]);
     block_on(async {
         let e = engine(&server).await.unwrap();
@@ -222,6 +223,11 @@ fn reads_are_answered_at_maxmemory() {
             e.list_leases(T, None, 10).await.map(|p| p.items.len()),
             Ok(1)
         );
+        // Removals run too: a relay frees memory by revoking.
+        e.leave(T, "member").await.unwrap();
+        e.unpublish(T, "lobby", None).await.unwrap();
+        e.revoke(T, g.id).await.unwrap();
+        assert_eq!(e.get_lease(T, g.id).await.map(drop), Err(Error::Revoked));
         let _: () = ::redis::cmd("CONFIG")
             .arg("SET")
             .arg("maxmemory")

@@ -23,10 +23,15 @@ enum Kind {
     /// Per tenant, and it may write (and so take or give back room under
     /// the store-wide ceilings).
     Tenant,
-    /// Per tenant, reads only.
+    /// Per tenant, reads only: flagged `no-writes`, so Redis runs it on a
+    /// server at `maxmemory`.
     Read,
+    /// Per tenant, a removal: it frees more than it writes, so it is
+    /// flagged `allow-oom` and runs on a server at `maxmemory`, where a
+    /// relay frees memory by revoking.
+    Frees,
 }
-use Kind::{Meta, Read, Tenant};
+use Kind::{Frees, Meta, Read, Tenant};
 
 macro_rules! functions {
     ($($name:ident = $op:literal, $file:literal, $kind:expr;)*) => {
@@ -46,26 +51,26 @@ functions! {
     RENEW = "renew", "renew.lua", Tenant;
     GET_LEASE = "get_lease", "get_lease.lua", Read;
     LIST_LEASES = "list_leases", "list_leases.lua", Read;
-    REVOKE = "revoke", "revoke.lua", Tenant;
+    REVOKE = "revoke", "revoke.lua", Frees;
     OBSERVE = "observe", "observe.lua", Tenant;
     ENDPOINTS = "endpoints", "endpoints.lua", Read;
     TRY_LOCK = "try_lock", "try_lock.lua", Tenant;
     GET_LOCK = "get_lock", "get_lock.lua", Read;
     RENEW_LOCK = "renew_lock", "renew_lock.lua", Tenant;
-    RELEASE_LOCK = "release_lock", "release_lock.lua", Tenant;
+    RELEASE_LOCK = "release_lock", "release_lock.lua", Frees;
     PUBLISH = "publish", "publish.lua", Tenant;
     GET_LISTING = "get_listing", "get_listing.lua", Read;
     UPDATE_LISTING = "update_listing", "update_listing.lua", Tenant;
-    UNPUBLISH = "unpublish", "unpublish.lua", Tenant;
+    UNPUBLISH = "unpublish", "unpublish.lua", Frees;
     LIST_LISTINGS = "list_listings", "list_listings.lua", Read;
     BEGIN_JOIN = "begin_join", "begin_join.lua", Tenant;
     BIND = "bind", "bind.lua", Tenant;
     CONSUME = "consume", "consume.lua", Tenant;
-    CANCEL_JOIN = "cancel_join", "cancel_join.lua", Tenant;
+    CANCEL_JOIN = "cancel_join", "cancel_join.lua", Frees;
     GET_ATTEMPT = "get_attempt", "get_attempt.lua", Read;
     HEARTBEAT = "heartbeat", "heartbeat.lua", Tenant;
     GET_PRESENCE = "get_presence", "get_presence.lua", Read;
-    LEAVE = "leave", "leave.lua", Tenant;
+    LEAVE = "leave", "leave.lua", Frees;
     LIST_PRESENCE = "list_presence", "list_presence.lua", Read;
     REVOKE_TENANT = "revoke_tenant", "revoke_tenant.lua", Tenant;
     SWEEP = "sweep", "sweep.lua", Tenant;
@@ -133,9 +138,14 @@ pub(super) static LIBRARY: LazyLock<Library> = LazyLock::new(|| {
         } else {
             format!("  KEYS, ARGV = keys, args\n{body}")
         };
-        // A function that only reads is flagged `no-writes`: Redis then
-        // runs it on a server at `maxmemory` (and refuses any write in it).
-        let flags = if *kind == Read { "'no-writes'" } else { "" };
+        // A function that only reads is flagged `no-writes` (Redis refuses
+        // any write in it), a removal `allow-oom`: Redis runs both on a
+        // server at `maxmemory`, where it refuses every other function.
+        let flags = match kind {
+            Read => "'no-writes'",
+            Frees => "'allow-oom'",
+            Meta | Tenant => "",
+        };
         code.push_str(&format!(
             "\nredis.register_function{{function_name = '{NAME}_{op}', flags = {{{flags}}}, \
              callback = function(keys, args)\n{wrapped}end}}\n"
