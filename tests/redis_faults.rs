@@ -199,13 +199,7 @@ fn reads_and_removals_are_answered_at_maxmemory() {
             .await
             .unwrap();
         let mut admin = admin(&server).await;
-        let _: () = ::redis::cmd("CONFIG")
-            .arg("SET")
-            .arg("maxmemory")
-            .arg("1")
-            .query_async(&mut admin)
-            .await
-            .unwrap();
+        set_maxmemory(&mut admin, 1).await;
         assert!(
             e.grant(T, "other", MS * 60_000, None).await.is_err(),
             "the server is full"
@@ -228,13 +222,7 @@ fn reads_and_removals_are_answered_at_maxmemory() {
         e.unpublish(T, "lobby", None).await.unwrap();
         e.revoke(T, g.id).await.unwrap();
         assert_eq!(e.get_lease(T, g.id).await.map(drop), Err(Error::Revoked));
-        let _: () = ::redis::cmd("CONFIG")
-            .arg("SET")
-            .arg("maxmemory")
-            .arg("0")
-            .query_async(&mut admin)
-            .await
-            .unwrap();
+        set_maxmemory(&mut admin, 0).await;
     });
 }
 
@@ -250,13 +238,7 @@ fn a_backend_failure_says_whether_the_call_may_have_run() {
         let e = engine(&server).await.unwrap();
         let g = e.grant(T, "host", MS * 60_000, None).await.unwrap();
         let mut admin = admin(&server).await;
-        let _: () = ::redis::cmd("CONFIG")
-            .arg("SET")
-            .arg("maxmemory")
-            .arg("1")
-            .query_async(&mut admin)
-            .await
-            .unwrap();
+        set_maxmemory(&mut admin, 1).await;
         let full = e.grant(T, "other", MS * 60_000, None).await;
         assert!(
             matches!(
@@ -269,13 +251,7 @@ fn a_backend_failure_says_whether_the_call_may_have_run() {
             "a grant on a full server: {full:?}"
         );
         assert!(!full.unwrap_err().may_have_run());
-        let _: () = ::redis::cmd("CONFIG")
-            .arg("SET")
-            .arg("maxmemory")
-            .arg("0")
-            .query_async(&mut admin)
-            .await
-            .unwrap();
+        set_maxmemory(&mut admin, 0).await;
         drop(admin);
 
         server.signal("-STOP");
@@ -491,6 +467,17 @@ async fn private_target(cluster: bool) -> (Server, RedisOptions, std::path::Path
         RedisOptions::standalone(&url)
     };
     (server, options.namespace(&fresh_namespace("cut")), dir)
+}
+
+/// Sets the server's `maxmemory` (bytes; 0: none): 1 fills it at once.
+async fn set_maxmemory(admin: &mut ::redis::aio::MultiplexedConnection, bytes: u64) {
+    let _: () = ::redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("maxmemory")
+        .arg(bytes)
+        .query_async(admin)
+        .await
+        .unwrap();
 }
 
 /// A connection of the default user that waits as long as the server
