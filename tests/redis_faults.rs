@@ -195,6 +195,15 @@ fn reads_and_removals_are_answered_at_maxmemory() {
         let e = engine(&server).await.unwrap();
         let g = e.grant(T, "host", MS * 60_000, None).await.unwrap();
         e.publish(T, g.id, "lobby", b"open", None).await.unwrap();
+        let ticket = e
+            .begin_join(T, "lobby", "client", MS * 60_000, None)
+            .await
+            .unwrap();
+        let lock = e
+            .try_lock(T, "room", "host", MS * 60_000, None)
+            .await
+            .unwrap()
+            .expect("the lock is free");
         e.heartbeat(T, "member", MS * 60_000, None, Some(g.id))
             .await
             .unwrap();
@@ -218,6 +227,9 @@ fn reads_and_removals_are_answered_at_maxmemory() {
             Ok(1)
         );
         // Removals run too: a relay frees memory by revoking.
+        e.cancel_join(T, ticket.attempt).await.unwrap();
+        e.release_lock(T, "room", lock.fence).await.unwrap();
+        assert_eq!(e.get_lock(T, "room").await.map(drop), Err(Error::NotFound));
         e.leave(T, "member").await.unwrap();
         e.unpublish(T, "lobby", None).await.unwrap();
         e.revoke(T, g.id).await.unwrap();
