@@ -363,6 +363,14 @@ impl Store {
         }
     }
 
+    /// The store's clock reading: what every expiry decision compares
+    /// against. Time-based state a relay keeps beside the store (a nonce's
+    /// expiry) reads it here, so a test's
+    /// [`ManualClock`](crate::time::ManualClock) drives both.
+    pub fn now(&self) -> MonoTime {
+        self.shared.clock.now()
+    }
+
     /// The wall-clock time at which `deadline` falls, for reporting only.
     pub fn expires_at(&self, deadline: MonoTime) -> SystemTime {
         let now = self.shared.clock.now();

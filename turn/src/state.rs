@@ -1,0 +1,427 @@
+//! The relay's state, all of it in relaystore (one tenant per realm):
+//!
+//! | TURN | record | key | attributes | lifetime |
+//! | --- | --- | --- | --- | --- |
+//! | allocation | lease, holder = user | (its id) | | LIFETIME, renewed by Refresh |
+//! | five-tuple → allocation | listing on the allocation | `f` client | relayed address, Allocate's transaction id | the allocation's |
+//! | relayed address → client | listing on the allocation | `r` relayed | client address | the allocation's |
+//! | permission | presence on the allocation | `p` relayed, peer IP | | 300 s, renewed by CreatePermission and ChannelBind |
+//! | channel → peer | presence on the allocation | `c` relayed, channel | peer address | 600 s, renewed by ChannelBind |
+//! | peer → channel | presence on the allocation | `b` relayed, peer | channel | 600 s, renewed by ChannelBind |
+//! | reserved port (EVEN-PORT R=1) | presence | `v` token | port | 30 s, taken once |
+//!
+//! Every lookup on the packet path (the client's five-tuple, the relayed
+//! address, the permission, the channel) is a read of the store, which
+//! never shows a record past its deadline; nothing is cached beside it.
+//! Permissions and channels are attached to the allocation's lease, so they
+//! end with it (the store cascades); the per-user allocation quota is the
+//! store's per-holder lease quota, the relay's ceiling its lease ceiling.
+
+use relaystore::{Error, LeaseGrant, LeaseId, Scope, Store, StoreConfig, TenantId, TenantQuota};
+use std::fmt::Write as _;
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
+
+use crate::config::Config;
+
+/// The tenant every record of the relay belongs to.
+pub const TENANT: TenantId = TenantId(1);
+
+/// The store settings a relay with `config` needs.
+pub fn store_config(config: &Config) -> StoreConfig {
+    let allocations = config.allocations_max;
+    // Per allocation: two listings (`f`, `r`) and its children.
+    let children = config.children_per_allocation as u64;
+    StoreConfig::default()
+        .ttl_min(config.ttl_min())
+        .ttl_max(config.ttl_max())
+        .leases_max(allocations)
+        .listings_max(allocations.saturating_mul(2))
+        .presence_max(allocations.saturating_mul(children + 1))
+        .presence_per_lease_max(config.children_per_allocation)
+        .listings_per_lease_max(2)
+        .idempotency_max(allocations)
+        .tenant(
+            TenantQuota::default()
+                .leases_max(allocations)
+                .listings_max(allocations.saturating_mul(2))
+                .presence_max(allocations.saturating_mul(children + 1))
+                .idempotency_max(allocations)
+                .leases_per_holder_max(config.allocations_per_user),
+        )
+}
+
+/// A store key, written on the stack: a tag letter and hex fields. Every
+/// key of an IPv4 relay fits relaystore's inline names (23 bytes), so a
+/// lookup allocates nothing for its key.
+struct Key {
+    bytes: [u8; 80],
+    len: usize,
+}
+
+impl std::fmt::Write for Key {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        let end = self.len + s.len();
+        let slot = self.bytes.get_mut(self.len..end).ok_or(std::fmt::Error)?;
+        slot.copy_from_slice(s.as_bytes());
+        self.len = end;
+        Ok(())
+    }
+}
+
+impl Key {
+    fn new(tag: u8) -> Key {
+        let mut bytes = [0u8; 80];
+        bytes[0] = tag;
+        Key { bytes, len: 1 }
+    }
+
+    fn ip(mut self, ip: IpAddr) -> Key {
+        // The longest key (a tag and two IPv6 addresses with ports) is 73
+        // bytes, so these writes always fit.
+        let _ = match ip {
+            IpAddr::V4(v4) => write!(self, "{:08x}", u32::from(v4)),
+            IpAddr::V6(v6) => write!(self, "{:032x}", u128::from(v6)),
+        };
+        self
+    }
+
+    fn port(mut self, port: u16) -> Key {
+        let _ = write!(self, "{port:04x}");
+        self
+    }
+
+    fn addr(self, addr: SocketAddr) -> Key {
+        self.ip(addr.ip()).port(addr.port())
+    }
+
+    fn token(mut self, value: u64) -> Key {
+        let _ = write!(self, "{value:016x}");
+        self
+    }
+
+    fn as_str(&self) -> &str {
+        // Only ASCII tags and hex digits are written.
+        std::str::from_utf8(&self.bytes[..self.len]).unwrap_or("")
+    }
+}
+
+/// An address as attribute bytes: family (4 or 6), address, port.
+fn encode(addr: SocketAddr, out: &mut Vec<u8>) {
+    match addr.ip() {
+        IpAddr::V4(v4) => {
+            out.push(4);
+            out.extend_from_slice(&v4.octets());
+        }
+        IpAddr::V6(v6) => {
+            out.push(6);
+            out.extend_from_slice(&v6.octets());
+        }
+    }
+    out.extend_from_slice(&addr.port().to_be_bytes());
+}
+
+/// The address [`encode`] wrote at the start of `bytes`, and its length.
+fn decode(bytes: &[u8]) -> Option<(SocketAddr, usize)> {
+    match bytes.first()? {
+        4 if bytes.len() >= 7 => {
+            let ip: [u8; 4] = bytes[1..5].try_into().ok()?;
+            let port = u16::from_be_bytes([bytes[5], bytes[6]]);
+            Some((SocketAddr::from((ip, port)), 7))
+        }
+        6 if bytes.len() >= 19 => {
+            let ip: [u8; 16] = bytes[1..17].try_into().ok()?;
+            let port = u16::from_be_bytes([bytes[17], bytes[18]]);
+            Some((SocketAddr::from((ip, port)), 19))
+        }
+        _ => None,
+    }
+}
+
+/// A client's allocation, as its five-tuple record holds it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Allocation {
+    /// Its lease.
+    pub lease: LeaseId,
+    /// Its relayed address.
+    pub relayed: SocketAddr,
+    /// The transaction id of the Allocate that made it (a retransmission
+    /// of that request gets the same answer).
+    pub transaction: u128,
+}
+
+/// Why the store refused to create something, in TURN's terms.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// The user holds as many allocations as the quota allows (486).
+    Quota,
+    /// A limit of the relay or of the allocation is full (508).
+    Capacity,
+    /// Something is already there (437 for an allocation, 400 for a
+    /// channel).
+    Conflict,
+    /// Anything else the store said.
+    Store(Error),
+}
+
+impl From<Error> for Refusal {
+    fn from(e: Error) -> Self {
+        match e {
+            Error::CapacityExceeded {
+                scope: Scope::Holder(_),
+                ..
+            } => Refusal::Quota,
+            Error::CapacityExceeded { .. } => Refusal::Capacity,
+            Error::Conflict { .. } => Refusal::Conflict,
+            other => Refusal::Store(other),
+        }
+    }
+}
+
+/// The relay's view of its store.
+#[derive(Clone)]
+pub struct State {
+    store: Store,
+    permission_lifetime: Duration,
+    channel_lifetime: Duration,
+    reservation_lifetime: Duration,
+}
+
+impl State {
+    /// The state of a relay with `config`, in `store`.
+    pub fn new(store: Store, config: &Config) -> State {
+        State {
+            store,
+            permission_lifetime: config.permission_lifetime,
+            channel_lifetime: config.channel_lifetime,
+            reservation_lifetime: config.reservation_lifetime,
+        }
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// The allocation of the client at `client`, if it has one.
+    pub fn allocation(&self, client: SocketAddr) -> Option<Allocation> {
+        let key = Key::new(b'f').addr(client);
+        let info = self.store.get_listing(TENANT, key.as_str()).ok()?;
+        let (relayed, used) = decode(&info.attrs)?;
+        let transaction = info
+            .attrs
+            .get(used..used + 16)
+            .and_then(|b| b.try_into().ok())
+            .map(u128::from_be_bytes)?;
+        Some(Allocation {
+            lease: info.lease,
+            relayed,
+            transaction,
+        })
+    }
+
+    /// The client whose allocation relays from `relayed`.
+    pub fn client_of(&self, relayed: SocketAddr) -> Option<SocketAddr> {
+        let key = Key::new(b'r').addr(relayed);
+        let info = self.store.get_listing(TENANT, key.as_str()).ok()?;
+        decode(&info.attrs).map(|(addr, _)| addr)
+    }
+
+    /// Whether the allocation at `relayed` has a permission for `peer`.
+    pub fn permitted(&self, relayed: SocketAddr, peer: IpAddr) -> bool {
+        let key = Key::new(b'p').addr(relayed).ip(peer);
+        self.store.get_presence(TENANT, key.as_str()).is_ok()
+    }
+
+    /// The peer bound to `channel` on the allocation at `relayed`.
+    pub fn channel_peer(&self, relayed: SocketAddr, channel: u16) -> Option<SocketAddr> {
+        let key = Key::new(b'c').addr(relayed).port(channel);
+        let info = self.store.get_presence(TENANT, key.as_str()).ok()?;
+        decode(&info.attrs).map(|(addr, _)| addr)
+    }
+
+    /// The channel bound to `peer` on the allocation at `relayed`.
+    pub fn peer_channel(&self, relayed: SocketAddr, peer: SocketAddr) -> Option<u16> {
+        let key = Key::new(b'b').addr(relayed).addr(peer);
+        let info = self.store.get_presence(TENANT, key.as_str()).ok()?;
+        let bytes: [u8; 2] = info.attrs.get(..2)?.try_into().ok()?;
+        Some(u16::from_be_bytes(bytes))
+    }
+
+    /// The user holding `lease`, if it is live.
+    pub fn holder(&self, lease: LeaseId) -> Option<String> {
+        let info = self.store.get_lease(TENANT, lease).ok()?;
+        Some(info.holder.as_str().to_string())
+    }
+
+    /// A new allocation's lease for `user`, for `lifetime`.
+    pub fn grant(&self, user: &str, lifetime: Duration) -> Result<LeaseGrant, Refusal> {
+        Ok(self.store.grant(TENANT, user, lifetime, None)?)
+    }
+
+    /// Records the allocation `lease` of `client`, relaying from `relayed`,
+    /// made by the Allocate with id `transaction`. A client that has an
+    /// allocation already is [`Refusal::Conflict`].
+    pub fn attach(
+        &self,
+        lease: LeaseId,
+        client: SocketAddr,
+        relayed: SocketAddr,
+        transaction: u128,
+    ) -> Result<(), Refusal> {
+        let mut attrs = Vec::with_capacity(40);
+        encode(relayed, &mut attrs);
+        attrs.extend_from_slice(&transaction.to_be_bytes());
+        let five_tuple = Key::new(b'f').addr(client);
+        self.store
+            .publish(TENANT, lease, five_tuple.as_str(), &attrs, None)?;
+        attrs.clear();
+        encode(client, &mut attrs);
+        let relayed_key = Key::new(b'r').addr(relayed);
+        self.store
+            .publish(TENANT, lease, relayed_key.as_str(), &attrs, None)?;
+        Ok(())
+    }
+
+    /// Renews the allocation `lease` for `lifetime`.
+    pub fn refresh(&self, lease: LeaseId, lifetime: Duration) -> Result<(), Refusal> {
+        self.store.renew(TENANT, lease, lifetime)?;
+        Ok(())
+    }
+
+    /// Ends the allocation `lease` and, with it, everything attached.
+    pub fn delete(&self, lease: LeaseId) {
+        // Already gone is fine: the client asked for its end.
+        let _ = self.store.revoke(TENANT, lease);
+    }
+
+    /// Installs or refreshes the permission for `peer` on the allocation
+    /// `lease` at `relayed`.
+    pub fn permit(&self, lease: LeaseId, relayed: SocketAddr, peer: IpAddr) -> Result<(), Refusal> {
+        let key = Key::new(b'p').addr(relayed).ip(peer);
+        self.store.heartbeat(
+            TENANT,
+            key.as_str(),
+            self.permission_lifetime,
+            None,
+            Some(lease),
+        )?;
+        Ok(())
+    }
+
+    /// Binds `channel` to `peer` on the allocation `lease` at `relayed`, or
+    /// refreshes that binding. A channel bound to another peer, or a peer
+    /// bound to another channel, is [`Refusal::Conflict`] (400).
+    pub fn bind_channel(
+        &self,
+        lease: LeaseId,
+        relayed: SocketAddr,
+        channel: u16,
+        peer: SocketAddr,
+    ) -> Result<(), Refusal> {
+        let bound_peer = self.channel_peer(relayed, channel);
+        let bound_channel = self.peer_channel(relayed, peer);
+        match (bound_peer, bound_channel) {
+            (Some(p), _) if p != peer => return Err(Refusal::Conflict),
+            (_, Some(c)) if c != channel => return Err(Refusal::Conflict),
+            _ => {}
+        }
+        let mut attrs = Vec::with_capacity(20);
+        encode(peer, &mut attrs);
+        let by_channel = Key::new(b'c').addr(relayed).port(channel);
+        self.store.heartbeat(
+            TENANT,
+            by_channel.as_str(),
+            self.channel_lifetime,
+            Some(&attrs),
+            Some(lease),
+        )?;
+        let by_peer = Key::new(b'b').addr(relayed).addr(peer);
+        let created = bound_peer.is_none();
+        if let Err(e) = self.store.heartbeat(
+            TENANT,
+            by_peer.as_str(),
+            self.channel_lifetime,
+            Some(&channel.to_be_bytes()),
+            Some(lease),
+        ) {
+            if created {
+                // All or nothing: the half just made goes again.
+                let _ = self.store.leave(TENANT, by_channel.as_str());
+            }
+            return Err(e.into());
+        }
+        // The binding installs or refreshes the peer's permission too.
+        self.permit(lease, relayed, peer.ip())
+    }
+
+    /// Holds `port` for the reservation `token` (EVEN-PORT R=1).
+    pub fn reserve(&self, token: u64, port: u16) -> Result<(), Refusal> {
+        let key = Key::new(b'v').token(token);
+        self.store.heartbeat(
+            TENANT,
+            key.as_str(),
+            self.reservation_lifetime,
+            Some(&port.to_be_bytes()),
+            None,
+        )?;
+        Ok(())
+    }
+
+    /// Takes the port held for `token`, once: a second take, or one after
+    /// the reservation expired, finds nothing.
+    pub fn take_reservation(&self, token: u64) -> Option<u16> {
+        let key = Key::new(b'v').token(token);
+        let info = self.store.get_presence(TENANT, key.as_str()).ok()?;
+        let port = u16::from_be_bytes(info.attrs.get(..2)?.try_into().ok()?);
+        // `leave` succeeds for one caller only: the token is used up.
+        self.store.leave(TENANT, key.as_str()).ok()?;
+        Some(port)
+    }
+
+    /// Whether `member` names a reservation, and its token.
+    pub fn reservation_token(member: &str) -> Option<u64> {
+        let rest = member.strip_prefix('v')?;
+        (rest.len() == 16).then_some(())?;
+        u64::from_str_radix(rest, 16).ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses_round_trip_through_attributes() {
+        for addr in ["192.0.2.7:3478", "[2001:db8::1]:65535"] {
+            let addr: SocketAddr = addr.parse().unwrap();
+            let mut bytes = Vec::new();
+            encode(addr, &mut bytes);
+            bytes.push(0xAA);
+            let (back, used) = decode(&bytes).unwrap();
+            assert_eq!(back, addr);
+            assert_eq!(bytes[used], 0xAA);
+        }
+        assert_eq!(decode(&[4, 1, 2]), None);
+        assert_eq!(decode(&[9; 20]), None);
+    }
+
+    #[test]
+    fn ipv4_keys_fit_an_inline_name() {
+        let relayed: SocketAddr = "255.255.255.255:65535".parse().unwrap();
+        let peer: SocketAddr = "255.255.255.255:65535".parse().unwrap();
+        let longest = Key::new(b'b').addr(relayed).addr(peer);
+        assert_eq!(longest.as_str().len(), 1 + 12 + 12);
+        let permission = Key::new(b'p').addr(relayed).ip(peer.ip());
+        assert!(permission.as_str().len() <= 23);
+    }
+
+    #[test]
+    fn a_reservation_key_names_its_token() {
+        let key = Key::new(b'v').token(0x1234);
+        assert_eq!(State::reservation_token(key.as_str()), Some(0x1234));
+        assert_eq!(State::reservation_token("p0000"), None);
+        let v6: SocketAddr = "[ffff::ffff]:65535".parse().unwrap();
+        assert_eq!(Key::new(b'b').addr(v6).addr(v6).as_str().len(), 73);
+    }
+}
