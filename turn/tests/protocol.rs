@@ -1,0 +1,485 @@
+//! The relay's protocol, exchange by exchange, against a relay in this
+//! process on a manual clock: credentials and nonces, allocation mismatch,
+//! the per-user quota and its release by expiry, a full relay, permission
+//! filtering and expiry on the datagram path, channels (re-binds, the whole
+//! 0x4000–0x7FFF range, conflicts), deletion by Refresh, and EVEN-PORT with
+//! a reservation token.
+
+use relaystore::time::ManualClock;
+use relaystore::Store;
+use relaystore_turn::{state, Config, Counters, Handle, Relay};
+use std::net::{SocketAddr, UdpSocket};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+use stun_types::attribute::{
+    AttributeStaticType, ErrorCode, Fingerprint, Nonce, Realm, Username, XorMappedAddress,
+};
+use stun_types::message::{
+    IntegrityAlgorithm, LongTermKeyCredentials, Message, MessageClass, MessageType, MessageWrite,
+    MessageWriteExt, MessageWriteVec, TransactionId, BINDING,
+};
+use turn_types::attribute::{
+    ChannelNumber, Data, EvenPort, Lifetime, RequestedTransport, ReservationToken, XorPeerAddress,
+    XorRelayedAddress,
+};
+use turn_types::message::{ALLOCATE, CHANNEL_BIND, CREATE_PERMISSION, DATA, REFRESH, SEND};
+
+const REALM: &str = "relay.test";
+
+/// A relay on its own thread, stopped when dropped.
+struct Running {
+    handle: Handle,
+    clock: Arc<ManualClock>,
+    store: Store,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.handle.stop();
+        if let Some(t) = self.thread.take() {
+            t.join().unwrap();
+        }
+    }
+}
+
+fn config() -> Config {
+    Config {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        relay_ip: "127.0.0.1".parse().unwrap(),
+        min_port: 41000,
+        max_port: 44999,
+        realm: REALM.to_string(),
+        users: vec![
+            ("alice".to_string(), "secret".to_string()),
+            ("bob".to_string(), "hunter2".to_string()),
+        ],
+        ..Config::default()
+    }
+}
+
+fn start(config: Config) -> Running {
+    let clock = Arc::new(ManualClock::new());
+    let store = Store::builder()
+        .config(state::store_config(&config))
+        .clock(clock.clone())
+        .without_expiry_driver()
+        .build()
+        .unwrap();
+    let relay = Relay::bind(config, store.clone()).unwrap();
+    let handle = relay.handle();
+    let thread = std::thread::spawn(move || relay.run().unwrap());
+    Running {
+        handle,
+        clock,
+        store,
+        thread: Some(thread),
+    }
+}
+
+impl Running {
+    fn counters(&self) -> &Counters {
+        &self.handle.counters
+    }
+
+    /// Waits until `counter` reaches `at_least` (the relay runs on its own
+    /// thread); fails after 5 s.
+    fn wait_for(&self, counter: fn(&Counters) -> &AtomicU64, at_least: u64) {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while counter(self.counters()).load(Ordering::Relaxed) < at_least {
+            assert!(Instant::now() < deadline, "the relay did not get there");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+}
+
+/// A TURN client over one UDP socket.
+struct Client {
+    socket: UdpSocket,
+    server: SocketAddr,
+    user: String,
+    password: String,
+    nonce: Option<String>,
+}
+
+type Attrs<'a> = &'a dyn Fn(&mut MessageWriteVec, TransactionId);
+
+impl Client {
+    fn new(running: &Running, user: &str, password: &str) -> Client {
+        let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+        socket
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        Client {
+            socket,
+            server: running.handle.local_addr,
+            user: user.to_string(),
+            password: password.to_string(),
+            nonce: None,
+        }
+    }
+
+    fn local(&self) -> SocketAddr {
+        self.socket.local_addr().unwrap()
+    }
+
+    fn receive(&self) -> Vec<u8> {
+        let mut buf = vec![0u8; 2048];
+        let (n, _) = self.socket.recv_from(&mut buf).expect("an answer");
+        buf.truncate(n);
+        buf
+    }
+
+    /// Sends a request (with credentials once a nonce is known) and
+    /// returns the answer's bytes; `id` fixes the transaction id.
+    fn send(
+        &mut self,
+        method: stun_types::message::Method,
+        id: TransactionId,
+        attrs: Attrs,
+    ) -> Vec<u8> {
+        let kind = MessageType::from_class_method(MessageClass::Request, method);
+        let mut w = Message::builder(kind, id, MessageWriteVec::new());
+        attrs(&mut w, id);
+        if let Some(nonce) = &self.nonce {
+            w.add_attribute(&Username::new(&self.user).unwrap())
+                .unwrap();
+            w.add_attribute(&Realm::new(REALM).unwrap()).unwrap();
+            w.add_attribute(&Nonce::new(nonce).unwrap()).unwrap();
+            let creds = LongTermKeyCredentials::new(
+                self.user.clone(),
+                self.password.clone(),
+                REALM.to_string(),
+            );
+            w.add_message_integrity(&creds.into(), IntegrityAlgorithm::Sha1)
+                .unwrap();
+        }
+        w.add_fingerprint().unwrap();
+        self.socket.send_to(&w.finish(), self.server).unwrap();
+        self.receive()
+    }
+
+    /// A request, answered after any 401 or 438 challenge; returns the
+    /// final answer.
+    fn request(&mut self, method: stun_types::message::Method, attrs: Attrs) -> Vec<u8> {
+        for _ in 0..3 {
+            let answer = self.send(method, TransactionId::generate(), attrs);
+            let msg = Message::from_bytes(&answer).unwrap();
+            let code = error_code(&answer);
+            if code == Some(401) && self.nonce.is_none() || code == Some(438) {
+                self.nonce = Some(msg.attribute::<Nonce>().unwrap().nonce().to_string());
+                continue;
+            }
+            return answer;
+        }
+        panic!("challenged three times");
+    }
+
+    fn allocate(&mut self) -> Vec<u8> {
+        self.request(ALLOCATE, &|w, _| {
+            w.add_attribute(&RequestedTransport::new(17)).unwrap();
+        })
+    }
+
+    fn relayed(answer: &[u8]) -> SocketAddr {
+        let msg = Message::from_bytes(answer).unwrap();
+        assert_eq!(
+            msg.class(),
+            MessageClass::Success,
+            "{:?}",
+            error_code(answer)
+        );
+        msg.attribute::<XorRelayedAddress>()
+            .unwrap()
+            .addr(msg.transaction_id())
+    }
+
+    fn permit(&mut self, peer: SocketAddr) -> Vec<u8> {
+        self.request(CREATE_PERMISSION, &move |w, id| {
+            w.add_attribute(&XorPeerAddress::new(peer, id)).unwrap();
+        })
+    }
+
+    fn bind(&mut self, channel: u16, peer: SocketAddr) -> Vec<u8> {
+        self.request(CHANNEL_BIND, &move |w, id| {
+            w.add_attribute(&ChannelNumber::new(channel)).unwrap();
+            w.add_attribute(&XorPeerAddress::new(peer, id)).unwrap();
+        })
+    }
+}
+
+fn error_code(answer: &[u8]) -> Option<u16> {
+    let msg = Message::from_bytes(answer).unwrap();
+    msg.attribute::<ErrorCode>().ok().map(|e| e.code())
+}
+
+fn success(answer: &[u8]) -> bool {
+    Message::from_bytes(answer).unwrap().class() == MessageClass::Success
+}
+
+fn peer_socket() -> UdpSocket {
+    let peer = UdpSocket::bind("127.0.0.1:0").unwrap();
+    peer.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    peer
+}
+
+#[test]
+fn credentials_are_challenged_checked_and_signed() {
+    let relay = start(config());
+    let mut client = Client::new(&relay, "alice", "wrong");
+    let first = client.send(ALLOCATE, TransactionId::generate(), &|w, _| {
+        w.add_attribute(&RequestedTransport::new(17)).unwrap();
+    });
+    assert_eq!(error_code(&first), Some(401));
+    let msg = Message::from_bytes(&first).unwrap();
+    assert_eq!(msg.attribute::<Realm>().unwrap().realm(), REALM);
+    assert!(msg.has_attribute(Fingerprint::TYPE));
+    client.nonce = Some(msg.attribute::<Nonce>().unwrap().nonce().to_string());
+    let wrong = client.send(ALLOCATE, TransactionId::generate(), &|w, _| {
+        w.add_attribute(&RequestedTransport::new(17)).unwrap();
+    });
+    assert_eq!(error_code(&wrong), Some(401), "a wrong password");
+    client.password = "secret".to_string();
+    let answer = client.allocate();
+    let msg = Message::from_bytes(&answer).unwrap();
+    assert!(success(&answer));
+    let creds = LongTermKeyCredentials::new("alice".into(), "secret".into(), REALM.into());
+    msg.validate_integrity(&creds.into())
+        .expect("a success answer carries MESSAGE-INTEGRITY under the user's key");
+    assert!(msg.has_attribute(Fingerprint::TYPE));
+    assert_eq!(msg.attribute::<Lifetime>().unwrap().seconds(), 600);
+    let mapped = msg.attribute::<XorMappedAddress>().unwrap();
+    assert_eq!(mapped.addr(msg.transaction_id()), client.local());
+    // A Binding request needs no credentials.
+    let mut plain = Client::new(&relay, "", "");
+    let binding = plain.send(BINDING, TransactionId::generate(), &|_, _| {});
+    assert!(success(&binding));
+}
+
+#[test]
+fn an_expired_nonce_gets_438_and_a_fresh_one() {
+    let relay = start(config());
+    let mut client = Client::new(&relay, "alice", "secret");
+    assert!(success(&client.allocate()));
+    let old = client.nonce.clone().unwrap();
+    relay.clock.advance(Duration::from_secs(601));
+    let answer = client.send(REFRESH, TransactionId::generate(), &|_, _| {});
+    assert_eq!(error_code(&answer), Some(438));
+    let fresh = Message::from_bytes(&answer).unwrap();
+    let fresh = fresh.attribute::<Nonce>().unwrap().nonce().to_string();
+    assert_ne!(fresh, old);
+    // The allocation (600 s) expired with the nonce: a Refresh with the
+    // fresh nonce finds no allocation.
+    client.nonce = Some(fresh);
+    let answer = client.send(REFRESH, TransactionId::generate(), &|_, _| {});
+    assert_eq!(error_code(&answer), Some(437));
+}
+
+#[test]
+fn a_second_allocate_is_437_and_a_retransmission_gets_the_first_answer() {
+    let relay = start(config());
+    let mut client = Client::new(&relay, "alice", "secret");
+    assert!(success(&client.allocate()));
+    let id = TransactionId::generate();
+    let attrs: Attrs = &|w, _| {
+        w.add_attribute(&RequestedTransport::new(17)).unwrap();
+    };
+    let mut fresh = Client::new(&relay, "alice", "secret");
+    fresh.nonce = client.nonce.clone();
+    let first = fresh.send(ALLOCATE, id, attrs);
+    let again = fresh.send(ALLOCATE, id, attrs);
+    assert_eq!(Client::relayed(&first), Client::relayed(&again));
+    let other = fresh.send(ALLOCATE, TransactionId::generate(), attrs);
+    assert_eq!(error_code(&other), Some(437));
+    assert_eq!(relay.counters().allocations.load(Ordering::Relaxed), 2);
+}
+
+#[test]
+fn the_user_quota_answers_486_until_an_allocation_expires() {
+    let relay = start(Config {
+        allocations_per_user: 2,
+        ..config()
+    });
+    let mut clients: Vec<Client> = (0..3)
+        .map(|_| Client::new(&relay, "alice", "secret"))
+        .collect();
+    assert!(success(&clients[0].allocate()));
+    assert!(success(&clients[1].allocate()));
+    assert_eq!(error_code(&clients[2].allocate()), Some(486));
+    // Another user is not held back by alice's quota.
+    let mut bob = Client::new(&relay, "bob", "hunter2");
+    assert!(success(&bob.allocate()));
+    // The first two expire (600 s); the store frees the quota.
+    relay.clock.advance(Duration::from_secs(601));
+    relay.store.sweep();
+    relay.wait_for(|c| &c.closed, 3);
+    assert!(success(&clients[2].allocate()));
+}
+
+#[test]
+fn a_full_relay_answers_508() {
+    let relay = start(Config {
+        allocations_max: 1,
+        ..config()
+    });
+    let mut alice = Client::new(&relay, "alice", "secret");
+    let mut bob = Client::new(&relay, "bob", "hunter2");
+    assert!(success(&alice.allocate()));
+    assert_eq!(error_code(&bob.allocate()), Some(508));
+}
+
+#[test]
+fn datagrams_pass_only_under_a_live_permission() {
+    let relay = start(config());
+    let peer = peer_socket();
+    let mut client = Client::new(&relay, "alice", "secret");
+    let relayed = Client::relayed(&client.allocate());
+    // Without a permission the peer's datagram is dropped.
+    peer.send_to(b"early", relayed).unwrap();
+    relay.wait_for(|c| &c.dropped, 1);
+    assert!(success(&client.permit(peer.local_addr().unwrap())));
+    // Peer to client: a Data indication naming the peer.
+    peer.send_to(b"hello client", relayed).unwrap();
+    let data = client.receive();
+    let msg = Message::from_bytes(&data).unwrap();
+    assert!(msg.has_method(DATA));
+    assert_eq!(msg.attribute::<Data>().unwrap().data(), b"hello client");
+    let from = msg.attribute::<XorPeerAddress>().unwrap();
+    assert_eq!(from.addr(msg.transaction_id()), peer.local_addr().unwrap());
+    assert!(msg.has_attribute(Fingerprint::TYPE));
+    // Client to peer: a Send indication.
+    let kind = MessageType::from_class_method(MessageClass::Indication, SEND);
+    let id = TransactionId::generate();
+    let mut w = Message::builder(kind, id, MessageWriteVec::new());
+    w.add_attribute(&XorPeerAddress::new(peer.local_addr().unwrap(), id))
+        .unwrap();
+    w.add_attribute(&Data::new(b"hello peer")).unwrap();
+    let send = w.finish();
+    client.socket.send_to(&send, client.server).unwrap();
+    let mut buf = [0u8; 64];
+    let (n, source) = peer.recv_from(&mut buf).unwrap();
+    assert_eq!(&buf[..n], b"hello peer");
+    assert_eq!(source, relayed);
+    // 300 s later the permission is over, though no sweep has run: the
+    // store never shows a record past its deadline.
+    relay.clock.advance(Duration::from_secs(300));
+    let dropped = relay.counters().dropped.load(Ordering::Relaxed);
+    peer.send_to(b"late", relayed).unwrap();
+    relay.wait_for(|c| &c.dropped, dropped + 1);
+    client.socket.send_to(&send, client.server).unwrap();
+    relay.wait_for(|c| &c.dropped, dropped + 2);
+    assert_eq!(relay.counters().to_peers.load(Ordering::Relaxed), 1);
+    assert_eq!(relay.counters().to_clients.load(Ordering::Relaxed), 1);
+}
+
+#[test]
+fn channels_relay_both_ways_and_refuse_conflicting_binds() {
+    let relay = start(config());
+    let peer = peer_socket();
+    let other = peer_socket();
+    let mut client = Client::new(&relay, "alice", "secret");
+    let relayed = Client::relayed(&client.allocate());
+    let to = peer.local_addr().unwrap();
+    // Above RFC 8656's 0x4FFF: clients pick from RFC 5766's whole range.
+    assert!(success(&client.bind(0x7FFF, to)));
+    assert!(success(&client.bind(0x7FFF, to)), "a re-bind refreshes");
+    assert_eq!(
+        error_code(&client.bind(0x4001, to)),
+        Some(400),
+        "peer taken"
+    );
+    let elsewhere = other.local_addr().unwrap();
+    assert_eq!(
+        error_code(&client.bind(0x7FFF, elsewhere)),
+        Some(400),
+        "channel taken"
+    );
+    assert_eq!(
+        error_code(&client.bind(0x3FFF, elsewhere)),
+        Some(400),
+        "out of range"
+    );
+    assert!(success(&client.bind(0x4000, elsewhere)));
+    // Client to peer as ChannelData (the bind installed the permission).
+    let mut frame = vec![0x7F, 0xFF, 0, 3];
+    frame.extend_from_slice(b"abc");
+    client.socket.send_to(&frame, client.server).unwrap();
+    let mut buf = [0u8; 64];
+    let (n, source) = peer.recv_from(&mut buf).unwrap();
+    assert_eq!((&buf[..n], source), (&b"abc"[..], relayed));
+    // Peer to client as ChannelData on the peer's channel.
+    peer.send_to(b"xyz", relayed).unwrap();
+    assert_eq!(client.receive(), [0x7F, 0xFF, 0, 3, b'x', b'y', b'z']);
+    // 600 s on, binding and permission are over.
+    relay.clock.advance(Duration::from_secs(600));
+    let dropped = relay.counters().dropped.load(Ordering::Relaxed);
+    client.socket.send_to(&frame, client.server).unwrap();
+    relay.wait_for(|c| &c.dropped, dropped + 1);
+}
+
+#[test]
+fn refresh_with_lifetime_zero_deletes_the_allocation_and_its_socket() {
+    let relay = start(config());
+    let mut client = Client::new(&relay, "alice", "secret");
+    assert!(success(&client.allocate()));
+    let refreshed = client.request(REFRESH, &|w, _| {
+        w.add_attribute(&Lifetime::new(1200)).unwrap();
+    });
+    let msg = Message::from_bytes(&refreshed).unwrap();
+    assert_eq!(msg.attribute::<Lifetime>().unwrap().seconds(), 1200);
+    let deleted = client.request(REFRESH, &|w, _| {
+        w.add_attribute(&Lifetime::new(0)).unwrap();
+    });
+    let msg = Message::from_bytes(&deleted).unwrap();
+    assert_eq!(msg.attribute::<Lifetime>().unwrap().seconds(), 0);
+    relay.wait_for(|c| &c.closed, 1);
+    let again = client.request(REFRESH, &|_, _| {});
+    assert_eq!(error_code(&again), Some(437));
+    // Another user's credentials on this five-tuple's allocation: 441.
+    assert!(success(&client.allocate()));
+    let mut bob = Client::new(&relay, "bob", "hunter2");
+    bob.socket = client.socket.try_clone().unwrap();
+    let answer = bob.request(REFRESH, &|_, _| {});
+    assert_eq!(error_code(&answer), Some(441));
+}
+
+#[test]
+fn even_port_reserves_the_next_port_for_one_token_use() {
+    let relay = start(config());
+    let mut first = Client::new(&relay, "alice", "secret");
+    let answer = first.request(ALLOCATE, &|w, _| {
+        w.add_attribute(&RequestedTransport::new(17)).unwrap();
+        w.add_attribute(&EvenPort::new(true)).unwrap();
+    });
+    let relayed = Client::relayed(&answer);
+    assert_eq!(relayed.port() % 2, 0);
+    let msg = Message::from_bytes(&answer).unwrap();
+    let token = msg.attribute::<ReservationToken>().unwrap().token();
+    let with_token = move |w: &mut MessageWriteVec, _| {
+        w.add_attribute(&RequestedTransport::new(17)).unwrap();
+        w.add_attribute(&ReservationToken::new(token)).unwrap();
+    };
+    let mut second = Client::new(&relay, "alice", "secret");
+    let answer = second.request(ALLOCATE, &with_token);
+    assert_eq!(Client::relayed(&answer).port(), relayed.port() + 1);
+    let mut third = Client::new(&relay, "alice", "secret");
+    assert_eq!(
+        error_code(&third.request(ALLOCATE, &with_token)),
+        Some(508),
+        "used up"
+    );
+    // A token with EVEN-PORT is a bad request.
+    let answer = third.request(ALLOCATE, &|w, _| {
+        w.add_attribute(&RequestedTransport::new(17)).unwrap();
+        w.add_attribute(&EvenPort::new(false)).unwrap();
+        w.add_attribute(&ReservationToken::new(token)).unwrap();
+    });
+    assert_eq!(error_code(&answer), Some(400));
+    // Transport other than UDP: 442.
+    let answer = third.request(ALLOCATE, &|w, _| {
+        w.add_attribute(&RequestedTransport::new(6)).unwrap();
+    });
+    assert_eq!(error_code(&answer), Some(442));
+}

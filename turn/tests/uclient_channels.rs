@@ -1,0 +1,9 @@
+//! coturn's `turnutils_uclient` through the relay: ChannelData both ways (`-c`), with 1,
+//! 10 and 50 clients at once; every message must come back.
+
+mod support;
+
+#[test]
+fn every_message_comes_back() {
+    support::every_message_returns(&["-c"]);
+}
