@@ -18,10 +18,11 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let store = match Store::builder()
+    let store = Store::builder()
         .config(state::store_config(&config))
-        .build()
-    {
+        .expiry_tick(state::EXPIRY_TICK)
+        .build();
+    let store = match store {
         Ok(store) => store,
         Err(e) => {
             eprintln!("relaystore-turn: {e}");
