@@ -5,6 +5,7 @@
 //! datagram's permission is checked against the store. See `README.md`.
 
 mod auth;
+mod batch;
 pub mod config;
 mod proto;
 pub mod server;

@@ -22,6 +22,7 @@ use turn_types::channel::ChannelData;
 use turn_types::message::{DATA, SEND};
 
 use crate::auth::{Nonces, Users};
+use crate::batch::{Receive, Send, BATCH};
 use crate::config::Config;
 use crate::state::State;
 
@@ -29,10 +30,11 @@ const LISTEN: Token = Token(0);
 const WAKE: Token = Token(1);
 /// A relayed socket's token: this plus its port.
 const RELAYED: usize = 1 << 16;
-/// The largest UDP payload.
-const DATAGRAM_MAX: usize = 65_535;
 /// Room for a Data indication's header and attributes around a payload.
 const INDICATION_OVERHEAD: usize = 64;
+/// Room for an answer to a request (the longest is an error with REALM,
+/// NONCE, SOFTWARE, MESSAGE-INTEGRITY and FINGERPRINT, well under this).
+const ANSWER_MAX: usize = 1024;
 
 /// What the relay counted since it started.
 #[derive(Debug, Default)]
@@ -41,7 +43,8 @@ pub struct Counters {
     pub allocations: AtomicU64,
     /// Datagrams relayed to a peer (from ChannelData or a Send indication).
     pub to_peers: AtomicU64,
-    /// Datagrams relayed to a client (as ChannelData or a Data indication).
+    /// Datagrams relayed to a client (as ChannelData or a Data indication),
+    /// counted when queued for the next batched send.
     pub to_clients: AtomicU64,
     /// Datagrams dropped for want of a permission, a channel or an
     /// allocation.
@@ -142,8 +145,8 @@ impl Relay {
     /// Serves until [`Handle::stop`].
     pub fn run(mut self) -> io::Result<()> {
         let mut events = Events::with_capacity(256);
-        let mut rx = vec![0u8; DATAGRAM_MAX];
-        let mut tx = vec![0u8; DATAGRAM_MAX + INDICATION_OVERHEAD];
+        let mut rx = Receive::new();
+        let mut out = Send::new();
         while !self.handle.stop.load(Ordering::Acquire) {
             match self
                 .poll
@@ -155,38 +158,71 @@ impl Relay {
             }
             for event in events.iter() {
                 match event.token() {
-                    LISTEN => self.drain_clients(&mut rx, &mut tx),
+                    LISTEN => self.drain_clients(&mut rx, &mut out),
                     WAKE => {}
-                    Token(t) => self.drain_peers((t - RELAYED) as u16, &mut rx, &mut tx),
+                    Token(t) => self.drain_peers((t - RELAYED) as u16, &mut rx, &mut out),
                 }
             }
+            self.flush(&mut out);
             self.close_ended();
         }
         Ok(())
     }
 
-    fn drain_clients(&mut self, rx: &mut [u8], tx: &mut [u8]) {
+    fn drain_clients(&mut self, rx: &mut Receive, out: &mut Send) {
         loop {
-            match self.listen.recv_from(rx) {
-                Ok((n, from)) => self.on_client(&rx[..n], from, tx),
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                // An ICMP error for an earlier send shows up here; the
-                // socket stays usable.
+            let n = match rx.recv(&self.listen) {
+                Ok(n) => n,
+                // An ICMP error for an earlier send shows up here, once;
+                // the socket stays usable.
                 Err(_) => continue,
+            };
+            for i in 0..n {
+                if let Some((data, from)) = rx.get(i) {
+                    self.on_client(data, from, out);
+                }
+            }
+            if n < BATCH {
+                return;
             }
         }
     }
 
-    fn drain_peers(&mut self, port: u16, rx: &mut [u8], tx: &mut [u8]) {
+    fn drain_peers(&mut self, port: u16, rx: &mut Receive, out: &mut Send) {
         loop {
-            let Some(relayed) = self.relayed.get(&port) else {
+            let Some(socket) = self.relayed.get(&port) else {
                 return;
             };
-            match relayed.recv_from(rx) {
-                Ok((n, from)) => self.on_peer(port, &rx[..n], from, tx),
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+            let n = match rx.recv(socket) {
+                Ok(n) => n,
                 Err(_) => continue,
+            };
+            for i in 0..n {
+                if let Some((data, from)) = rx.get(i) {
+                    self.on_peer(port, data, from, out);
+                }
             }
+            if n < BATCH {
+                return;
+            }
+        }
+    }
+
+    /// Sends what the turn of the loop gathered for clients; what the
+    /// kernel refuses counts as dropped.
+    fn flush(&mut self, out: &mut Send) {
+        let gathered = out.len();
+        let sent = out.flush(&self.listen);
+        self.handle
+            .counters
+            .dropped
+            .fetch_add((gathered - sent) as u64, Ordering::Relaxed);
+    }
+
+    /// Makes room in `out` for one more datagram.
+    fn room(&mut self, out: &mut Send) {
+        if out.is_full() {
+            self.flush(out);
         }
     }
 
@@ -194,7 +230,7 @@ impl Relay {
         counter(&self.handle.counters).fetch_add(1, Ordering::Relaxed);
     }
 
-    fn on_client(&mut self, data: &[u8], from: SocketAddr, tx: &mut [u8]) {
+    fn on_client(&mut self, data: &[u8], from: SocketAddr, out: &mut Send) {
         match data.first().map(|b| b >> 6) {
             Some(0b01) => self.on_channel_data(data, from),
             Some(0b00) => {
@@ -203,9 +239,14 @@ impl Relay {
                 };
                 match msg.class() {
                     MessageClass::Request => {
-                        let n = self.on_request(&msg, from, tx);
+                        self.room(out);
+                        let buffer = out.buffer();
+                        let start = buffer.len();
+                        buffer.resize(start + ANSWER_MAX, 0);
+                        let n = self.on_request(&msg, from, &mut buffer[start..]);
+                        buffer.truncate(start + n);
                         if n > 0 {
-                            let _ = self.listen.send_to(&tx[..n], from);
+                            out.push(from);
                         }
                     }
                     MessageClass::Indication if msg.has_method(SEND) => self.on_send(&msg, from),
@@ -260,7 +301,7 @@ impl Relay {
     /// A datagram from a peer on a relayed socket: to the client, on its
     /// channel if one is bound, else as a Data indication; dropped without
     /// a permission.
-    fn on_peer(&mut self, port: u16, data: &[u8], peer: SocketAddr, tx: &mut [u8]) {
+    fn on_peer(&mut self, port: u16, data: &[u8], peer: SocketAddr, out: &mut Send) {
         let relayed = SocketAddr::new(self.config.relay_ip, port);
         let Some(client) = self.state.client_of(relayed) else {
             self.count(|c| &c.dropped);
@@ -270,37 +311,31 @@ impl Relay {
             self.count(|c| &c.dropped);
             return;
         }
-        let n = match self.state.peer_channel(relayed, peer) {
+        self.room(out);
+        let channel = self.state.peer_channel(relayed, peer);
+        let buffer = out.buffer();
+        let start = buffer.len();
+        match channel {
             Some(channel) => {
-                tx[..2].copy_from_slice(&channel.to_be_bytes());
-                tx[2..4].copy_from_slice(&(data.len() as u16).to_be_bytes());
-                tx[4..4 + data.len()].copy_from_slice(data);
-                4 + data.len()
+                buffer.extend_from_slice(&channel.to_be_bytes());
+                buffer.extend_from_slice(&(data.len() as u16).to_be_bytes());
+                buffer.extend_from_slice(data);
             }
-            None => match self.data_indication(peer, data, tx) {
-                Some(n) => n,
-                None => {
-                    self.count(|c| &c.dropped);
-                    return;
+            None => {
+                buffer.resize(start + data.len() + INDICATION_OVERHEAD, 0);
+                self.indication_id = self.indication_id.wrapping_add(1);
+                match data_indication(self.indication_id, peer, data, &mut buffer[start..]) {
+                    Some(n) => buffer.truncate(start + n),
+                    None => {
+                        buffer.truncate(start);
+                        self.count(|c| &c.dropped);
+                        return;
+                    }
                 }
-            },
-        };
-        match self.listen.send_to(&tx[..n], client) {
-            Ok(_) => self.count(|c| &c.to_clients),
-            Err(_) => self.count(|c| &c.dropped),
+            }
         }
-    }
-
-    fn data_indication(&mut self, peer: SocketAddr, data: &[u8], tx: &mut [u8]) -> Option<usize> {
-        self.indication_id = self.indication_id.wrapping_add(1);
-        // Ids are counted from a random start, not drawn per datagram.
-        let id = TransactionId::from(self.indication_id & !(u128::MAX << 96));
-        let kind = MessageType::from_class_method(MessageClass::Indication, DATA);
-        let mut w = Message::builder(kind, id, MessageWriteMutSlice::new(tx));
-        w.add_attribute(&XorPeerAddress::new(peer, id)).ok()?;
-        w.add_attribute(&Data::new(data)).ok()?;
-        w.add_fingerprint().ok()?;
-        Some(w.finish())
+        out.push(client);
+        self.count(|c| &c.to_clients);
     }
 
     /// Closes the relayed sockets of allocations that ended, and drops the
@@ -368,4 +403,17 @@ impl Relay {
         self.count(|c| &c.allocations);
         Ok(())
     }
+}
+
+/// A Data indication from `peer` carrying `data`, written into `tx`; its
+/// transaction id is `id`'s low 96 bits (counted from a random start, not
+/// drawn per datagram). Returns its length.
+fn data_indication(id: u128, peer: SocketAddr, data: &[u8], tx: &mut [u8]) -> Option<usize> {
+    let id = TransactionId::from(id & !(u128::MAX << 96));
+    let kind = MessageType::from_class_method(MessageClass::Indication, DATA);
+    let mut w = Message::builder(kind, id, MessageWriteMutSlice::new(tx));
+    w.add_attribute(&XorPeerAddress::new(peer, id)).ok()?;
+    w.add_attribute(&Data::new(data)).ok()?;
+    w.add_fingerprint().ok()?;
+    Some(w.finish())
 }
