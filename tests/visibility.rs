@@ -81,3 +81,56 @@ fn every_path_treats_an_attempt_under_a_revoked_listing_as_missing() {
     );
     assert_eq!(s.cancel_join(A, t.attempt), Err(Error::NotFound));
 }
+
+/// The in-place reads (`read_listing`, `read_presence`) answer exactly as
+/// the owned ones (`get_listing`, `get_presence`) at every step of a
+/// record's life: live, its own expiry, its lease's expiry (unswept),
+/// revocation, and a name never used.
+#[test]
+fn in_place_reads_see_what_the_owned_reads_see() {
+    let (clock, s) = store();
+    let lease = s.grant(A, "h", SEC * 10, None).unwrap().id;
+    s.publish(A, lease, "lobby", b"mode=ffa", None).unwrap();
+    s.heartbeat(A, "perm", SEC * 3, Some(b"p"), Some(lease))
+        .unwrap();
+    s.heartbeat(A, "alone", SEC * 20, Some(b"a"), None).unwrap();
+    let agree = |step: &str| {
+        for key in ["lobby", "nothing"] {
+            let owned = s.get_listing(A, key).map(|l| (l.lease, l.attrs.to_vec()));
+            let in_place = s.read_listing(A, key, |lease, attrs| (lease, attrs.to_vec()));
+            assert_eq!(in_place, owned, "{step}: listing {key}");
+        }
+        for member in ["perm", "alone", "nothing"] {
+            let owned = s.get_presence(A, member).map(|p| p.attrs.to_vec());
+            let in_place = s.read_presence(A, member, |attrs| attrs.to_vec());
+            assert_eq!(in_place, owned, "{step}: presence {member}");
+        }
+    };
+    agree("live");
+    assert_eq!(s.read_listing(A, "lobby", |_, a| a.len()), Ok(8));
+    assert_eq!(
+        s.read_presence(A, "perm", |a| a.to_vec()),
+        Ok(b"p".to_vec())
+    );
+    clock.advance(SEC * 4); // "perm" expired, unswept
+    agree("own expiry");
+    assert_eq!(s.read_presence(A, "perm", |_| ()), Err(Error::Expired));
+    s.heartbeat(A, "perm", SEC * 30, None, Some(lease)).unwrap();
+    clock.advance(SEC * 7); // the lease expired, unswept: "perm" with it
+    agree("lease expiry");
+    assert_eq!(s.read_listing(A, "lobby", |_, _| ()), Err(Error::NotFound));
+    assert_eq!(s.read_presence(A, "perm", |_| ()), Err(Error::NotFound));
+    assert_eq!(
+        s.read_presence(A, "alone", |a| a.to_vec()),
+        Ok(b"a".to_vec())
+    );
+    let lease = s.grant(A, "h", SEC * 10, None).unwrap().id;
+    s.publish(A, lease, "lobby", b"", None).unwrap();
+    s.revoke(A, lease).unwrap();
+    agree("revoked");
+    assert_eq!(
+        s.read_listing(A, "", |_, _| ()),
+        s.get_listing(A, "").map(|_| ()),
+        "an empty name is refused alike"
+    );
+}

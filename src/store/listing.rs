@@ -253,6 +253,29 @@ impl Store {
         self.consistent(|| Ok(self.listing_view(&key, self.shared.clock.now())?.info))
     }
 
+    /// Reads a visible listing in place: `read` gets its lease and its
+    /// attributes, under the shard's shared lock, and nothing is copied or
+    /// allocated, the key included. The same visibility as
+    /// [`get_listing`](Self::get_listing), whose owned answer costs an
+    /// allocation per call: this is the read for a relay's packet path.
+    /// `read` runs under a lock, so keep it short; it may run more than
+    /// once (when a transaction's commit overlaps the read), and the last
+    /// run's result is returned.
+    pub fn read_listing<R>(
+        &self,
+        tenant: TenantId,
+        key: &str,
+        mut read: impl FnMut(LeaseId, &[u8]) -> R,
+    ) -> Result<R> {
+        self.check_name(key)?;
+        let name: &dyn Name = &(tenant, key);
+        let now = self.shared.clock.now();
+        self.consistent(|| {
+            self.visible_listing(name, now, |v, _| read(self.lease_id(v.lease), &v.attrs))
+                .map(|(seen, _)| seen)
+        })
+    }
+
     /// Whether the listing under `nkey` could be updated or removed at
     /// `expected` now: visible, and at that version if one is given. The
     /// check a transaction's commit makes before it changes anything.

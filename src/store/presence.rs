@@ -187,6 +187,35 @@ impl Store {
         self.presence_info(&key, self.shared.clock.now())
     }
 
+    /// Reads a visible presence record in place: `read` gets its
+    /// attributes under the shard's shared lock, and nothing is copied or
+    /// allocated, the member's name included. The same visibility as
+    /// [`get_presence`](Self::get_presence) (live, and its lease visible
+    /// if it has one), for a relay's packet path; keep `read` short.
+    pub fn read_presence<R>(
+        &self,
+        tenant: TenantId,
+        member: &str,
+        read: impl FnOnce(&[u8]) -> R,
+    ) -> Result<R> {
+        self.check_name(member)?;
+        let name: &dyn Name = &(tenant, member);
+        let now = self.shared.clock.now();
+        let seen = self.shared.presence.read(name, now, |v, _| {
+            (v.attached && v.owner.valid()).then(|| (v.lease, read(&v.attrs)))
+        });
+        let (lease, seen) = match seen {
+            Ok(Some(seen)) => seen,
+            Ok(None) => return Err(Error::NotFound),
+            Err(e) => return Err(e),
+        };
+        if let Some(lease) = lease {
+            self.lease_status(tenant, lease, now)
+                .map_err(|_| Error::NotFound)?;
+        }
+        Ok(seen)
+    }
+
     fn presence_info(&self, key: &NameKey, now: MonoTime) -> Result<PresenceInfo> {
         let seen = self.shared.presence.read(key, now, |v, stamp| {
             (v.attached && v.owner.valid()).then(|| PresenceInfo {
