@@ -11,14 +11,15 @@
 //! | reserved port (EVEN-PORT R=1) | presence | `v` token | port | 30 s, taken once |
 //!
 //! Every lookup on the packet path (the client's five-tuple, the relayed
-//! address, the permission, the channel) is a read of the store, which
-//! never shows a record past its deadline; nothing is cached beside it.
+//! address, the permission, the channel) is a read of the store, in place
+//! (`read_listing`, `read_presence`: nothing copied or allocated), and the
+//! store never shows a record past its deadline; nothing is cached beside
+//! it.
 //! Permissions and channels are attached to the allocation's lease, so they
 //! end with it (the store cascades); the per-user allocation quota is the
 //! store's per-holder lease quota, the relay's ceiling its lease ceiling.
 
 use relaystore::{Error, LeaseGrant, LeaseId, Scope, Store, StoreConfig, TenantId, TenantQuota};
-use std::fmt::Write as _;
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
@@ -59,57 +60,57 @@ pub fn store_config(config: &Config) -> StoreConfig {
         )
 }
 
-/// A store key, written on the stack: a tag letter and hex fields. Every
-/// key of an IPv4 relay fits relaystore's inline names (23 bytes), so a
-/// lookup allocates nothing for its key.
+/// A store key, written on the stack: a tag letter and fixed-width hex
+/// fields. Every key of an IPv4 relay fits relaystore's inline names (23
+/// bytes), and the in-place reads take it borrowed, so a lookup allocates
+/// nothing.
 struct Key {
-    bytes: [u8; 80],
+    bytes: [u8; KEY_MAX],
     len: usize,
 }
 
-impl std::fmt::Write for Key {
-    fn write_str(&mut self, s: &str) -> std::fmt::Result {
-        let end = self.len + s.len();
-        let slot = self.bytes.get_mut(self.len..end).ok_or(std::fmt::Error)?;
-        slot.copy_from_slice(s.as_bytes());
-        self.len = end;
-        Ok(())
-    }
-}
+/// The longest key: a tag and two IPv6 addresses with their ports.
+const KEY_MAX: usize = 1 + 2 * (32 + 4);
 
 impl Key {
     fn new(tag: u8) -> Key {
-        let mut bytes = [0u8; 80];
+        let mut bytes = [0u8; KEY_MAX];
         bytes[0] = tag;
         Key { bytes, len: 1 }
     }
 
-    fn ip(mut self, ip: IpAddr) -> Key {
-        // The longest key (a tag and two IPv6 addresses with ports) is 73
-        // bytes, so these writes always fit.
-        let _ = match ip {
-            IpAddr::V4(v4) => write!(self, "{:08x}", u32::from(v4)),
-            IpAddr::V6(v6) => write!(self, "{:032x}", u128::from(v6)),
-        };
+    /// Appends the low `digits` hex digits of `value`.
+    fn hex(mut self, value: u128, digits: usize) -> Key {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        for i in 0..digits {
+            let shift = 4 * (digits - 1 - i);
+            self.bytes[self.len + i] = HEX[((value >> shift) & 0xf) as usize];
+        }
+        self.len += digits;
         self
     }
 
-    fn port(mut self, port: u16) -> Key {
-        let _ = write!(self, "{port:04x}");
-        self
+    fn ip(self, ip: IpAddr) -> Key {
+        match ip {
+            IpAddr::V4(v4) => self.hex(u128::from(u32::from(v4)), 8),
+            IpAddr::V6(v6) => self.hex(u128::from(v6), 32),
+        }
+    }
+
+    fn port(self, port: u16) -> Key {
+        self.hex(u128::from(port), 4)
     }
 
     fn addr(self, addr: SocketAddr) -> Key {
         self.ip(addr.ip()).port(addr.port())
     }
 
-    fn token(mut self, value: u64) -> Key {
-        let _ = write!(self, "{value:016x}");
-        self
+    fn token(self, value: u64) -> Key {
+        self.hex(u128::from(value), 16)
     }
 
     fn as_str(&self) -> &str {
-        // Only ASCII tags and hex digits are written.
+        // Only an ASCII tag and hex digits are written.
         std::str::from_utf8(&self.bytes[..self.len]).unwrap_or("")
     }
 }
@@ -214,46 +215,61 @@ impl State {
     /// The allocation of the client at `client`, if it has one.
     pub fn allocation(&self, client: SocketAddr) -> Option<Allocation> {
         let key = Key::new(b'f').addr(client);
-        let info = self.store.get_listing(TENANT, key.as_str()).ok()?;
-        let (relayed, used) = decode(&info.attrs)?;
-        let transaction = info
-            .attrs
-            .get(used..used + 16)
-            .and_then(|b| b.try_into().ok())
-            .map(u128::from_be_bytes)?;
-        Some(Allocation {
-            lease: info.lease,
-            relayed,
-            transaction,
-        })
+        self.store
+            .read_listing(TENANT, key.as_str(), |lease, attrs| {
+                let (relayed, used) = decode(attrs)?;
+                let transaction = attrs
+                    .get(used..used + 16)
+                    .and_then(|b| b.try_into().ok())
+                    .map(u128::from_be_bytes)?;
+                Some(Allocation {
+                    lease,
+                    relayed,
+                    transaction,
+                })
+            })
+            .ok()
+            .flatten()
     }
 
     /// The client whose allocation relays from `relayed`.
     pub fn client_of(&self, relayed: SocketAddr) -> Option<SocketAddr> {
         let key = Key::new(b'r').addr(relayed);
-        let info = self.store.get_listing(TENANT, key.as_str()).ok()?;
-        decode(&info.attrs).map(|(addr, _)| addr)
+        self.store
+            .read_listing(TENANT, key.as_str(), |_, attrs| decode(attrs))
+            .ok()
+            .flatten()
+            .map(|(addr, _)| addr)
     }
 
     /// Whether the allocation at `relayed` has a permission for `peer`.
     pub fn permitted(&self, relayed: SocketAddr, peer: IpAddr) -> bool {
         let key = Key::new(b'p').addr(relayed).ip(peer);
-        self.store.get_presence(TENANT, key.as_str()).is_ok()
+        self.store
+            .read_presence(TENANT, key.as_str(), |_| ())
+            .is_ok()
     }
 
     /// The peer bound to `channel` on the allocation at `relayed`.
     pub fn channel_peer(&self, relayed: SocketAddr, channel: u16) -> Option<SocketAddr> {
         let key = Key::new(b'c').addr(relayed).port(channel);
-        let info = self.store.get_presence(TENANT, key.as_str()).ok()?;
-        decode(&info.attrs).map(|(addr, _)| addr)
+        self.store
+            .read_presence(TENANT, key.as_str(), decode)
+            .ok()
+            .flatten()
+            .map(|(addr, _)| addr)
     }
 
     /// The channel bound to `peer` on the allocation at `relayed`.
     pub fn peer_channel(&self, relayed: SocketAddr, peer: SocketAddr) -> Option<u16> {
         let key = Key::new(b'b').addr(relayed).addr(peer);
-        let info = self.store.get_presence(TENANT, key.as_str()).ok()?;
-        let bytes: [u8; 2] = info.attrs.get(..2)?.try_into().ok()?;
-        Some(u16::from_be_bytes(bytes))
+        self.store
+            .read_presence(TENANT, key.as_str(), |attrs| {
+                let bytes: [u8; 2] = attrs.get(..2)?.try_into().ok()?;
+                Some(u16::from_be_bytes(bytes))
+            })
+            .ok()
+            .flatten()
     }
 
     /// The user holding `lease`, if it is live.
