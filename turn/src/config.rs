@@ -48,6 +48,19 @@ pub struct Config {
     /// How long a port reserved by EVEN-PORT (R=1) is held for its token
     /// (RFC 8656: about 30 s).
     pub reservation_lifetime: Duration,
+    /// The client socket's receive and send buffers, in bytes
+    /// (`--socket-buffer`, default 4 MiB): the burst it absorbs while the
+    /// relay's thread is not running. The kernel caps it at
+    /// `net.core.rmem_max` and `net.core.wmem_max`.
+    pub socket_buffer: usize,
+    /// Redis URLs (`--redis URL`, repeatable): empty keeps the records in
+    /// this process; one is a standalone server, several are a Cluster's
+    /// seeds. Relays sharing a server and namespace share the per-user
+    /// quota.
+    pub redis: Vec<String>,
+    /// The key prefix on Redis (`--redis-namespace`, default
+    /// `relaystore-turn`).
+    pub redis_namespace: String,
 }
 
 impl Default for Config {
@@ -68,6 +81,9 @@ impl Default for Config {
             channel_lifetime: Duration::from_secs(600),
             nonce_lifetime: Duration::from_secs(600),
             reservation_lifetime: Duration::from_secs(30),
+            socket_buffer: 4 << 20,
+            redis: Vec::new(),
+            redis_namespace: "relaystore-turn".to_string(),
         }
     }
 }
@@ -110,7 +126,11 @@ usage: relaystore-turn [options]
   --children-max N         permissions + 2 x channels per allocation (default 64)
   --lifetime-default SECS  allocation lifetime when none or less is asked (default 600)
   --lifetime-max SECS      longest allocation lifetime (default 3600)
-  --nonce-lifetime SECS    how long a nonce is accepted (default 600)";
+  --nonce-lifetime SECS    how long a nonce is accepted (default 600)
+  --socket-buffer BYTES    client socket's receive and send buffers (default 4194304)
+  --redis URL              keep the records on Redis, shared with other relays
+                           (repeat for a Cluster's seeds; default: in this process)
+  --redis-namespace NAME   key prefix on Redis (default relaystore-turn)";
 
 impl Config {
     /// Reads the settings from command-line arguments (without the program
@@ -139,6 +159,9 @@ impl Config {
                 "--lifetime-default" => config.lifetime_default = seconds(&flag, &value()?)?,
                 "--lifetime-max" => config.lifetime_max = seconds(&flag, &value()?)?,
                 "--nonce-lifetime" => config.nonce_lifetime = seconds(&flag, &value()?)?,
+                "--socket-buffer" => config.socket_buffer = parse(&flag, &value()?)?,
+                "--redis" => config.redis.push(value()?),
+                "--redis-namespace" => config.redis_namespace = value()?,
                 _ => return Err(refuse(&flag, "unknown option (see --help)")),
             }
         }

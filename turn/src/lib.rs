@@ -8,8 +8,10 @@ mod auth;
 mod batch;
 pub mod config;
 mod proto;
+pub mod records;
 pub mod server;
 pub mod state;
 
 pub use config::{Config, ConfigError};
+pub use records::Records;
 pub use server::{Counters, Handle, Relay};

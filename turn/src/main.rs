@@ -2,7 +2,7 @@
 
 use relaystore::Store;
 use relaystore_turn::config::USAGE;
-use relaystore_turn::{state, Config, Relay};
+use relaystore_turn::{state, Config, Records, Relay};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
@@ -18,26 +18,40 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let store = Store::builder()
-        .config(state::store_config(&config))
-        .expiry_tick(state::EXPIRY_TICK)
-        .build();
-    let store = match store {
-        Ok(store) => store,
+    let records = if config.redis.is_empty() {
+        Store::builder()
+            .config(state::store_config(&config))
+            .expiry_tick(state::EXPIRY_TICK)
+            .build()
+            .map(Records::Memory)
+    } else {
+        Records::redis(
+            &config.redis,
+            &config.redis_namespace,
+            state::store_config(&config),
+        )
+    };
+    let records = match records {
+        Ok(records) => records,
         Err(e) => {
             eprintln!("relaystore-turn: {e}");
             return ExitCode::from(2);
         }
     };
-    let relay = match Relay::bind(config.clone(), store) {
+    let relay = match Relay::bind(config.clone(), records) {
         Ok(relay) => relay,
         Err(e) => {
             eprintln!("relaystore-turn: cannot listen on {}: {e}", config.listen);
             return ExitCode::FAILURE;
         }
     };
+    let engine = if config.redis.is_empty() {
+        "records in this process".to_string()
+    } else {
+        format!("records on Redis, namespace {}", config.redis_namespace)
+    };
     eprintln!(
-        "relaystore-turn: listening on {} (realm {}, relaying from {} ports {}-{})",
+        "relaystore-turn: listening on {} (realm {}, relaying from {} ports {}-{}, {engine})",
         relay.handle().local_addr,
         config.realm,
         config.relay_ip,

@@ -176,7 +176,7 @@ impl Relay {
     }
 
     fn now_ms(&self) -> u64 {
-        self.state.store().now().as_millis()
+        self.state.now_ms()
     }
 
     fn answer_failure(
@@ -220,12 +220,7 @@ impl Relay {
         if let Some(existing) = self.state.allocation(from) {
             // A retransmission gets the first answer; anything else 437.
             if existing.transaction == u128::from(msg.transaction_id()) {
-                let left = self
-                    .state
-                    .store()
-                    .get_lease(crate::state::TENANT, existing.lease)
-                    .map(|l| l.remaining)
-                    .unwrap_or_default();
+                let left = self.state.remaining(existing.lease).unwrap_or_default();
                 return Ok(Success::allocated(existing.relayed, left, None));
             }
             return Err(fail(ErrorCode::ALLOCATION_MISMATCH));

@@ -5,8 +5,8 @@
 
 use mio::net::UdpSocket;
 use mio::{Events, Interest, Poll, Token, Waker};
-use relaystore::events::{Collection, Event, Received, RecordId, Subscription};
-use relaystore::{LeaseId, Store};
+use relaystore::events::{Event, Received, RecordId, Subscription};
+use relaystore::LeaseId;
 use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
@@ -24,6 +24,7 @@ use turn_types::message::{DATA, SEND};
 use crate::auth::{Nonces, Users};
 use crate::batch::{Receive, Send, BATCH};
 use crate::config::Config;
+use crate::records::Records;
 use crate::state::State;
 
 const LISTEN: Token = Token(0);
@@ -97,25 +98,28 @@ pub struct Relay {
 
 impl Relay {
     /// Binds the client socket and prepares the relay; [`Relay::run`]
-    /// serves. The store must have been built with
-    /// [`state::store_config`](crate::state::store_config) (or a config at
-    /// least as large).
-    pub fn bind(config: Config, store: Store) -> io::Result<Relay> {
+    /// serves. The records' limits must be
+    /// [`state::store_config`](crate::state::store_config)'s (or larger).
+    pub fn bind(config: Config, records: Records) -> io::Result<Relay> {
         config
             .validate()
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
         let poll = Poll::new()?;
         let mut listen = UdpSocket::bind(config.listen)?;
+        let sock = socket2::SockRef::from(&listen);
+        sock.set_recv_buffer_size(config.socket_buffer)?;
+        sock.set_send_buffer_size(config.socket_buffer)?;
         poll.registry()
             .register(&mut listen, LISTEN, Interest::READABLE)?;
         let waker = Arc::new(Waker::new(poll.registry(), WAKE)?);
-        let removals = store
-            .subscribe_to(&[Collection::Leases, Collection::Presence])
+        let removals = records
+            .subscribe()
             .map_err(|e| io::Error::other(e.to_string()))?;
+        let local_addr = listen.local_addr()?;
         let handle = Handle {
             stop: Arc::new(AtomicBool::new(false)),
             waker,
-            local_addr: listen.local_addr()?,
+            local_addr,
             counters: Arc::new(Counters::default()),
         };
         let mut seed = [0u8; 16];
@@ -123,7 +127,7 @@ impl Relay {
         Ok(Relay {
             users: Users::new(&config.users, &config.realm),
             nonces: Nonces::new(config.nonce_lifetime),
-            state: State::new(store, &config),
+            state: State::new(records, &config, local_addr),
             next_port: config.min_port,
             config,
             poll,

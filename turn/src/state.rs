@@ -3,7 +3,7 @@
 //! | TURN | record | key | attributes | lifetime |
 //! | --- | --- | --- | --- | --- |
 //! | allocation | lease, holder = user | (its id) | | LIFETIME, renewed by Refresh |
-//! | five-tuple → allocation | listing on the allocation | `f` client | relayed address, Allocate's transaction id | the allocation's |
+//! | five-tuple → allocation | listing on the allocation | `f` client, relay's listen address | relayed address, Allocate's transaction id | the allocation's |
 //! | relayed address → client | listing on the allocation | `r` relayed | client address | the allocation's |
 //! | permission | presence on the allocation | `p` relayed, peer IP | | 300 s, renewed by CreatePermission and ChannelBind |
 //! | channel → peer | presence on the allocation | `c` relayed, channel | peer address | 600 s, renewed by ChannelBind |
@@ -19,14 +19,14 @@
 //! end with it (the store cascades); the per-user allocation quota is the
 //! store's per-holder lease quota, the relay's ceiling its lease ceiling.
 
-use relaystore::{Error, LeaseGrant, LeaseId, Scope, Store, StoreConfig, TenantId, TenantQuota};
+use relaystore::{Error, LeaseGrant, LeaseId, Scope, StoreConfig, TenantQuota};
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 use crate::config::Config;
 
-/// The tenant every record of the relay belongs to.
-pub const TENANT: TenantId = TenantId(1);
+use crate::records::Records;
+pub use crate::records::TENANT;
 
 /// How often the store's driver sweeps expired records for the relay.
 /// Reads never show an expired record, whatever the sweep's pace; the tick
@@ -187,36 +187,49 @@ impl From<Error> for Refusal {
     }
 }
 
-/// The relay's view of its store.
-#[derive(Clone)]
+/// The relay's view of its records.
 pub struct State {
-    store: Store,
+    records: Records,
+    /// The relay's own address: the server's half of every five-tuple.
+    listen: SocketAddr,
     permission_lifetime: Duration,
     channel_lifetime: Duration,
     reservation_lifetime: Duration,
 }
 
 impl State {
-    /// The state of a relay with `config`, in `store`.
-    pub fn new(store: Store, config: &Config) -> State {
+    /// The state of a relay with `config` listening on `listen`, in
+    /// `records`.
+    pub fn new(records: Records, config: &Config, listen: SocketAddr) -> State {
         State {
-            store,
+            records,
+            listen,
             permission_lifetime: config.permission_lifetime,
             channel_lifetime: config.channel_lifetime,
             reservation_lifetime: config.reservation_lifetime,
         }
     }
 
-    /// The store.
-    pub fn store(&self) -> &Store {
-        &self.store
+    /// The records.
+    pub fn records(&self) -> &Records {
+        &self.records
+    }
+
+    /// Milliseconds on the records' clock (for the nonces).
+    pub fn now_ms(&self) -> u64 {
+        self.records.now_ms()
+    }
+
+    /// The five-tuple key of the client at `client`.
+    fn five_tuple(&self, client: SocketAddr) -> Key {
+        Key::new(b'f').addr(client).addr(self.listen)
     }
 
     /// The allocation of the client at `client`, if it has one.
     pub fn allocation(&self, client: SocketAddr) -> Option<Allocation> {
-        let key = Key::new(b'f').addr(client);
-        self.store
-            .read_listing(TENANT, key.as_str(), |lease, attrs| {
+        let key = self.five_tuple(client);
+        self.records
+            .read_listing(key.as_str(), |lease, attrs| {
                 let (relayed, used) = decode(attrs)?;
                 let transaction = attrs
                     .get(used..used + 16)
@@ -235,8 +248,8 @@ impl State {
     /// The client whose allocation relays from `relayed`.
     pub fn client_of(&self, relayed: SocketAddr) -> Option<SocketAddr> {
         let key = Key::new(b'r').addr(relayed);
-        self.store
-            .read_listing(TENANT, key.as_str(), |_, attrs| decode(attrs))
+        self.records
+            .read_listing(key.as_str(), |_, attrs| decode(attrs))
             .ok()
             .flatten()
             .map(|(addr, _)| addr)
@@ -245,16 +258,14 @@ impl State {
     /// Whether the allocation at `relayed` has a permission for `peer`.
     pub fn permitted(&self, relayed: SocketAddr, peer: IpAddr) -> bool {
         let key = Key::new(b'p').addr(relayed).ip(peer);
-        self.store
-            .read_presence(TENANT, key.as_str(), |_| ())
-            .is_ok()
+        self.records.read_presence(key.as_str(), |_| ()).is_ok()
     }
 
     /// The peer bound to `channel` on the allocation at `relayed`.
     pub fn channel_peer(&self, relayed: SocketAddr, channel: u16) -> Option<SocketAddr> {
         let key = Key::new(b'c').addr(relayed).port(channel);
-        self.store
-            .read_presence(TENANT, key.as_str(), decode)
+        self.records
+            .read_presence(key.as_str(), decode)
             .ok()
             .flatten()
             .map(|(addr, _)| addr)
@@ -263,8 +274,8 @@ impl State {
     /// The channel bound to `peer` on the allocation at `relayed`.
     pub fn peer_channel(&self, relayed: SocketAddr, peer: SocketAddr) -> Option<u16> {
         let key = Key::new(b'b').addr(relayed).addr(peer);
-        self.store
-            .read_presence(TENANT, key.as_str(), |attrs| {
+        self.records
+            .read_presence(key.as_str(), |attrs| {
                 let bytes: [u8; 2] = attrs.get(..2)?.try_into().ok()?;
                 Some(u16::from_be_bytes(bytes))
             })
@@ -274,13 +285,17 @@ impl State {
 
     /// The user holding `lease`, if it is live.
     pub fn holder(&self, lease: LeaseId) -> Option<String> {
-        let info = self.store.get_lease(TENANT, lease).ok()?;
-        Some(info.holder.as_str().to_string())
+        self.records.lease(lease).map(|(holder, _)| holder)
+    }
+
+    /// The time left to `lease`, if it is live.
+    pub fn remaining(&self, lease: LeaseId) -> Option<Duration> {
+        self.records.lease(lease).map(|(_, left)| left)
     }
 
     /// A new allocation's lease for `user`, for `lifetime`.
     pub fn grant(&self, user: &str, lifetime: Duration) -> Result<LeaseGrant, Refusal> {
-        Ok(self.store.grant(TENANT, user, lifetime, None)?)
+        Ok(self.records.grant(user, lifetime)?)
     }
 
     /// Records the allocation `lease` of `client`, relaying from `relayed`,
@@ -296,40 +311,33 @@ impl State {
         let mut attrs = Vec::with_capacity(40);
         encode(relayed, &mut attrs);
         attrs.extend_from_slice(&transaction.to_be_bytes());
-        let five_tuple = Key::new(b'f').addr(client);
-        self.store
-            .publish(TENANT, lease, five_tuple.as_str(), &attrs, None)?;
+        let five_tuple = self.five_tuple(client);
+        self.records.publish(lease, five_tuple.as_str(), &attrs)?;
         attrs.clear();
         encode(client, &mut attrs);
         let relayed_key = Key::new(b'r').addr(relayed);
-        self.store
-            .publish(TENANT, lease, relayed_key.as_str(), &attrs, None)?;
+        self.records.publish(lease, relayed_key.as_str(), &attrs)?;
         Ok(())
     }
 
     /// Renews the allocation `lease` for `lifetime`.
     pub fn refresh(&self, lease: LeaseId, lifetime: Duration) -> Result<(), Refusal> {
-        self.store.renew(TENANT, lease, lifetime)?;
+        self.records.renew(lease, lifetime)?;
         Ok(())
     }
 
     /// Ends the allocation `lease` and, with it, everything attached.
     pub fn delete(&self, lease: LeaseId) {
         // Already gone is fine: the client asked for its end.
-        let _ = self.store.revoke(TENANT, lease);
+        let _ = self.records.revoke(lease);
     }
 
     /// Installs or refreshes the permission for `peer` on the allocation
     /// `lease` at `relayed`.
     pub fn permit(&self, lease: LeaseId, relayed: SocketAddr, peer: IpAddr) -> Result<(), Refusal> {
         let key = Key::new(b'p').addr(relayed).ip(peer);
-        self.store.heartbeat(
-            TENANT,
-            key.as_str(),
-            self.permission_lifetime,
-            None,
-            Some(lease),
-        )?;
+        self.records
+            .heartbeat(key.as_str(), self.permission_lifetime, None, Some(lease))?;
         Ok(())
     }
 
@@ -353,8 +361,7 @@ impl State {
         let mut attrs = Vec::with_capacity(20);
         encode(peer, &mut attrs);
         let by_channel = Key::new(b'c').addr(relayed).port(channel);
-        self.store.heartbeat(
-            TENANT,
+        self.records.heartbeat(
             by_channel.as_str(),
             self.channel_lifetime,
             Some(&attrs),
@@ -362,8 +369,7 @@ impl State {
         )?;
         let by_peer = Key::new(b'b').addr(relayed).addr(peer);
         let created = bound_peer.is_none();
-        if let Err(e) = self.store.heartbeat(
-            TENANT,
+        if let Err(e) = self.records.heartbeat(
             by_peer.as_str(),
             self.channel_lifetime,
             Some(&channel.to_be_bytes()),
@@ -371,7 +377,7 @@ impl State {
         ) {
             if created {
                 // All or nothing: the half just made goes again.
-                let _ = self.store.leave(TENANT, by_channel.as_str());
+                let _ = self.records.leave(by_channel.as_str());
             }
             return Err(e.into());
         }
@@ -382,8 +388,7 @@ impl State {
     /// Holds `port` for the reservation `token` (EVEN-PORT R=1).
     pub fn reserve(&self, token: u64, port: u16) -> Result<(), Refusal> {
         let key = Key::new(b'v').token(token);
-        self.store.heartbeat(
-            TENANT,
+        self.records.heartbeat(
             key.as_str(),
             self.reservation_lifetime,
             Some(&port.to_be_bytes()),
@@ -396,10 +401,14 @@ impl State {
     /// the reservation expired, finds nothing.
     pub fn take_reservation(&self, token: u64) -> Option<u16> {
         let key = Key::new(b'v').token(token);
-        let info = self.store.get_presence(TENANT, key.as_str()).ok()?;
-        let port = u16::from_be_bytes(info.attrs.get(..2)?.try_into().ok()?);
+        let port = self
+            .records
+            .read_presence(key.as_str(), |attrs| {
+                Some(u16::from_be_bytes(attrs.get(..2)?.try_into().ok()?))
+            })
+            .ok()??;
         // `leave` succeeds for one caller only: the token is used up.
-        self.store.leave(TENANT, key.as_str()).ok()?;
+        self.records.leave(key.as_str()).ok()?;
         Some(port)
     }
 
@@ -431,13 +440,19 @@ mod tests {
     }
 
     #[test]
-    fn ipv4_keys_fit_an_inline_name() {
+    fn ipv4_relayed_keys_fit_an_inline_name() {
         let relayed: SocketAddr = "255.255.255.255:65535".parse().unwrap();
         let peer: SocketAddr = "255.255.255.255:65535".parse().unwrap();
         let longest = Key::new(b'b').addr(relayed).addr(peer);
         assert_eq!(longest.as_str().len(), 1 + 12 + 12);
         let permission = Key::new(b'p').addr(relayed).ip(peer.ip());
         assert!(permission.as_str().len() <= 23);
+        let five_tuple = Key::new(b'f').addr(relayed).addr(peer);
+        assert_eq!(
+            five_tuple.as_str().len(),
+            25,
+            "read borrowed, so longer is fine"
+        );
     }
 
     #[test]

@@ -7,26 +7,24 @@
 
 use relaystore::time::ManualClock;
 use relaystore::Store;
-use relaystore_turn::{state, Config, Counters, Handle, Relay};
-use std::net::{SocketAddr, UdpSocket};
+use relaystore_turn::{state, Config, Counters, Handle, Records, Relay};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-use stun_types::attribute::{
-    AttributeStaticType, ErrorCode, Fingerprint, Nonce, Realm, Username, XorMappedAddress,
-};
+use stun_types::attribute::{AttributeStaticType, Fingerprint, Nonce, Realm, XorMappedAddress};
 use stun_types::message::{
-    IntegrityAlgorithm, LongTermKeyCredentials, Message, MessageClass, MessageType, MessageWrite,
-    MessageWriteExt, MessageWriteVec, TransactionId, BINDING,
+    LongTermKeyCredentials, Message, MessageClass, MessageType, MessageWrite, MessageWriteExt,
+    MessageWriteVec, TransactionId, BINDING,
 };
 use turn_types::attribute::{
-    ChannelNumber, Data, EvenPort, Lifetime, RequestedTransport, ReservationToken, XorPeerAddress,
-    XorRelayedAddress,
+    Data, EvenPort, Lifetime, RequestedTransport, ReservationToken, XorPeerAddress,
 };
-use turn_types::message::{ALLOCATE, CHANNEL_BIND, CREATE_PERMISSION, DATA, REFRESH, SEND};
+use turn_types::message::{ALLOCATE, DATA, REFRESH, SEND};
 
-const REALM: &str = "relay.test";
+mod client;
+
+use client::{error_code, peer_socket, success, Attrs, Client, REALM};
 
 /// A relay on its own thread, stopped when dropped.
 struct Running {
@@ -68,7 +66,7 @@ fn start(config: Config) -> Running {
         .without_expiry_driver()
         .build()
         .unwrap();
-    let relay = Relay::bind(config, store.clone()).unwrap();
+    let relay = Relay::bind(config, Records::Memory(store.clone())).unwrap();
     let handle = relay.handle();
     let thread = std::thread::spawn(move || relay.run().unwrap());
     Running {
@@ -95,140 +93,10 @@ impl Running {
     }
 }
 
-/// A TURN client over one UDP socket.
-struct Client {
-    socket: UdpSocket,
-    server: SocketAddr,
-    user: String,
-    password: String,
-    nonce: Option<String>,
-}
-
-type Attrs<'a> = &'a dyn Fn(&mut MessageWriteVec, TransactionId);
-
-impl Client {
-    fn new(running: &Running, user: &str, password: &str) -> Client {
-        let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
-        socket
-            .set_read_timeout(Some(Duration::from_secs(5)))
-            .unwrap();
-        Client {
-            socket,
-            server: running.handle.local_addr,
-            user: user.to_string(),
-            password: password.to_string(),
-            nonce: None,
-        }
-    }
-
-    fn local(&self) -> SocketAddr {
-        self.socket.local_addr().unwrap()
-    }
-
-    fn receive(&self) -> Vec<u8> {
-        let mut buf = vec![0u8; 2048];
-        let (n, _) = self.socket.recv_from(&mut buf).expect("an answer");
-        buf.truncate(n);
-        buf
-    }
-
-    /// Sends a request (with credentials once a nonce is known) and
-    /// returns the answer's bytes; `id` fixes the transaction id.
-    fn send(
-        &mut self,
-        method: stun_types::message::Method,
-        id: TransactionId,
-        attrs: Attrs,
-    ) -> Vec<u8> {
-        let kind = MessageType::from_class_method(MessageClass::Request, method);
-        let mut w = Message::builder(kind, id, MessageWriteVec::new());
-        attrs(&mut w, id);
-        if let Some(nonce) = &self.nonce {
-            w.add_attribute(&Username::new(&self.user).unwrap())
-                .unwrap();
-            w.add_attribute(&Realm::new(REALM).unwrap()).unwrap();
-            w.add_attribute(&Nonce::new(nonce).unwrap()).unwrap();
-            let creds = LongTermKeyCredentials::new(
-                self.user.clone(),
-                self.password.clone(),
-                REALM.to_string(),
-            );
-            w.add_message_integrity(&creds.into(), IntegrityAlgorithm::Sha1)
-                .unwrap();
-        }
-        w.add_fingerprint().unwrap();
-        self.socket.send_to(&w.finish(), self.server).unwrap();
-        self.receive()
-    }
-
-    /// A request, answered after any 401 or 438 challenge; returns the
-    /// final answer.
-    fn request(&mut self, method: stun_types::message::Method, attrs: Attrs) -> Vec<u8> {
-        for _ in 0..3 {
-            let answer = self.send(method, TransactionId::generate(), attrs);
-            let msg = Message::from_bytes(&answer).unwrap();
-            let code = error_code(&answer);
-            if code == Some(401) && self.nonce.is_none() || code == Some(438) {
-                self.nonce = Some(msg.attribute::<Nonce>().unwrap().nonce().to_string());
-                continue;
-            }
-            return answer;
-        }
-        panic!("challenged three times");
-    }
-
-    fn allocate(&mut self) -> Vec<u8> {
-        self.request(ALLOCATE, &|w, _| {
-            w.add_attribute(&RequestedTransport::new(17)).unwrap();
-        })
-    }
-
-    fn relayed(answer: &[u8]) -> SocketAddr {
-        let msg = Message::from_bytes(answer).unwrap();
-        assert_eq!(
-            msg.class(),
-            MessageClass::Success,
-            "{:?}",
-            error_code(answer)
-        );
-        msg.attribute::<XorRelayedAddress>()
-            .unwrap()
-            .addr(msg.transaction_id())
-    }
-
-    fn permit(&mut self, peer: SocketAddr) -> Vec<u8> {
-        self.request(CREATE_PERMISSION, &move |w, id| {
-            w.add_attribute(&XorPeerAddress::new(peer, id)).unwrap();
-        })
-    }
-
-    fn bind(&mut self, channel: u16, peer: SocketAddr) -> Vec<u8> {
-        self.request(CHANNEL_BIND, &move |w, id| {
-            w.add_attribute(&ChannelNumber::new(channel)).unwrap();
-            w.add_attribute(&XorPeerAddress::new(peer, id)).unwrap();
-        })
-    }
-}
-
-fn error_code(answer: &[u8]) -> Option<u16> {
-    let msg = Message::from_bytes(answer).unwrap();
-    msg.attribute::<ErrorCode>().ok().map(|e| e.code())
-}
-
-fn success(answer: &[u8]) -> bool {
-    Message::from_bytes(answer).unwrap().class() == MessageClass::Success
-}
-
-fn peer_socket() -> UdpSocket {
-    let peer = UdpSocket::bind("127.0.0.1:0").unwrap();
-    peer.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    peer
-}
-
 #[test]
 fn credentials_are_challenged_checked_and_signed() {
     let relay = start(config());
-    let mut client = Client::new(&relay, "alice", "wrong");
+    let mut client = Client::new(relay.handle.local_addr, "alice", "wrong");
     let first = client.send(ALLOCATE, TransactionId::generate(), &|w, _| {
         w.add_attribute(&RequestedTransport::new(17)).unwrap();
     });
@@ -253,7 +121,7 @@ fn credentials_are_challenged_checked_and_signed() {
     let mapped = msg.attribute::<XorMappedAddress>().unwrap();
     assert_eq!(mapped.addr(msg.transaction_id()), client.local());
     // A Binding request needs no credentials.
-    let mut plain = Client::new(&relay, "", "");
+    let mut plain = Client::new(relay.handle.local_addr, "", "");
     let binding = plain.send(BINDING, TransactionId::generate(), &|_, _| {});
     assert!(success(&binding));
 }
@@ -261,7 +129,7 @@ fn credentials_are_challenged_checked_and_signed() {
 #[test]
 fn an_expired_nonce_gets_438_and_a_fresh_one() {
     let relay = start(config());
-    let mut client = Client::new(&relay, "alice", "secret");
+    let mut client = Client::new(relay.handle.local_addr, "alice", "secret");
     assert!(success(&client.allocate()));
     let old = client.nonce.clone().unwrap();
     relay.clock.advance(Duration::from_secs(601));
@@ -280,13 +148,13 @@ fn an_expired_nonce_gets_438_and_a_fresh_one() {
 #[test]
 fn a_second_allocate_is_437_and_a_retransmission_gets_the_first_answer() {
     let relay = start(config());
-    let mut client = Client::new(&relay, "alice", "secret");
+    let mut client = Client::new(relay.handle.local_addr, "alice", "secret");
     assert!(success(&client.allocate()));
     let id = TransactionId::generate();
     let attrs: Attrs = &|w, _| {
         w.add_attribute(&RequestedTransport::new(17)).unwrap();
     };
-    let mut fresh = Client::new(&relay, "alice", "secret");
+    let mut fresh = Client::new(relay.handle.local_addr, "alice", "secret");
     fresh.nonce = client.nonce.clone();
     let first = fresh.send(ALLOCATE, id, attrs);
     let again = fresh.send(ALLOCATE, id, attrs);
@@ -303,13 +171,13 @@ fn the_user_quota_answers_486_until_an_allocation_expires() {
         ..config()
     });
     let mut clients: Vec<Client> = (0..3)
-        .map(|_| Client::new(&relay, "alice", "secret"))
+        .map(|_| Client::new(relay.handle.local_addr, "alice", "secret"))
         .collect();
     assert!(success(&clients[0].allocate()));
     assert!(success(&clients[1].allocate()));
     assert_eq!(error_code(&clients[2].allocate()), Some(486));
     // Another user is not held back by alice's quota.
-    let mut bob = Client::new(&relay, "bob", "hunter2");
+    let mut bob = Client::new(relay.handle.local_addr, "bob", "hunter2");
     assert!(success(&bob.allocate()));
     // The first two expire (600 s); the store frees the quota.
     relay.clock.advance(Duration::from_secs(601));
@@ -324,8 +192,8 @@ fn a_full_relay_answers_508() {
         allocations_max: 1,
         ..config()
     });
-    let mut alice = Client::new(&relay, "alice", "secret");
-    let mut bob = Client::new(&relay, "bob", "hunter2");
+    let mut alice = Client::new(relay.handle.local_addr, "alice", "secret");
+    let mut bob = Client::new(relay.handle.local_addr, "bob", "hunter2");
     assert!(success(&alice.allocate()));
     assert_eq!(error_code(&bob.allocate()), Some(508));
 }
@@ -334,7 +202,7 @@ fn a_full_relay_answers_508() {
 fn datagrams_pass_only_under_a_live_permission() {
     let relay = start(config());
     let peer = peer_socket();
-    let mut client = Client::new(&relay, "alice", "secret");
+    let mut client = Client::new(relay.handle.local_addr, "alice", "secret");
     let relayed = Client::relayed(&client.allocate());
     // Without a permission the peer's datagram is dropped.
     peer.send_to(b"early", relayed).unwrap();
@@ -379,7 +247,7 @@ fn channels_relay_both_ways_and_refuse_conflicting_binds() {
     let relay = start(config());
     let peer = peer_socket();
     let other = peer_socket();
-    let mut client = Client::new(&relay, "alice", "secret");
+    let mut client = Client::new(relay.handle.local_addr, "alice", "secret");
     let relayed = Client::relayed(&client.allocate());
     let to = peer.local_addr().unwrap();
     // Above RFC 8656's 0x4FFF: clients pick from RFC 5766's whole range.
@@ -422,7 +290,7 @@ fn channels_relay_both_ways_and_refuse_conflicting_binds() {
 #[test]
 fn refresh_with_lifetime_zero_deletes_the_allocation_and_its_socket() {
     let relay = start(config());
-    let mut client = Client::new(&relay, "alice", "secret");
+    let mut client = Client::new(relay.handle.local_addr, "alice", "secret");
     assert!(success(&client.allocate()));
     let refreshed = client.request(REFRESH, &|w, _| {
         w.add_attribute(&Lifetime::new(1200)).unwrap();
@@ -439,7 +307,7 @@ fn refresh_with_lifetime_zero_deletes_the_allocation_and_its_socket() {
     assert_eq!(error_code(&again), Some(437));
     // Another user's credentials on this five-tuple's allocation: 441.
     assert!(success(&client.allocate()));
-    let mut bob = Client::new(&relay, "bob", "hunter2");
+    let mut bob = Client::new(relay.handle.local_addr, "bob", "hunter2");
     bob.socket = client.socket.try_clone().unwrap();
     let answer = bob.request(REFRESH, &|_, _| {});
     assert_eq!(error_code(&answer), Some(441));
@@ -448,7 +316,7 @@ fn refresh_with_lifetime_zero_deletes_the_allocation_and_its_socket() {
 #[test]
 fn even_port_reserves_the_next_port_for_one_token_use() {
     let relay = start(config());
-    let mut first = Client::new(&relay, "alice", "secret");
+    let mut first = Client::new(relay.handle.local_addr, "alice", "secret");
     let answer = first.request(ALLOCATE, &|w, _| {
         w.add_attribute(&RequestedTransport::new(17)).unwrap();
         w.add_attribute(&EvenPort::new(true)).unwrap();
@@ -461,10 +329,10 @@ fn even_port_reserves_the_next_port_for_one_token_use() {
         w.add_attribute(&RequestedTransport::new(17)).unwrap();
         w.add_attribute(&ReservationToken::new(token)).unwrap();
     };
-    let mut second = Client::new(&relay, "alice", "secret");
+    let mut second = Client::new(relay.handle.local_addr, "alice", "secret");
     let answer = second.request(ALLOCATE, &with_token);
     assert_eq!(Client::relayed(&answer).port(), relayed.port() + 1);
-    let mut third = Client::new(&relay, "alice", "secret");
+    let mut third = Client::new(relay.handle.local_addr, "alice", "secret");
     assert_eq!(
         error_code(&third.request(ALLOCATE, &with_token)),
         Some(508),

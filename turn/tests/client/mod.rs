@@ -1,0 +1,142 @@
+//! A small TURN client for the tests: requests with long-term
+//! credentials (answering a 401 or 438 challenge by itself), and helpers
+//! to read answers.
+
+#![allow(dead_code)] // each test binary uses part of it
+
+use std::net::{SocketAddr, UdpSocket};
+use std::time::Duration;
+use stun_types::attribute::{ErrorCode, Nonce, Realm, Username};
+use stun_types::message::{
+    IntegrityAlgorithm, LongTermKeyCredentials, Message, MessageClass, MessageType, MessageWrite,
+    MessageWriteExt, MessageWriteVec, Method, TransactionId,
+};
+use turn_types::attribute::{ChannelNumber, RequestedTransport, XorPeerAddress, XorRelayedAddress};
+use turn_types::message::{ALLOCATE, CHANNEL_BIND, CREATE_PERMISSION};
+
+pub const REALM: &str = "relay.test";
+
+/// A TURN client over one UDP socket.
+pub struct Client {
+    pub socket: UdpSocket,
+    pub server: SocketAddr,
+    pub user: String,
+    pub password: String,
+    pub nonce: Option<String>,
+}
+
+pub type Attrs<'a> = &'a dyn Fn(&mut MessageWriteVec, TransactionId);
+
+impl Client {
+    pub fn new(server: SocketAddr, user: &str, password: &str) -> Client {
+        let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+        socket
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        Client {
+            socket,
+            server,
+            user: user.to_string(),
+            password: password.to_string(),
+            nonce: None,
+        }
+    }
+
+    pub fn local(&self) -> SocketAddr {
+        self.socket.local_addr().unwrap()
+    }
+
+    pub fn receive(&self) -> Vec<u8> {
+        let mut buf = vec![0u8; 2048];
+        let (n, _) = self.socket.recv_from(&mut buf).expect("an answer");
+        buf.truncate(n);
+        buf
+    }
+
+    /// Sends a request (with credentials once a nonce is known) and
+    /// returns the answer's bytes; `id` fixes the transaction id.
+    pub fn send(&mut self, method: Method, id: TransactionId, attrs: Attrs) -> Vec<u8> {
+        let kind = MessageType::from_class_method(MessageClass::Request, method);
+        let mut w = Message::builder(kind, id, MessageWriteVec::new());
+        attrs(&mut w, id);
+        if let Some(nonce) = &self.nonce {
+            w.add_attribute(&Username::new(&self.user).unwrap())
+                .unwrap();
+            w.add_attribute(&Realm::new(REALM).unwrap()).unwrap();
+            w.add_attribute(&Nonce::new(nonce).unwrap()).unwrap();
+            let creds = LongTermKeyCredentials::new(
+                self.user.clone(),
+                self.password.clone(),
+                REALM.to_string(),
+            );
+            w.add_message_integrity(&creds.into(), IntegrityAlgorithm::Sha1)
+                .unwrap();
+        }
+        w.add_fingerprint().unwrap();
+        self.socket.send_to(&w.finish(), self.server).unwrap();
+        self.receive()
+    }
+
+    /// A request, answered after any 401 or 438 challenge; returns the
+    /// final answer.
+    pub fn request(&mut self, method: Method, attrs: Attrs) -> Vec<u8> {
+        for _ in 0..3 {
+            let answer = self.send(method, TransactionId::generate(), attrs);
+            let msg = Message::from_bytes(&answer).unwrap();
+            let code = error_code(&answer);
+            if code == Some(401) && self.nonce.is_none() || code == Some(438) {
+                self.nonce = Some(msg.attribute::<Nonce>().unwrap().nonce().to_string());
+                continue;
+            }
+            return answer;
+        }
+        panic!("challenged three times");
+    }
+
+    pub fn allocate(&mut self) -> Vec<u8> {
+        self.request(ALLOCATE, &|w, _| {
+            w.add_attribute(&RequestedTransport::new(17)).unwrap();
+        })
+    }
+
+    pub fn relayed(answer: &[u8]) -> SocketAddr {
+        let msg = Message::from_bytes(answer).unwrap();
+        assert_eq!(
+            msg.class(),
+            MessageClass::Success,
+            "{:?}",
+            error_code(answer)
+        );
+        msg.attribute::<XorRelayedAddress>()
+            .unwrap()
+            .addr(msg.transaction_id())
+    }
+
+    pub fn permit(&mut self, peer: SocketAddr) -> Vec<u8> {
+        self.request(CREATE_PERMISSION, &move |w, id| {
+            w.add_attribute(&XorPeerAddress::new(peer, id)).unwrap();
+        })
+    }
+
+    pub fn bind(&mut self, channel: u16, peer: SocketAddr) -> Vec<u8> {
+        self.request(CHANNEL_BIND, &move |w, id| {
+            w.add_attribute(&ChannelNumber::new(channel)).unwrap();
+            w.add_attribute(&XorPeerAddress::new(peer, id)).unwrap();
+        })
+    }
+}
+
+pub fn error_code(answer: &[u8]) -> Option<u16> {
+    let msg = Message::from_bytes(answer).unwrap();
+    msg.attribute::<ErrorCode>().ok().map(|e| e.code())
+}
+
+pub fn success(answer: &[u8]) -> bool {
+    Message::from_bytes(answer).unwrap().class() == MessageClass::Success
+}
+
+pub fn peer_socket() -> UdpSocket {
+    let peer = UdpSocket::bind("127.0.0.1:0").unwrap();
+    peer.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    peer
+}
