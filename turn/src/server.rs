@@ -31,6 +31,9 @@ const LISTEN: Token = Token(0);
 const WAKE: Token = Token(1);
 /// A relayed socket's token: this plus its port.
 const RELAYED: usize = 1 << 16;
+/// Failed receives one drain of a socket tries past (each pending ICMP
+/// error fails one receive) before it leaves the socket.
+const ERRORS_PER_DRAIN: u32 = 8;
 /// Room for a Data indication's header and attributes around a payload.
 const INDICATION_OVERHEAD: usize = 64;
 /// Room for an answer to a request (the longest is an error with REALM,
@@ -174,12 +177,18 @@ impl Relay {
     }
 
     fn drain_clients(&mut self, rx: &mut Receive, out: &mut Send) {
+        let mut errors = 0;
         loop {
             let n = match rx.recv(&self.listen) {
                 Ok(n) => n,
                 // An ICMP error for an earlier send shows up here, once;
-                // the socket stays usable.
-                Err(_) => continue,
+                // the socket stays usable. A socket that keeps failing is
+                // left until its next datagram wakes the loop.
+                Err(_) if errors < ERRORS_PER_DRAIN => {
+                    errors += 1;
+                    continue;
+                }
+                Err(_) => return,
             };
             for i in 0..n {
                 if let Some((data, from)) = rx.get(i) {
@@ -193,13 +202,18 @@ impl Relay {
     }
 
     fn drain_peers(&mut self, port: u16, rx: &mut Receive, out: &mut Send) {
+        let mut errors = 0;
         loop {
             let Some(socket) = self.relayed.get(&port) else {
                 return;
             };
             let n = match rx.recv(socket) {
                 Ok(n) => n,
-                Err(_) => continue,
+                Err(_) if errors < ERRORS_PER_DRAIN => {
+                    errors += 1;
+                    continue;
+                }
+                Err(_) => return,
             };
             for i in 0..n {
                 if let Some((data, from)) = rx.get(i) {
