@@ -121,7 +121,7 @@ usage: relaystore-turn [options]
   --max-port N             highest relayed port (default 65535)
   --realm NAME             realm of the long-term credentials (default relaystore)
   --user NAME:PASSWORD     a user (repeatable; at least one)
-  --user-quota N           allocations per user, fleet-wide (default 10; 486 past it)
+  --user-quota N           allocations per user (with --redis: across the relays; default 10; 486 past it)
   --allocations-max N      allocations the relay holds (default 10000; 508 past it)
   --children-max N         permissions + 2 x channels per allocation (default 64)
   --lifetime-default SECS  allocation lifetime when none or less is asked (default 600)
