@@ -40,6 +40,14 @@ const INDICATION_OVERHEAD: usize = 64;
 /// NONCE, SOFTWARE, MESSAGE-INTEGRITY and FINGERPRINT, well under this).
 const ANSWER_MAX: usize = 1024;
 
+/// Which sockets a drain reads: the client socket, or one relayed socket
+/// (by port), whose datagrams come from peers.
+#[derive(Clone, Copy)]
+enum Side {
+    Clients,
+    Peers(u16),
+}
+
 /// What the relay counted since it started.
 #[derive(Debug, Default)]
 pub struct Counters {
@@ -165,9 +173,9 @@ impl Relay {
             }
             for event in events.iter() {
                 match event.token() {
-                    LISTEN => self.drain_clients(&mut rx, &mut out),
+                    LISTEN => self.drain(Side::Clients, &mut rx, &mut out),
                     WAKE => {}
-                    Token(t) => self.drain_peers((t - RELAYED) as u16, &mut rx, &mut out),
+                    Token(t) => self.drain(Side::Peers((t - RELAYED) as u16), &mut rx, &mut out),
                 }
             }
             self.flush(&mut out);
@@ -176,10 +184,19 @@ impl Relay {
         Ok(())
     }
 
-    fn drain_clients(&mut self, rx: &mut Receive, out: &mut Send) {
+    /// Reads what a socket has queued, a batch at a time, until a batch
+    /// comes back short (the queue is empty), and hands each datagram on.
+    fn drain(&mut self, side: Side, rx: &mut Receive, out: &mut Send) {
         let mut errors = 0;
         loop {
-            let n = match rx.recv(&self.listen) {
+            let received = match side {
+                Side::Clients => rx.recv(&self.listen),
+                Side::Peers(port) => match self.relayed.get(&port) {
+                    Some(socket) => rx.recv(socket),
+                    None => return,
+                },
+            };
+            let n = match received {
                 Ok(n) => n,
                 // An ICMP error for an earlier send shows up here, once;
                 // the socket stays usable. A socket that keeps failing is
@@ -191,33 +208,11 @@ impl Relay {
                 Err(_) => return,
             };
             for i in 0..n {
-                if let Some((data, from)) = rx.get(i) {
-                    self.on_client(data, from, out);
-                }
-            }
-            if n < BATCH {
-                return;
-            }
-        }
-    }
-
-    fn drain_peers(&mut self, port: u16, rx: &mut Receive, out: &mut Send) {
-        let mut errors = 0;
-        loop {
-            let Some(socket) = self.relayed.get(&port) else {
-                return;
-            };
-            let n = match rx.recv(socket) {
-                Ok(n) => n,
-                Err(_) if errors < ERRORS_PER_DRAIN => {
-                    errors += 1;
-                    continue;
-                }
-                Err(_) => return,
-            };
-            for i in 0..n {
-                if let Some((data, from)) = rx.get(i) {
-                    self.on_peer(port, data, from, out);
+                if let Some((data, sender)) = rx.get(i) {
+                    match side {
+                        Side::Clients => self.on_client(data, sender, out),
+                        Side::Peers(port) => self.on_peer(port, data, sender, out),
+                    }
                 }
             }
             if n < BATCH {

@@ -7,15 +7,14 @@
 
 mod client;
 
-use client::{peer_socket, success, Client};
+use client::{peer_socket, success, Client, RelayThread};
 use relaystore::time::ManualClock;
 use relaystore::Store;
-use relaystore_turn::{state, Config, Counters, Records, Relay};
+use relaystore_turn::{state, Config, Records, Relay};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 use stun_types::message::{
     Message, MessageClass, MessageType, MessageWrite, MessageWriteExt, MessageWriteVec,
     TransactionId,
@@ -59,14 +58,6 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;
 
-fn wait_for(counters: &Counters, counter: fn(&Counters) -> &AtomicU64, at_least: u64) {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while counter(counters).load(Ordering::Relaxed) < at_least {
-        assert!(Instant::now() < deadline, "the relay did not get there");
-        std::thread::sleep(Duration::from_millis(1));
-    }
-}
-
 #[test]
 fn relaying_a_datagram_allocates_nothing() {
     let config = Config {
@@ -84,11 +75,8 @@ fn relaying_a_datagram_allocates_nothing() {
         .build()
         .unwrap();
     let relay = Relay::bind(config, Records::Memory(store)).unwrap();
-    let handle = relay.handle();
-    let thread = std::thread::spawn(move || {
-        COUNTED.with(|c| c.set(true));
-        relay.run().unwrap();
-    });
+    let relay = RelayThread::spawn(relay, || COUNTED.with(|c| c.set(true)));
+    let handle = &relay.handle;
     let counters = &handle.counters;
     let bound = peer_socket();
     let unbound = peer_socket();
@@ -100,7 +88,7 @@ fn relaying_a_datagram_allocates_nothing() {
     let mut frame = vec![0x40, 0x01, 0, 4];
     frame.extend_from_slice(b"warm");
     client.socket.send_to(&frame, client.server).unwrap();
-    wait_for(counters, |c| &c.to_peers, 1);
+    relay.wait_for(|c| &c.to_peers, 1);
     let before = RELAY_ALLOCATIONS.load(Ordering::Relaxed);
 
     let kind = MessageType::from_class_method(MessageClass::Indication, SEND);
@@ -122,7 +110,7 @@ fn relaying_a_datagram_allocates_nothing() {
         client.receive();
         client.receive();
     }
-    wait_for(counters, |c| &c.to_clients, 2 * ROUNDS);
+    relay.wait_for(|c| &c.to_clients, 2 * ROUNDS);
     let during = RELAY_ALLOCATIONS.load(Ordering::Relaxed) - before;
     assert_eq!(counters.to_peers.load(Ordering::Relaxed), 1 + 2 * ROUNDS);
     assert_eq!(counters.dropped.load(Ordering::Relaxed), 0);
@@ -132,6 +120,4 @@ fn relaying_a_datagram_allocates_nothing() {
         "the relay's thread allocated {during} times while relaying {} datagrams",
         4 * ROUNDS
     );
-    handle.stop();
-    thread.join().unwrap();
 }

@@ -6,27 +6,12 @@
 
 mod client;
 
-use client::{error_code, peer_socket, success, Client};
-use relaystore_turn::{state, Config, Handle, Records, Relay};
-use std::thread::JoinHandle;
+use client::{error_code, peer_socket, success, Client, RelayThread};
+use relaystore_turn::{state, Config, Records, Relay};
 use std::time::{SystemTime, UNIX_EPOCH};
 use stun_types::message::{Message, MessageWriteExt};
 use turn_types::attribute::{Data, Lifetime};
 use turn_types::message::REFRESH;
-
-struct Running {
-    handle: Handle,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        self.handle.stop();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
 
 fn redis_url() -> String {
     std::env::var("REDIS_URL").unwrap_or_else(|_| {
@@ -37,7 +22,7 @@ fn redis_url() -> String {
     })
 }
 
-fn start(namespace: &str) -> Running {
+fn start(namespace: &str) -> RelayThread {
     let config = Config {
         listen: "127.0.0.1:0".parse().unwrap(),
         relay_ip: "127.0.0.1".parse().unwrap(),
@@ -56,13 +41,7 @@ fn start(namespace: &str) -> Running {
         state::store_config(&config),
     )
     .expect("the Redis server at REDIS_URL");
-    let relay = Relay::bind(config, records).unwrap();
-    let handle = relay.handle();
-    let thread = std::thread::spawn(move || relay.run().unwrap());
-    Running {
-        handle,
-        thread: Some(thread),
-    }
+    RelayThread::spawn(Relay::bind(config, records).unwrap(), || {})
 }
 
 #[test]

@@ -7,11 +7,10 @@
 
 use relaystore::time::ManualClock;
 use relaystore::Store;
-use relaystore_turn::{state, Config, Counters, Handle, Records, Relay};
-use std::sync::atomic::{AtomicU64, Ordering};
+use relaystore_turn::{state, Config, Counters, Records, Relay};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use stun_types::attribute::{AttributeStaticType, Fingerprint, Nonce, Realm, XorMappedAddress};
 use stun_types::message::{
     LongTermKeyCredentials, Message, MessageClass, MessageType, MessageWrite, MessageWriteExt,
@@ -24,22 +23,20 @@ use turn_types::message::{ALLOCATE, DATA, REFRESH, SEND};
 
 mod client;
 
-use client::{error_code, peer_socket, success, Attrs, Client, REALM};
+use client::{error_code, peer_socket, success, Attrs, Client, RelayThread, REALM};
 
-/// A relay on its own thread, stopped when dropped.
+/// A relay on its own thread, with its store and the store's clock.
 struct Running {
-    handle: Handle,
+    relay: RelayThread,
     clock: Arc<ManualClock>,
     store: Store,
-    thread: Option<JoinHandle<()>>,
 }
 
-impl Drop for Running {
-    fn drop(&mut self) {
-        self.handle.stop();
-        if let Some(t) = self.thread.take() {
-            t.join().unwrap();
-        }
+impl std::ops::Deref for Running {
+    type Target = RelayThread;
+
+    fn deref(&self) -> &RelayThread {
+        &self.relay
     }
 }
 
@@ -67,29 +64,16 @@ fn start(config: Config) -> Running {
         .build()
         .unwrap();
     let relay = Relay::bind(config, Records::Memory(store.clone())).unwrap();
-    let handle = relay.handle();
-    let thread = std::thread::spawn(move || relay.run().unwrap());
     Running {
-        handle,
+        relay: RelayThread::spawn(relay, || {}),
         clock,
         store,
-        thread: Some(thread),
     }
 }
 
 impl Running {
     fn counters(&self) -> &Counters {
         &self.handle.counters
-    }
-
-    /// Waits until `counter` reaches `at_least` (the relay runs on its own
-    /// thread); fails after 5 s.
-    fn wait_for(&self, counter: fn(&Counters) -> &AtomicU64, at_least: u64) {
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while counter(self.counters()).load(Ordering::Relaxed) < at_least {
-            assert!(Instant::now() < deadline, "the relay did not get there");
-            std::thread::sleep(Duration::from_millis(2));
-        }
     }
 }
 

@@ -4,8 +4,11 @@
 
 #![allow(dead_code)] // each test binary uses part of it
 
+use relaystore_turn::{Counters, Handle, Relay};
 use std::net::{SocketAddr, UdpSocket};
-use std::time::Duration;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 use stun_types::attribute::{ErrorCode, Nonce, Realm, Username};
 use stun_types::message::{
     IntegrityAlgorithm, LongTermKeyCredentials, Message, MessageClass, MessageType, MessageWrite,
@@ -15,6 +18,51 @@ use turn_types::attribute::{ChannelNumber, RequestedTransport, XorPeerAddress, X
 use turn_types::message::{ALLOCATE, CHANNEL_BIND, CREATE_PERMISSION};
 
 pub const REALM: &str = "relay.test";
+
+/// A relay serving on its own thread, stopped when dropped.
+pub struct RelayThread {
+    pub handle: Handle,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl RelayThread {
+    /// Runs `relay` on a new thread; `first` runs there before it serves.
+    pub fn spawn(relay: Relay, first: fn()) -> RelayThread {
+        let handle = relay.handle();
+        let thread = std::thread::spawn(move || {
+            first();
+            relay.run().unwrap();
+        });
+        RelayThread {
+            handle,
+            thread: Some(thread),
+        }
+    }
+
+    /// Waits until `counter` reaches `at_least` (the relay runs on its own
+    /// thread); fails after 5 s.
+    pub fn wait_for(&self, counter: fn(&Counters) -> &AtomicU64, at_least: u64) {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while counter(&self.handle.counters).load(Ordering::Relaxed) < at_least {
+            assert!(Instant::now() < deadline, "the relay did not get there");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+}
+
+impl Drop for RelayThread {
+    fn drop(&mut self) {
+        self.handle.stop();
+        if let Some(thread) = self.thread.take() {
+            let joined = thread.join();
+            // A relay that panicked fails the test, unless it is failing
+            // already (a second panic would abort).
+            if !std::thread::panicking() {
+                joined.expect("the relay's thread panicked");
+            }
+        }
+    }
+}
 
 /// A TURN client over one UDP socket.
 pub struct Client {
