@@ -379,6 +379,9 @@ impl Relay {
         }
     }
 
+    /// After removal events were missed: closes the sockets of the
+    /// allocations that ended, and drops the ports whose reservation is
+    /// gone.
     fn reconcile(&mut self) {
         let ended: Vec<(LeaseId, u16)> = self
             .ports
@@ -390,6 +393,9 @@ impl Relay {
             self.ports.remove(&lease);
             self.close(port);
         }
+        let state = &self.state;
+        self.reserved
+            .retain(|token, _| state.reservation_held(*token));
     }
 
     fn close(&mut self, port: u16) {

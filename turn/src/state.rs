@@ -412,6 +412,13 @@ impl State {
         Some(port)
     }
 
+    /// Whether the reservation `token` is still held (not expired, not
+    /// taken).
+    pub fn reservation_held(&self, token: u64) -> bool {
+        let key = Key::new(b'v').token(token);
+        self.records.read_presence(key.as_str(), |_| ()).is_ok()
+    }
+
     /// Whether `member` names a reservation, and its token.
     pub fn reservation_token(member: &str) -> Option<u64> {
         let rest = member.strip_prefix('v')?;

@@ -6,7 +6,7 @@
 //! a reservation token.
 
 use relaystore::time::ManualClock;
-use relaystore::Store;
+use relaystore::{Store, StoreConfig};
 use relaystore_turn::{state, Config, Counters, Records, Relay};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -56,9 +56,14 @@ fn config() -> Config {
 }
 
 fn start(config: Config) -> Running {
+    start_with(config, |store| store)
+}
+
+/// A relay whose store settings `adjust` changes.
+fn start_with(config: Config, adjust: fn(StoreConfig) -> StoreConfig) -> Running {
     let clock = Arc::new(ManualClock::new());
     let store = Store::builder()
-        .config(state::store_config(&config))
+        .config(adjust(state::store_config(&config)))
         .clock(clock.clone())
         .without_expiry_driver()
         .build()
@@ -334,4 +339,20 @@ fn even_port_reserves_the_next_port_for_one_token_use() {
         w.add_attribute(&RequestedTransport::new(6)).unwrap();
     });
     assert_eq!(error_code(&answer), Some(442));
+}
+
+#[test]
+fn missed_removal_events_still_close_the_ended_allocations_sockets() {
+    // A removal buffer of one event: three allocations expiring together
+    // overflow it, and the relay is told it lagged.
+    let relay = start_with(config(), |store| store.subscriber_buffer_max(1));
+    let mut clients: Vec<Client> = (0..3)
+        .map(|_| Client::new(relay.handle.local_addr, "alice", "secret"))
+        .collect();
+    for client in &mut clients {
+        assert!(success(&client.allocate()));
+    }
+    relay.clock.advance(Duration::from_secs(601));
+    relay.store.sweep();
+    relay.wait_for(|c| &c.closed, 3);
 }
