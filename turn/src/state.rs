@@ -61,9 +61,9 @@ pub fn store_config(config: &Config) -> StoreConfig {
 }
 
 /// A store key, written on the stack: a tag letter and fixed-width hex
-/// fields. Every key of an IPv4 relay fits relaystore's inline names (23
-/// bytes), and the in-place reads take it borrowed, so a lookup allocates
-/// nothing.
+/// fields. The in-place reads take it borrowed, so a lookup allocates
+/// nothing whatever its length; the store copies a key only when it
+/// creates a record (inline up to 23 bytes).
 struct Key {
     bytes: [u8; KEY_MAX],
     len: usize,
