@@ -447,19 +447,16 @@ mod tests {
     }
 
     #[test]
-    fn ipv4_relayed_keys_fit_an_inline_name() {
+    fn keys_have_fixed_widths() {
         let relayed: SocketAddr = "255.255.255.255:65535".parse().unwrap();
-        let peer: SocketAddr = "255.255.255.255:65535".parse().unwrap();
-        let longest = Key::new(b'b').addr(relayed).addr(peer);
-        assert_eq!(longest.as_str().len(), 1 + 12 + 12);
+        let peer: SocketAddr = "1.2.3.4:5".parse().unwrap();
+        // A tag, 8 hex digits an IPv4 address, 4 a port.
         let permission = Key::new(b'p').addr(relayed).ip(peer.ip());
-        assert!(permission.as_str().len() <= 23);
-        let five_tuple = Key::new(b'f').addr(relayed).addr(peer);
-        assert_eq!(
-            five_tuple.as_str().len(),
-            25,
-            "read borrowed, so longer is fine"
-        );
+        assert_eq!(permission.as_str(), "pffffffffffff01020304");
+        let by_peer = Key::new(b'b').addr(relayed).addr(peer);
+        assert_eq!(by_peer.as_str(), "bffffffffffff010203040005");
+        let channel = Key::new(b'c').addr(relayed).port(0x4001);
+        assert_eq!(channel.as_str().len(), 1 + 12 + 4);
     }
 
     #[test]
