@@ -7,7 +7,7 @@
 
 mod client;
 
-use client::{peer_socket, success, Client, RelayThread};
+use client::{peer_socket, send_indication, success, Client, RelayThread};
 use relaystore::time::ManualClock;
 use relaystore::Store;
 use relaystore_turn::{state, Config, Records, Relay};
@@ -15,12 +15,6 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use stun_types::message::{
-    Message, MessageClass, MessageType, MessageWrite, MessageWriteExt, MessageWriteVec,
-    TransactionId,
-};
-use turn_types::attribute::{Data, XorPeerAddress};
-use turn_types::message::SEND;
 
 struct Counting;
 
@@ -91,13 +85,7 @@ fn relaying_a_datagram_allocates_nothing() {
     relay.wait_for(|c| &c.to_peers, 1);
     let before = RELAY_ALLOCATIONS.load(Ordering::Relaxed);
 
-    let kind = MessageType::from_class_method(MessageClass::Indication, SEND);
-    let id = TransactionId::generate();
-    let mut w = Message::builder(kind, id, MessageWriteVec::new());
-    w.add_attribute(&XorPeerAddress::new(unbound.local_addr().unwrap(), id))
-        .unwrap();
-    w.add_attribute(&Data::new(b"send")).unwrap();
-    let send = w.finish();
+    let send = send_indication(unbound.local_addr().unwrap(), b"send");
     const ROUNDS: u64 = 200;
     let mut buf = [0u8; 256];
     for _ in 0..ROUNDS {

@@ -13,17 +13,18 @@ use std::sync::Arc;
 use std::time::Duration;
 use stun_types::attribute::{AttributeStaticType, Fingerprint, Nonce, Realm, XorMappedAddress};
 use stun_types::message::{
-    LongTermKeyCredentials, Message, MessageClass, MessageType, MessageWrite, MessageWriteExt,
-    MessageWriteVec, TransactionId, BINDING,
+    LongTermKeyCredentials, Message, MessageWriteExt, MessageWriteVec, TransactionId, BINDING,
 };
 use turn_types::attribute::{
     Data, EvenPort, Lifetime, RequestedTransport, ReservationToken, XorPeerAddress,
 };
-use turn_types::message::{ALLOCATE, DATA, REFRESH, SEND};
+use turn_types::message::{ALLOCATE, DATA, REFRESH};
 
 mod client;
 
-use client::{error_code, peer_socket, success, Attrs, Client, RelayThread, REALM};
+use client::{
+    error_code, peer_socket, send_indication, success, Attrs, Client, RelayThread, REALM,
+};
 
 /// A relay on its own thread, with its store and the store's clock.
 struct Running {
@@ -207,13 +208,7 @@ fn datagrams_pass_only_under_a_live_permission() {
     assert_eq!(from.addr(msg.transaction_id()), peer.local_addr().unwrap());
     assert!(msg.has_attribute(Fingerprint::TYPE));
     // Client to peer: a Send indication.
-    let kind = MessageType::from_class_method(MessageClass::Indication, SEND);
-    let id = TransactionId::generate();
-    let mut w = Message::builder(kind, id, MessageWriteVec::new());
-    w.add_attribute(&XorPeerAddress::new(peer.local_addr().unwrap(), id))
-        .unwrap();
-    w.add_attribute(&Data::new(b"hello peer")).unwrap();
-    let send = w.finish();
+    let send = send_indication(peer.local_addr().unwrap(), b"hello peer");
     client.socket.send_to(&send, client.server).unwrap();
     let mut buf = [0u8; 64];
     let (n, source) = peer.recv_from(&mut buf).unwrap();

@@ -14,8 +14,10 @@ use stun_types::message::{
     IntegrityAlgorithm, LongTermKeyCredentials, Message, MessageClass, MessageType, MessageWrite,
     MessageWriteExt, MessageWriteVec, Method, TransactionId,
 };
-use turn_types::attribute::{ChannelNumber, RequestedTransport, XorPeerAddress, XorRelayedAddress};
-use turn_types::message::{ALLOCATE, CHANNEL_BIND, CREATE_PERMISSION};
+use turn_types::attribute::{
+    ChannelNumber, Data, RequestedTransport, XorPeerAddress, XorRelayedAddress,
+};
+use turn_types::message::{ALLOCATE, CHANNEL_BIND, CREATE_PERMISSION, SEND};
 
 pub const REALM: &str = "relay.test";
 
@@ -172,6 +174,16 @@ impl Client {
             w.add_attribute(&XorPeerAddress::new(peer, id)).unwrap();
         })
     }
+}
+
+/// A Send indication carrying `data` to `peer`.
+pub fn send_indication(peer: SocketAddr, data: &[u8]) -> Vec<u8> {
+    let kind = MessageType::from_class_method(MessageClass::Indication, SEND);
+    let id = TransactionId::generate();
+    let mut w = Message::builder(kind, id, MessageWriteVec::new());
+    w.add_attribute(&XorPeerAddress::new(peer, id)).unwrap();
+    w.add_attribute(&Data::new(data)).unwrap();
+    w.finish()
 }
 
 pub fn error_code(answer: &[u8]) -> Option<u16> {
