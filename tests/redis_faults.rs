@@ -1,7 +1,8 @@
 //! The Redis engine when Redis misbehaves: an evicting configuration is
 //! refused at connect; a server that stops answering makes calls fail
 //! closed within the call timeout and leaves nothing partial; a restart that
-//! lost the data gives `Restarted` for old ids and fences; an events
+//! lost the data gives `Restarted` for old ids and fences, and so does a
+//! cluster master that comes back empty for its tenants; an events
 //! listener whose connection is cut reports what it missed, and wakes its
 //! wake listeners once it is back; a call whose connection is cut after
 //! the server ran it is not sent again. Each test starts
@@ -13,7 +14,7 @@ mod redis;
 use redis::{block_on, config, fresh_namespace};
 use relaystore::events::{Cause, Gap, Received};
 use relaystore::redis::{RedisEngine, RedisOptions};
-use relaystore::{Error, TenantId};
+use relaystore::{Error, LeaseId, TenantId};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -320,30 +321,8 @@ fn a_restart_that_lost_the_data_gives_restarted() {
             .unwrap()
             .unwrap();
         server.restart();
-        // The engine reconnects by itself; until it has, calls fail closed.
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let seen = loop {
-            match e.get_lease(T, g.id).await {
-                Err(Error::BackendUnavailable { .. }) if Instant::now() < deadline => {
-                    tokio::time::sleep(MS * 50).await;
-                }
-                other => break other,
-            }
-        };
-        assert_eq!(seen.map(drop), Err(Error::Restarted));
+        all_restarted(&e, T, g.id, lock.fence).await;
         assert_ne!(e.incarnation(), before, "a new incarnation");
-        assert_eq!(
-            e.renew(T, g.id, MS * 100).await.map(drop),
-            Err(Error::Restarted)
-        );
-        assert_eq!(
-            e.renew_lock(T, "job", lock.fence, MS * 100).await.map(drop),
-            Err(Error::Restarted)
-        );
-        assert_eq!(
-            e.release_lock(T, "job", lock.fence).await,
-            Err(Error::Restarted)
-        );
         // New work goes on in the new incarnation, with higher fences.
         let again = e.grant(T, "host", MS * 60_000, None).await.unwrap();
         assert!(again.fence > g.fence);
@@ -458,22 +437,7 @@ async fn private_target(cluster: bool) -> (Server, RedisOptions, std::path::Path
             .query_async(&mut admin)
             .await
             .expect("CLUSTER ADDSLOTSRANGE");
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            let info: String = ::redis::cmd("CLUSTER")
-                .arg("INFO")
-                .query_async(&mut admin)
-                .await
-                .expect("CLUSTER INFO");
-            if info.contains("cluster_state:ok") {
-                break;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the one-node cluster never came up: {info}"
-            );
-            tokio::time::sleep(MS * 20).await;
-        }
+        wait_cluster_ok(&server).await;
         RedisOptions::cluster(&[url])
     } else {
         RedisOptions::standalone(&url)
@@ -590,4 +554,188 @@ fn a_call_cut_off_after_it_ran_is_not_sent_again() {
             let _ = std::fs::remove_dir_all(dir);
         });
     }
+}
+
+/// After a restart that lost `tenant`'s keys: once the engine has
+/// reconnected (until then calls fail closed), its lease `lease` and its
+/// lock `job` held with `fence` answer `Restarted` to every call.
+async fn all_restarted(e: &RedisEngine, tenant: TenantId, lease: LeaseId, fence: u64) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let seen = loop {
+        match e.get_lease(tenant, lease).await {
+            Err(Error::BackendUnavailable { .. }) if Instant::now() < deadline => {
+                tokio::time::sleep(MS * 50).await;
+            }
+            other => break other,
+        }
+    };
+    assert_eq!(seen.map(drop), Err(Error::Restarted));
+    assert_eq!(
+        e.renew(tenant, lease, MS * 100).await.map(drop),
+        Err(Error::Restarted)
+    );
+    assert_eq!(
+        e.renew_lock(tenant, "job", fence, MS * 100).await.map(drop),
+        Err(Error::Restarted)
+    );
+    assert_eq!(
+        e.release_lock(tenant, "job", fence).await,
+        Err(Error::Restarted)
+    );
+}
+
+/// A two-master cluster of private servers (slots split in halves), each
+/// keeping its cluster identity in its own directory, so a killed master
+/// restarted on the same port comes back as the same node, with its
+/// slots, and empty.
+async fn two_master_cluster() -> (Vec<Server>, Vec<std::path::PathBuf>) {
+    let mut servers = Vec::new();
+    let mut dirs = Vec::new();
+    for _ in 0..2 {
+        let dir = std::env::temp_dir().join(fresh_namespace("node"));
+        std::fs::create_dir_all(&dir).expect("a directory for the node");
+        let dir_arg = dir.to_str().expect("a UTF-8 directory").to_owned();
+        servers.push(Server::start(&[
+            "--dir",
+            &dir_arg,
+            "--cluster-enabled",
+            "yes",
+            "--cluster-config-file",
+            "nodes.conf",
+        ]));
+        dirs.push(dir);
+    }
+    let mut first = admin(&servers[0]).await;
+    let _: () = ::redis::cmd("CLUSTER")
+        .arg("MEET")
+        .arg("127.0.0.1")
+        .arg(servers[1].port)
+        .query_async(&mut first)
+        .await
+        .expect("CLUSTER MEET");
+    for (server, (low, high)) in servers.iter().zip([("0", "8191"), ("8192", "16383")]) {
+        let _: () = ::redis::cmd("CLUSTER")
+            .arg(&["ADDSLOTSRANGE", low, high][..])
+            .query_async(&mut admin(server).await)
+            .await
+            .expect("CLUSTER ADDSLOTSRANGE");
+    }
+    for server in &servers {
+        wait_cluster_ok(server).await;
+    }
+    (servers, dirs)
+}
+
+/// Waits until `server` says the cluster is ok.
+async fn wait_cluster_ok(server: &Server) {
+    let mut admin = admin(server).await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let info: String = ::redis::cmd("CLUSTER")
+            .arg("INFO")
+            .query_async(&mut admin)
+            .await
+            .expect("CLUSTER INFO");
+        if info.contains("cluster_state:ok") {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the cluster never came up: {info}"
+        );
+        tokio::time::sleep(MS * 50).await;
+    }
+}
+
+/// The slot of `key`, as the cluster computes it.
+async fn slot_of(server: &Server, key: &str) -> u16 {
+    ::redis::cmd("CLUSTER")
+        .arg("KEYSLOT")
+        .arg(key)
+        .query_async(&mut admin(server).await)
+        .await
+        .expect("CLUSTER KEYSLOT")
+}
+
+/// A cluster master that restarts empty, while the master holding the
+/// store's meta key lives on: every id, fence and lock of the tenants it
+/// held answers `Restarted` (not `NotFound`), the tenants of the other
+/// master keep theirs, and new work on the lost tenant goes on with
+/// higher fences.
+#[test]
+fn a_cluster_master_that_restarts_empty_gives_restarted_for_what_it_held() {
+    block_on(async {
+        let (mut servers, dirs) = two_master_cluster().await;
+        let namespace = fresh_namespace("lost");
+        let half = |slot: u16| usize::from(slot >= 8192);
+        let meta = half(slot_of(&servers[0], &format!("{{{namespace}}}:meta")).await);
+        // A tenant on the other master than the meta key, and one beside it.
+        let mut lost = None;
+        let mut kept = None;
+        for t in 1..64u64 {
+            let at = half(slot_of(&servers[0], &format!("{{{namespace}:{t}}}:inc")).await);
+            if at == meta {
+                kept.get_or_insert(TenantId(t));
+            } else {
+                lost.get_or_insert(TenantId(t));
+            }
+        }
+        let (lost, kept) = (lost.unwrap(), kept.unwrap());
+        let urls: Vec<String> = servers.iter().map(Server::url).collect();
+        let options = RedisOptions::cluster(&urls)
+            .namespace(&namespace)
+            .call_timeout(Duration::from_secs(2));
+        let e = RedisEngine::connect(options, config()).await.unwrap();
+        let g = e.grant(lost, "host", MS * 60_000, None).await.unwrap();
+        let other = e.grant(kept, "host", MS * 60_000, None).await.unwrap();
+        let lock = e
+            .try_lock(lost, "job", "a", MS * 60_000, None)
+            .await
+            .unwrap()
+            .unwrap();
+        let before = e.incarnation();
+        servers[1 - meta].restart();
+        wait_cluster_ok(&servers[meta]).await;
+        all_restarted(&e, lost, g.id, lock.fence).await;
+        assert_eq!(e.incarnation(), before, "the store's incarnation lives on");
+        assert_eq!(
+            e.publish(lost, g.id, "room", b"", None).await.map(drop),
+            Err(Error::Restarted),
+            "a creation under a lost lease"
+        );
+        // The other master's tenant keeps its lease.
+        assert_eq!(e.get_lease(kept, other.id).await.unwrap().id, other.id);
+        // New work on the lost tenant goes on, with higher fences.
+        let again = e.grant(lost, "host", MS * 60_000, None).await.unwrap();
+        assert!(again.fence > g.fence);
+        assert_eq!(e.get_lease(lost, again.id).await.unwrap().id, again.id);
+        let relock = e
+            .try_lock(lost, "job", "b", MS * 60_000, None)
+            .await
+            .unwrap();
+        assert!(relock.is_some_and(|l| l.fence > lock.fence));
+        // The tenant's record made again still knows what came before it.
+        assert_eq!(
+            e.get_lease(lost, g.id).await.map(drop),
+            Err(Error::Restarted)
+        );
+        assert_eq!(
+            e.renew_lock(lost, "job", lock.fence, MS * 100)
+                .await
+                .map(drop),
+            Err(Error::Restarted)
+        );
+        // A tenant that never had a record answers another's id as a
+        // missing one.
+        let fresh = TenantId(1_000_000);
+        assert_eq!(
+            e.get_lease(fresh, g.id).await.map(drop),
+            Err(Error::NotFound)
+        );
+        drop(e);
+        drop(servers);
+        for dir in dirs {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    });
 }

@@ -174,7 +174,7 @@ impl RedisEngine {
         attempt: AttemptId,
         args: Vec<Vec<u8>>,
     ) -> Result<Reply> {
-        let issued = Issued::Id(attempt.incarnation());
+        let issued = Issued::Id(attempt.incarnation(), attempt.seq());
         self.answer(function, tenant, Mode::Existing, issued, args)
             .await
     }

@@ -201,7 +201,7 @@ impl RedisEngine {
         id: LeaseId,
         args: Vec<Vec<u8>>,
     ) -> Result<Reply> {
-        let issued = Issued::Id(id.incarnation());
+        let issued = Issued::Id(id.incarnation(), id.seq());
         self.answer(function, tenant, Mode::Existing, issued, args)
             .await
     }

@@ -37,7 +37,7 @@ impl RedisEngine {
             quota_arg(config.tenant.idempotency_max),
             quota_arg(config.tenant.listings_per_holder_max),
         ];
-        let issued = Issued::Id(lease.incarnation());
+        let issued = Issued::Id(lease.incarnation(), lease.seq());
         let reply = self
             .answer(scripts::PUBLISH, tenant, Mode::Creating, issued, args)
             .await?;

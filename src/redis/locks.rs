@@ -46,7 +46,7 @@ impl RedisEngine {
             config.locks_per_lease_max.to_string(),
             self.keep_ms().to_string(),
         ];
-        let issued = lease.map_or(Issued::Nothing, |l| Issued::Id(l.incarnation()));
+        let issued = lease.map_or(Issued::Nothing, |l| Issued::Id(l.incarnation(), l.seq()));
         let Some(reply) = self
             .run(scripts::TRY_LOCK, tenant, Mode::Creating, issued, args)
             .await?

@@ -350,15 +350,30 @@ impl std::fmt::Debug for RedisEngine {
 }
 
 /// What the caller passed that an incarnation issued: checked against the
-/// store's incarnation before the function runs.
+/// store's incarnation before the function runs, and by the function
+/// against the birth of the tenant's record (`begin` in
+/// `lua/prelude.lua`), which is younger than it if the tenant's slot lost
+/// its keys.
 #[derive(Copy, Clone)]
 enum Issued {
     /// Nothing.
     Nothing,
-    /// An id, with the incarnation it carries.
-    Id(u64),
+    /// An id: the incarnation it carries and its sequence number.
+    Id(u64, u64),
     /// A fence: from an earlier incarnation if below this one's start.
     Fence(u64),
+}
+
+impl Issued {
+    /// The number the tenant's record checks: every id and fence a
+    /// record issued is at least its birth.
+    fn number(self) -> Option<u64> {
+        match self {
+            Issued::Nothing => None,
+            Issued::Id(_, seq) => Some(seq),
+            Issued::Fence(fence) => Some(fence),
+        }
+    }
 }
 
 /// Whether a function may create the tenant's keys of this incarnation.
@@ -485,15 +500,28 @@ impl RedisEngine {
     /// Reads the store's incarnation from the meta key, creating it if the
     /// store is new or Redis lost its data.
     async fn refresh_incarnation(&self) -> Result<u64> {
+        Ok(self.refresh_with(None).await?.0)
+    }
+
+    /// [`refresh_incarnation`](Self::refresh_incarnation), also asking
+    /// whether `tenant`'s record was made in the incarnation (and, with
+    /// `register`, registering it: its record is about to be made).
+    async fn refresh_with(&self, tenant: Option<(TenantId, bool)>) -> Result<(u64, bool)> {
         let mut bytes = [0u8; 8];
         crate::base::secrets::random_bytes(&mut bytes)?;
         let fresh = u64::from_le_bytes(bytes);
         let key = format!("{{{}}}:meta", self.inner.namespace);
-        let (seen, born): (String, String) = self
-            .inner
-            .conn
-            .call(scripts::META, &key, args![format!("{fresh:016x}")])
-            .await?;
+        let mut argv = args![format!("{fresh:016x}")];
+        if let Some((tenant, register)) = tenant {
+            argv.push(tenant.0.to_string().into_bytes());
+            argv.push(if register {
+                b"1".to_vec()
+            } else {
+                b"0".to_vec()
+            });
+        }
+        let (seen, born, known): (String, String, u8) =
+            self.inner.conn.call(scripts::META, &key, argv).await?;
         let malformed = || {
             Error::backend(
                 Arc::from(format!(
@@ -509,7 +537,7 @@ impl RedisEngine {
         // with the old incarnation only briefly, and then refreshes again.
         self.inner.born.store(born, Ordering::Release);
         self.inner.incarnation.store(incarnation, Ordering::Release);
-        Ok(incarnation)
+        Ok((incarnation, known == 1))
     }
 
     /// The tenant's incarnation key; every key of the tenant shares its
@@ -558,14 +586,16 @@ impl RedisEngine {
         self.admit(mode)?;
         let key = self.tenant_key(tenant);
         let keys = self.inner.ceilings.keys(&key, !function.reads_only());
-        let mut create = false;
+        // Set once the tenant's record must be made: 'c', or 'l' if this
+        // incarnation had made it before (its slot lost it).
+        let mut create = None;
         // Room taken in the meta slot for this call (a cluster's creations).
         let mut grants = String::new();
         for _ in 0..ROUNDS {
             let incarnation = self.incarnation();
             let earlier = match issued {
                 Issued::Nothing => false,
-                Issued::Id(i) => i != incarnation,
+                Issued::Id(i, _) => i != incarnation,
                 Issued::Fence(f) => f < self.inner.born.load(Ordering::Acquire),
             };
             if earlier {
@@ -576,8 +606,11 @@ impl RedisEngine {
             }
             let mut argv = Vec::with_capacity(args.len() + 2);
             argv.push(format!("{incarnation:016x}").into_bytes());
-            let kind = if create { 'c' } else { 'r' };
+            let kind = create.unwrap_or('r');
             let mut head = format!("{kind}{:x}", self.inner.origin);
+            if let Some(number) = issued.number() {
+                head = format!("{head}/{number}");
+            }
             if mode != Mode::Existing || !grants.is_empty() {
                 // What a creation needs (and only it: a read or renewal
                 // stays as short as before).
@@ -600,16 +633,23 @@ impl RedisEngine {
                 reply::STALE | reply::UNKNOWN => {
                     // The tenant's keys are of another incarnation, or
                     // missing: believe the meta key, then try again.
-                    let now = self.refresh_incarnation().await?;
+                    let register = mode != Mode::Existing;
+                    let (now, known) = self.refresh_with(Some((tenant, register))).await?;
                     if now != incarnation {
                         continue;
+                    }
+                    if known && issued.number().is_some() {
+                        // The incarnation made the tenant's record, and
+                        // it is gone: its slot lost it, and what it
+                        // issued with it.
+                        return Err(Error::Restarted);
                     }
                     if mode == Mode::Existing {
                         return Ok(None);
                     }
                     // The tenant's keys are older than the store's
-                    // incarnation (or missing): start them afresh.
-                    create = true;
+                    // incarnation, or missing: start them afresh.
+                    create = Some(if known { 'l' } else { 'c' });
                 }
                 _ => return Ok(Some(reply)),
             }

@@ -40,7 +40,7 @@ impl RedisEngine {
             self.keep_ms().to_string(),
             if self.refusing_new() { "1" } else { "0" },
         ];
-        let issued = lease.map_or(Issued::Nothing, |l| Issued::Id(l.incarnation()));
+        let issued = lease.map_or(Issued::Nothing, |l| Issued::Id(l.incarnation(), l.seq()));
         let reply = self
             .answer(scripts::HEARTBEAT, tenant, Mode::Upserting, issued, args)
             .await?;

@@ -483,5 +483,5 @@ impl RedisEngine {
 
 /// What a job id carries that an incarnation issued.
 fn issued(job: JobId) -> Issued {
-    Issued::Id(job.incarnation())
+    Issued::Id(job.incarnation(), job.seq())
 }

@@ -64,7 +64,7 @@ impl RedisEngine {
         ];
         let issued = config
             .lease
-            .map_or(Issued::Nothing, |l| Issued::Id(l.incarnation()));
+            .map_or(Issued::Nothing, |l| Issued::Id(l.incarnation(), l.seq()));
         self.answer(scripts::CREATE_STREAM, tenant, Mode::Creating, issued, args)
             .await
             .map(drop)

@@ -11,8 +11,12 @@
 -- ARGV[2]  "r": use the tenant's keyspace only if it is of that incarnation;
 --          "c": the client has just checked the incarnation against the
 --          store's meta key, so create (or replace) the tenant's record;
+--          "l": the same, for a tenant whose record the incarnation had
+--          made before (its slot lost it: `meta.lua`);
 --          followed by the calling handle's origin (hex), which the
---          removal events it causes carry; then, for a call that may
+--          removal events it causes carry, and, for a call on something
+--          an earlier call issued (an id or a fence), '/' and its number;
+--          then, for a call that may
 --          create records or was given room, after ';', the store-wide
 --          ceilings ('' when all are off, else "<letter><limit>" joined by
 --          ',', -1 for off) and, after another ';', the room the engine
@@ -393,7 +397,9 @@ local function begin(keys, args)
     head, LIMITS, grants = string.match(head, '^([^;]*);([^;]*);(.*)$')
   end
   local mode = string.sub(head, 1, 1)
-  ORIGIN = string.sub(head, 2)
+  local issued
+  ORIGIN, issued = string.match(head, '^.(%x*)/?(%d*)$')
+  issued = tonumber(issued)
   -- NEEDS, FREED and GRANTS are made when first needed: most calls have
   -- none, and every table a call makes costs the server time.
   EVENTS, DUE, NEEDS, FREED, GRANTS, EXTENDED, ROOT = {}, nil, nil, nil, nil, nil, nil
@@ -411,20 +417,34 @@ local function begin(keys, args)
     end
   end
   NOW_US, NOW = clock()
-  local seen = redis.call('HMGET', inc, 'i', 'e', 'rv', 'ru')
+  local seen = redis.call('HMGET', inc, 'i', 'e', 'rv', 'ru', 'b')
   local epoch = '0'
   REVOKED_BELOW, REVOKED_UNTIL = 0, 0
+  -- `b`, set on a record made again in the same store incarnation (its
+  -- slot lost the tenant's keys: a master that came back empty): every id
+  -- and fence issued since is at least that (`next_fence`), every one the
+  -- lost record issued below it, and `Restarted`. A record made for the
+  -- first time has none: nothing of the incarnation was lost.
+  local born = 0
   if seen[1] == I then
     epoch = seen[2] or '0'
     REVOKED_BELOW = tonumber(seen[3] or '0')
     REVOKED_UNTIL = tonumber(seen[4] or '0')
+    born = tonumber(seen[5] or '0')
   elseif mode == 'c' then
     redis.call('DEL', inc)
     redis.call('HSET', inc, 'i', I)
+  elseif mode == 'l' then
+    born = math.max(tonumber(redis.call('GET', TAG .. 'ctr') or '0') + 1, NOW_US)
+    redis.call('DEL', inc)
+    redis.call('HSET', inc, 'i', I, 'b', num(born))
   elseif seen[1] then
     return {STALE}
   else
     return {UNKNOWN}
+  end
+  if issued and issued < born then
+    return {RESTARTED}
   end
   -- The tenant's keys of this incarnation and epoch (revoke_tenant starts
   -- a new epoch; the old one's keys are buried a few at a time).
