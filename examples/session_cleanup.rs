@@ -107,7 +107,16 @@ fn main() -> Result<(), relaystore::Error> {
             if !runs {
                 continue;
             }
-            if let Some(run) = runner.step()?.run {
+            let step = match runner.step() {
+                Ok(step) => step,
+                // Its lock lapsed while it stalled, and the other leads.
+                Err(relaystore::Error::LeadershipLost) => {
+                    println!("scheduler: at {now:>3} s {name} lost the lead");
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            if let Some(run) = step.run {
                 if run.fired > 0 {
                     println!(
                         "scheduler: at {now:>3} s {name} fired {} reconcile job(s)",

@@ -14,7 +14,7 @@ mod redis;
 use redis::{block_on, config, fresh_namespace};
 use relaystore::events::{Cause, Gap, Received};
 use relaystore::redis::{RedisEngine, RedisOptions};
-use relaystore::{Error, LeaseId, TenantId};
+use relaystore::{Error, LeaseId, ScheduleRunner, TenantId};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -182,6 +182,50 @@ fn a_server_that_stops_answering_fails_calls_closed_and_leaves_nothing_partial()
             }
         }
         assert_eq!(format!("{:?}", e.health().await), "Ready");
+    });
+}
+
+/// A schedule runner whose renewal fails transiently (the server paused
+/// past the call timeout) keeps its fence: once the server answers again,
+/// the same runner renews and fires. Dropping the fence would lock every
+/// runner out for the lock's TTL, this one included (its own live lock
+/// answers "held"). The wait before a retry doubles with each failure.
+#[test]
+fn a_schedule_runner_keeps_its_lock_through_a_transient_failure() {
+    let server = Server::start(&[]);
+    block_on(async {
+        let e = engine(&server).await.unwrap();
+        let mut runner = ScheduleRunner::new(&e, T, "a", MS * 30_000);
+        assert!(runner.step().await.unwrap().run.is_some());
+        assert!(runner.is_leader());
+        server.signal("-STOP");
+        for retry in [MS * 10, MS * 20] {
+            let failed = runner.step().await;
+            assert!(
+                failed.as_ref().is_err_and(Error::is_transient),
+                "{failed:?}"
+            );
+            assert!(runner.is_leader(), "the fence is kept");
+            assert_eq!(runner.retry_wait(), retry);
+        }
+        server.signal("-CONT");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let step = loop {
+            match runner.step().await {
+                Err(e) if e.is_transient() && Instant::now() < deadline => {
+                    tokio::time::sleep(runner.retry_wait()).await;
+                }
+                other => break other,
+            }
+        };
+        assert!(step.unwrap().run.is_some(), "leads again at once");
+        assert!(runner.is_leader());
+        assert_eq!(runner.retry_wait(), Duration::ZERO);
+        // Another runner cannot take it meanwhile.
+        let mut other = ScheduleRunner::new(&e, T, "b", MS * 30_000);
+        assert_eq!(other.step().await.unwrap().run, None);
+        runner.resign().await.unwrap();
+        assert!(other.step().await.unwrap().run.is_some());
     });
 }
 

@@ -103,6 +103,7 @@ fn two_competing_schedulers_fire_each_grid_point_once() {
     let mut b = Scheduler::new(&s, T, "b", SEC * 3);
     let mut fired = 0;
     let mut leaders = Vec::new();
+    let mut lost = Vec::new();
     for step in 0..60u32 {
         // a stalls for a while in the middle: b takes over.
         let a_alive = !(20..30).contains(&step);
@@ -110,7 +111,14 @@ fn two_competing_schedulers_fire_each_grid_point_once() {
             if !alive {
                 continue;
             }
-            let outcome = runner.step().unwrap();
+            let outcome = match runner.step() {
+                Err(Error::LeadershipLost) => {
+                    assert!(!runner.is_leader());
+                    lost.push((name, step));
+                    continue;
+                }
+                outcome => outcome.unwrap(),
+            };
             if let Some(run) = outcome.run {
                 fired += run.fired;
                 leaders.push(name);
@@ -125,6 +133,7 @@ fn two_competing_schedulers_fire_each_grid_point_once() {
     }
     // Steps at 0 s, 0.5 s, ... 29.5 s: grid points 2 s, 4 s, ... 28 s.
     assert_eq!(fired, 14, "each grid point once, across the takeover");
+    assert_eq!(lost, [("a", 30)], "a learns it lost the lead when it wakes");
     assert_eq!(ready(&s) as u64, fired);
     assert!(
         leaders.contains(&"a") && leaders.contains(&"b"),

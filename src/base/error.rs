@@ -288,6 +288,21 @@ impl Error {
         )
     }
 
+    /// Whether the same call may succeed if tried again shortly, with
+    /// nothing else changed: the backend unreachable or refusing for now
+    /// ([`BackendUnavailable`](Error::BackendUnavailable)), the expiry
+    /// driver stalled, the OS random source failing. A stopped store, a
+    /// refusal of the request itself, or a record's state are not.
+    pub fn is_transient(&self) -> bool {
+        matches!(
+            self,
+            Error::BackendUnavailable { .. }
+                | Error::ServiceUnavailable {
+                    reason: Unavailable::DriverStalled | Unavailable::Entropy
+                }
+        )
+    }
+
     /// The scope of a capacity refusal, if this is one.
     pub fn capacity_scope(&self) -> Option<Scope> {
         match self {

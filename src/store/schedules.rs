@@ -178,23 +178,33 @@ impl Scheduler {
     }
 
     /// Renews the lock if this runner leads (or takes it if free), then
-    /// fires what is due. Losing the lead is not an error: the step
-    /// reports no run.
+    /// fires what is due ([`ScheduleRunner::step`]: the step that finds
+    /// the lead lost answers [`Error::LeadershipLost`](crate::Error::LeadershipLost)).
     pub fn step(&mut self) -> Result<SchedulerStep> {
         ready_now(self.inner.step())
     }
 
+    /// How long to wait after a transient failure
+    /// ([`ScheduleRunner::retry_wait`]).
+    pub fn retry_wait(&self) -> Duration {
+        self.inner.retry_wait()
+    }
+
     #[cfg(feature = "native")]
     /// Steps until `stop` is raised, sleeping between steps on the host's
-    /// clock; releases the lock on the way out. Returns the first error a
-    /// step met (the store stopped, say).
+    /// clock; releases the lock on the way out. A lost lead is competed
+    /// for again at once, a transient failure stepped again after
+    /// [`retry_wait`](Self::retry_wait); returns the first other error
+    /// (the store stopped, say).
     pub fn run(&mut self, stop: &SchedulerStop) -> Result<()> {
         let outcome = loop {
-            let step = match self.step() {
-                Ok(step) => step,
+            let wait = match self.step() {
+                Ok(step) => step.wait,
+                Err(crate::Error::LeadershipLost) => Duration::ZERO,
+                Err(e) if e.is_transient() => self.retry_wait(),
                 Err(e) => break Err(e),
             };
-            if stop.wait(step.wait) {
+            if stop.wait(wait) {
                 break Ok(());
             }
         };
