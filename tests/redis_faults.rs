@@ -14,7 +14,7 @@ mod redis;
 use redis::{block_on, config, fresh_namespace};
 use relaystore::events::{Cause, Gap, Received};
 use relaystore::redis::{RedisEngine, RedisOptions};
-use relaystore::{Error, LeaseId, ScheduleRunner, TenantId};
+use relaystore::{DegradedReason, Error, Health, LeaseId, ScheduleRunner, TenantId};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -253,10 +253,18 @@ fn reads_and_removals_are_answered_at_maxmemory() {
             .await
             .unwrap();
         let mut admin = admin(&server).await;
+        assert_eq!(e.health().await, Health::Ready);
         set_maxmemory(&mut admin, 1).await;
         assert!(
             e.grant(T, "other", MS * 60_000, None).await.is_err(),
             "the server is full"
+        );
+        assert_eq!(
+            e.health().await,
+            Health::Degraded {
+                reason: DegradedReason::BackendFull
+            },
+            "health says so"
         );
         assert_eq!(
             e.get_lease(T, g.id).await.map(|l| l.holder),
@@ -280,6 +288,7 @@ fn reads_and_removals_are_answered_at_maxmemory() {
         e.revoke(T, g.id).await.unwrap();
         assert_eq!(e.get_lease(T, g.id).await.map(drop), Err(Error::Revoked));
         set_maxmemory(&mut admin, 0).await;
+        assert_eq!(e.health().await, Health::Ready);
     });
 }
 
@@ -699,6 +708,57 @@ async fn slot_of(server: &Server, key: &str) -> u16 {
         .query_async(&mut admin(server).await)
         .await
         .expect("CLUSTER KEYSLOT")
+}
+
+/// On a cluster, health and connect ask every primary of the slot map by
+/// its address: with one of two masters down, health is `Degraded` at
+/// once and stays so (it said `Ready` about 500 ms after a master died,
+/// asking only the nodes the client was connected to), and `connect`
+/// refuses, naming the primary it could not check; once the master is
+/// back, health is `Ready` again.
+#[test]
+fn health_and_connect_ask_every_cluster_primary() {
+    block_on(async {
+        let (mut servers, dirs) = two_master_cluster().await;
+        let urls: Vec<String> = servers.iter().map(Server::url).collect();
+        let options = RedisOptions::cluster(&urls)
+            .namespace(&fresh_namespace("reach"))
+            .call_timeout(MS * 500);
+        let e = RedisEngine::connect(options.clone(), config())
+            .await
+            .unwrap();
+        assert_eq!(e.health().await, Health::Ready);
+        servers[1].kill();
+        let down = Health::Degraded {
+            reason: DegradedReason::BackendUnreachable,
+        };
+        for _ in 0..8 {
+            assert_eq!(e.health().await, down);
+            tokio::time::sleep(MS * 250).await;
+        }
+        let port = servers[1].port.to_string();
+        match RedisEngine::connect(options.clone(), config()).await {
+            Err(Error::BackendUnavailable { detail, .. }) => {
+                assert!(detail.contains(&port), "{detail}")
+            }
+            other => panic!("connect with a primary down: {:?}", other.map(drop)),
+        }
+        servers[1].spawn();
+        wait_cluster_ok(&servers[0]).await;
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while e.health().await != Health::Ready {
+            assert!(
+                Instant::now() < deadline,
+                "Ready again once the master is back"
+            );
+            tokio::time::sleep(MS * 100).await;
+        }
+        drop(e);
+        drop(servers);
+        for dir in dirs {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    });
 }
 
 /// A cluster master that restarts empty, while the master holding the

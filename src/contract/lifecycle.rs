@@ -16,6 +16,10 @@ pub enum DegradedReason {
     /// the engine's call timeout: operations fail closed with
     /// `BackendUnavailable` until it answers again.
     BackendUnreachable,
+    /// A remote engine's backend (a Redis primary) is at its memory limit:
+    /// it refuses creations with `BackendUnavailable` (reads and removals
+    /// still run, so revoking frees room) until memory is freed.
+    BackendFull,
 }
 
 impl std::fmt::Display for DegradedReason {
@@ -23,6 +27,7 @@ impl std::fmt::Display for DegradedReason {
         match self {
             DegradedReason::DriverStalled => f.write_str("expiry driver stalled"),
             DegradedReason::BackendUnreachable => f.write_str("backend unreachable"),
+            DegradedReason::BackendFull => f.write_str("backend at its memory limit"),
         }
     }
 }

@@ -8,7 +8,9 @@ use crate::base::error::{Error, Result};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;
-use redis::cluster_routing::{MultipleNodeRoutingInfo, RoutingInfo};
+use redis::cluster_routing::{
+    MultipleNodeRoutingInfo, Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr,
+};
 use redis::{FromRedisValue, Value};
 use std::future::Future;
 use std::time::Duration;
@@ -210,20 +212,38 @@ impl Conn {
         }
     }
 
-    /// One round trip to every primary.
-    pub(super) async fn ping(&self) -> Result<()> {
-        let _: Value = self.on_every_primary(redis::cmd("PING")).await?;
-        Ok(())
+    /// Whether every primary the engine needs answers, and takes writes:
+    /// on a cluster each primary of the slot map (`CLUSTER SLOTS`), asked
+    /// by its address, so a primary the client has no connection to
+    /// counts as unreachable. The write probe is a function that writes
+    /// nothing but is not flagged `allow-oom`, which a server at
+    /// `maxmemory` refuses (`OOM`).
+    pub(super) async fn reach(&self) -> Reach {
+        let mut probe = redis::cmd("FCALL");
+        probe.arg(super::scripts::WRITABLE.name()).arg(0);
+        match self.on_each_primary(&probe).await {
+            Ok(_) => Reach::Ready,
+            Err(Failed::Missing) => Reach::Ready,
+            Err(Failed::Redis(e)) if e.to_string().contains("OOM") => Reach::Full,
+            Err(Failed::Redis(_)) => Reach::Unreachable,
+        }
     }
 
-    /// Refuses a server (or any cluster primary) that may evict keys.
+    /// Refuses a server (or any primary of a cluster's slot map, each
+    /// asked by its address) that may evict keys; a primary that does not
+    /// answer fails the check with `BackendUnavailable` naming it.
     pub(super) async fn check_noeviction(&self) -> Result<()> {
         let mut cmd = redis::cmd("CONFIG");
         cmd.arg("GET").arg("maxmemory-policy");
-        let reply = self.on_every_primary(cmd).await?;
+        let replies = self
+            .on_each_primary(&cmd)
+            .await
+            .map_err(Failed::into_error)?;
         let mut policies = Vec::new();
-        collect_policies(&reply, &mut policies);
-        if policies.is_empty() || policies.iter().any(|p| p != "noeviction") {
+        for reply in &replies {
+            collect_policies(reply, &mut policies);
+        }
+        if policies.len() < replies.len() || policies.iter().any(|p| p != "noeviction") {
             return Err(Error::InvalidConfig {
                 field: "maxmemory-policy",
                 rule: "must be noeviction on every Redis primary (an evicting Redis could drop live state)",
@@ -231,6 +251,51 @@ impl Conn {
             });
         }
         Ok(())
+    }
+
+    /// `cmd`'s reply from the server, or from each primary of a cluster's
+    /// slot map in turn; the first failure, naming its primary.
+    async fn on_each_primary(&self, cmd: &redis::Cmd) -> std::result::Result<Vec<Value>, Failed> {
+        let cluster = match &self.kind {
+            Kind::Server(_) => return Ok(vec![self.query(cmd).await?]),
+            Kind::Cluster(c) => c,
+        };
+        let slots: Value = self
+            .query(&redis::cmd("CLUSTER").arg("SLOTS").to_owned())
+            .await?;
+        let mut replies = Vec::new();
+        for (host, port, slot) in primaries(&slots) {
+            let routing = RoutingInfo::SingleNode(if host.is_empty() {
+                // A node that knows no address of its own (a cluster of
+                // one that never met another node) is the only node.
+                SingleNodeRoutingInfo::SpecificNode(Route::new(slot, SlotAddr::Master))
+            } else {
+                SingleNodeRoutingInfo::ByAddress {
+                    host: host.clone(),
+                    port,
+                }
+            });
+            let mut cluster = cluster.clone();
+            let call = cluster.route_command(cmd.clone(), routing);
+            match tokio::time::timeout(self.timeout, call).await {
+                Ok(Ok(value)) => replies.push(value),
+                Ok(Err(e)) if e.to_string().contains("Function not found") => return Err(Missing),
+                Ok(Err(e)) => {
+                    let failed = unavailable(&e);
+                    return Err(Failed::Redis(Error::backend(
+                        format!("primary {host}:{port}: {failed}"),
+                        failed.may_have_run(),
+                    )));
+                }
+                Err(_) => {
+                    return Err(Failed::Redis(Error::backend(
+                        format!("primary {host}:{port}: no answer within {:?}", self.timeout),
+                        true,
+                    )))
+                }
+            }
+        }
+        Ok(replies)
     }
 
     async fn on_every_primary(&self, cmd: redis::Cmd) -> Result<Value> {
@@ -249,6 +314,47 @@ impl Conn {
         };
         bounded(self.timeout, call).await
     }
+}
+
+/// What [`Conn::reach`] found.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(super) enum Reach {
+    /// Every primary answered and takes writes.
+    Ready,
+    /// A primary did not answer (or the client has no connection to it).
+    Unreachable,
+    /// A primary is at `maxmemory`: it refuses writes.
+    Full,
+}
+
+/// The distinct primaries (host, port, and the first slot it serves) of
+/// a `CLUSTER SLOTS` reply: each range is `[start, end, [host, port, id,
+/// ...], replicas...]`. The host is empty where the node knows no address
+/// of its own.
+fn primaries(slots: &Value) -> Vec<(String, u16, u16)> {
+    let mut found: Vec<(String, u16, u16)> = Vec::new();
+    let Value::Array(ranges) = slots else {
+        return found;
+    };
+    for range in ranges {
+        let Value::Array(parts) = range else { continue };
+        let start = parts
+            .first()
+            .and_then(|s| u16::from_redis_value_ref(s).ok());
+        let Some(Value::Array(node)) = parts.get(2) else {
+            continue;
+        };
+        let host = node
+            .first()
+            .and_then(|h| String::from_redis_value_ref(h).ok());
+        let port = node.get(1).and_then(|p| u16::from_redis_value_ref(p).ok());
+        if let (Some(host), Some(port), Some(start)) = (host, port, start) {
+            if !found.iter().any(|(h, p, _)| *h == host && *p == port) {
+                found.push((host, port, start));
+            }
+        }
+    }
+    found
 }
 
 /// The values of `CONFIG GET maxmemory-policy` replies: from one server

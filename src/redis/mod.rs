@@ -453,17 +453,24 @@ impl RedisEngine {
     }
 
     /// `Draining` or `Stopped` once [`begin_drain`](Self::begin_drain)
-    /// was called; otherwise `Ready` while Redis answers within the call
-    /// timeout, and `Degraded` with [`DegradedReason::BackendUnreachable`]
-    /// when it does not.
+    /// was called; otherwise `Ready` while every primary the store needs
+    /// answers within the call timeout and takes writes (on a cluster,
+    /// every primary of the slot map, each asked by its address: one round
+    /// trip each), `Degraded` with [`DegradedReason::BackendUnreachable`]
+    /// while one does not answer, and with [`DegradedReason::BackendFull`]
+    /// while one is at `maxmemory` (it refuses creations; reads and
+    /// removals still run there).
     pub async fn health(&self) -> Health {
         if let Some(health) = self.lifecycle_health() {
             return health;
         }
-        match self.inner.conn.ping().await {
-            Ok(()) => Health::Ready,
-            Err(_) => Health::Degraded {
+        match self.inner.conn.reach().await {
+            conn::Reach::Ready => Health::Ready,
+            conn::Reach::Unreachable => Health::Degraded {
                 reason: DegradedReason::BackendUnreachable,
+            },
+            conn::Reach::Full => Health::Degraded {
+                reason: DegradedReason::BackendFull,
             },
         }
     }

@@ -101,6 +101,7 @@ functions! {
     SCHEDULES = "schedules", "schedules.lua", Read;
     RUN_SCHEDULES = "run_schedules", "run_schedules.lua", Tenant;
     PROBE = "probe", "probe.lua", Meta;
+    WRITABLE = "writable", "writable.lua", Meta;
 }
 
 /// The library: its code and the names its functions are called by.

@@ -179,7 +179,7 @@ impl Scheduler {
 
     /// Renews the lock if this runner leads (or takes it if free), then
     /// fires what is due ([`ScheduleRunner::step`]: the step that finds
-    /// the lead lost answers [`Error::LeadershipLost`](crate::Error::LeadershipLost)).
+    /// the lead lost answers [`Error::LeadershipLost`]).
     pub fn step(&mut self) -> Result<SchedulerStep> {
         ready_now(self.inner.step())
     }
@@ -200,7 +200,7 @@ impl Scheduler {
         let outcome = loop {
             let wait = match self.step() {
                 Ok(step) => step.wait,
-                Err(crate::Error::LeadershipLost) => Duration::ZERO,
+                Err(Error::LeadershipLost) => Duration::ZERO,
                 Err(e) if e.is_transient() => self.retry_wait(),
                 Err(e) => break Err(e),
             };
