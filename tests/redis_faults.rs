@@ -11,8 +11,10 @@
 
 mod redis;
 
+use futures_util::StreamExt;
 use redis::{block_on, config, fresh_namespace};
 use relaystore::events::{Cause, Gap, Received};
+use relaystore::queue::{JobOptions, QueueConfig};
 use relaystore::redis::{RedisEngine, RedisOptions};
 use relaystore::{DegradedReason, Error, Health, LeaseId, ScheduleRunner, TenantId};
 use std::process::{Child, Command, Stdio};
@@ -226,6 +228,69 @@ fn a_schedule_runner_keeps_its_lock_through_a_transient_failure() {
         assert_eq!(other.step().await.unwrap().run, None);
         runner.resign().await.unwrap();
         assert!(other.step().await.unwrap().run.is_some());
+    });
+}
+
+/// A `claim_wait` dropped mid-call (a caller's timeout while the server
+/// is paused with the claim sent) leaves no job claimed for nobody: once
+/// the server runs the claim, the engine finds the caller gone and gives
+/// the claim back, so the job is ready at once with its attempt unused
+/// (before, it stayed hidden for its 60 s visibility, one attempt used).
+/// The give-back is seen by its wake, published on the store's wake
+/// channel.
+#[test]
+fn a_claim_dropped_mid_call_gives_its_jobs_back() {
+    let server = Server::start(&[]);
+    block_on(async {
+        let namespace = fresh_namespace("cancel");
+        let options = RedisOptions::standalone(&server.url())
+            .namespace(&namespace)
+            .call_timeout(Duration::from_secs(5));
+        let e = RedisEngine::connect(options, config()).await.unwrap();
+        for queue in ["work", "idle"] {
+            e.create_queue(T, queue, QueueConfig::default())
+                .await
+                .unwrap();
+        }
+        let job = e
+            .enqueue(T, "work", b"x", JobOptions::default())
+            .await
+            .unwrap();
+        // The handle's listener is up before the pause (a wait on an
+        // empty queue), so the claim below is the first thing sent.
+        let idle = tokio::time::timeout(MS * 200, e.claim_wait(T, "idle", "w", None, 1)).await;
+        assert!(idle.is_err(), "nothing to claim there");
+        let mut wakes = ::redis::Client::open(server.url())
+            .unwrap()
+            .get_async_pubsub()
+            .await
+            .unwrap();
+        wakes
+            .subscribe(format!("relaystore:{namespace}:wakes"))
+            .await
+            .unwrap();
+        server.signal("-STOP");
+        let minute = Some(MS * 60_000);
+        let dropped =
+            tokio::time::timeout(MS * 100, e.claim_wait(T, "work", "w1", minute, 1)).await;
+        assert!(
+            dropped.is_err(),
+            "the caller gave up while the server was paused"
+        );
+        server.signal("-CONT");
+        let woken = tokio::time::timeout(Duration::from_secs(5), wakes.on_message().next())
+            .await
+            .expect("the claim was run and given back")
+            .expect("a wake");
+        let text: Vec<u8> = woken.get_payload().unwrap();
+        assert!(
+            String::from_utf8_lossy(&text).contains("work"),
+            "the queue's wake: {}",
+            String::from_utf8_lossy(&text)
+        );
+        let got = e.claim(T, "work", "w2", minute, 1).await.unwrap();
+        assert_eq!(got.len(), 1, "ready again at once");
+        assert_eq!((got[0].id, got[0].attempt), (job, 1), "its attempt unused");
     });
 }
 

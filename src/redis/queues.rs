@@ -147,7 +147,11 @@ impl RedisEngine {
     /// Claims up to `max_jobs` (at most `page_len_max`) ready jobs, oldest
     /// first, for `visibility` (the queue's when `None`); each is handed to
     /// one claim at a time, on whichever instance claims. Settles what is
-    /// due first (delays that ended, claims that lapsed).
+    /// due first (delays that ended, claims that lapsed). Cancel-safe: a
+    /// caller that drops the future mid-call (a timeout, `select!`) gets
+    /// nothing, and the claims the server made meanwhile are given back,
+    /// each job ready again with its attempt unused (the call runs in a
+    /// task of its own, which gives them back once it has the answer).
     pub async fn claim(
         &self,
         tenant: TenantId,
@@ -179,9 +183,24 @@ impl RedisEngine {
             visibility.map_or_else(String::new, |v| v.to_string()),
             max.to_string(),
         ];
-        let reply = self
-            .queue_call(scripts::CLAIM, tenant, queue, Issued::Nothing, args)
-            .await?;
+        // The call runs in a task of its own, so a caller that drops this
+        // future (a timeout, `select!`) mid-call cannot leave jobs claimed
+        // for nobody: the task gets the answer anyway and, finding the
+        // caller gone, gives each claim back (SPEC §8).
+        let (answer, answered) = tokio::sync::oneshot::channel();
+        let engine = self.clone();
+        let queue_name = queue.to_owned();
+        tokio::spawn(async move {
+            let reply = engine
+                .queue_call(scripts::CLAIM, tenant, &queue_name, Issued::Nothing, args)
+                .await;
+            if let Err(Ok(reply)) = answer.send(reply) {
+                engine.return_claims(tenant, &queue_name, &reply).await;
+            }
+        });
+        let reply = answered
+            .await
+            .map_err(|_| Error::backend("the claim's task ended without an answer", true))??;
         let visibility = reply.millis(1)?;
         let next = u64::try_from(reply.int(2)?).ok().map(Duration::from_millis);
         let incarnation = self.incarnation();
@@ -200,10 +219,32 @@ impl RedisEngine {
         Ok(Claimed { jobs, next })
     }
 
+    /// Gives back the claims of a claim reply nobody received: each job
+    /// ready again, its attempt unused. Best effort: a claim that cannot
+    /// be given back lapses after its visibility, as any unacknowledged
+    /// claim does.
+    async fn return_claims(&self, tenant: TenantId, queue: &str, reply: &Reply) {
+        let mut at = 3;
+        while at + 3 < reply.len() {
+            if let (Ok(seq), Ok(token)) = (reply.uint(at), reply.uint(at + 1)) {
+                let args = args![
+                    seq.to_string(),
+                    token.to_string(),
+                    wake_channel(queue).as_bytes()
+                ];
+                let _ = self
+                    .queue_call(scripts::RETURN_CLAIM, tenant, queue, Issued::Nothing, args)
+                    .await;
+            }
+            at += 4;
+        }
+    }
+
     /// Claims ready jobs, waiting until there is one: woken by an enqueue
     /// or requeue on any instance, and otherwise asleep until the queue's
-    /// next delay ends or claim lapses (never polling). Cancel-safe; wrap
-    /// it in the executor's timeout. Takes one of this handle's listeners
+    /// next delay ends or claim lapses (never polling). Cancel-safe, as
+    /// [`claim`](Self::claim) is: wrap it in the executor's timeout. Takes
+    /// one of this handle's listeners
     /// while it waits.
     pub async fn claim_wait(
         &self,

@@ -2,11 +2,8 @@
 -- the job if the claim is its live one. Reply: {OK}, {NOT_FOUND} or
 -- {STALE_CLAIM}.
 local name, seq = ARGV[3], ARGV[4]
-if not queue_now(name) then
-  return {NOT_FOUND}
-end
-local refused = check_claim(name, seq, ARGV[5])
-if refused then
+local q, refused = claimed_job(name, seq, ARGV[5])
+if not q then
   return refused
 end
 remove_job(name, seq)

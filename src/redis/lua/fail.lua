@@ -5,12 +5,8 @@
 -- dead letter if that was its last attempt. Reply: {OK, the backoff in ms,
 -- or -1 for a dead letter}, {NOT_FOUND} or {STALE_CLAIM}.
 local name, seq = ARGV[3], ARGV[4]
-local q = queue_now(name)
+local q, refused = claimed_job(name, seq, ARGV[5])
 if not q then
-  return {NOT_FOUND}
-end
-local refused = check_claim(name, seq, ARGV[5])
-if refused then
   return refused
 end
 unclaim(name, seq)

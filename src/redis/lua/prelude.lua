@@ -877,6 +877,21 @@ local function check_claim(name, seq, token)
   return nil
 end
 
+-- Queue `name` (as `queue_now` gives it) if `token` is job `seq`'s live
+-- claim; else nil and the refusal to answer ({NOT_FOUND} or
+-- {STALE_CLAIM}). Where every change by a claim holder starts.
+local function claimed_job(name, seq, token)
+  local q = queue_now(name)
+  if not q then
+    return nil, {NOT_FOUND}
+  end
+  local refused = check_claim(name, seq, token)
+  if refused then
+    return nil, refused
+  end
+  return q
+end
+
 -- Takes job `seq` out of its claim (it is about to move elsewhere).
 local function unclaim(name, seq)
   redis.call('ZREM', qk('qc', name), seq)
