@@ -8,8 +8,9 @@
 //! `notify` (a listener of each tenant's channel attached, on another
 //! handle), `append` (64 bytes to a stream that trims its oldest entries),
 //! `read` (16 entries of 64 bytes), `job` (enqueue, claim, ack: three
-//! operations) and `health` (one `PING` through the engine's connection:
-//! what the client side costs with no function at all) for `--seconds`
+//! operations) and `health` (on one server, one call of the library's
+//! `writable` function, which only answers: the client side and the
+//! smallest function call) for `--seconds`
 //! each, then `redis-benchmark -c 1 -P <depth>`, and prints
 //! ops/s and the ratio to the floor (target ≥ 0.5).
 //! Runs only when `REDIS_URL` is set; `redis-benchmark` must be on PATH.
@@ -21,6 +22,8 @@
 //! REDIS_URL=redis://127.0.0.1:6390/ cargo run --release --example redis_engine -- --sessions 10000 --seconds 2
 //! ```
 
+#[path = "support/load.rs"]
+mod load;
 #[path = "support/mod.rs"]
 mod support;
 
@@ -28,10 +31,10 @@ use relaystore::queue::{JobOptions, QueueConfig};
 use relaystore::redis::{RedisEngine, RedisOptions};
 use relaystore::stream::{StreamConfig, WhenFull};
 use relaystore::{LeaseId, Store, StoreConfig, TenantId};
-use std::future::Future;
 use std::net::SocketAddr;
 use std::process::Command;
-use std::sync::atomic::{AtomicU64, Ordering};
+
+use load::measure;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use support::{options, Options};
@@ -323,43 +326,6 @@ fn one_local(s: &Store, ids: &[(TenantId, LeaseId)], op: &str, k: u64) -> u64 {
         _ => s.get_lease(tenant, id).is_ok(),
     };
     u64::from(ok)
-}
-
-/// Operations per second with `depth` tasks each doing one operation at a
-/// time for `span`. A grant row counts its grant and the revoke that
-/// frees its room again as two operations, a job row its enqueue, claim
-/// and ack as three. Panics if any failed.
-async fn measure<F, Fut>(depth: usize, span: Duration, op: F) -> f64
-where
-    F: Fn(u64) -> Fut + Clone + Send + 'static,
-    Fut: Future<Output = u64> + Send,
-{
-    let done = Arc::new(AtomicU64::new(0));
-    let failed = Arc::new(AtomicU64::new(0));
-    let next = Arc::new(AtomicU64::new(0));
-    let started = Instant::now();
-    let mut tasks = tokio::task::JoinSet::new();
-    for _ in 0..depth {
-        let (done, failed, next, op) = (
-            Arc::clone(&done),
-            Arc::clone(&failed),
-            Arc::clone(&next),
-            op.clone(),
-        );
-        tasks.spawn(async move {
-            while started.elapsed() < span {
-                let k = next.fetch_add(1, Ordering::Relaxed);
-                match op(k).await {
-                    0 => failed.fetch_add(1, Ordering::Relaxed),
-                    n => done.fetch_add(n, Ordering::Relaxed),
-                };
-            }
-        });
-    }
-    while tasks.join_next().await.is_some() {}
-    let failed = failed.load(Ordering::Relaxed);
-    assert_eq!(failed, 0, "operations failed");
-    done.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64()
 }
 
 /// `redis-benchmark`'s `SET key value PX 60000` rate on one connection

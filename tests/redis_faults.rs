@@ -12,92 +12,17 @@
 mod redis;
 
 use futures_util::StreamExt;
+use redis::servers::{admin, slot_of, two_master_cluster, wait_cluster_ok, Server};
 use redis::{block_on, config, fresh_namespace};
 use relaystore::events::{Cause, Gap, Received};
 use relaystore::queue::{JobOptions, QueueConfig};
 use relaystore::redis::{RedisEngine, RedisOptions};
 use relaystore::{DegradedReason, Error, Health, LeaseId, ScheduleRunner, TenantId};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 const T: TenantId = TenantId(1);
 const MS: Duration = Duration::from_millis(1);
 const CALL_TIMEOUT: Duration = Duration::from_millis(200);
-
-/// A redis-server child on a free loopback port, persistence off.
-struct Server {
-    port: u16,
-    child: Option<Child>,
-    extra: Vec<String>,
-}
-
-impl Server {
-    fn start(extra: &[&str]) -> Server {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free port")
-            .port();
-        let mut server = Server {
-            port,
-            child: None,
-            extra: extra.iter().map(|s| (*s).to_owned()).collect(),
-        };
-        server.spawn();
-        server
-    }
-
-    fn spawn(&mut self) {
-        let child = Command::new("redis-server")
-            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no"])
-            .args(&self.extra)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn();
-        let child = match child {
-            Ok(child) => child,
-            Err(e) => {
-                panic!("redis-server could not be started ({e}): {}", redis::HOW);
-            }
-        };
-        self.child = Some(child);
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
-            assert!(Instant::now() < deadline, "redis-server did not listen");
-            std::thread::sleep(MS * 20);
-        }
-    }
-
-    fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}/", self.port)
-    }
-
-    fn signal(&self, signal: &str) {
-        let pid = self.child.as_ref().expect("running").id().to_string();
-        let status = Command::new("kill").args([signal, &pid]).status().unwrap();
-        assert!(status.success(), "kill {signal}");
-    }
-
-    /// Kills the server (its data is gone: persistence is off).
-    fn kill(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-
-    /// A new server on the same port, empty.
-    fn restart(&mut self) {
-        self.kill();
-        self.spawn();
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
 
 async fn engine(server: &Server) -> Result<RedisEngine, Error> {
     let options = RedisOptions::standalone(&server.url())
@@ -574,17 +499,6 @@ async fn set_maxmemory(admin: &mut ::redis::aio::MultiplexedConnection, bytes: u
         .unwrap();
 }
 
-/// A connection of the default user that waits as long as the server
-/// holds it.
-async fn admin(server: &Server) -> ::redis::aio::MultiplexedConnection {
-    let patient = ::redis::AsyncConnectionConfig::new().set_response_timeout(None);
-    ::redis::Client::open(server.url())
-        .expect("a client")
-        .get_multiplexed_async_connection_with_config(&patient)
-        .await
-        .expect("an admin connection")
-}
-
 /// The engine's connection is cut after the server ran its call and before
 /// the answer left: the call fails closed and is never sent again (a
 /// renewal sent twice moves the version by two; a grant would make two
@@ -700,79 +614,6 @@ async fn all_restarted(e: &RedisEngine, tenant: TenantId, lease: LeaseId, fence:
         e.release_lock(tenant, "job", fence).await,
         Err(Error::Restarted)
     );
-}
-
-/// A two-master cluster of private servers (slots split in halves), each
-/// keeping its cluster identity in its own directory, so a killed master
-/// restarted on the same port comes back as the same node, with its
-/// slots, and empty.
-async fn two_master_cluster() -> (Vec<Server>, Vec<std::path::PathBuf>) {
-    let mut servers = Vec::new();
-    let mut dirs = Vec::new();
-    for _ in 0..2 {
-        let dir = std::env::temp_dir().join(fresh_namespace("node"));
-        std::fs::create_dir_all(&dir).expect("a directory for the node");
-        let dir_arg = dir.to_str().expect("a UTF-8 directory").to_owned();
-        servers.push(Server::start(&[
-            "--dir",
-            &dir_arg,
-            "--cluster-enabled",
-            "yes",
-            "--cluster-config-file",
-            "nodes.conf",
-        ]));
-        dirs.push(dir);
-    }
-    let mut first = admin(&servers[0]).await;
-    let _: () = ::redis::cmd("CLUSTER")
-        .arg("MEET")
-        .arg("127.0.0.1")
-        .arg(servers[1].port)
-        .query_async(&mut first)
-        .await
-        .expect("CLUSTER MEET");
-    for (server, (low, high)) in servers.iter().zip([("0", "8191"), ("8192", "16383")]) {
-        let _: () = ::redis::cmd("CLUSTER")
-            .arg(&["ADDSLOTSRANGE", low, high][..])
-            .query_async(&mut admin(server).await)
-            .await
-            .expect("CLUSTER ADDSLOTSRANGE");
-    }
-    for server in &servers {
-        wait_cluster_ok(server).await;
-    }
-    (servers, dirs)
-}
-
-/// Waits until `server` says the cluster is ok.
-async fn wait_cluster_ok(server: &Server) {
-    let mut admin = admin(server).await;
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let info: String = ::redis::cmd("CLUSTER")
-            .arg("INFO")
-            .query_async(&mut admin)
-            .await
-            .expect("CLUSTER INFO");
-        if info.contains("cluster_state:ok") {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the cluster never came up: {info}"
-        );
-        tokio::time::sleep(MS * 50).await;
-    }
-}
-
-/// The slot of `key`, as the cluster computes it.
-async fn slot_of(server: &Server, key: &str) -> u16 {
-    ::redis::cmd("CLUSTER")
-        .arg("KEYSLOT")
-        .arg(key)
-        .query_async(&mut admin(server).await)
-        .await
-        .expect("CLUSTER KEYSLOT")
 }
 
 /// On a cluster, health and connect ask every primary of the slot map by

@@ -229,6 +229,32 @@ impl Conn {
         }
     }
 
+    /// `WAIT replicas <half the call timeout>` on the connection that
+    /// carries calls to `key`'s slot (its primary on a cluster): how many
+    /// replicas acknowledged every write made on that connection so far.
+    /// The server answers by then, before the client's own bound (the call
+    /// timeout) could cut the connection's answer off.
+    pub(super) async fn wait_replicas(&self, key: &str, replicas: u32) -> Result<u64> {
+        let mut cmd = redis::cmd("WAIT");
+        let millis = u64::try_from(self.timeout.as_millis() / 2)
+            .unwrap_or(u64::MAX)
+            .max(1);
+        cmd.arg(replicas).arg(millis);
+        let call = async {
+            match &self.kind {
+                Kind::Server(c) => cmd.query_async(&mut c.clone()).await,
+                Kind::Cluster(c) => {
+                    let route = Route::with_key(key, SlotAddr::Master);
+                    let routing =
+                        RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(route));
+                    let value = c.clone().route_command(cmd, routing).await?;
+                    u64::from_redis_value_ref(&value).map_err(redis::RedisError::from)
+                }
+            }
+        };
+        bounded(self.timeout, call).await
+    }
+
     /// Refuses a server (or any primary of a cluster's slot map, each
     /// asked by its address) that may evict keys; a primary that does not
     /// answer fails the check with `BackendUnavailable` naming it.

@@ -103,7 +103,20 @@ pub struct RedisOptions {
     /// (the default): the system's roots. Needs the `redis-tls` feature
     /// and `rediss://` URLs.
     pub tls_root_certificates: Option<Vec<u8>>,
+    /// Replicas (a count) that must acknowledge each write an
+    /// authorization rests on before it is answered `Ok`: `grant`,
+    /// `revoke`, `revoke_tenant`, `try_lock`, `renew_lock`,
+    /// `bind_endpoint` and `consume`. The engine sends `WAIT` after the
+    /// call, bounded by half the call timeout (the connection carries no
+    /// other call's answer meanwhile); fewer acknowledgements fail the
+    /// call closed with `BackendUnavailable { may_have_run: true }`. 0 (the
+    /// default) waits for none; at most [`WAIT_REPLICAS_MAX`].
+    /// `docs/adr/0062-failover.md` says what each setting guarantees.
+    pub wait_replicas: u32,
 }
+
+/// The most replicas [`RedisOptions::wait_replicas`] may name.
+pub const WAIT_REPLICAS_MAX: u32 = 16;
 
 /// One Redis server, or a Redis Cluster's seed nodes. `Debug` prints the
 /// URLs with any password replaced by `<redacted>`.
@@ -173,6 +186,7 @@ impl RedisOptions {
             connect_timeout: Duration::from_secs(1),
             sweep_interval: Duration::from_millis(100),
             tls_root_certificates: None,
+            wait_replicas: 0,
         }
     }
 
@@ -192,6 +206,14 @@ impl RedisOptions {
     /// attempt, at `connect` and on reconnects).
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;
+        self
+    }
+
+    /// The same options, waiting for `replicas` replicas to acknowledge
+    /// each write an authorization rests on
+    /// ([`wait_replicas`](Self::wait_replicas)).
+    pub fn wait_for_replicas(mut self, replicas: u32) -> Self {
+        self.wait_replicas = replicas;
         self
     }
 
@@ -271,6 +293,13 @@ impl RedisOptions {
                 values: format!("sweep_interval = {:?}", self.sweep_interval),
             });
         }
+        if self.wait_replicas > WAIT_REPLICAS_MAX {
+            return Err(Error::InvalidConfig {
+                field: "wait_replicas",
+                rule: "must be at most WAIT_REPLICAS_MAX (16)",
+                values: format!("wait_replicas = {}", self.wait_replicas),
+            });
+        }
         if let RedisTarget::Cluster(seeds) = &self.target {
             if seeds.is_empty() {
                 return Err(Error::InvalidConfig {
@@ -324,6 +353,8 @@ struct Inner {
     /// For the listener's own connection.
     target: RedisTarget,
     connect_timeout: Duration,
+    /// [`RedisOptions::wait_replicas`].
+    wait_replicas: u32,
 }
 
 impl Drop for Inner {
@@ -440,6 +471,7 @@ impl RedisEngine {
                 sweeper: std::sync::Mutex::new(None),
                 target: options.target,
                 connect_timeout: options.connect_timeout,
+                wait_replicas: options.wait_replicas,
             }),
         };
         engine.refresh_incarnation().await?;
@@ -658,6 +690,10 @@ impl RedisEngine {
                     // incarnation, or missing: start them afresh.
                     create = Some(if known { 'l' } else { 'c' });
                 }
+                reply::OK if function.replicated() => {
+                    self.await_replicas(&key).await?;
+                    return Ok(Some(reply));
+                }
                 _ => return Ok(Some(reply)),
             }
         }
@@ -669,6 +705,24 @@ impl RedisEngine {
 }
 
 impl RedisEngine {
+    /// With [`RedisOptions::wait_replicas`] set: waits until that many
+    /// replicas of the tenant's primary acknowledged every write of the
+    /// connection that carried the call, or refuses.
+    async fn await_replicas(&self, key: &str) -> Result<()> {
+        let wanted = self.inner.wait_replicas;
+        if wanted == 0 {
+            return Ok(());
+        }
+        let acknowledged = self.inner.conn.wait_replicas(key, wanted).await?;
+        if acknowledged < u64::from(wanted) {
+            return Err(Error::backend(
+                format!("the write reached {acknowledged} of the {wanted} replicas it waits for"),
+                true,
+            ));
+        }
+        Ok(())
+    }
+
     /// One page of a key-ordered index through a page function
     /// (`page` in `lua/prelude.lua`): `limit` (in `1..=page_len_max`) keys
     /// scanned after `cursor`; each visible one is its key and `width`

@@ -117,6 +117,22 @@ impl Function {
         &LIBRARY.names[self.0]
     }
 
+    /// Whether an authorization rests on its write, so that with
+    /// `wait_replicas` set its success waits for the replicas.
+    pub(super) fn replicated(self) -> bool {
+        [
+            GRANT,
+            REVOKE,
+            REVOKE_TENANT,
+            TRY_LOCK,
+            RENEW_LOCK,
+            BIND,
+            CONSUME,
+        ]
+        .iter()
+        .any(|f| f.0 == self.0)
+    }
+
     /// Whether it only reads (so it needs nothing outside its slot).
     pub(super) fn reads_only(self) -> bool {
         FUNCTIONS[self.0].2 == Read

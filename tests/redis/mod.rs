@@ -10,6 +10,8 @@
 
 #![allow(dead_code)] // each test binary uses its own part
 
+pub mod servers;
+
 use relaystore::redis::{RedisEngine, RedisOptions};
 use relaystore::{Error, StoreConfig};
 use std::future::Future;
