@@ -25,15 +25,15 @@ fn the_lua_formulas_answer_every_row_of_the_rust_tables() {
             );
             rows += 1;
         }
-        for &(next, now, interval, most, due, fires, to) in CATCH_UP {
+        for &(next, now, interval, most, room, due, fires, to) in CATCH_UP {
             let got = engine
-                .probe_formula("catch_up", &[next, now, interval, most])
+                .probe_formula("catch_up", &[next, now, interval, most, room])
                 .await
                 .unwrap();
             let want = [due.to_string(), fires.to_string(), to.to_string()];
             assert_eq!(
                 got, want,
-                "{name}: catch_up({next}, {now}, {interval}, {most})"
+                "{name}: catch_up({next}, {now}, {interval}, {most}, {room})"
             );
             rows += 1;
         }

@@ -142,34 +142,47 @@ fn two_competing_schedulers_fire_each_grid_point_once() {
 }
 
 #[test]
-fn a_fire_its_queue_refuses_leaves_the_schedule_due() {
+fn a_catch_up_fills_the_room_its_queue_has_and_a_full_queue_leaves_it_due() {
     let (clock, s) = store();
     s.create_queue(
         T,
         "ticks",
-        QueueConfig::default().jobs_max(2).dead_letters_max(Some(1)),
+        QueueConfig::default().jobs_max(3).dead_letters_max(Some(1)),
     )
     .unwrap();
     s.enqueue(T, "ticks", b"", JobOptions::default()).unwrap();
     s.schedule(T, "beat", "@every 1s", "ticks", b"").unwrap();
     let leader = s.try_lead_schedules(T, "r", SEC * 3600).unwrap().unwrap();
-    clock.advance(SEC * 2);
+    clock.advance(SEC * 5);
     let run = s.run_schedules(&leader).unwrap();
     assert_eq!(
-        run.fired, 0,
-        "two fires due, room for one: none (all or none)"
+        (run.fired, run.skipped, run.refused.len()),
+        (2, 3, 0),
+        "five fires due, room for two: two fire, three are skipped"
     );
+    assert_eq!(run.next_in, Some(SEC), "on the grid");
+    assert_eq!(ready(&s), 3);
+    clock.advance(SEC);
+    let run = s.run_schedules(&leader).unwrap();
+    assert_eq!(run.fired, 0, "no room");
     assert_eq!(
         run.refused[0].1,
         Error::CapacityExceeded {
             scope: Scope::QueueJobs,
-            limit: 2,
-            used: 1,
-        }
+            limit: 3,
+            used: 3,
+        },
+        "refused with the queue's real use"
     );
     let job = s.claim(T, "ticks", "w", None, 1).unwrap().remove(0);
     s.ack(T, "ticks", job.id, job.claim).unwrap();
-    assert_eq!(s.run_schedules(&leader).unwrap().fired, 2, "still due");
+    clock.advance(SEC);
+    let run = s.run_schedules(&leader).unwrap();
+    assert_eq!(
+        (run.fired, run.skipped),
+        (1, 1),
+        "still due: the room made is filled, the rest skipped"
+    );
 }
 
 #[test]

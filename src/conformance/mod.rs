@@ -192,6 +192,7 @@ pub const QUEUE_CHECKS: &[&str] = &[
     "queues::lapses_and_delays",
     "queues::lapses_seen_by_every_call",
     "queues::outbox_and_schedules",
+    "queues::catch_up_fills_what_fits",
 ];
 
 /// The checks [`run`] adds to [`RELAY_CHECKS`] (wake channels, streams,
@@ -208,6 +209,7 @@ pub const ENGINE_CHECKS: &[&str] = &[
     "queues::lapses_and_delays",
     "queues::lapses_seen_by_every_call",
     "queues::outbox_and_schedules",
+    "queues::catch_up_fills_what_fits",
 ];
 
 /// Runs one check on `$harness`, pushing its failure onto `$failures`.
@@ -327,6 +329,7 @@ where
     check!(h, failures, QUEUE_CHECKS, queues::lapses_and_delays);
     check!(h, failures, QUEUE_CHECKS, queues::lapses_seen_by_every_call);
     check!(h, failures, QUEUE_CHECKS, queues::outbox_and_schedules);
+    check!(h, failures, QUEUE_CHECKS, queues::catch_up_fills_what_fits);
     failures
 }
 

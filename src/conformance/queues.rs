@@ -287,9 +287,7 @@ where
     H::Engine: Engine,
 {
     let u = h.unit();
-    let mut cfg = config(u);
-    cfg.schedule_interval_min = u;
-    let e = h.engine(cfg).await?;
+    let e = scheduling(h).await?;
     let id = e.outbox_put(T, "session.ended", b"s-1").await?;
     let mut seen = Vec::new();
     let run = e
@@ -342,4 +340,74 @@ where
         "a malformed spec"
     );
     Ok(())
+}
+
+/// A catch-up larger than the target queue's room enqueues what fits,
+/// skips the rest and moves to the grid (it used to be refused whole, so
+/// a schedule whose catch-up outgrew its queue never fired again); a
+/// queue with no room at all leaves the schedule due, refused with the
+/// queue's real use; room made later is filled at the next run.
+pub(super) async fn catch_up_fills_what_fits<H: Harness>(h: &H) -> Outcome
+where
+    H::Engine: Engine,
+{
+    let u = h.unit();
+    let e = scheduling(h).await?;
+    let small = QueueConfig {
+        jobs_max: 3,
+        ..QueueConfig::default()
+    };
+    e.create_queue(T, "small", small).await?;
+    let spec = format!("@every {}ms", (u * 10).as_millis());
+    e.schedule(T, "beat", &spec, "small", b"tick").await?;
+    let Some(leader) = e.try_lead_schedules(T, "r1", u * 1000).await? else {
+        return Err(super::Fault::new("the scheduler lock was free".into()));
+    };
+    h.advance(u * 55).await;
+    let run = e.run_schedules(T, leader.fence).await?;
+    ensure!(run.refused.is_empty(), "refused: {:?}", run.refused);
+    ensure_eq!(run.fired, 3, "as many fires as the queue had room for");
+    ensure!(run.skipped >= 2, "the rest skipped: {run:?}");
+    ensure_eq!(
+        e.queue_info(T, "small").await?.ready,
+        3,
+        "the fires are jobs"
+    );
+    h.advance(u * 10).await;
+    let run = e.run_schedules(T, leader.fence).await?;
+    ensure_eq!(run.fired, 0, "no room");
+    let refusal = run
+        .refused
+        .first()
+        .map(|(name, e)| (name.to_string(), e.clone()));
+    ensure_eq!(
+        refusal,
+        Some((
+            "beat".to_string(),
+            Error::CapacityExceeded {
+                scope: Scope::QueueJobs,
+                limit: 3,
+                used: 3,
+            }
+        )),
+        "refused with the queue's use"
+    );
+    let claimed = e.claim(T, "small", "w", None, 1).await?;
+    ensure_eq!(claimed.len(), 1, "a job claimed");
+    e.ack(T, "small", claimed[0].id, claimed[0].claim).await?;
+    let run = e.run_schedules(T, leader.fence).await?;
+    ensure_eq!(run.fired, 1, "the room made is filled");
+    ensure!(run.refused.is_empty(), "refused: {:?}", run.refused);
+    Ok(())
+}
+
+/// An engine whose schedules may fire every `h.unit()`.
+async fn scheduling<H: Harness>(h: &H) -> Result<H::Engine, super::Fault>
+where
+    H::Engine: Engine,
+{
+    let u = h.unit();
+    let mut cfg = config(u);
+    cfg.schedule_interval_min = u;
+    Ok(h.engine(cfg).await?)
 }

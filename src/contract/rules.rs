@@ -340,23 +340,43 @@ impl StreamLimits {
 }
 
 /// What one run does with a schedule whose next grid point is `next_ms`
-/// at `now_ms` (both in milliseconds of one clock): the grid points passed,
-/// how many fire (at most `catch_up_max`; the rest are skipped), and the
-/// grid point it moves to, the first after `now_ms`. Nothing is due before
-/// `next_ms`.
+/// at `now_ms` (both in milliseconds of one clock), when its target queue
+/// has room for `room` more jobs: the grid points passed, how many fire
+/// (at most `catch_up_max` and at most `room`; the rest are skipped), and
+/// the grid point it moves to, the first after `now_ms`. Nothing is due
+/// before `next_ms`; a due schedule whose queue has no room does not move
+/// (it is refused, and due again at the next run).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct CatchUp {
     /// Grid points passed (`0` when not yet due).
     pub(crate) due: u64,
-    /// Jobs to enqueue: `min(due, catch_up_max)`.
+    /// Jobs to enqueue: `min(due, catch_up_max, room)`.
     pub(crate) fires: u64,
-    /// The next grid point once the fires are in.
+    /// The next grid point once the fires are in (`next_ms` itself when
+    /// nothing fires).
     pub(crate) next_ms: u64,
+}
+
+impl CatchUp {
+    /// Grid points passed that will never fire.
+    pub(crate) fn skipped(&self) -> u64 {
+        if self.fires == 0 {
+            0
+        } else {
+            self.due - self.fires
+        }
+    }
 }
 
 /// The schedule grid's catch-up step (every engine's one formula; the Lua
 /// library's `catch_up` is pinned to it by the rules probe).
-pub(crate) fn catch_up(next_ms: u64, now_ms: u64, interval_ms: u64, catch_up_max: u64) -> CatchUp {
+pub(crate) fn catch_up(
+    next_ms: u64,
+    now_ms: u64,
+    interval_ms: u64,
+    catch_up_max: u64,
+    room: u64,
+) -> CatchUp {
     if now_ms < next_ms {
         return CatchUp {
             due: 0,
@@ -365,10 +385,15 @@ pub(crate) fn catch_up(next_ms: u64, now_ms: u64, interval_ms: u64, catch_up_max
         };
     }
     let due = (now_ms - next_ms) / interval_ms + 1;
+    let fires = due.min(catch_up_max).min(room);
     CatchUp {
         due,
-        fires: due.min(catch_up_max),
-        next_ms: next_ms.saturating_add(due.saturating_mul(interval_ms)),
+        fires,
+        next_ms: if fires == 0 {
+            next_ms
+        } else {
+            next_ms.saturating_add(due.saturating_mul(interval_ms))
+        },
     }
 }
 
@@ -434,17 +459,28 @@ impl TtlRange {
 /// `tests/redis_rules.rs`, so neither can drift from the other.
 #[cfg(any(test, feature = "conformance"))]
 pub mod tables {
+    /// One row of [`CATCH_UP`]: eight numbers, in ms or counts.
+    pub type CatchUpRow = (u64, u64, u64, u64, u64, u64, u64, u64);
+
     /// `catch_up` (above): (next grid point, now, interval, catch-up
-    /// max; grid points due, fires, next grid point after), in ms.
-    pub const CATCH_UP: &[(u64, u64, u64, u64, u64, u64, u64)] = &[
-        (1_000, 999, 100, 64, 0, 0, 1_000),
-        (1_000, 1_000, 100, 64, 1, 1, 1_100),
-        (1_000, 1_099, 100, 64, 1, 1, 1_100),
-        (1_000, 1_100, 100, 64, 2, 2, 1_200),
-        (1_000, 10_900, 100, 64, 100, 64, 11_000),
-        (0, 5, 1, 64, 6, 6, 6),
-        (500, 10_000_500, 1_000, 64, 10_001, 64, 10_001_500),
-        (500, 10_000_500, 1_000, 1, 10_001, 1, 10_001_500),
+    /// max, the queue's room; grid points due, fires, next grid point
+    /// after), in ms.
+    pub const CATCH_UP: &[CatchUpRow] = &[
+        (1_000, 999, 100, 64, 100, 0, 0, 1_000),
+        (1_000, 1_000, 100, 64, 100, 1, 1, 1_100),
+        (1_000, 1_099, 100, 64, 100, 1, 1, 1_100),
+        (1_000, 1_100, 100, 64, 100, 2, 2, 1_200),
+        (1_000, 10_900, 100, 64, 100, 100, 64, 11_000),
+        (0, 5, 1, 64, 100, 6, 6, 6),
+        (500, 10_000_500, 1_000, 64, 100, 10_001, 64, 10_001_500),
+        (500, 10_000_500, 1_000, 1, 100, 10_001, 1, 10_001_500),
+        // The queue's room bounds the fires; the grid still moves.
+        (1_000, 1_450, 100, 64, 3, 5, 3, 1_500),
+        (1_000, 10_900, 100, 64, 8, 100, 8, 11_000),
+        // No room: nothing fires, and the schedule stays due.
+        (1_000, 1_450, 100, 64, 0, 5, 0, 1_000),
+        // Not due: the room does not matter.
+        (1_000, 999, 100, 64, 0, 0, 0, 1_000),
     ];
 
     /// `claim_live` (above): (the claim's token, when it lapses,
@@ -510,16 +546,17 @@ mod tests {
     /// (`tests/redis_rules.rs`): one reference for both engines.
     #[test]
     fn the_formulas_agree_with_their_tables() {
-        for &(next, now, interval, max, due, fires, to) in crate::contract::rules::tables::CATCH_UP
+        for &(next, now, interval, max, room, due, fires, to) in
+            crate::contract::rules::tables::CATCH_UP
         {
             assert_eq!(
-                catch_up(next, now, interval, max),
+                catch_up(next, now, interval, max, room),
                 CatchUp {
                     due,
                     fires,
                     next_ms: to
                 },
-                "catch_up({next}, {now}, {interval}, {max})"
+                "catch_up({next}, {now}, {interval}, {max}, {room})"
             );
         }
         for &(held, lapses, token, now, live) in crate::contract::rules::tables::CLAIM_LIVE {

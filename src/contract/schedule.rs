@@ -40,10 +40,13 @@ pub struct ScheduleInfo {
 pub struct ScheduleRun {
     /// Jobs enqueued, over every schedule.
     pub fired: u64,
-    /// Fires skipped because more than `SCHEDULE_CATCH_UP_MAX` were due.
+    /// Fires skipped: grid points passed beyond `SCHEDULE_CATCH_UP_MAX`,
+    /// or beyond the room the target queue had (what fits is enqueued,
+    /// and the schedule moves to its next grid point).
     pub skipped: u64,
-    /// Schedules whose fires were refused (their target queue missing or
-    /// full): they stay due and are tried again on the next run.
+    /// Schedules whose fires were refused (their target queue missing, or
+    /// without room for one more job: the error names its real use): they
+    /// stay due and are tried again on the next run.
     pub refused: Vec<(Arc<str>, Error)>,
     /// Time until the earliest schedule is due, if any.
     pub next_in: Option<Duration>,

@@ -48,7 +48,9 @@ const SHELF_ROUNDS_MAX: usize = 4;
 
 /// How a fire reaches its queue: enqueue `n` copies of the payload, all or
 /// none.
-pub(crate) type Fire<'a> = &'a mut dyn FnMut(&str, &[u8], usize) -> Result<()>;
+/// Enqueues as many as fit of `n` jobs carrying the payload onto the
+/// queue (at least one, or the refusal of the first): how many it took.
+pub(crate) type Fire<'a> = &'a mut dyn FnMut(&str, &[u8], usize) -> Result<u64>;
 
 /// Whether the runner leads now (`LeadershipLost` if not).
 pub(crate) type Leads<'a> = &'a mut dyn FnMut() -> Result<()>;
@@ -332,17 +334,16 @@ impl ScheduleHub {
         }
         let now_ms = now();
         for (name, s) in book.schedules.iter_mut() {
-            let step = catch_up(
-                s.next_ms,
-                now_ms,
-                s.interval_ms,
-                u64::from(SCHEDULE_CATCH_UP_MAX),
-            );
-            if step.due > 0 {
-                match fire(&s.queue, &s.payload, step.fires as usize) {
-                    Ok(()) => {
+            let most = u64::from(SCHEDULE_CATCH_UP_MAX);
+            let wanted = catch_up(s.next_ms, now_ms, s.interval_ms, most, u64::MAX);
+            if wanted.due > 0 {
+                // The queue takes what it has room for; the step for that
+                // room is the one rule every engine applies.
+                match fire(&s.queue, &s.payload, wanted.fires as usize) {
+                    Ok(taken) => {
+                        let step = catch_up(s.next_ms, now_ms, s.interval_ms, most, taken);
                         run.fired += step.fires;
-                        run.skipped += step.due - step.fires;
+                        run.skipped += step.skipped();
                         s.fired += step.fires;
                         s.next_ms = step.next_ms;
                     }

@@ -112,9 +112,10 @@ impl Store {
 
     /// Fires every schedule of the leader's tenant that is due: for each,
     /// the fires missed so far (at most
-    /// [`SCHEDULE_CATCH_UP_MAX`](crate::SCHEDULE_CATCH_UP_MAX), the rest
-    /// skipped) are enqueued and the schedule moves to its next grid point,
-    /// in one step. A fire its queue refuses leaves the schedule due
+    /// [`SCHEDULE_CATCH_UP_MAX`](crate::SCHEDULE_CATCH_UP_MAX), and at most
+    /// what the target queue has room for; the rest skipped) are enqueued
+    /// and the schedule moves to its next grid point, in one step. A queue
+    /// without room for one job (or missing) leaves the schedule due
     /// (named in [`ScheduleRun::refused`]).
     ///
     /// Refused with [`Error::LeadershipLost`], firing nothing, unless
@@ -144,12 +145,38 @@ impl Store {
                 Err(e) => Err(e),
             },
             &|| self.shared.clock.now().as_millis(),
-            &mut |queue, payload, n| {
-                let payloads = vec![payload; n];
-                self.enqueue_many(tenant, queue, &payloads, &options)
-                    .map(drop)
-            },
+            &mut |queue, payload, n| self.enqueue_what_fits(tenant, queue, payload, n, &options),
         )
+    }
+}
+
+impl Store {
+    /// Enqueues as many of `n` jobs carrying `payload` as `queue` has room
+    /// for, at least one: how many it took, or the refusal of a single
+    /// one. Each batch is all-or-none, so the batches halve after a
+    /// refusal until what is left fits or one job does not (at most about
+    /// twice log2(n) tries).
+    fn enqueue_what_fits(
+        &self,
+        tenant: TenantId,
+        queue: &str,
+        payload: &[u8],
+        n: usize,
+        options: &JobOptions,
+    ) -> Result<u64> {
+        let payloads = vec![payload; n];
+        let (mut taken, mut batch) = (0, n);
+        while taken < n && batch > 0 {
+            let size = batch.min(n - taken);
+            match self.enqueue_many(tenant, queue, &payloads[..size], options) {
+                Ok(_) => taken += size,
+                Err(e) if taken == 0 && size == 1 => return Err(e),
+                Err(Error::CapacityExceeded { .. }) => batch /= 2,
+                Err(e) if taken == 0 => return Err(e),
+                Err(_) => break,
+            }
+        }
+        Ok(taken as u64)
     }
 }
 

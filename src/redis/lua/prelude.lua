@@ -83,12 +83,16 @@ end
 
 -- A schedule's catch-up step at `now` from its next grid point `at`: the
 -- grid points passed, the fires (at most `most`), the next grid point.
-local function catch_up(at, now, interval, most)
+local function catch_up(at, now, interval, most, room)
   if now < at then
     return 0, 0, at
   end
   local due = math.floor((now - at) / interval) + 1
-  return due, math.min(due, most), at + due * interval
+  local fires = math.min(due, most, room)
+  if fires == 0 then
+    return due, 0, at
+  end
+  return due, fires, at + due * interval
 end
 
 -- The claim-validity rule: the claim `held`, lapsing at `lapses`, is live
@@ -921,6 +925,20 @@ end
 -- its caps. Ready jobs wake the queue's workers (`wake`, its channel).
 -- Returns the first job's number (the others follow it), or nil and the
 -- refusal.
+-- How many more jobs of `size` bytes queue `name` (settings `q`, as
+-- `queue_now` gives them) takes now: what `enqueue_jobs` checks, as a
+-- count.
+local function queue_room(name, q, size)
+  if redis.call('ZCARD', qk('qx', name)) >= q[3] then
+    return 0
+  end
+  local room = q[1] - redis.call('HLEN', qk('qp', name))
+  if size > 0 then
+    room = math.min(room, math.floor((q[2] - q[8]) / size))
+  end
+  return math.max(room, 0)
+end
+
 local function enqueue_jobs(name, payload, count, due, attempts, wake)
   local q = queue_now(name)
   if not q then

@@ -6,7 +6,8 @@ local op = ARGV[1]
 if op == 'backoff' then
   return {num(backoff_delay(tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])))}
 elseif op == 'catch_up' then
-  local due, fires, next_at = catch_up(tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]))
+  local due, fires, next_at = catch_up(tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]),
+    tonumber(ARGV[5]), tonumber(ARGV[6]))
   return {num(due), num(fires), num(next_at)}
 elseif op == 'claim_live' then
   return {claim_live(ARGV[2], tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[5])) and '1' or '0'}

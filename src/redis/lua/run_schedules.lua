@@ -5,8 +5,9 @@
 -- DRAINING, as its enqueues are, and stay due). Refused
 -- unless the lock is held with that fence now. Each schedule whose grid
 -- point has passed enqueues one job per grid point passed (at most
--- ARGV[6]; the rest are skipped) and moves to its next grid point, in
--- the same step. Reply: {OK, fired, skipped, ms to the next fire (-1:
+-- ARGV[6], and at most what its queue has room for; the rest are
+-- skipped) and moves to its next grid point, in the same step; with no
+-- room at all it stays due, refused as one job would be. Reply: {OK, fired, skipped, ms to the next fire (-1:
 -- none), then per schedule whose queue refused: its name and the
 -- refusal's code and three values (0 when unused)} or {LEADERSHIP_LOST}.
 local lock = redis.call('HMGET', R .. 'k:' .. ARGV[4], 'f', 'd')
@@ -20,11 +21,14 @@ for _, name in ipairs(redis.call('ZRANGE', SCHEDULES, 0, -1)) do
   local hkey = K .. 'h:' .. name
   local h = redis.call('HMGET', hkey, 'iv', 'nx', 'q', 'p', 'f')
   local interval, at = tonumber(h[1]), tonumber(h[2])
-  local due, fires, next_at = catch_up(at, NOW, interval, most)
+  local q = queue_now(h[3])
+  local room = q and queue_room(h[3], q, #h[4]) or 0
+  local due, fires, next_at = catch_up(at, NOW, interval, most, room)
   if due > 0 then
     local first, refusal = nil, {DRAINING}
     if not draining then
-      first, refusal = enqueue_jobs(h[3], h[4], fires, nil, nil, ARGV[5] .. h[3])
+      -- With no room, one job is what is refused (and says why).
+      first, refusal = enqueue_jobs(h[3], h[4], math.max(fires, 1), nil, nil, ARGV[5] .. h[3])
     end
     if first then
       fired = fired + fires
