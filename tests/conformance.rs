@@ -44,6 +44,8 @@ enum Defect {
     UnversionedUpdate,
     /// An ack with a stale claim answers `Ok` (the job stays where it was).
     StaleAck,
+    /// `extend_claim` answers `Ok` and extends nothing.
+    UnextendedClaim,
 }
 
 /// The in-memory engine with one defect.
@@ -137,7 +139,7 @@ impl RelayEngine for Broken {
             Defect::UnversionedUpdate => RelayEngine::get_listing(&self.inner, tenant, key)
                 .await
                 .map_or(expected, |l| l.version),
-            Defect::SecondConsume | Defect::StaleAck => expected,
+            Defect::SecondConsume | Defect::StaleAck | Defect::UnextendedClaim => expected,
         };
         RelayEngine::update_listing(&self.inner, tenant, key, expected, attrs).await
     }
@@ -223,6 +225,22 @@ impl Engine for Broken {
         Engine::outbox_run_once(&self.inner, tenant, worker, max, handler).await
     }
 
+    async fn extend_claim(
+        &self,
+        tenant: TenantId,
+        queue: &str,
+        job: JobId,
+        claim: ClaimToken,
+        visibility: Option<Duration>,
+    ) -> Result<Duration> {
+        if self.defect == Defect::UnextendedClaim {
+            // Broken: the claim is checked, and left as it was.
+            Engine::job(&self.inner, tenant, queue, job).await?;
+            return Ok(visibility.unwrap_or(Duration::from_secs(30)));
+        }
+        Engine::extend_claim(&self.inner, tenant, queue, job, claim, visibility).await
+    }
+
     async fn ack(
         &self,
         tenant: TenantId,
@@ -263,6 +281,14 @@ fn the_suite_catches_an_engine_that_takes_a_stale_claims_ack() {
     assert_eq!(
         failed_checks(Defect::StaleAck),
         vec!["queues::claims_and_acks", "queues::lapses_and_delays"]
+    );
+}
+
+#[test]
+fn the_suite_catches_an_engine_that_does_not_extend_a_claim() {
+    assert_eq!(
+        failed_checks(Defect::UnextendedClaim),
+        vec!["queues::claims_extend"]
     );
 }
 

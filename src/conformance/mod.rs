@@ -193,6 +193,7 @@ pub const QUEUE_CHECKS: &[&str] = &[
     "queues::lapses_seen_by_every_call",
     "queues::outbox_and_schedules",
     "queues::catch_up_fills_what_fits",
+    "queues::claims_extend",
 ];
 
 /// The checks [`run`] adds to [`RELAY_CHECKS`] (wake channels, streams,
@@ -210,6 +211,7 @@ pub const ENGINE_CHECKS: &[&str] = &[
     "queues::lapses_seen_by_every_call",
     "queues::outbox_and_schedules",
     "queues::catch_up_fills_what_fits",
+    "queues::claims_extend",
 ];
 
 /// Runs one check on `$harness`, pushing its failure onto `$failures`.
@@ -330,6 +332,7 @@ where
     check!(h, failures, QUEUE_CHECKS, queues::lapses_seen_by_every_call);
     check!(h, failures, QUEUE_CHECKS, queues::outbox_and_schedules);
     check!(h, failures, QUEUE_CHECKS, queues::catch_up_fills_what_fits);
+    check!(h, failures, QUEUE_CHECKS, queues::claims_extend);
     failures
 }
 

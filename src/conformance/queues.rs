@@ -401,6 +401,60 @@ where
     Ok(())
 }
 
+/// A claim extended before it lapses stays the worker's past its first
+/// visibility, with its attempt unused; a lapsed claim cannot be extended
+/// (`StaleClaim`, nothing changed), nor one whose job is gone; a
+/// visibility outside the TTL range is refused.
+pub(super) async fn claims_extend<H: Harness>(h: &H) -> Outcome
+where
+    H::Engine: Engine,
+{
+    let u = h.unit();
+    let e = h.engine(config(u)).await?;
+    e.create_queue(T, "long", QueueConfig::default()).await?;
+    e.enqueue(T, "long", b"a", JobOptions::default()).await?;
+    e.enqueue(T, "long", b"b", JobOptions::default()).await?;
+    let mut claimed = e.claim(T, "long", "w", Some(u * 10), 2).await?;
+    ensure_eq!(claimed.len(), 2, "two claims");
+    let (a, b) = (claimed.remove(0), claimed.remove(0));
+    h.advance(u * 6).await;
+    ensure_eq!(
+        e.extend_claim(T, "long", a.id, a.claim, Some(u * 10))
+            .await?,
+        u * 10,
+        "the visibility granted"
+    );
+    ensure!(
+        matches!(
+            e.extend_claim(T, "long", a.id, a.claim, Some(Duration::ZERO))
+                .await,
+            Err(Error::InvalidArgument { .. })
+        ),
+        "a visibility outside the TTL range"
+    );
+    h.advance(u * 6).await;
+    // Past the first visibility: b's claim lapsed, a's holds.
+    ensure_eq!(
+        e.extend_claim(T, "long", b.id, b.claim, None).await,
+        Err(Error::StaleClaim),
+        "a lapsed claim"
+    );
+    ensure_eq!(e.job(T, "long", a.id).await?.attempts, 1, "no attempt used");
+    let again = e.claim(T, "long", "w2", None, 2).await?;
+    ensure_eq!(
+        again.iter().map(|c| (c.id, c.attempt)).collect::<Vec<_>>(),
+        vec![(b.id, 2)],
+        "only the lapsed job is claimed again"
+    );
+    e.ack(T, "long", a.id, a.claim).await?;
+    ensure_eq!(
+        e.extend_claim(T, "long", a.id, a.claim, None).await,
+        Err(Error::NotFound),
+        "a job acknowledged"
+    );
+    Ok(())
+}
+
 /// An engine whose schedules may fire every `h.unit()`.
 async fn scheduling<H: Harness>(h: &H) -> Result<H::Engine, super::Fault>
 where

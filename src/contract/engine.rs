@@ -536,6 +536,18 @@ pub trait Engine: StreamEngine {
         claim: ClaimToken,
     ) -> impl Future<Output = Result<()>> + Send;
 
+    /// Extends a live claim: it now lapses `visibility` from now (the
+    /// queue's if `None`), its attempt unused
+    /// ([`Store::extend_claim`](crate::Store::extend_claim)).
+    fn extend_claim(
+        &self,
+        tenant: TenantId,
+        queue: &str,
+        job: JobId,
+        claim: ClaimToken,
+        visibility: Option<Duration>,
+    ) -> impl Future<Output = Result<Duration>> + Send;
+
     /// Fails a claimed job: retry after backoff, or dead letter
     /// ([`Store::fail`](crate::Store::fail)).
     fn fail(

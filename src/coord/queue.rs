@@ -662,6 +662,43 @@ impl QueueHub {
         Ok(())
     }
 
+    /// Extends the live claim `token` on job `seq`: it lapses
+    /// `visibility` (the queue's if `None`) from `now`, the same claim,
+    /// its attempt unused. Returns the visibility granted.
+    pub(crate) fn extend_claim(
+        &self,
+        key: Name,
+        seq: u64,
+        token: ClaimToken,
+        visibility: Option<Duration>,
+        now: u64,
+    ) -> Result<Duration> {
+        let queue = self.get(key)?;
+        let visibility = visibility.unwrap_or(queue.config.visibility);
+        let until = now.saturating_add(duration_to_millis_ceil(visibility));
+        let late = {
+            let mut state = queue.state_at(now);
+            let job = state.check_claim(seq, token, now)?;
+            let At::Claimed { worker, .. } = &job.at else {
+                unreachable!("a live claim is a claimed job's")
+            };
+            let worker = Arc::clone(worker);
+            state.move_to(
+                seq,
+                At::Claimed {
+                    token: token.0,
+                    until,
+                    worker,
+                },
+            );
+            state.timer_late()
+        };
+        if late {
+            self.arm(&queue);
+        }
+        Ok(visibility)
+    }
+
     /// Fails job `seq` under `token`: it retries after its backoff, or is
     /// dead-lettered with `reason` if that was its last attempt.
     pub(crate) fn fail(

@@ -295,6 +295,31 @@ impl RedisEngine {
         self.ack_named(tenant, queue, job, claim).await
     }
 
+    /// Extends a live claim ([`Store::extend_claim`](crate::Store::extend_claim)):
+    /// it lapses `visibility` from now by the server's clock (the queue's
+    /// if `None`), the same claim, its attempt unused. Returns the
+    /// visibility granted.
+    pub async fn extend_claim(
+        &self,
+        tenant: TenantId,
+        queue: &str,
+        job: JobId,
+        claim: ClaimToken,
+        visibility: Option<Duration>,
+    ) -> Result<Duration> {
+        self.config().check_own_name(queue)?;
+        let visibility = visibility.map(|v| self.ttl_ms(v)).transpose()?;
+        let args = args![
+            job.seq().to_string(),
+            claim.to_bits().to_string(),
+            visibility.map_or_else(String::new, |v| v.to_string()),
+        ];
+        let reply = self
+            .queue_call(scripts::EXTEND_CLAIM, tenant, queue, issued(job), args)
+            .await?;
+        reply.millis(1)
+    }
+
     async fn ack_named(
         &self,
         tenant: TenantId,

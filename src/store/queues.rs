@@ -285,6 +285,33 @@ impl Store {
         self.shared.queues.ack((tenant, queue), seq, claim, now)
     }
 
+    /// Extends a live claim, for a job that takes longer than its
+    /// visibility: the claim (the same token) now lapses `visibility` from
+    /// now (the queue's if `None`; within the TTL range), and the attempt
+    /// it counts as is not used again. Returns the visibility granted. The
+    /// claim rule and refusal are [`ack`](Self::ack)'s: a lapsed,
+    /// superseded or foreign claim is [`Error::StaleClaim`] and changes
+    /// nothing.
+    pub fn extend_claim(
+        &self,
+        tenant: TenantId,
+        queue: &str,
+        job: JobId,
+        claim: ClaimToken,
+        visibility: Option<Duration>,
+    ) -> Result<Duration> {
+        self.check_own_name(queue)?;
+        let _in = self.enter();
+        let seq = self.job_seq(job)?;
+        let now = self.shared.clock.now();
+        if let Some(v) = visibility {
+            self.shared.ttl.deadline(now, v)?;
+        }
+        self.shared
+            .queues
+            .extend_claim((tenant, queue), seq, claim, visibility, now.as_millis())
+    }
+
     /// Reports a claimed job failed: it is retried after the queue's
     /// backoff ([`Failed::RetryIn`]), or becomes a dead letter with
     /// `reason` if that was its last attempt. The claim rule and refusal
