@@ -194,6 +194,7 @@ pub const QUEUE_CHECKS: &[&str] = &[
     "queues::outbox_and_schedules",
     "queues::catch_up_fills_what_fits",
     "queues::claims_extend",
+    "queues::snooze_gives_the_attempt_back",
 ];
 
 /// The checks [`run`] adds to [`RELAY_CHECKS`] (wake channels, streams,
@@ -212,6 +213,7 @@ pub const ENGINE_CHECKS: &[&str] = &[
     "queues::outbox_and_schedules",
     "queues::catch_up_fills_what_fits",
     "queues::claims_extend",
+    "queues::snooze_gives_the_attempt_back",
 ];
 
 /// Runs one check on `$harness`, pushing its failure onto `$failures`.
@@ -333,6 +335,12 @@ where
     check!(h, failures, QUEUE_CHECKS, queues::outbox_and_schedules);
     check!(h, failures, QUEUE_CHECKS, queues::catch_up_fills_what_fits);
     check!(h, failures, QUEUE_CHECKS, queues::claims_extend);
+    check!(
+        h,
+        failures,
+        QUEUE_CHECKS,
+        queues::snooze_gives_the_attempt_back
+    );
     failures
 }
 

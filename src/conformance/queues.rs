@@ -455,6 +455,58 @@ where
     Ok(())
 }
 
+/// A snoozed job comes back after its delay (at once for none) with its
+/// attempt unused; the claim it ended is stale; a delay past the TTL
+/// range is refused.
+pub(super) async fn snooze_gives_the_attempt_back<H: Harness>(h: &H) -> Outcome
+where
+    H::Engine: Engine,
+{
+    let u = h.unit();
+    let e = h.engine(config(u)).await?;
+    e.create_queue(T, "later", QueueConfig::default()).await?;
+    let id = e.enqueue(T, "later", b"a", JobOptions::default()).await?;
+    let first = e.claim(T, "later", "w", None, 1).await?.remove(0);
+    ensure!(
+        matches!(
+            e.snooze(T, "later", id, first.claim, u * 100_000).await,
+            Err(Error::InvalidArgument { .. })
+        ),
+        "a delay past the TTL range"
+    );
+    e.snooze(T, "later", id, first.claim, u * 10).await?;
+    ensure_eq!(
+        e.snooze(T, "later", id, first.claim, u).await,
+        Err(Error::StaleClaim),
+        "the claim it ended"
+    );
+    ensure!(
+        e.claim(T, "later", "w", None, 1).await?.is_empty(),
+        "not ready before its delay"
+    );
+    ensure_eq!(
+        e.job(T, "later", id).await?.attempts,
+        0,
+        "the attempt given back"
+    );
+    h.advance(u * 11).await;
+    let second = e.claim(T, "later", "w", None, 1).await?;
+    ensure_eq!(
+        second.iter().map(|c| (c.id, c.attempt)).collect::<Vec<_>>(),
+        vec![(id, 1)],
+        "ready after its delay, as its first attempt"
+    );
+    e.snooze(T, "later", id, second[0].claim, Duration::ZERO)
+        .await?;
+    let third = e.claim(T, "later", "w", None, 1).await?;
+    ensure_eq!(
+        third.iter().map(|c| (c.id, c.attempt)).collect::<Vec<_>>(),
+        vec![(id, 1)],
+        "no delay: ready at once"
+    );
+    Ok(())
+}
+
 /// An engine whose schedules may fire every `h.unit()`.
 async fn scheduling<H: Harness>(h: &H) -> Result<H::Engine, super::Fault>
 where

@@ -548,6 +548,17 @@ pub trait Engine: StreamEngine {
         visibility: Option<Duration>,
     ) -> impl Future<Output = Result<Duration>> + Send;
 
+    /// Puts a claimed job back, ready after `delay`, its attempt unused
+    /// ([`Store::snooze`](crate::Store::snooze)).
+    fn snooze(
+        &self,
+        tenant: TenantId,
+        queue: &str,
+        job: JobId,
+        claim: ClaimToken,
+        delay: Duration,
+    ) -> impl Future<Output = Result<()>> + Send;
+
     /// Fails a claimed job: retry after backoff, or dead letter
     /// ([`Store::fail`](crate::Store::fail)).
     fn fail(

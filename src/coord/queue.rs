@@ -699,6 +699,42 @@ impl QueueHub {
         Ok(visibility)
     }
 
+    /// Puts job `seq`, claimed under `token`, back: ready `delay_ms` after
+    /// `now` (at once for 0), the attempt its claim counted given back.
+    /// Returns the queue's wake channel when the job is ready now and a
+    /// worker waits.
+    pub(crate) fn snooze(
+        &self,
+        key: Name,
+        seq: u64,
+        token: ClaimToken,
+        delay_ms: u64,
+        now: u64,
+    ) -> Result<Option<Arc<str>>> {
+        let queue = self.get(key)?;
+        let late = {
+            let mut state = queue.state_at(now);
+            state.check_claim(seq, token, now)?;
+            let at = if delay_ms == 0 {
+                At::Ready
+            } else {
+                At::Delayed(now.saturating_add(delay_ms))
+            };
+            state.move_to(seq, at);
+            let job = state.jobs.get_mut(&seq).expect("held");
+            job.attempts = job.attempts.saturating_sub(1);
+            state.timer_late()
+        };
+        if late {
+            self.arm(&queue);
+        }
+        Ok(if delay_ms == 0 {
+            queue.announce()
+        } else {
+            None
+        })
+    }
+
     /// Fails job `seq` under `token`: it retries after its backoff, or is
     /// dead-lettered with `reason` if that was its last attempt.
     pub(crate) fn fail(

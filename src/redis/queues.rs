@@ -227,13 +227,15 @@ impl RedisEngine {
         let mut at = 3;
         while at + 3 < reply.len() {
             if let (Ok(seq), Ok(token)) = (reply.uint(at), reply.uint(at + 1)) {
+                // A snooze of no delay: ready again in its place.
                 let args = args![
                     seq.to_string(),
                     token.to_string(),
+                    "0",
                     wake_channel(queue).as_bytes()
                 ];
                 let _ = self
-                    .queue_call(scripts::RETURN_CLAIM, tenant, queue, Issued::Nothing, args)
+                    .queue_call(scripts::SNOOZE, tenant, queue, Issued::Nothing, args)
                     .await;
             }
             at += 4;
@@ -318,6 +320,34 @@ impl RedisEngine {
             .queue_call(scripts::EXTEND_CLAIM, tenant, queue, issued(job), args)
             .await?;
         reply.millis(1)
+    }
+
+    /// Puts a claimed job back without using an attempt
+    /// ([`Store::snooze`](crate::Store::snooze)): ready after `delay` by
+    /// the server's clock (at once for zero), waking the queue's workers.
+    pub async fn snooze(
+        &self,
+        tenant: TenantId,
+        queue: &str,
+        job: JobId,
+        claim: ClaimToken,
+        delay: Duration,
+    ) -> Result<()> {
+        self.config().check_own_name(queue)?;
+        let delay = if delay.is_zero() {
+            0
+        } else {
+            self.ttl_ms(delay)?
+        };
+        let args = args![
+            job.seq().to_string(),
+            claim.to_bits().to_string(),
+            delay.to_string(),
+            wake_channel(queue).as_bytes(),
+        ];
+        self.queue_call(scripts::SNOOZE, tenant, queue, issued(job), args)
+            .await
+            .map(drop)
     }
 
     async fn ack_named(

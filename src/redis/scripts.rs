@@ -89,8 +89,8 @@ functions! {
     DELETE_QUEUE = "delete_queue", "delete_queue.lua", Tenant;
     ENQUEUE = "enqueue", "enqueue.lua", Tenant;
     CLAIM = "claim", "claim.lua", Tenant;
-    RETURN_CLAIM = "return_claim", "return_claim.lua", Tenant;
     EXTEND_CLAIM = "extend_claim", "extend_claim.lua", Tenant;
+    SNOOZE = "snooze", "snooze.lua", Tenant;
     ACK = "ack", "ack.lua", Tenant;
     FAIL = "fail", "fail.lua", Tenant;
     JOB = "job", "job.lua", Tenant;

@@ -312,6 +312,37 @@ impl Store {
             .extend_claim((tenant, queue), seq, claim, visibility, now.as_millis())
     }
 
+    /// Puts a claimed job back without using an attempt, for a worker that
+    /// cannot take it on now: the job is ready again after `delay` (at
+    /// once for zero; at most the TTL range's maximum), and the attempt its
+    /// claim counted is given back. The claim rule and refusal are
+    /// [`ack`](Self::ack)'s.
+    pub fn snooze(
+        &self,
+        tenant: TenantId,
+        queue: &str,
+        job: JobId,
+        claim: ClaimToken,
+        delay: Duration,
+    ) -> Result<()> {
+        self.check_own_name(queue)?;
+        let _in = self.enter();
+        let seq = self.job_seq(job)?;
+        let now = self.shared.clock.now();
+        if !delay.is_zero() {
+            self.shared.ttl.deadline(now, delay)?;
+        }
+        let delay_ms = crate::base::time::duration_to_millis_ceil(delay);
+        match self
+            .shared
+            .queues
+            .snooze((tenant, queue), seq, claim, delay_ms, now.as_millis())?
+        {
+            Some(wake) => self.shared.wakes.notify(&(tenant, wake)),
+            None => Ok(()),
+        }
+    }
+
     /// Reports a claimed job failed: it is retried after the queue's
     /// backoff ([`Failed::RetryIn`]), or becomes a dead letter with
     /// `reason` if that was its last attempt. The claim rule and refusal

@@ -1,0 +1,23 @@
+-- snooze: ARGV[3] queue, ARGV[4] job number, ARGV[5] claim token, ARGV[6]
+-- delay (ms; 0: at once), ARGV[7] the queue's wake channel. The live
+-- claim ends without using an attempt: the job is ready after the delay
+-- (ready jobs are ordered by number, so at once means in its place), the
+-- attempt the claim counted is given back, and the queue's workers are
+-- woken (a waiting one then sleeps until the delay ends). Also how a
+-- claim whose caller went away is given back. Reply: {OK}, {NOT_FOUND} or
+-- {STALE_CLAIM} (the claim lapsed or was superseded: nothing changes).
+local name, seq = ARGV[3], ARGV[4]
+local q, refused = claimed_job(name, seq, ARGV[5])
+if not q then
+  return refused
+end
+unclaim(name, seq)
+redis.call('HINCRBY', qk('qa', name), seq, -1)
+local delay = tonumber(ARGV[6])
+if delay == 0 then
+  redis.call('ZADD', qk('qr', name), seq, seq)
+else
+  redis.call('ZADD', qk('qd', name), num(NOW + delay), seq)
+end
+publish_wake(ARGV[7])
+return {OK}
