@@ -195,6 +195,7 @@ impl Engine for Broken {
         create_queue(tenant: TenantId, name: &str, config: QueueConfig) -> Result<()>;
         delete_queue(tenant: TenantId, name: &str) -> Result<()>;
         enqueue(tenant: TenantId, queue: &str, payload: &[u8], options: JobOptions) -> Result<JobId>;
+        enqueue_batch(tenant: TenantId, queue: &str, payloads: &[&[u8]], options: JobOptions) -> Result<Vec<JobId>>;
         claim(tenant: TenantId, queue: &str, worker: &str, visibility: Option<Duration>, max_jobs: usize) -> Result<Vec<ClaimedJob>>;
         claim_wait(tenant: TenantId, queue: &str, worker: &str, visibility: Option<Duration>, max_jobs: usize) -> Result<Vec<ClaimedJob>>;
         fail(tenant: TenantId, queue: &str, job: JobId, claim: ClaimToken, reason: &str) -> Result<Failed>;

@@ -195,6 +195,7 @@ pub const QUEUE_CHECKS: &[&str] = &[
     "queues::catch_up_fills_what_fits",
     "queues::claims_extend",
     "queues::snooze_gives_the_attempt_back",
+    "queues::batches_all_or_none",
 ];
 
 /// The checks [`run`] adds to [`RELAY_CHECKS`] (wake channels, streams,
@@ -214,6 +215,7 @@ pub const ENGINE_CHECKS: &[&str] = &[
     "queues::catch_up_fills_what_fits",
     "queues::claims_extend",
     "queues::snooze_gives_the_attempt_back",
+    "queues::batches_all_or_none",
 ];
 
 /// Runs one check on `$harness`, pushing its failure onto `$failures`.
@@ -341,6 +343,7 @@ where
         QUEUE_CHECKS,
         queues::snooze_gives_the_attempt_back
     );
+    check!(h, failures, QUEUE_CHECKS, queues::batches_all_or_none);
     failures
 }
 

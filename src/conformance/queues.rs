@@ -507,6 +507,60 @@ where
     Ok(())
 }
 
+/// A batch is enqueued all or none, in its order, with one admission: a
+/// batch the queue has no room for leaves nothing; an empty one is
+/// refused.
+pub(super) async fn batches_all_or_none<H: Harness>(h: &H) -> Outcome
+where
+    H::Engine: Engine,
+{
+    let u = h.unit();
+    let e = h.engine(config(u)).await?;
+    let four = QueueConfig {
+        jobs_max: 4,
+        ..QueueConfig::default()
+    };
+    e.create_queue(T, "batch", four).await?;
+    let ids = e
+        .enqueue_batch(T, "batch", &[b"a", b"b", b"c"], JobOptions::default())
+        .await?;
+    ensure_eq!(ids.len(), 3, "an id per job");
+    let refused = e
+        .enqueue_batch(T, "batch", &[b"d", b"e"], JobOptions::default())
+        .await;
+    ensure_eq!(
+        refused,
+        Err(Error::CapacityExceeded {
+            scope: Scope::QueueJobs,
+            limit: 4,
+            used: 3,
+        }),
+        "two more do not fit"
+    );
+    ensure!(
+        matches!(
+            e.enqueue_batch(T, "batch", &[], JobOptions::default())
+                .await,
+            Err(Error::InvalidArgument { .. })
+        ),
+        "an empty batch"
+    );
+    let claimed = e.claim(T, "batch", "w", None, 10).await?;
+    ensure_eq!(
+        claimed
+            .iter()
+            .map(|c| (c.id, c.payload.to_vec()))
+            .collect::<Vec<_>>(),
+        vec![
+            (ids[0], b"a".to_vec()),
+            (ids[1], b"b".to_vec()),
+            (ids[2], b"c".to_vec())
+        ],
+        "the batch, in its order, and nothing of the refused one"
+    );
+    Ok(())
+}
+
 /// An engine whose schedules may fire every `h.unit()`.
 async fn scheduling<H: Harness>(h: &H) -> Result<H::Engine, super::Fault>
 where

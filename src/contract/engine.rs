@@ -505,6 +505,16 @@ pub trait Engine: StreamEngine {
         options: JobOptions,
     ) -> impl Future<Output = Result<JobId>> + Send;
 
+    /// Enqueues several jobs with the same options, all or none
+    /// ([`Store::enqueue_batch`](crate::Store::enqueue_batch)).
+    fn enqueue_batch(
+        &self,
+        tenant: TenantId,
+        queue: &str,
+        payloads: &[&[u8]],
+        options: JobOptions,
+    ) -> impl Future<Output = Result<Vec<JobId>>> + Send;
+
     /// Claims ready jobs, oldest first ([`Store::claim`](crate::Store::claim)).
     fn claim(
         &self,

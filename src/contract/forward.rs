@@ -99,6 +99,7 @@ macro_rules! served {
             create_queue(tenant: $crate::base::ids::TenantId, name: &str, config: $crate::contract::queue::QueueConfig) -> $crate::base::error::Result<()>;
             delete_queue(tenant: $crate::base::ids::TenantId, name: &str) -> $crate::base::error::Result<()>;
             enqueue(tenant: $crate::base::ids::TenantId, queue: &str, payload: &[u8], options: $crate::contract::queue::JobOptions) -> $crate::base::error::Result<$crate::base::ids::JobId>;
+            enqueue_batch(tenant: $crate::base::ids::TenantId, queue: &str, payloads: &[&[u8]], options: $crate::contract::queue::JobOptions) -> $crate::base::error::Result<Vec<$crate::base::ids::JobId>>;
             claim(tenant: $crate::base::ids::TenantId, queue: &str, worker: &str, visibility: Option<::std::time::Duration>, max_jobs: usize) -> $crate::base::error::Result<Vec<$crate::contract::queue::ClaimedJob>>;
             ack(tenant: $crate::base::ids::TenantId, queue: &str, job: $crate::base::ids::JobId, claim: $crate::contract::queue::ClaimToken) -> $crate::base::error::Result<()>;
             extend_claim(tenant: $crate::base::ids::TenantId, queue: &str, job: $crate::base::ids::JobId, claim: $crate::contract::queue::ClaimToken, visibility: Option<::std::time::Duration>) -> $crate::base::error::Result<::std::time::Duration>;

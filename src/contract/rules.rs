@@ -109,6 +109,16 @@ impl StoreConfig {
         Ok(self.page_cap(max_jobs))
     }
 
+    /// An enqueue batch's length: from 1 to `page_len_max` jobs.
+    pub(crate) fn check_enqueue_batch(&self, len: usize) -> Result<()> {
+        if len == 0 || len > self.page_len_max {
+            return Err(Error::InvalidArgument {
+                reason: "an enqueue batch holds 1 to page_len_max jobs",
+            });
+        }
+        Ok(())
+    }
+
     /// A drain's `window`: at most `drain_window_max`.
     pub(crate) fn check_drain_window(&self, window: Duration) -> Result<()> {
         if window > self.drain_window_max {

@@ -122,16 +122,51 @@ impl RedisEngine {
         payload: &[u8],
         options: &JobOptions,
     ) -> Result<JobId> {
-        self.inner.queue_limits.check_job(payload.len(), options)?;
-        let args = args![
+        let first = self.enqueue_all(tenant, queue, &[payload], options).await?;
+        Ok(JobId::new(self.incarnation(), first))
+    }
+
+    /// Enqueues `payloads` as jobs with the same options, all or none
+    /// ([`Store::enqueue_batch`](crate::Store::enqueue_batch)): one call,
+    /// one admission, ids in the batch's order. A batch holds 1 to
+    /// `page_len_max` jobs.
+    pub async fn enqueue_batch(
+        &self,
+        tenant: TenantId,
+        queue: &str,
+        payloads: &[&[u8]],
+        options: JobOptions,
+    ) -> Result<Vec<JobId>> {
+        self.config().check_own_name(queue)?;
+        self.config().check_enqueue_batch(payloads.len())?;
+        let first = self.enqueue_all(tenant, queue, payloads, &options).await?;
+        let incarnation = self.incarnation();
+        Ok((first..first + payloads.len() as u64)
+            .map(|seq| JobId::new(incarnation, seq))
+            .collect())
+    }
+
+    /// One `enqueue` call for `payloads`: the first job's number (the
+    /// others follow it).
+    async fn enqueue_all(
+        &self,
+        tenant: TenantId,
+        queue: &str,
+        payloads: &[&[u8]],
+        options: &JobOptions,
+    ) -> Result<u64> {
+        for payload in payloads {
+            self.inner.queue_limits.check_job(payload.len(), options)?;
+        }
+        let mut args = args![
             queue,
-            payload,
             duration_to_millis_ceil(options.delay).to_string(),
             options
                 .attempts_max
                 .map_or_else(String::new, |a| a.to_string()),
             wake_channel(queue).as_bytes(),
         ];
+        args.extend(payloads.iter().map(|p| p.to_vec()));
         let reply = self
             .answer(
                 scripts::ENQUEUE,
@@ -141,7 +176,7 @@ impl RedisEngine {
                 args,
             )
             .await?;
-        Ok(JobId::new(self.incarnation(), reply.uint(1)?))
+        reply.uint(1)
     }
 
     /// Claims up to `max_jobs` (at most `page_len_max`) ready jobs, oldest

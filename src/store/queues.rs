@@ -110,6 +110,25 @@ impl Store {
         Ok(self.job_id(first))
     }
 
+    /// Enqueues `payloads` as jobs with the same options, all or none:
+    /// one admission for the batch (every limit [`enqueue`](Self::enqueue)
+    /// checks, for all of them at once), ids in the batch's order. A batch
+    /// holds 1 to `page_len_max` jobs (else `InvalidArgument`).
+    pub fn enqueue_batch(
+        &self,
+        tenant: TenantId,
+        queue: &str,
+        payloads: &[&[u8]],
+        options: JobOptions,
+    ) -> Result<Vec<JobId>> {
+        self.check_own_name(queue)?;
+        self.shared.config.check_enqueue_batch(payloads.len())?;
+        let first = self.enqueue_many(tenant, queue, payloads, &options)?;
+        Ok((first..first + payloads.len() as u64)
+            .map(|seq| self.job_id(seq))
+            .collect())
+    }
+
     /// Enqueues jobs with the same options, all or none (one admission
     /// for all of them); returns the first one's sequence number (the
     /// others follow it). The store's schedules fire through it.

@@ -918,13 +918,6 @@ local function remove_job(name, seq)
   redis.call('HINCRBY', K .. 'q:' .. name, 'nb', -#payload)
 end
 
--- Enqueues `count` jobs of `payload` on queue `name`, all or none: ready,
--- or delayed until `due` (nil: ready), with `attempts` claims each (nil:
--- the queue's). The one admission rule of enqueues: a queue at its
--- dead-letter cap takes nothing, nor one whose jobs or bytes would pass
--- its caps. Ready jobs wake the queue's workers (`wake`, its channel).
--- Returns the first job's number (the others follow it), or nil and the
--- refusal.
 -- How many more jobs of `size` bytes queue `name` (settings `q`, as
 -- `queue_now` gives them) takes now: what `enqueue_jobs` checks, as a
 -- count.
@@ -939,7 +932,14 @@ local function queue_room(name, q, size)
   return math.max(room, 0)
 end
 
-local function enqueue_jobs(name, payload, count, due, attempts, wake)
+-- Enqueues one job per entry of `payloads` on queue `name`, all or none:
+-- ready, or delayed until `due` (nil: ready), with `attempts` claims each
+-- (nil: the queue's). The one admission rule of enqueues: a queue at its
+-- dead-letter cap takes nothing, nor one whose jobs or bytes would pass
+-- its caps. Ready jobs wake the queue's workers (`wake`, its channel).
+-- Returns the first job's number (the others follow it: `next_fence`
+-- issues consecutive numbers within one call), or nil and the refusal.
+local function enqueue_jobs(name, payloads, due, attempts, wake)
   local q = queue_now(name)
   if not q then
     return nil, {NOT_FOUND}
@@ -949,14 +949,18 @@ local function enqueue_jobs(name, payload, count, due, attempts, wake)
     return nil, {CAPACITY, Q_DEAD, q[3], dead}
   end
   local held = redis.call('HLEN', qk('qp', name))
-  if held + count > q[1] then
+  if held + #payloads > q[1] then
     return nil, {CAPACITY, Q_JOBS, q[1], held}
   end
-  if q[8] + count * #payload > q[2] then
+  local bytes = 0
+  for _, payload in ipairs(payloads) do
+    bytes = bytes + #payload
+  end
+  if q[8] + bytes > q[2] then
     return nil, {CAPACITY, Q_BYTES, q[2], q[8]}
   end
   local first
-  for _ = 1, count do
+  for _, payload in ipairs(payloads) do
     local seq = num(next_fence())
     first = first or seq
     redis.call('HSET', qk('qp', name), seq, payload)
@@ -968,7 +972,7 @@ local function enqueue_jobs(name, payload, count, due, attempts, wake)
       redis.call('ZADD', qk('qr', name), seq, seq)
     end
   end
-  redis.call('HINCRBY', K .. 'q:' .. name, 'nb', count * #payload)
+  redis.call('HINCRBY', K .. 'q:' .. name, 'nb', bytes)
   if not due then
     publish_wake(wake)
   end

@@ -28,7 +28,11 @@ for _, name in ipairs(redis.call('ZRANGE', SCHEDULES, 0, -1)) do
     local first, refusal = nil, {DRAINING}
     if not draining then
       -- With no room, one job is what is refused (and says why).
-      first, refusal = enqueue_jobs(h[3], h[4], math.max(fires, 1), nil, nil, ARGV[5] .. h[3])
+      local payloads = {}
+      for i = 1, math.max(fires, 1) do
+        payloads[i] = h[4]
+      end
+      first, refusal = enqueue_jobs(h[3], payloads, nil, nil, ARGV[5] .. h[3])
     end
     if first then
       fired = fired + fires
