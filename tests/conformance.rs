@@ -200,6 +200,7 @@ impl Engine for Broken {
         claim_wait(tenant: TenantId, queue: &str, worker: &str, visibility: Option<Duration>, max_jobs: usize) -> Result<Vec<ClaimedJob>>;
         fail(tenant: TenantId, queue: &str, job: JobId, claim: ClaimToken, reason: &str) -> Result<Failed>;
         snooze(tenant: TenantId, queue: &str, job: JobId, claim: ClaimToken, delay: Duration) -> Result<()>;
+        ack_batch(tenant: TenantId, queue: &str, acks: &[(JobId, ClaimToken)]) -> Result<Vec<Result<()>>>;
         job(tenant: TenantId, queue: &str, job: JobId) -> Result<JobInfo>;
         queue_info(tenant: TenantId, queue: &str) -> Result<QueueInfo>;
         dead_letters(tenant: TenantId, queue: &str, after: Option<JobId>, max: usize) -> Result<Vec<DeadLetter>>;

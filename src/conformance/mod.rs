@@ -196,6 +196,7 @@ pub const QUEUE_CHECKS: &[&str] = &[
     "queues::claims_extend",
     "queues::snooze_gives_the_attempt_back",
     "queues::batches_all_or_none",
+    "queues::acks_in_batches",
 ];
 
 /// The checks [`run`] adds to [`RELAY_CHECKS`] (wake channels, streams,
@@ -216,6 +217,7 @@ pub const ENGINE_CHECKS: &[&str] = &[
     "queues::claims_extend",
     "queues::snooze_gives_the_attempt_back",
     "queues::batches_all_or_none",
+    "queues::acks_in_batches",
 ];
 
 /// Runs one check on `$harness`, pushing its failure onto `$failures`.
@@ -344,6 +346,7 @@ where
         queues::snooze_gives_the_attempt_back
     );
     check!(h, failures, QUEUE_CHECKS, queues::batches_all_or_none);
+    check!(h, failures, QUEUE_CHECKS, queues::acks_in_batches);
     failures
 }
 

@@ -561,6 +561,61 @@ where
     Ok(())
 }
 
+/// A batch of acks is taken one by one: each live claim's job leaves,
+/// each stale or foreign claim is refused on its own, a job already gone
+/// is `NotFound`; an empty batch and a missing queue are refused whole.
+pub(super) async fn acks_in_batches<H: Harness>(h: &H) -> Outcome
+where
+    H::Engine: Engine,
+{
+    let u = h.unit();
+    let e = h.engine(config(u)).await?;
+    e.create_queue(T, "acks", QueueConfig::default()).await?;
+    let ids = e
+        .enqueue_batch(T, "acks", &[b"a", b"b", b"c"], JobOptions::default())
+        .await?;
+    let claimed = e.claim(T, "acks", "w", None, 2).await?;
+    ensure_eq!(claimed.len(), 2, "two claims");
+    let (a, b) = (&claimed[0], &claimed[1]);
+    let outcomes = e
+        .ack_batch(
+            T,
+            "acks",
+            &[(a.id, a.claim), (b.id, a.claim), (ids[2], a.claim)],
+        )
+        .await?;
+    ensure_eq!(
+        outcomes,
+        vec![Ok(()), Err(Error::StaleClaim), Err(Error::StaleClaim)],
+        "each on its own"
+    );
+    let info = e.queue_info(T, "acks").await?;
+    ensure_eq!(
+        (info.claimed, info.ready),
+        (1, 1),
+        "the stale ones untouched"
+    );
+    ensure_eq!(
+        e.ack_batch(T, "acks", &[(a.id, a.claim), (b.id, b.claim)])
+            .await?,
+        vec![Err(Error::NotFound), Ok(())],
+        "a job already gone, and b's own claim"
+    );
+    ensure!(
+        matches!(
+            e.ack_batch(T, "acks", &[]).await,
+            Err(Error::InvalidArgument { .. })
+        ),
+        "an empty batch"
+    );
+    ensure_eq!(
+        e.ack_batch(T, "none", &[(a.id, a.claim)]).await,
+        Err(Error::NotFound),
+        "a missing queue"
+    );
+    Ok(())
+}
+
 /// An engine whose schedules may fire every `h.unit()`.
 async fn scheduling<H: Harness>(h: &H) -> Result<H::Engine, super::Fault>
 where

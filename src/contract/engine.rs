@@ -546,6 +546,15 @@ pub trait Engine: StreamEngine {
         claim: ClaimToken,
     ) -> impl Future<Output = Result<()>> + Send;
 
+    /// Acknowledges several claimed jobs of one queue, each on its own
+    /// ([`Store::ack_batch`](crate::Store::ack_batch)).
+    fn ack_batch(
+        &self,
+        tenant: TenantId,
+        queue: &str,
+        acks: &[(JobId, ClaimToken)],
+    ) -> impl Future<Output = Result<Vec<Result<()>>>> + Send;
+
     /// Extends a live claim: it now lapses `visibility` from now (the
     /// queue's if `None`), its attempt unused
     /// ([`Store::extend_claim`](crate::Store::extend_claim)).

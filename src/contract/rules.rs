@@ -111,10 +111,17 @@ impl StoreConfig {
 
     /// An enqueue batch's length: from 1 to `page_len_max` jobs.
     pub(crate) fn check_enqueue_batch(&self, len: usize) -> Result<()> {
+        self.check_batch(len, "an enqueue batch holds 1 to page_len_max jobs")
+    }
+
+    /// An ack batch's length: from 1 to `page_len_max` acks.
+    pub(crate) fn check_ack_batch(&self, len: usize) -> Result<()> {
+        self.check_batch(len, "an ack batch holds 1 to page_len_max acks")
+    }
+
+    fn check_batch(&self, len: usize, reason: &'static str) -> Result<()> {
         if len == 0 || len > self.page_len_max {
-            return Err(Error::InvalidArgument {
-                reason: "an enqueue batch holds 1 to page_len_max jobs",
-            });
+            return Err(Error::InvalidArgument { reason });
         }
         Ok(())
     }

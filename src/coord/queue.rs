@@ -662,6 +662,28 @@ impl QueueHub {
         Ok(())
     }
 
+    /// Acknowledges each of `acks` (a job's sequence number, or why it has
+    /// none, and its claim) under one hold of the queue: each as
+    /// [`ack`](Self::ack) would, in order.
+    pub(crate) fn ack_many(
+        &self,
+        key: Name,
+        acks: &[(Result<u64>, ClaimToken)],
+        now: u64,
+    ) -> Result<Vec<Result<()>>> {
+        let queue = self.get(key)?;
+        let mut state = queue.state_at(now);
+        Ok(acks
+            .iter()
+            .map(|(seq, token)| {
+                let seq = seq.clone()?;
+                state.check_claim(seq, *token, now)?;
+                state.remove(seq);
+                Ok(())
+            })
+            .collect())
+    }
+
     /// Extends the live claim `token` on job `seq`: it lapses
     /// `visibility` (the queue's if `None`) from `now`, the same claim,
     /// its attempt unused. Returns the visibility granted.

@@ -332,6 +332,48 @@ impl RedisEngine {
         self.ack_named(tenant, queue, job, claim).await
     }
 
+    /// Acknowledges several claimed jobs of one queue in one call
+    /// ([`Store::ack_batch`](crate::Store::ack_batch)): each on its own,
+    /// its outcome at its position.
+    pub async fn ack_batch(
+        &self,
+        tenant: TenantId,
+        queue: &str,
+        acks: &[(JobId, ClaimToken)],
+    ) -> Result<Vec<Result<()>>> {
+        self.config().check_own_name(queue)?;
+        self.config().check_ack_batch(acks.len())?;
+        let incarnation = self.incarnation();
+        let mut args = Vec::new();
+        for &(job, claim) in acks {
+            // An id of another incarnation is answered here, as a pair
+            // that matches nothing there.
+            let seq = if job.incarnation() == incarnation {
+                job.seq()
+            } else {
+                0
+            };
+            args.push(seq.to_string().into_bytes());
+            args.push(claim.to_bits().to_string().into_bytes());
+        }
+        let reply = self
+            .queue_call(scripts::ACK_BATCH, tenant, queue, Issued::Nothing, args)
+            .await?;
+        acks.iter()
+            .enumerate()
+            .map(|(i, &(job, _))| {
+                if job.incarnation() != incarnation {
+                    return Ok(Err(Error::Restarted));
+                }
+                Ok(match reply.int(i + 1)? {
+                    super::reply::OK => Ok(()),
+                    super::reply::NOT_FOUND => Err(Error::NotFound),
+                    _ => Err(Error::StaleClaim),
+                })
+            })
+            .collect()
+    }
+
     /// Extends a live claim ([`Store::extend_claim`](crate::Store::extend_claim)):
     /// it lapses `visibility` from now by the server's clock (the queue's
     /// if `None`), the same claim, its attempt unused. Returns the

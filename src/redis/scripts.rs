@@ -92,6 +92,7 @@ functions! {
     EXTEND_CLAIM = "extend_claim", "extend_claim.lua", Tenant;
     SNOOZE = "snooze", "snooze.lua", Tenant;
     ACK = "ack", "ack.lua", Tenant;
+    ACK_BATCH = "ack_batch", "ack_batch.lua", Tenant;
     FAIL = "fail", "fail.lua", Tenant;
     JOB = "job", "job.lua", Tenant;
     QUEUE_INFO = "queue_info", "queue_info.lua", Tenant;

@@ -304,6 +304,28 @@ impl Store {
         self.shared.queues.ack((tenant, queue), seq, claim, now)
     }
 
+    /// Acknowledges several claimed jobs of one queue, under one hold of
+    /// it: each is [`ack`](Self::ack)ed on its own, in order, and its
+    /// outcome is the answer's entry at its position (a stale claim
+    /// refuses only its own job). 1 to `page_len_max` acks
+    /// (`InvalidArgument` otherwise); `NotFound` for a missing queue.
+    pub fn ack_batch(
+        &self,
+        tenant: TenantId,
+        queue: &str,
+        acks: &[(JobId, ClaimToken)],
+    ) -> Result<Vec<Result<()>>> {
+        self.check_own_name(queue)?;
+        self.shared.config.check_ack_batch(acks.len())?;
+        let _in = self.enter();
+        let acks: Vec<_> = acks
+            .iter()
+            .map(|&(job, claim)| (self.job_seq(job), claim))
+            .collect();
+        let now = self.shared.clock.now().as_millis();
+        self.shared.queues.ack_many((tenant, queue), &acks, now)
+    }
+
     /// Extends a live claim, for a job that takes longer than its
     /// visibility: the claim (the same token) now lapses `visibility` from
     /// now (the queue's if `None`; within the TTL range), and the attempt
