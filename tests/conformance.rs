@@ -201,6 +201,7 @@ impl Engine for Broken {
         fail(tenant: TenantId, queue: &str, job: JobId, claim: ClaimToken, reason: &str) -> Result<Failed>;
         snooze(tenant: TenantId, queue: &str, job: JobId, claim: ClaimToken, delay: Duration) -> Result<()>;
         ack_batch(tenant: TenantId, queue: &str, acks: &[(JobId, ClaimToken)]) -> Result<Vec<Result<()>>>;
+        cancel_job(tenant: TenantId, queue: &str, job: JobId) -> Result<()>;
         job(tenant: TenantId, queue: &str, job: JobId) -> Result<JobInfo>;
         queue_info(tenant: TenantId, queue: &str) -> Result<QueueInfo>;
         dead_letters(tenant: TenantId, queue: &str, after: Option<JobId>, max: usize) -> Result<Vec<DeadLetter>>;

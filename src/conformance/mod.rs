@@ -197,6 +197,7 @@ pub const QUEUE_CHECKS: &[&str] = &[
     "queues::snooze_gives_the_attempt_back",
     "queues::batches_all_or_none",
     "queues::acks_in_batches",
+    "queues::cancel_removes_a_job",
 ];
 
 /// The checks [`run`] adds to [`RELAY_CHECKS`] (wake channels, streams,
@@ -218,6 +219,7 @@ pub const ENGINE_CHECKS: &[&str] = &[
     "queues::snooze_gives_the_attempt_back",
     "queues::batches_all_or_none",
     "queues::acks_in_batches",
+    "queues::cancel_removes_a_job",
 ];
 
 /// Runs one check on `$harness`, pushing its failure onto `$failures`.
@@ -347,6 +349,7 @@ where
     );
     check!(h, failures, QUEUE_CHECKS, queues::batches_all_or_none);
     check!(h, failures, QUEUE_CHECKS, queues::acks_in_batches);
+    check!(h, failures, QUEUE_CHECKS, queues::cancel_removes_a_job);
     failures
 }
 

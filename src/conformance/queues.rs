@@ -616,6 +616,52 @@ where
     Ok(())
 }
 
+/// A cancelled job leaves whatever its state (ready, delayed, claimed):
+/// it is `NotFound` after, to a read, to its claim's ack and to a second
+/// cancel.
+pub(super) async fn cancel_removes_a_job<H: Harness>(h: &H) -> Outcome
+where
+    H::Engine: Engine,
+{
+    let u = h.unit();
+    let e = h.engine(config(u)).await?;
+    e.create_queue(T, "gone", QueueConfig::default()).await?;
+    let claimed = e.enqueue(T, "gone", b"c", JobOptions::default()).await?;
+    let claim = e.claim(T, "gone", "w", None, 1).await?.remove(0);
+    ensure_eq!(claim.id, claimed, "the claimed one");
+    let ready = e.enqueue(T, "gone", b"r", JobOptions::default()).await?;
+    let later = JobOptions {
+        delay: u * 100,
+        ..JobOptions::default()
+    };
+    let delayed = e.enqueue(T, "gone", b"d", later).await?;
+    for job in [ready, delayed, claimed] {
+        e.cancel_job(T, "gone", job).await?;
+        ensure_eq!(
+            e.job(T, "gone", job).await.map(drop),
+            Err(Error::NotFound),
+            "a cancelled job"
+        );
+        ensure_eq!(
+            e.cancel_job(T, "gone", job).await,
+            Err(Error::NotFound),
+            "cancelled twice"
+        );
+    }
+    ensure_eq!(
+        e.ack(T, "gone", claim.id, claim.claim).await,
+        Err(Error::NotFound),
+        "the claim of a cancelled job"
+    );
+    let info = e.queue_info(T, "gone").await?;
+    ensure_eq!(
+        (info.ready, info.delayed, info.claimed, info.bytes),
+        (0, 0, 0, 0),
+        "nothing left"
+    );
+    Ok(())
+}
+
 /// An engine whose schedules may fire every `h.unit()`.
 async fn scheduling<H: Harness>(h: &H) -> Result<H::Engine, super::Fault>
 where

@@ -546,6 +546,15 @@ pub trait Engine: StreamEngine {
         claim: ClaimToken,
     ) -> impl Future<Output = Result<()>> + Send;
 
+    /// Removes a job whatever its state
+    /// ([`Store::cancel_job`](crate::Store::cancel_job)).
+    fn cancel_job(
+        &self,
+        tenant: TenantId,
+        queue: &str,
+        job: JobId,
+    ) -> impl Future<Output = Result<()>> + Send;
+
     /// Acknowledges several claimed jobs of one queue, each on its own
     /// ([`Store::ack_batch`](crate::Store::ack_batch)).
     fn ack_batch(

@@ -102,6 +102,7 @@ macro_rules! served {
             enqueue_batch(tenant: $crate::base::ids::TenantId, queue: &str, payloads: &[&[u8]], options: $crate::contract::queue::JobOptions) -> $crate::base::error::Result<Vec<$crate::base::ids::JobId>>;
             claim(tenant: $crate::base::ids::TenantId, queue: &str, worker: &str, visibility: Option<::std::time::Duration>, max_jobs: usize) -> $crate::base::error::Result<Vec<$crate::contract::queue::ClaimedJob>>;
             ack(tenant: $crate::base::ids::TenantId, queue: &str, job: $crate::base::ids::JobId, claim: $crate::contract::queue::ClaimToken) -> $crate::base::error::Result<()>;
+            cancel_job(tenant: $crate::base::ids::TenantId, queue: &str, job: $crate::base::ids::JobId) -> $crate::base::error::Result<()>;
             ack_batch(tenant: $crate::base::ids::TenantId, queue: &str, acks: &[($crate::base::ids::JobId, $crate::contract::queue::ClaimToken)]) -> $crate::base::error::Result<Vec<$crate::base::error::Result<()>>>;
             extend_claim(tenant: $crate::base::ids::TenantId, queue: &str, job: $crate::base::ids::JobId, claim: $crate::contract::queue::ClaimToken, visibility: Option<::std::time::Duration>) -> $crate::base::error::Result<::std::time::Duration>;
             snooze(tenant: $crate::base::ids::TenantId, queue: &str, job: $crate::base::ids::JobId, claim: $crate::contract::queue::ClaimToken, delay: ::std::time::Duration) -> $crate::base::error::Result<()>;

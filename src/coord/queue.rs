@@ -662,6 +662,18 @@ impl QueueHub {
         Ok(())
     }
 
+    /// Removes job `seq` at `now`, whatever its state; `NotFound` if the
+    /// queue does not hold it.
+    pub(crate) fn cancel(&self, key: Name, seq: u64, now: u64) -> Result<()> {
+        let queue = self.get(key)?;
+        let mut state = queue.state_at(now);
+        if !state.jobs.contains_key(&seq) {
+            return Err(Error::NotFound);
+        }
+        state.remove(seq);
+        Ok(())
+    }
+
     /// Acknowledges each of `acks` (a job's sequence number, or why it has
     /// none, and its claim) under one hold of the queue: each as
     /// [`ack`](Self::ack) would, in order.

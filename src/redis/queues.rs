@@ -332,6 +332,16 @@ impl RedisEngine {
         self.ack_named(tenant, queue, job, claim).await
     }
 
+    /// Cancels a job ([`Store::cancel_job`](crate::Store::cancel_job)): it
+    /// leaves the queue whatever its state.
+    pub async fn cancel_job(&self, tenant: TenantId, queue: &str, job: JobId) -> Result<()> {
+        self.config().check_own_name(queue)?;
+        let args = args![job.seq().to_string()];
+        self.queue_call(scripts::CANCEL_JOB, tenant, queue, issued(job), args)
+            .await
+            .map(drop)
+    }
+
     /// Acknowledges several claimed jobs of one queue in one call
     /// ([`Store::ack_batch`](crate::Store::ack_batch)): each on its own,
     /// its outcome at its position.

@@ -93,6 +93,7 @@ functions! {
     SNOOZE = "snooze", "snooze.lua", Tenant;
     ACK = "ack", "ack.lua", Tenant;
     ACK_BATCH = "ack_batch", "ack_batch.lua", Tenant;
+    CANCEL_JOB = "cancel_job", "cancel_job.lua", Frees;
     FAIL = "fail", "fail.lua", Tenant;
     JOB = "job", "job.lua", Tenant;
     QUEUE_INFO = "queue_info", "queue_info.lua", Tenant;

@@ -304,6 +304,18 @@ impl Store {
         self.shared.queues.ack((tenant, queue), seq, claim, now)
     }
 
+    /// Cancels a job: it leaves the queue whatever its state (ready,
+    /// delayed, claimed or dead), and a claim on it then answers
+    /// `NotFound`, as for a job acknowledged. `NotFound` if the queue does
+    /// not hold it.
+    pub fn cancel_job(&self, tenant: TenantId, queue: &str, job: JobId) -> Result<()> {
+        self.check_own_name(queue)?;
+        let _in = self.enter();
+        let seq = self.job_seq(job)?;
+        let now = self.shared.clock.now().as_millis();
+        self.shared.queues.cancel((tenant, queue), seq, now)
+    }
+
     /// Acknowledges several claimed jobs of one queue, under one hold of
     /// it: each is [`ack`](Self::ack)ed on its own, in order, and its
     /// outcome is the answer's entry at its position (a stale claim
