@@ -366,9 +366,9 @@ impl Store {
     }
 
     /// Puts a claimed job back without using an attempt, for a worker that
-    /// cannot take it on now: the job is ready again after `delay` (at
-    /// once for zero; at most the TTL range's maximum), and the attempt its
-    /// claim counted is given back. The claim rule and refusal are
+    /// cannot take it on now: the job is ready again after `delay` (zero:
+    /// at once; otherwise within the TTL range, else `InvalidArgument`),
+    /// and the attempt its claim counted is given back. The claim rule and refusal are
     /// [`ack`](Self::ack)'s.
     pub fn snooze(
         &self,
