@@ -8,7 +8,7 @@
 //! every lock taken stays held with its fence, every revoked lease stays
 //! revoked, fences issued after the promotion are above every fence
 //! issued before it, and the new master, which has no replica yet, fails
-//! the writes that wait for one closed. The broken twin, the same run without waiting for a
+//! the writes that wait for one closed while health says why. The broken twin, the same run without waiting for a
 //! replica, must lose some of them. On six `redis-server`s each test
 //! starts (three masters, three replicas); `redis-server` and `redis-cli`
 //! must be on PATH.
@@ -18,7 +18,7 @@ mod redis;
 use redis::servers::{admin, master_of, replicated_cluster, serving, Server};
 use redis::{block_on, config, fresh_namespace};
 use relaystore::redis::{RedisEngine, RedisOptions};
-use relaystore::{Error, JoinToken, LeaseId, TenantId};
+use relaystore::{DegradedReason, Error, Health, JoinToken, LeaseId, TenantId};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -46,6 +46,13 @@ fn with_wait_replicas_a_failover_keeps_every_acknowledged_authorization() {
     );
     assert_eq!(broken, Vec::<String>::new(), "promises broken");
     assert!(seen.failed_closed, "no replica to wait for: {}", seen.alone);
+    assert_eq!(
+        seen.health,
+        Health::Degraded {
+            reason: DegradedReason::TooFewReplicas
+        },
+        "health says so"
+    );
 }
 
 /// The broken twin: without waiting for a replica, writes answered `Ok`
@@ -55,6 +62,7 @@ fn without_waiting_a_failover_loses_acknowledged_writes() {
     let (seen, broken) = block_on(failover(0));
     assert!(!broken.is_empty(), "the stale replica lost nothing");
     assert!(!seen.failed_closed, "nothing to wait for: {}", seen.alone);
+    assert_eq!(seen.health, Health::Ready, "no replica needed");
 }
 
 /// What one failover run saw.
@@ -64,6 +72,8 @@ struct Run {
     failed_closed: bool,
     /// That grant's answer.
     alone: String,
+    /// Health while the new master has no replica.
+    health: Health,
 }
 
 /// One failover during churn, on engines waiting for `wait` replicas;
@@ -79,6 +89,11 @@ async fn failover(wait: u32) -> (Run, Vec<String>) {
     let e = RedisEngine::connect(options.clone().wait_for_replicas(wait), store.clone())
         .await
         .unwrap();
+    assert_eq!(
+        e.health().await,
+        Health::Ready,
+        "every master has its replica"
+    );
     let host = e.grant(T, "host", MINUTE * 10, None).await.unwrap();
     e.publish(T, host.id, "lobby", b"", None).await.unwrap();
     // The listing is on the replica too before anything is stopped.
@@ -156,6 +171,7 @@ async fn failover(wait: u32) -> (Run, Vec<String>) {
         })
     );
     let alone = format!("{:?}", alone.map(drop));
+    let health = e.health().await;
     let acknowledged = std::mem::take(&mut *seen.lock().unwrap());
     // Checked through a handle that waits for no replica.
     let e = RedisEngine::connect(options, store).await.unwrap();
@@ -194,6 +210,7 @@ async fn failover(wait: u32) -> (Run, Vec<String>) {
         acknowledged,
         failed_closed,
         alone,
+        health,
     };
     (run, broken)
 }

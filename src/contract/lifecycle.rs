@@ -20,6 +20,10 @@ pub enum DegradedReason {
     /// it refuses creations with `BackendUnavailable` (reads and removals
     /// still run, so revoking frees room) until memory is freed.
     BackendFull,
+    /// A remote engine's backend (a Redis primary) has fewer replicas
+    /// attached than the engine's writes wait for: those writes fail
+    /// closed with `BackendUnavailable` until the replicas are back.
+    TooFewReplicas,
 }
 
 impl std::fmt::Display for DegradedReason {
@@ -28,6 +32,7 @@ impl std::fmt::Display for DegradedReason {
             DegradedReason::DriverStalled => f.write_str("expiry driver stalled"),
             DegradedReason::BackendUnreachable => f.write_str("backend unreachable"),
             DegradedReason::BackendFull => f.write_str("backend at its memory limit"),
+            DegradedReason::TooFewReplicas => f.write_str("backend short of replicas"),
         }
     }
 }

@@ -217,15 +217,24 @@ impl Conn {
     /// by its address, so a primary the client has no connection to
     /// counts as unreachable. The write probe is a function that writes
     /// nothing but is not flagged `allow-oom`, which a server at
-    /// `maxmemory` refuses (`OOM`).
-    pub(super) async fn reach(&self) -> Reach {
+    /// `maxmemory` refuses (`OOM`). With `replicas` above 0, each primary
+    /// must also have that many replicas attached (`ROLE`), or the writes
+    /// that wait for them fail closed.
+    pub(super) async fn reach(&self, replicas: u32) -> Reach {
         let mut probe = redis::cmd("FCALL");
         probe.arg(super::scripts::WRITABLE.name()).arg(0);
         match self.on_each_primary(&probe).await {
-            Ok(_) => Reach::Ready,
-            Err(Failed::Missing) => Reach::Ready,
-            Err(Failed::Redis(e)) if e.to_string().contains("OOM") => Reach::Full,
-            Err(Failed::Redis(_)) => Reach::Unreachable,
+            Ok(_) | Err(Failed::Missing) => {}
+            Err(Failed::Redis(e)) if e.to_string().contains("OOM") => return Reach::Full,
+            Err(Failed::Redis(_)) => return Reach::Unreachable,
+        }
+        if replicas == 0 {
+            return Reach::Ready;
+        }
+        match self.on_each_primary(&redis::cmd("ROLE")).await {
+            Ok(roles) if roles.iter().all(|r| attached(r) >= replicas as usize) => Reach::Ready,
+            Ok(_) => Reach::TooFewReplicas,
+            Err(_) => Reach::Unreachable,
         }
     }
 
@@ -351,6 +360,20 @@ pub(super) enum Reach {
     Unreachable,
     /// A primary is at `maxmemory`: it refuses writes.
     Full,
+    /// A primary has fewer replicas attached than the writes wait for.
+    TooFewReplicas,
+}
+
+/// The replicas a primary's `ROLE` reply lists (`["master", offset,
+/// [[host, port, offset], ...]]`); 0 for anything else.
+fn attached(role: &Value) -> usize {
+    match role {
+        Value::Array(parts) => match parts.get(2) {
+            Some(Value::Array(replicas)) => replicas.len(),
+            _ => 0,
+        },
+        _ => 0,
+    }
 }
 
 /// The distinct primaries (host, port, and the first slot it serves) of

@@ -491,20 +491,21 @@ impl RedisEngine {
     /// trip each), `Degraded` with [`DegradedReason::BackendUnreachable`]
     /// while one does not answer, and with [`DegradedReason::BackendFull`]
     /// while one is at `maxmemory` (it refuses creations; reads and
-    /// removals still run there).
+    /// removals still run there), and with
+    /// [`DegradedReason::TooFewReplicas`] while, with
+    /// [`wait_replicas`](RedisOptions::wait_replicas) set, one has fewer
+    /// replicas attached than that (the writes that wait fail closed).
     pub async fn health(&self) -> Health {
         if let Some(health) = self.lifecycle_health() {
             return health;
         }
-        match self.inner.conn.reach().await {
-            conn::Reach::Ready => Health::Ready,
-            conn::Reach::Unreachable => Health::Degraded {
-                reason: DegradedReason::BackendUnreachable,
-            },
-            conn::Reach::Full => Health::Degraded {
-                reason: DegradedReason::BackendFull,
-            },
-        }
+        let reason = match self.inner.conn.reach(self.inner.wait_replicas).await {
+            conn::Reach::Ready => return Health::Ready,
+            conn::Reach::Unreachable => DegradedReason::BackendUnreachable,
+            conn::Reach::Full => DegradedReason::BackendFull,
+            conn::Reach::TooFewReplicas => DegradedReason::TooFewReplicas,
+        };
+        Health::Degraded { reason }
     }
 
     fn config(&self) -> &StoreConfig {
