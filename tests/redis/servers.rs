@@ -208,11 +208,13 @@ pub async fn replicated_cluster() -> (Vec<Server>, Vec<std::path::PathBuf>) {
     for server in &servers {
         wait_cluster_ok(server).await;
     }
-    // Every replica attached to its master and in sync: three of the six
-    // (a node still waiting to be made a replica reads as a master).
+    // Every replica attached to its master and in sync, as both sides see
+    // it: three of the six nodes are replicas with their link up (a node
+    // still waiting to be made a replica reads as a master), and the
+    // masters list three replicas online (what `ROLE` and `WAIT` count).
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        let mut synced = 0;
+        let (mut linked, mut online) = (0, 0);
         for server in &servers {
             let info: String = ::redis::cmd("INFO")
                 .arg("replication")
@@ -220,13 +222,17 @@ pub async fn replicated_cluster() -> (Vec<Server>, Vec<std::path::PathBuf>) {
                 .await
                 .expect("INFO replication");
             if info.contains("role:slave") && info.contains("master_link_status:up") {
-                synced += 1;
+                linked += 1;
             }
+            online += info.matches("state=online").count();
         }
-        if synced == 3 {
+        if linked == 3 && online == 3 {
             break;
         }
-        assert!(Instant::now() < deadline, "{synced} of 3 replicas synced");
+        assert!(
+            Instant::now() < deadline,
+            "{linked} of 3 replicas linked, {online} online"
+        );
         tokio::time::sleep(MS * 50).await;
     }
     (servers, dirs)
