@@ -2,7 +2,7 @@
 //! clock and the real background expiry driver.
 //!
 //! ```text
-//! cargo run --release --example capacity -- [--sessions N] [--seconds S] [--threads T]
+//! cargo run --release --example capacity -- [--sessions N] [--seconds S] [--threads T] [--baseline]
 //! ```
 //!
 //! `N` hosted sessions, each a host lease (TURN-style: 600 s allocation,
@@ -24,6 +24,13 @@
 //! timed), heap bytes per session (a counting allocator), expiry lag
 //! (deadline to the removal event, from the vanished members), and how many
 //! sessions one core carries at the rates above.
+//!
+//! With `--baseline` the same sessions and the same mix then run, in the
+//! same process, on the store a relay engineer writes first
+//! (`capacity/baseline.rs`: one `Mutex<HashMap>` per collection, a
+//! `BinaryHeap` of deadlines and a sweeper thread, with the same limits,
+//! exactly-once consume, replay memory and cascade), and a last table puts
+//! the two side by side with their ratios.
 //!
 //! With `--open-loop RATE` the threads offer a fixed `RATE` mix operations
 //! per second instead: every operation is timed, from the moment it was
@@ -62,12 +69,15 @@ const VANISH_TTL: Duration = Duration::from_secs(1);
 const SAMPLE_EVERY: u64 = 16;
 
 const USAGE: &str =
-    "usage: cargo run --release --example capacity -- [--sessions N] [--seconds S] [--threads T] [--json PATH] [--open-loop R]
+    "usage: cargo run --release --example capacity -- [--sessions N] [--seconds S] [--threads T] [--json PATH] [--open-loop R] [--baseline]
 
   --sessions N   hosted sessions (default 20000)
   --seconds S    how long the load runs (default 15)
   --threads T    worker threads running the operation mix (default 2)
   --json PATH    also write the results as JSON to PATH (for dashboards and comparisons)
+  --baseline     then run the same sessions and mix on a plain baseline store (a Mutex<HashMap>
+                 per collection, a BinaryHeap of deadlines, a sweeper thread) and print the two
+                 side by side with their ratios; with --json, the file holds both runs
   --open-loop R  offer a fixed R mix operations per second (split over the threads) instead
                  of running as fast as the store answers; latency counts from each
                  operation's scheduled start, so queueing behind slow operations shows
@@ -107,24 +117,231 @@ fn store_ops(op: Op) -> u64 {
     }
 }
 
+/// Why a mix operation did not succeed.
+pub enum Failure {
+    /// An admission refusal, by the limit that refused it.
+    Refused(String),
+    /// Anything else: e.g. a lookup or join that raced its session's churn.
+    Failed,
+}
+
+impl From<relaystore::Error> for Failure {
+    fn from(e: relaystore::Error) -> Self {
+        match e {
+            relaystore::Error::CapacityExceeded { scope, .. } => {
+                Failure::Refused(scope.to_string())
+            }
+            _ => Failure::Failed,
+        }
+    }
+}
+
+/// A store the mix runs on, in process: the embedded store or the
+/// baseline.
+trait Subject: Send + Sync + 'static {
+    type Lease: Copy + Send + 'static;
+    /// What the tables call it.
+    const NAME: &'static str;
+    /// Hosts session `i`: its lease, listing and members.
+    fn host(&self, i: u64) -> Result<Self::Lease, Failure>;
+    fn heartbeat(&self, tenant: u64, member: &str, ttl: Duration) -> Result<(), Failure>;
+    fn lookup(&self, tenant: u64, listing: &str) -> Result<(), Failure>;
+    /// begin_join, bind_endpoint, consume.
+    fn join(&self, tenant: u64, listing: &str, addr: SocketAddr) -> Result<(), Failure>;
+    fn refresh(&self, tenant: u64, lease: Self::Lease) -> Result<(), Failure>;
+    /// Revokes the session's lease (cascading) and hosts it again under a
+    /// new one, stored in `lease` once granted.
+    fn churn(&self, tenant: u64, lease: &mut Self::Lease, listing: &str) -> Result<(), Failure>;
+    /// Starts expiry in the background (after setup, as a relay would
+    /// start it at boot) and returns the next expired member's name,
+    /// waiting up to the given time for it.
+    fn start_expiry(self: &Arc<Self>)
+        -> Result<Box<dyn FnMut(Duration) -> Expiry + Send>, Failure>;
+    fn stop_expiry(&self);
+    /// A progress line's counts.
+    fn counts(&self) -> String;
+    /// The store's own check of its bookkeeping.
+    fn audit(&self) -> Result<(), String>;
+}
+
+/// What an expiry reader saw.
+enum Expiry {
+    Member(String),
+    Nothing,
+    Closed,
+}
+
+/// The embedded store, with the system clock and its expiry driver.
+struct Embedded {
+    store: Arc<Store>,
+    driver: Mutex<Option<ExpiryDriver>>,
+    events: Mutex<Option<relaystore::events::Subscription>>,
+}
+
+impl Subject for Embedded {
+    type Lease = LeaseId;
+    const NAME: &'static str = "relaystore";
+
+    fn host(&self, i: u64) -> Result<LeaseId, Failure> {
+        let (s, tenant) = (&self.store, TenantId(i % TENANTS));
+        let lease = s.grant(tenant, &format!("host-{i}"), LEASE_TTL, None)?;
+        s.publish(tenant, lease.id, &listing(i), b"mode=ffa;slots=8", None)?;
+        for m in 0..MEMBERS {
+            s.heartbeat(tenant, &format!("s{i}-m{m}"), PRESENCE_TTL, None, None)?;
+        }
+        Ok(lease.id)
+    }
+
+    fn heartbeat(&self, tenant: u64, member: &str, ttl: Duration) -> Result<(), Failure> {
+        let tenant = TenantId(tenant);
+        Ok(self
+            .store
+            .heartbeat(tenant, member, ttl, None, None)
+            .map(drop)?)
+    }
+
+    fn lookup(&self, tenant: u64, listing: &str) -> Result<(), Failure> {
+        Ok(self
+            .store
+            .get_listing(TenantId(tenant), listing)
+            .map(drop)?)
+    }
+
+    fn join(&self, tenant: u64, listing: &str, addr: SocketAddr) -> Result<(), Failure> {
+        let (s, tenant) = (&self.store, TenantId(tenant));
+        let ticket = s.begin_join(tenant, listing, "client", Duration::from_secs(10), None)?;
+        s.bind_endpoint(tenant, ticket.attempt, &ticket.token, addr)?;
+        Ok(s.consume(tenant, &ticket.token).map(drop)?)
+    }
+
+    fn refresh(&self, tenant: u64, lease: LeaseId) -> Result<(), Failure> {
+        Ok(self
+            .store
+            .renew(TenantId(tenant), lease, LEASE_TTL)
+            .map(drop)?)
+    }
+
+    fn churn(&self, tenant: u64, lease: &mut LeaseId, listing: &str) -> Result<(), Failure> {
+        let (s, tenant) = (&self.store, TenantId(tenant));
+        let _ = s.revoke(tenant, *lease);
+        *lease = s.grant(tenant, "host", LEASE_TTL, None)?.id;
+        Ok(s.publish(tenant, *lease, listing, b"mode=ffa", None)
+            .map(drop)?)
+    }
+
+    fn start_expiry(
+        self: &Arc<Self>,
+    ) -> Result<Box<dyn FnMut(Duration) -> Expiry + Send>, Failure> {
+        let driver = ExpiryDriver::spawn(self.store.clone(), Duration::from_millis(10))
+            .map_err(|_| Failure::Failed)?;
+        *self.driver.lock().unwrap() = Some(driver);
+        let events = self.events.lock().unwrap().take().ok_or(Failure::Failed)?;
+        Ok(Box::new(move |wait| {
+            match events.blocking_recv_timeout(wait) {
+                Ok(Received::Event(event)) => match (event.cause, &event.id) {
+                    (Cause::Expired, RecordId::Member(m)) => Expiry::Member(m.to_string()),
+                    _ => Expiry::Nothing,
+                },
+                Ok(Received::Lagged { .. }) | Err(RecvError::Timeout) => Expiry::Nothing,
+                Err(_) => Expiry::Closed, // the store is gone
+            }
+        }))
+    }
+
+    fn stop_expiry(&self) {
+        if let Some(driver) = self.driver.lock().unwrap().take() {
+            driver.stop();
+        }
+    }
+
+    fn counts(&self) -> String {
+        let st = self.store.stats();
+        format!(
+            "leases {:>7} listings {:>7} presence {:>8}  sweep lag {:?}",
+            st.leases,
+            st.listings,
+            st.presence,
+            self.store.sweep_lag()
+        )
+    }
+
+    fn audit(&self) -> Result<(), String> {
+        self.store.audit().map_err(|e| e.to_string())
+    }
+}
+
+impl Subject for baseline::Baseline {
+    type Lease = u64;
+    const NAME: &'static str = "baseline";
+
+    fn host(&self, i: u64) -> Result<u64, Failure> {
+        let tenant = i % TENANTS;
+        let lease = self.grant(tenant, &format!("host-{i}"), LEASE_TTL)?;
+        self.publish(tenant, lease, &listing(i), b"mode=ffa;slots=8")?;
+        for m in 0..MEMBERS {
+            baseline::Baseline::heartbeat(self, tenant, &format!("s{i}-m{m}"), PRESENCE_TTL)?;
+        }
+        Ok(lease)
+    }
+
+    fn heartbeat(&self, tenant: u64, member: &str, ttl: Duration) -> Result<(), Failure> {
+        baseline::Baseline::heartbeat(self, tenant, member, ttl)
+    }
+
+    fn lookup(&self, tenant: u64, listing: &str) -> Result<(), Failure> {
+        self.get_listing(tenant, listing).map(drop)
+    }
+
+    fn join(&self, tenant: u64, listing: &str, addr: SocketAddr) -> Result<(), Failure> {
+        let (attempt, token) =
+            self.begin_join(tenant, listing, "client", Duration::from_secs(10))?;
+        self.bind_endpoint(tenant, attempt, &token, addr)?;
+        self.consume(tenant, attempt, &token).map(drop)
+    }
+
+    fn refresh(&self, tenant: u64, lease: u64) -> Result<(), Failure> {
+        self.renew(tenant, lease, LEASE_TTL)
+    }
+
+    fn churn(&self, tenant: u64, lease: &mut u64, listing: &str) -> Result<(), Failure> {
+        let _ = self.revoke(tenant, *lease);
+        *lease = self.grant(tenant, "host", LEASE_TTL)?;
+        self.publish(tenant, *lease, listing, b"mode=ffa")
+    }
+
+    fn start_expiry(
+        self: &Arc<Self>,
+    ) -> Result<Box<dyn FnMut(Duration) -> Expiry + Send>, Failure> {
+        let expired = self.run_sweeper().ok_or(Failure::Failed)?;
+        Ok(Box::new(move |wait| match expired.recv_timeout(wait) {
+            Ok(member) => Expiry::Member(member),
+            Err(crossbeam_channel::RecvTimeoutError::Timeout) => Expiry::Nothing,
+            Err(crossbeam_channel::RecvTimeoutError::Disconnected) => Expiry::Closed,
+        }))
+    }
+
+    fn stop_expiry(&self) {
+        self.stop();
+    }
+
+    fn counts(&self) -> String {
+        let (leases, listings, presence) = baseline::Baseline::counts(self);
+        format!("leases {leases:>7} listings {listings:>7} presence {presence:>8}")
+    }
+
+    fn audit(&self) -> Result<(), String> {
+        baseline::Baseline::audit(self)
+    }
+}
+
 /// One hosted session's ids.
-struct Session {
-    tenant: TenantId,
-    lease: Mutex<LeaseId>,
+struct Session<L> {
+    tenant: u64,
+    lease: Mutex<L>,
 }
 
 fn listing(i: u64) -> String {
     format!("lobby-{i}")
-}
-
-fn host(s: &Store, i: u64) -> Result<LeaseId, relaystore::Error> {
-    let tenant = TenantId(i % TENANTS);
-    let lease = s.grant(tenant, &format!("host-{i}"), LEASE_TTL, None)?;
-    s.publish(tenant, lease.id, &listing(i), b"mode=ffa;slots=8", None)?;
-    for m in 0..MEMBERS {
-        s.heartbeat(tenant, &format!("s{i}-m{m}"), PRESENCE_TTL, None, None)?;
-    }
-    Ok(lease.id)
 }
 
 /// Draws the next operation of the mix and its session.
@@ -275,18 +492,16 @@ impl Tally {
         }
     }
 
-    fn record(&mut self, op: Op, result: Result<(), relaystore::Error>, ns: Option<u64>) {
+    fn record<E: Into<Failure>>(&mut self, op: Op, result: Result<(), E>, ns: Option<u64>) {
         if let Some(ns) = ns {
             self.hist.get_mut(&op).unwrap().record(ns);
         }
-        match result {
+        match result.map_err(Into::into) {
             Ok(()) => {}
-            // An admission refusal, by the limit that refused.
-            Err(relaystore::Error::CapacityExceeded { scope, .. }) => {
-                *self.refusals.entry((op, scope.to_string())).or_default() += 1;
+            Err(Failure::Refused(scope)) => {
+                *self.refusals.entry((op, scope)).or_default() += 1;
             }
-            // Anything else: e.g. a lookup that raced churn.
-            Err(_) => *self.failures.entry(op).or_default() += 1,
+            Err(Failure::Failed) => *self.failures.entry(op).or_default() += 1,
         }
         *self.counts.entry(op).or_default() += 1;
     }
@@ -311,6 +526,29 @@ impl Tally {
 #[path = "capacity/redis.rs"]
 mod on_redis;
 
+#[path = "capacity/baseline.rs"]
+mod baseline;
+
+/// What one run of the mix measured.
+struct Report {
+    name: &'static str,
+    tally: Tally,
+    elapsed: f64,
+    mix_total: u64,
+    store_ops_total: u64,
+    rows: Vec<String>,
+    lag: Histogram,
+    heap_per_session: f64,
+    /// CPU seconds of the whole process over the load.
+    cpu_used: Option<f64>,
+}
+
+impl Report {
+    fn mix_per_s(&self) -> f64 {
+        self.mix_total as f64 / self.elapsed
+    }
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let o = options(
         Options {
@@ -321,27 +559,26 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             json: Some(String::new()),
             open_loop: Some(0),
             engine: Some("memory".into()),
+            baseline: Some(false),
         },
         USAGE,
     );
     let n = o.sessions;
     let config = limits(n);
+    let baseline = o.baseline == Some(true);
     match o.engine.as_deref() {
         Some("memory") => {}
-        Some("redis" | "redis-cluster") => return on_redis::run(&o, config),
+        Some("redis" | "redis-cluster") if !baseline => return on_redis::run(&o, config),
+        Some("redis" | "redis-cluster") => {
+            eprintln!("error: --baseline runs on the embedded engine only\n\n{USAGE}");
+            std::process::exit(2);
+        }
         Some(other) => {
             eprintln!("error: unknown engine {other:?}\n\n{USAGE}");
             std::process::exit(2);
         }
         None => unreachable!("the default is memory"),
     }
-    let clock = Arc::new(SystemClock::new());
-    let store = Arc::new(Store::new(config, clock.clone())?);
-    // Only presence removals matter to the lag measurement: the other
-    // collections' events are never buffered for this subscriber and never
-    // wake its reader.
-    let events = store.subscribe_to(&[Collection::Presence])?;
-
     let mode = match o.open_loop {
         Some(rate) => format!("open loop at {rate} mix ops/s"),
         None => "closed loop".to_string(),
@@ -350,31 +587,80 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "relaystore capacity run: {n} sessions ({} tenants, {MEMBERS} members each), {} threads, {} s, {mode}",
         TENANTS, o.threads, o.seconds
     );
+    let store = Arc::new(Store::new(config.clone(), Arc::new(SystemClock::new()))?);
+    // Only presence removals matter to the lag measurement: the other
+    // collections' events are never buffered for this subscriber and never
+    // wake its reader.
+    let events = store.subscribe_to(&[Collection::Presence])?;
+    let embedded = Arc::new(Embedded {
+        store,
+        driver: Mutex::new(None),
+        events: Mutex::new(Some(events)),
+    });
+    let ours = run_mix(&o, &embedded)?;
+    drop(embedded);
+    let theirs = if baseline {
+        println!();
+        println!(
+            "the same run on the baseline (one Mutex<HashMap> per collection, a BinaryHeap of deadlines, a sweeper thread every 10 ms; same limits and rules):"
+        );
+        Some(run_mix(&o, &baseline::Baseline::new(&config))?)
+    } else {
+        None
+    };
+    if let Some(theirs) = &theirs {
+        compare(&o, &ours, theirs);
+    }
+    if let Some(path) = &o.json {
+        let mut report = json(&o, &ours);
+        if let Some(theirs) = &theirs {
+            report = format!(
+                "{{\n  \"relaystore\": {},\n  \"baseline\": {}\n}}\n",
+                report.trim_end(),
+                json(&o, theirs).trim_end()
+            );
+        }
+        std::fs::write(path, report)?;
+        println!("wrote {path}");
+    }
+    Ok(())
+}
+
+/// Hosts the sessions on `subject`, runs the mix on it, prints what it
+/// measured and checks its bookkeeping.
+fn run_mix<S: Subject>(
+    o: &Options,
+    subject: &Arc<S>,
+) -> Result<Report, Box<dyn std::error::Error>> {
+    let n = o.sessions;
     let heap_before = heap_bytes();
     let setup = Instant::now();
-    let sessions: Vec<Session> = (0..n)
+    let sessions: Vec<Session<S::Lease>> = (0..n)
         .map(|i| {
-            host(&store, i).map(|lease| Session {
-                tenant: TenantId(i % TENANTS),
+            subject.host(i).map(|lease| Session {
+                tenant: i % TENANTS,
                 lease: Mutex::new(lease),
             })
         })
-        .collect::<Result<_, _>>()?;
-    let heap_per_session =
-        (heap_bytes() - heap_before) as f64 / n as f64 - std::mem::size_of::<Session>() as f64;
+        .collect::<Result<_, _>>()
+        .map_err(|_| "hosting the sessions failed: the run's limits are too small")?;
+    let heap_per_session = (heap_bytes() - heap_before) as f64 / n as f64
+        - std::mem::size_of::<Session<S::Lease>>() as f64;
     println!(
-        "hosted {n} sessions in {:.2?}: {:.0} heap bytes per session (lease + listing + {MEMBERS} presence, all indexes and timers)",
+        "{}: hosted {n} sessions in {:.2?}: {:.0} heap bytes per session (lease + listing + {MEMBERS} presence, all indexes and timers)",
+        S::NAME,
         setup.elapsed(),
         heap_per_session
     );
 
-    let driver = ExpiryDriver::spawn(store.clone(), Duration::from_millis(10))?;
+    let mut next_expired = subject
+        .start_expiry()
+        .map_err(|_| "starting expiry failed")?;
     let sessions = Arc::new(sessions);
     let stop = Arc::new(AtomicBool::new(false));
     let done = Arc::new(AtomicU64::new(0));
     // Deadlines of vanished members, to measure expiry lag from the events.
     let vanished: Arc<Mutex<HashMap<String, Instant>>> = Arc::new(Mutex::new(HashMap::new()));
-    let total_rate: f64 = MIX.iter().map(|m| m.1).sum();
     // Open loop: each worker offers an equal share of the rate.
     let pace = o
         .open_loop
@@ -383,8 +669,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let cpu_started = cpu_time();
     let workers: Vec<_> = (0..o.threads)
         .map(|t| {
-            let (store, sessions, stop, done, vanished) = (
-                store.clone(),
+            let (subject, sessions, stop, done, vanished) = (
+                subject.clone(),
                 sessions.clone(),
                 stop.clone(),
                 done.clone(),
@@ -394,60 +680,32 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 let mut tally = Tally::new();
                 let mut x = 0x9E37_79B9_7F4A_7C15u64 ^ (t as u64 + 1);
                 let mut vanish_seq = 0u64;
-                let mut perform = |op: Op, i: u64, x: u64| -> Result<(), relaystore::Error> {
+                let mut perform = |op: Op, i: u64, x: u64| -> Result<(), Failure> {
                     let s = &sessions[i as usize];
                     match op {
-                        Op::Heartbeat => store
-                            .heartbeat(
-                                s.tenant,
-                                &format!("s{i}-m{}", x % MEMBERS),
-                                PRESENCE_TTL,
-                                None,
-                                None,
-                            )
-                            .map(drop),
-                        Op::Lookup => store.get_listing(s.tenant, &listing(i)).map(drop),
+                        Op::Heartbeat => subject.heartbeat(
+                            s.tenant,
+                            &format!("s{i}-m{}", x % MEMBERS),
+                            PRESENCE_TTL,
+                        ),
+                        Op::Lookup => subject.lookup(s.tenant, &listing(i)),
                         Op::Join => {
                             let addr = SocketAddr::from(([203, 0, 113, (x % 250) as u8], 40_000));
-                            store
-                                .begin_join(
-                                    s.tenant,
-                                    &listing(i),
-                                    "client",
-                                    Duration::from_secs(10),
-                                    None,
-                                )
-                                .and_then(|ticket| {
-                                    store.bind_endpoint(
-                                        s.tenant,
-                                        ticket.attempt,
-                                        &ticket.token,
-                                        addr,
-                                    )?;
-                                    store.consume(s.tenant, &ticket.token)
-                                })
-                                .map(drop)
+                            subject.join(s.tenant, &listing(i), addr)
                         }
                         Op::Refresh => {
                             let lease = *s.lease.lock().unwrap();
-                            store.renew(s.tenant, lease, LEASE_TTL).map(drop)
+                            subject.refresh(s.tenant, lease)
                         }
                         Op::Churn => {
                             let mut lease = s.lease.lock().unwrap();
-                            let _ = store.revoke(s.tenant, *lease);
-                            let id = store.grant(s.tenant, "host", LEASE_TTL, None)?.id;
-                            *lease = id;
-                            store
-                                .publish(s.tenant, id, &listing(i), b"mode=ffa", None)
-                                .map(drop)
+                            subject.churn(s.tenant, &mut lease, &listing(i))
                         }
                         Op::Vanish => {
                             vanish_seq += 1;
                             let member = format!("gone-{t}-{vanish_seq}");
                             let deadline = Instant::now() + VANISH_TTL;
-                            let result = store
-                                .heartbeat(s.tenant, &member, VANISH_TTL, None, None)
-                                .map(drop);
+                            let result = subject.heartbeat(s.tenant, &member, VANISH_TTL);
                             if result.is_ok() {
                                 vanished.lock().unwrap().insert(member, deadline);
                             }
@@ -510,20 +768,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         std::thread::spawn(move || {
             let mut lag = Histogram::new();
             while reading.load(Ordering::Relaxed) {
-                let event = match events.blocking_recv_timeout(Duration::from_millis(100)) {
-                    Ok(Received::Event(event)) => event,
-                    Ok(Received::Lagged { .. }) | Err(RecvError::Timeout) => continue,
-                    Err(_) => break, // the store is gone
+                let member = match next_expired(Duration::from_millis(100)) {
+                    Expiry::Member(member) => member,
+                    Expiry::Nothing => continue,
+                    Expiry::Closed => break,
                 };
-                if let (Cause::Expired, RecordId::Member(m)) = (event.cause, &event.id) {
-                    if let Some(deadline) = vanished.lock().unwrap().remove(&**m) {
-                        lag.record(
-                            Instant::now()
-                                .saturating_duration_since(deadline)
-                                .as_nanos() as u64,
-                        );
-                        seen.fetch_add(1, Ordering::Relaxed);
-                    }
+                if let Some(deadline) = vanished.lock().unwrap().remove(&member) {
+                    lag.record(
+                        Instant::now()
+                            .saturating_duration_since(deadline)
+                            .as_nanos() as u64,
+                    );
+                    seen.fetch_add(1, Ordering::Relaxed);
                 }
             }
             lag
@@ -533,15 +789,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for second in 1..=o.seconds {
         std::thread::sleep(Duration::from_secs(1));
         let total = done.load(Ordering::Relaxed);
-        let st = store.stats();
         println!(
-            "  t={second:>3}s {:>10.0} mix ops/s  leases {:>7} listings {:>7} presence {:>8}  expired members seen {:>6}  sweep lag {:?}",
+            "  t={second:>3}s {:>10.0} mix ops/s  {}  expired members seen {:>6}",
             (total - last) as f64,
-            st.leases,
-            st.listings,
-            st.presence,
+            subject.counts(),
             seen.load(Ordering::Relaxed),
-            store.sweep_lag()
         );
         last = total;
     }
@@ -555,28 +807,48 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for w in workers {
         tally.merge(w.join().expect("worker panicked"));
     }
-    let Tally {
-        hist,
-        counts,
-        failures,
-        refusals,
-        behind,
-    } = tally;
     // Members that vanished in the last second expire now: keep reading.
     std::thread::sleep(VANISH_TTL + Duration::from_millis(200));
     reading.store(false, Ordering::Relaxed);
     let lag = reader.join().expect("the event reader panicked");
-    driver.stop();
+    subject.stop_expiry();
 
-    let (mix_total, store_ops_total, rows) =
-        print_table(&hist, &counts, &failures, &refusals, elapsed);
-    let refused: u64 = refusals.values().sum();
-    let failed: u64 = failures.values().sum();
+    let (mix_total, store_ops_total, rows) = print_table(
+        &tally.hist,
+        &tally.counts,
+        &tally.failures,
+        &tally.refusals,
+        elapsed,
+    );
+    let report = Report {
+        name: S::NAME,
+        tally,
+        elapsed,
+        mix_total,
+        store_ops_total,
+        rows,
+        lag,
+        heap_per_session,
+        cpu_used,
+    };
+    print_details(o, &report);
+    subject
+        .audit()
+        .map_err(|e| format!("{}: bookkeeping check failed: {e}", S::NAME))?;
+    println!("bookkeeping audit: ok");
+    Ok(report)
+}
+
+/// The lines under a run's table: open-loop pacing, expiry lag, memory
+/// and CPU.
+fn print_details(o: &Options, r: &Report) {
+    let (elapsed, lag, heap_per_session) = (r.elapsed, &r.lag, r.heap_per_session);
+    let total_rate: f64 = MIX.iter().map(|m| m.1).sum();
     if let Some(rate) = o.open_loop {
-        let achieved = mix_total as f64 / elapsed;
+        let achieved = r.mix_per_s();
         println!(
             "open loop: offered {rate} mix ops/s, completed {achieved:.0}/s; every operation timed from when it was due; {:.1} ms behind schedule at the end",
-            behind.as_secs_f64() * 1e3
+            r.tally.behind.as_secs_f64() * 1e3
         );
         if achieved < 0.95 * rate as f64 {
             println!(
@@ -591,13 +863,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         micros(lag.quantile(0.99) / 1_000),
         micros(lag.quantile(1.0) / 1_000)
     );
-    println!("  (from a member's deadline to its removal event reaching a reader blocked in recv; the driver ticks every 10 ms)");
+    println!("  (from a member's deadline to its removal event reaching a reader blocked in recv; expiry runs every 10 ms)");
     let gib = (1u64 << 30) as f64;
-    // Read once: the text and the JSON report the same figure.
-    let peak_rss = max_resident_bytes();
-    match peak_rss {
+    match max_resident_bytes() {
         Some(rss) => println!(
-            "memory: {heap_per_session:.0} heap bytes per session (the store's, at setup) = {:.0} sessions per GiB of heap; peak resident set {:.0} MiB",
+            "memory: {heap_per_session:.0} heap bytes per session (the store's, at setup) = {:.0} sessions per GiB of heap; peak resident set of the process so far {:.0} MiB",
             gib / heap_per_session,
             rss as f64 / (1u64 << 20) as f64
         ),
@@ -606,12 +876,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             gib / heap_per_session
         ),
     }
-    match cpu_used {
+    match r.cpu_used {
         Some(cpu) if o.open_loop.is_some() => println!(
             "cpu: {cpu:.1} s of CPU over {elapsed:.1} s, pacing included (the threads spin up to 200 µs before each due operation); sessions per core come from the closed-loop run"
         ),
         Some(cpu) if cpu > 0.0 => {
-            let per_cpu_second = mix_total as f64 / cpu;
+            let per_cpu_second = r.mix_total as f64 / cpu;
             println!(
                 "cpu: {cpu:.1} s of CPU over {elapsed:.1} s ({:.2} cores busy); one core sustains ~{:.0} sessions at these rates",
                 cpu / elapsed,
@@ -627,45 +897,120 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             );
         }
         _ => {
-            let per_core = mix_total as f64 / elapsed / o.threads as f64;
+            let per_core = r.mix_per_s() / o.threads as f64;
             println!(
                 "one core sustains ~{:.0} sessions at these rates (from wall time x threads: this platform reports no CPU time)",
                 per_core / total_rate
             );
         }
     }
-    store
-        .audit()
-        .map_err(|e| format!("bookkeeping check failed: {e}"))?;
-    println!("bookkeeping audit: ok");
-    if let Some(path) = &o.json {
-        let limits: Vec<String> = refusals
-            .iter()
-            .fold(HashMap::<&str, u64>::new(), |mut m, ((_, scope), n)| {
-                *m.entry(scope.as_str()).or_default() += n;
-                m
-            })
-            .into_iter()
-            .map(|(scope, n)| format!("{scope:?}: {n}"))
-            .collect();
-        let cores = cpu_used.map_or("null".to_string(), |cpu| format!("{:.3}", cpu / elapsed));
-        let offered = o.open_loop.map_or("null".to_string(), |r| r.to_string());
-        let report = format!(
-            "{{\n  \"sessions\": {n},\n  \"threads\": {},\n  \"seconds\": {elapsed:.3},\n  \"operations\": [\n    {}\n  ],\n  \"mix_ops_per_s\": {:.1},\n  \"store_ops_per_s\": {:.1},\n  \"refused\": {refused},\n  \"failed\": {failed},\n  \"refused_by_limit\": {{{}}},\n  \"expiry_lag_ms\": {{\"count\": {}, \"p50\": {:.3}, \"p99\": {:.3}, \"max\": {:.3}}},\n  \"heap_bytes_per_session\": {heap_per_session:.1},\n  \"peak_rss_bytes\": {},\n  \"cores_busy\": {cores},\n  \"open_loop_rate\": {offered},\n  \"behind_schedule_ms\": {:.3}\n}}\n",
-            o.threads,
-            rows.join(",\n    "),
-            mix_total as f64 / elapsed,
-            store_ops_total as f64 / elapsed,
-            limits.join(", "),
-            lag.count(),
-            lag.quantile(0.5) as f64 / 1e6,
-            lag.quantile(0.99) as f64 / 1e6,
-            lag.quantile(1.0) as f64 / 1e6,
-            peak_rss.map_or("null".to_string(), |b| b.to_string()),
-            behind.as_secs_f64() * 1e3,
+}
+
+/// relaystore beside the baseline, with the ratios (relaystore over the
+/// baseline: above 1 is better for throughput, below 1 for latency and
+/// memory).
+fn compare(o: &Options, ours: &Report, theirs: &Report) {
+    let ratio = |a: f64, b: f64| {
+        if b > 0.0 {
+            format!("{:.2}x", a / b)
+        } else {
+            "-".to_string()
+        }
+    };
+    println!();
+    println!(
+        "relaystore beside the baseline ({} sessions, {} thread{}; ratio = relaystore / baseline)",
+        o.sessions,
+        o.threads,
+        if o.threads == 1 { "" } else { "s" }
+    );
+    println!(
+        "{:<38}{:>12}{:>12}{:>8}{:>11}{:>11}{:>8}",
+        "operation", "ops/s", "baseline", "ratio", "p99 µs", "baseline", "ratio"
+    );
+    for (op, _, name) in MIX {
+        let ops = |r: &Report| r.tally.counts.get(&op).copied().unwrap_or(0) as f64 / r.elapsed;
+        let p99 = |r: &Report| r.tally.hist[&op].quantile(0.99);
+        println!(
+            "{:<38}{:>12.0}{:>12.0}{:>8}{:>11}{:>11}{:>8}",
+            name,
+            ops(ours),
+            ops(theirs),
+            ratio(ops(ours), ops(theirs)),
+            micros(p99(ours)),
+            micros(p99(theirs)),
+            ratio(p99(ours) as f64, p99(theirs) as f64)
         );
-        std::fs::write(path, report)?;
-        println!("wrote {path}");
     }
-    Ok(())
+    println!(
+        "{:<38}{:>12.0}{:>12.0}{:>8}",
+        "all (mix ops/s)",
+        ours.mix_per_s(),
+        theirs.mix_per_s(),
+        ratio(ours.mix_per_s(), theirs.mix_per_s())
+    );
+    println!(
+        "{:<38}{:>12.0}{:>12.0}{:>8}",
+        "heap bytes per session",
+        ours.heap_per_session,
+        theirs.heap_per_session,
+        ratio(ours.heap_per_session, theirs.heap_per_session)
+    );
+    if let (Some(a), Some(b)) = (ours.cpu_used, theirs.cpu_used) {
+        let per_cpu = |r: &Report, cpu: f64| r.mix_total as f64 / cpu;
+        println!(
+            "{:<38}{:>12.0}{:>12.0}{:>8}",
+            "mix ops per CPU-second",
+            per_cpu(ours, a),
+            per_cpu(theirs, b),
+            ratio(per_cpu(ours, a), per_cpu(theirs, b))
+        );
+    }
+    let lag = |r: &Report| r.lag.quantile(0.99) as f64 / 1e6;
+    println!(
+        "{:<38}{:>12.1}{:>12.1}{:>8}",
+        "expiry lag p99 (ms)",
+        lag(ours),
+        lag(theirs),
+        ratio(lag(ours), lag(theirs))
+    );
+}
+
+/// One run's results as JSON.
+fn json(o: &Options, r: &Report) -> String {
+    let refused: u64 = r.tally.refusals.values().sum();
+    let failed: u64 = r.tally.failures.values().sum();
+    let limits: Vec<String> = r
+        .tally
+        .refusals
+        .iter()
+        .fold(HashMap::<&str, u64>::new(), |mut m, ((_, scope), n)| {
+            *m.entry(scope.as_str()).or_default() += n;
+            m
+        })
+        .into_iter()
+        .map(|(scope, n)| format!("{scope:?}: {n}"))
+        .collect();
+    let cores = r
+        .cpu_used
+        .map_or("null".to_string(), |cpu| format!("{:.3}", cpu / r.elapsed));
+    let offered = o.open_loop.map_or("null".to_string(), |r| r.to_string());
+    format!(
+        "{{\n  \"store\": {:?},\n  \"sessions\": {},\n  \"threads\": {},\n  \"seconds\": {:.3},\n  \"operations\": [\n    {}\n  ],\n  \"mix_ops_per_s\": {:.1},\n  \"store_ops_per_s\": {:.1},\n  \"refused\": {refused},\n  \"failed\": {failed},\n  \"refused_by_limit\": {{{}}},\n  \"expiry_lag_ms\": {{\"count\": {}, \"p50\": {:.3}, \"p99\": {:.3}, \"max\": {:.3}}},\n  \"heap_bytes_per_session\": {:.1},\n  \"peak_rss_bytes\": {},\n  \"cores_busy\": {cores},\n  \"open_loop_rate\": {offered},\n  \"behind_schedule_ms\": {:.3}\n}}\n",
+        r.name,
+        o.sessions,
+        o.threads,
+        r.elapsed,
+        r.rows.join(",\n    "),
+        r.mix_per_s(),
+        r.store_ops_total as f64 / r.elapsed,
+        limits.join(", "),
+        r.lag.count(),
+        r.lag.quantile(0.5) as f64 / 1e6,
+        r.lag.quantile(0.99) as f64 / 1e6,
+        r.lag.quantile(1.0) as f64 / 1e6,
+        r.heap_per_session,
+        max_resident_bytes().map_or("null".to_string(), |b| b.to_string()),
+        r.tally.behind.as_secs_f64() * 1e3,
+    )
 }

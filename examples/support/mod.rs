@@ -9,7 +9,9 @@ pub mod http;
 /// fixed rate, and `--engine NAME` where it runs on more than one engine
 /// (`Some(..)` in the defaults says the example accepts them; parsed,
 /// `json` and `open_loop` are `None` unless given, and `engine` keeps its
-/// default).
+/// default). `baseline` is a flag without a value: `Some(false)` in the
+/// defaults says the example accepts `--baseline`, and parsed it is
+/// `Some(true)` when given.
 pub struct Options {
     pub sessions: u64,
     pub seconds: u64,
@@ -17,6 +19,7 @@ pub struct Options {
     pub json: Option<String>,
     pub open_loop: Option<u64>,
     pub engine: Option<String>,
+    pub baseline: Option<bool>,
 }
 
 impl Options {
@@ -29,6 +32,7 @@ impl Options {
             json: None,
             open_loop: None,
             engine: None,
+            baseline: None,
         }
     }
 }
@@ -58,6 +62,10 @@ fn parse_options(defaults: Options) -> Result<Options, String> {
     };
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
+        if flag == "--baseline" && o.baseline.is_some() {
+            o.baseline = Some(true);
+            continue;
+        }
         let known = matches!(flag.as_str(), "--sessions" | "--seconds" | "--threads")
             || (json && flag == "--json")
             || (open_loop && flag == "--open-loop")
