@@ -284,7 +284,10 @@ fn main() {
             let store = Store::new(
                 config(n)
                     .stream_entries_max(n as usize)
-                    .stream_bytes_max(n as usize * PAYLOAD.len()),
+                    .stream_bytes_max(n as usize * PAYLOAD.len())
+                    // The store-wide budgets must hold the one stream too.
+                    .stream_entries_total_max(n)
+                    .stream_bytes_total_max(n * PAYLOAD.len() as u64),
                 Arc::new(SystemClock::new()),
             )
             .unwrap();
