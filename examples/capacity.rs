@@ -67,6 +67,8 @@ const LEASE_TTL: Duration = Duration::from_secs(600);
 const PRESENCE_TTL: Duration = Duration::from_secs(15);
 const VANISH_TTL: Duration = Duration::from_secs(1);
 const SAMPLE_EVERY: u64 = 16;
+/// The most replay records the run sizes its store for (see [`limits`]).
+const REPLAY_MAX: u64 = 1 << 24;
 
 const USAGE: &str =
     "usage: cargo run --release --example capacity -- [--sessions N] [--seconds S] [--threads T] [--json PATH] [--open-loop R] [--baseline]
@@ -447,6 +449,10 @@ fn print_table(
 /// The limits of the run: sized for `n` sessions, so nothing is refused
 /// unless the mix itself overflows them.
 fn limits(n: u64) -> StoreConfig {
+    // Consumed tokens are remembered for the join's 10 s plus the 2 s
+    // grace: at the fastest mix this machine runs (about 100,000 joins a
+    // second) that is about 1.2 M records, whatever the session count.
+    let replay = (n * 64).min(REPLAY_MAX);
     StoreConfig::default()
         .leases_max(n * 2)
         .listings_max(n * 2)
@@ -455,7 +461,7 @@ fn limits(n: u64) -> StoreConfig {
         // This run compresses a relay's join rate about a hundredfold, so it
         // remembers consumed tokens for 2 s instead of the default 60 s and
         // sizes the replay memory for that (see ADR 0008 for real sizing).
-        .replay_max(n * 64)
+        .replay_max(replay)
         .replay_grace(Duration::from_secs(2))
         .tenants_max(TENANTS)
         .tenant(
@@ -464,7 +470,7 @@ fn limits(n: u64) -> StoreConfig {
                 .listings_max(n)
                 .presence_max(n * (MEMBERS + 2))
                 .attempts_max(n)
-                .replay_max(n * 64)
+                .replay_max(replay)
                 .idempotency_max(1)
                 .locks_max(1),
         )

@@ -213,10 +213,10 @@ pub mod wake {
 pub use mem::{quota, wheel};
 
 pub use base::error::{Error, Result, Scope, Unavailable};
-pub use base::holder::Holder;
 pub use base::ids::{
     AttemptId, JobId, JoinToken, LeaseId, ParseIdError, TenantId, TOKEN_SECRET_BYTES,
 };
+pub use base::name::{Holder, Name};
 #[cfg(feature = "internals")]
 pub use base::time::DEADLINE_MAX_MS;
 pub use contract::config::{

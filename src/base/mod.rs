@@ -1,7 +1,7 @@
 //! Layer 0, the base: what every other layer stands on and which knows
 //! nothing of records, engines or the contract. The one std/loom switch
 //! (`sync`), time as an input (`time`), the error type, ids and tokens, the
-//! token secrets, holders, word snapshots and the fault switches of the
+//! token secrets, names as reads return them, word snapshots and the fault switches of the
 //! loom models' broken twins.
 
 pub(crate) mod collection;
@@ -10,8 +10,8 @@ pub(crate) mod error;
 pub mod faults;
 #[cfg(not(relaystore_loom))]
 pub(crate) mod faults;
-pub(crate) mod holder;
 pub(crate) mod ids;
+pub(crate) mod name;
 pub(crate) mod secrets;
 pub(crate) mod sync;
 pub mod time;

@@ -3,8 +3,8 @@
 //! subscriber reads ([`Received`], or a [`RecvError`]).
 
 pub use crate::base::collection::Collection;
-use crate::base::holder::Holder;
 use crate::base::ids::{AttemptId, LeaseId, TenantId};
+use crate::base::name::Holder;
 use std::sync::Arc;
 
 /// Why a record was removed.

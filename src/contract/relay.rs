@@ -2,8 +2,8 @@
 //! leases, listings, presence, join attempts and named locks, as values
 //! with time as time remaining.
 
-use crate::base::holder::Holder;
 use crate::base::ids::{AttemptId, JoinToken, LeaseId};
+use crate::base::name::{Holder, Name};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -129,8 +129,9 @@ pub struct EndpointSeen {
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ListingInfo {
-    /// Its key.
-    pub key: Arc<str>,
+    /// Its key (a [`Name`]: a key of up to 23 bytes is copied out of the
+    /// record, with no allocation).
+    pub key: Name,
     /// The lease it lives under.
     pub lease: LeaseId,
     /// Its attributes.
@@ -177,15 +178,14 @@ pub struct Page<T> {
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PresenceInfo {
-    /// The member.
-    pub member: Arc<str>,
+    /// The member (a [`Name`], as a listing's key).
+    pub member: Name,
     /// Its attributes.
     pub attrs: Arc<[u8]>,
     /// The lease it is attached to, if any.
     pub lease: Option<LeaseId>,
     /// Its version.
     pub version: u64,
-    /// When it stops being live, on the store's monotonic clock.
     /// Time left before it expires unless refreshed.
     pub remaining: Duration,
 }

@@ -20,7 +20,7 @@ use crate::contract::queue::{
 };
 use crate::contract::rules::claim_live;
 use crate::contract::rules::QueueLimits;
-use crate::mem::named::{view, Name, TenantCounts, TenantName};
+use crate::mem::named::{view, NameRef, TenantCounts, TenantName};
 use crate::mem::quota::Counter;
 use crate::mem::shard::{ShardMap, Upsert};
 use crate::mem::wheel::{Fired, TimerHandle, Wheel};
@@ -387,7 +387,7 @@ impl QueueHub {
         self.budget_bytes.set_limit(l.queue_bytes_total_max);
     }
 
-    fn get(&self, key: Name) -> Result<Arc<Queue>> {
+    fn get(&self, key: NameRef) -> Result<Arc<Queue>> {
         self.queues
             .read(view(&key), Arc::clone)
             .ok_or(Error::NotFound)
@@ -395,14 +395,14 @@ impl QueueHub {
 
     /// Counts a worker as waiting on the queue under `key` (see
     /// `Queue::waiters`), until the returned guard drops.
-    pub(crate) fn wait(&self, key: Name) -> Result<Waiting> {
+    pub(crate) fn wait(&self, key: NameRef) -> Result<Waiting> {
         let queue = self.get(key)?;
         queue.waiters.fetch_add(1, Ordering::SeqCst);
         Ok(Waiting { queue })
     }
 
     /// The serial of the queue under `key` now.
-    pub(crate) fn serial(&self, key: Name) -> Result<u64> {
+    pub(crate) fn serial(&self, key: NameRef) -> Result<u64> {
         self.queues
             .read(view(&key), |q| q.serial)
             .ok_or(Error::NotFound)
@@ -468,7 +468,7 @@ impl QueueHub {
 
     /// Deletes the queue with every job in it; returns it, for its event
     /// and its waiting workers' wake.
-    pub(crate) fn delete(&self, key: Name) -> Result<Arc<Queue>> {
+    pub(crate) fn delete(&self, key: NameRef) -> Result<Arc<Queue>> {
         let queue = self
             .queues
             .remove_if(view(&key), |_| Ok::<(), ()>(()))
@@ -511,7 +511,7 @@ impl QueueHub {
     /// a refused enqueue takes none).
     pub(crate) fn enqueue(
         &self,
-        key: Name,
+        key: NameRef,
         payloads: &[&[u8]],
         options: &JobOptions,
         (now, due): (u64, Option<u64>),
@@ -557,7 +557,7 @@ impl QueueHub {
     }
 
     /// The queue's configuration.
-    pub(crate) fn config(&self, key: Name) -> Result<QueueConfig> {
+    pub(crate) fn config(&self, key: NameRef) -> Result<QueueConfig> {
         Ok(self.get(key)?.config.clone())
     }
 
@@ -567,7 +567,7 @@ impl QueueHub {
     /// for the enqueues after it, a failure that dead-letters its job
     /// counts against them. A transaction's check before its commit
     /// writes anything.
-    pub(crate) fn check_staged(&self, key: Name, changes: &[Staged], now: u64) -> Result<()> {
+    pub(crate) fn check_staged(&self, key: NameRef, changes: &[Staged], now: u64) -> Result<()> {
         let queue = self.get(key)?;
         let state = queue.state_at(now);
         let mut held = state.contents();
@@ -596,7 +596,7 @@ impl QueueHub {
     /// queue's if `None`).
     pub(crate) fn claim(
         &self,
-        key: Name,
+        key: NameRef,
         worker: &str,
         visibility: Option<Duration>,
         max: usize,
@@ -648,7 +648,7 @@ impl QueueHub {
     }
 
     /// Acknowledges job `seq` under `token`: the job is done and leaves.
-    pub(crate) fn ack(&self, key: Name, seq: u64, token: ClaimToken, now: u64) -> Result<()> {
+    pub(crate) fn ack(&self, key: NameRef, seq: u64, token: ClaimToken, now: u64) -> Result<()> {
         let queue = self.get(key)?;
         let mut state = queue.state_at(now);
         state.check_claim(seq, token, now)?;
@@ -664,7 +664,7 @@ impl QueueHub {
 
     /// Removes job `seq` at `now`, whatever its state; `NotFound` if the
     /// queue does not hold it.
-    pub(crate) fn cancel(&self, key: Name, seq: u64, now: u64) -> Result<()> {
+    pub(crate) fn cancel(&self, key: NameRef, seq: u64, now: u64) -> Result<()> {
         let queue = self.get(key)?;
         let mut state = queue.state_at(now);
         if !state.jobs.contains_key(&seq) {
@@ -679,7 +679,7 @@ impl QueueHub {
     /// [`ack`](Self::ack) would, in order.
     pub(crate) fn ack_many(
         &self,
-        key: Name,
+        key: NameRef,
         acks: &[(Result<u64>, ClaimToken)],
         now: u64,
     ) -> Result<Vec<Result<()>>> {
@@ -701,7 +701,7 @@ impl QueueHub {
     /// its attempt unused. Returns the visibility granted.
     pub(crate) fn extend_claim(
         &self,
-        key: Name,
+        key: NameRef,
         seq: u64,
         token: ClaimToken,
         visibility: Option<Duration>,
@@ -739,7 +739,7 @@ impl QueueHub {
     /// worker waits.
     pub(crate) fn snooze(
         &self,
-        key: Name,
+        key: NameRef,
         seq: u64,
         token: ClaimToken,
         delay_ms: u64,
@@ -773,7 +773,7 @@ impl QueueHub {
     /// dead-lettered with `reason` if that was its last attempt.
     pub(crate) fn fail(
         &self,
-        key: Name,
+        key: NameRef,
         seq: u64,
         token: ClaimToken,
         reason: &str,
@@ -803,7 +803,7 @@ impl QueueHub {
     }
 
     /// Job `seq` as it is at `now`.
-    pub(crate) fn job(&self, key: Name, seq: u64, now: u64) -> Result<JobInfo> {
+    pub(crate) fn job(&self, key: NameRef, seq: u64, now: u64) -> Result<JobInfo> {
         let queue = self.get(key)?;
         let state = queue.state_at(now);
         let job = state.jobs.get(&seq).ok_or(Error::NotFound)?;
@@ -830,7 +830,7 @@ impl QueueHub {
     }
 
     /// What the queue holds at `now`.
-    pub(crate) fn info(&self, key: Name, now: u64) -> Result<QueueInfo> {
+    pub(crate) fn info(&self, key: NameRef, now: u64) -> Result<QueueInfo> {
         let queue = self.get(key)?;
         let state = queue.state_at(now);
         Ok(QueueInfo {
@@ -846,7 +846,7 @@ impl QueueHub {
     /// number `from` on.
     pub(crate) fn dead_letters(
         &self,
-        key: Name,
+        key: NameRef,
         from: u64,
         max: usize,
         now: u64,
@@ -874,7 +874,12 @@ impl QueueHub {
 
     /// Returns dead letter `seq` to ready with its attempts reset; returns
     /// the wake channel to notify, if a worker waits.
-    pub(crate) fn requeue_dead(&self, key: Name, seq: u64, now: u64) -> Result<Option<Arc<str>>> {
+    pub(crate) fn requeue_dead(
+        &self,
+        key: NameRef,
+        seq: u64,
+        now: u64,
+    ) -> Result<Option<Arc<str>>> {
         let queue = self.get(key)?;
         {
             let mut state = queue.state_at(now);
@@ -888,7 +893,7 @@ impl QueueHub {
     }
 
     /// Drops every dead letter at `now`; returns how many.
-    pub(crate) fn purge_dead(&self, key: Name, now: u64) -> Result<usize> {
+    pub(crate) fn purge_dead(&self, key: NameRef, now: u64) -> Result<usize> {
         let queue = self.get(key)?;
         let mut state = queue.state_at(now);
         let dead: Vec<u64> = state.dead.iter().copied().collect();

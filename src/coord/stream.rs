@@ -16,7 +16,7 @@ use crate::contract::stream::{
     StreamConfig, StreamEntry, StreamInfo, StreamRead, WhenFull, PAST_THE_END,
     PAYLOAD_OVER_BYTES_MAX,
 };
-use crate::mem::named::{view, Name, TenantCounts, TenantName};
+use crate::mem::named::{view, NameRef, TenantCounts, TenantName};
 use crate::mem::quota::Counter;
 use crate::mem::shard::{ShardMap, Upsert};
 use crate::mem::wheel::{Fired, TimerHandle, Wheel};
@@ -252,7 +252,7 @@ impl StreamHub {
     }
 
     /// The visible stream under `key` whose lease, if any, is `alive`.
-    fn get(&self, key: Name, alive: Alive) -> Result<Arc<Stream>> {
+    fn get(&self, key: NameRef, alive: Alive) -> Result<Arc<Stream>> {
         let stream = self
             .streams
             .read(view(&key), |s| s.visible().then(|| Arc::clone(s)))
@@ -343,7 +343,7 @@ impl StreamHub {
 
     /// Makes the stream created as `serial` visible; false if it is gone
     /// (its lease was removed since the creation confirmed it).
-    pub(crate) fn reveal(&self, key: Name, serial: u64) -> bool {
+    pub(crate) fn reveal(&self, key: NameRef, serial: u64) -> bool {
         self.streams
             .read(view(&key), |s| {
                 let ours = s.serial == serial;
@@ -357,7 +357,7 @@ impl StreamHub {
 
     /// Removes the stream under `key` if `remove` says so; gives its slots
     /// back and cancels its age timer.
-    fn remove(&self, key: Name, remove: impl FnOnce(&Stream) -> bool) -> Option<Arc<Stream>> {
+    fn remove(&self, key: NameRef, remove: impl FnOnce(&Stream) -> bool) -> Option<Arc<Stream>> {
         let removed = self
             .streams
             .remove_if(view(&key), |s| if remove(s) { Ok(()) } else { Err(()) });
@@ -379,7 +379,7 @@ impl StreamHub {
     /// Removes the stream under `key` if it hangs from a lease that is no
     /// longer `alive` (its name is free again, as a record's key is once
     /// its ancestor is gone); returns it, for its event.
-    pub(crate) fn clear_orphan(&self, key: Name, alive: Alive) -> Option<Arc<Stream>> {
+    pub(crate) fn clear_orphan(&self, key: NameRef, alive: Alive) -> Option<Arc<Stream>> {
         let seq = self.streams.read(view(&key), |s| s.lease).flatten()?;
         if alive(seq) {
             return None;
@@ -389,13 +389,13 @@ impl StreamHub {
 
     /// Takes back the stream a creation inserted as `serial` and could not
     /// confirm (never visible).
-    pub(crate) fn withdraw(&self, key: Name, serial: u64) {
+    pub(crate) fn withdraw(&self, key: NameRef, serial: u64) {
         self.remove(key, |s| s.serial == serial);
     }
 
     /// Removes the stream under `key` if it hangs from lease `seq` (a
     /// cascade); returns it, for its event and its followers' wake.
-    pub(crate) fn remove_child(&self, key: Name, seq: u64) -> Option<Arc<Stream>> {
+    pub(crate) fn remove_child(&self, key: NameRef, seq: u64) -> Option<Arc<Stream>> {
         self.remove(key, |s| s.lease == Some(seq))
     }
 
@@ -406,7 +406,7 @@ impl StreamHub {
     /// Deletes the visible stream under `key` (whose lease, if any, is
     /// `alive`); returns it, for its lease's index, its event and its
     /// followers' wake.
-    pub(crate) fn delete(&self, key: Name, alive: Alive) -> Result<Arc<Stream>> {
+    pub(crate) fn delete(&self, key: NameRef, alive: Alive) -> Result<Arc<Stream>> {
         let stream = self.get(key, alive)?;
         self.remove(key, |s| s.serial == stream.serial)
             .ok_or(Error::NotFound)
@@ -546,7 +546,7 @@ impl StreamHub {
     /// (to notify once the lock is given up).
     pub(crate) fn append(
         &self,
-        key: Name,
+        key: NameRef,
         payload: &[u8],
         clock: &dyn Clock,
         alive: Alive,
@@ -616,7 +616,7 @@ impl StreamHub {
     /// size as an append would. Returns the offset and the stream's serial
     /// (the commit writes only to this stream, not to a later one of the
     /// same name).
-    pub(crate) fn reserve(&self, key: Name, alive: Alive, payload: usize) -> Result<(u64, u64)> {
+    pub(crate) fn reserve(&self, key: NameRef, alive: Alive, payload: usize) -> Result<(u64, u64)> {
         self.limits.check_payload(payload)?;
         let stream = self.get(key, alive)?;
         if payload > stream.config.bytes_max {
@@ -639,7 +639,7 @@ impl StreamHub {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn append_staged(
         &self,
-        key: Name,
+        key: NameRef,
         alive: Alive,
         serial: u64,
         staged: &[(u64, Arc<[u8]>)],
@@ -682,7 +682,7 @@ impl StreamHub {
 
     pub(crate) fn read(
         &self,
-        key: Name,
+        key: NameRef,
         alive: Alive,
         from: u64,
         max: usize,
@@ -715,7 +715,7 @@ impl StreamHub {
     /// checks that it could); returns the first offset held at `now`.
     pub(crate) fn trim(
         &self,
-        key: Name,
+        key: NameRef,
         alive: Alive,
         before: u64,
         now: MonoTime,
@@ -741,7 +741,7 @@ impl StreamHub {
     /// Records `consumer`'s committed offset.
     pub(crate) fn commit(
         &self,
-        key: Name,
+        key: NameRef,
         alive: Alive,
         consumer: Arc<str>,
         offset: u64,
@@ -761,7 +761,7 @@ impl StreamHub {
     /// before its commit writes anything.
     pub(crate) fn check_commits(
         &self,
-        key: Name,
+        key: NameRef,
         alive: Alive,
         offsets: &[(Arc<str>, u64)],
     ) -> Result<()> {
@@ -789,7 +789,7 @@ impl StreamHub {
 
     /// What the stream holds, without trimming (aged entries the sweep has
     /// not reached yet are counted).
-    pub(crate) fn info(&self, key: Name, alive: Alive, now: MonoTime) -> Result<StreamInfo> {
+    pub(crate) fn info(&self, key: NameRef, alive: Alive, now: MonoTime) -> Result<StreamInfo> {
         let stream = self.get(key, alive)?;
         let log = stream.log_at(now);
         Ok(StreamInfo {
@@ -801,7 +801,12 @@ impl StreamHub {
         })
     }
 
-    pub(crate) fn committed(&self, key: Name, alive: Alive, consumer: &str) -> Result<Option<u64>> {
+    pub(crate) fn committed(
+        &self,
+        key: NameRef,
+        alive: Alive,
+        consumer: &str,
+    ) -> Result<Option<u64>> {
         let stream = self.get(key, alive)?;
         let log = lock_at(Rung::Stream, &stream.log);
         Ok(log.consumers.get(consumer).copied())
@@ -813,7 +818,7 @@ impl StreamHub {
     /// `Trimmed`.)
     pub(crate) fn start(
         &self,
-        key: Name,
+        key: NameRef,
         alive: Alive,
         consumer: &str,
         now: MonoTime,

@@ -14,10 +14,10 @@ pub(crate) struct TenantName(pub(crate) TenantId, pub(crate) Arc<str>);
 
 /// A key as a caller holds it: looked up without building an owned key
 /// (no allocation per append, claim or read).
-pub(crate) type Name<'a> = (TenantId, &'a str);
+pub(crate) type NameRef<'a> = (TenantId, &'a str);
 
 /// A key seen through its parts: an owned [`TenantName`] and a borrowed
-/// [`Name`] hash and compare alike, so a map finds one by the other.
+/// [`NameRef`] hash and compare alike, so a map finds one by the other.
 pub(crate) trait KeyView {
     fn parts(&self) -> (TenantId, &str);
 }
@@ -28,7 +28,7 @@ impl KeyView for TenantName {
     }
 }
 
-impl KeyView for Name<'_> {
+impl KeyView for NameRef<'_> {
     fn parts(&self) -> (TenantId, &str) {
         *self
     }
@@ -62,7 +62,7 @@ impl<'a> std::borrow::Borrow<dyn KeyView + 'a> for TenantName {
 }
 
 /// The map's lookup form of a borrowed key.
-pub(crate) fn view<'k>(key: &'k Name<'_>) -> &'k (dyn KeyView + 'k) {
+pub(crate) fn view<'k>(key: &'k NameRef<'_>) -> &'k (dyn KeyView + 'k) {
     key
 }
 

@@ -17,8 +17,8 @@
 
 use super::{Inner, RedisEngine, RedisTarget};
 use crate::base::error::{Error, Result};
-use crate::base::holder::Holder;
 use crate::base::ids::{AttemptId, LeaseId, TenantId};
+use crate::base::name::Holder;
 use crate::contract::events::{Cause, Collection, Event, RecordId, Root};
 use crate::mem::events::{EventHub, Subscription};
 use crate::mem::wake::WakeHub;

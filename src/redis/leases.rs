@@ -3,8 +3,8 @@
 use super::reply::Reply;
 use super::{quota_arg, scripts, Issued, Mode, RedisEngine};
 use crate::base::error::{Error, Result};
-use crate::base::holder::Holder;
 use crate::base::ids::{LeaseId, TenantId};
+use crate::base::name::Holder;
 use crate::contract::relay::{Cursor, EndpointSeen, LeaseGrant, LeaseInfo, Page, Renewal};
 use std::net::SocketAddr;
 use std::time::{Duration, UNIX_EPOCH};

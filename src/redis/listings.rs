@@ -3,6 +3,7 @@
 use super::{quota_arg, scripts, Issued, Mode, RedisEngine};
 use crate::base::error::{Error, Result};
 use crate::base::ids::{LeaseId, TenantId};
+use crate::base::name::Name;
 use crate::contract::relay::{Cursor, ListingInfo, Page};
 use std::sync::Arc;
 
@@ -42,7 +43,7 @@ impl RedisEngine {
             .answer(scripts::PUBLISH, tenant, Mode::Creating, issued, args)
             .await?;
         Ok(ListingInfo {
-            key: Arc::from(key),
+            key: Name::new(key),
             lease,
             attrs: Arc::from(attrs),
             version: reply.uint(1)?,
@@ -63,7 +64,7 @@ impl RedisEngine {
             )
             .await?;
         Ok(ListingInfo {
-            key: Arc::from(key),
+            key: Name::new(key),
             lease: LeaseId::new(self.incarnation(), reply.uint(1)?),
             attrs: reply.bytes(2)?,
             version: reply.uint(3)?,
@@ -150,7 +151,7 @@ impl RedisEngine {
         let incarnation = self.incarnation();
         self.page(scripts::LIST_LISTINGS, tenant, cursor, limit, 4, |r, at| {
             Ok(ListingInfo {
-                key: r.text(at)?,
+                key: Name::new(&r.text(at)?),
                 lease: LeaseId::new(incarnation, r.uint(at + 1)?),
                 attrs: r.bytes(at + 2)?,
                 version: r.uint(at + 3)?,

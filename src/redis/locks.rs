@@ -2,8 +2,8 @@
 
 use super::{quota_arg, reply, scripts, Issued, Mode, RedisEngine};
 use crate::base::error::{Error, Result};
-use crate::base::holder::Holder;
 use crate::base::ids::{LeaseId, TenantId};
+use crate::base::name::Holder;
 use crate::contract::relay::{LockInfo, Renewal};
 use std::time::Duration;
 

@@ -4,6 +4,7 @@ use super::reply::Reply;
 use super::{quota_arg, scripts, Issued, Mode, RedisEngine};
 use crate::base::error::{Error, Result};
 use crate::base::ids::{LeaseId, TenantId};
+use crate::base::name::Name;
 use crate::contract::relay::{Cursor, Page, PresenceInfo, Renewal};
 use std::time::Duration;
 
@@ -111,7 +112,7 @@ impl RedisEngine {
             Some(LeaseId::new(self.incarnation(), seq))
         };
         Ok(PresenceInfo {
-            member,
+            member: Name::new(&member),
             attrs: reply.bytes(at)?,
             lease,
             version: reply.uint(at + 2)?,

@@ -54,14 +54,14 @@
 //! moment the lock is held).
 
 use super::lease::{Lease, LeaseChildren};
-use super::name_key::Name;
+use super::name_key::NameLookup;
 use super::retire::Stored;
 use super::tenant::{Epoch, Owner, TenantIndex};
 use super::visible::Ancestry;
 use super::{decide, owned_by, Collection, Store};
 use crate::base::error::{Error, Result, Scope};
-use crate::base::holder::Holder;
 use crate::base::ids::TenantId;
+use crate::base::name::Holder;
 use crate::base::sync::{lock_at, Arc, Rung};
 use crate::base::time::MonoTime;
 use crate::contract::config::{Limits, StoreConfig};
@@ -212,7 +212,7 @@ impl Parent<'_> {
             Parent::Listing { key, origin, child } => {
                 store.inside_gate();
                 let cap = store.shared.config.attempts_per_listing_max;
-                let key: &dyn Name = key;
+                let key: &dyn NameLookup = key;
                 // The listing's lease, and whether its slot was taken.
                 let mut lease = None;
                 let taken = store.shared.listings.update(key, now, None, |l, _| {
@@ -262,7 +262,7 @@ impl Parent<'_> {
                         .is_some_and(|c| kind.of(c).iter().rev().any(|s| s == child))
             }),
             Parent::Listing { key, origin, child } => {
-                store.shared.listings.modify(key as &dyn Name, |l| {
+                store.shared.listings.modify(key as &dyn NameLookup, |l| {
                     l.origin == origin.get()
                         && l.owner.valid()
                         && l.attempts.iter().rev().any(|s| s == child)
@@ -284,7 +284,7 @@ impl Parent<'_> {
                 store.shared.leases.modify(seq, |l| l.detach(*kind, child));
             }
             Parent::Listing { key, origin, child } => {
-                store.shared.listings.modify(key as &dyn Name, |l| {
+                store.shared.listings.modify(key as &dyn NameLookup, |l| {
                     if l.origin == origin.get() {
                         if let Some(i) = l.attempts.iter().rposition(|s| s == child) {
                             l.attempts.swap_remove(i);

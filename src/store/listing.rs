@@ -5,10 +5,11 @@ use super::idempotency::{IdemParams, Outcome};
 use super::retire::Stored;
 use super::tenant::{Owner, TenantIndex};
 use super::visible::Ancestry;
-use super::{Collection, Name, NameKey, Store};
+use super::{Collection, NameKey, NameLookup, Store};
 use crate::base::error::{Error, Result};
-use crate::base::holder::Holder;
 use crate::base::ids::{LeaseId, TenantId};
+use crate::base::name::Holder;
+use crate::base::name::Name;
 use crate::base::sync::{lock_at, Arc, Rung};
 use crate::base::time::MonoTime;
 use crate::base::time::DEADLINE_MAX_MS;
@@ -190,7 +191,7 @@ impl Store {
             then,
         )?;
         Ok(ListingInfo {
-            key: Arc::from(key),
+            key: Name::of(key),
             lease: self.lease_id(lease),
             attrs,
             version: stamp.version,
@@ -203,7 +204,7 @@ impl Store {
         let (mut view, left) = self.visible_listing(key, now, |v, stamp| ListingView {
             origin: v.origin,
             info: ListingInfo {
-                key: Arc::from(key.1.clone()),
+                key: Name::of(key.1.clone()),
                 lease: self.lease_id(v.lease),
                 attrs: Arc::clone(&v.attrs),
                 version: stamp.version,
@@ -218,7 +219,7 @@ impl Store {
     /// a child needs to attach to it, or to check it still hangs from the
     /// same publication. Takes no reference to the listing's attributes,
     /// which every joiner of a busy listing would otherwise share.
-    pub(super) fn listing_origin(&self, key: &dyn Name, now: MonoTime) -> Result<u64> {
+    pub(super) fn listing_origin(&self, key: &dyn NameLookup, now: MonoTime) -> Result<u64> {
         self.visible_listing(key, now, |v, _| v.origin)
             .map(|(origin, _)| origin)
     }
@@ -229,7 +230,7 @@ impl Store {
     /// `see` read comes the lease's time left: the listing's own.
     fn visible_listing<R>(
         &self,
-        key: &dyn Name,
+        key: &dyn NameLookup,
         now: MonoTime,
         see: impl FnOnce(&Listing, Stamp) -> R,
     ) -> Result<(R, Duration)> {
@@ -268,7 +269,7 @@ impl Store {
         mut read: impl FnMut(LeaseId, &[u8]) -> R,
     ) -> Result<R> {
         self.check_name(key)?;
-        let name: &dyn Name = &(tenant, key);
+        let name: &dyn NameLookup = &(tenant, key);
         let now = self.shared.clock.now();
         self.consistent(|| {
             self.visible_listing(name, now, |v, _| read(self.lease_id(v.lease), &v.attrs))

@@ -11,10 +11,10 @@ use super::decide;
 use super::retire::Stored;
 use super::tenant::Owner;
 use super::visible::Ancestry;
-use super::{owned_by, Collection, Name, NameKey, Renewal, Store};
+use super::{owned_by, Collection, NameKey, NameLookup, Renewal, Store};
 use crate::base::error::{Error, Result};
-use crate::base::holder::Holder;
 use crate::base::ids::{LeaseId, TenantId};
+use crate::base::name::Holder;
 use crate::base::sync::Ordering;
 use crate::base::time::MonoTime;
 use crate::contract::events::Cause;
@@ -271,7 +271,7 @@ impl Store {
     /// The lock `name`, if a live, visible owner holds it.
     pub fn get_lock(&self, tenant: TenantId, name: &str) -> Result<LockInfo> {
         self.check_name(name)?;
-        let key: &dyn Name = &(tenant, name);
+        let key: &dyn NameLookup = &(tenant, name);
         let now = self.shared.clock.now();
         let seen = self.shared.locks.read(key, now, |v, stamp| {
             (v.attached && v.owner.valid()).then(|| {
@@ -324,7 +324,7 @@ impl Store {
         ttl: Duration,
     ) -> Result<(Stamp, MonoTime)> {
         self.check_name(name)?;
-        let key: &dyn Name = &(tenant, name);
+        let key: &dyn NameLookup = &(tenant, name);
         let fence = self.fence_of_this_incarnation(fence)?;
         self.refuse_if_stopped()?;
         let now = self.shared.clock.now();

@@ -99,7 +99,7 @@ use join::Attempt;
 use lease::Lease;
 use listing::Listing;
 use lock::Lock;
-use name_key::{Name, NameKey};
+use name_key::{NameKey, NameLookup};
 use presence::Presence;
 use smol_str::SmolStr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -627,7 +627,7 @@ impl Store {
         tenant: TenantId,
         id: impl FnOnce() -> RecordId,
         why: &retire::Why,
-        holder: impl FnOnce() -> Option<crate::base::holder::Holder>,
+        holder: impl FnOnce() -> Option<crate::base::name::Holder>,
     ) {
         crate::mem::metrics::removal(collection, why.cause());
         if !self.shared.events.subscribed() {

@@ -8,7 +8,7 @@
 //! `Arc<str>` names (a read's info, a removal's event) are made from it
 //! where they are handed out. A lookup needs no owned key: a caller
 //! holding the name as `&str` looks the record up through
-//! `&(tenant, name) as &dyn Name`. `dyn Name` is a borrowed form of
+//! `&(tenant, name) as &dyn NameLookup`. `dyn NameLookup` is a borrowed form of
 //! `NameKey` (`NameKey` borrows as it, and both hash and compare the
 //! same), so a heartbeat, a lock's renewal or read, and every step a join
 //! takes on its listing allocate nothing to find their record. A creation
@@ -27,12 +27,12 @@ use std::hash::{Hash, Hasher};
 pub(crate) type NameKey = (TenantId, SmolStr);
 
 /// A tenant and a name, owned ([`NameKey`]) or borrowed.
-pub(crate) trait Name {
+pub(crate) trait NameLookup {
     fn tenant(&self) -> TenantId;
     fn name(&self) -> &str;
 }
 
-impl Name for NameKey {
+impl NameLookup for NameKey {
     fn tenant(&self) -> TenantId {
         self.0
     }
@@ -41,7 +41,7 @@ impl Name for NameKey {
     }
 }
 
-impl Name for (TenantId, &str) {
+impl NameLookup for (TenantId, &str) {
     fn tenant(&self) -> TenantId {
         self.0
     }
@@ -50,31 +50,31 @@ impl Name for (TenantId, &str) {
     }
 }
 
-impl<'a> Borrow<dyn Name + 'a> for NameKey {
-    fn borrow(&self) -> &(dyn Name + 'a) {
+impl<'a> Borrow<dyn NameLookup + 'a> for NameKey {
+    fn borrow(&self) -> &(dyn NameLookup + 'a) {
         self
     }
 }
 
 /// The same hash as the tuple's: the tenant's, then the name's.
-impl Hash for dyn Name + '_ {
+impl Hash for dyn NameLookup + '_ {
     fn hash<H: Hasher>(&self, state: &mut H) {
         self.tenant().hash(state);
         self.name().hash(state);
     }
 }
 
-impl PartialEq for dyn Name + '_ {
+impl PartialEq for dyn NameLookup + '_ {
     fn eq(&self, other: &Self) -> bool {
         self.tenant() == other.tenant() && self.name() == other.name()
     }
 }
 
-impl Eq for dyn Name + '_ {}
+impl Eq for dyn NameLookup + '_ {}
 
 /// A borrowed name becomes an owned key only where a table must keep it
 /// (a record's wheel entry moved earlier).
-impl ToOwned for dyn Name + '_ {
+impl ToOwned for dyn NameLookup + '_ {
     type Owned = NameKey;
 
     fn to_owned(&self) -> NameKey {
@@ -90,12 +90,12 @@ mod tests {
     fn a_borrowed_name_hashes_and_compares_as_its_owned_key() {
         let hasher = ahash::RandomState::new();
         let owned: NameKey = (TenantId(7), SmolStr::new("lobby"));
-        let borrowed: &dyn Name = &(TenantId(7), "lobby");
-        let as_name: &dyn Name = owned.borrow();
+        let borrowed: &dyn NameLookup = &(TenantId(7), "lobby");
+        let as_name: &dyn NameLookup = owned.borrow();
         assert_eq!(hasher.hash_one(&owned), hasher.hash_one(borrowed));
         assert!(as_name == borrowed);
         for other in [(TenantId(8), "lobby"), (TenantId(7), "lobbz")] {
-            assert!(as_name != &other as &dyn Name);
+            assert!(as_name != &other as &dyn NameLookup);
         }
         assert_eq!(borrowed.to_owned(), owned);
     }
@@ -111,11 +111,11 @@ mod tests {
             (&*"n".repeat(23), true),
             (&*"n".repeat(24), false),
         ] {
-            let borrowed: &dyn Name = &(TenantId(1), name);
+            let borrowed: &dyn NameLookup = &(TenantId(1), name);
             let owned = borrowed.to_owned();
             assert_eq!(!owned.1.is_heap_allocated(), inline, "{} bytes", name.len());
             assert_eq!(hasher.hash_one(&owned), hasher.hash_one(borrowed));
-            assert!(Borrow::<dyn Name>::borrow(&owned) == borrowed);
+            assert!(Borrow::<dyn NameLookup>::borrow(&owned) == borrowed);
         }
         assert_eq!(std::mem::size_of::<NameKey>(), 32);
     }

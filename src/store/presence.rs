@@ -6,9 +6,10 @@ use crate::contract::relay::PresenceInfo;
 use super::retire::Stored;
 use super::tenant::{Owner, TenantIndex};
 use super::visible::Ancestry;
-use super::{owned_by, Collection, Name, NameKey, Renewal, Store};
+use super::{owned_by, Collection, NameKey, NameLookup, Renewal, Store};
 use crate::base::error::{Error, Result};
 use crate::base::ids::{LeaseId, TenantId};
+use crate::base::name::Name;
 use crate::base::sync::Arc;
 use crate::base::time::MonoTime;
 use crate::contract::events::Cause;
@@ -93,7 +94,7 @@ impl Store {
         if let Some(seq) = lease {
             self.lease_status(tenant, seq, now)?;
         }
-        let name: &dyn Name = &(tenant, member);
+        let name: &dyn NameLookup = &(tenant, member);
         // The owned key, built only if the record is not simply refreshed.
         let mut owned: Option<NameKey> = None;
         let own = || (tenant, SmolStr::new(member));
@@ -149,7 +150,7 @@ impl Store {
     /// other heartbeats, reads and renewals of its shard (ADR 0037).
     fn refresh_presence(
         &self,
-        key: &dyn Name,
+        key: &dyn NameLookup,
         now: MonoTime,
         deadline: u64,
         lease: Option<u64>,
@@ -199,7 +200,7 @@ impl Store {
         read: impl FnOnce(&[u8]) -> R,
     ) -> Result<R> {
         self.check_name(member)?;
-        let name: &dyn Name = &(tenant, member);
+        let name: &dyn NameLookup = &(tenant, member);
         let now = self.shared.clock.now();
         let seen = self.shared.presence.read(name, now, |v, _| {
             (v.attached && v.owner.valid()).then(|| (v.lease, read(&v.attrs)))
@@ -219,7 +220,7 @@ impl Store {
     fn presence_info(&self, key: &NameKey, now: MonoTime) -> Result<PresenceInfo> {
         let seen = self.shared.presence.read(key, now, |v, stamp| {
             (v.attached && v.owner.valid()).then(|| PresenceInfo {
-                member: Arc::from(key.1.clone()),
+                member: Name::of(key.1.clone()),
                 attrs: Arc::clone(&v.attrs),
                 lease: v.lease.map(|seq| self.lease_id(seq)),
                 version: stamp.version,

@@ -18,7 +18,7 @@ use super::join::Attempt;
 use super::lease::Lease;
 use super::listing::Listing;
 use super::lock::Lock;
-use super::name_key::Name;
+use super::name_key::NameLookup;
 use super::presence::Presence;
 use super::{owned_by, Collection, IdKey, NameKey, Store};
 use crate::base::ids::TenantId;
@@ -368,7 +368,7 @@ impl Store {
     /// Takes attempt `seq` out of the pending attempts of the listing
     /// published as `origin`.
     pub(super) fn detach_attempt(&self, tenant: TenantId, listing: &str, origin: u64, seq: u64) {
-        let key: &dyn Name = &(tenant, listing);
+        let key: &dyn NameLookup = &(tenant, listing);
         self.shared.listings.modify(key, |l| {
             if l.origin == origin {
                 l.attempts.retain(|s| *s != seq);

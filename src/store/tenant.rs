@@ -32,8 +32,8 @@
 use super::{Collection, Store};
 use crate::base::error::{Error, Result, Scope};
 use crate::base::faults::{self, StoreFault};
-use crate::base::holder::Holder;
 use crate::base::ids::TenantId;
+use crate::base::name::Holder;
 use crate::base::sync::{lock_at, Arc, AtomicBool, AtomicU64, Mutex, Ordering, Rung};
 use crate::base::time::MonoTime;
 use crate::base::words::LimitSnapshot;

@@ -40,6 +40,7 @@
 use super::Store;
 use crate::base::error::{Error, Result};
 use crate::base::ids::{JobId, LeaseId, TenantId};
+use crate::base::name::Name;
 use crate::base::sync::Arc;
 use crate::base::time::MonoTime;
 use crate::contract::events::{Cause, Collection, RecordId};
@@ -522,7 +523,7 @@ impl Transaction {
             Some(Op::Publish {
                 lease, key, attrs, ..
             }) => Ok(ListingInfo {
-                key: Arc::clone(key),
+                key: Name::new(key),
                 lease: self.store.lease_id(*lease),
                 attrs: Arc::clone(attrs),
                 version: 0,
@@ -842,7 +843,7 @@ impl Store {
             now,
             &mut || self.publish_all(inner, now, rest, &mut inner_out),
         )?;
-        out.push((*tenant, info.key, info.version));
+        out.push((*tenant, info.key.into(), info.version));
         out.append(&mut inner_out);
         Ok(())
     }

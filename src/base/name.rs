@@ -1,4 +1,5 @@
-//! `Holder`: who holds a lease or a named lock, as reads return it.
+//! `Name`: a short string as reads return it — a lease's or lock's
+//! holder (`Holder`), a listing's key, a member's name.
 
 use smol_str::SmolStr;
 use std::borrow::Borrow;
@@ -6,10 +7,11 @@ use std::fmt;
 use std::ops::Deref;
 use std::sync::Arc;
 
-/// Who holds a lease or a named lock, as [`Store::get_lease`] and
-/// [`Store::get_lock`] return it: a string that dereferences to `&str`.
+/// A name as reads return it: a lease's or named lock's holder
+/// ([`Holder`]), a listing's key ([`ListingInfo::key`]), a member's name
+/// ([`PresenceInfo::member`]). A string that dereferences to `&str`.
 ///
-/// A name of up to [`Holder::INLINE_BYTES`] bytes is kept inline, in the
+/// A name of up to [`Name::INLINE_BYTES`] bytes is kept inline, in the
 /// record and in this value: copying it out of the record copies 24 bytes,
 /// with no allocation and no write to memory other threads read. A longer
 /// name (names go up to `StoreConfig::name_bytes_max`) is shared, and a
@@ -27,18 +29,30 @@ use std::sync::Arc;
 /// # Ok::<(), relaystore::Error>(())
 /// ```
 ///
+/// [`ListingInfo::key`]: crate::ListingInfo::key
+/// [`PresenceInfo::member`]: crate::PresenceInfo::member
+#[derive(Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Name(SmolStr);
+
+/// Who holds a lease or a named lock, as [`Store::get_lease`] and
+/// [`Store::get_lock`] return it: a [`Name`].
+///
 /// [`Store::get_lease`]: crate::Store::get_lease
 /// [`Store::get_lock`]: crate::Store::get_lock
-#[derive(Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Holder(SmolStr);
+pub type Holder = Name;
 
-impl Holder {
+impl Name {
     /// The longest name, in bytes, kept inline: 23.
     pub const INLINE_BYTES: usize = 23;
 
-    /// A holder named `name`.
+    /// The name `name`.
     pub fn new(name: &str) -> Self {
-        Holder(SmolStr::new(name))
+        Name(SmolStr::new(name))
+    }
+
+    /// The name kept as the record keeps it: no copy of its bytes.
+    pub(crate) fn of(name: SmolStr) -> Self {
+        Name(name)
     }
 
     /// The name.
@@ -47,23 +61,23 @@ impl Holder {
     }
 }
 
-/// With the `serde` feature a holder is its name on the wire.
+/// With the `serde` feature a name is its string on the wire.
 #[cfg(feature = "serde")]
-impl serde::Serialize for Holder {
+impl serde::Serialize for Name {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(&self.0)
     }
 }
 
 #[cfg(feature = "serde")]
-impl<'de> serde::Deserialize<'de> for Holder {
+impl<'de> serde::Deserialize<'de> for Name {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let name = <String as serde::Deserialize>::deserialize(d)?;
-        Ok(Holder::new(&name))
+        Ok(Name::new(&name))
     }
 }
 
-impl Deref for Holder {
+impl Deref for Name {
     type Target = str;
 
     fn deref(&self) -> &str {
@@ -71,74 +85,74 @@ impl Deref for Holder {
     }
 }
 
-impl AsRef<str> for Holder {
+impl AsRef<str> for Name {
     fn as_ref(&self) -> &str {
         &self.0
     }
 }
 
-impl Borrow<str> for Holder {
+impl Borrow<str> for Name {
     fn borrow(&self) -> &str {
         &self.0
     }
 }
 
-impl fmt::Debug for Holder {
+impl fmt::Debug for Name {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Debug::fmt(self.as_str(), f)
     }
 }
 
-impl fmt::Display for Holder {
+impl fmt::Display for Name {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
     }
 }
 
-impl From<&str> for Holder {
+impl From<&str> for Name {
     fn from(name: &str) -> Self {
-        Holder::new(name)
+        Name::new(name)
     }
 }
 
-impl From<String> for Holder {
+impl From<String> for Name {
     fn from(name: String) -> Self {
-        Holder(SmolStr::from(name))
+        Name(SmolStr::from(name))
     }
 }
 
-impl From<Holder> for Arc<str> {
-    fn from(h: Holder) -> Self {
+impl From<Name> for Arc<str> {
+    fn from(h: Name) -> Self {
         Arc::from(h.as_str())
     }
 }
 
-impl From<Holder> for String {
-    fn from(h: Holder) -> Self {
+impl From<Name> for String {
+    fn from(h: Name) -> Self {
         h.0.into()
     }
 }
 
-impl PartialEq<str> for Holder {
+impl PartialEq<str> for Name {
     fn eq(&self, other: &str) -> bool {
         self.as_str() == other
     }
 }
 
-impl PartialEq<&str> for Holder {
+impl PartialEq<&str> for Name {
     fn eq(&self, other: &&str) -> bool {
         self.as_str() == *other
     }
 }
 
-impl PartialEq<Holder> for str {
-    fn eq(&self, other: &Holder) -> bool {
+impl PartialEq<Name> for str {
+    fn eq(&self, other: &Name) -> bool {
         self == other.as_str()
     }
 }
 
-impl PartialEq<Holder> for &str {
-    fn eq(&self, other: &Holder) -> bool {
+impl PartialEq<Name> for &str {
+    fn eq(&self, other: &Name) -> bool {
         *self == other.as_str()
     }
 }
@@ -148,9 +162,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_holder_reads_back_whatever_its_length() {
+    fn a_name_reads_back_whatever_its_length() {
         for name in ["", "a", &"x".repeat(23), &"y".repeat(24), &"é".repeat(64)] {
-            let h = Holder::new(name);
+            let h = Name::new(name);
             assert_eq!(h.as_str(), name);
             assert_eq!(&*h, name);
             assert_eq!(h, name);
@@ -158,16 +172,16 @@ mod tests {
             assert_eq!(format!("{h}"), name);
             assert_eq!(format!("{h:?}"), format!("{name:?}"));
             assert_eq!(Arc::<str>::from(h.clone()).as_ref(), name);
-            assert_eq!(Holder::from(name.to_owned()), h);
+            assert_eq!(Name::from(name.to_owned()), h);
         }
     }
 
     #[test]
     fn short_names_are_inline_and_long_ones_shared() {
-        assert!(!Holder::new(&"x".repeat(Holder::INLINE_BYTES))
+        assert!(!Name::new(&"x".repeat(Name::INLINE_BYTES))
             .0
             .is_heap_allocated());
-        assert!(Holder::new(&"x".repeat(Holder::INLINE_BYTES + 1))
+        assert!(Name::new(&"x".repeat(Name::INLINE_BYTES + 1))
             .0
             .is_heap_allocated());
     }
