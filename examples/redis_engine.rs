@@ -1,6 +1,18 @@
-//! What the Redis engine's transitions cost, next to their floor: Redis's
-//! own `redis-benchmark` doing `SET key value PX ttl` on the same server at
-//! the same number of requests in flight, and next to the in-memory store.
+//! What the Redis engine's transitions cost, next to two floors on the
+//! same server at the same number of requests in flight, and next to the
+//! in-memory store:
+//!
+//! - **scripted**: a Redis Function that makes only the reads every
+//!   transition on one record makes, nothing else: `TIME`, the tenant's
+//!   incarnation hash (five fields, as every call's `begin`) and the
+//!   record's hash (three fields, as `get_lease`), called with `FCALL`
+//!   through the same client crate on one multiplexed connection, with
+//!   arguments of the engine's shape. A transition's ratio to it (target
+//!   ≥ 0.7) is what its own logic and writes cost; a row of several calls
+//!   (join, job) counts each call, so it compares per call.
+//! - **SET PX**: Redis's own `redis-benchmark` doing `SET key value PX
+//!   ttl` (target ≥ 0.5): what the server does for the least a relay
+//!   could ask of it, with the fastest client.
 //!
 //! For each depth (1, 8 and 64 requests in flight on one connection, as one
 //! relay instance's engine handle pipelines them) it runs `grant`, `renew`,
@@ -11,11 +23,12 @@
 //! operations) and `health` (on one server, one call of the library's
 //! `writable` function, which only answers: the client side and the
 //! smallest function call) for `--seconds`
-//! each, then `redis-benchmark -c 1 -P <depth>`, and prints
-//! ops/s and the ratio to the floor (target ≥ 0.5).
+//! each, then the scripted floor for `--seconds` and `redis-benchmark -c 1
+//! -P <depth>`, and prints ops/s and the ratios to both floors.
 //! Runs only when `REDIS_URL` is set; `redis-benchmark` must be on PATH.
-//! Keys go under a namespace of their own; the benchmark's floor writes
-//! `relaystore-floor:*` keys with a one-minute expiry.
+//! Keys go under a namespace of their own; the floors write
+//! `relaystore-floor:*` keys (the SET PX ones with a one-minute expiry,
+//! the scripted floor's deleted at the end, with its function library).
 //!
 //! ```text
 //! scripts/redis-servers start   # prints REDIS_URL=...
@@ -173,12 +186,14 @@ async fn run(url: &str, o: &Options) {
         "Redis engine on {url}, {} leases over {TENANTS} tenants, {}s per row",
         o.sessions, o.seconds
     );
+    let scripted = ScriptedFloor::new(url, o.sessions, &namespace).await;
     println!(
-        "{:>5}  {:>10}  {:>12}  {:>12}  {:>8}  {:>12}",
-        "depth", "op", "engine/s", "floor/s", "ratio", "in-memory/s"
+        "{:>5}  {:>10}  {:>12}  {:>12}  {:>8}  {:>12}  {:>8}  {:>12}",
+        "depth", "op", "engine/s", "scripted/s", "ratio", "SET PX/s", "ratio", "in-memory/s"
     );
     for depth in DEPTHS {
         let floor = floor(&host, port, depth);
+        let script = scripted.measure(depth, seconds).await;
         for op in [
             "grant",
             "renew",
@@ -205,12 +220,164 @@ async fn run(url: &str, o: &Options) {
             let ratio = floor.map_or(String::from("-"), |f| format!("{:.2}", remote / f));
             let floor = floor.map_or(String::from("-"), |f| format!("{f:.0}"));
             println!(
-                "{depth:>5}  {op:>10}  {remote:>12.0}  {floor:>12}  {ratio:>8}  {memory:>12.0}"
+                "{depth:>5}  {op:>10}  {remote:>12.0}  {script:>12.0}  {:>8.2}  {floor:>12}  {ratio:>8}  {memory:>12.0}",
+                remote / script
             );
         }
     }
+    // What one function call costs the server, whatever it does: the
+    // scripted floor and SET PX with the fastest client, 64 pipelined.
+    let fcall = scripted.command();
+    let fcall: Vec<&str> = fcall.iter().map(String::as_str).collect();
+    if let (Some(call), Some(set)) = (
+        redis_benchmark(&host, port, 64, &fcall),
+        floor(&host, port, 64),
+    ) {
+        println!(
+            "server-bound (redis-benchmark -P 64): the scripted floor {call:.0} calls/s, SET PX {set:.0}/s: one function call costs the server {:.1} SETs",
+            set / call
+        );
+    }
+    scripted.remove().await;
     wake_latency(&engine, &other).await;
     drop(listeners);
+}
+
+/// The scripted floor's library: one function that makes the reads every
+/// transition on one record makes (the clock, the tenant's incarnation
+/// hash as `begin` reads it, the record's hash as `get_lease` reads it)
+/// and answers as `get_lease` does; it writes nothing.
+const FLOOR_LIBRARY: &str = r#"#!lua name=relaystore_bench_floor
+redis.register_function{
+  function_name = 'relaystore_bench_floor',
+  flags = {'no-writes'},
+  callback = function(keys, args)
+    local t = redis.call('TIME')
+    local now = math.floor((tonumber(t[1]) * 1000000 + tonumber(t[2])) / 1000)
+    local inc = redis.call('HMGET', keys[1], 'i', 'e', 'rv', 'ru', 'b')
+    if inc[1] ~= args[1] then
+      return {9}
+    end
+    local l = redis.call('HMGET', keys[2], 'd', 'x', 'h', 'v', 'd')
+    if not l[1] or l[2] then
+      return {1}
+    end
+    return {0, l[3], tonumber(l[4]), tonumber(l[5]) - now}
+  end,
+}
+"#;
+const FLOOR_FUNCTION: &str = "relaystore_bench_floor";
+/// The incarnation the floor's records carry (16 hex digits, as the
+/// engine's).
+const FLOOR_INCARNATION: &str = "0123456789abcdef";
+
+/// The scripted floor: its function loaded, `records` records of the
+/// shape the engine keeps for a lease, and a connection to call it on.
+struct ScriptedFloor {
+    conn: redis::aio::MultiplexedConnection,
+    tag: String,
+    records: u64,
+}
+
+impl ScriptedFloor {
+    async fn new(url: &str, records: u64, namespace: &str) -> ScriptedFloor {
+        let client = redis::Client::open(url).expect("REDIS_URL");
+        let mut conn = client
+            .get_multiplexed_async_connection()
+            .await
+            .expect("connect to REDIS_URL");
+        let tag = format!("relaystore-floor:{{{namespace}}}:");
+        let _: String = redis::cmd("FUNCTION")
+            .arg("LOAD")
+            .arg("REPLACE")
+            .arg(FLOOR_LIBRARY)
+            .query_async(&mut conn)
+            .await
+            .expect("FUNCTION LOAD");
+        let _: () = redis::cmd("HSET")
+            .arg(format!("{tag}inc"))
+            .arg(&["i", FLOOR_INCARNATION, "e", "0"])
+            .query_async(&mut conn)
+            .await
+            .expect("HSET");
+        let deadline = (u64::MAX >> 12).to_string();
+        for chunk in (0..records).collect::<Vec<_>>().chunks(1_000) {
+            let mut pipe = redis::pipe();
+            for i in chunk {
+                pipe.cmd("HSET")
+                    .arg(format!("{tag}l:{i}"))
+                    .arg(&["d", &deadline, "h", "h", "v", "1", "z", "0"])
+                    .ignore();
+            }
+            let _: () = pipe.query_async(&mut conn).await.expect("HSET");
+        }
+        ScriptedFloor { conn, tag, records }
+    }
+
+    /// The floor's call on its first record, as command-line words.
+    fn command(&self) -> Vec<String> {
+        [
+            "FCALL",
+            FLOOR_FUNCTION,
+            "2",
+            &format!("{}inc", self.tag),
+            &format!("{}l:0", self.tag),
+            FLOOR_INCARNATION,
+            "r0123456789abcdef/0",
+            "0",
+        ]
+        .map(String::from)
+        .to_vec()
+    }
+
+    /// Calls per second with `depth` in flight for `span`.
+    async fn measure(&self, depth: usize, span: Duration) -> f64 {
+        let (conn, tag, records) = (self.conn.clone(), self.tag.clone(), self.records);
+        measure(depth, span, move |k| {
+            let (mut conn, tag) = (conn.clone(), tag.clone());
+            async move {
+                let seq = k % records;
+                let reply: redis::RedisResult<Vec<redis::Value>> = redis::cmd("FCALL")
+                    .arg(FLOOR_FUNCTION)
+                    .arg(2)
+                    .arg(format!("{tag}inc"))
+                    .arg(format!("{tag}l:{seq}"))
+                    .arg(FLOOR_INCARNATION)
+                    .arg(format!("r0123456789abcdef/{seq}"))
+                    .arg(seq)
+                    .query_async(&mut conn)
+                    .await;
+                match reply.as_deref() {
+                    Ok([redis::Value::Int(0), ..]) => 1,
+                    _ => 0,
+                }
+            }
+        })
+        .await
+    }
+
+    /// Deletes the floor's records and its function library.
+    async fn remove(mut self) {
+        for chunk in (0..self.records).collect::<Vec<_>>().chunks(1_000) {
+            let keys: Vec<String> = chunk.iter().map(|i| format!("{}l:{i}", self.tag)).collect();
+            let _: () = redis::cmd("UNLINK")
+                .arg(keys)
+                .query_async(&mut self.conn)
+                .await
+                .expect("UNLINK");
+        }
+        let _: () = redis::cmd("UNLINK")
+            .arg(format!("{}inc", self.tag))
+            .query_async(&mut self.conn)
+            .await
+            .expect("UNLINK");
+        let _: () = redis::cmd("FUNCTION")
+            .arg("DELETE")
+            .arg("relaystore_bench_floor")
+            .query_async(&mut self.conn)
+            .await
+            .expect("FUNCTION DELETE");
+    }
 }
 
 /// How long a notify on one handle takes to wake a listener on another
@@ -339,6 +506,13 @@ fn one_local(s: &Store, ids: &[(TenantId, LeaseId)], op: &str, k: u64) -> u64 {
 /// `redis-benchmark`'s `SET key value PX 60000` rate on one connection
 /// with `depth` requests pipelined; `None` if it is not installed.
 fn floor(host: &str, port: u16, depth: usize) -> Option<f64> {
+    let set = ["SET", "relaystore-floor:__rand_int__", "v", "PX", "60000"];
+    redis_benchmark(host, port, depth, &set)
+}
+
+/// `redis-benchmark`'s rate for `command` on one connection with `depth`
+/// requests pipelined; `None` if it is not installed.
+fn redis_benchmark(host: &str, port: u16, depth: usize, command: &[&str]) -> Option<f64> {
     let requests = (20_000 * depth.min(8)).to_string();
     let out = Command::new("redis-benchmark")
         .args(["-h", host, "-p", &port.to_string(), "-c", "1"])
@@ -351,7 +525,7 @@ fn floor(host: &str, port: u16, depth: usize) -> Option<f64> {
             "100000",
             "-q",
         ])
-        .args(["SET", "relaystore-floor:__rand_int__", "v", "PX", "60000"])
+        .args(command)
         .output()
         .ok()?;
     let text = String::from_utf8_lossy(&out.stdout);
