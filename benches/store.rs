@@ -694,7 +694,9 @@ fn create_ops(c: &mut Criterion) {
                                     );
                                 }
                                 _ => {
-                                    black_box(s.consume(t, &tickets[i as usize].token).unwrap());
+                                    black_box(
+                                        s.consume(t, &tickets[i as usize].token, None).unwrap(),
+                                    );
                                 }
                             },
                             |(leases, _, _)| revoke_all(store, t, &leases),
@@ -910,7 +912,7 @@ fn quotas(c: &mut Criterion) {
                         store
                             .bind_endpoint(TenantId(1), t.attempt, &t.token, addr)
                             .unwrap();
-                        black_box(store.consume(TenantId(1), &t.token).unwrap());
+                        black_box(store.consume(TenantId(1), &t.token, None).unwrap());
                     })
                 })
             });

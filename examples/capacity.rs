@@ -218,7 +218,7 @@ impl Subject for Embedded {
         let (s, tenant) = (&self.store, TenantId(tenant));
         let ticket = s.begin_join(tenant, listing, "client", Duration::from_secs(10), None)?;
         s.bind_endpoint(tenant, ticket.attempt, &ticket.token, addr)?;
-        Ok(s.consume(tenant, &ticket.token).map(drop)?)
+        Ok(s.consume(tenant, &ticket.token, None).map(drop)?)
     }
 
     fn refresh(&self, tenant: u64, lease: LeaseId) -> Result<(), Failure> {

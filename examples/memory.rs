@@ -152,7 +152,7 @@ fn other_collections(n: u64) -> Vec<(&'static str, f64)> {
             .unwrap();
         s.bind_endpoint(t, ticket.attempt, &ticket.token, addr)
             .unwrap();
-        s.consume(t, &ticket.token).unwrap();
+        s.consume(t, &ticket.token, None).unwrap();
     }
     let replay = (heap() - before) as f64 / n as f64;
     vec![

@@ -85,7 +85,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             println!(
                 "{} existing join admits -> {:?}",
                 t(),
-                store.consume(GAME, &ticket.token).map(|a| a.client)
+                store.consume(GAME, &ticket.token, None).map(|a| a.client)
             );
         }
         match store.renew(GAME, lease.id, Duration::from_secs(5)) {

@@ -423,7 +423,7 @@ async fn one_remote(e: &RedisEngine, ids: &[(TenantId, LeaseId)], op: &str, k: u
                 return 0;
             };
             let bound = e.bind_endpoint(tenant, t.attempt, &t.token, SEEN).await;
-            let consumed = e.consume(tenant, &t.token).await;
+            let consumed = e.consume(tenant, &t.token, None).await;
             return 3 * u64::from(bound.is_ok() && consumed.is_ok());
         }
         "renew" => e.renew(tenant, id, TTL).await.is_ok(),
@@ -473,7 +473,7 @@ fn one_local(s: &Store, ids: &[(TenantId, LeaseId)], op: &str, k: u64) -> u64 {
                 return 0;
             };
             let bound = s.bind_endpoint(tenant, t.attempt, &t.token, SEEN);
-            let consumed = s.consume(tenant, &t.token);
+            let consumed = s.consume(tenant, &t.token, None);
             return 3 * u64::from(bound.is_ok() && consumed.is_ok());
         }
         "renew" => s.renew(tenant, id, TTL).is_ok(),

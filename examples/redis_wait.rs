@@ -139,7 +139,7 @@ async fn one(e: RedisEngine, op: &str, k: u64) -> u64 {
                     e.bind_endpoint(tenant, t.attempt, &t.token, SEEN)
                         .await
                         .is_ok()
-                        && e.consume(tenant, &t.token).await.is_ok()
+                        && e.consume(tenant, &t.token, None).await.is_ok()
                 }
                 Err(_) => false,
             }

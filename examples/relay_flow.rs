@@ -91,19 +91,19 @@ async fn relay_flow<E: Engine>(store: &E, later: impl Fn()) -> Result<(), relays
             .await
     );
 
-    let admitted = store.consume(game, &alice.token).await?;
+    let admitted = store.consume(game, &alice.token, None).await?;
     println!(
         "host   consume alice  -> admitted {} from {}",
         admitted.client, admitted.addr
     );
     println!(
         "host   consume alice again -> {:?}",
-        store.consume(game, &alice.token).await
+        store.consume(game, &alice.token, None).await
     );
 
     println!(
         "bob    consume before binding -> {:?}",
-        store.consume(game, &bob.token).await
+        store.consume(game, &bob.token, None).await
     );
 
     later();
@@ -130,7 +130,7 @@ async fn relay_flow<E: Engine>(store: &E, later: impl Fn()) -> Result<(), relays
     );
     println!(
         "alice  replay token   -> {:?}",
-        store.consume(game, &alice.token).await
+        store.consume(game, &alice.token, None).await
     );
 
     println!("removal events:");

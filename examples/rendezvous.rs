@@ -90,7 +90,7 @@ fn answer(store: &Store, line: &str, from: SocketAddr) -> Result<Answer, String>
             store
                 .bind_endpoint(GAMES, attempt, &token, from)
                 .map_err(text)?;
-            let admitted = store.consume(GAMES, &token).map_err(text)?;
+            let admitted = store.consume(GAMES, &token, None).map_err(text)?;
             let listing = store.get_listing(GAMES, &admitted.listing).map_err(text)?;
             let host: SocketAddr = std::str::from_utf8(&listing.attrs)
                 .ok()

@@ -122,7 +122,10 @@ fn bind_vs_bind(fault: StoreFault) {
             [&mine, &theirs].iter().find(|r| r.is_err()),
             Some(Err(Error::Conflict { .. }))
         ));
-        assert_eq!(store.consume(T, &ticket.token).unwrap().addr, winners[0]);
+        assert_eq!(
+            store.consume(T, &ticket.token, None).unwrap().addr,
+            winners[0]
+        );
     });
 }
 
@@ -138,9 +141,9 @@ fn consume_vs_consume(fault: StoreFault) {
             .unwrap();
         let other = {
             let (store, token) = (Arc::clone(&store), ticket.token);
-            thread::spawn(move || store.consume(T, &token))
+            thread::spawn(move || store.consume(T, &token, None))
         };
-        let mine = store.consume(T, &ticket.token);
+        let mine = store.consume(T, &ticket.token, None);
         let theirs = other.join().unwrap();
         let admitted = [&mine, &theirs].iter().filter(|r| r.is_ok()).count();
         assert_eq!(admitted, 1, "exactly one consume wins: {mine:?} {theirs:?}");
@@ -175,7 +178,7 @@ fn bind_vs_republish() {
         );
         republish.join().unwrap();
         assert_eq!(
-            store.consume(T, &ticket.token).map(|_| ()),
+            store.consume(T, &ticket.token, None).map(|_| ()),
             Err(Error::NotFound),
             "an attempt of an earlier publication authorises nothing"
         );

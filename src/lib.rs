@@ -38,8 +38,8 @@
 //!     let token = ticket.token.to_string();            // to the client, as text
 //!     let token = token.parse().expect("the token it sent back");
 //!     store.bind_endpoint(game, ticket.attempt, &token, "203.0.113.9:4000".parse().unwrap())?;
-//!     store.consume(game, &token)?;                    // admitted, exactly once
-//!     assert_eq!(store.consume(game, &token), Err(Error::ReplayRejected));
+//!     store.consume(game, &token, None)?;                    // admitted, exactly once
+//!     assert_eq!(store.consume(game, &token, None), Err(Error::ReplayRejected));
 //!     store.revoke(game, lease.id)?;                   // the listing goes with it
 //!     assert_eq!(store.get_listing(game, "lobby-1"), Err(Error::NotFound));
 //!     assert!(matches!(events.recv().await, Ok(Received::Event(_))));

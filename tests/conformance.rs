@@ -46,6 +46,9 @@ enum Defect {
     StaleAck,
     /// `extend_claim` answers `Ok` and extends nothing.
     UnextendedClaim,
+    /// `consume` drops its idempotency key: a retried consume is refused
+    /// as a replay.
+    KeylessConsume,
 }
 
 /// The in-memory engine with one defect.
@@ -139,13 +142,22 @@ impl RelayEngine for Broken {
             Defect::UnversionedUpdate => RelayEngine::get_listing(&self.inner, tenant, key)
                 .await
                 .map_or(expected, |l| l.version),
-            Defect::SecondConsume | Defect::StaleAck | Defect::UnextendedClaim => expected,
+            Defect::SecondConsume
+            | Defect::StaleAck
+            | Defect::UnextendedClaim
+            | Defect::KeylessConsume => expected,
         };
         RelayEngine::update_listing(&self.inner, tenant, key, expected, attrs).await
     }
 
-    async fn consume(&self, tenant: TenantId, token: &JoinToken) -> Result<Admission> {
-        let result = RelayEngine::consume(&self.inner, tenant, token).await;
+    async fn consume(
+        &self,
+        tenant: TenantId,
+        token: &JoinToken,
+        key: Option<&str>,
+    ) -> Result<Admission> {
+        let key = key.filter(|_| self.defect != Defect::KeylessConsume);
+        let result = RelayEngine::consume(&self.inner, tenant, token, key).await;
         let mut admitted = self.admitted.lock().unwrap();
         match (&result, self.defect) {
             (Ok(a), _) => {
@@ -275,8 +287,17 @@ fn the_suite_catches_an_engine_that_lets_a_second_consume_through() {
         failed_checks(Defect::SecondConsume),
         vec![
             "joins::bind_then_consume_once",
-            "joins::concurrent_consumes"
+            "joins::concurrent_consumes",
+            "joins::consume_retried_with_a_key"
         ]
+    );
+}
+
+#[test]
+fn the_suite_catches_an_engine_that_drops_a_consumes_key() {
+    assert_eq!(
+        failed_checks(Defect::KeylessConsume),
+        vec!["joins::consume_retried_with_a_key"]
     );
 }
 

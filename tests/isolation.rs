@@ -59,7 +59,7 @@ fn a_cross_tenant_probe_is_indistinguishable_from_a_missing_id() {
             ),
         ),
         (
-            format!("{:?}", s.consume(OTHER, &t.token)),
+            format!("{:?}", s.consume(OTHER, &t.token, None)),
             format!("{:?}", s.cancel_join(T, missing_attempt)),
         ),
         (
@@ -127,7 +127,7 @@ fn a_cross_tenant_probe_is_indistinguishable_from_a_missing_id() {
         s.cancel_join(OTHER, tk.attempt),
         s.bind_endpoint(OTHER, tk.attempt, &tk.token, addr(1))
             .map(drop),
-        s.consume(OTHER, &tk.token).map(drop),
+        s.consume(OTHER, &tk.token, None).map(drop),
     ];
     for probe in probes {
         assert_eq!(probe, Err(Error::NotFound));

@@ -13,7 +13,7 @@ fn join_bind_consume_and_replay() {
     hosted(&s);
     let t = s.begin_join(T, "lobby", "client", SEC * 10, None).unwrap();
     assert_eq!(
-        s.consume(T, &t.token),
+        s.consume(T, &t.token, None),
         Err(Error::Conflict {
             current_version: s_version(&s, &t)
         })
@@ -31,12 +31,12 @@ fn join_bind_consume_and_replay() {
             current_version: b.version
         })
     );
-    let a = s.consume(T, &t.token).unwrap();
+    let a = s.consume(T, &t.token, None).unwrap();
     assert_eq!(
         (a.client.as_ref(), a.listing.as_ref(), a.addr),
         ("client", "lobby", addr(1))
     );
-    assert_eq!(s.consume(T, &t.token), Err(Error::ReplayRejected));
+    assert_eq!(s.consume(T, &t.token, None), Err(Error::ReplayRejected));
     assert_eq!(
         s.bind_endpoint(T, t.attempt, &t.token, addr(1)),
         Err(Error::ReplayRejected)
@@ -44,10 +44,10 @@ fn join_bind_consume_and_replay() {
     // Remembered past the attempt's own deadline, until deadline + grace.
     c.advance(SEC * 14);
     s.sweep();
-    assert_eq!(s.consume(T, &t.token), Err(Error::ReplayRejected));
+    assert_eq!(s.consume(T, &t.token, None), Err(Error::ReplayRejected));
     c.advance(SEC);
     s.sweep();
-    assert_eq!(s.consume(T, &t.token), Err(Error::NotFound));
+    assert_eq!(s.consume(T, &t.token, None), Err(Error::NotFound));
     assert_eq!(s.stats().attempts, 0);
 }
 
@@ -62,7 +62,7 @@ fn an_admission_names_its_client_whatever_its_length() {
     for client in ["x", &"a".repeat(23), &"b".repeat(24), &wide, &longest] {
         let t = s.begin_join(T, "lobby", client, SEC * 10, None).unwrap();
         s.bind_endpoint(T, t.attempt, &t.token, addr(1)).unwrap();
-        let a = s.consume(T, &t.token).unwrap();
+        let a = s.consume(T, &t.token, None).unwrap();
         assert_eq!(&*a.client, client);
     }
     assert_eq!(
@@ -91,7 +91,7 @@ fn a_join_names_its_listing_whatever_its_length() {
         for round in 0..40 {
             let t = s.begin_join(T, listing, "c", SEC * 10, None).unwrap();
             s.bind_endpoint(T, t.attempt, &t.token, addr(1)).unwrap();
-            let a = s.consume(T, &t.token).unwrap();
+            let a = s.consume(T, &t.token, None).unwrap();
             assert_eq!(&*a.listing, listing, "round {round}");
             let t = s.begin_join(T, listing, "c", SEC * 10, None).unwrap();
             s.cancel_join(T, t.attempt).unwrap();
@@ -109,7 +109,7 @@ fn a_join_names_its_listing_whatever_its_length() {
 
 fn s_version(s: &Store, t: &relaystore::JoinTicket) -> u64 {
     // The version of a fresh attempt is observable through a failed consume.
-    match s.consume(T, &t.token) {
+    match s.consume(T, &t.token, None) {
         Err(Error::Conflict { current_version }) => current_version,
         other => panic!("{other:?}"),
     }
@@ -133,7 +133,7 @@ fn a_wrong_or_foreign_token_is_not_found() {
         s.bind_endpoint(T, t1.attempt, &t2.token, addr(1)),
         Err(Error::NotFound)
     );
-    assert_eq!(s.consume(T, &forged), Err(Error::NotFound));
+    assert_eq!(s.consume(T, &forged, None), Err(Error::NotFound));
     assert!(!format!("{:?}", t1.token).contains(&format!("{:?}", &t1.token.to_bytes()[16..])));
 }
 
@@ -151,7 +151,7 @@ fn attempts_are_capped_per_listing_and_refusals_leave_nothing() {
     assert_eq!(s.stats(), before, "refusal changed nothing");
     // Consuming frees the pending slot, not the replay memory.
     s.bind_endpoint(T, t1.attempt, &t1.token, addr(1)).unwrap();
-    s.consume(T, &t1.token).unwrap();
+    s.consume(T, &t1.token, None).unwrap();
     s.begin_join(T, "lobby", "c3", SEC * 10, None).unwrap();
     assert_eq!(s.stats().attempts, 3);
     assert_eq!(s.stats().attempts_pending, 2);

@@ -117,7 +117,7 @@ fn a_refusal_on_the_third_scope_leaves_the_first_two_untouched() {
     s.publish(A, g.id, "lobby", b"", None).unwrap();
     let t = s.begin_join(A, "lobby", "c1", SEC * 10, None).unwrap();
     s.bind_endpoint(A, t.attempt, &t.token, addr(1)).unwrap();
-    s.consume(A, &t.token).unwrap(); // pending freed, replay unit kept
+    s.consume(A, &t.token, None).unwrap(); // pending freed, replay unit kept
     let before = (s.digest(), s.stats());
     // begin_join reserves: store-wide pending, tenant attempts, tenant replay (full).
     assert_eq!(
@@ -194,7 +194,7 @@ fn drain_refuses_new_work_keeps_existing_work_and_stops_at_the_deadline() {
     // Existing work continues.
     s.renew(A, g.id, SEC * 600).unwrap();
     s.bind_endpoint(A, t.attempt, &t.token, addr(1)).unwrap();
-    s.consume(A, &t.token).unwrap();
+    s.consume(A, &t.token, None).unwrap();
     lock.renew(SEC * 60).unwrap();
     lock.release().unwrap();
 
@@ -209,7 +209,7 @@ fn drain_refuses_new_work_keeps_existing_work_and_stops_at_the_deadline() {
     assert_eq!(s.get_lease(A, g.id).map(drop), Err(Error::Revoked));
     assert_eq!(s.renew(A, g.id, SEC), Err(Error::STOPPED));
     assert_eq!(s.grant(A, "x", SEC, None), Err(Error::STOPPED));
-    assert_eq!(s.consume(A, &t2.token), Err(Error::STOPPED));
+    assert_eq!(s.consume(A, &t2.token, None), Err(Error::STOPPED));
     assert_eq!(s.begin_drain(SEC), Err(Error::STOPPED));
     let drained: Vec<Collection> = events
         .drain()
@@ -298,7 +298,7 @@ fn ids_from_before_a_restart_get_restarted_on_every_operation() {
         new.bind_endpoint(A, t.attempt, &t.token, addr(1)).map(drop),
         r
     );
-    assert_eq!(new.consume(A, &t.token).map(drop), r);
+    assert_eq!(new.consume(A, &t.token, None).map(drop), r);
     assert_eq!(new.cancel_join(A, t.attempt), r);
     assert_eq!(
         Error::Restarted.to_string(),
@@ -320,14 +320,14 @@ fn a_stalled_driver_fails_authorizations_closed_and_leaves_nothing() {
     clock.advance(SEC * 6); // past driver_stall_max (5 s) with no sweep
     let before = (s.digest(), s.stats());
     assert_eq!(s.begin_join(A, "lobby", "c2", SEC * 10, None), Err(STALLED));
-    assert_eq!(s.consume(A, &t.token), Err(STALLED));
+    assert_eq!(s.consume(A, &t.token, None), Err(STALLED));
     assert_eq!(
         s.bind_endpoint(A, t.attempt, &t.token, addr(1)),
         Err(STALLED)
     );
     assert_eq!((s.digest(), s.stats()), before, "no partial attempt left");
     s.sweep(); // the driver comes back
-    s.consume(A, &t.token).unwrap();
+    s.consume(A, &t.token, None).unwrap();
     s.begin_join(A, "lobby", "c2", SEC * 10, None).unwrap();
 }
 
@@ -339,7 +339,7 @@ fn a_full_replay_store_refuses_joins_and_leaves_nothing() {
     for c in ["c1", "c2"] {
         let t = s.begin_join(A, "lobby", c, SEC * 60, None).unwrap();
         s.bind_endpoint(A, t.attempt, &t.token, addr(1)).unwrap();
-        s.consume(A, &t.token).unwrap();
+        s.consume(A, &t.token, None).unwrap();
     }
     let before = (s.digest(), s.stats());
     assert_eq!(

@@ -572,7 +572,7 @@ fn record_join<E: RelayEngine>(
                                 |_| JoinRet::Bound,
                             ),
                             JoinCall::Consume => {
-                                join_ret(engine.consume(T, &ticket.token).await, |a| {
+                                join_ret(engine.consume(T, &ticket.token, None).await, |a| {
                                     JoinRet::Admitted(a.addr.port() - 4000)
                                 })
                             }

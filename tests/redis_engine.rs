@@ -217,7 +217,7 @@ fn thirty_two_consumes_across_instances_admit_exactly_one() {
             let mut consumes = tokio::task::JoinSet::new();
             for i in 0..32 {
                 let (e, token) = (engines[i % 4].clone(), t.token);
-                consumes.spawn(async move { e.consume(T, &token).await });
+                consumes.spawn(async move { e.consume(T, &token, None).await });
             }
             let outcomes = consumes.join_all().await;
             let admitted = outcomes.iter().filter(|c| c.is_ok()).count();
@@ -261,7 +261,7 @@ fn revoking_a_lease_on_one_instance_ends_its_joins_on_another() {
                 Err(Error::NotFound)
             );
             assert_eq!(
-                a.consume(T, &bound.token).await.map(drop),
+                a.consume(T, &bound.token, None).await.map(drop),
                 Err(Error::NotFound)
             );
             assert_eq!(
@@ -387,13 +387,16 @@ fn revoke_tenant_hides_everything_at_once_and_buries_the_rest() {
             a.renew_lock(T, "job", lock.fence, MS * 100).await.map(drop),
             Err(Error::NotFound)
         );
-        assert_eq!(a.consume(T, &t.token).await.map(drop), Err(Error::NotFound));
+        assert_eq!(
+            a.consume(T, &t.token, None).await.map(drop),
+            Err(Error::NotFound)
+        );
         assert!(a.list_listings(T, None, 10).await.unwrap().items.is_empty());
         // The neighbour is untouched.
         let (g2, lock2, t2) = &held[1];
         a.get_lease(OTHER, g2.id).await.unwrap();
         assert_eq!(a.get_lock(OTHER, "job").await.unwrap().fence, lock2.fence);
-        a.consume(OTHER, &t2.token).await.unwrap();
+        a.consume(OTHER, &t2.token, None).await.unwrap();
         // The tenant starts afresh: its quota counts nothing revoked.
         for _ in 0..3 {
             a.grant(T, "host", MS * 60_000, None).await.unwrap();

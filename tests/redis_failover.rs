@@ -177,7 +177,7 @@ async fn failover(wait: u32) -> (Run, Vec<String>) {
     let e = RedisEngine::connect(options, store).await.unwrap();
     let mut broken = Vec::new();
     for token in &acknowledged.consumed {
-        match answered(|| e.consume(T, token)).await {
+        match answered(|| e.consume(T, token, None)).await {
             Err(Error::ReplayRejected) => {}
             other => broken.push(format!("a consumed token, again: {:?}", other.map(drop))),
         }
@@ -270,7 +270,7 @@ async fn join_once(e: &RedisEngine, seen: &Mutex<Acknowledged>, i: u32) {
         .bind_endpoint(T, ticket.attempt, &ticket.token, addr)
         .await
     {
-        Ok(_) => e.consume(T, &ticket.token).await.is_ok(),
+        Ok(_) => e.consume(T, &ticket.token, None).await.is_ok(),
         Err(_) => false,
     };
     if admitted {

@@ -18,7 +18,7 @@ fn revoking_a_lease_cascades_to_everything_attached_at_once() {
     s.revoke(T, g.id).unwrap();
     assert_eq!(s.get_listing(T, "lobby"), Err(Error::NotFound));
     assert_eq!(s.get_presence(T, "alice"), Err(Error::NotFound));
-    assert_eq!(s.consume(T, &t.token), Err(Error::NotFound));
+    assert_eq!(s.consume(T, &t.token, None), Err(Error::NotFound));
     let st = s.stats();
     assert_eq!(
         (
@@ -55,9 +55,9 @@ fn a_consumed_token_stays_rejected_after_its_lease_is_revoked() {
     let g = hosted(&s);
     let t = s.begin_join(T, "lobby", "c", SEC * 10, None).unwrap();
     s.bind_endpoint(T, t.attempt, &t.token, addr(1)).unwrap();
-    s.consume(T, &t.token).unwrap();
+    s.consume(T, &t.token, None).unwrap();
     s.revoke(T, g.id).unwrap();
-    assert_eq!(s.consume(T, &t.token), Err(Error::ReplayRejected));
+    assert_eq!(s.consume(T, &t.token, None), Err(Error::ReplayRejected));
 }
 
 #[test]

@@ -57,7 +57,7 @@ fn what_the_operations_return_reads_back_equal() {
         &s.bind_endpoint(A, ticket.attempt, &ticket.token, addr(9))
             .unwrap(),
     );
-    round_trip(&s.consume(A, &ticket.token).unwrap());
+    round_trip(&s.consume(A, &ticket.token, None).unwrap());
     s.heartbeat(A, "m", SEC * 10, Some(b"a"), None).unwrap();
     let page = s.list_presence(A, None, 10).unwrap();
     round_trip(&page);

@@ -427,7 +427,7 @@ impl Sim {
                         assert_eq!(b.addr, a);
                         // Usually the relay admits the client right away.
                         if self.rng.below(3) != 0 {
-                            let admitted = s.consume(t, &ticket.token);
+                            let admitted = s.consume(t, &ticket.token, None);
                             if admitted.is_ok() {
                                 assert!(
                                     self.consumed.insert(ticket.attempt.to_bits()),
@@ -443,7 +443,7 @@ impl Sim {
             62..=68 => {
                 if let Some((t, ticket)) = self.rng.pick(&self.tickets).cloned() {
                     let id = ticket.attempt.to_bits();
-                    let r = s.consume(t, &ticket.token);
+                    let r = s.consume(t, &ticket.token, None);
                     match &r {
                         // I5: at most once.
                         Ok(_) => assert!(self.consumed.insert(id), "token consumed twice"),
@@ -825,7 +825,7 @@ impl Sim {
         for (t, id, ticket) in &self.old_ids {
             assert_eq!(self.store.renew(*t, *id, MS * 100), Err(Error::Restarted));
             assert_eq!(
-                self.store.consume(*t, &ticket.token).map(drop),
+                self.store.consume(*t, &ticket.token, None).map(drop),
                 Err(Error::Restarted)
             );
         }

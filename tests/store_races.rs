@@ -117,7 +117,7 @@ fn eight_threads_racing_bind_and_consume_have_exactly_one_winner_each() {
                     .map(|ticket| {
                         let bound =
                             s.bind_endpoint(T, ticket.attempt, &ticket.token, addr(t as u16));
-                        let consumed = s.consume(T, &ticket.token);
+                        let consumed = s.consume(T, &ticket.token, None);
                         assert!(
                             matches!(
                                 bound,
@@ -149,6 +149,59 @@ fn eight_threads_racing_bind_and_consume_have_exactly_one_winner_each() {
         rounds,
         "every consumed token is remembered"
     );
+}
+
+#[test]
+fn eight_threads_retrying_one_consume_under_its_key_get_one_admission() {
+    let (_clock, s) = store();
+    let rounds = 2_000;
+    let all = Arc::new(tickets(&s, rounds));
+    for ticket in all.iter() {
+        s.bind_endpoint(T, ticket.attempt, &ticket.token, addr(7))
+            .unwrap();
+    }
+    let barrier = Arc::new(Barrier::new(THREADS));
+    let results: Vec<Vec<relaystore::Admission>> = (0..THREADS)
+        .map(|_| {
+            let (s, all, barrier) = (s.clone(), all.clone(), barrier.clone());
+            std::thread::spawn(move || {
+                barrier.wait();
+                all.iter()
+                    .enumerate()
+                    .map(|(round, ticket)| {
+                        let key = format!("admit-{round}");
+                        // The key's first call may still be running: a
+                        // caller retries `InFlight`.
+                        loop {
+                            match s.consume(T, &ticket.token, Some(&key)) {
+                                Ok(a) => break a,
+                                Err(Error::InFlight) => std::thread::yield_now(),
+                                Err(e) => panic!("round {round}: {e:?}"),
+                            }
+                        }
+                    })
+                    .collect()
+            })
+        })
+        .collect::<Vec<_>>()
+        .into_iter()
+        .map(|h| h.join().unwrap())
+        .collect();
+    for round in 0..rounds {
+        let first = &results[0][round];
+        assert_eq!(first.attempt, all[round].attempt, "round {round}");
+        for thread in &results[1..] {
+            assert_eq!(&thread[round], first, "round {round}");
+        }
+    }
+    // Each token was consumed once: without its key it is a replay.
+    for ticket in all.iter() {
+        assert_eq!(
+            s.consume(T, &ticket.token, None),
+            Err(Error::ReplayRejected)
+        );
+    }
+    assert_eq!(s.stats().attempts_pending, 0);
 }
 
 #[test]

@@ -21,7 +21,7 @@ fn every_path_treats_an_attempt_under_an_expired_lease_as_missing() {
         s.bind_endpoint(A, pending.attempt, &pending.token, addr(1)),
         Err(Error::NotFound)
     );
-    assert_eq!(s.consume(A, &bound.token), Err(Error::NotFound));
+    assert_eq!(s.consume(A, &bound.token, None), Err(Error::NotFound));
     assert_eq!(s.cancel_join(A, pending.attempt), Err(Error::NotFound));
     assert_eq!(s.cancel_join(A, bound.attempt), Err(Error::NotFound));
 }

@@ -624,7 +624,7 @@ async fn perform(
                 .await?;
             e.bind_endpoint(s.tenant, ticket.attempt, &ticket.token, addr)
                 .await?;
-            e.consume(s.tenant, &ticket.token).await.map(drop)
+            e.consume(s.tenant, &ticket.token, None).await.map(drop)
         }
         Op::Refresh => {
             let lease = engine_lease(s);

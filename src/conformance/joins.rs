@@ -1,5 +1,6 @@
 //! Join attempts (SPEC §4): bind once, consume exactly once, replay
-//! memory, the typed errors, and idempotent creation.
+//! memory, the typed errors, idempotent creation, and a consume retried
+//! under its idempotency key.
 
 use super::{config, ensure, ensure_eq, join_all, Harness, Outcome};
 use crate::base::error::Error;
@@ -43,14 +44,14 @@ pub(super) async fn bind_then_consume_once<H: Harness>(h: &H) -> Outcome {
         }),
         "a second address"
     );
-    let a = e.consume(T, &t.token).await?;
+    let a = e.consume(T, &t.token, None).await?;
     ensure_eq!(
         (a.attempt, a.client.as_ref(), a.listing.as_ref(), a.addr),
         (t.attempt, "client", "lobby", addr(1)),
         "admission"
     );
     ensure_eq!(
-        e.consume(T, &t.token).await.map(drop),
+        e.consume(T, &t.token, None).await.map(drop),
         Err(Error::ReplayRejected),
         "second consume"
     );
@@ -76,7 +77,7 @@ pub(super) async fn bind_then_consume_once<H: Harness>(h: &H) -> Outcome {
     // Remembered past the attempt's deadline, for the replay grace (5 units).
     h.advance(u * 12).await;
     ensure_eq!(
-        e.consume(T, &t.token).await.map(drop),
+        e.consume(T, &t.token, None).await.map(drop),
         Err(Error::ReplayRejected),
         "replay after the attempt's deadline"
     );
@@ -96,7 +97,7 @@ pub(super) async fn concurrent_consumes<H: Harness>(h: &H) -> Outcome {
     .await;
     let bound: Vec<_> = binds.iter().filter_map(|b| b.as_ref().ok()).collect();
     ensure_eq!(bound.len(), 1, "binds that won: {binds:?}");
-    let consumes = join_all((0..8).map(|_| e.consume(T, &t.token)).collect()).await;
+    let consumes = join_all((0..8).map(|_| e.consume(T, &t.token, None)).collect()).await;
     let admitted = consumes.iter().filter(|c| c.is_ok()).count();
     let replays = consumes
         .iter()
@@ -117,7 +118,10 @@ pub(super) async fn errors<H: Harness>(h: &H) -> Outcome {
     );
     let t = e.begin_join(T, "lobby", "c", u * 10, None).await?;
     ensure!(
-        matches!(e.consume(T, &t.token).await, Err(Error::Conflict { .. })),
+        matches!(
+            e.consume(T, &t.token, None).await,
+            Err(Error::Conflict { .. })
+        ),
         "consuming an unbound attempt"
     );
     let mut forged = t.token.to_bytes();
@@ -131,7 +135,7 @@ pub(super) async fn errors<H: Harness>(h: &H) -> Outcome {
         "a forged token binds"
     );
     ensure_eq!(
-        e.consume(T, &forged).await.map(drop),
+        e.consume(T, &forged, None).await.map(drop),
         Err(Error::NotFound),
         "a forged token consumes"
     );
@@ -194,7 +198,7 @@ pub(super) async fn inspection<H: Harness>(h: &H) -> Outcome {
         (AttemptState::Bound(addr(1)), b.version),
         "a bound attempt"
     );
-    e.consume(T, &t.token).await?;
+    e.consume(T, &t.token, None).await?;
     let seen = e.get_attempt(T, t.attempt).await?;
     ensure_eq!(
         seen.state,
@@ -292,6 +296,76 @@ pub(super) async fn idempotency<H: Harness>(h: &H) -> Outcome {
             .map(|g2| g2.id == g.id),
         Ok(false),
         "keys are per tenant"
+    );
+    Ok(())
+}
+
+/// A consume under an idempotency key is safe to retry: its repeat
+/// answers the admission it made, while the token stays used for every
+/// other call; a key is the answer of one token's consume, and a consume
+/// that failed leaves its key unused.
+pub(super) async fn consume_retried_with_a_key<H: Harness>(h: &H) -> Outcome {
+    let u = h.unit();
+    let e = h.engine(config(u)).await?;
+    hosted(&e, u * 600).await?;
+    let t = e.begin_join(T, "lobby", "client", u * 10, None).await?;
+    e.bind_endpoint(T, t.attempt, &t.token, addr(1)).await?;
+    let a = e.consume(T, &t.token, Some("admit-1")).await?;
+    ensure_eq!(
+        (a.attempt, a.client.as_ref(), a.listing.as_ref(), a.addr),
+        (t.attempt, "client", "lobby", addr(1)),
+        "admission under a key"
+    );
+    ensure_eq!(
+        e.consume(T, &t.token, Some("admit-1")).await,
+        Ok(a.clone()),
+        "the consume repeated under its key"
+    );
+    ensure_eq!(
+        e.consume(T, &t.token, None).await.map(drop),
+        Err(Error::ReplayRejected),
+        "the token without the key"
+    );
+    ensure_eq!(
+        e.consume(T, &t.token, Some("admit-2")).await.map(drop),
+        Err(Error::ReplayRejected),
+        "the token under another key"
+    );
+    let mut forged = t.token.to_bytes();
+    forged[16 + TOKEN_SECRET_BYTES - 1] ^= 1;
+    ensure_eq!(
+        e.consume(T, &JoinToken::from_bytes(forged), Some("admit-1"))
+            .await
+            .map(drop),
+        Err(Error::IdempotencyMismatch),
+        "a forged secret under the key"
+    );
+    // A consume that fails remembers nothing under its key.
+    let other = e.begin_join(T, "lobby", "client-2", u * 10, None).await?;
+    ensure_eq!(
+        e.consume(T, &other.token, Some("admit-1")).await.map(drop),
+        Err(Error::IdempotencyMismatch),
+        "another token under a used key"
+    );
+    ensure!(
+        matches!(
+            e.consume(T, &other.token, Some("admit-3")).await,
+            Err(Error::Conflict { .. })
+        ),
+        "an unbound attempt under a new key"
+    );
+    e.bind_endpoint(T, other.attempt, &other.token, addr(2))
+        .await?;
+    let b = e.consume(T, &other.token, Some("admit-3")).await?;
+    ensure_eq!(
+        (b.attempt, b.addr),
+        (other.attempt, addr(2)),
+        "the key a failed consume left unused"
+    );
+    ensure_eq!(
+        e.consume(T, &other.token, Some("admit-3")).await,
+        Ok(b),
+        "its repeat"
     );
     Ok(())
 }

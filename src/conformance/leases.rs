@@ -192,7 +192,7 @@ pub(super) async fn ids_travel<H: Harness>(h: &H) -> Outcome {
     );
     let addr = SocketAddr::from(([203, 0, 113, 7], 9));
     e.bind_endpoint(T, attempt, &token, addr).await?;
-    e.consume(T, &token).await?;
+    e.consume(T, &token, None).await?;
     Ok(())
 }
 

@@ -36,7 +36,7 @@ pub(super) async fn cascade<H: Harness>(h: &H) -> Outcome {
         "listing"
     );
     ensure_eq!(
-        e.consume(T, &t.token).await.map(drop),
+        e.consume(T, &t.token, None).await.map(drop),
         Err(Error::NotFound),
         "consume"
     );
@@ -324,7 +324,7 @@ pub(super) async fn drain<H: Harness>(h: &H) -> Outcome {
     );
     e.renew(T, g.id, u * 600).await?;
     e.bind_endpoint(T, t.attempt, &t.token, addr(1)).await?;
-    e.consume(T, &t.token).await?;
+    e.consume(T, &t.token, None).await?;
     h.advance(u * 11).await;
     ensure!(
         done_now(drained.as_mut()),
@@ -365,7 +365,7 @@ pub(super) async fn restart<H: Harness>(h: &H) -> Outcome {
         "renew"
     );
     ensure_eq!(
-        after.consume(T, &t.token).await.map(drop),
+        after.consume(T, &t.token, None).await.map(drop),
         Err(Error::Restarted),
         "a token"
     );

@@ -365,8 +365,8 @@ pub(super) async fn isolation<H: Harness>(h: &H) -> Outcome {
         ),
         (
             "consume",
-            format!("{:?}", e.consume(OTHER, &t.token).await),
-            format!("{:?}", e.consume(T, &missing_token).await),
+            format!("{:?}", e.consume(OTHER, &t.token, None).await),
+            format!("{:?}", e.consume(T, &missing_token, None).await),
         ),
         (
             "cancel_join",
@@ -401,6 +401,6 @@ pub(super) async fn isolation<H: Harness>(h: &H) -> Outcome {
     ensure_eq!(e.get_lease(T, g.id).await?.id, g.id, "the lease");
     ensure!(e.get_listing(T, "lobby").await.is_ok(), "the listing");
     e.bind_endpoint(T, t.attempt, &t.token, a).await?;
-    e.consume(T, &t.token).await?;
+    e.consume(T, &t.token, None).await?;
     Ok(())
 }

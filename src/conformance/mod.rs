@@ -155,6 +155,7 @@ pub const RELAY_CHECKS: &[&str] = &[
     "joins::concurrent_consumes",
     "joins::errors",
     "joins::idempotency",
+    "joins::consume_retried_with_a_key",
     "joins::inspection",
     "locks::exclusive_and_fenced",
     "locks::attached_to_a_lease",
@@ -266,6 +267,7 @@ pub async fn run_relay<H: Harness>(harness: &H) -> Vec<Failure> {
     check!(h, failures, RELAY_CHECKS, joins::concurrent_consumes);
     check!(h, failures, RELAY_CHECKS, joins::errors);
     check!(h, failures, RELAY_CHECKS, joins::idempotency);
+    check!(h, failures, RELAY_CHECKS, joins::consume_retried_with_a_key);
     check!(h, failures, RELAY_CHECKS, joins::inspection);
     check!(h, failures, RELAY_CHECKS, locks::exclusive_and_fenced);
     check!(h, failures, RELAY_CHECKS, locks::attached_to_a_lease);

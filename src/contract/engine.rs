@@ -43,8 +43,8 @@
 //!         .await?;
 //!     let seen = "203.0.113.9:4000".parse().unwrap();
 //!     engine.bind_endpoint(game, ticket.attempt, &ticket.token, seen).await?;
-//!     engine.consume(game, &ticket.token).await?;
-//!     assert_eq!(engine.consume(game, &ticket.token).await, Err(Error::ReplayRejected));
+//!     engine.consume(game, &ticket.token, None).await?;
+//!     assert_eq!(engine.consume(game, &ticket.token, None).await, Err(Error::ReplayRejected));
 //!     Ok(())
 //! }
 //!
@@ -268,11 +268,14 @@ pub trait RelayEngine: Clone + Send + Sync + 'static {
     ) -> impl Future<Output = Result<Binding>> + Send;
 
     /// Admits the token's client, exactly once
-    /// ([`Store::consume`](crate::Store::consume)).
+    /// ([`Store::consume`](crate::Store::consume)); with an idempotency
+    /// key, a repeat of the call that consumed the token returns its
+    /// admission again.
     fn consume(
         &self,
         tenant: TenantId,
         token: &JoinToken,
+        idempotency_key: Option<&str>,
     ) -> impl Future<Output = Result<Admission>> + Send;
 
     /// A join attempt's state and time left, pending, bound or consumed

@@ -62,7 +62,7 @@ macro_rules! served {
             leave(tenant: $crate::base::ids::TenantId, member: &str) -> $crate::base::error::Result<()>;
             begin_join(tenant: $crate::base::ids::TenantId, listing: &str, client: &str, ttl: ::std::time::Duration, idempotency_key: Option<&str>) -> $crate::base::error::Result<$crate::contract::relay::JoinTicket>;
             bind_endpoint(tenant: $crate::base::ids::TenantId, attempt: $crate::base::ids::AttemptId, token: &$crate::base::ids::JoinToken, observed: ::std::net::SocketAddr) -> $crate::base::error::Result<$crate::contract::relay::Binding>;
-            consume(tenant: $crate::base::ids::TenantId, token: &$crate::base::ids::JoinToken) -> $crate::base::error::Result<$crate::contract::relay::Admission>;
+            consume(tenant: $crate::base::ids::TenantId, token: &$crate::base::ids::JoinToken, idempotency_key: Option<&str>) -> $crate::base::error::Result<$crate::contract::relay::Admission>;
             get_attempt(tenant: $crate::base::ids::TenantId, attempt: $crate::base::ids::AttemptId) -> $crate::base::error::Result<$crate::contract::relay::AttemptInfo>;
             cancel_join(tenant: $crate::base::ids::TenantId, attempt: $crate::base::ids::AttemptId) -> $crate::base::error::Result<()>;
             get_lock(tenant: $crate::base::ids::TenantId, name: &str) -> $crate::base::error::Result<$crate::contract::relay::LockInfo>;

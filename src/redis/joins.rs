@@ -103,12 +103,39 @@ impl RedisEngine {
     /// Consumes a bound token, exactly once under any concurrency and
     /// across every instance ([`Store::consume`](crate::Store::consume));
     /// every later consume is `ReplayRejected` until the attempt's
-    /// deadline plus `replay_grace`.
-    pub async fn consume(&self, tenant: TenantId, token: &JoinToken) -> Result<Admission> {
+    /// deadline plus `replay_grace`. With an idempotency key, a repeat of
+    /// the call that consumed the token returns its admission again (the
+    /// key's record keeps the client, listing and address, and only a
+    /// SHA-1 of the token's secret), so a consume that failed with
+    /// `may_have_run` is safe to retry.
+    pub async fn consume(
+        &self,
+        tenant: TenantId,
+        token: &JoinToken,
+        idempotency_key: Option<&str>,
+    ) -> Result<Admission> {
+        if let Some(k) = idempotency_key {
+            self.check_name(k)?;
+        }
         let attempt = token.attempt();
-        let args = args![attempt.seq().to_string(), hex(token.secret())];
+        let config = self.config();
+        let args = args![
+            attempt.seq().to_string(),
+            hex(token.secret()),
+            idempotency_key.unwrap_or(""),
+            self.idempotency_ttl_ms().to_string(),
+            quota_arg(config.tenant.idempotency_max),
+        ];
+        let issued = Issued::Id(attempt.incarnation(), attempt.seq());
+        // A key's record is a new record, under the idempotency ceiling;
+        // a draining handle still consumes, and remembers the key.
+        let mode = if idempotency_key.is_some() {
+            Mode::Upserting
+        } else {
+            Mode::Existing
+        };
         let reply = self
-            .on_attempt(scripts::CONSUME, tenant, attempt, args)
+            .answer(scripts::CONSUME, tenant, mode, issued, args)
             .await?;
         let addr = reply
             .text(3)?

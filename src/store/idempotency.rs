@@ -1,4 +1,4 @@
-//! Idempotency keys for creating operations.
+//! Idempotency keys for creating operations and for `consume`.
 //!
 //! The first call with a key claims it (an in-flight record), runs the
 //! operation and stores its outcome. A repeat with the same parameters gets
@@ -9,13 +9,13 @@
 use super::tenant::Owner;
 use super::{owned_by, Collection, NameKey, Store};
 use crate::base::error::{Error, Result};
-use crate::base::ids::TenantId;
+use crate::base::ids::{JoinToken, TenantId};
 use crate::base::sync::Arc;
 use crate::base::time::MonoTime;
 use crate::contract::events::Cause;
-use crate::contract::relay::JoinTicket;
 use crate::contract::relay::LeaseGrant;
 use crate::contract::relay::ListingInfo;
+use crate::contract::relay::{Admission, JoinTicket};
 use crate::mem::quota::Reservation;
 
 /// The parameters a stored outcome was produced from.
@@ -35,6 +35,10 @@ pub(crate) enum IdemParams {
         client: Arc<str>,
         ttl_ms: u64,
     },
+    /// The token presented (compared in constant time).
+    Consume {
+        token: JoinToken,
+    },
 }
 
 #[derive(Clone, Debug)]
@@ -42,6 +46,7 @@ pub(crate) enum Outcome {
     Grant(LeaseGrant),
     Publish(ListingInfo),
     Join(JoinTicket),
+    Consume(Admission),
 }
 
 pub(crate) struct Idem {

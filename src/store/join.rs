@@ -281,9 +281,36 @@ impl Store {
     /// concurrency. Every later consume is [`Error::ReplayRejected`] until
     /// the token's deadline plus `replay_grace`. An unbound attempt is
     /// [`Error::Conflict`].
-    pub fn consume(&self, tenant: TenantId, token: &JoinToken) -> Result<Admission> {
+    ///
+    /// With an idempotency key, a repeat of the call that consumed the
+    /// token (the same token, the same key, within `idempotency_ttl`)
+    /// returns the same admission instead of `ReplayRejected`: a caller
+    /// whose consume failed with `may_have_run` retries it safely. Another
+    /// token under the key is [`Error::IdempotencyMismatch`]; a consume
+    /// without the key is refused as a replay, as ever.
+    pub fn consume(
+        &self,
+        tenant: TenantId,
+        token: &JoinToken,
+        idempotency_key: Option<&str>,
+    ) -> Result<Admission> {
         let _in = self.enter();
         let now = self.shared.clock.now();
+        self.idempotent(
+            tenant,
+            idempotency_key,
+            || IdemParams::Consume { token: *token },
+            now,
+            || self.consume_now(tenant, token, now),
+            |a| Outcome::Consume(a.clone()),
+            |o| match o {
+                Outcome::Consume(a) => Some(a.clone()),
+                _ => None,
+            },
+        )
+    }
+
+    fn consume_now(&self, tenant: TenantId, token: &JoinToken, now: MonoTime) -> Result<Admission> {
         let (key, listing) = self.attempt_for(tenant, token.attempt(), token, now)?;
         let grace_ms = duration_to_millis_ceil(self.shared.config.replay_grace);
         let owned = |v: &Attempt| v.owner.is_of(tenant);

@@ -163,9 +163,9 @@ pub struct Stats {
 /// store.publish(game, lease.id, "lobby-1", b"mode=ffa", None)?;
 /// let ticket = store.begin_join(game, "lobby-1", "client-7", Duration::from_secs(10), None)?;
 /// store.bind_endpoint(game, ticket.attempt, &ticket.token, "203.0.113.9:4000".parse().unwrap())?;
-/// let admitted = store.consume(game, &ticket.token)?;
+/// let admitted = store.consume(game, &ticket.token, None)?;
 /// assert_eq!(admitted.client.as_ref(), "client-7");
-/// assert_eq!(store.consume(game, &ticket.token), Err(relaystore::Error::ReplayRejected));
+/// assert_eq!(store.consume(game, &ticket.token, None), Err(relaystore::Error::ReplayRejected));
 ///
 /// store.revoke(game, lease.id)?; // the listing goes with it
 /// assert_eq!(store.get_listing(game, "lobby-1"), Err(relaystore::Error::NotFound));

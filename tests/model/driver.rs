@@ -99,7 +99,7 @@ pub fn run_with_model_grace(ops: &[Op], grace_ms: u64) -> Result<(), String> {
                 outcome(&store.bind_endpoint(t(tenant), ticket.attempt, &ticket.token, addr))
             }
             Op::Consume { tenant, attempt } => {
-                outcome(&store.consume(t(tenant), &tickets[attempt].token))
+                outcome(&store.consume(t(tenant), &tickets[attempt].token, None))
             }
             Op::Cancel { tenant, attempt } => {
                 let id: AttemptId = tickets[attempt].attempt;

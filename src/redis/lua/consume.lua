@@ -1,7 +1,16 @@
--- consume: ARGV[3] attempt sequence number, ARGV[4] secret (hex). Bound ->
--- Consumed, exactly once; the attempt then stays as replay memory until its
--- deadline plus replay_grace. Reply: {OK, client, listing key, address}.
-local seq = ARGV[3]
+-- consume: ARGV[3] attempt sequence number, ARGV[4] secret (hex), ARGV[5]
+-- idempotency key ('' for none), ARGV[6] idempotency_ttl (ms), ARGV[7] the
+-- tenant's idempotency quota. Bound -> Consumed, exactly once; the attempt
+-- then stays as replay memory until its deadline plus replay_grace. With a
+-- key, a repeat of the consume that used it answers as that one did (the
+-- key's record holds the answer and a SHA-1 of the secret, never the
+-- secret). Reply: {OK, client, listing key, address}.
+local seq, ikey = ARGV[3], ARGV[5]
+local fingerprint = 'consume\0' .. seq .. '\0' .. redis.sha1hex(ARGV[4])
+local seen = idempotent(ikey, fingerprint, {'c', 'k', 'ad'})
+if seen then
+  return seen
+end
 local code, a = attempt(seq, ARGV[4])
 if code ~= OK then
   return {code}
@@ -9,7 +18,18 @@ end
 if a[3] ~= 'b' then
   return {CONFLICT, tonumber(a[5])}
 end
+local refused = idempotency_room(ikey, tonumber(ARGV[7]))
+if refused then
+  return refused
+end
+if ikey ~= '' then
+  local room, answer = rooms(with_key({}, ikey, tonumber(ARGV[6])))
+  if not room then
+    return answer
+  end
+end
 redis.call('HSET', R .. 'a:' .. seq, 'st', 'c', 'v', num(tonumber(a[5]) + 1))
 redis.call('SREM', R .. 'pa:' .. a[1], seq)
 leave_index(ATTEMPTS, seq, E_ATTEMPT, CONSUMED_)
+remember(ikey, fingerprint, tonumber(ARGV[6]), {'c', a[2], 'k', a[1], 'ad', a[4]})
 return {OK, a[2], a[1], a[4]}
