@@ -49,6 +49,9 @@ enum Defect {
     /// `consume` drops its idempotency key: a retried consume is refused
     /// as a replay.
     KeylessConsume,
+    /// `enqueue` and `enqueue_batch` drop their idempotency key: a
+    /// retried enqueue makes its jobs again.
+    KeylessEnqueue,
 }
 
 /// The in-memory engine with one defect.
@@ -145,7 +148,8 @@ impl RelayEngine for Broken {
             Defect::SecondConsume
             | Defect::StaleAck
             | Defect::UnextendedClaim
-            | Defect::KeylessConsume => expected,
+            | Defect::KeylessConsume
+            | Defect::KeylessEnqueue => expected,
         };
         RelayEngine::update_listing(&self.inner, tenant, key, expected, attrs).await
     }
@@ -206,8 +210,6 @@ impl Engine for Broken {
         Engine;
         create_queue(tenant: TenantId, name: &str, config: QueueConfig) -> Result<()>;
         delete_queue(tenant: TenantId, name: &str) -> Result<()>;
-        enqueue(tenant: TenantId, queue: &str, payload: &[u8], options: JobOptions) -> Result<JobId>;
-        enqueue_batch(tenant: TenantId, queue: &str, payloads: &[&[u8]], options: JobOptions) -> Result<Vec<JobId>>;
         claim(tenant: TenantId, queue: &str, worker: &str, visibility: Option<Duration>, max_jobs: usize) -> Result<Vec<ClaimedJob>>;
         claim_wait(tenant: TenantId, queue: &str, worker: &str, visibility: Option<Duration>, max_jobs: usize) -> Result<Vec<ClaimedJob>>;
         fail(tenant: TenantId, queue: &str, job: JobId, claim: ClaimToken, reason: &str) -> Result<Failed>;
@@ -241,6 +243,28 @@ impl Engine for Broken {
         Engine::outbox_run_once(&self.inner, tenant, worker, max, handler).await
     }
 
+    async fn enqueue(
+        &self,
+        tenant: TenantId,
+        queue: &str,
+        payload: &[u8],
+        options: JobOptions,
+    ) -> Result<JobId> {
+        let options = self.keyed(options);
+        Engine::enqueue(&self.inner, tenant, queue, payload, options).await
+    }
+
+    async fn enqueue_batch(
+        &self,
+        tenant: TenantId,
+        queue: &str,
+        payloads: &[&[u8]],
+        options: JobOptions,
+    ) -> Result<Vec<JobId>> {
+        let options = self.keyed(options);
+        Engine::enqueue_batch(&self.inner, tenant, queue, payloads, options).await
+    }
+
     async fn extend_claim(
         &self,
         tenant: TenantId,
@@ -272,6 +296,16 @@ impl Engine for Broken {
     }
 }
 
+impl Broken {
+    /// The options an enqueue passes on: without their key when broken so.
+    fn keyed(&self, mut options: JobOptions) -> JobOptions {
+        if self.defect == Defect::KeylessEnqueue {
+            options.idempotency_key = None;
+        }
+        options
+    }
+}
+
 fn failed_checks(defect: Defect) -> Vec<&'static str> {
     let harness = BrokenHarness {
         inner: InMemory::new(),
@@ -298,6 +332,14 @@ fn the_suite_catches_an_engine_that_drops_a_consumes_key() {
     assert_eq!(
         failed_checks(Defect::KeylessConsume),
         vec!["joins::consume_retried_with_a_key"]
+    );
+}
+
+#[test]
+fn the_suite_catches_an_engine_that_drops_an_enqueues_key() {
+    assert_eq!(
+        failed_checks(Defect::KeylessEnqueue),
+        vec!["queues::enqueue_retried_with_a_key"]
     );
 }
 

@@ -199,6 +199,7 @@ pub const QUEUE_CHECKS: &[&str] = &[
     "queues::batches_all_or_none",
     "queues::acks_in_batches",
     "queues::cancel_removes_a_job",
+    "queues::enqueue_retried_with_a_key",
 ];
 
 /// The checks [`run`] adds to [`RELAY_CHECKS`] (wake channels, streams,
@@ -221,6 +222,7 @@ pub const ENGINE_CHECKS: &[&str] = &[
     "queues::batches_all_or_none",
     "queues::acks_in_batches",
     "queues::cancel_removes_a_job",
+    "queues::enqueue_retried_with_a_key",
 ];
 
 /// Runs one check on `$harness`, pushing its failure onto `$failures`.
@@ -352,6 +354,12 @@ where
     check!(h, failures, QUEUE_CHECKS, queues::batches_all_or_none);
     check!(h, failures, QUEUE_CHECKS, queues::acks_in_batches);
     check!(h, failures, QUEUE_CHECKS, queues::cancel_removes_a_job);
+    check!(
+        h,
+        failures,
+        QUEUE_CHECKS,
+        queues::enqueue_retried_with_a_key
+    );
     failures
 }
 

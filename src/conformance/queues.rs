@@ -672,3 +672,76 @@ where
     cfg.schedule_interval_min = u;
     Ok(h.engine(cfg).await?)
 }
+
+/// An enqueue under an idempotency key is safe to retry: its repeat
+/// answers the jobs it made and makes none; other payloads or options
+/// under the key are refused; a failed enqueue leaves its key unused.
+pub(super) async fn enqueue_retried_with_a_key<H: Harness>(h: &H) -> Outcome
+where
+    H::Engine: Engine,
+{
+    let u = h.unit();
+    let e = h.engine(config(u)).await?;
+    e.create_queue(T, "keyed", queue_config(3)).await?;
+    let keyed = JobOptions::default().with_idempotency_key("job-1");
+    let id = e.enqueue(T, "keyed", b"a", keyed.clone()).await?;
+    ensure_eq!(
+        e.enqueue(T, "keyed", b"a", keyed.clone()).await,
+        Ok(id),
+        "the enqueue repeated under its key"
+    );
+    ensure_eq!(
+        e.enqueue(T, "keyed", b"b", keyed.clone()).await,
+        Err(Error::IdempotencyMismatch),
+        "another payload under the key"
+    );
+    ensure_eq!(
+        e.enqueue(T, "keyed", b"a", keyed.clone().with_attempts_max(1))
+            .await,
+        Err(Error::IdempotencyMismatch),
+        "other options under the key"
+    );
+    let batch = JobOptions::default().with_idempotency_key("batch-1");
+    let ids = e
+        .enqueue_batch(T, "keyed", &[b"x", b"y"], batch.clone())
+        .await?;
+    ensure_eq!(
+        e.enqueue_batch(T, "keyed", &[b"x", b"y"], batch.clone())
+            .await,
+        Ok(ids.clone()),
+        "a batch repeated under its key"
+    );
+    ensure_eq!(
+        e.enqueue_batch(T, "keyed", &[b"y", b"x"], batch).await,
+        Err(Error::IdempotencyMismatch),
+        "the batch in another order"
+    );
+    // A failed enqueue remembers nothing under its key.
+    let later = JobOptions::default().with_idempotency_key("job-2");
+    ensure_eq!(
+        e.enqueue(T, "absent", b"c", later.clone()).await,
+        Err(Error::NotFound),
+        "an enqueue on a missing queue"
+    );
+    e.create_queue(T, "absent", queue_config(3)).await?;
+    let made = e.enqueue(T, "absent", b"c", later.clone()).await?;
+    ensure_eq!(
+        e.enqueue(T, "absent", b"c", later).await,
+        Ok(made),
+        "the key a failed enqueue left unused"
+    );
+    let claimed = e.claim(T, "keyed", "w", None, 10).await?;
+    ensure_eq!(
+        claimed
+            .iter()
+            .map(|c| (c.id, c.payload.to_vec()))
+            .collect::<Vec<_>>(),
+        vec![
+            (id, b"a".to_vec()),
+            (ids[0], b"x".to_vec()),
+            (ids[1], b"y".to_vec())
+        ],
+        "each job once, whatever was repeated"
+    );
+    Ok(())
+}

@@ -25,6 +25,7 @@
 //! (and wakes waiting workers) even if nobody claims.
 
 use crate::base::ids::JobId;
+use crate::base::name::Name;
 use crate::base::time::duration_to_millis_ceil;
 use crate::contract::config::settings;
 use std::sync::Arc;
@@ -155,6 +156,15 @@ pub struct JobOptions {
     /// Claims the job gets before it is dead-lettered, instead of the
     /// queue's.
     pub attempts_max: Option<u32>,
+    /// An idempotency key: a repeat of the enqueue (the same queue,
+    /// payloads and options, under the same key, within
+    /// `idempotency_ttl`) returns the jobs it made instead of making
+    /// more, so an enqueue that failed with `may_have_run` is safe to
+    /// retry; other parameters under the key are
+    /// [`Error::IdempotencyMismatch`](crate::Error::IdempotencyMismatch).
+    /// The key counts under the tenant's `idempotency_max` while it is
+    /// remembered. Payloads are compared by a digest, not kept.
+    pub idempotency_key: Option<Name>,
 }
 
 impl JobOptions {
@@ -169,6 +179,13 @@ impl JobOptions {
     /// The same, with `attempts_max` claims.
     pub fn with_attempts_max(mut self, attempts_max: u32) -> Self {
         self.attempts_max = Some(attempts_max);
+        self
+    }
+
+    /// The same, under an idempotency key (see
+    /// [`idempotency_key`](Self::idempotency_key)).
+    pub fn with_idempotency_key(mut self, key: &str) -> Self {
+        self.idempotency_key = Some(Name::new(key));
         self
     }
 }

@@ -158,6 +158,11 @@ impl RedisEngine {
         for payload in payloads {
             self.inner.queue_limits.check_job(payload.len(), options)?;
         }
+        let key = options.idempotency_key.as_deref();
+        if let Some(k) = key {
+            self.check_name(k)?;
+        }
+        let config = self.config();
         let mut args = args![
             queue,
             duration_to_millis_ceil(options.delay).to_string(),
@@ -165,6 +170,9 @@ impl RedisEngine {
                 .attempts_max
                 .map_or_else(String::new, |a| a.to_string()),
             wake_channel(queue).as_bytes(),
+            key.unwrap_or(""),
+            self.idempotency_ttl_ms().to_string(),
+            quota_arg(config.tenant.idempotency_max),
         ];
         args.extend(payloads.iter().map(|p| p.to_vec()));
         let reply = self

@@ -1,4 +1,4 @@
-//! Idempotency keys for creating operations and for `consume`.
+//! Idempotency keys for creating operations, `consume` and `enqueue`.
 //!
 //! The first call with a key claims it (an in-flight record), runs the
 //! operation and stores its outcome. A repeat with the same parameters gets
@@ -39,6 +39,24 @@ pub(crate) enum IdemParams {
     Consume {
         token: JoinToken,
     },
+    /// An enqueue's queue, options, and its payloads by count and digest
+    /// ([`payload_digest`]), so the record keeps no payload.
+    Enqueue {
+        queue: Arc<str>,
+        jobs: usize,
+        digest: u64,
+        delay: std::time::Duration,
+        attempts_max: Option<u32>,
+    },
+}
+
+/// A 64-bit digest of an enqueue's payloads, in order (SipHash, fixed
+/// keys): what an idempotency record compares a repeat's payloads by.
+pub(super) fn payload_digest(payloads: &[&[u8]]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    payloads.hash(&mut hasher);
+    hasher.finish()
 }
 
 #[derive(Clone, Debug)]
@@ -47,6 +65,8 @@ pub(crate) enum Outcome {
     Publish(ListingInfo),
     Join(JoinTicket),
     Consume(Admission),
+    /// The first job's sequence number (a batch's others follow it).
+    Enqueue(u64),
 }
 
 pub(crate) struct Idem {

@@ -1,6 +1,7 @@
 //! The store's side of job queues (`src/coord/queue.rs`): names, ids, the
 //! lifecycle, the clock, and the wakes that workers wait on.
 
+use super::idempotency::{payload_digest, IdemParams, Outcome};
 use super::Store;
 use crate::base::error::{Error, Result};
 use crate::base::ids::{JobId, TenantId};
@@ -106,7 +107,7 @@ impl Store {
         options: JobOptions,
     ) -> Result<JobId> {
         self.check_own_name(queue)?;
-        let first = self.enqueue_many(tenant, queue, &[payload], &options)?;
+        let first = self.enqueue_keyed(tenant, queue, &[payload], &options)?;
         Ok(self.job_id(first))
     }
 
@@ -123,10 +124,41 @@ impl Store {
     ) -> Result<Vec<JobId>> {
         self.check_own_name(queue)?;
         self.shared.config.check_enqueue_batch(payloads.len())?;
-        let first = self.enqueue_many(tenant, queue, payloads, &options)?;
+        let first = self.enqueue_keyed(tenant, queue, payloads, &options)?;
         Ok((first..first + payloads.len() as u64)
             .map(|seq| self.job_id(seq))
             .collect())
+    }
+
+    /// [`enqueue_many`](Self::enqueue_many) under the options'
+    /// idempotency key, if they have one: a repeat answers the first
+    /// job's number the key remembers.
+    fn enqueue_keyed(
+        &self,
+        tenant: TenantId,
+        queue: &str,
+        payloads: &[&[u8]],
+        options: &JobOptions,
+    ) -> Result<u64> {
+        let now = self.shared.clock.now();
+        self.idempotent(
+            tenant,
+            options.idempotency_key.as_deref(),
+            || IdemParams::Enqueue {
+                queue: Arc::from(queue),
+                jobs: payloads.len(),
+                digest: payload_digest(payloads),
+                delay: options.delay,
+                attempts_max: options.attempts_max,
+            },
+            now,
+            || self.enqueue_many(tenant, queue, payloads, options),
+            |first| Outcome::Enqueue(*first),
+            |o| match o {
+                Outcome::Enqueue(first) => Some(*first),
+                _ => None,
+            },
+        )
     }
 
     /// Enqueues jobs with the same options, all or none (one admission

@@ -1,8 +1,13 @@
 -- enqueue: ARGV[3] queue, ARGV[4] delay (ms, 0 for none), ARGV[5]
 -- attempts_max ('' for the queue's), ARGV[6] the queue's wake channel,
--- then one payload per job (one for `enqueue`, a batch's for
--- `enqueue_batch`), all or none. Reply: {OK, the first job's number (the
--- others follow it)} or a refusal.
+-- ARGV[7] idempotency key ('' for none), ARGV[8] idempotency_ttl (ms),
+-- ARGV[9] the tenant's idempotency quota, then one payload per job (one for
+-- `enqueue`, a batch's for `enqueue_batch`), all or none. With a key, a
+-- repeat of the same enqueue answers the jobs it made (the key's record
+-- holds the first job's number and a SHA-1 of the payloads, not the
+-- payloads). Reply: {OK, the first job's number (the others follow it)} or
+-- a refusal.
+local name, ikey = ARGV[3], ARGV[7]
 local delay = tonumber(ARGV[4])
 local due = nil
 if delay > 0 then
@@ -13,11 +18,37 @@ if attempts == '' then
   attempts = nil
 end
 local payloads = {}
-for i = 7, #ARGV do
+local framed = {}
+for i = 10, #ARGV do
   payloads[#payloads + 1] = ARGV[i]
+  framed[#framed + 1] = #ARGV[i] .. ':' .. ARGV[i]
 end
-local first, refused = enqueue_jobs(ARGV[3], payloads, due, attempts, ARGV[6])
-if not first then
+local fingerprint = ''
+if ikey ~= '' then
+  fingerprint = 'enqueue\0' .. name .. '\0' .. ARGV[4] .. '\0' .. ARGV[5] .. '\0'
+    .. #payloads .. '\0' .. redis.sha1hex(table.concat(framed))
+  local seen = idempotent(ikey, fingerprint, {'j'})
+  if seen then
+    if seen[1] ~= OK then
+      return seen
+    end
+    return {OK, tonumber(seen[2])}
+  end
+end
+local q, bytes = enqueue_admits(name, payloads)
+if not q then
+  return bytes
+end
+local refused = idempotency_room(ikey, tonumber(ARGV[9]))
+if refused then
   return refused
 end
+if ikey ~= '' then
+  local room, answer = rooms(with_key({}, ikey, tonumber(ARGV[8])))
+  if not room then
+    return answer
+  end
+end
+local first = enqueue_admitted(name, q, bytes, payloads, due, attempts, ARGV[6])
+remember(ikey, fingerprint, tonumber(ARGV[8]), {'j', first})
 return {OK, tonumber(first)}

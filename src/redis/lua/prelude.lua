@@ -932,14 +932,12 @@ local function queue_room(name, q, size)
   return math.max(room, 0)
 end
 
--- Enqueues one job per entry of `payloads` on queue `name`, all or none:
--- ready, or delayed until `due` (nil: ready), with `attempts` claims each
--- (nil: the queue's). The one admission rule of enqueues: a queue at its
--- dead-letter cap takes nothing, nor one whose jobs or bytes would pass
--- its caps. Ready jobs wake the queue's workers (`wake`, its channel).
--- Returns the first job's number (the others follow it: `next_fence`
--- issues consecutive numbers within one call), or nil and the refusal.
-local function enqueue_jobs(name, payloads, due, attempts, wake)
+-- Whether queue `name` takes one job per entry of `payloads` now, all or
+-- none: the one admission rule of enqueues. A queue at its dead-letter cap
+-- takes nothing, nor one whose jobs or bytes would pass its caps. Returns
+-- the queue's settings (`queue_now`'s) and the payloads' bytes, or nil and
+-- the refusal. Writes nothing.
+local function enqueue_admits(name, payloads)
   local q = queue_now(name)
   if not q then
     return nil, {NOT_FOUND}
@@ -959,6 +957,16 @@ local function enqueue_jobs(name, payloads, due, attempts, wake)
   if q[8] + bytes > q[2] then
     return nil, {CAPACITY, Q_BYTES, q[2], q[8]}
   end
+  return q, bytes
+end
+
+-- Enqueues on queue `name` (settings `q`) the `payloads` that
+-- `enqueue_admits` admitted (`bytes` in all): ready, or delayed until `due`
+-- (nil: ready), with `attempts` claims each (nil: the queue's). Ready jobs
+-- wake the queue's workers (`wake`, its channel). Returns the first job's
+-- number (the others follow it: `next_fence` issues consecutive numbers
+-- within one call).
+local function enqueue_admitted(name, q, bytes, payloads, due, attempts, wake)
   local first
   for _, payload in ipairs(payloads) do
     local seq = num(next_fence())
@@ -977,6 +985,17 @@ local function enqueue_jobs(name, payloads, due, attempts, wake)
     publish_wake(wake)
   end
   return first
+end
+
+-- Enqueues one job per entry of `payloads` on queue `name`, all or none
+-- (`enqueue_admits`, then `enqueue_admitted`). Returns the first job's
+-- number, or nil and the refusal.
+local function enqueue_jobs(name, payloads, due, attempts, wake)
+  local q, bytes = enqueue_admits(name, payloads)
+  if not q then
+    return nil, bytes
+  end
+  return enqueue_admitted(name, q, bytes, payloads, due, attempts, wake)
 end
 
 -- Removes queue `name` with every job in it, announced with `cause`.
