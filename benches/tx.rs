@@ -61,7 +61,9 @@ fn three(rounds: u64, in_tx: bool) -> Duration {
         } else {
             version = store.update_listing(T, "lobby", version, ATTRS).unwrap();
             store.append(T, "lobby-log", &ENTRY).unwrap();
-            store.outbox_put(T, "lobby.changed", b"lobby").unwrap();
+            store
+                .outbox_put(T, "lobby.changed", b"lobby", None)
+                .unwrap();
         }
         took += started.elapsed();
         black_box(version);

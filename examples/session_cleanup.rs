@@ -36,7 +36,7 @@ fn main() -> Result<(), relaystore::Error> {
         store.enqueue(RELAY, "cleanup", payload.as_bytes(), JobOptions::default())?;
         println!("relay: session s-17 ended; enqueued {payload:?}");
     }
-    store.outbox_put(RELAY, "session.ended", b"s-17")?;
+    store.outbox_put(RELAY, "session.ended", b"s-17", None)?;
 
     // The matchmaker is reachable: the outbox message is delivered.
     let run = store.outbox_run_once(RELAY, "relay-a", 10, |m| {

@@ -221,7 +221,7 @@ impl Engine for Broken {
         dead_letters(tenant: TenantId, queue: &str, after: Option<JobId>, max: usize) -> Result<Vec<DeadLetter>>;
         requeue_dead(tenant: TenantId, queue: &str, job: JobId) -> Result<()>;
         purge_dead(tenant: TenantId, queue: &str) -> Result<usize>;
-        outbox_put(tenant: TenantId, topic: &str, payload: &[u8]) -> Result<JobId>;
+        outbox_put(tenant: TenantId, topic: &str, payload: &[u8], idempotency_key: Option<&str>) -> Result<JobId>;
         schedule(tenant: TenantId, name: &str, spec: &str, queue: &str, payload: &[u8]) -> Result<()>;
         unschedule(tenant: TenantId, name: &str) -> Result<()>;
         schedules(tenant: TenantId) -> Result<Vec<ScheduleInfo>>;

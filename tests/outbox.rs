@@ -10,8 +10,8 @@ use std::time::Duration;
 #[test]
 fn delivered_messages_leave_and_failed_ones_come_back_after_a_backoff() {
     let (clock, s) = store();
-    let first = s.outbox_put(T, "session.ended", b"s-1").unwrap();
-    let second = s.outbox_put(T, "session.ended", b"s-2").unwrap();
+    let first = s.outbox_put(T, "session.ended", b"s-1", None).unwrap();
+    let second = s.outbox_put(T, "session.ended", b"s-2", None).unwrap();
     let mut seen: Vec<OutboxMessage> = Vec::new();
     let run = s
         .outbox_run_once(T, "relay-a", 10, |m| {
@@ -59,7 +59,9 @@ fn delivered_messages_leave_and_failed_ones_come_back_after_a_backoff() {
 #[test]
 fn a_panicking_handler_counts_as_a_failure_and_its_last_attempt_dead_letters() {
     let (clock, s) = store();
-    let id = s.outbox_put(T, "alloc.cleanup", b"port 4000").unwrap();
+    let id = s
+        .outbox_put(T, "alloc.cleanup", b"port 4000", None)
+        .unwrap();
     let mut dead = 0;
     for attempt in 1..=5 {
         let run = s
@@ -102,13 +104,16 @@ fn a_panicking_handler_counts_as_a_failure_and_its_last_attempt_dead_letters() {
         Err(Error::ReservedName),
         "only outbox_put writes to it"
     );
-    assert!(matches!(s.outbox_put(T, "", b""), Err(Error::InvalidName)));
+    assert!(matches!(
+        s.outbox_put(T, "", b"", None),
+        Err(Error::InvalidName)
+    ));
     // The topic travels with the payload: together they must fit a job.
     let max = s.config().job_payload_bytes_max;
     assert!(matches!(
-        s.outbox_put(T, "t", &vec![0; max - 2]),
+        s.outbox_put(T, "t", &vec![0; max - 2], None),
         Err(Error::InvalidArgument { .. })
     ));
-    s.outbox_put(T, "t", &vec![0; max - 3]).unwrap();
+    s.outbox_put(T, "t", &vec![0; max - 3], None).unwrap();
     s.audit().unwrap();
 }

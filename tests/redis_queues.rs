@@ -147,8 +147,8 @@ fn an_outbox_filled_on_one_instance_is_delivered_from_another() {
     on_every_target("queues-outbox", |target, name| async move {
         let engines = instances(&target, &name, 2, config()).await;
         let (a, b) = (&engines[0], &engines[1]);
-        let first = a.outbox_put(T, "match.ended", b"m-1").await.unwrap();
-        let second = a.outbox_put(T, "match.ended", b"m-2").await.unwrap();
+        let first = a.outbox_put(T, "match.ended", b"m-1", None).await.unwrap();
+        let second = a.outbox_put(T, "match.ended", b"m-2", None).await.unwrap();
         let mut seen = Vec::new();
         let run = b
             .outbox_run_once(T, "relay-b", 10, |m| {

@@ -613,7 +613,7 @@ fn staging_validates_input_and_refuses_second_writes() {
 #[test]
 fn a_commit_inside_an_outbox_handler_goes_in() {
     let (_clock, s, _lease) = relay();
-    s.outbox_put(T, "t", b"m").unwrap();
+    s.outbox_put(T, "t", b"m", None).unwrap();
     let mut inner = None;
     s.outbox_run_once(T, "w", 1, |_| {
         let mut tx = s.begin_tx();

@@ -288,7 +288,7 @@ where
 {
     let u = h.unit();
     let e = scheduling(h).await?;
-    let id = e.outbox_put(T, "session.ended", b"s-1").await?;
+    let id = e.outbox_put(T, "session.ended", b"s-1", None).await?;
     let mut seen = Vec::new();
     let run = e
         .outbox_run_once(T, "relay", 10, |m| {
@@ -673,9 +673,10 @@ where
     Ok(h.engine(cfg).await?)
 }
 
-/// An enqueue under an idempotency key is safe to retry: its repeat
-/// answers the jobs it made and makes none; other payloads or options
-/// under the key are refused; a failed enqueue leaves its key unused.
+/// An enqueue (or an outbox put) under an idempotency key is safe to
+/// retry: its repeat answers the jobs it made and makes none; other
+/// payloads or options under the key are refused; a failed enqueue
+/// leaves its key unused.
 pub(super) async fn enqueue_retried_with_a_key<H: Harness>(h: &H) -> Outcome
 where
     H::Engine: Engine,
@@ -743,5 +744,25 @@ where
         ],
         "each job once, whatever was repeated"
     );
+    let put = e
+        .outbox_put(T, "lobby.closed", b"l-1", Some("out-1"))
+        .await?;
+    ensure_eq!(
+        e.outbox_put(T, "lobby.closed", b"l-1", Some("out-1")).await,
+        Ok(put),
+        "an outbox put repeated under its key"
+    );
+    ensure_eq!(
+        e.outbox_put(T, "lobby.closed", b"l-2", Some("out-1")).await,
+        Err(Error::IdempotencyMismatch),
+        "another message under the key"
+    );
+    let mut delivered = 0;
+    e.outbox_run_once(T, "w", 10, |_| {
+        delivered += 1;
+        Ok::<(), String>(())
+    })
+    .await?;
+    ensure_eq!(delivered, 1, "the repeated put is one message");
     Ok(())
 }

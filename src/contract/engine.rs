@@ -643,12 +643,14 @@ pub trait Engine: StreamEngine {
     // ----- outbox -----
 
     /// Puts a message on the tenant's outbox
-    /// ([`Store::outbox_put`](crate::Store::outbox_put)).
+    /// ([`Store::outbox_put`](crate::Store::outbox_put)); with an
+    /// idempotency key, a repeat answers the message it put.
     fn outbox_put(
         &self,
         tenant: TenantId,
         topic: &str,
         payload: &[u8],
+        idempotency_key: Option<&str>,
     ) -> impl Future<Output = Result<JobId>> + Send;
 
     /// Delivers due outbox messages through `handler`

@@ -112,7 +112,7 @@ macro_rules! served {
             dead_letters(tenant: $crate::base::ids::TenantId, queue: &str, after: Option<$crate::base::ids::JobId>, max: usize) -> $crate::base::error::Result<Vec<$crate::contract::queue::DeadLetter>>;
             requeue_dead(tenant: $crate::base::ids::TenantId, queue: &str, job: $crate::base::ids::JobId) -> $crate::base::error::Result<()>;
             purge_dead(tenant: $crate::base::ids::TenantId, queue: &str) -> $crate::base::error::Result<usize>;
-            outbox_put(tenant: $crate::base::ids::TenantId, topic: &str, payload: &[u8]) -> $crate::base::error::Result<$crate::base::ids::JobId>;
+            outbox_put(tenant: $crate::base::ids::TenantId, topic: &str, payload: &[u8], idempotency_key: Option<&str>) -> $crate::base::error::Result<$crate::base::ids::JobId>;
             schedule(tenant: $crate::base::ids::TenantId, name: &str, spec: &str, queue: &str, payload: &[u8]) -> $crate::base::error::Result<()>;
             unschedule(tenant: $crate::base::ids::TenantId, name: &str) -> $crate::base::error::Result<()>;
         }

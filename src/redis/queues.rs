@@ -16,6 +16,7 @@ use super::reply::Reply;
 use super::{quota_arg, scripts, Issued, Mode, RedisEngine};
 use crate::base::error::{Error, Result};
 use crate::base::ids::{JobId, TenantId};
+use crate::base::name::Name;
 use crate::base::time::duration_to_millis_ceil;
 use crate::contract::names::queue_wake_channel as wake_channel;
 use crate::contract::names::OUTBOX_QUEUE;
@@ -598,9 +599,18 @@ impl RedisEngine {
     /// Puts a message on the tenant's outbox (its queue is created on
     /// first use with [`outbox_config`], taking one of the tenant's
     /// queues), as [`Store::outbox_put`](crate::Store::outbox_put).
-    pub async fn outbox_put(&self, tenant: TenantId, topic: &str, payload: &[u8]) -> Result<JobId> {
+    pub async fn outbox_put(
+        &self,
+        tenant: TenantId,
+        topic: &str,
+        payload: &[u8],
+        idempotency_key: Option<&str>,
+    ) -> Result<JobId> {
         let framed = crate::contract::outbox::frame(self.config(), topic, payload)?;
-        let options = JobOptions::default();
+        let options = JobOptions {
+            idempotency_key: idempotency_key.map(Name::new),
+            ..JobOptions::default()
+        };
         match self
             .enqueue_named(tenant, OUTBOX_QUEUE, &framed, &options)
             .await

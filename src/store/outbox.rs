@@ -4,6 +4,7 @@
 use super::Store;
 use crate::base::error::{Error, Result};
 use crate::base::ids::{JobId, TenantId};
+use crate::base::name::Name;
 use crate::base::sync::Arc;
 use crate::contract::names::OUTBOX_QUEUE;
 use crate::contract::outbox::OutboxMessage;
@@ -17,14 +18,28 @@ impl Store {
     /// for [`enqueue`](Self::enqueue); `topic` is a name, and the topic
     /// and payload together (plus 2 bytes) must fit
     /// `job_payload_bytes_max`.
-    pub fn outbox_put(&self, tenant: TenantId, topic: &str, payload: &[u8]) -> Result<JobId> {
+    ///
+    /// With an idempotency key, a repeat (the same topic and payload,
+    /// under the same key, within `idempotency_ttl`) answers the message
+    /// it put and puts none, as an [`enqueue`](Self::enqueue) under a key
+    /// does: an outbox put that failed with `may_have_run` is safe to retry.
+    pub fn outbox_put(
+        &self,
+        tenant: TenantId,
+        topic: &str,
+        payload: &[u8],
+        idempotency_key: Option<&str>,
+    ) -> Result<JobId> {
         let framed = self.outbox_frame(topic, payload)?;
-        let options = JobOptions::default();
-        let enqueued = self.enqueue_many(tenant, OUTBOX_QUEUE, &[&framed], &options);
+        let options = JobOptions {
+            idempotency_key: idempotency_key.map(Name::new),
+            ..JobOptions::default()
+        };
+        let enqueued = self.enqueue_keyed(tenant, OUTBOX_QUEUE, &[&framed], &options);
         let first = match enqueued {
             Err(Error::NotFound) => {
                 self.outbox_create(tenant)?;
-                self.enqueue_many(tenant, OUTBOX_QUEUE, &[&framed], &options)?
+                self.enqueue_keyed(tenant, OUTBOX_QUEUE, &[&framed], &options)?
             }
             other => other?,
         };

@@ -133,7 +133,7 @@ impl Store {
     /// [`enqueue_many`](Self::enqueue_many) under the options'
     /// idempotency key, if they have one: a repeat answers the first
     /// job's number the key remembers.
-    fn enqueue_keyed(
+    pub(super) fn enqueue_keyed(
         &self,
         tenant: TenantId,
         queue: &str,
