@@ -31,7 +31,7 @@ fn append(c: &mut Criterion) {
     group.throughput(Throughput::Elements(1));
     let s = store();
     group.bench_function("store", |b| {
-        b.iter(|| black_box(s.append(T, "log", &PAYLOAD).unwrap()))
+        b.iter(|| black_box(s.append(T, "log", &PAYLOAD, None).unwrap()))
     });
     let ring: Ring = Mutex::new((0, VecDeque::new()));
     group.bench_function("mutex_vecdeque", |b| {
@@ -63,7 +63,7 @@ fn read(c: &mut Criterion) {
     group.throughput(Throughput::Elements(100));
     let s = store();
     for _ in 0..1000 {
-        s.append(T, "log", &PAYLOAD).unwrap();
+        s.append(T, "log", &PAYLOAD, None).unwrap();
     }
     group.bench_function("store", |b| {
         b.iter(|| black_box(s.read_stream(T, "log", 500, 100).unwrap()))

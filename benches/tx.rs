@@ -60,7 +60,7 @@ fn three(rounds: u64, in_tx: bool) -> Duration {
             version = done.listing_version(T, "lobby").unwrap();
         } else {
             version = store.update_listing(T, "lobby", version, ATTRS).unwrap();
-            store.append(T, "lobby-log", &ENTRY).unwrap();
+            store.append(T, "lobby-log", &ENTRY, None).unwrap();
             store
                 .outbox_put(T, "lobby.changed", b"lobby", None)
                 .unwrap();

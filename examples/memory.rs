@@ -298,7 +298,7 @@ fn main() {
             );
             store.create_stream(TenantId(1), "log", retention).unwrap();
             for _ in 0..n {
-                store.append(TenantId(1), "log", &PAYLOAD).unwrap();
+                store.append(TenantId(1), "log", &PAYLOAD, None).unwrap();
             }
             store
         });

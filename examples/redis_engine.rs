@@ -155,8 +155,11 @@ async fn run(url: &str, o: &Options) {
         store.create_stream(tenant, FEED, feed).expect("stream");
         store.create_stream(tenant, LOG, log).expect("stream");
         for _ in 0..16 {
-            engine.append(tenant, LOG, &ENTRY).await.expect("append");
-            store.append(tenant, LOG, &ENTRY).expect("append");
+            engine
+                .append(tenant, LOG, &ENTRY, None)
+                .await
+                .expect("append");
+            store.append(tenant, LOG, &ENTRY, None).expect("append");
         }
         engine
             .create_queue(tenant, JOBS, QueueConfig::default())
@@ -429,7 +432,7 @@ async fn one_remote(e: &RedisEngine, ids: &[(TenantId, LeaseId)], op: &str, k: u
         "renew" => e.renew(tenant, id, TTL).await.is_ok(),
         "notify" => e.notify(tenant, LOBBY).await.is_ok(),
         "health" => e.health().await == relaystore::Health::Ready,
-        "append" => e.append(tenant, FEED, &ENTRY).await.is_ok(),
+        "append" => e.append(tenant, FEED, &ENTRY, None).await.is_ok(),
         "job" => {
             let tenant = TenantId(k % TENANTS);
             if e.enqueue(tenant, JOBS, &ENTRY, JobOptions::default())
@@ -479,7 +482,7 @@ fn one_local(s: &Store, ids: &[(TenantId, LeaseId)], op: &str, k: u64) -> u64 {
         "renew" => s.renew(tenant, id, TTL).is_ok(),
         "notify" => s.notify(tenant, LOBBY).is_ok(),
         "health" => s.health() == relaystore::Health::Ready,
-        "append" => s.append(tenant, FEED, &ENTRY).is_ok(),
+        "append" => s.append(tenant, FEED, &ENTRY, None).is_ok(),
         "job" => {
             let tenant = TenantId(k % TENANTS);
             if s.enqueue(tenant, JOBS, &ENTRY, JobOptions::default())

@@ -88,7 +88,7 @@ fn commit_vs_append(fault: StoreFault) {
             let store = store.clone();
             thread::spawn(move || {
                 store_fault(fault);
-                store.append(T, "log", b"plain").unwrap()
+                store.append(T, "log", b"plain", None).unwrap()
             })
         };
         let committed = tx.commit();

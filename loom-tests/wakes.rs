@@ -182,7 +182,7 @@ fn append_vs_follow(fault: StoreFault) {
         store.create_stream(T, "log", config).unwrap();
         let appender = {
             let store = Store::clone(&store);
-            thread::spawn(move || store.append(T, "log", b"x").unwrap())
+            thread::spawn(move || store.append(T, "log", b"x", None).unwrap())
         };
         let mut follower = ManuallyDrop::new(store.follow(T, "log", "worker").unwrap());
         let read = follower.blocking_next(8).unwrap();

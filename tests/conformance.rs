@@ -52,6 +52,8 @@ enum Defect {
     /// `enqueue` and `enqueue_batch` drop their idempotency key: a
     /// retried enqueue makes its jobs again.
     KeylessEnqueue,
+    /// `append` drops its idempotency key: a retried append appends again.
+    KeylessAppend,
 }
 
 /// The in-memory engine with one defect.
@@ -149,7 +151,8 @@ impl RelayEngine for Broken {
             | Defect::StaleAck
             | Defect::UnextendedClaim
             | Defect::KeylessConsume
-            | Defect::KeylessEnqueue => expected,
+            | Defect::KeylessEnqueue
+            | Defect::KeylessAppend => expected,
         };
         RelayEngine::update_listing(&self.inner, tenant, key, expected, attrs).await
     }
@@ -195,13 +198,23 @@ impl StreamEngine for Broken {
         StreamEngine;
         create_stream(tenant: TenantId, name: &str, config: StreamConfig) -> Result<()>;
         delete_stream(tenant: TenantId, name: &str) -> Result<()>;
-        append(tenant: TenantId, name: &str, payload: &[u8]) -> Result<u64>;
         read_stream(tenant: TenantId, name: &str, from: u64, max: usize) -> Result<StreamRead>;
         trim_stream(tenant: TenantId, name: &str, before: u64) -> Result<u64>;
         commit(tenant: TenantId, name: &str, consumer: &str, offset: u64) -> Result<()>;
         stream_info(tenant: TenantId, name: &str) -> Result<relaystore::stream::StreamInfo>;
         committed(tenant: TenantId, name: &str, consumer: &str) -> Result<Option<u64>>;
         follow(tenant: TenantId, name: &str, consumer: &str) -> Result<Follower>;
+    }
+
+    async fn append(
+        &self,
+        tenant: TenantId,
+        name: &str,
+        payload: &[u8],
+        key: Option<&str>,
+    ) -> Result<u64> {
+        let key = key.filter(|_| self.defect != Defect::KeylessAppend);
+        StreamEngine::append(&self.inner, tenant, name, payload, key).await
     }
 }
 
@@ -340,6 +353,14 @@ fn the_suite_catches_an_engine_that_drops_an_enqueues_key() {
     assert_eq!(
         failed_checks(Defect::KeylessEnqueue),
         vec!["queues::enqueue_retried_with_a_key"]
+    );
+}
+
+#[test]
+fn the_suite_catches_an_engine_that_drops_an_appends_key() {
+    assert_eq!(
+        failed_checks(Defect::KeylessAppend),
+        vec!["streams::append_retried_with_a_key"]
     );
 }
 

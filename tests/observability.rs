@@ -168,9 +168,9 @@ fn stream_and_wake_refusals_are_logged_too() {
         let full =
             relaystore::stream::StreamConfig::new(1, 64, relaystore::stream::WhenFull::Refuse);
         s.create_stream(T, "log", full).unwrap();
-        s.append(T, "log", b"x").unwrap();
+        s.append(T, "log", b"x", None).unwrap();
         assert!(matches!(
-            s.append(T, "log", b"y"),
+            s.append(T, "log", b"y", None),
             Err(Error::CapacityExceeded { .. })
         ));
         c.advance(SEC);

@@ -38,7 +38,7 @@ fn a_follower_on_one_instance_reads_what_another_appends() {
             (read, follower)
         });
         tokio::time::sleep(Duration::from_millis(100)).await;
-        assert_eq!(a.append(T, "room", b"hello").await, Ok(0), "{name}");
+        assert_eq!(a.append(T, "room", b"hello", None).await, Ok(0), "{name}");
         let (read, mut follower) = tokio::time::timeout(SETTLE, waiting)
             .await
             .unwrap_or_else(|_| panic!("{name}: the follower was not woken"))
@@ -54,7 +54,7 @@ fn a_follower_on_one_instance_reads_what_another_appends() {
         );
         // Another tenant's stream of the same name is another stream.
         assert_eq!(
-            b.append(OTHER, "room", b"x").await,
+            b.append(OTHER, "room", b"x", None).await,
             Err(Error::NotFound),
             "{name}"
         );
@@ -86,7 +86,7 @@ fn removals_are_announced_and_cascade_with_the_lease() {
         a.create_stream(T, "attached", log().attached_to(lease.id))
             .await
             .unwrap();
-        a.append(T, "attached", b"x").await.unwrap();
+        a.append(T, "attached", b"x", None).await.unwrap();
         a.revoke(T, lease.id).await.unwrap();
         let mut seen = Vec::new();
         while seen.len() < 2 {
@@ -232,7 +232,7 @@ fn appends_keep_each_streams_retention() {
             .await
             .unwrap();
         for payload in [&b"ab"[..], b"cd", b"efg"] {
-            e.append(T, "bytes", payload).await.unwrap();
+            e.append(T, "bytes", payload, None).await.unwrap();
         }
         // Three bytes do not fit beside four: the oldest two entries went.
         let info = e.stream_info(T, "bytes").await.unwrap();
@@ -242,7 +242,7 @@ fn appends_keep_each_streams_retention() {
             "{name}"
         );
         assert_eq!(
-            e.append(T, "bytes", b"hello").await,
+            e.append(T, "bytes", b"hello", None).await,
             Err(Error::InvalidArgument {
                 reason: "payload is larger than the stream's bytes_max"
             }),
@@ -265,7 +265,7 @@ fn appends_keep_each_streams_retention() {
         let aged =
             StreamConfig::new(10, 100, WhenFull::Refuse).with_age_max(Duration::from_millis(200));
         e.create_stream(T, "aged", aged).await.unwrap();
-        e.append(T, "aged", b"old").await.unwrap();
+        e.append(T, "aged", b"old", None).await.unwrap();
         tokio::time::sleep(Duration::from_millis(300)).await;
         assert_eq!(
             e.read_stream(T, "aged", 0, 10).await.map(drop),
@@ -273,7 +273,7 @@ fn appends_keep_each_streams_retention() {
             "{name}: an entry past the stream's age"
         );
         // The next append drops it.
-        e.append(T, "aged", b"new").await.unwrap();
+        e.append(T, "aged", b"new", None).await.unwrap();
         let info = e.stream_info(T, "aged").await.unwrap();
         assert_eq!((info.first, info.entries, info.bytes), (1, 1, 3), "{name}");
     });
@@ -359,7 +359,7 @@ fn budget_room_no_record_holds_is_given_back() {
         assert_eq!(e.reclaim_budgets().await, Ok(1), "{name}");
         assert_eq!(used(e.clone()).await, Some(2), "{name}");
         assert_eq!(e.reclaim_budgets().await, Ok(0), "{name}: once");
-        assert_eq!(e.append(T, "kept", b"x").await, Ok(0), "{name}");
+        assert_eq!(e.append(T, "kept", b"x", None).await, Ok(0), "{name}");
         let sums: Vec<i64> = raw
             .query(
                 ::redis::cmd("HMGET")

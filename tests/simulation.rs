@@ -635,7 +635,7 @@ impl Sim {
         // A burst of appends, so retention is reached often.
         for _ in 0..if choice < 3 { 1 + self.rng.below(3) } else { 0 } {
             let (first, next) = self.streams[&(t, name)];
-            match self.store.append(t, name, b"entry") {
+            match self.store.append(t, name, b"entry", None) {
                 Ok(offset) => {
                     assert_eq!(offset, next, "I11: offsets in sequence");
                     // A full trimming stream dropped its oldest entry.

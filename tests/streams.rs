@@ -18,7 +18,7 @@ fn offsets_increase_and_reads_come_in_order() {
     s.create_stream(T, "log", StreamConfig::new(100, 1 << 20, WhenFull::Refuse))
         .unwrap();
     for i in 0..5u8 {
-        assert_eq!(s.append(T, "log", &[i]).unwrap(), u64::from(i));
+        assert_eq!(s.append(T, "log", &[i], None).unwrap(), u64::from(i));
     }
     let read = s.read_stream(T, "log", 1, 3).unwrap();
     assert_eq!(offsets(&read), vec![1, 2, 3]);
@@ -43,10 +43,10 @@ fn a_refusing_stream_refuses_when_full_and_loses_nothing() {
     let (_c, s) = store();
     s.create_stream(T, "log", StreamConfig::new(2, 1 << 20, WhenFull::Refuse))
         .unwrap();
-    s.append(T, "log", b"a").unwrap();
-    s.append(T, "log", b"b").unwrap();
+    s.append(T, "log", b"a", None).unwrap();
+    s.append(T, "log", b"b", None).unwrap();
     assert_eq!(
-        (s.append(T, "log", b"c")).map_err(|e| e.capacity_scope()),
+        (s.append(T, "log", b"c", None)).map_err(|e| e.capacity_scope()),
         Err(Some(Scope::StreamEntries))
     );
     assert_eq!(
@@ -54,7 +54,11 @@ fn a_refusing_stream_refuses_when_full_and_loses_nothing() {
         vec![0, 1]
     );
     assert_eq!(s.trim_stream(T, "log", 1).unwrap(), 1);
-    assert_eq!(s.append(T, "log", b"c").unwrap(), 2, "room after a trim");
+    assert_eq!(
+        s.append(T, "log", b"c", None).unwrap(),
+        2,
+        "room after a trim"
+    );
 }
 
 #[test]
@@ -67,7 +71,7 @@ fn a_trimming_stream_drops_its_oldest_and_never_reuses_an_offset() {
     )
     .unwrap();
     for i in 0..5u8 {
-        s.append(T, "log", &[i]).unwrap();
+        s.append(T, "log", &[i], None).unwrap();
     }
     assert_eq!(
         s.read_stream(T, "log", 0, 10),
@@ -83,7 +87,7 @@ fn a_trimming_stream_drops_its_oldest_and_never_reuses_an_offset() {
         s.read_stream(T, "log", 4, 10),
         Err(Error::Trimmed { first: 5 })
     );
-    assert_eq!(s.append(T, "log", b"x").unwrap(), 5);
+    assert_eq!(s.append(T, "log", b"x", None).unwrap(), 5);
 }
 
 #[test]
@@ -91,14 +95,14 @@ fn byte_and_age_limits_trim_too() {
     let (_c, s) = store();
     s.create_stream(T, "bytes", StreamConfig::new(100, 10, WhenFull::TrimOldest))
         .unwrap();
-    s.append(T, "bytes", &[0; 6]).unwrap();
-    s.append(T, "bytes", &[1; 6]).unwrap();
+    s.append(T, "bytes", &[0; 6], None).unwrap();
+    s.append(T, "bytes", &[1; 6], None).unwrap();
     assert_eq!(
         s.read_stream(T, "bytes", 0, 10),
         Err(Error::Trimmed { first: 1 })
     );
     assert!(matches!(
-        s.append(T, "bytes", &[0; 11]),
+        s.append(T, "bytes", &[0; 11], None),
         Err(Error::InvalidArgument { .. })
     ));
     let s = aged_stream();
@@ -116,9 +120,9 @@ fn aged_stream() -> relaystore::Store {
     let (c, s) = store();
     let aged = StreamConfig::new(100, 1 << 20, WhenFull::Refuse).with_age_max(SEC * 10);
     s.create_stream(T, "aged", aged).unwrap();
-    s.append(T, "aged", b"old").unwrap();
+    s.append(T, "aged", b"old", None).unwrap();
     c.advance(SEC * 5);
-    s.append(T, "aged", b"new").unwrap();
+    s.append(T, "aged", b"new", None).unwrap();
     c.advance(SEC * 5);
     s
 }
@@ -151,11 +155,11 @@ fn the_sweep_trims_aged_entries_that_nobody_reads() {
     let (c, s) = store();
     let aged = StreamConfig::new(100, 1 << 20, WhenFull::Refuse).with_age_max(SEC * 10);
     s.create_stream(T, "aged", aged.clone()).unwrap();
-    s.append(T, "aged", b"first").unwrap();
+    s.append(T, "aged", b"first", None).unwrap();
     c.advance(SEC * 4);
-    s.append(T, "aged", b"second").unwrap();
+    s.append(T, "aged", b"second", None).unwrap();
     c.advance(SEC * 4);
-    s.append(T, "aged", b"third").unwrap();
+    s.append(T, "aged", b"third", None).unwrap();
     s.sweep();
     assert_eq!(
         s.stream_info(T, "aged").unwrap().entries,
@@ -180,16 +184,16 @@ fn the_sweep_trims_aged_entries_that_nobody_reads() {
     );
     s.audit().unwrap();
     // An emptied stream ages again from its next entry, at the next offset.
-    s.append(T, "aged", b"later").unwrap();
+    s.append(T, "aged", b"later", None).unwrap();
     c.advance(SEC * 10);
     s.sweep();
     assert_eq!(s.stream_info(T, "aged").unwrap().first, 4);
     // A timer set for a deleted stream never touches a new one of that name.
-    s.append(T, "aged", b"doomed").unwrap();
+    s.append(T, "aged", b"doomed", None).unwrap();
     s.delete_stream(T, "aged").unwrap();
     s.create_stream(T, "aged", aged).unwrap();
     c.advance(SEC * 5);
-    s.append(T, "aged", b"young").unwrap();
+    s.append(T, "aged", b"young", None).unwrap();
     c.advance(SEC * 5);
     s.sweep();
     assert_eq!(s.stream_info(T, "aged").unwrap().entries, 1);
@@ -197,7 +201,7 @@ fn the_sweep_trims_aged_entries_that_nobody_reads() {
     // A stream without an age limit keeps its entries.
     s.create_stream(T, "kept", StreamConfig::new(10, 100, WhenFull::Refuse))
         .unwrap();
-    s.append(T, "kept", b"x").unwrap();
+    s.append(T, "kept", b"x", None).unwrap();
     c.advance(SEC * 3600);
     s.sweep();
     assert_eq!(s.stream_info(T, "kept").unwrap().entries, 1);
@@ -239,7 +243,7 @@ fn creation_is_checked_and_bounded() {
             Err(Error::InvalidArgument { .. })
         ));
     }
-    assert_eq!(s.append(T, "missing", b"x"), Err(Error::NotFound));
+    assert_eq!(s.append(T, "missing", b"x", None), Err(Error::NotFound));
 }
 
 #[test]
@@ -248,7 +252,7 @@ fn commits_never_go_backwards_and_consumers_are_bounded() {
     s.create_stream(T, "log", StreamConfig::new(10, 1000, WhenFull::Refuse))
         .unwrap();
     for _ in 0..4 {
-        s.append(T, "log", b"x").unwrap();
+        s.append(T, "log", b"x", None).unwrap();
     }
     assert_eq!(s.committed(T, "log", "worker").unwrap(), None);
     s.commit(T, "log", "worker", 3).unwrap();
@@ -273,17 +277,17 @@ fn a_follower_misses_nothing_and_repeats_nothing_across_restarts() {
     let (_c, s) = store();
     s.create_stream(T, "log", StreamConfig::new(100, 1 << 20, WhenFull::Refuse))
         .unwrap();
-    s.append(T, "log", b"0").unwrap();
+    s.append(T, "log", b"0", None).unwrap();
     let mut seen = Vec::new();
     let mut f = s.follow(T, "log", "worker").unwrap();
-    s.append(T, "log", b"1").unwrap();
+    s.append(T, "log", b"1", None).unwrap();
     seen.extend(offsets(&f.blocking_next(10).unwrap()));
     f.commit().unwrap();
     drop(f);
-    s.append(T, "log", b"2").unwrap();
+    s.append(T, "log", b"2", None).unwrap();
     let mut f = s.follow(T, "log", "worker").unwrap();
     assert_eq!(f.position(), 2, "from the committed offset");
-    s.append(T, "log", b"3").unwrap();
+    s.append(T, "log", b"3", None).unwrap();
     seen.extend(offsets(&f.blocking_next(10).unwrap()));
     assert_eq!(f.try_next(10).unwrap().entries, vec![]);
     assert_eq!(seen, vec![0, 1, 2, 3]);
@@ -305,7 +309,7 @@ fn a_follower_waits_for_appends_blocking_and_async() {
         let s = s.clone();
         std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(20));
-            s.append(T, "log", b"a").unwrap();
+            s.append(T, "log", b"a", None).unwrap();
         })
     };
     assert_eq!(offsets(&f.blocking_next(10).unwrap()), vec![0]);
@@ -317,7 +321,7 @@ fn a_follower_waits_for_appends_blocking_and_async() {
         let s = s.clone();
         std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(20));
-            s.append(T, "log", b"b").unwrap();
+            s.append(T, "log", b"b", None).unwrap();
         })
     };
     let read = runtime.block_on(f.next(10)).unwrap();
@@ -325,7 +329,7 @@ fn a_follower_waits_for_appends_blocking_and_async() {
     appender.join().unwrap();
     s.begin_drain(Duration::ZERO).unwrap();
     assert_eq!(f.blocking_next(10).map(drop), Err(Error::STOPPED));
-    assert_eq!(s.append(T, "log", b"c"), Err(Error::STOPPED));
+    assert_eq!(s.append(T, "log", b"c", None), Err(Error::STOPPED));
 }
 
 #[test]
@@ -382,14 +386,14 @@ fn a_stream_attached_to_a_lease_dies_with_it() {
         Err(Error::NotFound),
         "another tenant's lease"
     );
-    s.append(T, "room", b"hello").unwrap();
+    s.append(T, "room", b"hello", None).unwrap();
     let mut follower = s.follow(T, "room", "worker").unwrap();
     s.audit().unwrap();
 
     // Revoking the lease removes its streams at once, with their events.
     s.revoke(T, g.id).unwrap();
     for op in [
-        s.append(T, "room", b"late").map(drop),
+        s.append(T, "room", b"late", None).map(drop),
         s.read_stream(T, "room", 0, 10).map(drop),
         s.stream_info(T, "chat").map(drop),
         s.commit(T, "chat", "worker", 0),
@@ -453,10 +457,10 @@ fn a_stream_attached_to_a_lease_dies_with_it() {
     s.create_stream(T, "room", free).unwrap();
     s.audit().unwrap();
     assert_eq!(next_event().map(|e| e.cause), Some(Cause::Cascaded));
-    assert_eq!(s.append(T, "room", b"new"), Ok(0));
+    assert_eq!(s.append(T, "room", b"new", None), Ok(0));
     s.sweep();
     assert_eq!(
-        s.append(T, "room", b"kept"),
+        s.append(T, "room", b"kept", None),
         Ok(1),
         "the lease's sweep spares it"
     );
@@ -469,7 +473,7 @@ fn a_stream_attached_to_a_lease_dies_with_it() {
     s.create_stream(T, "free", StreamConfig::new(10, 1024, WhenFull::Refuse))
         .unwrap();
     s.revoke(T, g.id).unwrap();
-    s.append(T, "free", b"still here").unwrap();
+    s.append(T, "free", b"still here", None).unwrap();
     s.audit().unwrap();
 }
 

@@ -145,7 +145,7 @@ fn a_refused_commit_changes_nothing() {
             |s, tx, _| {
                 let config = StreamConfig::new(1, 1 << 20, WhenFull::Refuse);
                 s.create_stream(T, "full", config).unwrap();
-                s.append(T, "full", b"old").unwrap();
+                s.append(T, "full", b"old", None).unwrap();
                 tx.append(T, "full", b"one too many").unwrap();
             },
             |e| e.capacity_scope().is_some(),
@@ -326,7 +326,7 @@ fn consumer_commits_count_only_the_consumers_they_add() {
     let (_clock, s) = store_with(config().consumers_per_stream_max(2));
     s.create_stream(T, "log", StreamConfig::new(3, 1 << 20, WhenFull::Refuse))
         .unwrap();
-    s.append(T, "log", b"e").unwrap();
+    s.append(T, "log", b"e", None).unwrap();
     s.commit(T, "log", "old", 0).unwrap();
     let mut tx = s.begin_tx();
     tx.commit_offset(T, "log", "new-1", 1).unwrap();
@@ -352,8 +352,8 @@ fn a_consumer_committed_twice_in_one_commit_never_goes_backwards() {
     let (_clock, s) = store();
     s.create_stream(T, "log", StreamConfig::new(3, 1 << 20, WhenFull::Refuse))
         .unwrap();
-    s.append(T, "log", b"a").unwrap();
-    s.append(T, "log", b"b").unwrap();
+    s.append(T, "log", b"a", None).unwrap();
+    s.append(T, "log", b"b", None).unwrap();
     s.commit(T, "log", "reader", 0).unwrap();
     let mut tx = s.begin_tx();
     tx.commit_offset(T, "log", "reader", 2).unwrap();
@@ -519,7 +519,7 @@ fn ids_and_offsets_of_a_rolled_back_transaction_are_never_reused() {
         .enqueue(T, "work", b"rolled back", JobOptions::default())
         .unwrap();
     drop(tx);
-    let next = s.append(T, "log", b"kept").unwrap();
+    let next = s.append(T, "log", b"kept", None).unwrap();
     assert!(next > offset, "offset {offset} handed out again");
     let next_job = s
         .enqueue(T, "work", b"kept", JobOptions::default())
@@ -541,7 +541,7 @@ fn an_append_above_a_staged_offset_conflicts_the_commit() {
     let (_clock, s, _lease) = relay();
     let mut tx = s.begin_tx();
     let offset = tx.append(T, "log", b"mine").unwrap();
-    let theirs = s.append(T, "log", b"theirs").unwrap();
+    let theirs = s.append(T, "log", b"theirs", None).unwrap();
     assert_eq!(theirs, offset + 1);
     assert_eq!(
         tx.commit(),
@@ -662,7 +662,7 @@ fn readers_never_see_half_a_commit() {
     let mut version = s
         .update_listing(T, "lobby", s.get_listing(T, "lobby").unwrap().version, b"0")
         .unwrap();
-    s.append(T, "round", b"0").unwrap();
+    s.append(T, "round", b"0", None).unwrap();
     let stop = std::sync::atomic::AtomicBool::new(false);
     std::thread::scope(|scope| {
         let reader = scope.spawn(|| {
@@ -688,7 +688,7 @@ fn readers_never_see_half_a_commit() {
         });
         scope.spawn(|| {
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                s.append(T, "noise", b"n").unwrap();
+                s.append(T, "noise", b"n", None).unwrap();
             }
         });
         for n in 1..=rounds {
@@ -709,7 +709,7 @@ fn readers_never_see_half_a_commit() {
 fn appends_staged_on_a_stream_since_replaced_are_refused() {
     let (_clock, s, _lease) = relay();
     for _ in 0..2 {
-        s.append(T, "log", b"old").unwrap();
+        s.append(T, "log", b"old", None).unwrap();
     }
     let mut tx = s.begin_tx();
     assert_eq!(tx.append(T, "log", b"for the old stream").unwrap(), 2);
@@ -720,14 +720,14 @@ fn appends_staged_on_a_stream_since_replaced_are_refused() {
     assert_eq!(tx.commit(), Err(Error::NotFound));
     assert_eq!(seen(&s), before);
     // The new stream's offsets start again below the staged one, unharmed.
-    assert_eq!(s.append(T, "log", b"new").unwrap(), 0);
+    assert_eq!(s.append(T, "log", b"new", None).unwrap(), 0);
     s.audit().unwrap();
 }
 
 #[test]
 fn a_trim_past_a_staged_offset_conflicts_the_commit() {
     let (_clock, s, _lease) = relay();
-    s.append(T, "log", b"old").unwrap();
+    s.append(T, "log", b"old", None).unwrap();
     let mut tx = s.begin_tx();
     let offset = tx.append(T, "log", b"mine").unwrap();
     let next = s.stream_info(T, "log").unwrap().next;
@@ -746,7 +746,7 @@ fn a_trim_past_a_staged_offset_conflicts_the_commit() {
 #[test]
 fn a_trim_staged_before_an_append_drops_what_lies_below_it() {
     let (_clock, s, _lease) = relay();
-    s.append(T, "log", b"old").unwrap();
+    s.append(T, "log", b"old", None).unwrap();
     let mut tx = s.begin_tx();
     // Trims past the offset the append then takes.
     tx.trim_stream(T, "log", 2).unwrap();

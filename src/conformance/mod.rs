@@ -183,6 +183,7 @@ pub const STREAM_CHECKS: &[&str] = &[
     "streams::offsets_and_retention",
     "streams::consumers_and_followers",
     "streams::lifetimes",
+    "streams::append_retried_with_a_key",
 ];
 
 /// The checks of job queues, the outbox and schedules, for any
@@ -211,6 +212,7 @@ pub const ENGINE_CHECKS: &[&str] = &[
     "streams::offsets_and_retention",
     "streams::consumers_and_followers",
     "streams::lifetimes",
+    "streams::append_retried_with_a_key",
     "queues::claims_and_acks",
     "queues::retries_and_dead_letters",
     "queues::lapses_and_delays",
@@ -312,6 +314,12 @@ where
     check!(h, failures, STREAM_CHECKS, streams::offsets_and_retention);
     check!(h, failures, STREAM_CHECKS, streams::consumers_and_followers);
     check!(h, failures, STREAM_CHECKS, streams::lifetimes);
+    check!(
+        h,
+        failures,
+        STREAM_CHECKS,
+        streams::append_retried_with_a_key
+    );
     failures
 }
 

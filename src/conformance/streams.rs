@@ -1,5 +1,6 @@
 //! Streams (SPEC §10): offsets never reused, explicit retention, commits
-//! never backwards, followers that miss nothing.
+//! never backwards, followers that miss nothing, appends retried under
+//! their idempotency key.
 
 use super::{config, ensure_eq, Harness, Outcome};
 use crate::base::error::{Error, Scope};
@@ -21,10 +22,18 @@ where
     let e = h.engine(config(h.unit())).await?;
     e.create_stream(T, "refusing", StreamConfig::new(2, 1024, WhenFull::Refuse))
         .await?;
-    ensure_eq!(e.append(T, "refusing", b"a").await, Ok(0), "first offset");
-    ensure_eq!(e.append(T, "refusing", b"b").await, Ok(1), "second offset");
     ensure_eq!(
-        e.append(T, "refusing", b"c").await,
+        e.append(T, "refusing", b"a", None).await,
+        Ok(0),
+        "first offset"
+    );
+    ensure_eq!(
+        e.append(T, "refusing", b"b", None).await,
+        Ok(1),
+        "second offset"
+    );
+    ensure_eq!(
+        e.append(T, "refusing", b"c", None).await,
         Err(Error::CapacityExceeded {
             scope: Scope::StreamEntries,
             limit: 2,
@@ -50,7 +59,7 @@ where
     )
     .await?;
     for _ in 0..3 {
-        e.append(T, "trimming", b"x").await?;
+        e.append(T, "trimming", b"x", None).await?;
     }
     ensure_eq!(
         e.read_stream(T, "trimming", 0, 10).await,
@@ -59,7 +68,7 @@ where
     );
     ensure_eq!(e.trim_stream(T, "trimming", 3).await, Ok(3), "emptied");
     ensure_eq!(
-        e.append(T, "trimming", b"y").await,
+        e.append(T, "trimming", b"y", None).await,
         Ok(3),
         "offsets continue after the stream was emptied"
     );
@@ -84,9 +93,9 @@ where
     let e = h.engine(config(h.unit())).await?;
     e.create_stream(T, "log", StreamConfig::new(100, 1 << 16, WhenFull::Refuse))
         .await?;
-    e.append(T, "log", b"0").await?;
+    e.append(T, "log", b"0", None).await?;
     let mut follower = e.follow(T, "log", "worker").await?;
-    e.append(T, "log", b"1").await?;
+    e.append(T, "log", b"1", None).await?;
     ensure_eq!(
         offsets(&follower.next(10).await?),
         vec![0, 1],
@@ -104,13 +113,13 @@ where
         "a commit backwards"
     );
     drop(follower);
-    e.append(T, "log", b"2").await?;
+    e.append(T, "log", b"2", None).await?;
     let mut again = e.follow(T, "log", "worker").await?;
     ensure_eq!(again.position(), 2, "a new follower starts at the commit");
     ensure_eq!(offsets(&again.next(10).await?), vec![2], "nothing repeated");
     // A follower whose position was trimmed away reads `Trimmed` until it
     // seeks; it can also seek back over what is still held.
-    e.append(T, "log", b"3").await?;
+    e.append(T, "log", b"3", None).await?;
     let mut behind = e.follow(T, "log", "late").await?;
     e.trim_stream(T, "log", 2).await?;
     ensure_eq!(
@@ -130,7 +139,7 @@ where
     );
     // An entry past the position, so a seek that did not move reads it
     // alone rather than waiting.
-    e.append(T, "log", b"4").await?;
+    e.append(T, "log", b"4", None).await?;
     behind.seek(3);
     ensure_eq!(
         offsets(&behind.next(10).await?),
@@ -162,11 +171,11 @@ where
     let names = ["aged", "agedinfo", "agedfollow", "agedtrim"];
     for name in names {
         e.create_stream(T, name, aged.clone()).await?;
-        e.append(T, name, b"old").await?;
+        e.append(T, name, b"old", None).await?;
     }
     h.advance(u * 6).await;
     for name in names {
-        e.append(T, name, b"new").await?;
+        e.append(T, name, b"new", None).await?;
     }
     h.advance(u * 6).await;
     let info = e.stream_info(T, "agedinfo").await?;
@@ -205,10 +214,10 @@ where
         Err(Error::NotFound),
         "another tenant's lease takes no streams"
     );
-    e.append(T, "room", b"hello").await?;
+    e.append(T, "room", b"hello", None).await?;
     e.revoke(T, g.id).await?;
     ensure_eq!(
-        e.append(T, "room", b"late").await,
+        e.append(T, "room", b"late", None).await,
         Err(Error::NotFound),
         "append after the lease was revoked"
     );
@@ -228,14 +237,14 @@ where
     e.create_stream(T, "room", attached).await?;
     h.advance(u * 11).await;
     ensure_eq!(
-        e.append(T, "room", b"late").await,
+        e.append(T, "room", b"late", None).await,
         Err(Error::NotFound),
         "append after the lease expired"
     );
     e.create_stream(T, "room", StreamConfig::new(10, 1024, WhenFull::Refuse))
         .await?;
     ensure_eq!(
-        e.append(T, "room", b"again").await,
+        e.append(T, "room", b"again", None).await,
         Ok(0),
         "the name is free once its lease is gone"
     );
@@ -247,14 +256,84 @@ where
     e.create_stream(T, "leased", attached).await?;
     e.revoke_tenant(T).await?;
     ensure_eq!(
-        e.append(T, "leased", b"x").await,
+        e.append(T, "leased", b"x", None).await,
         Err(Error::NotFound),
         "a revoked tenant's lease takes its stream"
     );
     ensure_eq!(
-        e.append(T, "room", b"kept").await,
+        e.append(T, "room", b"kept", None).await,
         Ok(1),
         "a revoked tenant keeps its own stream"
+    );
+    Ok(())
+}
+
+/// An append under an idempotency key is safe to retry: its repeat
+/// answers the offset it appended at and appends nothing, on a refusing
+/// stream and on a trimming one; another payload or stream under the key
+/// is refused; a failed append leaves its key unused.
+pub(super) async fn append_retried_with_a_key<H: Harness>(h: &H) -> Outcome
+where
+    H::Engine: StreamEngine,
+{
+    let e = h.engine(config(h.unit())).await?;
+    e.create_stream(T, "log", StreamConfig::new(3, 1024, WhenFull::Refuse))
+        .await?;
+    e.create_stream(T, "feed", StreamConfig::new(2, 1024, WhenFull::TrimOldest))
+        .await?;
+    ensure_eq!(e.append(T, "log", b"a", Some("a-1")).await, Ok(0), "first");
+    ensure_eq!(
+        e.append(T, "log", b"a", Some("a-1")).await,
+        Ok(0),
+        "the append repeated under its key"
+    );
+    ensure_eq!(
+        e.append(T, "log", b"b", Some("a-1")).await,
+        Err(Error::IdempotencyMismatch),
+        "another payload under the key"
+    );
+    ensure_eq!(
+        e.append(T, "feed", b"a", Some("a-1")).await,
+        Err(Error::IdempotencyMismatch),
+        "another stream under the key"
+    );
+    ensure_eq!(
+        e.append(T, "log", b"b", None).await,
+        Ok(1),
+        "the next offset"
+    );
+    // On a trimming stream the repeat trims nothing.
+    for (i, key) in ["f-0", "f-1", "f-2"].into_iter().enumerate() {
+        let payload = [b'x', i as u8];
+        let offset = e.append(T, "feed", &payload, Some(key)).await?;
+        ensure_eq!(
+            e.append(T, "feed", &payload, Some(key)).await,
+            Ok(offset),
+            "a repeat on a trimming stream"
+        );
+    }
+    ensure_eq!(
+        offsets(&e.read_stream(T, "feed", 1, 10).await?),
+        vec![1, 2],
+        "each entry once, the oldest trimmed by the third"
+    );
+    // A failed append remembers nothing under its key.
+    ensure_eq!(
+        e.append(T, "absent", b"c", Some("a-2")).await,
+        Err(Error::NotFound),
+        "an append to a missing stream"
+    );
+    e.create_stream(T, "absent", StreamConfig::new(2, 1024, WhenFull::Refuse))
+        .await?;
+    ensure_eq!(
+        e.append(T, "absent", b"c", Some("a-2")).await,
+        Ok(0),
+        "the key a failed append left unused"
+    );
+    ensure_eq!(
+        offsets(&e.read_stream(T, "log", 0, 10).await?),
+        vec![0, 1],
+        "each entry of the refusing stream once"
     );
     Ok(())
 }

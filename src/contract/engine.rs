@@ -418,12 +418,14 @@ pub trait StreamEngine: WakeEngine {
     ) -> impl Future<Output = Result<()>> + Send;
 
     /// Appends an entry; returns its offset
-    /// ([`Store::append`](crate::Store::append)).
+    /// ([`Store::append`](crate::Store::append)); with an idempotency key,
+    /// a repeat answers the offset it appended at.
     fn append(
         &self,
         tenant: TenantId,
         name: &str,
         payload: &[u8],
+        idempotency_key: Option<&str>,
     ) -> impl Future<Output = Result<u64>> + Send;
 
     /// Entries from an offset on ([`Store::read_stream`](crate::Store::read_stream)).

@@ -85,7 +85,7 @@ macro_rules! served {
         $crate::contract::forward::forward! { $mode $engine:
             create_stream(tenant: $crate::base::ids::TenantId, name: &str, config: $crate::contract::stream::StreamConfig) -> $crate::base::error::Result<()>;
             delete_stream(tenant: $crate::base::ids::TenantId, name: &str) -> $crate::base::error::Result<()>;
-            append(tenant: $crate::base::ids::TenantId, name: &str, payload: &[u8]) -> $crate::base::error::Result<u64>;
+            append(tenant: $crate::base::ids::TenantId, name: &str, payload: &[u8], idempotency_key: Option<&str>) -> $crate::base::error::Result<u64>;
             read_stream(tenant: $crate::base::ids::TenantId, name: &str, from: u64, max: usize) -> $crate::base::error::Result<$crate::contract::stream::StreamRead>;
             trim_stream(tenant: $crate::base::ids::TenantId, name: &str, before: u64) -> $crate::base::error::Result<u64>;
             commit(tenant: $crate::base::ids::TenantId, name: &str, consumer: &str, offset: u64) -> $crate::base::error::Result<()>;

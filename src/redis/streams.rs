@@ -83,12 +83,37 @@ impl RedisEngine {
     /// previous one. A full stream refuses (`CapacityExceeded`, scope
     /// `StreamEntries`) or trims its oldest entries, as created. Its
     /// followers on every instance wake.
-    pub async fn append(&self, tenant: TenantId, name: &str, payload: &[u8]) -> Result<u64> {
+    pub async fn append(
+        &self,
+        tenant: TenantId,
+        name: &str,
+        payload: &[u8],
+        idempotency_key: Option<&str>,
+    ) -> Result<u64> {
         self.inner.stream_limits.check_payload(payload.len())?;
+        if let Some(k) = idempotency_key {
+            self.check_name(k)?;
+        }
+        self.config().check_own_name(name)?;
         let channel = wake_channel(name);
-        let args = args![payload, channel.as_bytes()];
+        let config = self.config();
+        let args = args![
+            name,
+            payload,
+            channel.as_bytes(),
+            idempotency_key.unwrap_or(""),
+            self.idempotency_ttl_ms().to_string(),
+            quota_arg(config.tenant.idempotency_max),
+        ];
+        // A key's record is a new record, under the idempotency ceiling;
+        // a draining handle still appends, and remembers the key.
+        let mode = if idempotency_key.is_some() {
+            Mode::Upserting
+        } else {
+            Mode::Existing
+        };
         let reply = self
-            .stream_call(scripts::APPEND, tenant, name, args)
+            .answer(scripts::APPEND, tenant, mode, Issued::Nothing, args)
             .await?;
         // Refused only once this handle has stopped; the entry is in.
         let _ = self.inner.wakes.notify(&(tenant, channel));

@@ -1,4 +1,5 @@
-//! Idempotency keys for creating operations, `consume` and `enqueue`.
+//! Idempotency keys for creating operations, `consume`, `enqueue` (and
+//! so the outbox) and `append`.
 //!
 //! The first call with a key claims it (an in-flight record), runs the
 //! operation and stores its outcome. A repeat with the same parameters gets
@@ -48,6 +49,11 @@ pub(crate) enum IdemParams {
         delay: std::time::Duration,
         attempts_max: Option<u32>,
     },
+    /// An append's stream, and its payload by digest.
+    Append {
+        stream: Arc<str>,
+        digest: u64,
+    },
 }
 
 /// A 64-bit digest of an enqueue's payloads, in order (SipHash, fixed
@@ -67,6 +73,8 @@ pub(crate) enum Outcome {
     Consume(Admission),
     /// The first job's sequence number (a batch's others follow it).
     Enqueue(u64),
+    /// The offset appended at.
+    Append(u64),
 }
 
 pub(crate) struct Idem {

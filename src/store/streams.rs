@@ -2,6 +2,7 @@
 //! clock, and the wake each append sends to the stream's followers.
 
 use super::attach::{LeaseChild, Parent};
+use super::idempotency::{payload_digest, IdemParams, Outcome};
 use super::Store;
 use crate::base::error::{Error, Result};
 use crate::base::ids::TenantId;
@@ -142,9 +143,41 @@ impl Store {
     /// stream's previous one. A full stream refuses (`CapacityExceeded`,
     /// scope `StreamEntries`) or trims its oldest entries, as created.
     /// Wakes the stream's followers once the entry is readable.
-    pub fn append(&self, tenant: TenantId, name: &str, payload: &[u8]) -> Result<u64> {
+    ///
+    /// With an idempotency key, a repeat (the same stream and payload,
+    /// under the same key, within `idempotency_ttl`) answers the offset
+    /// it appended at and appends nothing, so an append that failed with
+    /// `may_have_run` is safe to retry; another payload or stream under
+    /// the key is [`Error::IdempotencyMismatch`]. The payload is compared
+    /// by a digest, not kept.
+    pub fn append(
+        &self,
+        tenant: TenantId,
+        name: &str,
+        payload: &[u8],
+        idempotency_key: Option<&str>,
+    ) -> Result<u64> {
         let _in = self.enter();
         self.check_own_name(name)?;
+        let now = self.shared.clock.now();
+        self.idempotent(
+            tenant,
+            idempotency_key,
+            || IdemParams::Append {
+                stream: Arc::from(name),
+                digest: payload_digest(&[payload]),
+            },
+            now,
+            || self.append_now(tenant, name, payload),
+            |offset| Outcome::Append(*offset),
+            |o| match o {
+                Outcome::Append(offset) => Some(*offset),
+                _ => None,
+            },
+        )
+    }
+
+    fn append_now(&self, tenant: TenantId, name: &str, payload: &[u8]) -> Result<u64> {
         self.refuse_if_stopped()?;
         let appended = self.shared.streams.append(
             (tenant, name),

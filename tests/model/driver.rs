@@ -159,7 +159,7 @@ pub fn run_with_model_grace(ops: &[Op], grace_ms: u64) -> Result<(), String> {
                 outcome(&store.create_stream(t(tenant), &format!("s{stream}"), cfg))
             }
             Op::Append { tenant, stream } => {
-                match store.append(t(tenant), &format!("s{stream}"), STREAM_PAYLOAD) {
+                match store.append(t(tenant), &format!("s{stream}"), STREAM_PAYLOAD, None) {
                     Ok(offset) => Outcome::Offset(offset),
                     Err(e) => Outcome::Err(kind(&e)),
                 }

@@ -1,9 +1,24 @@
 -- append: ARGV[3] name, ARGV[4] payload, ARGV[5] the stream's wake
 -- channel (its followers are woken with the entry, so a follower on any
--- instance wakes even if the caller dies right after). Entries past the
--- stream's age go first; then a full stream refuses, or trims its oldest
--- entries, as created. Reply: {OK, offset} or a refusal.
-local name, payload = ARGV[3], ARGV[4]
+-- instance wakes even if the caller dies right after), ARGV[6] idempotency
+-- key ('' for none), ARGV[7] idempotency_ttl (ms), ARGV[8] the tenant's
+-- idempotency quota. Entries past the stream's age go first; then a full
+-- stream refuses, or trims its oldest entries, as created. With a key, a
+-- repeat of the same append answers its offset (the key's record holds the
+-- offset and a SHA-1 of the payload, not the payload). Reply: {OK, offset}
+-- or a refusal.
+local name, payload, ikey = ARGV[3], ARGV[4], ARGV[6]
+local fingerprint = ''
+if ikey ~= '' then
+  fingerprint = 'append\0' .. name .. '\0' .. redis.sha1hex(payload)
+  local seen = idempotent(ikey, fingerprint, {'o'})
+  if seen then
+    if seen[1] ~= OK then
+      return seen
+    end
+    return {OK, tonumber(seen[2])}
+  end
+end
 local s = visible_stream(name)
 if not s then
   return {NOT_FOUND}
@@ -21,7 +36,18 @@ if s[4] == 'r' then
   if b + #payload > bm then
     return {CAPACITY, S_ENTRIES, bm, b}
   end
-else
+end
+local refused = idempotency_room(ikey, tonumber(ARGV[8]))
+if refused then
+  return refused
+end
+if ikey ~= '' then
+  local room, answer = rooms(with_key({}, ikey, tonumber(ARGV[7])))
+  if not room then
+    return answer
+  end
+end
+if s[4] ~= 'r' then
   while len > 0 and (len >= em or b + #payload > bm) do
     b = b - pop_entries(name, 1)
     len = len - 1
@@ -34,4 +60,5 @@ redis.call('RPUSH', entries, payload)
 redis.call('RPUSH', times, num(math.max(NOW, last)))
 redis.call('HSET', K .. 's:' .. name, 'n', num(n + 1), 'b', num(b + #payload))
 publish_wake(ARGV[5])
+remember(ikey, fingerprint, tonumber(ARGV[7]), {'o', num(n)})
 return {OK, n}
