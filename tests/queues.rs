@@ -374,6 +374,43 @@ fn delayed_jobs_are_invisible_until_due() {
 }
 
 #[test]
+fn a_job_for_a_wall_clock_time_waits_by_the_stores_clock_even_staged() {
+    use relaystore::time::Clock;
+    let (clock, s) = store();
+    queue(&s, seeded(1));
+    let at = clock.wall() + SEC * 30;
+    let plain = s.enqueue(T, "work", b"plain", JobOptions::at(at)).unwrap();
+    let mut tx = s.begin_tx();
+    let staged = tx
+        .enqueue(T, "work", b"staged", JobOptions::at(at))
+        .unwrap();
+    tx.commit().unwrap();
+    for job in [plain, staged] {
+        assert_eq!(
+            s.job(T, "work", job).unwrap().state,
+            JobState::Delayed { ready_in: SEC * 30 }
+        );
+    }
+    // A wall-clock jump moves nothing already enqueued: its wait is set.
+    clock.jump_wall_backward(SEC * 3600);
+    clock.advance(SEC * 29);
+    s.sweep();
+    assert!(s.claim(T, "work", "w", None, 10).unwrap().is_empty());
+    clock.advance(SEC);
+    s.sweep();
+    let got = s.claim(T, "work", "w", None, 10).unwrap();
+    assert_eq!(
+        got.iter().map(|j| j.id).collect::<Vec<_>>(),
+        vec![plain, staged]
+    );
+    let past = s
+        .enqueue(T, "work", b"past", JobOptions::at(clock.wall() - SEC))
+        .unwrap();
+    assert_eq!(s.job(T, "work", past).unwrap().state, JobState::Ready);
+    s.audit().unwrap();
+}
+
+#[test]
 fn claim_wait_wakes_on_enqueue_and_when_a_delay_ends() {
     let (clock, s) = store();
     queue(&s, seeded(1));

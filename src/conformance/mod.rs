@@ -201,6 +201,7 @@ pub const QUEUE_CHECKS: &[&str] = &[
     "queues::acks_in_batches",
     "queues::cancel_removes_a_job",
     "queues::enqueue_retried_with_a_key",
+    "queues::jobs_run_at",
 ];
 
 /// The checks [`run`] adds to [`RELAY_CHECKS`] (wake channels, streams,
@@ -225,6 +226,7 @@ pub const ENGINE_CHECKS: &[&str] = &[
     "queues::acks_in_batches",
     "queues::cancel_removes_a_job",
     "queues::enqueue_retried_with_a_key",
+    "queues::jobs_run_at",
 ];
 
 /// Runs one check on `$harness`, pushing its failure onto `$failures`.
@@ -368,6 +370,7 @@ where
         QUEUE_CHECKS,
         queues::enqueue_retried_with_a_key
     );
+    check!(h, failures, QUEUE_CHECKS, queues::jobs_run_at);
     failures
 }
 

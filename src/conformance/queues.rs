@@ -3,10 +3,10 @@
 //! retries into dead letters, lapses that use an attempt, grid-aligned
 //! fires for the scheduler lock's holder only.
 
-use super::{config, ensure, ensure_eq, Harness, Outcome};
+use super::{config, ensure, ensure_eq, Fault, Harness, Outcome};
 use crate::base::error::{Error, Scope};
 use crate::base::ids::TenantId;
-use crate::contract::engine::Engine;
+use crate::contract::engine::{Engine, RelayEngine};
 use crate::contract::queue::{Backoff, Failed, JobOptions, JobState, QueueConfig};
 use std::time::Duration;
 
@@ -764,5 +764,66 @@ where
     })
     .await?;
     ensure_eq!(delivered, 1, "the repeated put is one message");
+    Ok(())
+}
+
+/// A job enqueued for a wall-clock time waits for it by the engine's own
+/// clock; a time already past is ready at once; a `run_at` given with a
+/// delay, or more than `ttl_max` away, is refused.
+pub(super) async fn jobs_run_at<H: Harness>(h: &H) -> Outcome
+where
+    H::Engine: Engine,
+{
+    let u = h.unit();
+    let e = h.engine(config(u)).await?;
+    e.create_queue(T, "timed", queue_config(3)).await?;
+    // The engine's wall clock now: a lease's expiry less its TTL.
+    let probe = e.grant(T, "clock", u * 600, None).await?;
+    let now = probe.expires_at - u * 600;
+    let later = e
+        .enqueue(T, "timed", b"later", JobOptions::at(now + u * 20))
+        .await?;
+    let past = e
+        .enqueue(T, "timed", b"past", JobOptions::at(now - u * 5))
+        .await?;
+    match e.job(T, "timed", later).await?.state {
+        JobState::Delayed { ready_in } => ensure!(
+            ready_in <= u * 20 && ready_in >= u * 15,
+            "a job for 20 units from now is ready in {ready_in:?}"
+        ),
+        other => return Err(Fault::new(format!("a job for later is {other:?}"))),
+    }
+    let claimed = e.claim(T, "timed", "w", None, 10).await?;
+    ensure_eq!(
+        claimed.iter().map(|c| c.id).collect::<Vec<_>>(),
+        vec![past],
+        "only the job whose time has come"
+    );
+    h.advance(u * 21).await;
+    let claimed = e.claim(T, "timed", "w", None, 10).await?;
+    ensure_eq!(
+        claimed.iter().map(|c| c.id).collect::<Vec<_>>(),
+        vec![later],
+        "the later job once its time came"
+    );
+    let both = JobOptions {
+        delay: u,
+        ..JobOptions::at(now)
+    };
+    ensure!(
+        matches!(
+            e.enqueue(T, "timed", b"x", both).await,
+            Err(Error::InvalidArgument { .. })
+        ),
+        "a run_at with a delay"
+    );
+    ensure!(
+        matches!(
+            e.enqueue(T, "timed", b"x", JobOptions::at(now + u * 4000))
+                .await,
+            Err(Error::InvalidArgument { .. })
+        ),
+        "a run_at beyond ttl_max"
+    );
     Ok(())
 }

@@ -29,7 +29,7 @@ use crate::base::name::Name;
 use crate::base::time::duration_to_millis_ceil;
 use crate::contract::config::settings;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 /// How long a failed job waits before its next attempt: an equal-jitter
 /// exponential backoff. After attempt `n` (1-based) the capped backoff is
@@ -153,6 +153,13 @@ impl QueueConfig {
 pub struct JobOptions {
     /// Not claimable before this much time has passed (at most `ttl_max`).
     pub delay: Duration,
+    /// Not claimable before this wall-clock time, by the engine's clock
+    /// (the store's [`Clock::wall`](crate::time::Clock::wall) in memory,
+    /// the server's on Redis): a time past or now is ready at once, one
+    /// more than `ttl_max` away is refused. Exclusive with `delay`. The
+    /// wait is fixed at the enqueue (in a transaction, when it is staged):
+    /// a later jump of the wall clock does not move it.
+    pub run_at: Option<SystemTime>,
     /// Claims the job gets before it is dead-lettered, instead of the
     /// queue's.
     pub attempts_max: Option<u32>,
@@ -173,6 +180,23 @@ impl JobOptions {
         JobOptions {
             delay,
             ..Self::default()
+        }
+    }
+
+    /// Claimable from `when` on (see [`run_at`](Self::run_at)).
+    pub fn at(when: SystemTime) -> Self {
+        JobOptions {
+            run_at: Some(when),
+            ..Self::default()
+        }
+    }
+
+    /// How long from `wall_now` the job waits: `run_at`'s distance (none
+    /// if it has come), else `delay`.
+    pub(crate) fn delay_from(&self, wall_now: SystemTime) -> Duration {
+        match self.run_at {
+            Some(at) => at.duration_since(wall_now).unwrap_or(Duration::ZERO),
+            None => self.delay,
         }
     }
 

@@ -11,7 +11,7 @@ use crate::contract::config::StoreConfig;
 use crate::contract::names::{OUTBOX_QUEUE, RESERVED_PREFIX};
 use crate::contract::queue::{JobOptions, QueueConfig};
 use crate::contract::stream::StreamConfig;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 impl StoreConfig {
     /// The name rules every engine applies (holders, keys, members, lock
@@ -278,18 +278,34 @@ impl QueueLimits {
         Ok(())
     }
 
-    /// A job's payload and options: `InvalidArgument` for a payload over
-    /// `job_payload_bytes_max`, a delay over `ttl_max` or an
-    /// `attempts_max` of zero.
-    pub(crate) fn check_job(&self, payload: usize, options: &JobOptions) -> Result<()> {
+    /// A job's payload and options at wall-clock time `wall_now`:
+    /// `InvalidArgument` for a payload over `job_payload_bytes_max`, a
+    /// delay over `ttl_max`, a `run_at` more than `ttl_max` away or given
+    /// with a delay, or an `attempts_max` of zero.
+    pub(crate) fn check_job(
+        &self,
+        payload: usize,
+        options: &JobOptions,
+        wall_now: SystemTime,
+    ) -> Result<()> {
         if payload > self.payload_bytes_max {
             return Err(Error::InvalidArgument {
                 reason: "payload is larger than job_payload_bytes_max",
             });
         }
+        if options.run_at.is_some() && !options.delay.is_zero() {
+            return Err(Error::InvalidArgument {
+                reason: "a job's run_at and delay are exclusive",
+            });
+        }
         if options.delay > self.ttl_max {
             return Err(Error::InvalidArgument {
                 reason: "a job's delay is above ttl_max",
+            });
+        }
+        if options.delay_from(wall_now) > self.ttl_max {
+            return Err(Error::InvalidArgument {
+                reason: "a job's run_at is more than ttl_max away",
             });
         }
         if options.attempts_max == Some(0) {

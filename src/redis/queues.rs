@@ -156,8 +156,13 @@ impl RedisEngine {
         payloads: &[&[u8]],
         options: &JobOptions,
     ) -> Result<u64> {
+        // `run_at` is judged by the server's clock; this host's bounds its
+        // distance (`ttl_max`) only.
+        let wall = std::time::SystemTime::now();
         for payload in payloads {
-            self.inner.queue_limits.check_job(payload.len(), options)?;
+            self.inner
+                .queue_limits
+                .check_job(payload.len(), options, wall)?;
         }
         let key = options.idempotency_key.as_deref();
         if let Some(k) = key {
@@ -174,6 +179,9 @@ impl RedisEngine {
             key.unwrap_or(""),
             self.idempotency_ttl_ms().to_string(),
             quota_arg(config.tenant.idempotency_max),
+            options
+                .run_at
+                .map_or_else(String::new, |at| epoch_ms(at).to_string()),
         ];
         args.extend(payloads.iter().map(|p| p.to_vec()));
         let reply = self
@@ -685,4 +693,11 @@ impl RedisEngine {
 /// What a job id carries that an incarnation issued.
 fn issued(job: JobId) -> Issued {
     Issued::Id(job.incarnation(), job.seq())
+}
+
+/// `at` in milliseconds since the Unix epoch, as the server's clock counts
+/// (before it: 0, which every clock has passed).
+fn epoch_ms(at: std::time::SystemTime) -> u64 {
+    at.duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }

@@ -47,6 +47,7 @@ pub(crate) enum IdemParams {
         jobs: usize,
         digest: u64,
         delay: std::time::Duration,
+        run_at: Option<std::time::SystemTime>,
         attempts_max: Option<u32>,
     },
     /// An append's stream, and its payload by digest.

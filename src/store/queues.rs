@@ -18,7 +18,7 @@ use crate::contract::queue::{
 use crate::coord::queue::Waiting;
 use crate::mem::named::TenantName;
 use crate::mem::wake::Listener;
-use std::time::Duration;
+use std::time::{Duration, UNIX_EPOCH};
 
 impl Store {
     /// Creates the job queue `name` with `config`'s settings. Creating it
@@ -153,6 +153,7 @@ impl Store {
                 jobs: payloads.len(),
                 digest: payload_digest(payloads),
                 delay: options.delay,
+                run_at: options.run_at,
                 attempts_max: options.attempts_max,
             },
             now,
@@ -183,7 +184,8 @@ impl Store {
         // letters), so even a job ready at once reads the clock.
         let now = self.shared.clock.now();
         self.admit_new(now)?;
-        let due = (!options.delay.is_zero()).then(|| now.saturating_add(options.delay).as_millis());
+        let delay = self.delay_of(options);
+        let due = (!delay.is_zero()).then(|| now.saturating_add(delay).as_millis());
         let enqueued = self.shared.queues.enqueue(
             (tenant, queue),
             payloads,
@@ -548,9 +550,25 @@ impl Store {
     }
 
     /// The input rules of a job (every enqueue's, plain, scheduled or
-    /// staged): payload size, delay, attempts.
+    /// staged): payload size, delay or `run_at`, attempts.
     pub(super) fn check_job(&self, payload: usize, options: &JobOptions) -> Result<()> {
-        self.shared.queues.limits().check_job(payload, options)
+        let wall = options
+            .run_at
+            .map_or(UNIX_EPOCH, |_| self.shared.clock.wall());
+        self.shared
+            .queues
+            .limits()
+            .check_job(payload, options, wall)
+    }
+
+    /// How long from now a job enqueued with `options` waits: its delay,
+    /// or its `run_at`'s distance by the store's wall clock (read only
+    /// for a `run_at`).
+    pub(super) fn delay_of(&self, options: &JobOptions) -> Duration {
+        match options.run_at {
+            Some(_) => options.delay_from(self.shared.clock.wall()),
+            None => options.delay,
+        }
     }
 
     pub(super) fn check_queue_to_inspect(&self, queue: &str) -> Result<()> {

@@ -424,9 +424,12 @@ impl Transaction {
         tenant: TenantId,
         queue: Arc<str>,
         payload: Arc<[u8]>,
-        options: JobOptions,
+        mut options: JobOptions,
     ) -> Result<JobId> {
         self.store.check_job(payload.len(), &options)?;
+        // A `run_at` waits from staging: the commit applies it as a delay.
+        options.delay = self.store.delay_of(&options);
+        options.run_at = None;
         self.room()?;
         let seq = self.store.next_seq();
         self.stage(Op::Enqueue {

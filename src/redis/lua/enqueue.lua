@@ -1,7 +1,9 @@
 -- enqueue: ARGV[3] queue, ARGV[4] delay (ms, 0 for none), ARGV[5]
 -- attempts_max ('' for the queue's), ARGV[6] the queue's wake channel,
 -- ARGV[7] idempotency key ('' for none), ARGV[8] idempotency_ttl (ms),
--- ARGV[9] the tenant's idempotency quota, then one payload per job (one for
+-- ARGV[9] the tenant's idempotency quota, ARGV[10] run_at (ms since the Unix
+-- epoch, by this server's clock: not claimable before it; '' for none,
+-- exclusive with a delay), then one payload per job (one for
 -- `enqueue`, a batch's for `enqueue_batch`), all or none. With a key, a
 -- repeat of the same enqueue answers the jobs it made (the key's record
 -- holds the first job's number and a SHA-1 of the payloads, not the
@@ -12,6 +14,8 @@ local delay = tonumber(ARGV[4])
 local due = nil
 if delay > 0 then
   due = NOW + delay
+elseif ARGV[10] ~= '' and tonumber(ARGV[10]) > NOW then
+  due = tonumber(ARGV[10])
 end
 local attempts = ARGV[5]
 if attempts == '' then
@@ -19,14 +23,14 @@ if attempts == '' then
 end
 local payloads = {}
 local framed = {}
-for i = 10, #ARGV do
+for i = 11, #ARGV do
   payloads[#payloads + 1] = ARGV[i]
   framed[#framed + 1] = #ARGV[i] .. ':' .. ARGV[i]
 end
 local fingerprint = ''
 if ikey ~= '' then
-  fingerprint = 'enqueue\0' .. name .. '\0' .. ARGV[4] .. '\0' .. ARGV[5] .. '\0'
-    .. #payloads .. '\0' .. redis.sha1hex(table.concat(framed))
+  fingerprint = 'enqueue\0' .. name .. '\0' .. ARGV[4] .. '\0' .. ARGV[10] .. '\0'
+    .. ARGV[5] .. '\0' .. #payloads .. '\0' .. redis.sha1hex(table.concat(framed))
   local seen = idempotent(ikey, fingerprint, {'j'})
   if seen then
     if seen[1] ~= OK then
