@@ -511,6 +511,55 @@ fn a_dropped_or_panicked_transaction_leaves_nothing() {
 }
 
 #[test]
+fn with_tx_commits_on_ok_and_leaves_nothing_on_err_panic_or_refusal() {
+    let (_clock, s, _lease) = relay();
+    let stage = |tx: &mut relaystore::Transaction| -> Result<u64, Error> {
+        let v = s.get_listing(T, "lobby")?.version;
+        tx.update_listing(T, "lobby", v, b"v2")?;
+        tx.enqueue(T, "work", b"j", JobOptions::default())?;
+        tx.append(T, "log", b"entry")
+    };
+    let before = seen(&s);
+    let failed: Result<(u64, _), Error> = s.with_tx(|tx| {
+        stage(tx)?;
+        Err(Error::NotFound)
+    });
+    assert_eq!(failed.map(drop), Err(Error::NotFound));
+    assert_eq!(seen(&s), before, "an Err staged nothing");
+    let panicked = catch_unwind(AssertUnwindSafe(|| {
+        let _ = s.with_tx(|tx| -> Result<(), Error> {
+            stage(tx)?;
+            panic!("the relay's handler failed mid-transaction");
+        });
+    }));
+    assert!(panicked.is_err());
+    assert_eq!(seen(&s), before, "a panic staged nothing");
+    // A commit that is refused (a stale version) changes nothing.
+    let stale = s.get_listing(T, "lobby").unwrap().version;
+    s.update_listing(T, "lobby", stale, b"moved").unwrap();
+    let moved = seen(&s);
+    let refused = s.with_tx(|tx| {
+        tx.update_listing(T, "lobby", stale, b"v3")?;
+        tx.enqueue(T, "work", b"j", JobOptions::default())
+    });
+    assert!(
+        matches!(refused, Err(Error::Conflict { .. })),
+        "{refused:?}"
+    );
+    assert_eq!(seen(&s), moved, "a refused commit changed nothing");
+    let (offset, committed) = s.with_tx(stage).unwrap();
+    assert_eq!(
+        s.read_stream(T, "log", offset, 1).unwrap().entries[0].payload[..],
+        b"entry"[..]
+    );
+    assert_eq!(
+        committed.listing_version(T, "lobby"),
+        Some(s.get_listing(T, "lobby").unwrap().version)
+    );
+    assert_eq!(s.queue_info(T, "work").unwrap().ready, 1);
+}
+
+#[test]
 fn ids_and_offsets_of_a_rolled_back_transaction_are_never_reused() {
     let (_clock, s, _lease) = relay();
     let mut tx = s.begin_tx();

@@ -234,6 +234,39 @@ impl Store {
             ops: Vec::with_capacity(4),
         }
     }
+
+    /// Runs `stage` on a new transaction and commits what it staged if it
+    /// returns `Ok`: its value and what the commit did. If `stage`
+    /// returns `Err`, or panics, the transaction is dropped and nothing it
+    /// staged happens; a refused commit (its error converted into `E`)
+    /// changes nothing either.
+    ///
+    /// ```
+    /// # use relaystore::stream::{StreamConfig, WhenFull};
+    /// # use relaystore::{Error, Store, TenantId};
+    /// let store = Store::builder().build()?;
+    /// let game = TenantId(1);
+    /// let config = StreamConfig::new(16, 1024, WhenFull::Refuse);
+    /// store.create_stream(game, "log", config)?;
+    /// let (offset, _) = store.with_tx(|tx| tx.append(game, "log", b"opened"))?;
+    /// assert_eq!(offset, 0);
+    /// let refused: Result<((), _), Error> = store.with_tx(|tx| {
+    ///     tx.append(game, "log", b"never")?;
+    ///     Err(Error::Conflict { current_version: 0 })
+    /// });
+    /// assert!(refused.is_err());
+    /// assert_eq!(store.stream_info(game, "log")?.entries, 1); // "never" is not in it
+    /// # Ok::<(), Error>(())
+    /// ```
+    pub fn with_tx<T, E: From<Error>>(
+        &self,
+        stage: impl FnOnce(&mut Transaction) -> std::result::Result<T, E>,
+    ) -> std::result::Result<(T, Committed), E> {
+        let mut tx = self.begin_tx();
+        let value = stage(&mut tx)?;
+        let committed = tx.commit()?;
+        Ok((value, committed))
+    }
 }
 
 impl Transaction {
