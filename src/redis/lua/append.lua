@@ -37,15 +37,9 @@ if s[4] == 'r' then
     return {CAPACITY, S_ENTRIES, bm, b}
   end
 end
-local refused = idempotency_room(ikey, tonumber(ARGV[8]))
+local refused = key_room(ikey, tonumber(ARGV[7]), tonumber(ARGV[8]))
 if refused then
   return refused
-end
-if ikey ~= '' then
-  local room, answer = rooms(with_key({}, ikey, tonumber(ARGV[7])))
-  if not room then
-    return answer
-  end
 end
 if s[4] ~= 'r' then
   while len > 0 and (len >= em or b + #payload > bm) do

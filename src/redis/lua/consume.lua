@@ -18,15 +18,9 @@ end
 if a[3] ~= 'b' then
   return {CONFLICT, tonumber(a[5])}
 end
-local refused = idempotency_room(ikey, tonumber(ARGV[7]))
+local refused = key_room(ikey, tonumber(ARGV[6]), tonumber(ARGV[7]))
 if refused then
   return refused
-end
-if ikey ~= '' then
-  local room, answer = rooms(with_key({}, ikey, tonumber(ARGV[6])))
-  if not room then
-    return answer
-  end
 end
 redis.call('HSET', R .. 'a:' .. seq, 'st', 'c', 'v', num(tonumber(a[5]) + 1))
 redis.call('SREM', R .. 'pa:' .. a[1], seq)

@@ -43,15 +43,9 @@ local q, bytes = enqueue_admits(name, payloads)
 if not q then
   return bytes
 end
-local refused = idempotency_room(ikey, tonumber(ARGV[9]))
+local refused = key_room(ikey, tonumber(ARGV[8]), tonumber(ARGV[9]))
 if refused then
   return refused
-end
-if ikey ~= '' then
-  local room, answer = rooms(with_key({}, ikey, tonumber(ARGV[8])))
-  if not room then
-    return answer
-  end
 end
 local first = enqueue_admitted(name, q, bytes, payloads, due, attempts, ARGV[6])
 remember(ikey, fingerprint, tonumber(ARGV[8]), {'j', first})

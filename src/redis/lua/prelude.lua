@@ -1245,6 +1245,26 @@ local function idempotency_room(ikey, limit)
   return full(IDEM, limit, 4)
 end
 
+-- Room for the record a call that creates nothing else remembers under
+-- `ikey` for `ttl` ms (consume, enqueue, append): under the tenant's
+-- idempotency quota `limit` and the store-wide ceiling. Nil when there is
+-- room, or no key; else the answer to give. Call it after every other
+-- check, right before the writes.
+local function key_room(ikey, ttl, limit)
+  if ikey == '' then
+    return nil
+  end
+  local refused = idempotency_room(ikey, limit)
+  if refused then
+    return refused
+  end
+  local room, answer = rooms(with_key({}, ikey, ttl))
+  if not room then
+    return answer
+  end
+  return nil
+end
+
 -- Attempt `seq` presented with `secret`: {code, fields} where fields are
 -- {listing key, client, state, address, version}. A wrong secret reads as
 -- a missing attempt; a consumed attempt is REPLAY (checked before its
