@@ -22,13 +22,17 @@ if attempts == '' then
   attempts = nil
 end
 local payloads = {}
-local framed = {}
 for i = 11, #ARGV do
   payloads[#payloads + 1] = ARGV[i]
-  framed[#framed + 1] = #ARGV[i] .. ':' .. ARGV[i]
 end
 local fingerprint = ''
 if ikey ~= '' then
+  -- Each payload length-prefixed, so no two batches frame alike; built
+  -- only for a key (it copies every payload).
+  local framed = {}
+  for i, payload in ipairs(payloads) do
+    framed[i] = #payload .. ':' .. payload
+  end
   fingerprint = 'enqueue\0' .. name .. '\0' .. ARGV[4] .. '\0' .. ARGV[10] .. '\0'
     .. ARGV[5] .. '\0' .. #payloads .. '\0' .. redis.sha1hex(table.concat(framed))
   local seen = idempotent(ikey, fingerprint, {'j'})
