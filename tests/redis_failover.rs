@@ -173,8 +173,22 @@ async fn failover(wait: u32) -> (Run, Vec<String>) {
     let alone = format!("{:?}", alone.map(drop));
     let health = e.health().await;
     let acknowledged = std::mem::take(&mut *seen.lock().unwrap());
-    // Checked through a handle that waits for no replica.
-    let e = RedisEngine::connect(options, store).await.unwrap();
+    // Checked through a handle that waits for no replica (a connect asks
+    // every primary, so on a loaded machine it may take a few tries while
+    // the cluster settles after the failover).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let e = loop {
+        match RedisEngine::connect(options.clone(), store.clone()).await {
+            Ok(e) => break e,
+            Err(err) => {
+                assert!(
+                    Instant::now() < deadline,
+                    "no handle after the failover: {err}"
+                );
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    };
     let mut broken = Vec::new();
     for token in &acknowledged.consumed {
         match answered(|| e.consume(T, token, None)).await {
