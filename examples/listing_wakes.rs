@@ -1,8 +1,10 @@
 //! A relay worker that follows a listing without polling: it waits on a
-//! wake channel, and the host notifies the channel after each change. Wakes
-//! that arrive while the worker is busy coalesce into one, so the worker
-//! reads the latest state once and never falls behind. When the store
-//! stops, the worker's listener is closed and the worker ends.
+//! wake channel, and the host notifies the channel after each change, with
+//! the change as the wake's payload. Wakes that arrive while the worker is
+//! busy queue up, one per notify (at most `wake_queue_max`; beyond that the
+//! oldest are dropped and counted): the worker takes every queued wake,
+//! then reads the latest state once, so it never falls behind. When the
+//! store stops, the worker's listener is closed and the worker ends.
 //!
 //! ```text
 //! cargo run --example listing_wakes
@@ -32,13 +34,23 @@ fn main() -> Result<(), relaystore::Error> {
         let store = store.clone();
         std::thread::spawn(move || loop {
             match listener.blocking_recv() {
-                Ok(wake) => {
+                Ok(first) => {
+                    // Everything queued behind the first wake, then one read.
+                    let wakes: Vec<_> = std::iter::once(first)
+                        .chain(std::iter::from_fn(|| listener.try_recv()))
+                        .collect();
+                    let changes: Vec<_> = wakes
+                        .iter()
+                        .map(|w| String::from_utf8_lossy(&w.payload).into_owned())
+                        .collect();
                     let attrs = store
                         .get_listing(GAME, "lobby-1")
                         .map(|l| String::from_utf8_lossy(&l.attrs).into_owned());
                     println!(
-                        "worker: woken on {:?}, lobby-1 is {:?}",
-                        wake.channel, attrs
+                        "worker: {} wake(s) on {:?} {changes:?}, lobby-1 is {:?}",
+                        wakes.len(),
+                        wakes[0].channel,
+                        attrs
                     );
                     read.send(()).expect("the host waits for each read");
                     resumed.recv().expect("the host resumes the worker");
@@ -57,7 +69,7 @@ fn main() -> Result<(), relaystore::Error> {
         let attrs = format!("players={players}");
         version = store.update_listing(GAME, "lobby-1", version, attrs.as_bytes())?;
         println!("host: {attrs}, notify");
-        store.notify(GAME, CHANNEL)
+        store.notify_with(GAME, CHANNEL, attrs.as_bytes())
     };
     change(1)?;
     reads.recv().expect("the worker reads each change");
@@ -65,7 +77,8 @@ fn main() -> Result<(), relaystore::Error> {
     change(2)?;
     reads.recv().expect("the worker reads each change");
     // The worker is busy (not resumed yet): three changes, three notifies,
-    // one wake when it comes back, and it reads the latest state.
+    // three wakes queued when it comes back, and one read of the latest
+    // state.
     for players in 3..=5 {
         change(players)?;
     }

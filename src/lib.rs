@@ -204,9 +204,10 @@ pub mod stream {
 
 pub mod wake {
     //! Wake channels: `notify(tenant, channel)` wakes every listener of
-    //! that channel attached before the call.
+    //! that channel attached before the call, once per notify, through a
+    //! bounded queue per listener.
     pub use crate::contract::events::RecvError;
-    pub use crate::contract::wake::Wake;
+    pub use crate::contract::wake::{Missed, Wake};
     pub use crate::mem::wake::{Listener, WakeFuture};
 }
 #[cfg(feature = "internals")]

@@ -54,6 +54,8 @@ enum Defect {
     KeylessEnqueue,
     /// `append` drops its idempotency key: a retried append appends again.
     KeylessAppend,
+    /// `notify_with` drops its payload: listeners receive empty wakes.
+    PayloadlessWakes,
 }
 
 /// The in-memory engine with one defect.
@@ -152,7 +154,8 @@ impl RelayEngine for Broken {
             | Defect::UnextendedClaim
             | Defect::KeylessConsume
             | Defect::KeylessEnqueue
-            | Defect::KeylessAppend => expected,
+            | Defect::KeylessAppend
+            | Defect::PayloadlessWakes => expected,
         };
         RelayEngine::update_listing(&self.inner, tenant, key, expected, attrs).await
     }
@@ -188,6 +191,15 @@ impl WakeEngine for Broken {
         WakeEngine;
         notify(tenant: TenantId, channel: &str) -> Result<()>;
         listen(tenant: TenantId, channel: &str) -> Result<Listener>;
+    }
+
+    async fn notify_with(&self, tenant: TenantId, channel: &str, payload: &[u8]) -> Result<()> {
+        let payload = if self.defect == Defect::PayloadlessWakes {
+            &[][..]
+        } else {
+            payload
+        };
+        WakeEngine::notify_with(&self.inner, tenant, channel, payload).await
     }
 }
 
@@ -361,6 +373,19 @@ fn the_suite_catches_an_engine_that_drops_an_appends_key() {
     assert_eq!(
         failed_checks(Defect::KeylessAppend),
         vec!["streams::append_retried_with_a_key"]
+    );
+}
+
+#[test]
+fn the_suite_catches_an_engine_that_drops_a_notifys_payload() {
+    assert_eq!(
+        failed_checks(Defect::PayloadlessWakes),
+        vec![
+            "wakes::notify_and_listen",
+            "wakes::channel_names",
+            "wakes::a_full_queue_drops_the_oldest",
+            "wakes::drained_closes_listeners"
+        ]
     );
 }
 

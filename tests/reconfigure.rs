@@ -112,6 +112,23 @@ fn fixed_fields_and_invalid_sets_are_refused_and_change_nothing() {
             values: format!("name_bytes_max = {} now, 64 asked", before.name_bytes_max),
         })
     );
+    // The wake bounds are fixed too (a listener's queue is sized when it
+    // attaches): refused by name, not a panic.
+    for (field, next) in [
+        ("wake_queue_max", s.config().wake_queue_max(3)),
+        (
+            "wake_payload_bytes_max",
+            s.config().wake_payload_bytes_max(3),
+        ),
+    ] {
+        assert!(
+            matches!(
+                s.reconfigure(next),
+                Err(Error::InvalidConfig { field: f, rule: "cannot change at run time", .. }) if f == field
+            ),
+            "{field}"
+        );
+    }
     assert_eq!(
         s.reconfigure(s.config().leases_max(0)),
         Err(Error::InvalidConfig {

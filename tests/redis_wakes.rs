@@ -1,7 +1,7 @@
 //! Wake channels on the Redis engine, across instances (a standalone
 //! server and a Redis Cluster): a notify on one handle wakes the listeners
-//! attached before it on every handle; wakes coalesce; tenants and
-//! channels are apart; names are checked. (A listener whose Pub/Sub
+//! attached before it on every handle, once each, with its payload;
+//! tenants and channels are apart; names and payloads are checked. (A listener whose Pub/Sub
 //! connection drops is in `redis_faults.rs`.)
 
 mod redis;
@@ -9,7 +9,6 @@ mod redis;
 use redis::{config, instances, on_every_target};
 use relaystore::wake::Wake;
 use relaystore::{Error, TenantId};
-use std::sync::Arc;
 use std::time::Duration;
 
 const T: TenantId = TenantId(1);
@@ -18,10 +17,7 @@ const OTHER: TenantId = TenantId(2);
 const SETTLE: Duration = Duration::from_millis(300);
 
 fn wake(tenant: TenantId, channel: &str) -> Wake {
-    Wake {
-        tenant,
-        channel: Arc::from(channel),
-    }
+    Wake::new(tenant, channel)
 }
 
 #[test]
@@ -37,23 +33,30 @@ fn a_notify_on_one_instance_wakes_listeners_on_every_instance() {
             remote.try_recv().is_none(),
             "{name}: woken before any notify"
         );
-        for _ in 0..3 {
-            a.notify(T, "lobby").await.unwrap();
+        for i in 0..3u8 {
+            a.notify_with(T, "lobby", &[i]).await.unwrap();
         }
-        // The notifying handle's own listener has its wake at once.
-        assert_eq!(local.try_recv(), Some(wake(T, "lobby")), "{name}");
-        // Three notifies that all arrived before the listener looked: one
-        // wake (on a cluster they may travel through different nodes, so a
-        // listener that looked in between could see two).
+        // The notifying handle's own listener has its wakes at once, in
+        // order.
+        for i in 0..3u8 {
+            let own = wake(T, "lobby").with_payload(&[i]);
+            assert_eq!(local.try_recv(), Some(own), "{name}");
+        }
+        // The other instance's listener has one wake per notify, each
+        // with its payload (on a cluster they may travel through different
+        // nodes, so their order there is not asserted).
         tokio::time::sleep(SETTLE).await;
+        let mut payloads = Vec::new();
+        while let Some(w) = remote.try_recv() {
+            assert_eq!((w.tenant, &*w.channel), (T, "lobby"), "{name}");
+            assert_eq!(w.missed, relaystore::wake::Missed::None, "{name}");
+            payloads.extend_from_slice(&w.payload);
+        }
+        payloads.sort_unstable();
         assert_eq!(
-            remote.try_recv(),
-            Some(wake(T, "lobby")),
-            "{name}: the other instance's listener was not woken"
-        );
-        assert!(
-            remote.try_recv().is_none(),
-            "{name}: wakes did not coalesce"
+            payloads,
+            [0, 1, 2],
+            "{name}: the other instance's listener, one wake per notify"
         );
         // And no second wake for the local listener from its own handle's
         // message coming back.
@@ -97,6 +100,14 @@ fn channel_names_are_checked() {
             e.notify(T, &long).await,
             Err(Error::InvalidArgument { .. })
         ));
+        let big = vec![0u8; config().wake_payload_bytes_max + 1];
+        assert!(
+            matches!(
+                e.notify_with(T, "lobby", &big).await,
+                Err(Error::InvalidArgument { reason }) if reason.contains("wake_payload_bytes_max")
+            ),
+            "{name}"
+        );
     });
 }
 

@@ -43,7 +43,7 @@ use relaystore::queue::{Backoff, ClaimToken, JobOptions, QueueConfig};
 use relaystore::stream::{StreamConfig, WhenFull};
 use relaystore::time::Clock;
 use relaystore::time::ManualClock;
-use relaystore::wake::Listener;
+use relaystore::wake::{Listener, Missed};
 use relaystore::{
     Error, JobId, JoinTicket, LeaseId, Scope, Store, StoreConfig, TenantId, TenantQuota,
     Unavailable,
@@ -60,8 +60,12 @@ fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
 
+/// Wakes one listener queues: small, so listeners fill and drop (I9).
+const WAKE_QUEUE: u64 = 3;
+
 fn config() -> StoreConfig {
     StoreConfig::default()
+        .wake_queue_max(WAKE_QUEUE as usize)
         .ttl_min(MS * 10)
         .ttl_max(Duration::from_secs(60))
         // Tight enough that every kind of scope refuses now and then (I8).
@@ -146,15 +150,57 @@ struct Sim {
     successes: HashMap<u8, u64>,
     /// How many capacity refusals I8 compared.
     refusals_checked: u64,
-    /// Wake listeners, with whether the model says a wake is pending.
-    listeners: Vec<(TenantId, &'static str, Listener, bool)>,
-    /// Listeners of the store before the last restart.
-    retired: Vec<(TenantId, &'static str, Listener, bool)>,
+    /// Wake listeners, with what the model says they hold.
+    listeners: Vec<Heard>,
+    /// Notifies made per channel: the next one's number, its payload.
+    sent: HashMap<(TenantId, &'static str), u64>,
+    /// Listeners of the store before the last restart, with the number of
+    /// notifies their channel had.
+    retired: Vec<(Heard, u64)>,
     /// Streams created: (first offset held, next offset), per the model.
     streams: HashMap<(TenantId, &'static str), (u64, u64)>,
     /// Tenants with a job queue, and per job its latest claim and the tick
     /// that claim lapses at (0 once failed).
     queues: HashMap<TenantId, HashMap<JobId, (ClaimToken, u64)>>,
+}
+
+/// A wake listener in the model: the number of the next notify of its
+/// channel it should receive if it has dropped nothing.
+struct Heard {
+    tenant: TenantId,
+    channel: &'static str,
+    listener: Listener,
+    expected: u64,
+}
+
+impl Heard {
+    /// I9: with `sent` notifies of its channel made, the listener's next
+    /// wake is the oldest of the newest `WAKE_QUEUE` it has not received,
+    /// counting the ones dropped before it; none if there is none.
+    fn receive(&mut self, sent: u64) {
+        let got = self.listener.try_recv();
+        if self.expected == sent {
+            assert_eq!(
+                got, None,
+                "I9: {:?}/{}: no wake due",
+                self.tenant, self.channel
+            );
+            return;
+        }
+        let wake =
+            got.unwrap_or_else(|| panic!("I9: {:?}/{}: a wake lost", self.tenant, self.channel));
+        let number = u64::from_be_bytes(wake.payload.as_ref().try_into().expect("8 bytes"));
+        let oldest_kept = self.expected.max(sent.saturating_sub(WAKE_QUEUE));
+        assert_eq!(number, oldest_kept, "I9: the oldest wake kept");
+        let dropped = number - self.expected;
+        let missed = if dropped == 0 {
+            Missed::None
+        } else {
+            Missed::Dropped(dropped)
+        };
+        assert_eq!(wake.missed, missed, "I9: the wakes dropped before it");
+        self.expected = number + 1;
+    }
 }
 
 fn tenant(rng: &mut Rng) -> TenantId {
@@ -195,6 +241,7 @@ impl Sim {
             successes: HashMap::new(),
             refusals_checked: 0,
             listeners: Vec::new(),
+            sent: HashMap::new(),
             retired: Vec::new(),
             streams: HashMap::new(),
             queues: HashMap::new(),
@@ -241,14 +288,14 @@ impl Sim {
     }
 
     fn step(&mut self) {
-        // I10: the listeners of a store that is gone get their pending
-        // wake, then `Closed` (without waiting).
-        for (_, _, l, pending) in self.retired.drain(..) {
-            if pending {
-                assert!(l.try_recv().is_some(), "I10: a pending wake was lost");
+        // I10: the listeners of a store that is gone get their queued
+        // wakes, then `Closed` (without waiting).
+        for (mut heard, sent) in self.retired.drain(..) {
+            while heard.expected < sent {
+                heard.receive(sent);
             }
             assert_eq!(
-                l.blocking_recv_timeout(Duration::ZERO),
+                heard.listener.blocking_recv_timeout(Duration::ZERO),
                 Err(relaystore::wake::RecvError::Closed),
                 "I10"
             );
@@ -567,32 +614,39 @@ impl Sim {
         }
     }
 
-    /// Wake channels. I9: a listener holds a wake exactly when a notify of
-    /// its channel came after it attached and after its last receive.
+    /// Wake channels. I9: a listener receives one wake per notify of its
+    /// channel made after it attached, in order, with its payload; past
+    /// `WAKE_QUEUE` unreceived, the oldest are dropped and counted.
     fn wake_step(&mut self) {
         let t = tenant(&mut self.rng);
         let channel = ["a", "b"][self.rng.below(2) as usize];
+        let sent = *self.sent.get(&(t, channel)).unwrap_or(&0);
         match self.rng.below(4) {
             0 if self.listeners.len() < 8 => match self.store.listen(t, channel) {
-                Ok(l) => self.listeners.push((t, channel, l, false)),
+                Ok(listener) => self.listeners.push(Heard {
+                    tenant: t,
+                    channel,
+                    listener,
+                    expected: sent,
+                }),
                 Err(e) => assert_eq!(e, Error::STOPPED, "listen"),
             },
-            1 => match self.store.notify(t, channel) {
-                Ok(()) => {
-                    for (lt, lc, _, pending) in &mut self.listeners {
-                        if *lt == t && *lc == channel {
-                            *pending = true;
+            // A burst of notifies, so queues fill and drop.
+            1 => {
+                for n in sent..sent + 1 + self.rng.below(WAKE_QUEUE + 2) {
+                    match self.store.notify_with(t, channel, &n.to_be_bytes()) {
+                        Ok(()) => {
+                            self.sent.insert((t, channel), n + 1);
                         }
+                        Err(e) => assert_eq!(e, Error::STOPPED, "notify"),
                     }
                 }
-                Err(e) => assert_eq!(e, Error::STOPPED, "notify"),
-            },
+            }
             2 if !self.listeners.is_empty() => {
                 let i = self.rng.below(self.listeners.len() as u64) as usize;
-                let (lt, lc, l, pending) = &mut self.listeners[i];
-                let got = l.try_recv();
-                assert_eq!(got.is_some(), *pending, "I9: {lt:?}/{lc} pending");
-                *pending = false;
+                let heard = &mut self.listeners[i];
+                let sent = *self.sent.get(&(heard.tenant, heard.channel)).unwrap_or(&0);
+                heard.receive(sent);
             }
             3 if !self.listeners.is_empty() => {
                 let i = self.rng.below(self.listeners.len() as u64) as usize;
@@ -812,7 +866,14 @@ impl Sim {
         }
         self.store = Arc::new(Store::new(config(), self.clock.clone()).unwrap());
         // The old store's listeners are checked once it is gone (I10).
-        self.retired = std::mem::take(&mut self.listeners);
+        let sent = std::mem::take(&mut self.sent);
+        self.retired = std::mem::take(&mut self.listeners)
+            .into_iter()
+            .map(|heard| {
+                let n = *sent.get(&(heard.tenant, heard.channel)).unwrap_or(&0);
+                (heard, n)
+            })
+            .collect();
         self.streams.clear();
         self.queues.clear();
         self.leases.clear();

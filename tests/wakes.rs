@@ -1,19 +1,16 @@
-//! Wake channels: notify / listen, coalescing, bounds, names, close.
+//! Wake channels: notify / listen, one wake per notify, payloads, the
+//! bounded queue, bounds, names, close.
 //! Every rule and typed refusal, on a `ManualClock`.
 
 mod common;
 
 use common::ops::*;
-use relaystore::wake::{RecvError, Wake};
+use relaystore::wake::{Missed, RecvError, Wake};
 use relaystore::{Error, Health, Scope, TenantId};
-use std::sync::Arc;
 use std::time::Duration;
 
 fn wake(tenant: TenantId, channel: &str) -> Wake {
-    Wake {
-        tenant,
-        channel: Arc::from(channel),
-    }
+    Wake::new(tenant, channel)
 }
 
 #[test]
@@ -30,16 +27,77 @@ fn a_notify_wakes_every_listener_attached_before_it_once() {
 }
 
 #[test]
-fn wakes_coalesce_until_received() {
+fn a_slow_listener_keeps_the_newest_wakes_and_counts_the_rest() {
     let (_c, s) = store();
+    let depth = s.config().wake_queue_max;
     let slow = s.listen(T, "lobby").unwrap();
-    for _ in 0..1_000 {
-        s.notify(T, "lobby").unwrap();
+    let sent = 1_000u32;
+    for i in 0..sent {
+        s.notify_with(T, "lobby", &i.to_be_bytes()).unwrap();
     }
-    assert_eq!(slow.try_recv(), Some(wake(T, "lobby")));
-    assert_eq!(slow.try_recv(), None, "1,000 notifies, one wake");
+    let oldest_kept = sent - depth as u32;
+    let first = slow.try_recv().unwrap();
+    assert_eq!(first.payload.as_ref(), oldest_kept.to_be_bytes());
+    assert_eq!(first.missed, Missed::Dropped(u64::from(oldest_kept)));
+    for i in oldest_kept + 1..sent {
+        let next = slow.try_recv().unwrap();
+        assert_eq!(next.payload.as_ref(), i.to_be_bytes(), "in order");
+        assert_eq!(next.missed, Missed::None);
+    }
+    assert_eq!(slow.try_recv(), None, "{sent} notifies, {depth} wakes");
     s.notify(T, "lobby").unwrap();
     assert_eq!(slow.try_recv(), Some(wake(T, "lobby")), "and later ones");
+}
+
+#[test]
+fn one_payload_reaches_every_listener_and_is_refused_past_its_bound() {
+    let (_c, s) = store_with(config().wake_payload_bytes_max(8));
+    let (a, b) = (s.listen(T, "lobby").unwrap(), s.listen(T, "lobby").unwrap());
+    s.notify_with(T, "lobby", b"seat 4").unwrap();
+    let (wa, wb) = (a.try_recv().unwrap(), b.try_recv().unwrap());
+    assert_eq!(wa, wake(T, "lobby").with_payload(b"seat 4"));
+    assert!(
+        wa.payload.same_copy(&wb.payload),
+        "the payload is copied once for every listener"
+    );
+    assert_eq!(
+        s.notify_with(T, "lobby", b"123456789"),
+        Err(Error::InvalidArgument {
+            reason: "payload is larger than wake_payload_bytes_max"
+        })
+    );
+    assert_eq!(a.try_recv(), None, "a refused notify wakes nobody");
+}
+
+#[test]
+fn a_transaction_notifies_with_its_payload_after_the_commit() {
+    let (_c, s) = store_with(config().wake_payload_bytes_max(8));
+    let listener = s.listen(T, "lobby").unwrap();
+    let mut tx = s.begin_tx();
+    assert_eq!(
+        tx.notify_with(T, "lobby", b"123456789").err(),
+        Some(Error::InvalidArgument {
+            reason: "payload is larger than wake_payload_bytes_max"
+        }),
+        "checked when staged"
+    );
+    tx.notify_with(T, "lobby", b"first").unwrap();
+    tx.notify(T, "lobby").unwrap();
+    assert_eq!(listener.try_recv(), None, "nothing before the commit");
+    tx.commit().unwrap();
+    assert_eq!(
+        listener.try_recv(),
+        Some(wake(T, "lobby").with_payload(b"first"))
+    );
+    assert_eq!(
+        listener.try_recv(),
+        Some(wake(T, "lobby")),
+        "in staging order"
+    );
+    let mut rolled_back = s.begin_tx();
+    rolled_back.notify_with(T, "lobby", b"never").unwrap();
+    drop(rolled_back);
+    assert_eq!(listener.try_recv(), None, "a rollback wakes nobody");
 }
 
 #[test]

@@ -175,7 +175,12 @@ pub const RELAY_CHECKS: &[&str] = &[
 
 /// The checks of wake channels, for any [`WakeEngine`],
 /// in the order [`run_wakes`] runs them (the first of [`ENGINE_CHECKS`]).
-pub const WAKE_CHECKS: &[&str] = &["wakes::notify_and_listen", "wakes::channel_names"];
+pub const WAKE_CHECKS: &[&str] = &[
+    "wakes::notify_and_listen",
+    "wakes::channel_names",
+    "wakes::a_full_queue_drops_the_oldest",
+    "wakes::drained_closes_listeners",
+];
 
 /// The checks of streams, for any [`StreamEngine`], in the order
 /// [`run_streams`] runs them.
@@ -210,6 +215,8 @@ pub const QUEUE_CHECKS: &[&str] = &[
 pub const ENGINE_CHECKS: &[&str] = &[
     "wakes::notify_and_listen",
     "wakes::channel_names",
+    "wakes::a_full_queue_drops_the_oldest",
+    "wakes::drained_closes_listeners",
     "streams::offsets_and_retention",
     "streams::consumers_and_followers",
     "streams::lifetimes",
@@ -302,6 +309,13 @@ where
     let h = harness;
     check!(h, failures, WAKE_CHECKS, wakes::notify_and_listen);
     check!(h, failures, WAKE_CHECKS, wakes::channel_names);
+    check!(
+        h,
+        failures,
+        WAKE_CHECKS,
+        wakes::a_full_queue_drops_the_oldest
+    );
+    check!(h, failures, WAKE_CHECKS, wakes::drained_closes_listeners);
     failures
 }
 

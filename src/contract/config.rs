@@ -469,6 +469,16 @@ pub struct StoreConfig {
     pub listeners_per_channel_max: usize,
     /// Most wake channels (with at least one listener) per tenant.
     pub channels_per_tenant_max: u64,
+    /// Wakes queued per listener, not yet received. A notify to a listener
+    /// whose queue is full drops its oldest wake, which the next wake
+    /// counts in [`Wake::missed`](crate::wake::Wake::missed). A listener
+    /// holds at most this many wakes, each 32 bytes plus its payload
+    /// (shared by every listener it reaches).
+    pub wake_queue_max: usize,
+    /// Largest payload one notify carries, in bytes
+    /// ([`notify_with`](crate::Store::notify_with)); 0 allows only empty
+    /// payloads.
+    pub wake_payload_bytes_max: usize,
     /// Most streams held, store-wide.
     pub streams_max: u64,
     /// Most streams per tenant.
@@ -562,6 +572,8 @@ impl Default for StoreConfig {
             listeners_max: 65_536,
             listeners_per_channel_max: 1_024,
             channels_per_tenant_max: 4_096,
+            wake_queue_max: 64,
+            wake_payload_bytes_max: 256,
             streams_max: 65_536,
             streams_per_tenant_max: 1_024,
             stream_entries_max: 1 << 20,
@@ -722,6 +734,7 @@ impl StoreConfig {
                 self.listeners_per_channel_max as u64,
             ),
             ("channels_per_tenant_max", self.channels_per_tenant_max),
+            ("wake_queue_max", self.wake_queue_max as u64),
             ("streams_per_tenant_max", self.streams_per_tenant_max),
             ("stream_entries_max", self.stream_entries_max as u64),
             ("stream_bytes_max", self.stream_bytes_max as u64),

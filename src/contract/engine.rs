@@ -382,6 +382,15 @@ pub trait WakeEngine: RelayEngine {
     /// ([`Store::notify`](crate::Store::notify)).
     fn notify(&self, tenant: TenantId, channel: &str) -> impl Future<Output = Result<()>> + Send;
 
+    /// Wakes every listener of `channel` attached before the call, with a
+    /// payload ([`Store::notify_with`](crate::Store::notify_with)).
+    fn notify_with(
+        &self,
+        tenant: TenantId,
+        channel: &str,
+        payload: &[u8],
+    ) -> impl Future<Output = Result<()>> + Send;
+
     /// Attaches a listener to `channel`
     /// ([`Store::listen`](crate::Store::listen)).
     fn listen(
@@ -731,9 +740,11 @@ pub trait Follow: Send + 'static {
     fn seek_to_first(&mut self) -> impl Future<Output = Result<u64>> + Send;
 }
 
-/// A listener on a wake channel: wakes not yet received coalesce into one.
+/// A listener on a wake channel: one wake per notify, queued (at most
+/// `wake_queue_max`; a full queue drops its oldest and the next wake counts
+/// it in [`Wake::missed`]).
 pub trait Wakes: Send + Sync + 'static {
-    /// The wake pending now, if any, without waiting.
+    /// The oldest wake queued now, if any, without waiting.
     fn try_recv(&self) -> Option<Wake>;
 
     /// Waits for the next wake. Cancel-safe: dropping the future consumes

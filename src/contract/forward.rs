@@ -78,6 +78,7 @@ macro_rules! served {
     (wake $mode:tt $engine:ident) => {
         $crate::contract::forward::forward! { $mode $engine:
             notify(tenant: $crate::base::ids::TenantId, channel: &str) -> $crate::base::error::Result<()>;
+            notify_with(tenant: $crate::base::ids::TenantId, channel: &str, payload: &[u8]) -> $crate::base::error::Result<()>;
             listen(tenant: $crate::base::ids::TenantId, channel: &str) -> $crate::base::error::Result<Self::Listener>;
         }
     };

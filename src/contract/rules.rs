@@ -41,6 +41,20 @@ impl StoreConfig {
         self.check_name(name)
     }
 
+    /// A notify's channel and payload (every engine's one rule): the
+    /// channel is the caller's own name
+    /// ([`check_own_name`](Self::check_own_name)), the payload at most
+    /// `wake_payload_bytes_max` bytes ([`Error::InvalidArgument`]).
+    pub(crate) fn check_notify(&self, channel: &str, payload: &[u8]) -> Result<()> {
+        self.check_own_name(channel)?;
+        if payload.len() > self.wake_payload_bytes_max {
+            return Err(Error::InvalidArgument {
+                reason: "payload is larger than wake_payload_bytes_max",
+            });
+        }
+        Ok(())
+    }
+
     /// The name rule of a queue being inspected or tidied (`job`,
     /// `queue_info`, dead letters): a caller's own name, or the outbox's
     /// reserved queue.
@@ -640,5 +654,39 @@ mod tests {
             config.check_drain_window(Duration::from_millis(5_001)),
             Err(Error::InvalidArgument { reason }) if reason.contains("drain_window_max")
         ));
+    }
+
+    #[test]
+    fn a_notify_takes_an_own_channel_and_a_bounded_payload() {
+        let config = StoreConfig::default()
+            .name_bytes_max(8)
+            .wake_payload_bytes_max(4);
+        let long = "x".repeat(9);
+        for (channel, payload, want) in [
+            ("lobby", &b""[..], Ok(())),
+            ("lobby", b"abcd", Ok(())),
+            ("lobby", b"abcde", Err("payload")),
+            ("", b"", Err("name")),
+            ("__own", b"", Err("reserved")),
+            (long.as_str(), b"", Err("long")),
+        ] {
+            let got = config.check_notify(channel, payload);
+            let fits = match (&got, want) {
+                (Ok(()), Ok(())) => true,
+                (Err(Error::InvalidArgument { reason }), Err("payload")) => {
+                    reason.contains("wake_payload_bytes_max")
+                }
+                (Err(Error::InvalidArgument { reason }), Err("long")) => {
+                    reason.contains("name_bytes_max")
+                }
+                (Err(Error::InvalidName), Err("name")) => true,
+                (Err(Error::ReservedName), Err("reserved")) => true,
+                _ => false,
+            };
+            assert!(fits, "{channel:?} {payload:?}: {got:?}, want {want:?}");
+        }
+        let none = StoreConfig::default().wake_payload_bytes_max(0);
+        assert!(none.check_notify("lobby", b"").is_ok());
+        assert!(none.check_notify("lobby", b"a").is_err());
     }
 }

@@ -1,7 +1,13 @@
 //! Wake channels: `notify(tenant, channel)` wakes every listener of that
-//! channel attached before the call. A wake carries the channel, never a
-//! payload; wakes a listener has not yet received coalesce into one, so a
-//! listener costs O(1) memory however often its channel is notified.
+//! channel attached before the call, once per notify. Each listener has a
+//! queue of at most `wake_queue_max` wakes; a notify to a full one drops
+//! its oldest wake and the next wake counts it (`Missed::Dropped`), so a
+//! slow listener costs bounded memory however often its channel is
+//! notified. A notify may carry a payload, shared by every listener it
+//! reaches.
+//!
+//! The store's own channels (a queue's, a stream's) are hints to look
+//! again: their listeners coalesce, one pending wake absorbing the next.
 //!
 //! A channel exists while it has listeners: the first `listen` creates it
 //! (counted against the tenant's `channels_per_tenant_max`), the last
@@ -21,10 +27,11 @@ use crate::base::sync::{lock_at, Arc, AtomicBool, Condvar, Mutex, Ordering, Rung
 use crate::base::words::LimitSnapshot;
 use crate::contract::config::Limits;
 use crate::contract::events::RecvError;
-use crate::contract::wake::Wake;
+use crate::contract::wake::{Missed, Payload, Wake};
 use crate::mem::named::TenantCounts;
 use crate::mem::quota::Counter;
 use crate::mem::shard::{ShardMap, Upsert};
+use std::collections::VecDeque;
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 #[cfg(feature = "native")]
@@ -45,20 +52,34 @@ pub(crate) struct WakeHub {
     /// The caps that change at run time (listeners store-wide and per
     /// channel, channels per tenant), read whole by each listen.
     live: Arc<LimitSnapshot<Limits>>,
+    /// Wakes queued per listener (`wake_queue_max`).
+    depth: usize,
     closed: AtomicBool,
 }
 
-/// One listener's state: a pending flag, not a queue.
+/// One listener's state: the wakes it has not yet received.
 struct Cell {
-    wake: Wake,
+    tenant: TenantId,
+    channel: Arc<str>,
+    /// A listener of one of the store's own channels: a pending wake
+    /// absorbs the next, and nothing counts as missed.
+    coalesce: bool,
+    /// Most wakes queued.
+    depth: usize,
     slot: Mutex<Slot>,
     ready: Condvar,
 }
 
+/// One wake waiting to be received.
+struct Queued {
+    payload: Payload,
+    missed: Missed,
+}
+
 #[derive(Default)]
 struct Slot {
-    /// Notified since the last receive.
-    pending: bool,
+    /// Wakes not yet received, oldest first; at most the cell's `depth`.
+    queue: VecDeque<Queued>,
     /// The store stopped or is gone: nothing more will come.
     closed: bool,
     /// The task of an async receiver waiting now.
@@ -69,22 +90,44 @@ struct Slot {
 }
 
 impl Cell {
-    /// Marks the listener notified; a wake already pending absorbs this
-    /// one. Called under the channel's shard lock.
+    /// Queues one wake; `false` if a pending one absorbed it (a coalescing
+    /// listener). A full queue drops its oldest wake, and the wake after
+    /// it (or this one) counts it with what it had missed.
+    fn push(&self, slot: &mut Slot, payload: &Payload, missed: Missed) -> bool {
+        if self.coalesce && !slot.queue.is_empty() {
+            return false;
+        }
+        let mut missed = missed;
+        if slot.queue.len() >= self.depth {
+            if let Some(oldest) = slot.queue.pop_front() {
+                match slot.queue.front_mut() {
+                    Some(next) => next.missed = next.missed.after_dropping(oldest.missed),
+                    None => missed = missed.after_dropping(oldest.missed),
+                }
+            }
+        }
+        slot.queue.push_back(Queued {
+            payload: payload.clone(),
+            missed,
+        });
+        true
+    }
+
+    /// Queues a wake for the listener. Called under the channel's shard
+    /// lock.
     ///
     /// A blocked receiver is signalled after the slot's lock is given up,
     /// so it does not wake only to wait for that lock. Nothing is missed:
     /// a receiver counts itself a sleeper and starts waiting under the
     /// lock, atomically, so one counted here is waiting (or woke already
-    /// and will find the wake pending).
-    fn signal(&self, wakers: &mut Vec<Waker>) {
+    /// and will find the wake queued).
+    fn signal(&self, payload: &Payload, missed: Missed, wakers: &mut Vec<Waker>) {
         if faults::active(StoreFault::SleepersReadEarly) {
             // Broken twin: a receiver that counts itself a sleeper between
             // the two holds is never signalled.
             let sleeping = lock_at(Rung::Listener, &self.slot).sleepers > 0;
             let mut slot = lock_at(Rung::Listener, &self.slot);
-            if !slot.pending {
-                slot.pending = true;
+            if self.push(&mut slot, payload, missed) {
                 wakers.extend(slot.waker.take());
                 drop(slot);
                 if sleeping {
@@ -95,10 +138,9 @@ impl Cell {
         }
         let sleeping = {
             let mut slot = lock_at(Rung::Listener, &self.slot);
-            if slot.pending {
+            if !self.push(&mut slot, payload, missed) {
                 return;
             }
-            slot.pending = true;
             wakers.extend(slot.waker.take());
             slot.sleepers > 0
         };
@@ -114,11 +156,16 @@ impl Cell {
         self.ready.notify_all();
     }
 
-    /// Takes a pending wake, else reports whether the listener is closed.
+    /// Takes the oldest queued wake, else reports whether the listener is
+    /// closed.
     fn take(&self, slot: &mut Slot) -> Option<Result<Wake, RecvError>> {
-        if slot.pending {
-            slot.pending = false;
-            Some(Ok(self.wake.clone()))
+        if let Some(queued) = slot.queue.pop_front() {
+            Some(Ok(Wake {
+                tenant: self.tenant,
+                channel: Arc::clone(&self.channel),
+                payload: queued.payload,
+                missed: queued.missed,
+            }))
         } else if slot.closed {
             Some(Err(RecvError::Closed))
         } else {
@@ -128,13 +175,16 @@ impl Cell {
 }
 
 impl WakeHub {
-    pub(crate) fn new(live: Arc<LimitSnapshot<Limits>>) -> Self {
+    /// A hub whose listeners queue at most `depth` wakes each
+    /// (`wake_queue_max`, at least 1).
+    pub(crate) fn new(live: Arc<LimitSnapshot<Limits>>, depth: usize) -> Self {
         let listeners_max = live.read(|l| l.listeners_max);
         WakeHub {
             channels: ShardMap::with_capacity(64),
             tenant_channels: TenantCounts::new(Scope::TenantChannels),
             listeners: Counter::new(Scope::Listeners, listeners_max),
             live,
+            depth: depth.max(1),
             closed: AtomicBool::new(false),
         }
     }
@@ -146,11 +196,31 @@ impl WakeHub {
     }
 
     /// Attaches a listener to `(tenant, channel)`. Every notify that starts
-    /// after this returns reaches it.
+    /// after this returns reaches it, queued.
     pub(crate) fn listen(
         self: &Arc<Self>,
         tenant: TenantId,
         channel: Arc<str>,
+    ) -> Result<Listener> {
+        self.attach_listener(tenant, channel, false)
+    }
+
+    /// Attaches a listener to one of the store's own channels (a queue's,
+    /// a stream's), whose wakes are hints to look again: one pending wake
+    /// absorbs the next.
+    pub(crate) fn listen_coalescing(
+        self: &Arc<Self>,
+        tenant: TenantId,
+        channel: Arc<str>,
+    ) -> Result<Listener> {
+        self.attach_listener(tenant, channel, true)
+    }
+
+    fn attach_listener(
+        self: &Arc<Self>,
+        tenant: TenantId,
+        channel: Arc<str>,
+        coalesce: bool,
     ) -> Result<Listener> {
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::STOPPED);
@@ -162,10 +232,10 @@ impl WakeHub {
         let (listeners_max, per_channel, channels_per_tenant) = caps;
         self.listeners.acquire_under(1, listeners_max)?;
         let cell = Arc::new(Cell {
-            wake: Wake {
-                tenant,
-                channel: Arc::clone(&channel),
-            },
+            tenant,
+            channel: Arc::clone(&channel),
+            coalesce,
+            depth: if coalesce { 1 } else { self.depth },
             slot: Mutex::new(Slot::default()),
             ready: Condvar::new(),
         });
@@ -235,8 +305,15 @@ impl WakeHub {
         Err(Error::InFlight)
     }
 
-    /// Wakes every listener attached to `(tenant, channel)` now.
+    /// Wakes every listener attached to `(tenant, channel)` now, with no
+    /// payload.
     pub(crate) fn notify(&self, key: &ChannelKey) -> Result<()> {
+        self.notify_with(key, &[])
+    }
+
+    /// Wakes every listener attached to `(tenant, channel)` now, each with
+    /// `payload` (one copy, shared).
+    pub(crate) fn notify_with(&self, key: &ChannelKey, payload: &[u8]) -> Result<()> {
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::STOPPED);
         }
@@ -246,25 +323,28 @@ impl WakeHub {
         if self.listeners.used() == 0 {
             return Ok(());
         }
+        // Made before the shard lock is taken, so no allocation holds it.
+        let shared = Payload::shared(payload);
         let mut wakers = Vec::new();
         self.channels.read(key, |list| {
             for cell in list {
-                cell.signal(&mut wakers);
+                cell.signal(&shared, Missed::None, &mut wakers);
             }
         });
         wakers.into_iter().for_each(Waker::wake);
         Ok(())
     }
 
-    /// Wakes every listener of every channel (a listener that may have
-    /// missed wakes it cannot count, such as the Redis engine's after its
-    /// Pub/Sub connection dropped, errs on the side of a spurious wake).
+    /// Wakes every listener of every channel with `Missed::Unknown` and
+    /// no payload: wakes may have been lost that cannot be counted (the
+    /// Redis engine's Pub/Sub connection dropped), so each listener is
+    /// told to look at its state again.
     #[cfg_attr(not(feature = "redis"), allow(dead_code))]
     pub(crate) fn wake_all(&self) {
         let mut wakers = Vec::new();
         self.channels.for_each(|_, list| {
             for cell in list {
-                cell.signal(&mut wakers);
+                cell.signal(&Payload::default(), Missed::Unknown, &mut wakers);
             }
         });
         wakers.into_iter().for_each(Waker::wake);
@@ -290,7 +370,7 @@ impl WakeHub {
     }
 
     fn detach(&self, cell: &Arc<Cell>) {
-        let key: ChannelKey = (cell.wake.tenant, Arc::clone(&cell.wake.channel));
+        let key: ChannelKey = (cell.tenant, Arc::clone(&cell.channel));
         let emptied = self.channels.update(&key, |list| {
             list.retain(|c| !Arc::ptr_eq(c, cell));
             list.is_empty()
@@ -324,7 +404,7 @@ pub struct Listener {
 }
 
 impl Listener {
-    /// The wake pending now, if any, without waiting.
+    /// The oldest wake queued now, if any, without waiting.
     pub fn try_recv(&self) -> Option<Wake> {
         let mut slot = lock_at(Rung::Listener, &self.cell.slot);
         match self.cell.take(&mut slot) {
@@ -384,8 +464,8 @@ impl Drop for Listener {
 impl std::fmt::Debug for Listener {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Listener")
-            .field("tenant", &self.cell.wake.tenant)
-            .field("channel", &self.cell.wake.channel)
+            .field("tenant", &self.cell.tenant)
+            .field("channel", &self.cell.channel)
             .finish_non_exhaustive()
     }
 }

@@ -395,13 +395,18 @@ impl Listener {
 }
 
 impl Listener {
-    /// One published wake: `origin, tenant, channel`, each as
-    /// `<length>:<bytes>`. This handle's own were delivered by `notify`.
-    fn take_wake(&self, payload: &[u8]) {
-        let parts = netstrings(payload);
-        let Some([origin, tenant, channel]) = parts.as_deref() else {
-            tracing::warn!("relaystore redis: an unreadable wake message");
-            return;
+    /// One published wake: `origin, tenant, channel` and, from a caller's
+    /// notify, its payload, each as `<length>:<bytes>`. This handle's own
+    /// were delivered by `notify`.
+    fn take_wake(&self, message: &[u8]) {
+        let parts = netstrings(message);
+        let (origin, tenant, channel, payload) = match parts.as_deref() {
+            Some([origin, tenant, channel]) => (origin, tenant, channel, &[][..]),
+            Some([origin, tenant, channel, payload]) => (origin, tenant, channel, *payload),
+            _ => {
+                tracing::warn!("relaystore redis: an unreadable wake message");
+                return;
+            }
         };
         if *origin == self.origin.as_bytes() {
             return;
@@ -410,7 +415,9 @@ impl Listener {
             return;
         };
         // Refused only once the handle is gone: nothing to wake then.
-        let _ = self.wakes.notify(&(TenantId(tenant), Arc::from(channel)));
+        let _ = self
+            .wakes
+            .notify_with(&(TenantId(tenant), Arc::from(channel)), payload);
     }
 }
 

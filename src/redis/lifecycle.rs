@@ -102,6 +102,7 @@ impl RedisEngine {
                 window_ms = window.as_millis() as u64,
                 "relaystore redis handle draining: new work is refused; the handle stops when the window ends",
             );
+            self.close_listeners_at_stop();
         }
         match phase {
             Phase::Draining(left) => Ok(left),
@@ -118,11 +119,39 @@ impl RedisEngine {
             // still wakes it.
             let began = self.inner.drain.began.notified();
             match self.inner.drain.phase() {
-                Phase::Stopped => return,
+                Phase::Stopped => {
+                    // The task that closes them may not have run yet.
+                    self.inner.wakes.close();
+                    return;
+                }
                 Phase::Draining(left) => tokio::time::sleep(left).await,
                 Phase::Ready => began.await,
             }
         }
+    }
+
+    /// Closes this handle's wake listeners when its drain window ends:
+    /// each receives what is queued, then `Closed`, since notifies are
+    /// refused from then on. The task holds the handle weakly, so a handle
+    /// dropped first ends it (and its drop closes them).
+    fn close_listeners_at_stop(&self) {
+        let inner = std::sync::Arc::downgrade(&self.inner);
+        tokio::spawn(async move {
+            loop {
+                let Some(phase) = inner.upgrade().map(|i| i.drain.phase()) else {
+                    return;
+                };
+                match phase {
+                    Phase::Draining(left) => tokio::time::sleep(left).await,
+                    Phase::Stopped => break,
+                    // Not reached: a drain, once begun, never ends.
+                    Phase::Ready => return,
+                }
+            }
+            if let Some(inner) = inner.upgrade() {
+                inner.wakes.close();
+            }
+        });
     }
 
     /// Whether this handle takes a call of `mode` now: a stopped handle

@@ -446,7 +446,10 @@ impl RedisEngine {
             Arc::clone(&limits),
             config.subscriber_buffer_max,
         ));
-        let wakes = Arc::new(crate::mem::wake::WakeHub::new(limits));
+        let wakes = Arc::new(crate::mem::wake::WakeHub::new(
+            limits,
+            config.wake_queue_max,
+        ));
         conn.check_noeviction().await?;
         conn.load_library().await?;
         let ceilings = room::Ceilings::new(&config, &options.namespace, conn.is_cluster());

@@ -311,7 +311,10 @@ impl RedisEngine {
         self.admit(Mode::Existing)?;
         self.config().check_own_name(queue)?;
         self.start_listener().await?;
-        let wakes = self.inner.wakes.listen(tenant, wake_channel(queue))?;
+        let wakes = self
+            .inner
+            .wakes
+            .listen_coalescing(tenant, wake_channel(queue))?;
         loop {
             // Claim after taking any pending wake: an enqueue between the
             // claim and the wait leaves one, so the wait returns at once.

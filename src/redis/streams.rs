@@ -219,7 +219,10 @@ impl RedisEngine {
         self.config().check_own_name(name)?;
         self.check_name(consumer)?;
         self.start_listener().await?;
-        let wakes = self.inner.wakes.listen(tenant, wake_channel(name))?;
+        let wakes = self
+            .inner
+            .wakes
+            .listen_coalescing(tenant, wake_channel(name))?;
         let reply = self.info_of(tenant, name, consumer).await?;
         let position = match u64::try_from(reply.int(6)?) {
             Ok(committed) => committed,

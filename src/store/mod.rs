@@ -288,7 +288,7 @@ impl Store {
                 Arc::clone(&limits),
                 config.subscriber_buffer_max,
             )),
-            wakes: Arc::new(WakeHub::new(Arc::clone(&limits))),
+            wakes: Arc::new(WakeHub::new(Arc::clone(&limits), config.wake_queue_max)),
             streams: StreamHub::new(StreamLimits::of(&config), Arc::clone(&limits), start),
             queues: QueueHub::new(
                 QueueLimits::of(&config),

@@ -316,7 +316,10 @@ impl Store {
 
     fn queue_listener(&self, tenant: TenantId, queue: &str) -> Result<Listener> {
         self.check_own_name(queue)?;
-        let listening = self.shared.wakes.listen(tenant, wake_channel(queue));
+        let listening = self
+            .shared
+            .wakes
+            .listen_coalescing(tenant, wake_channel(queue));
         self.observed(tenant, listening)
     }
 

@@ -161,6 +161,8 @@ fn fixed_fields_unchanged(current: &StoreConfig, next: &StoreConfig) -> Result<(
         tombstone_ttl,
         idempotency_ttl,
         subscriber_buffer_max,
+        wake_queue_max,
+        wake_payload_bytes_max,
         stream_entries_max,
         stream_bytes_max,
         stream_payload_bytes_max,

@@ -270,7 +270,10 @@ impl Store {
     pub fn follow(&self, tenant: TenantId, name: &str, consumer: &str) -> Result<Follower> {
         let stream = self.stream_name(name)?;
         let consumer = self.name(consumer)?;
-        let listening = self.shared.wakes.listen(tenant, wake_channel(&stream));
+        let listening = self
+            .shared
+            .wakes
+            .listen_coalescing(tenant, wake_channel(&stream));
         let wakes = self.observed(tenant, listening)?;
         let position = self.consistent(|| {
             let now = self.shared.clock.now();

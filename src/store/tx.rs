@@ -132,6 +132,7 @@ enum Op {
     Notify {
         tenant: TenantId,
         channel: Arc<str>,
+        payload: Box<[u8]>,
     },
     Append {
         tenant: TenantId,
@@ -364,12 +365,23 @@ impl Transaction {
 
     /// Stages [`Store::notify`]: its listeners wake after the commit.
     pub fn notify(&mut self, tenant: TenantId, channel: &str) -> Result<()> {
-        let channel = self.store.channel_name(channel)?;
+        self.notify_with(tenant, channel, &[])
+    }
+
+    /// Stages [`Store::notify_with`]: its listeners wake after the commit,
+    /// with `payload` (checked now).
+    pub fn notify_with(&mut self, tenant: TenantId, channel: &str, payload: &[u8]) -> Result<()> {
+        self.store.shared.config.check_notify(channel, payload)?;
+        let channel: Arc<str> = Arc::from(channel);
         if crate::base::faults::active(crate::base::faults::StoreFault::TxWakeAtStaging) {
             // Broken twin: the listeners wake before anything is committed.
             self.store.fire(&[(tenant, Arc::clone(&channel))]);
         }
-        self.stage(Op::Notify { tenant, channel })
+        self.stage(Op::Notify {
+            tenant,
+            channel,
+            payload: Box::from(payload),
+        })
     }
 
     /// Stages [`Store::append`]; returns the entry's offset, taken now.
@@ -803,6 +815,10 @@ impl Transaction {
         drop(closed);
         result?;
         store.fire(&done.wakes);
+        for (key, payload) in &done.notifies {
+            // A store that stopped meanwhile has no listeners left to wake.
+            let _ = store.shared.wakes.notify_with(key, payload);
+        }
         // The publishes, then the updates, each in staging order.
         let mut listings = done.listings;
         if !published.is_empty() {
@@ -816,10 +832,16 @@ impl Transaction {
     }
 }
 
+/// A wake channel: its tenant and name.
+type Channel = (TenantId, Arc<str>);
+
 /// What the apply phase did.
 #[derive(Default)]
 struct Applied {
+    /// The store's own channels to wake: appended streams, ready jobs.
     wakes: Vec<(TenantId, Arc<str>)>,
+    /// The notifies staged, in staging order, with their payloads.
+    notifies: Vec<(Channel, Box<[u8]>)>,
     listings: Vec<(TenantId, Arc<str>, u64)>,
     failed: Vec<(JobId, Failed)>,
 }
@@ -1048,8 +1070,13 @@ impl Store {
                     let nkey = (*tenant, SmolStr::new(&**key));
                     applied(self.end_listing_at(&nkey, *expected, Cause::Released, now))?;
                 }
-                Op::Notify { tenant, channel } => {
-                    done.wakes.push((*tenant, Arc::clone(channel)));
+                Op::Notify {
+                    tenant,
+                    channel,
+                    payload,
+                } => {
+                    let channel = Arc::clone(channel);
+                    done.notifies.push(((*tenant, channel), payload.clone()));
                 }
                 Op::Append {
                     tenant,

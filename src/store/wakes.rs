@@ -6,11 +6,14 @@ use super::Store;
 use crate::base::error::Error;
 use crate::base::error::Result;
 use crate::base::ids::TenantId;
+#[cfg(doc)]
+use crate::contract::wake::Wake;
 use crate::mem::wake::Listener;
 
 impl Store {
-    /// Wakes every listener of `channel` attached before this call; wakes
-    /// not yet received coalesce into one. A channel nobody listens to is
+    /// Wakes every listener of `channel` attached before this call, once:
+    /// each receives one [`Wake`] with an empty payload, queued behind
+    /// the wakes it has not yet received. A channel nobody listens to is
     /// fine (nothing happens).
     ///
     /// Empty name: [`Error::InvalidName`]; longer than `name_bytes_max`:
@@ -18,12 +21,25 @@ impl Store {
     /// store's own channels): [`Error::ReservedName`]; once the store has
     /// stopped: [`Error::ServiceUnavailable`].
     pub fn notify(&self, tenant: TenantId, channel: &str) -> Result<()> {
-        let channel = self.channel_name(channel)?;
-        self.shared.wakes.notify(&(tenant, channel))
+        self.notify_with(tenant, channel, &[])
+    }
+
+    /// [`notify`](Self::notify) with a payload every listener receives in
+    /// its [`Wake::payload`] (one copy, shared). A listener whose queue
+    /// (`wake_queue_max`) is full drops its oldest wake, payload and all,
+    /// and counts it in the next wake's [`Wake::missed`].
+    ///
+    /// Refused as `notify` is, and with [`Error::InvalidArgument`] for a
+    /// payload over `wake_payload_bytes_max` bytes.
+    pub fn notify_with(&self, tenant: TenantId, channel: &str, payload: &[u8]) -> Result<()> {
+        self.shared.config.check_notify(channel, payload)?;
+        let channel = std::sync::Arc::from(channel);
+        self.shared.wakes.notify_with(&(tenant, channel), payload)
     }
 
     /// Attaches a listener to `channel`: every notify that starts after
-    /// this returns reaches it. Dropping the listener detaches it.
+    /// this returns reaches it, as one [`Wake`] in order; none from
+    /// before. Dropping the listener detaches it.
     ///
     /// Names as for [`notify`](Self::notify). Refused with
     /// `CapacityExceeded` past `listeners_max` (scope `Listeners`),

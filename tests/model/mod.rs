@@ -44,6 +44,8 @@ pub const STREAM_AGE_MS: u64 = 3_000;
 pub const STREAM_PAYLOAD: &[u8] = b"payload";
 /// Consumers one stream takes (of the three names the ops use).
 pub const STREAM_CONSUMERS: usize = 2;
+/// Wakes one listener queues (small, so the model fills it).
+pub const WAKE_QUEUE: usize = 2;
 pub const QUEUE_JOBS: usize = 4;
 pub const QUEUE_DEAD: usize = 2;
 pub const QUEUE_ATTEMPTS: u32 = 2;
@@ -86,6 +88,7 @@ pub fn config() -> StoreConfig {
         .listings_per_lease_max(LISTINGS_PER_LEASE)
         .attempts_per_listing_max(ATTEMPTS_PER_LISTING)
         .consumers_per_stream_max(STREAM_CONSUMERS)
+        .wake_queue_max(WAKE_QUEUE)
         .schedules_per_tenant_max(SCHEDULES_PER_TENANT)
         .schedules_max(SCHEDULES)
 }

@@ -139,8 +139,9 @@ pub struct Model {
     locks: HashMap<(u8, u8), LockM>,
     acquisitions: usize,
     streams: HashMap<(u8, u8), StreamM>,
-    /// Per listener: its tenant, channel, and whether a wake is pending.
-    listeners: Vec<(u8, u8, bool)>,
+    /// Per listener: its tenant, channel, and how many wakes it has
+    /// queued (at most `WAKE_QUEUE`: one per notify, the oldest dropped).
+    listeners: Vec<(u8, u8, usize)>,
     /// Jobs by enqueue order; claims by claim order (their job).
     jobs: Vec<JobM>,
     claims: Vec<usize>,
@@ -791,19 +792,22 @@ impl Model {
                 None => Outcome::Err(Kind::NotFound),
             },
             Op::Listen { tenant, channel } => {
-                self.listeners.push((tenant, channel, false));
+                self.listeners.push((tenant, channel, 0));
                 Outcome::Ok
             }
             Op::Notify { tenant, channel } => {
                 for l in &mut self.listeners {
                     if (l.0, l.1) == (tenant, channel) {
-                        l.2 = true;
+                        l.2 = (l.2 + 1).min(WAKE_QUEUE);
                     }
                 }
                 Outcome::Ok
             }
             Op::TryRecv { listener } => {
-                Outcome::Woke(std::mem::replace(&mut self.listeners[listener].2, false))
+                let queued = &mut self.listeners[listener].2;
+                let woke = *queued > 0;
+                *queued = queued.saturating_sub(1);
+                Outcome::Woke(woke)
             }
             Op::Enqueue {
                 tenant,
