@@ -56,6 +56,9 @@ enum Defect {
     KeylessAppend,
     /// `notify_with` drops its payload: listeners receive empty wakes.
     PayloadlessWakes,
+    /// `enqueue` and `enqueue_batch` drop the priority: every job is
+    /// claimed oldest first.
+    FlatPriorities,
 }
 
 /// The in-memory engine with one defect.
@@ -155,7 +158,8 @@ impl RelayEngine for Broken {
             | Defect::KeylessConsume
             | Defect::KeylessEnqueue
             | Defect::KeylessAppend
-            | Defect::PayloadlessWakes => expected,
+            | Defect::PayloadlessWakes
+            | Defect::FlatPriorities => expected,
         };
         RelayEngine::update_listing(&self.inner, tenant, key, expected, attrs).await
     }
@@ -322,10 +326,14 @@ impl Engine for Broken {
 }
 
 impl Broken {
-    /// The options an enqueue passes on: without their key when broken so.
+    /// The options an enqueue passes on: without their key, or at
+    /// priority 0, when broken so.
     fn keyed(&self, mut options: JobOptions) -> JobOptions {
         if self.defect == Defect::KeylessEnqueue {
             options.idempotency_key = None;
+        }
+        if self.defect == Defect::FlatPriorities {
+            options.priority = 0;
         }
         options
     }
@@ -364,7 +372,15 @@ fn the_suite_catches_an_engine_that_drops_a_consumes_key() {
 fn the_suite_catches_an_engine_that_drops_an_enqueues_key() {
     assert_eq!(
         failed_checks(Defect::KeylessEnqueue),
-        vec!["queues::enqueue_retried_with_a_key"]
+        vec!["queues::enqueue_retried_with_a_key", "queues::priorities"]
+    );
+}
+
+#[test]
+fn the_suite_catches_an_engine_that_drops_a_jobs_priority() {
+    assert_eq!(
+        failed_checks(Defect::FlatPriorities),
+        vec!["queues::priorities"]
     );
 }
 

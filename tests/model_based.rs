@@ -31,7 +31,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (tenant.clone(), small.clone()).prop_map(|(tenant, key)| Op::Unpublish { tenant, key }),
         3 => (tenant.clone(), small.clone()).prop_map(|(tenant, stream)| Op::Append { tenant, stream }),
         1 => (tenant.clone(), small.clone()).prop_map(|(tenant, channel)| Op::Notify { tenant, channel }),
-        2 => (tenant.clone(), any::<bool>()).prop_map(|(tenant, delayed)| Op::Enqueue { tenant, delayed, big: false }),
+        2 => (tenant.clone(), any::<bool>(), any::<bool>()).prop_map(|(tenant, delayed, low)| Op::Enqueue { tenant, delayed, big: false, low }),
         2 => (tenant.clone(), idx.clone(), any::<bool>()).prop_map(|(tenant, claim, ack)| Op::Settle { tenant, claim, ack }),
     ];
     prop_oneof![
@@ -61,7 +61,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (tenant.clone(), small.clone()).prop_map(|(tenant, channel)| Op::Listen { tenant, channel }),
         2 => (tenant.clone(), small.clone()).prop_map(|(tenant, channel)| Op::Notify { tenant, channel }),
         2 => idx.clone().prop_map(|listener| Op::TryRecv { listener }),
-        3 => (tenant.clone(), any::<bool>()).prop_map(|(tenant, delayed)| Op::Enqueue { tenant, delayed, big: false }),
+        3 => (tenant.clone(), any::<bool>(), any::<bool>()).prop_map(|(tenant, delayed, low)| Op::Enqueue { tenant, delayed, big: false, low }),
         3 => (tenant.clone(), any::<bool>()).prop_map(|(tenant, short)| Op::Claim { tenant, short }),
         3 => (tenant.clone(), idx.clone(), any::<bool>()).prop_map(|(tenant, claim, ack)| Op::Settle { tenant, claim, ack }),
         1 => tenant.clone().prop_map(|tenant| Op::PurgeDead { tenant }),
@@ -90,13 +90,18 @@ fn commit_op() -> impl Strategy<Value = Op> {
             offset,
         },
     );
-    let enqueue = (tenant.clone(), any::<bool>(), prop::bool::weighted(0.4)).prop_map(
-        |(tenant, delayed, big)| Op::Enqueue {
+    let enqueue = (
+        tenant.clone(),
+        any::<bool>(),
+        prop::bool::weighted(0.4),
+        any::<bool>(),
+    )
+        .prop_map(|(tenant, delayed, big, low)| Op::Enqueue {
             tenant,
             delayed,
             big,
-        },
-    );
+            low,
+        });
     let settle = (tenant.clone(), idx.clone(), any::<bool>())
         .prop_map(|(tenant, claim, ack)| Op::Settle { tenant, claim, ack });
     let schedule = (tenant.clone(), name.clone(), any::<bool>())

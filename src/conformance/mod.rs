@@ -207,6 +207,7 @@ pub const QUEUE_CHECKS: &[&str] = &[
     "queues::cancel_removes_a_job",
     "queues::enqueue_retried_with_a_key",
     "queues::jobs_run_at",
+    "queues::priorities",
 ];
 
 /// The checks [`run`] adds to [`RELAY_CHECKS`] (wake channels, streams,
@@ -234,6 +235,7 @@ pub const ENGINE_CHECKS: &[&str] = &[
     "queues::cancel_removes_a_job",
     "queues::enqueue_retried_with_a_key",
     "queues::jobs_run_at",
+    "queues::priorities",
 ];
 
 /// Runs one check on `$harness`, pushing its failure onto `$failures`.
@@ -385,6 +387,7 @@ where
         queues::enqueue_retried_with_a_key
     );
     check!(h, failures, QUEUE_CHECKS, queues::jobs_run_at);
+    check!(h, failures, QUEUE_CHECKS, queues::priorities);
     failures
 }
 

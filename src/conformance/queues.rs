@@ -1,5 +1,5 @@
-//! Job queues, the outbox and schedules (SPEC §10): claims oldest first
-//! and never twice, one validity rule for every claim operation, bounded
+//! Job queues, the outbox and schedules (SPEC §10): claims by priority,
+//! oldest first within one, and never twice, one validity rule for every claim operation, bounded
 //! retries into dead letters, lapses that use an attempt, grid-aligned
 //! fires for the scheduler lock's holder only.
 
@@ -7,7 +7,7 @@ use super::{config, ensure, ensure_eq, Fault, Harness, Outcome};
 use crate::base::error::{Error, Scope};
 use crate::base::ids::TenantId;
 use crate::contract::engine::{Engine, RelayEngine};
-use crate::contract::queue::{Backoff, Failed, JobOptions, JobState, QueueConfig};
+use crate::contract::queue::{Backoff, Failed, JobOptions, JobState, QueueConfig, PRIORITY_MAX};
 use std::time::Duration;
 
 const T: TenantId = TenantId(1);
@@ -825,5 +825,90 @@ where
         ),
         "a run_at beyond ttl_max"
     );
+    Ok(())
+}
+
+/// Ready jobs are claimed by priority, oldest first within one; a job
+/// keeps its priority through a failure, a snooze and a requeue from the
+/// dead letters; a priority above `PRIORITY_MAX` is refused and leaves
+/// nothing; the priority is part of what an idempotency key compares.
+pub(super) async fn priorities<H: Harness>(h: &H) -> Outcome
+where
+    H::Engine: Engine,
+{
+    let e = h.engine(config(h.unit())).await?;
+    e.create_queue(T, "work", queue_config(2)).await?;
+    let at = |p: u8| JobOptions::default().with_priority(p);
+    let low = e.enqueue(T, "work", b"low", at(3)).await?;
+    let first = e.enqueue(T, "work", b"first", at(0)).await?;
+    let mid = e.enqueue(T, "work", b"mid", at(1)).await?;
+    let second = e
+        .enqueue(T, "work", b"second", JobOptions::default())
+        .await?;
+    let batch = e.enqueue_batch(T, "work", &[b"b1", b"b2"], at(2)).await?;
+    ensure!(
+        matches!(
+            e.enqueue(T, "work", b"x", at(PRIORITY_MAX + 1)).await,
+            Err(Error::InvalidArgument { .. })
+        ),
+        "a priority above PRIORITY_MAX"
+    );
+    ensure_eq!(
+        e.queue_info(T, "work").await?.ready,
+        6,
+        "a refused enqueue left a job"
+    );
+    ensure_eq!(e.job(T, "work", low).await?.priority, 3, "a job's priority");
+    let claimed = e.claim(T, "work", "w", None, 8).await?;
+    let order: Vec<_> = claimed.iter().map(|c| c.id).collect();
+    ensure_eq!(
+        order,
+        vec![first, second, mid, batch[0], batch[1], low],
+        "claimed by priority, oldest first within one"
+    );
+    let claim_of = |id| {
+        let claim = claimed.iter().find(|c| c.id == id).map(|c| c.claim);
+        claim.ok_or_else(|| Fault::new(format!("no claim of {id:?}")))
+    };
+    for done in [second, batch[0], batch[1]] {
+        e.ack(T, "work", done, claim_of(done)?).await?;
+    }
+    // `first` fails (no backoff: ready again), `low` is snoozed, `mid`
+    // fails its last attempt; newer jobs of their priorities come after.
+    e.fail(T, "work", first, claim_of(first)?, "again").await?;
+    e.snooze(T, "work", low, claim_of(low)?, Duration::ZERO)
+        .await?;
+    let newer_low = e.enqueue(T, "work", b"newer-low", at(3)).await?;
+    let newer = e.enqueue(T, "work", b"newer", at(0)).await?;
+    let again = e.claim(T, "work", "w", None, 8).await?;
+    ensure_eq!(
+        again.iter().map(|c| c.id).collect::<Vec<_>>(),
+        vec![first, newer, low, newer_low],
+        "a failed and a snoozed job keep their priority and their place"
+    );
+    let mid_again = e.claim(T, "work", "w", None, 1).await?;
+    ensure!(mid_again.is_empty(), "nothing else ready");
+    // `mid` (attempts_max 2) is claimed once more and fails into the dead
+    // letters, then is requeued with its priority.
+    e.fail(T, "work", mid, claim_of(mid)?, "no").await?;
+    let last = e.claim(T, "work", "w", None, 1).await?;
+    ensure_eq!(last.first().map(|c| c.id), Some(mid), "mid retried");
+    let dead = e.fail(T, "work", mid, last[0].claim, "no").await?;
+    ensure_eq!(dead, Failed::DeadLettered, "mid out of attempts");
+    e.requeue_dead(T, "work", mid).await?;
+    ensure_eq!(
+        e.job(T, "work", mid).await?.priority,
+        1,
+        "requeued with its priority"
+    );
+    let keyed = at(1).with_idempotency_key("prio-1");
+    let id = e.enqueue(T, "work", b"k", keyed.clone()).await?;
+    ensure_eq!(
+        e.enqueue(T, "work", b"k", keyed.clone().with_priority(2))
+            .await,
+        Err(Error::IdempotencyMismatch),
+        "another priority under the key"
+    );
+    ensure_eq!(e.enqueue(T, "work", b"k", keyed).await, Ok(id), "the same");
     Ok(())
 }

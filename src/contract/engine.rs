@@ -529,7 +529,8 @@ pub trait Engine: StreamEngine {
         options: JobOptions,
     ) -> impl Future<Output = Result<Vec<JobId>>> + Send;
 
-    /// Claims ready jobs, oldest first ([`Store::claim`](crate::Store::claim)).
+    /// Claims ready jobs by priority, oldest first within one
+    /// ([`Store::claim`](crate::Store::claim)).
     fn claim(
         &self,
         tenant: TenantId,

@@ -5,8 +5,9 @@
 //! *delayed* (claimable from a tick on: an enqueue delay, or a retry's
 //! backoff), *claimed* (held by one live claim until its visibility
 //! lapses) or *dead* (out of attempts; kept until requeued or purged).
-//! Claims hand out ready jobs oldest first (by id), and a job has at most
-//! one live claim. Every claim operation (ack, fail) checks the claim
+//! Claims hand out ready jobs by priority (0 first, down to
+//! [`PRIORITY_MAX`]), oldest first (by id) within a priority, and a job has
+//! at most one live claim. Every claim operation (ack, fail) checks the claim
 //! before it changes anything: a stale, foreign or lapsed claim is refused
 //! with [`Error::StaleClaim`](crate::Error::StaleClaim) and the job stays exactly as it was.
 //!
@@ -147,6 +148,10 @@ impl QueueConfig {
     }
 }
 
+/// The lowest job priority: priorities run from 0 (claimed first, the
+/// default) to this (claimed last), four levels.
+pub const PRIORITY_MAX: u8 = 3;
+
 /// Per-job overrides of the queue's settings.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -163,6 +168,12 @@ pub struct JobOptions {
     /// Claims the job gets before it is dead-lettered, instead of the
     /// queue's.
     pub attempts_max: Option<u32>,
+    /// Its priority: ready jobs of priority 0 (the default) are claimed
+    /// before those of 1, and so on to [`PRIORITY_MAX`]; oldest first
+    /// within a priority. Above `PRIORITY_MAX` is `InvalidArgument`. A job
+    /// keeps its priority through retries, snoozes and a requeue from the
+    /// dead letters.
+    pub priority: u8,
     /// An idempotency key: a repeat of the enqueue (the same queue,
     /// payloads and options, under the same key, within
     /// `idempotency_ttl`) returns the jobs it made instead of making
@@ -203,6 +214,12 @@ impl JobOptions {
     /// The same, with `attempts_max` claims.
     pub fn with_attempts_max(mut self, attempts_max: u32) -> Self {
         self.attempts_max = Some(attempts_max);
+        self
+    }
+
+    /// The same, at `priority` (see [`priority`](Self::priority)).
+    pub fn with_priority(mut self, priority: u8) -> Self {
+        self.priority = priority;
         self
     }
 
@@ -266,6 +283,8 @@ pub struct JobInfo {
     pub attempts: u32,
     /// Claims it gets before it is dead-lettered.
     pub attempts_max: u32,
+    /// Its priority (0 is claimed first).
+    pub priority: u8,
     /// Its payload.
     pub payload: Arc<[u8]>,
 }

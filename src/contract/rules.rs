@@ -9,7 +9,7 @@ use crate::base::error::{Error, Result};
 use crate::base::time::{duration_to_millis_ceil, MonoTime, DEADLINE_MAX_MS};
 use crate::contract::config::StoreConfig;
 use crate::contract::names::{OUTBOX_QUEUE, RESERVED_PREFIX};
-use crate::contract::queue::{JobOptions, QueueConfig};
+use crate::contract::queue::{JobOptions, QueueConfig, PRIORITY_MAX};
 use crate::contract::stream::StreamConfig;
 use std::time::{Duration, SystemTime};
 
@@ -295,7 +295,8 @@ impl QueueLimits {
     /// A job's payload and options at wall-clock time `wall_now`:
     /// `InvalidArgument` for a payload over `job_payload_bytes_max`, a
     /// delay over `ttl_max`, a `run_at` more than `ttl_max` away or given
-    /// with a delay, or an `attempts_max` of zero.
+    /// with a delay, an `attempts_max` of zero, or a priority above
+    /// [`PRIORITY_MAX`].
     pub(crate) fn check_job(
         &self,
         payload: usize,
@@ -325,6 +326,11 @@ impl QueueLimits {
         if options.attempts_max == Some(0) {
             return Err(Error::InvalidArgument {
                 reason: "a job's attempts_max must be positive",
+            });
+        }
+        if options.priority > PRIORITY_MAX {
+            return Err(Error::InvalidArgument {
+                reason: "a job's priority is above PRIORITY_MAX",
             });
         }
         Ok(())
@@ -688,5 +694,55 @@ mod tests {
         let none = StoreConfig::default().wake_payload_bytes_max(0);
         assert!(none.check_notify("lobby", b"").is_ok());
         assert!(none.check_notify("lobby", b"a").is_err());
+    }
+
+    #[test]
+    fn a_job_is_checked_field_by_field() {
+        let config = StoreConfig::default()
+            .job_payload_bytes_max(4)
+            .ttl_max(Duration::from_secs(60));
+        let limits = QueueLimits::of(&config);
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
+        let minute = Duration::from_secs(60);
+        let ok = JobOptions::default();
+        for (payload, options, want) in [
+            (4, ok.clone(), None),
+            (5, ok.clone(), Some("job_payload_bytes_max")),
+            (0, JobOptions::delayed(minute), None),
+            (
+                0,
+                JobOptions::delayed(minute * 2),
+                Some("delay is above ttl_max"),
+            ),
+            (0, JobOptions::at(now + minute), None),
+            (
+                0,
+                JobOptions::at(now + minute * 2),
+                Some("more than ttl_max away"),
+            ),
+            (0, JobOptions::at(now).with_attempts_max(1), None),
+            (
+                0,
+                JobOptions {
+                    delay: minute,
+                    ..JobOptions::at(now)
+                },
+                Some("exclusive"),
+            ),
+            (0, ok.clone().with_attempts_max(0), Some("attempts_max")),
+            (0, ok.clone().with_priority(PRIORITY_MAX), None),
+            (
+                0,
+                ok.clone().with_priority(PRIORITY_MAX + 1),
+                Some("PRIORITY_MAX"),
+            ),
+        ] {
+            let got = limits.check_job(payload, &options, now);
+            match (want, &got) {
+                (None, Ok(())) => {}
+                (Some(part), Err(Error::InvalidArgument { reason })) if reason.contains(part) => {}
+                _ => panic!("{payload} {options:?}: {got:?}, want {want:?}"),
+            }
+        }
     }
 }

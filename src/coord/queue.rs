@@ -119,10 +119,17 @@ struct Job {
     payload: Arc<[u8]>,
     attempts: u32,
     attempts_max: u32,
+    /// Claimed before every job of a higher number when ready.
+    priority: u8,
     at: At,
 }
 
 impl Job {
+    /// Where the job's state puts it in the indexes.
+    fn slot(&self) -> Slot {
+        self.at.slot(self.priority)
+    }
+
     /// Whether the job has had its last attempt: a failure or a lapse of
     /// its claim now dead-letters it.
     fn spent(&self) -> bool {
@@ -188,16 +195,18 @@ enum At {
 /// Where a job's state puts it in the indexes.
 #[derive(Copy, Clone)]
 enum Slot {
-    Ready,
+    /// Ready, at this priority.
+    Ready(u8),
     Delayed(u64),
     Claimed(u64),
     Dead,
 }
 
 impl At {
-    fn slot(&self) -> Slot {
+    /// The slot of a job of `priority` in this state.
+    fn slot(&self, priority: u8) -> Slot {
         match self {
-            At::Ready => Slot::Ready,
+            At::Ready => Slot::Ready(priority),
             At::Delayed(due) => Slot::Delayed(*due),
             At::Claimed { until, .. } => Slot::Claimed(*until),
             At::Dead(_) => Slot::Dead,
@@ -211,8 +220,8 @@ type Jobs = std::collections::HashMap<u64, Job, ahash::RandomState>;
 
 struct State {
     jobs: Jobs,
-    /// Ready jobs, oldest (lowest id) first.
-    ready: BTreeSet<u64>,
+    /// Ready jobs by priority, then oldest (lowest id) first.
+    ready: BTreeSet<(u8, u64)>,
     /// Delayed jobs by due tick.
     delayed: BTreeSet<(u64, u64)>,
     /// Claimed jobs by the tick their claim lapses.
@@ -247,30 +256,30 @@ impl State {
 
     /// Moves a job to `at`, keeping the indexes in step.
     fn move_to(&mut self, seq: u64, at: At) {
-        let to = at.slot();
         let job = self.jobs.get_mut(&seq).expect("an indexed job is held");
-        let from = job.at.slot();
+        let from = job.slot();
         job.at = at;
+        let to = job.slot();
         self.unindex(seq, from);
         self.index(seq, to);
     }
 
     fn insert(&mut self, seq: u64, job: Job) {
         self.bytes += job.payload.len();
-        self.index(seq, job.at.slot());
+        self.index(seq, job.slot());
         self.jobs.insert(seq, job);
     }
 
     fn remove(&mut self, seq: u64) {
         if let Some(job) = self.jobs.remove(&seq) {
-            self.unindex(seq, job.at.slot());
+            self.unindex(seq, job.slot());
             self.bytes -= job.payload.len();
         }
     }
 
     fn index(&mut self, seq: u64, slot: Slot) {
         match slot {
-            Slot::Ready => self.ready.insert(seq),
+            Slot::Ready(priority) => self.ready.insert((priority, seq)),
             Slot::Delayed(due) => self.delayed.insert((due, seq)),
             Slot::Claimed(until) => self.claimed.insert((until, seq)),
             Slot::Dead => self.dead.insert(seq),
@@ -279,7 +288,7 @@ impl State {
 
     fn unindex(&mut self, seq: u64, slot: Slot) {
         match slot {
-            Slot::Ready => self.ready.remove(&seq),
+            Slot::Ready(priority) => self.ready.remove(&(priority, seq)),
             Slot::Delayed(due) => self.delayed.remove(&(due, seq)),
             Slot::Claimed(until) => self.claimed.remove(&(until, seq)),
             Slot::Dead => self.dead.remove(&seq),
@@ -539,6 +548,7 @@ impl QueueHub {
                         payload: Arc::from(*payload),
                         attempts: 0,
                         attempts_max: options.attempts_max.unwrap_or(config.attempts_max),
+                        priority: options.priority,
                         at,
                     },
                 );
@@ -592,7 +602,7 @@ impl QueueHub {
         Ok(())
     }
 
-    /// Claims up to `max` ready jobs, oldest first, for `visibility` (the
+    /// Claims up to `max` ready jobs, by priority then oldest first, for `visibility` (the
     /// queue's if `None`).
     pub(crate) fn claim(
         &self,
@@ -611,7 +621,7 @@ impl QueueHub {
             // One copy of the worker's name for the whole claim.
             let worker: Option<Arc<str>> = (!state.ready.is_empty()).then(|| Arc::from(worker));
             while grabs.len() < max {
-                let Some(&seq) = state.ready.first() else {
+                let Some(&(_, seq)) = state.ready.first() else {
                     break;
                 };
                 if faults::active(StoreFault::ClaimSplitHold) {
@@ -825,6 +835,7 @@ impl QueueHub {
             state,
             attempts: job.attempts,
             attempts_max: job.attempts_max,
+            priority: job.priority,
             payload: Arc::clone(&job.payload),
         })
     }
@@ -971,8 +982,8 @@ impl QueueHub {
             let state = lock_at(Rung::Queue, &queue.state);
             let mut indexed = 0;
             for (&seq, job) in &state.jobs {
-                let in_index = match job.at.slot() {
-                    Slot::Ready => state.ready.contains(&seq),
+                let in_index = match job.slot() {
+                    Slot::Ready(priority) => state.ready.contains(&(priority, seq)),
                     Slot::Delayed(due) => state.delayed.contains(&(due, seq)),
                     Slot::Claimed(until) => state.claimed.contains(&(until, seq)),
                     Slot::Dead => state.dead.contains(&seq),

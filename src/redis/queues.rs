@@ -182,6 +182,7 @@ impl RedisEngine {
             options
                 .run_at
                 .map_or_else(String::new, |at| epoch_ms(at).to_string()),
+            options.priority.to_string(),
         ];
         args.extend(payloads.iter().map(|p| p.to_vec()));
         let reply = self
@@ -196,8 +197,8 @@ impl RedisEngine {
         reply.uint(1)
     }
 
-    /// Claims up to `max_jobs` (at most `page_len_max`) ready jobs, oldest
-    /// first, for `visibility` (the queue's when `None`); each is handed to
+    /// Claims up to `max_jobs` (at most `page_len_max`) ready jobs, by
+    /// priority and oldest first within one, for `visibility` (the queue's when `None`); each is handed to
     /// one claim at a time, on whichever instance claims. Settles what is
     /// due first (delays that ended, claims that lapsed). Cancel-safe: a
     /// caller that drops the future mid-call (a timeout, `select!`) gets
@@ -534,6 +535,7 @@ impl RedisEngine {
             attempts: u32::try_from(reply.uint(4)?).unwrap_or(u32::MAX),
             attempts_max: u32::try_from(reply.uint(5)?).unwrap_or(u32::MAX),
             payload: reply.bytes(6)?,
+            priority: u8::try_from(reply.uint(7)?).unwrap_or(u8::MAX),
         })
     }
 

@@ -49,6 +49,7 @@ pub(crate) enum IdemParams {
         delay: std::time::Duration,
         run_at: Option<std::time::SystemTime>,
         attempts_max: Option<u32>,
+        priority: u8,
     },
     /// An append's stream, and its payload by digest.
     Append {

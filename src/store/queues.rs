@@ -155,6 +155,7 @@ impl Store {
                 delay: options.delay,
                 run_at: options.run_at,
                 attempts_max: options.attempts_max,
+                priority: options.priority,
             },
             now,
             || self.enqueue_many(tenant, queue, payloads, options),
@@ -200,8 +201,8 @@ impl Store {
         Ok(first)
     }
 
-    /// Claims up to `max_jobs` ready jobs (at most `page_len_max`), oldest
-    /// first, for `worker`; each is held for `visibility` (the queue's if
+    /// Claims up to `max_jobs` ready jobs (at most `page_len_max`), by
+    /// priority and oldest first within one, for `worker`; each is held for `visibility` (the queue's if
     /// `None`) and counts as an attempt. An empty result if none is ready.
     /// A job is never held by two live claims.
     pub fn claim(

@@ -662,6 +662,7 @@ impl Transaction {
                         state,
                         attempts: 0,
                         attempts_max,
+                        priority: options.priority,
                         payload: Arc::clone(payload),
                     });
                 }

@@ -238,8 +238,9 @@ pub fn run_with_model_grace(ops: &[Op], grace_ms: u64) -> Result<(), String> {
                 tenant,
                 delayed,
                 big,
+                low,
             } => {
-                let r = store.enqueue(t(tenant), "q", payload(big), job_options(delayed));
+                let r = store.enqueue(t(tenant), "q", payload(big), job_options(delayed, low));
                 if let Ok(id) = &r {
                     jobs.push(*id);
                 }
@@ -325,7 +326,13 @@ pub fn run_with_model_grace(ops: &[Op], grace_ms: u64) -> Result<(), String> {
                             tenant,
                             delayed,
                             big,
-                        } => match tx.enqueue(t(tenant), "q", payload(big), job_options(delayed)) {
+                            low,
+                        } => match tx.enqueue(
+                            t(tenant),
+                            "q",
+                            payload(big),
+                            job_options(delayed, low),
+                        ) {
                             Ok(id) => {
                                 enqueued.push(id);
                                 true
@@ -479,9 +486,10 @@ fn payload(big: bool) -> &'static [u8] {
     }
 }
 
-fn job_options(delayed: bool) -> relaystore::queue::JobOptions {
+fn job_options(delayed: bool, low: bool) -> relaystore::queue::JobOptions {
     let delay = Duration::from_millis(if delayed { QUEUE_DELAY_MS } else { 0 });
-    relaystore::queue::JobOptions::delayed(delay)
+    let priority = if low { PRIORITY_MAX } else { 0 };
+    relaystore::queue::JobOptions::delayed(delay).with_priority(priority)
 }
 
 fn schedule_name(name: u8) -> String {

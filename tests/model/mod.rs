@@ -21,6 +21,7 @@
 //! decided as if made one after another (appends first).
 #![allow(dead_code)]
 
+pub use relaystore::queue::PRIORITY_MAX;
 use relaystore::StoreConfig;
 use std::time::Duration;
 

@@ -148,11 +148,13 @@ pub enum Op {
         listener: usize,
     },
     /// Enqueues a job on the tenant's queue `q`, ready or delayed by
-    /// `QUEUE_DELAY_MS`, with an empty payload or one of `QUEUE_BIG_BYTES`.
+    /// `QUEUE_DELAY_MS`, with an empty payload or one of `QUEUE_BIG_BYTES`,
+    /// at priority 0 or (`low`) `PRIORITY_MAX`.
     Enqueue {
         tenant: u8,
         delayed: bool,
         big: bool,
+        low: bool,
     },
     /// Claims one job for the queue's visibility or `QUEUE_SHORT_MS`.
     Claim {
@@ -475,6 +477,7 @@ fn decode_one(c: &[u8]) -> Op {
                 tenant,
                 delayed: x & 16 == 16,
                 big: x & 32 == 32,
+                low: x & 64 == 64,
             },
             3..=4 => Op::Claim {
                 tenant,

@@ -107,6 +107,8 @@ pub enum JobAt {
 #[derive(Clone)]
 pub struct JobM {
     tenant: u8,
+    /// 0, or `PRIORITY_MAX` for a `low` enqueue.
+    priority: u8,
     attempts: u32,
     at: JobAt,
     /// Acked or purged.
@@ -813,6 +815,7 @@ impl Model {
                 tenant,
                 delayed,
                 big,
+                low,
             } => {
                 self.settle_queue(tenant);
                 let dead = self
@@ -839,6 +842,7 @@ impl Model {
                 };
                 self.jobs.push(JobM {
                     tenant,
+                    priority: if low { PRIORITY_MAX } else { 0 },
                     attempts: 0,
                     at,
                     gone: false,
@@ -856,10 +860,14 @@ impl Model {
                 };
                 let now = self.now;
                 let claim = self.claims.len();
+                // By priority, then oldest (enqueue order is id order).
                 let ready = self
                     .jobs
                     .iter()
-                    .position(|j| j.tenant == tenant && !j.gone && j.at == JobAt::Ready);
+                    .enumerate()
+                    .filter(|(_, j)| j.tenant == tenant && !j.gone && j.at == JobAt::Ready)
+                    .min_by_key(|(i, j)| (j.priority, *i))
+                    .map(|(i, _)| i);
                 Outcome::Claimed(ready.map(|i| {
                     let job = &mut self.jobs[i];
                     job.attempts += 1;

@@ -1,6 +1,6 @@
 -- claim: ARGV[3] queue, ARGV[4] worker, ARGV[5] visibility (ms, '' for
 -- the queue's), ARGV[6] most jobs. Settles what is due, then claims
--- ready jobs oldest first. Reply: {OK, visibility (ms), ms until something
+-- ready jobs by priority, oldest first within one. Reply: {OK, visibility (ms), ms until something
 -- changes by itself (-1: nothing), then per job: its number, the claim's
 -- token, the attempt, the payload}.
 local name, worker = ARGV[3], ARGV[4]

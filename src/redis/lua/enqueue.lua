@@ -3,8 +3,9 @@
 -- ARGV[7] idempotency key ('' for none), ARGV[8] idempotency_ttl (ms),
 -- ARGV[9] the tenant's idempotency quota, ARGV[10] run_at (ms since the Unix
 -- epoch, by this server's clock: not claimable before it; '' for none,
--- exclusive with a delay), then one payload per job (one for
--- `enqueue`, a batch's for `enqueue_batch`), all or none. With a key, a
+-- exclusive with a delay), ARGV[11] priority (0 first), then one payload
+-- per job (one for `enqueue`, a batch's for `enqueue_batch`), all or
+-- none. With a key, a
 -- repeat of the same enqueue answers the jobs it made (the key's record
 -- holds the first job's number and a SHA-1 of the payloads, not the
 -- payloads). Reply: {OK, the first job's number (the others follow it)} or
@@ -22,7 +23,8 @@ if attempts == '' then
   attempts = nil
 end
 local payloads = {}
-for i = 11, #ARGV do
+local priority = tonumber(ARGV[11])
+for i = 12, #ARGV do
   payloads[#payloads + 1] = ARGV[i]
 end
 local fingerprint = ''
@@ -34,7 +36,7 @@ if ikey ~= '' then
     framed[i] = #payload .. ':' .. payload
   end
   fingerprint = 'enqueue\0' .. name .. '\0' .. ARGV[4] .. '\0' .. ARGV[10] .. '\0'
-    .. ARGV[5] .. '\0' .. #payloads .. '\0' .. redis.sha1hex(table.concat(framed))
+    .. ARGV[5] .. '\0' .. ARGV[11] .. '\0' .. #payloads .. '\0' .. redis.sha1hex(table.concat(framed))
   local seen = idempotent(ikey, fingerprint, {'j'})
   if seen then
     if seen[1] ~= OK then
@@ -51,6 +53,6 @@ local refused = key_room(ikey, tonumber(ARGV[8]), tonumber(ARGV[9]))
 if refused then
   return refused
 end
-local first = enqueue_admitted(name, q, bytes, payloads, due, attempts, ARGV[6])
+local first = enqueue_admitted(name, q, bytes, payloads, due, attempts, priority, ARGV[6])
 remember(ikey, fingerprint, tonumber(ARGV[8]), {'j', first})
 return {OK, tonumber(first)}

@@ -1,7 +1,7 @@
 -- job: ARGV[3] queue, ARGV[4] job number. Settles what is due first.
 -- Reply: {OK, state ('r' ready, 'd' delayed, 'c' claimed, 'x' dead), ms
 -- left (delayed, claimed; else 0), the worker (claimed) or reason (dead)
--- or '', attempts, attempts_max, payload} or {NOT_FOUND}.
+-- or '', attempts, attempts_max, payload, priority} or {NOT_FOUND}.
 local name, seq = ARGV[3], ARGV[4]
 if not queue_now(name) then
   return {NOT_FOUND}
@@ -24,4 +24,5 @@ else
   end
 end
 return {OK, state, left, text, tonumber(redis.call('HGET', qk('qa', name), seq)),
-  tonumber(redis.call('HGET', qk('qm', name), seq)), payload}
+  tonumber(redis.call('HGET', qk('qm', name), seq)), payload,
+  tonumber(redis.call('HGET', qk('qn', name), seq) or '0')}

@@ -783,12 +783,15 @@ end
 -- `bx` the backoff's base and max (ms), `nb` payload bytes held, `rv` its
 -- reservation) and, per job (by sequence number): hashes of payloads
 -- `qp:`, attempts `qa:`, attempts_max `qm:`, the live claim's token `qt:`
--- and worker `qw:`, a dead letter's reason `qy:`; and one sorted set per
--- state: ready `qr:` (by number: oldest first), delayed `qd:` (by due
--- time), claimed `qc:` (by the time the claim lapses), dead `qx:` (by
--- number). Each job is in exactly one of the four. QUEUES indexes the
+-- and worker `qw:`, a dead letter's reason `qy:`, a priority above 0 `qn:`;
+-- and one sorted set per state: ready `qr:` (scored by priority; members
+-- of one score sort as strings, and job numbers are fences, at least the
+-- server's clock in microseconds, so 16 digits from 2001 to 2286 and
+-- sorted as numbers: oldest first), delayed `qd:`
+-- (by due time), claimed `qc:` (by the time the claim lapses), dead `qx:`
+-- (by number). Each job is in exactly one of the four. QUEUES indexes the
 -- tenant's queues.
-local QUEUE_FIELDS = {'qp', 'qa', 'qm', 'qt', 'qw', 'qy'}
+local QUEUE_FIELDS = {'qp', 'qa', 'qm', 'qt', 'qw', 'qy', 'qn'}
 local QUEUE_STATES = {'qr', 'qd', 'qc', 'qx'}
 
 local function qk(part, name)
@@ -808,6 +811,12 @@ local function queue_of(name)
   return q
 end
 
+-- Makes job `seq` of queue `name` ready, in its priority's place.
+local function make_ready(name, seq)
+  local priority = redis.call('HGET', qk('qn', name), seq) or '0'
+  redis.call('ZADD', qk('qr', name), priority, seq)
+end
+
 -- The reason a job whose last claim lapsed is dead-lettered with: `LAPSED`
 -- in src/contract/names.rs, put here when the library is built.
 local LAPSED = '@LAPSED@'
@@ -816,11 +825,10 @@ local LAPSED = '@LAPSED@'
 -- lapsed claim returns its job to ready, or makes it a dead letter (reason
 -- `LAPSED`) if that was its last attempt. Only through `queue_now`.
 local function settle(name)
-  local ready = qk('qr', name)
   local delayed = qk('qd', name)
   for _, seq in ipairs(redis.call('ZRANGEBYSCORE', delayed, '-inf', NOW)) do
     redis.call('ZREM', delayed, seq)
-    redis.call('ZADD', ready, seq, seq)
+    make_ready(name, seq)
   end
   local claimed = qk('qc', name)
   for _, seq in ipairs(redis.call('ZRANGEBYSCORE', claimed, '-inf', NOW)) do
@@ -832,7 +840,7 @@ local function settle(name)
       redis.call('ZADD', qk('qx', name), seq, seq)
       redis.call('HSET', qk('qy', name), seq, LAPSED)
     else
-      redis.call('ZADD', ready, seq, seq)
+      make_ready(name, seq)
     end
   end
 end
@@ -962,22 +970,26 @@ end
 
 -- Enqueues on queue `name` (settings `q`) the `payloads` that
 -- `enqueue_admits` admitted (`bytes` in all): ready, or delayed until `due`
--- (nil: ready), with `attempts` claims each (nil: the queue's). Ready jobs
--- wake the queue's workers (`wake`, its channel). Returns the first job's
--- number (the others follow it: `next_fence` issues consecutive numbers
--- within one call).
-local function enqueue_admitted(name, q, bytes, payloads, due, attempts, wake)
+-- (nil: ready), with `attempts` claims each (nil: the queue's), at
+-- `priority` (nil: 0). Ready jobs wake the queue's workers (`wake`, its
+-- channel). Returns the first job's number (the others follow it:
+-- `next_fence` issues consecutive numbers within one call).
+local function enqueue_admitted(name, q, bytes, payloads, due, attempts, priority, wake)
   local first
+  priority = priority or 0
   for _, payload in ipairs(payloads) do
     local seq = num(next_fence())
     first = first or seq
     redis.call('HSET', qk('qp', name), seq, payload)
     redis.call('HSET', qk('qa', name), seq, '0')
     redis.call('HSET', qk('qm', name), seq, attempts or num(q[5]))
+    if priority > 0 then
+      redis.call('HSET', qk('qn', name), seq, priority)
+    end
     if due then
       redis.call('ZADD', qk('qd', name), num(due), seq)
     else
-      redis.call('ZADD', qk('qr', name), seq, seq)
+      redis.call('ZADD', qk('qr', name), priority, seq)
     end
   end
   redis.call('HINCRBY', K .. 'q:' .. name, 'nb', bytes)
@@ -995,7 +1007,7 @@ local function enqueue_jobs(name, payloads, due, attempts, wake)
   if not q then
     return nil, bytes
   end
-  return enqueue_admitted(name, q, bytes, payloads, due, attempts, wake)
+  return enqueue_admitted(name, q, bytes, payloads, due, attempts, nil, wake)
 end
 
 -- Removes queue `name` with every job in it, announced with `cause`.

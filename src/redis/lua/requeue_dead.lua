@@ -8,6 +8,6 @@ end
 redis.call('ZREM', qk('qx', name), seq)
 redis.call('HDEL', qk('qy', name), seq)
 redis.call('HSET', qk('qa', name), seq, '0')
-redis.call('ZADD', qk('qr', name), seq, seq)
+make_ready(name, seq)
 publish_wake(ARGV[5])
 return {OK}

@@ -1,7 +1,8 @@
 -- snooze: ARGV[3] queue, ARGV[4] job number, ARGV[5] claim token, ARGV[6]
 -- delay (ms; 0: at once), ARGV[7] the queue's wake channel. The live
 -- claim ends without using an attempt: the job is ready after the delay
--- (ready jobs are ordered by number, so at once means in its place), the
+-- (ready jobs are ordered by priority, then number, so at once means in
+-- its place), the
 -- attempt the claim counted is given back, and the queue's workers are
 -- woken (a waiting one then sleeps until the delay ends). Also how a
 -- claim whose caller went away is given back. Reply: {OK}, {NOT_FOUND} or
@@ -15,7 +16,7 @@ unclaim(name, seq)
 redis.call('HINCRBY', qk('qa', name), seq, -1)
 local delay = tonumber(ARGV[6])
 if delay == 0 then
-  redis.call('ZADD', qk('qr', name), seq, seq)
+  make_ready(name, seq)
 else
   redis.call('ZADD', qk('qd', name), num(NOW + delay), seq)
 end
