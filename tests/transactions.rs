@@ -370,6 +370,59 @@ fn a_consumer_committed_twice_in_one_commit_never_goes_backwards() {
 }
 
 #[test]
+fn a_consumer_reads_from_where_it_stands_in_the_transaction() {
+    // A worker's step: read what its consumer has not processed (staged
+    // appends included), move the consumer past it, commit both at once.
+    let (_clock, s) = store();
+    s.create_stream(T, "log", StreamConfig::new(8, 1 << 20, WhenFull::Refuse))
+        .unwrap();
+    let offsets: Vec<u64> = [b"a", b"b", b"c"]
+        .iter()
+        .map(|p| s.append(T, "log", *p, None).unwrap())
+        .collect();
+    s.commit(T, "log", "worker", offsets[1]).unwrap();
+    let payloads = |read: relaystore::stream::StreamRead| -> Vec<Vec<u8>> {
+        read.entries.iter().map(|e| e.payload.to_vec()).collect()
+    };
+    let mut tx = s.begin_tx();
+    assert_eq!(tx.committed(T, "log", "worker"), Ok(Some(offsets[1])));
+    assert_eq!(tx.committed(T, "log", "nobody"), Ok(None));
+    let d = tx.append(T, "log", b"d").unwrap();
+    let unread = tx.read_from_committed(T, "log", "worker", 10).unwrap();
+    assert_eq!(
+        payloads(unread),
+        [b"b".to_vec(), b"c".to_vec(), b"d".to_vec()]
+    );
+    let all = tx.read_from_committed(T, "log", "nobody", 10).unwrap();
+    assert_eq!(
+        all.entries.len(),
+        4,
+        "a new consumer reads from the first held"
+    );
+    tx.commit_offset(T, "log", "worker", d).unwrap();
+    assert_eq!(
+        tx.committed(T, "log", "worker"),
+        Ok(Some(d)),
+        "the staged offset"
+    );
+    let rest = tx.read_from_committed(T, "log", "worker", 10).unwrap();
+    assert_eq!(payloads(rest), [b"d".to_vec()]);
+    assert_eq!(
+        s.committed(T, "log", "worker"),
+        Ok(Some(offsets[1])),
+        "not before the commit"
+    );
+    assert_eq!(tx.committed(T, "gone", "worker"), Err(Error::NotFound));
+    assert_eq!(
+        tx.read_from_committed(T, "gone", "worker", 1).err(),
+        Some(Error::NotFound)
+    );
+    tx.commit().unwrap();
+    assert_eq!(s.committed(T, "log", "worker"), Ok(Some(d)));
+    s.audit().unwrap();
+}
+
+#[test]
 fn an_unschedule_staged_first_makes_room_for_a_schedule_at_the_cap() {
     // The tenant holds as many schedules as it may: unscheduling one and
     // scheduling another in one commit fits, as the two calls outside a

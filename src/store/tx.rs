@@ -627,6 +627,44 @@ impl Transaction {
         Ok(StreamRead { entries, next })
     }
 
+    /// The offset `consumer` has committed on `stream` as this
+    /// transaction would leave it: its last staged
+    /// [`commit_offset`](Self::commit_offset) (which the commit refuses
+    /// if it is below the store's), else the store's
+    /// ([`Store::committed`]). `NotFound` if the stream is gone.
+    pub fn committed(&self, tenant: TenantId, stream: &str, consumer: &str) -> Result<Option<u64>> {
+        let stored = self.store.committed(tenant, stream, consumer)?;
+        let staged = self.ops.iter().rev().find_map(|op| match op {
+            Op::CommitOffset {
+                tenant: t,
+                stream: s,
+                consumer: c,
+                offset,
+            } if *t == tenant && &**s == stream && &**c == consumer => Some(*offset),
+            _ => None,
+        });
+        Ok(staged.or(stored))
+    }
+
+    /// Up to `max` entries of `stream` from where `consumer` stands in
+    /// this transaction ([`committed`](Self::committed); the first offset
+    /// the stream holds if it never committed), merged with this
+    /// transaction's staged appends as [`read_stream`](Self::read_stream)
+    /// merges them.
+    pub fn read_from_committed(
+        &self,
+        tenant: TenantId,
+        stream: &str,
+        consumer: &str,
+        max: usize,
+    ) -> Result<StreamRead> {
+        let from = match self.committed(tenant, stream, consumer)? {
+            Some(offset) => offset,
+            None => self.store.stream_info(tenant, stream)?.first,
+        };
+        self.read_stream(tenant, stream, from, max)
+    }
+
     /// Job `job` of `queue` as this transaction would leave it. A job it
     /// enqueues reads as ready (or delayed by its delay); one it acks is
     /// `NotFound`; one it fails reads as dead if that was its last
