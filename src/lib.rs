@@ -182,7 +182,7 @@ pub mod queue {
     //! (equal-jitter [`Backoff`]) and a dead-letter set.
     pub use crate::contract::queue::{
         Backoff, ClaimToken, ClaimedJob, Failed, Jitter, JobInfo, JobOptions, JobState,
-        QueueConfig, QueueInfo, PRIORITY_MAX,
+        QueueConfig, QueueInfo, Unique, UniqueStates, PRIORITY_MAX,
     };
 }
 

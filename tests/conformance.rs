@@ -59,6 +59,8 @@ enum Defect {
     /// `enqueue` and `enqueue_batch` drop the priority: every job is
     /// claimed oldest first.
     FlatPriorities,
+    /// `enqueue` drops the unique key: duplicates go in.
+    NotUnique,
 }
 
 /// The in-memory engine with one defect.
@@ -159,7 +161,8 @@ impl RelayEngine for Broken {
             | Defect::KeylessEnqueue
             | Defect::KeylessAppend
             | Defect::PayloadlessWakes
-            | Defect::FlatPriorities => expected,
+            | Defect::FlatPriorities
+            | Defect::NotUnique => expected,
         };
         RelayEngine::update_listing(&self.inner, tenant, key, expected, attrs).await
     }
@@ -326,14 +329,17 @@ impl Engine for Broken {
 }
 
 impl Broken {
-    /// The options an enqueue passes on: without their key, or at
-    /// priority 0, when broken so.
+    /// The options an enqueue passes on: without their key, at priority
+    /// 0, or without their unique key, when broken so.
     fn keyed(&self, mut options: JobOptions) -> JobOptions {
         if self.defect == Defect::KeylessEnqueue {
             options.idempotency_key = None;
         }
         if self.defect == Defect::FlatPriorities {
             options.priority = 0;
+        }
+        if self.defect == Defect::NotUnique {
+            options.unique = None;
         }
         options
     }
@@ -373,6 +379,14 @@ fn the_suite_catches_an_engine_that_drops_an_enqueues_key() {
     assert_eq!(
         failed_checks(Defect::KeylessEnqueue),
         vec!["queues::enqueue_retried_with_a_key", "queues::priorities"]
+    );
+}
+
+#[test]
+fn the_suite_catches_an_engine_that_lets_duplicates_of_a_unique_job_in() {
+    assert_eq!(
+        failed_checks(Defect::NotUnique),
+        vec!["queues::unique_jobs"]
     );
 }
 

@@ -5,7 +5,7 @@ mod common;
 
 use common::ops::*;
 use relaystore::events::{Cause, Collection, RecordId};
-use relaystore::queue::{Backoff, Failed, Jitter, JobOptions, JobState, QueueConfig};
+use relaystore::queue::{Backoff, Failed, Jitter, JobOptions, JobState, QueueConfig, Unique};
 use relaystore::{Error, Scope, Store};
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -636,5 +636,61 @@ fn eight_workers_ack_every_job_exactly_once() {
     }
     assert_eq!(seen.len(), jobs / 1000 * 1000);
     assert_eq!(s.queue_info(T, "work").unwrap(), Default::default());
+    s.audit().unwrap();
+}
+
+#[test]
+fn racing_enqueues_under_one_unique_key_make_one_job() {
+    // Eight threads enqueue under one key at once: one job goes in, and
+    // every other enqueue names that job.
+    let (_c, s) = store();
+    queue(&s, seeded(1));
+    let options = JobOptions::default().with_unique(Unique::key("session-9"));
+    let results: Vec<_> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..8)
+            .map(|_| {
+                let (s, options) = (s.clone(), options.clone());
+                scope.spawn(move || s.enqueue(T, "work", b"cleanup", options))
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let made: Vec<_> = results.iter().filter_map(|r| r.as_ref().ok()).collect();
+    assert_eq!(made.len(), 1, "{results:?}");
+    for r in &results {
+        if let Err(e) = r {
+            assert_eq!(*e, Error::DuplicateJob { existing: *made[0] });
+        }
+    }
+    assert_eq!(s.queue_info(T, "work").unwrap().ready, 1);
+}
+
+#[test]
+fn a_unique_key_with_an_idempotency_key_and_in_a_transaction() {
+    let (_c, s) = store();
+    queue(&s, seeded(1));
+    let keyed = JobOptions::default()
+        .with_unique(Unique::key("u"))
+        .with_idempotency_key("req-1");
+    let id = s.enqueue(T, "work", b"x", keyed.clone()).unwrap();
+    // A retry under its idempotency key answers its job, not a duplicate.
+    assert_eq!(s.enqueue(T, "work", b"x", keyed.clone()), Ok(id));
+    // Another unique key under the same idempotency key is another request.
+    let other = keyed.clone().with_unique(Unique::key("v"));
+    assert_eq!(
+        s.enqueue(T, "work", b"x", other),
+        Err(Error::IdempotencyMismatch)
+    );
+    // Without the idempotency key, the unique key speaks.
+    let plain = JobOptions::default().with_unique(Unique::key("u"));
+    assert_eq!(
+        s.enqueue(T, "work", b"x", plain.clone()),
+        Err(Error::DuplicateJob { existing: id })
+    );
+    let mut tx = s.begin_tx();
+    assert!(matches!(
+        tx.enqueue(T, "work", b"x", plain),
+        Err(Error::InvalidArgument { reason }) if reason.contains("transaction")
+    ));
     s.audit().unwrap();
 }

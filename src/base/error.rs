@@ -124,6 +124,14 @@ pub enum Error {
     /// was left exactly as it was.
     #[error("stale claim: not the job's live claim")]
     StaleClaim,
+    /// A unique enqueue whose key the queue's job `existing` holds (see
+    /// `JobOptions::unique`): nothing was enqueued. A caller that wanted
+    /// one such job queued has it.
+    #[error("a job under this unique key is held: {existing:?}")]
+    DuplicateJob {
+        /// The job that holds the key.
+        existing: crate::base::ids::JobId,
+    },
     /// The runner no longer holds the scheduler lock (it lapsed, or a
     /// runner with a newer fence took it); it fired nothing.
     #[error("leadership lost: the scheduler lock is not this runner's")]
@@ -178,6 +186,10 @@ pub enum Scope {
     /// A queue holds `dead_letters_max` dead letters and takes no jobs
     /// until they are requeued or purged.
     QueueDeadLetters,
+    /// A queue remembers `jobs_max` unique keys (its jobs' and those still
+    /// in their window after their job left) and takes no more unique jobs
+    /// until one lapses.
+    QueueUniqueKeys,
     /// The store-wide budget of queue jobs: the queues' `jobs_max`
     /// together (`queue_jobs_total_max`).
     QueueJobsTotal,
@@ -217,6 +229,7 @@ impl fmt::Display for Scope {
             Scope::QueueJobs => f.write_str("per-queue cap on jobs"),
             Scope::QueueBytes => f.write_str("per-queue cap on payload bytes"),
             Scope::QueueDeadLetters => f.write_str("per-queue cap on dead letters"),
+            Scope::QueueUniqueKeys => f.write_str("per-queue cap on unique keys"),
             Scope::QueueJobsTotal => f.write_str("store-wide budget of queue jobs"),
             Scope::QueueBytesTotal => f.write_str("store-wide budget of queue bytes"),
             Scope::Named(name) => write!(f, "{name} ceiling"),

@@ -7,7 +7,6 @@
 //! ChaCha20 generator seeded from the OS CSPRNG (`secrets`), and are
 //! compared in constant time.
 
-use crate::base::error::{Error, Result};
 use std::fmt;
 use subtle::ConstantTimeEq;
 
@@ -77,13 +76,10 @@ macro_rules! store_id {
             }
 
             /// The sequence number, if the id is from `incarnation`;
-            /// `Restarted` if an earlier incarnation issued it.
-            pub(crate) fn seq_in(self, incarnation: u64) -> Result<u64> {
-                if self.incarnation == incarnation {
-                    Ok(self.seq)
-                } else {
-                    Err(Error::Restarted)
-                }
+            /// `None` if another incarnation issued it (the store answers
+            /// `Restarted`).
+            pub(crate) fn seq_in(self, incarnation: u64) -> Option<u64> {
+                (self.incarnation == incarnation).then_some(self.seq)
             }
 
             /// The id as one number, for storing or sending it elsewhere.
@@ -209,10 +205,10 @@ pub struct JoinToken {
 }
 
 impl JoinToken {
-    pub(crate) fn issue(attempt: AttemptId) -> Result<Self> {
-        let mut secret = [0; TOKEN_SECRET_BYTES];
-        crate::base::secrets::fill(&mut secret)?;
-        Ok(JoinToken { attempt, secret })
+    /// The token of `attempt` with `secret` (128 bits from the secrets
+    /// generator, `base/secrets.rs`).
+    pub(crate) fn with_secret(attempt: AttemptId, secret: [u8; TOKEN_SECRET_BYTES]) -> Self {
+        JoinToken { attempt, secret }
     }
 
     /// The attempt this token belongs to.

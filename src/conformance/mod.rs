@@ -208,6 +208,7 @@ pub const QUEUE_CHECKS: &[&str] = &[
     "queues::enqueue_retried_with_a_key",
     "queues::jobs_run_at",
     "queues::priorities",
+    "queues::unique_jobs",
 ];
 
 /// The checks [`run`] adds to [`RELAY_CHECKS`] (wake channels, streams,
@@ -236,6 +237,7 @@ pub const ENGINE_CHECKS: &[&str] = &[
     "queues::enqueue_retried_with_a_key",
     "queues::jobs_run_at",
     "queues::priorities",
+    "queues::unique_jobs",
 ];
 
 /// Runs one check on `$harness`, pushing its failure onto `$failures`.
@@ -388,6 +390,7 @@ where
     );
     check!(h, failures, QUEUE_CHECKS, queues::jobs_run_at);
     check!(h, failures, QUEUE_CHECKS, queues::priorities);
+    check!(h, failures, QUEUE_CHECKS, queues::unique_jobs);
     failures
 }
 

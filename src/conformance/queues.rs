@@ -7,7 +7,9 @@ use super::{config, ensure, ensure_eq, Fault, Harness, Outcome};
 use crate::base::error::{Error, Scope};
 use crate::base::ids::TenantId;
 use crate::contract::engine::{Engine, RelayEngine};
-use crate::contract::queue::{Backoff, Failed, JobOptions, JobState, QueueConfig, PRIORITY_MAX};
+use crate::contract::queue::{
+    Backoff, Failed, JobOptions, JobState, QueueConfig, Unique, UniqueStates, PRIORITY_MAX,
+};
 use std::time::Duration;
 
 const T: TenantId = TenantId(1);
@@ -910,5 +912,130 @@ where
         "another priority under the key"
     );
     ensure_eq!(e.enqueue(T, "work", b"k", keyed).await, Ok(id), "the same");
+    Ok(())
+}
+
+/// A unique key is taken while its job waits or is claimed (by default),
+/// for its window whatever became of the job, and while dead if asked;
+/// a duplicate names the job that takes the key and enqueues nothing; a
+/// queue remembers at most `jobs_max` keys; bad input is refused.
+pub(super) async fn unique_jobs<H: Harness>(h: &H) -> Outcome
+where
+    H::Engine: Engine,
+{
+    let u = h.unit();
+    let e = h.engine(config(u)).await?;
+    e.create_queue(T, "work", queue_config(1)).await?;
+    e.create_queue(T, "other", queue_config(1)).await?;
+    let unique = |key: &str| JobOptions::default().with_unique(Unique::key(key));
+    let dup = |existing| Err(Error::DuplicateJob { existing });
+    let a = e.enqueue(T, "work", b"a", unique("cleanup")).await?;
+    ensure_eq!(
+        e.enqueue(T, "work", b"b", unique("cleanup")).await,
+        dup(a),
+        "a waiting job takes its key"
+    );
+    ensure_eq!(
+        e.queue_info(T, "work").await?.ready,
+        1,
+        "a duplicate left a job"
+    );
+    e.enqueue(T, "other", b"a", unique("cleanup")).await?;
+    e.enqueue(T, "work", b"c", unique("cleanup-2")).await?;
+    let claimed = e.claim(T, "work", "w", None, 1).await?;
+    ensure_eq!(claimed.first().map(|c| c.id), Some(a), "the oldest claimed");
+    ensure_eq!(
+        e.enqueue(T, "work", b"b", unique("cleanup")).await,
+        dup(a),
+        "a claimed job takes its key"
+    );
+    e.ack(T, "work", a, claimed[0].claim).await?;
+    let after = e.enqueue(T, "work", b"b", unique("cleanup")).await?;
+    ensure!(after != a, "a key free again once its job is done");
+    // A window keeps the key taken after the job is done, until it ends.
+    let windowed = JobOptions::default().with_unique(Unique::key("w").window(u * 3));
+    let w = e.enqueue(T, "other", b"w", windowed.clone()).await?;
+    e.cancel_job(T, "other", w).await?;
+    ensure_eq!(
+        e.enqueue(T, "other", b"w", windowed.clone()).await,
+        dup(w),
+        "within its window, a cancelled job's key"
+    );
+    // Dead letters take their key only when asked.
+    let dead = |key: &str, dead: bool| {
+        let states = UniqueStates {
+            dead,
+            ..UniqueStates::default()
+        };
+        JobOptions::default().with_unique(Unique::key(key).states(states))
+    };
+    for (key, counts) in [("d-no", false), ("d-yes", true)] {
+        let id = e.enqueue(T, "other", b"d", dead(key, counts)).await?;
+        let claim = e.claim(T, "other", "w", None, 4).await?;
+        let claim = claim.iter().find(|c| c.id == id).map(|c| c.claim);
+        let claim = claim.ok_or_else(|| Fault::new(format!("{key}: not claimed")))?;
+        ensure_eq!(
+            e.fail(T, "other", id, claim, "no").await?,
+            Failed::DeadLettered,
+            "one attempt"
+        );
+        let again = e.enqueue(T, "other", b"d", dead(key, counts)).await;
+        if counts {
+            ensure_eq!(again, dup(id), "a dead letter asked to take its key");
+            e.purge_dead(T, "other").await?;
+            e.enqueue(T, "other", b"d", dead(key, counts)).await?;
+        } else {
+            ensure!(again.is_ok(), "a dead letter took its key: {again:?}");
+        }
+    }
+    h.advance(u * 4).await;
+    ensure!(
+        e.enqueue(T, "other", b"w", windowed).await.is_ok(),
+        "the window over"
+    );
+    // Bad input.
+    for (what, options, payloads) in [
+        ("a batch under one key", unique("batch"), 2),
+        (
+            "a window above ttl_max",
+            JobOptions::default().with_unique(Unique::key("k").window(u * 3601)),
+            1,
+        ),
+        ("an empty key", unique(""), 1),
+    ] {
+        let batch = vec![&b"x"[..]; payloads];
+        ensure!(
+            matches!(
+                e.enqueue_batch(T, "work", &batch, options).await,
+                Err(Error::InvalidArgument { .. } | Error::InvalidName)
+            ),
+            "{what}"
+        );
+    }
+    // A queue remembers at most `jobs_max` keys, lingering ones included.
+    let small = QueueConfig {
+        jobs_max: 2,
+        dead_letters_max: Some(1),
+        ..queue_config(1)
+    };
+    e.create_queue(T, "small", small).await?;
+    let lingering = |key: &str| JobOptions::default().with_unique(Unique::key(key).window(u * 3));
+    for key in ["k1", "k2"] {
+        let id = e.enqueue(T, "small", b"k", lingering(key)).await?;
+        e.cancel_job(T, "small", id).await?;
+    }
+    ensure_eq!(
+        e.enqueue(T, "small", b"k", lingering("k3")).await.map(drop),
+        Err(Error::CapacityExceeded {
+            scope: Scope::QueueUniqueKeys,
+            limit: 2,
+            used: 2
+        }),
+        "a third key with two remembered"
+    );
+    e.enqueue(T, "small", b"plain", JobOptions::default())
+        .await?;
+    h.advance(u * 4).await;
+    e.enqueue(T, "small", b"k", lingering("k3")).await?;
     Ok(())
 }

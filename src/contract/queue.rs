@@ -148,6 +148,70 @@ impl QueueConfig {
     }
 }
 
+/// Which states of a job keep its unique key taken once the key's window
+/// has passed ([`Unique::states`]). The default: waiting (ready or
+/// delayed) and claimed, so a key is free again once its job is acked,
+/// cancelled or dead.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct UniqueStates {
+    /// Ready or delayed (an enqueue delay, a retry's backoff).
+    pub waiting: bool,
+    /// Held by a live claim.
+    pub claimed: bool,
+    /// A dead letter, until requeued or purged.
+    pub dead: bool,
+}
+
+impl Default for UniqueStates {
+    fn default() -> Self {
+        UniqueStates {
+            waiting: true,
+            claimed: true,
+            dead: false,
+        }
+    }
+}
+
+/// A unique job's key and what keeps it taken ([`JobOptions::unique`]).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct Unique {
+    /// The key, unique within the queue (a caller's name: at most
+    /// `name_bytes_max` bytes).
+    pub key: Name,
+    /// For this long after its job is enqueued the key is taken whatever
+    /// became of the job, acked or cancelled included (at most `ttl_max`;
+    /// default zero).
+    pub window: Duration,
+    /// Past the window, the key stays taken while its job is in one of
+    /// these states.
+    pub states: UniqueStates,
+}
+
+impl Unique {
+    /// Key `key`, no window, the default states.
+    pub fn key(key: &str) -> Self {
+        Unique {
+            key: Name::new(key),
+            window: Duration::ZERO,
+            states: UniqueStates::default(),
+        }
+    }
+
+    /// The same, taken for `window` after the enqueue whatever becomes of
+    /// the job.
+    pub fn window(mut self, window: Duration) -> Self {
+        self.window = window;
+        self
+    }
+
+    /// The same, taken past the window while the job is in `states`.
+    pub fn states(mut self, states: UniqueStates) -> Self {
+        self.states = states;
+        self
+    }
+}
+
 /// The lowest job priority: priorities run from 0 (claimed first, the
 /// default) to this (claimed last), four levels.
 pub const PRIORITY_MAX: u8 = 3;
@@ -174,6 +238,15 @@ pub struct JobOptions {
     /// keeps its priority through retries, snoozes and a requeue from the
     /// dead letters.
     pub priority: u8,
+    /// Unique by key within the queue: while the key is taken (by a job
+    /// enqueued under it less than its `window` ago, or one in one of its
+    /// `states`), an enqueue under it is refused with
+    /// [`Error::DuplicateJob`](crate::Error::DuplicateJob) naming that job,
+    /// and nothing is enqueued. A queue remembers at most `jobs_max`
+    /// unique keys (scope `QueueUniqueKeys`). One job per key: a batch of
+    /// more than one under a unique key is `InvalidArgument`, and so is a
+    /// unique job staged in a transaction.
+    pub unique: Option<Unique>,
     /// An idempotency key: a repeat of the enqueue (the same queue,
     /// payloads and options, under the same key, within
     /// `idempotency_ttl`) returns the jobs it made instead of making
@@ -214,6 +287,12 @@ impl JobOptions {
     /// The same, with `attempts_max` claims.
     pub fn with_attempts_max(mut self, attempts_max: u32) -> Self {
         self.attempts_max = Some(attempts_max);
+        self
+    }
+
+    /// The same, unique by `unique`'s key (see [`unique`](Self::unique)).
+    pub fn with_unique(mut self, unique: Unique) -> Self {
+        self.unique = Some(unique);
         self
     }
 

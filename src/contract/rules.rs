@@ -128,6 +128,28 @@ impl StoreConfig {
         self.check_batch(len, "an enqueue batch holds 1 to page_len_max jobs")
     }
 
+    /// A unique job's key and window, for an enqueue of `jobs` jobs (every
+    /// engine's one rule): the key is a caller's name
+    /// ([`check_name`](Self::check_name)), the window at most `ttl_max`,
+    /// and one job per key (`InvalidArgument` for a batch of more).
+    pub(crate) fn check_unique(&self, options: &JobOptions, jobs: usize) -> Result<()> {
+        let Some(unique) = &options.unique else {
+            return Ok(());
+        };
+        self.check_name(&unique.key)?;
+        if unique.window > self.ttl_max {
+            return Err(Error::InvalidArgument {
+                reason: "a unique job's window is above ttl_max",
+            });
+        }
+        if jobs > 1 {
+            return Err(Error::InvalidArgument {
+                reason: "a unique key takes one job, not a batch",
+            });
+        }
+        Ok(())
+    }
+
     /// An ack batch's length: from 1 to `page_len_max` acks.
     pub(crate) fn check_ack_batch(&self, len: usize) -> Result<()> {
         self.check_batch(len, "an ack batch holds 1 to page_len_max acks")

@@ -9,6 +9,7 @@
 use crate::base::error::{Error, Result, Scope};
 use crate::base::faults::{self, StoreFault};
 use crate::base::ids::{JobId, TenantId};
+use crate::base::name::Name;
 use crate::base::sync::{lock_at, Arc, AtomicU64, Mutex, Ordering, Ranked, Rung};
 use crate::base::time::{duration_to_millis_ceil, MonoTime};
 use crate::base::words::LimitSnapshot;
@@ -17,6 +18,7 @@ use crate::contract::events::Collection;
 use crate::contract::names::{queue_wake_channel as wake_channel, LAPSED};
 use crate::contract::queue::{
     ClaimToken, ClaimedJob, Failed, Jitter, JobInfo, JobOptions, JobState, QueueConfig, QueueInfo,
+    Unique, UniqueStates,
 };
 use crate::contract::rules::claim_live;
 use crate::contract::rules::QueueLimits;
@@ -121,7 +123,34 @@ struct Job {
     attempts_max: u32,
     /// Claimed before every job of a higher number when ready.
     priority: u8,
+    /// The unique key it was enqueued under, if any.
+    unique: Option<Name>,
     at: At,
+}
+
+/// A unique key the queue remembers: its job, until when the key is taken
+/// whatever became of the job (its window's end, in ms), and the states in
+/// which the job keeps it taken after that.
+struct Hold {
+    seq: u64,
+    until: u64,
+    states: UniqueStates,
+}
+
+impl Hold {
+    /// Whether the key is taken at `now`, `job` being the queue's job
+    /// under the key (`None` once it left the queue).
+    fn takes(&self, now: u64, job: Option<&Job>) -> bool {
+        if now < self.until {
+            return true;
+        }
+        let states = self.states;
+        job.is_some_and(|job| match job.at {
+            At::Ready | At::Delayed(_) => states.waiting,
+            At::Claimed { .. } => states.claimed,
+            At::Dead(_) => states.dead,
+        })
+    }
 }
 
 impl Job {
@@ -231,6 +260,12 @@ struct State {
     jitter: Jitter,
     /// The queue's timer, if one is set, and its due tick.
     timer: Option<(TimerHandle, u64)>,
+    /// Unique keys remembered: the jobs' held and those whose job left
+    /// within its window (at most the queue's `jobs_max`).
+    unique: std::collections::HashMap<Name, Hold, ahash::RandomState>,
+    /// Keys whose job left the queue, by their window's end: forgotten
+    /// once it has passed (unless a new job took the key).
+    lingering: BTreeSet<(u64, Name)>,
 }
 
 impl State {
@@ -274,7 +309,56 @@ impl State {
         if let Some(job) = self.jobs.remove(&seq) {
             self.unindex(seq, job.slot());
             self.bytes -= job.payload.len();
+            // The key stays remembered until its window ends.
+            if let Some(key) = job.unique {
+                if let Some(hold) = self.unique.get(&key).filter(|h| h.seq == seq) {
+                    self.lingering.insert((hold.until, key));
+                }
+            }
         }
+    }
+
+    /// Forgets the keys whose job left and whose window ended by `now`.
+    fn forget_lapsed_keys(&mut self, now: u64) {
+        while let Some((until, _)) = self.lingering.first() {
+            if *until > now {
+                break;
+            }
+            let (_, key) = self.lingering.pop_first().expect("looked at");
+            let gone = self
+                .unique
+                .get(&key)
+                .is_some_and(|hold| !self.jobs.contains_key(&hold.seq));
+            if gone {
+                self.unique.remove(&key);
+            }
+        }
+    }
+
+    /// Whether an enqueue under `unique` may go in at `now`: the job that
+    /// takes the key, refused with `DuplicateJob`; no room for one more
+    /// key, `QueueUniqueKeys`. A key no longer taken is forgotten first.
+    fn admits_unique(
+        &mut self,
+        unique: &Unique,
+        now: u64,
+        config: &QueueConfig,
+        incarnation: u64,
+    ) -> Result<()> {
+        self.forget_lapsed_keys(now);
+        if let Some(hold) = self.unique.get(&unique.key) {
+            if hold.takes(now, self.jobs.get(&hold.seq)) {
+                return Err(Error::DuplicateJob {
+                    existing: JobId::new(incarnation, hold.seq),
+                });
+            }
+            self.unique.remove(&unique.key);
+        }
+        if self.unique.len() >= config.jobs_max {
+            let (limit, used) = (config.jobs_max as u64, self.unique.len() as u64);
+            return Err(Error::capacity(Scope::QueueUniqueKeys, limit, used));
+        }
+        Ok(())
     }
 
     fn index(&mut self, seq: u64, slot: Slot) {
@@ -458,6 +542,9 @@ impl QueueHub {
                 bytes: 0,
                 jitter: Jitter::seeded(config.jitter_seed.unwrap_or(seed)),
                 timer: None,
+                // Keys are callers' names: a hasher seeded per queue.
+                unique: std::collections::HashMap::with_hasher(ahash::RandomState::new()),
+                lingering: BTreeSet::new(),
             }),
             config: config.clone(),
         });
@@ -538,8 +625,21 @@ impl QueueHub {
         let early = faults::active(StoreFault::WaitersReadEarly).then(|| queue.announce());
         let (first, late) = {
             let mut state = queue.state_at(now);
+            if let Some(unique) = &options.unique {
+                state.admits_unique(unique, now, config, self.incarnation)?;
+            }
             state.contents().admits(config, payloads.len(), bytes)?;
             let first = first(payloads.len() as u64);
+            if let Some(unique) = &options.unique {
+                // One job per key (the store refuses a batch under one).
+                let window = duration_to_millis_ceil(unique.window);
+                let hold = Hold {
+                    seq: first,
+                    until: now.saturating_add(window),
+                    states: unique.states,
+                };
+                state.unique.insert(unique.key.clone(), hold);
+            }
             for (seq, payload) in (first..).zip(payloads) {
                 let at = due.map_or(At::Ready, At::Delayed);
                 state.insert(
@@ -549,6 +649,7 @@ impl QueueHub {
                         attempts: 0,
                         attempts_max: options.attempts_max.unwrap_or(config.attempts_max),
                         priority: options.priority,
+                        unique: options.unique.as_ref().map(|u| u.key.clone()),
                         at,
                     },
                 );

@@ -70,6 +70,7 @@ fn scope_labels(scope: Scope) -> (&'static str, &'static str) {
         Scope::QueueJobs => ("queue_jobs", "queues"),
         Scope::QueueBytes => ("queue_bytes", "queues"),
         Scope::QueueDeadLetters => ("queue_dead_letters", "queues"),
+        Scope::QueueUniqueKeys => ("queue_unique_keys", "queues"),
         Scope::QueueJobsTotal => ("queue_jobs_total", "queues"),
         Scope::QueueBytesTotal => ("queue_bytes_total", "queues"),
         Scope::Named(name) => (name, ""),

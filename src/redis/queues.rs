@@ -164,6 +164,8 @@ impl RedisEngine {
                 .queue_limits
                 .check_job(payload.len(), options, wall)?;
         }
+        self.config().check_unique(options, payloads.len())?;
+        let unique = options.unique.as_ref();
         let key = options.idempotency_key.as_deref();
         if let Some(k) = key {
             self.check_name(k)?;
@@ -183,6 +185,11 @@ impl RedisEngine {
                 .run_at
                 .map_or_else(String::new, |at| epoch_ms(at).to_string()),
             options.priority.to_string(),
+            unique.map_or("", |u| &*u.key),
+            unique
+                .map_or(0, |u| duration_to_millis_ceil(u.window))
+                .to_string(),
+            unique.map_or_else(String::new, |u| unique_states(u.states)),
         ];
         args.extend(payloads.iter().map(|p| p.to_vec()));
         let reply = self
@@ -194,6 +201,11 @@ impl RedisEngine {
                 args,
             )
             .await?;
+        if reply.len() > 2 && reply.uint(2)? == 1 {
+            return Err(Error::DuplicateJob {
+                existing: JobId::new(self.incarnation(), reply.uint(1)?),
+            });
+        }
         reply.uint(1)
     }
 
@@ -705,4 +717,17 @@ fn issued(job: JobId) -> Issued {
 fn epoch_ms(at: std::time::SystemTime) -> u64 {
     at.duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// A unique job's states as the library reads them (`unique_takes` in
+/// `lua/prelude.lua`): 'w' waiting, 'c' claimed, 'd' dead.
+fn unique_states(states: crate::contract::queue::UniqueStates) -> String {
+    [
+        (states.waiting, 'w'),
+        (states.claimed, 'c'),
+        (states.dead, 'd'),
+    ]
+    .into_iter()
+    .filter_map(|(on, letter)| on.then_some(letter))
+    .collect()
 }

@@ -50,6 +50,7 @@ pub(crate) enum IdemParams {
         run_at: Option<std::time::SystemTime>,
         attempts_max: Option<u32>,
         priority: u8,
+        unique: Option<crate::contract::queue::Unique>,
     },
     /// An append's stream, and its payload by digest.
     Append {

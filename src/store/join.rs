@@ -158,7 +158,9 @@ impl Store {
         let kept = SmolStr::new(listing);
         self.shared.attempts.with_key(|seq| {
             let id = self.attempt_id(seq);
-            let token = JoinToken::issue(id)?;
+            let mut secret = [0; TOKEN_SECRET_BYTES];
+            crate::base::secrets::fill(&mut secret)?;
+            let token = JoinToken::with_secret(id, secret);
             let parent = if decide::join_attaches() {
                 Parent::Listing {
                     key: (tenant, listing),

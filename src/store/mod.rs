@@ -535,11 +535,11 @@ impl Store {
     }
 
     fn lease_seq(&self, id: LeaseId) -> Result<u64> {
-        id.seq_in(self.shared.incarnation)
+        id.seq_in(self.shared.incarnation).ok_or(Error::Restarted)
     }
 
     fn attempt_seq(&self, id: AttemptId) -> Result<u64> {
-        id.seq_in(self.shared.incarnation)
+        id.seq_in(self.shared.incarnation).ok_or(Error::Restarted)
     }
 
     /// Validates `ttl` and turns it into an absolute deadline from `now`.

@@ -156,6 +156,7 @@ impl Store {
                 run_at: options.run_at,
                 attempts_max: options.attempts_max,
                 priority: options.priority,
+                unique: options.unique.clone(),
             },
             now,
             || self.enqueue_many(tenant, queue, payloads, options),
@@ -181,6 +182,7 @@ impl Store {
         for payload in payloads {
             self.check_job(payload.len(), options)?;
         }
+        self.shared.config.check_unique(options, payloads.len())?;
         // The queue is read as of now (a lapse may have filled its dead
         // letters), so even a job ready at once reads the clock.
         let now = self.shared.clock.now();
@@ -584,6 +586,6 @@ impl Store {
     }
 
     pub(super) fn job_seq(&self, id: JobId) -> Result<u64> {
-        id.seq_in(self.shared.incarnation)
+        id.seq_in(self.shared.incarnation).ok_or(Error::Restarted)
     }
 }

@@ -472,6 +472,11 @@ impl Transaction {
         mut options: JobOptions,
     ) -> Result<JobId> {
         self.store.check_job(payload.len(), &options)?;
+        if options.unique.is_some() {
+            return Err(Error::InvalidArgument {
+                reason: "a unique job cannot be staged in a transaction",
+            });
+        }
         // A `run_at` waits from staging: the commit applies it as a delay.
         options.delay = self.store.delay_of(&options);
         options.run_at = None;

@@ -42,6 +42,7 @@ local STALE_CLAIM, LEADERSHIP_LOST = 17, 18
 -- Capacity scopes of streams, queues and schedules (src/redis/reply.rs).
 local S_TENANT, S_PARENT, S_ENTRIES, S_CONSUMERS = 19, 20, 21, 22
 local Q_TENANT, Q_JOBS, Q_BYTES, Q_DEAD, H_TENANT = 30, 31, 32, 33, 34
+local Q_UNIQUE = 37
 
 -- Per-call state, set by `begin`. Redis runs one call at a time, so these
 -- are never shared between calls in flight.
@@ -790,8 +791,12 @@ end
 -- sorted as numbers: oldest first), delayed `qd:`
 -- (by due time), claimed `qc:` (by the time the claim lapses), dead `qx:`
 -- (by number). Each job is in exactly one of the four. QUEUES indexes the
--- tenant's queues.
-local QUEUE_FIELDS = {'qp', 'qa', 'qm', 'qt', 'qw', 'qy', 'qn'}
+-- tenant's queues. Unique keys (`JobOptions::unique`): `qu:` maps a key to
+-- "<job>:<window's end, ms>:<states>" (the states that keep it taken after
+-- the window: 'w' waiting, 'c' claimed, 'd' dead), a job's key is in `qk:`,
+-- and `ql:` holds the keys whose job left, by their window's end.
+local QUEUE_FIELDS = {'qp', 'qa', 'qm', 'qt', 'qw', 'qy', 'qn', 'qk'}
+local QUEUE_UNIQUE = {'qu', 'ql'}
 local QUEUE_STATES = {'qr', 'qd', 'qc', 'qx'}
 
 local function qk(part, name)
@@ -815,6 +820,69 @@ end
 local function make_ready(name, seq)
   local priority = redis.call('HGET', qk('qn', name), seq) or '0'
   redis.call('ZADD', qk('qr', name), priority, seq)
+end
+
+-- Unique key `key` of queue `name`: its job's number (a string), its
+-- window's end and its states; nil if the queue does not remember it.
+local function unique_hold(name, key)
+  local hold = redis.call('HGET', qk('qu', name), key)
+  if not hold then
+    return nil
+  end
+  local seq, ends, states = string.match(hold, '^(%d+):(%d+):(%a*)$')
+  return seq, tonumber(ends), states
+end
+
+-- Whether a hold (as `unique_hold` reads it) takes its key now: within its
+-- window whatever became of the job, after it while the job is in one of
+-- its states.
+local function unique_takes(name, seq, ends, states)
+  if NOW < ends then
+    return true
+  end
+  local has = function(letter)
+    return string.find(states, letter, 1, true) ~= nil
+  end
+  if redis.call('ZSCORE', qk('qr', name), seq) or redis.call('ZSCORE', qk('qd', name), seq) then
+    return has('w')
+  elseif redis.call('ZSCORE', qk('qc', name), seq) then
+    return has('c')
+  elseif redis.call('ZSCORE', qk('qx', name), seq) then
+    return has('d')
+  end
+  return false
+end
+
+-- Forgets the unique keys whose job left and whose window ended by now.
+local function forget_lapsed_keys(name)
+  local lingering = qk('ql', name)
+  for _, key in ipairs(redis.call('ZRANGEBYSCORE', lingering, '-inf', NOW)) do
+    redis.call('ZREM', lingering, key)
+    local seq = unique_hold(name, key)
+    if seq and redis.call('HEXISTS', qk('qp', name), seq) == 0 then
+      redis.call('HDEL', qk('qu', name), key)
+    end
+  end
+end
+
+-- Whether queue `name` (settings `q`, settled) takes a job under unique
+-- key `key` now: nil if so (a key no longer taken is forgotten first),
+-- else the reply: {OK, the job that takes it, 1} or a refusal for want
+-- of room for one more key (`jobs_max` of them).
+local function unique_admits(name, q, key)
+  forget_lapsed_keys(name)
+  local seq, ends, states = unique_hold(name, key)
+  if seq then
+    if unique_takes(name, seq, ends, states) then
+      return {OK, tonumber(seq), 1}
+    end
+    redis.call('HDEL', qk('qu', name), key)
+  end
+  local held = redis.call('HLEN', qk('qu', name))
+  if held >= q[1] then
+    return {CAPACITY, Q_UNIQUE, q[1], held}
+  end
+  return nil
 end
 
 -- The reason a job whose last claim lapsed is dead-lettered with: `LAPSED`
@@ -917,6 +985,14 @@ local function remove_job(name, seq)
   if not payload then
     return
   end
+  -- Its unique key stays remembered until the window ends.
+  local key = redis.call('HGET', qk('qk', name), seq)
+  if key then
+    local held, ends = unique_hold(name, key)
+    if held and tonumber(held) == tonumber(seq) then
+      redis.call('ZADD', qk('ql', name), num(ends), key)
+    end
+  end
   for _, part in ipairs(QUEUE_FIELDS) do
     redis.call('HDEL', qk(part, name), seq)
   end
@@ -1014,7 +1090,7 @@ end
 local function drop_queue(name, cause)
   leave_index(QUEUES, name, E_QUEUE, cause)
   local keys = {K .. 'q:' .. name}
-  for _, parts in ipairs({QUEUE_FIELDS, QUEUE_STATES}) do
+  for _, parts in ipairs({QUEUE_FIELDS, QUEUE_STATES, QUEUE_UNIQUE}) do
     for _, part in ipairs(parts) do
       keys[#keys + 1] = qk(part, name)
     end
