@@ -1,7 +1,9 @@
 //! Work that must happen at least once, with bounded retries: when a relay
 //! session ends, the relay enqueues the cleanup of its allocations on a
-//! media server and puts a "session ended" message on its outbox for the
-//! matchmaker; a worker processes the cleanup with retries, and a flaky
+//! media server (unique per port, so a repeated "session ended" signal
+//! makes no second job) and puts a "session ended" message on its outbox
+//! for the matchmaker; a worker processes the cleanup with retries,
+//! extends its claim (a heartbeat) while a slow teardown runs, and a flaky
 //! allocation ends up as a dead letter an operator can see. Meanwhile two
 //! relay instances compete to run a 30-second reconciliation schedule: one
 //! leads, and when it stalls the other takes over, with every grid point
@@ -11,7 +13,7 @@
 //! cargo run --example session_cleanup
 //! ```
 
-use relaystore::queue::{Failed, JobOptions, QueueConfig};
+use relaystore::queue::{Failed, JobOptions, QueueConfig, Unique};
 use relaystore::time::ManualClock;
 use relaystore::{Scheduler, Store, StoreConfig, TenantId};
 use std::sync::Arc;
@@ -31,10 +33,26 @@ fn main() -> Result<(), relaystore::Error> {
     store.create_queue(RELAY, "reconcile", QueueConfig::default())?;
 
     // The session ends: one cleanup job per allocation, and a message.
-    for port in [4000, 4001, 4002] {
-        let payload = format!("free port {port}");
-        store.enqueue(RELAY, "cleanup", payload.as_bytes(), JobOptions::default())?;
-        println!("relay: session s-17 ended; enqueued {payload:?}");
+    // The signal comes twice (a retried call): the jobs are unique by
+    // port, so the second time each enqueue names the job already there.
+    for signal in 1..=2 {
+        for port in [4000, 4001, 4002] {
+            let payload = format!("free port {port}");
+            let unique = Unique::key(&format!("free-{port}"));
+            let options = JobOptions::default().with_unique(unique);
+            match store.enqueue(RELAY, "cleanup", payload.as_bytes(), options) {
+                Ok(_) => println!("relay: session s-17 ended; enqueued {payload:?}"),
+                Err(relaystore::Error::DuplicateJob { existing }) => {
+                    let held = store.job(RELAY, "cleanup", existing)?;
+                    let what = String::from_utf8_lossy(&held.payload);
+                    println!(
+                        "relay: signal {signal}: already queued: {what:?}, {:?}",
+                        held.state
+                    );
+                }
+                Err(e) => return Err(e),
+            }
+        }
     }
     store.outbox_put(RELAY, "session.ended", b"s-17", None)?;
 
@@ -63,6 +81,12 @@ fn main() -> Result<(), relaystore::Error> {
                 _ => false,
             };
             if !fails {
+                if what == "free port 4000" {
+                    // A slow teardown: the claim is extended before its
+                    // 30 s visibility lapses, without using an attempt.
+                    let held = store.extend_claim(RELAY, "cleanup", job.id, job.claim, None)?;
+                    println!("worker (round {round}): {what}: slow; claim extended by {held:?}");
+                }
                 store.ack(RELAY, "cleanup", job.id, job.claim)?;
                 println!(
                     "worker (round {round}): {what}: done (attempt {})",
