@@ -209,6 +209,7 @@ pub const QUEUE_CHECKS: &[&str] = &[
     "queues::jobs_run_at",
     "queues::priorities",
     "queues::unique_jobs",
+    "queues::schedule_repeated_keeps_its_grid",
 ];
 
 /// The checks [`run`] adds to [`RELAY_CHECKS`] (wake channels, streams,
@@ -238,6 +239,7 @@ pub const ENGINE_CHECKS: &[&str] = &[
     "queues::jobs_run_at",
     "queues::priorities",
     "queues::unique_jobs",
+    "queues::schedule_repeated_keeps_its_grid",
 ];
 
 /// Runs one check on `$harness`, pushing its failure onto `$failures`.
@@ -391,6 +393,12 @@ where
     check!(h, failures, QUEUE_CHECKS, queues::jobs_run_at);
     check!(h, failures, QUEUE_CHECKS, queues::priorities);
     check!(h, failures, QUEUE_CHECKS, queues::unique_jobs);
+    check!(
+        h,
+        failures,
+        QUEUE_CHECKS,
+        queues::schedule_repeated_keeps_its_grid
+    );
     failures
 }
 

@@ -1039,3 +1039,37 @@ where
     e.enqueue(T, "small", b"k", lingering("k3")).await?;
     Ok(())
 }
+
+/// A schedule repeated with the same interval, queue and payload (a
+/// retried call) keeps its grid; changed, it is replaced and its grid
+/// starts again.
+pub(super) async fn schedule_repeated_keeps_its_grid<H: Harness>(h: &H) -> Outcome
+where
+    H::Engine: Engine,
+{
+    let u = h.unit();
+    let e = h.engine(config(u)).await?;
+    e.create_queue(T, "ticks", QueueConfig::default()).await?;
+    let spec = format!("@every {}ms", (u * 10).as_millis());
+    let next_in = |list: Vec<crate::contract::schedule::ScheduleInfo>| {
+        list.first().map(|s| (s.next_in, s.fired))
+    };
+    e.schedule(T, "beat", &spec, "ticks", b"tick").await?;
+    h.advance(u * 6).await;
+    e.schedule(T, "beat", &spec, "ticks", b"tick").await?;
+    let (left, fired) =
+        next_in(e.schedules(T).await?).ok_or_else(|| Fault::new("no schedule".into()))?;
+    ensure!(
+        left <= u * 4 && fired == 0,
+        "a repeat moved the grid: next in {left:?}"
+    );
+    ensure_eq!(e.schedules(T).await?.len(), 1, "one schedule");
+    e.schedule(T, "beat", &spec, "ticks", b"other").await?;
+    let (left, _) =
+        next_in(e.schedules(T).await?).ok_or_else(|| Fault::new("no schedule".into()))?;
+    ensure!(
+        left > u * 8,
+        "a changed payload replaces the schedule: next in {left:?}"
+    );
+    Ok(())
+}

@@ -244,6 +244,13 @@ impl ScheduleHub {
         payload: Arc<[u8]>,
         now_ms: u64,
     ) -> Result<()> {
+        if let Some(held) = book.schedules.get(&name) {
+            if held.interval_ms == interval_ms && held.queue == queue && held.payload == payload {
+                // A repeat (a retried call): the schedule keeps its grid
+                // and its fires.
+                return Ok(());
+            }
+        }
         let replacing = book.schedules.contains_key(&name);
         if !replacing {
             let ceiling = self.tenant_room(book.schedules.len() as u64)?;

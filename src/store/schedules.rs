@@ -19,7 +19,9 @@ impl Store {
     /// is enqueued on `queue`, by whichever runner leads the tenant's
     /// schedules ([`run_schedules`](Self::run_schedules)). The first fire
     /// is one interval from now; fires stay on that grid. Scheduling an
-    /// existing name replaces it.
+    /// existing name again with the same interval, queue and payload
+    /// changes nothing (so a retried call is safe: the grid stays);
+    /// with anything else, it replaces it and its grid starts now.
     ///
     /// Refused with `InvalidArgument` for a malformed spec or an interval
     /// outside `schedule_interval_min..=schedule_interval_max`, a payload

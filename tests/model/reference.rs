@@ -1003,9 +1003,13 @@ impl Model {
                     };
                     return Outcome::Err(Kind::Capacity(scope.to_string()));
                 }
-                // A replacement starts a new grid from now.
-                self.schedules
-                    .insert((tenant, name), (interval, self.now + interval));
+                // The same again (the driver's queue and payload never
+                // change) keeps the grid; a replacement starts a new one
+                // from now.
+                let held = self.schedules.get_mut(&(tenant, name)).expect("held");
+                if held.0 != interval {
+                    *held = (interval, self.now + interval);
+                }
                 Outcome::Ok
             }
             Op::Unschedule { tenant, name } => match self.schedules.remove(&(tenant, name)) {

@@ -3,14 +3,20 @@
 -- A schedule is `h:<name>` under K (a hash: `sp` spec, `iv` interval,
 -- `nx` the next grid point (ms, the server's clock), `q` queue, `p`
 -- payload, `f` fires so far, `rv` its reservation); SCHEDULES indexes
--- them by name. Scheduling a name again replaces it (its grid starts
--- now). Reply: {OK}, {NOT_FOUND} for a missing queue, or a refusal.
+-- them by name. Scheduling a name again with the same interval, queue and
+-- payload changes nothing (a retried call keeps the grid); otherwise it
+-- replaces it (its grid starts now). Reply: {OK}, {NOT_FOUND} for a
+-- missing queue, or a refusal.
 local name, interval = ARGV[3], tonumber(ARGV[5])
 if not queue_of(ARGV[6]) then
   return {NOT_FOUND}
 end
 local hkey = K .. 'h:' .. name
-local token = redis.call('HGET', hkey, 'rv')
+local held = redis.call('HMGET', hkey, 'rv', 'iv', 'q', 'p')
+local token = held[1]
+if token and tonumber(held[2]) == interval and held[3] == ARGV[6] and held[4] == ARGV[7] then
+  return {OK}
+end
 if not token then
   local refused = full(SCHEDULES, tonumber(ARGV[8]), H_TENANT)
   if refused then
