@@ -137,6 +137,7 @@ impl RelayEngine for Broken {
         release_lock(tenant: TenantId, name: &str, fence: u64) -> Result<()>;
         revoke_tenant(tenant: TenantId) -> Result<()>;
         health() -> Health;
+        usage(tenant: TenantId) -> Result<relaystore::TenantUsage>;
         begin_drain(window: Duration) -> Result<Duration>;
         drained() -> ();
         subscribe() -> Result<Subscription>;

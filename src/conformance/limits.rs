@@ -404,3 +404,53 @@ pub(super) async fn isolation<H: Harness>(h: &H) -> Outcome {
     e.consume(T, &t.token, None).await?;
     Ok(())
 }
+
+/// A tenant's usage counts what it holds, as its quotas count it, against
+/// the configured limits; another tenant's is its own; a removal gives its
+/// unit back.
+pub(super) async fn usage<H: Harness>(h: &H) -> Outcome {
+    let u = h.unit();
+    let quota = TenantQuota::default().leases_max(10).locks_max(OFF_LOCKS);
+    let e = h.engine(config(u).tenant(quota.clone())).await?;
+    let g1 = e.grant(T, "h", u * 600, Some("req-1")).await?;
+    let g2 = e.grant(T, "h", u * 600, None).await?;
+    e.publish(T, g1.id, "lobby", b"", None).await?;
+    e.heartbeat(T, "m1", u * 600, None, None).await?;
+    e.begin_join(T, "lobby", "c", u * 600, None).await?;
+    e.try_lock(T, "lk", "o", u * 600, None).await?;
+    let expected = [
+        (Collection::Leases, Some(2)),
+        (Collection::Listings, Some(1)),
+        (Collection::Presence, Some(1)),
+        (Collection::Attempts, Some(1)),
+        (Collection::Replay, Some(1)),
+        (Collection::Idempotency, Some(1)),
+        // Switched off: no figure.
+        (Collection::Locks, None),
+        (Collection::Tombstones, None),
+    ];
+    let mine = e.usage(T).await?;
+    let theirs = e.usage(OTHER).await?;
+    for (c, used) in expected {
+        let want = used.map(|used| crate::contract::usage::Usage {
+            used,
+            limit: quota.limit(c),
+        });
+        ensure_eq!(mine.of(c), want, "{c:?}");
+        ensure_eq!(
+            theirs.of(c).map(|u| u.used),
+            used.map(|_| 0),
+            "another tenant's {c:?}"
+        );
+    }
+    e.revoke(T, g2.id).await?;
+    ensure_eq!(
+        e.usage(T).await?.of(Collection::Leases).map(|u| u.used),
+        Some(1),
+        "a revoked lease given back"
+    );
+    Ok(())
+}
+
+/// A tenant lock quota switched off, for [`usage`].
+const OFF_LOCKS: u64 = TenantQuota::OFF;

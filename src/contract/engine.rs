@@ -341,6 +341,13 @@ pub trait RelayEngine: Clone + Send + Sync + 'static {
     /// The engine's readiness, for a readiness probe.
     fn health(&self) -> impl Future<Output = Health> + Send;
 
+    /// What `tenant` holds against its quotas and per-tenant caps
+    /// ([`Store::usage`](crate::Store::usage)).
+    fn usage(
+        &self,
+        tenant: TenantId,
+    ) -> impl Future<Output = Result<crate::contract::usage::TenantUsage>> + Send;
+
     /// Starts draining; returns the time left before the drain ends
     /// ([`Store::begin_drain`](crate::Store::begin_drain)). New records
     /// are refused with `Draining` while existing ones keep working; when

@@ -24,6 +24,7 @@ impl RelayEngine for RedisEngine {
     forward! { async RedisEngine:
         try_lock(tenant: TenantId, name: &str, owner: &str, ttl: Duration, lease: Option<LeaseId>) -> Result<Option<LockInfo>>;
         drained() -> ();
+        usage(tenant: TenantId) -> Result<crate::contract::usage::TenantUsage>;
     }
 }
 

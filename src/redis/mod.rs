@@ -64,6 +64,7 @@ mod scripts;
 mod streams;
 mod sweeper;
 mod tenant;
+mod usage;
 mod wakes;
 
 use crate::base::error::{Error, Result};

@@ -103,6 +103,7 @@ functions! {
     SCHEDULE = "schedule", "schedule.lua", Tenant;
     UNSCHEDULE = "unschedule", "unschedule.lua", Tenant;
     SCHEDULES = "schedules", "schedules.lua", Read;
+    USAGE = "usage", "usage.lua", Read;
     RUN_SCHEDULES = "run_schedules", "run_schedules.lua", Tenant;
     PROBE = "probe", "probe.lua", Meta;
     WRITABLE = "writable", "writable.lua", Meta;

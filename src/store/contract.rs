@@ -34,6 +34,14 @@ impl RelayEngine for Store {
         drained() -> ();
     }
 
+    // The in-memory store's counts cannot fail to be read.
+    fn usage(
+        &self,
+        tenant: TenantId,
+    ) -> impl Future<Output = Result<crate::contract::usage::TenantUsage>> + Send {
+        ready(Ok(Store::usage(self, tenant)))
+    }
+
     // A lock taken here is handed back as its description, not a guard.
     fn try_lock(
         &self,

@@ -1,0 +1,6 @@
+-- usage: what the tenant holds against its quotas, counted as its
+-- creations count it (`full`: live records only). Reply: {OK, leases,
+-- listings, presence records, pending attempts, attempt records,
+-- idempotency records, locks, streams, queues, schedules}.
+return {OK, live(LEASES), live(LISTINGS), live(MEMBERS), live(ATTEMPTS), live(REPLAY),
+  live(IDEM), live(LOCKS), live(STREAMS), live(QUEUES), live(SCHEDULES)}

@@ -1,0 +1,67 @@
+//! A tenant's usage on Redis: what it holds against its quotas, counted on
+//! the server as its creations count it.
+
+use super::{scripts, Issued, Mode, RedisEngine};
+use crate::base::collection::Collection;
+use crate::base::error::Result;
+use crate::base::ids::TenantId;
+use crate::contract::config::TenantQuota;
+use crate::contract::usage::{TenantUsage, Usage};
+
+/// The collections the library counts, in the order of its reply.
+const COUNTED: [Collection; 10] = [
+    Collection::Leases,
+    Collection::Listings,
+    Collection::Presence,
+    Collection::Attempts,
+    Collection::Replay,
+    Collection::Idempotency,
+    Collection::Locks,
+    Collection::Streams,
+    Collection::Queues,
+    Collection::Schedules,
+];
+
+impl RedisEngine {
+    /// What `tenant` holds against this handle's limits: its quotas (the
+    /// configuration's `tenant`) and its caps on streams, queues and
+    /// schedules, each figure counted on the server in one call (live
+    /// records, as a creation counts them at its quota). `None` where the
+    /// in-memory store has none: a quota switched off
+    /// ([`TenantQuota::OFF`]), and tombstones. A tenant with nothing
+    /// stored uses nothing. `BackendUnavailable` if Redis does not answer.
+    pub async fn usage(&self, tenant: TenantId) -> Result<TenantUsage> {
+        let reply = self
+            .run(
+                scripts::USAGE,
+                tenant,
+                Mode::Existing,
+                Issued::Nothing,
+                args![],
+            )
+            .await?;
+        let mut used = [0u64; COUNTED.len()];
+        if let Some(reply) = reply {
+            reply.refusal()?;
+            for (i, n) in used.iter_mut().enumerate() {
+                *n = reply.uint(i + 1)?;
+            }
+        }
+        let config = self.config();
+        let per = Collection::ALL.map(|c| {
+            let limit = match c {
+                Collection::Tombstones => return None,
+                Collection::Streams => config.streams_per_tenant_max,
+                Collection::Queues => config.queues_per_tenant_max,
+                Collection::Schedules => config.schedules_per_tenant_max,
+                _ => config.tenant.limit(c),
+            };
+            let at = COUNTED.iter().position(|&k| k == c)?;
+            (limit != TenantQuota::OFF).then_some(Usage {
+                used: used[at],
+                limit,
+            })
+        });
+        Ok(TenantUsage { per })
+    }
+}
