@@ -8,19 +8,13 @@ use crate::base::ids::TenantId;
 use crate::contract::config::TenantQuota;
 use crate::contract::usage::{TenantUsage, Usage};
 
-/// The collections the library counts, in the order of its reply.
-const COUNTED: [Collection; 10] = [
-    Collection::Leases,
-    Collection::Listings,
-    Collection::Presence,
-    Collection::Attempts,
-    Collection::Replay,
-    Collection::Idempotency,
-    Collection::Locks,
-    Collection::Streams,
-    Collection::Queues,
-    Collection::Schedules,
-];
+/// The collections the library counts, in the order of its reply: every
+/// one but tombstones, which no tenant quota bounds.
+fn counted() -> impl Iterator<Item = Collection> {
+    Collection::ALL
+        .into_iter()
+        .filter(|&c| c != Collection::Tombstones)
+}
 
 impl RedisEngine {
     /// What `tenant` holds against this handle's limits: its quotas (the
@@ -40,11 +34,11 @@ impl RedisEngine {
                 args![],
             )
             .await?;
-        let mut used = [0u64; COUNTED.len()];
+        let mut used = [0u64; Collection::ALL.len()];
         if let Some(reply) = reply {
             reply.refusal()?;
-            for (i, n) in used.iter_mut().enumerate() {
-                *n = reply.uint(i + 1)?;
+            for (at, c) in counted().enumerate() {
+                used[c as usize] = reply.uint(at + 1)?;
             }
         }
         let config = self.config();
@@ -56,9 +50,8 @@ impl RedisEngine {
                 Collection::Schedules => config.schedules_per_tenant_max,
                 _ => config.tenant.limit(c),
             };
-            let at = COUNTED.iter().position(|&k| k == c)?;
             (limit != TenantQuota::OFF).then_some(Usage {
-                used: used[at],
+                used: used[c as usize],
                 limit,
             })
         });
