@@ -195,11 +195,15 @@ pub mod schedule {
 
 pub mod stream {
     //! Streams: per-tenant append-only logs with offsets, explicit
-    //! retention and named consumers with committed offsets.
+    //! retention, named consumers with committed offsets, and consumer
+    //! groups with pending lists.
+    pub use crate::contract::group::{
+        Claimed, GroupConfig, GroupEntry, GroupInfo, GroupRead, GroupStart, PendingEntry,
+    };
     pub use crate::contract::stream::{
         StreamConfig, StreamEntry, StreamInfo, StreamRead, WhenFull,
     };
-    pub use crate::store::Follower;
+    pub use crate::store::{Follower, Member};
 }
 
 pub mod wake {
@@ -223,7 +227,9 @@ pub use base::time::DEADLINE_MAX_MS;
 pub use contract::config::{
     QuotaPolicy, StoreConfig, TenantQuota, UniformQuota, SCHEDULE_CATCH_UP_MAX,
 };
-pub use contract::engine::{Engine, Events, Follow, RelayEngine, StreamEngine, WakeEngine, Wakes};
+pub use contract::engine::{
+    Engine, Events, Follow, GroupMember, RelayEngine, StreamEngine, WakeEngine, Wakes,
+};
 pub use contract::lifecycle::{DegradedReason, Health};
 pub use contract::names::{OUTBOX_QUEUE, RESERVED_PREFIX, SCHEDULER_LOCK};
 pub use contract::outbox::{outbox_config, OutboxMessage, OutboxRun};

@@ -5,7 +5,10 @@ use relaystore::conformance::{self, Harness, InMemory, ENGINE_CHECKS, RELAY_CHEC
 use relaystore::events::{Collection, Subscription};
 use relaystore::queue::{ClaimToken, Failed, JobInfo, JobOptions, QueueConfig, QueueInfo};
 use relaystore::schedule::{ScheduleInfo, ScheduleRun};
-use relaystore::stream::{Follower, StreamConfig, StreamRead};
+use relaystore::stream::{
+    Claimed, Follower, GroupConfig, GroupInfo, GroupRead, Member, PendingEntry, StreamConfig,
+    StreamRead,
+};
 use relaystore::wake::Listener;
 use relaystore::{
     Admission, AttemptId, AttemptInfo, Binding, ClaimedJob, Cursor, DeadLetter, EndpointSeen,
@@ -61,6 +64,9 @@ enum Defect {
     FlatPriorities,
     /// `enqueue` drops the unique key: duplicates go in.
     NotUnique,
+    /// `create_group` drops the bound on deliveries: an idle entry is
+    /// delivered again for ever, never marked dead.
+    EndlessDeliveries,
 }
 
 /// The in-memory engine with one defect.
@@ -163,7 +169,8 @@ impl RelayEngine for Broken {
             | Defect::KeylessAppend
             | Defect::PayloadlessWakes
             | Defect::FlatPriorities
-            | Defect::NotUnique => expected,
+            | Defect::NotUnique
+            | Defect::EndlessDeliveries => expected,
         };
         RelayEngine::update_listing(&self.inner, tenant, key, expected, attrs).await
     }
@@ -213,6 +220,7 @@ impl WakeEngine for Broken {
 
 impl StreamEngine for Broken {
     type Follower = Follower;
+    type Member = Member;
 
     delegate! {
         StreamEngine;
@@ -224,6 +232,26 @@ impl StreamEngine for Broken {
         stream_info(tenant: TenantId, name: &str) -> Result<relaystore::stream::StreamInfo>;
         committed(tenant: TenantId, name: &str, consumer: &str) -> Result<Option<u64>>;
         follow(tenant: TenantId, name: &str, consumer: &str) -> Result<Follower>;
+        delete_group(tenant: TenantId, name: &str, group: &str) -> Result<()>;
+        read_group(tenant: TenantId, name: &str, group: &str, member: &str, max: usize) -> Result<GroupRead>;
+        ack_group(tenant: TenantId, name: &str, group: &str, offsets: &[u64]) -> Result<usize>;
+        claim_idle(tenant: TenantId, name: &str, group: &str, member: &str, min_idle: Duration, max: usize) -> Result<Claimed>;
+        pending(tenant: TenantId, name: &str, group: &str, from: u64, max: usize) -> Result<Vec<PendingEntry>>;
+        group_info(tenant: TenantId, name: &str, group: &str) -> Result<GroupInfo>;
+        join_group(tenant: TenantId, name: &str, group: &str, member: &str) -> Result<Member>;
+    }
+
+    async fn create_group(
+        &self,
+        tenant: TenantId,
+        name: &str,
+        group: &str,
+        mut config: GroupConfig,
+    ) -> Result<()> {
+        if self.defect == Defect::EndlessDeliveries {
+            config.deliveries_max = u32::MAX;
+        }
+        StreamEngine::create_group(&self.inner, tenant, name, group, config).await
     }
 
     async fn append(
@@ -388,6 +416,17 @@ fn the_suite_catches_an_engine_that_lets_duplicates_of_a_unique_job_in() {
     assert_eq!(
         failed_checks(Defect::NotUnique),
         vec!["queues::unique_jobs"]
+    );
+}
+
+#[test]
+fn the_suite_catches_an_engine_without_a_bound_on_deliveries() {
+    assert_eq!(
+        failed_checks(Defect::EndlessDeliveries),
+        vec![
+            "groups::deliveries_and_acks",
+            "groups::idle_claims_and_dead_entries"
+        ]
     );
 }
 

@@ -376,3 +376,134 @@ fn budget_room_no_record_holds_is_given_back() {
         );
     });
 }
+
+/// Two relay instances reading one consumer group concurrently share its
+/// entries: each entry goes to exactly one member, and the pending list
+/// holds every one of them once.
+#[test]
+fn members_on_two_instances_share_a_group_exactly() {
+    use relaystore::stream::{GroupConfig, GroupStart};
+    on_every_target("streams-groups", |target, name| async move {
+        let engines = instances(&target, &name, 2, config()).await;
+        engines[0].create_stream(T, "work", log()).await.unwrap();
+        for i in 0..100u32 {
+            engines[0]
+                .append(T, "work", &i.to_be_bytes(), None)
+                .await
+                .unwrap();
+        }
+        let group = GroupConfig::new(GroupStart::Oldest, 200, 3);
+        engines[1]
+            .create_group(T, "work", "relays", group)
+            .await
+            .unwrap();
+        let drain = |e: relaystore::redis::RedisEngine, member: &'static str| async move {
+            let mut got = Vec::new();
+            loop {
+                let read = e.read_group(T, "work", "relays", member, 7).await.unwrap();
+                if read.entries.is_empty() {
+                    return got;
+                }
+                got.extend(read.entries.iter().map(|e| e.offset));
+            }
+        };
+        let (a, b) = tokio::join!(
+            tokio::spawn(drain(engines[0].clone(), "a")),
+            tokio::spawn(drain(engines[1].clone(), "b"))
+        );
+        let (a, b) = (a.unwrap(), b.unwrap());
+        assert!(
+            !a.is_empty() && !b.is_empty(),
+            "{name}: one member took all"
+        );
+        let mut all: Vec<u64> = a.iter().chain(&b).copied().collect();
+        all.sort_unstable();
+        assert_eq!(all, (0..100).collect::<Vec<_>>(), "{name}");
+        let pending = engines[0]
+            .pending(T, "work", "relays", 0, 1000)
+            .await
+            .unwrap();
+        let owners: Vec<(u64, bool)> = pending
+            .iter()
+            .map(|p| (p.offset, p.member.as_str() == "a"))
+            .collect();
+        let expected: Vec<(u64, bool)> = (0..100).map(|o| (o, a.contains(&o))).collect();
+        assert_eq!(owners, expected, "{name}: the pending list's members");
+    });
+}
+
+/// A consumer group's keys go with the group, and with its stream.
+#[test]
+fn a_groups_keys_go_with_it_and_with_its_stream() {
+    use relaystore::stream::{GroupConfig, GroupStart};
+    let target = redis::targets()
+        .into_iter()
+        .find(|t| t.name == "standalone")
+        .expect("targets() has the standalone server");
+    redis::block_on(async move {
+        let namespace = redis::fresh_namespace("group-keys");
+        let e = redis::connect_fresh(&target, &namespace, config())
+            .await
+            .unwrap();
+        let raw = redis::Raw::connect(&target).await;
+        let pattern = format!("{{{namespace}:1}}:*");
+        let keys = || {
+            let (mut raw, pattern) = (raw.clone(), pattern.clone());
+            async move {
+                let mut found: Vec<String> = raw.query(::redis::cmd("KEYS").arg(pattern)).await;
+                found.sort();
+                found
+            }
+        };
+        e.create_stream(T, "s", log()).await.unwrap();
+        e.append(T, "s", b"x", None).await.unwrap();
+        let plain = keys().await;
+        let group = GroupConfig::new(GroupStart::Oldest, 10, 1);
+        e.create_group(T, "s", "g", group).await.unwrap();
+        e.read_group(T, "s", "g", "m", 10).await.unwrap();
+        e.claim_idle(T, "s", "g", "m", Duration::ZERO, 10)
+            .await
+            .unwrap();
+        assert!(keys().await.len() > plain.len(), "the group made no keys");
+        e.delete_group(T, "s", "g").await.unwrap();
+        assert_eq!(keys().await, plain, "a deleted group's keys are left");
+        e.create_group(T, "s", "g", group).await.unwrap();
+        e.read_group(T, "s", "g", "m", 10).await.unwrap();
+        e.delete_stream(T, "s").await.unwrap();
+        let left: Vec<String> = keys()
+            .await
+            .into_iter()
+            .filter(|k| k.contains(":s") || k.contains(":g"))
+            .collect();
+        assert_eq!(
+            left,
+            Vec::<String>::new(),
+            "a deleted stream's keys are left"
+        );
+    });
+}
+
+/// A member waiting on one instance wakes for an append made on another.
+#[test]
+fn a_member_on_one_instance_wakes_for_an_append_on_another() {
+    use relaystore::stream::{GroupConfig, GroupStart};
+    on_every_target("streams-member", |target, name| async move {
+        let engines = instances(&target, &name, 2, config()).await;
+        let (a, b) = (&engines[0], &engines[1]);
+        a.create_stream(T, "room", log()).await.unwrap();
+        a.create_group(T, "room", "g", GroupConfig::new(GroupStart::End, 16, 3))
+            .await
+            .unwrap();
+        let member = b.join_group(T, "room", "g", "m").await.unwrap();
+        let waiting = tokio::spawn(async move { member.next(10).await });
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert_eq!(a.append(T, "room", b"hello", None).await, Ok(0), "{name}");
+        let read = tokio::time::timeout(SETTLE, waiting)
+            .await
+            .unwrap_or_else(|_| panic!("{name}: the member was not woken"))
+            .unwrap()
+            .unwrap();
+        assert_eq!(read.entries.len(), 1, "{name}");
+        assert_eq!(&*read.entries[0].payload, b"hello", "{name}");
+    });
+}

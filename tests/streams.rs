@@ -556,3 +556,83 @@ fn streams_reserve_their_capacity_from_a_store_wide_budget() {
     s.audit().unwrap();
     assert_eq!(s.streams(), 2);
 }
+
+/// Members on four threads reading one consumer group while entries are
+/// appended and acknowledged share it exactly: each entry goes to one
+/// member once, and what they acknowledged leaves the pending list.
+#[test]
+fn members_on_four_threads_share_a_group_exactly() {
+    use relaystore::stream::{GroupConfig, GroupStart};
+    let (_c, s) = store();
+    s.create_stream(T, "log", StreamConfig::new(4096, 1 << 20, WhenFull::Refuse))
+        .unwrap();
+    s.create_group(T, "log", "g", GroupConfig::new(GroupStart::Oldest, 64, 3))
+        .unwrap();
+    let total = 2000u64;
+    let members: Vec<_> = (0..4)
+        .map(|m| {
+            let s = s.clone();
+            std::thread::spawn(move || {
+                let member = format!("m{m}");
+                let mut got = Vec::new();
+                while (got.len() as u64) < total {
+                    match s.read_group(T, "log", "g", &member, 5) {
+                        Ok(read) => {
+                            let offsets: Vec<u64> = read.entries.iter().map(|e| e.offset).collect();
+                            if !offsets.is_empty() {
+                                assert_eq!(s.ack_group(T, "log", "g", &offsets), Ok(offsets.len()));
+                            }
+                            got.extend(offsets);
+                        }
+                        Err(Error::CapacityExceeded { .. }) => {}
+                        Err(e) => panic!("{e:?}"),
+                    }
+                    if s.group_info(T, "log", "g").unwrap().next == total {
+                        return got;
+                    }
+                    std::thread::yield_now();
+                }
+                got
+            })
+        })
+        .collect();
+    for i in 0..total {
+        s.append(T, "log", &i.to_be_bytes(), None).unwrap();
+    }
+    let mut all: Vec<u64> = members
+        .into_iter()
+        .flat_map(|m| m.join().unwrap())
+        .collect();
+    all.sort_unstable();
+    assert_eq!(all, (0..total).collect::<Vec<_>>());
+    let info = s.group_info(T, "log", "g").unwrap();
+    assert_eq!((info.next, info.pending, info.dead), (total, 0, 0));
+    s.audit().unwrap();
+}
+
+/// A member blocked on an empty group wakes for an append made after it
+/// started waiting, and a timed wait with nothing appended returns empty.
+#[test]
+fn a_blocked_member_wakes_for_an_append() {
+    use relaystore::stream::{GroupConfig, GroupStart};
+    let (_c, s) = store();
+    s.create_stream(T, "log", StreamConfig::new(16, 1 << 10, WhenFull::Refuse))
+        .unwrap();
+    s.create_group(T, "log", "g", GroupConfig::new(GroupStart::End, 16, 3))
+        .unwrap();
+    let member = s.join_group(T, "log", "g", "a").unwrap();
+    let quiet = member
+        .blocking_next(10, Some(Duration::from_millis(20)))
+        .unwrap();
+    assert!(quiet.entries.is_empty());
+    let waiting = std::thread::spawn(move || member.blocking_next(10, None));
+    std::thread::sleep(Duration::from_millis(50));
+    s.append(T, "log", b"late", None).unwrap();
+    let read = waiting.join().unwrap().unwrap();
+    assert_eq!(offsets_of(&read.entries), vec![0]);
+    assert_eq!(&*read.entries[0].payload, b"late");
+}
+
+fn offsets_of(entries: &[relaystore::stream::GroupEntry]) -> Vec<u64> {
+    entries.iter().map(|e| e.offset).collect()
+}

@@ -172,6 +172,10 @@ pub enum Scope {
     StreamEntries,
     /// A stream's cap on named consumers (`consumers_per_stream_max`).
     StreamConsumers,
+    /// A consumer group's pending list holds its `pending_max` entries
+    /// (dead ones included): the group delivers nothing new until some
+    /// are acknowledged.
+    StreamGroupPending,
     /// The store-wide budget of stream bytes: the streams' `bytes_max`
     /// together (`stream_bytes_total_max`).
     StreamBytesTotal,
@@ -224,6 +228,7 @@ impl fmt::Display for Scope {
             Scope::TenantChannels => f.write_str("tenant cap on wake channels"),
             Scope::StreamEntries => f.write_str("stream retention (refusing when full)"),
             Scope::StreamConsumers => f.write_str("per-stream cap on consumers"),
+            Scope::StreamGroupPending => f.write_str("per-group cap on pending entries"),
             Scope::StreamBytesTotal => f.write_str("store-wide budget of stream bytes"),
             Scope::StreamEntriesTotal => f.write_str("store-wide budget of stream entries"),
             Scope::QueueJobs => f.write_str("per-queue cap on jobs"),

@@ -28,6 +28,7 @@
 //! Each check runs on fresh engines, in sequence; the futures need no
 //! particular executor.
 
+mod groups;
 mod harness;
 mod joins;
 mod leases;
@@ -190,6 +191,9 @@ pub const STREAM_CHECKS: &[&str] = &[
     "streams::consumers_and_followers",
     "streams::lifetimes",
     "streams::append_retried_with_a_key",
+    "groups::deliveries_and_acks",
+    "groups::idle_claims_and_dead_entries",
+    "groups::members_join_and_read",
 ];
 
 /// The checks of job queues, the outbox and schedules, for any
@@ -225,6 +229,9 @@ pub const ENGINE_CHECKS: &[&str] = &[
     "streams::consumers_and_followers",
     "streams::lifetimes",
     "streams::append_retried_with_a_key",
+    "groups::deliveries_and_acks",
+    "groups::idle_claims_and_dead_entries",
+    "groups::members_join_and_read",
     "queues::claims_and_acks",
     "queues::retries_and_dead_letters",
     "queues::lapses_and_delays",
@@ -344,6 +351,14 @@ where
         STREAM_CHECKS,
         streams::append_retried_with_a_key
     );
+    check!(h, failures, STREAM_CHECKS, groups::deliveries_and_acks);
+    check!(
+        h,
+        failures,
+        STREAM_CHECKS,
+        groups::idle_claims_and_dead_entries
+    );
+    check!(h, failures, STREAM_CHECKS, groups::members_join_and_read);
     failures
 }
 

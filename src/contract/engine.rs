@@ -62,6 +62,7 @@ use crate::base::error::Result;
 use crate::base::ids::JobId;
 use crate::base::ids::{AttemptId, JoinToken, LeaseId, TenantId};
 use crate::contract::events::{Collection, Received, RecvError};
+use crate::contract::group::{Claimed, GroupConfig, GroupInfo, GroupRead, PendingEntry};
 use crate::contract::lifecycle::Health;
 use crate::contract::outbox::{OutboxMessage, OutboxRun};
 use crate::contract::queue::DeadLetter;
@@ -415,6 +416,9 @@ pub trait StreamEngine: WakeEngine {
     /// The engine's stream follower.
     type Follower: Follow;
 
+    /// The engine's member of a consumer group.
+    type Member: GroupMember;
+
     // ----- streams -----
 
     /// Creates a stream with explicit retention
@@ -495,6 +499,89 @@ pub trait StreamEngine: WakeEngine {
         name: &str,
         consumer: &str,
     ) -> impl Future<Output = Result<Self::Follower>> + Send;
+
+    // ----- consumer groups (contract/group.rs has the rules) -----
+
+    /// Creates a consumer group on a stream
+    /// ([`Store::create_group`](crate::Store::create_group)).
+    fn create_group(
+        &self,
+        tenant: TenantId,
+        name: &str,
+        group: &str,
+        config: GroupConfig,
+    ) -> impl Future<Output = Result<()>> + Send;
+
+    /// Deletes a consumer group with its pending list.
+    fn delete_group(
+        &self,
+        tenant: TenantId,
+        name: &str,
+        group: &str,
+    ) -> impl Future<Output = Result<()>> + Send;
+
+    /// Delivers new entries to a member of the group
+    /// ([`Store::read_group`](crate::Store::read_group)).
+    fn read_group(
+        &self,
+        tenant: TenantId,
+        name: &str,
+        group: &str,
+        member: &str,
+        max: usize,
+    ) -> impl Future<Output = Result<GroupRead>> + Send;
+
+    /// Acknowledges entries of the group's pending list; returns how many
+    /// it held ([`Store::ack_group`](crate::Store::ack_group)).
+    fn ack_group(
+        &self,
+        tenant: TenantId,
+        name: &str,
+        group: &str,
+        offsets: &[u64],
+    ) -> impl Future<Output = Result<usize>> + Send;
+
+    /// Takes over idle pending entries for a member, marking those
+    /// delivered `deliveries_max` times dead
+    /// ([`Store::claim_idle`](crate::Store::claim_idle)).
+    fn claim_idle(
+        &self,
+        tenant: TenantId,
+        name: &str,
+        group: &str,
+        member: &str,
+        min_idle: Duration,
+        max: usize,
+    ) -> impl Future<Output = Result<Claimed>> + Send;
+
+    /// The group's pending list from an offset on
+    /// ([`Store::pending`](crate::Store::pending)).
+    fn pending(
+        &self,
+        tenant: TenantId,
+        name: &str,
+        group: &str,
+        from: u64,
+        max: usize,
+    ) -> impl Future<Output = Result<Vec<PendingEntry>>> + Send;
+
+    /// What the group holds ([`Store::group_info`](crate::Store::group_info)).
+    fn group_info(
+        &self,
+        tenant: TenantId,
+        name: &str,
+        group: &str,
+    ) -> impl Future<Output = Result<GroupInfo>> + Send;
+
+    /// Reads a consumer group as a member, waiting for appends
+    /// ([`Store::join_group`](crate::Store::join_group)).
+    fn join_group(
+        &self,
+        tenant: TenantId,
+        name: &str,
+        group: &str,
+        member: &str,
+    ) -> impl Future<Output = Result<Self::Member>> + Send;
 }
 
 /// A relay state engine with everything: the relay records
@@ -746,6 +833,28 @@ pub trait Follow: Send + 'static {
     /// follower whose position was trimmed away goes on from there) and
     /// returns it. `NotFound` if the stream is gone.
     fn seek_to_first(&mut self) -> impl Future<Output = Result<u64>> + Send;
+}
+
+/// A member of a consumer group, from [`StreamEngine::join_group`]: new
+/// entries as they are appended, and the member's acknowledgements and
+/// idle claims.
+pub trait GroupMember: Send + 'static {
+    /// Waits until the group has at least one new entry and delivers up
+    /// to `max` to this member (or returns the trimmed offsets it passed
+    /// over). `CapacityExceeded` (`StreamGroupPending`) at once while the
+    /// group's pending list is full. Cancel-safe: entries are delivered
+    /// only when returned.
+    fn next(&mut self, max: usize) -> impl Future<Output = Result<GroupRead>> + Send;
+
+    /// Acknowledges `offsets`; returns how many the pending list held.
+    fn ack(&self, offsets: &[u64]) -> impl Future<Output = Result<usize>> + Send;
+
+    /// Takes over entries idle for at least `min_idle` for this member.
+    fn claim_idle(
+        &self,
+        min_idle: Duration,
+        max: usize,
+    ) -> impl Future<Output = Result<Claimed>> + Send;
 }
 
 /// A listener on a wake channel: one wake per notify, queued (at most

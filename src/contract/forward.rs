@@ -93,6 +93,14 @@ macro_rules! served {
             stream_info(tenant: $crate::base::ids::TenantId, name: &str) -> $crate::base::error::Result<$crate::contract::stream::StreamInfo>;
             committed(tenant: $crate::base::ids::TenantId, name: &str, consumer: &str) -> $crate::base::error::Result<Option<u64>>;
             follow(tenant: $crate::base::ids::TenantId, name: &str, consumer: &str) -> $crate::base::error::Result<Self::Follower>;
+            create_group(tenant: $crate::base::ids::TenantId, name: &str, group: &str, config: $crate::contract::group::GroupConfig) -> $crate::base::error::Result<()>;
+            delete_group(tenant: $crate::base::ids::TenantId, name: &str, group: &str) -> $crate::base::error::Result<()>;
+            read_group(tenant: $crate::base::ids::TenantId, name: &str, group: &str, member: &str, max: usize) -> $crate::base::error::Result<$crate::contract::group::GroupRead>;
+            ack_group(tenant: $crate::base::ids::TenantId, name: &str, group: &str, offsets: &[u64]) -> $crate::base::error::Result<usize>;
+            claim_idle(tenant: $crate::base::ids::TenantId, name: &str, group: &str, member: &str, min_idle: ::std::time::Duration, max: usize) -> $crate::base::error::Result<$crate::contract::group::Claimed>;
+            pending(tenant: $crate::base::ids::TenantId, name: &str, group: &str, from: u64, max: usize) -> $crate::base::error::Result<Vec<$crate::contract::group::PendingEntry>>;
+            group_info(tenant: $crate::base::ids::TenantId, name: &str, group: &str) -> $crate::base::error::Result<$crate::contract::group::GroupInfo>;
+            join_group(tenant: $crate::base::ids::TenantId, name: &str, group: &str, member: &str) -> $crate::base::error::Result<Self::Member>;
         }
     };
     (queue $mode:tt $engine:ident) => {

@@ -9,6 +9,7 @@ pub(crate) mod config;
 pub(crate) mod engine;
 pub(crate) mod events;
 pub(crate) mod forward;
+pub(crate) mod group;
 pub(crate) mod lifecycle;
 pub(crate) mod names;
 pub(crate) mod outbox;

@@ -8,6 +8,7 @@
 use crate::base::error::{Error, Result};
 use crate::base::time::{duration_to_millis_ceil, MonoTime, DEADLINE_MAX_MS};
 use crate::contract::config::StoreConfig;
+use crate::contract::group::GroupConfig;
 use crate::contract::names::{OUTBOX_QUEUE, RESERVED_PREFIX};
 use crate::contract::queue::{JobOptions, QueueConfig, PRIORITY_MAX};
 use crate::contract::stream::StreamConfig;
@@ -148,6 +149,23 @@ impl StoreConfig {
             });
         }
         Ok(())
+    }
+
+    /// A consumer group's batch of offsets to acknowledge: from 1 to
+    /// `page_len_max` offsets.
+    pub(crate) fn check_group_acks(&self, len: usize) -> Result<()> {
+        self.check_batch(len, "a group's ack holds 1 to page_len_max offsets")
+    }
+
+    /// How many entries a group read or idle claim hands out: `max` must
+    /// be positive, and at most `page_len_max` go at once.
+    pub(crate) fn group_batch(&self, max: usize) -> Result<usize> {
+        if max == 0 {
+            return Err(Error::InvalidArgument {
+                reason: "a group read's max must be positive",
+            });
+        }
+        Ok(self.page_cap(max))
     }
 
     /// An ack batch's length: from 1 to `page_len_max` acks.
@@ -398,6 +416,23 @@ impl StreamLimits {
         if config.age_max.is_some_and(|a| a.is_zero()) {
             return Err(Error::InvalidArgument {
                 reason: "a stream's age_max must be positive",
+            });
+        }
+        Ok(())
+    }
+
+    /// A new consumer group's settings (every engine's one rule):
+    /// `pending_max` from 1 to `stream_entries_max`, `deliveries_max` at
+    /// least 1 (`InvalidArgument`).
+    pub(crate) fn check_group(&self, config: &GroupConfig) -> Result<()> {
+        if config.pending_max == 0 || config.pending_max > self.entries_max {
+            return Err(Error::InvalidArgument {
+                reason: "a group's pending_max must be 1 to stream_entries_max",
+            });
+        }
+        if config.deliveries_max == 0 {
+            return Err(Error::InvalidArgument {
+                reason: "a group's deliveries_max must be positive",
             });
         }
         Ok(())

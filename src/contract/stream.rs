@@ -103,6 +103,8 @@ pub struct StreamInfo {
     pub bytes: usize,
     /// Named consumers with a committed offset.
     pub consumers: usize,
+    /// Consumer groups.
+    pub groups: usize,
 }
 
 /// What [`Store::read_stream`](crate::Store::read_stream) returns.

@@ -10,12 +10,14 @@ use crate::base::time::{duration_to_millis_ceil, Clock, MonoTime};
 use crate::base::words::LimitSnapshot;
 use crate::contract::config::Limits;
 use crate::contract::events::Collection;
+use crate::contract::group::{Claimed, GroupConfig, GroupInfo, GroupRead, PendingEntry};
 use crate::contract::names::stream_wake_channel as wake_channel;
 use crate::contract::rules::StreamLimits;
 use crate::contract::stream::{
     StreamConfig, StreamEntry, StreamInfo, StreamRead, WhenFull, PAST_THE_END,
     PAYLOAD_OVER_BYTES_MAX,
 };
+use crate::coord::group::Group;
 use crate::mem::named::{view, NameRef, TenantCounts, TenantName};
 use crate::mem::quota::Counter;
 use crate::mem::shard::{ShardMap, Upsert};
@@ -91,12 +93,20 @@ struct Log {
     first: u64,
     bytes: usize,
     consumers: BTreeMap<Arc<str>, u64>,
+    /// Its consumer groups (with the consumers, at most
+    /// `consumers_per_stream_max`).
+    groups: BTreeMap<Arc<str>, Group>,
     /// Whether the stream has an age timer set, or is about to have one
     /// set by the thread that raised this flag.
     armed: bool,
 }
 
 impl Log {
+    /// Named consumers and groups: what `consumers_per_stream_max` counts.
+    fn readers(&self) -> usize {
+        self.consumers.len() + self.groups.len()
+    }
+
     /// Refuses committing `offset` for a consumer whose committed offset
     /// is `committed` (`None`: a new one, while the stream has `consumers`)
     /// if the offset lies past the end, behind the committed one, or over
@@ -322,6 +332,7 @@ impl StreamHub {
                 first: 0,
                 bytes: 0,
                 consumers: BTreeMap::new(),
+                groups: BTreeMap::new(),
                 armed: false,
             }),
         });
@@ -525,6 +536,10 @@ impl StreamHub {
                 || log.bytes > stream.config.bytes_max
             {
                 return Err(format!("stream {name}: its log disagrees with its counts"));
+            }
+            for (group, g) in &log.groups {
+                g.audit(log.next)
+                    .map_err(|e| format!("stream {name}, group {group}: {e}"))?;
             }
             if !log.armed && log.due(&stream.config).is_some() {
                 return Err(format!("stream {name}: aging entries and no age timer"));
@@ -749,7 +764,7 @@ impl StreamHub {
         let stream = self.get(key, alive)?;
         let mut log = lock_at(Rung::Stream, &stream.log);
         let committed = log.consumers.get(&consumer).copied();
-        let consumers = log.consumers.len();
+        let consumers = log.readers();
         log.check_commit(self.limits.consumers_max, committed, consumers, offset)?;
         log.consumers.insert(consumer, offset);
         Ok(())
@@ -779,7 +794,7 @@ impl StreamHub {
                 .find(|(c, _)| *c == consumer)
                 .map(|&(_, o)| o)
                 .or_else(|| log.consumers.get(consumer).copied());
-            let consumers = log.consumers.len() + added;
+            let consumers = log.readers() + added;
             log.check_commit(self.limits.consumers_max, committed, consumers, *offset)?;
             added += usize::from(committed.is_none());
             staged.push((consumer, *offset));
@@ -798,6 +813,7 @@ impl StreamHub {
             entries: log.entries.len(),
             bytes: log.bytes,
             consumers: log.consumers.len(),
+            groups: log.groups.len(),
         })
     }
 
@@ -826,5 +842,130 @@ impl StreamHub {
         let stream = self.get(key, alive)?;
         let log = stream.log_at(now);
         Ok(log.consumers.get(consumer).copied().unwrap_or(log.first))
+    }
+
+    /// Creates consumer group `group` on the stream; the same group again
+    /// is a no-op (a retried create), the name with other settings
+    /// `Exists`.
+    pub(crate) fn create_group(
+        &self,
+        key: NameRef,
+        alive: Alive,
+        group: Arc<str>,
+        config: GroupConfig,
+        now: MonoTime,
+    ) -> Result<()> {
+        self.limits.check_group(&config)?;
+        let stream = self.get(key, alive)?;
+        let mut log = stream.log_at(now);
+        if let Some(g) = log.groups.get(&group) {
+            return if g.config == config {
+                Ok(())
+            } else {
+                Err(Error::Exists)
+            };
+        }
+        let readers = log.readers();
+        if readers >= self.limits.consumers_max {
+            return Err(Error::capacity(
+                Scope::StreamConsumers,
+                self.limits.consumers_max as u64,
+                readers as u64,
+            ));
+        }
+        let g = Group::new(config, log.first, log.next)?;
+        log.groups.insert(group, g);
+        Ok(())
+    }
+
+    /// Deletes consumer group `group` with its pending list.
+    pub(crate) fn delete_group(&self, key: NameRef, alive: Alive, group: &str) -> Result<()> {
+        let stream = self.get(key, alive)?;
+        let mut log = lock_at(Rung::Stream, &stream.log);
+        log.groups.remove(group).map(drop).ok_or(Error::NotFound)
+    }
+
+    /// Runs `f` on group `group` of the stream with its entries and first
+    /// offset as of `now`.
+    fn with_group<T>(
+        &self,
+        key: NameRef,
+        alive: Alive,
+        group: &str,
+        now: MonoTime,
+        f: impl FnOnce(&mut Group, &super::group::Entries, u64) -> T,
+    ) -> Result<T> {
+        let stream = self.get(key, alive)?;
+        let mut log = stream.log_at(now);
+        let log = &mut *log;
+        let g = log.groups.get_mut(group).ok_or(Error::NotFound)?;
+        Ok(f(g, &log.entries, log.first))
+    }
+
+    /// Delivers up to `max` new entries of `group` to `member`.
+    pub(crate) fn read_group(
+        &self,
+        key: NameRef,
+        alive: Alive,
+        (group, member): (&str, &Arc<str>),
+        max: usize,
+        now: MonoTime,
+    ) -> Result<GroupRead> {
+        self.with_group(key, alive, group, now, |g, entries, first| {
+            g.read(entries, first, member, max, now.as_millis())
+        })?
+    }
+
+    /// Acknowledges `offsets` in `group`; returns how many were pending.
+    pub(crate) fn ack_group(
+        &self,
+        key: NameRef,
+        alive: Alive,
+        group: &str,
+        offsets: &[u64],
+    ) -> Result<usize> {
+        let stream = self.get(key, alive)?;
+        let mut log = lock_at(Rung::Stream, &stream.log);
+        let g = log.groups.get_mut(group).ok_or(Error::NotFound)?;
+        Ok(g.ack(offsets))
+    }
+
+    /// Takes over up to `max` entries of `group` idle for `min_idle` ms.
+    pub(crate) fn claim_idle(
+        &self,
+        key: NameRef,
+        alive: Alive,
+        (group, member): (&str, &Arc<str>),
+        (min_idle, max): (u64, usize),
+        now: MonoTime,
+    ) -> Result<Claimed> {
+        self.with_group(key, alive, group, now, |g, entries, first| {
+            g.claim(entries, first, member, min_idle, max, now.as_millis())
+        })
+    }
+
+    /// Up to `max` of `group`'s pending entries from offset `from` on.
+    pub(crate) fn pending(
+        &self,
+        key: NameRef,
+        alive: Alive,
+        group: &str,
+        (from, max): (u64, usize),
+        now: MonoTime,
+    ) -> Result<Vec<PendingEntry>> {
+        self.with_group(key, alive, group, now, |g, _, _| {
+            g.pending(from, max, now.as_millis())
+        })
+    }
+
+    /// What `group` holds.
+    pub(crate) fn group_info(
+        &self,
+        key: NameRef,
+        alive: Alive,
+        group: &str,
+        now: MonoTime,
+    ) -> Result<GroupInfo> {
+        self.with_group(key, alive, group, now, |g, _, _| g.info())
     }
 }

@@ -65,6 +65,7 @@ fn scope_labels(scope: Scope) -> (&'static str, &'static str) {
         Scope::TenantChannels => ("tenant_channels", ""),
         Scope::StreamEntries => ("stream_entries", "streams"),
         Scope::StreamConsumers => ("stream_consumers", "streams"),
+        Scope::StreamGroupPending => ("stream_group_pending", "streams"),
         Scope::StreamBytesTotal => ("stream_bytes_total", "streams"),
         Scope::StreamEntriesTotal => ("stream_entries_total", "streams"),
         Scope::QueueJobs => ("queue_jobs", "queues"),

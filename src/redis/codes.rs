@@ -37,7 +37,7 @@ pub(super) fn collection_of(letter: u8) -> Option<Collection> {
 
 /// The scope of every capacity refusal the library can answer, by its code
 /// (the library's `CAPACITY` reply: code, limit, use).
-pub(super) const SCOPES: [(i64, Scope); 37] = [
+pub(super) const SCOPES: [(i64, Scope); 38] = [
     (1, Scope::Tenant(Collection::Leases)),
     (2, Scope::Tenant(Collection::Locks)),
     (3, Scope::Parent(Collection::Locks)),
@@ -75,6 +75,7 @@ pub(super) const SCOPES: [(i64, Scope); 37] = [
     (35, Scope::Holder(Collection::Leases)),
     (36, Scope::Holder(Collection::Listings)),
     (37, Scope::QueueUniqueKeys),
+    (38, Scope::StreamGroupPending),
 ];
 
 /// The scope a refusal's code names.

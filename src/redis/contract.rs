@@ -3,7 +3,7 @@
 //! inherent methods of the same names, which document what this engine
 //! adds (server clock, fences from server counters, timeouts).
 
-use super::{RedisEngine, RedisFollower};
+use super::{RedisEngine, RedisFollower, RedisMember};
 use crate::base::error::Result;
 use crate::base::ids::{LeaseId, TenantId};
 use crate::contract::engine::{Engine, RelayEngine, StreamEngine, WakeEngine};
@@ -36,6 +36,7 @@ impl WakeEngine for RedisEngine {
 
 impl StreamEngine for RedisEngine {
     type Follower = RedisFollower;
+    type Member = RedisMember;
 
     served!(stream async RedisEngine);
 }

@@ -49,6 +49,7 @@ mod codes;
 mod conn;
 mod contract;
 mod events;
+mod groups;
 mod joins;
 mod leases;
 mod lifecycle;
@@ -80,6 +81,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use groups::RedisMember;
 pub use streams::RedisFollower;
 
 /// Where the Redis engine keeps its state, and its bounds.

@@ -26,9 +26,10 @@ pub(super) const STALE_CLAIM: i64 = 17;
 pub(super) const LEADERSHIP_LOST: i64 = 18;
 
 /// The reasons an `INVALID` reply names by number.
-const INVALID_REASONS: [&str; 2] = [
+const INVALID_REASONS: [&str; 3] = [
     crate::contract::stream::PAYLOAD_OVER_BYTES_MAX,
     crate::contract::stream::PAST_THE_END,
+    crate::contract::group::START_PAST_THE_END,
 ];
 
 /// A reply the engine did not expect: a bug, or a Redis that is not ours.

@@ -85,6 +85,13 @@ functions! {
     TRIM_STREAM = "trim_stream", "trim_stream.lua", Tenant;
     COMMIT = "commit", "commit.lua", Tenant;
     STREAM_INFO = "stream_info", "stream_info.lua", Tenant;
+    CREATE_GROUP = "create_group", "create_group.lua", Tenant;
+    DELETE_GROUP = "delete_group", "delete_group.lua", Tenant;
+    READ_GROUP = "read_group", "read_group.lua", Tenant;
+    ACK_GROUP = "ack_group", "ack_group.lua", Tenant;
+    CLAIM_IDLE = "claim_idle", "claim_idle.lua", Tenant;
+    PENDING = "pending", "pending.lua", Read;
+    GROUP_INFO = "group_info", "group_info.lua", Read;
     CREATE_QUEUE = "create_queue", "create_queue.lua", Tenant;
     DELETE_QUEUE = "delete_queue", "delete_queue.lua", Tenant;
     ENQUEUE = "enqueue", "enqueue.lua", Tenant;

@@ -189,6 +189,7 @@ impl RedisEngine {
             entries: usize::try_from(reply.uint(3)?).unwrap_or(usize::MAX),
             bytes: usize::try_from(reply.uint(4)?).unwrap_or(usize::MAX),
             consumers: usize::try_from(reply.uint(5)?).unwrap_or(usize::MAX),
+            groups: usize::try_from(reply.uint(7)?).unwrap_or(usize::MAX),
         })
     }
 
@@ -246,7 +247,7 @@ impl RedisEngine {
 
     /// One call of a function on an existing stream: the name checked and
     /// passed first, then `args`; `NotFound` when the tenant has nothing.
-    async fn stream_call(
+    pub(super) async fn stream_call(
         &self,
         function: scripts::Function,
         tenant: TenantId,

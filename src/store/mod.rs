@@ -35,6 +35,7 @@ mod audit;
 mod builder;
 mod contract;
 mod decide;
+mod groups;
 mod idempotency;
 mod join;
 mod lease;
@@ -59,6 +60,7 @@ mod wakes;
 #[cfg(any(test, feature = "internals"))]
 pub use audit::AuditError;
 pub use builder::{StoreBuilder, EXPIRY_TICK_DEFAULT};
+pub use groups::Member;
 pub use lease::LEASE_SLOTS_PER_ITEM;
 pub use lock::LockGuard;
 pub use observe::REFUSAL_LOG_INTERVAL;

@@ -323,11 +323,7 @@ impl Follower {
     /// Up to `max` entries from the position on, without waiting (possibly
     /// none); advances the position past them.
     pub fn try_next(&mut self, max: usize) -> Result<StreamRead> {
-        let read = self
-            .store
-            .read_stream(self.tenant, &self.stream, self.position, max)?;
-        self.position = read.next;
-        Ok(read)
+        (self.reader(max).1)()
     }
 
     #[cfg(feature = "native")]
@@ -350,43 +346,38 @@ impl Follower {
     /// `ServiceUnavailable` once the store has stopped or is gone.
     /// Cancel-safe: the position moves only when entries are returned.
     pub async fn next(&mut self, max: usize) -> Result<StreamRead> {
-        loop {
-            let read = self.try_next(max)?;
-            if !read.entries.is_empty() {
-                return Ok(read);
-            }
-            self.wakes.recv().await.map_err(|_| Error::STOPPED)?;
-        }
+        let (wakes, read) = self.reader(max);
+        read_until(wakes, read, has_entries).await
+    }
+
+    /// The follower's listener, and its read of up to `max` entries from
+    /// the position on, which moves the position past them.
+    fn reader(&mut self, max: usize) -> (&Listener, impl FnMut() -> Result<StreamRead> + '_) {
+        let Follower {
+            store,
+            tenant,
+            stream,
+            position,
+            wakes,
+            ..
+        } = self;
+        let read = move || {
+            let read = store.read_stream(*tenant, stream, *position, max)?;
+            *position = read.next;
+            Ok(read)
+        };
+        (wakes, read)
     }
 
     #[cfg(feature = "native")]
     fn next_within(&mut self, max: usize, timeout: Option<Duration>) -> Result<StreamRead> {
-        let deadline = timeout.map(|t| std::time::Instant::now() + t);
         if crate::base::faults::active(crate::base::faults::StoreFault::WaitBeforeRead) {
             // Broken twin: an entry appended before the follower attached
             // left no wake, so this waits for one that never comes.
             let _ = self.wakes.blocking_recv();
         }
-        loop {
-            // Read after taking any pending wake: an append between the
-            // read and the wait leaves a wake, so the wait returns at once.
-            let read = self.try_next(max)?;
-            if !read.entries.is_empty() {
-                return Ok(read);
-            }
-            let waited = match deadline {
-                None => self.wakes.blocking_recv(),
-                Some(d) => match d.checked_duration_since(std::time::Instant::now()) {
-                    Some(left) => self.wakes.blocking_recv_timeout(left),
-                    None => return Ok(read),
-                },
-            };
-            match waited {
-                Ok(_) => {}
-                Err(RecvError::Timeout) => return Ok(read),
-                Err(_) => return Err(Error::STOPPED),
-            }
-        }
+        let (wakes, read) = self.reader(max);
+        blocking_read_until(wakes, timeout, read, has_entries)
     }
 
     /// Moves the position to `offset`: the next read starts there (below
@@ -409,5 +400,60 @@ impl Follower {
     pub fn commit(&self) -> Result<()> {
         self.store
             .commit(self.tenant, &self.stream, &self.consumer, self.position)
+    }
+}
+
+/// Whether a follower's read has something to return.
+fn has_entries(read: &StreamRead) -> bool {
+    !read.entries.is_empty()
+}
+
+/// Calls `read` until what it returns is `ready`, waiting on `wakes` (a
+/// listener attached before the first read) in between: the one wait loop
+/// of followers and group members. `ServiceUnavailable` once the store
+/// has stopped or is gone.
+pub(super) async fn read_until<T>(
+    wakes: &Listener,
+    mut read: impl FnMut() -> Result<T>,
+    ready: impl Fn(&T) -> bool,
+) -> Result<T> {
+    loop {
+        // Read after taking any pending wake: an append between the read
+        // and the wait leaves a wake, so the wait returns at once.
+        let got = read()?;
+        if ready(&got) {
+            return Ok(got);
+        }
+        wakes.recv().await.map_err(|_| Error::STOPPED)?;
+    }
+}
+
+#[cfg(feature = "native")]
+/// [`read_until`], blocking the calling thread for at most `timeout`
+/// (`None`: until `ready`); what `read` returned last if the time ran out.
+pub(super) fn blocking_read_until<T>(
+    wakes: &Listener,
+    timeout: Option<Duration>,
+    mut read: impl FnMut() -> Result<T>,
+    ready: impl Fn(&T) -> bool,
+) -> Result<T> {
+    let deadline = timeout.map(|t| std::time::Instant::now() + t);
+    loop {
+        let got = read()?;
+        if ready(&got) {
+            return Ok(got);
+        }
+        let waited = match deadline {
+            None => wakes.blocking_recv(),
+            Some(d) => match d.checked_duration_since(std::time::Instant::now()) {
+                Some(left) => wakes.blocking_recv_timeout(left),
+                None => return Ok(got),
+            },
+        };
+        match waited {
+            Ok(_) => {}
+            Err(RecvError::Timeout) => return Ok(got),
+            Err(_) => return Err(Error::STOPPED),
+        }
     }
 }

@@ -179,6 +179,7 @@ pub async fn instances_swept_by_hand(
 
 /// A plain connection to `target` (the cluster's, routing by key), for a
 /// test that must reach under the engine.
+#[derive(Clone)]
 pub enum Raw {
     One(::redis::aio::MultiplexedConnection),
     Many(::redis::cluster_async::ClusterConnection),

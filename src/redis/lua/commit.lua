@@ -1,5 +1,6 @@
 -- commit: ARGV[3] name, ARGV[4] consumer, ARGV[5] offset, ARGV[6]
--- consumers_per_stream_max. Never backwards. Reply: {OK}, {CONFLICT,
+-- consumers_per_stream_max (named consumers and groups together). Never
+-- backwards. Reply: {OK}, {CONFLICT,
 -- committed} for an offset below the committed one, {INVALID, 2} for one
 -- past the end, or a refusal of a new consumer past the cap.
 local name, consumer, offset = ARGV[3], ARGV[4], tonumber(ARGV[5])
@@ -17,7 +18,7 @@ if committed then
     return {CONFLICT, tonumber(committed)}
   end
 else
-  local held = redis.call('HLEN', consumers)
+  local held = redis.call('HLEN', consumers) + redis.call('HLEN', K .. 'sg:' .. name)
   local cap = tonumber(ARGV[6])
   if held >= cap then
     return {CAPACITY, S_CONSUMERS, cap, held}

@@ -42,7 +42,7 @@ local STALE_CLAIM, LEADERSHIP_LOST = 17, 18
 -- Capacity scopes of streams, queues and schedules (src/redis/reply.rs).
 local S_TENANT, S_PARENT, S_ENTRIES, S_CONSUMERS = 19, 20, 21, 22
 local Q_TENANT, Q_JOBS, Q_BYTES, Q_DEAD, H_TENANT = 30, 31, 32, 33, 34
-local Q_UNIQUE = 37
+local Q_UNIQUE, S_PENDING = 37, 38
 
 -- Per-call state, set by `begin`. Redis runs one call at a time, so these
 -- are never shared between calls in flight.
@@ -690,6 +690,53 @@ end
 -- `sc:<name>`. Offsets are dense: the entries held are n - #sp .. n - 1.
 -- STREAMS indexes the tenant's streams (score +inf: they have no
 -- deadline); `ls:<lease>` the streams attached to a lease.
+--
+-- Consumer groups (contract/group.rs): `sg:<name>` maps each group of
+-- stream `name` to its settings ("<pending_max>/<deliveries_max>/<start>",
+-- as src/redis/groups.rs writes them) and `sgn:<name>` to the offset its
+-- next read starts at. A group's pending list is three keys (`group_key`):
+-- `gp` maps an entry to "<deliveries>/<last delivery, ms>/<dead 0|1>/
+-- <member>", `go` holds every entry (score: its offset) and `gi` the live
+-- ones (score: their last delivery). An entry is its offset zero-padded
+-- (`group_member`), so members of equal score sort by offset.
+
+-- The key `part` ('gp', 'go', 'gi') of group `group` of stream `name`
+-- (the stream's name is length-prefixed, so no two pairs share a key).
+local function group_key(part, name, group)
+  return K .. part .. ':' .. #name .. ':' .. name .. ':' .. group
+end
+
+local function group_member(offset)
+  return string.format('%020.0f', offset)
+end
+
+-- The keys of group `group` of stream `name`: its entries, its entries by
+-- offset and its live entries by last delivery.
+local function group_keys(name, group)
+  return group_key('gp', name, group), group_key('go', name, group), group_key('gi', name, group)
+end
+
+-- Entry `m` of the group pending list `gp`: its deliveries, last delivery
+-- (ms), dead flag (0 or 1) and member.
+local function pending_entry(gp, m)
+  local d, at, dead, who = string.match(redis.call('HGET', gp, m), '^(%d+)/(%d+)/(%d)/(.*)$')
+  return tonumber(d), tonumber(at), tonumber(dead), who
+end
+
+-- An entry of a group's pending list as `gp` holds it.
+local function pending_record(deliveries, at, dead, member)
+  return num(deliveries) .. '/' .. num(at) .. '/' .. dead .. '/' .. member
+end
+
+-- Deletes group `group` of stream `name`; false if there was none.
+local function drop_group(name, group)
+  if redis.call('HDEL', K .. 'sg:' .. name, group) == 0 then
+    return false
+  end
+  redis.call('HDEL', K .. 'sgn:' .. name, group)
+  redis.call('DEL', group_keys(name, group))
+  return true
+end
 
 -- The stream `name` if visible (it exists and its lease, if any, is
 -- live): its fields {em, bm, ag, wf, l, n, b}, or nil.
@@ -699,6 +746,20 @@ local function visible_stream(name)
     return nil
   end
   return s
+end
+
+-- Stream `name` (as `visible_stream` reads it) and the settings of its
+-- group `group`, or nil if either is missing.
+local function visible_group(name, group)
+  local s = visible_stream(name)
+  if not s then
+    return nil
+  end
+  local settings = redis.call('HGET', K .. 'sg:' .. name, group)
+  if not settings then
+    return nil
+  end
+  return s, settings
 end
 
 -- How many of the `len` oldest entries of stream `name` are past its age
@@ -762,6 +823,9 @@ local function drop_stream(name, cause)
     leave_index(STREAMS, name, E_STREAM, cause)
   elseif redis.call('ZREM', STREAMS, name) == 1 then
     give_back(sk)
+  end
+  for _, group in ipairs(redis.call('HKEYS', K .. 'sg:' .. name)) do
+    drop_group(name, group)
   end
   redis.call('DEL', sk, K .. 'sp:' .. name, K .. 'st:' .. name, K .. 'sc:' .. name)
 end

@@ -1,7 +1,7 @@
 -- stream_info: ARGV[3] name, ARGV[4] a consumer ('' for none). Entries
 -- past the stream's age go first, so it counts what a read returns. Reply:
 -- {OK, first offset held, next offset, entries, payload bytes, consumers,
--- the consumer's committed offset (-1: none)}.
+-- the consumer's committed offset (-1: none), consumer groups}.
 local name, consumer = ARGV[3], ARGV[4]
 local s = visible_stream(name)
 if not s then
@@ -14,4 +14,5 @@ local committed = -1
 if consumer ~= '' then
   committed = tonumber(redis.call('HGET', consumers, consumer) or '-1')
 end
-return {OK, n - len, n, len, b, redis.call('HLEN', consumers), committed}
+return {OK, n - len, n, len, b, redis.call('HLEN', consumers), committed,
+  redis.call('HLEN', K .. 'sg:' .. name)}

@@ -1,0 +1,41 @@
+-- create_group: ARGV[3] stream, ARGV[4] group, ARGV[5] its settings (as
+-- `sg:` holds them), ARGV[6] where it starts ('o' the first entry held, 'e'
+-- the stream's next offset, or an offset), ARGV[7]
+-- consumers_per_stream_max (named consumers and groups together). Reply:
+-- {OK} (also when the same group is there already: a retried create),
+-- {EXISTS} when the name is taken with other settings, {INVALID, 3} for a
+-- start past the stream's end, or a refusal.
+local name, group, settings, start = ARGV[3], ARGV[4], ARGV[5], ARGV[6]
+local s = visible_stream(name)
+if not s then
+  return {NOT_FOUND}
+end
+local groups = K .. 'sg:' .. name
+local held = redis.call('HGET', groups, group)
+if held then
+  if held == settings then
+    return {OK}
+  end
+  return {EXISTS}
+end
+local readers = redis.call('HLEN', K .. 'sc:' .. name) + redis.call('HLEN', groups)
+local cap = tonumber(ARGV[7])
+if readers >= cap then
+  return {CAPACITY, S_CONSUMERS, cap, readers}
+end
+local n = tonumber(s[6])
+local len = drop_aged(name, s)
+local next
+if start == 'o' then
+  next = n - len
+elseif start == 'e' then
+  next = n
+else
+  next = tonumber(start)
+  if next > n then
+    return {INVALID, 3}
+  end
+end
+redis.call('HSET', groups, group, settings)
+redis.call('HSET', K .. 'sgn:' .. name, group, num(next))
+return {OK}

@@ -1,0 +1,11 @@
+-- group_info: ARGV[3] stream, ARGV[4] group. Writes nothing. Reply: {OK,
+-- the offset its next read starts at, entries on its pending list, live
+-- ones among them, its settings}.
+local name, group = ARGV[3], ARGV[4]
+local s, settings = visible_group(name, group)
+if not s then
+  return {NOT_FOUND}
+end
+return {OK, tonumber(redis.call('HGET', K .. 'sgn:' .. name, group)),
+  redis.call('HLEN', group_key('gp', name, group)), redis.call('ZCARD', group_key('gi', name, group)),
+  settings}
