@@ -4,7 +4,11 @@
 //! makes no second job) and puts a "session ended" message on its outbox
 //! for the matchmaker; a worker processes the cleanup with retries,
 //! extends its claim (a heartbeat) while a slow teardown runs, and a flaky
-//! allocation ends up as a dead letter an operator can see. Meanwhile two
+//! allocation ends up as a dead letter an operator can see. The session's
+//! usage records go to a stream that two billing workers share through a
+//! consumer group: when one dies holding records, the other takes them
+//! over once they are idle, and a record no worker can bill is marked
+//! dead after three deliveries for an operator. Meanwhile two
 //! relay instances compete to run a 30-second reconciliation schedule: one
 //! leads, and when it stalls the other takes over, with every grid point
 //! fired once. On a `ManualClock`, so every run prints the same thing.
@@ -14,6 +18,7 @@
 //! ```
 
 use relaystore::queue::{Failed, JobOptions, QueueConfig, Unique};
+use relaystore::stream::{GroupConfig, GroupStart, StreamConfig, WhenFull};
 use relaystore::time::ManualClock;
 use relaystore::{Scheduler, Store, StoreConfig, TenantId};
 use std::sync::Arc;
@@ -115,6 +120,60 @@ fn main() -> Result<(), relaystore::Error> {
             dead.reason
         );
     }
+
+    // Usage records, billed by whichever billing worker gets them.
+    let usage = StreamConfig::new(1024, 1 << 16, WhenFull::Refuse);
+    store.create_stream(RELAY, "usage", usage)?;
+    let billing = GroupConfig::new(GroupStart::Oldest, 256, 3);
+    store.create_group(RELAY, "usage", "billing", billing)?;
+    for record in ["s-17 4000 1.2MB", "s-17 4001 800KB", "s-17 4002 ???"] {
+        store.append(RELAY, "usage", record.as_bytes(), None)?;
+    }
+    let one = store.join_group(RELAY, "usage", "billing", "billing-1")?;
+    let two = store.join_group(RELAY, "usage", "billing", "billing-2")?;
+    let held = one.try_next(2)?.entries;
+    println!(
+        "billing-1: took {} records, then its process died",
+        held.len()
+    );
+    let read = two.try_next(10)?;
+    for entry in read.entries {
+        // "???" cannot be billed: left pending, to be tried again.
+        if !entry.payload.ends_with(b"???") {
+            two.ack(&[entry.offset])?;
+        }
+    }
+    for round in 1..=4 {
+        clock.advance(SEC * 60);
+        let claimed = two.claim_idle(SEC * 60, 10)?;
+        for entry in &claimed.entries {
+            let what = String::from_utf8_lossy(&entry.payload).into_owned();
+            if what.ends_with("???") {
+                println!(
+                    "billing-2 (round {round}): {what:?}: unbillable (delivery {})",
+                    entry.deliveries
+                );
+            } else {
+                two.ack(&[entry.offset])?;
+                println!(
+                    "billing-2 (round {round}): took over {what:?} (delivery {}); billed",
+                    entry.deliveries
+                );
+            }
+        }
+        for offset in claimed.dead {
+            println!("billing-2 (round {round}): record {offset} delivered 3 times: dead");
+        }
+    }
+    for pending in store.pending(RELAY, "usage", "billing", 0, 10)? {
+        assert!(pending.dead);
+        println!(
+            "operator: dead usage record {} (last with {}), set aside and acknowledged",
+            pending.offset, pending.member
+        );
+        store.ack_group(RELAY, "usage", "billing", &[pending.offset])?;
+    }
+    assert_eq!(store.group_info(RELAY, "usage", "billing")?.pending, 0);
 
     // Reconciliation every 30 s by exactly one of two relay instances.
     store.schedule(RELAY, "reconcile", "@every 30s", "reconcile", b"all")?;
