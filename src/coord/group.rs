@@ -159,7 +159,10 @@ impl Group {
         max: usize,
         now: u64,
     ) -> Claimed {
-        let cut = now.saturating_sub(min_idle);
+        // Nothing has been idle for longer than the clock has run.
+        let Some(cut) = now.checked_sub(min_idle) else {
+            return Claimed::default();
+        };
         let due: Vec<(u64, u64)> = self
             .idle
             .range(..=(cut, u64::MAX))
@@ -303,6 +306,19 @@ mod tests {
         g.audit(5).unwrap();
         assert_eq!(g.ack(&[0]), 1, "a dead entry is acknowledged too");
         g.audit(5).unwrap();
+    }
+
+    #[test]
+    fn nothing_is_idle_for_longer_than_the_clock_has_run() {
+        let log = entries(0..1);
+        let mut g = Group::new(GroupConfig::new(GroupStart::Oldest, 3, 2), 0, 1).unwrap();
+        let a: Arc<str> = Arc::from("a");
+        g.read(&log, 0, &a, 1, 0).unwrap();
+        assert!(g.claim(&log, 0, &a, 1000, 1, 999).entries.is_empty());
+        assert_eq!(
+            offsets(&g.claim(&log, 0, &a, 1000, 1, 1000).entries),
+            vec![0]
+        );
     }
 
     #[test]

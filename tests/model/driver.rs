@@ -4,12 +4,13 @@
 use super::ops::*;
 use super::reference::Model;
 use super::*;
-use relaystore::stream::{StreamConfig, WhenFull};
+use relaystore::stream::{GroupConfig, GroupStart, StreamConfig, WhenFull};
 use relaystore::time::ManualClock;
 use relaystore::{AttemptId, JoinTicket, LeaseId, Store, TenantId};
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// Runs `ops` on a fresh store and a fresh model; returns the first step at
 /// which they disagree, with both outcomes.
@@ -198,6 +199,88 @@ pub fn run_with_model_grace(ops: &[Op], grace_ms: u64) -> Result<(), String> {
                 &format!("c{consumer}"),
                 u64::from(offset),
             )),
+            Op::CreateGroup {
+                tenant,
+                stream,
+                group,
+                end,
+            } => {
+                let start = if end {
+                    GroupStart::End
+                } else {
+                    GroupStart::Oldest
+                };
+                let config = GroupConfig::new(start, GROUP_PENDING, GROUP_DELIVERIES);
+                outcome(&store.create_group(
+                    t(tenant),
+                    &format!("s{stream}"),
+                    &format!("g{group}"),
+                    config,
+                ))
+            }
+            Op::ReadGroup {
+                tenant,
+                stream,
+                group,
+                member,
+            } => match store.read_group(
+                t(tenant),
+                &format!("s{stream}"),
+                &format!("g{group}"),
+                &format!("m{member}"),
+                2,
+            ) {
+                Ok(read) => Outcome::GroupRead(
+                    read.entries
+                        .iter()
+                        .map(|e| (e.offset, e.deliveries))
+                        .collect(),
+                    read.skipped,
+                ),
+                Err(e) => Outcome::Err(kind(&e)),
+            },
+            Op::AckGroup {
+                tenant,
+                stream,
+                group,
+                offset,
+            } => match store.ack_group(
+                t(tenant),
+                &format!("s{stream}"),
+                &format!("g{group}"),
+                &[u64::from(offset)],
+            ) {
+                Ok(n) => Outcome::Count(n),
+                Err(e) => Outcome::Err(kind(&e)),
+            },
+            Op::ClaimIdle {
+                tenant,
+                stream,
+                group,
+                member,
+            } => match store.claim_idle(
+                t(tenant),
+                &format!("s{stream}"),
+                &format!("g{group}"),
+                &format!("m{member}"),
+                Duration::from_millis(GROUP_IDLE_MS),
+                2,
+            ) {
+                Ok(c) => Outcome::GroupClaim(
+                    c.entries.iter().map(|e| (e.offset, e.deliveries)).collect(),
+                    c.dead,
+                    c.trimmed,
+                ),
+                Err(e) => Outcome::Err(kind(&e)),
+            },
+            Op::GroupInfo {
+                tenant,
+                stream,
+                group,
+            } => match store.group_info(t(tenant), &format!("s{stream}"), &format!("g{group}")) {
+                Ok(i) => Outcome::Group([i.next, i.pending as u64, i.dead as u64]),
+                Err(e) => Outcome::Err(kind(&e)),
+            },
             Op::DeleteStream { tenant, stream } => {
                 outcome(&store.delete_stream(t(tenant), &format!("s{stream}")))
             }

@@ -10,8 +10,11 @@
 //! sweep has not run for `driver_stall_max`. Streams: offsets never reused,
 //! entry and age retention (refuse or trim when full), trims that answer
 //! the first offset a read returns, commits never backwards, at most
-//! `STREAM_CONSUMERS` consumers, a stream attached to a lease gone with it
-//! (its name free again). Wakes: a notify marks every listener of its
+//! `STREAM_CONSUMERS` consumers and groups together, a stream attached to
+//! a lease gone with it (its name free again). Consumer groups: reads in
+//! offset order into a pending list of `GROUP_PENDING` (trimmed offsets
+//! passed over and counted), acks, idle claims the longest idle first
+//! that bury an entry delivered `GROUP_DELIVERIES` times. Wakes: a notify marks every listener of its
 //! channel attached before it, and a listener holds at most one wake. Queues: claims oldest
 //! first, one live claim per job, a lapse uses an attempt, a failure backs
 //! off (the queue's seeded jitter), the last attempt dead-letters, jobs and
@@ -45,6 +48,11 @@ pub const STREAM_AGE_MS: u64 = 3_000;
 pub const STREAM_PAYLOAD: &[u8] = b"payload";
 /// Consumers one stream takes (of the three names the ops use).
 pub const STREAM_CONSUMERS: usize = 2;
+/// A consumer group's pending list, deliveries per entry and the idle
+/// time its claims ask for (small, so the model fills and buries).
+pub const GROUP_PENDING: usize = 3;
+pub const GROUP_DELIVERIES: u32 = 2;
+pub const GROUP_IDLE_MS: u64 = 1_000;
 /// Wakes one listener queues (small, so the model fills it).
 pub const WAKE_QUEUE: usize = 2;
 pub const QUEUE_JOBS: usize = 4;

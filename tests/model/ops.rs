@@ -127,6 +127,42 @@ pub enum Op {
         stream: u8,
         before: u8,
     },
+    /// Creates group `g0`/`g1` on the stream, from its oldest entry or
+    /// its end.
+    CreateGroup {
+        tenant: u8,
+        stream: u8,
+        group: u8,
+        end: bool,
+    },
+    /// Member `m0`/`m1` reads up to two new entries of the group.
+    ReadGroup {
+        tenant: u8,
+        stream: u8,
+        group: u8,
+        member: u8,
+    },
+    /// Acknowledges `offset` in the group.
+    AckGroup {
+        tenant: u8,
+        stream: u8,
+        group: u8,
+        offset: u8,
+    },
+    /// Member `m0`/`m1` takes over up to two entries idle for
+    /// `GROUP_IDLE_MS`.
+    ClaimIdle {
+        tenant: u8,
+        stream: u8,
+        group: u8,
+        member: u8,
+    },
+    /// The group's position, pending and dead entries.
+    GroupInfo {
+        tenant: u8,
+        stream: u8,
+        group: u8,
+    },
     /// A transaction of `ops` (publishes, unpublishes, appends, consumer
     /// commits, trims, notifies, enqueues, settles, schedules and unschedules,
     /// in any tenant), committed or dropped.
@@ -238,6 +274,14 @@ pub enum Outcome {
     /// A stream's first and next offsets, entries, payload bytes and
     /// consumers.
     Stream([u64; 5]),
+    /// A group read: each entry's offset and deliveries, and the offsets
+    /// passed over.
+    GroupRead(Vec<(u64, u32)>, u64),
+    /// An idle claim: the entries delivered (offset, deliveries), the
+    /// entries buried and those trimmed away.
+    GroupClaim(Vec<(u64, u32)>, Vec<u64>, Vec<u64>),
+    /// A group's position, pending and dead entries.
+    Group([u64; 3]),
     /// A queue's ready, delayed, claimed and dead jobs and payload bytes.
     Queue([usize; 5]),
     /// A job: its state (`r`eady, `d`elayed, `c`laimed, dead by a

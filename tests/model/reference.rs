@@ -57,11 +57,36 @@ pub struct StreamM {
     first: u64,
     /// Each consumer's committed offset.
     consumers: std::collections::BTreeMap<u8, u64>,
+    /// Its consumer groups.
+    groups: std::collections::BTreeMap<u8, GroupM>,
+}
+
+/// A consumer group: where it started, the offset its next read starts
+/// at, and its pending list by offset.
+#[derive(Clone, PartialEq)]
+pub struct GroupM {
+    end: bool,
+    next: u64,
+    pending: std::collections::BTreeMap<u64, PendingM>,
+}
+
+#[derive(Clone, PartialEq)]
+pub struct PendingM {
+    member: u8,
+    deliveries: u32,
+    /// The last delivery (ms).
+    at: u64,
+    dead: bool,
 }
 
 impl StreamM {
     fn first(&self) -> u64 {
         self.first
+    }
+
+    /// Consumers and groups: what `STREAM_CONSUMERS` counts.
+    fn readers(&self) -> usize {
+        self.consumers.len() + self.groups.len()
     }
 
     fn pop_front(&mut self) {
@@ -679,6 +704,7 @@ impl Model {
                     next: 0,
                     first: 0,
                     consumers: Default::default(),
+                    groups: Default::default(),
                 };
                 match self.stream(tenant, stream) {
                     Some(s) if (s.lease, s.trim, s.aged) == (lease, trim, aged) => Outcome::Ok,
@@ -745,7 +771,7 @@ impl Model {
                 }
                 match s.consumers.get(&consumer) {
                     Some(&c) if offset < c => return Outcome::Err(Kind::Conflict),
-                    None if s.consumers.len() >= STREAM_CONSUMERS => {
+                    None if s.readers() >= STREAM_CONSUMERS => {
                         return Outcome::Err(Kind::Capacity(
                             relaystore::Scope::StreamConsumers.to_string(),
                         ))
@@ -785,6 +811,139 @@ impl Model {
                 }
                 s.first = s.first.max(before);
                 Outcome::Offset(s.first)
+            }
+            Op::CreateGroup {
+                tenant,
+                stream,
+                group,
+                end,
+            } => {
+                let Some(s) = self.stream(tenant, stream) else {
+                    return Outcome::Err(Kind::NotFound);
+                };
+                match s.groups.get(&group) {
+                    Some(g) if g.end == end => Outcome::Ok,
+                    Some(_) => Outcome::Err(Kind::Exists),
+                    None if s.readers() >= STREAM_CONSUMERS => Outcome::Err(Kind::Capacity(
+                        relaystore::Scope::StreamConsumers.to_string(),
+                    )),
+                    None => {
+                        let next = if end { s.next } else { s.first() };
+                        let pending = Default::default();
+                        s.groups.insert(group, GroupM { end, next, pending });
+                        Outcome::Ok
+                    }
+                }
+            }
+            Op::ReadGroup {
+                tenant,
+                stream,
+                group,
+                member,
+            } => {
+                let now = self.now;
+                let Some(s) = self.stream(tenant, stream) else {
+                    return Outcome::Err(Kind::NotFound);
+                };
+                let first = s.first();
+                let held: Vec<u64> = s.entries.iter().map(|&(o, _)| o).collect();
+                let Some(g) = s.groups.get_mut(&group) else {
+                    return Outcome::Err(Kind::NotFound);
+                };
+                if g.pending.len() >= GROUP_PENDING {
+                    return Outcome::Err(Kind::Capacity(
+                        relaystore::Scope::StreamGroupPending.to_string(),
+                    ));
+                }
+                let skipped = first.saturating_sub(g.next);
+                g.next = g.next.max(first);
+                let room = 2.min(GROUP_PENDING - g.pending.len());
+                let read: Vec<u64> = held
+                    .into_iter()
+                    .filter(|&o| o >= g.next)
+                    .take(room)
+                    .collect();
+                for &o in &read {
+                    let p = PendingM {
+                        member,
+                        deliveries: 1,
+                        at: now,
+                        dead: false,
+                    };
+                    g.pending.insert(o, p);
+                    g.next = o + 1;
+                }
+                Outcome::GroupRead(read.iter().map(|&o| (o, 1)).collect(), skipped)
+            }
+            Op::AckGroup {
+                tenant,
+                stream,
+                group,
+                offset,
+            } => {
+                let Some(s) = self.stream(tenant, stream) else {
+                    return Outcome::Err(Kind::NotFound);
+                };
+                let Some(g) = s.groups.get_mut(&group) else {
+                    return Outcome::Err(Kind::NotFound);
+                };
+                Outcome::Count(usize::from(g.pending.remove(&u64::from(offset)).is_some()))
+            }
+            Op::ClaimIdle {
+                tenant,
+                stream,
+                group,
+                member,
+            } => {
+                let now = self.now;
+                let Some(s) = self.stream(tenant, stream) else {
+                    return Outcome::Err(Kind::NotFound);
+                };
+                let first = s.first();
+                let Some(g) = s.groups.get_mut(&group) else {
+                    return Outcome::Err(Kind::NotFound);
+                };
+                // Idle for GROUP_IDLE_MS, the longest idle first.
+                let mut due: Vec<(u64, u64)> = g
+                    .pending
+                    .iter()
+                    .filter(|(_, p)| !p.dead && now - p.at >= GROUP_IDLE_MS)
+                    .map(|(&o, p)| (p.at, o))
+                    .collect();
+                due.sort_unstable();
+                let (mut delivered, mut dead, mut trimmed) = (Vec::new(), Vec::new(), Vec::new());
+                for (_, o) in due.into_iter().take(2) {
+                    if o < first {
+                        g.pending.remove(&o);
+                        trimmed.push(o);
+                        continue;
+                    }
+                    let p = g.pending.get_mut(&o).expect("listed");
+                    if p.deliveries >= GROUP_DELIVERIES {
+                        p.dead = true;
+                        dead.push(o);
+                    } else {
+                        p.deliveries += 1;
+                        p.member = member;
+                        p.at = now;
+                        delivered.push((o, p.deliveries));
+                    }
+                }
+                Outcome::GroupClaim(delivered, dead, trimmed)
+            }
+            Op::GroupInfo {
+                tenant,
+                stream,
+                group,
+            } => {
+                let Some(s) = self.stream(tenant, stream) else {
+                    return Outcome::Err(Kind::NotFound);
+                };
+                let Some(g) = s.groups.get(&group) else {
+                    return Outcome::Err(Kind::NotFound);
+                };
+                let dead = g.pending.values().filter(|p| p.dead).count() as u64;
+                Outcome::Group([g.next, g.pending.len() as u64 - dead, dead])
             }
             Op::DeleteStream { tenant, stream } => match self.stream(tenant, stream) {
                 Some(_) => {
