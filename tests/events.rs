@@ -244,3 +244,27 @@ fn events_are_numbered_rising_and_a_lag_of_many_tenants_says_so() {
     };
     assert!(last.seq > listing.seq + Gap::LISTED_MAX as u64);
 }
+
+#[test]
+fn a_subscription_is_an_async_stream_that_ends_after_what_is_buffered() {
+    use futures_core::Stream;
+    let (_c, s) = store();
+    let mut events = s.subscribe().unwrap();
+    let mut next = || {
+        block_on(std::future::poll_fn(|cx| {
+            std::pin::Pin::new(&mut events).poll_next(cx)
+        }))
+    };
+    let revoker = revoke_later(&s, Duration::from_millis(20));
+    let got = next().expect("an event from another thread");
+    assert!(is_lease_revoked(&got), "{got:?}");
+    revoker.join().unwrap();
+    let g = s.grant(T, "h", SEC * 60, None).unwrap();
+    s.revoke(T, g.id).unwrap();
+    drop(s);
+    assert!(
+        next().is_some_and(|r| is_lease_revoked(&r)),
+        "the buffered event first"
+    );
+    assert_eq!(next(), None, "then the end");
+}

@@ -252,3 +252,41 @@ fn listeners_are_closed_when_the_last_store_handle_goes() {
     drop(s);
     assert_eq!(waiter.join().unwrap(), Err(RecvError::Closed));
 }
+
+/// The next item of an async stream, polled on `runtime`.
+fn next_of<S: futures_core::Stream + Unpin>(
+    runtime: &tokio::runtime::Runtime,
+    stream: &mut S,
+) -> Option<S::Item> {
+    runtime.block_on(std::future::poll_fn(|cx| {
+        std::pin::Pin::new(&mut *stream).poll_next(cx)
+    }))
+}
+
+#[test]
+fn a_listener_is_an_async_stream_that_ends_when_the_store_stops() {
+    let (_c, s) = store();
+    let mut listener = s.listen(T, "lobby").unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    s.notify_with(T, "lobby", b"one").unwrap();
+    let notifier = {
+        let s = s.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(20));
+            s.notify_with(T, "lobby", b"two").unwrap();
+        })
+    };
+    let first = next_of(&runtime, &mut listener).expect("a wake");
+    assert_eq!(&*first.payload, b"one");
+    let second = next_of(&runtime, &mut listener).expect("a wake from another thread");
+    assert_eq!(&*second.payload, b"two");
+    notifier.join().unwrap();
+    s.begin_drain(Duration::ZERO).unwrap();
+    assert_eq!(
+        next_of(&runtime, &mut listener),
+        None,
+        "ended with the store"
+    );
+}

@@ -270,6 +270,23 @@ impl Subscription {
         RecvFuture { subscription: self }
     }
 
+    /// Polls for the next event or lag report, registering `cx`'s waker if
+    /// none is buffered: what [`recv`](Self::recv)'s future and the
+    /// subscription's [`Stream`](futures_core::Stream) do.
+    pub fn poll_recv(&self, cx: &mut Context<'_>) -> Poll<Result<Received, RecvError>> {
+        let mut queue = lock_at(Rung::Inbox, &self.inbox.queue);
+        if let Some(received) = self.take(&mut queue) {
+            return Poll::Ready(Ok(received));
+        }
+        if queue.closed {
+            return Poll::Ready(Err(RecvError::Closed));
+        }
+        // Registered under the same lock a delivery takes, so no event can
+        // slip in between the look and the registration.
+        queue.waker = Some(cx.waker().clone());
+        Poll::Pending
+    }
+
     /// Takes the next item from a locked queue: a lag report first.
     fn take(&self, queue: &mut Queue) -> Option<Received> {
         if let Some(lag) = queue.lag.take() {
@@ -305,18 +322,18 @@ impl std::future::Future for RecvFuture<'_> {
     type Output = Result<Received, RecvError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let sub = self.subscription;
-        let mut queue = lock_at(Rung::Inbox, &sub.inbox.queue);
-        if let Some(received) = sub.take(&mut queue) {
-            return Poll::Ready(Ok(received));
-        }
-        if queue.closed {
-            return Poll::Ready(Err(RecvError::Closed));
-        }
-        // Registered under the same lock a delivery takes, so no event can
-        // slip in between the look and the registration.
-        queue.waker = Some(cx.waker().clone());
-        Poll::Pending
+        self.subscription.poll_recv(cx)
+    }
+}
+
+/// The subscription's events and lag reports as an async stream, which
+/// ends once the store is gone and every buffered event has been read
+/// (where [`Subscription::recv`] answers [`RecvError::Closed`]).
+impl futures_core::Stream for Subscription {
+    type Item = Received;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Received>> {
+        self.poll_recv(cx).map(Result::ok)
     }
 }
 

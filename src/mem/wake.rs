@@ -442,6 +442,27 @@ impl Listener {
         WakeFuture { listener: self }
     }
 
+    /// Polls for the next wake, registering `cx`'s waker if none is
+    /// queued: what [`recv`](Self::recv)'s future and the listener's
+    /// [`Stream`](futures_core::Stream) do.
+    pub fn poll_recv(&self, cx: &mut Context<'_>) -> Poll<Result<Wake, RecvError>> {
+        let cell = &self.cell;
+        let mut slot = lock_at(Rung::Listener, &cell.slot);
+        if let Some(result) = cell.take(&mut slot) {
+            return Poll::Ready(result);
+        }
+        if faults::active(StoreFault::WakerAfterUnlock) {
+            // Broken twin: the waker is registered after the lock is given
+            // up, so a notify in between finds no waker and is lost.
+            drop(slot);
+            slot = lock_at(Rung::Listener, &cell.slot);
+        }
+        // Registered under the lock `signal` takes, so no notify can slip
+        // in between the look and the registration.
+        slot.waker = Some(cx.waker().clone());
+        Poll::Pending
+    }
+
     #[cfg(feature = "native")]
     fn wait(&self, timeout: Option<Duration>) -> Result<Wake, RecvError> {
         lock_at(Rung::Listener, &self.cell.slot)
@@ -480,21 +501,18 @@ impl std::future::Future for WakeFuture<'_> {
     type Output = Result<Wake, RecvError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let cell = &self.listener.cell;
-        let mut slot = lock_at(Rung::Listener, &cell.slot);
-        if let Some(result) = cell.take(&mut slot) {
-            return Poll::Ready(result);
-        }
-        if faults::active(StoreFault::WakerAfterUnlock) {
-            // Broken twin: the waker is registered after the lock is given
-            // up, so a notify in between finds no waker and is lost.
-            drop(slot);
-            slot = lock_at(Rung::Listener, &cell.slot);
-        }
-        // Registered under the lock `signal` takes, so no notify can slip
-        // in between the look and the registration.
-        slot.waker = Some(cx.waker().clone());
-        Poll::Pending
+        self.listener.poll_recv(cx)
+    }
+}
+
+/// The listener's wakes as an async stream, which ends once the store has
+/// stopped or is gone and no wake is pending (where [`Listener::recv`]
+/// answers [`RecvError::Closed`]). One task at a time should poll it.
+impl futures_core::Stream for Listener {
+    type Item = Wake;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Wake>> {
+        self.poll_recv(cx).map(Result::ok)
     }
 }
 
