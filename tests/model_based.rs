@@ -178,6 +178,47 @@ fn group_op() -> impl Strategy<Value = Op> {
     ]
 }
 
+/// Operations around one tenant's job queue: enqueues one at a time and
+/// in batches (some delayed, some of low priority, some big enough that
+/// two fill the queue's bytes), claims with the queue's and a short
+/// visibility, acks and failures, claim extensions, snoozes, cancels,
+/// dead-letter inspection, requeues and purges, staged acks and enqueues,
+/// and time. A generator of its own, for the same reason as
+/// [`commit_op`].
+fn queue_op() -> impl Strategy<Value = Op> {
+    let idx = 0usize..64;
+    let enqueue = (any::<bool>(), prop::bool::weighted(0.2), any::<bool>()).prop_map(
+        |(delayed, big, low)| Op::Enqueue {
+            tenant: 0,
+            delayed,
+            big,
+            low,
+        },
+    );
+    let settle = (idx.clone(), any::<bool>()).prop_map(|(claim, ack)| Op::Settle {
+        tenant: 0,
+        claim,
+        ack,
+    });
+    prop_oneof![
+        4 => enqueue.clone(),
+        2 => (1u8..4, any::<bool>(), prop::bool::weighted(0.2), any::<bool>()).prop_map(|(n, delayed, big, low)| Op::EnqueueBatch { tenant: 0, n, delayed, big, low }),
+        5 => any::<bool>().prop_map(|short| Op::Claim { tenant: 0, short }),
+        4 => settle.clone(),
+        2 => idx.clone().prop_map(|claim| Op::ExtendClaim { tenant: 0, claim }),
+        2 => (idx.clone(), any::<bool>()).prop_map(|(claim, delayed)| Op::Snooze { tenant: 0, claim, delayed }),
+        1 => idx.clone().prop_map(|job| Op::CancelJob { tenant: 0, job }),
+        1 => Just(Op::PurgeDead { tenant: 0 }),
+        1 => Just(Op::QueueInfo { tenant: 0 }),
+        2 => idx.clone().prop_map(|job| Op::Job { tenant: 0, job }),
+        1 => Just(Op::DeadLetters { tenant: 0 }),
+        1 => idx.clone().prop_map(|job| Op::RequeueDead { tenant: 0, job }),
+        2 => (prop::collection::vec(prop_oneof![enqueue, settle], 1..4), prop::bool::weighted(0.8)).prop_map(|(ops, commit)| Op::Tx { ops, commit }),
+        4 => (0u64..1_200).prop_map(|ms| Op::Advance { ms }),
+        2 => Just(Op::Sweep),
+    ]
+}
+
 /// The generator's seed: fixed, so every run (CI's too) tries the same
 /// sequences and a red run is a change's doing; `PROPTEST_RNG_SEED=<n>`
 /// explores others (a failure found so is saved to the regressions file).
@@ -234,7 +275,7 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(runner(200, "tests/model_based_groups.proptest-regressions"))]
+    #![proptest_config(runner(100, "tests/model_based_groups.proptest-regressions"))]
 
     #[test]
     fn consumer_groups_agree_with_the_reference_model(
@@ -248,6 +289,19 @@ proptest! {
         ];
         all.extend(ops);
         if let Err(e) = run(&all) {
+            return Err(TestCaseError::fail(e));
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(runner(100, "tests/model_based_queues.proptest-regressions"))]
+
+    #[test]
+    fn job_queues_agree_with_the_reference_model(
+        ops in prop::collection::vec(queue_op(), 1..80)
+    ) {
+        if let Err(e) = run(&ops) {
             return Err(TestCaseError::fail(e));
         }
     }

@@ -463,6 +463,35 @@ pub fn run_with_model_grace(ops: &[Op], grace_ms: u64) -> Result<(), String> {
                     failed,
                 }
             }
+            Op::EnqueueBatch {
+                tenant,
+                n,
+                delayed,
+                big,
+                low,
+            } => {
+                let payloads = vec![payload(big); usize::from(n)];
+                let options = job_options(delayed, low);
+                let r = store.enqueue_batch(t(tenant), "q", &payloads, options);
+                if let Ok(ids) = &r {
+                    jobs.extend(ids);
+                }
+                outcome(&r)
+            }
+            Op::ExtendClaim { tenant, claim } => {
+                let (job, token) = claims[claim];
+                outcome(&store.extend_claim(t(tenant), "q", job, token, None))
+            }
+            Op::Snooze {
+                tenant,
+                claim,
+                delayed,
+            } => {
+                let (job, token) = claims[claim];
+                let delay = Duration::from_millis(if delayed { QUEUE_DELAY_MS } else { 0 });
+                outcome(&store.snooze(t(tenant), "q", job, token, delay))
+            }
+            Op::CancelJob { tenant, job } => outcome(&store.cancel_job(t(tenant), "q", jobs[job])),
             Op::PurgeDead { tenant } => match store.purge_dead(t(tenant), "q") {
                 Ok(n) => Outcome::Count(n),
                 Err(e) => Outcome::Err(kind(&e)),
@@ -620,8 +649,12 @@ pub fn resolve(op: &Op, counts: [usize; 6]) -> Option<Op> {
             ..
         } => *lease = pick(*lease, leases)?,
         Op::TryRecv { listener } => *listener = pick(*listener, listeners)?,
-        Op::Settle { claim, .. } => *claim = pick(*claim, claims)?,
-        Op::Job { job, .. } | Op::RequeueDead { job, .. } => *job = pick(*job, jobs)?,
+        Op::Settle { claim, .. } | Op::ExtendClaim { claim, .. } | Op::Snooze { claim, .. } => {
+            *claim = pick(*claim, claims)?
+        }
+        Op::Job { job, .. } | Op::RequeueDead { job, .. } | Op::CancelJob { job, .. } => {
+            *job = pick(*job, jobs)?
+        }
         Op::Tx { ops, .. } => {
             *ops = ops.iter().filter_map(|op| resolve(op, counts)).collect();
         }

@@ -203,6 +203,31 @@ pub enum Op {
         claim: usize,
         ack: bool,
     },
+    /// Enqueues `n` jobs in one batch, all or none.
+    EnqueueBatch {
+        tenant: u8,
+        n: u8,
+        delayed: bool,
+        big: bool,
+        low: bool,
+    },
+    /// Extends claim `claim` by the queue's visibility.
+    ExtendClaim {
+        tenant: u8,
+        claim: usize,
+    },
+    /// Puts claim `claim`'s job back (at once or after `QUEUE_DELAY_MS`)
+    /// without using an attempt.
+    Snooze {
+        tenant: u8,
+        claim: usize,
+        delayed: bool,
+    },
+    /// Cancels job `job` whatever its state.
+    CancelJob {
+        tenant: u8,
+        job: usize,
+    },
     PurgeDead {
         tenant: u8,
     },

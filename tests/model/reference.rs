@@ -258,6 +258,63 @@ impl Model {
         }
     }
 
+    /// Enqueues `n` jobs at once, all or none, under the queue's caps
+    /// (dead letters, then jobs, then bytes).
+    fn enqueue(&mut self, tenant: u8, n: usize, delayed: bool, big: bool, low: bool) -> Outcome {
+        self.settle_queue(tenant);
+        let dead = self
+            .queue_jobs(tenant)
+            .filter(|j| j.at == JobAt::Dead)
+            .count();
+        if dead >= QUEUE_DEAD {
+            return Outcome::Err(Kind::Capacity(
+                relaystore::Scope::QueueDeadLetters.to_string(),
+            ));
+        }
+        if self.queue_jobs(tenant).count() + n > QUEUE_JOBS {
+            return Outcome::Err(Kind::Capacity(relaystore::Scope::QueueJobs.to_string()));
+        }
+        let bytes = if big { QUEUE_BIG_BYTES } else { 0 };
+        let held: usize = self.queue_jobs(tenant).map(|j| j.bytes).sum();
+        if held + n * bytes > queue_config().bytes_max {
+            return Outcome::Err(Kind::Capacity(relaystore::Scope::QueueBytes.to_string()));
+        }
+        let at = if delayed {
+            JobAt::Delayed(self.now + QUEUE_DELAY_MS)
+        } else {
+            JobAt::Ready
+        };
+        for _ in 0..n {
+            self.jobs.push(JobM {
+                tenant,
+                priority: if low { PRIORITY_MAX } else { 0 },
+                attempts: 0,
+                at,
+                gone: false,
+                bytes,
+                lapsed: false,
+            });
+        }
+        Outcome::Ok
+    }
+
+    /// The job claim `claim` holds live now (the queue settled first):
+    /// `NotFound` once the job is gone or another tenant's, `StaleClaim`
+    /// if the claim lapsed or was superseded.
+    fn live_claim(&mut self, tenant: u8, claim: usize) -> Result<usize, Kind> {
+        self.settle_queue(tenant);
+        let i = self.claims[claim];
+        let job = &self.jobs[i];
+        if job.tenant != tenant || job.gone {
+            return Err(Kind::NotFound);
+        }
+        let now = self.now;
+        match job.at {
+            JobAt::Claimed { claim: c, until } if c == claim && now < until => Ok(i),
+            _ => Err(Kind::StaleClaim),
+        }
+    }
+
     fn queue_jobs(&self, tenant: u8) -> impl Iterator<Item = &JobM> {
         self.jobs
             .iter()
@@ -975,39 +1032,48 @@ impl Model {
                 delayed,
                 big,
                 low,
+            } => self.enqueue(tenant, 1, delayed, big, low),
+            Op::EnqueueBatch {
+                tenant,
+                n,
+                delayed,
+                big,
+                low,
+            } => self.enqueue(tenant, usize::from(n), delayed, big, low),
+            Op::ExtendClaim { tenant, claim } => {
+                let i = match self.live_claim(tenant, claim) {
+                    Ok(i) => i,
+                    Err(k) => return Outcome::Err(k),
+                };
+                let until = self.now + QUEUE_VISIBILITY_MS;
+                self.jobs[i].at = JobAt::Claimed { claim, until };
+                Outcome::Ok
+            }
+            Op::Snooze {
+                tenant,
+                claim,
+                delayed,
             } => {
-                self.settle_queue(tenant);
-                let dead = self
-                    .queue_jobs(tenant)
-                    .filter(|j| j.at == JobAt::Dead)
-                    .count();
-                if dead >= QUEUE_DEAD {
-                    return Outcome::Err(Kind::Capacity(
-                        relaystore::Scope::QueueDeadLetters.to_string(),
-                    ));
-                }
-                if self.queue_jobs(tenant).count() >= QUEUE_JOBS {
-                    return Outcome::Err(Kind::Capacity(relaystore::Scope::QueueJobs.to_string()));
-                }
-                let bytes = if big { QUEUE_BIG_BYTES } else { 0 };
-                let held: usize = self.queue_jobs(tenant).map(|j| j.bytes).sum();
-                if held + bytes > queue_config().bytes_max {
-                    return Outcome::Err(Kind::Capacity(relaystore::Scope::QueueBytes.to_string()));
-                }
-                let at = if delayed {
+                let i = match self.live_claim(tenant, claim) {
+                    Ok(i) => i,
+                    Err(k) => return Outcome::Err(k),
+                };
+                let job = &mut self.jobs[i];
+                job.attempts -= 1;
+                job.at = if delayed {
                     JobAt::Delayed(self.now + QUEUE_DELAY_MS)
                 } else {
                     JobAt::Ready
                 };
-                self.jobs.push(JobM {
-                    tenant,
-                    priority: if low { PRIORITY_MAX } else { 0 },
-                    attempts: 0,
-                    at,
-                    gone: false,
-                    bytes,
-                    lapsed: false,
-                });
+                Outcome::Ok
+            }
+            Op::CancelJob { tenant, job } => {
+                self.settle_queue(tenant);
+                let j = &mut self.jobs[job];
+                if j.tenant != tenant || j.gone {
+                    return Outcome::Err(Kind::NotFound);
+                }
+                j.gone = true;
                 Outcome::Ok
             }
             Op::Claim { tenant, short } => {
@@ -1039,17 +1105,12 @@ impl Model {
                 }))
             }
             Op::Settle { tenant, claim, ack } => {
-                self.settle_queue(tenant);
-                let i = self.claims[claim];
+                let i = match self.live_claim(tenant, claim) {
+                    Ok(i) => i,
+                    Err(k) => return Outcome::Err(k),
+                };
                 let now = self.now;
                 let job = &self.jobs[i];
-                if job.tenant != tenant || job.gone {
-                    return Outcome::Err(Kind::NotFound);
-                }
-                let live = matches!(job.at, JobAt::Claimed { claim: c, until } if c == claim && now < until);
-                if !live {
-                    return Outcome::Err(Kind::StaleClaim);
-                }
                 if ack {
                     self.jobs[i].gone = true;
                     return Outcome::Ok;
