@@ -399,7 +399,10 @@ fn the_suite_catches_an_engine_that_lets_a_second_consume_through() {
 fn the_suite_catches_an_engine_that_drops_a_consumes_key() {
     assert_eq!(
         failed_checks(Defect::KeylessConsume),
-        vec!["joins::consume_retried_with_a_key"]
+        vec![
+            "joins::consume_retried_with_a_key",
+            "lifecycle::expired_memories"
+        ]
     );
 }
 

@@ -288,6 +288,57 @@ pub(super) async fn event_details<H: Harness>(h: &H) -> Outcome {
     Ok(())
 }
 
+/// The memories the store keeps past an operation are announced when they
+/// go: a consumed token's replay memory once its grace has passed
+/// (`Replay`, as the attempt), and idempotency records once their
+/// `idempotency_ttl` has (`Idempotency`, by key), each `Expired`.
+pub(super) async fn expired_memories<H: Harness>(h: &H) -> Outcome {
+    let u = h.unit();
+    let e = h.engine(config(u)).await?;
+    let events = e
+        .subscribe_to(&[Collection::Replay, Collection::Idempotency])
+        .await?;
+    let g = e.grant(T, "host", u * 1000, Some("grant-key")).await?;
+    e.publish(T, g.id, "lobby", b"", None).await?;
+    let t = e.begin_join(T, "lobby", "c", u * 2, None).await?;
+    e.bind_endpoint(T, t.attempt, &t.token, addr(1)).await?;
+    e.consume(T, &t.token, Some("consume-key")).await?;
+    ensure_eq!(
+        taken(&events)?.len(),
+        0,
+        "nothing announced while the memories hold"
+    );
+    // Past the attempt's deadline, its replay grace and idempotency_ttl.
+    h.advance(u * 40).await;
+    let mut seen: Vec<(Collection, RecordId, Cause)> = taken(&events)?
+        .into_iter()
+        .map(|ev| (ev.collection, ev.id, ev.cause))
+        .collect();
+    seen.sort_by_key(|(c, id, _)| (*c as usize, format!("{id:?}")));
+    ensure_eq!(
+        seen,
+        vec![
+            (
+                Collection::Replay,
+                RecordId::Attempt(t.attempt),
+                Cause::Expired
+            ),
+            (
+                Collection::Idempotency,
+                RecordId::Key("consume-key".into()),
+                Cause::Expired
+            ),
+            (
+                Collection::Idempotency,
+                RecordId::Key("grant-key".into()),
+                Cause::Expired
+            ),
+        ],
+        "the expired memories' events"
+    );
+    Ok(())
+}
+
 pub(super) async fn drain<H: Harness>(h: &H) -> Outcome {
     let u = h.unit();
     let e = h.engine(config(u)).await?;

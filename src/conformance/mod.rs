@@ -173,6 +173,7 @@ pub const RELAY_CHECKS: &[&str] = &[
     "lifecycle::drain",
     "lifecycle::events",
     "lifecycle::event_details",
+    "lifecycle::expired_memories",
 ];
 
 /// The checks of wake channels, for any [`WakeEngine`],
@@ -311,6 +312,7 @@ pub async fn run_relay<H: Harness>(harness: &H) -> Vec<Failure> {
     check!(h, failures, RELAY_CHECKS, lifecycle::drain);
     check!(h, failures, RELAY_CHECKS, lifecycle::events);
     check!(h, failures, RELAY_CHECKS, lifecycle::event_details);
+    check!(h, failures, RELAY_CHECKS, lifecycle::expired_memories);
     failures
 }
 

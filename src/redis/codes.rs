@@ -11,7 +11,8 @@ use crate::contract::events::Collection;
 /// A collection's letter in the library: its keys, its room under the
 /// store-wide ceilings and its removal events. `None` for the one
 /// collection this engine neither bounds store-wide nor announces
-/// (tombstones).
+/// (tombstones: a revoked lease's key kept until Redis expires it, with no
+/// index a sweep could announce it from).
 pub(super) const fn letter(c: Collection) -> Option<u8> {
     Some(match c {
         Collection::Leases => b'l',
@@ -97,6 +98,8 @@ pub(super) fn event_letters_lua() -> String {
         ("E_LISTING", Collection::Listings),
         ("E_MEMBER", Collection::Presence),
         ("E_ATTEMPT", Collection::Attempts),
+        ("E_REPLAY", Collection::Replay),
+        ("E_IDEM", Collection::Idempotency),
         ("E_LOCK", Collection::Locks),
         ("E_STREAM", Collection::Streams),
         ("E_QUEUE", Collection::Queues),

@@ -174,13 +174,15 @@ fn record_id(collection: Collection, incarnation: u64, id: &str) -> Option<Recor
         Collection::Leases => RecordId::Lease(LeaseId::new(incarnation, seq()?)),
         Collection::Listings => RecordId::Listing(Arc::from(id)),
         Collection::Presence => RecordId::Member(Arc::from(id)),
-        Collection::Attempts => RecordId::Attempt(AttemptId::new(incarnation, seq()?)),
-        Collection::Locks => RecordId::Key(Arc::from(id)),
+        Collection::Attempts | Collection::Replay => {
+            RecordId::Attempt(AttemptId::new(incarnation, seq()?))
+        }
+        Collection::Locks | Collection::Idempotency => RecordId::Key(Arc::from(id)),
         Collection::Streams => RecordId::Stream(Arc::from(id)),
         Collection::Queues => RecordId::Queue(Arc::from(id)),
         Collection::Schedules => RecordId::Schedule(Arc::from(id)),
         // Not announced by this engine.
-        Collection::Replay | Collection::Idempotency | Collection::Tombstones => return None,
+        Collection::Tombstones => return None,
     })
 }
 
@@ -222,7 +224,8 @@ impl RedisEngine {
     /// A new subscription to the removal events of `collections` only.
     /// The first subscription of a handle starts its channel listener
     /// (one Pub/Sub connection) and returns once it listens, so every
-    /// removal after it is seen. Tenant revocations are not announced.
+    /// removal after it is seen. What a tenant revocation ends and the end
+    /// of a revoked lease's tombstone are not announced (ADR 0029).
     pub async fn subscribe_to(&self, collections: &[Collection]) -> Result<Subscription> {
         let subscription = self.inner.hub.subscribe(collections)?;
         self.start_listener().await?;

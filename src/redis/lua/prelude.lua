@@ -1270,6 +1270,26 @@ end
 -- Records stay (reads say Expired) until their key's own expiry removes
 -- them; replay memory stays until its own deadline.
 local REAP_MAX = 16
+-- Drops up to `max` entries of the replay memory past their time: a
+-- consumed token's memory is announced as it leaves (an attempt that was
+-- never consumed was announced when it expired, and leaves quietly).
+local function forget_replay(max)
+  for _, seq in ipairs(redis.call('ZRANGEBYSCORE', REPLAY, '-inf', NOW, 'LIMIT', 0, max)) do
+    if redis.call('HGET', R .. 'a:' .. seq, 'st') == 'c' then
+      leave_index(REPLAY, seq, E_REPLAY, EXPIRED_)
+    else
+      redis.call('ZREM', REPLAY, seq)
+    end
+  end
+end
+
+-- Drops up to `max` idempotency records past their time, announced.
+local function forget_keys(max)
+  for _, ikey in ipairs(redis.call('ZRANGEBYSCORE', IDEM, '-inf', NOW, 'LIMIT', 0, max)) do
+    leave_index(IDEM, ikey, E_IDEM, EXPIRED_)
+  end
+end
+
 local function reap(max)
   bury(max)
   -- A creating call reaps one time in four (the clock's microseconds
@@ -1297,7 +1317,8 @@ local function reap(max)
   for _, member in ipairs(redis.call('ZRANGEBYSCORE', MEMBERS, '-inf', NOW, 'LIMIT', 0, max)) do
     drop_member(member, EXPIRED_)
   end
-  redis.call('ZREMRANGEBYSCORE', REPLAY, '-inf', NOW)
+  forget_replay(max)
+  forget_keys(max)
 end
 
 -- Live entries of an index: by deadline, or every member of the
@@ -1393,7 +1414,7 @@ local function idempotency_room(ikey, limit)
   if ikey == '' then
     return nil
   end
-  redis.call('ZREMRANGEBYSCORE', IDEM, '-inf', NOW)
+  forget_keys(REAP_MAX)
   return full(IDEM, limit, 4)
 end
 
