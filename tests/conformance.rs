@@ -142,6 +142,8 @@ impl RelayEngine for Broken {
         renew_lock(tenant: TenantId, name: &str, fence: u64, ttl: Duration) -> Result<Renewal>;
         release_lock(tenant: TenantId, name: &str, fence: u64) -> Result<()>;
         revoke_tenant(tenant: TenantId) -> Result<()>;
+        reconfigure(config: StoreConfig) -> Result<()>;
+        set_quota_policy(policy: Arc<dyn relaystore::QuotaPolicy>) -> ();
         health() -> Health;
         usage(tenant: TenantId) -> Result<relaystore::TenantUsage>;
         begin_drain(window: Duration) -> Result<Duration>;

@@ -5,10 +5,11 @@
 use super::{config, ensure, ensure_eq, Harness, Outcome};
 use crate::base::error::{Error, Scope};
 use crate::base::ids::{AttemptId, JoinToken, LeaseId, TenantId};
-use crate::contract::config::TenantQuota;
+use crate::contract::config::{QuotaPolicy, TenantQuota};
 use crate::contract::engine::RelayEngine;
 use crate::contract::events::Collection;
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 const T: TenantId = TenantId(1);
 const OTHER: TenantId = TenantId(2);
@@ -110,6 +111,104 @@ pub(super) async fn tenant_quota<H: Harness>(h: &H) -> Outcome {
     e.grant(T, "h", u * 100, None)
         .await
         .map_err(|err| super::Fault::new(format!("revoke did not free quota: {err:?}")))?;
+    Ok(())
+}
+
+/// Quotas by tenant: `OTHER` two leases, everyone else one.
+struct ByTenant;
+
+impl QuotaPolicy for ByTenant {
+    fn quota(&self, tenant: TenantId) -> TenantQuota {
+        TenantQuota {
+            leases_max: if tenant == OTHER { 2 } else { 1 },
+            ..TenantQuota::default()
+        }
+    }
+}
+
+/// The refusal of a lease at `scope`, with its limit and use.
+fn full(scope: Scope, limit: u64, used: u64) -> Result<(), Error> {
+    Err(Error::CapacityExceeded { scope, limit, used })
+}
+
+/// Limits changed at run time: a raised tenant quota admits more, a
+/// ceiling lowered below its use evicts nothing and refuses new records, a
+/// fixed field is refused whole, and a quota policy gives each tenant its
+/// own quota (one lowered below its use refuses, evicting nothing).
+pub(super) async fn run_time_limits<H: Harness>(h: &H) -> Outcome {
+    let u = h.unit();
+    let mut cfg = config(u);
+    cfg.leases_max = 10;
+    cfg.tenant = TenantQuota {
+        leases_max: 1,
+        ..TenantQuota::default()
+    };
+    let e = h.engine(cfg.clone()).await?;
+    let first = e.grant(T, "h", u * 100, None).await?;
+    let tenant_full = Scope::Tenant(Collection::Leases);
+    ensure_eq!(
+        e.grant(T, "h", u * 100, None).await.map(drop),
+        full(tenant_full, 1, 1),
+        "the quota connected with"
+    );
+    cfg.tenant.leases_max = 3;
+    e.reconfigure(cfg.clone()).await?;
+    e.grant(T, "h", u * 100, None).await?;
+    e.grant(T, "h", u * 100, None).await?;
+    ensure_eq!(
+        e.grant(T, "h", u * 100, None).await.map(drop),
+        full(tenant_full, 3, 3),
+        "a raised quota"
+    );
+    cfg.leases_max = 2;
+    e.reconfigure(cfg.clone()).await?;
+    ensure_eq!(
+        e.grant(OTHER, "h", u * 100, None).await.map(drop),
+        full(Scope::Collection(Collection::Leases), 2, 3),
+        "a ceiling lowered below its use"
+    );
+    ensure!(
+        e.get_lease(T, first.id).await.is_ok(),
+        "a lowered ceiling evicted a lease"
+    );
+    let mut fixed = cfg.clone();
+    fixed.ttl_max = u * 7200;
+    fixed.leases_max = 10;
+    let refused = e.reconfigure(fixed).await;
+    ensure!(
+        matches!(
+            refused,
+            Err(Error::InvalidConfig {
+                field: "ttl_max",
+                ..
+            })
+        ),
+        "a fixed field changed: {refused:?}"
+    );
+    ensure_eq!(
+        e.grant(OTHER, "h", u * 100, None).await.map(drop),
+        full(Scope::Collection(Collection::Leases), 2, 3),
+        "a refused reconfiguration changes nothing"
+    );
+    cfg.leases_max = 10;
+    e.reconfigure(cfg).await?;
+    e.set_quota_policy(Arc::new(ByTenant)).await;
+    e.grant(OTHER, "h", u * 100, None).await?;
+    e.grant(OTHER, "h", u * 100, None).await?;
+    ensure_eq!(
+        e.grant(OTHER, "h", u * 100, None).await.map(drop),
+        full(tenant_full, 2, 2),
+        "a tenant's own quota from the policy"
+    );
+    ensure_eq!(
+        e.grant(T, "h", u * 100, None).await.map(drop),
+        full(tenant_full, 1, 3),
+        "a policy's quota below the tenant's use"
+    );
+    ensure!(
+        e.get_lease(T, first.id).await.is_ok(),
+        "a lowered quota evicted a lease"
+    );
     Ok(())
 }
 

@@ -167,6 +167,7 @@ pub const RELAY_CHECKS: &[&str] = &[
     "limits::parent_caps",
     "limits::isolation",
     "limits::usage",
+    "limits::run_time_limits",
     "lifecycle::cascade",
     "lifecycle::revoke_tenant",
     "lifecycle::restart",
@@ -306,6 +307,7 @@ pub async fn run_relay<H: Harness>(harness: &H) -> Vec<Failure> {
     check!(h, failures, RELAY_CHECKS, limits::parent_caps);
     check!(h, failures, RELAY_CHECKS, limits::isolation);
     check!(h, failures, RELAY_CHECKS, limits::usage);
+    check!(h, failures, RELAY_CHECKS, limits::run_time_limits);
     check!(h, failures, RELAY_CHECKS, lifecycle::cascade);
     check!(h, failures, RELAY_CHECKS, lifecycle::revoke_tenant);
     check!(h, failures, RELAY_CHECKS, lifecycle::restart);

@@ -61,6 +61,7 @@
 use crate::base::error::Result;
 use crate::base::ids::JobId;
 use crate::base::ids::{AttemptId, JoinToken, LeaseId, TenantId};
+use crate::contract::config::{QuotaPolicy, StoreConfig};
 use crate::contract::events::{Collection, Received, RecvError};
 use crate::contract::group::{Claimed, GroupConfig, GroupInfo, GroupRead, PendingEntry};
 use crate::contract::lifecycle::Health;
@@ -376,6 +377,22 @@ pub trait RelayEngine: Clone + Send + Sync + 'static {
         &self,
         collections: &[Collection],
     ) -> impl Future<Output = Result<Self::Events>> + Send;
+
+    // ----- limits at run time -----
+
+    /// Changes the run-time limits (store-wide ceilings and budgets,
+    /// tenant quotas and per-tenant caps, listener and subscriber bounds);
+    /// any other field changed is `InvalidConfig`
+    /// ([`Store::reconfigure`](crate::Store::reconfigure)). On Redis, a
+    /// handle's own: reconfigure every instance alike.
+    fn reconfigure(&self, config: StoreConfig) -> impl Future<Output = Result<()>> + Send;
+
+    /// Replaces the quota policy
+    /// ([`Store::set_quota_policy`](crate::Store::set_quota_policy)).
+    fn set_quota_policy(
+        &self,
+        policy: std::sync::Arc<dyn QuotaPolicy>,
+    ) -> impl Future<Output = ()> + Send;
 }
 
 /// The relay records with wake channels: what a relay worker that waits

@@ -73,6 +73,8 @@ macro_rules! served {
             begin_drain(window: ::std::time::Duration) -> $crate::base::error::Result<::std::time::Duration>;
             subscribe() -> $crate::base::error::Result<Self::Events>;
             subscribe_to(collections: &[$crate::contract::events::Collection]) -> $crate::base::error::Result<Self::Events>;
+            reconfigure(config: $crate::contract::config::StoreConfig) -> $crate::base::error::Result<()>;
+            set_quota_policy(policy: ::std::sync::Arc<dyn $crate::contract::config::QuotaPolicy>) -> ();
         }
     };
     (wake $mode:tt $engine:ident) => {

@@ -35,19 +35,20 @@ impl RedisEngine {
         let mut secret = [0u8; TOKEN_SECRET_BYTES];
         crate::base::secrets::fill(&mut secret)?;
         let config = self.config();
+        let quota = self.quota(tenant);
         let args = args![
             listing,
             client,
             ttl_ms.to_string(),
             hex(&secret),
             config.attempts_per_listing_max.to_string(),
-            quota_arg(config.tenant.attempts_max),
-            quota_arg(config.tenant.replay_max),
+            quota_arg(quota.attempts_max),
+            quota_arg(quota.replay_max),
             crate::base::time::duration_to_millis_ceil(config.replay_grace).to_string(),
             self.keep_ms().to_string(),
             idempotency_key.unwrap_or(""),
             self.idempotency_ttl_ms().to_string(),
-            quota_arg(config.tenant.idempotency_max),
+            quota_arg(quota.idempotency_max),
         ];
         let reply = self
             .answer(
@@ -118,13 +119,13 @@ impl RedisEngine {
             self.check_name(k)?;
         }
         let attempt = token.attempt();
-        let config = self.config();
+        let quota = self.quota(tenant);
         let args = args![
             attempt.seq().to_string(),
             hex(token.secret()),
             idempotency_key.unwrap_or(""),
             self.idempotency_ttl_ms().to_string(),
-            quota_arg(config.tenant.idempotency_max),
+            quota_arg(quota.idempotency_max),
         ];
         let issued = Issued::Id(attempt.incarnation(), attempt.seq());
         // A key's record is a new record, under the idempotency ceiling;

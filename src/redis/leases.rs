@@ -29,16 +29,16 @@ impl RedisEngine {
             self.check_name(key)?;
         }
         let ttl_ms = self.ttl_ms(ttl)?;
-        let config = self.config();
+        let quota = self.quota(tenant);
         let args = args![
             holder.to_owned(),
             ttl_ms.to_string(),
-            quota_arg(config.tenant.leases_max),
+            quota_arg(quota.leases_max),
             self.keep_ms().to_string(),
             idempotency_key.unwrap_or("").to_owned(),
             self.idempotency_ttl_ms().to_string(),
-            quota_arg(config.tenant.idempotency_max),
-            quota_arg(config.tenant.leases_per_holder_max),
+            quota_arg(quota.idempotency_max),
+            quota_arg(quota.leases_per_holder_max),
         ];
         let reply = self
             .answer(

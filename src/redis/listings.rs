@@ -27,16 +27,17 @@ impl RedisEngine {
             self.check_name(k)?;
         }
         let config = self.config();
+        let quota = self.quota(tenant);
         let args = args![
             lease.seq().to_string(),
             key,
             attrs,
             config.listings_per_lease_max.to_string(),
-            quota_arg(config.tenant.listings_max),
+            quota_arg(quota.listings_max),
             idempotency_key.unwrap_or(""),
             self.idempotency_ttl_ms().to_string(),
-            quota_arg(config.tenant.idempotency_max),
-            quota_arg(config.tenant.listings_per_holder_max),
+            quota_arg(quota.idempotency_max),
+            quota_arg(quota.listings_per_holder_max),
         ];
         let issued = Issued::Id(lease.incarnation(), lease.seq());
         let reply = self

@@ -37,12 +37,13 @@ impl RedisEngine {
         self.check_name(owner)?;
         let ttl_ms = self.ttl_ms(ttl)?;
         let config = self.config();
+        let quota = self.quota(tenant);
         let args = args![
             name.to_owned(),
             owner.to_owned(),
             ttl_ms.to_string(),
             lease.map_or_else(String::new, |l| l.seq().to_string()),
-            quota_arg(config.tenant.locks_max),
+            quota_arg(quota.locks_max),
             config.locks_per_lease_max.to_string(),
             self.keep_ms().to_string(),
         ];

@@ -58,6 +58,7 @@ mod locks;
 mod presence;
 mod probe;
 mod queues;
+mod reconfigure;
 mod reply;
 mod room;
 mod schedules;
@@ -70,7 +71,7 @@ mod wakes;
 
 use crate::base::error::{Error, Result};
 use crate::base::ids::TenantId;
-use crate::contract::config::StoreConfig;
+use crate::contract::config::{QuotaPolicy, StoreConfig, TenantQuota, UniformQuota};
 use crate::contract::lifecycle::{DegradedReason, Health};
 use crate::contract::relay::{Cursor, Page};
 use crate::contract::rules::TtlRange;
@@ -327,7 +328,17 @@ pub struct RedisEngine {
 struct Inner {
     conn: Conn,
     namespace: String,
-    config: StoreConfig,
+    /// The limits in force: the configuration the handle connected with,
+    /// as changed by [`RedisEngine::reconfigure`].
+    config: arc_swap::ArcSwap<StoreConfig>,
+    /// Where each tenant's quotas come from (`config.tenant` for every
+    /// tenant unless [`RedisEngine::set_quota_policy`] replaced it).
+    policy: arc_swap::ArcSwap<Arc<dyn QuotaPolicy>>,
+    /// The run-time limits this handle's listeners and subscribers are
+    /// held to (shared with `hub` and `wakes`).
+    limits: Arc<crate::base::words::LimitSnapshot<crate::contract::config::Limits>>,
+    /// One reconfiguration at a time.
+    reconfiguring: std::sync::Mutex<()>,
     ttl: TtlRange,
     /// The store incarnation this handle believes in; refreshed from the
     /// meta key whenever a tenant's keys disagree with it.
@@ -433,7 +444,9 @@ impl RedisEngine {
     /// name sizes, store-wide ceilings, tenant quotas (`config.tenant`)
     /// and per-lease caps. A ceiling counts every handle's records of the
     /// namespace, so give every handle of one namespace the same config
-    /// (ADR 0031).
+    /// (ADR 0031); [`reconfigure`](Self::reconfigure) and
+    /// [`set_quota_policy`](Self::set_quota_policy) change a handle's
+    /// limits later (ADR 0067).
     pub async fn connect(options: RedisOptions, config: StoreConfig) -> Result<Self> {
         options.validate()?;
         config.validate()?;
@@ -450,9 +463,10 @@ impl RedisEngine {
             config.subscriber_buffer_max,
         ));
         let wakes = Arc::new(crate::mem::wake::WakeHub::new(
-            limits,
+            Arc::clone(&limits),
             config.wake_queue_max,
         ));
+        let policy: Arc<dyn QuotaPolicy> = Arc::new(UniformQuota(config.tenant.clone()));
         conn.check_noeviction().await?;
         conn.load_library().await?;
         let ceilings = room::Ceilings::new(&config, &options.namespace, conn.is_cluster());
@@ -462,7 +476,10 @@ impl RedisEngine {
             inner: Arc::new(Inner {
                 conn,
                 namespace: options.namespace,
-                config,
+                config: arc_swap::ArcSwap::from_pointee(config),
+                policy: arc_swap::ArcSwap::from_pointee(policy),
+                limits,
+                reconfiguring: std::sync::Mutex::new(()),
                 ttl,
                 incarnation: AtomicU64::new(0),
                 born: AtomicU64::new(0),
@@ -514,8 +531,15 @@ impl RedisEngine {
         Health::Degraded { reason }
     }
 
-    fn config(&self) -> &StoreConfig {
-        &self.inner.config
+    /// The limits in force now.
+    fn config(&self) -> Arc<StoreConfig> {
+        self.inner.config.load_full()
+    }
+
+    /// `tenant`'s quotas, from the quota policy (asked on every call that
+    /// needs them).
+    fn quota(&self, tenant: TenantId) -> TenantQuota {
+        self.inner.policy.load().quota(tenant)
     }
 
     /// `ttl` validated against the configured range, in whole milliseconds

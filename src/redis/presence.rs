@@ -30,6 +30,7 @@ impl RedisEngine {
         }
         let ttl_ms = self.ttl_ms(ttl)?;
         let config = self.config();
+        let quota = self.quota(tenant);
         let args = args![
             member,
             ttl_ms.to_string(),
@@ -37,7 +38,7 @@ impl RedisEngine {
             attrs.unwrap_or_default(),
             lease.map_or_else(String::new, |l| l.seq().to_string()),
             config.presence_per_lease_max.to_string(),
-            quota_arg(config.tenant.presence_max),
+            quota_arg(quota.presence_max),
             self.keep_ms().to_string(),
             if self.refusing_new() { "1" } else { "0" },
         ];

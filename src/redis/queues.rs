@@ -170,7 +170,7 @@ impl RedisEngine {
         if let Some(k) = key {
             self.check_name(k)?;
         }
-        let config = self.config();
+        let quota = self.quota(tenant);
         let mut args = args![
             queue,
             duration_to_millis_ceil(options.delay).to_string(),
@@ -180,7 +180,7 @@ impl RedisEngine {
             wake_channel(queue).as_bytes(),
             key.unwrap_or(""),
             self.idempotency_ttl_ms().to_string(),
-            quota_arg(config.tenant.idempotency_max),
+            quota_arg(quota.idempotency_max),
             options
                 .run_at
                 .map_or_else(String::new, |at| epoch_ms(at).to_string()),
@@ -631,7 +631,7 @@ impl RedisEngine {
         payload: &[u8],
         idempotency_key: Option<&str>,
     ) -> Result<JobId> {
-        let framed = crate::contract::outbox::frame(self.config(), topic, payload)?;
+        let framed = crate::contract::outbox::frame(&self.config(), topic, payload)?;
         let options = JobOptions {
             idempotency_key: idempotency_key.map(Name::new),
             ..JobOptions::default()

@@ -86,8 +86,9 @@ fn malformed(what: &str) -> Error {
 pub(super) struct Ceilings {
     /// `""` when no ceiling is below 2^53 (nothing is counted), else
     /// `<letter><limit>` joined by `,` (`-1`: that one is off), the
-    /// budgets last as `<letter><count>/<limit>/...`.
-    limits: String,
+    /// budgets last as `<letter><count>/<limit>/...`. Replaced whole by a
+    /// reconfiguration.
+    limits: arc_swap::ArcSwap<String>,
     /// The reservations' key, `{<ns>}:room`.
     key: String,
     /// Whether functions reach it themselves (a standalone server).
@@ -96,6 +97,21 @@ pub(super) struct Ceilings {
 
 impl Ceilings {
     pub(super) fn new(config: &StoreConfig, namespace: &str, cluster: bool) -> Self {
+        Ceilings {
+            limits: arc_swap::ArcSwap::from_pointee(Self::text_of(config)),
+            key: format!("{{{namespace}}}:room"),
+            inline: !cluster,
+        }
+    }
+
+    /// Passes `config`'s ceilings from now on.
+    pub(super) fn relimit(&self, config: &StoreConfig) {
+        self.limits
+            .store(std::sync::Arc::new(Self::text_of(config)));
+    }
+
+    /// `config`'s ceilings as the functions take them.
+    fn text_of(config: &StoreConfig) -> String {
         // A ceiling a Lua number cannot hold exactly is no ceiling.
         let text = |limit: u64| {
             if limit >= 1 << 53 {
@@ -113,7 +129,7 @@ impl Ceilings {
             .map(|&c| config.ceiling(c))
             .chain(budgets.iter().flat_map(|(_, l)| l.iter().copied()))
             .any(|limit| limit < 1 << 53);
-        let limits = if on {
+        if on {
             CEILINGS
                 .iter()
                 .map(|&c| format!("{}{}", letter(c), text(config.ceiling(c))))
@@ -125,17 +141,12 @@ impl Ceilings {
                 .join(",")
         } else {
             String::new()
-        };
-        Ceilings {
-            limits,
-            key: format!("{{{namespace}}}:room"),
-            inline: !cluster,
         }
     }
 
     /// The ceilings as a function's argument.
-    pub(super) fn limits(&self) -> &str {
-        &self.limits
+    pub(super) fn limits(&self) -> std::sync::Arc<String> {
+        self.limits.load_full()
     }
 
     /// The keys of a per-tenant call: the tenant's key, then the room key
@@ -149,10 +160,12 @@ impl Ceilings {
     }
 
     /// The limit on the collection of `letter`, as the functions write it.
-    fn limit(&self, letter: char) -> Result<&str> {
+    fn limit(&self, letter: char) -> Result<String> {
         self.limits
+            .load()
             .split(',')
             .find_map(|entry| entry.strip_prefix(letter))
+            .map(str::to_owned)
             .ok_or_else(|| malformed(&format!("room for an unknown collection {letter}")))
     }
 }
@@ -183,7 +196,7 @@ impl RedisEngine {
                 let mut chars = need.chars();
                 let letter = chars.next().ok_or_else(|| malformed("an empty need"))?;
                 take.push(letter.to_string().into_bytes());
-                take.push(ceilings.limit(letter)?.as_bytes().to_vec());
+                take.push(ceilings.limit(letter)?.into_bytes());
                 take.push(chars.as_str().as_bytes().to_vec());
             }
         }

@@ -96,14 +96,14 @@ impl RedisEngine {
         }
         self.config().check_own_name(name)?;
         let channel = wake_channel(name);
-        let config = self.config();
+        let quota = self.quota(tenant);
         let args = args![
             name,
             payload,
             channel.as_bytes(),
             idempotency_key.unwrap_or(""),
             self.idempotency_ttl_ms().to_string(),
-            quota_arg(config.tenant.idempotency_max),
+            quota_arg(quota.idempotency_max),
         ];
         // A key's record is a new record, under the idempotency ceiling;
         // a draining handle still appends, and remembers the key.

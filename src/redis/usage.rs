@@ -42,13 +42,14 @@ impl RedisEngine {
             }
         }
         let config = self.config();
+        let quota = self.quota(tenant);
         let per = Collection::ALL.map(|c| {
             let limit = match c {
                 Collection::Tombstones => return None,
                 Collection::Streams => config.streams_per_tenant_max,
                 Collection::Queues => config.queues_per_tenant_max,
                 Collection::Schedules => config.schedules_per_tenant_max,
-                _ => config.tenant.limit(c),
+                _ => quota.limit(c),
             };
             (limit != TenantQuota::OFF).then_some(Usage {
                 used: used[c as usize],

@@ -9,7 +9,7 @@
 //! evicts nothing: new work is refused until use falls under it.
 
 use super::Store;
-use crate::base::error::{Error, Result};
+use crate::base::error::Result;
 use crate::base::sync::Arc;
 use crate::contract::config::{Limits, QuotaPolicy, StoreConfig, UniformQuota};
 use crate::contract::events::Collection;
@@ -55,7 +55,7 @@ impl Store {
             .lock()
             .unwrap_or_else(|p| p.into_inner());
         let current = self.config();
-        fixed_fields_unchanged(&current, &config)?;
+        current.check_run_time_change(&config)?;
         let limits = Limits::of(&config);
         // The snapshot first: multi-limit admissions read it whole. Then
         // each counter's own limit, for single-limit admissions and for
@@ -124,95 +124,4 @@ impl Store {
     pub fn config(&self) -> StoreConfig {
         self.shared.config_now.read(StoreConfig::clone)
     }
-}
-
-/// `InvalidConfig` naming the first field other than the run-time ones that
-/// differs between `current` and `next`.
-fn fixed_fields_unchanged(current: &StoreConfig, next: &StoreConfig) -> Result<()> {
-    macro_rules! fixed {
-        ($($field:ident),* $(,)?) => {
-            $(if current.$field != next.$field {
-                return Err(Error::InvalidConfig {
-                    field: stringify!($field),
-                    rule: "cannot change at run time",
-                    values: format!(
-                        "{} = {:?} now, {:?} asked",
-                        stringify!($field),
-                        current.$field,
-                        next.$field
-                    ),
-                });
-            })*
-        };
-    }
-    fixed!(
-        ttl_min,
-        ttl_max,
-        listings_per_lease_max,
-        attempts_per_listing_max,
-        endpoints_per_lease_max,
-        presence_per_lease_max,
-        locks_per_lease_max,
-        streams_per_lease_max,
-        attrs_bytes_max,
-        name_bytes_max,
-        page_len_max,
-        replay_grace,
-        tombstone_ttl,
-        idempotency_ttl,
-        subscriber_buffer_max,
-        wake_queue_max,
-        wake_payload_bytes_max,
-        stream_entries_max,
-        stream_bytes_max,
-        stream_payload_bytes_max,
-        consumers_per_stream_max,
-        queue_jobs_max,
-        queue_bytes_max,
-        job_payload_bytes_max,
-        schedule_interval_min,
-        schedule_interval_max,
-        driver_stall_max,
-        drain_window_max,
-        fence_floor,
-    );
-    // Every field is either run-time or listed above: a field added to the
-    // configuration and to neither fails here, in every test.
-    let mut rest = next.clone();
-    macro_rules! run_time {
-        ($($field:ident),* $(,)?) => {
-            $(rest.$field = current.$field.clone();)*
-        };
-    }
-    run_time!(
-        leases_max,
-        listings_max,
-        presence_max,
-        attempts_max,
-        replay_max,
-        idempotency_max,
-        tombstones_max,
-        locks_max,
-        tenants_max,
-        tenant,
-        streams_max,
-        streams_per_tenant_max,
-        stream_bytes_total_max,
-        stream_entries_total_max,
-        queues_max,
-        queues_per_tenant_max,
-        queue_jobs_total_max,
-        queue_bytes_total_max,
-        schedules_max,
-        schedules_per_tenant_max,
-        listeners_max,
-        listeners_per_channel_max,
-        channels_per_tenant_max,
-        subscribers_max,
-    );
-    assert_eq!(
-        &rest, current,
-        "a configuration field is neither fixed nor run-time"
-    );
-    Ok(())
 }
