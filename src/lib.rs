@@ -126,17 +126,29 @@ pub mod metrics {
     //!
     //! | metric | kind | unit | labels | when |
     //! | --- | --- | --- | --- | --- |
-    //! | `relaystore_admissions_total` | counter | records | `collection` | a record created |
-    //! | `relaystore_refusals_total` | counter | refusals | `scope`, `collection` | any `CapacityExceeded` (every one, not rate-limited) |
-    //! | `relaystore_removals_total` | counter | records | `collection`, `cause` | every removal event |
-    //! | `relaystore_records` | gauge | records | `collection` | records held, set by the sweep at most once a second (store clock) |
-    //! | `relaystore_sweep_duration_seconds` | histogram | seconds | | each sweep |
-    //! | `relaystore_sweep_removed` | histogram | records | | records each sweep removed |
-    //! | `relaystore_expiry_lag_seconds` | histogram | seconds | | per expired record: from its deadline to its removal (store clock) |
-    //! | `relaystore_events_dropped_total` | counter | events | | events dropped for a lagging subscriber |
-    //! | `relaystore_subscribers` | gauge | subscriptions | | event subscriptions held; set with `relaystore_records` |
-    //! | `relaystore_subscriber_backlog` | gauge | events | | the most events buffered for one subscriber (the slowest reader's lag); set with `relaystore_records` |
-    //! | `relaystore_health` | gauge | | `state` | 1 for the store's state (`ready`, `degraded`, `draining`, `stopped`), 0 for the others; set by the sweep when it changes, and once a second |
+    //! | `relaystore_admissions_total` | counter | records | `engine`, `collection` | a record created |
+    //! | `relaystore_refusals_total` | counter | refusals | `engine`, `scope`, `collection` | any `CapacityExceeded` (every one, not rate-limited) |
+    //! | `relaystore_removals_total` | counter | records | `engine`, `collection`, `cause` | every removal event |
+    //! | `relaystore_records` | gauge | records | `engine`, `collection` | records held, set by the sweep at most once a second (store clock) |
+    //! | `relaystore_sweep_duration_seconds` | histogram | seconds | `engine` | each sweep |
+    //! | `relaystore_sweep_removed` | histogram | records | `engine` | records each sweep removed |
+    //! | `relaystore_expiry_lag_seconds` | histogram | seconds | `engine` | per expired record: from its deadline to its removal (store clock) |
+    //! | `relaystore_events_dropped_total` | counter | events | `engine` | events dropped for a lagging subscriber |
+    //! | `relaystore_subscribers` | gauge | subscriptions | `engine` | event subscriptions held; set with `relaystore_records` |
+    //! | `relaystore_subscriber_backlog` | gauge | events | `engine` | the most events buffered for one subscriber (the slowest reader's lag); set with `relaystore_records` |
+    //! | `relaystore_health` | gauge | | `engine`, `state` | 1 for the store's state (`ready`, `degraded`, `draining`, `stopped`), 0 for the others; set by the sweep when it changes, and once a second |
+    //!
+    //! `engine` is `memory` for the in-memory store and `redis` for a Redis
+    //! engine handle, which reports what it sees: the refusals its server
+    //! answered (`relaystore_refusals_total`), the removals its own calls
+    //! and its sweeper made (`relaystore_removals_total`: each counted once,
+    //! by the handle that made it), `relaystore_health` whenever `health()`
+    //! is asked, its sweeper's passes (`relaystore_sweep_duration_seconds`),
+    //! and its subscribers (`relaystore_events_dropped_total`,
+    //! `relaystore_subscribers` and `relaystore_subscriber_backlog`, set every
+    //! `sweep_interval`). It does not report admissions, records held, the
+    //! records a sweep removed or expiry lag: those are counted on the
+    //! server, where `usage` and `ceiling_usage` read them.
     //!
     //! `collection` is a collection's name (`leases`, `listings`,
     //! `presence`, ...); `cause` a removal's (`expired`, `revoked`,
@@ -160,10 +172,10 @@ pub mod metrics {
     //! let handle = builder.install_recorder()?;
     //! let store = relaystore::Store::builder().build()?;
     //! store.sweep();
-    //! assert!(handle.render().contains("relaystore_sweep_duration_seconds_bucket{le=\"0.001\"}"));
+    //! assert!(handle.render().contains("relaystore_sweep_duration_seconds_bucket{engine=\"memory\",le=\"0.001\"}"));
     //! # Ok::<(), Box<dyn std::error::Error>>(())
     //! ```
-    pub use crate::mem::metrics::HISTOGRAMS;
+    pub use crate::contract::metrics::HISTOGRAMS;
 }
 
 pub mod events {

@@ -145,7 +145,7 @@ fn counters_and_gauges_move_as_operations_happen() {
         "{expired}"
     );
     assert!(
-        expired.contains("relaystore_sweep_duration_seconds_bucket{le=\"+Inf\"}"),
+        expired.contains("relaystore_sweep_duration_seconds_bucket{engine=\"memory\",le=\"+Inf\"}"),
         "{expired}"
     );
     assert!(!expired.contains("relaystore_expiry_lag_seconds{quantile="));

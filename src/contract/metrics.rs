@@ -1,5 +1,5 @@
-//! What the store reports through the `metrics` facade (feature `metrics`,
-//! on by default). Without a recorder installed a per-record call is a look
+//! What both engines report through the `metrics` facade (feature
+//! `metrics`, on by default), each series labelled with its `engine`. Without a recorder installed a per-record call is a look
 //! at the facade's recorder slots and nothing else (its key is built once,
 //! not per call); with the feature off, nothing at all. The metrics, their
 //! labels and the histograms' buckets are documented in the public module
@@ -8,6 +8,7 @@
 
 use crate::base::error::Scope;
 use crate::contract::events::{Cause, Collection};
+use crate::contract::lifecycle::Health;
 
 /// Every histogram the store records, with the upper bounds of the
 /// buckets it is meant to be exported with (in the metric's own unit,
@@ -45,6 +46,41 @@ pub const HISTOGRAMS: [(&str, &[f64]); 3] = [
         ],
     ),
 ];
+
+/// The engine a metric comes from: its `engine` label, on every series,
+/// so a process that runs both engines tells them apart.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum EngineLabel {
+    /// The in-memory store.
+    Memory = 0,
+    /// A Redis engine handle.
+    #[allow(dead_code)] // Without the `redis` feature.
+    Redis = 1,
+}
+
+impl EngineLabel {
+    #[allow(dead_code)] // Read by the label test, and by the build without the feature.
+    const ALL: [EngineLabel; 2] = [EngineLabel::Memory, EngineLabel::Redis];
+
+    /// The label value.
+    #[allow(dead_code)] // Read by the label test, and by the build without the feature.
+    fn name(self) -> &'static str {
+        match self {
+            EngineLabel::Memory => "memory",
+            EngineLabel::Redis => "redis",
+        }
+    }
+}
+
+/// A health's number, as `relaystore_health`'s `state` label is indexed.
+pub(crate) fn health_state(health: &Health) -> u8 {
+    match health {
+        Health::Ready => 0,
+        Health::Degraded { .. } => 1,
+        Health::Draining { .. } => 2,
+        _ => 3,
+    }
+}
 
 /// The label value of a collection.
 fn collection(c: Collection) -> &'static str {
@@ -123,16 +159,27 @@ mod on {
         records: Vec<Key>,
     }
 
-    static KEYS: std::sync::OnceLock<Keys> = std::sync::OnceLock::new();
+    static KEYS: std::sync::OnceLock<[Keys; 2]> = std::sync::OnceLock::new();
 
-    fn keys() -> &'static Keys {
-        KEYS.get_or_init(|| {
-            // Every label comes from the enums' own names, so no collection
-            // or cause can be left out or misspelled.
+    /// The keys of `engine`'s series.
+    fn keys(engine: EngineLabel) -> &'static Keys {
+        &KEYS.get_or_init(|| EngineLabel::ALL.map(Keys::of))[engine as usize]
+    }
+
+    impl Keys {
+        fn of(engine: EngineLabel) -> Keys {
+            // Every label comes from the enums' own names, so no engine,
+            // collection or cause can be left out or misspelled.
             let by_collection = |name: &'static str| {
                 Collection::ALL
                     .iter()
-                    .map(|&c| Key::from_parts(name, vec![Label::new("collection", collection(c))]))
+                    .map(|&c| {
+                        let labels = vec![
+                            Label::new("engine", engine.name()),
+                            Label::new("collection", collection(c)),
+                        ];
+                        Key::from_parts(name, labels)
+                    })
                     .collect()
             };
             Keys {
@@ -144,6 +191,7 @@ mod on {
                             Key::from_parts(
                                 "relaystore_removals_total",
                                 vec![
+                                    Label::new("engine", engine.name()),
                                     Label::new("collection", collection(c)),
                                     Label::new("cause", cause(why)),
                                 ],
@@ -153,7 +201,7 @@ mod on {
                     .collect(),
                 records: by_collection("relaystore_records"),
             }
-        })
+        }
     }
 
     fn cause_index(why: Cause) -> usize {
@@ -168,61 +216,81 @@ mod on {
                 .find(|l| l.key() == name)
                 .map(|l| l.value().to_owned())
         };
-        for c in Collection::ALL {
-            let (admitted, held) = (&keys().admissions[c as usize], &keys().records[c as usize]);
-            assert_eq!(admitted.name(), "relaystore_admissions_total");
-            assert_eq!(held.name(), "relaystore_records");
-            for k in [admitted, held] {
-                assert_eq!(label(k, "collection").as_deref(), Some(collection(c)));
-            }
-            for why in CAUSES {
-                let k = &keys().removals[c as usize * CAUSES.len() + cause_index(why)];
-                assert_eq!(k.name(), "relaystore_removals_total");
-                assert_eq!(label(k, "collection").as_deref(), Some(collection(c)));
-                assert_eq!(label(k, "cause").as_deref(), Some(cause(why)));
+        for engine in EngineLabel::ALL {
+            let keys = keys(engine);
+            let engine = Some(engine.name());
+            for c in Collection::ALL {
+                let (admitted, held) = (&keys.admissions[c as usize], &keys.records[c as usize]);
+                assert_eq!(admitted.name(), "relaystore_admissions_total");
+                assert_eq!(held.name(), "relaystore_records");
+                for k in [admitted, held] {
+                    assert_eq!(label(k, "collection").as_deref(), Some(collection(c)));
+                    assert_eq!(label(k, "engine").as_deref(), engine);
+                }
+                for why in CAUSES {
+                    let k = &keys.removals[c as usize * CAUSES.len() + cause_index(why)];
+                    assert_eq!(k.name(), "relaystore_removals_total");
+                    assert_eq!(label(k, "collection").as_deref(), Some(collection(c)));
+                    assert_eq!(label(k, "cause").as_deref(), Some(cause(why)));
+                    assert_eq!(label(k, "engine").as_deref(), engine);
+                }
             }
         }
     }
 
-    pub(crate) fn admission(c: Collection) {
-        let k = &keys().admissions[c as usize];
+    pub(crate) fn admission(engine: EngineLabel, c: Collection) {
+        let k = &keys(engine).admissions[c as usize];
         metrics::with_recorder(|r| r.register_counter(k, &META)).increment(1);
     }
 
     /// Refusals are the rare path: their labels are built per call.
-    pub(crate) fn refusal(scope: Scope) {
+    pub(crate) fn refusal(engine: EngineLabel, scope: Scope) {
         let (kind, c) = scope_labels(scope);
-        metrics::counter!("relaystore_refusals_total", "scope" => kind, "collection" => c)
+        let e = engine.name();
+        metrics::counter!("relaystore_refusals_total", "engine" => e, "scope" => kind, "collection" => c)
             .increment(1);
     }
 
-    pub(crate) fn removal(c: Collection, why: Cause) {
-        let k = &keys().removals[c as usize * CAUSES.len() + cause_index(why)];
+    pub(crate) fn removal(engine: EngineLabel, c: Collection, why: Cause) {
+        let k = &keys(engine).removals[c as usize * CAUSES.len() + cause_index(why)];
         metrics::with_recorder(|r| r.register_counter(k, &META)).increment(1);
     }
 
-    pub(crate) fn records(c: Collection, held: u64) {
-        let k = &keys().records[c as usize];
+    pub(crate) fn records(engine: EngineLabel, c: Collection, held: u64) {
+        let k = &keys(engine).records[c as usize];
         metrics::with_recorder(|r| r.register_gauge(k, &META)).set(held as f64);
     }
 
-    pub(crate) fn sweep(took: Duration, removed: usize) {
-        metrics::histogram!("relaystore_sweep_duration_seconds").record(took.as_secs_f64());
-        metrics::histogram!("relaystore_sweep_removed").record(removed as f64);
+    /// A sweep: how long it took, and (where the engine counts them) how
+    /// many records it removed.
+    pub(crate) fn sweep(engine: EngineLabel, took: Duration, removed: Option<usize>) {
+        let e = engine.name();
+        metrics::histogram!("relaystore_sweep_duration_seconds", "engine" => e)
+            .record(took.as_secs_f64());
+        if let Some(removed) = removed {
+            metrics::histogram!("relaystore_sweep_removed", "engine" => e).record(removed as f64);
+        }
     }
 
-    pub(crate) fn events_dropped(n: u64) {
-        metrics::counter!("relaystore_events_dropped_total").increment(n);
+    pub(crate) fn events_dropped(engine: EngineLabel, n: u64) {
+        metrics::counter!("relaystore_events_dropped_total", "engine" => engine.name())
+            .increment(n);
     }
 
-    pub(crate) fn expiry_lag(late: Duration) {
-        metrics::histogram!("relaystore_expiry_lag_seconds").record(late.as_secs_f64());
+    pub(crate) fn expiry_lag(engine: EngineLabel, late: Duration) {
+        metrics::histogram!("relaystore_expiry_lag_seconds", "engine" => engine.name())
+            .record(late.as_secs_f64());
     }
 
-    pub(crate) fn health(state: u8) {
+    pub(crate) fn health(engine: EngineLabel, state: u8) {
+        let e = engine.name();
         for (i, name) in HEALTH_STATES.iter().enumerate() {
             let on = usize::from(state) == i;
-            metrics::gauge!("relaystore_health", "state" => *name).set(if on { 1.0 } else { 0.0 });
+            metrics::gauge!("relaystore_health", "engine" => e, "state" => *name).set(if on {
+                1.0
+            } else {
+                0.0
+            });
         }
     }
 
@@ -232,7 +300,7 @@ mod on {
     /// Describes every metric to the installed recorder (its help text and
     /// unit: Prometheus's `# HELP`) and makes every counter and gauge
     /// series exist at 0, so a dashboard sees them before the first event.
-    pub(crate) fn announce() {
+    pub(crate) fn announce(engine: EngineLabel) {
         use metrics::{describe_counter, describe_gauge, describe_histogram, Unit};
         describe_counter!(
             "relaystore_admissions_total",
@@ -285,28 +353,31 @@ mod on {
             Unit::Count,
             "1 for the store's state (ready, degraded, draining, stopped), 0 for the others."
         );
+        let keys = keys(engine);
         for c in Collection::ALL {
-            metrics::with_recorder(|r| r.register_counter(&keys().admissions[c as usize], &META))
+            metrics::with_recorder(|r| r.register_counter(&keys.admissions[c as usize], &META))
                 .increment(0);
             // Registered, not set: another store of the process may have
             // set it already.
-            metrics::with_recorder(|r| r.register_gauge(&keys().records[c as usize], &META))
+            metrics::with_recorder(|r| r.register_gauge(&keys.records[c as usize], &META))
                 .increment(0.0);
         }
-        for k in &keys().removals {
+        for k in &keys.removals {
             metrics::with_recorder(|r| r.register_counter(k, &META)).increment(0);
         }
-        metrics::counter!("relaystore_events_dropped_total").increment(0);
-        metrics::gauge!("relaystore_subscribers").increment(0.0);
-        metrics::gauge!("relaystore_subscriber_backlog").increment(0.0);
+        let e = engine.name();
+        metrics::counter!("relaystore_events_dropped_total", "engine" => e).increment(0);
+        metrics::gauge!("relaystore_subscribers", "engine" => e).increment(0.0);
+        metrics::gauge!("relaystore_subscriber_backlog", "engine" => e).increment(0.0);
         for name in HEALTH_STATES {
-            metrics::gauge!("relaystore_health", "state" => name).increment(0.0);
+            metrics::gauge!("relaystore_health", "engine" => e, "state" => name).increment(0.0);
         }
     }
 
-    pub(crate) fn subscribers(held: usize, backlog: usize) {
-        metrics::gauge!("relaystore_subscribers").set(held as f64);
-        metrics::gauge!("relaystore_subscriber_backlog").set(backlog as f64);
+    pub(crate) fn subscribers(engine: EngineLabel, held: usize, backlog: usize) {
+        let e = engine.name();
+        metrics::gauge!("relaystore_subscribers", "engine" => e).set(held as f64);
+        metrics::gauge!("relaystore_subscriber_backlog", "engine" => e).set(backlog as f64);
     }
 }
 
@@ -315,24 +386,25 @@ mod on {
     use super::*;
     use std::time::Duration;
 
-    pub(crate) fn admission(_: Collection) {}
-    pub(crate) fn refusal(_: Scope) {}
-    pub(crate) fn removal(_: Collection, _: Cause) {}
-    pub(crate) fn records(_: Collection, _: u64) {}
-    pub(crate) fn sweep(_: Duration, _: usize) {}
-    pub(crate) fn events_dropped(_: u64) {}
-    pub(crate) fn expiry_lag(_: Duration) {}
-    pub(crate) fn health(_: u8) {}
-    pub(crate) fn announce() {}
-    pub(crate) fn subscribers(_: usize, _: usize) {}
+    pub(crate) fn admission(_: EngineLabel, _: Collection) {}
+    pub(crate) fn refusal(_: EngineLabel, _: Scope) {}
+    pub(crate) fn removal(_: EngineLabel, _: Collection, _: Cause) {}
+    pub(crate) fn records(_: EngineLabel, _: Collection, _: u64) {}
+    pub(crate) fn sweep(_: EngineLabel, _: Duration, _: Option<usize>) {}
+    pub(crate) fn events_dropped(_: EngineLabel, _: u64) {}
+    pub(crate) fn expiry_lag(_: EngineLabel, _: Duration) {}
+    pub(crate) fn health(_: EngineLabel, _: u8) {}
+    pub(crate) fn announce(_: EngineLabel) {}
+    pub(crate) fn subscribers(_: EngineLabel, _: usize, _: usize) {}
 
     // Keep the label helpers compiled (and checked) without the feature.
     #[allow(dead_code)]
-    fn labels() -> [&'static str; 3] {
+    fn labels() -> [&'static str; 4] {
         [
             collection(Collection::Leases),
             scope_labels(Scope::Tenants).0,
             cause(Cause::Expired),
+            EngineLabel::Memory.name(),
         ]
     }
 }

@@ -11,6 +11,7 @@ pub(crate) mod events;
 pub(crate) mod forward;
 pub(crate) mod group;
 pub(crate) mod lifecycle;
+pub(crate) mod metrics;
 pub(crate) mod names;
 pub(crate) mod outbox;
 pub(crate) mod queue;

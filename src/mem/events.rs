@@ -12,6 +12,7 @@ use crate::base::sync::{lock_at, Arc, AtomicU64, Condvar, Mutex, Ordering, Rung}
 use crate::base::words::LimitSnapshot;
 use crate::contract::config::Limits;
 use crate::contract::events::{Collection, Event, Lag, Received, RecvError};
+use crate::contract::metrics::EngineLabel;
 use std::collections::VecDeque;
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
@@ -48,6 +49,8 @@ pub(crate) struct EventHub {
     /// Where `subscribers_max` is read, as it changes at run time.
     live: Arc<LimitSnapshot<Limits>>,
     buffer_max: usize,
+    /// The engine whose events these are (the metrics' label).
+    engine: EngineLabel,
 }
 
 /// The subscribers, and the number the next event this hub numbers gets.
@@ -58,12 +61,17 @@ struct Inboxes {
 }
 
 impl EventHub {
-    pub(crate) fn new(live: Arc<LimitSnapshot<Limits>>, buffer_max: usize) -> Self {
+    pub(crate) fn new(
+        live: Arc<LimitSnapshot<Limits>>,
+        buffer_max: usize,
+        engine: EngineLabel,
+    ) -> Self {
         EventHub {
             inboxes: Mutex::new(Inboxes::default()),
             count: AtomicU64::new(0),
             live,
             buffer_max,
+            engine,
         }
     }
 
@@ -147,7 +155,7 @@ impl EventHub {
                             let (tenant, seq) = (dropped.tenant, dropped.seq);
                             queue.lag.note(tenant, seq, seq, 1);
                         }
-                        crate::mem::metrics::events_dropped(1);
+                        crate::contract::metrics::events_dropped(self.engine, 1);
                     }
                     queue.events.push_back(event.clone());
                     wake.extend(queue.waker.take());
@@ -182,7 +190,7 @@ impl EventHub {
                 }
             }
         }
-        crate::mem::metrics::events_dropped(missed);
+        crate::contract::metrics::events_dropped(self.engine, missed);
         wake.into_iter().for_each(Waker::wake);
     }
 

@@ -1,8 +1,7 @@
 //! Layer 2, the in-memory floors: the concurrent parts the in-memory engine
 //! is built from (sharded maps, slabs, versioned records, the timing wheel,
-//! admission counters, tables, the commit gate), the event and wake hubs,
-//! which the Redis engine reuses for delivery inside one process, and the
-//! metrics.
+//! admission counters, tables, the commit gate), and the event and wake
+//! hubs, which the Redis engine reuses for delivery inside one process.
 
 #[cfg(all(any(test, feature = "internals"), not(relaystore_loom)))]
 #[cfg(feature = "native")]
@@ -10,7 +9,6 @@ pub(crate) mod driver;
 pub mod events;
 pub(crate) mod gate;
 pub(crate) mod latch;
-pub(crate) mod metrics;
 pub(crate) mod named;
 #[cfg(feature = "internals")]
 pub mod quota;

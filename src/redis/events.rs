@@ -208,7 +208,12 @@ impl RedisEngine {
         let first = after.last.saturating_sub(after.events.len() as u64) + 1;
         for (raw, seq) in after.events.iter().zip(first..) {
             match decode(tenant, incarnation, seq, raw) {
-                Some(event) => announce(&self.inner.hub, &self.inner.wakes, event),
+                Some(event) => {
+                    // Counted by the handle whose call removed it, once.
+                    let engine = crate::contract::metrics::EngineLabel::Redis;
+                    crate::contract::metrics::removal(engine, event.collection, event.cause);
+                    announce(&self.inner.hub, &self.inner.wakes, event);
+                }
                 None => tracing::warn!(?raw, "relaystore redis: an unreadable removal event"),
             }
         }

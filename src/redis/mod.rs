@@ -72,6 +72,10 @@ mod wakes;
 use crate::base::error::{Error, Result};
 use crate::base::ids::TenantId;
 use crate::contract::config::{QuotaPolicy, StoreConfig, TenantQuota, UniformQuota};
+use crate::contract::metrics::EngineLabel;
+
+/// This engine's metrics label.
+const REDIS: EngineLabel = EngineLabel::Redis;
 use crate::contract::lifecycle::{DegradedReason, Health};
 use crate::contract::relay::{Cursor, Page};
 use crate::contract::rules::TtlRange;
@@ -461,6 +465,7 @@ impl RedisEngine {
         let hub = Arc::new(EventHub::new(
             Arc::clone(&limits),
             config.subscriber_buffer_max,
+            REDIS,
         ));
         let wakes = Arc::new(crate::mem::wake::WakeHub::new(
             Arc::clone(&limits),
@@ -498,6 +503,7 @@ impl RedisEngine {
             }),
         };
         engine.refresh_incarnation().await?;
+        crate::contract::metrics::announce(REDIS);
         sweeper::start(&engine, sweep_interval);
         Ok(engine)
     }
@@ -519,6 +525,12 @@ impl RedisEngine {
     /// [`wait_replicas`](RedisOptions::wait_replicas) set, one has fewer
     /// replicas attached than that (the writes that wait fail closed).
     pub async fn health(&self) -> Health {
+        let health = self.probe_health().await;
+        crate::contract::metrics::health(REDIS, crate::contract::metrics::health_state(&health));
+        health
+    }
+
+    async fn probe_health(&self) -> Health {
         if let Some(health) = self.lifecycle_health() {
             return health;
         }
@@ -627,12 +639,15 @@ impl RedisEngine {
         issued: Issued,
         args: Vec<Vec<u8>>,
     ) -> Result<Reply> {
-        let reply = self
+        let answered = self
             .run(function, tenant, mode, issued, args)
-            .await?
-            .ok_or(Error::NotFound)?;
-        reply.refusal()?;
-        Ok(reply)
+            .await
+            .and_then(|reply| reply.ok_or(Error::NotFound))
+            .and_then(|reply| reply.refusal().map(|()| reply));
+        if let Err(Error::CapacityExceeded { scope, .. }) = &answered {
+            crate::contract::metrics::refusal(REDIS, *scope);
+        }
+        answered
     }
 
     /// Runs a per-tenant function. When the tenant's keys are of another

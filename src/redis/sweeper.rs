@@ -15,8 +15,12 @@
 use super::{scripts, Issued, Mode, RedisEngine};
 use crate::base::error::{Error, Result};
 use crate::base::ids::TenantId;
+use crate::contract::metrics::EngineLabel;
 use std::sync::Arc;
 use std::time::Duration;
+
+/// This engine's metrics label.
+const REDIS: EngineLabel = EngineLabel::Redis;
 
 /// Tenants taken from the due index at a time.
 const TAKE: usize = 64;
@@ -39,11 +43,16 @@ pub(super) fn start(engine: &RedisEngine, interval: Duration) {
             if engine.lifecycle_health() == Some(crate::contract::lifecycle::Health::Stopped) {
                 continue;
             }
+            let (subscribers, backlog) = engine.inner.hub.backlog();
+            crate::contract::metrics::subscribers(REDIS, subscribers, backlog);
             match engine.hold_sweeper_lease(interval * 10).await {
                 Ok(true) => {
+                    let started = std::time::Instant::now();
                     if let Err(e) = engine.sweep().await {
                         tracing::warn!(error = %e, "relaystore redis: a sweep failed");
                     }
+                    // Its removals are counted as they are delivered.
+                    crate::contract::metrics::sweep(REDIS, started.elapsed(), None);
                     passes += 1;
                     // Only a cluster takes budget room apart from writing
                     // its record (ADR 0033), so only a cluster can leak it.

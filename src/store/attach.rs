@@ -409,7 +409,10 @@ impl Store {
     ) -> Result<Stamp> {
         let created = self.create_steps(tenant, key, parent, holder, now, deadline, make, then);
         if created.is_ok() {
-            crate::mem::metrics::admission(C::QUOTAS[0]);
+            crate::contract::metrics::admission(
+                crate::contract::metrics::EngineLabel::Memory,
+                C::QUOTAS[0],
+            );
         }
         self.observed(tenant, created)
     }

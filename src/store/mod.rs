@@ -69,7 +69,6 @@ pub use streams::Follower;
 pub use tx::{Committed, Transaction, TX_OPS_MAX};
 
 // The contract's values, for the engine's own files (`super::Health`).
-use crate::contract::lifecycle::Health;
 use crate::contract::relay::{LockInfo, Renewal};
 use crate::contract::usage::Usage;
 
@@ -289,6 +288,7 @@ impl Store {
             events: Arc::new(EventHub::new(
                 Arc::clone(&limits),
                 config.subscriber_buffer_max,
+                crate::contract::metrics::EngineLabel::Memory,
             )),
             wakes: Arc::new(WakeHub::new(Arc::clone(&limits), config.wake_queue_max)),
             streams: StreamHub::new(StreamLimits::of(&config), Arc::clone(&limits), start),
@@ -315,7 +315,7 @@ impl Store {
             clock,
             config,
         };
-        crate::mem::metrics::announce();
+        crate::contract::metrics::announce(crate::contract::metrics::EngineLabel::Memory);
         tracing::info!(
             incarnation = format_args!("{:016x}", shared.incarnation),
             fence_floor = shared.fence_floor,
@@ -418,7 +418,11 @@ impl Store {
         // resolution.
         #[cfg(not(feature = "native"))]
         let took = self.shared.clock.now().saturating_since(now);
-        crate::mem::metrics::sweep(took, removed);
+        crate::contract::metrics::sweep(
+            crate::contract::metrics::EngineLabel::Memory,
+            took,
+            Some(removed),
+        );
         self.report_gauges(now);
         removed
     }
@@ -455,16 +459,11 @@ impl Store {
     /// they were last set: a sweep runs every tick, a scrape every few
     /// seconds.
     fn report_gauges(&self, now: MonoTime) {
-        let health = match self.health() {
-            Health::Ready => 0,
-            Health::Degraded { .. } => 1,
-            Health::Draining { .. } => 2,
-            _ => 3,
-        };
+        let health = crate::contract::metrics::health_state(&self.health());
         if !self.shared.observe.gauges_due(now, health) {
             return;
         }
-        crate::mem::metrics::health(health);
+        crate::contract::metrics::health(crate::contract::metrics::EngineLabel::Memory, health);
         let s = &self.shared;
         for c in Collection::ALL {
             let held = match c {
@@ -480,10 +479,18 @@ impl Store {
                 Collection::Queues => s.queues.len(),
                 Collection::Schedules => s.schedules.len(),
             };
-            crate::mem::metrics::records(c, held);
+            crate::contract::metrics::records(
+                crate::contract::metrics::EngineLabel::Memory,
+                c,
+                held,
+            );
         }
         let (subscribers, backlog) = s.events.backlog();
-        crate::mem::metrics::subscribers(subscribers, backlog);
+        crate::contract::metrics::subscribers(
+            crate::contract::metrics::EngineLabel::Memory,
+            subscribers,
+            backlog,
+        );
     }
 
     // ----- shared helpers ----------------------------------------------------
@@ -631,7 +638,11 @@ impl Store {
         why: &retire::Why,
         holder: impl FnOnce() -> Option<crate::base::name::Holder>,
     ) {
-        crate::mem::metrics::removal(collection, why.cause());
+        crate::contract::metrics::removal(
+            crate::contract::metrics::EngineLabel::Memory,
+            collection,
+            why.cause(),
+        );
         if !self.shared.events.subscribed() {
             return;
         }

@@ -70,7 +70,10 @@ impl Store {
     /// one way every refusing path reports.
     pub(super) fn observed<T>(&self, tenant: TenantId, result: Result<T>) -> Result<T> {
         if let Err(Error::CapacityExceeded { scope, .. }) = &result {
-            crate::mem::metrics::refusal(*scope);
+            crate::contract::metrics::refusal(
+                crate::contract::metrics::EngineLabel::Memory,
+                *scope,
+            );
             self.observe_refusal(tenant, *scope, self.shared.clock.now());
         }
         result

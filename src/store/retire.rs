@@ -122,7 +122,10 @@ impl Store {
         out.into_iter()
             .map(|r| {
                 let late = now.saturating_since(r.stamp.deadline);
-                crate::mem::metrics::expiry_lag(late);
+                crate::contract::metrics::expiry_lag(
+                    crate::contract::metrics::EngineLabel::Memory,
+                    late,
+                );
                 1 + S::retire(self, r, Cause::Expired, now)
             })
             .sum()
