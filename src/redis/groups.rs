@@ -29,7 +29,7 @@ fn start(config: &GroupConfig) -> String {
 }
 
 /// A group's settings as `sg:` holds them:
-/// "<pending_max>/<deliveries_max>/<start>".
+/// `"<pending_max>/<deliveries_max>/<start>"`.
 fn settings(config: &GroupConfig) -> String {
     format!(
         "{}/{}/{}",
