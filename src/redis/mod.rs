@@ -703,18 +703,14 @@ impl RedisEngine {
             }
             argv.push(head.into_bytes());
             argv.extend(args.iter().cloned());
-            let answer = self.inner.conn.call_keys(function, &keys, argv).await?;
-            let (reply, after) = events::split(answer)?;
-            self.deliver(tenant, incarnation, &after);
-            if let Some(deadline) = after.due {
-                self.lower_due(tenant, deadline).await;
-            }
-            self.give_back(&after.freed).await;
+            let (reply, needs) = self
+                .call_settled(function, &keys, argv, tenant, incarnation)
+                .await?;
             let reply = Reply::new(reply)?;
             match reply.code()? {
                 // Room under a store-wide ceiling to take first (a
                 // cluster): nothing was written; take it, and call again.
-                reply::ROOM => grants = self.make_room(&after.needs).await?,
+                reply::ROOM => grants = self.make_room(&needs).await?,
                 reply::STALE | reply::UNKNOWN => {
                     // The tenant's keys are of another incarnation, or
                     // missing: believe the meta key, then try again.
@@ -750,7 +746,70 @@ impl RedisEngine {
     }
 }
 
+/// Armed while a call that may write is in flight: dropped with the call's
+/// future before the answer was settled, it puts the tenant first in the
+/// due index (in a task of its own), so the sweeper finds what the call
+/// may have written.
+struct DueGuard {
+    /// `None` once the answer was settled.
+    engine: Option<RedisEngine>,
+    tenant: TenantId,
+}
+
+impl Drop for DueGuard {
+    fn drop(&mut self) {
+        let Some(engine) = self.engine.take() else {
+            return;
+        };
+        let tenant = self.tenant;
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move { engine.lower_due(tenant, 0).await });
+        }
+    }
+}
+
 impl RedisEngine {
+    /// One call of a per-tenant function and what follows from its
+    /// answer on this handle: its removals delivered to this handle's
+    /// subscribers, the due index lowered for the sweeper, freed room given
+    /// back. Returns the reply's values and the room the call needs.
+    ///
+    /// A caller may drop the future mid-flight (a timeout, `select!`)
+    /// after the server ran the call, and then its answer is lost. For a
+    /// call that may write, a guard then puts the tenant first in the due
+    /// index, so the sweeper visits it and finds its next deadline itself:
+    /// otherwise a dropped grant that ran would leave its lease out of the
+    /// due index, never swept or announced until the tenant's next write
+    /// (ADR 0068).
+    async fn call_settled(
+        &self,
+        function: scripts::Function,
+        keys: &[&str],
+        argv: Vec<Vec<u8>>,
+        tenant: TenantId,
+        incarnation: u64,
+    ) -> Result<(Vec<redis::Value>, Vec<String>)> {
+        let guard = (!function.reads_only()).then(|| DueGuard {
+            engine: Some(self.clone()),
+            tenant,
+        });
+        let answer = self.inner.conn.call_keys(function, keys, argv).await;
+        let settled = async {
+            let (reply, after) = events::split(answer?)?;
+            self.deliver(tenant, incarnation, &after);
+            if let Some(deadline) = after.due {
+                self.lower_due(tenant, deadline).await;
+            }
+            self.give_back(&after.freed).await;
+            Ok((reply, after.needs))
+        }
+        .await;
+        if let Some(mut guard) = guard {
+            guard.engine = None;
+        }
+        settled
+    }
+
     /// With [`RedisOptions::wait_replicas`] set: waits until that many
     /// replicas of the tenant's primary acknowledged every write of the
     /// connection that carried the call, or refuses.
