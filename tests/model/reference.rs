@@ -232,6 +232,21 @@ impl Model {
         Some(s)
     }
 
+    /// Group `group` of the stream as of now, with the stream's first
+    /// offset and the offsets it holds; `NotFound` if either is missing.
+    fn group(
+        &mut self,
+        tenant: u8,
+        stream: u8,
+        group: u8,
+    ) -> Result<(u64, Vec<u64>, &mut GroupM), Kind> {
+        let s = self.stream(tenant, stream).ok_or(Kind::NotFound)?;
+        let first = s.first();
+        let held = s.entries.iter().map(|&(o, _)| o).collect();
+        let g = s.groups.get_mut(&group).ok_or(Kind::NotFound)?;
+        Ok((first, held, g))
+    }
+
     /// Moves what is due in the tenant's queue at `now`: delays end, and
     /// lapsed claims return their job (or dead-letter it after its last
     /// attempt). Every queue op starts with it: each sees the queue as of
@@ -899,13 +914,9 @@ impl Model {
                 member,
             } => {
                 let now = self.now;
-                let Some(s) = self.stream(tenant, stream) else {
-                    return Outcome::Err(Kind::NotFound);
-                };
-                let first = s.first();
-                let held: Vec<u64> = s.entries.iter().map(|&(o, _)| o).collect();
-                let Some(g) = s.groups.get_mut(&group) else {
-                    return Outcome::Err(Kind::NotFound);
+                let (first, held, g) = match self.group(tenant, stream, group) {
+                    Ok(found) => found,
+                    Err(k) => return Outcome::Err(k),
                 };
                 if g.pending.len() >= GROUP_PENDING {
                     return Outcome::Err(Kind::Capacity(
@@ -938,11 +949,9 @@ impl Model {
                 group,
                 offset,
             } => {
-                let Some(s) = self.stream(tenant, stream) else {
-                    return Outcome::Err(Kind::NotFound);
-                };
-                let Some(g) = s.groups.get_mut(&group) else {
-                    return Outcome::Err(Kind::NotFound);
+                let g = match self.group(tenant, stream, group) {
+                    Ok((_, _, g)) => g,
+                    Err(k) => return Outcome::Err(k),
                 };
                 Outcome::Count(usize::from(g.pending.remove(&u64::from(offset)).is_some()))
             }
@@ -953,12 +962,9 @@ impl Model {
                 member,
             } => {
                 let now = self.now;
-                let Some(s) = self.stream(tenant, stream) else {
-                    return Outcome::Err(Kind::NotFound);
-                };
-                let first = s.first();
-                let Some(g) = s.groups.get_mut(&group) else {
-                    return Outcome::Err(Kind::NotFound);
+                let (first, _, g) = match self.group(tenant, stream, group) {
+                    Ok(found) => found,
+                    Err(k) => return Outcome::Err(k),
                 };
                 // Idle for GROUP_IDLE_MS, the longest idle first.
                 let mut due: Vec<(u64, u64)> = g
@@ -993,11 +999,9 @@ impl Model {
                 stream,
                 group,
             } => {
-                let Some(s) = self.stream(tenant, stream) else {
-                    return Outcome::Err(Kind::NotFound);
-                };
-                let Some(g) = s.groups.get(&group) else {
-                    return Outcome::Err(Kind::NotFound);
+                let g = match self.group(tenant, stream, group) {
+                    Ok((_, _, g)) => g,
+                    Err(k) => return Outcome::Err(k),
                 };
                 let dead = g.pending.values().filter(|p| p.dead).count() as u64;
                 Outcome::Group([g.next, g.pending.len() as u64 - dead, dead])
