@@ -15,7 +15,7 @@ mod redis;
 use futures_util::StreamExt;
 use redis::servers::{admin, slot_of, two_master_cluster, wait_cluster_ok, Server};
 use redis::{block_on, config, fresh_namespace};
-use relaystore::events::{Cause, Gap, Received};
+use relaystore::events::{Cause, Collection, Gap, Received};
 use relaystore::queue::{JobOptions, QueueConfig};
 use relaystore::redis::{RedisEngine, RedisOptions};
 use relaystore::wake::{Missed, Wake};
@@ -750,5 +750,38 @@ fn a_cluster_master_that_restarts_empty_gives_restarted_for_what_it_held() {
         for dir in dirs {
             let _ = std::fs::remove_dir_all(dir);
         }
+    });
+}
+
+/// Grants that time out while the server is paused run once it answers
+/// again, their answers lost: their leases are still swept and announced
+/// when they expire, with nothing else written to the tenant (ADR 0068).
+#[test]
+fn grants_that_timed_out_while_the_server_was_paused_still_expire() {
+    let server = Server::start(&[]);
+    block_on(async {
+        let e = engine(&server).await.unwrap();
+        let events = e.subscribe_to(&[Collection::Leases]).await.unwrap();
+        // The tenant's keys exist (a first grant made them), so a grant
+        // the paused server runs later writes its lease.
+        e.grant(T, "host", MS * 60_000, None).await.unwrap();
+        server.signal("-STOP");
+        for _ in 0..3 {
+            let outcome = e.grant(T, "host", MS * 300, None).await;
+            assert!(
+                matches!(&outcome, Err(e) if e.may_have_run()),
+                "{outcome:?}"
+            );
+        }
+        server.signal("-CONT");
+        let mut expired = 0;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while expired < 3 && Instant::now() < deadline {
+            match tokio::time::timeout(MS * 200, events.recv()).await {
+                Ok(Ok(Received::Event(ev))) if ev.cause == Cause::Expired => expired += 1,
+                _ => {}
+            }
+        }
+        assert_eq!(expired, 3, "leases of timed-out grants never swept");
     });
 }

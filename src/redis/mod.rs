@@ -775,9 +775,9 @@ impl RedisEngine {
     /// back. Returns the reply's values and the room the call needs.
     ///
     /// A caller may drop the future mid-flight (a timeout, `select!`)
-    /// after the server ran the call, and then its answer is lost. For a
-    /// call that may write, a guard then puts the tenant first in the due
-    /// index, so the sweeper visits it and finds its next deadline itself:
+    /// after the server ran the call, and then its answer is lost, as it is
+    /// when the call itself times out. For a call that may write, a guard
+    /// then puts the tenant first in the due index, so the sweeper visits it and finds its next deadline itself:
     /// otherwise a dropped grant that ran would leave its lease out of the
     /// due index, never swept or announced until the tenant's next write
     /// (ADR 0068).
@@ -794,6 +794,9 @@ impl RedisEngine {
             tenant,
         });
         let answer = self.inner.conn.call_keys(function, keys, argv).await;
+        // A call that failed but may have run (a timeout) lost its answer
+        // as a dropped one does: the guard stays armed for it.
+        let lost = answer.as_ref().is_err_and(Error::may_have_run);
         let settled = async {
             let (reply, after) = events::split(answer?)?;
             self.deliver(tenant, incarnation, &after);
@@ -804,7 +807,8 @@ impl RedisEngine {
             Ok((reply, after.needs))
         }
         .await;
-        if let Some(mut guard) = guard {
+        // Disarmed once settled; a lost answer drops it armed here.
+        if let Some(mut guard) = guard.filter(|_| !lost) {
             guard.engine = None;
         }
         settled
