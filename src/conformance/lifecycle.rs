@@ -294,7 +294,9 @@ pub(super) async fn event_details<H: Harness>(h: &H) -> Outcome {
 /// `idempotency_ttl` has (`Idempotency`, by key), each `Expired`.
 pub(super) async fn expired_memories<H: Harness>(h: &H) -> Outcome {
     let u = h.unit();
-    let e = h.engine(config(u)).await?;
+    let mut cfg = config(u);
+    cfg.idempotency_ttl = u * 5;
+    let e = h.engine(cfg).await?;
     let events = e
         .subscribe_to(&[Collection::Replay, Collection::Idempotency])
         .await?;
@@ -308,8 +310,9 @@ pub(super) async fn expired_memories<H: Harness>(h: &H) -> Outcome {
         0,
         "nothing announced while the memories hold"
     );
-    // Past the attempt's deadline, its replay grace and idempotency_ttl.
-    h.advance(u * 40).await;
+    // Past the attempt's deadline (2 units), its replay grace (5) and
+    // idempotency_ttl (5).
+    h.advance(u * 10).await;
     let mut seen: Vec<(Collection, RecordId, Cause)> = taken(&events)?
         .into_iter()
         .map(|ev| (ev.collection, ev.id, ev.cause))
