@@ -253,6 +253,7 @@ pub use contract::relay::{
 };
 pub use contract::runner::ScheduleRunner;
 pub use contract::runner::SchedulerStep;
+pub use contract::tx::{TxApplied, TxBatch, TxOp, TxOutcome};
 pub use contract::usage::{TenantUsage, Usage};
 #[cfg(all(feature = "internals", not(relaystore_loom)))]
 #[cfg(feature = "native")]

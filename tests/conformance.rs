@@ -14,7 +14,7 @@ use relaystore::{
     Admission, AttemptId, AttemptInfo, Binding, ClaimedJob, Cursor, DeadLetter, EndpointSeen,
     Engine, Error, Health, JobId, JoinTicket, JoinToken, LeaseGrant, LeaseId, LeaseInfo,
     ListingInfo, LockInfo, OutboxMessage, OutboxRun, Page, PresenceInfo, RelayEngine, Renewal,
-    Result, Store, StoreConfig, StreamEngine, TenantId, WakeEngine,
+    Result, Store, StoreConfig, StreamEngine, TenantId, TxBatch, TxOutcome, WakeEngine,
 };
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -67,6 +67,9 @@ enum Defect {
     /// `create_group` drops the bound on deliveries: an idle entry is
     /// delivered again for ever, never marked dead.
     EndlessDeliveries,
+    /// `commit_tx` commits each change on its own: a refusal leaves the
+    /// changes staged before it applied.
+    PiecemealCommit,
 }
 
 /// The in-memory engine with one defect.
@@ -172,7 +175,8 @@ impl RelayEngine for Broken {
             | Defect::PayloadlessWakes
             | Defect::FlatPriorities
             | Defect::NotUnique
-            | Defect::EndlessDeliveries => expected,
+            | Defect::EndlessDeliveries
+            | Defect::PiecemealCommit => expected,
         };
         RelayEngine::update_listing(&self.inner, tenant, key, expected, attrs).await
     }
@@ -304,6 +308,21 @@ impl Engine for Broken {
         E: std::fmt::Display,
     {
         Engine::outbox_run_once(&self.inner, tenant, worker, max, handler).await
+    }
+
+    async fn commit_tx(&self, batch: TxBatch) -> Result<TxOutcome> {
+        if self.defect != Defect::PiecemealCommit {
+            return Engine::commit_tx(&self.inner, batch).await;
+        }
+        // Broken: one commit per change, so a refusal keeps what came
+        // before it; the outcome reported is the last change's alone.
+        let mut last = Engine::commit_tx(&self.inner, TxBatch::new(batch.tenant())).await?;
+        for op in batch.ops() {
+            let mut one = TxBatch::new(batch.tenant());
+            one.stage(op.clone())?;
+            last = Engine::commit_tx(&self.inner, one).await?;
+        }
+        Ok(last)
     }
 
     async fn enqueue(
@@ -485,5 +504,17 @@ fn the_suite_catches_an_engine_that_ignores_the_expected_version() {
     assert_eq!(
         failed_checks(Defect::UnversionedUpdate),
         vec!["listings::publish_update_unpublish"]
+    );
+}
+
+#[test]
+fn the_suite_catches_an_engine_that_commits_a_transaction_piecemeal() {
+    assert_eq!(
+        failed_checks(Defect::PiecemealCommit),
+        vec![
+            "tx::all_or_nothing",
+            "tx::refusals_are_the_operations",
+            "tx::claims_settle_together"
+        ]
     );
 }

@@ -1,5 +1,6 @@
 //! The conformance suite on the Redis engine, all of it (relay records,
-//! wake channels, streams, queues, the outbox and schedules), on a
+//! wake channels, streams, queues, the outbox, schedules and
+//! transactions), on a
 //! standalone server and on a Redis Cluster.
 //! Time is real here: the unit is 100 ms and `advance` sleeps (deadlines
 //! come from the server's clock).
@@ -8,7 +9,7 @@ mod redis;
 
 use redis::{block_on, connect_fresh, fresh_namespace, targets, Target};
 use relaystore::conformance::{
-    self, Failure, Harness, QUEUE_CHECKS, RELAY_CHECKS, STREAM_CHECKS, WAKE_CHECKS,
+    self, Failure, Harness, QUEUE_CHECKS, RELAY_CHECKS, STREAM_CHECKS, TX_CHECKS, WAKE_CHECKS,
 };
 use relaystore::redis::RedisEngine;
 use relaystore::{Result, StoreConfig};
@@ -64,6 +65,8 @@ enum Suite {
     Streams,
     /// Job queues, the outbox and schedules.
     Queues,
+    /// Transactions.
+    Tx,
 }
 
 /// Runs `suite` on the configured target called `name`.
@@ -85,6 +88,7 @@ fn checks_on(name: &str, suite: Suite) {
                     conformance::run_streams(&harness).await,
                 ),
                 Suite::Queues => (QUEUE_CHECKS.len(), conformance::run_queues(&harness).await),
+                Suite::Tx => (TX_CHECKS.len(), conformance::run_tx(&harness).await),
             }
         });
         eprintln!("{}: {count} checks, {} failed", target.name, failures.len());
@@ -122,4 +126,14 @@ fn the_queue_checks_pass_on_a_standalone_server() {
 #[test]
 fn the_queue_checks_pass_on_a_cluster() {
     checks_on("cluster", Suite::Queues);
+}
+
+#[test]
+fn the_transaction_checks_pass_on_a_standalone_server() {
+    checks_on("standalone", Suite::Tx);
+}
+
+#[test]
+fn the_transaction_checks_pass_on_a_cluster() {
+    checks_on("cluster", Suite::Tx);
 }

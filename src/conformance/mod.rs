@@ -38,6 +38,7 @@ mod listings;
 mod locks;
 mod queues;
 mod streams;
+mod tx;
 mod wakes;
 
 /// The tables of the contract's formulas (the schedule grid's catch-up
@@ -219,9 +220,18 @@ pub const QUEUE_CHECKS: &[&str] = &[
     "queues::schedule_repeated_keeps_its_grid",
 ];
 
+/// The checks of transactions, for any [`Engine`], in the order
+/// [`run_tx`] runs them.
+pub const TX_CHECKS: &[&str] = &[
+    "tx::all_or_nothing",
+    "tx::refusals_are_the_operations",
+    "tx::claims_settle_together",
+];
+
 /// The checks [`run`] adds to [`RELAY_CHECKS`] (wake channels, streams,
-/// queues, outbox, schedules), in its order: [`WAKE_CHECKS`], then
-/// [`STREAM_CHECKS`], then [`QUEUE_CHECKS`].
+/// queues, outbox, schedules, transactions), in its order:
+/// [`WAKE_CHECKS`], [`STREAM_CHECKS`], [`QUEUE_CHECKS`], then
+/// [`TX_CHECKS`].
 pub const ENGINE_CHECKS: &[&str] = &[
     "wakes::notify_and_listen",
     "wakes::channel_names",
@@ -250,6 +260,9 @@ pub const ENGINE_CHECKS: &[&str] = &[
     "queues::priorities",
     "queues::unique_jobs",
     "queues::schedule_repeated_keeps_its_grid",
+    "tx::all_or_nothing",
+    "tx::refusals_are_the_operations",
+    "tx::claims_settle_together",
 ];
 
 /// Runs one check on `$harness`, pushing its failure onto `$failures`.
@@ -377,6 +390,21 @@ where
     failures.extend(run_wakes(harness).await);
     failures.extend(run_streams(harness).await);
     failures.extend(run_queues(harness).await);
+    failures.extend(run_tx(harness).await);
+    failures
+}
+
+/// Runs the checks of transactions ([`TX_CHECKS`]) against engines from
+/// `harness`; returns the failures (empty when the engine conforms).
+pub async fn run_tx<H: Harness>(harness: &H) -> Vec<Failure>
+where
+    H::Engine: Engine,
+{
+    let mut failures = Vec::new();
+    let h = harness;
+    check!(h, failures, TX_CHECKS, tx::all_or_nothing);
+    check!(h, failures, TX_CHECKS, tx::refusals_are_the_operations);
+    check!(h, failures, TX_CHECKS, tx::claims_settle_together);
     failures
 }
 

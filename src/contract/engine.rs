@@ -776,6 +776,19 @@ pub trait Engine: StreamEngine {
         idempotency_key: Option<&str>,
     ) -> impl Future<Output = Result<JobId>> + Send;
 
+    // ----- transactions -----
+
+    /// Commits one tenant's staged changes all or none
+    /// ([`TxBatch`](crate::TxBatch), ADR 0069): each is checked as its
+    /// plain operation checks it, in staging order, and the first refusal
+    /// is the commit's error, with nothing of the batch applied and nobody
+    /// woken. Wakes (stream followers, notified listeners, waiting workers)
+    /// fire once the whole commit is visible.
+    fn commit_tx(
+        &self,
+        batch: crate::contract::tx::TxBatch,
+    ) -> impl Future<Output = Result<crate::contract::tx::TxOutcome>> + Send;
+
     /// Delivers due outbox messages through `handler`
     /// ([`Store::outbox_run_once`](crate::Store::outbox_run_once)).
     fn outbox_run_once<F, E>(

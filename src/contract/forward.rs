@@ -126,6 +126,7 @@ macro_rules! served {
             outbox_put(tenant: $crate::base::ids::TenantId, topic: &str, payload: &[u8], idempotency_key: Option<&str>) -> $crate::base::error::Result<$crate::base::ids::JobId>;
             schedule(tenant: $crate::base::ids::TenantId, name: &str, spec: &str, queue: &str, payload: &[u8]) -> $crate::base::error::Result<()>;
             unschedule(tenant: $crate::base::ids::TenantId, name: &str) -> $crate::base::error::Result<()>;
+            commit_tx(batch: $crate::contract::tx::TxBatch) -> $crate::base::error::Result<$crate::contract::tx::TxOutcome>;
         }
     };
 }

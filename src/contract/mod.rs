@@ -20,5 +20,6 @@ pub(crate) mod rules;
 pub(crate) mod runner;
 pub(crate) mod schedule;
 pub(crate) mod stream;
+pub(crate) mod tx;
 pub(crate) mod usage;
 pub(crate) mod wake;

@@ -1,6 +1,6 @@
 //! Listings on Redis: publish, get, update, unpublish, revoke, pages.
 
-use super::{quota_arg, scripts, Issued, Mode, RedisEngine};
+use super::{quota_arg, scripts, Call, Issued, Mode, RedisEngine};
 use crate::base::error::{Error, Result};
 use crate::base::ids::{LeaseId, TenantId};
 use crate::base::name::Name;
@@ -21,6 +21,26 @@ impl RedisEngine {
         attrs: &[u8],
         idempotency_key: Option<&str>,
     ) -> Result<ListingInfo> {
+        let call = self.publish_call(tenant, lease, key, attrs, idempotency_key)?;
+        let reply = self.answer_call(tenant, call).await?;
+        Ok(ListingInfo {
+            key: Name::new(key),
+            lease,
+            attrs: Arc::from(attrs),
+            version: reply.uint(1)?,
+            remaining: reply.millis(2)?,
+        })
+    }
+
+    /// [`publish`](Self::publish)'s call.
+    pub(super) fn publish_call(
+        &self,
+        tenant: TenantId,
+        lease: LeaseId,
+        key: &str,
+        attrs: &[u8],
+        idempotency_key: Option<&str>,
+    ) -> Result<Call> {
         self.check_name(key)?;
         self.check_attrs(attrs)?;
         if let Some(k) = idempotency_key {
@@ -39,16 +59,11 @@ impl RedisEngine {
             quota_arg(quota.idempotency_max),
             quota_arg(quota.listings_per_holder_max),
         ];
-        let issued = Issued::Id(lease.incarnation(), lease.seq());
-        let reply = self
-            .answer(scripts::PUBLISH, tenant, Mode::Creating, issued, args)
-            .await?;
-        Ok(ListingInfo {
-            key: Name::new(key),
-            lease,
-            attrs: Arc::from(attrs),
-            version: reply.uint(1)?,
-            remaining: reply.millis(2)?,
+        Ok(Call {
+            function: scripts::PUBLISH,
+            mode: Mode::Creating,
+            issued: Issued::Id(lease.incarnation(), lease.seq()),
+            args,
         })
     }
 
@@ -82,19 +97,25 @@ impl RedisEngine {
         expected_version: u64,
         attrs: &[u8],
     ) -> Result<u64> {
+        let call = self.update_listing_call(key, expected_version, attrs)?;
+        self.answer_call(tenant, call).await?.uint(1)
+    }
+
+    /// [`update_listing`](Self::update_listing)'s call.
+    pub(super) fn update_listing_call(
+        &self,
+        key: &str,
+        expected_version: u64,
+        attrs: &[u8],
+    ) -> Result<Call> {
         self.check_name(key)?;
         self.check_attrs(attrs)?;
-        let args = args![key, expected_version.to_string(), attrs];
-        let reply = self
-            .answer(
-                scripts::UPDATE_LISTING,
-                tenant,
-                Mode::Existing,
-                Issued::Nothing,
-                args,
-            )
-            .await?;
-        reply.uint(1)
+        Ok(Call {
+            function: scripts::UPDATE_LISTING,
+            mode: Mode::Existing,
+            issued: Issued::Nothing,
+            args: args![key, expected_version.to_string(), attrs],
+        })
     }
 
     /// Removes a listing and its pending and bound join attempts (at
@@ -121,23 +142,33 @@ impl RedisEngine {
         expected_version: Option<u64>,
         revoke: bool,
     ) -> Result<()> {
-        self.check_name(key)?;
-        let expected = expected_version.map_or_else(String::new, |v| v.to_string());
-        let args = args![key, expected, if revoke { "1" } else { "0" }];
+        let call = self.end_listing_call(key, expected_version, revoke)?;
         match self
-            .run(
-                scripts::UNPUBLISH,
-                tenant,
-                Mode::Existing,
-                Issued::Nothing,
-                args,
-            )
+            .run(call.function, tenant, call.mode, call.issued, call.args)
             .await?
         {
             Some(reply) => reply.refusal(),
             None if revoke => Ok(()),
             None => Err(Error::NotFound),
         }
+    }
+
+    /// [`unpublish`](Self::unpublish)'s call (`revoke` false) and
+    /// [`revoke_listing`](Self::revoke_listing)'s (true).
+    pub(super) fn end_listing_call(
+        &self,
+        key: &str,
+        expected_version: Option<u64>,
+        revoke: bool,
+    ) -> Result<Call> {
+        self.check_name(key)?;
+        let expected = expected_version.map_or_else(String::new, |v| v.to_string());
+        Ok(Call {
+            function: scripts::UNPUBLISH,
+            mode: Mode::Existing,
+            issued: Issued::Nothing,
+            args: args![key, expected, if revoke { "1" } else { "0" }],
+        })
     }
 
     /// One page of a tenant's visible listings in key order: `limit` keys

@@ -66,6 +66,7 @@ mod scripts;
 mod streams;
 mod sweeper;
 mod tenant;
+mod tx;
 mod usage;
 mod wakes;
 
@@ -425,6 +426,16 @@ impl Issued {
     }
 }
 
+/// One per-tenant function call as an operation prepares it: run on its
+/// own ([`RedisEngine::answer_call`]) or as one step of a transaction
+/// (`tx.rs`), with the same arguments either way.
+struct Call {
+    function: scripts::Function,
+    mode: Mode,
+    issued: Issued,
+    args: Vec<Vec<u8>>,
+}
+
 /// Whether a function may create the tenant's keys of this incarnation.
 #[derive(Copy, Clone, PartialEq, Eq)]
 enum Mode {
@@ -631,6 +642,11 @@ impl RedisEngine {
     /// [`run`](Self::run) for a call whose answer must come from the
     /// function: `NotFound` when the tenant has nothing in this
     /// incarnation, the error a refusal code stands for, else the reply.
+    async fn answer_call(&self, tenant: TenantId, call: Call) -> Result<Reply> {
+        self.answer(call.function, tenant, call.mode, call.issued, call.args)
+            .await
+    }
+
     async fn answer(
         &self,
         function: scripts::Function,

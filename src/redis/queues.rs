@@ -13,7 +13,7 @@
 //! [`OUTBOX_QUEUE`], as in memory.
 
 use super::reply::Reply;
-use super::{quota_arg, scripts, Issued, Mode, RedisEngine};
+use super::{quota_arg, scripts, Call, Issued, Mode, RedisEngine};
 use crate::base::error::{Error, Result};
 use crate::base::ids::{JobId, TenantId};
 use crate::base::name::Name;
@@ -51,7 +51,7 @@ impl RedisEngine {
         self.create_queue_named(tenant, name, &config).await
     }
 
-    async fn create_queue_named(
+    pub(super) async fn create_queue_named(
         &self,
         tenant: TenantId,
         name: &str,
@@ -156,6 +156,30 @@ impl RedisEngine {
         payloads: &[&[u8]],
         options: &JobOptions,
     ) -> Result<u64> {
+        let call = self.enqueue_call(tenant, queue, payloads, options)?;
+        let reply = self.answer_call(tenant, call).await?;
+        self.enqueued(&reply)
+    }
+
+    /// The first job's number an `enqueue` call answered.
+    pub(super) fn enqueued(&self, reply: &Reply) -> Result<u64> {
+        if reply.len() > 2 && reply.uint(2)? == 1 {
+            return Err(Error::DuplicateJob {
+                existing: JobId::new(self.incarnation(), reply.uint(1)?),
+            });
+        }
+        reply.uint(1)
+    }
+
+    /// The `enqueue` call for `payloads` on `queue` (whose name the caller
+    /// checked).
+    pub(super) fn enqueue_call(
+        &self,
+        tenant: TenantId,
+        queue: &str,
+        payloads: &[&[u8]],
+        options: &JobOptions,
+    ) -> Result<Call> {
         // `run_at` is judged by the server's clock; this host's bounds its
         // distance (`ttl_max`) only.
         let wall = std::time::SystemTime::now();
@@ -192,21 +216,12 @@ impl RedisEngine {
             unique.map_or_else(String::new, |u| unique_states(u.states)),
         ];
         args.extend(payloads.iter().map(|p| p.to_vec()));
-        let reply = self
-            .answer(
-                scripts::ENQUEUE,
-                tenant,
-                Mode::Creating,
-                Issued::Nothing,
-                args,
-            )
-            .await?;
-        if reply.len() > 2 && reply.uint(2)? == 1 {
-            return Err(Error::DuplicateJob {
-                existing: JobId::new(self.incarnation(), reply.uint(1)?),
-            });
-        }
-        reply.uint(1)
+        Ok(Call {
+            function: scripts::ENQUEUE,
+            mode: Mode::Creating,
+            issued: Issued::Nothing,
+            args,
+        })
     }
 
     /// Claims up to `max_jobs` (at most `page_len_max`) ready jobs, by
@@ -477,10 +492,14 @@ impl RedisEngine {
         job: JobId,
         claim: ClaimToken,
     ) -> Result<()> {
+        let call = self.ack_call(queue, job, claim);
+        self.answer_call(tenant, call).await.map(drop)
+    }
+
+    /// The `ack` call (on a queue whose name the caller checked).
+    pub(super) fn ack_call(&self, queue: &str, job: JobId, claim: ClaimToken) -> Call {
         let args = args![job.seq().to_string(), claim.to_bits().to_string()];
-        self.queue_call(scripts::ACK, tenant, queue, issued(job), args)
-            .await
-            .map(drop)
+        queue_of(scripts::ACK, queue, issued(job), args)
     }
 
     /// Fails a claimed job with `reason`: it retries after the queue's
@@ -506,6 +525,18 @@ impl RedisEngine {
         claim: ClaimToken,
         reason: &str,
     ) -> Result<Failed> {
+        let call = self.fail_call(queue, job, claim, reason)?;
+        failed(&self.answer_call(tenant, call).await?)
+    }
+
+    /// The `fail` call (on a queue whose name the caller checked).
+    pub(super) fn fail_call(
+        &self,
+        queue: &str,
+        job: JobId,
+        claim: ClaimToken,
+        reason: &str,
+    ) -> Result<Call> {
         self.check_name(reason)?;
         let mut draw = [0u8; 4];
         crate::base::secrets::random_bytes(&mut draw)?;
@@ -515,13 +546,7 @@ impl RedisEngine {
             reason,
             u32::from_le_bytes(draw).to_string(),
         ];
-        let reply = self
-            .queue_call(scripts::FAIL, tenant, queue, issued(job), args)
-            .await?;
-        Ok(match u64::try_from(reply.int(1)?) {
-            Ok(ms) => Failed::RetryIn(Duration::from_millis(ms)),
-            Err(_) => Failed::DeadLettered,
-        })
+        Ok(queue_of(scripts::FAIL, queue, issued(job), args))
     }
 
     /// A job as it is now (what is due settled first).
@@ -700,11 +725,29 @@ impl RedisEngine {
         issued: Issued,
         args: Vec<Vec<u8>>,
     ) -> Result<Reply> {
-        let mut argv = args![queue];
-        argv.extend(args);
-        self.answer(function, tenant, Mode::Existing, issued, argv)
+        self.answer_call(tenant, queue_of(function, queue, issued, args))
             .await
     }
+}
+
+/// A call of `function` on `queue` with `args`.
+fn queue_of(function: scripts::Function, queue: &str, issued: Issued, args: Vec<Vec<u8>>) -> Call {
+    let mut argv = args![queue];
+    argv.extend(args);
+    Call {
+        function,
+        mode: Mode::Existing,
+        issued,
+        args: argv,
+    }
+}
+
+/// How a failure went, as a `fail` call answered it.
+pub(super) fn failed(reply: &Reply) -> Result<Failed> {
+    Ok(match u64::try_from(reply.int(1)?) {
+        Ok(ms) => Failed::RetryIn(Duration::from_millis(ms)),
+        Err(_) => Failed::DeadLettered,
+    })
 }
 
 /// What a job id carries that an incarnation issued.

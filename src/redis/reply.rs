@@ -79,6 +79,15 @@ impl Reply {
         }
     }
 
+    /// The reply nested at `at` (a transaction's reply holds one per
+    /// change).
+    pub(super) fn nested(&self, at: usize) -> Result<Reply> {
+        match self.0.get(at) {
+            Some(Value::Array(values)) => Reply::new(values.clone()),
+            other => Err(malformed(&format!("element {at} is {other:?}"))),
+        }
+    }
+
     /// How many elements the reply has.
     pub(super) fn len(&self) -> usize {
         self.0.len()

@@ -8,7 +8,7 @@
 //! lost the lock fires nothing, and no fire is enqueued twice.
 
 use super::reply::Reply;
-use super::{quota_arg, scripts, Issued, Mode, RedisEngine};
+use super::{quota_arg, scripts, Call, Issued, Mode, RedisEngine};
 use crate::base::error::Result;
 use crate::base::ids::TenantId;
 use crate::contract::config::SCHEDULE_CATCH_UP_MAX;
@@ -36,6 +36,18 @@ impl RedisEngine {
         queue: &str,
         payload: &[u8],
     ) -> Result<()> {
+        let call = self.schedule_call(name, spec, queue, payload)?;
+        self.answer_call(tenant, call).await.map(drop)
+    }
+
+    /// [`schedule`](Self::schedule)'s call.
+    pub(super) fn schedule_call(
+        &self,
+        name: &str,
+        spec: &str,
+        queue: &str,
+        payload: &[u8],
+    ) -> Result<Call> {
         let interval = self.config().check_schedule(name, spec, queue, payload)?;
         let args = args![
             name,
@@ -45,30 +57,30 @@ impl RedisEngine {
             payload,
             quota_arg(self.config().schedules_per_tenant_max),
         ];
-        self.answer(
-            scripts::SCHEDULE,
-            tenant,
-            Mode::Creating,
-            Issued::Nothing,
+        Ok(Call {
+            function: scripts::SCHEDULE,
+            mode: Mode::Creating,
+            issued: Issued::Nothing,
             args,
-        )
-        .await
-        .map(drop)
+        })
     }
 
     /// Removes a schedule (removal event `Schedules`, cause `Released`).
     /// Jobs it enqueued stay.
     pub async fn unschedule(&self, tenant: TenantId, name: &str) -> Result<()> {
+        let call = self.unschedule_call(name)?;
+        self.answer_call(tenant, call).await.map(drop)
+    }
+
+    /// [`unschedule`](Self::unschedule)'s call.
+    pub(super) fn unschedule_call(&self, name: &str) -> Result<Call> {
         self.config().check_own_name(name)?;
-        self.answer(
-            scripts::UNSCHEDULE,
-            tenant,
-            Mode::Existing,
-            Issued::Nothing,
-            args![name],
-        )
-        .await
-        .map(drop)
+        Ok(Call {
+            function: scripts::UNSCHEDULE,
+            mode: Mode::Existing,
+            issued: Issued::Nothing,
+            args: args![name],
+        })
     }
 
     /// The tenant's schedules, by name.

@@ -114,6 +114,7 @@ functions! {
     RUN_SCHEDULES = "run_schedules", "run_schedules.lua", Tenant;
     PROBE = "probe", "probe.lua", Meta;
     WRITABLE = "writable", "writable.lua", Meta;
+    TX = "tx", "tx.lua", Tenant;
 }
 
 /// The library: its code and the names its functions are called by.
@@ -144,6 +145,11 @@ impl Function {
         .any(|f| f.0 == self.0)
     }
 
+    /// Its operation's name (its body's entry in the library's `OPS`).
+    pub(super) fn op(self) -> &'static str {
+        FUNCTIONS[self.0].0
+    }
+
     /// Whether it only reads (so it needs nothing outside its slot).
     pub(super) fn reads_only(self) -> bool {
         FUNCTIONS[self.0].2 == Read
@@ -156,13 +162,20 @@ pub(super) static LIBRARY: LazyLock<Library> = LazyLock::new(|| {
     let mut code = include_str!("lua/prelude.lua")
         .replace("@LAPSED@", crate::contract::names::LAPSED)
         .replace("@EVENT_LETTERS@", &super::codes::event_letters_lua());
+    // A per-tenant body is an entry of `OPS`, so that a transaction
+    // (`lua/tx.lua`) runs several in one call.
+    for (op, body, kind) in FUNCTIONS {
+        if *kind != Meta {
+            code.push_str(&format!("\nOPS['{op}'] = function()\n{body}end\n"));
+        }
+    }
     for (op, body, kind) in FUNCTIONS {
         // A per-tenant body runs inside `begin` and `finish` (the reply
         // and the removal events it caused); the others as they are.
         let wrapped = if *kind != Meta {
             format!(
                 "  local early = begin(keys, args)\n  if early then\n    return {{early}}\n  end\n  \
-                 return finish((function()\n{body}  end)())\n"
+                 return finish(OPS['{op}']())\n"
             )
         } else {
             format!("  KEYS, ARGV = keys, args\n{body}")

@@ -20,7 +20,7 @@
 //! reads its starting offset, so it misses nothing.
 
 use super::reply::Reply;
-use super::{quota_arg, scripts, Issued, Mode, RedisEngine};
+use super::{quota_arg, scripts, Call, Issued, Mode, RedisEngine};
 use crate::base::error::{Error, Result};
 use crate::base::ids::TenantId;
 use crate::base::time::duration_to_millis_ceil;
@@ -90,6 +90,27 @@ impl RedisEngine {
         payload: &[u8],
         idempotency_key: Option<&str>,
     ) -> Result<u64> {
+        let call = self.append_call(tenant, name, payload, idempotency_key)?;
+        let reply = self.answer_call(tenant, call).await?;
+        self.appended(tenant, name);
+        reply.uint(1)
+    }
+
+    /// What follows an append on this handle: its followers here wake
+    /// (the function woke the other instances').
+    pub(super) fn appended(&self, tenant: TenantId, name: &str) {
+        // Refused only once this handle has stopped; the entry is in.
+        let _ = self.inner.wakes.notify(&(tenant, wake_channel(name)));
+    }
+
+    /// [`append`](Self::append)'s call.
+    pub(super) fn append_call(
+        &self,
+        tenant: TenantId,
+        name: &str,
+        payload: &[u8],
+        idempotency_key: Option<&str>,
+    ) -> Result<Call> {
         self.inner.stream_limits.check_payload(payload.len())?;
         if let Some(k) = idempotency_key {
             self.check_name(k)?;
@@ -112,12 +133,12 @@ impl RedisEngine {
         } else {
             Mode::Existing
         };
-        let reply = self
-            .answer(scripts::APPEND, tenant, mode, Issued::Nothing, args)
-            .await?;
-        // Refused only once this handle has stopped; the entry is in.
-        let _ = self.inner.wakes.notify(&(tenant, channel));
-        reply.uint(1)
+        Ok(Call {
+            function: scripts::APPEND,
+            mode,
+            issued: Issued::Nothing,
+            args,
+        })
     }
 
     /// Up to `max` entries (at most `page_len_max`) from offset `from` on.
@@ -150,10 +171,13 @@ impl RedisEngine {
 
     /// Drops every entry below `before`; returns the first offset held.
     pub async fn trim_stream(&self, tenant: TenantId, name: &str, before: u64) -> Result<u64> {
-        let args = args![before.to_string()];
-        self.stream_call(scripts::TRIM_STREAM, tenant, name, args)
-            .await?
-            .uint(1)
+        let call = self.trim_stream_call(name, before)?;
+        self.answer_call(tenant, call).await?.uint(1)
+    }
+
+    /// [`trim_stream`](Self::trim_stream)'s call.
+    pub(super) fn trim_stream_call(&self, name: &str, before: u64) -> Result<Call> {
+        self.stream_of(scripts::TRIM_STREAM, name, args![before.to_string()])
     }
 
     /// Records that `consumer` has processed everything below `offset`;
@@ -167,15 +191,19 @@ impl RedisEngine {
         consumer: &str,
         offset: u64,
     ) -> Result<()> {
+        let call = self.commit_call(name, consumer, offset)?;
+        self.answer_call(tenant, call).await.map(drop)
+    }
+
+    /// [`commit`](Self::commit)'s call.
+    pub(super) fn commit_call(&self, name: &str, consumer: &str, offset: u64) -> Result<Call> {
         self.check_name(consumer)?;
         let args = args![
             consumer,
             offset.to_string(),
             self.inner.stream_limits.consumers_max.to_string(),
         ];
-        self.stream_call(scripts::COMMIT, tenant, name, args)
-            .await
-            .map(drop)
+        self.stream_of(scripts::COMMIT, name, args)
     }
 
     /// What the stream holds: first and next offsets, entries, payload
@@ -254,11 +282,26 @@ impl RedisEngine {
         name: &str,
         args: Vec<Vec<u8>>,
     ) -> Result<Reply> {
+        let call = self.stream_of(function, name, args)?;
+        self.answer_call(tenant, call).await
+    }
+
+    /// A call of `function` on the stream `name` with `args`.
+    fn stream_of(
+        &self,
+        function: scripts::Function,
+        name: &str,
+        args: Vec<Vec<u8>>,
+    ) -> Result<Call> {
         self.config().check_own_name(name)?;
         let mut argv = args![name];
         argv.extend(args);
-        self.answer(function, tenant, Mode::Existing, Issued::Nothing, argv)
-            .await
+        Ok(Call {
+            function,
+            mode: Mode::Existing,
+            issued: Issued::Nothing,
+            args: argv,
+        })
     }
 }
 

@@ -53,6 +53,7 @@ mod schedules;
 mod streams;
 mod tenant;
 mod tx;
+mod tx_batch;
 mod usage;
 mod visible;
 mod wakes;

@@ -52,10 +52,8 @@ use crate::contract::stream::{StreamEntry, StreamRead};
 use crate::coord::queue::Staged;
 use smol_str::SmolStr;
 
-/// Most operations one transaction stages. Staging one more is refused
-/// with `InvalidArgument`; the overlay (payloads included) is bounded by
-/// it and by the per-operation size limits.
-pub const TX_OPS_MAX: usize = 64;
+pub use crate::contract::tx::TX_OPS_MAX;
+use crate::contract::tx::{check_stage, TxTarget as Target};
 
 /// A transaction: changes staged against a store, applied all at once by
 /// [`commit`](Self::commit). From [`Store::begin_tx`].
@@ -186,14 +184,6 @@ enum Op {
     },
 }
 
-/// What a staged change writes that a transaction may write only once.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Target<'a> {
-    Listing(TenantId, &'a str),
-    Job(TenantId, &'a str, u64),
-    Schedule(TenantId, &'a str),
-}
-
 impl Op {
     fn target(&self) -> Option<Target<'_>> {
         match self {
@@ -274,12 +264,7 @@ impl Transaction {
     /// Refuses a staging past [`TX_OPS_MAX`] (before it takes an offset
     /// or an id).
     fn room(&self) -> Result<()> {
-        if self.ops.len() >= TX_OPS_MAX {
-            return Err(Error::InvalidArgument {
-                reason: "a transaction stages at most TX_OPS_MAX operations",
-            });
-        }
-        Ok(())
+        check_stage(self.ops.len(), std::iter::empty(), None)
     }
 
     fn stage(&mut self, op: Op) -> Result<()> {
@@ -297,12 +282,8 @@ impl Transaction {
     /// Refuses a second write of `target` (a listing, a claimed job, a
     /// schedule) in this transaction.
     fn once(&self, target: Target<'_>) -> Result<()> {
-        if self.ops.iter().any(|op| op.target() == Some(target)) {
-            return Err(Error::InvalidArgument {
-                reason: "a transaction writes a listing, a claimed job or a schedule at most once",
-            });
-        }
-        Ok(())
+        let staged = self.ops.iter().filter_map(Op::target);
+        check_stage(0, staged, Some(target))
     }
 
     /// Stages [`Store::publish`]: visible at the commit, which answers

@@ -10,9 +10,9 @@ local gp, go, gi = group_keys(name, group)
 local acked = 0
 for i = 5, #ARGV do
   local m = group_member(tonumber(ARGV[i]))
-  if redis.call('HDEL', gp, m) == 1 then
-    redis.call('ZREM', go, m)
-    redis.call('ZREM', gi, m)
+  if call('HDEL', gp, m) == 1 then
+    call('ZREM', go, m)
+    call('ZREM', gi, m)
     acked = acked + 1
   end
 end

@@ -49,10 +49,10 @@ if s[4] ~= 'r' then
 end
 local times = K .. 'st:' .. name
 -- Append times never fall, so the age search can bisect.
-local last = tonumber(redis.call('LINDEX', times, -1) or '0')
-redis.call('RPUSH', entries, payload)
-redis.call('RPUSH', times, num(math.max(NOW, last)))
-redis.call('HSET', K .. 's:' .. name, 'n', num(n + 1), 'b', num(b + #payload))
+local last = tonumber(call('LINDEX', times, -1) or '0')
+call('RPUSH', entries, payload)
+call('RPUSH', times, num(math.max(NOW, last)))
+call('HSET', K .. 's:' .. name, 'n', num(n + 1), 'b', num(b + #payload))
 publish_wake(ARGV[5])
 remember(ikey, fingerprint, tonumber(ARGV[7]), {'o', num(n)})
 return {OK, n}

@@ -37,11 +37,11 @@ if not room then
 end
 local seq = next_fence()
 local a = R .. 'a:' .. num(seq)
-redis.call('HSET', a, 'k', key, 'pv', p[4], 'c', client, 'h', redis.sha1hex(ARGV[6]),
+call('HSET', a, 'k', key, 'pv', p[4], 'c', client, 'h', redis.sha1hex(ARGV[6]),
   'd', num(d), 'f', num(forget), 'st', 'p', 'v', num(seq), 'rv', room.a[1])
-redis.call('PEXPIREAT', a, num(forget + tonumber(ARGV[11])))
-redis.call('SADD', pending, num(seq))
+call('PEXPIREAT', a, num(forget + tonumber(ARGV[11])))
+call('SADD', pending, num(seq))
 index_at(ATTEMPTS, d, num(seq))
-redis.call('ZADD', REPLAY, num(forget), num(seq))
+call('ZADD', REPLAY, num(forget), num(seq))
 remember(ikey, fingerprint, tonumber(ARGV[13]), {'s', num(seq), 'x', ARGV[6], 'd', num(d)})
 return {OK, seq, ARGV[6], d, NOW}

@@ -13,5 +13,5 @@ if a[3] == 'b' then
   return {CONFLICT, tonumber(a[5])}
 end
 local v = tonumber(a[5]) + 1
-redis.call('HSET', R .. 'a:' .. seq, 'st', 'b', 'ad', addr, 'v', num(v))
+call('HSET', R .. 'a:' .. seq, 'st', 'b', 'ad', addr, 'v', num(v))
 return {OK, v}

@@ -3,7 +3,7 @@
 -- A removal, so it runs on a server at maxmemory. Reply: {OK} or
 -- {NOT_FOUND}.
 local name, seq = ARGV[3], ARGV[4]
-if not queue_now(name) or redis.call('HEXISTS', qk('qp', name), seq) == 0 then
+if not queue_now(name) or call('HEXISTS', qk('qp', name), seq) == 0 then
   return {NOT_FOUND}
 end
 remove_job(name, seq)

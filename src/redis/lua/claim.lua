@@ -14,17 +14,17 @@ if ARGV[5] ~= '' then
 end
 local lapses = NOW + vis
 local out = {OK, vis, 0}
-for _, seq in ipairs(redis.call('ZRANGE', qk('qr', name), 0, tonumber(ARGV[6]) - 1)) do
-  redis.call('ZREM', qk('qr', name), seq)
-  redis.call('ZADD', qk('qc', name), num(lapses), seq)
+for _, seq in ipairs(call('ZRANGE', qk('qr', name), 0, tonumber(ARGV[6]) - 1)) do
+  call('ZREM', qk('qr', name), seq)
+  call('ZADD', qk('qc', name), num(lapses), seq)
   local token = num(next_fence())
-  redis.call('HSET', qk('qt', name), seq, token)
-  redis.call('HSET', qk('qw', name), seq, worker)
-  local attempt = redis.call('HINCRBY', qk('qa', name), seq, 1)
+  call('HSET', qk('qt', name), seq, token)
+  call('HSET', qk('qw', name), seq, worker)
+  local attempt = call('HINCRBY', qk('qa', name), seq, 1)
   out[#out + 1] = tonumber(seq)
   out[#out + 1] = tonumber(token)
   out[#out + 1] = attempt
-  out[#out + 1] = redis.call('HGET', qk('qp', name), seq)
+  out[#out + 1] = call('HGET', qk('qp', name), seq)
 end
 out[3] = queue_next(name)
 return out

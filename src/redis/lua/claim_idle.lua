@@ -15,26 +15,26 @@ local gp, go, gi = group_keys(name, group)
 local n = tonumber(s[6])
 local len = drop_aged(name, s)
 local first = n - len
-local due = redis.call('ZRANGEBYSCORE', gi, '-inf', NOW - tonumber(ARGV[6]), 'LIMIT', 0,
+local due = call('ZRANGEBYSCORE', gi, '-inf', NOW - tonumber(ARGV[6]), 'LIMIT', 0,
   tonumber(ARGV[7]))
 local delivered, dead, trimmed = {}, {}, {}
 for _, m in ipairs(due) do
   local offset = tonumber(m)
-  redis.call('ZREM', gi, m)
+  call('ZREM', gi, m)
   if offset < first then
-    redis.call('HDEL', gp, m)
-    redis.call('ZREM', go, m)
+    call('HDEL', gp, m)
+    call('ZREM', go, m)
     trimmed[#trimmed + 1] = offset
   else
     local d, at, _, who = pending_entry(gp, m)
     if d >= dm then
-      redis.call('HSET', gp, m, pending_record(d, at, 1, who))
+      call('HSET', gp, m, pending_record(d, at, 1, who))
       dead[#dead + 1] = offset
     else
       d = d + 1
-      redis.call('HSET', gp, m, pending_record(d, NOW, 0, member))
-      redis.call('ZADD', gi, NOW, m)
-      local payload = redis.call('LINDEX', K .. 'sp:' .. name, offset - first)
+      call('HSET', gp, m, pending_record(d, NOW, 0, member))
+      call('ZADD', gi, NOW, m)
+      local payload = call('LINDEX', K .. 'sp:' .. name, offset - first)
       delivered[#delivered + 1] = {offset, d, payload}
     end
   end

@@ -12,17 +12,17 @@ if offset > tonumber(s[6]) then
   return {INVALID, 2}
 end
 local consumers = K .. 'sc:' .. name
-local committed = redis.call('HGET', consumers, consumer)
+local committed = call('HGET', consumers, consumer)
 if committed then
   if offset < tonumber(committed) then
     return {CONFLICT, tonumber(committed)}
   end
 else
-  local held = redis.call('HLEN', consumers) + redis.call('HLEN', K .. 'sg:' .. name)
+  local held = call('HLEN', consumers) + call('HLEN', K .. 'sg:' .. name)
   local cap = tonumber(ARGV[6])
   if held >= cap then
     return {CAPACITY, S_CONSUMERS, cap, held}
   end
 end
-redis.call('HSET', consumers, consumer, num(offset))
+call('HSET', consumers, consumer, num(offset))
 return {OK}

@@ -22,8 +22,8 @@ local refused = key_room(ikey, tonumber(ARGV[6]), tonumber(ARGV[7]))
 if refused then
   return refused
 end
-redis.call('HSET', R .. 'a:' .. seq, 'st', 'c', 'v', num(tonumber(a[5]) + 1))
-redis.call('SREM', R .. 'pa:' .. a[1], seq)
+call('HSET', R .. 'a:' .. seq, 'st', 'c', 'v', num(tonumber(a[5]) + 1))
+call('SREM', R .. 'pa:' .. a[1], seq)
 leave_index(ATTEMPTS, seq, E_ATTEMPT, CONSUMED_)
 remember(ikey, fingerprint, tonumber(ARGV[6]), {'c', a[2], 'k', a[1], 'ad', a[4]})
 return {OK, a[2], a[1], a[4]}

@@ -11,14 +11,14 @@ if not s then
   return {NOT_FOUND}
 end
 local groups = K .. 'sg:' .. name
-local held = redis.call('HGET', groups, group)
+local held = call('HGET', groups, group)
 if held then
   if held == settings then
     return {OK}
   end
   return {EXISTS}
 end
-local readers = redis.call('HLEN', K .. 'sc:' .. name) + redis.call('HLEN', groups)
+local readers = call('HLEN', K .. 'sc:' .. name) + call('HLEN', groups)
 local cap = tonumber(ARGV[7])
 if readers >= cap then
   return {CAPACITY, S_CONSUMERS, cap, readers}
@@ -36,6 +36,6 @@ else
     return {INVALID, 3}
   end
 end
-redis.call('HSET', groups, group, settings)
-redis.call('HSET', K .. 'sgn:' .. name, group, num(next))
+call('HSET', groups, group, settings)
+call('HSET', K .. 'sgn:' .. name, group, num(next))
 return {OK}

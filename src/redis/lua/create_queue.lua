@@ -8,7 +8,7 @@
 local name = ARGV[3]
 local settings = table.concat({unpack(ARGV, 4, 11)}, '/')
 local qkey = K .. 'q:' .. name
-local held = redis.call('HGET', qkey, 'c')
+local held = call('HGET', qkey, 'c')
 if held then
   if held == settings then
     return {OK}
@@ -23,7 +23,7 @@ local room, answer = rooms({{'q', ARGV[4] .. '/' .. ARGV[5], qkey}})
 if not room then
   return answer
 end
-redis.call('HSET', qkey, 'c', settings, 'jm', ARGV[4], 'bm', ARGV[5], 'dm', ARGV[6],
+call('HSET', qkey, 'c', settings, 'jm', ARGV[4], 'bm', ARGV[5], 'dm', ARGV[6],
   'vis', ARGV[7], 'am', ARGV[8], 'bb', ARGV[9], 'bx', ARGV[10], 'nb', '0', 'rv', room.q[1])
-redis.call('ZADD', QUEUES, '+inf', name)
+call('ZADD', QUEUES, '+inf', name)
 return {OK}

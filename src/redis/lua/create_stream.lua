@@ -9,7 +9,7 @@ local name, lease = ARGV[3], ARGV[8]
 local settings = table.concat({ARGV[4], ARGV[5], ARGV[6], ARGV[7], lease}, '/')
 reap(REAP_MAX)
 local sk = K .. 's:' .. name
-local cur = redis.call('HMGET', sk, 'c', 'l')
+local cur = call('HMGET', sk, 'c', 'l')
 if cur[1] then
   if cur[2] ~= '' and lease_state(cur[2]) ~= OK then
     -- Its lease is gone: the stream goes with it, and the name is free.
@@ -38,10 +38,10 @@ local room, answer = rooms({{'s', ARGV[5] .. '/' .. ARGV[4], sk}})
 if not room then
   return answer
 end
-redis.call('HSET', sk, 'c', settings, 'em', ARGV[4], 'bm', ARGV[5], 'ag', ARGV[6],
+call('HSET', sk, 'c', settings, 'em', ARGV[4], 'bm', ARGV[5], 'ag', ARGV[6],
   'wf', ARGV[7], 'l', lease, 'n', '0', 'b', '0', 'rv', room.s[1])
-redis.call('ZADD', STREAMS, '+inf', name)
+call('ZADD', STREAMS, '+inf', name)
 if lease ~= '' then
-  redis.call('SADD', R .. 'ls:' .. lease, name)
+  call('SADD', R .. 'ls:' .. lease, name)
 end
 return {OK, 1}

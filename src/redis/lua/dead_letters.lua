@@ -6,11 +6,11 @@ if not queue_now(name) then
   return {NOT_FOUND}
 end
 local out = {OK}
-local dead = redis.call('ZRANGEBYSCORE', qk('qx', name), ARGV[4], '+inf', 'LIMIT', 0, ARGV[5])
+local dead = call('ZRANGEBYSCORE', qk('qx', name), ARGV[4], '+inf', 'LIMIT', 0, ARGV[5])
 for _, seq in ipairs(dead) do
   out[#out + 1] = tonumber(seq)
-  out[#out + 1] = tonumber(redis.call('HGET', qk('qa', name), seq))
-  out[#out + 1] = redis.call('HGET', qk('qy', name), seq)
-  out[#out + 1] = redis.call('HGET', qk('qp', name), seq)
+  out[#out + 1] = tonumber(call('HGET', qk('qa', name), seq))
+  out[#out + 1] = call('HGET', qk('qy', name), seq)
+  out[#out + 1] = call('HGET', qk('qp', name), seq)
 end
 return out

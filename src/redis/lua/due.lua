@@ -9,24 +9,24 @@
 --     lowered it meanwhile (then the lower of the two stays). Reply: 1.
 local op = ARGV[1]
 if op == 'lower' then
-  redis.call('ZADD', KEYS[1], 'LT', ARGV[3], ARGV[2])
+  call('ZADD', KEYS[1], 'LT', ARGV[3], ARGV[2])
   return 1
 elseif op == 'take' then
-  local clock = redis.call('TIME')
+  local clock = call('TIME')
   local now = math.floor((tonumber(clock[1]) * 1000000 + tonumber(clock[2])) / 1000)
-  return redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', string.format('%.0f', now),
+  return call('ZRANGEBYSCORE', KEYS[1], '-inf', string.format('%.0f', now),
     'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[2]))
 elseif op == 'swept' then
   local tenant, taken, next_due = ARGV[2], ARGV[3], tonumber(ARGV[4])
-  local current = redis.call('ZSCORE', KEYS[1], tenant)
+  local current = call('ZSCORE', KEYS[1], tenant)
   if current and tonumber(current) ~= tonumber(taken) then
     if next_due >= 0 and next_due < tonumber(current) then
-      redis.call('ZADD', KEYS[1], ARGV[4], tenant)
+      call('ZADD', KEYS[1], ARGV[4], tenant)
     end
   elseif next_due < 0 then
-    redis.call('ZREM', KEYS[1], tenant)
+    call('ZREM', KEYS[1], tenant)
   else
-    redis.call('ZADD', KEYS[1], ARGV[4], tenant)
+    call('ZADD', KEYS[1], ARGV[4], tenant)
   end
   return 1
 end

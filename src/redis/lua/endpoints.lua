@@ -6,7 +6,7 @@ if state ~= OK then
   return {state}
 end
 local out = {OK}
-local seen = redis.call('ZREVRANGE', R .. 'le:' .. seq, 0, -1, 'WITHSCORES')
+local seen = call('ZREVRANGE', R .. 'le:' .. seq, 0, -1, 'WITHSCORES')
 for i = 1, #seen, 2 do
   table.insert(out, seen[i])
   table.insert(out, NOW - tonumber(seen[i + 1]))

@@ -71,8 +71,8 @@ end
 local first = enqueue_admitted(name, q, bytes, payloads, due, attempts, priority, ARGV[6])
 if ukey ~= '' then
   local ends = num(NOW + tonumber(ARGV[13]))
-  redis.call('HSET', qk('qu', name), ukey, first .. ':' .. ends .. ':' .. ARGV[14])
-  redis.call('HSET', qk('qk', name), first, ukey)
+  call('HSET', qk('qu', name), ukey, first .. ':' .. ends .. ':' .. ARGV[14])
+  call('HSET', qk('qk', name), first, ukey)
 end
 remember(ikey, fingerprint, tonumber(ARGV[8]), {'j', first})
 return {OK, tonumber(first)}

@@ -11,5 +11,5 @@ local vis = q[4]
 if ARGV[6] ~= '' then
   vis = tonumber(ARGV[6])
 end
-redis.call('ZADD', qk('qc', name), num(NOW + vis), seq)
+call('ZADD', qk('qc', name), num(NOW + vis), seq)
 return {OK, vis}

@@ -10,12 +10,12 @@ if not q then
   return refused
 end
 unclaim(name, seq)
-local attempt = tonumber(redis.call('HGET', qk('qa', name), seq))
-if attempt >= tonumber(redis.call('HGET', qk('qm', name), seq)) then
-  redis.call('ZADD', qk('qx', name), seq, seq)
-  redis.call('HSET', qk('qy', name), seq, ARGV[6])
+local attempt = tonumber(call('HGET', qk('qa', name), seq))
+if attempt >= tonumber(call('HGET', qk('qm', name), seq)) then
+  call('ZADD', qk('qx', name), seq, seq)
+  call('HSET', qk('qy', name), seq, ARGV[6])
   return {OK, -1}
 end
 local delay = backoff_delay(q[6], q[7], attempt, tonumber(ARGV[7]))
-redis.call('ZADD', qk('qd', name), num(NOW + delay), seq)
+call('ZADD', qk('qd', name), num(NOW + delay), seq)
 return {OK, delay}

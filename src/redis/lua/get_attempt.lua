@@ -5,7 +5,7 @@
 local seq = ARGV[3]
 local code, a = attempt(seq, nil)
 if code == REPLAYED then
-  local c = redis.call('HMGET', R .. 'a:' .. seq, 'k', 'c', 'ad', 'v', 'f')
+  local c = call('HMGET', R .. 'a:' .. seq, 'k', 'c', 'ad', 'v', 'f')
   return {OK, c[1], c[2], 'c', c[3], tonumber(c[4]), tonumber(c[5]) - NOW}
 end
 if code ~= OK then

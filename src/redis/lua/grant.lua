@@ -30,13 +30,13 @@ if not room then
 end
 local f = next_fence()
 local k = R .. 'l:' .. num(f)
-redis.call('HSET', k, 'h', holder, 'v', num(f), 'd', num(d), 'z', room.l[2], 'rv', room.l[1])
-redis.call('PEXPIREAT', k, num(d + keep))
+call('HSET', k, 'h', holder, 'v', num(f), 'd', num(d), 'z', room.l[2], 'rv', room.l[1])
+call('PEXPIREAT', k, num(d + keep))
 if per_holder >= 0 then
-  redis.call('HSET', k, 'hq', holder)
-  redis.call('SADD', holder_set, num(f))
+  call('HSET', k, 'hq', holder)
+  call('SADD', holder_set, num(f))
 end
 index_at(LEASES, d, num(f))
-redis.call('ZADD', LEASE_IDS, 0, lease_member(f))
+call('ZADD', LEASE_IDS, 0, lease_member(f))
 remember(ikey, fingerprint, tonumber(ARGV[8]), {'f', num(f), 'v', num(f), 'd', num(d)})
 return {OK, f, f, d, NOW}

@@ -6,6 +6,6 @@ local s, settings = visible_group(name, group)
 if not s then
   return {NOT_FOUND}
 end
-return {OK, tonumber(redis.call('HGET', K .. 'sgn:' .. name, group)),
-  redis.call('HLEN', group_key('gp', name, group)), redis.call('ZCARD', group_key('gi', name, group)),
+return {OK, tonumber(call('HGET', K .. 'sgn:' .. name, group)),
+  call('HLEN', group_key('gp', name, group)), call('ZCARD', group_key('gi', name, group)),
   settings}

@@ -29,11 +29,11 @@ if m then
     return {ROOM}
   end
   local v = tonumber(m[3]) + 1
-  redis.call('HSET', mk, 'v', num(v), 'd', num(d), 'z', z)
+  call('HSET', mk, 'v', num(v), 'd', num(d), 'z', z)
   if ARGV[5] == '1' then
-    redis.call('HSET', mk, 'a', ARGV[6])
+    call('HSET', mk, 'a', ARGV[6])
   end
-  redis.call('PEXPIREAT', mk, num(d + keep))
+  call('PEXPIREAT', mk, num(d + keep))
   index_at(MEMBERS, d, member, tonumber(m[4]))
   return {OK, v, ttl}
 end
@@ -41,8 +41,8 @@ end
 if ARGV[11] == '1' then
   return {DRAINING}
 end
-if redis.call('EXISTS', mk) == 1 then
-  local lapsed = tonumber(redis.call('HGET', mk, 'd') or '0') <= NOW
+if call('EXISTS', mk) == 1 then
+  local lapsed = tonumber(call('HGET', mk, 'd') or '0') <= NOW
   drop_member(member, lapsed and EXPIRED_ or CASCADED_)
 end
 reap(REAP_MAX)
@@ -66,12 +66,12 @@ local attrs = ''
 if ARGV[5] == '1' then
   attrs = ARGV[6]
 end
-redis.call('HSET', mk, 'a', attrs, 'l', lease, 'v', num(v), 'd', num(d), 'z', room.m[2],
+call('HSET', mk, 'a', attrs, 'l', lease, 'v', num(v), 'd', num(d), 'z', room.m[2],
   'rv', room.m[1])
-redis.call('PEXPIREAT', mk, num(d + keep))
+call('PEXPIREAT', mk, num(d + keep))
 index_at(MEMBERS, d, member)
-redis.call('ZADD', MEMBER_KEYS, 0, member)
+call('ZADD', MEMBER_KEYS, 0, member)
 if lease ~= '' then
-  redis.call('SADD', under, member)
+  call('SADD', under, member)
 end
 return {OK, v, ttl}

@@ -6,23 +6,23 @@ local name, seq = ARGV[3], ARGV[4]
 if not queue_now(name) then
   return {NOT_FOUND}
 end
-local payload = redis.call('HGET', qk('qp', name), seq)
+local payload = call('HGET', qk('qp', name), seq)
 if not payload then
   return {NOT_FOUND}
 end
 local state, left, text = 'r', 0, ''
-local score = redis.call('ZSCORE', qk('qd', name), seq)
+local score = call('ZSCORE', qk('qd', name), seq)
 if score then
   state, left = 'd', tonumber(score) - NOW
 else
-  score = redis.call('ZSCORE', qk('qc', name), seq)
+  score = call('ZSCORE', qk('qc', name), seq)
   if score then
     state, left = 'c', tonumber(score) - NOW
-    text = redis.call('HGET', qk('qw', name), seq)
-  elseif redis.call('ZSCORE', qk('qx', name), seq) then
-    state, text = 'x', redis.call('HGET', qk('qy', name), seq)
+    text = call('HGET', qk('qw', name), seq)
+  elseif call('ZSCORE', qk('qx', name), seq) then
+    state, text = 'x', call('HGET', qk('qy', name), seq)
   end
 end
-return {OK, state, left, text, tonumber(redis.call('HGET', qk('qa', name), seq)),
-  tonumber(redis.call('HGET', qk('qm', name), seq)), payload,
-  tonumber(redis.call('HGET', qk('qn', name), seq) or '0')}
+return {OK, state, left, text, tonumber(call('HGET', qk('qa', name), seq)),
+  tonumber(call('HGET', qk('qm', name), seq)), payload,
+  tonumber(call('HGET', qk('qn', name), seq) or '0')}

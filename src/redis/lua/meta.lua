@@ -9,21 +9,21 @@
 -- a tenant: `known` says whether it is registered; with ARGV[3] "1" it is
 -- registered too (its record is about to be made). A tenant registered
 -- whose record is missing lost it with its slot (`begin` in the prelude).
-local seen = redis.call('HMGET', KEYS[1], 'i', 'b')
+local seen = call('HMGET', KEYS[1], 'i', 'b')
 local register = KEYS[1] .. ':t'
 if not seen[1] then
-  local clock = redis.call('TIME')
+  local clock = call('TIME')
   local born = string.format('%.0f', tonumber(clock[1]) * 1000000 + tonumber(clock[2]))
-  redis.call('DEL', register)
-  redis.call('HSET', KEYS[1], 'i', ARGV[1], 'b', born)
+  call('DEL', register)
+  call('HSET', KEYS[1], 'i', ARGV[1], 'b', born)
   seen = {ARGV[1], born}
 end
 local known = 0
 if ARGV[2] then
   if ARGV[3] == '1' then
-    known = 1 - redis.call('SADD', register, ARGV[2])
+    known = 1 - call('SADD', register, ARGV[2])
   else
-    known = redis.call('SISMEMBER', register, ARGV[2])
+    known = call('SISMEMBER', register, ARGV[2])
   end
 end
 return {seen[1], seen[2], known}

@@ -7,9 +7,9 @@ if state ~= OK then
   return {state}
 end
 local seen = R .. 'le:' .. seq
-redis.call('ZADD', seen, num(NOW), ARGV[4])
-local over = redis.call('ZCARD', seen) - tonumber(ARGV[5])
+call('ZADD', seen, num(NOW), ARGV[4])
+local over = call('ZCARD', seen) - tonumber(ARGV[5])
 if over > 0 then
-  redis.call('ZPOPMIN', seen, over)
+  call('ZPOPMIN', seen, over)
 end
 return {OK}

@@ -8,7 +8,7 @@ if not s then
 end
 local gp = group_key('gp', name, group)
 local out = {OK}
-local listed = redis.call('ZRANGEBYSCORE', group_key('go', name, group), ARGV[5], '+inf',
+local listed = call('ZRANGEBYSCORE', group_key('go', name, group), ARGV[5], '+inf',
   'LIMIT', 0, tonumber(ARGV[6]))
 for _, m in ipairs(listed) do
   local d, at, dead, who = pending_entry(gp, m)

@@ -57,6 +57,196 @@ local LIMITS, ROOM_KEY, GRANTS, EXTENDED, NEEDS, FREED
 -- nil: the root its cascaded removals announce.
 local ROOT
 
+-- Transactions (`tx.lua`, ADR 0069). While JOURNAL is a table, every write
+-- a function makes through `call` first records the commands that undo it
+-- (applied newest first by `undo_journal`), and a PUBLISH waits in
+-- DEFERRED until the transaction commits. Every function writes through
+-- `call`, never `redis.call`, so that a transaction can take back what
+-- the operations before a refused one wrote. Outside a transaction `call`
+-- is `redis.call` with one test.
+local JOURNAL, DEFERRED
+-- Per write command: records what undoes it, given its key and its other
+-- arguments (the command has not run yet). What a function may call
+-- inside a transaction without an undo: READS.
+local UNDO, READS
+do
+local function undo(...)
+  JOURNAL[#JOURNAL + 1] = {...}
+end
+
+-- Before a write that may empty `key` (Redis then drops the key and its
+-- expiry): restores its expiry after the elements come back.
+local function keep_expiry(key)
+  local at = redis.call('PEXPIRETIME', key)
+  if at > 0 then
+    undo('PEXPIREAT', key, at)
+  end
+end
+
+-- A whole key as it is now, restored as it was (or kept absent).
+local function keep_key(key)
+  local dump = redis.call('DUMP', key)
+  if dump then
+    local at = redis.call('PEXPIRETIME', key)
+    if at > 0 then
+      undo('RESTORE', key, at, dump, 'REPLACE', 'ABSTTL')
+    else
+      undo('RESTORE', key, 0, dump, 'REPLACE')
+    end
+  else
+    undo('DEL', key)
+  end
+end
+
+-- Sorted-set members with their scores, as ZADD arguments undoing their
+-- removal.
+local function readd(key, with_scores)
+  for i = 1, #with_scores, 2 do
+    undo('ZADD', key, with_scores[i + 1], with_scores[i])
+  end
+end
+
+local ZADD_FLAGS = {NX = true, XX = true, GT = true, LT = true, CH = true}
+
+UNDO = {
+  HSET = function(key, a)
+    for i = 1, #a, 2 do
+      local old = redis.call('HGET', key, a[i])
+      if old then
+        undo('HSET', key, a[i], old)
+      else
+        undo('HDEL', key, a[i])
+      end
+    end
+  end,
+  HDEL = function(key, a)
+    keep_expiry(key)
+    for _, field in ipairs(a) do
+      local old = redis.call('HGET', key, field)
+      if old then
+        undo('HSET', key, field, old)
+      end
+    end
+  end,
+  ZADD = function(key, a)
+    local i = 1
+    while ZADD_FLAGS[a[i]] do
+      i = i + 1
+    end
+    for j = i, #a, 2 do
+      local old = redis.call('ZSCORE', key, a[j + 1])
+      if old then
+        undo('ZADD', key, old, a[j + 1])
+      else
+        undo('ZREM', key, a[j + 1])
+      end
+    end
+  end,
+  ZREM = function(key, a)
+    keep_expiry(key)
+    for _, member in ipairs(a) do
+      local old = redis.call('ZSCORE', key, member)
+      if old then
+        undo('ZADD', key, old, member)
+      end
+    end
+  end,
+  ZREMRANGEBYSCORE = function(key, a)
+    keep_expiry(key)
+    readd(key, redis.call('ZRANGEBYSCORE', key, a[1], a[2], 'WITHSCORES'))
+  end,
+  ZPOPMIN = function(key, a)
+    keep_expiry(key)
+    readd(key, redis.call('ZRANGE', key, 0, tonumber(a[1] or 1) - 1, 'WITHSCORES'))
+  end,
+  SADD = function(key, a)
+    for _, member in ipairs(a) do
+      if redis.call('SISMEMBER', key, member) == 0 then
+        undo('SREM', key, member)
+      end
+    end
+  end,
+  SREM = function(key, a)
+    keep_expiry(key)
+    for _, member in ipairs(a) do
+      if redis.call('SISMEMBER', key, member) == 1 then
+        undo('SADD', key, member)
+      end
+    end
+  end,
+  RPUSH = function(key, a)
+    undo('RPOP', key, #a)
+  end,
+  LPOP = function(key, a)
+    keep_expiry(key)
+    local popped = redis.call('LRANGE', key, 0, tonumber(a[1] or 1) - 1)
+    if #popped > 0 then
+      local back = {'LPUSH', key}
+      for i = #popped, 1, -1 do
+        back[#back + 1] = popped[i]
+      end
+      JOURNAL[#JOURNAL + 1] = back
+    end
+  end,
+  PEXPIREAT = function(key)
+    local at = redis.call('PEXPIRETIME', key)
+    if at == -1 then
+      undo('PERSIST', key)
+    elseif at > 0 then
+      undo('PEXPIREAT', key, at)
+    end
+  end,
+  SET = keep_key,
+  INCRBY = keep_key,
+  LTRIM = keep_key,
+  DEL = function(key, a)
+    keep_key(key)
+    for _, other in ipairs(a) do
+      keep_key(other)
+    end
+  end,
+}
+UNDO.PEXPIRE = UNDO.PEXPIREAT
+-- A field counted up: its old value back (HSET records exactly that).
+UNDO.HINCRBY = function(key, a)
+  UNDO.HSET(key, {a[1], a[2]})
+end
+
+READS = {HGET = true, HMGET = true, HLEN = true, HEXISTS = true, HKEYS = true,
+  HSCAN = true, GET = true, EXISTS = true, TIME = true, ZSCORE = true,
+  ZCARD = true, ZCOUNT = true, ZRANGE = true, ZREVRANGE = true,
+  ZRANGEBYSCORE = true, ZRANGEBYLEX = true, SMEMBERS = true, SCARD = true,
+  SISMEMBER = true, LINDEX = true, LRANGE = true, LLEN = true, PTTL = true,
+  PEXPIRETIME = true}
+end
+
+local function call(command, ...)
+  if JOURNAL then
+    local record = UNDO[command]
+    if record then
+      local args = {...}
+      local key = table.remove(args, 1)
+      record(key, args)
+    elseif command == 'PUBLISH' then
+      DEFERRED[#DEFERRED + 1] = {...}
+      return 0
+    elseif not READS[command] then
+      error('relaystore: ' .. command .. ' has no undo inside a transaction')
+    end
+  end
+  return redis.call(command, ...)
+end
+
+-- Takes back every write recorded since JOURNAL was set, newest first,
+-- and ends the journal (and drops what it held to publish).
+local function undo_journal()
+  local journal = JOURNAL
+  JOURNAL, DEFERRED = nil, nil
+  for i = #journal, 1, -1 do
+    redis.call(unpack(journal[i]))
+  end
+end
+
 -- Integers as decimal text (Lua numbers are doubles; everything stored
 -- stays below 2^53).
 local function num(x)
@@ -104,7 +294,7 @@ end
 
 -- The server's clock: {microseconds, milliseconds}.
 local function clock()
-  local t = redis.call('TIME')
+  local t = call('TIME')
   local us = tonumber(t[1]) * 1000000 + tonumber(t[2])
   return us, math.floor(us / 1000)
 end
@@ -172,7 +362,7 @@ local function budget_full(base, letter, limit, asked)
   local limits, want = numbers(limit), weighs(string.match(asked, '^[^|]*'))
   local sums = base .. string.upper(letter)
   for i, scope in ipairs(BUDGETS[letter]) do
-    local used = tonumber(redis.call('HGET', sums, i) or '0')
+    local used = tonumber(call('HGET', sums, i) or '0')
     if limits[i] >= 0 and used + want[i] > limits[i] then
       return {CAPACITY, scope, limits[i], used}
     end
@@ -182,21 +372,21 @@ end
 
 local function budget_take(base, token, asked, now)
   local letter = string.sub(token, 1, 1)
-  redis.call('HSET', base .. letter, token, asked .. '|' .. num(now))
+  call('HSET', base .. letter, token, asked .. '|' .. num(now))
   for i, w in ipairs(weighs(string.match(asked, '^[^|]*'))) do
-    redis.call('HINCRBY', base .. string.upper(letter), i, w)
+    call('HINCRBY', base .. string.upper(letter), i, w)
   end
 end
 
 local function budget_give(base, token)
   local letter = string.sub(token, 1, 1)
-  local value = redis.call('HGET', base .. letter, token)
+  local value = call('HGET', base .. letter, token)
   if not value then
     return
   end
-  redis.call('HDEL', base .. letter, token)
+  call('HDEL', base .. letter, token)
   for i, w in ipairs(weighs(budget_parts(value))) do
-    redis.call('HINCRBY', base .. string.upper(letter), i, -w)
+    call('HINCRBY', base .. string.upper(letter), i, -w)
   end
 end
 
@@ -218,10 +408,10 @@ local function room_take(base, now, wanted)
       local set = base .. w[1]
       local limit = tonumber(w[2])
       if limit >= 0 then
-        local used = redis.call('ZCARD', set)
+        local used = call('ZCARD', set)
         if used >= limit then
-          redis.call('ZREMRANGEBYSCORE', set, '-inf', num(now))
-          used = redis.call('ZCARD', set)
+          call('ZREMRANGEBYSCORE', set, '-inf', num(now))
+          used = call('ZCARD', set)
         end
         if used >= limit then
           return {CAPACITY, CEILING_SCOPE[w[1]], limit, used}
@@ -230,7 +420,7 @@ local function room_take(base, now, wanted)
     end
   end
   local out = {OK}
-  local last = redis.call('INCRBY', base .. 'n', #wanted)
+  local last = call('INCRBY', base .. 'n', #wanted)
   for i, w in ipairs(wanted) do
     local token = w[1] .. num(last - #wanted + i)
     local horizon = now
@@ -238,7 +428,7 @@ local function room_take(base, now, wanted)
       budget_take(base, token, w[3], now)
     else
       horizon = now + tonumber(w[3])
-      redis.call('ZADD', base .. w[1], num(horizon), token)
+      call('ZADD', base .. w[1], num(horizon), token)
     end
     out[#out + 1] = token
     out[#out + 1] = horizon
@@ -253,7 +443,7 @@ local function room_give(base, tokens)
     if BUDGETS[letter] then
       budget_give(base, token)
     else
-      redis.call('ZREM', base .. letter, token)
+      call('ZREM', base .. letter, token)
     end
   end
 end
@@ -263,7 +453,7 @@ end
 local function room_extend(base, now, span, tokens)
   local horizon = now + span
   for _, token in ipairs(tokens) do
-    redis.call('ZADD', base .. string.sub(token, 1, 1), 'XX', 'GT', num(horizon), token)
+    call('ZADD', base .. string.sub(token, 1, 1), 'XX', 'GT', num(horizon), token)
   end
   return horizon
 end
@@ -293,13 +483,13 @@ local KEPT = {s = true, q = true, h = true}
 -- every write between two sweeps.
 local HEAL_MS = 1000
 local function due(d)
-  local seen = redis.call('HMGET', KEYS[1], 'nd', 'na')
+  local seen = call('HMGET', KEYS[1], 'nd', 'na')
   local nd = tonumber(seen[1] or '-1')
   if nd < 0 or d < nd then
-    redis.call('HSET', KEYS[1], 'nd', num(d))
+    call('HSET', KEYS[1], 'nd', num(d))
     DUE = d
   elseif nd <= NOW and NOW - tonumber(seen[2] or '0') >= HEAL_MS then
-    redis.call('HSET', KEYS[1], 'na', num(NOW))
+    call('HSET', KEYS[1], 'na', num(NOW))
     DUE = nd
   end
 end
@@ -307,7 +497,7 @@ end
 -- Puts `id` in the deadline `index` at `d` (`old`: its deadline before, if
 -- it had one; only an earlier deadline can move the tenant's next one).
 local function index_at(index, d, id, old)
-  redis.call('ZADD', index, num(d), id)
+  call('ZADD', index, num(d), id)
   if not old or d < old then
     due(d)
   end
@@ -318,7 +508,7 @@ end
 -- lease reads as expired, a consumed attempt is replay memory), so only
 -- the call that takes it out of its index gives it back.
 local function give_back(key)
-  local token = redis.call('HGET', key, 'rv')
+  local token = call('HGET', key, 'rv')
   if token and token ~= '' then
     if ROOM_KEY then
       room_give(ROOM_KEY .. ':', {token})
@@ -334,23 +524,23 @@ end
 -- there: callers delete it after).
 local function leave_index(index, id, collection, cause)
   if index == LEASES then
-    redis.call('ZREM', LEASE_IDS, lease_member(id))
+    call('ZREM', LEASE_IDS, lease_member(id))
     -- A lease counted against its holder's quota (`hq`: the holder).
-    local counted = redis.call('HGET', R .. 'l:' .. id, 'hq')
+    local counted = call('HGET', R .. 'l:' .. id, 'hq')
     if counted then
-      redis.call('SREM', R .. 'lh:' .. counted, id)
+      call('SREM', R .. 'lh:' .. counted, id)
     end
   end
-  if redis.call('ZREM', index, id) == 1 then
+  if call('ZREM', index, id) == 1 then
     local root = '-'
     if cause == CASCADED_ and ROOT then
       root = ROOT[1] .. ROOT[2] .. #ROOT[3] .. ':' .. ROOT[3]
     end
     local holder
     if collection == E_LEASE then
-      holder = redis.call('HGET', R .. 'l:' .. id, 'h')
+      holder = call('HGET', R .. 'l:' .. id, 'h')
     elseif collection == E_LOCK then
-      holder = redis.call('HGET', R .. 'k:' .. id, 'h')
+      holder = call('HGET', R .. 'k:' .. id, 'h')
     end
     holder = holder and ('h' .. #holder .. ':' .. holder) or '-'
     EVENTS[#EVENTS + 1] = collection .. cause .. root .. holder .. id
@@ -422,7 +612,7 @@ local function begin(keys, args)
     end
   end
   NOW_US, NOW = clock()
-  local seen = redis.call('HMGET', inc, 'i', 'e', 'rv', 'ru', 'b')
+  local seen = call('HMGET', inc, 'i', 'e', 'rv', 'ru', 'b')
   local epoch = '0'
   REVOKED_BELOW, REVOKED_UNTIL = 0, 0
   -- `b`, set on a record made again in the same store incarnation (its
@@ -437,12 +627,12 @@ local function begin(keys, args)
     REVOKED_UNTIL = tonumber(seen[4] or '0')
     born = tonumber(seen[5] or '0')
   elseif mode == 'c' then
-    redis.call('DEL', inc)
-    redis.call('HSET', inc, 'i', I)
+    call('DEL', inc)
+    call('HSET', inc, 'i', I)
   elseif mode == 'l' then
-    born = math.max(tonumber(redis.call('GET', TAG .. 'ctr') or '0') + 1, NOW_US)
-    redis.call('DEL', inc)
-    redis.call('HSET', inc, 'i', I, 'b', num(born))
+    born = math.max(tonumber(call('GET', TAG .. 'ctr') or '0') + 1, NOW_US)
+    call('DEL', inc)
+    call('HSET', inc, 'i', I, 'b', num(born))
   elseif seen[1] then
     return {STALE}
   else
@@ -563,7 +753,7 @@ end
 local function tokens_of(keys)
   local out = {}
   for _, key in ipairs(keys) do
-    local token = redis.call('HGET', key, 'rv')
+    local token = call('HGET', key, 'rv')
     if token and token ~= '' then
       out[#out + 1] = token
     end
@@ -575,9 +765,9 @@ end
 -- the tenant, and at least the server's clock in microseconds, so a tenant
 -- whose keys were lost still never goes backwards.
 local function next_fence()
-  local last = tonumber(redis.call('GET', TAG .. 'ctr') or '0')
+  local last = tonumber(call('GET', TAG .. 'ctr') or '0')
   local f = math.max(last + 1, NOW_US)
-  redis.call('SET', TAG .. 'ctr', num(f))
+  call('SET', TAG .. 'ctr', num(f))
   return f
 end
 
@@ -589,14 +779,14 @@ end
 -- listings, 'lm:' presence, 'ls:' streams) of the lease the record under
 -- `key` hangs from, if it hangs from one. Call it before the record goes.
 local function unlink(key, prefix, child)
-  local lease = redis.call('HGET', key, 'l')
+  local lease = call('HGET', key, 'l')
   if lease and lease ~= '' then
-    redis.call('SREM', R .. prefix .. lease, child)
+    call('SREM', R .. prefix .. lease, child)
   end
 end
 
 local function lease_state(seq, ...)
-  local l = redis.call('HMGET', R .. 'l:' .. seq, 'd', 'x', ...)
+  local l = call('HMGET', R .. 'l:' .. seq, 'd', 'x', ...)
   if not l[1] then
     if tonumber(seq) < REVOKED_BELOW and NOW < REVOKED_UNTIL then
       return REVOKED
@@ -616,7 +806,7 @@ end
 -- re-published key from the listing an attempt joined; updates do not
 -- change it.
 local function visible_listing(key)
-  local p = redis.call('HMGET', R .. 'p:' .. key, 'l', 'a', 'v', 'o')
+  local p = call('HMGET', R .. 'p:' .. key, 'l', 'a', 'v', 'o')
   if not p[1] then
     return nil
   end
@@ -632,9 +822,9 @@ end
 -- consumed one), announced with `cause`.
 local function drop_attempt(seq, key, cause)
   leave_index(ATTEMPTS, seq, E_ATTEMPT, cause)
-  redis.call('DEL', R .. 'a:' .. seq)
-  redis.call('ZREM', REPLAY, seq)
-  redis.call('SREM', R .. 'pa:' .. key, seq)
+  call('DEL', R .. 'a:' .. seq)
+  call('ZREM', REPLAY, seq)
+  call('SREM', R .. 'pa:' .. key, seq)
 end
 
 -- Removes the listing under `key` (announced with `cause`) and its
@@ -646,18 +836,18 @@ local function drop_listing(key, cause)
   if cause ~= CASCADED_ then
     ROOT = {cause, E_LISTING, key}
   end
-  for _, seq in ipairs(redis.call('SMEMBERS', pending)) do
+  for _, seq in ipairs(call('SMEMBERS', pending)) do
     drop_attempt(seq, key, CASCADED_)
   end
   ROOT = outer
   leave_index(LISTINGS, key, E_LISTING, cause)
   unlink(pk, 'lp:', key)
   -- A listing counted against its publisher's quota (`hq`: the holder).
-  local counted = redis.call('HGET', pk, 'hq')
+  local counted = call('HGET', pk, 'hq')
   if counted then
-    redis.call('SREM', R .. 'ph:' .. counted, key)
+    call('SREM', R .. 'ph:' .. counted, key)
   end
-  redis.call('DEL', pending, pk)
+  call('DEL', pending, pk)
 end
 
 
@@ -666,15 +856,15 @@ local function drop_member(member, cause)
   local mk = R .. 'm:' .. member
   unlink(mk, 'lm:', member)
   leave_index(MEMBERS, member, E_MEMBER, cause)
-  redis.call('DEL', mk)
-  redis.call('ZREM', MEMBER_KEYS, member)
+  call('DEL', mk)
+  call('ZREM', MEMBER_KEYS, member)
 end
 
 -- `member`'s presence record if visible (not past its deadline, and its
 -- lease, if it has one, live): {attrs, lease, version, deadline, until
 -- it counts under the ceiling}, or nil.
 local function visible_member(member)
-  local m = redis.call('HMGET', R .. 'm:' .. member, 'a', 'l', 'v', 'd', 'z')
+  local m = call('HMGET', R .. 'm:' .. member, 'a', 'l', 'v', 'd', 'z')
   if not m[1] or tonumber(m[4]) <= NOW or (m[2] ~= '' and lease_state(m[2]) ~= OK) then
     return nil
   end
@@ -719,7 +909,7 @@ end
 -- Entry `m` of the group pending list `gp`: its deliveries, last delivery
 -- (ms), dead flag (0 or 1) and member.
 local function pending_entry(gp, m)
-  local d, at, dead, who = string.match(redis.call('HGET', gp, m), '^(%d+)/(%d+)/(%d)/(.*)$')
+  local d, at, dead, who = string.match(call('HGET', gp, m), '^(%d+)/(%d+)/(%d)/(.*)$')
   return tonumber(d), tonumber(at), tonumber(dead), who
 end
 
@@ -730,18 +920,18 @@ end
 
 -- Deletes group `group` of stream `name`; false if there was none.
 local function drop_group(name, group)
-  if redis.call('HDEL', K .. 'sg:' .. name, group) == 0 then
+  if call('HDEL', K .. 'sg:' .. name, group) == 0 then
     return false
   end
-  redis.call('HDEL', K .. 'sgn:' .. name, group)
-  redis.call('DEL', group_keys(name, group))
+  call('HDEL', K .. 'sgn:' .. name, group)
+  call('DEL', group_keys(name, group))
   return true
 end
 
 -- The stream `name` if visible (it exists and its lease, if any, is
 -- live): its fields {em, bm, ag, wf, l, n, b}, or nil.
 local function visible_stream(name)
-  local s = redis.call('HMGET', K .. 's:' .. name, 'em', 'bm', 'ag', 'wf', 'l', 'n', 'b')
+  local s = call('HMGET', K .. 's:' .. name, 'em', 'bm', 'ag', 'wf', 'l', 'n', 'b')
   if not s[1] or (s[5] ~= '' and lease_state(s[5]) ~= OK) then
     return nil
   end
@@ -755,7 +945,7 @@ local function visible_group(name, group)
   if not s then
     return nil
   end
-  local settings = redis.call('HGET', K .. 'sg:' .. name, group)
+  local settings = call('HGET', K .. 'sg:' .. name, group)
   if not settings then
     return nil
   end
@@ -773,7 +963,7 @@ local function aged(name, ag, len)
   local lo, hi = 0, len
   while lo < hi do
     local mid = math.floor((lo + hi) / 2)
-    if tonumber(redis.call('LINDEX', times, mid)) <= cut then
+    if tonumber(call('LINDEX', times, mid)) <= cut then
       lo = mid + 1
     else
       hi = mid
@@ -789,10 +979,10 @@ local function pop_entries(name, k)
     return 0
   end
   local bytes = 0
-  for _, payload in ipairs(redis.call('LPOP', K .. 'sp:' .. name, k)) do
+  for _, payload in ipairs(call('LPOP', K .. 'sp:' .. name, k)) do
     bytes = bytes + #payload
   end
-  redis.call('LTRIM', K .. 'st:' .. name, k, -1)
+  call('LTRIM', K .. 'st:' .. name, k, -1)
   return bytes
 end
 
@@ -802,13 +992,13 @@ end
 -- reports or changes the entries held starts here, so none counts an
 -- entry no read returns (a read skips them without writing).
 local function drop_aged(name, s)
-  local len = redis.call('LLEN', K .. 'sp:' .. name)
+  local len = call('LLEN', K .. 'sp:' .. name)
   local b = tonumber(s[7])
   local old = aged(name, s[3], len)
   if old > 0 then
     b = b - pop_entries(name, old)
     len = len - old
-    redis.call('HSET', K .. 's:' .. name, 'b', num(b))
+    call('HSET', K .. 's:' .. name, 'b', num(b))
   end
   return len, b
 end
@@ -821,13 +1011,13 @@ local function drop_stream(name, cause)
   unlink(sk, 'ls:', name)
   if cause then
     leave_index(STREAMS, name, E_STREAM, cause)
-  elseif redis.call('ZREM', STREAMS, name) == 1 then
+  elseif call('ZREM', STREAMS, name) == 1 then
     give_back(sk)
   end
-  for _, group in ipairs(redis.call('HKEYS', K .. 'sg:' .. name)) do
+  for _, group in ipairs(call('HKEYS', K .. 'sg:' .. name)) do
     drop_group(name, group)
   end
-  redis.call('DEL', sk, K .. 'sp:' .. name, K .. 'st:' .. name, K .. 'sc:' .. name)
+  call('DEL', sk, K .. 'sp:' .. name, K .. 'st:' .. name, K .. 'sc:' .. name)
 end
 
 -- Wakes the listeners of `channel` on every instance (the message that
@@ -839,7 +1029,7 @@ local function publish_wake(channel)
   for i, p in ipairs(parts) do
     parts[i] = #p .. ':' .. p
   end
-  redis.call('PUBLISH', 'relaystore:' .. ns .. ':wakes', table.concat(parts))
+  call('PUBLISH', 'relaystore:' .. ns .. ':wakes', table.concat(parts))
 end
 
 -- Queues (SPEC §10), under K like streams. A queue is `q:<name>` (a hash:
@@ -870,7 +1060,7 @@ end
 -- The queue `name`'s settings and bytes {jm, bm, dm, vis, am, bb, bx, nb}
 -- as numbers, or nil.
 local function queue_of(name)
-  local q = redis.call('HMGET', K .. 'q:' .. name, 'jm', 'bm', 'dm', 'vis', 'am', 'bb', 'bx', 'nb')
+  local q = call('HMGET', K .. 'q:' .. name, 'jm', 'bm', 'dm', 'vis', 'am', 'bb', 'bx', 'nb')
   if not q[1] then
     return nil
   end
@@ -882,14 +1072,14 @@ end
 
 -- Makes job `seq` of queue `name` ready, in its priority's place.
 local function make_ready(name, seq)
-  local priority = redis.call('HGET', qk('qn', name), seq) or '0'
-  redis.call('ZADD', qk('qr', name), priority, seq)
+  local priority = call('HGET', qk('qn', name), seq) or '0'
+  call('ZADD', qk('qr', name), priority, seq)
 end
 
 -- Unique key `key` of queue `name`: its job's number (a string), its
 -- window's end and its states; nil if the queue does not remember it.
 local function unique_hold(name, key)
-  local hold = redis.call('HGET', qk('qu', name), key)
+  local hold = call('HGET', qk('qu', name), key)
   if not hold then
     return nil
   end
@@ -907,11 +1097,11 @@ local function unique_takes(name, seq, ends, states)
   local has = function(letter)
     return string.find(states, letter, 1, true) ~= nil
   end
-  if redis.call('ZSCORE', qk('qr', name), seq) or redis.call('ZSCORE', qk('qd', name), seq) then
+  if call('ZSCORE', qk('qr', name), seq) or call('ZSCORE', qk('qd', name), seq) then
     return has('w')
-  elseif redis.call('ZSCORE', qk('qc', name), seq) then
+  elseif call('ZSCORE', qk('qc', name), seq) then
     return has('c')
-  elseif redis.call('ZSCORE', qk('qx', name), seq) then
+  elseif call('ZSCORE', qk('qx', name), seq) then
     return has('d')
   end
   return false
@@ -920,11 +1110,11 @@ end
 -- Forgets the unique keys whose job left and whose window ended by now.
 local function forget_lapsed_keys(name)
   local lingering = qk('ql', name)
-  for _, key in ipairs(redis.call('ZRANGEBYSCORE', lingering, '-inf', NOW)) do
-    redis.call('ZREM', lingering, key)
+  for _, key in ipairs(call('ZRANGEBYSCORE', lingering, '-inf', NOW)) do
+    call('ZREM', lingering, key)
     local seq = unique_hold(name, key)
-    if seq and redis.call('HEXISTS', qk('qp', name), seq) == 0 then
-      redis.call('HDEL', qk('qu', name), key)
+    if seq and call('HEXISTS', qk('qp', name), seq) == 0 then
+      call('HDEL', qk('qu', name), key)
     end
   end
 end
@@ -940,9 +1130,9 @@ local function unique_admits(name, q, key)
     if unique_takes(name, seq, ends, states) then
       return {OK, tonumber(seq), 1}
     end
-    redis.call('HDEL', qk('qu', name), key)
+    call('HDEL', qk('qu', name), key)
   end
-  local held = redis.call('HLEN', qk('qu', name))
+  local held = call('HLEN', qk('qu', name))
   if held >= q[1] then
     return {CAPACITY, Q_UNIQUE, q[1], held}
   end
@@ -958,19 +1148,19 @@ local LAPSED = '@LAPSED@'
 -- `LAPSED`) if that was its last attempt. Only through `queue_now`.
 local function settle(name)
   local delayed = qk('qd', name)
-  for _, seq in ipairs(redis.call('ZRANGEBYSCORE', delayed, '-inf', NOW)) do
-    redis.call('ZREM', delayed, seq)
+  for _, seq in ipairs(call('ZRANGEBYSCORE', delayed, '-inf', NOW)) do
+    call('ZREM', delayed, seq)
     make_ready(name, seq)
   end
   local claimed = qk('qc', name)
-  for _, seq in ipairs(redis.call('ZRANGEBYSCORE', claimed, '-inf', NOW)) do
-    redis.call('ZREM', claimed, seq)
-    redis.call('HDEL', qk('qt', name), seq)
-    redis.call('HDEL', qk('qw', name), seq)
-    local used = tonumber(redis.call('HGET', qk('qa', name), seq))
-    if used >= tonumber(redis.call('HGET', qk('qm', name), seq)) then
-      redis.call('ZADD', qk('qx', name), seq, seq)
-      redis.call('HSET', qk('qy', name), seq, LAPSED)
+  for _, seq in ipairs(call('ZRANGEBYSCORE', claimed, '-inf', NOW)) do
+    call('ZREM', claimed, seq)
+    call('HDEL', qk('qt', name), seq)
+    call('HDEL', qk('qw', name), seq)
+    local used = tonumber(call('HGET', qk('qa', name), seq))
+    if used >= tonumber(call('HGET', qk('qm', name), seq)) then
+      call('ZADD', qk('qx', name), seq, seq)
+      call('HSET', qk('qy', name), seq, LAPSED)
     else
       make_ready(name, seq)
     end
@@ -994,7 +1184,7 @@ end
 local function queue_next(name)
   local next_at = -1
   for _, part in ipairs({'qd', 'qc'}) do
-    local first = redis.call('ZRANGE', qk(part, name), 0, 0, 'WITHSCORES')
+    local first = call('ZRANGE', qk(part, name), 0, 0, 'WITHSCORES')
     if first[2] then
       local at = tonumber(first[2])
       if next_at < 0 or at < next_at then
@@ -1011,11 +1201,11 @@ end
 -- The one validity rule of every claim operation: nil when `token` is job
 -- `seq`'s live claim now, else the refusal. Checked before any change.
 local function check_claim(name, seq, token)
-  if redis.call('HEXISTS', qk('qp', name), seq) == 0 then
+  if call('HEXISTS', qk('qp', name), seq) == 0 then
     return {NOT_FOUND}
   end
-  local lapses = redis.call('ZSCORE', qk('qc', name), seq)
-  if not lapses or not claim_live(redis.call('HGET', qk('qt', name), seq), tonumber(lapses), token, NOW) then
+  local lapses = call('ZSCORE', qk('qc', name), seq)
+  if not lapses or not claim_live(call('HGET', qk('qt', name), seq), tonumber(lapses), token, NOW) then
     return {STALE_CLAIM}
   end
   return nil
@@ -1038,42 +1228,42 @@ end
 
 -- Takes job `seq` out of its claim (it is about to move elsewhere).
 local function unclaim(name, seq)
-  redis.call('ZREM', qk('qc', name), seq)
-  redis.call('HDEL', qk('qt', name), seq)
-  redis.call('HDEL', qk('qw', name), seq)
+  call('ZREM', qk('qc', name), seq)
+  call('HDEL', qk('qt', name), seq)
+  call('HDEL', qk('qw', name), seq)
 end
 
 -- Removes job `seq` of queue `name` in whatever state it is.
 local function remove_job(name, seq)
-  local payload = redis.call('HGET', qk('qp', name), seq)
+  local payload = call('HGET', qk('qp', name), seq)
   if not payload then
     return
   end
   -- Its unique key stays remembered until the window ends.
-  local key = redis.call('HGET', qk('qk', name), seq)
+  local key = call('HGET', qk('qk', name), seq)
   if key then
     local held, ends = unique_hold(name, key)
     if held and tonumber(held) == tonumber(seq) then
-      redis.call('ZADD', qk('ql', name), num(ends), key)
+      call('ZADD', qk('ql', name), num(ends), key)
     end
   end
   for _, part in ipairs(QUEUE_FIELDS) do
-    redis.call('HDEL', qk(part, name), seq)
+    call('HDEL', qk(part, name), seq)
   end
   for _, part in ipairs(QUEUE_STATES) do
-    redis.call('ZREM', qk(part, name), seq)
+    call('ZREM', qk(part, name), seq)
   end
-  redis.call('HINCRBY', K .. 'q:' .. name, 'nb', -#payload)
+  call('HINCRBY', K .. 'q:' .. name, 'nb', -#payload)
 end
 
 -- How many more jobs of `size` bytes queue `name` (settings `q`, as
 -- `queue_now` gives them) takes now: what `enqueue_jobs` checks, as a
 -- count.
 local function queue_room(name, q, size)
-  if redis.call('ZCARD', qk('qx', name)) >= q[3] then
+  if call('ZCARD', qk('qx', name)) >= q[3] then
     return 0
   end
-  local room = q[1] - redis.call('HLEN', qk('qp', name))
+  local room = q[1] - call('HLEN', qk('qp', name))
   if size > 0 then
     room = math.min(room, math.floor((q[2] - q[8]) / size))
   end
@@ -1090,11 +1280,11 @@ local function enqueue_admits(name, payloads)
   if not q then
     return nil, {NOT_FOUND}
   end
-  local dead = redis.call('ZCARD', qk('qx', name))
+  local dead = call('ZCARD', qk('qx', name))
   if dead >= q[3] then
     return nil, {CAPACITY, Q_DEAD, q[3], dead}
   end
-  local held = redis.call('HLEN', qk('qp', name))
+  local held = call('HLEN', qk('qp', name))
   if held + #payloads > q[1] then
     return nil, {CAPACITY, Q_JOBS, q[1], held}
   end
@@ -1120,19 +1310,19 @@ local function enqueue_admitted(name, q, bytes, payloads, due, attempts, priorit
   for _, payload in ipairs(payloads) do
     local seq = num(next_fence())
     first = first or seq
-    redis.call('HSET', qk('qp', name), seq, payload)
-    redis.call('HSET', qk('qa', name), seq, '0')
-    redis.call('HSET', qk('qm', name), seq, attempts or num(q[5]))
+    call('HSET', qk('qp', name), seq, payload)
+    call('HSET', qk('qa', name), seq, '0')
+    call('HSET', qk('qm', name), seq, attempts or num(q[5]))
     if priority > 0 then
-      redis.call('HSET', qk('qn', name), seq, priority)
+      call('HSET', qk('qn', name), seq, priority)
     end
     if due then
-      redis.call('ZADD', qk('qd', name), num(due), seq)
+      call('ZADD', qk('qd', name), num(due), seq)
     else
-      redis.call('ZADD', qk('qr', name), priority, seq)
+      call('ZADD', qk('qr', name), priority, seq)
     end
   end
-  redis.call('HINCRBY', K .. 'q:' .. name, 'nb', bytes)
+  call('HINCRBY', K .. 'q:' .. name, 'nb', bytes)
   if not due then
     publish_wake(wake)
   end
@@ -1159,7 +1349,7 @@ local function drop_queue(name, cause)
       keys[#keys + 1] = qk(part, name)
     end
   end
-  redis.call('DEL', unpack(keys))
+  call('DEL', unpack(keys))
 end
 
 -- Drops what is attached to lease `seq` (the cascade of its removal for
@@ -1169,45 +1359,45 @@ local function detach(seq, cause)
   local outer = ROOT
   ROOT = {cause, E_LEASE, seq}
   local att = R .. 'la:' .. seq
-  for _, name in ipairs(redis.call('SMEMBERS', att)) do
+  for _, name in ipairs(call('SMEMBERS', att)) do
     local k = R .. 'k:' .. name
-    if redis.call('HGET', k, 'l') == seq then
+    if call('HGET', k, 'l') == seq then
       leave_index(LOCKS, name, E_LOCK, CASCADED_)
-      redis.call('DEL', k)
+      call('DEL', k)
     end
   end
   local members = R .. 'lm:' .. seq
-  for _, member in ipairs(redis.call('SMEMBERS', members)) do
-    if redis.call('HGET', R .. 'm:' .. member, 'l') == seq then
+  for _, member in ipairs(call('SMEMBERS', members)) do
+    if call('HGET', R .. 'm:' .. member, 'l') == seq then
       drop_member(member, CASCADED_)
     end
   end
-  redis.call('DEL', members)
+  call('DEL', members)
   local published = R .. 'lp:' .. seq
-  for _, key in ipairs(redis.call('SMEMBERS', published)) do
-    if redis.call('HGET', R .. 'p:' .. key, 'l') == seq then
+  for _, key in ipairs(call('SMEMBERS', published)) do
+    if call('HGET', R .. 'p:' .. key, 'l') == seq then
       drop_listing(key, CASCADED_)
     end
   end
   local streams = R .. 'ls:' .. seq
-  for _, name in ipairs(redis.call('SMEMBERS', streams)) do
-    if redis.call('HGET', K .. 's:' .. name, 'l') == seq then
+  for _, name in ipairs(call('SMEMBERS', streams)) do
+    if call('HGET', K .. 's:' .. name, 'l') == seq then
       drop_stream(name, CASCADED_)
     end
   end
-  redis.call('DEL', att, published, streams, R .. 'le:' .. seq)
+  call('DEL', att, published, streams, R .. 'le:' .. seq)
   ROOT = outer
 end
 
 -- What a buried lease held that outlives the epoch: its streams. Its
 -- holder's per-holder sets go with the epoch too.
 local function bury_lease(grave, seq)
-  local counted = redis.call('HGET', grave .. 'l:' .. seq, 'hq')
+  local counted = call('HGET', grave .. 'l:' .. seq, 'hq')
   if counted then
-    redis.call('DEL', grave .. 'lh:' .. counted, grave .. 'ph:' .. counted)
+    call('DEL', grave .. 'lh:' .. counted, grave .. 'ph:' .. counted)
   end
-  for _, name in ipairs(redis.call('SMEMBERS', grave .. 'ls:' .. seq)) do
-    if redis.call('HGET', K .. 's:' .. name, 'l') == seq then
+  for _, name in ipairs(call('SMEMBERS', grave .. 'ls:' .. seq)) do
+    if call('HGET', K .. 's:' .. name, 'l') == seq then
       drop_stream(name)
     end
   end
@@ -1234,14 +1424,14 @@ local GRAVE_INDEXES = {
 -- Deletes up to `max` records of the oldest ended epoch (and the keys that
 -- hang off them); forgets the epoch once its indexes are empty.
 local function bury(max)
-  local grave = redis.call('LINDEX', GRAVES, 0)
+  local grave = call('LINDEX', GRAVES, 0)
   if not grave then
     return
   end
   local left = max
   for _, index in ipairs(GRAVE_INDEXES) do
     local key = grave .. index[1]
-    local members = redis.call('ZRANGE', key, 0, left - 1)
+    local members = call('ZRANGE', key, 0, left - 1)
     for _, member in ipairs(members) do
       if index[4] then
         index[4](grave, member)
@@ -1250,18 +1440,18 @@ local function bury(max)
         give_back(grave .. index[3] .. member)
       end
       for _, prefix in ipairs(index[2]) do
-        redis.call('DEL', grave .. prefix .. member)
+        call('DEL', grave .. prefix .. member)
       end
     end
     if #members > 0 then
-      redis.call('ZREM', key, unpack(members))
+      call('ZREM', key, unpack(members))
     end
     left = left - #members
     if left <= 0 then
       return
     end
   end
-  redis.call('LPOP', GRAVES)
+  call('LPOP', GRAVES)
 end
 
 -- Clean-up run by every creating function, at most `max` entries of each
@@ -1274,18 +1464,18 @@ local REAP_MAX = 16
 -- consumed token's memory is announced as it leaves (an attempt that was
 -- never consumed was announced when it expired, and leaves quietly).
 local function forget_replay(max)
-  for _, seq in ipairs(redis.call('ZRANGEBYSCORE', REPLAY, '-inf', NOW, 'LIMIT', 0, max)) do
-    if redis.call('HGET', R .. 'a:' .. seq, 'st') == 'c' then
+  for _, seq in ipairs(call('ZRANGEBYSCORE', REPLAY, '-inf', NOW, 'LIMIT', 0, max)) do
+    if call('HGET', R .. 'a:' .. seq, 'st') == 'c' then
       leave_index(REPLAY, seq, E_REPLAY, EXPIRED_)
     else
-      redis.call('ZREM', REPLAY, seq)
+      call('ZREM', REPLAY, seq)
     end
   end
 end
 
 -- Drops up to `max` idempotency records past their time, announced.
 local function forget_keys(max)
-  for _, ikey in ipairs(redis.call('ZRANGEBYSCORE', IDEM, '-inf', NOW, 'LIMIT', 0, max)) do
+  for _, ikey in ipairs(call('ZRANGEBYSCORE', IDEM, '-inf', NOW, 'LIMIT', 0, max)) do
     leave_index(IDEM, ikey, E_IDEM, EXPIRED_)
   end
 end
@@ -1299,22 +1489,22 @@ local function reap(max)
   if max == REAP_MAX and NOW_US % 4 ~= 0 then
     return
   end
-  for _, seq in ipairs(redis.call('ZRANGEBYSCORE', LEASES, '-inf', NOW, 'LIMIT', 0, max)) do
+  for _, seq in ipairs(call('ZRANGEBYSCORE', LEASES, '-inf', NOW, 'LIMIT', 0, max)) do
     leave_index(LEASES, seq, E_LEASE, EXPIRED_)
     detach(seq, EXPIRED_)
   end
-  for _, name in ipairs(redis.call('ZRANGEBYSCORE', LOCKS, '-inf', NOW, 'LIMIT', 0, max)) do
+  for _, name in ipairs(call('ZRANGEBYSCORE', LOCKS, '-inf', NOW, 'LIMIT', 0, max)) do
     unlink(R .. 'k:' .. name, 'la:', name)
     leave_index(LOCKS, name, E_LOCK, EXPIRED_)
   end
-  for _, seq in ipairs(redis.call('ZRANGEBYSCORE', ATTEMPTS, '-inf', NOW, 'LIMIT', 0, max)) do
-    local key = redis.call('HGET', R .. 'a:' .. seq, 'k')
+  for _, seq in ipairs(call('ZRANGEBYSCORE', ATTEMPTS, '-inf', NOW, 'LIMIT', 0, max)) do
+    local key = call('HGET', R .. 'a:' .. seq, 'k')
     if key then
-      redis.call('SREM', R .. 'pa:' .. key, seq)
+      call('SREM', R .. 'pa:' .. key, seq)
     end
     leave_index(ATTEMPTS, seq, E_ATTEMPT, EXPIRED_)
   end
-  for _, member in ipairs(redis.call('ZRANGEBYSCORE', MEMBERS, '-inf', NOW, 'LIMIT', 0, max)) do
+  for _, member in ipairs(call('ZRANGEBYSCORE', MEMBERS, '-inf', NOW, 'LIMIT', 0, max)) do
     drop_member(member, EXPIRED_)
   end
   forget_replay(max)
@@ -1325,9 +1515,9 @@ end
 -- listings' index (a listing lives as long as its lease).
 local function live(index)
   if index == LISTINGS then
-    return redis.call('ZCARD', index)
+    return call('ZCARD', index)
   end
-  return redis.call('ZCOUNT', index, '(' .. num(NOW), '+inf')
+  return call('ZCOUNT', index, '(' .. num(NOW), '+inf')
 end
 
 -- Refuses a creation when `count()` is already at `limit` (limit < 0: no
@@ -1356,14 +1546,14 @@ end
 
 -- A holder's quota: the set `set` holds its leases, or its listings.
 local function holder_full(set, limit, scope)
-  return at_limit(function() return redis.call('SCARD', set) end, limit, scope)
+  return at_limit(function() return call('SCARD', set) end, limit, scope)
 end
 
 -- Refuses a child when its parent's set of children `set` already holds
 -- `cap` (the per-parent caps: listings per lease, attempts per listing,
 -- locks and presence records per lease). Returns nil when there is room.
 local function parent_full(set, cap, scope)
-  local held = redis.call('SCARD', set)
+  local held = call('SCARD', set)
   if held >= cap then
     return {CAPACITY, scope, cap, held}
   end
@@ -1377,7 +1567,7 @@ local function idempotent(ikey, fingerprint, fields)
   if ikey == '' then
     return nil
   end
-  local seen = redis.call('HMGET', R .. 'i:' .. ikey, 'p', 'e', unpack(fields))
+  local seen = call('HMGET', R .. 'i:' .. ikey, 'p', 'e', unpack(fields))
   if not seen[1] or tonumber(seen[2]) <= NOW then
     return nil
   end
@@ -1403,10 +1593,10 @@ local function remember(ikey, fingerprint, ttl, pairs)
   end
   local ik = R .. 'i:' .. ikey
   local e = NOW + ttl
-  redis.call('DEL', ik)
-  redis.call('HSET', ik, 'p', fingerprint, 'e', num(e), unpack(pairs))
-  redis.call('PEXPIREAT', ik, num(e))
-  redis.call('ZADD', IDEM, num(e), ikey)
+  call('DEL', ik)
+  call('HSET', ik, 'p', fingerprint, 'e', num(e), unpack(pairs))
+  call('PEXPIREAT', ik, num(e))
+  call('ZADD', IDEM, num(e), ikey)
 end
 
 -- Room for a new idempotency record (nil if there is, or no key).
@@ -1445,7 +1635,7 @@ end
 -- lapses; an attempt whose listing (this publication of it) or lease is
 -- gone is NOT_FOUND.
 local function attempt(seq, secret)
-  local a = redis.call('HMGET', R .. 'a:' .. seq, 'k', 'c', 'st', 'ad', 'v', 'h', 'd', 'pv', 'f')
+  local a = call('HMGET', R .. 'a:' .. seq, 'k', 'c', 'st', 'ad', 'v', 'h', 'd', 'pv', 'f')
   if not a[1] or (secret and redis.sha1hex(secret) ~= a[6]) then
     return NOT_FOUND
   end
@@ -1474,7 +1664,7 @@ local function page(index, after, limit, view)
   if after ~= '' then
     from = '(' .. after
   end
-  local keys = redis.call('ZRANGEBYLEX', index, from, '+', 'LIMIT', 0, limit)
+  local keys = call('ZRANGEBYLEX', index, from, '+', 'LIMIT', 0, limit)
   local out = {OK, 0, ''}
   if #keys == limit then
     out[2] = 1
@@ -1517,7 +1707,7 @@ local function finish(reply)
     end
     return {reply}
   end
-  local last = redis.call('INCRBY', TAG .. 'evs', n)
+  local last = call('INCRBY', TAG .. 'evs', n)
   local ns, tenant = string.match(TAG, '^{(.*):([^:]*)}:$')
   local parts = {ORIGIN, tenant, tostring(last)}
   for _, e in ipairs(EVENTS) do
@@ -1526,6 +1716,17 @@ local function finish(reply)
   for i, p in ipairs(parts) do
     parts[i] = #p .. ':' .. p
   end
-  redis.call('PUBLISH', 'relaystore:' .. ns .. ':events', table.concat(parts))
+  call('PUBLISH', 'relaystore:' .. ns .. ':events', table.concat(parts))
   return {reply, EVENTS, last, DUE or -1, NEEDS or {}, FREED or {}}
+end
+
+-- Every per-tenant function's body by operation name (src/redis/scripts.rs
+-- fills it), so that a transaction (`tx.lua`) can run several in one call.
+local OPS = {}
+
+-- A notify staged in a transaction: ARGV[3] the wakes channel, ARGV[4]
+-- the message (src/redis/wakes.rs makes it), published at the commit.
+OPS.wake = function()
+  call('PUBLISH', ARGV[3], ARGV[4])
+  return {OK}
 end

@@ -31,7 +31,7 @@ if current then
 end
 reap(REAP_MAX)
 -- A listing under the key whose lease is gone: the name is free.
-if redis.call('EXISTS', R .. 'p:' .. key) == 1 then
+if call('EXISTS', R .. 'p:' .. key) == 1 then
   drop_listing(key, CASCADED_)
 end
 local published = R .. 'lp:' .. lease
@@ -51,13 +51,13 @@ if not room then
   return answer
 end
 local v = next_fence()
-redis.call('HSET', R .. 'p:' .. key, 'l', lease, 'a', attrs, 'v', num(v), 'o', num(v),
+call('HSET', R .. 'p:' .. key, 'l', lease, 'a', attrs, 'v', num(v), 'o', num(v),
   'rv', room.p[1])
-redis.call('ZADD', LISTINGS, 0, key)
-redis.call('SADD', published, key)
+call('ZADD', LISTINGS, 0, key)
+call('SADD', published, key)
 if per_holder >= 0 then
-  redis.call('HSET', R .. 'p:' .. key, 'hq', l[3])
-  redis.call('SADD', holder_set, key)
+  call('HSET', R .. 'p:' .. key, 'hq', l[3])
+  call('SADD', holder_set, key)
 end
 remember(ikey, fingerprint, tonumber(ARGV[9]), {'v', num(v)})
 return {OK, v, tonumber(l[1]) - NOW}

@@ -4,7 +4,7 @@ local name = ARGV[3]
 if not queue_now(name) then
   return {NOT_FOUND}
 end
-local dead = redis.call('ZRANGE', qk('qx', name), 0, -1)
+local dead = call('ZRANGE', qk('qx', name), 0, -1)
 for _, seq in ipairs(dead) do
   remove_job(name, seq)
 end

@@ -7,7 +7,7 @@ if not q then
 end
 local out = {OK}
 for _, part in ipairs(QUEUE_STATES) do
-  out[#out + 1] = redis.call('ZCARD', qk(part, name))
+  out[#out + 1] = call('ZCARD', qk(part, name))
 end
 out[#out + 1] = q[8]
 return out

@@ -10,14 +10,14 @@ if not s then
 end
 local pm = tonumber(string.match(settings, '^(%d+)/'))
 local gp, go, gi = group_keys(name, group)
-local held = redis.call('HLEN', gp)
+local held = call('HLEN', gp)
 if held >= pm then
   return {CAPACITY, S_PENDING, pm, held}
 end
 local n = tonumber(s[6])
 local len = drop_aged(name, s)
 local first = n - len
-local next = tonumber(redis.call('HGET', K .. 'sgn:' .. name, group))
+local next = tonumber(call('HGET', K .. 'sgn:' .. name, group))
 local skipped = 0
 if next < first then
   skipped = first - next
@@ -27,18 +27,18 @@ local count = math.min(max, pm - held, n - next)
 local out = {OK, skipped, next}
 if count <= 0 then
   if skipped > 0 then
-    redis.call('HSET', K .. 'sgn:' .. name, group, num(next))
+    call('HSET', K .. 'sgn:' .. name, group, num(next))
   end
   return out
 end
-local payloads = redis.call('LRANGE', K .. 'sp:' .. name, next - first, next - first + count - 1)
+local payloads = call('LRANGE', K .. 'sp:' .. name, next - first, next - first + count - 1)
 local record = pending_record(1, NOW, 0, member)
 for i, payload in ipairs(payloads) do
   local m = group_member(next + i - 1)
-  redis.call('HSET', gp, m, record)
-  redis.call('ZADD', go, next + i - 1, m)
-  redis.call('ZADD', gi, NOW, m)
+  call('HSET', gp, m, record)
+  call('ZADD', go, next + i - 1, m)
+  call('ZADD', gi, NOW, m)
   out[#out + 1] = payload
 end
-redis.call('HSET', K .. 'sgn:' .. name, group, num(next + #payloads))
+call('HSET', K .. 'sgn:' .. name, group, num(next + #payloads))
 return out

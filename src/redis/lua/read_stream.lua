@@ -10,7 +10,7 @@ if not s then
 end
 local n = tonumber(s[6])
 local entries = K .. 'sp:' .. name
-local len = redis.call('LLEN', entries)
+local len = call('LLEN', entries)
 local base = n - len
 local first = base + aged(name, s[3], len)
 if from < first then
@@ -22,6 +22,6 @@ end
 if max <= 0 or from == n then
   return {OK}
 end
-local out = redis.call('LRANGE', entries, from - base, from - base + max - 1)
+local out = call('LRANGE', entries, from - base, from - base + max - 1)
 table.insert(out, 1, OK)
 return out

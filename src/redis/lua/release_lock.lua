@@ -3,10 +3,10 @@
 -- incarnation is answered by the engine before the call.)
 local name, fence = ARGV[3], tonumber(ARGV[4])
 local k = R .. 'k:' .. name
-local f = redis.call('HGET', k, 'f')
+local f = call('HGET', k, 'f')
 if f and tonumber(f) == fence then
   leave_index(LOCKS, name, E_LOCK, RELEASED_)
   unlink(k, 'la:', name)
-  redis.call('DEL', k)
+  call('DEL', k)
 end
 return {OK}

@@ -17,7 +17,7 @@ local d = NOW + ttl
 -- out together (a listing is counted as long as its lease).
 local z = cover(l[3], d, 3 * ttl, function()
   local keys = {k}
-  for _, key in ipairs(redis.call('SMEMBERS', R .. 'lp:' .. seq)) do
+  for _, key in ipairs(call('SMEMBERS', R .. 'lp:' .. seq)) do
     keys[#keys + 1] = R .. 'p:' .. key
   end
   return tokens_of(keys)
@@ -25,7 +25,7 @@ end)
 if not z then
   return {ROOM}
 end
-redis.call('HSET', k, 'v', num(v), 'd', num(d), 'z', z)
-redis.call('PEXPIREAT', k, num(d + tonumber(ARGV[6])))
+call('HSET', k, 'v', num(v), 'd', num(d), 'z', z)
+call('PEXPIREAT', k, num(d + tonumber(ARGV[6])))
 index_at(LEASES, d, seq, tonumber(l[2]))
 return {OK, v, ttl}

@@ -5,7 +5,7 @@
 -- before this incarnation is answered by the engine before the call.)
 local name, fence, ttl = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
 local k = R .. 'k:' .. name
-local l = redis.call('HMGET', k, 'f', 'v', 'd', 'l', 'z')
+local l = call('HMGET', k, 'f', 'v', 'd', 'l', 'z')
 if not l[1] then
   return {NOT_FOUND}
 end
@@ -23,7 +23,7 @@ end)
 if not z then
   return {ROOM}
 end
-redis.call('HSET', k, 'v', num(v), 'd', num(d), 'z', z)
-redis.call('PEXPIREAT', k, num(d + tonumber(ARGV[6])))
+call('HSET', k, 'v', num(v), 'd', num(d), 'z', z)
+call('PEXPIREAT', k, num(d + tonumber(ARGV[6])))
 index_at(LOCKS, d, name, tonumber(l[3]))
 return {OK, v, ttl}

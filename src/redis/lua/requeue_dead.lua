@@ -2,12 +2,12 @@
 -- wake channel. The dead letter is ready again with fresh attempts.
 -- Reply: {OK} or {NOT_FOUND}.
 local name, seq = ARGV[3], ARGV[4]
-if not queue_now(name) or not redis.call('ZSCORE', qk('qx', name), seq) then
+if not queue_now(name) or not call('ZSCORE', qk('qx', name), seq) then
   return {NOT_FOUND}
 end
-redis.call('ZREM', qk('qx', name), seq)
-redis.call('HDEL', qk('qy', name), seq)
-redis.call('HSET', qk('qa', name), seq, '0')
+call('ZREM', qk('qx', name), seq)
+call('HDEL', qk('qy', name), seq)
+call('HSET', qk('qa', name), seq, '0')
 make_ready(name, seq)
 publish_wake(ARGV[5])
 return {OK}

@@ -12,6 +12,6 @@ leave_index(LEASES, seq, E_LEASE, REVOKED_)
 detach(seq, REVOKED_)
 local k = R .. 'l:' .. seq
 local until_ms = NOW + tonumber(ARGV[4])
-redis.call('HSET', k, 'x', '1', 'd', num(until_ms))
-redis.call('PEXPIREAT', k, num(until_ms))
+call('HSET', k, 'x', '1', 'd', num(until_ms))
+call('PEXPIREAT', k, num(until_ms))
 return {OK}

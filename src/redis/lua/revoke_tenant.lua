@@ -6,9 +6,9 @@
 -- REVOKED for tombstone_ttl (every fence issued before this call is below
 -- the one it draws). Reply: {OK}.
 local below = next_fence()
-local epoch = tonumber(redis.call('HGET', KEYS[1], 'e') or '0')
-redis.call('RPUSH', GRAVES, R)
-redis.call('HSET', KEYS[1], 'e', num(epoch + 1), 'rv', num(below),
+local epoch = tonumber(call('HGET', KEYS[1], 'e') or '0')
+call('RPUSH', GRAVES, R)
+call('HSET', KEYS[1], 'e', num(epoch + 1), 'rv', num(below),
   'ru', num(NOW + tonumber(ARGV[3])))
 due(NOW)
 return {OK}

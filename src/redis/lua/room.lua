@@ -29,7 +29,7 @@ elseif op == 'give' then
 elseif op == 'extend' then
   return {OK, room_extend(base, now, tonumber(ARGV[2]), {unpack(ARGV, 3)})}
 elseif op == 'stale' and BUDGETS[ARGV[2]] then
-  local scan = redis.call('HSCAN', base .. ARGV[2], ARGV[3], 'COUNT', ARGV[4])
+  local scan = call('HSCAN', base .. ARGV[2], ARGV[3], 'COUNT', ARGV[4])
   local out = {OK, scan[1]}
   local pairs_ = scan[2]
   for i = 1, #pairs_, 2 do
@@ -41,8 +41,8 @@ elseif op == 'stale' and BUDGETS[ARGV[2]] then
   end
   return out
 elseif op == 'count' and BUDGETS[ARGV[2]] then
-  return {OK, tonumber(redis.call('HGET', base .. string.upper(ARGV[2]), 1) or '0')}
+  return {OK, tonumber(call('HGET', base .. string.upper(ARGV[2]), 1) or '0')}
 elseif op == 'count' then
-  return {OK, redis.call('ZCOUNT', base .. ARGV[2], '(' .. num(now), '+inf')}
+  return {OK, call('ZCOUNT', base .. ARGV[2], '(' .. num(now), '+inf')}
 end
 return redis.error_reply('unknown room operation: ' .. op)

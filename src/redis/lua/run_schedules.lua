@@ -10,16 +10,16 @@
 -- room at all it stays due, refused as one job would be. Reply: {OK, fired, skipped, ms to the next fire (-1:
 -- none), then per schedule whose queue refused: its name and the
 -- refusal's code and three values (0 when unused)} or {LEADERSHIP_LOST}.
-local lock = redis.call('HMGET', R .. 'k:' .. ARGV[4], 'f', 'd')
+local lock = call('HMGET', R .. 'k:' .. ARGV[4], 'f', 'd')
 if not lock[1] or lock[1] ~= ARGV[3] or tonumber(lock[2]) <= NOW then
   return {LEADERSHIP_LOST}
 end
 local most, draining = tonumber(ARGV[6]), ARGV[7] == '1'
 local fired, skipped, next_in = 0, 0, -1
 local refused = {}
-for _, name in ipairs(redis.call('ZRANGE', SCHEDULES, 0, -1)) do
+for _, name in ipairs(call('ZRANGE', SCHEDULES, 0, -1)) do
   local hkey = K .. 'h:' .. name
-  local h = redis.call('HMGET', hkey, 'iv', 'nx', 'q', 'p', 'f')
+  local h = call('HMGET', hkey, 'iv', 'nx', 'q', 'p', 'f')
   local interval, at = tonumber(h[1]), tonumber(h[2])
   local q = queue_now(h[3])
   local room = q and queue_room(h[3], q, #h[4]) or 0
@@ -38,7 +38,7 @@ for _, name in ipairs(redis.call('ZRANGE', SCHEDULES, 0, -1)) do
       fired = fired + fires
       skipped = skipped + due - fires
       at = next_at
-      redis.call('HSET', hkey, 'nx', num(at), 'f', num(tonumber(h[5]) + fires))
+      call('HSET', hkey, 'nx', num(at), 'f', num(tonumber(h[5]) + fires))
     else
       refused[#refused + 1] = {name, refusal}
     end

@@ -12,7 +12,7 @@ if not queue_of(ARGV[6]) then
   return {NOT_FOUND}
 end
 local hkey = K .. 'h:' .. name
-local held = redis.call('HMGET', hkey, 'rv', 'iv', 'q', 'p')
+local held = call('HMGET', hkey, 'rv', 'iv', 'q', 'p')
 local token = held[1]
 if token and tonumber(held[2]) == interval and held[3] == ARGV[6] and held[4] == ARGV[7] then
   return {OK}
@@ -28,7 +28,7 @@ if not token then
   end
   token = room.h[1]
 end
-redis.call('HSET', hkey, 'sp', ARGV[4], 'iv', num(interval), 'nx', num(NOW + interval),
+call('HSET', hkey, 'sp', ARGV[4], 'iv', num(interval), 'nx', num(NOW + interval),
   'q', ARGV[6], 'p', ARGV[7], 'f', '0', 'rv', token)
-redis.call('ZADD', SCHEDULES, '+inf', name)
+call('ZADD', SCHEDULES, '+inf', name)
 return {OK}

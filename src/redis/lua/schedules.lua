@@ -2,8 +2,8 @@
 -- schedule: name, spec, interval (ms), queue, ms to its next fire, fires
 -- so far}.
 local out = {OK}
-for _, name in ipairs(redis.call('ZRANGE', SCHEDULES, 0, -1)) do
-  local h = redis.call('HMGET', K .. 'h:' .. name, 'sp', 'iv', 'q', 'nx', 'f')
+for _, name in ipairs(call('ZRANGE', SCHEDULES, 0, -1)) do
+  local h = call('HMGET', K .. 'h:' .. name, 'sp', 'iv', 'q', 'nx', 'f')
   out[#out + 1] = name
   out[#out + 1] = h[1]
   out[#out + 1] = tonumber(h[2])

@@ -13,12 +13,12 @@ if not q then
   return refused
 end
 unclaim(name, seq)
-redis.call('HINCRBY', qk('qa', name), seq, -1)
+call('HINCRBY', qk('qa', name), seq, -1)
 local delay = tonumber(ARGV[6])
 if delay == 0 then
   make_ready(name, seq)
 else
-  redis.call('ZADD', qk('qd', name), num(NOW + delay), seq)
+  call('ZADD', qk('qd', name), num(NOW + delay), seq)
 end
 publish_wake(ARGV[7])
 return {OK}

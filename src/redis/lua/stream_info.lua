@@ -12,7 +12,7 @@ local len, b = drop_aged(name, s)
 local consumers = K .. 'sc:' .. name
 local committed = -1
 if consumer ~= '' then
-  committed = tonumber(redis.call('HGET', consumers, consumer) or '-1')
+  committed = tonumber(call('HGET', consumers, consumer) or '-1')
 end
-return {OK, n - len, n, len, b, redis.call('HLEN', consumers), committed,
-  redis.call('HLEN', K .. 'sg:' .. name)}
+return {OK, n - len, n, len, b, call('HLEN', consumers), committed,
+  call('HLEN', K .. 'sg:' .. name)}

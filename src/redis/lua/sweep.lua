@@ -6,7 +6,7 @@
 reap(tonumber(ARGV[3]))
 local next_due = -1
 for _, index in ipairs({LEASES, LOCKS, ATTEMPTS, MEMBERS, REPLAY, IDEM}) do
-  local first = redis.call('ZRANGE', index, 0, 0, 'WITHSCORES')
+  local first = call('ZRANGE', index, 0, 0, 'WITHSCORES')
   if first[2] then
     local d = tonumber(first[2])
     if next_due < 0 or d < next_due then
@@ -15,12 +15,12 @@ for _, index in ipairs({LEASES, LOCKS, ATTEMPTS, MEMBERS, REPLAY, IDEM}) do
   end
 end
 -- An ended epoch not yet buried: due again at once.
-if redis.call('EXISTS', GRAVES) == 1 then
+if call('EXISTS', GRAVES) == 1 then
   next_due = NOW
 end
 if next_due < 0 then
-  redis.call('HDEL', KEYS[1], 'nd')
+  call('HDEL', KEYS[1], 'nd')
 else
-  redis.call('HSET', KEYS[1], 'nd', num(next_due))
+  call('HSET', KEYS[1], 'nd', num(next_due))
 end
 return {OK, next_due}

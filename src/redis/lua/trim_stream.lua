@@ -15,6 +15,6 @@ local base = n - len
 local k = math.min(math.max(before - base, 0), len)
 if k > 0 then
   b = b - pop_entries(name, k)
-  redis.call('HSET', K .. 's:' .. name, 'b', num(b))
+  call('HSET', K .. 's:' .. name, 'b', num(b))
 end
 return {OK, math.max(base, before)}

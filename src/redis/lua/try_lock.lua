@@ -6,7 +6,7 @@
 local name, owner, ttl, lease = ARGV[3], ARGV[4], tonumber(ARGV[5]), ARGV[6]
 local k = R .. 'k:' .. name
 reap(REAP_MAX)
-local cur = redis.call('HMGET', k, 'd', 'l')
+local cur = call('HMGET', k, 'd', 'l')
 if cur[1] then
   if tonumber(cur[1]) > NOW and (cur[2] == '' or lease_state(cur[2]) == OK) then
     return {HELD}
@@ -35,11 +35,11 @@ if not room then
   return answer
 end
 local f = next_fence()
-redis.call('HSET', k, 'h', owner, 'f', num(f), 'v', num(f), 'd', num(d), 'l', lease,
+call('HSET', k, 'h', owner, 'f', num(f), 'v', num(f), 'd', num(d), 'l', lease,
   'z', room.k[2], 'rv', room.k[1])
-redis.call('PEXPIREAT', k, num(d + tonumber(ARGV[9])))
+call('PEXPIREAT', k, num(d + tonumber(ARGV[9])))
 index_at(LOCKS, d, name)
 if lease ~= '' then
-  redis.call('SADD', R .. 'la:' .. lease, name)
+  call('SADD', R .. 'la:' .. lease, name)
 end
 return {OK, f, f, ttl}

@@ -1,9 +1,9 @@
 -- unschedule: ARGV[3] name. Reply: {OK} or {NOT_FOUND}.
 local name = ARGV[3]
 local hkey = K .. 'h:' .. name
-if redis.call('EXISTS', hkey) == 0 then
+if call('EXISTS', hkey) == 0 then
   return {NOT_FOUND}
 end
 leave_index(SCHEDULES, name, E_SCHEDULE, RELEASED_)
-redis.call('DEL', hkey)
+call('DEL', hkey)
 return {OK}

@@ -10,5 +10,5 @@ if v ~= tonumber(ARGV[4]) then
   return {CONFLICT, v}
 end
 v = v + 1
-redis.call('HSET', R .. 'p:' .. key, 'a', ARGV[5], 'v', num(v))
+call('HSET', R .. 'p:' .. key, 'a', ARGV[5], 'v', num(v))
 return {OK, v}
