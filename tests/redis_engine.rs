@@ -3,7 +3,7 @@
 //! (separate connections, as separate relay instances hold) racing on one
 //! Redis, tenants spread over the cluster's slots, the keys a revocation
 //! leaves behind, and a drain that belongs to one handle. What every engine
-//! must do is the conformance suite's (`tests/redis_conformance.rs` runs it
+//! must do is the conformance suite's (`tests/redis_conformance_*.rs` run it
 //! on these servers).
 
 mod redis;

@@ -6,7 +6,7 @@
 //! one handle is delivered from another; one scheduler lock holder fires
 //! a schedule, the other cannot; the store-wide queue and schedule
 //! budgets refuse exactly and get their room back. (The contract's own
-//! queue checks are in `redis_conformance.rs`.)
+//! queue checks are in `redis_conformance_queues.rs`.)
 
 mod redis;
 

@@ -5,7 +5,7 @@
 //! handle's streams, refuses exactly at its limits and gets its room back
 //! from deletions and cascades, also after a tenant's revocation (which
 //! keeps the tenant's own streams, as in memory). (The contract's own
-//! stream checks are in `redis_conformance.rs`.)
+//! stream checks are in `redis_conformance_streams.rs`.)
 
 mod redis;
 

@@ -246,9 +246,9 @@ pub(super) async fn event_details<H: Harness>(h: &H) -> Outcome {
     );
 
     // An unpublished listing is the root of its attempts' removal.
-    let g2 = e.grant(T, "host-b", u * 100, None).await?;
+    let g2 = e.grant(T, "host-b", u * 20, None).await?;
     e.publish(T, g2.id, "room", b"", None).await?;
-    let t2 = e.begin_join(T, "room", "c", u * 50, None).await?;
+    let t2 = e.begin_join(T, "room", "c", u * 10, None).await?;
     e.unpublish(T, "room", None).await?;
     let seen = taken(&events)?;
     let attempt = of(&seen, &RecordId::Attempt(t2.attempt))?;
@@ -272,7 +272,7 @@ pub(super) async fn event_details<H: Harness>(h: &H) -> Outcome {
 
     // An expired lease is the root of what went with it.
     e.publish(T, g2.id, "hall", b"", None).await?;
-    h.advance(u * 101).await;
+    h.advance(u * 21).await;
     let seen = taken(&events)?;
     let lease = of(&seen, &RecordId::Lease(g2.id))?;
     ensure_eq!(

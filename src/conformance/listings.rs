@@ -50,12 +50,12 @@ pub(super) async fn publish_update_unpublish<H: Harness>(h: &H) -> Outcome {
         l.remaining,
         u * 100
     );
-    h.advance(u * 40).await;
+    h.advance(u * 15).await;
     let later = e.get_listing(T, "lobby").await?;
     let lease = e.get_lease(T, g.id).await?;
     ensure!(
-        later.remaining <= u * 60 && later.remaining > u * 50,
-        "a listing's time left after 40 of 100 units: {:?}",
+        later.remaining <= u * 85 && later.remaining > u * 75,
+        "a listing's time left after 15 of 100 units: {:?}",
         later.remaining
     );
     ensure!(

@@ -10,8 +10,8 @@
 //! it, [`run`]).
 //! [`InMemory`] is the harness of the in-memory engine;
 //! `tests/conformance.rs` runs it, and runs a deliberately broken engine to
-//! show the suite catches it; `tests/redis_conformance.rs` runs the Redis
-//! engine.
+//! show the suite catches it; `tests/redis_conformance_*.rs` run it on the
+//! Redis engine.
 //!
 //! # Time
 //!

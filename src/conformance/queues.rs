@@ -310,7 +310,7 @@ where
     );
 
     e.create_queue(T, "ticks", QueueConfig::default()).await?;
-    let spec = format!("@every {}ms", (u * 10).as_millis());
+    let spec = format!("@every {}ms", (u * 5).as_millis());
     e.schedule(T, "beat", &spec, "ticks", b"tick").await?;
     let leader = e.try_lead_schedules(T, "r1", u * 1000).await?;
     let Some(leader) = leader else {
@@ -321,7 +321,7 @@ where
         None,
         "one leader"
     );
-    h.advance(u * 25).await;
+    h.advance(u * 12).await;
     let run = e.run_schedules(T, leader.fence).await?;
     ensure_eq!(run.fired, 2, "two grid points passed");
     ensure_eq!(
@@ -360,12 +360,12 @@ where
         ..QueueConfig::default()
     };
     e.create_queue(T, "small", small).await?;
-    let spec = format!("@every {}ms", (u * 10).as_millis());
+    let spec = format!("@every {}ms", (u * 4).as_millis());
     e.schedule(T, "beat", &spec, "small", b"tick").await?;
     let Some(leader) = e.try_lead_schedules(T, "r1", u * 1000).await? else {
         return Err(super::Fault::new("the scheduler lock was free".into()));
     };
-    h.advance(u * 55).await;
+    h.advance(u * 22).await;
     let run = e.run_schedules(T, leader.fence).await?;
     ensure!(run.refused.is_empty(), "refused: {:?}", run.refused);
     ensure_eq!(run.fired, 3, "as many fires as the queue had room for");
@@ -375,7 +375,7 @@ where
         3,
         "the fires are jobs"
     );
-    h.advance(u * 10).await;
+    h.advance(u * 5).await;
     let run = e.run_schedules(T, leader.fence).await?;
     ensure_eq!(run.fired, 0, "no room");
     let refusal = run
@@ -783,15 +783,15 @@ where
     let probe = e.grant(T, "clock", u * 600, None).await?;
     let now = probe.expires_at - u * 600;
     let later = e
-        .enqueue(T, "timed", b"later", JobOptions::at(now + u * 20))
+        .enqueue(T, "timed", b"later", JobOptions::at(now + u * 8))
         .await?;
     let past = e
         .enqueue(T, "timed", b"past", JobOptions::at(now - u * 5))
         .await?;
     match e.job(T, "timed", later).await?.state {
         JobState::Delayed { ready_in } => ensure!(
-            ready_in <= u * 20 && ready_in >= u * 15,
-            "a job for 20 units from now is ready in {ready_in:?}"
+            ready_in <= u * 8 && ready_in >= u * 3,
+            "a job for 8 units from now is ready in {ready_in:?}"
         ),
         other => return Err(Fault::new(format!("a job for later is {other:?}"))),
     }
@@ -801,7 +801,7 @@ where
         vec![past],
         "only the job whose time has come"
     );
-    h.advance(u * 21).await;
+    h.advance(u * 9).await;
     let claimed = e.claim(T, "timed", "w", None, 10).await?;
     ensure_eq!(
         claimed.iter().map(|c| c.id).collect::<Vec<_>>(),

@@ -10,6 +10,7 @@
 
 #![allow(dead_code)] // each test binary uses its own part
 
+pub mod conformance;
 pub mod servers;
 
 use relaystore::redis::{RedisEngine, RedisOptions};

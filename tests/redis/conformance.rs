@@ -1,13 +1,11 @@
-//! The conformance suite on the Redis engine, all of it (relay records,
-//! wake channels, streams, queues, the outbox, schedules and
-//! transactions), on a
-//! standalone server and on a Redis Cluster.
-//! Time is real here: the unit is 100 ms and `advance` sleeps (deadlines
-//! come from the server's clock).
+//! The conformance suite on the Redis engine: its harness (fresh engines,
+//! a namespace each, on one target) and the run of one part of the suite
+//! on one target. Time is real here: the unit is 100 ms and `advance`
+//! sleeps (deadlines come from the server's clock). The parts run from
+//! three test binaries (`tests/redis_conformance_*.rs`), so that each
+//! stays short.
 
-mod redis;
-
-use redis::{block_on, connect_fresh, fresh_namespace, targets, Target};
+use super::{block_on, connect_fresh, fresh_namespace, targets, Target};
 use relaystore::conformance::{
     self, Failure, Harness, QUEUE_CHECKS, RELAY_CHECKS, STREAM_CHECKS, TX_CHECKS, WAKE_CHECKS,
 };
@@ -17,7 +15,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 /// Fresh engines (a namespace each) on one Redis target.
-struct RedisHarness {
+pub struct RedisHarness {
     target: Target,
     engines: Mutex<Vec<RedisEngine>>,
 }
@@ -58,7 +56,7 @@ const NOT_YET: &[&str] = &[];
 
 /// Which checks a test runs.
 #[derive(Clone, Copy)]
-enum Suite {
+pub enum Suite {
     /// The relay records and wake channels.
     Relay,
     /// Streams.
@@ -70,7 +68,7 @@ enum Suite {
 }
 
 /// Runs `suite` on the configured target called `name`.
-fn checks_on(name: &str, suite: Suite) {
+pub fn checks_on(name: &str, suite: Suite) {
     for target in targets().into_iter().filter(|t| t.name == name) {
         let harness = RedisHarness {
             target: target.clone(),
@@ -96,44 +94,4 @@ fn checks_on(name: &str, suite: Suite) {
         let report: Vec<String> = failures.iter().map(ToString::to_string).collect();
         assert_eq!(failed, NOT_YET, "{}:\n{}", target.name, report.join("\n"));
     }
-}
-
-#[test]
-fn the_relay_checks_pass_on_a_standalone_server() {
-    checks_on("standalone", Suite::Relay);
-}
-
-#[test]
-fn the_relay_checks_pass_on_a_cluster() {
-    checks_on("cluster", Suite::Relay);
-}
-
-#[test]
-fn the_stream_checks_pass_on_a_standalone_server() {
-    checks_on("standalone", Suite::Streams);
-}
-
-#[test]
-fn the_stream_checks_pass_on_a_cluster() {
-    checks_on("cluster", Suite::Streams);
-}
-
-#[test]
-fn the_queue_checks_pass_on_a_standalone_server() {
-    checks_on("standalone", Suite::Queues);
-}
-
-#[test]
-fn the_queue_checks_pass_on_a_cluster() {
-    checks_on("cluster", Suite::Queues);
-}
-
-#[test]
-fn the_transaction_checks_pass_on_a_standalone_server() {
-    checks_on("standalone", Suite::Tx);
-}
-
-#[test]
-fn the_transaction_checks_pass_on_a_cluster() {
-    checks_on("cluster", Suite::Tx);
 }

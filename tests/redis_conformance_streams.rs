@@ -1,0 +1,26 @@
+//! The conformance suite on the Redis engine: streams, consumer groups and transactions, on a
+//! standalone server and on a Redis Cluster (`tests/redis/conformance.rs`).
+
+mod redis;
+
+use redis::conformance::{checks_on, Suite};
+
+#[test]
+fn the_stream_checks_pass_on_a_standalone_server() {
+    checks_on("standalone", Suite::Streams);
+}
+
+#[test]
+fn the_stream_checks_pass_on_a_cluster() {
+    checks_on("cluster", Suite::Streams);
+}
+
+#[test]
+fn the_transaction_checks_pass_on_a_standalone_server() {
+    checks_on("standalone", Suite::Tx);
+}
+
+#[test]
+fn the_transaction_checks_pass_on_a_cluster() {
+    checks_on("cluster", Suite::Tx);
+}
