@@ -194,3 +194,93 @@ fn a_refused_commit_leaves_every_key_as_it_was() {
         assert_eq!(e.stream_info(T, "log").await.unwrap().first, 3);
     });
 }
+
+/// A transaction call that raised an error part way (here: a change whose
+/// function does not exist, after an append) leaves nothing behind for
+/// later calls: the next call neither journals nor holds back what it
+/// publishes, so another handle still hears of a revocation.
+#[test]
+fn a_transaction_that_raised_an_error_leaves_later_calls_as_they_were() {
+    let target = targets()
+        .into_iter()
+        .find(|t| t.name == "standalone")
+        .expect("a standalone target");
+    block_on(async {
+        let namespace = fresh_namespace("tx-error");
+        let a = connect_fresh(&target, &namespace, redis::config())
+            .await
+            .unwrap();
+        let b = connect_fresh(&target, &namespace, redis::config())
+            .await
+            .unwrap();
+        let heard = b.subscribe().await.unwrap();
+        a.create_stream(T, "log", StreamConfig::new(8, 1024, WhenFull::Refuse))
+            .await
+            .unwrap();
+        let lease = a
+            .grant(T, "host-a", Duration::from_secs(60), None)
+            .await
+            .unwrap();
+
+        // The library's `tx` function, called by hand as the engine would,
+        // with a second change that names no function.
+        let mut raw = Raw::connect(&target).await;
+        let libraries: ::redis::Value = raw.query(::redis::cmd("FUNCTION").arg("LIST")).await;
+        let tx = names(&libraries)
+            .into_iter()
+            .find(|n| n.starts_with("relaystore_") && n.ends_with("_tx"))
+            .expect("the library's tx function");
+        let key = format!("{{{namespace}:{}}}:inc", T.0);
+        let incarnation: String = raw.query(::redis::cmd("HGET").arg(&key).arg("i")).await;
+        let raised: ::redis::RedisResult<::redis::Value> = match &mut raw {
+            Raw::One(c) => {
+                ::redis::cmd("FCALL")
+                    .arg(&tx)
+                    .arg(1)
+                    .arg(&key)
+                    .arg(&incarnation)
+                    .arg("r0")
+                    .arg(2)
+                    .arg("append")
+                    .arg(6)
+                    .arg("log")
+                    .arg("entry")
+                    .arg("__stream:log")
+                    .arg("")
+                    .arg(1000)
+                    .arg(-1)
+                    .arg("no_such_change")
+                    .arg(0)
+                    .query_async(c)
+                    .await
+            }
+            Raw::Many(_) => unreachable!("a standalone target"),
+        };
+        assert!(raised.is_err(), "the call raised: {raised:?}");
+
+        // A later call on its own: its removal event reaches the other
+        // handle.
+        a.revoke(T, lease.id).await.unwrap();
+        let got = tokio::time::timeout(Duration::from_secs(2), heard.recv()).await;
+        assert!(
+            matches!(got, Ok(Ok(_))),
+            "the other handle heard nothing of the revocation: {got:?}"
+        );
+    });
+}
+
+/// Every text in a reply, depth first.
+fn names(value: &::redis::Value) -> Vec<String> {
+    match value {
+        ::redis::Value::BulkString(b) => vec![String::from_utf8_lossy(b).into_owned()],
+        ::redis::Value::SimpleString(s) => vec![s.clone()],
+        ::redis::Value::Array(items) | ::redis::Value::Set(items) => {
+            items.iter().flat_map(names).collect()
+        }
+        ::redis::Value::Map(pairs) => pairs
+            .iter()
+            .flat_map(|(k, v)| names(k).into_iter().chain(names(v)))
+            .collect(),
+        _ => Vec::new(),
+    }
+}

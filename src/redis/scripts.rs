@@ -178,7 +178,7 @@ pub(super) static LIBRARY: LazyLock<Library> = LazyLock::new(|| {
                  return finish(OPS['{op}']())\n"
             )
         } else {
-            format!("  KEYS, ARGV = keys, args\n{body}")
+            format!("  KEYS, ARGV, JOURNAL, DEFERRED = keys, args, nil, nil\n{body}")
         };
         // A function that only reads is flagged `no-writes` (Redis refuses
         // any write in it), a removal `allow-oom`: Redis runs both on a

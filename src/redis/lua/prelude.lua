@@ -581,6 +581,9 @@ end
 -- nil.
 local function begin(keys, args)
   KEYS, ARGV = keys, args
+  -- A transaction that raised an error left its journal open: no call
+  -- after it journals or holds its publishes.
+  JOURNAL, DEFERRED = nil, nil
   local inc = KEYS[1]
   TAG = string.sub(inc, 1, -4)
   I = ARGV[1]
