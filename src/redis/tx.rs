@@ -60,7 +60,7 @@ impl RedisEngine {
             Err(Refused {
                 at,
                 error: Error::NotFound,
-            }) if matches!(batch.ops()[at], TxOp::OutboxPut { .. }) => {
+            }) if matches!(batch.ops().get(at), Some(TxOp::OutboxPut { .. })) => {
                 self.create_queue_named(tenant, OUTBOX_QUEUE, &outbox_config())
                     .await?;
                 self.commit_steps(&batch).await
@@ -101,10 +101,10 @@ impl RedisEngine {
             })
             .unwrap_or(Issued::Nothing);
         let mut args = args![steps.len().to_string()];
-        for step in &steps {
+        for step in steps {
             args.push(step.op.as_bytes().to_vec());
             args.push(step.args.len().to_string().into_bytes());
-            args.extend(step.args.iter().cloned());
+            args.extend(step.args);
         }
         let reply = self
             .run(scripts::TX, tenant, mode, issued, args)
@@ -128,7 +128,7 @@ impl RedisEngine {
             }
             return Err(Refused { at, error });
         }
-        let mut applied = Vec::with_capacity(steps.len());
+        let mut applied = Vec::with_capacity(batch.len());
         for (at, op) in batch.ops().iter().enumerate() {
             let one = reply
                 .nested(at + 1)
