@@ -19,6 +19,8 @@
 //! `get_lease`, the join trio (`begin_join`, `bind_endpoint`, `consume`)
 //! `notify` (a listener of each tenant's channel attached, on another
 //! handle), `append` (64 bytes to a stream that trims its oldest entries),
+//! `tx` (a transaction of two such appends and a notify: one call, counted
+//! as three changes),
 //! `read` (16 entries of 64 bytes), `job` (enqueue, claim, ack: three
 //! operations) and `health` (on one server, one call of the library's
 //! `writable` function, which only answers: the client side and the
@@ -43,7 +45,7 @@ mod support;
 use relaystore::queue::{JobOptions, QueueConfig};
 use relaystore::redis::{RedisEngine, RedisOptions};
 use relaystore::stream::{StreamConfig, WhenFull};
-use relaystore::{LeaseId, Store, StoreConfig, TenantId, TenantQuota};
+use relaystore::{LeaseId, Store, StoreConfig, TenantId, TenantQuota, TxBatch};
 use std::net::SocketAddr;
 use std::process::Command;
 
@@ -204,6 +206,7 @@ async fn run(url: &str, o: &Options) {
             "join",
             "notify",
             "append",
+            "tx",
             "read",
             "job",
             "health",
@@ -433,6 +436,7 @@ async fn one_remote(e: &RedisEngine, ids: &[(TenantId, LeaseId)], op: &str, k: u
         "notify" => e.notify(tenant, LOBBY).await.is_ok(),
         "health" => e.health().await == relaystore::Health::Ready,
         "append" => e.append(tenant, FEED, &ENTRY, None).await.is_ok(),
+        "tx" => return 3 * u64::from(e.commit_tx(feed_batch(tenant)).await.is_ok()),
         "job" => {
             let tenant = TenantId(k % TENANTS);
             if e.enqueue(tenant, JOBS, &ENTRY, JobOptions::default())
@@ -483,6 +487,7 @@ fn one_local(s: &Store, ids: &[(TenantId, LeaseId)], op: &str, k: u64) -> u64 {
         "notify" => s.notify(tenant, LOBBY).is_ok(),
         "health" => s.health() == relaystore::Health::Ready,
         "append" => s.append(tenant, FEED, &ENTRY, None).is_ok(),
+        "tx" => return 3 * u64::from(s.commit_tx(feed_batch(tenant)).is_ok()),
         "job" => {
             let tenant = TenantId(k % TENANTS);
             if s.enqueue(tenant, JOBS, &ENTRY, JobOptions::default())
@@ -549,4 +554,14 @@ fn host_port(url: &str) -> (String, u16) {
         Some((h, p)) => (h.to_owned(), p.parse().unwrap_or(6379)),
         None => (hostport.to_owned(), 6379),
     }
+}
+
+/// A transaction of three changes, each counted: two appends and a
+/// notify.
+fn feed_batch(tenant: TenantId) -> TxBatch {
+    let mut tx = TxBatch::new(tenant);
+    tx.append(FEED, &ENTRY).expect("staged");
+    tx.append(FEED, &ENTRY).expect("staged");
+    tx.notify(LOBBY).expect("staged");
+    tx
 }
