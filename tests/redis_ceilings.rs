@@ -427,3 +427,40 @@ fn after_a_racing_mix_the_count_is_exactly_the_live_records() {
         );
     });
 }
+
+/// A ceiling lowered below what the store holds refuses, with the whole
+/// use, until removals bring the use under it, although on a cluster the
+/// shares that hold nothing have room under their new parts (ADR 0070):
+/// one tenant's four leases fill two shares (two each under a ceiling of
+/// 32), and the ceiling lowered to 4 gives shares 0 to 3 a part of one,
+/// at least two of them empty.
+#[test]
+fn a_ceiling_lowered_below_its_use_refuses_until_use_is_under_it() {
+    on_every_target("ceiling-lowered", |target, name| async move {
+        let mut limits = ceilings(2 * relaystore::redis::ROOM_SHARES as u64);
+        let engines = instances(&target, &name, 1, limits.clone()).await;
+        let e = &engines[0];
+        let mut held = Vec::new();
+        for _ in 0..4 {
+            held.push(e.grant(T, "h", MS * 60_000, None).await.unwrap().id);
+        }
+        limits.leases_max = 4;
+        e.reconfigure(limits).await.unwrap();
+        for _ in 0..2 {
+            assert_eq!(
+                e.grant(OTHER, "h", MS * 60_000, None).await.map(drop),
+                Err(full(Collection::Leases, 4)),
+                "{name}: a ceiling lowered to its use"
+            );
+        }
+        e.revoke(T, held[0]).await.unwrap();
+        e.grant(OTHER, "h", MS * 60_000, None)
+            .await
+            .unwrap_or_else(|e| panic!("{name}: room under the lowered ceiling: {e}"));
+        assert_eq!(
+            e.grant(OTHER, "h", MS * 60_000, None).await.map(drop),
+            Err(full(Collection::Leases, 4)),
+            "{name}: the lowered ceiling, reached again"
+        );
+    });
+}

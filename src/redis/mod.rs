@@ -21,8 +21,8 @@
 //! 0033); and job queues, the outbox and schedules (ADR 0034). It
 //! implements the whole contract, [`Engine`](crate::Engine) and the
 //! traits below it ([`ScheduleRunner`](crate::ScheduleRunner) leads a
-//! tenant's schedules on it). Transactions are the in-memory store's
-//! only.
+//! tenant's schedules on it), transactions of one tenant's changes
+//! included (ADR 0069).
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), relaystore::Error> {
@@ -88,6 +88,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use groups::RedisMember;
+pub use room::ROOM_SHARES;
 pub use streams::RedisFollower;
 
 /// Where the Redis engine keeps its state, and its bounds.
@@ -726,7 +727,7 @@ impl RedisEngine {
             match reply.code()? {
                 // Room under a store-wide ceiling to take first (a
                 // cluster): nothing was written; take it, and call again.
-                reply::ROOM => grants = self.make_room(&needs).await?,
+                reply::ROOM => grants = self.make_room(tenant, &needs).await?,
                 reply::STALE | reply::UNKNOWN => {
                     // The tenant's keys are of another incarnation, or
                     // missing: believe the meta key, then try again.

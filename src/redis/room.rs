@@ -1,28 +1,33 @@
-//! Store-wide ceilings on Redis (ADR 0031).
+//! Store-wide ceilings on Redis (ADR 0031, ADR 0070).
 //!
 //! A ceiling spans every tenant, so on a cluster every slot, and no one
 //! function can count it next to a tenant's records. Its count lives in
-//! the meta slot: per collection, a sorted set of reservations (token →
-//! horizon). A creation takes a reservation after every narrower check
-//! passed (per-parent cap, tenant quota), and the record keeps its token
-//! (its `rv` field); the record's removal gives the reservation back
+//! sorted sets of reservations (token → horizon), per collection. A
+//! creation takes a reservation after every narrower check passed
+//! (per-parent cap, tenant quota), and the record keeps its token (its
+//! `rv` field); the record's removal gives the reservation back
 //! (`leave_index` in `lua/prelude.lua`, and burial after
 //! `revoke_tenant`). A reservation also lapses by itself at its horizon,
 //! which is never earlier than its record can live, so room that a dead
 //! instance could not give back returns within a bounded time, and room is
 //! never over-committed. A renewal past the horizon moves it out first.
 //!
-//! On a standalone server a function reaches the sets itself (one call,
-//! as before). On a cluster the function answers `ROOM` with what it
-//! needs and writes nothing; this module takes (or moves out) the room in
-//! the meta slot, and the engine calls the function again with it. Room a
-//! call did not use, and room its removals freed, comes back in the
-//! call's answer and is given back here.
+//! On a standalone server there is one set per collection, and a function
+//! reaches it itself (one call). On a cluster each counted collection's
+//! ceiling is split into [`ROOM_SHARES`] shares, each a set in a slot of
+//! its own admitting only under its part (ADR 0070); the budgets
+//! (streams, queues, schedules) stay in the meta slot. The function
+//! answers `ROOM` with what it needs and writes nothing; this module takes
+//! (or moves out) the room, from the tenant's share or the next one with
+//! room, and the engine calls the function again with it. Room a call did
+//! not use, and room its removals freed, comes back in the call's answer
+//! and is given back here, each token to its share.
 
 use super::codes;
 use super::reply::Reply;
 use super::{scripts, RedisEngine};
-use crate::base::error::{Error, Result};
+use crate::base::error::{Error, Result, Scope};
+use crate::base::ids::TenantId;
 use crate::contract::config::StoreConfig;
 use crate::contract::events::Collection;
 use crate::contract::usage::Usage;
@@ -82,6 +87,16 @@ fn malformed(what: &str) -> Error {
     Error::backend(format!("malformed room reply: {what}"), true)
 }
 
+/// How many shares each store-wide ceiling on a counted collection is
+/// split into on a cluster (ADR 0070): each share a reservation set in a
+/// slot of its own, holding `limit / ROOM_SHARES` of the ceiling (the
+/// first `limit % ROOM_SHARES` shares one more). A standalone server keeps
+/// one set. Every handle of a namespace uses the same split.
+pub const ROOM_SHARES: usize = 16;
+
+/// How long a share that did not answer is asked last, in milliseconds.
+const SHARE_DOWN_MS: u64 = 1_000;
+
 /// What a handle tells every per-tenant function about the ceilings.
 pub(super) struct Ceilings {
     /// `""` when no ceiling is below 2^53 (nothing is counted), else
@@ -89,18 +104,41 @@ pub(super) struct Ceilings {
     /// budgets last as `<letter><count>/<limit>/...`. Replaced whole by a
     /// reconfiguration.
     limits: arc_swap::ArcSwap<String>,
-    /// The reservations' key, `{<ns>}:room`.
-    key: String,
-    /// Whether functions reach it themselves (a standalone server).
+    /// The reservations' keys, one per share: `{<ns>}:room` (the meta
+    /// slot, which also keeps the budgets), then `{<ns>:r<i>}:room`.
+    keys: Vec<String>,
+    /// Whether functions reach the one share themselves (a standalone
+    /// server).
     inline: bool,
+    /// Per share, until when (milliseconds after `since`) it is asked
+    /// last: it failed to answer.
+    down: Vec<std::sync::atomic::AtomicU64>,
+    since: std::time::Instant,
+    /// Per counted collection (in `CEILINGS` order), whether its next
+    /// creation first counts every share: set at connect and whenever the
+    /// ceilings change, cleared once no share holds more than its part.
+    checking: Vec<std::sync::atomic::AtomicBool>,
 }
 
 impl Ceilings {
     pub(super) fn new(config: &StoreConfig, namespace: &str, cluster: bool) -> Self {
+        let shares = if cluster { ROOM_SHARES } else { 1 };
+        let keys = (0..shares)
+            .map(|i| match i {
+                0 => format!("{{{namespace}}}:room"),
+                i => format!("{{{namespace}:r{i}}}:room"),
+            })
+            .collect();
         Ceilings {
             limits: arc_swap::ArcSwap::from_pointee(Self::text_of(config)),
-            key: format!("{{{namespace}}}:room"),
+            keys,
             inline: !cluster,
+            down: (0..shares).map(|_| Default::default()).collect(),
+            since: std::time::Instant::now(),
+            checking: CEILINGS
+                .iter()
+                .map(|_| std::sync::atomic::AtomicBool::new(cluster))
+                .collect(),
         }
     }
 
@@ -108,6 +146,23 @@ impl Ceilings {
     pub(super) fn relimit(&self, config: &StoreConfig) {
         self.limits
             .store(std::sync::Arc::new(Self::text_of(config)));
+        if !self.inline {
+            for check in &self.checking {
+                check.store(true, std::sync::atomic::Ordering::Release);
+            }
+        }
+    }
+
+    /// The flag of the counted collection of `letter`.
+    fn check_of(&self, letter: char) -> Option<&std::sync::atomic::AtomicBool> {
+        let at = CEILINGS.iter().position(|&c| self::letter(c) == letter)?;
+        Some(&self.checking[at])
+    }
+
+    /// Whether creations of `letter` count every share first.
+    fn checks(&self, letter: char) -> bool {
+        self.check_of(letter)
+            .is_some_and(|c| c.load(std::sync::atomic::Ordering::Acquire))
     }
 
     /// `config`'s ceilings as the functions take them.
@@ -153,7 +208,7 @@ impl Ceilings {
     /// where the function can reach it and may write.
     pub(super) fn keys<'a>(&'a self, tenant_key: &'a str, writes: bool) -> Vec<&'a str> {
         if self.inline && writes {
-            vec![tenant_key, &self.key]
+            vec![tenant_key, &self.keys[0]]
         } else {
             vec![tenant_key]
         }
@@ -168,50 +223,366 @@ impl Ceilings {
             .map(str::to_owned)
             .ok_or_else(|| malformed(&format!("room for an unknown collection {letter}")))
     }
+
+    /// How many shares a counted collection's ceiling is split into.
+    fn shares(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// The ceiling on the collection of `letter`, `None` when it is off.
+    fn ceiling(&self, letter: char) -> Result<Option<u64>> {
+        let text = self.limit(letter)?;
+        if text == "-1" {
+            return Ok(None);
+        }
+        text.parse()
+            .map(Some)
+            .map_err(|_| malformed(&format!("the limit {text} of {letter}")))
+    }
+
+    /// Share `share`'s part of `ceiling` (`None`: no ceiling).
+    fn share_of(&self, ceiling: Option<u64>, share: usize) -> Option<u64> {
+        let n = self.shares() as u64;
+        ceiling.map(|c| c / n + u64::from((share as u64) < c % n))
+    }
+
+    /// The shares in the order a creation of `tenant` asks them: its own
+    /// share first, then the next ones round, shares that did not answer
+    /// lately last.
+    fn order(&self, tenant: TenantId) -> Vec<usize> {
+        let n = self.shares();
+        // The tenant's share: its id mixed, so neighbouring ids spread.
+        let home = (tenant.0.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as usize % n;
+        let (mut up, down): (Vec<usize>, Vec<usize>) = (0..n)
+            .map(|i| (home + i) % n)
+            .partition(|&s| !self.is_down(s));
+        up.extend(down);
+        up
+    }
+
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.since.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    fn is_down(&self, share: usize) -> bool {
+        self.down[share].load(std::sync::atomic::Ordering::Relaxed) > self.now_ms()
+    }
+
+    fn mark_down(&self, share: usize) {
+        let until = self.now_ms() + SHARE_DOWN_MS;
+        self.down[share].store(until, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// A reservation's token as its record keeps it: the share's own token,
+/// with `/<share>` after it for every share but the first.
+fn routed(token: &str, share: usize) -> String {
+    if share == 0 {
+        token.to_owned()
+    } else {
+        format!("{token}/{share}")
+    }
+}
+
+/// A record's token split into its share and the share's own token.
+fn split_token(token: &str) -> Result<(usize, &str)> {
+    match token.rsplit_once('/') {
+        None => Ok((0, token)),
+        Some((own, share)) => share
+            .parse::<usize>()
+            .ok()
+            .filter(|&s| s > 0 && s < ROOM_SHARES)
+            .map(|s| (s, own))
+            .ok_or_else(|| malformed(&format!("a token of an unknown share: {token}"))),
+    }
+}
+
+/// Whether `e` says a share could not be asked (rather than answering).
+fn unreachable(e: &Error) -> bool {
+    matches!(e, Error::BackendUnavailable { .. })
 }
 
 impl RedisEngine {
-    /// Takes the room a function answered `ROOM` for (`needs`: entries
-    /// `<letter><span ms>` for new reservations, `+<span ms> <token>...`
-    /// to move reservations out), in the meta slot. Returns the grants to
-    /// call the function with again; a full ceiling is its refusal
-    /// ([`Error::CapacityExceeded`] with a collection scope), and then
-    /// nothing was taken.
-    pub(super) async fn make_room(&self, needs: &[String]) -> Result<String> {
-        let ceilings = &self.inner.ceilings;
-        let mut take = vec![b"take".to_vec()];
-        let mut grants = Vec::new();
+    /// Takes the room a function of `tenant` answered `ROOM` for
+    /// (`needs`: entries `<letter><span ms>` for new reservations,
+    /// `+<span ms> <token>...` to move reservations out). Returns the
+    /// grants to call the function with again; a full ceiling is its
+    /// refusal ([`Error::CapacityExceeded`] with a collection scope), and
+    /// then nothing was taken. A reservation is taken from the tenant's
+    /// share, or, when that is full or does not answer, from the next
+    /// share that has room (ADR 0070).
+    pub(super) async fn make_room(&self, tenant: TenantId, needs: &[String]) -> Result<String> {
+        let mut takes = Vec::new();
+        let mut moves = Vec::new();
         for need in needs {
             if let Some(moved) = need.strip_prefix('+') {
-                let mut args = vec![b"extend".to_vec()];
-                args.extend(
-                    moved
-                        .split(' ')
-                        .filter(|s| !s.is_empty())
-                        .map(|s| s.as_bytes().to_vec()),
-                );
-                let reply = self.room(args).await?;
-                grants.push(format!("+@{}", reply.uint(1)?));
+                let mut parts = moved.split(' ').filter(|s| !s.is_empty());
+                let span = parts
+                    .next()
+                    .ok_or_else(|| malformed("an extension without a span"))?;
+                moves.push((span, parts.collect::<Vec<_>>()));
             } else {
                 let mut chars = need.chars();
                 let letter = chars.next().ok_or_else(|| malformed("an empty need"))?;
-                take.push(letter.to_string().into_bytes());
-                take.push(ceilings.limit(letter)?.into_bytes());
-                take.push(chars.as_str().as_bytes().to_vec());
+                takes.push((letter, chars.as_str()));
             }
         }
-        if take.len() > 1 {
-            let reply = self.room(take).await?;
-            let mut at = 1;
-            while at + 1 < reply.len() {
-                grants.push(format!("{}@{}", reply.text(at)?, reply.uint(at + 1)?));
-                at += 2;
+        // Every reservation taken so far, given back if a later need fails.
+        let mut taken = Vec::new();
+        let made = async {
+            let mut grants = Vec::new();
+            for (span, tokens) in moves {
+                grants.extend(self.extend_room(tenant, span, &tokens, &mut taken).await?);
+            }
+            if !takes.is_empty() {
+                grants.extend(self.take_room(tenant, &takes, &mut taken).await?);
+            }
+            if grants.is_empty() {
+                return Err(malformed("a call asked for room without saying for what"));
+            }
+            Ok(grants.join(","))
+        }
+        .await;
+        if made.is_err() {
+            self.give_back(&taken).await;
+        }
+        made
+    }
+
+    /// New reservations, one per `takes` entry (a letter, and a span in
+    /// ms or a budget's weights and record): grants `<token>@<horizon>` in
+    /// order. A budget's is taken in the first share (budgets are not
+    /// split); the counted collections' all in the tenant's share in one
+    /// call if it has room for all of them, else each on its own walk.
+    async fn take_room(
+        &self,
+        tenant: TenantId,
+        takes: &[(char, &str)],
+        taken: &mut Vec<Vec<u8>>,
+    ) -> Result<Vec<String>> {
+        let ceilings = &self.inner.ceilings;
+        let budget = |letter: char| BUDGETS.iter().any(|&c| self::letter(c) == letter);
+        let mut grants: Vec<Option<String>> = vec![None; takes.len()];
+        let fill = |share: usize,
+                    which: &[usize],
+                    reply: &Reply,
+                    grants: &mut Vec<Option<String>>,
+                    taken: &mut Vec<Vec<u8>>|
+         -> Result<()> {
+            for (n, &i) in which.iter().enumerate() {
+                let token = routed(&reply.text(1 + 2 * n)?, share);
+                taken.push(token.clone().into_bytes());
+                grants[i] = Some(format!("{token}@{}", reply.uint(2 + 2 * n)?));
+            }
+            Ok(())
+        };
+        let (budgets, counted): (Vec<usize>, Vec<usize>) =
+            (0..takes.len()).partition(|&i| budget(takes[i].0));
+        if !budgets.is_empty() {
+            let mut args = vec![b"take".to_vec()];
+            for &i in &budgets {
+                let (letter, asked) = takes[i];
+                args.extend(args![letter.to_string(), ceilings.limit(letter)?, asked]);
+            }
+            let reply = self.room_at(0, args).await?;
+            fill(0, &budgets, &reply, &mut grants, taken)?;
+        }
+        if !counted.is_empty() {
+            let home = ceilings.order(tenant)[0];
+            let mut args = vec![b"take".to_vec()];
+            let mut fits = !ceilings.is_down(home);
+            for &i in &counted {
+                let (letter, span) = takes[i];
+                fits &= !ceilings.checks(letter);
+                let part = ceilings.share_of(ceilings.ceiling(letter)?, home);
+                fits &= part != Some(0);
+                let part = part.map_or_else(|| "-1".to_owned(), |p| p.to_string());
+                args.extend(args![letter.to_string(), part, span]);
+            }
+            let first = if fits {
+                match self.room_at(home, args).await {
+                    Ok(reply) => Some(reply),
+                    Err(e) if unreachable(&e) => {
+                        ceilings.mark_down(home);
+                        None
+                    }
+                    Err(Error::CapacityExceeded { .. }) => None,
+                    Err(e) => return Err(e),
+                }
+            } else {
+                None
+            };
+            match first {
+                Some(reply) => fill(home, &counted, &reply, &mut grants, taken)?,
+                None => {
+                    for &i in &counted {
+                        let (letter, span) = takes[i];
+                        let (token, horizon) = self.take_one(tenant, letter, span).await?;
+                        taken.push(token.clone().into_bytes());
+                        grants[i] = Some(format!("{token}@{horizon}"));
+                    }
+                }
             }
         }
-        if grants.is_empty() {
-            return Err(malformed("a call asked for room without saying for what"));
+        grants
+            .into_iter()
+            .map(|g| g.ok_or_else(|| malformed("a take without its grant")))
+            .collect()
+    }
+
+    /// One reservation of the collection of `letter` for `span` ms, from
+    /// the first share in `tenant`'s order that has room: its token (as
+    /// the record keeps it) and horizon. When every share is full, the
+    /// refusal counts what the shares answered, and a share that did not
+    /// answer as full; when none answered, the last failure.
+    async fn take_one(&self, tenant: TenantId, letter: char, span: &str) -> Result<(String, u64)> {
+        let ceilings = &self.inner.ceilings;
+        let ceiling = ceilings.ceiling(letter)?;
+        if ceilings.checks(letter) {
+            self.check_shares(letter, ceiling).await?;
         }
-        Ok(grants.join(","))
+        let mut used = 0;
+        let mut refused = None;
+        let mut failed = None;
+        for share in ceilings.order(tenant) {
+            let part = ceilings.share_of(ceiling, share);
+            if part == Some(0) {
+                continue;
+            }
+            let text = part.map_or_else(|| "-1".to_owned(), |p| p.to_string());
+            let args = args!["take", letter.to_string(), text, span];
+            match self.room_at(share, args).await {
+                Ok(reply) => return Ok((routed(&reply.text(1)?, share), reply.uint(2)?)),
+                Err(Error::CapacityExceeded { scope, used: u, .. }) => {
+                    used += u;
+                    refused = Some(scope);
+                }
+                Err(e) if unreachable(&e) => {
+                    ceilings.mark_down(share);
+                    used += part.unwrap_or(0);
+                    failed = Some(e);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        match (refused, failed, ceiling) {
+            (Some(scope), _, Some(limit)) => Err(Error::CapacityExceeded { scope, limit, used }),
+            (_, Some(e), _) => Err(e),
+            _ => Err(malformed(&format!("no share took room for {letter}"))),
+        }
+    }
+
+    /// Counts every share's reservations of `letter`. When no share holds
+    /// more than its part, creations go back to asking shares alone (a
+    /// share admits only under its part, so the shares never hold more
+    /// than the ceiling). Otherwise (the ceiling was lowered below what a
+    /// share holds, or a share did not answer and is counted at its part)
+    /// a creation is refused while the shares hold the ceiling or more.
+    async fn check_shares(&self, letter: char, ceiling: Option<u64>) -> Result<()> {
+        let ceilings = &self.inner.ceilings;
+        let (Some(limit), Some(check)) = (ceiling, ceilings.check_of(letter)) else {
+            return Ok(());
+        };
+        let (mut total, mut over) = (0, false);
+        for (share, counted) in self.count_shares(letter).await?.into_iter().enumerate() {
+            let part = ceilings.share_of(ceiling, share).unwrap_or(0);
+            over |= counted.is_none_or(|used| used > part);
+            total += counted.unwrap_or(part);
+        }
+        if !over {
+            check.store(false, std::sync::atomic::Ordering::Release);
+            return Ok(());
+        }
+        let scope = CEILINGS
+            .iter()
+            .find(|&&c| self::letter(c) == letter)
+            .map(|&c| Scope::Collection(c));
+        match scope {
+            Some(scope) if total >= limit => Err(Error::CapacityExceeded {
+                scope,
+                limit,
+                used: total,
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Every share's count of `letter`'s reservations (whose horizon is
+    /// ahead), asked at once; `None` for a share that did not answer (it
+    /// is asked last for a second).
+    async fn count_shares(&self, letter: char) -> Result<Vec<Option<u64>>> {
+        let ceilings = &self.inner.ceilings;
+        let counts = (0..ceilings.shares()).map(|share| async move {
+            if ceilings.is_down(share) {
+                return Ok(None);
+            }
+            match self
+                .room_at(share, args!["count", letter.to_string()])
+                .await
+            {
+                Ok(reply) => Ok(Some(reply.uint(1)?)),
+                Err(e) if unreachable(&e) => {
+                    ceilings.mark_down(share);
+                    Ok(None)
+                }
+                Err(e) => Err(e),
+            }
+        });
+        futures_util::future::join_all(counts)
+            .await
+            .into_iter()
+            .collect()
+    }
+
+    /// Moves the reservations `tokens` out to `span` ms from now, each in
+    /// its share. A share that does not answer has its reservations
+    /// replaced by new ones elsewhere (grants `><old> <new>@<horizon>`,
+    /// the record keeps the new token). Returns the grants, the earliest
+    /// horizon first as `+@<horizon>`.
+    async fn extend_room(
+        &self,
+        tenant: TenantId,
+        span: &str,
+        tokens: &[&str],
+        taken: &mut Vec<Vec<u8>>,
+    ) -> Result<Vec<String>> {
+        let ceilings = &self.inner.ceilings;
+        let mut by_share: Vec<Vec<&str>> = vec![Vec::new(); ceilings.shares()];
+        for token in tokens {
+            let (share, _) = split_token(token)?;
+            by_share[share].push(token);
+        }
+        let mut horizon = u64::MAX;
+        let mut swaps = Vec::new();
+        for (share, tokens) in by_share.iter().enumerate() {
+            if tokens.is_empty() {
+                continue;
+            }
+            let mut args = args!["extend", span];
+            for token in tokens {
+                args.push(split_token(token)?.1.as_bytes().to_vec());
+            }
+            match self.room_at(share, args).await {
+                Ok(reply) => horizon = horizon.min(reply.uint(1)?),
+                Err(e) if unreachable(&e) => {
+                    ceilings.mark_down(share);
+                    for old in tokens {
+                        let letter = old
+                            .chars()
+                            .next()
+                            .ok_or_else(|| malformed("an empty token"))?;
+                        let (new, at) = self.take_one(tenant, letter, span).await?;
+                        taken.push(new.clone().into_bytes());
+                        horizon = horizon.min(at);
+                        swaps.push(format!(">{old} {new}@{at}"));
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        let mut grants = vec![format!("+@{horizon}")];
+        grants.extend(swaps);
+        Ok(grants)
     }
 
     /// The use of the store-wide ceiling on `c`, counted in Redis over
@@ -224,10 +595,21 @@ impl RedisEngine {
         if !CEILINGS.contains(&c) && !BUDGETS.contains(&c) {
             return Ok(None);
         }
-        let args = vec![b"count".to_vec(), letter(c).to_string().into_bytes()];
-        let reply = self.room(args).await?;
+        let used = if BUDGETS.contains(&c) {
+            self.room(args!["count", letter(c).to_string()])
+                .await?
+                .uint(1)?
+        } else {
+            let mut used = 0;
+            for counted in self.count_shares(letter(c)).await? {
+                used += counted.ok_or_else(|| {
+                    Error::backend("a share of the ceiling did not answer", false)
+                })?;
+            }
+            used
+        };
         Ok(Some(Usage {
-            used: reply.uint(1)?,
+            used,
             limit: self.config().ceiling(c),
         }))
     }
@@ -282,23 +664,42 @@ impl RedisEngine {
     /// One call of the meta slot's `room` function (`lua/room.lua`): its
     /// reply, or the error its refusal stands for.
     async fn room(&self, args: Vec<Vec<u8>>) -> Result<Reply> {
-        let key = &self.inner.ceilings.key;
+        self.room_at(0, args).await
+    }
+
+    /// One call of the `room` function on share `share`.
+    async fn room_at(&self, share: usize, args: Vec<Vec<u8>>) -> Result<Reply> {
+        let key = &self.inner.ceilings.keys[share];
         let reply = Reply::new(self.inner.conn.call(scripts::ROOM, key, args).await?)?;
         reply.refusal()?;
         Ok(reply)
     }
 
-    /// Gives back room a call freed or did not use. A failure is logged,
-    /// not returned: the call itself succeeded, and the reservations
-    /// lapse at their horizons.
+    /// Gives back room a call freed or did not use, each token to its
+    /// share. A failure is logged, not returned: the call itself
+    /// succeeded, and the reservations lapse at their horizons. A share
+    /// that did not answer lately is not asked.
     pub(super) async fn give_back(&self, tokens: &[Vec<u8>]) {
         if tokens.is_empty() {
             return;
         }
-        let mut args = vec![b"give".to_vec()];
-        args.extend(tokens.iter().cloned());
-        if let Err(e) = self.room(args).await {
-            tracing::warn!(error = %e, "relaystore redis: room was not given back (it lapses at its horizon)");
+        let ceilings = &self.inner.ceilings;
+        let mut by_share = vec![vec![b"give".to_vec()]; ceilings.shares()];
+        for token in tokens {
+            let text = String::from_utf8_lossy(token);
+            match split_token(&text) {
+                Ok((share, own)) => by_share[share].push(own.as_bytes().to_vec()),
+                Err(e) => tracing::warn!(error = %e, "relaystore redis: room was not given back"),
+            }
+        }
+        for (share, args) in by_share.into_iter().enumerate() {
+            if args.len() == 1 || ceilings.is_down(share) {
+                continue;
+            }
+            if let Err(e) = self.room_at(share, args).await {
+                ceilings.mark_down(share);
+                tracing::warn!(error = %e, share, "relaystore redis: room was not given back (it lapses at its horizon)");
+            }
         }
     }
 }

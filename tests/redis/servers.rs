@@ -125,7 +125,12 @@ fn cluster_nodes(count: usize, extra: &[&str]) -> (Vec<Server>, Vec<std::path::P
 /// restarted on the same port comes back as the same node, with its
 /// slots, and empty.
 pub async fn two_master_cluster() -> (Vec<Server>, Vec<std::path::PathBuf>) {
-    let (servers, dirs) = cluster_nodes(2, &[]);
+    two_master_cluster_with(&[]).await
+}
+
+/// [`two_master_cluster`], each server started with `extra` arguments.
+pub async fn two_master_cluster_with(extra: &[&str]) -> (Vec<Server>, Vec<std::path::PathBuf>) {
+    let (servers, dirs) = cluster_nodes(2, extra);
     let mut first = admin(&servers[0]).await;
     let _: () = ::redis::cmd("CLUSTER")
         .arg("MEET")

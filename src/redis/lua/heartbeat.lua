@@ -23,7 +23,7 @@ if m then
     return {CONFLICT, tonumber(m[3])}
   end
   local z = cover(m[5], d, 3 * ttl, function()
-    return tokens_of({mk})
+    return {mk}
   end)
   if not z then
     return {ROOM}

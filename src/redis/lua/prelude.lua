@@ -607,8 +607,16 @@ local function begin(keys, args)
   if grants ~= '' then
     GRANTS = {}
     for token, horizon in string.gmatch(grants, '([^,@]+)@(%d+)') do
-      if token == '+' then
-        EXTENDED = tonumber(horizon)
+      local first = string.sub(token, 1, 1)
+      if first == '+' then
+        EXTENDED = EXTENDED or {swaps = {}}
+        EXTENDED.at = tonumber(horizon)
+      elseif first == '>' then
+        -- A reservation on a share that did not answer, replaced by a new
+        -- one on another share (`extend_room` in src/redis/room.rs).
+        local was, now = string.match(token, '^>(%S+) (%S+)$')
+        EXTENDED = EXTENDED or {swaps = {}}
+        EXTENDED.swaps[was] = {now}
       else
         GRANTS[string.sub(token, 1, 1)] = {token, tonumber(horizon)}
       end
@@ -731,27 +739,6 @@ local function rooms(wanted)
   return got
 end
 
--- A record counted until `z` ('': no ceiling was on) is to live until `d`:
--- returns the `z` to keep, moving the reservations `tokens()` out first if
--- `d` is past `z`; or nil when the engine must move them (a cluster; the
--- caller answers ROOM).
-local function cover(z, d, extra, tokens)
-  if not z or z == '' or tonumber(z) >= d then
-    return z or ''
-  end
-  local span = d - NOW + extra + 2 * SKEW
-  local horizon = EXTENDED
-  if ROOM_KEY then
-    horizon = room_extend(ROOM_KEY .. ':', NOW, span, tokens())
-  end
-  if horizon and horizon - SKEW >= d then
-    return num(horizon - SKEW)
-  end
-  NEEDS = NEEDS or {}
-  NEEDS[#NEEDS + 1] = '+' .. num(span) .. ' ' .. table.concat(tokens(), ' ')
-  return nil
-end
-
 -- The reservation tokens of the records under `keys`.
 local function tokens_of(keys)
   local out = {}
@@ -762,6 +749,41 @@ local function tokens_of(keys)
     end
   end
   return out
+end
+
+-- A record counted until `z` ('': no ceiling was on) is to live until `d`:
+-- returns the `z` to keep, moving the reservations of the records under
+-- `keys()` out first if `d` is past `z`; or nil when the engine must move
+-- them (a cluster; the caller answers ROOM). On a cluster the engine may
+-- have replaced a reservation whose share did not answer by one on
+-- another share: the record then keeps the new token, and the old one is
+-- given back (it lapses at its horizon if its share stays away).
+local function cover(z, d, extra, keys)
+  if not z or z == '' or tonumber(z) >= d then
+    return z or ''
+  end
+  local span = d - NOW + extra + 2 * SKEW
+  local horizon = EXTENDED and EXTENDED.at
+  if ROOM_KEY then
+    horizon = room_extend(ROOM_KEY .. ':', NOW, span, tokens_of(keys()))
+  end
+  if horizon and horizon - SKEW >= d then
+    if EXTENDED then
+      for _, key in ipairs(keys()) do
+        local swap = EXTENDED.swaps[call('HGET', key, 'rv') or '']
+        if swap and not swap.used then
+          swap.used = true
+          FREED = FREED or {}
+          FREED[#FREED + 1] = call('HGET', key, 'rv')
+          call('HSET', key, 'rv', swap[1])
+        end
+      end
+    end
+    return num(horizon - SKEW)
+  end
+  NEEDS = NEEDS or {}
+  NEEDS[#NEEDS + 1] = '+' .. num(span) .. ' ' .. table.concat(tokens_of(keys()), ' ')
+  return nil
 end
 
 -- The next fence (and lease sequence number): above every earlier one of
@@ -1700,6 +1722,14 @@ local function finish(reply)
       if not g.used then
         FREED = FREED or {}
         FREED[#FREED + 1] = g[1]
+      end
+    end
+  end
+  if EXTENDED then
+    for _, swap in pairs(EXTENDED.swaps) do
+      if not swap.used then
+        FREED = FREED or {}
+        FREED[#FREED + 1] = swap[1]
       end
     end
   end

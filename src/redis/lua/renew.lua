@@ -20,7 +20,7 @@ local z = cover(l[3], d, 3 * ttl, function()
   for _, key in ipairs(call('SMEMBERS', R .. 'lp:' .. seq)) do
     keys[#keys + 1] = R .. 'p:' .. key
   end
-  return tokens_of(keys)
+  return keys
 end)
 if not z then
   return {ROOM}

@@ -18,7 +18,7 @@ end
 local v = tonumber(l[2]) + 1
 local d = NOW + ttl
 local z = cover(l[5], d, 3 * ttl, function()
-  return tokens_of({k})
+  return {k}
 end)
 if not z then
   return {ROOM}

@@ -12,7 +12,7 @@ local all, head = ARGV, {ARGV[1], ARGV[2]}
 local pool = {}
 local grants = string.match(ARGV[2], '^[^;]*;[^;]*;(.*)$') or ''
 for token, horizon in string.gmatch(grants, '([^,@]+)@(%d+)') do
-  if token ~= '+' then
+  if token ~= '+' and string.sub(token, 1, 1) ~= '>' then
     pool[#pool + 1] = {token, tonumber(horizon), letter = string.sub(token, 1, 1)}
   end
 end
