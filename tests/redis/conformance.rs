@@ -5,7 +5,7 @@
 //! three test binaries (`tests/redis_conformance_*.rs`), so that each
 //! stays short.
 
-use super::{block_on, connect_fresh, fresh_namespace, targets, Target};
+use super::{block_on, connect_fresh, fresh_namespace, replicated_target, targets, Target};
 use relaystore::conformance::{
     self, Failure, Harness, QUEUE_CHECKS, RELAY_CHECKS, STREAM_CHECKS, TX_CHECKS, WAKE_CHECKS,
 };
@@ -69,7 +69,13 @@ pub enum Suite {
 
 /// Runs `suite` on the configured target called `name`.
 pub fn checks_on(name: &str, suite: Suite) {
-    for target in targets().into_iter().filter(|t| t.name == name) {
+    let mut all = targets();
+    if name == "replicated" {
+        all.push(replicated_target());
+    }
+    let chosen: Vec<Target> = all.into_iter().filter(|t| t.name == name).collect();
+    assert_eq!(chosen.len(), 1, "no target called {name}");
+    for target in chosen {
         let harness = RedisHarness {
             target: target.clone(),
             engines: Mutex::new(Vec::new()),

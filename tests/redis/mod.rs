@@ -1,9 +1,11 @@
 //! What the Redis engine's tests share: where the servers are, fresh
 //! engines in namespaces of their own, and a runtime.
 //!
-//! The servers come from the environment: `REDIS_URL` (one server) and
-//! `REDIS_CLUSTER_URLS` (comma-separated seeds of a Redis Cluster);
-//! `scripts/redis-servers start` starts both on loopback and prints them.
+//! The servers come from the environment: `REDIS_URL` (one server),
+//! `REDIS_CLUSTER_URLS` (comma-separated seeds of a Redis Cluster) and
+//! `REDIS_REPLICATED_URLS` (seeds of a cluster whose masters have a
+//! replica each); `scripts/redis-servers start` starts them on loopback
+//! and prints them.
 //! A missing variable or an unreachable server fails the test: none passes
 //! without having talked to a server. `scripts/test` (the README's test
 //! command) installs and starts the servers and sets the variables.
@@ -54,6 +56,23 @@ pub fn targets() -> Vec<Target> {
         Err(_) => missing("REDIS_CLUSTER_URLS"),
     }
     found
+}
+
+/// The cluster whose masters each have a replica
+/// (`REDIS_REPLICATED_URLS`), with writes waiting for one replica
+/// (`wait_for_replicas(1)`, ADR 0062): the conformance suite runs there
+/// too.
+pub fn replicated_target() -> Target {
+    let Ok(urls) = std::env::var("REDIS_REPLICATED_URLS") else {
+        missing("REDIS_REPLICATED_URLS");
+    };
+    let seeds: Vec<&str> = urls.split(',').filter(|s| !s.is_empty()).collect();
+    Target {
+        name: "replicated",
+        options: RedisOptions::cluster(&seeds)
+            .call_timeout(TEST_CALL_TIMEOUT)
+            .wait_for_replicas(1),
+    }
 }
 
 /// The TLS server: its `rediss://` URL and the PEM of the authority that
