@@ -122,3 +122,72 @@ fn the_sweeper_announces_expiries_to_every_instance() {
         });
     }
 }
+
+/// A tenant revoked while it holds 300 leases, each with a listing: its
+/// burial takes several sweeps and creations, and announces every lease
+/// `Revoked` and every listing `Cascaded` exactly once, to the revoking
+/// handle's subscribers and to another handle's (ADR 0071); the tenant's
+/// neighbour hears nothing.
+#[test]
+fn a_tenant_revocation_is_announced_once_per_record_as_it_is_buried() {
+    const LEASES: usize = 300;
+    for target in targets() {
+        block_on(async {
+            let (a, b) = two_instances(&target, "events-burial").await;
+            let seen_by_a = a.subscribe().await.unwrap();
+            let seen_by_b = b.subscribe().await.unwrap();
+            let other = TenantId(2);
+            b.grant(other, "host", MS * 60_000, None).await.unwrap();
+            for i in 0..LEASES {
+                let g = a.grant(T, "host", MS * 60_000, None).await.unwrap();
+                a.publish(T, g.id, &format!("room-{i}"), b"", None)
+                    .await
+                    .unwrap();
+            }
+            a.revoke_tenant(T).await.unwrap();
+            // A creation of the tenant buries some, sweeps the rest.
+            let g = a.grant(T, "host", MS * 60_000, None).await.unwrap();
+            // Each sweep ends at most 256 leases of the tenant (with what
+            // hangs from them): two are needed, a third finds nothing.
+            for _ in 0..3 {
+                a.sweep().await.unwrap();
+            }
+            for (who, events) in [("a", &seen_by_a), ("b", &seen_by_b)] {
+                let got = next(events, 2 * LEASES + 1, MS * 2_000).await;
+                assert_eq!(
+                    got.len(),
+                    2 * LEASES,
+                    "{}: {who} heard one event per record, and no more",
+                    target.name
+                );
+                let kinds = kinds(&got);
+                let leases = kinds
+                    .iter()
+                    .filter(|k| **k == (Collection::Leases, T, Cause::Revoked))
+                    .count();
+                let listings = kinds
+                    .iter()
+                    .filter(|k| **k == (Collection::Listings, T, Cause::Cascaded))
+                    .count();
+                assert_eq!(
+                    (leases, listings),
+                    (LEASES, LEASES),
+                    "{}: {who}",
+                    target.name
+                );
+                let mut ids: Vec<String> = got
+                    .iter()
+                    .map(|r| match r {
+                        Received::Event(e) => format!("{:?}", e.id),
+                        other => panic!("unexpected {other:?}"),
+                    })
+                    .collect();
+                ids.sort();
+                ids.dedup();
+                assert_eq!(ids.len(), 2 * LEASES, "{}: {who}: each once", target.name);
+            }
+            // The lease made after the revocation lives on.
+            assert!(a.get_lease(T, g.id).await.is_ok());
+        });
+    }
+}

@@ -173,6 +173,66 @@ pub(super) async fn events<H: Harness>(h: &H) -> Outcome {
     Ok(())
 }
 
+/// A tenant's revocation announces what it ends: each live lease
+/// `Revoked` with its holder, what hangs from it `Cascaded` with the lease
+/// as its root (a listing, its join attempt, a presence record, a lock with
+/// its owner), a presence record of its own `Revoked`; nothing of another
+/// tenant. An engine may announce after the call returns (the Redis engine
+/// announces as it buries), so the check waits one unit first.
+pub(super) async fn revoke_tenant_events<H: Harness>(h: &H) -> Outcome {
+    let u = h.unit();
+    let e = h.engine(config(u)).await?;
+    let events = e.subscribe().await?;
+    let g = e.grant(T, "host-a", u * 100, None).await?;
+    e.publish(T, g.id, "lobby", b"", None).await?;
+    let t = e.begin_join(T, "lobby", "c", u * 50, None).await?;
+    e.heartbeat(T, "alice", u * 50, None, Some(g.id)).await?;
+    e.try_lock(T, "job", "worker-1", u * 50, Some(g.id)).await?;
+    e.heartbeat(T, "bob", u * 50, None, None).await?;
+    let other = e.grant(OTHER, "host-b", u * 100, None).await?;
+    e.heartbeat(OTHER, "carol", u * 50, None, Some(other.id))
+        .await?;
+    e.revoke_tenant(T).await?;
+    h.advance(u).await;
+    let seen = taken(&events)?;
+    ensure!(
+        seen.iter().all(|ev| ev.tenant == T),
+        "only the revoked tenant's records: {seen:?}"
+    );
+    let lease = of(&seen, &RecordId::Lease(g.id))?;
+    ensure_eq!(
+        (lease.cause, lease.holder.as_deref(), &lease.root),
+        (Cause::Revoked, Some("host-a"), &None),
+        "a lease of a revoked tenant"
+    );
+    let root = Some(Root {
+        collection: Collection::Leases,
+        id: RecordId::Lease(g.id),
+        cause: Cause::Revoked,
+    });
+    for (id, holder) in [
+        (RecordId::Listing("lobby".into()), None),
+        (RecordId::Attempt(t.attempt), None),
+        (RecordId::Member("alice".into()), None),
+        (RecordId::Key("job".into()), Some("worker-1")),
+    ] {
+        let child = of(&seen, &id)?;
+        ensure_eq!(
+            (child.cause, &child.root, child.holder.as_deref()),
+            (Cause::Cascaded, &root, holder),
+            "a record under a revoked tenant's lease"
+        );
+    }
+    let member = of(&seen, &RecordId::Member("bob".into()))?;
+    ensure_eq!(
+        (member.cause, &member.root),
+        (Cause::Revoked, &None),
+        "a revoked tenant's own presence record"
+    );
+    ensure_eq!(seen.len(), 6, "one event per record: {seen:?}");
+    Ok(())
+}
+
 /// Whether a future has finished at its first poll.
 fn done_now<F: Future>(future: Pin<&mut F>) -> bool {
     future

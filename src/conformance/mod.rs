@@ -175,6 +175,7 @@ pub const RELAY_CHECKS: &[&str] = &[
     "lifecycle::drain",
     "lifecycle::events",
     "lifecycle::event_details",
+    "lifecycle::revoke_tenant_events",
     "lifecycle::expired_memories",
 ];
 
@@ -327,6 +328,7 @@ pub async fn run_relay<H: Harness>(harness: &H) -> Vec<Failure> {
     check!(h, failures, RELAY_CHECKS, lifecycle::drain);
     check!(h, failures, RELAY_CHECKS, lifecycle::events);
     check!(h, failures, RELAY_CHECKS, lifecycle::event_details);
+    check!(h, failures, RELAY_CHECKS, lifecycle::revoke_tenant_events);
     check!(h, failures, RELAY_CHECKS, lifecycle::expired_memories);
     failures
 }

@@ -229,8 +229,9 @@ impl RedisEngine {
     /// A new subscription to the removal events of `collections` only.
     /// The first subscription of a handle starts its channel listener
     /// (one Pub/Sub connection) and returns once it listens, so every
-    /// removal after it is seen. What a tenant revocation ends and the end
-    /// of a revoked lease's tombstone are not announced (ADR 0029).
+    /// removal after it is seen. What a tenant revocation ends is announced
+    /// as its epoch is buried, within a sweep (ADR 0071); the end of a
+    /// revoked lease's tombstone is not announced (ADR 0029).
     pub async fn subscribe_to(&self, collections: &[Collection]) -> Result<Subscription> {
         let subscription = self.inner.hub.subscribe(collections)?;
         self.start_listener().await?;

@@ -11,8 +11,9 @@ impl RedisEngine {
     /// attempts, locks or idempotency records is visible on any instance,
     /// and its old leases read `Revoked` for `tombstone_ttl`. The call is
     /// O(1) on the server: the tenant's keys start a new epoch, and the old
-    /// epoch's keys are deleted a few at a time by the tenant's later
-    /// creations (ADR 0029). Its own streams, queues and schedules stay,
+    /// epoch's keys are deleted a few at a time by the sweeper and the
+    /// tenant's later creations (ADR 0029), which announce what the
+    /// revocation ended as they go (ADR 0071). Its own streams, queues and schedules stay,
     /// as in memory; streams attached to its leases go with them.
     /// Idempotent; an unknown tenant is fine.
     pub async fn revoke_tenant(&self, tenant: TenantId) -> Result<()> {

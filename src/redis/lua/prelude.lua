@@ -575,6 +575,17 @@ local function names_of(r, k)
   return names
 end
 
+-- Makes the epoch of prefix `r` (of this call's tenant and incarnation)
+-- the one the call's record functions work on.
+local function use_epoch(r)
+  R = r
+  local names = NAMES[R] or names_of(R, TAG .. I .. ':')
+  LEASES, LOCKS, IDEM, LISTINGS = names[1], names[2], names[3], names[4]
+  ATTEMPTS, REPLAY, MEMBERS, MEMBER_KEYS = names[5], names[6], names[7], names[8]
+  GRAVES, K, STREAMS, QUEUES, SCHEDULES = names[9], names[10], names[11], names[12], names[13]
+  LEASE_IDS = names[14]
+end
+
 -- Starts a per-tenant call: the server's clock (it decides every deadline
 -- and every visibility question), the tenant's incarnation check, and this
 -- incarnation's keys of the tenant. Returns a reply to answer at once, or
@@ -654,12 +665,7 @@ local function begin(keys, args)
   end
   -- The tenant's keys of this incarnation and epoch (revoke_tenant starts
   -- a new epoch; the old one's keys are buried a few at a time).
-  R = TAG .. I .. ':' .. epoch .. ':'
-  local names = NAMES[R] or names_of(R, TAG .. I .. ':')
-  LEASES, LOCKS, IDEM, LISTINGS = names[1], names[2], names[3], names[4]
-  ATTEMPTS, REPLAY, MEMBERS, MEMBER_KEYS = names[5], names[6], names[7], names[8]
-  GRAVES, K, STREAMS, QUEUES, SCHEDULES = names[9], names[10], names[11], names[12], names[13]
-  LEASE_IDS = names[14]
+  use_epoch(TAG .. I .. ':' .. epoch .. ':')
   return nil
 end
 
@@ -1446,14 +1452,50 @@ local GRAVE_INDEXES = {
   {'iz', {'i:'}},
 }
 
+-- Ends up to `max` live records of the ended epoch `grave` as a
+-- revocation ends them, through the same functions, so each is announced
+-- once (ADR 0071): its leases, each with what hangs from it (`Revoked`,
+-- or `Expired` for one whose deadline had passed when the tenant was
+-- revoked, at `<grave>at`), then the presence records of its own. A lock
+-- of its own, replay memory and idempotency records end unannounced, as
+-- in memory. Returns what is left of `max`.
+local function end_grave(grave, max)
+  local at = tonumber(call('GET', grave .. 'at') or '0')
+  local current = R
+  use_epoch(grave)
+  local left = max
+  local leases = call('ZRANGE', LEASES, 0, left - 1, 'WITHSCORES')
+  for i = 1, #leases, 2 do
+    local seq = leases[i]
+    local cause = tonumber(leases[i + 1]) > at and REVOKED_ or EXPIRED_
+    leave_index(LEASES, seq, E_LEASE, cause)
+    detach(seq, cause)
+    call('DEL', R .. 'l:' .. seq)
+    left = left - 1
+  end
+  if left > 0 then
+    local members = call('ZRANGE', MEMBERS, 0, left - 1, 'WITHSCORES')
+    for i = 1, #members, 2 do
+      drop_member(members[i], tonumber(members[i + 1]) > at and REVOKED_ or EXPIRED_)
+      left = left - 1
+    end
+  end
+  use_epoch(current)
+  return left
+end
+
 -- Deletes up to `max` records of the oldest ended epoch (and the keys that
--- hang off them); forgets the epoch once its indexes are empty.
+-- hang off them), ending its live ones first (`end_grave`); forgets the
+-- epoch once its indexes are empty.
 local function bury(max)
   local grave = call('LINDEX', GRAVES, 0)
   if not grave then
     return
   end
-  local left = max
+  local left = end_grave(grave, max)
+  if left <= 0 then
+    return
+  end
   for _, index in ipairs(GRAVE_INDEXES) do
     local key = grave .. index[1]
     local members = call('ZRANGE', key, 0, left - 1)
@@ -1477,6 +1519,7 @@ local function bury(max)
     end
   end
   call('LPOP', GRAVES)
+  call('DEL', grave .. 'at')
 end
 
 -- Clean-up run by every creating function, at most `max` entries of each
