@@ -4,7 +4,7 @@
 
 use super::{config, ensure, ensure_eq, Harness, Outcome};
 use crate::base::error::Error;
-use crate::base::ids::TenantId;
+use crate::base::ids::{AttemptId, LeaseId, TenantId};
 use crate::contract::engine::{Events, RelayEngine};
 use crate::contract::events::{Cause, Collection, Event, Received, RecordId, Root};
 use crate::contract::lifecycle::Health;
@@ -12,6 +12,7 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::task::{Context, Waker};
+use std::time::Duration;
 
 const T: TenantId = TenantId(1);
 const OTHER: TenantId = TenantId(2);
@@ -173,6 +174,51 @@ pub(super) async fn events<H: Harness>(h: &H) -> Outcome {
     Ok(())
 }
 
+/// A hosted session of tenant `T`: a lease held by `host-a` with a
+/// listing `lobby`, a join attempt on it, a presence record `alice` and a
+/// lock `job` owned by `worker-1`, both under the lease. Returns the lease
+/// and the attempt.
+async fn hosted_session<E: RelayEngine>(e: &E, u: Duration) -> Result<(LeaseId, AttemptId), Error> {
+    let g = e.grant(T, "host-a", u * 100, None).await?;
+    e.publish(T, g.id, "lobby", b"", None).await?;
+    let t = e.begin_join(T, "lobby", "c", u * 50, None).await?;
+    e.heartbeat(T, "alice", u * 50, None, Some(g.id)).await?;
+    e.try_lock(T, "job", "worker-1", u * 50, Some(g.id)).await?;
+    Ok((g.id, t.attempt))
+}
+
+/// `seen` holds the session of [`hosted_session`] revoked: its lease
+/// `Revoked` naming its holder, everything under it `Cascaded` with the
+/// lease as its root (the lock naming its owner).
+fn revoked_session(seen: &[Event], lease: LeaseId, attempt: AttemptId) -> Outcome {
+    let revoked = of(seen, &RecordId::Lease(lease))?;
+    ensure_eq!(
+        (revoked.cause, revoked.holder.as_deref(), &revoked.root),
+        (Cause::Revoked, Some("host-a"), &None),
+        "a revoked lease names its holder"
+    );
+    let root = Some(Root {
+        collection: Collection::Leases,
+        id: RecordId::Lease(lease),
+        cause: Cause::Revoked,
+    });
+    for (id, holder) in [
+        (RecordId::Listing("lobby".into()), None),
+        (RecordId::Attempt(attempt), None),
+        (RecordId::Member("alice".into()), None),
+        (RecordId::Key("job".into()), Some("worker-1")),
+    ] {
+        let child = of(seen, &id)?;
+        ensure_eq!(
+            (child.cause, &child.root, child.holder.as_deref()),
+            (Cause::Cascaded, &root, holder),
+            "a record under a revoked lease names it as the root"
+        );
+        ensure_eq!(child.root_cause(), Cause::Revoked, "the root cause");
+    }
+    Ok(())
+}
+
 /// A tenant's revocation announces what it ends: each live lease
 /// `Revoked` with its holder, what hangs from it `Cascaded` with the lease
 /// as its root (a listing, its join attempt, a presence record, a lock with
@@ -183,11 +229,7 @@ pub(super) async fn revoke_tenant_events<H: Harness>(h: &H) -> Outcome {
     let u = h.unit();
     let e = h.engine(config(u)).await?;
     let events = e.subscribe().await?;
-    let g = e.grant(T, "host-a", u * 100, None).await?;
-    e.publish(T, g.id, "lobby", b"", None).await?;
-    let t = e.begin_join(T, "lobby", "c", u * 50, None).await?;
-    e.heartbeat(T, "alice", u * 50, None, Some(g.id)).await?;
-    e.try_lock(T, "job", "worker-1", u * 50, Some(g.id)).await?;
+    let (lease, attempt) = hosted_session(&e, u).await?;
     e.heartbeat(T, "bob", u * 50, None, None).await?;
     let other = e.grant(OTHER, "host-b", u * 100, None).await?;
     e.heartbeat(OTHER, "carol", u * 50, None, Some(other.id))
@@ -199,30 +241,7 @@ pub(super) async fn revoke_tenant_events<H: Harness>(h: &H) -> Outcome {
         seen.iter().all(|ev| ev.tenant == T),
         "only the revoked tenant's records: {seen:?}"
     );
-    let lease = of(&seen, &RecordId::Lease(g.id))?;
-    ensure_eq!(
-        (lease.cause, lease.holder.as_deref(), &lease.root),
-        (Cause::Revoked, Some("host-a"), &None),
-        "a lease of a revoked tenant"
-    );
-    let root = Some(Root {
-        collection: Collection::Leases,
-        id: RecordId::Lease(g.id),
-        cause: Cause::Revoked,
-    });
-    for (id, holder) in [
-        (RecordId::Listing("lobby".into()), None),
-        (RecordId::Attempt(t.attempt), None),
-        (RecordId::Member("alice".into()), None),
-        (RecordId::Key("job".into()), Some("worker-1")),
-    ] {
-        let child = of(&seen, &id)?;
-        ensure_eq!(
-            (child.cause, &child.root, child.holder.as_deref()),
-            (Cause::Cascaded, &root, holder),
-            "a record under a revoked tenant's lease"
-        );
-    }
+    revoked_session(&seen, lease, attempt)?;
     let member = of(&seen, &RecordId::Member("bob".into()))?;
     ensure_eq!(
         (member.cause, &member.root),
@@ -263,47 +282,14 @@ pub(super) async fn event_details<H: Harness>(h: &H) -> Outcome {
     let u = h.unit();
     let e = h.engine(config(u)).await?;
     let events = e.subscribe().await?;
-    let g = e.grant(T, "host-a", u * 100, None).await?;
-    e.publish(T, g.id, "lobby", b"", None).await?;
-    let t = e.begin_join(T, "lobby", "c", u * 50, None).await?;
-    e.heartbeat(T, "alice", u * 50, None, Some(g.id)).await?;
-    e.try_lock(T, "job", "worker-1", u * 50, Some(g.id)).await?;
-    e.revoke(T, g.id).await?;
+    let (lease, attempt) = hosted_session(&e, u).await?;
+    e.revoke(T, lease).await?;
     let seen = taken(&events)?;
     ensure!(
         seen.windows(2).all(|w| w[0].seq < w[1].seq),
         "a subscriber is handed the numbers rising: {seen:?}"
     );
-    let lease = of(&seen, &RecordId::Lease(g.id))?;
-    ensure_eq!(
-        (lease.cause, lease.holder.as_deref(), &lease.root),
-        (Cause::Revoked, Some("host-a"), &None),
-        "a revoked lease names its holder"
-    );
-    let root = Some(Root {
-        collection: Collection::Leases,
-        id: RecordId::Lease(g.id),
-        cause: Cause::Revoked,
-    });
-    for id in [
-        RecordId::Listing("lobby".into()),
-        RecordId::Attempt(t.attempt),
-        RecordId::Member("alice".into()),
-    ] {
-        let child = of(&seen, &id)?;
-        ensure_eq!(
-            (child.cause, &child.root, child.holder.as_deref()),
-            (Cause::Cascaded, &root, None),
-            "a child of a revoked lease names it as the root"
-        );
-        ensure_eq!(child.root_cause(), Cause::Revoked, "the root cause");
-    }
-    let lock = of(&seen, &RecordId::Key("job".into()))?;
-    ensure_eq!(
-        (lock.cause, &lock.root, lock.holder.as_deref()),
-        (Cause::Cascaded, &root, Some("worker-1")),
-        "a lock names its owner and its root"
-    );
+    revoked_session(&seen, lease, attempt)?;
 
     // An unpublished listing is the root of its attempts' removal.
     let g2 = e.grant(T, "host-b", u * 20, None).await?;
