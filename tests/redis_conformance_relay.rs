@@ -1,4 +1,5 @@
-//! The conformance suite on the Redis engine: the relay records and wake channels, on a
+//! The conformance suite on the Redis engine: the relay records (their lifecycle
+//! is in the streams binary), on a
 //! standalone server and on a Redis Cluster (`tests/redis/conformance.rs`).
 
 mod redis;

@@ -1,4 +1,5 @@
-//! The conformance suite on the Redis engine: the relay records and wake channels, on a Redis
+//! The conformance suite on the Redis engine: the relay records (their lifecycle
+//! is in the streams binary), on a Redis
 //! Cluster whose masters have a replica each, every write an authorization
 //! rests on waiting for one replica (`wait_for_replicas(1)`, ADR 0062;
 //! `tests/redis/conformance.rs`). A binary of its own: its six servers

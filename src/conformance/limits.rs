@@ -212,6 +212,43 @@ pub(super) async fn run_time_limits<H: Harness>(h: &H) -> Outcome {
     Ok(())
 }
 
+/// `tenants_max` bounds the tenants that hold something: a new tenant
+/// past it is refused, and the refusal registers nothing (a second new
+/// tenant is refused with the same use); known tenants go on creating;
+/// once a tenant holds nothing any more (its leases expired), a new tenant
+/// takes its place.
+pub(super) async fn tenants_ceiling<H: Harness>(h: &H) -> Outcome {
+    let u = h.unit();
+    let mut cfg = config(u);
+    cfg.tenants_max = 2;
+    let e = h.engine(cfg).await?;
+    let (third, fourth) = (TenantId(3), TenantId(4));
+    e.grant(T, "h", u * 5, None).await?;
+    e.grant(OTHER, "h", u * 100, None).await?;
+    let full = || full(Scope::Tenants, 2, 2);
+    ensure_eq!(
+        e.grant(third, "h", u * 100, None).await.map(drop),
+        full(),
+        "a tenant past tenants_max"
+    );
+    ensure_eq!(
+        e.heartbeat(fourth, "m", u * 100, None, None)
+            .await
+            .map(drop),
+        full(),
+        "a refused tenant registers nothing"
+    );
+    e.grant(T, "h", u * 5, None).await?;
+    h.advance(u * 6).await;
+    e.grant(third, "h", u * 100, None).await?;
+    ensure_eq!(
+        e.grant(fourth, "h", u * 100, None).await.map(drop),
+        full(),
+        "the freed place, taken"
+    );
+    Ok(())
+}
+
 pub(super) async fn holder_quota<H: Harness>(h: &H) -> Outcome {
     let u = h.unit();
     let mut cfg = config(u);

@@ -599,7 +599,9 @@ impl RedisEngine {
 
     /// [`refresh_incarnation`](Self::refresh_incarnation), also asking
     /// whether `tenant`'s record was made in the incarnation (and, with
-    /// `register`, registering it: its record is about to be made).
+    /// `register`, registering it: its record is about to be made; a new
+    /// tenant is refused when `tenants_max` tenants are registered, with
+    /// nothing written).
     async fn refresh_with(&self, tenant: Option<(TenantId, bool)>) -> Result<(u64, bool)> {
         let mut bytes = [0u8; 8];
         crate::base::secrets::random_bytes(&mut bytes)?;
@@ -613,9 +615,17 @@ impl RedisEngine {
             } else {
                 b"0".to_vec()
             });
+            // A tenants ceiling a Lua number cannot hold exactly is none.
+            let limit = self.config().tenants_max;
+            argv.push(if limit >= 1 << 53 {
+                b"-1".to_vec()
+            } else {
+                limit.to_string().into_bytes()
+            });
         }
-        let (seen, born, known): (String, String, u8) =
+        let (seen, born, known, used): (String, String, i64, u64) =
             self.inner.conn.call(scripts::META, &key, argv).await?;
+
         let malformed = || {
             Error::backend(
                 Arc::from(format!(
@@ -631,6 +641,13 @@ impl RedisEngine {
         // with the old incarnation only briefly, and then refreshes again.
         self.inner.born.store(born, Ordering::Release);
         self.inner.incarnation.store(incarnation, Ordering::Release);
+        if known < 0 {
+            return Err(Error::CapacityExceeded {
+                scope: crate::base::error::Scope::Tenants,
+                limit: self.config().tenants_max,
+                used,
+            });
+        }
         Ok((incarnation, known == 1))
     }
 

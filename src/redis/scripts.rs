@@ -74,6 +74,7 @@ functions! {
     LIST_PRESENCE = "list_presence", "list_presence.lua", Read;
     REVOKE_TENANT = "revoke_tenant", "revoke_tenant.lua", Tenant;
     SWEEP = "sweep", "sweep.lua", Tenant;
+    FORGET = "forget", "forget.lua", Tenant;
     DUE = "due", "due.lua", Meta;
     SWEEPER = "sweeper", "sweeper.lua", Meta;
     ROOM = "room", "room.lua", Meta;

@@ -63,6 +63,11 @@ pub(super) fn start(engine: &RedisEngine, interval: Duration) {
                             tracing::warn!(error = %e, "relaystore redis: reclaiming budget room failed");
                         }
                     }
+                    if passes.is_multiple_of(super::tenant::FORGET_EVERY) {
+                        if let Err(e) = engine.forget_idle_tenants().await {
+                            tracing::warn!(error = %e, "relaystore redis: forgetting idle tenants failed");
+                        }
+                    }
                 }
                 Ok(false) => {}
                 Err(e) => tracing::warn!(error = %e, "relaystore redis: the sweeper lease"),

@@ -1,7 +1,8 @@
-//! A whole tenant on Redis: revocation.
+//! A whole tenant on Redis: revocation, and forgetting a tenant that holds
+//! nothing (ADR 0072).
 
 use super::{scripts, Issued, Mode, RedisEngine};
-use crate::base::error::Result;
+use crate::base::error::{Error, Result};
 use crate::base::ids::TenantId;
 
 impl RedisEngine {
@@ -32,4 +33,81 @@ impl RedisEngine {
             None => Ok(()),
         }
     }
+
+    /// Forgets every registered tenant that holds nothing now (no record
+    /// in any collection, no ended epoch left to bury, no revocation whose
+    /// leases still read `Revoked`): its own keys are deleted and it is
+    /// taken off the store's register of tenants, which `tenants_max`
+    /// bounds (ADR 0072). Returns how many were forgotten. The sweeper
+    /// holder runs it every `FORGET_EVERY` sweeps (a minute at the default
+    /// `sweep_interval`); it is safe at any time, on any handle. A
+    /// registered tenant whose keys are missing (its slot lost them) stays
+    /// registered, so its old ids go on answering `Restarted`.
+    pub async fn forget_idle_tenants(&self) -> Result<usize> {
+        let key = format!("{{{}}}:meta", self.inner.namespace);
+        let mut forgotten = 0;
+        let mut cursor = String::from("0");
+        loop {
+            let step: Vec<String> = self
+                .inner
+                .conn
+                .call(
+                    scripts::META,
+                    &key,
+                    args!["scan", cursor.as_str(), FORGET_SCAN.to_string()],
+                )
+                .await?;
+            let Some((next, pairs)) = step.split_first() else {
+                return Err(Error::backend("malformed register scan", true));
+            };
+            for pair in pairs.chunks(2) {
+                let [tenant, generation] = pair else {
+                    return Err(Error::backend("malformed register scan", true));
+                };
+                let id = tenant
+                    .parse::<u64>()
+                    .map_err(|_| Error::backend(format!("a malformed tenant: {tenant}"), true))?;
+                let idle = match self
+                    .run(
+                        scripts::FORGET,
+                        TenantId(id),
+                        Mode::Existing,
+                        Issued::Nothing,
+                        args![],
+                    )
+                    .await?
+                {
+                    Some(reply) => {
+                        reply.refusal()?;
+                        reply.int(1)? == 1
+                    }
+                    // Its keys are missing: kept, for `Restarted`.
+                    None => false,
+                };
+                if idle {
+                    let taken: i64 = self
+                        .inner
+                        .conn
+                        .call(
+                            scripts::META,
+                            &key,
+                            args!["unregister", tenant.as_str(), generation.as_str()],
+                        )
+                        .await?;
+                    forgotten += usize::try_from(taken).unwrap_or(0);
+                }
+            }
+            cursor = next.clone();
+            if cursor == "0" {
+                return Ok(forgotten);
+            }
+        }
+    }
 }
+
+/// Register entries one step of [`RedisEngine::forget_idle_tenants`] reads.
+const FORGET_SCAN: usize = 256;
+
+/// How many sweeps apart the sweeper holder forgets idle tenants (a minute
+/// at the default `sweep_interval`).
+pub(super) const FORGET_EVERY: u64 = 600;

@@ -14,4 +14,8 @@ local k = R .. 'l:' .. seq
 local until_ms = NOW + tonumber(ARGV[4])
 call('HSET', k, 'x', '1', 'd', num(until_ms))
 call('PEXPIREAT', k, num(until_ms))
+-- The tenant is not forgotten while a tombstone of its answers Revoked.
+if until_ms > tonumber(call('HGET', KEYS[1], 'tu') or '0') then
+  call('HSET', KEYS[1], 'tu', num(until_ms))
+end
 return {OK}
