@@ -252,6 +252,53 @@ pub(super) async fn revoke_tenant_events<H: Harness>(h: &H) -> Outcome {
     Ok(())
 }
 
+/// A revoked lease's tombstone ends after `tombstone_ttl`: until then the
+/// lease reads `Revoked`, then `NotFound`, and the tombstone's end is
+/// announced once (`Tombstones`, `Expired`, the lease's id), as are those
+/// of a revoked tenant's leases.
+pub(super) async fn tombstone_end<H: Harness>(h: &H) -> Outcome {
+    let u = h.unit();
+    let mut cfg = config(u);
+    cfg.tombstone_ttl = u * 3;
+    let e = h.engine(cfg).await?;
+    let events = e.subscribe_to(&[Collection::Tombstones]).await?;
+    let g = e.grant(T, "host", u * 100, None).await?;
+    let held = e.grant(OTHER, "host", u * 100, None).await?;
+    e.revoke(T, g.id).await?;
+    e.revoke_tenant(OTHER).await?;
+    h.advance(u).await;
+    ensure_eq!(
+        e.get_lease(T, g.id).await.map(drop),
+        Err(Error::Revoked),
+        "a tombstone's lease"
+    );
+    ensure_eq!(
+        taken(&events)?,
+        Vec::<Event>::new(),
+        "a tombstone that lives"
+    );
+    h.advance(u * 3).await;
+    ensure_eq!(
+        e.get_lease(T, g.id).await.map(drop),
+        Err(Error::NotFound),
+        "a lease whose tombstone ended"
+    );
+    let mut ended: Vec<(TenantId, RecordId, Cause)> = taken(&events)?
+        .into_iter()
+        .map(|ev| (ev.tenant, ev.id, ev.cause))
+        .collect();
+    ended.sort_by_key(|(tenant, _, _)| *tenant);
+    ensure_eq!(
+        ended,
+        vec![
+            (T, RecordId::Lease(g.id), Cause::Expired),
+            (OTHER, RecordId::Lease(held.id), Cause::Expired),
+        ],
+        "the tombstones' ends"
+    );
+    Ok(())
+}
+
 /// Whether a future has finished at its first poll.
 fn done_now<F: Future>(future: Pin<&mut F>) -> bool {
     future

@@ -177,6 +177,7 @@ pub const RELAY_CHECKS: &[&str] = &[
     "lifecycle::events",
     "lifecycle::event_details",
     "lifecycle::revoke_tenant_events",
+    "lifecycle::tombstone_end",
     "lifecycle::expired_memories",
 ];
 
@@ -381,6 +382,7 @@ pub async fn run_relay_where<H: Harness>(harness: &H, keep: impl Fn(&str) -> boo
         lifecycle::revoke_tenant_events,
         &keep
     );
+    check!(h, failures, RELAY_CHECKS, lifecycle::tombstone_end, &keep);
     check!(
         h,
         failures,

@@ -9,10 +9,9 @@ use crate::base::error::Scope;
 use crate::contract::events::Collection;
 
 /// A collection's letter in the library: its keys, its room under the
-/// store-wide ceilings and its removal events. `None` for the one
-/// collection this engine neither bounds store-wide nor announces
-/// (tombstones: a revoked lease's key kept until Redis expires it, with no
-/// index a sweep could announce it from).
+/// store-wide ceilings and its removal events. Every collection has one
+/// (tombstones only for their removal events: this engine does not bound
+/// them store-wide, ADR 0073).
 pub(super) const fn letter(c: Collection) -> Option<u8> {
     Some(match c {
         Collection::Leases => b'l',
@@ -25,7 +24,7 @@ pub(super) const fn letter(c: Collection) -> Option<u8> {
         Collection::Streams => b's',
         Collection::Queues => b'q',
         Collection::Schedules => b'h',
-        Collection::Tombstones => return None,
+        Collection::Tombstones => b't',
     })
 }
 
@@ -104,6 +103,7 @@ pub(super) fn event_letters_lua() -> String {
         ("E_STREAM", Collection::Streams),
         ("E_QUEUE", Collection::Queues),
         ("E_SCHEDULE", Collection::Schedules),
+        ("E_TOMB", Collection::Tombstones),
     ];
     let (lhs, rhs): (Vec<_>, Vec<_>) = names
         .iter()
@@ -135,9 +135,10 @@ mod tests {
             assert_eq!(scope_of(code), Some(scope), "{code}");
             assert_eq!(code_of(scope), Some(code), "{scope:?}");
         }
-        // Every store-wide ceiling this engine counts has its code.
+        // Every store-wide ceiling this engine counts has its code (all
+        // but tombstones, which it does not bound store-wide).
         for c in Collection::ALL {
-            if letter(c).is_some() {
+            if c != Collection::Tombstones {
                 assert!(code_of(Scope::Collection(c)).is_some(), "{c:?}");
             }
         }

@@ -171,7 +171,9 @@ fn counted(raw: &[u8]) -> Option<(&str, &[u8])> {
 fn record_id(collection: Collection, incarnation: u64, id: &str) -> Option<RecordId> {
     let seq = || id.parse::<u64>().ok();
     Some(match collection {
-        Collection::Leases => RecordId::Lease(LeaseId::new(incarnation, seq()?)),
+        Collection::Leases | Collection::Tombstones => {
+            RecordId::Lease(LeaseId::new(incarnation, seq()?))
+        }
         Collection::Listings => RecordId::Listing(Arc::from(id)),
         Collection::Presence => RecordId::Member(Arc::from(id)),
         Collection::Attempts | Collection::Replay => {
@@ -181,8 +183,6 @@ fn record_id(collection: Collection, incarnation: u64, id: &str) -> Option<Recor
         Collection::Streams => RecordId::Stream(Arc::from(id)),
         Collection::Queues => RecordId::Queue(Arc::from(id)),
         Collection::Schedules => RecordId::Schedule(Arc::from(id)),
-        // Not announced by this engine.
-        Collection::Tombstones => return None,
     })
 }
 
@@ -230,8 +230,7 @@ impl RedisEngine {
     /// The first subscription of a handle starts its channel listener
     /// (one Pub/Sub connection) and returns once it listens, so every
     /// removal after it is seen. What a tenant revocation ends is announced
-    /// as its epoch is buried, within a sweep (ADR 0071); the end of a
-    /// revoked lease's tombstone is not announced (ADR 0029).
+    /// as its epoch is buried, within a sweep (ADR 0071).
     pub async fn subscribe_to(&self, collections: &[Collection]) -> Result<Subscription> {
         let subscription = self.inner.hub.subscribe(collections)?;
         self.start_listener().await?;

@@ -85,14 +85,26 @@ impl Drop for Server {
 }
 
 /// A connection of the default user that waits as long as the server
-/// holds it.
+/// holds it. A connection the server resets while it is being made (seen
+/// on a loaded machine, right after a test killed other clients) is made
+/// again, up to three times.
 pub async fn admin(server: &Server) -> ::redis::aio::MultiplexedConnection {
     let patient = ::redis::AsyncConnectionConfig::new().set_response_timeout(None);
-    ::redis::Client::open(server.url())
-        .expect("a client")
-        .get_multiplexed_async_connection_with_config(&patient)
-        .await
-        .expect("an admin connection")
+    let client = ::redis::Client::open(server.url()).expect("a client");
+    let mut tries = 0;
+    loop {
+        match client
+            .get_multiplexed_async_connection_with_config(&patient)
+            .await
+        {
+            Ok(connection) => return connection,
+            Err(e) if tries < 3 && e.kind() == ::redis::ErrorKind::Io => {
+                tries += 1;
+                tokio::time::sleep(MS * 100).await;
+            }
+            Err(e) => panic!("an admin connection: {e}"),
+        }
+    }
 }
 
 /// `count` cluster-enabled servers, not yet joined, each keeping its

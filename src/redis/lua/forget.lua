@@ -1,7 +1,7 @@
 -- forget: deletes the tenant's own keys if it holds nothing now (ADR
 -- 0072): no record in any index of its epoch or incarnation, no ended
 -- epoch left to bury, and no revocation whose leases still read Revoked
--- (a tenant revocation's `ru`, a revoked lease's tombstone `tu`). The
+-- (a tenant revocation's `ru`, a revoked lease's tombstone in TOMBS). The
 -- engine then takes the tenant off the store's register. Its next
 -- creation starts it afresh, with fences floored by the server's clock
 -- (`next_fence`) and removal numbers from 1 (a listener reads numbers
@@ -12,15 +12,14 @@ if call('EXISTS', GRAVES) == 1 then
 end
 local indexes = {
   LEASES, LEASE_IDS, LOCKS, IDEM, LISTINGS, ATTEMPTS, REPLAY, MEMBERS, MEMBER_KEYS,
-  STREAMS, QUEUES, SCHEDULES,
+  STREAMS, QUEUES, SCHEDULES, TOMBS,
 }
 for _, index in ipairs(indexes) do
   if call('EXISTS', index) == 1 then
     return {OK, 0}
   end
 end
-local until_ = call('HMGET', KEYS[1], 'ru', 'tu')
-if NOW < tonumber(until_[1] or '0') or NOW < tonumber(until_[2] or '0') then
+if NOW < tonumber(call('HGET', KEYS[1], 'ru') or '0') then
   return {OK, 0}
 end
 call('DEL', KEYS[1], TAG .. 'ctr', TAG .. 'evs')

@@ -49,8 +49,10 @@ local Q_UNIQUE, S_PENDING = 37, 38
 local KEYS, ARGV, TAG, I, NOW_US, NOW, R, GRAVES, REVOKED_BELOW, REVOKED_UNTIL
 local LEASES, LOCKS, IDEM, LISTINGS, ATTEMPTS, REPLAY, MEMBERS, MEMBER_KEYS
 -- The tenant's leases by id (every score 0, members `lease_member`'s), for
--- paging in id order; LEASES orders them by deadline.
-local LEASE_IDS
+-- paging in id order; LEASES orders them by deadline. TOMBS: its revoked
+-- leases' tombstones by their end, of the incarnation (they outlive a
+-- tenant revocation, as in memory), each announced as it ends.
+local LEASE_IDS, TOMBS
 local ORIGIN, EVENTS, DUE, K, STREAMS, QUEUES, SCHEDULES
 local LIMITS, ROOM_KEY, GRANTS, EXTENDED, NEEDS, FREED
 -- The removal a cascade in progress started ({cause, collection, id}), or
@@ -568,7 +570,7 @@ local function names_of(r, k)
     r .. 'ld', r .. 'kd', r .. 'iz', r .. 'px', r .. 'ad', r .. 'ar', r .. 'md', r .. 'mx',
     -- Streams, queues and schedules outlive a tenant revocation (as in
     -- memory): their keys are of the incarnation, not of the epoch.
-    k .. 'graves', k, k .. 'sx', k .. 'qn', k .. 'hn', r .. 'lx',
+    k .. 'graves', k, k .. 'sx', k .. 'qn', k .. 'hn', r .. 'lx', k .. 'tz',
   }
   NAMES[r] = names
   NAMES_HELD = NAMES_HELD + 1
@@ -583,7 +585,7 @@ local function use_epoch(r)
   LEASES, LOCKS, IDEM, LISTINGS = names[1], names[2], names[3], names[4]
   ATTEMPTS, REPLAY, MEMBERS, MEMBER_KEYS = names[5], names[6], names[7], names[8]
   GRAVES, K, STREAMS, QUEUES, SCHEDULES = names[9], names[10], names[11], names[12], names[13]
-  LEASE_IDS = names[14]
+  LEASE_IDS, TOMBS = names[14], names[15]
 end
 
 -- Starts a per-tenant call: the server's clock (it decides every deadline
@@ -1460,7 +1462,8 @@ local GRAVE_INDEXES = {
 -- of its own, replay memory and idempotency records end unannounced, as
 -- in memory. Returns what is left of `max`.
 local function end_grave(grave, max)
-  local at = tonumber(call('GET', grave .. 'at') or '0')
+  local ended = call('HMGET', grave .. 'at', 'at', 'tu')
+  local at, tombstone = tonumber(ended[1] or '0'), ended[2]
   local current = R
   use_epoch(grave)
   local left = max
@@ -1471,6 +1474,11 @@ local function end_grave(grave, max)
     leave_index(LEASES, seq, E_LEASE, cause)
     detach(seq, cause)
     call('DEL', R .. 'l:' .. seq)
+    -- A revoked lease leaves a tombstone until the revocation's own end,
+    -- announced then (reads answer Revoked through the tenant's record).
+    if cause == REVOKED_ and tombstone then
+      call('ZADD', TOMBS, tombstone, seq)
+    end
     left = left - 1
   end
   if left > 0 then
@@ -1577,6 +1585,9 @@ local function reap(max)
   end
   forget_replay(max)
   forget_keys(max)
+  for _, seq in ipairs(call('ZRANGEBYSCORE', TOMBS, '-inf', NOW, 'LIMIT', 0, max)) do
+    leave_index(TOMBS, seq, E_TOMB, EXPIRED_)
+  end
 end
 
 -- Live entries of an index: by deadline, or every member of the

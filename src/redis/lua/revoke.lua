@@ -1,6 +1,7 @@
 -- revoke: ARGV[3] sequence number, ARGV[4] tombstone_ttl (ms). Removes the
 -- lease's locks in the same step and leaves a tombstone, so the lease reads
--- Revoked until the tombstone's key expires. Reply: {OK} or a code.
+-- Revoked until the tombstone's key expires; the tombstone's end is
+-- announced by the reaping that finds it in TOMBS. Reply: {OK} or a code.
 local seq = ARGV[3]
 local state = lease_state(seq)
 if state == REVOKED then
@@ -14,8 +15,8 @@ local k = R .. 'l:' .. seq
 local until_ms = NOW + tonumber(ARGV[4])
 call('HSET', k, 'x', '1', 'd', num(until_ms))
 call('PEXPIREAT', k, num(until_ms))
--- The tenant is not forgotten while a tombstone of its answers Revoked.
-if until_ms > tonumber(call('HGET', KEYS[1], 'tu') or '0') then
-  call('HSET', KEYS[1], 'tu', num(until_ms))
-end
+-- The tombstone's end is announced (and the tenant is not forgotten
+-- before it).
+call('ZADD', TOMBS, num(until_ms), seq)
+due(until_ms)
 return {OK}

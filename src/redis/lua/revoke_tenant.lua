@@ -6,9 +6,10 @@
 -- REVOKED for tombstone_ttl (every fence issued before this call is below
 -- the one it draws). Reply: {OK}.
 local below = next_fence()
--- When the epoch ended: its burial announces a lease whose deadline had
--- passed by then as expired, the others as revoked.
-call('SET', R .. 'at', num(NOW))
+-- When the epoch ended, and when its tombstones end: its burial announces
+-- a lease whose deadline had passed by then as expired, the others as
+-- revoked, each leaving a tombstone until then.
+call('HSET', R .. 'at', 'at', num(NOW), 'tu', num(NOW + tonumber(ARGV[3])))
 local epoch = tonumber(call('HGET', KEYS[1], 'e') or '0')
 call('RPUSH', GRAVES, R)
 call('HSET', KEYS[1], 'e', num(epoch + 1), 'rv', num(below),

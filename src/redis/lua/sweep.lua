@@ -5,7 +5,7 @@
 -- ms, or -1 when nothing of the tenant has a deadline}.
 reap(tonumber(ARGV[3]))
 local next_due = -1
-for _, index in ipairs({LEASES, LOCKS, ATTEMPTS, MEMBERS, REPLAY, IDEM}) do
+for _, index in ipairs({LEASES, LOCKS, ATTEMPTS, MEMBERS, REPLAY, IDEM, TOMBS}) do
   local first = call('ZRANGE', index, 0, 0, 'WITHSCORES')
   if first[2] then
     local d = tonumber(first[2])
