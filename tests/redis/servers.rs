@@ -14,10 +14,20 @@ pub struct Server {
     pub port: u16,
     child: Option<Child>,
     extra: Vec<String>,
+    env: Vec<(String, String)>,
 }
 
 impl Server {
     pub fn start(extra: &[&str]) -> Server {
+        Server::start_with_env(extra, Vec::new())
+    }
+
+    /// A server whose wall clock is `clock`'s (see [`SteppedClock`]).
+    pub fn start_with_clock(extra: &[&str], clock: &SteppedClock) -> Server {
+        Server::start_with_env(extra, clock.env())
+    }
+
+    fn start_with_env(extra: &[&str], env: Vec<(String, String)>) -> Server {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .expect("a free port")
@@ -26,6 +36,7 @@ impl Server {
             port,
             child: None,
             extra: extra.iter().map(|s| (*s).to_owned()).collect(),
+            env,
         };
         server.spawn();
         server
@@ -36,6 +47,7 @@ impl Server {
             .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no"])
             .args(&self.extra)
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn();
@@ -82,6 +94,73 @@ impl Drop for Server {
     fn drop(&mut self) {
         self.kill();
     }
+}
+
+/// A wall clock a test steps, for the servers it starts with
+/// [`Server::start_with_clock`]: `clockshift.c` beside this file, built
+/// with the system's C compiler once per test binary and loaded into the
+/// server with `LD_PRELOAD`. The server's wall clock (`TIME`, key expiry)
+/// is the host's plus the offset last [`set`](Self::set); its monotonic
+/// clock is the host's.
+pub struct SteppedClock {
+    file: std::path::PathBuf,
+}
+
+impl SteppedClock {
+    /// A clock at offset 0.
+    pub fn new() -> SteppedClock {
+        let clock = SteppedClock {
+            file: std::env::temp_dir().join(fresh_namespace("clock-offset")),
+        };
+        clock.set(0);
+        clock
+    }
+
+    /// Steps the clock to the host's plus `offset_ms` (negative: behind).
+    /// The file is replaced whole, so the server never reads half of it.
+    pub fn set(&self, offset_ms: i64) {
+        let next = self.file.with_extension("next");
+        std::fs::write(&next, offset_ms.to_string()).expect("the offset written");
+        std::fs::rename(&next, &self.file).expect("the offset in place");
+    }
+
+    fn env(&self) -> Vec<(String, String)> {
+        let file = self.file.to_str().expect("a UTF-8 path").to_owned();
+        vec![
+            ("LD_PRELOAD".to_owned(), shim().to_owned()),
+            ("RELAYSTORE_CLOCK_OFFSET".to_owned(), file),
+        ]
+    }
+}
+
+impl Drop for SteppedClock {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.file);
+    }
+}
+
+/// The shared object of `clockshift.c`, built once per test binary.
+fn shim() -> &'static str {
+    static BUILT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    BUILT.get_or_init(|| {
+        let source = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/redis/clockshift.c");
+        let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join(fresh_namespace("clockshift"))
+            .with_extension("so");
+        let built = Command::new("cc")
+            .args(["-shared", "-fPIC", "-O2", "-o"])
+            .arg(&out)
+            .arg(source)
+            .status();
+        match built {
+            Ok(status) if status.success() => {}
+            other => panic!(
+                "the clock shim did not build ({other:?}): it needs a C compiler \
+                 (sudo apt-get install gcc)"
+            ),
+        }
+        out.to_str().expect("a UTF-8 path").to_owned()
+    })
 }
 
 /// A connection of the default user that waits as long as the server
