@@ -10,9 +10,10 @@
 mod redis;
 
 use redis::{instances, on_every_target};
-use relaystore::events::Collection;
+use relaystore::events::{Collection, Received};
 use relaystore::redis::RedisEngine;
 use relaystore::{StoreConfig, TenantId};
+use std::collections::BTreeSet;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -142,6 +143,10 @@ async fn churn(e: RedisEngine, seed: u64) -> usize {
 fn calls_dropped_mid_flight_leave_nothing_partial() {
     on_every_target("cancel", |target, name| async move {
         let engines = instances(&target, &name, 2, config()).await;
+        let mut heard = Vec::new();
+        for e in &engines {
+            heard.push(e.subscribe().await.unwrap());
+        }
         let workers: Vec<_> = (0..4u64)
             .map(|w| {
                 let e = engines[(w % 2) as usize].clone();
@@ -189,5 +194,27 @@ fn calls_dropped_mid_flight_leave_nothing_partial() {
         }
         let page = e.list_leases(T, None, 100).await.unwrap();
         assert!(page.items.is_empty(), "{name}: {:?}", page.items);
+        // Every removal reached both handles' subscribers once, those of
+        // dropped calls included (ADR 0068: a handle whose own call was
+        // dropped hears it through the channel; before, it heard nothing).
+        let [first, second] = [&heard[0], &heard[1]].map(|events| {
+            let mut seen = BTreeSet::new();
+            for received in events.drain() {
+                let Received::Event(ev) = received else {
+                    panic!("{name}: only events: {received:?}");
+                };
+                let removal = format!("{} {:?} {:?}", ev.seq, ev.id, ev.cause);
+                assert!(seen.insert(removal), "{name}: a removal heard twice");
+            }
+            seen
+        });
+        assert!(!first.is_empty(), "{name}: no removal heard");
+        let one_only: Vec<_> = first.symmetric_difference(&second).collect();
+        assert!(
+            one_only.is_empty(),
+            "{name}: of {} removals, {} heard by one handle only: {one_only:?}",
+            first.len().max(second.len()),
+            one_only.len()
+        );
     });
 }

@@ -15,7 +15,7 @@ mod redis;
 use futures_util::StreamExt;
 use redis::servers::{admin, slot_of, two_master_cluster, wait_cluster_ok, Server};
 use redis::{block_on, config, fresh_namespace};
-use relaystore::events::{Cause, Collection, Gap, Received};
+use relaystore::events::{Cause, Collection, Gap, Received, RecordId};
 use relaystore::queue::{JobOptions, QueueConfig};
 use relaystore::redis::{RedisEngine, RedisOptions};
 use relaystore::wake::{Missed, Wake};
@@ -783,5 +783,45 @@ fn grants_that_timed_out_while_the_server_was_paused_still_expire() {
             }
         }
         assert_eq!(expired, 3, "leases of timed-out grants never swept");
+    });
+}
+
+/// A revoke dropped while the paused server holds it runs once the server
+/// answers, its reply lost: its removal still reaches the subscribers of
+/// the handle that made it, through the channel, and a revoke answered
+/// afterwards is delivered once, from its reply or its channel copy,
+/// whichever came first (ADR 0068). Before, a handle skipped its own
+/// channel copies, so the dropped call's removal reached only other
+/// handles.
+#[test]
+fn a_dropped_calls_removals_reach_its_own_handles_subscribers_once() {
+    let server = Server::start(&[]);
+    block_on(async {
+        let e = engine(&server).await.unwrap();
+        let events = e.subscribe_to(&[Collection::Leases]).await.unwrap();
+        let dropped = e.grant(T, "host", MS * 60_000, None).await.unwrap();
+        let answered = e.grant(T, "host", MS * 60_000, None).await.unwrap();
+        server.signal("-STOP");
+        // Sent, then dropped before the paused server could answer.
+        let revoke = tokio::time::timeout(MS * 50, e.revoke(T, dropped.id)).await;
+        assert!(revoke.is_err(), "the revoke was dropped: {revoke:?}");
+        server.signal("-CONT");
+        e.revoke(T, answered.id).await.unwrap();
+        let mut revoked = Vec::new();
+        let deadline = Instant::now() + MS * 1_500;
+        while Instant::now() < deadline {
+            match tokio::time::timeout(MS * 100, events.recv()).await {
+                Ok(Ok(Received::Event(ev))) => revoked.push((ev.id, ev.cause)),
+                Ok(other) => panic!("only events: {other:?}"),
+                Err(_) => {}
+            }
+        }
+        revoked.sort_by_key(|(id, _)| format!("{id:?}"));
+        let mut expected = vec![
+            (RecordId::Lease(dropped.id), Cause::Revoked),
+            (RecordId::Lease(answered.id), Cause::Revoked),
+        ];
+        expected.sort_by_key(|(id, _)| format!("{id:?}"));
+        assert_eq!(revoked, expected, "each revoked lease once");
     });
 }

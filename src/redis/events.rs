@@ -5,8 +5,9 @@
 //! the store's Pub/Sub channel for every instance, and returns them with
 //! its reply. The handle that made the call delivers them to its own
 //! subscribers from the reply, before the call returns, as the in-memory
-//! store does; every other handle with subscribers gets them from its
-//! channel listener. Both deliver into the same bounded hub the in-memory
+//! store does (or from the channel, if its copy came first or the call was
+//! dropped before its reply: `own_removals.rs`); every other handle with
+//! subscribers gets them from its channel listener. Both deliver into the same bounded hub the in-memory
 //! store uses, so a subscription is a [`Subscription`] either way.
 //!
 //! Pub/Sub delivers at most once: a listener that was disconnected, or
@@ -15,6 +16,7 @@
 //! listener counts a gap in a tenant's numbers and reports it to every
 //! subscriber as [`Received::Lagged`](crate::contract::events::Received::Lagged).
 
+use super::own_removals::{OwnRemovals, Via};
 use super::{Inner, RedisEngine, RedisTarget};
 use crate::base::error::{Error, Result};
 use crate::base::ids::{AttemptId, LeaseId, TenantId};
@@ -26,7 +28,7 @@ use redis::Value;
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// What a per-tenant call reported besides its reply: the removals it
 /// made (encoded), and a deadline the store's due index must lower the
@@ -203,16 +205,26 @@ fn announce(hub: &EventHub, wakes: &WakeHub, event: Event) {
 }
 
 impl RedisEngine {
-    /// Hands the removals a call of this handle made to its subscribers.
+    /// Hands the removals a call of this handle made to its subscribers,
+    /// those whose channel copy did not come first (`own_removals.rs`).
     pub(super) fn deliver(&self, tenant: TenantId, incarnation: u64, after: &Aftermath) {
         let first = after.last.saturating_sub(after.events.len() as u64) + 1;
-        for (raw, seq) in after.events.iter().zip(first..) {
+        let firsts = self.inner.own.firsts(
+            tenant.0,
+            first,
+            after.events.len(),
+            Via::Reply,
+            Instant::now(),
+        );
+        for ((raw, seq), deliver) in after.events.iter().zip(first..).zip(firsts) {
             match decode(tenant, incarnation, seq, raw) {
                 Some(event) => {
                     // Counted by the handle whose call removed it, once.
                     let engine = crate::contract::metrics::EngineLabel::Redis;
                     crate::contract::metrics::removal(engine, event.collection, event.cause);
-                    announce(&self.inner.hub, &self.inner.wakes, event);
+                    if deliver {
+                        announce(&self.inner.hub, &self.inner.wakes, event);
+                    }
                 }
                 None => tracing::warn!(?raw, "relaystore redis: an unreadable removal event"),
             }
@@ -248,12 +260,23 @@ impl RedisEngine {
             format!("relaystore:{}:events", self.inner.namespace),
             wakes_channel(&self.inner.namespace),
         ];
-        let stream = connect(&self.inner.target, &channels, self.inner.connect_timeout).await?;
+        // Before it subscribes: every reply whose channel copy it will read
+        // is then recorded for that copy to find.
+        self.inner.own.set_listening(true);
+        let stream = match connect(&self.inner.target, &channels, self.inner.connect_timeout).await
+        {
+            Ok(stream) => stream,
+            Err(e) => {
+                self.inner.own.set_listening(false);
+                return Err(e);
+            }
+        };
         let task = Listener {
             inner: Arc::downgrade(&self.inner),
             hub: Arc::clone(&self.inner.hub),
             wakes: Arc::clone(&self.inner.wakes),
             origin: format!("{:x}", self.inner.origin),
+            own: Arc::clone(&self.inner.own),
             target: self.inner.target.clone(),
             channels,
             timeout: self.inner.connect_timeout,
@@ -324,6 +347,8 @@ struct Listener {
     hub: Arc<EventHub>,
     wakes: Arc<WakeHub>,
     origin: String,
+    /// Which copy of this handle's own removals came first.
+    own: Arc<OwnRemovals>,
     target: RedisTarget,
     /// The removal events' channel, then the wakes'.
     channels: [String; 2],
@@ -352,17 +377,21 @@ impl Listener {
             }
             // Disconnected: try again until the handle is gone; removals
             // missed meanwhile show as gaps, and wakes missed meanwhile
-            // are made up for by waking every listener once.
+            // are made up for by waking every listener once. Replies meanwhile
+            // wait for no channel copy.
+            self.own.set_listening(false);
             loop {
                 if self.inner.strong_count() == 0 {
                     return;
                 }
                 tokio::time::sleep(Duration::from_millis(100)).await;
+                self.own.set_listening(true);
                 if let Ok(s) = connect(&self.target, &self.channels, self.timeout).await {
                     stream = s;
                     self.wakes.wake_all();
                     break;
                 }
+                self.own.set_listening(false);
             }
         }
     }
@@ -390,11 +419,19 @@ impl Listener {
             }
             _ => {}
         }
-        if *origin == self.origin.as_bytes() {
-            // This handle's own removals: delivered from the reply.
-            return;
-        }
-        for (raw, seq) in events.iter().zip(first..) {
+        // This handle's own removals: those its reply did not deliver
+        // first (its call may have been dropped).
+        let firsts = if *origin == self.origin.as_bytes() {
+            let now = Instant::now();
+            self.own
+                .firsts(tenant, first, events.len(), Via::Channel, now)
+        } else {
+            vec![true; events.len()]
+        };
+        for ((raw, seq), deliver) in events.iter().zip(first..).zip(firsts) {
+            if !deliver {
+                continue;
+            }
             if let Some(event) = decode(TenantId(tenant), incarnation, seq, raw) {
                 announce(&self.hub, &self.wakes, event);
             }

@@ -55,6 +55,7 @@ mod leases;
 mod lifecycle;
 mod listings;
 mod locks;
+mod own_removals;
 mod presence;
 mod probe;
 mod queues;
@@ -88,6 +89,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use groups::RedisMember;
+pub use own_removals::{COPY_WAIT_MIN, OWN_COPIES_MAX};
 pub use room::ROOM_SHARES;
 pub use streams::RedisFollower;
 
@@ -366,6 +368,9 @@ struct Inner {
     wakes: Arc<crate::mem::wake::WakeHub>,
     /// This handle's id in the events it causes (random).
     origin: u64,
+    /// Which copy of this handle's own removals came first (reply or
+    /// channel), so each is delivered once.
+    own: Arc<own_removals::OwnRemovals>,
     /// The channel listener, once something subscribed.
     listener: tokio::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
     /// The sweeper loop (it sweeps while this handle holds the lease).
@@ -469,6 +474,7 @@ impl RedisEngine {
         let ttl = TtlRange::new(config.ttl_min, config.ttl_max)?;
         let conn = Conn::open(&options).await?;
         let sweep_interval = options.sweep_interval;
+        let call_timeout = options.call_timeout;
         let mut origin = [0u8; 8];
         crate::base::secrets::random_bytes(&mut origin)?;
         let limits = Arc::new(crate::base::words::LimitSnapshot::new(
@@ -507,6 +513,7 @@ impl RedisEngine {
                 hub,
                 wakes,
                 origin: u64::from_le_bytes(origin),
+                own: Arc::new(own_removals::OwnRemovals::new(call_timeout)),
                 listener: tokio::sync::Mutex::new(None),
                 sweeper: std::sync::Mutex::new(None),
                 target: options.target,
