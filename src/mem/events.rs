@@ -133,9 +133,12 @@ impl EventHub {
         }
         // Delivered under the hub's lock (hub, then inbox: the only order
         // in which both are held), so an event costs no allocation unless
-        // an async receiver waits; its waker runs after every lock is given
-        // up, since it is the executor's code.
+        // a receiver waits. Its waker runs, and a blocked receiver is
+        // signalled (a system call), after every lock is given up: the
+        // waker is the executor's code, and a signal made under the hub's
+        // lock would hold every other emitter up for the call.
         let mut wake = Vec::new();
+        let mut signal = Vec::new();
         {
             let mut inboxes = lock_at(Rung::Hub, &self.inboxes);
             if number {
@@ -161,14 +164,15 @@ impl EventHub {
                     wake.extend(queue.waker.take());
                     early.unwrap_or(queue.sleepers > 0)
                 };
-                // Signalled after the inbox's lock is given up, so the
-                // receiver does not wake only to wait for it (a sleeper
-                // counted under the lock is already waiting).
+                // Signalled once the locks are given up, so the receiver
+                // does not wake only to wait for them (a sleeper counted
+                // under the inbox's lock is already waiting).
                 if sleeping {
-                    inbox.ready.notify_one();
+                    signal.push(Arc::clone(inbox));
                 }
             }
         }
+        signal.iter().for_each(|inbox| inbox.ready.notify_one());
         wake.into_iter().for_each(Waker::wake);
     }
 
