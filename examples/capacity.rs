@@ -71,6 +71,8 @@ const VANISH_TTL: Duration = Duration::from_secs(1);
 const SAMPLE_EVERY: u64 = 16;
 /// The most replay records the run sizes its store for (see [`limits`]).
 const REPLAY_MAX: u64 = 1 << 24;
+/// The least replay room of a run (see [`limits`]).
+const REPLAY_FLOOR: u64 = 1 << 22;
 
 const USAGE: &str =
     "usage: cargo run --release --example capacity -- [--sessions N] [--seconds S] [--threads T] [--json PATH] [--open-loop R] [--baseline]
@@ -455,9 +457,11 @@ fn print_table(
 /// unless the mix itself overflows them.
 fn limits(n: u64) -> StoreConfig {
     // Consumed tokens are remembered for the join's 10 s plus the 2 s
-    // grace: at the fastest mix this machine runs (about 100,000 joins a
-    // second) that is about 1.2 M records, whatever the session count.
-    let replay = (n * 64).min(REPLAY_MAX);
+    // grace: 12 s of the mix's joins, whatever the session count. This
+    // machine's fastest runs pass 100,000 joins a second (1.2 M records),
+    // so the room is at least 4 M records (about 330,000 a second), and
+    // 64 per session past that.
+    let replay = (n * 64).clamp(REPLAY_FLOOR, REPLAY_MAX);
     StoreConfig::default()
         .leases_max(n * 2)
         .listings_max(n * 2)
