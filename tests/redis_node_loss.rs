@@ -2,7 +2,9 @@
 //! masters go on creating, renewing and joining, because the store-wide
 //! ceilings are counted in shares spread over the slots (ADR 0070), not in
 //! the one slot of the store's meta key. The room of the lost shares is
-//! counted as full, so the ceiling is never overshot. Each test starts
+//! counted as full, so the ceiling is never overshot. The meta key's own
+//! master is the exception: its empty restart restarts the whole store.
+//! Each test starts
 //! `redis-server` processes of its own on free loopback ports (the binary
 //! must be on PATH: its absence fails the test, saying how to install it).
 
@@ -156,6 +158,61 @@ fn a_lost_master_leaves_the_other_masters_tenants_creating() {
         // A removal gives its room back to a living share at once.
         e.revoke(kept, lease.id).await.unwrap();
         e.grant(other, "h", MS * 60_000, None).await.unwrap();
+        drop(e);
+        drop(servers);
+        for dir in dirs {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    });
+}
+
+/// The meta key's master is the store's root (ADR 0029): when it comes
+/// back empty, the first handle to read the meta key begins a new store
+/// incarnation, and the records of every tenant, those on masters that
+/// lost nothing included, then answer `Restarted`. What this test pins is
+/// a limit, not a goal: a deployment keeps a replica of that master
+/// (README, "Shared by several relay processes").
+#[test]
+fn the_meta_masters_empty_restart_restarts_the_whole_store() {
+    block_on(async {
+        let (mut servers, dirs) =
+            two_master_cluster_with(&["--cluster-require-full-coverage", "no"]).await;
+        let namespace = fresh_namespace("root");
+        let half = |slot: u16| usize::from(slot >= 8192);
+        let meta = half(slot_of(&servers[0], &format!("{{{namespace}}}:meta")).await);
+        let mut kept = None;
+        for t in 1..64u64 {
+            if half(slot_of(&servers[0], &format!("{{{namespace}:{t}}}:inc")).await) != meta {
+                kept = Some(TenantId(t));
+                break;
+            }
+        }
+        let kept = kept.expect("a tenant on the master that keeps its data");
+        let urls: Vec<String> = servers.iter().map(Server::url).collect();
+        let options = RedisOptions::cluster(&urls)
+            .namespace(&namespace)
+            .call_timeout(Duration::from_secs(2));
+        let e = RedisEngine::connect(options, config()).await.unwrap();
+        let g = e.grant(kept, "host", MS * 60_000, None).await.unwrap();
+        let before = e.incarnation();
+        servers[meta].restart();
+        redis::servers::wait_cluster_ok(&servers[1 - meta]).await;
+        // Until a handle reads the meta key again, nothing has changed.
+        assert_eq!(e.get_lease(kept, g.id).await.unwrap().id, g.id);
+        // A tenant never seen before makes the handle read it (once the
+        // handle has a connection to the restarted master again).
+        let mut tries = 0;
+        while let Err(err) = e.grant(TenantId(1_000_000), "h", MS * 60_000, None).await {
+            tries += 1;
+            assert!(tries < 50, "the restarted master never answered: {err:?}");
+            tokio::time::sleep(MS * 100).await;
+        }
+        assert_ne!(e.incarnation(), before, "a new store incarnation");
+        assert_eq!(
+            e.get_lease(kept, g.id).await.map(drop),
+            Err(Error::Restarted),
+            "a tenant whose master lost nothing"
+        );
         drop(e);
         drop(servers);
         for dir in dirs {
