@@ -28,7 +28,7 @@ use redis::Value;
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// What a per-tenant call reported besides its reply: the removals it
 /// made (encoded), and a deadline the store's due index must lower the
@@ -209,14 +209,12 @@ impl RedisEngine {
     /// those whose channel copy did not come first (`own_removals.rs`).
     pub(super) fn deliver(&self, tenant: TenantId, incarnation: u64, after: &Aftermath) {
         let first = after.last.saturating_sub(after.events.len() as u64) + 1;
-        let firsts = self.inner.own.firsts(
-            tenant.0,
-            first,
-            after.events.len(),
-            Via::Reply,
-            Instant::now(),
-        );
-        for ((raw, seq), deliver) in after.events.iter().zip(first..).zip(firsts) {
+        let firsts = self
+            .inner
+            .own
+            .firsts(tenant.0, first, after.events.len(), Via::Reply);
+        for (i, (raw, seq)) in after.events.iter().zip(first..).enumerate() {
+            let deliver = firsts.as_ref().is_none_or(|f| f[i]);
             match decode(tenant, incarnation, seq, raw) {
                 Some(event) => {
                     // Counted by the handle whose call removed it, once.
@@ -421,15 +419,11 @@ impl Listener {
         }
         // This handle's own removals: those its reply did not deliver
         // first (its call may have been dropped).
-        let firsts = if *origin == self.origin.as_bytes() {
-            let now = Instant::now();
-            self.own
-                .firsts(tenant, first, events.len(), Via::Channel, now)
-        } else {
-            vec![true; events.len()]
-        };
-        for ((raw, seq), deliver) in events.iter().zip(first..).zip(firsts) {
-            if !deliver {
+        let firsts = (*origin == self.origin.as_bytes())
+            .then(|| self.own.firsts(tenant, first, events.len(), Via::Channel))
+            .flatten();
+        for (i, (raw, seq)) in events.iter().zip(first..).enumerate() {
+            if !firsts.as_ref().is_none_or(|f| f[i]) {
                 continue;
             }
             if let Some(event) = decode(TenantId(tenant), incarnation, seq, raw) {

@@ -76,7 +76,23 @@ impl OwnRemovals {
     /// For each of `tenant`'s removals numbered `first..first + count`,
     /// arriving `via`, whether it is the first copy to arrive (to
     /// deliver); the first copies are recorded for the second to find.
+    /// `None` when every one is (nothing to compare: no removal, or a
+    /// reply while nothing listens), at the cost of nothing.
     pub(super) fn firsts(
+        &self,
+        tenant: u64,
+        first: u64,
+        count: usize,
+        via: Via,
+    ) -> Option<Vec<bool>> {
+        if count == 0 || (via == Via::Reply && !self.listening.load(Ordering::Acquire)) {
+            return None;
+        }
+        Some(self.firsts_at(tenant, first, count, via, Instant::now()))
+    }
+
+    /// [`firsts`](Self::firsts) at `now`, for one listening.
+    fn firsts_at(
         &self,
         tenant: u64,
         first: u64,
@@ -84,12 +100,6 @@ impl OwnRemovals {
         via: Via,
         now: Instant,
     ) -> Vec<bool> {
-        if count == 0 {
-            return Vec::new();
-        }
-        if via == Via::Reply && !self.listening.load(Ordering::Acquire) {
-            return vec![true; count];
-        }
         let mut waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
         let answer = (first..)
             .take(count)
@@ -158,28 +168,31 @@ mod tests {
     fn whichever_copy_comes_first_is_delivered_and_the_other_skipped() {
         let own = listening();
         let now = Instant::now();
-        assert_eq!(own.firsts(7, 1, 2, Via::Reply, now), [true, true]);
+        assert_eq!(own.firsts_at(7, 1, 2, Via::Reply, now), [true, true]);
         // The channel's copy of both, and of a third the reply never had
         // (its call was dropped).
-        assert_eq!(own.firsts(7, 1, 3, Via::Channel, now), [false, false, true]);
+        assert_eq!(
+            own.firsts_at(7, 1, 3, Via::Channel, now),
+            [false, false, true]
+        );
         assert_eq!(own.waiting(), 1);
         // Another tenant's numbers are its own.
-        assert_eq!(own.firsts(8, 3, 1, Via::Reply, now), [true]);
+        assert_eq!(own.firsts_at(8, 3, 1, Via::Reply, now), [true]);
         // The reply of the third comes late: skipped.
-        assert_eq!(own.firsts(7, 3, 1, Via::Reply, now), [false]);
-        assert_eq!(own.firsts(8, 3, 1, Via::Channel, now), [false]);
+        assert_eq!(own.firsts_at(7, 3, 1, Via::Reply, now), [false]);
+        assert_eq!(own.firsts_at(8, 3, 1, Via::Channel, now), [false]);
         assert_eq!(own.waiting(), 0);
     }
 
     #[test]
     fn without_a_listener_a_reply_waits_for_nothing() {
         let own = OwnRemovals::new(MS * 500);
-        let now = Instant::now();
-        assert_eq!(own.firsts(7, 1, 2, Via::Reply, now), [true, true]);
+        assert_eq!(own.firsts(7, 1, 2, Via::Reply), None, "all first");
         assert_eq!(own.waiting(), 0);
         own.set_listening(true);
-        assert_eq!(own.firsts(7, 3, 1, Via::Reply, now), [true]);
+        assert_eq!(own.firsts(7, 3, 1, Via::Reply), Some(vec![true]));
         assert_eq!(own.waiting(), 1);
+        assert_eq!(own.firsts(7, 3, 0, Via::Channel), None, "no removal");
     }
 
     #[test]
@@ -187,16 +200,16 @@ mod tests {
         let own = listening();
         let now = Instant::now();
         assert_eq!(own.wait, COPY_WAIT_MIN, "the call timeout is shorter");
-        assert_eq!(own.firsts(7, 1, 1, Via::Channel, now), [true]);
+        assert_eq!(own.firsts_at(7, 1, 1, Via::Channel, now), [true]);
         let later = now + COPY_WAIT_MIN - MS;
-        assert_eq!(own.firsts(7, 2, 1, Via::Channel, later), [true]);
+        assert_eq!(own.firsts_at(7, 2, 1, Via::Channel, later), [true]);
         assert_eq!(own.waiting(), 2, "the first still waits");
         let past = now + COPY_WAIT_MIN;
-        assert_eq!(own.firsts(7, 3, 1, Via::Channel, past), [true]);
+        assert_eq!(own.firsts_at(7, 3, 1, Via::Channel, past), [true]);
         assert_eq!(own.waiting(), 2, "the first was forgotten");
         // Its reply, come too late, is delivered again: what a first copy
         // forgotten costs.
-        assert_eq!(own.firsts(7, 1, 1, Via::Reply, past), [true]);
+        assert_eq!(own.firsts_at(7, 1, 1, Via::Reply, past), [true]);
         let long = OwnRemovals::new(COPY_WAIT_MIN * 2);
         assert_eq!(long.wait, COPY_WAIT_MIN * 2, "a longer call timeout");
     }
@@ -207,21 +220,21 @@ mod tests {
         let now = Instant::now();
         let n = OWN_COPIES_MAX as u64;
         assert!(own
-            .firsts(1, 1, OWN_COPIES_MAX, Via::Reply, now)
+            .firsts_at(1, 1, OWN_COPIES_MAX, Via::Reply, now)
             .iter()
             .all(|&f| f));
         assert_eq!(own.waiting(), OWN_COPIES_MAX);
-        assert_eq!(own.firsts(1, n + 1, 1, Via::Reply, now), [true]);
+        assert_eq!(own.firsts_at(1, n + 1, 1, Via::Reply, now), [true]);
         assert_eq!(own.waiting(), OWN_COPIES_MAX, "the oldest forgotten");
         // The others' copies are skipped, settling them.
-        let copies = own.firsts(1, 2, OWN_COPIES_MAX, Via::Channel, now);
+        let copies = own.firsts_at(1, 2, OWN_COPIES_MAX, Via::Channel, now);
         assert!(copies.iter().all(|&f| !f));
         assert_eq!(own.waiting(), 0);
         // The forgotten one's copy is delivered a second time.
-        assert_eq!(own.firsts(1, 1, 1, Via::Channel, now), [true]);
+        assert_eq!(own.firsts_at(1, 1, 1, Via::Channel, now), [true]);
         for k in 0..3 * n {
-            own.firsts(2, k + 1, 1, Via::Reply, now);
-            own.firsts(2, k + 1, 1, Via::Channel, now);
+            own.firsts_at(2, k + 1, 1, Via::Reply, now);
+            own.firsts_at(2, k + 1, 1, Via::Channel, now);
         }
         let order = own.waiting.lock().unwrap().order.len();
         assert!(
