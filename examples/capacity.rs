@@ -71,6 +71,9 @@ const VANISH_TTL: Duration = Duration::from_secs(1);
 const SAMPLE_EVERY: u64 = 16;
 /// The most replay records the run sizes its store for (see [`limits`]).
 const REPLAY_MAX: u64 = 1 << 24;
+/// The least room for vanished members still alive (see [`limits`]):
+/// 1 s of them at 15 M mix operations a second.
+const VANISHING_ROOM: u64 = 1 << 18;
 /// The least replay room of a run (see [`limits`]).
 const REPLAY_FLOOR: u64 = 1 << 22;
 
@@ -462,10 +465,14 @@ fn limits(n: u64) -> StoreConfig {
     // so the room is at least 4 M records (about 330,000 a second), and
     // 64 per session past that.
     let replay = (n * 64).clamp(REPLAY_FLOOR, REPLAY_MAX);
+    // Vanished members live their 1 s TTL (and the sweep's lag): one
+    // mix operation in 60, whatever the session count, so a small run
+    // on a fast machine holds more of them than its sessions' members.
+    let presence = (n * (MEMBERS + 2) * 2).max(n * MEMBERS + VANISHING_ROOM);
     StoreConfig::default()
         .leases_max(n * 2)
         .listings_max(n * 2)
-        .presence_max(n * (MEMBERS + 2) * 2)
+        .presence_max(presence)
         .attempts_max(n)
         // This run compresses a relay's join rate about a hundredfold, so it
         // remembers consumed tokens for 2 s instead of the default 60 s and
@@ -477,7 +484,7 @@ fn limits(n: u64) -> StoreConfig {
             TenantQuota::unlimited()
                 .leases_max(n)
                 .listings_max(n)
-                .presence_max(n * (MEMBERS + 2))
+                .presence_max(presence)
                 .attempts_max(n)
                 .replay_max(replay)
                 .idempotency_max(1)
