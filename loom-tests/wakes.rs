@@ -1,6 +1,7 @@
 //! Loom models of wake channels and other blocking receivers: a notify
 //! racing a listener's async wait and its blocking wait, a removal event
-//! racing a blocked subscriber, two listens creating one channel, and an
+//! racing a blocked subscriber (once, and twice in a row), two listens
+//! creating one channel, and an
 //! append racing a new follower. Each runs the real `Store` and has
 //! a broken twin the model catches: in both, a wake is lost.
 #![cfg(relaystore_loom)]
@@ -150,6 +151,39 @@ fn recv_vs_emit(fault: StoreFault) {
     });
 }
 
+/// A subscriber blocking in `recv` twice while another thread revokes two
+/// leases: it returns both events. A delivery signals a blocked receiver
+/// only when no signal is on its way to it already, and a receiver that
+/// wakes settles its signal, so the second event, if it comes while the
+/// receiver waits again, is signalled too.
+fn recv_twice_vs_two_emits(fault: StoreFault) {
+    common::explore(&name(fault, "recv_twice_vs_two_emits"), move || {
+        store_fault(fault);
+        let store = ManuallyDrop::new(store());
+        let events = ManuallyDrop::new(store.subscribe().unwrap());
+        let ttl = std::time::Duration::from_secs(60);
+        let first = store.grant(T, "host", ttl, None).unwrap();
+        let second = store.grant(T, "host", ttl, None).unwrap();
+        let revoker = {
+            let store = Store::clone(&store);
+            thread::spawn(move || {
+                store.revoke(T, first.id).unwrap();
+                store.revoke(T, second.id).unwrap();
+            })
+        };
+        for _ in 0..2 {
+            let received = events.blocking_recv().unwrap();
+            assert!(
+                matches!(received, relaystore::events::Received::Event(_)),
+                "{received:?}"
+            );
+        }
+        revoker.join().unwrap();
+        drop(ManuallyDrop::into_inner(events));
+        drop(ManuallyDrop::into_inner(store));
+    });
+}
+
 /// Two listens on a channel nobody listens to yet, then a notify: both
 /// listeners are woken, and the channel is counted once.
 fn two_listens_create_one_channel(fault: StoreFault) {
@@ -246,6 +280,17 @@ fn a_removal_racing_a_blocked_subscriber_is_never_lost() {
 #[should_panic]
 fn broken_twin_sleepers_read_before_the_event_loses_it() {
     recv_vs_emit(StoreFault::SleepersReadEarly);
+}
+
+#[test]
+fn two_removals_racing_a_subscriber_blocked_twice_are_both_received() {
+    recv_twice_vs_two_emits(StoreFault::None);
+}
+
+#[test]
+#[should_panic]
+fn broken_twin_a_signal_never_settled_loses_the_second_event() {
+    recv_twice_vs_two_emits(StoreFault::SignalsNeverSettled);
 }
 
 #[test]

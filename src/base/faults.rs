@@ -102,6 +102,10 @@ pub enum StoreFault {
     /// looks for blocked receivers under one hold of the receiver's lock
     /// and delivers under another.
     SleepersReadEarly,
+    /// A blocked receiver that wakes does not settle the signal that woke
+    /// it: the next event delivered to it while it waits again is not
+    /// signalled.
+    SignalsNeverSettled,
     /// The sweep's batch does not check that a fired wheel entry is still
     /// the record's (its handle, or in a slab table its due tick) before
     /// deciding on the record.

@@ -418,14 +418,15 @@ impl<'a, T> Ranked<'a, T> {
     /// Waits on `condvar` until `ready` takes something from the guarded
     /// state, for at most `timeout` (`None`: without limit); `None` if the
     /// time ran out. `sleepers` is the state's count of waiting threads,
-    /// kept so that a signaller can skip the system call when nobody waits.
+    /// kept so that a signaller can skip the system call when nobody waits
+    /// (or when each waiting thread already has a signal on its way).
     /// The one waiting loop of the blocking receivers.
     #[cfg(feature = "native")]
     pub(crate) fn wait_for<R>(
         mut self,
         condvar: &Condvar,
         timeout: Option<std::time::Duration>,
-        sleepers: fn(&mut T) -> &mut usize,
+        sleepers: fn(&mut T) -> &mut Sleepers,
         mut ready: impl FnMut(&mut T) -> Option<R>,
     ) -> Option<R> {
         let deadline = timeout.map(|t| std::time::Instant::now() + t);
@@ -440,9 +441,51 @@ impl<'a, T> Ranked<'a, T> {
                     _ => return None,
                 },
             };
-            *sleepers(&mut self) += 1;
+            sleepers(&mut self).waiting += 1;
             self = self.wait(condvar, left);
-            *sleepers(&mut self) -= 1;
+            sleepers(&mut self).woke();
+        }
+    }
+}
+
+/// The threads blocked on one guarded state's condition variable: how many
+/// wait, and how many of them a signal is already on its way to (at most
+/// as many). Kept under the state's lock.
+#[derive(Default, Debug)]
+pub(crate) struct Sleepers {
+    waiting: usize,
+    signalled: usize,
+}
+
+impl Sleepers {
+    /// Whether any thread waits.
+    pub(crate) fn any(&self) -> bool {
+        self.waiting > 0
+    }
+
+    /// Whether a delivery must signal one thread: one waits that no signal
+    /// is on its way to. Counts the signal it answers yes for, so the
+    /// deliveries that follow before that thread wakes make no system
+    /// call: the woken thread takes everything delivered meanwhile.
+    pub(crate) fn signal_one(&mut self) -> bool {
+        let needed = self.waiting > self.signalled;
+        if needed {
+            self.signalled += 1;
+        }
+        needed
+    }
+
+    /// A waiting thread woke (signalled, timed out, or spuriously) and
+    /// holds the lock again. It settles one signal: a signal meant for
+    /// another thread that it settles instead only makes a later delivery
+    /// signal again, never skip one it needed.
+    #[cfg(feature = "native")]
+    fn woke(&mut self) {
+        self.waiting -= 1;
+        // Broken twin: a signal is never settled, so once a thread has
+        // been signalled, the next delivery to it makes no signal.
+        if !crate::base::faults::active(crate::base::faults::StoreFault::SignalsNeverSettled) {
+            self.signalled = self.signalled.saturating_sub(1).min(self.waiting);
         }
     }
 }

@@ -8,7 +8,7 @@
 
 use crate::base::error::{Error, Result, Scope};
 use crate::base::faults::{self, StoreFault};
-use crate::base::sync::{lock_at, Arc, AtomicU64, Condvar, Mutex, Ordering, Rung};
+use crate::base::sync::{lock_at, Arc, AtomicU64, Condvar, Mutex, Ordering, Rung, Sleepers};
 use crate::base::words::LimitSnapshot;
 use crate::contract::config::Limits;
 use crate::contract::events::{Collection, Event, Lag, Received, RecvError};
@@ -38,8 +38,9 @@ struct Queue {
     /// The store is gone: nothing more will arrive.
     closed: bool,
     /// Blocking receivers waiting now: a delivery signals the condition
-    /// variable only when one is, as signalling is a system call.
-    sleepers: usize,
+    /// variable only when one waits that no signal is on its way to, as
+    /// signalling is a system call.
+    sleepers: Sleepers,
 }
 
 pub(crate) struct EventHub {
@@ -150,7 +151,7 @@ impl EventHub {
                 // Broken twin: a receiver that starts to wait between the
                 // two holds is never signalled.
                 let early = faults::active(StoreFault::SleepersReadEarly)
-                    .then(|| lock_at(Rung::Inbox, &inbox.queue).sleepers > 0);
+                    .then(|| lock_at(Rung::Inbox, &inbox.queue).sleepers.any());
                 let sleeping = {
                     let mut queue = lock_at(Rung::Inbox, &inbox.queue);
                     if queue.events.len() >= inbox.capacity {
@@ -162,7 +163,7 @@ impl EventHub {
                     }
                     queue.events.push_back(event.clone());
                     wake.extend(queue.waker.take());
-                    early.unwrap_or(queue.sleepers > 0)
+                    early.unwrap_or_else(|| queue.sleepers.signal_one())
                 };
                 // Signalled once the locks are given up, so the receiver
                 // does not wake only to wait for them (a sleeper counted
@@ -189,7 +190,7 @@ impl EventHub {
                 let mut queue = lock_at(Rung::Inbox, &inbox.queue);
                 queue.lag.note(tenant, from, to, missed);
                 wake.extend(queue.waker.take());
-                if queue.sleepers > 0 {
+                if queue.sleepers.any() {
                     inbox.ready.notify_one();
                 }
             }

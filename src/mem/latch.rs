@@ -9,7 +9,7 @@
 //! holds at most one waker per future alive and pending.
 
 use crate::base::faults::{self, StoreFault};
-use crate::base::sync::{lock_at, Condvar, Mutex, Rung};
+use crate::base::sync::{lock_at, Condvar, Mutex, Rung, Sleepers};
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 
@@ -27,7 +27,7 @@ struct State {
     wakers: Vec<(u64, Waker)>,
     /// Threads blocked in a wait now (a signal is a system call, so it is
     /// sent only when one is).
-    sleepers: usize,
+    sleepers: Sleepers,
 }
 
 impl Latch {
@@ -44,12 +44,12 @@ impl Latch {
         let (wakers, sleepers) = {
             let mut state = lock_at(Rung::Latch, &self.state);
             state.open = true;
-            (std::mem::take(&mut state.wakers), state.sleepers)
+            (std::mem::take(&mut state.wakers), state.sleepers.any())
         };
         // A sleeper counted above waits on the condition variable already
         // (it counts itself and waits atomically, under the lock), so a
         // signal sent after the lock is given up reaches it.
-        if sleepers > 0 {
+        if sleepers {
             self.opened.notify_all();
         }
         for (_, waker) in wakers {

@@ -23,7 +23,7 @@
 use crate::base::error::{Error, Result, Scope};
 use crate::base::faults::{self, StoreFault};
 use crate::base::ids::TenantId;
-use crate::base::sync::{lock_at, Arc, AtomicBool, Condvar, Mutex, Ordering, Rung};
+use crate::base::sync::{lock_at, Arc, AtomicBool, Condvar, Mutex, Ordering, Rung, Sleepers};
 use crate::base::words::LimitSnapshot;
 use crate::contract::config::Limits;
 use crate::contract::events::RecvError;
@@ -86,7 +86,7 @@ struct Slot {
     waker: Option<Waker>,
     /// Blocking receivers waiting now (a signal is a system call, so it is
     /// sent only when one is).
-    sleepers: usize,
+    sleepers: Sleepers,
 }
 
 impl Cell {
@@ -125,7 +125,7 @@ impl Cell {
         if faults::active(StoreFault::SleepersReadEarly) {
             // Broken twin: a receiver that counts itself a sleeper between
             // the two holds is never signalled.
-            let sleeping = lock_at(Rung::Listener, &self.slot).sleepers > 0;
+            let sleeping = lock_at(Rung::Listener, &self.slot).sleepers.any();
             let mut slot = lock_at(Rung::Listener, &self.slot);
             if self.push(&mut slot, payload, missed) {
                 wakers.extend(slot.waker.take());
@@ -142,7 +142,7 @@ impl Cell {
                 return;
             }
             wakers.extend(slot.waker.take());
-            slot.sleepers > 0
+            slot.sleepers.any()
         };
         if sleeping {
             self.ready.notify_one();
