@@ -22,7 +22,9 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// The most removals of a handle's own calls that wait for their second
-/// copy at once (under 100 bytes each); past it the oldest is forgotten.
+/// copy at once; past it the oldest is forgotten. Each takes a 40-byte
+/// map entry (plus the map's spare room) and a 32-byte place in the
+/// arrival order, which holds at most twice as many: a few MB in all.
 pub const OWN_COPIES_MAX: usize = 65_536;
 
 /// How long a first copy waits for its second, at least: far longer than
@@ -162,6 +164,13 @@ mod tests {
         let own = OwnRemovals::new(MS * 500);
         own.set_listening(true);
         own
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn an_entry_is_the_size_the_cap_is_documented_with() {
+        assert_eq!(std::mem::size_of::<((u64, u64), (Via, Instant))>(), 40);
+        assert_eq!(std::mem::size_of::<(Instant, u64, u64)>(), 32);
     }
 
     #[test]
