@@ -229,6 +229,7 @@ pub mod wake {
 #[cfg(feature = "internals")]
 pub use mem::{quota, wheel};
 
+pub use base::attrs::Attrs;
 pub use base::error::{Error, Result, Scope, Unavailable};
 pub use base::ids::{
     AttemptId, JobId, JoinToken, LeaseId, ParseIdError, TenantId, TOKEN_SECRET_BYTES,

@@ -3,14 +3,16 @@
 //! these on every datagram and every lookup, and an allocation per read
 //! is a cost every thread pays and a lock some allocators take. (A longer
 //! listing key or member name costs one allocation per read: the lookup's
-//! own copy of the name.)
+//! own copy of the name.) Attributes of up to `Attrs::INLINE_BYTES`
+//! are inline too: reading them allocates nothing, and neither does a
+//! heartbeat that replaces them.
 //!
 //! One test in this binary, with no expiry driver and a manual clock, so
 //! nothing else allocates while it counts.
 
 use cap::Cap;
 use relaystore::time::ManualClock;
-use relaystore::{Name, Store, StoreConfig, TenantId};
+use relaystore::{Attrs, Name, Store, StoreConfig, TenantId};
 use std::alloc::System;
 use std::sync::Arc;
 use std::time::Duration;
@@ -28,7 +30,7 @@ fn allocated_by(rounds: usize, mut f: impl FnMut()) -> usize {
 }
 
 #[test]
-fn reads_with_inline_names_allocate_nothing() {
+fn inline_names_and_attributes_cost_no_allocation() {
     let store = Store::new(StoreConfig::default(), Arc::new(ManualClock::new())).unwrap();
     let t = TenantId(1);
     let ttl = Duration::from_secs(60);
@@ -56,14 +58,26 @@ fn reads_with_inline_names_allocate_nothing() {
         assert_eq!(store.get_listing(t, key).unwrap().key, key);
     });
     let presence_bytes = allocated_by(100, || {
-        assert_eq!(
-            store.get_presence(t, "member-0123").unwrap().member,
-            "member-0123"
-        );
+        let seen = store.get_presence(t, "member-0123").unwrap();
+        assert_eq!(seen.member, "member-0123");
+        assert_eq!(seen.attrs, b"ready");
     });
     assert_eq!(
         (lease_bytes, listing_bytes, presence_bytes),
         (0, 0, 0),
         "heap bytes allocated by 100 reads of a lease, a listing and a presence record"
     );
+    // A heartbeat that replaces short attributes keeps them inline.
+    let status = b"ready;players=3;map=07";
+    assert_eq!(status.len(), Attrs::INLINE_BYTES);
+    let heartbeat_bytes = allocated_by(100, || {
+        store
+            .heartbeat(t, "member-0123", ttl, Some(status), Some(lease.id))
+            .unwrap();
+    });
+    assert_eq!(
+        heartbeat_bytes, 0,
+        "heap bytes allocated by 100 heartbeats that replace 22 bytes of attributes"
+    );
+    assert_eq!(store.get_presence(t, "member-0123").unwrap().attrs, status);
 }

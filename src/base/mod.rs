@@ -4,6 +4,7 @@
 //! token secrets, names as reads return them, word snapshots and the fault switches of the
 //! loom models' broken twins.
 
+pub(crate) mod attrs;
 pub(crate) mod collection;
 pub(crate) mod error;
 #[cfg(relaystore_loom)]

@@ -41,13 +41,33 @@ pub struct Name(SmolStr);
 /// [`Store::get_lock`]: crate::Store::get_lock
 pub type Holder = Name;
 
+/// `name` as a `SmolStr`: inline up to [`Name::INLINE_BYTES`] bytes,
+/// shared beyond. `SmolStr::new` copies a short name with a `memcpy` of
+/// variable length, whose small stores a read that copies the value out
+/// again then waits for, after looking for a run of spaces it could keep
+/// as a static; here each length has its own arm, so each copy has a
+/// width known at compile time. Every name a caller hands the store
+/// (a key to look up or keep, a name to answer with) is made here.
+#[inline]
+pub(crate) fn smol(name: &str) -> SmolStr {
+    macro_rules! by_length {
+        ($($n:literal)*) => {
+            match name.len() {
+                $($n => SmolStr::new_inline(&name[..$n]),)*
+                _ => SmolStr::new(name),
+            }
+        };
+    }
+    by_length!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23)
+}
+
 impl Name {
     /// The longest name, in bytes, kept inline: 23.
     pub const INLINE_BYTES: usize = 23;
 
     /// The name `name`.
     pub fn new(name: &str) -> Self {
-        Name(SmolStr::new(name))
+        Name(smol(name))
     }
 
     /// The name kept as the record keeps it: no copy of its bytes.
@@ -173,6 +193,21 @@ mod tests {
             assert_eq!(format!("{h:?}"), format!("{name:?}"));
             assert_eq!(Arc::<str>::from(h.clone()).as_ref(), name);
             assert_eq!(Name::from(name.to_owned()), h);
+        }
+    }
+
+    #[test]
+    fn every_length_makes_the_same_string_as_smol_str_does() {
+        for len in 0..=Name::INLINE_BYTES + 2 {
+            for name in ["n".repeat(len), " ".repeat(len), "\n".repeat(len)] {
+                let made = smol(&name);
+                assert_eq!(made, SmolStr::new(&name), "{len} bytes");
+                assert_eq!(made.len(), len);
+                // (`SmolStr` keeps long runs of spaces as static strings.)
+                if len <= Name::INLINE_BYTES || name.starts_with('n') {
+                    assert_eq!(made.is_heap_allocated(), len > Name::INLINE_BYTES);
+                }
+            }
         }
     }
 

@@ -2,6 +2,7 @@
 //! leases, listings, presence, join attempts and named locks, as values
 //! with time as time remaining.
 
+use crate::base::attrs::Attrs;
 use crate::base::ids::{AttemptId, JoinToken, LeaseId};
 use crate::base::name::{Holder, Name};
 use std::net::SocketAddr;
@@ -134,8 +135,9 @@ pub struct ListingInfo {
     pub key: Name,
     /// The lease it lives under.
     pub lease: LeaseId,
-    /// Its attributes.
-    pub attrs: Arc<[u8]>,
+    /// Its attributes (an [`Attrs`]: up to 22 bytes are copied out of
+    /// the record, with no allocation).
+    pub attrs: Attrs,
     /// Its version; [`Store::update_listing`](crate::Store::update_listing) takes it.
     pub version: u64,
     /// Time left before it expires, measured when the call read it: a
@@ -180,8 +182,8 @@ pub struct Page<T> {
 pub struct PresenceInfo {
     /// The member (a [`Name`], as a listing's key).
     pub member: Name,
-    /// Its attributes.
-    pub attrs: Arc<[u8]>,
+    /// Its attributes (an [`Attrs`], as a listing's).
+    pub attrs: Attrs,
     /// The lease it is attached to, if any.
     pub lease: Option<LeaseId>,
     /// Its version.

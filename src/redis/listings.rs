@@ -1,11 +1,11 @@
 //! Listings on Redis: publish, get, update, unpublish, revoke, pages.
 
 use super::{quota_arg, scripts, Call, Issued, Mode, RedisEngine};
+use crate::base::attrs::Attrs;
 use crate::base::error::{Error, Result};
 use crate::base::ids::{LeaseId, TenantId};
 use crate::base::name::Name;
 use crate::contract::relay::{Cursor, ListingInfo, Page};
-use std::sync::Arc;
 
 impl RedisEngine {
     /// Publishes a listing under `key`, attached to `lease`, with `attrs`
@@ -26,7 +26,7 @@ impl RedisEngine {
         Ok(ListingInfo {
             key: Name::new(key),
             lease,
-            attrs: Arc::from(attrs),
+            attrs: Attrs::new(attrs),
             version: reply.uint(1)?,
             remaining: reply.millis(2)?,
         })
@@ -82,7 +82,7 @@ impl RedisEngine {
         Ok(ListingInfo {
             key: Name::new(key),
             lease: LeaseId::new(self.incarnation(), reply.uint(1)?),
-            attrs: reply.bytes(2)?,
+            attrs: reply.attrs(2)?,
             version: reply.uint(3)?,
             remaining: reply.millis(4)?,
         })
@@ -185,7 +185,7 @@ impl RedisEngine {
             Ok(ListingInfo {
                 key: Name::new(&r.text(at)?),
                 lease: LeaseId::new(incarnation, r.uint(at + 1)?),
-                attrs: r.bytes(at + 2)?,
+                attrs: r.attrs(at + 2)?,
                 version: r.uint(at + 3)?,
                 remaining: r.millis(at + 4)?,
             })

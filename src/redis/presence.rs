@@ -114,7 +114,7 @@ impl RedisEngine {
         };
         Ok(PresenceInfo {
             member: Name::new(&member),
-            attrs: reply.bytes(at)?,
+            attrs: reply.attrs(at)?,
             lease,
             version: reply.uint(at + 2)?,
             remaining: reply.millis(at + 3)?,

@@ -1,6 +1,7 @@
 //! A function's reply: an array whose first element is a code
 //! (`lua/prelude.lua` names them), then the values.
 
+use crate::base::attrs::Attrs;
 use crate::base::error::{Error, Result};
 use redis::Value;
 use std::sync::Arc;
@@ -75,6 +76,14 @@ impl Reply {
     pub(super) fn bytes(&self, at: usize) -> Result<Arc<[u8]>> {
         match self.0.get(at) {
             Some(Value::BulkString(b)) => Ok(Arc::from(b.as_slice())),
+            other => Err(malformed(&format!("element {at} is {other:?}"))),
+        }
+    }
+
+    /// Attributes at `at`: short ones copied inline, with no allocation.
+    pub(super) fn attrs(&self, at: usize) -> Result<Attrs> {
+        match self.0.get(at) {
+            Some(Value::BulkString(b)) => Ok(Attrs::new(b)),
             other => Err(malformed(&format!("element {at} is {other:?}"))),
         }
     }

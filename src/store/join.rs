@@ -16,6 +16,7 @@ use super::visible::Ancestry;
 use super::{Collection, IdKey, Store};
 use crate::base::error::{Error, Result};
 use crate::base::ids::{AttemptId, JoinToken, TenantId, TOKEN_SECRET_BYTES};
+use crate::base::name::smol;
 use crate::base::sync::Arc;
 use crate::base::time::{duration_to_millis_ceil, MonoTime};
 use crate::contract::events::{Cause, RecordId};
@@ -129,7 +130,7 @@ impl Store {
             idempotency_key,
             params,
             now,
-            || self.begin_join_now(tenant, listing, SmolStr::new(client), now, deadline),
+            || self.begin_join_now(tenant, listing, smol(client), now, deadline),
             |t| Outcome::Join(t.clone()),
             |o| match o {
                 Outcome::Join(t) => Some(t.clone()),
@@ -155,7 +156,7 @@ impl Store {
         }
         // The attempt keeps a copy of the name (ADR 0041); its slot in the
         // listing is found by the caller's.
-        let kept = SmolStr::new(listing);
+        let kept = smol(listing);
         self.shared.attempts.with_key(|seq| {
             let id = self.attempt_id(seq);
             let mut secret = [0; TOKEN_SECRET_BYTES];

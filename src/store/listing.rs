@@ -6,6 +6,7 @@ use super::retire::Stored;
 use super::tenant::{Owner, TenantIndex};
 use super::visible::Ancestry;
 use super::{Collection, NameKey, NameLookup, Store};
+use crate::base::attrs::Attrs;
 use crate::base::error::{Error, Result};
 use crate::base::ids::{LeaseId, TenantId};
 use crate::base::name::Holder;
@@ -30,7 +31,7 @@ pub(crate) struct Listing {
     /// The version the listing was inserted at: unique per publication,
     /// so a re-published key is a different listing.
     pub(super) origin: u64,
-    attrs: Arc<[u8]>,
+    attrs: Attrs,
     /// Pending or bound join attempts (at most `attempts_per_listing_max`).
     pub(super) attempts: Vec<u64>,
     /// Visible only once registered with its lease.
@@ -154,7 +155,7 @@ impl Store {
         tenant: TenantId,
         lease: u64,
         key: SmolStr,
-        attrs: Arc<[u8]>,
+        attrs: Attrs,
         now: MonoTime,
         then: &mut dyn FnMut() -> Result<()>,
     ) -> Result<ListingInfo> {
@@ -169,7 +170,7 @@ impl Store {
             owner,
             lease,
             origin: version,
-            attrs: Arc::clone(&attrs),
+            attrs: attrs.clone(),
             attempts: Vec::new(),
             attached: false,
             holder: None,
@@ -206,7 +207,7 @@ impl Store {
             info: ListingInfo {
                 key: Name::of(key.1.clone()),
                 lease: self.lease_id(v.lease),
-                attrs: Arc::clone(&v.attrs),
+                attrs: v.attrs.clone(),
                 version: stamp.version,
                 remaining: Duration::ZERO,
             },
@@ -316,7 +317,7 @@ impl Store {
         &self,
         nkey: &NameKey,
         expected_version: u64,
-        attrs: Arc<[u8]>,
+        attrs: Attrs,
         now: MonoTime,
     ) -> Result<u64> {
         self.inside_gate();

@@ -73,8 +73,10 @@ pub use tx::{Committed, Transaction, TX_OPS_MAX};
 use crate::contract::relay::{LockInfo, Renewal};
 use crate::contract::usage::Usage;
 
+use crate::base::attrs::Attrs;
 use crate::base::error::{Error, Result, Scope};
 use crate::base::ids::{AttemptId, LeaseId, TenantId};
+use crate::base::name::smol;
 use crate::base::secrets::random_bytes;
 use crate::base::sync::{Arc, AtomicBool, AtomicU64, Ordering, Snapshot};
 use crate::base::time::{Clock, MonoTime};
@@ -569,7 +571,7 @@ impl Store {
     /// to 23 bytes, ADR 0046), under the rules of [`name`](Self::name).
     fn key_name(&self, name: &str) -> Result<SmolStr> {
         self.check_name(name)?;
-        Ok(SmolStr::new(name))
+        Ok(smol(name))
     }
 
     /// The rules of [`name`](Self::name), without copying the name.
@@ -594,9 +596,9 @@ impl Store {
         }
     }
 
-    fn attrs(&self, attrs: &[u8]) -> Result<Arc<[u8]>> {
+    fn attrs(&self, attrs: &[u8]) -> Result<Attrs> {
         self.shared.config.check_attrs(attrs)?;
-        Ok(Arc::from(attrs))
+        Ok(Attrs::new(attrs))
     }
 
     /// Records that a lease was revoked, so renewals that miss it answer

@@ -17,6 +17,7 @@
 //! and the removals.
 
 use crate::base::ids::TenantId;
+use crate::base::name::smol;
 use smol_str::SmolStr;
 use std::borrow::Borrow;
 use std::hash::{Hash, Hasher};
@@ -78,7 +79,7 @@ impl ToOwned for dyn NameLookup + '_ {
     type Owned = NameKey;
 
     fn to_owned(&self) -> NameKey {
-        (self.tenant(), SmolStr::new(self.name()))
+        (self.tenant(), smol(self.name()))
     }
 }
 

@@ -7,24 +7,24 @@ use super::retire::Stored;
 use super::tenant::{Owner, TenantIndex};
 use super::visible::Ancestry;
 use super::{owned_by, Collection, NameKey, NameLookup, Renewal, Store};
+use crate::base::attrs::Attrs;
 use crate::base::error::{Error, Result};
 use crate::base::ids::{LeaseId, TenantId};
+use crate::base::name::smol;
 use crate::base::name::Name;
-use crate::base::sync::Arc;
 use crate::base::time::MonoTime;
 use crate::contract::events::Cause;
 use crate::contract::relay::Cursor;
 use crate::contract::relay::Page;
 use crate::mem::record::Stamp;
 use crate::mem::table::{Removed, Table};
-use smol_str::SmolStr;
 use std::time::Duration;
 
 pub(crate) struct Presence {
     pub(super) owner: Owner,
     /// The lease this presence is attached to, if any.
     pub(super) lease: Option<u64>,
-    attrs: Arc<[u8]>,
+    attrs: Attrs,
     pub(super) attached: bool,
 }
 
@@ -97,7 +97,7 @@ impl Store {
         let name: &dyn NameLookup = &(tenant, member);
         // The owned key, built only if the record is not simply refreshed.
         let mut owned: Option<NameKey> = None;
-        let own = || (tenant, SmolStr::new(member));
+        let own = || (tenant, smol(member));
         // Refresh an existing record, else create one. A create that loses
         // a race with a concurrent create goes round once more.
         for _ in 0..2 {
@@ -124,12 +124,12 @@ impl Store {
                 },
                 None => Parent::None,
             };
-            let attrs = attrs.clone().unwrap_or_else(|| Arc::from(&[][..]));
+            let attrs = attrs.clone().unwrap_or_default();
             let created = self.create(tenant, key.clone(), parent, now, deadline, |owner, _| {
                 Presence {
                     owner,
                     lease,
-                    attrs: Arc::clone(&attrs),
+                    attrs: attrs.clone(),
                     attached: false,
                 }
             });
@@ -154,7 +154,7 @@ impl Store {
         now: MonoTime,
         deadline: u64,
         lease: Option<u64>,
-        attrs: Option<&Arc<[u8]>>,
+        attrs: Option<&Attrs>,
     ) -> Result<Stamp> {
         let check = |v: &Presence, version: &dyn Fn() -> u64| {
             if !v.attached || !v.owner.valid() {
@@ -175,7 +175,7 @@ impl Store {
             Some(attrs) => table
                 .update(key, now, None, |v, stamp| {
                     check(v, &|| stamp.version)?;
-                    v.attrs = Arc::clone(attrs);
+                    v.attrs = attrs.clone();
                     Ok(((), Some(deadline)))
                 })
                 .map(|((), stamp)| stamp),
@@ -221,7 +221,7 @@ impl Store {
         let seen = self.shared.presence.read(key, now, |v, stamp| {
             (v.attached && v.owner.valid()).then(|| PresenceInfo {
                 member: Name::of(key.1.clone()),
-                attrs: Arc::clone(&v.attrs),
+                attrs: v.attrs.clone(),
                 lease: v.lease.map(|seq| self.lease_id(seq)),
                 version: stamp.version,
                 remaining: stamp.remaining(now),

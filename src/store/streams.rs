@@ -6,6 +6,7 @@ use super::idempotency::{payload_digest, IdemParams, Outcome};
 use super::Store;
 use crate::base::error::{Error, Result};
 use crate::base::ids::TenantId;
+use crate::base::name::smol;
 use crate::base::sync::Arc;
 use crate::base::time::MonoTime;
 use crate::contract::events::Cause;
@@ -16,7 +17,6 @@ use crate::contract::stream::{StreamConfig, StreamInfo, StreamRead};
 use crate::coord::stream::Created;
 use crate::mem::named::TenantName;
 use crate::mem::wake::Listener;
-use smol_str::SmolStr;
 #[cfg(feature = "native")]
 use std::time::Duration;
 
@@ -84,7 +84,7 @@ impl Store {
         let parent = Parent::Lease {
             seq,
             kind: LeaseChild::Streams,
-            child: SmolStr::new(&*name),
+            child: smol(&name),
         };
         parent.reserve(self, tenant, now)?;
         let key = TenantName(tenant, Arc::clone(&name));

@@ -38,6 +38,7 @@
 //! `Expired`.
 
 use super::Store;
+use crate::base::attrs::Attrs;
 use crate::base::error::{Error, Result};
 use crate::base::ids::{JobId, LeaseId, TenantId};
 use crate::base::name::Name;
@@ -114,13 +115,13 @@ enum Op {
         tenant: TenantId,
         lease: u64,
         key: Arc<str>,
-        attrs: Arc<[u8]>,
+        attrs: Attrs,
     },
     Update {
         tenant: TenantId,
         key: Arc<str>,
         expected: u64,
-        attrs: Arc<[u8]>,
+        attrs: Attrs,
     },
     Unpublish {
         tenant: TenantId,
@@ -559,7 +560,7 @@ impl Transaction {
             }) => Ok(ListingInfo {
                 key: Name::new(key),
                 lease: self.store.lease_id(*lease),
-                attrs: Arc::clone(attrs),
+                attrs: attrs.clone(),
                 version: 0,
                 remaining: self
                     .store
@@ -571,7 +572,7 @@ impl Transaction {
             }) => {
                 let committed = self.store.get_listing(tenant, key)?;
                 Ok(ListingInfo {
-                    attrs: Arc::clone(attrs),
+                    attrs: attrs.clone(),
                     version: *expected,
                     ..committed
                 })
@@ -922,7 +923,7 @@ impl Store {
             *tenant,
             *lease,
             SmolStr::new(&**key),
-            Arc::clone(attrs),
+            attrs.clone(),
             now,
             &mut || self.publish_all(inner, now, rest, &mut inner_out),
         )?;
@@ -1084,7 +1085,7 @@ impl Store {
                 } => {
                     let nkey = (*tenant, SmolStr::new(&**key));
                     let version =
-                        applied(self.update_listing_at(&nkey, *expected, Arc::clone(attrs), now))?;
+                        applied(self.update_listing_at(&nkey, *expected, attrs.clone(), now))?;
                     done.listings.push((*tenant, Arc::clone(key), version));
                 }
                 Op::Unpublish {
