@@ -42,12 +42,11 @@ pub struct Name(SmolStr);
 pub type Holder = Name;
 
 /// `name` as a `SmolStr`: inline up to [`Name::INLINE_BYTES`] bytes,
-/// shared beyond. `SmolStr::new` copies a short name with a `memcpy` of
-/// variable length, whose small stores a read that copies the value out
-/// again then waits for, after looking for a run of spaces it could keep
-/// as a static; here each length has its own arm, so each copy has a
-/// width known at compile time. Every name a caller hands the store
-/// (a key to look up or keep, a name to answer with) is made here.
+/// shared beyond. Every name a caller hands the store (a key to look up
+/// or keep, a name to answer with) is made here. Each length has its own
+/// arm, so each copy has a width known at compile time; `SmolStr::new`
+/// first looks for a run of spaces it could keep as a static, then
+/// copies with a `memcpy` of variable length (ADR 0075).
 #[inline]
 pub(crate) fn smol(name: &str) -> SmolStr {
     macro_rules! by_length {
