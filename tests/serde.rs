@@ -78,3 +78,19 @@ fn what_the_operations_return_reads_back_equal() {
         }
     }
 }
+
+#[test]
+fn attributes_travel_as_the_byte_sequence_they_always_did() {
+    let (_clock, s) = store();
+    let lease = s.grant(A, "host", SEC * 60, None).unwrap();
+    let long = [b'x'; relaystore::Attrs::INLINE_BYTES + 9];
+    for (key, attrs) in [("short", &b"mode=ffa"[..]), ("long", &long[..])] {
+        let listing = s.publish(A, lease.id, key, attrs, None).unwrap();
+        let as_arc: std::sync::Arc<[u8]> = std::sync::Arc::from(attrs);
+        assert_eq!(
+            round_trip(&listing)["attrs"],
+            serde_json::to_value(&as_arc).unwrap(),
+            "{key}"
+        );
+    }
+}
