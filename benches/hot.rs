@@ -10,6 +10,22 @@
 //! scales. The store is `Store::builder().build()` (the system clock, the
 //! expiry driver running), as a relay builds it.
 //!
+//! Group `read_hot/floor` reads the same shape of record from structures
+//! that are not the store, in the same run, so the store's figures read
+//! as ratios against them:
+//!
+//! - `seq`: records in an array of slots, each a sequence word and six
+//!   words of record, read by a sequence check (load the word, copy the
+//!   words, load the word again): a read that writes nothing shared, the
+//!   floor a hot record's scaling is judged against;
+//! - `papaya`, `dashmap`, `mutex`: the same records by `(tenant, name)` in
+//!   a papaya map (reads write nothing shared), a dashmap (a shard's
+//!   reader-writer lock) and one `Mutex<HashMap>`;
+//! - `hashbrown_id/1t` and `hashbrown_name/1t`: one thread's get of a
+//!   record from a plain `HashMap` (std's, which is hashbrown) by a lease's
+//!   id and by `(tenant, name)`, with no synchronisation at all: what one
+//!   thread's lease read, and listing or presence read, is held against.
+//!
 //! Before the timed groups the bench prints how many heap bytes one read
 //! of each collection allocates (a counting allocator; untimed; the
 //! driver's own allocations in that moment count too, so read a figure
@@ -20,9 +36,13 @@ mod support;
 
 use cap::Cap;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use dashmap::DashMap;
 use relaystore::{Store, StoreConfig, TenantId};
 use std::alloc::System;
+use std::collections::HashMap;
 use std::hint::black_box;
+use std::sync::atomic::{fence, AtomicU64, Ordering};
+use std::sync::Mutex;
 use std::time::Duration;
 use support::run_threads;
 
@@ -106,6 +126,133 @@ fn spread(t: usize, i: u64) -> u64 {
     z % N
 }
 
+/// A record of the floors: six words, the size of a lease's version,
+/// deadline, fence and a holder's inline bytes.
+#[derive(Clone, Copy)]
+struct Words([u64; 6]);
+
+impl Words {
+    fn of(i: u64) -> Words {
+        Words([i, i + 1, i + 2, i + 3, i + 4, i + 5])
+    }
+}
+
+/// A slot read by a sequence check: even while no write is at work.
+struct SeqSlot {
+    seq: AtomicU64,
+    words: [AtomicU64; 6],
+}
+
+impl SeqSlot {
+    fn new(w: Words) -> SeqSlot {
+        SeqSlot {
+            seq: AtomicU64::new(0),
+            words: w.0.map(AtomicU64::new),
+        }
+    }
+
+    fn read(&self) -> Words {
+        loop {
+            let before = self.seq.load(Ordering::Acquire);
+            if before & 1 == 0 {
+                let words = Words(std::array::from_fn(|k| {
+                    self.words[k].load(Ordering::Relaxed)
+                }));
+                fence(Ordering::Acquire);
+                if self.seq.load(Ordering::Relaxed) == before {
+                    return words;
+                }
+            }
+            std::hint::spin_loop();
+        }
+    }
+}
+
+/// The floors' records, `N` of each, keyed as the store's are.
+struct Floors {
+    seq: Vec<SeqSlot>,
+    papaya: papaya::HashMap<(u64, String), Words, ahash::RandomState>,
+    dashmap: DashMap<(u64, String), Words, ahash::RandomState>,
+    mutex: Mutex<HashMap<(u64, String), Words, ahash::RandomState>>,
+    by_id: HashMap<u64, Words, ahash::RandomState>,
+    by_name: HashMap<(u64, String), Words, ahash::RandomState>,
+    keys: Vec<(u64, String)>,
+}
+
+fn floors() -> Floors {
+    let keys: Vec<_> = (0..N).map(|i| (i % TENANTS, listing(i))).collect();
+    let floors = Floors {
+        seq: (0..N).map(|i| SeqSlot::new(Words::of(i))).collect(),
+        papaya: papaya::HashMap::builder()
+            .hasher(ahash::RandomState::new())
+            .build(),
+        dashmap: DashMap::with_hasher(ahash::RandomState::new()),
+        mutex: Mutex::new(HashMap::with_hasher(ahash::RandomState::new())),
+        by_id: (0..N).map(|i| (i << 32 | 1, Words::of(i))).collect(),
+        by_name: keys.iter().cloned().zip((0..N).map(Words::of)).collect(),
+        keys,
+    };
+    {
+        let papaya = floors.papaya.pin();
+        let mut mutex = floors.mutex.lock().unwrap();
+        for (i, key) in floors.keys.iter().enumerate() {
+            let w = Words::of(i as u64);
+            papaya.insert(key.clone(), w);
+            floors.dashmap.insert(key.clone(), w);
+            mutex.insert(key.clone(), w);
+        }
+    }
+    floors
+}
+
+/// Reads record `i` of floor `floor`, as the store's read copies a record.
+fn read_floor(f: &Floors, floor: &str, i: u64) {
+    let key = &f.keys[i as usize];
+    let w = match floor {
+        "seq" => f.seq[i as usize].read(),
+        "papaya" => *f.papaya.pin().get(key).unwrap(),
+        "dashmap" => *f.dashmap.get(key).unwrap(),
+        "mutex" => *f.mutex.lock().unwrap().get(key).unwrap(),
+        "hashbrown_id" => *f.by_id.get(&(i << 32 | 1)).unwrap(),
+        _ => *f.by_name.get(key).unwrap(),
+    };
+    black_box(w);
+}
+
+fn floor_reads(c: &mut Criterion) {
+    let f = std::sync::Arc::new(floors());
+    let mut group = c.benchmark_group("read_hot/floor");
+    for floor in ["seq", "papaya", "dashmap", "mutex"] {
+        for threads in THREADS {
+            group.throughput(Throughput::Elements(threads as u64));
+            for (keys, hot) in [("hot", true), ("uniform", false)] {
+                let f = f.clone();
+                let id = BenchmarkId::new(format!("{floor}/{keys}"), format!("{threads}t"));
+                group.bench_function(id, |b| {
+                    b.iter_custom(|iters| {
+                        let f = f.clone();
+                        run_threads(threads, iters, move |t, i| {
+                            let k = if hot { HOT } else { spread(t, i) };
+                            read_floor(&f, floor, k);
+                        })
+                    })
+                });
+            }
+        }
+    }
+    group.throughput(Throughput::Elements(1));
+    for floor in ["hashbrown_id", "hashbrown_name"] {
+        let f = f.clone();
+        group.bench_function(BenchmarkId::new(floor, "1t"), |b| {
+            b.iter_custom(|iters| {
+                let f = f.clone();
+                run_threads(1, iters, move |_, _| read_floor(&f, floor, HOT))
+            })
+        });
+    }
+    group.finish();
+}
+
 fn hot_reads(c: &mut Criterion) {
     let f = std::sync::Arc::new(fixture());
     let names = std::sync::Arc::new((
@@ -146,6 +293,6 @@ criterion_group! {
     config = Criterion::default()
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(2));
-    targets = hot_reads
+    targets = hot_reads, floor_reads
 }
 criterion_main!(benches);
