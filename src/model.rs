@@ -72,14 +72,14 @@ impl ModelSlab {
     pub fn fill(&self, value: u64) -> u64 {
         let key = self.0.claim().expect("an empty slab has room");
         self.0
-            .upsert(key, |_| crate::mem::shard::Upsert::Put(value, ()));
+            .upsert(key, |_, _| crate::mem::shard::Upsert::Put(value, ()));
         key
     }
 
     /// Every value held, visiting slot by slot.
     pub fn visit(&self) -> Vec<u64> {
         let mut seen = Vec::new();
-        self.0.for_each(|_, v| seen.push(*v));
+        self.0.for_each(|_, _, v| seen.push(*v));
         seen
     }
 }
@@ -152,7 +152,7 @@ fn renew_at<S, L>(
     deadline_ms: u64,
 ) -> Result<Stamp, crate::Error>
 where
-    S: Storage<u64, Record<u64>>,
+    S: Storage<u64, u64>,
     L: Timing<u64>,
 {
     table.renew(&key, MonoTime::from_millis(now_ms), deadline_ms, None)
@@ -161,7 +161,7 @@ where
 /// Sweeps either model table; the keys removed.
 fn sweep_at<S, L>(table: &Table<u64, u64, S, L>, now_ms: u64) -> Vec<u64>
 where
-    S: Storage<u64, Record<u64>>,
+    S: Storage<u64, u64>,
     L: Timing<u64>,
 {
     let mut out = Vec::new();

@@ -136,6 +136,13 @@ pub enum StoreFault {
     /// A slab lookup does not compare the key's generation with the
     /// slot's: a key reaches whatever record its slot holds now.
     SlotIgnoresGeneration,
+    /// A read of a slab slot that takes no lock keeps what it loaded
+    /// without looking at the slot's word again.
+    SlotReadUnchecked,
+    /// A tenant revocation counts itself only after it ended the epoch,
+    /// with nothing marked while it works: a lease read that takes no
+    /// lock may trust a record of the ended epoch.
+    EpochEndUnmarked,
     /// A creation does not look at the store's state after it committed,
     /// so a record made while a drain ended is never taken back.
     StopUnchecked,

@@ -1,8 +1,9 @@
 //! Layer 0, the base: what every other layer stands on and which knows
 //! nothing of records, engines or the contract. The one std/loom switch
 //! (`sync`), time as an input (`time`), the error type, ids and tokens, the
-//! token secrets, names as reads return them, word snapshots and the fault switches of the
-//! loom models' broken twins.
+//! token secrets, names as reads return them, word snapshots, the slab
+//! slot's word (`slot_word`) and the fault switches of the loom models'
+//! broken twins.
 
 pub(crate) mod attrs;
 pub(crate) mod collection;
@@ -14,6 +15,7 @@ pub(crate) mod faults;
 pub(crate) mod ids;
 pub(crate) mod name;
 pub(crate) mod secrets;
+pub(crate) mod slot_word;
 pub(crate) mod sync;
 pub mod time;
 pub(crate) mod words;

@@ -7,12 +7,13 @@
 //!   deadline in milliseconds (about 34.8 years of clock range) and a 24-bit
 //!   transition sequence. A transition such as renew is therefore one shared
 //!   map read plus one CAS on this word; it never takes a shard's write lock.
-//!   A slab record is read under its slot's one lock, which excludes every
-//!   other reader and writer, so its renewal writes the word with a plain
-//!   store instead ([`Record::transition_mut`], ADR 0051).
+//!   A slab record changes under its slot's one lock, which excludes every
+//!   other writer, so its renewal writes the word with a plain store
+//!   instead ([`Head::transition_mut`], ADR 0051); readers that take no
+//!   lock read it with the slot's sequence check (ADR 0076).
 //! - **Versions.** The version a caller sees is `base + seq`. `base` is issued
 //!   by the store-wide [`Versions`] counter when the record is created and is
-//!   only changed (by [`Record::rebase`], under the shard's write lock) when
+//!   only changed (by [`Head::rebase`], under the record's exclusive lock) when
 //!   `seq` runs out, which keeps the version unchanged. Before a record leaves
 //!   the map, its final version is folded into the counter
 //!   ([`Versions::retire`]) while the shard lock is still held, so a key that
@@ -84,7 +85,7 @@ impl Stamp {
     }
 }
 
-/// Why a [`Record::transition`] did not happen.
+/// Why a [`Head::transition`] did not happen.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Refusal {
     /// The decision or the version check refused; report this error.
@@ -93,21 +94,76 @@ pub(crate) enum Refusal {
     SeqExhausted,
 }
 
-/// A versioned record as stored in a table.
-pub(crate) struct Record<V> {
+/// A record's head: its state word, version base and timer word, all
+/// atomics, so that a slab slot can keep it beside its lock and readers
+/// can read it with the slot's sequence check (`src/base/slot_word.rs`)
+/// while the record's payload stays under the lock. A map record keeps
+/// it inline ([`Record`]). Every store to it is `Release`, every load of
+/// the state and base `Acquire`: what a sequence-checked read needs.
+pub(crate) struct Head {
     state: AtomicU64,
-    base: u64,
+    base: AtomicU64,
     timer: AtomicU64,
+}
+
+/// A versioned record as stored in a map table: its head and its payload.
+/// A slab table keeps the same two apart (`src/mem/table.rs`).
+pub(crate) struct Record<V> {
+    pub(crate) head: Head,
     pub(crate) value: V,
 }
 
 impl<V> Record<V> {
     pub(crate) fn new(version: u64, deadline_ms: u64, timer: u64, value: V) -> Self {
         Record {
-            state: AtomicU64::new(State::new(deadline_ms, 0).0),
-            base: version,
-            timer: AtomicU64::new(timer),
+            head: Head::new(version, deadline_ms, timer),
             value,
+        }
+    }
+}
+
+impl<V> std::ops::Deref for Record<V> {
+    type Target = Head;
+
+    #[inline]
+    fn deref(&self) -> &Head {
+        &self.head
+    }
+}
+
+impl Default for Head {
+    /// An empty slot's head: dead (deadline zero), version zero.
+    fn default() -> Self {
+        Head::new(0, 0, 0)
+    }
+}
+
+impl Head {
+    pub(crate) fn new(version: u64, deadline_ms: u64, timer: u64) -> Self {
+        Head {
+            state: AtomicU64::new(State::new(deadline_ms, 0).0),
+            base: AtomicU64::new(version),
+            timer: AtomicU64::new(timer),
+        }
+    }
+
+    /// Makes this head `from`'s copy: a slab slot taking a new record's
+    /// head (under the slot's lock).
+    pub(crate) fn set(&self, from: &Head) {
+        self.base
+            .store(from.base.load(Ordering::Relaxed), Ordering::Release);
+        self.timer
+            .store(from.timer.load(Ordering::Relaxed), Ordering::Release);
+        self.state
+            .store(from.state.load(Ordering::Relaxed), Ordering::Release);
+    }
+
+    /// A copy of this head (a slab slot's, as its record leaves it).
+    pub(crate) fn copy(&self) -> Head {
+        Head {
+            state: AtomicU64::new(self.state.load(Ordering::Acquire)),
+            base: AtomicU64::new(self.base.load(Ordering::Acquire)),
+            timer: AtomicU64::new(self.timer.load(Ordering::Relaxed)),
         }
     }
 
@@ -117,7 +173,7 @@ impl<V> Record<V> {
 
     pub(crate) fn stamp_of(&self, state: State) -> Stamp {
         Stamp {
-            version: self.base + state.seq(),
+            version: self.base.load(Ordering::Acquire) + state.seq(),
             deadline: MonoTime::from_millis(state.deadline_ms()),
         }
     }
@@ -194,7 +250,7 @@ impl<V> Record<V> {
     /// plain store, not swapped, and an exhausted sequence is rebased in
     /// place.
     pub(crate) fn transition_mut(
-        &mut self,
+        &self,
         expected: Option<u64>,
         decide: impl FnOnce(Stamp) -> Result<u64, Error>,
     ) -> Result<(Stamp, Stamp), Error> {
@@ -232,9 +288,10 @@ impl<V> Record<V> {
         crate::base::faults::stash_early_read(self.state().0);
     }
 
-    /// Moves the deadline and advances the version by one. Needs `&mut`,
-    /// i.e. the shard's write lock, which excludes every concurrent CAS.
-    pub(crate) fn bump(&mut self, deadline_ms: u64) -> Stamp {
+    /// Moves the deadline and advances the version by one. Only for a
+    /// caller that holds the record exclusively (a map shard's write lock,
+    /// which excludes every concurrent CAS, or a slab slot's lock).
+    pub(crate) fn bump(&self, deadline_ms: u64) -> Stamp {
         if self.state().seq() == SEQ_MAX {
             self.rebase();
         }
@@ -244,11 +301,15 @@ impl<V> Record<V> {
     }
 
     /// Folds the sequence into the base so transitions can continue. The
-    /// visible version does not change. Needs `&mut`, i.e. the write lock.
-    pub(crate) fn rebase(&mut self) {
+    /// visible version does not change. Only for a caller that holds the
+    /// record exclusively (as [`bump`](Self::bump)); readers that take no
+    /// lock see the base and state change under the slot's sequence.
+    pub(crate) fn rebase(&self) {
         let state = self.state();
-        self.base += state.seq();
-        self.state = AtomicU64::new(State::new(state.deadline_ms(), 0).0);
+        let base = self.base.load(Ordering::Relaxed);
+        self.base.store(base + state.seq(), Ordering::Release);
+        self.state
+            .store(State::new(state.deadline_ms(), 0).0, Ordering::Release);
     }
 }
 
@@ -305,14 +366,17 @@ mod tests {
     /// A record whose sequence has `left` transitions to go before it runs
     /// out.
     fn near_exhaustion(base: u64, deadline_ms: u64, left: u64) -> Record<()> {
-        let mut record = Record::new(base, deadline_ms, 0, ());
-        record.state = AtomicU64::new(State::new(deadline_ms, SEQ_MAX - left).0);
+        let record = Record::new(base, deadline_ms, 0, ());
+        record
+            .head
+            .state
+            .store(State::new(deadline_ms, SEQ_MAX - left).0, Ordering::Relaxed);
         record
     }
 
     #[test]
     fn an_exclusive_transition_rebases_a_spent_sequence_and_versions_move_by_one() {
-        let mut record = near_exhaustion(100, 1_000, 2);
+        let record = near_exhaustion(100, 1_000, 2);
         let mut last = record.stamp().version;
         for step in 0..5u64 {
             let (before, after) = record
@@ -332,7 +396,7 @@ mod tests {
 
     #[test]
     fn a_shared_transition_asks_for_a_rebase_and_then_goes_on() {
-        let mut record = near_exhaustion(100, 1_000, 0);
+        let record = near_exhaustion(100, 1_000, 0);
         let version = record.stamp().version;
         assert_eq!(
             record.transition(None, |_| Ok(2_000)),
@@ -355,7 +419,7 @@ mod tests {
 
     #[test]
     fn an_exclusive_transition_at_the_wrong_version_or_refused_changes_nothing() {
-        let mut record = near_exhaustion(100, 1_000, 10);
+        let record = near_exhaustion(100, 1_000, 10);
         let stamp = record.stamp();
         assert_eq!(
             record.transition_mut(Some(stamp.version - 1), |_| Ok(2_000)),

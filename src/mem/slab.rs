@@ -38,9 +38,8 @@
 //!   taken with no slot lock held.
 
 use crate::base::ids::SLOTS_MAX;
-use crate::base::sync::{
-    enter, lock_at, AtomicI64, AtomicU64, Mutex, Ordering, Rung, SlotGuard, SlotLock,
-};
+use crate::base::slot_word::{SlotGuard, SlotLock};
+use crate::base::sync::{enter, lock_at, AtomicI64, AtomicU64, Mutex, Ordering, Rung};
 use crate::mem::shard::Upsert;
 use crossbeam_utils::CachePadded;
 use std::sync::OnceLock;
@@ -107,9 +106,12 @@ fn segment_len(segment: usize) -> u64 {
 }
 
 /// A record's place: the record, if the slot holds one, under the slot's
-/// lock, whose word also carries the slot's generation.
-struct Slot<V> {
+/// lock, whose word also carries the slot's generation and sequence; and
+/// beside the lock what readers may read without taking it (`B`: atomics
+/// the lock's holder writes, read by [`Slab::peek`]).
+struct Slot<V, B> {
     cell: SlotLock<Option<V>>,
+    beside: B,
 }
 
 /// Whether `key` is of the held slot's current generation: the one check
@@ -132,13 +134,14 @@ struct FreeList {
 }
 
 /// A run of slots, made at once and kept.
-type Segment<V> = Box<[Slot<V>]>;
+type Segment<V, B> = Box<[Slot<V, B>]>;
 /// [`CHUNK`] segments' places in the directory, made at once and kept.
-type Chunk<V> = Box<[OnceLock<Segment<V>>]>;
+type Chunk<V, B> = Box<[OnceLock<Segment<V, B>>]>;
 
-/// A slab of `V`s addressed by the keys it issues.
-pub(crate) struct Slab<V> {
-    directory: Box<[OnceLock<Chunk<V>>]>,
+/// A slab of `V`s addressed by the keys it issues, each slot with a `B`
+/// beside its lock that readers read without taking it.
+pub(crate) struct Slab<V, B = ()> {
+    directory: Box<[OnceLock<Chunk<V, B>>]>,
     /// Slots handed out so far, counting from index 0.
     made: CachePadded<AtomicU64>,
     free: Box<[CachePadded<FreeList>]>,
@@ -154,7 +157,7 @@ fn home() -> usize {
     HOME.with(|h| *h)
 }
 
-impl<V> Slab<V> {
+impl<V, B: Default> Slab<V, B> {
     pub(crate) fn new() -> Self {
         let slab = Slab {
             directory: (0..CHUNKS).map(|_| OnceLock::new()).collect(),
@@ -178,20 +181,21 @@ impl<V> Slab<V> {
         slab
     }
 
-    fn segment(&self, k: usize) -> &[Slot<V>] {
+    fn segment(&self, k: usize) -> &[Slot<V, B>] {
         let chunk =
             self.directory[k / CHUNK].get_or_init(|| (0..CHUNK).map(|_| OnceLock::new()).collect());
         chunk[k % CHUNK].get_or_init(|| {
             (0..segment_len(k))
                 .map(|_| Slot {
                     cell: SlotLock::new(FIRST_GENERATION, None),
+                    beside: B::default(),
                 })
                 .collect()
         })
     }
 
     /// The slot at `index`, if its segment exists.
-    fn slot(&self, index: u32) -> Option<&Slot<V>> {
+    fn slot(&self, index: u32) -> Option<&Slot<V, B>> {
         let (k, at) = locate(u64::from(index));
         let chunk = self.directory.get(k / CHUNK)?.get()?;
         chunk[k % CHUNK].get()?.get(at)
@@ -275,38 +279,68 @@ impl<V> Slab<V> {
         list.len.store(keys.len() as i64, Ordering::Relaxed);
     }
 
-    /// The live cell for `key`: the slot exists and is at the key's
-    /// generation.
-    fn cell_of(&self, key: u64) -> Option<&SlotLock<Option<V>>> {
+    /// The slot `key` may name: it exists and the key's generation is one
+    /// a record can have.
+    fn slot_of(&self, key: u64) -> Option<&Slot<V, B>> {
         let generation = generation_of(key);
         if generation == 0 || generation == u32::MAX {
             return None;
         }
-        self.slot(index_of(key)).map(|s| &s.cell)
+        self.slot(index_of(key))
     }
 
     /// Runs `f` on the record under the slot's lock.
     #[inline]
-    pub(crate) fn read<R>(&self, key: &u64, f: impl FnOnce(&V) -> R) -> Option<R> {
-        let cell = self.cell_of(*key)?;
+    pub(crate) fn read<R>(&self, key: &u64, f: impl FnOnce(&B, &V) -> R) -> Option<R> {
+        let slot = self.slot_of(*key)?;
         let _slot = enter(Rung::Shard);
-        let cell = cell.lock();
+        let cell = slot.cell.lock();
         if !is_at(&cell, *key) {
             return None;
         }
-        cell.as_ref().map(f)
+        cell.as_ref().map(|v| f(&slot.beside, v))
     }
 
-    /// Runs `f` on the record under the slot's lock, to change it.
+    /// Runs `f` on the record under the slot's lock, to change it (and
+    /// what is beside it: the holder's stores to it are `Release`).
     #[inline]
-    pub(crate) fn update<R>(&self, key: &u64, f: impl FnOnce(&mut V) -> R) -> Option<R> {
-        let cell = self.cell_of(*key)?;
+    pub(crate) fn update<R>(&self, key: &u64, f: impl FnOnce(&B, &mut V) -> R) -> Option<R> {
+        let slot = self.slot_of(*key)?;
         let _slot = enter(Rung::Shard);
-        let mut cell = cell.lock();
+        let mut cell = slot.cell.lock();
         if !is_at(&cell, *key) {
             return None;
         }
-        cell.as_mut().map(f)
+        cell.as_mut().map(|v| f(&slot.beside, v))
+    }
+
+    /// Runs `f` on what is beside `key`'s slot without taking its lock,
+    /// with the slot's sequence check: `f` loads what it needs with
+    /// `Acquire` and may run more than once (it must only load); its
+    /// result is kept from a run that no write overlapped, while the slot
+    /// was at `key`'s generation. `None` when the slot is at another
+    /// generation (its record is gone). Writes nothing shared. `f` may be
+    /// handed words from a write at work (the run is then thrown away), so
+    /// it must not panic on any value of them.
+    #[inline]
+    pub(crate) fn peek<R>(&self, key: &u64, mut f: impl FnMut(&B) -> R) -> Option<R> {
+        let slot = self.slot_of(*key)?;
+        loop {
+            if let Some(word) = slot.cell.stable() {
+                if generation_of(word) != generation_of(*key)
+                    && !crate::base::faults::active(
+                        crate::base::faults::StoreFault::SlotIgnoresGeneration,
+                    )
+                {
+                    return None;
+                }
+                let seen = f(&slot.beside);
+                if slot.cell.unchanged(word) {
+                    return Some(seen);
+                }
+            }
+            crate::base::sync::spin_wait();
+        }
     }
 
     /// Decides, under the slot's lock, what to do with the
@@ -316,19 +350,19 @@ impl<V> Slab<V> {
     pub(crate) fn upsert<R>(
         &self,
         key: u64,
-        decide: impl FnOnce(Option<&V>) -> Upsert<V, R>,
+        decide: impl FnOnce(&B, Option<&mut V>) -> Upsert<V, R>,
     ) -> (R, Option<V>) {
-        let cell = self
-            .cell_of(key)
+        let slot = self
+            .slot_of(key)
             .expect("only a key the slab issued is filled");
         let _slot = enter(Rung::Shard);
-        let mut cell = cell.lock();
+        let mut cell = slot.cell.lock();
         assert_eq!(
             cell.generation(),
             generation_of(key),
             "only the claimant of a slot fills it"
         );
-        match decide(cell.as_ref()) {
+        match decide(&slot.beside, cell.as_mut()) {
             Upsert::Put(value, r) => {
                 let replaced = cell.replace(value);
                 if replaced.is_none() {
@@ -347,16 +381,16 @@ impl<V> Slab<V> {
     pub(crate) fn remove_if<E>(
         &self,
         key: &u64,
-        decide: impl FnOnce(&V) -> Result<(), E>,
+        decide: impl FnOnce(&B, &mut V) -> Result<(), E>,
     ) -> Option<Result<V, E>> {
-        let cell = self.cell_of(*key)?;
+        let slot = self.slot_of(*key)?;
         let (value, next) = {
             let _slot = enter(Rung::Shard);
-            let mut cell = cell.lock();
+            let mut cell = slot.cell.lock();
             if !is_at(&cell, *key) {
                 return None;
             }
-            if let Err(e) = decide(cell.as_ref()?) {
+            if let Err(e) = decide(&slot.beside, cell.as_mut()?) {
                 return Some(Err(e));
             }
             let value = cell.take().expect("seen under the same lock");
@@ -377,6 +411,13 @@ impl<V> Slab<V> {
         usize::try_from(filled).unwrap_or(0)
     }
 
+    /// The word of `key`'s slot (generation and sequence): every hold of
+    /// the slot's lock moves it, so a test reads whether a call wrote it.
+    #[cfg(all(test, not(relaystore_loom)))]
+    pub(crate) fn word(&self, key: u64) -> Option<u64> {
+        self.slot_of(key)?.cell.stable()
+    }
+
     /// Slots made so far (filled, free, claimed or retired).
     #[cfg(all(test, not(relaystore_loom)))]
     pub(crate) fn slots(&self) -> u64 {
@@ -393,7 +434,7 @@ impl<V> Slab<V> {
     /// so a fill of it is seen or takes the lock after the visit let it
     /// go; one whose segment is still being made is waited for (or its
     /// segment made), never skipped.
-    pub(crate) fn for_each(&self, mut f: impl FnMut(&u64, &V)) {
+    pub(crate) fn for_each(&self, mut f: impl FnMut(&u64, &B, &V)) {
         let made =
             if crate::base::faults::active(crate::base::faults::StoreFault::SlabVisitLoadsCount) {
                 self.made.load(Ordering::Acquire)
@@ -406,13 +447,13 @@ impl<V> Slab<V> {
             let _slot = enter(Rung::Shard);
             let cell = slot.cell.lock();
             if let Some(value) = cell.as_ref() {
-                f(&key_of(index, cell.generation()), value);
+                f(&key_of(index, cell.generation()), &slot.beside, value);
             }
         }
     }
 }
 
-impl<V> Slab<V> {
+impl<V, B: Default> Slab<V, B> {
     /// Visits the records of slots `start..` in slot order, one slot at a
     /// time under its lock, while `f` says go on (at most `max_slots`
     /// slots). Returns the slot to resume at, or `None` once every slot
@@ -422,7 +463,7 @@ impl<V> Slab<V> {
         &self,
         start: u32,
         max_slots: u32,
-        mut f: impl FnMut(&u64, &V) -> bool,
+        mut f: impl FnMut(&u64, &B, &V) -> bool,
     ) -> Option<u32> {
         let made = self.made.load(Ordering::Acquire).min(SLOTS_MAX) as u32;
         let end = start.saturating_add(max_slots).min(made);
@@ -433,7 +474,7 @@ impl<V> Slab<V> {
                 let _slot = enter(Rung::Shard);
                 let cell = slot.cell.lock();
                 match cell.as_ref() {
-                    Some(value) => f(&key_of(index, cell.generation()), value),
+                    Some(value) => f(&key_of(index, cell.generation()), &slot.beside, value),
                     None => true,
                 }
             };
@@ -456,7 +497,7 @@ mod tests {
         // generation, 16.
         type Record = (Box<u8>, [u64; 8]);
         assert_eq!(
-            std::mem::size_of::<Slot<Record>>(),
+            std::mem::size_of::<Slot<Record, ()>>(),
             std::mem::size_of::<Option<Record>>() + std::mem::size_of::<u64>()
         );
     }
@@ -490,7 +531,7 @@ mod tests {
         // would lose increments, or trip a race detector such as Miri's).
         let slab: Slab<u64> = Slab::new();
         let key = slab.claim().unwrap();
-        slab.upsert(key, |_| Upsert::Put(0, ()));
+        slab.upsert(key, |_, _| Upsert::Put(0, ()));
         let slot = slab.slot(index_of(key)).unwrap();
         const ROUNDS: u64 = 200;
         std::thread::scope(|s| {
@@ -532,40 +573,43 @@ mod tests {
 
     #[test]
     fn a_key_reaches_its_record_and_no_later_one() {
-        let slab = Slab::new();
+        let slab: Slab<_> = Slab::new();
         let first = slab.claim().unwrap();
-        slab.upsert(first, |_| Upsert::Put("a", ()));
-        assert_eq!(slab.read(&first, |v| *v), Some("a"));
-        assert_eq!(slab.remove_if(&first, |_| Ok::<_, ()>(())), Some(Ok("a")));
+        slab.upsert(first, |_, _| Upsert::Put("a", ()));
+        assert_eq!(slab.read(&first, |_, v| *v), Some("a"));
+        assert_eq!(
+            slab.remove_if(&first, |_, _| Ok::<_, ()>(())),
+            Some(Ok("a"))
+        );
         let second = slab.claim().unwrap();
         assert_eq!(index_of(second), index_of(first), "the slot is reused");
         assert_ne!(second, first);
-        slab.upsert(second, |_| Upsert::Put("b", ()));
-        assert_eq!(slab.read(&first, |v| *v), None);
-        assert_eq!(slab.update(&first, |v| *v), None);
-        assert_eq!(slab.remove_if(&first, |_| Ok::<_, ()>(())), None);
-        assert_eq!(slab.read(&second, |v| *v), Some("b"));
+        slab.upsert(second, |_, _| Upsert::Put("b", ()));
+        assert_eq!(slab.read(&first, |_, v| *v), None);
+        assert_eq!(slab.update(&first, |_, v| *v), None);
+        assert_eq!(slab.remove_if(&first, |_, _| Ok::<_, ()>(())), None);
+        assert_eq!(slab.read(&second, |_, v| *v), Some("b"));
         assert_eq!(slab.len(), 1);
     }
 
     #[test]
     fn a_resumed_visit_sees_each_staying_record_once_in_slot_order() {
-        let slab = Slab::new();
+        let slab: Slab<_> = Slab::new();
         let keys: Vec<u64> = (0..10u32)
             .map(|i| {
                 let k = slab.claim().unwrap();
-                slab.upsert(k, |_| Upsert::Put(i, ()));
+                slab.upsert(k, |_, _| Upsert::Put(i, ()));
                 k
             })
             .collect();
         for gone in [1, 4, 9] {
-            slab.remove_if(&keys[gone], |_| Ok::<_, ()>(()))
+            slab.remove_if(&keys[gone], |_, _| Ok::<_, ()>(()))
                 .unwrap()
                 .unwrap();
         }
         let (mut seen, mut at, mut visits) = (Vec::new(), Some(0), 0);
         while let Some(start) = at {
-            at = slab.visit_from(start, 3, |k, v| {
+            at = slab.visit_from(start, 3, |k, _, v| {
                 seen.push((*k, *v));
                 true
             });
@@ -576,25 +620,25 @@ mod tests {
         assert_eq!(visits, 4, "10 slots, 3 at a time");
         // Stopped by the visitor: it resumes just after the last record seen.
         let mut first = Vec::new();
-        let next = slab.visit_from(0, 10, |_, v| {
+        let next = slab.visit_from(0, 10, |_, _, v| {
             first.push(*v);
             first.len() < 2
         });
         assert_eq!((first, next), (vec![0, 2], Some(3)));
-        assert_eq!(slab.visit_from(10, 5, |_, _| true), None, "past the end");
+        assert_eq!(slab.visit_from(10, 5, |_, _, _| true), None, "past the end");
     }
 
     #[test]
     fn an_unfilled_claim_goes_back_and_a_filled_one_stays() {
-        let slab = Slab::new();
+        let slab: Slab<_> = Slab::new();
         let claimed = slab.claim().unwrap();
         slab.unclaim(claimed);
         let again = slab.claim().unwrap();
         assert_eq!(index_of(again), index_of(claimed));
         assert_ne!(again, claimed, "a returned claim's key is spent");
-        slab.upsert(again, |_| Upsert::Put(7, ()));
+        slab.upsert(again, |_, _| Upsert::Put(7, ()));
         slab.unclaim(again);
-        assert_eq!(slab.read(&again, |v| *v), Some(7));
+        assert_eq!(slab.read(&again, |_, v| *v), Some(7));
         let other = slab.claim().unwrap();
         assert_ne!(index_of(other), index_of(again));
         assert_eq!(slab.slots(), 2);
@@ -604,7 +648,7 @@ mod tests {
     fn keys_the_slab_never_issued_find_nothing() {
         let slab: Slab<u8> = Slab::new();
         let key = slab.claim().unwrap();
-        slab.upsert(key, |_| Upsert::Put(1, ()));
+        slab.upsert(key, |_, _| Upsert::Put(1, ()));
         for stranger in [
             0,
             u64::MAX,
@@ -613,10 +657,10 @@ mod tests {
             key_of(index_of(key) + 1, FIRST_GENERATION),
             key_of(u32::MAX, FIRST_GENERATION),
         ] {
-            assert_eq!(slab.read(&stranger, |v| *v), None, "{stranger:#x}");
-            assert_eq!(slab.remove_if(&stranger, |_| Ok::<_, ()>(())), None);
+            assert_eq!(slab.read(&stranger, |_, v| *v), None, "{stranger:#x}");
+            assert_eq!(slab.remove_if(&stranger, |_, _| Ok::<_, ()>(())), None);
         }
-        assert_eq!(slab.read(&key, |v| *v), Some(1));
+        assert_eq!(slab.read(&key, |_, v| *v), Some(1));
     }
 
     #[test]
@@ -628,9 +672,9 @@ mod tests {
             slot.cell.lock().set_generation(u32::MAX - 1);
         }
         let key = key_of(index_of(key), u32::MAX - 1);
-        slab.upsert(key, |_| Upsert::Put(1, ()));
-        assert_eq!(slab.remove_if(&key, |_| Ok::<_, ()>(())), Some(Ok(1)));
-        assert_eq!(slab.read(&key, |v| *v), None);
+        slab.upsert(key, |_, _| Upsert::Put(1, ()));
+        assert_eq!(slab.remove_if(&key, |_, _| Ok::<_, ()>(())), Some(Ok(1)));
+        assert_eq!(slab.read(&key, |_, v| *v), None);
         let next = slab.claim().unwrap();
         assert_ne!(
             index_of(next),
@@ -641,25 +685,25 @@ mod tests {
 
     #[test]
     fn slots_made_stay_at_the_peak_held() {
-        let slab = Slab::new();
+        let slab: Slab<_> = Slab::new();
         for round in 0..5 {
             let keys: Vec<u64> = (0..3000)
                 .map(|i| {
                     let k = slab.claim().unwrap();
-                    slab.upsert(k, |_| Upsert::Put(i, ()));
+                    slab.upsert(k, |_, _| Upsert::Put(i, ()));
                     k
                 })
                 .collect();
             assert_eq!(slab.len(), 3000);
             let mut seen = 0;
-            slab.for_each(|k, v| {
+            slab.for_each(|k, _, v| {
                 assert_eq!(keys[*v], *k);
                 seen += 1;
             });
             assert_eq!(seen, 3000);
             for k in keys {
                 assert!(matches!(
-                    slab.remove_if(&k, |_| Ok::<_, ()>(())),
+                    slab.remove_if(&k, |_, _| Ok::<_, ()>(())),
                     Some(Ok(_))
                 ));
             }

@@ -39,7 +39,7 @@ use crate::base::error::{Error, Result, Scope};
 use crate::base::sync::{lock_at, Arc, AtomicBool, AtomicU64, Mutex, Ordering, Rung};
 use crate::base::time::MonoTime;
 use crate::mem::quota::{Counter, Reservation};
-use crate::mem::record::{renewal, Record, Refusal, Stamp, Versions};
+use crate::mem::record::{renewal, Head, Record, Refusal, Stamp, Versions};
 use crate::mem::shard::{ShardMap, Upsert};
 use crate::mem::slab::Slab;
 use crate::mem::wheel::{ByKey, Fired, Handles, Liveness, SplitKey, TimerHandle, Wheel};
@@ -237,18 +237,25 @@ enum Keep {
 /// Where a table keeps its records: a hash map for keys callers choose,
 /// a [`Slab`] for keys the table issues. The same closure rules hold for
 /// both (`src/mem/shard.rs`): a closure runs under the record's lock.
+/// Records are handed to closures as their [`Head`] and their payload
+/// `V`, which a map keeps together in a [`Record`] and a slab keeps apart
+/// (the head beside the slot's lock, for reads that take none).
 pub(crate) trait Storage<K, V>: Find<K, V> {
     /// How the table's wheel names a record's entry ([`Timing`]).
     type Timing: Timing<K>;
     fn with_capacity(capacity: usize) -> Self;
-    fn upsert<R>(&self, key: K, decide: impl FnOnce(Option<&V>) -> Upsert<V, R>) -> (R, Option<V>);
+    fn upsert<R>(
+        &self,
+        key: K,
+        decide: impl FnOnce(Option<(&Head, &V)>) -> Upsert<Record<V>, R>,
+    ) -> (R, Option<Record<V>>);
     fn remove_if<E>(
         &self,
         key: &K,
-        decide: impl FnOnce(&V) -> Result<(), E>,
-    ) -> Option<Result<V, E>>;
+        decide: impl FnOnce(&Head, &V) -> Result<(), E>,
+    ) -> Option<Result<Record<V>, E>>;
     fn len(&self) -> usize;
-    fn for_each(&self, f: impl FnMut(&K, &V));
+    fn for_each(&self, f: impl FnMut(&K, &Head, &V));
 }
 
 /// Finds a record by `Q`: its key, or a borrowed form of it that hashes
@@ -260,49 +267,82 @@ pub(crate) trait Find<Q: ?Sized, V> {
     /// lock; a map shard's shared lock is not). A renewal then writes the
     /// record's state word under `update` with a plain store (ADR 0051).
     const EXCLUSIVE: bool;
-    fn read<R>(&self, key: &Q, f: impl FnOnce(&V) -> R) -> Option<R>;
-    fn update<R>(&self, key: &Q, f: impl FnOnce(&mut V) -> R) -> Option<R>;
+    fn read<R>(&self, key: &Q, f: impl FnOnce(&Head, &V) -> R) -> Option<R>;
+    fn update<R>(&self, key: &Q, f: impl FnOnce(&Head, &mut V) -> R) -> Option<R>;
 }
 
-impl<K: Eq + Hash + Ord, V> Storage<K, V> for ShardMap<K, V> {
+impl<K: Eq + Hash + Ord, V> Storage<K, V> for ShardMap<K, Record<V>> {
     type Timing = Handles;
     fn with_capacity(capacity: usize) -> Self {
         ShardMap::with_capacity(capacity)
     }
-    fn upsert<R>(&self, key: K, decide: impl FnOnce(Option<&V>) -> Upsert<V, R>) -> (R, Option<V>) {
-        ShardMap::upsert(self, key, decide)
+    fn upsert<R>(
+        &self,
+        key: K,
+        decide: impl FnOnce(Option<(&Head, &V)>) -> Upsert<Record<V>, R>,
+    ) -> (R, Option<Record<V>>) {
+        ShardMap::upsert(self, key, |r| decide(r.map(|r| (&r.head, &r.value))))
     }
     fn remove_if<E>(
         &self,
         key: &K,
-        decide: impl FnOnce(&V) -> Result<(), E>,
-    ) -> Option<Result<V, E>> {
-        ShardMap::remove_if(self, key, decide)
+        decide: impl FnOnce(&Head, &V) -> Result<(), E>,
+    ) -> Option<Result<Record<V>, E>> {
+        ShardMap::remove_if(self, key, |r| decide(&r.head, &r.value))
     }
     fn len(&self) -> usize {
         ShardMap::len(self)
     }
-    fn for_each(&self, f: impl FnMut(&K, &V)) {
-        ShardMap::for_each(self, f)
+    fn for_each(&self, mut f: impl FnMut(&K, &Head, &V)) {
+        ShardMap::for_each(self, |k, r| f(k, &r.head, &r.value))
     }
 }
 
-impl<K, Q, V> Find<Q, V> for ShardMap<K, V>
+impl<K, Q, V> Find<Q, V> for ShardMap<K, Record<V>>
 where
     K: Eq + Hash + Borrow<Q>,
     Q: Eq + Hash + ?Sized,
 {
     const EXCLUSIVE: bool = false;
     #[inline]
-    fn read<R>(&self, key: &Q, f: impl FnOnce(&V) -> R) -> Option<R> {
-        ShardMap::read(self, key, f)
+    fn read<R>(&self, key: &Q, f: impl FnOnce(&Head, &V) -> R) -> Option<R> {
+        ShardMap::read(self, key, |r| f(&r.head, &r.value))
     }
-    fn update<R>(&self, key: &Q, f: impl FnOnce(&mut V) -> R) -> Option<R> {
-        ShardMap::update(self, key, f)
+    fn update<R>(&self, key: &Q, f: impl FnOnce(&Head, &mut V) -> R) -> Option<R> {
+        ShardMap::update(self, key, |r| f(&r.head, &mut r.value))
     }
 }
 
-impl<V> Storage<u64, V> for Slab<V> {
+/// What a slab table keeps beside each slot's lock: the record's head and
+/// the kind's own words (`W`: atomics its reads that take no lock need,
+/// `()` for a kind with none). Readers read both with the slot's sequence
+/// check ([`SlabTable::peek`]).
+#[derive(Default)]
+pub(crate) struct Beside<W> {
+    pub(crate) head: Head,
+    pub(crate) words: W,
+}
+
+/// A kind's words beside its slab slot: what its reads that take no lock
+/// read of a record `V`. The words are the only copy while the record is
+/// in its slot: a record entering the slot moves those parts of itself
+/// into them, and one leaving takes them back, so what leaves a table is
+/// whole again. Both run under the slot's lock, and store with `Release`.
+pub(crate) trait SlotWords<V>: Default + Sync {
+    /// Moves `value`'s parts into the words (a record entering its slot
+    /// with `head`).
+    fn fill(&self, head: &Head, value: &mut V);
+    /// Moves them back into `value` (the record leaving its slot).
+    fn empty(&self, value: &mut V);
+}
+
+/// A kind with no words of its own: its reads take the slot's lock.
+impl<V> SlotWords<V> for () {
+    fn fill(&self, _: &Head, _: &mut V) {}
+    fn empty(&self, _: &mut V) {}
+}
+
+impl<V, W: SlotWords<V>> Storage<u64, V> for Slab<V, Beside<W>> {
     type Timing = ByKey;
     fn with_capacity(_capacity: usize) -> Self {
         Slab::new()
@@ -310,42 +350,78 @@ impl<V> Storage<u64, V> for Slab<V> {
     fn upsert<R>(
         &self,
         key: u64,
-        decide: impl FnOnce(Option<&V>) -> Upsert<V, R>,
-    ) -> (R, Option<V>) {
-        Slab::upsert(self, key, decide)
+        decide: impl FnOnce(Option<(&Head, &V)>) -> Upsert<Record<V>, R>,
+    ) -> (R, Option<Record<V>>) {
+        let mut old_head = None;
+        let (r, replaced) = Slab::upsert(self, key, |b, v| {
+            match decide(v.as_deref().map(|v| (&b.head, v))) {
+                Upsert::Put(record, r) => {
+                    if let Some(old) = v {
+                        old_head = Some(b.head.copy());
+                        b.words.empty(old);
+                    }
+                    let Record { head, mut value } = record;
+                    b.head.set(&head);
+                    b.words.fill(&head, &mut value);
+                    Upsert::Put(value, r)
+                }
+                Upsert::Keep(r) => Upsert::Keep(r),
+            }
+        });
+        let replaced = replaced.map(|value| Record {
+            head: old_head.expect("a replaced record had a head"),
+            value,
+        });
+        (r, replaced)
     }
     fn remove_if<E>(
         &self,
         key: &u64,
-        decide: impl FnOnce(&V) -> Result<(), E>,
-    ) -> Option<Result<V, E>> {
-        Slab::remove_if(self, key, decide)
+        decide: impl FnOnce(&Head, &V) -> Result<(), E>,
+    ) -> Option<Result<Record<V>, E>> {
+        let mut head = None;
+        Slab::remove_if(self, key, |b, v| {
+            decide(&b.head, v)?;
+            head = Some(b.head.copy());
+            b.words.empty(v);
+            // A slot left without a record reads as dead to a reader
+            // that takes no lock (and later as another generation).
+            b.head.set(&Head::default());
+            Ok(())
+        })
+        .map(|outcome| {
+            outcome.map(|value| Record {
+                head: head.take().expect("a removed record had a head"),
+                value,
+            })
+        })
     }
     fn len(&self) -> usize {
         Slab::len(self)
     }
-    fn for_each(&self, f: impl FnMut(&u64, &V)) {
-        Slab::for_each(self, f)
+    fn for_each(&self, mut f: impl FnMut(&u64, &Head, &V)) {
+        Slab::for_each(self, |k, b, v| f(k, &b.head, v))
     }
 }
 
-impl<V> Find<u64, V> for Slab<V> {
+impl<V, W: SlotWords<V>> Find<u64, V> for Slab<V, Beside<W>> {
     const EXCLUSIVE: bool = true;
     #[inline]
-    fn read<R>(&self, key: &u64, f: impl FnOnce(&V) -> R) -> Option<R> {
-        Slab::read(self, key, f)
+    fn read<R>(&self, key: &u64, f: impl FnOnce(&Head, &V) -> R) -> Option<R> {
+        Slab::read(self, key, |b, v| f(&b.head, v))
     }
     #[inline]
-    fn update<R>(&self, key: &u64, f: impl FnOnce(&mut V) -> R) -> Option<R> {
-        Slab::update(self, key, f)
+    fn update<R>(&self, key: &u64, f: impl FnOnce(&Head, &mut V) -> R) -> Option<R> {
+        Slab::update(self, key, |b, v| f(&b.head, v))
     }
 }
 
-/// A table whose keys it issues itself, from a [`Slab`] (ADR 0036).
-pub(crate) type SlabTable<V> = TableOf<u64, V, Slab<Record<V>>>;
+/// A table whose keys it issues itself, from a [`Slab`] (ADR 0036), with
+/// the kind's words `W` beside each record's head.
+pub(crate) type SlabTable<V, W = ()> = TableOf<u64, V, Slab<V, Beside<W>>>;
 
 /// The table over storage `S`, with the wheel naming that `S` calls for.
-pub(crate) type TableOf<K, V, S> = Table<K, V, S, <S as Storage<K, Record<V>>>::Timing>;
+pub(crate) type TableOf<K, V, S> = Table<K, V, S, <S as Storage<K, V>>::Timing>;
 
 pub(crate) struct Table<K, V, S = ShardMap<K, Record<V>>, L: Timing<K> = Handles> {
     map: S,
@@ -360,7 +436,7 @@ pub(crate) struct Table<K, V, S = ShardMap<K, Record<V>>, L: Timing<K> = Handles
 impl<K, V, S, L> Table<K, V, S, L>
 where
     K: Eq + Hash + Ord + Clone,
-    S: Storage<K, Record<V>>,
+    S: Storage<K, V>,
     L: Timing<K>,
 {
     pub(crate) fn new(
@@ -434,7 +510,7 @@ where
         let mut timers = lock_at(Rung::Wheel, &shard.timers);
         let timer = shard.schedule(&mut timers, key.clone(), deadline_ms);
         let (outcome, replaced) = self.map.upsert(key.clone(), |existing| {
-            if let Some(old) = existing {
+            if let Some((old, _)) = existing {
                 let state = old.state();
                 if state.is_live(now) {
                     return Upsert::Keep(Err(Error::Conflict {
@@ -485,7 +561,7 @@ where
     ) -> Result<R>
     where
         Q: Hash + ToOwned<Owned = K> + ?Sized,
-        S: Find<Q, Record<V>>,
+        S: Find<Q, V>,
     {
         self.read_owned(key, now, |_| true, f)
     }
@@ -502,15 +578,15 @@ where
     ) -> Result<R>
     where
         Q: Hash + ToOwned<Owned = K> + ?Sized,
-        S: Find<Q, Record<V>>,
+        S: Find<Q, V>,
     {
         self.map
-            .read(key, |r| {
-                let state = r.state();
-                if !owned(&r.value) {
+            .read(key, |h, v| {
+                let state = h.state();
+                if !owned(v) {
                     Err(Error::NotFound)
                 } else if state.is_live(now) {
-                    Ok(f(&r.value, r.stamp_of(state)))
+                    Ok(f(v, h.stamp_of(state)))
                 } else {
                     Err(Error::Expired)
                 }
@@ -530,9 +606,9 @@ where
     ) -> Result<Stamp>
     where
         Q: Hash + ToOwned<Owned = K> + ?Sized,
-        S: Find<Q, Record<V>>,
+        S: Find<Q, V>,
     {
-        self.renew_guarded(key, now, deadline_ms, expected, |_| Ok(()))
+        self.renew_guarded(key, now, deadline_ms, expected, |_, _| Ok(()))
     }
 
     /// [`renew`](Self::renew), refused with `guard`'s error if `guard`
@@ -546,28 +622,28 @@ where
         now: MonoTime,
         deadline_ms: u64,
         expected: Option<u64>,
-        guard: impl Fn(&Record<V>) -> Result<()>,
+        guard: impl Fn(&Head, &V) -> Result<()>,
     ) -> Result<Stamp>
     where
         Q: Hash + ToOwned<Owned = K> + ?Sized,
-        S: Find<Q, Record<V>>,
+        S: Find<Q, V>,
     {
         // One rebase at most: after it the sequence has its full range again.
         for _ in 0..2 {
             let decide = |current| renewal(now, current, deadline_ms);
-            let outcome = if <S as Find<Q, Record<V>>>::EXCLUSIVE {
+            let outcome = if <S as Find<Q, V>>::EXCLUSIVE {
                 if crate::base::faults::active(crate::base::faults::StoreFault::RenewalReadsApart) {
                     self.stash_early_read(key);
                 }
-                self.map.update(key, |r| {
-                    guard(r)
-                        .and_then(|()| r.transition_mut(expected, decide))
+                self.map.update(key, |h, v| {
+                    guard(h, v)
+                        .and_then(|()| h.transition_mut(expected, decide))
                         .map_err(Refusal::Error)
                 })
             } else {
-                self.map.read(key, |r| {
-                    guard(r).map_err(Refusal::Error)?;
-                    r.transition(expected, decide)
+                self.map.read(key, |h, v| {
+                    guard(h, v).map_err(Refusal::Error)?;
+                    h.transition(expected, decide)
                 })
             };
             match outcome {
@@ -580,7 +656,7 @@ where
                 }
                 Some(Err(Refusal::Error(e))) => return Err(e),
                 Some(Err(Refusal::SeqExhausted)) => {
-                    self.map.update(key, Record::rebase);
+                    self.map.update(key, |h, _| h.rebase());
                 }
             }
         }
@@ -595,20 +671,22 @@ where
     fn pull_in<Q>(&self, key: &Q)
     where
         Q: Hash + ToOwned<Owned = K> + ?Sized,
-        S: Find<Q, Record<V>>,
+        S: Find<Q, V>,
     {
         let shard = self.timers_of(key);
         let mut timers = lock_at(Rung::Wheel, &shard.timers);
         // Read, then written after the wheel's work: the wheel is never
         // called under a record's lock (its compaction reads records).
         // Every write of a timer word holds this wheel lock.
-        let Some((timer, due)) = self.map.read(key, |r| (r.timer(), r.state().deadline_ms()))
+        let Some((timer, due)) = self
+            .map
+            .read(key, |h, _| (h.timer(), h.state().deadline_ms()))
         else {
             return;
         };
         if L::may_be_later(timer, due) && L::unschedule(&mut timers.wheel, timer) {
             let timer = shard.schedule(&mut timers, key.to_owned(), due);
-            self.map.read(key, |r| r.set_timer(timer));
+            self.map.read(key, |h, _| h.set_timer(timer));
         }
         self.tidy(shard, &mut timers, 0);
     }
@@ -620,7 +698,7 @@ where
     /// more is owed.
     fn tidy(&self, shard: &WheelShard<K, L>, timers: &mut Timers<K, L>, cap: usize) -> bool {
         let owed = L::tidy(&mut timers.wheel, cap, |key| {
-            self.map.read(&key, |r| r.timer())
+            self.map.read(&key, |h, _| h.timer())
         });
         if owed != shard.tidy_owed.load(Ordering::Relaxed) {
             shard.tidy_owed.store(owed, Ordering::Relaxed);
@@ -642,7 +720,7 @@ where
     ) -> Result<(R, Stamp)>
     where
         Q: Hash + ToOwned<Owned = K> + ?Sized,
-        S: Find<Q, Record<V>>,
+        S: Find<Q, V>,
     {
         self.update_owned(key, now, |_| true, expected, f)
     }
@@ -659,12 +737,12 @@ where
     ) -> Result<(R, Stamp)>
     where
         Q: Hash + ToOwned<Owned = K> + ?Sized,
-        S: Find<Q, Record<V>>,
+        S: Find<Q, V>,
     {
-        let outcome = self.map.update(key, |r| {
-            let state = r.state();
-            let before = r.stamp_of(state);
-            if !owned(&r.value) {
+        let outcome = self.map.update(key, |h, v| {
+            let state = h.state();
+            let before = h.stamp_of(state);
+            if !owned(v) {
                 return Err(Error::NotFound);
             }
             if !state.is_live(now) {
@@ -675,9 +753,9 @@ where
                     current_version: before.version,
                 });
             }
-            let (out, deadline) = f(&mut r.value, before)?;
+            let (out, deadline) = f(v, before)?;
             let after = match deadline {
-                Some(deadline) => r.bump(deadline),
+                Some(deadline) => h.bump(deadline),
                 None => before,
             };
             Ok((out, before, after))
@@ -701,9 +779,9 @@ where
     pub(crate) fn modify<Q, R>(&self, key: &Q, f: impl FnOnce(&mut V) -> R) -> Option<R>
     where
         Q: ?Sized,
-        S: Find<Q, Record<V>>,
+        S: Find<Q, V>,
     {
-        self.map.update(key, |r| f(&mut r.value))
+        self.map.update(key, |_, v| f(v))
     }
 
     /// Removes a live record, optionally only at version `expected`.
@@ -743,10 +821,10 @@ where
     ) -> Result<Removed<K, V>> {
         let shard = self.timers_of(key);
         let mut timers = lock_at(Rung::Wheel, &shard.timers);
-        let verdict = self.map.remove_if(key, |r| {
-            let state = r.state();
-            let stamp = r.stamp_of(state);
-            decide(&r.value, stamp, state.is_live(now))?;
+        let verdict = self.map.remove_if(key, |h, v| {
+            let state = h.state();
+            let stamp = h.stamp_of(state);
+            decide(v, stamp, state.is_live(now))?;
             self.versions.retire(stamp.version);
             Ok(())
         });
@@ -873,15 +951,15 @@ where
             !crate::base::faults::active(crate::base::faults::StoreFault::SweepIgnoresHandle);
         let Fired { item, due, handle } = fired;
         let key = L::key(item);
-        let verdict = self.map.remove_if(&key, |r| {
-            if check_handle && !L::names(r.timer(), due, handle) {
+        let verdict = self.map.remove_if(&key, |h, _| {
+            if check_handle && !L::names(h.timer(), due, handle) {
                 return Err(Keep::Stale);
             }
-            let state = r.observed_state();
+            let state = h.observed_state();
             if state.is_live(now) {
                 return Err(Keep::Live(state.deadline_ms()));
             }
-            self.versions.retire(r.stamp_of(state).version);
+            self.versions.retire(h.stamp_of(state).version);
             Ok(())
         });
         let live = matches!(verdict, Some(Ok(_)) | Some(Err(Keep::Live(_))));
@@ -897,7 +975,7 @@ where
             }
             Some(Err(Keep::Live(deadline_ms))) => {
                 let timer = shard.schedule(timers, key.clone(), deadline_ms);
-                self.map.read(&key, |r| r.set_timer(timer));
+                self.map.read(&key, |h, _| h.set_timer(timer));
             }
             // The record was removed, replaced or rescheduled since its
             // entry fired (between batches): nothing is left to do.
@@ -911,9 +989,9 @@ where
     pub(crate) fn stash_early_read<Q>(&self, key: &Q)
     where
         Q: ?Sized,
-        S: Find<Q, Record<V>>,
+        S: Find<Q, V>,
     {
-        self.map.read(key, Record::stash_early_read);
+        self.map.read(key, |h, _| h.stash_early_read());
     }
 
     /// The latest `now` a sweep has completed at.
@@ -957,19 +1035,19 @@ where
 
     /// Visits every record (live or not) with its current stamp.
     pub(crate) fn for_each(&self, mut f: impl FnMut(&K, &V, Stamp)) {
-        self.map.for_each(|k, r| f(k, &r.value, r.stamp()));
+        self.map.for_each(|k, h, v| f(k, v, h.stamp()));
     }
 }
 
 /// A claimed slab key, given back when dropped unless kept: on a failed
 /// creation and on a panic inside one alike.
-struct Claim<'a, V> {
-    slab: &'a Slab<V>,
+struct Claim<'a, V, B: Default> {
+    slab: &'a Slab<V, B>,
     key: u64,
     kept: bool,
 }
 
-impl<V> Drop for Claim<'_, V> {
+impl<V, B: Default> Drop for Claim<'_, V, B> {
     fn drop(&mut self) {
         if !self.kept {
             self.slab.unclaim(self.key);
@@ -977,7 +1055,7 @@ impl<V> Drop for Claim<'_, V> {
     }
 }
 
-impl<V> SlabTable<V> {
+impl<V, W: SlotWords<V>> SlabTable<V, W> {
     /// Issues the key of a new record and runs `make` with it (which
     /// inserts under it); if `make` fails or panics, the key goes back
     /// unused (a record `make` inserted and then took back gave its slot
@@ -1004,10 +1082,56 @@ impl<V> SlabTable<V> {
         &self,
         start: u32,
         max_slots: u32,
-        mut f: impl FnMut(&u64, &V, Stamp) -> bool,
+        mut f: impl FnMut(&u64, &V, &W, Stamp) -> bool,
     ) -> Option<u32> {
+        self.map.visit_from(start, max_slots, |k, b, v| {
+            f(k, v, &b.words, b.head.stamp())
+        })
+    }
+
+    /// [`read_owned`](Table::read_owned) with the kind's words: under the
+    /// slot's lock, for what a read that takes none leaves to it.
+    pub(crate) fn read_words<R>(
+        &self,
+        key: &u64,
+        now: MonoTime,
+        owned: impl FnOnce(&V) -> bool,
+        f: impl FnOnce(&V, &W, Stamp) -> R,
+    ) -> Result<R> {
         self.map
-            .visit_from(start, max_slots, |k, r| f(k, &r.value, r.stamp()))
+            .read(key, |b, v| {
+                let state = b.head.state();
+                if !owned(v) {
+                    Err(Error::NotFound)
+                } else if state.is_live(now) {
+                    Ok(f(v, &b.words, b.head.stamp_of(state)))
+                } else {
+                    Err(Error::Expired)
+                }
+            })
+            .unwrap_or(Err(Error::NotFound))
+    }
+
+    /// Reads `key`'s record's head and the kind's words beside its slot
+    /// without taking the slot's lock ([`Slab::peek`]): `f` gets them
+    /// from a moment no write overlapped, and may run more than once, so
+    /// it must only load. `None` when no record is under `key` (its slot
+    /// moved on, or holds none); a record there may be expired.
+    #[inline]
+    pub(crate) fn peek<R>(&self, key: &u64, mut f: impl FnMut(&Head, &W) -> R) -> Option<R> {
+        self.map
+            .peek(key, |b| {
+                let state = b.head.state();
+                // A slot without a record keeps a dead head (deadline 0).
+                (state.deadline_ms() != 0).then(|| f(&b.head, &b.words))
+            })
+            .flatten()
+    }
+
+    /// The word of `key`'s slot ([`Slab::word`]).
+    #[cfg(all(test, not(relaystore_loom)))]
+    pub(crate) fn word(&self, key: u64) -> Option<u64> {
+        self.map.word(key)
     }
 
     /// Slots the table's slab has made (held, free or claimed).

@@ -60,7 +60,7 @@ pub(crate) struct Attempt {
 
 impl Stored for Attempt {
     type Key = IdKey;
-    type Storage = crate::mem::slab::Slab<crate::mem::record::Record<Self>>;
+    type Storage = crate::mem::slab::Slab<Self, crate::mem::table::Beside<()>>;
 
     fn table(store: &Store) -> &SlabTable<Attempt> {
         &store.shared.attempts

@@ -5,20 +5,24 @@ use super::decide;
 use super::idempotency::{IdemParams, Outcome};
 use super::retire::Stored;
 use super::tenant::Owner;
+use super::tenant::Revocations;
 use super::visible::Ancestry;
 use super::{Collection, IdKey, Renewal, Store};
 use crate::base::error::{Error, Result};
 use crate::base::ids::{LeaseId, TenantId};
 use crate::base::name::Holder;
+use crate::base::name::Name;
 use crate::base::sync::Arc;
+use crate::base::sync::{AtomicU64, Ordering};
 use crate::base::time::MonoTime;
 use crate::contract::events::Cause;
 use crate::contract::relay::EndpointSeen;
 use crate::contract::relay::LeaseGrant;
 use crate::contract::relay::LeaseInfo;
 use crate::contract::relay::{Cursor, Page};
-use crate::mem::record::Record;
+use crate::mem::record::{Head, Stamp, State};
 use crate::mem::slab::Slab;
+use crate::mem::table::{Beside, SlotWords};
 use crate::mem::table::{Removed, SlabTable};
 use smol_str::SmolStr;
 use std::cell::Cell;
@@ -32,9 +36,6 @@ pub const LEASE_SLOTS_PER_ITEM: u32 = 64;
 pub(crate) struct Lease {
     pub(super) owner: Owner,
     pub(super) holder: Holder,
-    /// The fence: the version the lease was inserted at. Kept, because
-    /// the version's base moves when its low part runs out.
-    fence: u64,
     /// Children and observed endpoints, allocated on first use: most leases
     /// have few or none, and keeping four vectors inline would more than
     /// double every lease's map entry, on the renew hot path.
@@ -75,11 +76,125 @@ impl Lease {
     }
 }
 
+/// What a lease's reads that take no lock read, beside its slab slot
+/// (with the record's head: its version and deadline). While the lease is
+/// in its slot these words are the only copy of its tenant, its fence and
+/// (up to [`Name::INLINE_BYTES`]) its holder: the lease moves them here as
+/// it enters the slot and takes them back as it leaves
+/// ([`SlotWords`]).
+pub(crate) struct LeaseWords {
+    tenant: AtomicU64,
+    fence: AtomicU64,
+    /// The store's tenant-revocation count at which the lease's epoch was
+    /// last seen valid under the slot's lock ([`Revocations`]), or
+    /// [`Revocations::NEVER`].
+    valid_at: AtomicU64,
+    /// The holder: its length in the first byte, then its bytes; a first
+    /// byte of [`LONG_HOLDER`] says the holder is longer and stays in the
+    /// record, for reads under the lock.
+    holder: [AtomicU64; 3],
+}
+
+/// The first byte of [`LeaseWords::holder`] for a holder kept in the
+/// record.
+const LONG_HOLDER: u8 = u8::MAX;
+
+impl Default for LeaseWords {
+    fn default() -> Self {
+        LeaseWords {
+            tenant: AtomicU64::new(0),
+            fence: AtomicU64::new(0),
+            valid_at: AtomicU64::new(Revocations::NEVER),
+            holder: std::array::from_fn(|_| AtomicU64::new(0)),
+        }
+    }
+}
+
+/// A holder's bytes as three words, if it is short enough to be kept so.
+fn pack_holder(holder: &str) -> Option<[u64; 3]> {
+    let bytes = holder.as_bytes();
+    if bytes.len() > Name::INLINE_BYTES {
+        return None;
+    }
+    let mut buf = [0u8; 24];
+    buf[0] = bytes.len() as u8;
+    buf[1..=bytes.len()].copy_from_slice(bytes);
+    Some(std::array::from_fn(|i| {
+        u64::from_le_bytes(buf[i * 8..i * 8 + 8].try_into().expect("eight bytes"))
+    }))
+}
+
+/// The holder three words keep: `None` for one kept in the record (or
+/// words that are no holder's).
+fn unpack_holder(words: [u64; 3]) -> Option<Name> {
+    let mut buf = [0u8; 24];
+    for (i, w) in words.iter().enumerate() {
+        buf[i * 8..i * 8 + 8].copy_from_slice(&w.to_le_bytes());
+    }
+    let len = usize::from(buf[0]);
+    let bytes = buf.get(1..=len).filter(|_| len <= Name::INLINE_BYTES)?;
+    std::str::from_utf8(bytes).ok().map(Name::new)
+}
+
+impl LeaseWords {
+    fn holder_words(&self) -> [u64; 3] {
+        self.holder.each_ref().map(|w| w.load(Ordering::Acquire))
+    }
+
+    /// The lease's holder: from the words, or from the record if it is
+    /// kept there. Under the slot's lock.
+    pub(super) fn holder(&self, lease: &Lease) -> Holder {
+        unpack_holder(self.holder_words()).unwrap_or_else(|| lease.holder.clone())
+    }
+
+    fn fence(&self) -> u64 {
+        self.fence.load(Ordering::Acquire)
+    }
+
+    /// Records, under the slot's lock, that the lease's epoch is valid as
+    /// of `revocations` (a count read before the check, with no
+    /// revocation at work), for reads that take no lock.
+    pub(super) fn mark_valid(&self, lease: &Lease, revocations: u64) {
+        if Revocations::settled(revocations)
+            && lease.owner.valid()
+            && self.valid_at.load(Ordering::Relaxed) != revocations
+        {
+            self.valid_at.store(revocations, Ordering::Release);
+        }
+    }
+}
+
+impl SlotWords<Lease> for LeaseWords {
+    fn fill(&self, head: &Head, lease: &mut Lease) {
+        self.tenant.store(lease.owner.id().0, Ordering::Release);
+        // The fence is the version the lease enters its slot at (its
+        // version's base moves later; ADR 0047).
+        self.fence.store(head.stamp().version, Ordering::Release);
+        self.valid_at.store(Revocations::NEVER, Ordering::Release);
+        let words = match pack_holder(&lease.holder) {
+            Some(words) => {
+                lease.holder = Holder::default();
+                words
+            }
+            None => [u64::from(LONG_HOLDER), 0, 0],
+        };
+        for (word, w) in self.holder.iter().zip(words) {
+            word.store(w, Ordering::Release);
+        }
+    }
+
+    fn empty(&self, lease: &mut Lease) {
+        if let Some(holder) = unpack_holder(self.holder_words()) {
+            lease.holder = holder;
+        }
+    }
+}
+
 impl Stored for Lease {
     type Key = IdKey;
-    type Storage = Slab<Record<Self>>;
+    type Storage = Slab<Self, Beside<LeaseWords>>;
 
-    fn table(store: &Store) -> &SlabTable<Lease> {
+    fn table(store: &Store) -> &SlabTable<Lease, LeaseWords> {
         &store.shared.leases
     }
 
@@ -163,10 +278,9 @@ impl Store {
             copy
         };
         let (seq, stamp) = self.shared.leases.with_key(|seq| {
-            let lease = |owner, version| Lease {
+            let lease = |owner, _| Lease {
                 owner,
                 holder: holder.take().expect("a lease is built once"),
-                fence: version,
                 children: None,
             };
             let stamp = self.create_then(
@@ -224,10 +338,10 @@ impl Store {
         self.refuse_if_stopped()?;
         let now = self.shared.clock.now();
         let deadline = self.deadline(now, ttl)?;
-        let guard = |r: &Record<Lease>| {
-            if !r.value.owner.is_of(tenant) {
+        let guard = |_: &Head, lease: &Lease| {
+            if !lease.owner.is_of(tenant) {
                 Err(Error::NotFound)
-            } else if r.value.owner.valid() {
+            } else if lease.owner.valid() {
                 Ok(())
             } else {
                 Err(Error::Revoked)
@@ -244,15 +358,33 @@ impl Store {
         }
     }
 
-    /// A live lease's holder, fence, version and remaining time.
+    /// A live lease's holder, fence, version and remaining time. Takes no
+    /// lock and writes nothing shared in the common case (the lease live,
+    /// its holder inline, no tenant revoked since it was last read).
     pub fn get_lease(&self, tenant: TenantId, id: LeaseId) -> Result<LeaseInfo> {
         let seq = self.lease_seq(id)?;
         let now = self.shared.clock.now();
-        let seen = self.read_lease(tenant, seq, now, |lease, stamp| {
+        let seen = self.peek_lease(tenant, seq, now, |head, words, state| {
+            (words.holder_words(), words.fence(), head.stamp_of(state))
+        });
+        if let Some((holder, fence, stamp)) = seen {
+            if let Some(holder) = unpack_holder(holder) {
+                return Ok(LeaseInfo {
+                    id,
+                    holder,
+                    fence,
+                    version: stamp.version,
+                    remaining: stamp.remaining(now),
+                });
+            }
+        }
+        let revocations = self.shared.revocations.now();
+        let seen = self.read_lease_words(tenant, seq, now, |lease, words, stamp| {
+            words.mark_valid(lease, revocations);
             lease.owner.valid().then(|| LeaseInfo {
                 id,
-                holder: lease.holder.clone(),
-                fence: lease.fence,
+                holder: words.holder(lease),
+                fence: words.fence(),
                 version: stamp.version,
                 remaining: stamp.remaining(now),
             })
@@ -299,15 +431,15 @@ impl Store {
         let next = self
             .shared
             .leases
-            .visit_from(start, slots, |&seq, lease, stamp| {
+            .visit_from(start, slots, |&seq, lease, words, stamp| {
                 if lease.owner.is_of(tenant)
                     && lease.owner.valid()
                     && !stamp.remaining(now).is_zero()
                 {
                     items.push(LeaseInfo {
                         id: self.lease_id(seq),
-                        holder: lease.holder.clone(),
-                        fence: lease.fence,
+                        holder: words.holder(lease),
+                        fence: words.fence(),
                         version: stamp.version,
                         remaining: stamp.remaining(now),
                     });
@@ -441,5 +573,174 @@ impl Store {
             Err(Error::NotFound) => Err(self.gone(tenant, seq, now)),
             Err(e) => Err(e),
         }
+    }
+}
+
+impl Store {
+    /// Tenant `tenant`'s lease `seq` read without its slot's lock: `read`'s
+    /// answer only when the lease is plainly visible (the tenant's, its
+    /// epoch seen valid with no tenant revoked since, live at `now`), from
+    /// its head, words and state word. Anything else (`None`) is for the
+    /// read under the lock to decide. The checks come first, so a read
+    /// they refuse loads no more.
+    #[inline]
+    fn peek_lease<R>(
+        &self,
+        tenant: TenantId,
+        seq: u64,
+        now: MonoTime,
+        read: impl Fn(&Head, &LeaseWords, State) -> R,
+    ) -> Option<R> {
+        self.shared
+            .leases
+            .peek(&seq, |head, words| {
+                if words.tenant.load(Ordering::Acquire) != tenant.0
+                    || !self
+                        .shared
+                        .revocations
+                        .still(words.valid_at.load(Ordering::Acquire))
+                {
+                    return None;
+                }
+                let state = head.state();
+                state.is_live(now).then(|| read(head, words, state))
+            })
+            .flatten()
+    }
+
+    /// A visible lease's time left at `now`, read without its slot's lock,
+    /// if it is plainly visible ([`peek_lease`](Self::peek_lease)).
+    #[inline]
+    pub(super) fn peek_lease_remaining(
+        &self,
+        tenant: TenantId,
+        seq: u64,
+        now: MonoTime,
+    ) -> Option<Duration> {
+        self.peek_lease(tenant, seq, now, |_, _, state| {
+            Duration::from_millis(state.deadline_ms() - now.as_millis())
+        })
+    }
+
+    /// Reads tenant `tenant`'s lease `seq` and its words under the slot's
+    /// lock; `NotFound` if it is another tenant's.
+    pub(super) fn read_lease_words<R>(
+        &self,
+        tenant: TenantId,
+        seq: u64,
+        now: MonoTime,
+        read: impl FnOnce(&Lease, &LeaseWords, Stamp) -> R,
+    ) -> Result<R> {
+        self.shared
+            .leases
+            .read_words(&seq, now, |v| v.owner.is_of(tenant), read)
+    }
+}
+
+#[cfg(all(test, not(relaystore_loom)))]
+mod tests {
+    use super::*;
+    use crate::base::time::{Clock, ManualClock};
+    use crate::contract::config::StoreConfig;
+
+    const T: TenantId = TenantId(1);
+    const TTL: Duration = Duration::from_secs(60);
+
+    fn store() -> (Store, Arc<ManualClock>) {
+        let clock = Arc::new(ManualClock::new());
+        let store = Store::new(StoreConfig::default(), clock.clone()).unwrap();
+        (store, clock)
+    }
+
+    #[test]
+    fn holders_pack_into_three_words_up_to_the_inline_width() {
+        for holder in ["", "h", "host-0123456789a", "é-22-bytes-of-holder-x"] {
+            assert!(holder.len() <= Name::INLINE_BYTES);
+            let words = pack_holder(holder).expect("inline");
+            assert_eq!(unpack_holder(words).as_deref(), Some(holder));
+        }
+        assert_eq!(pack_holder("a-holder-longer-than-23-bytes"), None);
+        assert_eq!(unpack_holder([u64::from(LONG_HOLDER), 0, 0]), None);
+        // Words no holder left (a torn read's) decode to nothing, never
+        // a panic: a length past the inline width, bytes not UTF-8.
+        assert_eq!(unpack_holder([24, 0, 0]), None);
+        assert_eq!(unpack_holder([1 | 0xff00, 0, 0]), None);
+    }
+
+    #[test]
+    fn a_read_of_a_lease_seen_valid_writes_nothing_to_its_slot() {
+        let (s, clock) = store();
+        let lease = s.grant(T, "host-a", TTL, None).unwrap();
+        let seq = s.lease_seq(lease.id).unwrap();
+        // The first read takes the lock and records the epoch as valid.
+        let first = s.get_lease(T, lease.id).unwrap();
+        let word = s.shared.leases.word(seq).unwrap();
+        clock.advance(Duration::from_secs(1));
+        for _ in 0..100 {
+            let info = s.get_lease(T, lease.id).unwrap();
+            assert_eq!((&*info.holder, info.fence), ("host-a", first.fence));
+            assert_eq!(info.remaining, Duration::from_secs(59));
+            assert!(s.lease_status(T, seq, clock.now()).is_ok());
+        }
+        assert_eq!(
+            s.shared.leases.word(seq),
+            Some(word),
+            "a read took the slot's lock"
+        );
+        // A renewal holds the lock, and is seen by the next read.
+        let renewed = s.renew(T, lease.id, TTL).unwrap();
+        assert_ne!(s.shared.leases.word(seq), Some(word));
+        let info = s.get_lease(T, lease.id).unwrap();
+        assert_eq!((info.version, info.remaining), (renewed.version, TTL));
+    }
+
+    #[test]
+    fn reads_without_the_lock_answer_what_reads_under_it_answer() {
+        let (s, clock) = store();
+        let other = TenantId(2);
+        let lease = s.grant(T, "host-a", TTL, None).unwrap();
+        let long = s
+            .grant(T, "a-holder-longer-than-23-bytes", TTL, None)
+            .unwrap();
+        s.get_lease(T, lease.id).unwrap();
+        // Another tenant's id reads as missing; a long holder is read
+        // under the lock.
+        assert_eq!(s.get_lease(other, lease.id), Err(Error::NotFound));
+        assert_eq!(
+            &*s.get_lease(T, long.id).unwrap().holder,
+            "a-holder-longer-than-23-bytes"
+        );
+        // Another tenant's revocation sends the next read to the lock once,
+        // which answers as before.
+        s.grant(other, "h", TTL, None).unwrap();
+        s.revoke_tenant(other).unwrap();
+        assert_eq!(&*s.get_lease(T, lease.id).unwrap().holder, "host-a");
+        // Expired: the read without the lock leaves it to the lock.
+        clock.advance(TTL);
+        assert_eq!(s.get_lease(T, lease.id), Err(Error::Expired));
+        // Its own tenant revoked: revoked.
+        let (s, _) = store();
+        let lease = s.grant(T, "host-a", TTL, None).unwrap();
+        s.get_lease(T, lease.id).unwrap();
+        s.revoke_tenant(T).unwrap();
+        assert!(matches!(
+            s.get_lease(T, lease.id),
+            Err(Error::Revoked | Error::NotFound)
+        ));
+    }
+
+    #[test]
+    fn a_lease_leaving_its_slot_takes_its_holder_back() {
+        let (s, _) = store();
+        let lease = s.grant(T, "host-a", TTL, None).unwrap();
+        let events = s.subscribe().unwrap();
+        s.revoke(T, lease.id).unwrap();
+        let Some(crate::contract::events::Received::Event(event)) = events.try_recv() else {
+            panic!("the revocation's event")
+        };
+        assert_eq!(event.holder.as_deref(), Some("host-a"));
+        // Taken back whole: a lease granted into the same slot has its own.
+        let again = s.grant(T, "host-b", TTL, None).unwrap();
+        assert_eq!(&*s.get_lease(T, again.id).unwrap().holder, "host-b");
     }
 }

@@ -178,7 +178,7 @@ impl Store {
         // The publisher: the lease's holder (read only for a tenant that
         // counts listings per holder).
         let holder = || {
-            self.read_lease(tenant, lease, now, |l, _| l.holder.clone())
+            self.read_lease_words(tenant, lease, now, |l, words, _| words.holder(l))
                 .ok()
         };
         let stamp = self.create_then(

@@ -20,7 +20,7 @@ use crate::base::time::MonoTime;
 use crate::contract::events::Cause;
 use crate::contract::names::RESERVED_PREFIX;
 use crate::contract::relay::LockInfo;
-use crate::mem::record::{Record, Stamp};
+use crate::mem::record::{Head, Record, Stamp};
 use crate::mem::table::{Removed, Table};
 use smol_str::SmolStr;
 use std::sync::atomic::AtomicU64;
@@ -334,8 +334,8 @@ impl Store {
             self.lease_status(tenant, seq, now)
                 .map_err(|_| Error::NotFound)?;
         }
-        let guard = |r: &Record<Lock>| {
-            if r.value.fence == fence && r.value.owner.valid() {
+        let guard = |_: &Head, lock: &Lock| {
+            if lock.fence == fence && lock.owner.valid() {
                 Ok(())
             } else {
                 Err(Error::Expired)

@@ -94,20 +94,20 @@ use crate::mem::events::{EventHub, Subscription};
 use crate::mem::gate::{Gate, Inside};
 use crate::mem::latch::Latch;
 use crate::mem::quota::Counter;
-use crate::mem::record::{Record, Stamp, Versions};
+use crate::mem::record::{Stamp, Versions};
 use crate::mem::shard::ShardMap;
 use crate::mem::table::{SlabTable, Storage, Table, TableOf};
 use crate::mem::wake::WakeHub;
 use idempotency::Idem;
 use join::Attempt;
-use lease::Lease;
+use lease::{Lease, LeaseWords};
 use listing::Listing;
 use lock::Lock;
 use name_key::{NameKey, NameLookup};
 use presence::Presence;
 use smol_str::SmolStr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-use tenant::Epoch;
+use tenant::{Epoch, Revocations};
 
 // A renewal as the in-memory engine takes it from a record's stamp.
 impl Renewal {
@@ -197,7 +197,9 @@ pub(crate) struct Shared {
     /// Each tenant's current epoch.
     tenants: ShardMap<TenantId, Arc<Epoch>>,
     tenant_count: Counter,
-    leases: SlabTable<Lease>,
+    leases: SlabTable<Lease, LeaseWords>,
+    /// Tenant revocations, counted for reads that take no lock.
+    revocations: Revocations,
     /// Revoked leases' sequence numbers, with their tenant.
     tombstones: Table<IdKey, TenantId>,
     listings: Table<NameKey, Listing>,
@@ -278,6 +280,7 @@ impl Store {
             tenants: ShardMap::with_capacity(64),
             tenant_count: Counter::new(Scope::Tenants, config.tenants_max),
             leases: table(&config, Collection::Leases, &versions, start),
+            revocations: Revocations::new(),
             tombstones: table(&config, Collection::Tombstones, &versions, start),
             listings: table(&config, Collection::Listings, &versions, start),
             presence: table(&config, Collection::Presence, &versions, start),
@@ -686,7 +689,7 @@ fn table<K, V, S>(
 ) -> TableOf<K, V, S>
 where
     K: Eq + std::hash::Hash + Ord + Clone,
-    S: Storage<K, Record<V>>,
+    S: Storage<K, V>,
 {
     Table::new(
         Scope::Collection(c),

@@ -168,8 +168,8 @@ impl Store {
         };
         let table = &self.shared.presence;
         match attrs {
-            None => table.renew_guarded(key, now, deadline, None, |r| {
-                check(&r.value, &|| r.stamp().version)
+            None => table.renew_guarded(key, now, deadline, None, |head, v| {
+                check(v, &|| head.stamp().version)
             }),
             Some(attrs) => table
                 .update(key, now, None, |v, stamp| {

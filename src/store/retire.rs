@@ -81,7 +81,7 @@ pub(super) trait Stored: Sized {
     /// The table's key.
     type Key: Eq + Hash + Ord + Clone;
     /// Where the table keeps its records.
-    type Storage: Storage<Self::Key, Record<Self>>;
+    type Storage: Storage<Self::Key, Self>;
     /// The record's table.
     fn table(store: &Store) -> &TableOf<Self::Key, Self, Self::Storage>;
     /// The removal bookkeeping of a record that left its table (detached
@@ -140,7 +140,7 @@ impl Store {
 
 /// The sum of per-record hashes of (tag, key, version, deadline).
 #[cfg(any(test, feature = "internals"))]
-pub(super) fn digest_table<K: Eq + Hash + Ord + Clone, V, S: Storage<K, Record<V>>>(
+pub(super) fn digest_table<K: Eq + Hash + Ord + Clone, V, S: Storage<K, V>>(
     table: &TableOf<K, V, S>,
     tag: u8,
 ) -> u64 {

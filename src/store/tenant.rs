@@ -234,6 +234,73 @@ impl Epoch {
     }
 }
 
+/// The store's count of tenant revocations, which lets a read that takes
+/// no lock trust a lease's epoch without following its pointer
+/// (`LeaseWords::valid_at` in `lease.rs`). One word: revocations ended in
+/// the high 48 bits, revocations at work in the low 16. A revocation adds
+/// one to the low part before its tenant's epoch ends and moves it to the
+/// high part after. A lease's words record the count (read first, with
+/// none at work) at which its epoch was then seen valid under the slot's
+/// lock; a read without the lock keeps a lease only while the count still
+/// equals what its words record, so once an epoch has ended no read
+/// trusts a record of it, and any tenant's revocation sends each lease's
+/// next read to its lock once. Written only by revocations: a read loads
+/// it and shares its line with no writer.
+pub(crate) struct Revocations {
+    word: crossbeam_utils::CachePadded<AtomicU64>,
+}
+
+/// One revocation at work.
+const AT_WORK: u64 = 1;
+/// One revocation ended.
+const ENDED: u64 = 1 << 16;
+
+impl Revocations {
+    /// What a lease's words hold until its epoch is first seen valid: a
+    /// count never reached (65,535 revocations would have to be at work).
+    pub(crate) const NEVER: u64 = u64::MAX;
+
+    pub(crate) fn new() -> Self {
+        Revocations {
+            word: crossbeam_utils::CachePadded::new(AtomicU64::new(0)),
+        }
+    }
+
+    /// The count now, to read before checking an epoch under a lock.
+    pub(crate) fn now(&self) -> u64 {
+        self.word.load(Ordering::Acquire)
+    }
+
+    /// Whether `count` had no revocation at work.
+    pub(crate) fn settled(count: u64) -> bool {
+        count.is_multiple_of(ENDED)
+    }
+
+    /// Whether the count is still `recorded`: no revocation began since an
+    /// epoch was seen valid at it.
+    #[inline]
+    pub(crate) fn still(&self, recorded: u64) -> bool {
+        self.word.load(Ordering::Acquire) == recorded
+    }
+
+    /// Runs `end` (which ends a tenant's epoch) as a counted revocation.
+    /// (The model checker's broken twin counts it only after.)
+    pub(crate) fn during<R>(&self, end: impl FnOnce() -> R) -> R {
+        let unmarked =
+            crate::base::faults::active(crate::base::faults::StoreFault::EpochEndUnmarked);
+        if !unmarked {
+            self.word.fetch_add(AT_WORK, Ordering::AcqRel);
+        }
+        let ended = end();
+        if unmarked {
+            self.word.fetch_add(ENDED, Ordering::AcqRel);
+        } else {
+            self.word.fetch_add(ENDED - AT_WORK, Ordering::AcqRel);
+        }
+        ended
+    }
+}
+
 /// Which tenant a record belongs to, and in which of its epochs: one
 /// pointer, in every record's map entry.
 #[derive(Clone)]
@@ -499,12 +566,14 @@ impl Store {
         // hidden with the rest) or the new one.
         let ended = {
             let _in = self.enter();
-            let (next, _) = self.shared.tenants.upsert(tenant, |current| match current {
-                Some(epoch) => {
-                    let next = Arc::new(epoch.end());
-                    Upsert::Put(Arc::clone(&next), Some(next))
-                }
-                None => Upsert::Keep(None),
+            let (next, _) = self.shared.revocations.during(|| {
+                self.shared.tenants.upsert(tenant, |current| match current {
+                    Some(epoch) => {
+                        let next = Arc::new(epoch.end());
+                        Upsert::Put(Arc::clone(&next), Some(next))
+                    }
+                    None => Upsert::Keep(None),
+                })
             });
             next
         };

@@ -55,7 +55,12 @@ impl Store {
         seq: u64,
         now: MonoTime,
     ) -> Result<Duration> {
-        let seen = self.read_lease(tenant, seq, now, |v, stamp| {
+        if let Some(left) = self.peek_lease_remaining(tenant, seq, now) {
+            return Ok(left);
+        }
+        let revocations = self.shared.revocations.now();
+        let seen = self.read_lease_words(tenant, seq, now, |v, words, stamp| {
+            words.mark_valid(v, revocations);
             v.owner.valid().then(|| stamp.remaining(now))
         });
         match seen {
