@@ -245,7 +245,9 @@ impl Epoch {
 /// equals what its words record, so once an epoch has ended no read
 /// trusts a record of it, and any tenant's revocation sends each lease's
 /// next read to its lock once. Written only by revocations: a read loads
-/// it and shares its line with no writer.
+/// it and shares its line with no writer. A revocation that panicked
+/// between its two adds leaves one at work for good: every lease read
+/// then takes its lock (slower, never wrong).
 pub(crate) struct Revocations {
     word: crossbeam_utils::CachePadded<AtomicU64>,
 }
