@@ -33,10 +33,10 @@ use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criteri
 use dashmap::DashMap;
 use moka::sync::Cache;
 use relaystore::time::{Clock, SystemClock};
+use relaystore::Name;
 use relaystore::{
     LeaseId, RelayEngine, Store, StoreConfig, TenantId, TenantQuota, TtlConfig, TtlMap,
 };
-use smol_str::SmolStr;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::hint::black_box;
@@ -1011,8 +1011,8 @@ fn subscribers(c: &mut Criterion) {
 /// of its deadline word. dashmap's lookup writes its shard's lock word;
 /// papaya's writes nothing another thread reads.
 struct NamedFloors {
-    dashmap: DashMap<(u64, SmolStr), AtomicU64, ahash::RandomState>,
-    papaya: papaya::HashMap<(u64, SmolStr), AtomicU64, ahash::RandomState>,
+    dashmap: DashMap<(u64, Name), AtomicU64, ahash::RandomState>,
+    papaya: papaya::HashMap<(u64, Name), AtomicU64, ahash::RandomState>,
     clock: SystemClock,
 }
 
@@ -1029,7 +1029,7 @@ impl NamedFloors {
         };
         let papaya = floors.papaya.pin();
         for (tenant, member) in members {
-            let key = (tenant.0, SmolStr::new(member));
+            let key = (tenant.0, Name::new(member));
             floors.dashmap.insert(key.clone(), deadline());
             papaya.insert(key, deadline());
         }
@@ -1040,7 +1040,7 @@ impl NamedFloors {
     /// One heartbeat through the dashmap (`which` 0) or papaya floor.
     fn beat(&self, which: usize, tenant: TenantId, member: &str) -> bool {
         let now = self.clock.now().as_millis();
-        let key = (tenant.0, SmolStr::new(member));
+        let key = (tenant.0, Name::new(member));
         let swap = |word: &AtomicU64| {
             let current = word.load(Ordering::Acquire);
             current > now

@@ -56,7 +56,7 @@ impl Attrs {
     #[inline]
     pub fn new(bytes: &[u8]) -> Self {
         // One arm per length, so that each copy has a width known at
-        // compile time (as `base::name::smol` does for names).
+        // compile time (as `Name::new` does for names).
         macro_rules! by_length {
             ($($n:literal)*) => {
                 match bytes.len() {

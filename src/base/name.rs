@@ -1,9 +1,11 @@
 //! `Name`: a short string as reads return it — a lease's or lock's
-//! holder (`Holder`), a listing's key, a member's name.
+//! holder (`Holder`), a listing's key, a member's name — and as records
+//! keep it.
 
-use smol_str::SmolStr;
 use std::borrow::Borrow;
+use std::cmp::Ordering;
 use std::fmt;
+use std::hash::{Hash, Hasher};
 use std::ops::Deref;
 use std::sync::Arc;
 
@@ -26,13 +28,14 @@ use std::sync::Arc;
 /// let info = store.get_lease(TenantId(1), lease.id)?;
 /// assert_eq!(info.holder, "host-a");
 /// assert_eq!(info.holder.len(), 6);
+/// assert!(!info.holder.is_shared());
 /// # Ok::<(), relaystore::Error>(())
 /// ```
 ///
 /// [`ListingInfo::key`]: crate::ListingInfo::key
 /// [`PresenceInfo::member`]: crate::PresenceInfo::member
-#[derive(Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Name(SmolStr);
+#[derive(Clone)]
+pub struct Name(Repr);
 
 /// Who holds a lease or a named lock, as [`Store::get_lease`] and
 /// [`Store::get_lock`] return it: a [`Name`].
@@ -41,42 +44,203 @@ pub struct Name(SmolStr);
 /// [`Store::get_lock`]: crate::Store::get_lock
 pub type Holder = Name;
 
-/// `name` as a `SmolStr`: inline up to [`Name::INLINE_BYTES`] bytes,
-/// shared beyond. Every name a caller hands the store (a key to look up
-/// or keep, a name to answer with) is made here. Each length has its own
-/// arm, so each copy has a width known at compile time; `SmolStr::new`
-/// first looks for a run of spaces it could keep as a static, then
-/// copies with a `memcpy` of variable length (ADR 0075).
-#[inline]
-pub(crate) fn smol(name: &str) -> SmolStr {
-    macro_rules! by_length {
-        ($($n:literal)*) => {
-            match name.len() {
-                $($n => SmolStr::new_inline(&name[..$n]),)*
-                _ => SmolStr::new(name),
-            }
-        };
+#[derive(Clone)]
+enum Repr {
+    Inline(Inline),
+    Shared(Arc<str>),
+}
+
+/// A name kept inline, laid out as [`Name::to_words`] lays it out: its
+/// length in the first byte, then its bytes, then zeros.
+///
+/// The one rule this type's `unsafe` rests on: **`bytes[..len]` is
+/// UTF-8**. Only [`Inline::of`] (a copy of a `&str`),
+/// [`Name::from_words`] (which checks) and `Name::default` (empty) make
+/// one.
+#[derive(Clone, Copy)]
+#[repr(C, align(8))]
+struct Inline {
+    len: Len,
+    bytes: [u8; Name::INLINE_BYTES],
+}
+
+macro_rules! lengths {
+    ($($len:ident = $n:literal)*) => {
+        /// An inline name's length, 0 to 23: an enum, so the values a
+        /// length never takes tell [`Repr`]'s variants apart and a
+        /// `Name` is 24 bytes.
+        #[derive(Clone, Copy)]
+        #[repr(u8)]
+        enum Len { $($len = $n,)* }
+
+        /// Each length's [`Len`], by length.
+        const LENS: [Len; Name::INLINE_BYTES + 1] = [$(Len::$len,)*];
+
+    };
+}
+
+lengths!(
+    L0 = 0 L1 = 1 L2 = 2 L3 = 3 L4 = 4 L5 = 5 L6 = 6 L7 = 7 L8 = 8 L9 = 9 L10 = 10 L11 = 11
+    L12 = 12 L13 = 13 L14 = 14 L15 = 15 L16 = 16 L17 = 17 L18 = 18 L19 = 19 L20 = 20 L21 = 21
+    L22 = 22 L23 = 23
+);
+
+/// Up to eight bytes as a little-endian word, zeros above: loads of the
+/// bytes themselves (overlapping where the length is not a power of two),
+/// so that a name is made in registers and stored a word at a time. (Made
+/// through a byte buffer, its bytes were stored at one width and loaded
+/// at another, which the processor cannot forward: ADR 0077.)
+#[inline(always)]
+fn word_of(b: &[u8]) -> u64 {
+    let n = b.len();
+    debug_assert!(n <= 8);
+    if n >= 4 {
+        let lo = u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+        let hi = u64::from(u32::from_le_bytes([b[n - 4], b[n - 3], b[n - 2], b[n - 1]]));
+        lo | hi << ((n - 4) * 8)
+    } else if n > 0 {
+        u64::from(b[0]) | u64::from(b[n / 2]) << (n / 2 * 8) | u64::from(b[n - 1]) << ((n - 1) * 8)
+    } else {
+        0
     }
-    by_length!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23)
+}
+
+impl Inline {
+    /// `name`, if it is short enough to be kept inline.
+    #[inline]
+    fn of(name: &str) -> Option<Inline> {
+        let words = Name::to_words(name)?;
+        Some(Inline::of_words(LENS[name.len()], words))
+    }
+
+    /// The inline name three words of [`Name::to_words`]'s layout keep,
+    /// whose length is `len`. Its bytes must be UTF-8 (the rule on
+    /// `Inline`): the caller has checked them, or made the words from a
+    /// `&str`.
+    #[inline(always)]
+    fn of_words(len: Len, words: [u64; 3]) -> Inline {
+        let [w0, w1, w2] = words.map(u64::to_le_bytes);
+        let mut bytes = [0; Name::INLINE_BYTES];
+        bytes[..7].copy_from_slice(&w0[1..]);
+        bytes[7..15].copy_from_slice(&w1);
+        bytes[15..].copy_from_slice(&w2);
+        Inline { len, bytes }
+    }
+
+    #[inline]
+    #[allow(unsafe_code)] // An inline name's bytes are UTF-8: ADR 0077.
+    fn as_str(&self) -> &str {
+        let bytes = &self.bytes[..self.len as usize];
+        debug_assert!(std::str::from_utf8(bytes).is_ok());
+        // SAFETY: `bytes[..len]` is UTF-8 (the rule on `Inline`): `of`
+        // copies it from a `&str`, `from_words` makes an `Inline` only of
+        // bytes it checked, `Name::default`'s is empty; the fields are
+        // private to this module, which writes them nowhere else.
+        unsafe { std::str::from_utf8_unchecked(bytes) }
+    }
 }
 
 impl Name {
     /// The longest name, in bytes, kept inline: 23.
     pub const INLINE_BYTES: usize = 23;
 
-    /// The name `name`.
+    /// The name `name`: inline up to [`Name::INLINE_BYTES`] bytes, shared
+    /// beyond.
+    #[inline]
     pub fn new(name: &str) -> Self {
-        Name(smol(name))
-    }
-
-    /// The name kept as the record keeps it: no copy of its bytes.
-    pub(crate) fn of(name: SmolStr) -> Self {
-        Name(name)
+        match Inline::of(name) {
+            Some(inline) => Name(Repr::Inline(inline)),
+            None => Name(Repr::Shared(Arc::from(name))),
+        }
     }
 
     /// The name.
+    #[inline]
     pub fn as_str(&self) -> &str {
-        &self.0
+        match &self.0 {
+            Repr::Inline(inline) => inline.as_str(),
+            Repr::Shared(name) => name,
+        }
+    }
+
+    /// Whether the name is kept in a shared allocation (longer than
+    /// [`INLINE_BYTES`](Self::INLINE_BYTES)).
+    pub fn is_shared(&self) -> bool {
+        matches!(self.0, Repr::Shared(_))
+    }
+
+    /// `name` as three words a record keeps beside its slot: its length
+    /// in the first byte, then its bytes, little-endian, zeros after.
+    /// `None` for a name longer than [`Name::INLINE_BYTES`].
+    pub(crate) fn to_words(name: &str) -> Option<[u64; 3]> {
+        let text = name.as_bytes();
+        let n = text.len();
+        if n > Name::INLINE_BYTES {
+            return None;
+        }
+        let (a, b) = (n.min(7), n.min(15));
+        Some([
+            n as u64 | word_of(&text[..a]) << 8,
+            word_of(&text[a..b]),
+            word_of(&text[b..]),
+        ])
+    }
+
+    /// The name three words keep ([`Name::to_words`]); `None` for words
+    /// that are no name's (a length past the inline width, bytes that are
+    /// not UTF-8), never a panic. A name of ASCII bytes (every byte below
+    /// `0x80`, checked a word at a time) is not checked again as UTF-8,
+    /// and the words become the name as they are: checking and copying
+    /// the bytes were a third of a lease read's cost (ADR 0077).
+    #[inline]
+    pub(crate) fn from_words(words: [u64; 3]) -> Option<Name> {
+        const HIGH_BITS: u64 = 0x8080_8080_8080_8080;
+        let len = *LENS.get((words[0] & 0xFF) as usize)?;
+        // The first word less its length byte, and the other two: every
+        // byte after the length, the name's and the zeros after it.
+        let ascii = ((words[0] >> 8) | words[1] | words[2]) & HIGH_BITS == 0;
+        let inline = Inline::of_words(len, words);
+        if !ascii {
+            // Made only of bytes that are UTF-8 (the rule on `Inline`).
+            std::str::from_utf8(&inline.bytes[..len as usize]).ok()?;
+        }
+        Some(Name(Repr::Inline(inline)))
+    }
+}
+
+impl Default for Name {
+    fn default() -> Self {
+        Name(Repr::Inline(Inline {
+            len: Len::L0,
+            bytes: [0; Name::INLINE_BYTES],
+        }))
+    }
+}
+
+impl PartialEq for Name {
+    fn eq(&self, other: &Name) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for Name {}
+
+/// As its string hashes, so a map keyed by names finds one by a `&str`.
+impl Hash for Name {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.as_str().hash(state)
+    }
+}
+
+impl PartialOrd for Name {
+    fn partial_cmp(&self, other: &Name) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Name {
+    fn cmp(&self, other: &Name) -> Ordering {
+        self.as_str().cmp(other.as_str())
     }
 }
 
@@ -84,7 +248,7 @@ impl Name {
 #[cfg(feature = "serde")]
 impl serde::Serialize for Name {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&self.0)
+        s.serialize_str(self.as_str())
     }
 }
 
@@ -100,19 +264,19 @@ impl Deref for Name {
     type Target = str;
 
     fn deref(&self) -> &str {
-        &self.0
+        self.as_str()
     }
 }
 
 impl AsRef<str> for Name {
     fn as_ref(&self) -> &str {
-        &self.0
+        self.as_str()
     }
 }
 
 impl Borrow<str> for Name {
     fn borrow(&self) -> &str {
-        &self.0
+        self.as_str()
     }
 }
 
@@ -124,7 +288,7 @@ impl fmt::Debug for Name {
 
 impl fmt::Display for Name {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(self.as_str())
     }
 }
 
@@ -136,19 +300,22 @@ impl From<&str> for Name {
 
 impl From<String> for Name {
     fn from(name: String) -> Self {
-        Name(SmolStr::from(name))
+        Name::new(&name)
     }
 }
 
 impl From<Name> for Arc<str> {
     fn from(h: Name) -> Self {
-        Arc::from(h.as_str())
+        match h.0 {
+            Repr::Inline(inline) => Arc::from(inline.as_str()),
+            Repr::Shared(name) => name,
+        }
     }
 }
 
 impl From<Name> for String {
     fn from(h: Name) -> Self {
-        h.0.into()
+        h.as_str().to_owned()
     }
 }
 
@@ -196,27 +363,79 @@ mod tests {
     }
 
     #[test]
-    fn every_length_makes_the_same_string_as_smol_str_does() {
+    fn every_length_up_to_the_inline_width_is_kept_inline() {
         for len in 0..=Name::INLINE_BYTES + 2 {
             for name in ["n".repeat(len), " ".repeat(len), "\n".repeat(len)] {
-                let made = smol(&name);
-                assert_eq!(made, SmolStr::new(&name), "{len} bytes");
+                let made = Name::new(&name);
+                assert_eq!(made.as_str(), name, "{len} bytes");
                 assert_eq!(made.len(), len);
-                // (`SmolStr` keeps long runs of spaces as static strings.)
-                if len <= Name::INLINE_BYTES || name.starts_with('n') {
-                    assert_eq!(made.is_heap_allocated(), len > Name::INLINE_BYTES);
-                }
+                assert_eq!(made.is_shared(), len > Name::INLINE_BYTES);
             }
         }
+        // The lengths a name never has tell inline from shared apart.
+        assert_eq!(std::mem::size_of::<Name>(), 24);
+        assert_eq!(std::mem::size_of::<Option<Name>>(), 24);
     }
 
     #[test]
-    fn short_names_are_inline_and_long_ones_shared() {
-        assert!(!Name::new(&"x".repeat(Name::INLINE_BYTES))
-            .0
-            .is_heap_allocated());
-        assert!(Name::new(&"x".repeat(Name::INLINE_BYTES + 1))
-            .0
-            .is_heap_allocated());
+    fn names_order_hash_and_compare_as_their_strings() {
+        let hasher = ahash::RandomState::new();
+        let names = ["", "a", "ab", "b", &"x".repeat(23), &"x".repeat(24), "é"];
+        for a in names {
+            for b in names {
+                let (na, nb) = (Name::new(a), Name::new(b));
+                assert_eq!(na.cmp(&nb), a.cmp(b), "{a:?} {b:?}");
+                assert_eq!(na == nb, a == b);
+            }
+            assert_eq!(hasher.hash_one(Name::new(a)), hasher.hash_one(a));
+        }
+    }
+
+    /// The checked reading `Name::from_words` must agree with for any
+    /// words: the length byte, then the bytes checked as UTF-8.
+    fn from_words_checked(words: [u64; 3]) -> Option<Name> {
+        let buf: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        let len = usize::from(buf[0]);
+        let bytes = buf.get(1..=len).filter(|_| len <= Name::INLINE_BYTES)?;
+        std::str::from_utf8(bytes).ok().map(Name::new)
+    }
+
+    #[test]
+    fn names_up_to_the_inline_width_round_trip_through_three_words() {
+        for len in 0..=Name::INLINE_BYTES {
+            for name in ["n".repeat(len), "é".repeat(len / 2), "\u{7f}".repeat(len)] {
+                let words = Name::to_words(&name).expect("inline");
+                assert_eq!(Name::from_words(words).as_deref(), Some(&*name));
+            }
+        }
+        assert_eq!(Name::to_words(&"x".repeat(Name::INLINE_BYTES + 1)), None);
+        // Words no name left: a length past the inline width, bytes not
+        // UTF-8 (inside the length or in the zeros after it).
+        assert_eq!(Name::from_words([24, 0, 0]), None);
+        assert_eq!(Name::from_words([0xFF, 0, 0]), None);
+        assert_eq!(Name::from_words([1 | 0xff00, 0, 0]), None);
+        assert_eq!(Name::from_words([1 | 0x6100, 0, 0]).as_deref(), Some("a"));
+        // A high bit past the length sends the read the checked way,
+        // which reads only the length's bytes.
+        let past = Name::from_words([1 | 0x6100, 0, 0x80 << 56]);
+        assert_eq!(past.as_deref(), Some("a"));
+    }
+
+    proptest::proptest! {
+        /// Whatever the words (a torn read's, a bug's), the read that skips
+        /// the UTF-8 check for ASCII answers as the checked one does.
+        #[test]
+        fn any_words_read_as_the_checked_reading_does(
+            len in 0u64..=26,
+            high in proptest::prelude::any::<bool>(),
+            a in proptest::prelude::any::<u64>(),
+            b in proptest::prelude::any::<u64>(),
+            c in proptest::prelude::any::<u64>(),
+        ) {
+            // Mostly ASCII (the fast way), sometimes any bytes.
+            let mask = if high { u64::MAX } else { 0x7F7F_7F7F_7F7F_7F7F };
+            let words = [(a & mask & !0xFF) | len, b & mask, c & mask];
+            proptest::prop_assert_eq!(Name::from_words(words), from_words_checked(words));
+        }
     }
 }

@@ -62,13 +62,13 @@ use super::{decide, owned_by, Collection, Store};
 use crate::base::error::{Error, Result, Scope};
 use crate::base::ids::TenantId;
 use crate::base::name::Holder;
+use crate::base::name::Name;
 use crate::base::sync::{lock_at, Arc, Rung};
 use crate::base::time::MonoTime;
 use crate::contract::config::{Limits, StoreConfig};
 use crate::contract::events::Cause;
 use crate::mem::quota::{Counter, Reservation};
 use crate::mem::record::Stamp;
-use smol_str::SmolStr;
 use std::cell::Cell;
 
 /// A kind of record that [`Store::create`] can make.
@@ -129,7 +129,7 @@ impl LeaseChild {
         }
     }
 
-    pub(super) fn of(self, c: &LeaseChildren) -> &Vec<SmolStr> {
+    pub(super) fn of(self, c: &LeaseChildren) -> &Vec<Name> {
         match self {
             LeaseChild::Listings => &c.listings,
             LeaseChild::Members => &c.members,
@@ -138,7 +138,7 @@ impl LeaseChild {
         }
     }
 
-    pub(super) fn of_mut(self, c: &mut LeaseChildren) -> &mut Vec<SmolStr> {
+    pub(super) fn of_mut(self, c: &mut LeaseChildren) -> &mut Vec<Name> {
         match self {
             LeaseChild::Listings => &mut c.listings,
             LeaseChild::Members => &mut c.members,
@@ -158,7 +158,7 @@ pub(super) enum Parent<'n> {
     Lease {
         seq: u64,
         kind: LeaseChild,
-        child: SmolStr,
+        child: Name,
     },
     /// In the attempts of the visible listing under `key` (a tenant and
     /// the caller's name), as `child`. Taking the slot finds the listing's

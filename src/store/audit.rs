@@ -10,8 +10,8 @@
 use super::tenant::Tenant;
 use super::{Collection, Store};
 use crate::base::ids::TenantId;
+use crate::base::name::Name;
 use crate::base::sync::{lock_at, Arc, Ordering, Rung};
-use smol_str::SmolStr;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// The first difference [`Store::audit`] found between the records and a
@@ -29,10 +29,10 @@ impl AuditError {
 
 /// A lease's children by kind: listings, members, locks, streams.
 type Children = (
-    BTreeSet<SmolStr>,
-    BTreeSet<SmolStr>,
-    BTreeSet<SmolStr>,
-    BTreeSet<SmolStr>,
+    BTreeSet<Name>,
+    BTreeSet<Name>,
+    BTreeSet<Name>,
+    BTreeSet<Name>,
 );
 type ChildIndex = BTreeMap<(TenantId, u64), Children>;
 
@@ -45,8 +45,8 @@ struct Counts {
     replay: u64,
     idempotency: u64,
     locks: u64,
-    listing_keys: BTreeSet<SmolStr>,
-    members: BTreeSet<SmolStr>,
+    listing_keys: BTreeSet<Name>,
+    members: BTreeSet<Name>,
 }
 
 impl Store {
@@ -133,7 +133,7 @@ impl Store {
             by_ptr.iter().map(|(id, t)| (Arc::as_ptr(t), *id)).collect();
         let tenant_of = |t: &Tenant| owners.get(&(t as *const Tenant)).copied();
         let mut lease_children: ChildIndex = BTreeMap::new();
-        let mut listing_children: BTreeMap<(TenantId, SmolStr), BTreeSet<u64>> = BTreeMap::new();
+        let mut listing_children: BTreeMap<(TenantId, Name), BTreeSet<u64>> = BTreeMap::new();
         let mut pending = 0u64;
         let mut problem: Option<String> = None;
         let mut fail = |p: String| {
@@ -148,7 +148,7 @@ impl Store {
             }
             let c = counts.entry(tenant).or_default();
             c.leases += 1;
-            let as_set = |v: &Vec<SmolStr>| v.iter().cloned().collect::<BTreeSet<_>>();
+            let as_set = |v: &Vec<Name>| v.iter().cloned().collect::<BTreeSet<_>>();
             let children = match &lease.children {
                 Some(c) => (
                     as_set(&c.listings),
@@ -216,10 +216,10 @@ impl Store {
                 .entry((tenant, seq))
                 .or_default()
                 .3
-                .insert(SmolStr::new(&*name));
+                .insert(Name::new(&name));
         }
-        let mut seen_attempts: BTreeMap<(TenantId, SmolStr), BTreeSet<u64>> = BTreeMap::new();
-        let mut origins: BTreeMap<(TenantId, SmolStr), u64> = BTreeMap::new();
+        let mut seen_attempts: BTreeMap<(TenantId, Name), BTreeSet<u64>> = BTreeMap::new();
+        let mut origins: BTreeMap<(TenantId, Name), u64> = BTreeMap::new();
         self.shared.listings.for_each(|k, l, _| {
             origins.insert(k.clone(), l.origin);
         });
@@ -337,6 +337,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use crate::base::ids::TenantId;
+    use crate::base::name::Name;
     use crate::base::time::ManualClock;
     use crate::contract::config::StoreConfig;
     use crate::store::Store;
@@ -375,7 +376,7 @@ mod tests {
         let t = s.tenant(TenantId(1)).unwrap();
         crate::base::sync::lock_at(crate::base::sync::Rung::TenantIndex, &t.tenant.index)
             .listings
-            .insert(smol_str::SmolStr::new("ghost"));
+            .insert(Name::new("ghost"));
         assert!(s.audit().unwrap_err().finding().contains("tenant index"));
         crate::base::sync::lock_at(crate::base::sync::Rung::TenantIndex, &t.tenant.index)
             .listings
@@ -383,7 +384,7 @@ mod tests {
         s.audit().unwrap();
         crate::base::sync::lock_at(crate::base::sync::Rung::TenantIndex, &t.tenant.index)
             .members
-            .insert(smol_str::SmolStr::new("ghost"));
+            .insert(Name::new("ghost"));
         assert!(s.audit().unwrap_err().finding().contains("tenant index"));
     }
 

@@ -16,7 +16,8 @@ use super::visible::Ancestry;
 use super::{Collection, IdKey, Store};
 use crate::base::error::{Error, Result};
 use crate::base::ids::{AttemptId, JoinToken, TenantId, TOKEN_SECRET_BYTES};
-use crate::base::name::smol;
+
+use crate::base::name::Name;
 use crate::base::sync::Arc;
 use crate::base::time::{duration_to_millis_ceil, MonoTime};
 use crate::contract::events::{Cause, RecordId};
@@ -26,7 +27,6 @@ use crate::contract::relay::JoinTicket;
 use crate::contract::relay::{AttemptInfo, AttemptState};
 use crate::mem::quota::Counter;
 use crate::mem::table::{Removed, SlabTable};
-use smol_str::SmolStr;
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -47,12 +47,12 @@ pub(crate) struct Attempt {
     pub(super) owner: Owner,
     /// The listing's name, inline up to 23 bytes like the listing's own
     /// key (ADR 0046): a join makes no allocation for it.
-    pub(super) listing: SmolStr,
+    pub(super) listing: Name,
     /// The publication of the listing this attempt joins.
     pub(super) origin: u64,
     /// Inline up to 23 bytes (no allocation of its own for the usual
     /// client id); longer names are shared out of line.
-    client: SmolStr,
+    client: Name,
     secret: [u8; TOKEN_SECRET_BYTES],
     pub(super) phase: Phase,
     pub(super) attached: bool,
@@ -130,7 +130,7 @@ impl Store {
             idempotency_key,
             params,
             now,
-            || self.begin_join_now(tenant, listing, smol(client), now, deadline),
+            || self.begin_join_now(tenant, listing, Name::new(client), now, deadline),
             |t| Outcome::Join(t.clone()),
             |o| match o {
                 Outcome::Join(t) => Some(t.clone()),
@@ -143,7 +143,7 @@ impl Store {
         &self,
         tenant: TenantId,
         listing: &str,
-        client: SmolStr,
+        client: Name,
         now: MonoTime,
         deadline: u64,
     ) -> Result<JoinTicket> {
@@ -156,7 +156,7 @@ impl Store {
         }
         // The attempt keeps a copy of the name (ADR 0041); its slot in the
         // listing is found by the caller's.
-        let kept = smol(listing);
+        let kept = Name::new(listing);
         self.shared.attempts.with_key(|seq| {
             let id = self.attempt_id(seq);
             let mut secret = [0; TOKEN_SECRET_BYTES];
@@ -201,7 +201,7 @@ impl Store {
         seq: IdKey,
         token: Option<&JoinToken>,
         now: MonoTime,
-    ) -> Result<SmolStr> {
+    ) -> Result<Name> {
         let owned = |v: &Attempt| v.owner.is_of(tenant);
         let seen = self.shared.attempts.read_owned(&seq, now, owned, |v, _| {
             let genuine = token.is_none_or(|t| t.matches(&v.secret));
@@ -232,7 +232,7 @@ impl Store {
         id: AttemptId,
         token: &JoinToken,
         now: MonoTime,
-    ) -> Result<(IdKey, SmolStr)> {
+    ) -> Result<(IdKey, Name)> {
         let seq = self.attempt_seq(id)?;
         self.authorize(now)?;
         if token.attempt() != id {

@@ -20,7 +20,6 @@ use crate::contract::relay::ListingInfo;
 use crate::contract::relay::Page;
 use crate::mem::record::Stamp;
 use crate::mem::table::{Removed, Table};
-use smol_str::SmolStr;
 use std::ops::Bound;
 use std::time::Duration;
 
@@ -154,7 +153,7 @@ impl Store {
         &self,
         tenant: TenantId,
         lease: u64,
-        key: SmolStr,
+        key: Name,
         attrs: Attrs,
         now: MonoTime,
         then: &mut dyn FnMut() -> Result<()>,
@@ -192,7 +191,7 @@ impl Store {
             then,
         )?;
         Ok(ListingInfo {
-            key: Name::of(key),
+            key,
             lease: self.lease_id(lease),
             attrs,
             version: stamp.version,
@@ -205,7 +204,7 @@ impl Store {
         let (mut view, left) = self.visible_listing(key, now, |v, stamp| ListingView {
             origin: v.origin,
             info: ListingInfo {
-                key: Name::of(key.1.clone()),
+                key: key.1.clone(),
                 lease: self.lease_id(v.lease),
                 attrs: v.attrs.clone(),
                 version: stamp.version,
@@ -423,7 +422,7 @@ impl Store {
         tenant: TenantId,
         cursor: Option<&Cursor>,
         limit: usize,
-        index: fn(&TenantIndex) -> &std::collections::BTreeSet<SmolStr>,
+        index: fn(&TenantIndex) -> &std::collections::BTreeSet<Name>,
         view: impl Fn(&Self, &NameKey, MonoTime) -> Option<T>,
     ) -> Result<Page<T>> {
         self.shared.config.check_page_limit(limit)?;
@@ -433,7 +432,7 @@ impl Store {
                 next: None,
             });
         };
-        let keys: Vec<SmolStr> = {
+        let keys: Vec<Name> = {
             let guard = lock_at(Rung::TenantIndex, &t.tenant.index);
             let start = match cursor {
                 Some(Cursor(after)) => Bound::Excluded(&**after),

@@ -15,6 +15,7 @@ use super::{owned_by, Collection, NameKey, NameLookup, Renewal, Store};
 use crate::base::error::{Error, Result};
 use crate::base::ids::{LeaseId, TenantId};
 use crate::base::name::Holder;
+use crate::base::name::Name;
 use crate::base::sync::Ordering;
 use crate::base::time::MonoTime;
 use crate::contract::events::Cause;
@@ -22,7 +23,6 @@ use crate::contract::names::RESERVED_PREFIX;
 use crate::contract::relay::LockInfo;
 use crate::mem::record::{Head, Record, Stamp};
 use crate::mem::table::{Removed, Table};
-use smol_str::SmolStr;
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
@@ -119,7 +119,7 @@ impl Child for Lock {
 pub struct LockGuard {
     store: Store,
     tenant: TenantId,
-    name: SmolStr,
+    name: Name,
     fence: u64,
     deadline_ms: AtomicU64,
 }

@@ -76,7 +76,8 @@ use crate::contract::usage::Usage;
 use crate::base::attrs::Attrs;
 use crate::base::error::{Error, Result, Scope};
 use crate::base::ids::{AttemptId, LeaseId, TenantId};
-use crate::base::name::smol;
+
+use crate::base::name::Name;
 use crate::base::secrets::random_bytes;
 use crate::base::sync::{Arc, AtomicBool, AtomicU64, Ordering, Snapshot};
 use crate::base::time::{Clock, MonoTime};
@@ -105,7 +106,6 @@ use listing::Listing;
 use lock::Lock;
 use name_key::{NameKey, NameLookup};
 use presence::Presence;
-use smol_str::SmolStr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tenant::{Epoch, Revocations};
 
@@ -572,9 +572,9 @@ impl Store {
 
     /// A caller-supplied name as a named record's key holds it (inline up
     /// to 23 bytes, ADR 0046), under the rules of [`name`](Self::name).
-    fn key_name(&self, name: &str) -> Result<SmolStr> {
+    fn key_name(&self, name: &str) -> Result<Name> {
         self.check_name(name)?;
-        Ok(smol(name))
+        Ok(Name::new(name))
     }
 
     /// The rules of [`name`](Self::name), without copying the name.

@@ -17,15 +17,15 @@
 //! and the removals.
 
 use crate::base::ids::TenantId;
-use crate::base::name::smol;
-use smol_str::SmolStr;
+
+use crate::base::name::Name;
 use std::borrow::Borrow;
 use std::hash::{Hash, Hasher};
 
 /// A named record's key: its tenant and its name, inline up to
-/// [`SmolStr`]'s 23 bytes (ADR 0046), so a lookup compares the name
+/// [`Name`]'s 23 bytes (ADR 0046), so a lookup compares the name
 /// without a second cache line to fetch.
-pub(crate) type NameKey = (TenantId, SmolStr);
+pub(crate) type NameKey = (TenantId, Name);
 
 /// A tenant and a name, owned ([`NameKey`]) or borrowed.
 pub(crate) trait NameLookup {
@@ -79,7 +79,7 @@ impl ToOwned for dyn NameLookup + '_ {
     type Owned = NameKey;
 
     fn to_owned(&self) -> NameKey {
-        (self.tenant(), smol(self.name()))
+        (self.tenant(), Name::new(self.name()))
     }
 }
 
@@ -90,7 +90,7 @@ mod tests {
     #[test]
     fn a_borrowed_name_hashes_and_compares_as_its_owned_key() {
         let hasher = ahash::RandomState::new();
-        let owned: NameKey = (TenantId(7), SmolStr::new("lobby"));
+        let owned: NameKey = (TenantId(7), Name::new("lobby"));
         let borrowed: &dyn NameLookup = &(TenantId(7), "lobby");
         let as_name: &dyn NameLookup = owned.borrow();
         assert_eq!(hasher.hash_one(&owned), hasher.hash_one(borrowed));
@@ -114,7 +114,7 @@ mod tests {
         ] {
             let borrowed: &dyn NameLookup = &(TenantId(1), name);
             let owned = borrowed.to_owned();
-            assert_eq!(!owned.1.is_heap_allocated(), inline, "{} bytes", name.len());
+            assert_eq!(!owned.1.is_shared(), inline, "{} bytes", name.len());
             assert_eq!(hasher.hash_one(&owned), hasher.hash_one(borrowed));
             assert!(Borrow::<dyn NameLookup>::borrow(&owned) == borrowed);
         }

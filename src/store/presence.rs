@@ -10,7 +10,7 @@ use super::{owned_by, Collection, NameKey, NameLookup, Renewal, Store};
 use crate::base::attrs::Attrs;
 use crate::base::error::{Error, Result};
 use crate::base::ids::{LeaseId, TenantId};
-use crate::base::name::{smol, Name};
+use crate::base::name::Name;
 use crate::base::time::MonoTime;
 use crate::contract::events::Cause;
 use crate::contract::relay::Cursor;
@@ -96,7 +96,7 @@ impl Store {
         let name: &dyn NameLookup = &(tenant, member);
         // The owned key, built only if the record is not simply refreshed.
         let mut owned: Option<NameKey> = None;
-        let own = || (tenant, smol(member));
+        let own = || (tenant, Name::new(member));
         // Refresh an existing record, else create one. A create that loses
         // a race with a concurrent create goes round once more.
         for _ in 0..2 {
@@ -219,7 +219,7 @@ impl Store {
     fn presence_info(&self, key: &NameKey, now: MonoTime) -> Result<PresenceInfo> {
         let seen = self.shared.presence.read(key, now, |v, stamp| {
             (v.attached && v.owner.valid()).then(|| PresenceInfo {
-                member: Name::of(key.1.clone()),
+                member: key.1.clone(),
                 attrs: v.attrs.clone(),
                 lease: v.lease.map(|seq| self.lease_id(seq)),
                 version: stamp.version,

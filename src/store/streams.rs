@@ -6,7 +6,8 @@ use super::idempotency::{payload_digest, IdemParams, Outcome};
 use super::Store;
 use crate::base::error::{Error, Result};
 use crate::base::ids::TenantId;
-use crate::base::name::smol;
+use crate::base::name::Name;
+
 use crate::base::sync::Arc;
 use crate::base::time::MonoTime;
 use crate::contract::events::Cause;
@@ -84,7 +85,7 @@ impl Store {
         let parent = Parent::Lease {
             seq,
             kind: LeaseChild::Streams,
-            child: smol(&name),
+            child: Name::new(&name),
         };
         parent.reserve(self, tenant, now)?;
         let key = TenantName(tenant, Arc::clone(&name));

@@ -34,6 +34,7 @@ use crate::base::error::{Error, Result, Scope};
 use crate::base::faults::{self, StoreFault};
 use crate::base::ids::TenantId;
 use crate::base::name::Holder;
+use crate::base::name::Name;
 use crate::base::sync::{lock_at, Arc, AtomicBool, AtomicU64, Mutex, Ordering, Rung};
 use crate::base::time::MonoTime;
 use crate::base::words::LimitSnapshot;
@@ -42,7 +43,6 @@ use crate::contract::events::Cause;
 use crate::mem::quota::Counter;
 use crate::mem::shard::Upsert;
 use crossbeam_utils::CachePadded;
-use smol_str::SmolStr;
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Weak;
@@ -201,8 +201,8 @@ impl Tenant {
 /// tenant's.
 #[derive(Default)]
 pub(crate) struct TenantIndex {
-    pub(super) listings: BTreeSet<SmolStr>,
-    pub(super) members: BTreeSet<SmolStr>,
+    pub(super) listings: BTreeSet<Name>,
+    pub(super) members: BTreeSet<Name>,
 }
 
 /// One epoch of a tenant: what the registry holds for it, and what every
@@ -634,7 +634,7 @@ impl Store {
     }
 
     /// The members of a tenant's presence index now.
-    pub(super) fn members_of(&self, t: &Tenant) -> Vec<SmolStr> {
+    pub(super) fn members_of(&self, t: &Tenant) -> Vec<Name> {
         lock_at(Rung::TenantIndex, &t.index)
             .members
             .iter()
@@ -673,7 +673,7 @@ impl Store {
     pub(super) fn end_members(
         &self,
         tenant: TenantId,
-        members: &[SmolStr],
+        members: &[Name],
         approve: fn(&Owner) -> Result<()>,
         cause: Cause,
         now: MonoTime,

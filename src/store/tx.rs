@@ -51,7 +51,6 @@ use crate::contract::queue::{ClaimToken, Failed, JobInfo, JobOptions, JobState, 
 use crate::contract::relay::ListingInfo;
 use crate::contract::stream::{StreamEntry, StreamRead};
 use crate::coord::queue::Staged;
-use smol_str::SmolStr;
 
 pub use crate::contract::tx::TX_OPS_MAX;
 use crate::contract::tx::{check_stage, TxTarget as Target};
@@ -922,7 +921,7 @@ impl Store {
         let info = self.publish_now(
             *tenant,
             *lease,
-            SmolStr::new(&**key),
+            Name::new(key),
             attrs.clone(),
             now,
             &mut || self.publish_all(inner, now, rest, &mut inner_out),
@@ -967,14 +966,12 @@ impl Store {
                     key,
                     expected,
                     ..
-                } => {
-                    self.check_listing_at(&(*tenant, SmolStr::new(&**key)), Some(*expected), now)?
-                }
+                } => self.check_listing_at(&(*tenant, Name::new(key)), Some(*expected), now)?,
                 Op::Unpublish {
                     tenant,
                     key,
                     expected,
-                } => self.check_listing_at(&(*tenant, SmolStr::new(&**key)), *expected, now)?,
+                } => self.check_listing_at(&(*tenant, Name::new(key)), *expected, now)?,
                 Op::Append {
                     tenant,
                     stream,
@@ -1083,7 +1080,7 @@ impl Store {
                     expected,
                     attrs,
                 } => {
-                    let nkey = (*tenant, SmolStr::new(&**key));
+                    let nkey = (*tenant, Name::new(key));
                     let version =
                         applied(self.update_listing_at(&nkey, *expected, attrs.clone(), now))?;
                     done.listings.push((*tenant, Arc::clone(key), version));
@@ -1093,7 +1090,7 @@ impl Store {
                     key,
                     expected,
                 } => {
-                    let nkey = (*tenant, SmolStr::new(&**key));
+                    let nkey = (*tenant, Name::new(key));
                     applied(self.end_listing_at(&nkey, *expected, Cause::Released, now))?;
                 }
                 Op::Notify {

@@ -13,9 +13,9 @@ use super::lease::Lease;
 use super::Store;
 use crate::base::error::{Error, Result};
 use crate::base::ids::TenantId;
+use crate::base::name::Name;
 use crate::base::time::MonoTime;
 use crate::mem::record::Stamp;
-use smol_str::SmolStr;
 use std::time::Duration;
 
 /// What a record's visibility depends on besides its own liveness, read
@@ -27,7 +27,7 @@ pub(super) struct Ancestry {
     /// The lease it hangs from, if any.
     pub(super) lease: Option<u64>,
     /// The listing (key and publication) it hangs from, if any.
-    pub(super) listing: Option<(SmolStr, u64)>,
+    pub(super) listing: Option<(Name, u64)>,
 }
 
 impl Store {
