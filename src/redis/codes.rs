@@ -143,35 +143,4 @@ mod tests {
             }
         }
     }
-
-    /// The library names a collection's room by its letter (`rooms({{'m',
-    /// ..}})`, `room.m`): every letter it uses so is one of this table's.
-    #[test]
-    fn the_library_uses_only_these_letters_for_room() {
-        let library = &super::super::scripts::LIBRARY.code;
-        let mut seen = 0;
-        for (at, _) in library.match_indices("rooms({{'") {
-            let l = library.as_bytes()[at + "rooms({{'".len()];
-            assert!(
-                collection_of(l).is_some(),
-                "rooms() with letter {:?}",
-                l as char
-            );
-            seen += 1;
-        }
-        for (at, _) in library.match_indices("room.") {
-            let l = library.as_bytes()[at + "room.".len()];
-            if l.is_ascii_lowercase()
-                && !library.as_bytes()[at + "room.".len() + 1].is_ascii_alphanumeric()
-            {
-                assert!(collection_of(l).is_some(), "room.{}", l as char);
-                seen += 1;
-            }
-        }
-        assert!(
-            seen >= 8,
-            "the library's room letters were not found ({seen})"
-        );
-        assert!(library.contains(&event_letters_lua()));
-    }
 }

@@ -210,3 +210,40 @@ fn fnv1a(text: &str) -> u64 {
         (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::codes::{collection_of, event_letters_lua};
+    use super::*;
+
+    /// The library names a collection's room by its letter (`rooms({{'m',
+    /// ..}})`, `room.m`): every letter it uses so is one of this table's.
+    #[test]
+    fn the_library_uses_only_these_letters_for_room() {
+        let library = &LIBRARY.code;
+        let mut seen = 0;
+        for (at, _) in library.match_indices("rooms({{'") {
+            let l = library.as_bytes()[at + "rooms({{'".len()];
+            assert!(
+                collection_of(l).is_some(),
+                "rooms() with letter {:?}",
+                l as char
+            );
+            seen += 1;
+        }
+        for (at, _) in library.match_indices("room.") {
+            let l = library.as_bytes()[at + "room.".len()];
+            if l.is_ascii_lowercase()
+                && !library.as_bytes()[at + "room.".len() + 1].is_ascii_alphanumeric()
+            {
+                assert!(collection_of(l).is_some(), "room.{}", l as char);
+                seen += 1;
+            }
+        }
+        assert!(
+            seen >= 8,
+            "the library's room letters were not found ({seen})"
+        );
+        assert!(library.contains(&event_letters_lua()));
+    }
+}

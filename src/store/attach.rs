@@ -53,7 +53,6 @@
 //! visible from the moment it exists (a lock's fence is readable the
 //! moment the lock is held).
 
-use super::lease::{Lease, LeaseChildren};
 use super::name_key::NameLookup;
 use super::retire::Stored;
 use super::tenant::{Epoch, Owner, TenantIndex};
@@ -111,7 +110,7 @@ pub(super) enum LeaseChild {
 }
 
 impl LeaseChild {
-    fn collection(self) -> Collection {
+    pub(super) fn collection(self) -> Collection {
         match self {
             LeaseChild::Listings => Collection::Listings,
             LeaseChild::Members => Collection::Presence,
@@ -120,30 +119,12 @@ impl LeaseChild {
         }
     }
 
-    fn cap(self, config: &StoreConfig) -> usize {
+    pub(super) fn cap(self, config: &StoreConfig) -> usize {
         match self {
             LeaseChild::Listings => config.listings_per_lease_max,
             LeaseChild::Members => config.presence_per_lease_max,
             LeaseChild::Locks => config.locks_per_lease_max,
             LeaseChild::Streams => config.streams_per_lease_max,
-        }
-    }
-
-    pub(super) fn of(self, c: &LeaseChildren) -> &Vec<Name> {
-        match self {
-            LeaseChild::Listings => &c.listings,
-            LeaseChild::Members => &c.members,
-            LeaseChild::Locks => &c.locks,
-            LeaseChild::Streams => &c.streams,
-        }
-    }
-
-    pub(super) fn of_mut(self, c: &mut LeaseChildren) -> &mut Vec<Name> {
-        match self {
-            LeaseChild::Listings => &mut c.listings,
-            LeaseChild::Members => &mut c.members,
-            LeaseChild::Locks => &mut c.locks,
-            LeaseChild::Streams => &mut c.streams,
         }
     }
 }
@@ -182,32 +163,7 @@ impl Parent<'_> {
         match self {
             Parent::None => Ok(()),
             Parent::Lease { seq, kind, child } => {
-                let cap = kind.cap(&store.shared.config);
-                let owned = |l: &Lease| l.owner.is_of(tenant);
-                let taken = store
-                    .shared
-                    .leases
-                    .update_owned(seq, now, owned, None, |lease, _| {
-                        if !lease.owner.valid() {
-                            return Err(Error::Revoked);
-                        }
-                        let children = kind.of_mut(lease.children_mut());
-                        if children.len() >= cap {
-                            let (cap, held) = (cap as u64, children.len() as u64);
-                            return Err(Error::capacity(
-                                Scope::Parent(kind.collection()),
-                                cap,
-                                held,
-                            ));
-                        }
-                        children.push(child.clone());
-                        Ok(((), None))
-                    });
-                match taken {
-                    Ok(_) => Ok(()),
-                    Err(Error::NotFound) => Err(store.gone(tenant, *seq, now)),
-                    Err(e) => Err(e),
-                }
+                store.take_lease_slot(tenant, *seq, *kind, child, now)
             }
             Parent::Listing { key, origin, child } => {
                 store.inside_gate();
@@ -255,12 +211,7 @@ impl Parent<'_> {
     pub(super) fn confirm(&self, store: &Store) -> Result<()> {
         let held = match self {
             Parent::None => Some(true),
-            Parent::Lease { seq, kind, child } => store.shared.leases.modify(seq, |l| {
-                l.owner.valid()
-                    && l.children
-                        .as_deref()
-                        .is_some_and(|c| kind.of(c).iter().rev().any(|s| s == child))
-            }),
+            Parent::Lease { seq, kind, child } => store.holds_lease_slot(*seq, *kind, child),
             Parent::Listing { key, origin, child } => {
                 store.shared.listings.modify(key as &dyn NameLookup, |l| {
                     l.origin == origin.get()
@@ -280,9 +231,7 @@ impl Parent<'_> {
     pub(super) fn release(&self, store: &Store) {
         match self {
             Parent::None => {}
-            Parent::Lease { seq, kind, child } => {
-                store.shared.leases.modify(seq, |l| l.detach(*kind, child));
-            }
+            Parent::Lease { seq, kind, child } => store.detach_from_lease(*seq, *kind, child),
             Parent::Listing { key, origin, child } => {
                 store.shared.listings.modify(key as &dyn NameLookup, |l| {
                     if l.origin == origin.get() {

@@ -7,10 +7,24 @@
 //! decision for its broken twin ([`crate::base::faults`]); in every other build
 //! `faults::active` is a constant `false` and the twin folds away.
 
-use super::join::Phase;
 use crate::base::error::{Error, Result};
 use crate::base::faults::{active, StoreFault};
 use std::net::SocketAddr;
+
+/// Where a join attempt is: waiting for its bind, bound to the endpoint
+/// its client was observed at, or consumed (then kept as a replay record).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Phase {
+    Pending,
+    Bound(SocketAddr),
+    Consumed(SocketAddr),
+}
+
+impl Phase {
+    pub(super) fn is_consumed(self) -> bool {
+        matches!(self, Phase::Consumed(_))
+    }
+}
 
 /// What a bind of `observed` does to an attempt in `phase` at `version`:
 /// `Ok(Some(next))` moves it (Pending -> Bound), `Ok(None)` repeats the

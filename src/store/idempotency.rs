@@ -7,6 +7,7 @@
 //! while the first is still running, the retryable `InFlight`. A failed
 //! operation releases its claim (also on panic), so a retry runs it again.
 
+use super::retire::Stored;
 use super::tenant::Owner;
 use super::{owned_by, Collection, NameKey, Store};
 use crate::base::error::{Error, Result};
@@ -14,10 +15,15 @@ use crate::base::ids::{JoinToken, TenantId};
 use crate::base::sync::Arc;
 use crate::base::time::MonoTime;
 use crate::contract::events::Cause;
+use crate::contract::events::RecordId;
 use crate::contract::relay::LeaseGrant;
 use crate::contract::relay::ListingInfo;
 use crate::contract::relay::{Admission, JoinTicket};
 use crate::mem::quota::Reservation;
+use crate::mem::record::Record;
+use crate::mem::shard::ShardMap;
+use crate::mem::table::Removed;
+use crate::mem::table::Table;
 
 /// The parameters a stored outcome was produced from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -107,6 +113,25 @@ impl Drop for Claim<'_> {
         if let Ok(r) = removed {
             self.store.retire_idem(r, Cause::Released);
         }
+    }
+}
+
+impl Stored for Idem {
+    type Key = NameKey;
+    type Storage = ShardMap<NameKey, Record<Self>>;
+
+    fn table(store: &Store) -> &Table<NameKey, Idem> {
+        &store.shared.idempotency
+    }
+
+    fn retire(
+        store: &Store,
+        removed: Removed<NameKey, Self>,
+        cause: Cause,
+        _now: MonoTime,
+    ) -> usize {
+        store.retire_idem(removed, cause);
+        0
     }
 }
 
@@ -209,5 +234,22 @@ impl Store {
             claim.armed = false;
         }
         Ok(result)
+    }
+}
+
+impl Store {
+    pub(super) fn retire_idem(&self, r: Removed<NameKey, Idem>, cause: Cause) {
+        r.value
+            .owner
+            .tenant()
+            .quota(Collection::Idempotency)
+            .release(1);
+        self.emit_with(
+            Collection::Idempotency,
+            r.key.0,
+            || RecordId::Key(Arc::from(r.key.1)),
+            cause,
+        );
+        self.release_owner(&r.value.owner);
     }
 }

@@ -8,9 +8,10 @@
 //! fail for lack of room.
 
 use super::attach::{Child, Parent};
-use super::decide;
+use super::decide::{self, Phase};
 use super::idempotency::{IdemParams, Outcome};
 use super::retire::Stored;
+use super::retire::Why;
 use super::tenant::Owner;
 use super::visible::Ancestry;
 use super::{Collection, IdKey, Store};
@@ -29,19 +30,6 @@ use crate::mem::quota::Counter;
 use crate::mem::table::{Removed, SlabTable};
 use std::net::SocketAddr;
 use std::time::Duration;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Phase {
-    Pending,
-    Bound(SocketAddr),
-    Consumed(SocketAddr),
-}
-
-impl Phase {
-    pub(super) fn is_consumed(self) -> bool {
-        matches!(self, Phase::Consumed(_))
-    }
-}
 
 pub(crate) struct Attempt {
     pub(super) owner: Owner,
@@ -416,5 +404,44 @@ impl Store {
         )?;
         self.retire_attempt(removed, Cause::Released, true);
         Ok(())
+    }
+}
+
+impl Store {
+    pub(super) fn retire_attempt(
+        &self,
+        r: Removed<IdKey, Attempt>,
+        why: impl Into<Why>,
+        detach: bool,
+    ) {
+        let why = why.into();
+        let seq = r.key;
+        let attempt = r.value;
+        let tenant = attempt.owner.id();
+        let consumed = attempt.phase.is_consumed();
+        if detach && !consumed {
+            self.detach_attempt(tenant, &attempt.listing, attempt.origin, seq);
+        }
+        if attempt.attached {
+            let owner = attempt.owner.tenant();
+            owner.quota(Collection::Replay).release(1);
+            if !consumed {
+                owner.quota(Collection::Attempts).release(1);
+                self.shared.pending.release(1);
+            }
+            let collection = if consumed {
+                Collection::Replay
+            } else {
+                Collection::Attempts
+            };
+            self.announce(
+                collection,
+                tenant,
+                || RecordId::Attempt(self.attempt_id(seq)),
+                &why,
+                || None,
+            );
+            self.release_owner(&attempt.owner);
+        }
     }
 }

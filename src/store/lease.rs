@@ -3,12 +3,14 @@
 use super::attach::{Child, LeaseChild, Parent};
 use super::decide;
 use super::idempotency::{IdemParams, Outcome};
+use super::owned_by;
 use super::retire::Stored;
+use super::retire::Why;
 use super::tenant::Owner;
 use super::tenant::Revocations;
 use super::visible::Ancestry;
 use super::{Collection, IdKey, Renewal, Store};
-use crate::base::error::{Error, Result};
+use crate::base::error::{Error, Result, Scope};
 use crate::base::ids::{LeaseId, TenantId};
 use crate::base::name::Holder;
 use crate::base::name::Name;
@@ -16,6 +18,7 @@ use crate::base::sync::Arc;
 use crate::base::sync::{AtomicU64, Ordering};
 use crate::base::time::MonoTime;
 use crate::contract::events::Cause;
+use crate::contract::events::{RecordId, Root};
 use crate::contract::relay::EndpointSeen;
 use crate::contract::relay::LeaseGrant;
 use crate::contract::relay::LeaseInfo;
@@ -56,6 +59,27 @@ pub(crate) struct LeaseChildren {
     endpoints: Vec<(SocketAddr, MonoTime)>,
 }
 
+impl LeaseChildren {
+    /// The index of children of `kind`.
+    fn of(&self, kind: LeaseChild) -> &Vec<Name> {
+        match kind {
+            LeaseChild::Listings => &self.listings,
+            LeaseChild::Members => &self.members,
+            LeaseChild::Locks => &self.locks,
+            LeaseChild::Streams => &self.streams,
+        }
+    }
+
+    fn of_mut(&mut self, kind: LeaseChild) -> &mut Vec<Name> {
+        match kind {
+            LeaseChild::Listings => &mut self.listings,
+            LeaseChild::Members => &mut self.members,
+            LeaseChild::Locks => &mut self.locks,
+            LeaseChild::Streams => &mut self.streams,
+        }
+    }
+}
+
 impl Lease {
     pub(super) fn children_mut(&mut self) -> &mut LeaseChildren {
         self.children.get_or_insert_with(Default::default)
@@ -66,7 +90,7 @@ impl Lease {
     /// entry, which is its own to give back or confirm.
     pub(super) fn detach(&mut self, kind: LeaseChild, child: &str) {
         if let Some(children) = self.children.as_mut() {
-            let index = kind.of_mut(children);
+            let index = children.of_mut(kind);
             // From the end: a creation taking its slot back finds it there.
             if let Some(i) = index.iter().rposition(|c| &**c == child) {
                 index.swap_remove(i);
@@ -607,6 +631,202 @@ impl Store {
         self.shared
             .leases
             .read_words(&seq, now, |v| v.owner.is_of(tenant), read)
+    }
+}
+
+impl Store {
+    /// Takes a slot for `child` in tenant `tenant`'s lease `seq`'s index
+    /// of `kind` ([`Parent::reserve`](super::attach::Parent::reserve)):
+    /// refused if the lease is not visible or the index is at its cap.
+    pub(super) fn take_lease_slot(
+        &self,
+        tenant: TenantId,
+        seq: u64,
+        kind: LeaseChild,
+        child: &Name,
+        now: MonoTime,
+    ) -> Result<()> {
+        let cap = kind.cap(&self.shared.config);
+        let owned = |l: &Lease| l.owner.is_of(tenant);
+        let taken = self
+            .shared
+            .leases
+            .update_owned(&seq, now, owned, None, |lease, _| {
+                if !lease.owner.valid() {
+                    return Err(Error::Revoked);
+                }
+                let children = lease.children_mut().of_mut(kind);
+                if children.len() >= cap {
+                    let (cap, held) = (cap as u64, children.len() as u64);
+                    return Err(Error::capacity(Scope::Parent(kind.collection()), cap, held));
+                }
+                children.push(child.clone());
+                Ok(((), None))
+            });
+        match taken {
+            Ok(_) => Ok(()),
+            Err(Error::NotFound) => Err(self.gone(tenant, seq, now)),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Whether lease `seq` is still there, valid, and holds a slot for
+    /// `child` in its index of `kind` (searched from the end, where a
+    /// creation's slot was pushed); `None` if the lease is gone.
+    pub(super) fn holds_lease_slot(
+        &self,
+        seq: u64,
+        kind: LeaseChild,
+        child: &Name,
+    ) -> Option<bool> {
+        self.shared.leases.modify(&seq, |l| {
+            l.owner.valid()
+                && l.children
+                    .as_deref()
+                    .is_some_and(|c| c.of(kind).iter().rev().any(|s| s == child))
+        })
+    }
+
+    pub(super) fn retire_lease(
+        &self,
+        r: Removed<IdKey, Lease>,
+        cause: Cause,
+        now: MonoTime,
+    ) -> usize {
+        let seq = r.key;
+        let lease = r.value;
+        let tenant = lease.owner.id();
+        lease.owner.tenant().quota(Collection::Leases).release(1);
+        // Counted against its holder iff the tenant counts leases so: it
+        // decided that when it registered, before this lease was made.
+        if lease.owner.tenant().counts_per_holder(Collection::Leases) {
+            lease
+                .owner
+                .tenant()
+                .release_holder(&lease.holder, Collection::Leases);
+        }
+        let why = Why::from(cause);
+        self.announce(
+            Collection::Leases,
+            tenant,
+            || RecordId::Lease(self.lease_id(seq)),
+            &why,
+            || Some(lease.holder.clone()),
+        );
+        let root = self.shared.events.subscribed().then(|| Root {
+            collection: Collection::Leases,
+            id: RecordId::Lease(self.lease_id(seq)),
+            cause,
+        });
+        let children_why = why.for_children(|| root);
+        let mut n = 0;
+        let children = lease.children.map(|c| *c).unwrap_or_default();
+        for key in children.listings {
+            let removed = self.shared.listings.remove_with(
+                &(tenant, key),
+                |v, _, _| owned_by(v.lease == seq),
+                now,
+            );
+            if let Ok(child) = removed {
+                n += 1 + self.retire_listing(child, children_why.clone(), now, false);
+            }
+        }
+        for member in children.members {
+            let removed = self.shared.presence.remove_with(
+                &(tenant, member),
+                |v, _, _| owned_by(v.lease == Some(seq)),
+                now,
+            );
+            if let Ok(child) = removed {
+                n += 1;
+                self.retire_presence(child, children_why.clone(), false);
+            }
+        }
+        for name in children.locks {
+            let removed = self.shared.locks.remove_with(
+                &(tenant, name),
+                |v, _, _| owned_by(v.lease == Some(seq)),
+                now,
+            );
+            if let Ok(child) = removed {
+                n += 1;
+                self.retire_lock(child, children_why.clone(), false);
+            }
+        }
+        for name in children.streams {
+            // One still being created was never visible: its creation
+            // finds it gone and answers for it.
+            let removed = self.shared.streams.remove_child((tenant, &name), seq);
+            // (A stream is not a record: it is not counted in `n`.)
+            if let Some(stream) = removed.filter(|s| s.visible()) {
+                self.retire_stream(
+                    tenant,
+                    Arc::from(name),
+                    &stream,
+                    children_why.clone(),
+                    false,
+                );
+            }
+        }
+        self.release_owner(&lease.owner);
+        n
+    }
+
+    pub(super) fn detach_from_lease(&self, seq: u64, kind: LeaseChild, child: &str) {
+        self.shared.leases.modify(&seq, |l| l.detach(kind, child));
+    }
+}
+
+impl Store {
+    /// A visible lease's time left at `now` (what its children live for),
+    /// or why it is not visible.
+    pub(super) fn lease_remaining(
+        &self,
+        tenant: TenantId,
+        seq: u64,
+        now: MonoTime,
+    ) -> Result<Duration> {
+        if let Some(left) = self.peek_lease_remaining(tenant, seq, now) {
+            return Ok(left);
+        }
+        let revocations = self.shared.revocations.now();
+        let seen = self.read_lease_words(tenant, seq, now, |v, words, stamp| {
+            words.mark_valid(v, revocations);
+            v.owner.valid().then(|| stamp.remaining(now))
+        });
+        match seen {
+            Ok(Some(left)) => Ok(left),
+            Ok(None) => Err(Error::Revoked),
+            Err(Error::NotFound) => Err(self.gone(tenant, seq, now)),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Reads tenant `tenant`'s lease `seq`; `NotFound` if it is another
+    /// tenant's.
+    pub(super) fn read_lease<R>(
+        &self,
+        tenant: TenantId,
+        seq: u64,
+        now: MonoTime,
+        read: impl FnOnce(&Lease, Stamp) -> R,
+    ) -> Result<R> {
+        self.shared
+            .leases
+            .read_owned(&seq, now, |v| v.owner.is_of(tenant), read)
+    }
+
+    /// What a missing lease is: revoked while its tombstone lives, else
+    /// not found.
+    pub(super) fn gone(&self, tenant: TenantId, seq: u64, now: MonoTime) -> Error {
+        match self
+            .shared
+            .tombstones
+            .read(&seq, now, |owner, _| *owner == tenant)
+        {
+            Ok(true) => Error::Revoked,
+            _ => Error::NotFound,
+        }
     }
 }
 

@@ -2,7 +2,9 @@
 
 use super::attach::{Child, LeaseChild, Parent};
 use super::idempotency::{IdemParams, Outcome};
+use super::owned_by;
 use super::retire::Stored;
+use super::retire::Why;
 use super::tenant::{Owner, TenantIndex};
 use super::visible::Ancestry;
 use super::{Collection, NameKey, NameLookup, Store};
@@ -15,6 +17,7 @@ use crate::base::sync::{lock_at, Arc, Rung};
 use crate::base::time::MonoTime;
 use crate::base::time::DEADLINE_MAX_MS;
 use crate::contract::events::Cause;
+use crate::contract::events::{RecordId, Root};
 use crate::contract::relay::Cursor;
 use crate::contract::relay::ListingInfo;
 use crate::contract::relay::Page;
@@ -453,5 +456,77 @@ impl Store {
             .filter_map(|key| view(self, &(tenant, key), now))
             .collect();
         Ok(Page { items, next })
+    }
+}
+
+impl Store {
+    pub(super) fn retire_listing(
+        &self,
+        r: Removed<NameKey, Listing>,
+        why: impl Into<Why>,
+        now: MonoTime,
+        detach: bool,
+    ) -> usize {
+        let why = why.into();
+        self.inside_gate();
+        let (tenant, key) = r.key;
+        let listing = r.value;
+        if listing.attached {
+            listing
+                .owner
+                .tenant()
+                .quota(Collection::Listings)
+                .release(1);
+            if let Some(holder) = &listing.holder {
+                listing
+                    .owner
+                    .tenant()
+                    .release_holder(holder, Collection::Listings);
+            }
+            lock_at(Rung::TenantIndex, &listing.owner.tenant().index)
+                .listings
+                .remove(&key);
+            let id = || RecordId::Listing(Arc::from(key.clone()));
+            self.announce(Collection::Listings, tenant, id, &why, || None);
+        }
+        if detach {
+            self.detach_from_lease(listing.lease, LeaseChild::Listings, &key);
+        }
+        let children_why = why.for_children(|| {
+            self.shared.events.subscribed().then(|| Root {
+                collection: Collection::Listings,
+                id: RecordId::Listing(Arc::from(key.clone())),
+                cause: why.cause(),
+            })
+        });
+        let mut n = 0;
+        for seq in &listing.attempts {
+            let origin = listing.origin;
+            let removed = self.shared.attempts.remove_with(
+                seq,
+                |v, _, _| owned_by(v.origin == origin && !v.phase.is_consumed()),
+                now,
+            );
+            if let Ok(child) = removed {
+                n += 1;
+                self.retire_attempt(child, children_why.clone(), false);
+            }
+        }
+        // The hold goes last: the tenant must outlive its record's children.
+        if listing.attached {
+            self.release_owner(&listing.owner);
+        }
+        n
+    }
+
+    /// Takes attempt `seq` out of the pending attempts of the listing
+    /// published as `origin`.
+    pub(super) fn detach_attempt(&self, tenant: TenantId, listing: &str, origin: u64, seq: u64) {
+        let key: &dyn NameLookup = &(tenant, listing);
+        self.shared.listings.modify(key, |l| {
+            if l.origin == origin {
+                l.attempts.retain(|s| *s != seq);
+            }
+        });
     }
 }

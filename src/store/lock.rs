@@ -9,6 +9,7 @@
 use super::attach::{Child, LeaseChild, Parent};
 use super::decide;
 use super::retire::Stored;
+use super::retire::Why;
 use super::tenant::Owner;
 use super::visible::Ancestry;
 use super::{owned_by, Collection, NameKey, NameLookup, Renewal, Store};
@@ -16,9 +17,11 @@ use crate::base::error::{Error, Result};
 use crate::base::ids::{LeaseId, TenantId};
 use crate::base::name::Holder;
 use crate::base::name::Name;
+use crate::base::sync::Arc;
 use crate::base::sync::Ordering;
 use crate::base::time::MonoTime;
 use crate::contract::events::Cause;
+use crate::contract::events::RecordId;
 use crate::contract::names::RESERVED_PREFIX;
 use crate::contract::relay::LockInfo;
 use crate::mem::record::{Head, Record, Stamp};
@@ -365,6 +368,28 @@ impl Store {
             }
             Err(Error::NotFound) => Ok(()),
             Err(e) => Err(e),
+        }
+    }
+}
+
+impl Store {
+    pub(super) fn retire_lock(&self, r: Removed<NameKey, Lock>, why: impl Into<Why>, detach: bool) {
+        let why = why.into();
+        let (tenant, name) = r.key;
+        let held = r.value;
+        if let (true, Some(seq)) = (detach, held.lease) {
+            self.detach_from_lease(seq, LeaseChild::Locks, &name);
+        }
+        if held.attached {
+            held.owner.tenant().quota(Collection::Locks).release(1);
+            self.announce(
+                Collection::Locks,
+                tenant,
+                || RecordId::Key(Arc::from(name)),
+                &why,
+                || Some(held.holder.clone()),
+            );
+            self.release_owner(&held.owner);
         }
     }
 }

@@ -1,6 +1,9 @@
 //! Presence: a member's heartbeat record with a TTL.
 
 use super::attach::{Child, LeaseChild, Occupant, Parent};
+use super::retire::Why;
+use crate::base::sync::{lock_at, Arc, Rung};
+use crate::contract::events::RecordId;
 use crate::contract::relay::PresenceInfo;
 
 use super::retire::Stored;
@@ -267,5 +270,39 @@ impl Store {
         )?;
         self.retire_presence(removed, Cause::Released, true);
         Ok(())
+    }
+}
+
+impl Store {
+    pub(super) fn retire_presence(
+        &self,
+        r: Removed<NameKey, Presence>,
+        why: impl Into<Why>,
+        detach: bool,
+    ) {
+        let why = why.into();
+        let (tenant, member) = r.key;
+        let presence = r.value;
+        if let (true, Some(lease)) = (detach, presence.lease) {
+            self.detach_from_lease(lease, LeaseChild::Members, &member);
+        }
+        if presence.attached {
+            presence
+                .owner
+                .tenant()
+                .quota(Collection::Presence)
+                .release(1);
+            lock_at(Rung::TenantIndex, &presence.owner.tenant().index)
+                .members
+                .remove(&member);
+            self.announce(
+                Collection::Presence,
+                tenant,
+                || RecordId::Member(Arc::from(member)),
+                &why,
+                || None,
+            );
+            self.release_owner(&presence.owner);
+        }
     }
 }

@@ -3,10 +3,14 @@
 
 use super::attach::{LeaseChild, Parent};
 use super::idempotency::{payload_digest, IdemParams, Outcome};
+use super::retire::Why;
+use super::Collection;
 use super::Store;
 use crate::base::error::{Error, Result};
 use crate::base::ids::TenantId;
 use crate::base::name::Name;
+use crate::contract::events::RecordId;
+use crate::coord::stream::Stream;
 
 use crate::base::sync::Arc;
 use crate::base::time::MonoTime;
@@ -456,5 +460,39 @@ pub(super) fn blocking_read_until<T>(
             Err(RecvError::Timeout) => return Ok(got),
             Err(_) => return Err(Error::STOPPED),
         }
+    }
+}
+
+impl Store {
+    /// Takes one entry of `child` out of lease `seq`'s index of `kind`.
+    /// After a stream left the stream hub: its event, its lease's index
+    /// (when `detach`: the lease is not itself being removed), and a wake
+    /// for its followers, who then find it gone. Streams are not records:
+    /// they own no tenant units or holds.
+    pub(super) fn retire_stream(
+        &self,
+        tenant: TenantId,
+        name: Arc<str>,
+        stream: &Stream,
+        why: impl Into<Why>,
+        detach: bool,
+    ) {
+        let why = why.into();
+        self.inside_gate();
+        if let Some(seq) = stream.lease.filter(|_| detach) {
+            self.detach_from_lease(seq, LeaseChild::Streams, &name);
+        }
+        self.announce(
+            Collection::Streams,
+            tenant,
+            || RecordId::Stream(name),
+            &why,
+            || None,
+        );
+        // No follower listening is not a failure here.
+        let _ = self
+            .shared
+            .wakes
+            .notify(&(tenant, Arc::clone(&stream.wake)));
     }
 }

@@ -9,14 +9,11 @@
 //! precise answer for the record itself (`Expired`, `Revoked` for a lease
 //! while its tombstone lives, `ReplayRejected` for a consumed token).
 
-use super::lease::Lease;
 use super::Store;
-use crate::base::error::{Error, Result};
+use crate::base::error::Result;
 use crate::base::ids::TenantId;
 use crate::base::name::Name;
 use crate::base::time::MonoTime;
-use crate::mem::record::Stamp;
-use std::time::Duration;
 
 /// What a record's visibility depends on besides its own liveness, read
 /// from the record under its shard lock and checked after it is released
@@ -45,56 +42,5 @@ impl Store {
     /// Whether a lease is visible: `Ok`, or why not.
     pub(super) fn lease_status(&self, tenant: TenantId, seq: u64, now: MonoTime) -> Result<()> {
         self.lease_remaining(tenant, seq, now).map(drop)
-    }
-
-    /// A visible lease's time left at `now` (what its children live for),
-    /// or why it is not visible.
-    pub(super) fn lease_remaining(
-        &self,
-        tenant: TenantId,
-        seq: u64,
-        now: MonoTime,
-    ) -> Result<Duration> {
-        if let Some(left) = self.peek_lease_remaining(tenant, seq, now) {
-            return Ok(left);
-        }
-        let revocations = self.shared.revocations.now();
-        let seen = self.read_lease_words(tenant, seq, now, |v, words, stamp| {
-            words.mark_valid(v, revocations);
-            v.owner.valid().then(|| stamp.remaining(now))
-        });
-        match seen {
-            Ok(Some(left)) => Ok(left),
-            Ok(None) => Err(Error::Revoked),
-            Err(Error::NotFound) => Err(self.gone(tenant, seq, now)),
-            Err(e) => Err(e),
-        }
-    }
-
-    /// Reads tenant `tenant`'s lease `seq`; `NotFound` if it is another
-    /// tenant's.
-    pub(super) fn read_lease<R>(
-        &self,
-        tenant: TenantId,
-        seq: u64,
-        now: MonoTime,
-        read: impl FnOnce(&Lease, Stamp) -> R,
-    ) -> Result<R> {
-        self.shared
-            .leases
-            .read_owned(&seq, now, |v| v.owner.is_of(tenant), read)
-    }
-
-    /// What a missing lease is: revoked while its tombstone lives, else
-    /// not found.
-    pub(super) fn gone(&self, tenant: TenantId, seq: u64, now: MonoTime) -> Error {
-        match self
-            .shared
-            .tombstones
-            .read(&seq, now, |owner, _| *owner == tenant)
-        {
-            Ok(true) => Error::Revoked,
-            _ => Error::NotFound,
-        }
     }
 }
