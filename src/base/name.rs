@@ -54,7 +54,8 @@ enum Repr {
 /// length in the first byte, then its bytes, then zeros.
 ///
 /// The one rule this type's `unsafe` rests on: **`bytes[..len]` is
-/// UTF-8**. Only [`Inline::of`] (a copy of a `&str`),
+/// UTF-8**. And one that equality rests on: the bytes past `len` are
+/// zeros. Only [`Inline::of`] (a copy of a `&str`),
 /// [`Name::from_words`] (which checks) and `Name::default` (empty) make
 /// one.
 #[derive(Clone, Copy)]
@@ -196,8 +197,16 @@ impl Name {
     pub(crate) fn from_words(words: [u64; 3]) -> Option<Name> {
         const HIGH_BITS: u64 = 0x8080_8080_8080_8080;
         let len = *LENS.get((words[0] & 0xFF) as usize)?;
+        // Zeros past the name whatever the words held there (the rule on
+        // `Inline`), so names compare by their words.
+        let kept = len as usize + 1;
+        let words: [u64; 3] = std::array::from_fn(|i| match kept.saturating_sub(i * 8) {
+            0 => 0,
+            n if n >= 8 => words[i],
+            n => words[i] & ((1 << (n * 8)) - 1),
+        });
         // The first word less its length byte, and the other two: every
-        // byte after the length, the name's and the zeros after it.
+        // byte of the name.
         let ascii = ((words[0] >> 8) | words[1] | words[2]) & HIGH_BITS == 0;
         let inline = Inline::of_words(len, words);
         if !ascii {
@@ -218,8 +227,13 @@ impl Default for Name {
 }
 
 impl PartialEq for Name {
+    /// Two inline names compare by their length and bytes, zeros past
+    /// the length included (fixed widths: no call to `memcmp`).
     fn eq(&self, other: &Name) -> bool {
-        self.as_str() == other.as_str()
+        match (&self.0, &other.0) {
+            (Repr::Inline(a), Repr::Inline(b)) => a.len as u8 == b.len as u8 && a.bytes == b.bytes,
+            _ => self.as_str() == other.as_str(),
+        }
     }
 }
 
@@ -415,10 +429,10 @@ mod tests {
         assert_eq!(Name::from_words([0xFF, 0, 0]), None);
         assert_eq!(Name::from_words([1 | 0xff00, 0, 0]), None);
         assert_eq!(Name::from_words([1 | 0x6100, 0, 0]).as_deref(), Some("a"));
-        // A high bit past the length sends the read the checked way,
-        // which reads only the length's bytes.
+        // Bytes past the length are not the name's: dropped.
         let past = Name::from_words([1 | 0x6100, 0, 0x80 << 56]);
         assert_eq!(past.as_deref(), Some("a"));
+        assert_eq!(past, Some(Name::new("a")));
     }
 
     proptest::proptest! {
@@ -435,7 +449,10 @@ mod tests {
             // Mostly ASCII (the fast way), sometimes any bytes.
             let mask = if high { u64::MAX } else { 0x7F7F_7F7F_7F7F_7F7F };
             let words = [(a & mask & !0xFF) | len, b & mask, c & mask];
-            proptest::prop_assert_eq!(Name::from_words(words), from_words_checked(words));
+            let (read, checked) = (Name::from_words(words), from_words_checked(words));
+            proptest::prop_assert_eq!(read.as_deref(), checked.as_deref());
+            // Equal by their words too: the bytes past the name are zeros.
+            proptest::prop_assert_eq!(read, checked);
         }
     }
 }
