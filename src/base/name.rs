@@ -76,7 +76,6 @@ macro_rules! lengths {
 
         /// Each length's [`Len`], by length.
         const LENS: [Len; Name::INLINE_BYTES + 1] = [$(Len::$len,)*];
-
     };
 }
 
