@@ -53,12 +53,11 @@
 //! visible from the moment it exists (a lock's fence is readable the
 //! moment the lock is held).
 
-use super::name_key::NameLookup;
 use super::retire::Stored;
 use super::tenant::{Epoch, Owner, TenantIndex};
 use super::visible::Ancestry;
 use super::{decide, owned_by, Collection, Store};
-use crate::base::error::{Error, Result, Scope};
+use crate::base::error::{Error, Result};
 use crate::base::ids::TenantId;
 use crate::base::name::Holder;
 use crate::base::name::Name;
@@ -166,40 +165,7 @@ impl Parent<'_> {
                 store.take_lease_slot(tenant, *seq, *kind, child, now)
             }
             Parent::Listing { key, origin, child } => {
-                store.inside_gate();
-                let cap = store.shared.config.attempts_per_listing_max;
-                let key: &dyn NameLookup = key;
-                // The listing's lease, and whether its slot was taken.
-                let mut lease = None;
-                let taken = store.shared.listings.update(key, now, None, |l, _| {
-                    if !l.attached || !l.owner.valid() {
-                        return Err(Error::NotFound);
-                    }
-                    lease = Some(l.lease);
-                    if l.attempts.len() >= cap {
-                        return Err(Error::capacity(
-                            Scope::Parent(Collection::Attempts),
-                            cap as u64,
-                            l.attempts.len() as u64,
-                        ));
-                    }
-                    l.attempts.push(*child);
-                    origin.set(l.origin);
-                    Ok(((), None))
-                });
-                // A listing is visible only while its lease is: one whose
-                // lease is found gone (its cascade not yet run) is missing,
-                // full or not, and takes no attempt.
-                let Some(lease) = lease else {
-                    return Err(Error::NotFound);
-                };
-                if store.lease_status(key.tenant(), lease, now).is_err() {
-                    if taken.is_ok() {
-                        self.release(store);
-                    }
-                    return Err(Error::NotFound);
-                }
-                taken.map(|_| ())
+                store.take_listing_slot(*key, origin, *child, now)
             }
         }
     }
@@ -213,11 +179,7 @@ impl Parent<'_> {
             Parent::None => Some(true),
             Parent::Lease { seq, kind, child } => store.holds_lease_slot(*seq, *kind, child),
             Parent::Listing { key, origin, child } => {
-                store.shared.listings.modify(key as &dyn NameLookup, |l| {
-                    l.origin == origin.get()
-                        && l.owner.valid()
-                        && l.attempts.iter().rev().any(|s| s == child)
-                })
+                store.holds_listing_slot(*key, origin.get(), *child)
             }
         };
         match (held, self) {
@@ -233,13 +195,7 @@ impl Parent<'_> {
             Parent::None => {}
             Parent::Lease { seq, kind, child } => store.detach_from_lease(*seq, *kind, child),
             Parent::Listing { key, origin, child } => {
-                store.shared.listings.modify(key as &dyn NameLookup, |l| {
-                    if l.origin == origin.get() {
-                        if let Some(i) = l.attempts.iter().rposition(|s| s == child) {
-                            l.attempts.swap_remove(i);
-                        }
-                    }
-                });
+                store.give_listing_slot(*key, origin.get(), *child)
             }
         }
     }

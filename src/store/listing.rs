@@ -9,7 +9,7 @@ use super::tenant::{Owner, TenantIndex};
 use super::visible::Ancestry;
 use super::{Collection, NameKey, NameLookup, Store};
 use crate::base::attrs::Attrs;
-use crate::base::error::{Error, Result};
+use crate::base::error::{Error, Result, Scope};
 use crate::base::ids::{LeaseId, TenantId};
 use crate::base::name::Holder;
 use crate::base::name::Name;
@@ -23,6 +23,7 @@ use crate::contract::relay::ListingInfo;
 use crate::contract::relay::Page;
 use crate::mem::record::Stamp;
 use crate::mem::table::{Removed, Table};
+use std::cell::Cell;
 use std::ops::Bound;
 use std::time::Duration;
 
@@ -460,6 +461,81 @@ impl Store {
 }
 
 impl Store {
+    /// Takes a slot for attempt `child` in the visible listing under
+    /// `key` ([`Parent::reserve`](super::attach::Parent::reserve)), in
+    /// the one visit that also reads its publication into `origin`:
+    /// refused if the listing is not visible or its attempts are at
+    /// their cap. The listing's lease is checked after, with the slot
+    /// held, and the slot given back if that lease is gone.
+    pub(super) fn take_listing_slot(
+        &self,
+        key: (TenantId, &str),
+        origin: &Cell<u64>,
+        child: u64,
+        now: MonoTime,
+    ) -> Result<()> {
+        self.inside_gate();
+        let cap = self.shared.config.attempts_per_listing_max;
+        let name: &dyn NameLookup = &key;
+        // The listing's lease, and whether its slot was taken.
+        let mut lease = None;
+        let taken = self.shared.listings.update(name, now, None, |l, _| {
+            if !l.attached || !l.owner.valid() {
+                return Err(Error::NotFound);
+            }
+            lease = Some(l.lease);
+            if l.attempts.len() >= cap {
+                return Err(Error::capacity(
+                    Scope::Parent(Collection::Attempts),
+                    cap as u64,
+                    l.attempts.len() as u64,
+                ));
+            }
+            l.attempts.push(child);
+            origin.set(l.origin);
+            Ok(((), None))
+        });
+        // A listing is visible only while its lease is: one whose lease
+        // is found gone (its cascade not yet run) is missing, full or not,
+        // and takes no attempt.
+        let Some(lease) = lease else {
+            return Err(Error::NotFound);
+        };
+        if self.lease_status(key.0, lease, now).is_err() {
+            if taken.is_ok() {
+                self.give_listing_slot(key, origin.get(), child);
+            }
+            return Err(Error::NotFound);
+        }
+        taken.map(|_| ())
+    }
+
+    /// Whether the listing under `key` is still the one published as
+    /// `origin`, valid, and holds attempt `child`'s slot (searched from
+    /// the end, where it was pushed); `None` if the listing is gone.
+    pub(super) fn holds_listing_slot(
+        &self,
+        key: (TenantId, &str),
+        origin: u64,
+        child: u64,
+    ) -> Option<bool> {
+        self.shared.listings.modify(&key as &dyn NameLookup, |l| {
+            l.origin == origin && l.owner.valid() && l.attempts.iter().rev().any(|s| *s == child)
+        })
+    }
+
+    /// Gives attempt `child`'s slot in the listing published as `origin`
+    /// back: one entry, from the end.
+    pub(super) fn give_listing_slot(&self, key: (TenantId, &str), origin: u64, child: u64) {
+        self.shared.listings.modify(&key as &dyn NameLookup, |l| {
+            if l.origin == origin {
+                if let Some(i) = l.attempts.iter().rposition(|s| *s == child) {
+                    l.attempts.swap_remove(i);
+                }
+            }
+        });
+    }
+
     pub(super) fn retire_listing(
         &self,
         r: Removed<NameKey, Listing>,
