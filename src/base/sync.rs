@@ -133,29 +133,32 @@ pub(crate) enum Rung {
     Schedule = 3,
     /// A timing wheel (a table's, or the streams' or queues' own).
     Wheel = 4,
-    /// A shard of any concurrent map (tables and the tenant registry).
-    Shard = 5,
+    /// A name index's shard (a named slab table's writers, ADR 0078).
+    Names = 5,
+    /// A shard of any concurrent map (tables and the tenant registry), or
+    /// a slab slot.
+    Shard = 6,
     /// The event hub's subscriber list.
-    Hub = 6,
+    Hub = 7,
     /// One subscriber's inbox.
-    Inbox = 7,
+    Inbox = 8,
     /// One wake listener's slot.
-    Listener = 8,
+    Listener = 9,
     /// One stream's log.
-    Stream = 9,
+    Stream = 10,
     /// One job queue's state.
-    Queue = 10,
+    Queue = 11,
     /// A slab's free list (a leaf: taken with no slot lock held).
-    SlabFree = 11,
+    SlabFree = 12,
     /// A word snapshot's writers' turn (a leaf: held while one writer
     /// stores the words).
-    SnapshotWriter = 12,
+    SnapshotWriter = 13,
     /// A one-shot latch's state (a leaf: its open flag and its waiters'
     /// wakers).
-    Latch = 13,
+    Latch = 14,
     /// A tenant's per-holder counts (a leaf: a holder's leases or
     /// listings counted or given back).
-    Holders = 14,
+    Holders = 15,
 }
 
 /// Lets another thread run while this one waits for a short-lived state
@@ -405,6 +408,7 @@ mod lock_table {
             Rung::TenantIndex => "TenantIndex",
             Rung::Schedule => "Schedule",
             Rung::Wheel => "Wheel",
+            Rung::Names => "Names",
             Rung::Shard => "Shard",
             Rung::Hub => "Hub",
             Rung::Inbox => "Inbox",
@@ -418,11 +422,12 @@ mod lock_table {
         }
     }
 
-    const RUNGS: [Rung; 14] = [
+    const RUNGS: [Rung; 15] = [
         Rung::Gate,
         Rung::TenantIndex,
         Rung::Schedule,
         Rung::Wheel,
+        Rung::Names,
         Rung::Shard,
         Rung::Hub,
         Rung::Inbox,

@@ -9,7 +9,9 @@ pub(crate) mod driver;
 pub mod events;
 pub(crate) mod gate;
 pub(crate) mod latch;
+pub(crate) mod name_index;
 pub(crate) mod named;
+pub(crate) mod named_slab;
 #[cfg(feature = "internals")]
 pub mod quota;
 #[cfg(not(feature = "internals"))]

@@ -314,6 +314,32 @@ impl<V, B: Default> Slab<V, B> {
         cell.as_mut().map(|v| f(&slot.beside, v))
     }
 
+    /// Runs `f` on slot `index`'s record, whatever its generation, under
+    /// the slot's lock, with the record's key: for a caller that finds
+    /// records by what they hold (a name index's hint), not by key.
+    #[inline]
+    pub(crate) fn read_at<R>(&self, index: u32, f: impl FnOnce(u64, &B, &V) -> R) -> Option<R> {
+        let slot = self.slot(index)?;
+        let _slot = enter(Rung::Shard);
+        let cell = slot.cell.lock();
+        let key = key_of(index, cell.generation());
+        cell.as_ref().map(|v| f(key, &slot.beside, v))
+    }
+
+    /// [`read_at`](Self::read_at), to change the record.
+    #[inline]
+    pub(crate) fn update_at<R>(
+        &self,
+        index: u32,
+        f: impl FnOnce(u64, &B, &mut V) -> R,
+    ) -> Option<R> {
+        let slot = self.slot(index)?;
+        let _slot = enter(Rung::Shard);
+        let mut cell = slot.cell.lock();
+        let key = key_of(index, cell.generation());
+        cell.as_mut().map(|v| f(key, &slot.beside, v))
+    }
+
     /// Runs `f` on what is beside `key`'s slot without taking its lock,
     /// with the slot's sequence check: `f` loads what it needs with
     /// `Acquire` and may run more than once (it must only load); its

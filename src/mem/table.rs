@@ -244,11 +244,15 @@ pub(crate) trait Storage<K, V>: Find<K, V> {
     /// How the table's wheel names a record's entry ([`Timing`]).
     type Timing: Timing<K>;
     fn with_capacity(capacity: usize) -> Self;
+    /// Decides under the record's lock what to do with `key`'s record, or
+    /// with its absence. `None` when the key has no record and the storage
+    /// has no room for one ([`SLOTS_MAX`](crate::base::ids::SLOTS_MAX)
+    /// slots), before `decide` is asked.
     fn upsert<R>(
         &self,
         key: K,
         decide: impl FnOnce(Option<(&Head, &V)>) -> Upsert<Record<V>, R>,
-    ) -> (R, Option<Record<V>>);
+    ) -> Option<(R, Option<Record<V>>)>;
     fn remove_if<E>(
         &self,
         key: &K,
@@ -280,8 +284,10 @@ impl<K: Eq + Hash + Ord, V> Storage<K, V> for ShardMap<K, Record<V>> {
         &self,
         key: K,
         decide: impl FnOnce(Option<(&Head, &V)>) -> Upsert<Record<V>, R>,
-    ) -> (R, Option<Record<V>>) {
-        ShardMap::upsert(self, key, |r| decide(r.map(|r| (&r.head, &r.value))))
+    ) -> Option<(R, Option<Record<V>>)> {
+        Some(ShardMap::upsert(self, key, |r| {
+            decide(r.map(|r| (&r.head, &r.value)))
+        }))
     }
     fn remove_if<E>(
         &self,
@@ -351,7 +357,7 @@ impl<V, W: SlotWords<V>> Storage<u64, V> for Slab<V, Beside<W>> {
         &self,
         key: u64,
         decide: impl FnOnce(Option<(&Head, &V)>) -> Upsert<Record<V>, R>,
-    ) -> (R, Option<Record<V>>) {
+    ) -> Option<(R, Option<Record<V>>)> {
         let mut old_head = None;
         let (r, replaced) = Slab::upsert(self, key, |b, v| {
             match decide(v.as_deref().map(|v| (&b.head, v))) {
@@ -372,7 +378,7 @@ impl<V, W: SlotWords<V>> Storage<u64, V> for Slab<V, Beside<W>> {
             head: old_head.expect("a replaced record had a head"),
             value,
         });
-        (r, replaced)
+        Some((r, replaced))
     }
     fn remove_if<E>(
         &self,
@@ -509,7 +515,7 @@ where
         let shard = self.timers_of(&key);
         let mut timers = lock_at(Rung::Wheel, &shard.timers);
         let timer = shard.schedule(&mut timers, key.clone(), deadline_ms);
-        let (outcome, replaced) = self.map.upsert(key.clone(), |existing| {
+        let upserted = self.map.upsert(key.clone(), |existing| {
             if let Some((old, _)) = existing {
                 let state = old.state();
                 if state.is_live(now) {
@@ -529,6 +535,15 @@ where
                 Ok(stamp),
             )
         });
+        let Some((outcome, replaced)) = upserted else {
+            L::unschedule(&mut timers.wheel, timer);
+            self.tidy(shard, &mut timers, 0);
+            return Err(Error::CapacityExceeded {
+                scope: self.ceiling.scope(),
+                limit: crate::base::ids::SLOTS_MAX,
+                used: self.map.len() as u64,
+            });
+        };
         let stamp = match outcome {
             Ok(stamp) => stamp,
             Err(e) => {

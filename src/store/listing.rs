@@ -21,8 +21,9 @@ use crate::contract::events::{RecordId, Root};
 use crate::contract::relay::Cursor;
 use crate::contract::relay::ListingInfo;
 use crate::contract::relay::Page;
+use crate::mem::named_slab::{NamedSlab, NamedTable};
 use crate::mem::record::Stamp;
-use crate::mem::table::{Removed, Table};
+use crate::mem::table::Removed;
 use std::cell::Cell;
 use std::ops::Bound;
 use std::time::Duration;
@@ -47,9 +48,9 @@ pub(crate) struct Listing {
 
 impl Stored for Listing {
     type Key = NameKey;
-    type Storage = crate::mem::shard::ShardMap<NameKey, crate::mem::record::Record<Self>>;
+    type Storage = NamedSlab<NameKey, Self>;
 
-    fn table(store: &Store) -> &Table<NameKey, Listing> {
+    fn table(store: &Store) -> &NamedTable<NameKey, Listing> {
         &store.shared.listings
     }
 

@@ -94,6 +94,7 @@ use crate::coord::stream::StreamHub;
 use crate::mem::events::{EventHub, Subscription};
 use crate::mem::gate::{Gate, Inside};
 use crate::mem::latch::Latch;
+use crate::mem::named_slab::NamedTable;
 use crate::mem::quota::Counter;
 use crate::mem::record::{Stamp, Versions};
 use crate::mem::shard::ShardMap;
@@ -202,7 +203,7 @@ pub(crate) struct Shared {
     revocations: Revocations,
     /// Revoked leases' sequence numbers, with their tenant.
     tombstones: Table<IdKey, TenantId>,
-    listings: Table<NameKey, Listing>,
+    listings: NamedTable<NameKey, Listing>,
     presence: Table<NameKey, Presence>,
     attempts: SlabTable<Attempt>,
     pending: Counter,
