@@ -1,13 +1,15 @@
 //! Loom models of the relay store's races: join vs revoke, bind vs bind,
 //! bind vs the republication of its listing, consume vs consume, renew vs
 //! revoke, renew and get vs the reuse of the lease's slot, a read that
-//! takes no lock vs that reuse and vs a tenant's revocation, two heartbeats
+//! takes no lock vs that reuse and vs a tenant's revocation, a named
+//! record's read that takes no lock vs the reuse of its slot by another
+//! name and vs the name index's rebuilds, two heartbeats
 //! of one member, a creation's tenant hold vs the forgetting of that
 //! tenant, a doomed admission vs another tenant's admission at the
 //! shared ceiling, an admission vs a reconfiguration of the limits it
 //! checks, a grant vs the end of a drain, and a slab fill vs a stop and a
 //! visit of every slot. Each runs the real code (the `Store`, or the slab
-//! alone for the last) and has a broken twin that the model catches (a
+//! or the named slab alone) and has a broken twin that the model catches (a
 //! `model::faults::StoreFault`, or the blind store in place of the CAS for
 //! the heartbeats), except the republication model, which uses a twin to
 //! reach the state its second line of defence must handle.
@@ -19,7 +21,7 @@ mod common;
 use loom::sync::atomic::{AtomicBool, Ordering};
 use loom::thread;
 use relaystore::model::faults::{self, store_fault, StoreFault};
-use relaystore::model::ModelSlab;
+use relaystore::model::{ModelNamed, ModelSlab};
 use relaystore::time::ManualClock;
 use relaystore::{Error, Health, JoinTicket, LeaseId, Scope, Store, StoreConfig, TenantId};
 use std::net::SocketAddr;
@@ -545,6 +547,85 @@ fn admission_vs_reconfigure(fault: StoreFault) {
     });
 }
 
+/// A read without a lock of the named record 1 racing its removal and
+/// the creation of record 2, which takes the slot 1 left and rebuilds
+/// the name index's one shard: the read answers 1's value, or nothing;
+/// never 2's. Twins: a read that keeps the first live record under the
+/// name's tag without comparing its key, and one that does not look at
+/// the slot's word again.
+fn named_read_vs_reuse(fault: StoreFault) {
+    common::explore_bounded(&name(fault, "named_read_vs_reuse"), 2, move || {
+        store_fault(fault);
+        let named = Arc::new(ModelNamed::new());
+        named.insert(1, 10);
+        let reader = {
+            let named = Arc::clone(&named);
+            thread::spawn(move || named.read(1))
+        };
+        assert!(named.remove(1));
+        named.insert(2, 20);
+        let read = reader.join().unwrap();
+        assert!(
+            matches!(read, Some(10) | None),
+            "a read of record 1 saw record 2: {read:?}"
+        );
+    });
+}
+
+/// A read without a lock of the named record 1 racing the creation of
+/// record 2, which grows the index's one shard (the model checker's
+/// arrays start at two words): 1 was there before the read began, so the
+/// read finds it, whichever array it probes. Twin: a rebuild that
+/// publishes its array before copying the entries into it.
+fn named_read_vs_growth(fault: StoreFault) {
+    common::explore(&name(fault, "named_read_vs_growth"), move || {
+        store_fault(fault);
+        let named = Arc::new(ModelNamed::new());
+        named.insert(1, 10);
+        let reader = {
+            let named = Arc::clone(&named);
+            thread::spawn(move || named.read(1))
+        };
+        named.insert(2, 20);
+        assert_eq!(
+            reader.join().unwrap(),
+            Some(10),
+            "a live record went missing"
+        );
+    });
+}
+
+/// A read without a lock of record 1 racing removals and creations of
+/// other names that rebuild the index's shard into its other array of
+/// the same size and then back into the array the read began on,
+/// clearing it while the read may probe it. Record 1 is there
+/// throughout, so the read finds it. Twin: a read that trusts a miss
+/// without looking whether a rebuild replaced its array.
+fn named_read_vs_array_reuse(fault: StoreFault) {
+    common::explore_bounded(&name(fault, "named_read_vs_array_reuse"), 2, move || {
+        store_fault(fault);
+        let named = Arc::new(ModelNamed::new());
+        // Record 1 in an array of four words (grown by 2) with one
+        // tombstone: the next two removals and creations rebuild twice.
+        named.insert(1, 10);
+        named.insert(2, 20);
+        assert!(named.remove(2));
+        let reader = {
+            let named = Arc::clone(&named);
+            thread::spawn(move || named.read(1))
+        };
+        for name in 3..=6 {
+            named.insert(name, name * 10);
+            assert!(named.remove(name));
+        }
+        assert_eq!(
+            reader.join().unwrap(),
+            Some(10),
+            "a live record went missing"
+        );
+    });
+}
+
 #[test]
 fn an_admission_sees_a_reconfiguration_whole_or_not_at_all() {
     admission_vs_reconfigure(StoreFault::None);
@@ -721,4 +802,43 @@ fn a_read_without_the_lock_never_trusts_a_revoked_tenant() {
 #[should_panic(expected = "read as live after another read saw the revocation")]
 fn broken_twin_revocation_counted_after_the_end_is_trusted_by_a_read() {
     peek_vs_revoke_tenant(StoreFault::EpochEndUnmarked);
+}
+
+#[test]
+fn a_named_read_without_the_lock_answers_its_own_name_or_nothing() {
+    named_read_vs_reuse(StoreFault::None);
+}
+
+#[test]
+#[should_panic(expected = "saw record 2")]
+fn broken_twin_named_read_not_comparing_the_key_reads_another_name() {
+    named_read_vs_reuse(StoreFault::NameUnverified);
+}
+
+#[test]
+#[should_panic(expected = "saw record 2")]
+fn broken_twin_named_read_not_looking_again_reads_another_name() {
+    named_read_vs_reuse(StoreFault::SlotReadUnchecked);
+}
+
+#[test]
+fn a_named_read_finds_its_record_while_the_index_grows() {
+    named_read_vs_growth(StoreFault::None);
+}
+
+#[test]
+#[should_panic(expected = "a live record went missing")]
+fn broken_twin_index_published_before_its_entries_loses_a_record() {
+    named_read_vs_growth(StoreFault::IndexPublishedEarly);
+}
+
+#[test]
+fn a_named_read_finds_its_record_while_its_array_is_reused() {
+    named_read_vs_array_reuse(StoreFault::None);
+}
+
+#[test]
+#[should_panic(expected = "a live record went missing")]
+fn broken_twin_index_read_trusting_a_miss_loses_a_record() {
+    named_read_vs_array_reuse(StoreFault::IndexMissUnchecked);
 }

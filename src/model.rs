@@ -90,6 +90,85 @@ impl Default for ModelSlab {
     }
 }
 
+/// A named record's key in [`ModelNamed`]: one word.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+struct ModelKey(u64);
+
+impl crate::mem::named_slab::SlotKey for ModelKey {
+    fn key_words(&self) -> Option<[u64; crate::mem::named_slab::KEY_WORDS]> {
+        Some([self.0, 0, 0, 0])
+    }
+}
+
+impl crate::mem::named_slab::OwnedSlotKey for ModelKey {
+    fn from_key_words(words: [u64; crate::mem::named_slab::KEY_WORDS]) -> Option<Self> {
+        Some(ModelKey(words[0]))
+    }
+}
+
+/// A named record's value, kept beside its slot for reads that take no
+/// lock.
+#[derive(Default)]
+struct ModelValue(crate::base::sync::AtomicU64);
+
+impl crate::mem::table::SlotWords<u64> for ModelValue {
+    fn fill(&self, _: &crate::mem::record::Head, value: &mut u64) {
+        self.0.store(*value, crate::base::sync::Ordering::Release);
+    }
+    fn empty(&self, _: &mut u64) {}
+}
+
+/// Named records in slab slots behind a name index (ADR 0078), for the
+/// models of a read that takes no lock racing another name's reuse of
+/// its slot and the index's rebuilds.
+pub struct ModelNamed(crate::mem::named_slab::NamedSlab<ModelKey, u64, ModelValue>);
+
+impl ModelNamed {
+    /// No records.
+    pub fn new() -> Self {
+        ModelNamed(Storage::with_capacity(0))
+    }
+
+    /// Creates the record `name` with `value`.
+    pub fn insert(&self, name: u64, value: u64) {
+        self.0
+            .upsert(ModelKey(name), |_| {
+                crate::mem::shard::Upsert::Put(
+                    Record::new(1, u64::MAX, TimerHandle::NONE.to_bits(), value),
+                    (),
+                )
+            })
+            .expect("a model's slab has room");
+    }
+
+    /// Removes the record `name`; whether there was one.
+    pub fn remove(&self, name: u64) -> bool {
+        matches!(
+            self.0.remove_if(&ModelKey(name), |_, _| Ok::<(), ()>(())),
+            Some(Ok(_))
+        )
+    }
+
+    /// The value of the record `name`, read without a lock.
+    pub fn read(&self, name: u64) -> Option<u64> {
+        use crate::mem::named_slab::Peeked;
+        let read = self.0.peek(&ModelKey(name), |_, words| {
+            Some(words.0.load(crate::base::sync::Ordering::Acquire))
+        });
+        match read {
+            Peeked::Seen(value) => Some(value),
+            Peeked::Missing => None,
+            Peeked::Locked => unreachable!("a one-word key is kept beside its slot"),
+        }
+    }
+}
+
+impl Default for ModelNamed {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 /// A table keyed by `u64`, for the expiry models.
 pub struct ModelTable(Table<u64, u64>);
 

@@ -34,11 +34,53 @@ pub struct Attrs(Repr);
 
 #[derive(Clone)]
 enum Repr {
-    Inline {
-        len: u8,
-        bytes: [u8; Attrs::INLINE_BYTES],
-    },
+    Inline(Inline),
     Shared(Arc<[u8]>),
+}
+
+/// Attributes kept inline, laid out as [`Attrs::to_words`] lays them out:
+/// the length in the first byte, then the bytes, then zeros (one more
+/// byte than the longest attributes, so the value is three whole words
+/// and is made from them a word at a time).
+#[derive(Clone, Copy)]
+#[repr(C, align(8))]
+struct Inline {
+    len: Len,
+    bytes: [u8; Attrs::INLINE_BYTES + 1],
+}
+
+macro_rules! lengths {
+    ($($len:ident = $n:literal)*) => {
+        /// An inline value's length, 0 to 22: an enum, so the values a
+        /// length never takes tell [`Repr`]'s variants apart and an
+        /// `Attrs` is 24 bytes.
+        #[derive(Clone, Copy)]
+        #[repr(u8)]
+        enum Len { $($len = $n,)* }
+
+        /// Each length's [`Len`], by length.
+        const LENS: [Len; Attrs::INLINE_BYTES + 1] = [$(Len::$len,)*];
+    };
+}
+
+lengths!(
+    L0 = 0 L1 = 1 L2 = 2 L3 = 3 L4 = 4 L5 = 5 L6 = 6 L7 = 7 L8 = 8 L9 = 9 L10 = 10 L11 = 11
+    L12 = 12 L13 = 13 L14 = 14 L15 = 15 L16 = 16 L17 = 17 L18 = 18 L19 = 19 L20 = 20 L21 = 21
+    L22 = 22
+);
+
+impl Inline {
+    /// The value three words of [`Attrs::to_words`]'s layout keep, whose
+    /// length is `len`.
+    #[inline(always)]
+    fn of_words(len: Len, words: [u64; 3]) -> Inline {
+        let [w0, w1, w2] = words.map(u64::to_le_bytes);
+        let mut bytes = [0; Attrs::INLINE_BYTES + 1];
+        bytes[..7].copy_from_slice(&w0[1..]);
+        bytes[7..15].copy_from_slice(&w1);
+        bytes[15..].copy_from_slice(&w2);
+        Inline { len, bytes }
+    }
 }
 
 impl Attrs {
@@ -47,10 +89,10 @@ impl Attrs {
     pub const INLINE_BYTES: usize = 22;
 
     /// No attributes.
-    pub const EMPTY: Attrs = Attrs(Repr::Inline {
-        len: 0,
-        bytes: [0; Attrs::INLINE_BYTES],
-    });
+    pub const EMPTY: Attrs = Attrs(Repr::Inline(Inline {
+        len: Len::L0,
+        bytes: [0; Attrs::INLINE_BYTES + 1],
+    }));
 
     /// The attributes `bytes`: inline if short, else shared.
     #[inline]
@@ -61,9 +103,9 @@ impl Attrs {
             ($($n:literal)*) => {
                 match bytes.len() {
                     $($n => {
-                        let mut inline = [0; Attrs::INLINE_BYTES];
+                        let mut inline = [0; Attrs::INLINE_BYTES + 1];
                         inline[..$n].copy_from_slice(&bytes[..$n]);
-                        Repr::Inline { len: $n, bytes: inline }
+                        Repr::Inline(Inline { len: LENS[$n], bytes: inline })
                     })*
                     _ => Repr::Shared(Arc::from(bytes)),
                 }
@@ -76,7 +118,7 @@ impl Attrs {
     #[inline]
     pub fn as_bytes(&self) -> &[u8] {
         match &self.0 {
-            Repr::Inline { len, bytes } => &bytes[..usize::from(*len)],
+            Repr::Inline(Inline { len, bytes }) => &bytes[..*len as usize],
             Repr::Shared(bytes) => bytes,
         }
     }
@@ -85,6 +127,41 @@ impl Attrs {
     /// [`INLINE_BYTES`](Self::INLINE_BYTES)).
     pub fn is_shared(&self) -> bool {
         matches!(self.0, Repr::Shared(_))
+    }
+
+    /// The attributes as three words a record keeps beside its slot: the
+    /// length in the first byte, then the bytes, little-endian, zeros
+    /// after (the layout of [`Name::to_words`](crate::Name)). `None` for
+    /// attributes longer than [`INLINE_BYTES`](Self::INLINE_BYTES).
+    #[inline]
+    pub(crate) fn to_words(&self) -> Option<[u64; 3]> {
+        let Repr::Inline(inline) = &self.0 else {
+            return None;
+        };
+        let b = &inline.bytes;
+        let word = |bytes: [u8; 8]| u64::from_le_bytes(bytes);
+        Some([
+            inline.len as u64 | word([0, b[0], b[1], b[2], b[3], b[4], b[5], b[6]]),
+            word([b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14]]),
+            word([b[15], b[16], b[17], b[18], b[19], b[20], b[21], b[22]]),
+        ])
+    }
+
+    /// The attributes three words keep ([`to_words`](Self::to_words));
+    /// `None` for words that are no attributes' (a length past the
+    /// inline width), never a panic.
+    #[inline]
+    pub(crate) fn from_words(words: [u64; 3]) -> Option<Attrs> {
+        let len = *LENS.get((words[0] & 0xFF) as usize)?;
+        // Zeros past the bytes whatever the words held there, as every
+        // inline value keeps.
+        let kept = len as usize + 1;
+        let words: [u64; 3] = std::array::from_fn(|i| match kept.saturating_sub(i * 8) {
+            0 => 0,
+            n if n >= 8 => words[i],
+            n => words[i] & ((1 << (n * 8)) - 1),
+        });
+        Some(Attrs(Repr::Inline(Inline::of_words(len, words))))
     }
 }
 
@@ -207,7 +284,7 @@ impl From<Arc<[u8]>> for Attrs {
 impl From<Attrs> for Arc<[u8]> {
     fn from(attrs: Attrs) -> Self {
         match attrs.0 {
-            Repr::Inline { .. } => Arc::from(attrs.as_bytes()),
+            Repr::Inline(_) => Arc::from(attrs.as_bytes()),
             Repr::Shared(bytes) => bytes,
         }
     }
@@ -288,5 +365,26 @@ mod tests {
         assert!(Attrs::EMPTY.is_empty());
         assert_eq!(Attrs::new(b"mode"), b"mode");
         assert_eq!(Attrs::new(b"mode"), &b"mode"[..]);
+    }
+
+    #[test]
+    fn inline_attrs_round_trip_through_three_words() {
+        for len in 0..=Attrs::INLINE_BYTES + 1 {
+            let bytes: Vec<u8> = (0..len as u8).map(|b| b.wrapping_mul(151)).collect();
+            let attrs = Attrs::new(&bytes);
+            match attrs.to_words() {
+                Some(words) => {
+                    assert_eq!(words[0] & 0xFF, len as u64);
+                    assert_eq!(Attrs::from_words(words), Some(attrs), "{len} bytes");
+                }
+                None => assert!(len > Attrs::INLINE_BYTES, "{len} bytes"),
+            }
+        }
+        assert_eq!(Attrs::from_words([23, 0, 0]), None);
+        // Bytes past the length are not the value's.
+        let noisy = Attrs::from_words([2 | 0x6261 << 8 | 0xFF << 24, u64::MAX, u64::MAX]);
+        assert_eq!(noisy.as_deref(), Some(&b"ab"[..]));
+        assert_eq!(noisy.unwrap().to_words(), Attrs::new(b"ab").to_words());
+        assert_eq!(Attrs::from_words([u64::MAX; 3]), None);
     }
 }

@@ -161,6 +161,16 @@ pub enum StoreFault {
     /// A renewal of a slab record reads the record's state under one hold
     /// of its slot's lock and writes the next state under another.
     RenewalReadsApart,
+    /// A read of a named record that takes no lock keeps the first live
+    /// record under the name's hash tag without comparing the record's
+    /// key with the name looked for.
+    NameUnverified,
+    /// A name index's rebuild publishes its new array before it copies the
+    /// live entries into it.
+    IndexPublishedEarly,
+    /// A read of a name index trusts a miss without looking whether a
+    /// rebuild replaced (and may have been clearing) the array it probed.
+    IndexMissUnchecked,
 }
 
 std::thread_local! {

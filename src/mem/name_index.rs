@@ -19,26 +19,47 @@
 //!   table that owns the index fills a slot before it enters the slot
 //!   here, and removes the entry before its slot is emptied.
 //! - **Entries never move within an array.** A removal leaves a
-//!   tombstone, which a probe passes over; an insertion reuses the first
-//!   tombstone or empty word on its probe. Tombstones and growth are
-//!   cleared by building a new array and publishing it whole
-//!   ([`Snapshot`]); the old one lives while any reader still holds it. A
-//!   reader on an old array may miss a record inserted after it loaded
-//!   the array: the two overlapped, so the read is ordered before the
-//!   insertion.
+//!   tombstone, which a probe passes over; an insertion takes the first
+//!   empty word on its probe. Tombstones and growth are
+//!   cleared by rebuilding the live entries into another array and
+//!   publishing it: the shard's `current` word names the array readers
+//!   probe, with a count of publications.
+//! - **Arrays are kept, never freed** (as a slab keeps its slots): each
+//!   size has two, made when a rebuild first needs one and reused by
+//!   later rebuilds, so a reader may probe any array it once found
+//!   current. A hit is verified in its slot, so it is right whatever the
+//!   array held; a miss counts only if `current` did not move during the
+//!   probe (a rebuild may have been clearing the array the reader
+//!   probed), and the reader probes again otherwise. A reader that
+//!   missed a record inserted after it loaded `current` overlapped that
+//!   insertion, so the read is ordered before it.
 //! - **Bounded.** An array is at most three quarters full, tombstones
-//!   counted, and a rebuilt one at most half full of live entries.
+//!   counted, and a rebuilt one at most half full of live entries. The
+//!   kept arrays of the sizes a shard outgrew cost less than its current
+//!   pair.
 
 use crate::base::ids::SLOTS_MAX;
-use crate::base::sync::{lock_at, AtomicU64, Mutex, Ordering, Ranked, Rung, Snapshot};
+use crate::base::sync::{lock_at, AtomicU64, Mutex, Ordering, Ranked, Rung};
 use crossbeam_utils::CachePadded;
 use std::hash::Hash;
+use std::sync::OnceLock;
 
 /// Shards per index: a writer locks one, so two threads creating or
-/// removing records of different names rarely meet.
-const SHARDS: usize = crate::base::sync::sized(64, 2);
+/// removing records of different names rarely meet. One in the model
+/// checker, whose models then reach a shard's growth with two names.
+const SHARDS: usize = crate::base::sync::sized(16, 1);
 /// The words in a shard's first array (and its smallest rebuilt one).
-const FIRST_WORDS: usize = crate::base::sync::sized(16, 4);
+const FIRST_WORDS: usize = crate::base::sync::sized(16, 2);
+/// Array sizes a shard may use: `FIRST_WORDS << class` words for each
+/// class below this, enough for every slot of a slab (a rebuilt array is
+/// at most half full). Three in the model checker, whose arrays are all
+/// made up front (the std one-time cell is not a modelled primitive).
+const CLASSES: usize = crate::base::sync::sized(27, 3);
+/// A shard's `current` word: the array's class in the low bits, then
+/// which of the class's two, then the count of publications.
+const CLASS_BITS: u32 = 5;
+const WHICH_BIT: u64 = 1 << CLASS_BITS;
+const COUNT_SHIFT: u32 = CLASS_BITS + 1;
 
 /// A word that names no slot and ends a probe.
 const EMPTY: u64 = 0;
@@ -56,6 +77,9 @@ const TAG_MASK: u64 = (1 << TAG_BITS) - 1;
 const SHARD_BITS: u32 = SHARDS.trailing_zeros();
 
 const _: () = assert!(SLOTS_MAX.is_power_of_two() && SHARDS.is_power_of_two());
+const _: () = assert!(CLASSES <= 1 << CLASS_BITS);
+const _: () =
+    assert!(crate::base::sync::MODEL || (FIRST_WORDS << (CLASSES - 1)) as u64 >= 4 * SLOTS_MAX);
 
 /// The tag a hash leaves in its entries; its low bits are also where a
 /// probe starts, so an array rebuilds from its words alone.
@@ -75,25 +99,18 @@ fn slot_in(word: u64) -> u32 {
     (word & SLOT_MASK) as u32
 }
 
-/// One shard's words, published whole.
-struct Array {
-    words: Box<[AtomicU64]>,
+/// An array of `len` empty words.
+fn array_of(len: usize) -> Box<[AtomicU64]> {
+    debug_assert!(len.is_power_of_two());
+    (0..len).map(|_| AtomicU64::new(EMPTY)).collect()
 }
 
-impl Array {
-    fn new(len: usize) -> Self {
-        debug_assert!(len.is_power_of_two());
-        Array {
-            words: (0..len).map(|_| AtomicU64::new(EMPTY)).collect(),
-        }
-    }
-
-    /// The positions a probe for `tag` visits, in order: every word once.
-    fn probe(&self, tag: u64) -> impl Iterator<Item = &AtomicU64> {
-        let mask = self.words.len() - 1;
-        let start = tag as usize & mask;
-        (0..self.words.len()).map(move |i| &self.words[(start + i) & mask])
-    }
+/// The words a probe for `tag` visits in `words`, in order: every word
+/// once.
+fn probe(words: &[AtomicU64], tag: u64) -> impl Iterator<Item = &AtomicU64> {
+    let mask = words.len() - 1;
+    let start = tag as usize & mask;
+    (0..words.len()).map(move |i| &words[(start + i) & mask])
 }
 
 /// What a shard's writers count: its array's live entries and
@@ -104,9 +121,44 @@ struct Tally {
     dead: usize,
 }
 
+/// A size class's two arrays, each made when first needed and kept.
+type Pair = [OnceLock<Box<[AtomicU64]>>; 2];
+
 struct Shard {
     writers: Mutex<Tally>,
-    array: Snapshot<Array>,
+    /// The array readers probe (see [`CLASS_BITS`]).
+    current: AtomicU64,
+    /// Each class's two arrays, made when first needed and kept.
+    arrays: Box<[Pair]>,
+}
+
+impl Shard {
+    fn new() -> Self {
+        let arrays: Box<[Pair]> = (0..CLASSES)
+            .map(|_| [OnceLock::new(), OnceLock::new()])
+            .collect();
+        for (class, pair) in arrays.iter().enumerate() {
+            for array in pair {
+                if class == 0 || crate::base::sync::MODEL {
+                    let _ = array.set(array_of(FIRST_WORDS << class));
+                }
+            }
+        }
+        Shard {
+            writers: Mutex::new(Tally::default()),
+            current: AtomicU64::new(0),
+            arrays,
+        }
+    }
+
+    /// The array a `current` word names; it was made before it was named.
+    fn array(&self, current: u64) -> &[AtomicU64] {
+        let class = (current & ((1 << CLASS_BITS) - 1)) as usize;
+        let which = usize::from(current & WHICH_BIT != 0);
+        self.arrays[class][which]
+            .get()
+            .expect("an array is made before it is published")
+    }
 }
 
 /// A sharded index from a name's hash to the slots holding records of
@@ -119,14 +171,16 @@ pub(crate) struct NameIndex {
 impl NameIndex {
     pub(crate) fn new() -> Self {
         NameIndex {
-            hasher: ahash::RandomState::new(),
+            // A seed of the process's own (names are chosen by clients);
+            // a fixed one in the model checker, whose executions must
+            // repeat step for step.
+            hasher: if crate::base::sync::MODEL {
+                ahash::RandomState::with_seeds(1, 2, 3, 4)
+            } else {
+                ahash::RandomState::new()
+            },
             shards: (0..SHARDS)
-                .map(|_| {
-                    CachePadded::new(Shard {
-                        writers: Mutex::new(Tally::default()),
-                        array: Snapshot::new(Array::new(FIRST_WORDS)),
-                    })
-                })
+                .map(|_| CachePadded::new(Shard::new()))
                 .collect(),
         }
     }
@@ -148,10 +202,12 @@ impl NameIndex {
     #[inline]
     pub(crate) fn find<R>(&self, hash: u64, mut at: impl FnMut(u32) -> Option<R>) -> Option<R> {
         let tag = tag_of(hash);
-        self.shard(hash).array.read(|array| {
-            for word in array.probe(tag) {
+        let shard = self.shard(hash);
+        loop {
+            let current = shard.current.load(Ordering::Acquire);
+            for word in probe(shard.array(current), tag) {
                 match word.load(Ordering::Acquire) {
-                    EMPTY => return None,
+                    EMPTY => break,
                     w if w & LIVE != 0 && tag_in(w) == tag => {
                         if let Some(found) = at(slot_in(w)) {
                             return Some(found);
@@ -160,8 +216,15 @@ impl NameIndex {
                     _ => {}
                 }
             }
-            None
-        })
+            // A miss counts from an array no rebuild replaced meanwhile
+            // (the words a rebuild stores are `Release`, so a probe that
+            // saw one sees the count it moved).
+            if shard.current.load(Ordering::Acquire) == current
+                || crate::base::faults::active(crate::base::faults::StoreFault::IndexMissUnchecked)
+            {
+                return None;
+            }
+        }
     }
 
     /// Takes `hash`'s shard's writers' lock, to find, add or remove its
@@ -193,95 +256,104 @@ pub(crate) struct Writer<'a> {
     tag: u64,
 }
 
-impl Writer<'_> {
+impl<'a> Writer<'a> {
+    /// The array readers probe now; only a writer changes which it is.
+    fn words(&self) -> &'a [AtomicU64] {
+        let shard: &'a Shard = self.shard;
+        shard.array(shard.current.load(Ordering::Relaxed))
+    }
+
     /// The slot of the hash's entry for which `is` holds (the slot holds
     /// the live record looked for). Exact: the lock is held.
     pub(crate) fn find(&self, mut is: impl FnMut(u32) -> bool) -> Option<u32> {
-        let tag = self.tag;
-        self.shard.array.read(|array| {
-            for word in array.probe(tag) {
-                match word.load(Ordering::Relaxed) {
-                    EMPTY => return None,
-                    w if w & LIVE != 0 && tag_in(w) == tag && is(slot_in(w)) => {
-                        return Some(slot_in(w))
-                    }
-                    _ => {}
+        for word in probe(self.words(), self.tag) {
+            match word.load(Ordering::Relaxed) {
+                EMPTY => return None,
+                w if w & LIVE != 0 && tag_in(w) == self.tag && is(slot_in(w)) => {
+                    return Some(slot_in(w))
                 }
+                _ => {}
             }
-            None
-        })
+        }
+        None
     }
 
-    /// Enters `slot` under the hash, after its record is in it. Grows the
-    /// array first (publishing a new one) when this entry would fill it
-    /// past three quarters.
+    /// Enters `slot` under the hash, after its record is in it. Rebuilds
+    /// the array first when this entry would fill it past three quarters.
     pub(crate) fn insert(&mut self, slot: u32) {
-        let len = self.shard.array.read(|a| a.words.len());
-        if (self.tally.live + self.tally.dead + 1) * 4 > len * 3 {
+        if (self.tally.live + self.tally.dead + 1) * 4 > self.words().len() * 3 {
             self.rebuild();
         }
-        let word = word_of(self.tag, slot);
-        let reused = self.shard.array.read(|array| {
-            for at in array.probe(self.tag) {
-                let seen = at.load(Ordering::Relaxed);
-                if seen == EMPTY || seen == TOMBSTONE {
-                    at.store(word, Ordering::Release);
-                    return seen == TOMBSTONE;
-                }
-            }
-            unreachable!("an array is never full")
-        });
+        // Into the first empty word: tombstones stay until a rebuild, so
+        // when one comes depends on the counts alone.
+        probe(self.words(), self.tag)
+            .find(|at| at.load(Ordering::Relaxed) == EMPTY)
+            .expect("an array is never full")
+            .store(word_of(self.tag, slot), Ordering::Release);
         self.tally.live += 1;
-        if reused {
-            self.tally.dead -= 1;
-        }
     }
 
-    /// Removes the hash's entry for `slot`, before the slot is emptied.
-    /// `false` if there is none (a broken invariant the caller reports).
+    /// Removes the hash's entry for `slot`. `false` if there is none (a
+    /// broken invariant the caller reports).
     pub(crate) fn remove(&mut self, slot: u32) -> bool {
         let word = word_of(self.tag, slot);
-        let removed = self.shard.array.read(|array| {
-            for at in array.probe(self.tag) {
-                match at.load(Ordering::Relaxed) {
-                    EMPTY => return false,
-                    w if w == word => {
-                        at.store(TOMBSTONE, Ordering::Release);
-                        return true;
-                    }
-                    _ => {}
+        for at in probe(self.words(), self.tag) {
+            match at.load(Ordering::Relaxed) {
+                EMPTY => return false,
+                w if w == word => {
+                    at.store(TOMBSTONE, Ordering::Release);
+                    self.tally.live -= 1;
+                    self.tally.dead += 1;
+                    return true;
                 }
+                _ => {}
             }
-            false
-        });
-        if removed {
-            self.tally.live -= 1;
-            self.tally.dead += 1;
         }
-        removed
+        false
     }
 
-    /// Publishes a new array holding the live entries, at most half full,
-    /// without tombstones. Readers on the old one finish there.
+    /// Rebuilds the live entries, without tombstones, into an array at
+    /// most half full (the class's other array if the size stays), and
+    /// publishes it. The words it stores are `Release` (a reader that
+    /// probed the array it reuses sees the publication that replaced it).
     fn rebuild(&mut self) {
-        let len = ((self.tally.live + 1) * 2)
+        let class = (self.tally.live + 1) * 2;
+        let class = class
+            .div_ceil(FIRST_WORDS)
             .next_power_of_two()
-            .max(FIRST_WORDS);
-        let fresh = Array::new(len);
-        self.shard.array.read(|old| {
-            for word in old.words.iter() {
-                let w = word.load(Ordering::Relaxed);
-                if w & LIVE == 0 {
-                    continue;
-                }
-                let free = fresh
-                    .probe(tag_in(w))
-                    .find(|at| at.load(Ordering::Relaxed) == EMPTY)
-                    .expect("a rebuilt array has room for every live entry");
-                free.store(w, Ordering::Relaxed);
+            .trailing_zeros() as u64;
+        let current = self.shard.current.load(Ordering::Relaxed);
+        let which = if current & ((1 << CLASS_BITS) - 1) == class {
+            !current & WHICH_BIT
+        } else {
+            0
+        };
+        let next = ((current >> COUNT_SHIFT) + 1) << COUNT_SHIFT | which | class;
+        let from = self.shard.array(current);
+        let fill = |to: &[AtomicU64]| {
+            for word in to {
+                word.store(EMPTY, Ordering::Release);
             }
-        });
-        self.shard.array.store(fresh);
+            for w in from.iter().map(|w| w.load(Ordering::Relaxed)) {
+                if w & LIVE != 0 {
+                    probe(to, tag_in(w))
+                        .find(|at| at.load(Ordering::Relaxed) == EMPTY)
+                        .expect("a rebuilt array has room for every live entry")
+                        .store(w, Ordering::Release);
+                }
+            }
+        };
+        let to = self.shard.arrays[class as usize][usize::from(which != 0)]
+            .get_or_init(|| array_of(FIRST_WORDS << class));
+        if crate::base::faults::active(crate::base::faults::StoreFault::IndexPublishedEarly) {
+            // The model checker's broken twin: readers may find the new
+            // array before its entries.
+            self.shard.current.store(next, Ordering::Release);
+            fill(to);
+        } else {
+            fill(to);
+            self.shard.current.store(next, Ordering::Release);
+        }
         self.tally.dead = 0;
     }
 }
@@ -383,7 +455,7 @@ mod tests {
             .index
             .shards
             .iter()
-            .map(|s| s.array.read(|a| a.words.len()))
+            .map(|s| s.array(s.current.load(Ordering::Relaxed)).len())
             .max()
             .unwrap();
         assert!(largest <= 4 * FIRST_WORDS, "largest array: {largest} words");

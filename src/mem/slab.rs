@@ -369,6 +369,24 @@ impl<V, B: Default> Slab<V, B> {
         }
     }
 
+    /// [`peek`](Self::peek) at slot `index`, whatever record it holds:
+    /// `f` tells from what is beside the slot whether it is the record
+    /// looked for (a name index's hint). `None` if the slot was never
+    /// made.
+    #[inline]
+    pub(crate) fn peek_at<R>(&self, index: u32, mut f: impl FnMut(&B) -> R) -> Option<R> {
+        let slot = self.slot(index)?;
+        loop {
+            if let Some(word) = slot.cell.stable() {
+                let seen = f(&slot.beside);
+                if slot.cell.unchanged(word) {
+                    return Some(seen);
+                }
+            }
+            crate::base::sync::spin_wait();
+        }
+    }
+
     /// Decides, under the slot's lock, what to do with the
     /// claimed `key`. Only the claimant of a key fills it, so a slot at
     /// another generation is a broken invariant and panics (before
@@ -442,6 +460,12 @@ impl<V, B: Default> Slab<V, B> {
     #[cfg(all(test, not(relaystore_loom)))]
     pub(crate) fn word(&self, key: u64) -> Option<u64> {
         self.slot_of(key)?.cell.stable()
+    }
+
+    /// The word of slot `index`, whatever its generation.
+    #[cfg(all(test, not(relaystore_loom)))]
+    pub(crate) fn word_at(&self, index: u32) -> Option<u64> {
+        self.slot(index)?.cell.stable()
     }
 
     /// Slots made so far (filled, free, claimed or retired).

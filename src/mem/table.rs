@@ -271,8 +271,10 @@ pub(crate) trait Find<Q: ?Sized, V> {
     /// lock; a map shard's shared lock is not). A renewal then writes the
     /// record's state word under `update` with a plain store (ADR 0051).
     const EXCLUSIVE: bool;
-    fn read<R>(&self, key: &Q, f: impl FnOnce(&Head, &V) -> R) -> Option<R>;
-    fn update<R>(&self, key: &Q, f: impl FnOnce(&Head, &mut V) -> R) -> Option<R>;
+    /// The kind's words beside the record (`()` for a map's records).
+    type Words;
+    fn read<R>(&self, key: &Q, f: impl FnOnce(&Head, &Self::Words, &V) -> R) -> Option<R>;
+    fn update<R>(&self, key: &Q, f: impl FnOnce(&Head, &Self::Words, &mut V) -> R) -> Option<R>;
 }
 
 impl<K: Eq + Hash + Ord, V> Storage<K, V> for ShardMap<K, Record<V>> {
@@ -310,12 +312,13 @@ where
     Q: Eq + Hash + ?Sized,
 {
     const EXCLUSIVE: bool = false;
+    type Words = ();
     #[inline]
-    fn read<R>(&self, key: &Q, f: impl FnOnce(&Head, &V) -> R) -> Option<R> {
-        ShardMap::read(self, key, |r| f(&r.head, &r.value))
+    fn read<R>(&self, key: &Q, f: impl FnOnce(&Head, &(), &V) -> R) -> Option<R> {
+        ShardMap::read(self, key, |r| f(&r.head, &(), &r.value))
     }
-    fn update<R>(&self, key: &Q, f: impl FnOnce(&Head, &mut V) -> R) -> Option<R> {
-        ShardMap::update(self, key, |r| f(&r.head, &mut r.value))
+    fn update<R>(&self, key: &Q, f: impl FnOnce(&Head, &(), &mut V) -> R) -> Option<R> {
+        ShardMap::update(self, key, |r| f(&r.head, &(), &mut r.value))
     }
 }
 
@@ -412,13 +415,14 @@ impl<V, W: SlotWords<V>> Storage<u64, V> for Slab<V, Beside<W>> {
 
 impl<V, W: SlotWords<V>> Find<u64, V> for Slab<V, Beside<W>> {
     const EXCLUSIVE: bool = true;
+    type Words = W;
     #[inline]
-    fn read<R>(&self, key: &u64, f: impl FnOnce(&Head, &V) -> R) -> Option<R> {
-        Slab::read(self, key, |b, v| f(&b.head, v))
+    fn read<R>(&self, key: &u64, f: impl FnOnce(&Head, &W, &V) -> R) -> Option<R> {
+        Slab::read(self, key, |b, v| f(&b.head, &b.words, v))
     }
     #[inline]
-    fn update<R>(&self, key: &u64, f: impl FnOnce(&Head, &mut V) -> R) -> Option<R> {
-        Slab::update(self, key, |b, v| f(&b.head, v))
+    fn update<R>(&self, key: &u64, f: impl FnOnce(&Head, &W, &mut V) -> R) -> Option<R> {
+        Slab::update(self, key, |b, v| f(&b.head, &b.words, v))
     }
 }
 
@@ -473,6 +477,12 @@ where
             swept_to_ms: AtomicU64::new(start.as_millis()),
             records: std::marker::PhantomData,
         }
+    }
+
+    /// The table's storage, for the reads a kind of storage adds (a named
+    /// table's read that takes no lock).
+    pub(crate) fn storage(&self) -> &S {
+        &self.map
     }
 
     /// Inserts a record live until `deadline_ms`. A live record under the
@@ -595,13 +605,30 @@ where
         Q: Hash + ToOwned<Owned = K> + ?Sized,
         S: Find<Q, V>,
     {
+        self.read_words(key, now, owned, |v, _, stamp| f(v, stamp))
+    }
+
+    /// [`read_owned`](Self::read_owned) with the kind's words beside the
+    /// record: under the record's lock, for what a read that takes none
+    /// leaves to it.
+    pub(crate) fn read_words<Q, R>(
+        &self,
+        key: &Q,
+        now: MonoTime,
+        owned: impl FnOnce(&V) -> bool,
+        f: impl FnOnce(&V, &<S as Find<Q, V>>::Words, Stamp) -> R,
+    ) -> Result<R>
+    where
+        Q: Hash + ToOwned<Owned = K> + ?Sized,
+        S: Find<Q, V>,
+    {
         self.map
-            .read(key, |h, v| {
+            .read(key, |h, w, v| {
                 let state = h.state();
                 if !owned(v) {
                     Err(Error::NotFound)
                 } else if state.is_live(now) {
-                    Ok(f(v, h.stamp_of(state)))
+                    Ok(f(v, w, h.stamp_of(state)))
                 } else {
                     Err(Error::Expired)
                 }
@@ -650,13 +677,13 @@ where
                 if crate::base::faults::active(crate::base::faults::StoreFault::RenewalReadsApart) {
                     self.stash_early_read(key);
                 }
-                self.map.update(key, |h, v| {
+                self.map.update(key, |h, _, v| {
                     guard(h, v)
                         .and_then(|()| h.transition_mut(expected, decide))
                         .map_err(Refusal::Error)
                 })
             } else {
-                self.map.read(key, |h, v| {
+                self.map.read(key, |h, _, v| {
                     guard(h, v).map_err(Refusal::Error)?;
                     h.transition(expected, decide)
                 })
@@ -671,7 +698,7 @@ where
                 }
                 Some(Err(Refusal::Error(e))) => return Err(e),
                 Some(Err(Refusal::SeqExhausted)) => {
-                    self.map.update(key, |h, _| h.rebase());
+                    self.map.update(key, |h, _, _| h.rebase());
                 }
             }
         }
@@ -695,13 +722,13 @@ where
         // Every write of a timer word holds this wheel lock.
         let Some((timer, due)) = self
             .map
-            .read(key, |h, _| (h.timer(), h.state().deadline_ms()))
+            .read(key, |h, _, _| (h.timer(), h.state().deadline_ms()))
         else {
             return;
         };
         if L::may_be_later(timer, due) && L::unschedule(&mut timers.wheel, timer) {
             let timer = shard.schedule(&mut timers, key.to_owned(), due);
-            self.map.read(key, |h, _| h.set_timer(timer));
+            self.map.read(key, |h, _, _| h.set_timer(timer));
         }
         self.tidy(shard, &mut timers, 0);
     }
@@ -713,7 +740,7 @@ where
     /// more is owed.
     fn tidy(&self, shard: &WheelShard<K, L>, timers: &mut Timers<K, L>, cap: usize) -> bool {
         let owed = L::tidy(&mut timers.wheel, cap, |key| {
-            self.map.read(&key, |h, _| h.timer())
+            self.map.read(&key, |h, _, _| h.timer())
         });
         if owed != shard.tidy_owed.load(Ordering::Relaxed) {
             shard.tidy_owed.store(owed, Ordering::Relaxed);
@@ -754,7 +781,24 @@ where
         Q: Hash + ToOwned<Owned = K> + ?Sized,
         S: Find<Q, V>,
     {
-        let outcome = self.map.update(key, |h, v| {
+        self.update_words(key, now, owned, expected, |v, _, stamp| f(v, stamp))
+    }
+
+    /// [`update_owned`](Self::update_owned) with the kind's words beside
+    /// the record, which `f` stores to (`Release`) under the record's lock.
+    pub(crate) fn update_words<Q, R>(
+        &self,
+        key: &Q,
+        now: MonoTime,
+        owned: impl FnOnce(&V) -> bool,
+        expected: Option<u64>,
+        f: impl FnOnce(&mut V, &<S as Find<Q, V>>::Words, Stamp) -> Result<(R, Option<u64>)>,
+    ) -> Result<(R, Stamp)>
+    where
+        Q: Hash + ToOwned<Owned = K> + ?Sized,
+        S: Find<Q, V>,
+    {
+        let outcome = self.map.update(key, |h, w, v| {
             let state = h.state();
             let before = h.stamp_of(state);
             if !owned(v) {
@@ -768,7 +812,7 @@ where
                     current_version: before.version,
                 });
             }
-            let (out, deadline) = f(v, before)?;
+            let (out, deadline) = f(v, w, before)?;
             let after = match deadline {
                 Some(deadline) => h.bump(deadline),
                 None => before,
@@ -796,7 +840,7 @@ where
         Q: ?Sized,
         S: Find<Q, V>,
     {
-        self.map.update(key, |_, v| f(v))
+        self.map.update(key, |_, _, v| f(v))
     }
 
     /// Removes a live record, optionally only at version `expected`.
@@ -990,7 +1034,7 @@ where
             }
             Some(Err(Keep::Live(deadline_ms))) => {
                 let timer = shard.schedule(timers, key.clone(), deadline_ms);
-                self.map.read(&key, |h, _| h.set_timer(timer));
+                self.map.read(&key, |h, _, _| h.set_timer(timer));
             }
             // The record was removed, replaced or rescheduled since its
             // entry fired (between batches): nothing is left to do.
@@ -1006,7 +1050,7 @@ where
         Q: ?Sized,
         S: Find<Q, V>,
     {
-        self.map.read(key, |h, _| h.stash_early_read());
+        self.map.read(key, |h, _, _| h.stash_early_read());
     }
 
     /// The latest `now` a sweep has completed at.
@@ -1102,29 +1146,6 @@ impl<V, W: SlotWords<V>> SlabTable<V, W> {
         self.map.visit_from(start, max_slots, |k, b, v| {
             f(k, v, &b.words, b.head.stamp())
         })
-    }
-
-    /// [`read_owned`](Table::read_owned) with the kind's words: under the
-    /// slot's lock, for what a read that takes none leaves to it.
-    pub(crate) fn read_words<R>(
-        &self,
-        key: &u64,
-        now: MonoTime,
-        owned: impl FnOnce(&V) -> bool,
-        f: impl FnOnce(&V, &W, Stamp) -> R,
-    ) -> Result<R> {
-        self.map
-            .read(key, |b, v| {
-                let state = b.head.state();
-                if !owned(v) {
-                    Err(Error::NotFound)
-                } else if state.is_live(now) {
-                    Ok(f(v, &b.words, b.head.stamp_of(state)))
-                } else {
-                    Err(Error::Expired)
-                }
-            })
-            .unwrap_or(Err(Error::NotFound))
     }
 
     /// Reads `key`'s record's head and the kind's words beside its slot

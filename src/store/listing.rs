@@ -5,6 +5,7 @@ use super::idempotency::{IdemParams, Outcome};
 use super::owned_by;
 use super::retire::Stored;
 use super::retire::Why;
+use super::tenant::Revocations;
 use super::tenant::{Owner, TenantIndex};
 use super::visible::Ancestry;
 use super::{Collection, NameKey, NameLookup, Store};
@@ -14,6 +15,7 @@ use crate::base::ids::{LeaseId, TenantId};
 use crate::base::name::Holder;
 use crate::base::name::Name;
 use crate::base::sync::{lock_at, Arc, Rung};
+use crate::base::sync::{AtomicU64, Ordering};
 use crate::base::time::MonoTime;
 use crate::base::time::DEADLINE_MAX_MS;
 use crate::contract::events::Cause;
@@ -21,9 +23,10 @@ use crate::contract::events::{RecordId, Root};
 use crate::contract::relay::Cursor;
 use crate::contract::relay::ListingInfo;
 use crate::contract::relay::Page;
-use crate::mem::named_slab::{NamedSlab, NamedTable};
-use crate::mem::record::Stamp;
+use crate::mem::named_slab::{NamedSlab, NamedTable, Peeked};
+use crate::mem::record::Head;
 use crate::mem::table::Removed;
+use crate::mem::table::SlotWords;
 use std::cell::Cell;
 use std::ops::Bound;
 use std::time::Duration;
@@ -46,11 +49,108 @@ pub(crate) struct Listing {
     pub(super) holder: Option<Box<Holder>>,
 }
 
+/// A listing's words beside its slot: what a read that takes no lock
+/// reads of it (ADR 0078). Its attributes are kept here, and only here,
+/// while they fit ([`Attrs::to_words`]).
+pub(crate) struct ListingWords {
+    origin: AtomicU64,
+    lease: AtomicU64,
+    /// The store's tenant-revocation count at which the listing was last
+    /// seen attached, with its owner's epoch valid, under the slot's lock
+    /// ([`Revocations`]), or [`Revocations::NEVER`].
+    valid_at: AtomicU64,
+    /// The attributes' words, or [`LONG_ATTRS`]: they stay in the record.
+    attrs: [AtomicU64; 3],
+}
+
+/// The first word of [`ListingWords::attrs`] for attributes kept in the
+/// record (no length an inline value has).
+const LONG_ATTRS: u64 = u8::MAX as u64;
+
+impl Default for ListingWords {
+    fn default() -> Self {
+        ListingWords {
+            origin: AtomicU64::new(0),
+            lease: AtomicU64::new(0),
+            valid_at: AtomicU64::new(Revocations::NEVER),
+            attrs: std::array::from_fn(|_| AtomicU64::new(0)),
+        }
+    }
+}
+
+impl ListingWords {
+    fn attrs_words(&self) -> [u64; 3] {
+        self.attrs.each_ref().map(|w| w.load(Ordering::Acquire))
+    }
+
+    fn store_attrs(&self, listing: &mut Listing, attrs: Attrs) {
+        let words = match attrs.to_words() {
+            Some(words) => {
+                listing.attrs = Attrs::EMPTY;
+                words
+            }
+            None => {
+                listing.attrs = attrs;
+                [LONG_ATTRS, 0, 0]
+            }
+        };
+        for (word, w) in self.attrs.iter().zip(words) {
+            word.store(w, Ordering::Release);
+        }
+    }
+
+    /// Runs `see` on the listing's attributes, from the words or from the
+    /// record. Under the slot's lock.
+    fn with_attrs<R>(&self, listing: &Listing, see: impl FnOnce(&Attrs) -> R) -> R {
+        match Attrs::from_words(self.attrs_words()) {
+            Some(attrs) => see(&attrs),
+            None => see(&listing.attrs),
+        }
+    }
+
+    /// Records, under the slot's lock, that the listing is attached and
+    /// its owner's epoch valid as of `revocations` (read before the
+    /// check, with no revocation at work).
+    fn mark_valid(&self, listing: &Listing, revocations: u64) {
+        if Revocations::settled(revocations)
+            && listing.attached
+            && listing.owner.valid()
+            && self.valid_at.load(Ordering::Relaxed) != revocations
+        {
+            self.valid_at.store(revocations, Ordering::Release);
+        }
+    }
+}
+
+impl SlotWords<Listing> for ListingWords {
+    fn fill(&self, _: &Head, listing: &mut Listing) {
+        self.origin.store(listing.origin, Ordering::Release);
+        self.lease.store(listing.lease, Ordering::Release);
+        self.valid_at.store(Revocations::NEVER, Ordering::Release);
+        let attrs = std::mem::take(&mut listing.attrs);
+        self.store_attrs(listing, attrs);
+    }
+
+    fn empty(&self, listing: &mut Listing) {
+        if let Some(attrs) = Attrs::from_words(self.attrs_words()) {
+            listing.attrs = attrs;
+        }
+    }
+}
+
+/// What a read sees of a visible listing.
+struct ListingSeen<'a> {
+    origin: u64,
+    lease: u64,
+    version: u64,
+    attrs: &'a Attrs,
+}
+
 impl Stored for Listing {
     type Key = NameKey;
-    type Storage = NamedSlab<NameKey, Self>;
+    type Storage = NamedSlab<NameKey, Self, ListingWords>;
 
-    fn table(store: &Store) -> &NamedTable<NameKey, Listing> {
+    fn table(store: &Store) -> &NamedTable<NameKey, Listing, ListingWords> {
         &store.shared.listings
     }
 
@@ -206,13 +306,13 @@ impl Store {
 
     /// The visible listing under `key`, with what its children need.
     pub(super) fn listing_view(&self, key: &NameKey, now: MonoTime) -> Result<ListingView> {
-        let (mut view, left) = self.visible_listing(key, now, |v, stamp| ListingView {
-            origin: v.origin,
+        let (mut view, left) = self.visible_listing(key, now, true, |seen| ListingView {
+            origin: seen.origin,
             info: ListingInfo {
                 key: key.1.clone(),
-                lease: self.lease_id(v.lease),
-                attrs: v.attrs.clone(),
-                version: stamp.version,
+                lease: self.lease_id(seen.lease),
+                attrs: seen.attrs.clone(),
+                version: seen.version,
                 remaining: Duration::ZERO,
             },
         })?;
@@ -222,30 +322,107 @@ impl Store {
 
     /// The publication (`origin`) of the visible listing under `key`: all
     /// a child needs to attach to it, or to check it still hangs from the
-    /// same publication. Takes no reference to the listing's attributes,
-    /// which every joiner of a busy listing would otherwise share.
+    /// same publication. Reads none of the listing's attributes, which
+    /// every joiner of a busy listing would otherwise share.
     pub(super) fn listing_origin(&self, key: &dyn NameLookup, now: MonoTime) -> Result<u64> {
-        self.visible_listing(key, now, |v, _| v.origin)
+        self.visible_listing(key, now, false, |seen| seen.origin)
             .map(|(origin, _)| origin)
     }
 
     /// The one visibility rule of a listing: attached, its owner's epoch
-    /// current, live, and its lease visible. `see` reads it under the
-    /// shard's shared lock; anything not visible is `NotFound`. With what
-    /// `see` read comes the lease's time left: the listing's own.
+    /// current, live, and its lease visible. `see` gets what was read of
+    /// it (its attributes only if `with_attrs`; else empty); anything not
+    /// visible is `NotFound`. With what `see` made comes the lease's time
+    /// left: the listing's own.
+    ///
+    /// The plain case is read without the slot's lock
+    /// ([`NamedTable::peek`]): a listing seen valid under its lock since
+    /// the last tenant revocation, live, with attributes in its words.
+    /// Anything else is read under the lock, which marks the listing
+    /// valid for the next read.
     fn visible_listing<R>(
         &self,
         key: &dyn NameLookup,
         now: MonoTime,
-        see: impl FnOnce(&Listing, Stamp) -> R,
+        with_attrs: bool,
+        see: impl FnOnce(ListingSeen<'_>) -> R,
     ) -> Result<(R, Duration)> {
-        let seen = self.shared.listings.read(key, now, |v, stamp| {
-            (v.attached && v.owner.valid()).then(|| (v.lease, see(v, stamp)))
+        let peeked = self.shared.listings.peek(key, |head, words| {
+            if !self
+                .shared
+                .revocations
+                .still(words.valid_at.load(Ordering::Acquire))
+            {
+                return None;
+            }
+            let state = head.state();
+            if !state.is_live(now) {
+                return None;
+            }
+            let attrs = if with_attrs {
+                let words = words.attrs_words();
+                // Attributes kept in the record are read under the lock.
+                if words[0] == LONG_ATTRS {
+                    return None;
+                }
+                words
+            } else {
+                [0; 3]
+            };
+            Some((
+                words.origin.load(Ordering::Acquire),
+                words.lease.load(Ordering::Acquire),
+                head.stamp_of(state).version,
+                attrs,
+            ))
         });
-        let (lease, seen) = match seen {
-            Ok(Some(seen)) => seen,
-            Ok(None) | Err(Error::Expired) | Err(Error::NotFound) => return Err(Error::NotFound),
-            Err(e) => return Err(e),
+        let (lease, seen) = match peeked {
+            Peeked::Seen((origin, lease, version, attrs)) => {
+                // Words no write overlapped: attributes they hold.
+                let attrs = Attrs::from_words(attrs).unwrap_or_default();
+                let seen = see(ListingSeen {
+                    origin,
+                    lease,
+                    version,
+                    attrs: &attrs,
+                });
+                (lease, seen)
+            }
+            Peeked::Missing => return Err(Error::NotFound),
+            Peeked::Locked => {
+                let revocations = self.shared.revocations.now();
+                let seen = self.shared.listings.read_words(
+                    key,
+                    now,
+                    |_| true,
+                    |v, words, stamp| {
+                        words.mark_valid(v, revocations);
+                        (v.attached && v.owner.valid()).then(|| {
+                            let seen = |attrs: &Attrs| {
+                                see(ListingSeen {
+                                    origin: v.origin,
+                                    lease: v.lease,
+                                    version: stamp.version,
+                                    attrs,
+                                })
+                            };
+                            let seen = if with_attrs {
+                                words.with_attrs(v, seen)
+                            } else {
+                                seen(&Attrs::EMPTY)
+                            };
+                            (v.lease, seen)
+                        })
+                    },
+                );
+                match seen {
+                    Ok(Some(seen)) => seen,
+                    Ok(None) | Err(Error::Expired) | Err(Error::NotFound) => {
+                        return Err(Error::NotFound)
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
         };
         let left = self
             .lease_remaining(key.tenant(), lease, now)
@@ -277,8 +454,10 @@ impl Store {
         let name: &dyn NameLookup = &(tenant, key);
         let now = self.shared.clock.now();
         self.consistent(|| {
-            self.visible_listing(name, now, |v, _| read(self.lease_id(v.lease), &v.attrs))
-                .map(|(seen, _)| seen)
+            self.visible_listing(name, now, true, |seen| {
+                read(self.lease_id(seen.lease), seen.attrs)
+            })
+            .map(|(seen, _)| seen)
         })
     }
 
@@ -326,16 +505,19 @@ impl Store {
     ) -> Result<u64> {
         self.inside_gate();
         let view = self.listing_view(nkey, now)?;
-        let (_, stamp) =
-            self.shared
-                .listings
-                .update(nkey, now, Some(expected_version), |v, stamp| {
-                    if v.origin != view.origin {
-                        return Err(Error::NotFound);
-                    }
-                    v.attrs = attrs;
-                    Ok(((), Some(super::stamp_deadline(&stamp))))
-                })?;
+        let (_, stamp) = self.shared.listings.update_words(
+            nkey,
+            now,
+            |_| true,
+            Some(expected_version),
+            |v, words, stamp| {
+                if v.origin != view.origin {
+                    return Err(Error::NotFound);
+                }
+                words.store_attrs(v, attrs);
+                Ok(((), Some(super::stamp_deadline(&stamp))))
+            },
+        )?;
         Ok(stamp.version)
     }
 
@@ -605,5 +787,121 @@ impl Store {
                 l.attempts.retain(|s| *s != seq);
             }
         });
+    }
+}
+
+#[cfg(all(test, not(relaystore_loom)))]
+mod tests {
+    use super::*;
+    use crate::base::time::ManualClock;
+    use crate::contract::config::StoreConfig;
+
+    const T: TenantId = TenantId(1);
+    const TTL: Duration = Duration::from_secs(60);
+
+    fn store() -> (Store, Arc<ManualClock>) {
+        let clock = Arc::new(ManualClock::new());
+        let store = Store::new(StoreConfig::default(), clock.clone()).unwrap();
+        (store, clock)
+    }
+
+    fn word(s: &Store, key: &str) -> Option<u64> {
+        s.shared.listings.word(&(T, key) as &dyn NameLookup)
+    }
+
+    #[test]
+    fn a_read_of_a_listing_seen_valid_writes_nothing_to_its_slot() {
+        let (s, clock) = store();
+        let lease = s.grant(T, "host-a", TTL, None).unwrap();
+        let published = s.publish(T, lease.id, "lobby", b"mode=ffa", None).unwrap();
+        // The first read takes the lock and records the listing as valid.
+        s.get_listing(T, "lobby").unwrap();
+        let before = word(&s, "lobby").expect("the listing's slot");
+        clock.advance(Duration::from_secs(1));
+        for _ in 0..100 {
+            let info = s.get_listing(T, "lobby").unwrap();
+            assert_eq!(info.attrs, b"mode=ffa");
+            assert_eq!((info.lease, info.version), (lease.id, published.version));
+            assert_eq!(info.remaining, Duration::from_secs(59));
+            let read = s.read_listing(T, "lobby", |l, attrs| (l, attrs.to_vec()));
+            assert_eq!(read.unwrap(), (lease.id, b"mode=ffa".to_vec()));
+        }
+        assert_eq!(
+            word(&s, "lobby"),
+            Some(before),
+            "a read took the slot's lock"
+        );
+        // An update holds the lock, and is seen by the next read.
+        let version = s
+            .update_listing(T, "lobby", published.version, b"mode=duel")
+            .unwrap();
+        assert_ne!(word(&s, "lobby"), Some(before));
+        let info = s.get_listing(T, "lobby").unwrap();
+        assert_eq!((&*info.attrs, info.version), (&b"mode=duel"[..], version));
+    }
+
+    #[test]
+    fn reads_without_the_lock_answer_what_reads_under_it_answer() {
+        let (s, clock) = store();
+        let other = TenantId(2);
+        let lease = s.grant(T, "host-a", TTL, None).unwrap();
+        let long_attrs = vec![b'x'; Attrs::INLINE_BYTES + 1];
+        let long_name = "a-listing-name-longer-than-23-bytes";
+        s.publish(T, lease.id, "lobby", b"short", None).unwrap();
+        s.publish(T, lease.id, "big", &long_attrs, None).unwrap();
+        s.publish(T, lease.id, long_name, b"n", None).unwrap();
+        for _ in 0..2 {
+            assert_eq!(s.get_listing(T, "lobby").unwrap().attrs, b"short");
+            assert_eq!(s.get_listing(T, "big").unwrap().attrs, &long_attrs[..]);
+            assert_eq!(s.get_listing(T, long_name).unwrap().attrs, b"n");
+            // The same name under another tenant is another record.
+            assert_eq!(s.get_listing(other, "lobby"), Err(Error::NotFound));
+            assert_eq!(s.get_listing(T, "lobbz"), Err(Error::NotFound));
+        }
+        // Attributes that grow out of the words, and back.
+        let v = s.get_listing(T, "lobby").unwrap().version;
+        let v = s.update_listing(T, "lobby", v, &long_attrs).unwrap();
+        assert_eq!(s.get_listing(T, "lobby").unwrap().attrs, &long_attrs[..]);
+        s.update_listing(T, "lobby", v, b"small").unwrap();
+        assert_eq!(s.get_listing(T, "lobby").unwrap().attrs, b"small");
+        // Another tenant's revocation sends the next read to the lock once.
+        s.grant(other, "h", TTL, None).unwrap();
+        s.revoke_tenant(other).unwrap();
+        assert_eq!(s.get_listing(T, "lobby").unwrap().attrs, b"small");
+        // Unpublished: gone, and the name is free again.
+        s.unpublish(T, "lobby", None).unwrap();
+        assert_eq!(s.get_listing(T, "lobby"), Err(Error::NotFound));
+        s.publish(T, lease.id, "lobby", b"again", None).unwrap();
+        assert_eq!(s.get_listing(T, "lobby").unwrap().attrs, b"again");
+        // The lease expired: not visible, read with or without the lock.
+        clock.advance(TTL);
+        assert_eq!(s.get_listing(T, "lobby"), Err(Error::NotFound));
+        // Its own tenant revoked: not visible.
+        let (s, _) = store();
+        let lease = s.grant(T, "host-a", TTL, None).unwrap();
+        s.publish(T, lease.id, "lobby", b"short", None).unwrap();
+        s.get_listing(T, "lobby").unwrap();
+        s.revoke_tenant(T).unwrap();
+        assert_eq!(s.get_listing(T, "lobby"), Err(Error::NotFound));
+    }
+
+    /// A listing leaving its slot takes its key and attributes back: the
+    /// removal's event names it, and a listing published into the same
+    /// slot has its own.
+    #[test]
+    fn a_listing_leaving_its_slot_takes_its_key_and_attributes_back() {
+        let (s, _) = store();
+        let lease = s.grant(T, "host-a", TTL, None).unwrap();
+        s.publish(T, lease.id, "lobby", b"first", None).unwrap();
+        let events = s.subscribe().unwrap();
+        s.unpublish(T, "lobby", None).unwrap();
+        let Some(crate::contract::events::Received::Event(event)) = events.try_recv() else {
+            panic!("the unpublish's event")
+        };
+        assert!(format!("{:?}", event.id).contains("lobby"), "{event:?}");
+        s.publish(T, lease.id, "other", b"second", None).unwrap();
+        assert_eq!(s.get_listing(T, "other").unwrap().attrs, b"second");
+        assert_eq!(s.get_listing(T, "lobby"), Err(Error::NotFound));
+        s.audit().unwrap();
     }
 }

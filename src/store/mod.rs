@@ -103,7 +103,7 @@ use crate::mem::wake::WakeHub;
 use idempotency::Idem;
 use join::Attempt;
 use lease::{Lease, LeaseWords};
-use listing::Listing;
+use listing::{Listing, ListingWords};
 use lock::Lock;
 use name_key::{NameKey, NameLookup};
 use presence::Presence;
@@ -203,7 +203,7 @@ pub(crate) struct Shared {
     revocations: Revocations,
     /// Revoked leases' sequence numbers, with their tenant.
     tombstones: Table<IdKey, TenantId>,
-    listings: NamedTable<NameKey, Listing>,
+    listings: NamedTable<NameKey, Listing, ListingWords>,
     presence: Table<NameKey, Presence>,
     attempts: SlabTable<Attempt>,
     pending: Counter,

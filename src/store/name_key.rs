@@ -19,6 +19,7 @@
 use crate::base::ids::TenantId;
 
 use crate::base::name::Name;
+use crate::mem::named_slab::{OwnedSlotKey, SlotKey, KEY_WORDS};
 use std::borrow::Borrow;
 use std::hash::{Hash, Hasher};
 
@@ -83,6 +84,35 @@ impl ToOwned for dyn NameLookup + '_ {
     }
 }
 
+/// A named key's words beside its slot: the tenant, then the name's
+/// three ([`Name::to_words`]). The name's first word carries its length
+/// (at most 23) in its low byte, so no key's words are
+/// [`KEPT`](crate::mem::named_slab::KEPT).
+fn words_of(tenant: TenantId, name: &str) -> Option<[u64; KEY_WORDS]> {
+    let [a, b, c] = Name::to_words(name)?;
+    Some([tenant.0, a, b, c])
+}
+
+impl SlotKey for NameKey {
+    #[inline]
+    fn key_words(&self) -> Option<[u64; KEY_WORDS]> {
+        words_of(self.0, &self.1)
+    }
+}
+
+impl OwnedSlotKey for NameKey {
+    fn from_key_words([tenant, a, b, c]: [u64; KEY_WORDS]) -> Option<Self> {
+        Some((TenantId(tenant), Name::from_words([a, b, c])?))
+    }
+}
+
+impl SlotKey for dyn NameLookup + '_ {
+    #[inline]
+    fn key_words(&self) -> Option<[u64; KEY_WORDS]> {
+        words_of(self.tenant(), self.name())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -99,6 +129,28 @@ mod tests {
             assert!(as_name != &other as &dyn NameLookup);
         }
         assert_eq!(borrowed.to_owned(), owned);
+    }
+
+    /// A key's words are the same from its owned and its borrowed form,
+    /// make the key back, and are never the words of a key kept in its
+    /// record.
+    #[test]
+    fn a_keys_words_are_its_own_from_either_form() {
+        use crate::mem::named_slab::KEPT;
+        for name in ["", "lobby", &"n".repeat(23)] {
+            let owned: NameKey = (TenantId(u64::MAX), Name::new(name));
+            let borrowed: &dyn NameLookup = &(TenantId(u64::MAX), name);
+            let words = owned.key_words().expect("inline");
+            assert_eq!(borrowed.key_words(), Some(words));
+            assert_ne!(words, KEPT);
+            assert_eq!(NameKey::from_key_words(words), Some(owned));
+        }
+        let long: &dyn NameLookup = &(TenantId(1), &*"n".repeat(24));
+        assert_eq!(long.key_words(), None);
+        assert_ne!(
+            (TenantId(1), Name::new("a")).key_words(),
+            (TenantId(2), Name::new("a")).key_words()
+        );
     }
 
     /// A key's name up to 23 bytes is held in the key itself, so a lookup
