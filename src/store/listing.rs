@@ -5,7 +5,7 @@ use super::idempotency::{IdemParams, Outcome};
 use super::owned_by;
 use super::retire::Stored;
 use super::retire::Why;
-use super::tenant::Revocations;
+use super::slot_parts::{AttrsWords, ValidAt};
 use super::tenant::{Owner, TenantIndex};
 use super::visible::Ancestry;
 use super::{Collection, NameKey, NameLookup, Store};
@@ -51,90 +51,26 @@ pub(crate) struct Listing {
 
 /// A listing's words beside its slot: what a read that takes no lock
 /// reads of it (ADR 0078). Its attributes are kept here, and only here,
-/// while they fit ([`Attrs::to_words`]).
+/// while they fit.
+#[derive(Default)]
 pub(crate) struct ListingWords {
     origin: AtomicU64,
     lease: AtomicU64,
-    /// The store's tenant-revocation count at which the listing was last
-    /// seen attached, with its owner's epoch valid, under the slot's lock
-    /// ([`Revocations`]), or [`Revocations::NEVER`].
-    valid_at: AtomicU64,
-    /// The attributes' words, or [`LONG_ATTRS`]: they stay in the record.
-    attrs: [AtomicU64; 3],
-}
-
-/// The first word of [`ListingWords::attrs`] for attributes kept in the
-/// record (no length an inline value has).
-const LONG_ATTRS: u64 = u8::MAX as u64;
-
-impl Default for ListingWords {
-    fn default() -> Self {
-        ListingWords {
-            origin: AtomicU64::new(0),
-            lease: AtomicU64::new(0),
-            valid_at: AtomicU64::new(Revocations::NEVER),
-            attrs: std::array::from_fn(|_| AtomicU64::new(0)),
-        }
-    }
-}
-
-impl ListingWords {
-    fn attrs_words(&self) -> [u64; 3] {
-        self.attrs.each_ref().map(|w| w.load(Ordering::Acquire))
-    }
-
-    fn store_attrs(&self, listing: &mut Listing, attrs: Attrs) {
-        let words = match attrs.to_words() {
-            Some(words) => {
-                listing.attrs = Attrs::EMPTY;
-                words
-            }
-            None => {
-                listing.attrs = attrs;
-                [LONG_ATTRS, 0, 0]
-            }
-        };
-        for (word, w) in self.attrs.iter().zip(words) {
-            word.store(w, Ordering::Release);
-        }
-    }
-
-    /// Runs `see` on the listing's attributes, from the words or from the
-    /// record. Under the slot's lock.
-    fn with_attrs<R>(&self, listing: &Listing, see: impl FnOnce(&Attrs) -> R) -> R {
-        match Attrs::from_words(self.attrs_words()) {
-            Some(attrs) => see(&attrs),
-            None => see(&listing.attrs),
-        }
-    }
-
-    /// Records, under the slot's lock, that the listing is attached and
-    /// its owner's epoch valid as of `revocations` (read before the
-    /// check, with no revocation at work).
-    fn mark_valid(&self, listing: &Listing, revocations: u64) {
-        if Revocations::settled(revocations)
-            && listing.attached
-            && listing.owner.valid()
-            && self.valid_at.load(Ordering::Relaxed) != revocations
-        {
-            self.valid_at.store(revocations, Ordering::Release);
-        }
-    }
+    /// Seen attached, with its owner's epoch valid.
+    valid_at: ValidAt,
+    attrs: AttrsWords,
 }
 
 impl SlotWords<Listing> for ListingWords {
     fn fill(&self, _: &Head, listing: &mut Listing) {
         self.origin.store(listing.origin, Ordering::Release);
         self.lease.store(listing.lease, Ordering::Release);
-        self.valid_at.store(Revocations::NEVER, Ordering::Release);
-        let attrs = std::mem::take(&mut listing.attrs);
-        self.store_attrs(listing, attrs);
+        self.valid_at.reset();
+        self.attrs.fill(&mut listing.attrs);
     }
 
     fn empty(&self, listing: &mut Listing) {
-        if let Some(attrs) = Attrs::from_words(self.attrs_words()) {
-            listing.attrs = attrs;
-        }
+        self.attrs.empty(&mut listing.attrs);
     }
 }
 
@@ -348,24 +284,16 @@ impl Store {
         see: impl FnOnce(ListingSeen<'_>) -> R,
     ) -> Result<(R, Duration)> {
         let peeked = self.shared.listings.peek(key, |head, words| {
-            if !self
-                .shared
-                .revocations
-                .still(words.valid_at.load(Ordering::Acquire))
-            {
+            if !words.valid_at.still(&self.shared.revocations) {
                 return None;
             }
             let state = head.state();
             if !state.is_live(now) {
                 return None;
             }
+            // Attributes kept in the record are read under the lock.
             let attrs = if with_attrs {
-                let words = words.attrs_words();
-                // Attributes kept in the record are read under the lock.
-                if words[0] == LONG_ATTRS {
-                    return None;
-                }
-                words
+                words.attrs.peek()?
             } else {
                 [0; 3]
             };
@@ -396,8 +324,9 @@ impl Store {
                     now,
                     |_| true,
                     |v, words, stamp| {
-                        words.mark_valid(v, revocations);
-                        (v.attached && v.owner.valid()).then(|| {
+                        let visible = v.attached && v.owner.valid();
+                        words.valid_at.mark(visible, revocations);
+                        visible.then(|| {
                             let seen = |attrs: &Attrs| {
                                 see(ListingSeen {
                                     origin: v.origin,
@@ -407,7 +336,7 @@ impl Store {
                                 })
                             };
                             let seen = if with_attrs {
-                                words.with_attrs(v, seen)
+                                words.attrs.with(&v.attrs, seen)
                             } else {
                                 seen(&Attrs::EMPTY)
                             };
@@ -514,7 +443,7 @@ impl Store {
                 if v.origin != view.origin {
                     return Err(Error::NotFound);
                 }
-                words.store_attrs(v, attrs);
+                words.attrs.store(&mut v.attrs, attrs);
                 Ok(((), Some(super::stamp_deadline(&stamp))))
             },
         )?;

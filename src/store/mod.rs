@@ -50,6 +50,7 @@ mod queues;
 mod reconfigure;
 mod retire;
 mod schedules;
+mod slot_parts;
 mod streams;
 mod tenant;
 mod tx;
@@ -106,7 +107,7 @@ use lease::{Lease, LeaseWords};
 use listing::{Listing, ListingWords};
 use lock::Lock;
 use name_key::{NameKey, NameLookup};
-use presence::Presence;
+use presence::{Presence, PresenceWords};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tenant::{Epoch, Revocations};
 
@@ -204,7 +205,7 @@ pub(crate) struct Shared {
     /// Revoked leases' sequence numbers, with their tenant.
     tombstones: Table<IdKey, TenantId>,
     listings: NamedTable<NameKey, Listing, ListingWords>,
-    presence: Table<NameKey, Presence>,
+    presence: NamedTable<NameKey, Presence, PresenceWords>,
     attempts: SlabTable<Attempt>,
     pending: Counter,
     idempotency: Table<NameKey, Idem>,

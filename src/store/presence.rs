@@ -7,6 +7,7 @@ use crate::contract::events::RecordId;
 use crate::contract::relay::PresenceInfo;
 
 use super::retire::Stored;
+use super::slot_parts::{AttrsWords, ValidAt};
 use super::tenant::{Owner, TenantIndex};
 use super::visible::Ancestry;
 use super::{owned_by, Collection, NameKey, NameLookup, Renewal, Store};
@@ -14,12 +15,15 @@ use crate::base::attrs::Attrs;
 use crate::base::error::{Error, Result};
 use crate::base::ids::{LeaseId, TenantId};
 use crate::base::name::Name;
+use crate::base::sync::{AtomicU64, Ordering};
 use crate::base::time::MonoTime;
 use crate::contract::events::Cause;
 use crate::contract::relay::Cursor;
 use crate::contract::relay::Page;
+use crate::mem::named_slab::{NamedSlab, NamedTable, Peeked};
+use crate::mem::record::Head;
 use crate::mem::record::Stamp;
-use crate::mem::table::{Removed, Table};
+use crate::mem::table::{Removed, SlotWords};
 use std::time::Duration;
 
 pub(crate) struct Presence {
@@ -30,11 +34,39 @@ pub(crate) struct Presence {
     pub(super) attached: bool,
 }
 
+/// A presence record's words beside its slot: what a read that takes no
+/// lock reads of it (ADR 0078). Its attributes are kept here, and only
+/// here, while they fit.
+#[derive(Default)]
+pub(crate) struct PresenceWords {
+    /// The lease's key, or [`NO_LEASE`] (no slab key is zero).
+    lease: AtomicU64,
+    /// Seen attached, with its owner's epoch valid.
+    valid_at: ValidAt,
+    attrs: AttrsWords,
+}
+
+/// [`PresenceWords::lease`] of a record attached to no lease.
+const NO_LEASE: u64 = 0;
+
+impl SlotWords<Presence> for PresenceWords {
+    fn fill(&self, _: &Head, presence: &mut Presence) {
+        self.lease
+            .store(presence.lease.unwrap_or(NO_LEASE), Ordering::Release);
+        self.valid_at.reset();
+        self.attrs.fill(&mut presence.attrs);
+    }
+
+    fn empty(&self, presence: &mut Presence) {
+        self.attrs.empty(&mut presence.attrs);
+    }
+}
+
 impl Stored for Presence {
     type Key = NameKey;
-    type Storage = crate::mem::shard::ShardMap<NameKey, crate::mem::record::Record<Self>>;
+    type Storage = NamedSlab<NameKey, Self, PresenceWords>;
 
-    fn table(store: &Store) -> &Table<NameKey, Presence> {
+    fn table(store: &Store) -> &NamedTable<NameKey, Presence, PresenceWords> {
         &store.shared.presence
     }
 
@@ -71,6 +103,13 @@ impl Child for Presence {
     const INDEX: Option<fn(&NameKey, &mut TenantIndex)> = Some(|key, index| {
         index.members.insert(key.1.clone());
     });
+}
+
+/// What a read sees of a visible presence record.
+struct PresenceSeen<'a> {
+    lease: Option<u64>,
+    stamp: Stamp,
+    attrs: &'a Attrs,
 }
 
 impl Store {
@@ -175,11 +214,17 @@ impl Store {
                 check(v, &|| head.stamp().version)
             }),
             Some(attrs) => table
-                .update(key, now, None, |v, stamp| {
-                    check(v, &|| stamp.version)?;
-                    v.attrs = attrs.clone();
-                    Ok(((), Some(deadline)))
-                })
+                .update_words(
+                    key,
+                    now,
+                    |_| true,
+                    None,
+                    |v, words, stamp| {
+                        check(v, &|| stamp.version)?;
+                        words.attrs.store(&mut v.attrs, attrs.clone());
+                        Ok(((), Some(deadline)))
+                    },
+                )
                 .map(|((), stamp)| stamp),
         }
     }
@@ -191,10 +236,11 @@ impl Store {
     }
 
     /// Reads a visible presence record in place: `read` gets its
-    /// attributes under the shard's shared lock, and nothing is copied or
-    /// allocated, the member's name included. The same visibility as
-    /// [`get_presence`](Self::get_presence) (live, and its lease visible
-    /// if it has one), for a relay's packet path; keep `read` short.
+    /// attributes, and nothing is allocated, the member's name included.
+    /// The same visibility as [`get_presence`](Self::get_presence) (live,
+    /// and its lease visible if it has one), for a relay's packet path;
+    /// keep `read` short (it runs under the record's lock when its
+    /// attributes are longer than they are kept inline).
     pub fn read_presence<R>(
         &self,
         tenant: TenantId,
@@ -203,42 +249,94 @@ impl Store {
     ) -> Result<R> {
         self.check_name(member)?;
         let name: &dyn NameLookup = &(tenant, member);
-        let now = self.shared.clock.now();
-        let seen = self.shared.presence.read(name, now, |v, _| {
-            (v.attached && v.owner.valid()).then(|| (v.lease, read(&v.attrs)))
-        });
-        let (lease, seen) = match seen {
-            Ok(Some(seen)) => seen,
-            Ok(None) => return Err(Error::NotFound),
-            Err(e) => return Err(e),
-        };
-        if let Some(lease) = lease {
-            self.lease_status(tenant, lease, now)
-                .map_err(|_| Error::NotFound)?;
-        }
-        Ok(seen)
+        self.visible_presence(name, self.shared.clock.now(), |seen| read(seen.attrs))
     }
 
     fn presence_info(&self, key: &NameKey, now: MonoTime) -> Result<PresenceInfo> {
-        let seen = self.shared.presence.read(key, now, |v, stamp| {
-            (v.attached && v.owner.valid()).then(|| PresenceInfo {
-                member: key.1.clone(),
-                attrs: v.attrs.clone(),
-                lease: v.lease.map(|seq| self.lease_id(seq)),
-                version: stamp.version,
-                remaining: stamp.remaining(now),
-            })
+        self.visible_presence(key, now, |seen| PresenceInfo {
+            member: key.1.clone(),
+            attrs: seen.attrs.clone(),
+            lease: seen.lease.map(|seq| self.lease_id(seq)),
+            version: seen.stamp.version,
+            remaining: seen.stamp.remaining(now),
+        })
+    }
+
+    /// The one visibility rule of a presence record: attached, its
+    /// owner's epoch current, live, and its lease visible if it has one.
+    /// `see` gets what was read of it; anything not visible is
+    /// `NotFound`, an expired record `Expired`.
+    ///
+    /// The plain case is read without the slot's lock
+    /// ([`NamedTable::peek`]): a record seen valid under its lock since
+    /// the last tenant revocation, live, with attributes in its words.
+    /// Anything else is read under the lock, which marks the record
+    /// valid for the next read.
+    fn visible_presence<R>(
+        &self,
+        key: &dyn NameLookup,
+        now: MonoTime,
+        see: impl FnOnce(PresenceSeen<'_>) -> R,
+    ) -> Result<R> {
+        let peeked = self.shared.presence.peek(key, |head, words| {
+            if !words.valid_at.still(&self.shared.revocations) {
+                return None;
+            }
+            let state = head.state();
+            if !state.is_live(now) {
+                return None;
+            }
+            // Attributes kept in the record are read under the lock.
+            let attrs = words.attrs.peek()?;
+            let lease = words.lease.load(Ordering::Acquire);
+            Some((lease, head.stamp_of(state), attrs))
         });
-        let info = match seen {
-            Ok(Some(info)) => info,
-            Ok(None) => return Err(Error::NotFound),
-            Err(e) => return Err(e),
+        let (lease, seen) = match peeked {
+            Peeked::Seen((lease, stamp, attrs)) => {
+                // Words no write overlapped: attributes they hold.
+                let attrs = Attrs::from_words(attrs).unwrap_or_default();
+                let lease = (lease != NO_LEASE).then_some(lease);
+                let seen = see(PresenceSeen {
+                    lease,
+                    stamp,
+                    attrs: &attrs,
+                });
+                (lease, seen)
+            }
+            Peeked::Missing => return Err(Error::NotFound),
+            Peeked::Locked => {
+                let revocations = self.shared.revocations.now();
+                let seen = self.shared.presence.read_words(
+                    key,
+                    now,
+                    |_| true,
+                    |v, words, stamp| {
+                        let visible = v.attached && v.owner.valid();
+                        words.valid_at.mark(visible, revocations);
+                        visible.then(|| {
+                            let seen = words.attrs.with(&v.attrs, |attrs| {
+                                see(PresenceSeen {
+                                    lease: v.lease,
+                                    stamp,
+                                    attrs,
+                                })
+                            });
+                            (v.lease, seen)
+                        })
+                    },
+                );
+                match seen {
+                    Ok(Some(seen)) => seen,
+                    Ok(None) => return Err(Error::NotFound),
+                    Err(e) => return Err(e),
+                }
+            }
         };
-        if let Some(lease) = info.lease {
-            self.lease_status(key.0, lease.seq(), now)
+        if let Some(lease) = lease {
+            self.lease_status(key.tenant(), lease, now)
                 .map_err(|_| Error::NotFound)?;
         }
-        Ok(info)
+        Ok(seen)
     }
 
     /// Up to `limit` visible presence records after `cursor`, in member
@@ -304,5 +402,110 @@ impl Store {
             );
             self.release_owner(&presence.owner);
         }
+    }
+}
+
+#[cfg(all(test, not(relaystore_loom)))]
+mod tests {
+    use super::*;
+    use crate::base::time::ManualClock;
+    use crate::contract::config::StoreConfig;
+
+    const T: TenantId = TenantId(1);
+    const TTL: Duration = Duration::from_secs(60);
+
+    fn store() -> (Store, Arc<ManualClock>) {
+        let clock = Arc::new(ManualClock::new());
+        let store = Store::new(StoreConfig::default(), clock.clone()).unwrap();
+        (store, clock)
+    }
+
+    fn word(s: &Store, member: &str) -> Option<u64> {
+        s.shared.presence.word(&(T, member) as &dyn NameLookup)
+    }
+
+    #[test]
+    fn a_read_of_a_member_seen_valid_writes_nothing_to_its_slot() {
+        let (s, clock) = store();
+        let lease = s.grant(T, "host-a", TTL, None).unwrap();
+        let beat = s
+            .heartbeat(T, "alice", TTL, Some(b"codec=opus"), Some(lease.id))
+            .unwrap();
+        // The first read takes the lock and records the member as valid.
+        s.get_presence(T, "alice").unwrap();
+        let before = word(&s, "alice").expect("the record's slot");
+        clock.advance(Duration::from_secs(1));
+        for _ in 0..100 {
+            let info = s.get_presence(T, "alice").unwrap();
+            assert_eq!(info.attrs, b"codec=opus");
+            assert_eq!((info.lease, info.version), (Some(lease.id), beat.version));
+            assert_eq!(info.remaining, Duration::from_secs(59));
+            let read = s.read_presence(T, "alice", |attrs| attrs.to_vec());
+            assert_eq!(read.unwrap(), b"codec=opus");
+        }
+        assert_eq!(
+            word(&s, "alice"),
+            Some(before),
+            "a read took the slot's lock"
+        );
+        // A heartbeat holds the lock, and is seen by the next read.
+        let again = s
+            .heartbeat(T, "alice", TTL, Some(b"codec=g711"), Some(lease.id))
+            .unwrap();
+        assert_ne!(word(&s, "alice"), Some(before));
+        let info = s.get_presence(T, "alice").unwrap();
+        assert_eq!(
+            (&*info.attrs, info.version),
+            (&b"codec=g711"[..], again.version)
+        );
+        assert_eq!(info.remaining, TTL);
+    }
+
+    #[test]
+    fn reads_without_the_lock_answer_what_reads_under_it_answer() {
+        let (s, clock) = store();
+        let other = TenantId(2);
+        let lease = s.grant(T, "host-a", TTL * 2, None).unwrap();
+        let long_attrs = vec![b'x'; Attrs::INLINE_BYTES + 1];
+        let long_name = "a-member-name-longer-than-23-bytes";
+        s.heartbeat(T, "alice", TTL, Some(b"short"), None).unwrap();
+        s.heartbeat(T, "bob", TTL, Some(&long_attrs), Some(lease.id))
+            .unwrap();
+        s.heartbeat(T, long_name, TTL, Some(b"n"), None).unwrap();
+        for _ in 0..2 {
+            let alice = s.get_presence(T, "alice").unwrap();
+            assert_eq!((&*alice.attrs, alice.lease), (&b"short"[..], None));
+            let bob = s.get_presence(T, "bob").unwrap();
+            assert_eq!((&*bob.attrs, bob.lease), (&long_attrs[..], Some(lease.id)));
+            assert_eq!(s.get_presence(T, long_name).unwrap().attrs, b"n");
+            assert_eq!(s.get_presence(other, "alice"), Err(Error::NotFound));
+        }
+        // Attributes that grow out of the words, and back.
+        s.heartbeat(T, "alice", TTL, Some(&long_attrs), None)
+            .unwrap();
+        assert_eq!(s.get_presence(T, "alice").unwrap().attrs, &long_attrs[..]);
+        s.heartbeat(T, "alice", TTL, Some(b"small"), None).unwrap();
+        assert_eq!(s.get_presence(T, "alice").unwrap().attrs, b"small");
+        // Another tenant's revocation sends the next read to the lock once.
+        s.grant(other, "h", TTL, None).unwrap();
+        s.revoke_tenant(other).unwrap();
+        assert_eq!(s.get_presence(T, "alice").unwrap().attrs, b"small");
+        // Left: gone, and the name is free again.
+        s.leave(T, "alice").unwrap();
+        assert_eq!(s.get_presence(T, "alice"), Err(Error::NotFound));
+        s.heartbeat(T, "alice", TTL, Some(b"again"), None).unwrap();
+        assert_eq!(s.get_presence(T, "alice").unwrap().attrs, b"again");
+        // Its own time ran out: expired, read with or without the lock.
+        clock.advance(TTL);
+        assert_eq!(s.get_presence(T, "alice"), Err(Error::Expired));
+        // Its lease revoked: not visible.
+        s.revoke(T, lease.id).unwrap();
+        assert_eq!(s.get_presence(T, "bob"), Err(Error::NotFound));
+        // Its own tenant revoked: not visible.
+        let (s, _) = store();
+        s.heartbeat(T, "alice", TTL, Some(b"short"), None).unwrap();
+        s.get_presence(T, "alice").unwrap();
+        s.revoke_tenant(T).unwrap();
+        assert_eq!(s.get_presence(T, "alice"), Err(Error::NotFound));
     }
 }
