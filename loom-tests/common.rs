@@ -24,9 +24,13 @@ pub fn explore_bounded(name: &str, bound: usize, body: impl Fn() + Sync + Send +
 
 fn explore_with(
     name: &str,
-    builder: loom::model::Builder,
+    mut builder: loom::model::Builder,
     body: impl Fn() + Sync + Send + 'static,
 ) {
+    // Loom's default of 1,000 steps an execution may take is fewer than a
+    // model that sets up a store and then races two of its operations
+    // takes (each atomic operation is a step).
+    builder.max_branches = 10_000;
     let runs = Arc::new(AtomicUsize::new(0));
     let counter = Arc::clone(&runs);
     let started = Instant::now();

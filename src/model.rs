@@ -134,7 +134,12 @@ impl ModelNamed {
         self.0
             .upsert(ModelKey(name), |_| {
                 crate::mem::shard::Upsert::Put(
-                    Record::new(1, u64::MAX, TimerHandle::NONE.to_bits(), value),
+                    Record::new(
+                        1,
+                        crate::base::time::DEADLINE_MAX_MS,
+                        TimerHandle::NONE.to_bits(),
+                        value,
+                    ),
                     (),
                 )
             })

@@ -274,7 +274,9 @@ impl Store {
         // state a model needs to explore.
         static INSTANCES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let instance = INSTANCES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let shared = Shared {
+        // Made in its `Arc` at once: one copy of the tables on the stack,
+        // not two (a model thread's stack is 32 KiB).
+        let shared = Arc::new(Shared {
             incarnation,
             instance,
             fence_floor: floor,
@@ -322,16 +324,14 @@ impl Store {
             driver: std::sync::Mutex::new(None),
             clock,
             config,
-        };
+        });
         crate::contract::metrics::announce(crate::contract::metrics::EngineLabel::Memory);
         tracing::info!(
             incarnation = format_args!("{:016x}", shared.incarnation),
             fence_floor = shared.fence_floor,
             "relaystore store started: a new incarnation; ids and fences from earlier ones answer Restarted",
         );
-        Ok(Store {
-            shared: Arc::new(shared),
-        })
+        Ok(Store { shared })
     }
 
     /// The lowest fence (lease or lock) this incarnation can issue: the
