@@ -132,7 +132,7 @@ impl ModelNamed {
     /// Creates the record `name` with `value`.
     pub fn insert(&self, name: u64, value: u64) {
         self.0
-            .upsert(ModelKey(name), |_| {
+            .upsert(ModelKey(name), |_, _| {
                 crate::mem::shard::Upsert::Put(
                     Record::new(
                         1,
@@ -236,7 +236,7 @@ fn renew_at<S, L>(
     deadline_ms: u64,
 ) -> Result<Stamp, crate::Error>
 where
-    S: Storage<u64, u64>,
+    S: Storage<u64, u64> + crate::mem::table::Placed<Place = u64>,
     L: Timing<u64>,
 {
     table.renew(&key, MonoTime::from_millis(now_ms), deadline_ms, None)
@@ -245,7 +245,7 @@ where
 /// Sweeps either model table; the keys removed.
 fn sweep_at<S, L>(table: &Table<u64, u64, S, L>, now_ms: u64) -> Vec<u64>
 where
-    S: Storage<u64, u64>,
+    S: Storage<u64, u64> + crate::mem::table::Placed<Place = u64>,
     L: Timing<u64>,
 {
     let mut out = Vec::new();

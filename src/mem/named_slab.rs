@@ -34,8 +34,8 @@ use crate::mem::name_index::{NameIndex, Writer};
 use crate::mem::record::{Head, Record};
 use crate::mem::shard::Upsert;
 use crate::mem::slab::Slab;
-use crate::mem::table::{Beside, Find, SlotWords, Storage, TableOf};
-use crate::mem::wheel::Handles;
+use crate::mem::table::{Beside, Find, Placed, SlotWords, Storage, TableOf};
+use crate::mem::wheel::ByKey;
 use std::borrow::Borrow;
 use std::hash::Hash;
 
@@ -211,12 +211,21 @@ where
     }
 }
 
+/// A named record's place is the key of the slot holding it, with its
+/// generation: it names one record for good (a record replacing an
+/// expired one of its name in the same slot is due later than any entry
+/// of the expired one), so its wheel entry is the slot key and the due
+/// tick (ADR 0050), 12 bytes where a name would be 48 and a handle.
+impl<K, V, W> Placed for NamedSlab<K, V, W> {
+    type Place = u64;
+}
+
 impl<K, V, W> Storage<K, V> for NamedSlab<K, V, W>
 where
     K: OwnedSlotKey + Hash + Eq + Ord + Clone,
     W: SlotWords<V>,
 {
-    type Timing = Handles;
+    type Timing = ByKey;
 
     fn with_capacity(_capacity: usize) -> Self {
         NamedSlab {
@@ -228,7 +237,7 @@ where
     fn upsert<R>(
         &self,
         key: K,
-        decide: impl FnOnce(Option<(&Head, &V)>) -> Upsert<Record<V>, R>,
+        decide: impl FnOnce(&u64, Option<(&Head, &V)>) -> Upsert<Record<V>, R>,
     ) -> Option<(R, Option<Record<V>>)> {
         let mut writer = self.index.write(self.index.hash(&key));
         let (slot_key, fresh) = match self.slot_of(&writer, &key) {
@@ -243,8 +252,10 @@ where
             None => (self.slab.claim()?, true),
         };
         let mut key = Some(key);
-        let (r, replaced) = Storage::<u64, Named<K, V>>::upsert(&self.slab, slot_key, |seen| {
-            match decide(seen.map(|(head, named)| (head, &named.value))) {
+        let (r, replaced) = Storage::<u64, Named<K, V>>::upsert(
+            &self.slab,
+            slot_key,
+            |place, seen| match decide(place, seen.map(|(head, named)| (head, &named.value))) {
                 Upsert::Put(Record { head, value }, r) => Upsert::Put(
                     Record {
                         head,
@@ -256,8 +267,8 @@ where
                     r,
                 ),
                 Upsert::Keep(r) => Upsert::Keep(r),
-            }
-        })?;
+            },
+        )?;
         if fresh {
             if key.is_none() {
                 writer.insert(slot_key as u32);
@@ -294,6 +305,52 @@ where
             head,
             value: value.value,
         }))
+    }
+
+    fn remove_at<E>(
+        &self,
+        place: &u64,
+        decide: impl FnOnce(&Head, &V) -> std::result::Result<(), E>,
+    ) -> Option<std::result::Result<(K, Record<V>), E>> {
+        // The slot's name, read under its lock; then the name's index
+        // lock, above the slot's, and the slot again. A slot key names
+        // one record, whose name does not change: if the record left
+        // between the two holds, its slot is at another generation and
+        // the removal finds nothing.
+        let key = self
+            .slab
+            .read(place, |beside, named| beside.words.key_of(named))?;
+        let mut writer = self.index.write(self.index.hash(&key));
+        let removed = Storage::<u64, Named<K, V>>::remove_if(&self.slab, place, |head, named| {
+            decide(head, &named.value)
+        })?;
+        if removed.is_ok() {
+            let gone = writer.remove(*place as u32);
+            debug_assert!(gone, "a removed named record had its entry");
+        }
+        Some(removed.map(|Record { head, value }| {
+            (
+                key,
+                Record {
+                    head,
+                    value: value.value,
+                },
+            )
+        }))
+    }
+
+    fn head_at<R>(&self, place: &u64, f: impl FnOnce(&Head) -> R) -> Option<R> {
+        self.slab.read(place, |beside, _| f(&beside.head))
+    }
+
+    fn place_of(&self, key: &K) -> Option<u64> {
+        self.index.find(self.index.hash(key), |slot| {
+            self.slab
+                .read_at(slot, |k, beside, named| {
+                    beside.words.holds(named, key).then_some(k)
+                })
+                .flatten()
+        })
     }
 
     fn len(&self) -> usize {
@@ -396,5 +453,116 @@ where
                 .map(|_| slot)
         })?;
         named.slab.word_at(slot)
+    }
+}
+
+#[cfg(all(test, not(relaystore_loom)))]
+mod tests {
+    use super::*;
+    use crate::base::error::Scope;
+    use crate::base::sync::Arc;
+    use crate::base::time::MonoTime;
+    use crate::mem::record::Versions;
+
+    /// A test name: one word, kept beside its slot, or (`long`) too long
+    /// for the words and kept in its record.
+    #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+    struct Key {
+        word: u64,
+        long: bool,
+    }
+
+    fn short(word: u64) -> Key {
+        Key { word, long: false }
+    }
+
+    fn long(word: u64) -> Key {
+        Key { word, long: true }
+    }
+
+    impl SlotKey for Key {
+        fn key_words(&self) -> Option<[u64; KEY_WORDS]> {
+            (!self.long).then_some([self.word, 0, 0, 0])
+        }
+    }
+
+    impl OwnedSlotKey for Key {
+        fn from_key_words(words: [u64; KEY_WORDS]) -> Option<Self> {
+            Some(short(words[0]))
+        }
+    }
+
+    fn table() -> NamedTable<Key, u32> {
+        TableOf::new(
+            Scope::Named("test"),
+            16,
+            Arc::new(Versions::new()),
+            MonoTime::ZERO,
+        )
+    }
+
+    /// Records, live wheel entries, stale ones.
+    fn held(t: &NamedTable<Key, u32>) -> (usize, usize, usize) {
+        (t.len(), t.scheduled(), t.stale_timers())
+    }
+
+    const fn at(ms: u64) -> MonoTime {
+        MonoTime::from_millis(ms)
+    }
+
+    /// A name created again after its record expired takes the same slot
+    /// at the same generation: the expired record's entry, named by the
+    /// same slot key, finds a record due later and settles stale, and the
+    /// new record leaves at its own deadline, under its name.
+    #[test]
+    fn a_name_created_again_in_its_slot_leaves_at_its_own_deadline() {
+        for key in [short(1), long(1)] {
+            let t = table();
+            t.insert(key.clone(), 1, at(0), 1_000).unwrap();
+            let (_, replaced) = t.insert(key.clone(), 2, at(2_000), 5_000).unwrap();
+            assert_eq!(replaced.map(|r| (r.key, r.value)), Some((key.clone(), 1)));
+            assert_eq!(held(&t), (1, 1, 1));
+            let mut out = Vec::new();
+            assert_eq!(t.sweep(at(2_000), &mut out), 0, "the entry of the first");
+            assert_eq!(held(&t), (1, 1, 0));
+            assert_eq!(t.sweep(at(4_999), &mut out), 0);
+            assert_eq!(t.sweep(at(5_000), &mut out), 1);
+            assert_eq!((&out[0].key, out[0].value), (&key, 2));
+            assert_eq!(held(&t), (0, 0, 0));
+        }
+    }
+
+    /// A removed name's slot, reused by another name at the next
+    /// generation: the removed record's entry names a generation gone,
+    /// and only the new record leaves, under its own name.
+    #[test]
+    fn an_entry_of_a_removed_name_never_removes_its_slots_next_record() {
+        let t = table();
+        t.insert(short(1), 1, at(0), 1_000).unwrap();
+        t.remove(&short(1), at(10), None).unwrap();
+        t.insert(short(2), 2, at(20), 5_000).unwrap();
+        assert_eq!(t.storage().slab.slots(), 1, "the slot was reused");
+        let mut out = Vec::new();
+        assert_eq!(t.sweep(at(1_000), &mut out), 0);
+        assert_eq!(held(&t), (1, 1, 0));
+        assert_eq!(t.sweep(at(5_000), &mut out), 1);
+        assert_eq!((&out[0].key, out[0].value), (&short(2), 2));
+    }
+
+    /// A deadline moved earlier finds its record's slot by name and
+    /// schedules it there; the record leaves at the earlier deadline.
+    #[test]
+    fn a_named_record_pulled_in_leaves_at_its_new_deadline() {
+        for key in [short(3), long(3)] {
+            let t = table();
+            t.insert(key.clone(), 3, at(0), 10_000).unwrap();
+            t.renew(&key, at(0), 1_000, None).unwrap();
+            assert_eq!(held(&t), (1, 1, 1));
+            let mut out = Vec::new();
+            assert_eq!(t.sweep(at(1_000), &mut out), 1);
+            assert_eq!(out[0].key, key);
+            assert_eq!(t.sweep(at(10_000), &mut out), 0, "nothing more");
+            assert_eq!(held(&t), (0, 0, 0));
+        }
     }
 }

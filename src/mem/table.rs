@@ -61,13 +61,15 @@ pub struct Removed<K, V> {
 /// How a table's wheel names a record's one entry, and what the record's
 /// timer word holds for it: a [`TimerHandle`]'s bits for the map tables
 /// (a map key can leave and come back, so only a handle tells its
-/// records apart), the entry's due tick for the slab tables (a slab key
-/// names one record for good; ADR 0050). Every method given the wheel
-/// runs under the wheel shard's lock.
+/// records apart), the entry's due tick for the slab tables and the
+/// named ones (a slab key, the place a named record's entry names, names
+/// one record for good; ADR 0050). `K` is the record's place
+/// ([`Storage::Place`]). Every method given the wheel runs under the
+/// wheel shard's lock.
 pub(crate) trait Timing<K>: Liveness + Sized {
-    /// What the wheel holds for a key.
+    /// What the wheel holds for a place.
     type Item: Ord;
-    fn key(item: Self::Item) -> K;
+    fn place(item: Self::Item) -> K;
     fn wheel(start: u64) -> Wheel<Self::Item, Self>;
     /// Schedules `key` at `due`; returns the record's new timer word.
     fn schedule(wheel: &mut Wheel<Self::Item, Self>, key: K, due: u64) -> u64;
@@ -97,7 +99,7 @@ pub(crate) trait Timing<K>: Liveness + Sized {
 
 impl<K: Ord> Timing<K> for Handles {
     type Item = K;
-    fn key(item: K) -> K {
+    fn place(item: K) -> K {
         item
     }
     fn wheel(start: u64) -> Wheel<K, Self> {
@@ -129,7 +131,7 @@ impl<K: Ord> Timing<K> for Handles {
 /// level entry is 12 bytes (ADR 0050).
 impl Timing<u64> for ByKey {
     type Item = SplitKey;
-    fn key(item: SplitKey) -> u64 {
+    fn place(item: SplitKey) -> u64 {
         u64::from(item)
     }
     fn wheel(start: u64) -> Wheel<SplitKey, Self> {
@@ -240,24 +242,51 @@ enum Keep {
 /// Records are handed to closures as their [`Head`] and their payload
 /// `V`, which a map keeps together in a [`Record`] and a slab keeps apart
 /// (the head beside the slot's lock, for reads that take none).
-pub(crate) trait Storage<K, V>: Find<K, V> {
+/// What a table's wheel names a record by ([`Storage`]'s records).
+pub(crate) trait Placed {
+    /// A record's key, or for named records the key of the slot holding
+    /// it (a word, where a name is several).
+    type Place;
+}
+
+impl<K, R> Placed for ShardMap<K, R> {
+    type Place = K;
+}
+
+impl<V, B> Placed for Slab<V, B> {
+    type Place = u64;
+}
+
+pub(crate) trait Storage<K, V>: Find<K, V> + Placed<Place: Clone> {
     /// How the table's wheel names a record's entry ([`Timing`]).
-    type Timing: Timing<K>;
+    type Timing: Timing<Self::Place>;
     fn with_capacity(capacity: usize) -> Self;
     /// Decides under the record's lock what to do with `key`'s record, or
-    /// with its absence. `None` when the key has no record and the storage
-    /// has no room for one ([`SLOTS_MAX`](crate::base::ids::SLOTS_MAX)
-    /// slots), before `decide` is asked.
+    /// with its absence; `decide` is told the record's place. `None` when
+    /// the key has no record and the storage has no room for one
+    /// ([`SLOTS_MAX`](crate::base::ids::SLOTS_MAX) slots), before `decide`
+    /// is asked.
     fn upsert<R>(
         &self,
         key: K,
-        decide: impl FnOnce(Option<(&Head, &V)>) -> Upsert<Record<V>, R>,
+        decide: impl FnOnce(&Self::Place, Option<(&Head, &V)>) -> Upsert<Record<V>, R>,
     ) -> Option<(R, Option<Record<V>>)>;
     fn remove_if<E>(
         &self,
         key: &K,
         decide: impl FnOnce(&Head, &V) -> Result<(), E>,
     ) -> Option<Result<Record<V>, E>>;
+    /// [`remove_if`](Self::remove_if) for the record at `place` (as the
+    /// wheel names it), with its key. `None` if no record is there.
+    fn remove_at<E>(
+        &self,
+        place: &Self::Place,
+        decide: impl FnOnce(&Head, &V) -> Result<(), E>,
+    ) -> Option<Result<(K, Record<V>), E>>;
+    /// Runs `f` on the head of the record at `place`, under its lock.
+    fn head_at<R>(&self, place: &Self::Place, f: impl FnOnce(&Head) -> R) -> Option<R>;
+    /// Where `key`'s record is, if it has one.
+    fn place_of(&self, key: &K) -> Option<Self::Place>;
     fn len(&self) -> usize;
     fn for_each(&self, f: impl FnMut(&K, &Head, &V));
 }
@@ -277,7 +306,7 @@ pub(crate) trait Find<Q: ?Sized, V> {
     fn update<R>(&self, key: &Q, f: impl FnOnce(&Head, &Self::Words, &mut V) -> R) -> Option<R>;
 }
 
-impl<K: Eq + Hash + Ord, V> Storage<K, V> for ShardMap<K, Record<V>> {
+impl<K: Eq + Hash + Ord + Clone, V> Storage<K, V> for ShardMap<K, Record<V>> {
     type Timing = Handles;
     fn with_capacity(capacity: usize) -> Self {
         ShardMap::with_capacity(capacity)
@@ -285,10 +314,11 @@ impl<K: Eq + Hash + Ord, V> Storage<K, V> for ShardMap<K, Record<V>> {
     fn upsert<R>(
         &self,
         key: K,
-        decide: impl FnOnce(Option<(&Head, &V)>) -> Upsert<Record<V>, R>,
+        decide: impl FnOnce(&K, Option<(&Head, &V)>) -> Upsert<Record<V>, R>,
     ) -> Option<(R, Option<Record<V>>)> {
+        let place = key.clone();
         Some(ShardMap::upsert(self, key, |r| {
-            decide(r.map(|r| (&r.head, &r.value)))
+            decide(&place, r.map(|r| (&r.head, &r.value)))
         }))
     }
     fn remove_if<E>(
@@ -297,6 +327,19 @@ impl<K: Eq + Hash + Ord, V> Storage<K, V> for ShardMap<K, Record<V>> {
         decide: impl FnOnce(&Head, &V) -> Result<(), E>,
     ) -> Option<Result<Record<V>, E>> {
         ShardMap::remove_if(self, key, |r| decide(&r.head, &r.value))
+    }
+    fn remove_at<E>(
+        &self,
+        key: &K,
+        decide: impl FnOnce(&Head, &V) -> Result<(), E>,
+    ) -> Option<Result<(K, Record<V>), E>> {
+        Storage::remove_if(self, key, decide).map(|r| r.map(|record| (key.clone(), record)))
+    }
+    fn head_at<R>(&self, key: &K, f: impl FnOnce(&Head) -> R) -> Option<R> {
+        ShardMap::read(self, key, |r| f(&r.head))
+    }
+    fn place_of(&self, key: &K) -> Option<K> {
+        Some(key.clone())
     }
     fn len(&self) -> usize {
         ShardMap::len(self)
@@ -359,11 +402,11 @@ impl<V, W: SlotWords<V>> Storage<u64, V> for Slab<V, Beside<W>> {
     fn upsert<R>(
         &self,
         key: u64,
-        decide: impl FnOnce(Option<(&Head, &V)>) -> Upsert<Record<V>, R>,
+        decide: impl FnOnce(&u64, Option<(&Head, &V)>) -> Upsert<Record<V>, R>,
     ) -> Option<(R, Option<Record<V>>)> {
         let mut old_head = None;
         let (r, replaced) = Slab::upsert(self, key, |b, v| {
-            match decide(v.as_deref().map(|v| (&b.head, v))) {
+            match decide(&key, v.as_deref().map(|v| (&b.head, v))) {
                 Upsert::Put(record, r) => {
                     if let Some(old) = v {
                         old_head = Some(b.head.copy());
@@ -405,6 +448,19 @@ impl<V, W: SlotWords<V>> Storage<u64, V> for Slab<V, Beside<W>> {
             })
         })
     }
+    fn remove_at<E>(
+        &self,
+        key: &u64,
+        decide: impl FnOnce(&Head, &V) -> Result<(), E>,
+    ) -> Option<Result<(u64, Record<V>), E>> {
+        Storage::remove_if(self, key, decide).map(|r| r.map(|record| (*key, record)))
+    }
+    fn head_at<R>(&self, key: &u64, f: impl FnOnce(&Head) -> R) -> Option<R> {
+        Slab::read(self, key, |b, _| f(&b.head))
+    }
+    fn place_of(&self, key: &u64) -> Option<u64> {
+        Some(*key)
+    }
     fn len(&self) -> usize {
         Slab::len(self)
     }
@@ -431,23 +487,27 @@ impl<V, W: SlotWords<V>> Find<u64, V> for Slab<V, Beside<W>> {
 pub(crate) type SlabTable<V, W = ()> = TableOf<u64, V, Slab<V, Beside<W>>>;
 
 /// The table over storage `S`, with the wheel naming that `S` calls for.
+/// A table's wheel shards, each on lines of its own.
+type Shards<P, L> = Box<[CachePadded<WheelShard<P, L>>]>;
+
 pub(crate) type TableOf<K, V, S> = Table<K, V, S, <S as Storage<K, V>>::Timing>;
 
-pub(crate) struct Table<K, V, S = ShardMap<K, Record<V>>, L: Timing<K> = Handles> {
+pub(crate) struct Table<K, V, S: Placed = ShardMap<K, Record<V>>, L: Timing<S::Place> = Handles> {
     map: S,
-    /// The timing wheel, in [`WHEEL_SHARDS`] shards by key.
-    timers: Box<[CachePadded<WheelShard<K, L>>]>,
+    /// The timing wheel, in [`WHEEL_SHARDS`] shards by key; its entries
+    /// name records by their places.
+    timers: Shards<S::Place, L>,
     ceiling: Counter,
     versions: Arc<Versions>,
     swept_to_ms: AtomicU64,
-    records: std::marker::PhantomData<fn() -> V>,
+    records: std::marker::PhantomData<fn() -> (K, V)>,
 }
 
 impl<K, V, S, L> Table<K, V, S, L>
 where
     K: Eq + Hash + Ord + Clone,
     S: Storage<K, V>,
-    L: Timing<K>,
+    L: Timing<S::Place>,
 {
     pub(crate) fn new(
         scope: Scope,
@@ -524,8 +584,7 @@ where
         let reservation = Reservation::acquire_under(&[(&self.ceiling, 1, ceiling)])?;
         let shard = self.timers_of(&key);
         let mut timers = lock_at(Rung::Wheel, &shard.timers);
-        let timer = shard.schedule(&mut timers, key.clone(), deadline_ms);
-        let upserted = self.map.upsert(key.clone(), |existing| {
+        let upserted = self.map.upsert(key.clone(), |place, existing| {
             if let Some((old, _)) = existing {
                 let state = old.state();
                 if state.is_live(now) {
@@ -540,28 +599,22 @@ where
                 version,
                 deadline: MonoTime::from_millis(deadline_ms),
             };
+            // Scheduled under the record's lock, where its place is known
+            // (an entry is only added here; nothing reads records).
+            let timer = shard.schedule(&mut timers, place.clone(), deadline_ms);
             Upsert::Put(
                 Record::new(version, deadline_ms, timer, make(version)),
                 Ok(stamp),
             )
         });
         let Some((outcome, replaced)) = upserted else {
-            L::unschedule(&mut timers.wheel, timer);
-            self.tidy(shard, &mut timers, 0);
             return Err(Error::CapacityExceeded {
                 scope: self.ceiling.scope(),
                 limit: crate::base::ids::SLOTS_MAX,
                 used: self.map.len() as u64,
             });
         };
-        let stamp = match outcome {
-            Ok(stamp) => stamp,
-            Err(e) => {
-                L::unschedule(&mut timers.wheel, timer);
-                self.tidy(shard, &mut timers, 0);
-                return Err(e);
-            }
-        };
+        let stamp = outcome?;
         reservation.commit();
         let replaced = replaced.map(|old| {
             L::unschedule(&mut timers.wheel, old.timer());
@@ -719,16 +772,20 @@ where
         let mut timers = lock_at(Rung::Wheel, &shard.timers);
         // Read, then written after the wheel's work: the wheel is never
         // called under a record's lock (its compaction reads records).
-        // Every write of a timer word holds this wheel lock.
+        // Every write of a timer word holds this wheel lock, and so does
+        // every removal of the record (it stays in its place meanwhile).
+        let Some(place) = self.map.place_of(&key.to_owned()) else {
+            return;
+        };
         let Some((timer, due)) = self
             .map
-            .read(key, |h, _, _| (h.timer(), h.state().deadline_ms()))
+            .head_at(&place, |h| (h.timer(), h.state().deadline_ms()))
         else {
             return;
         };
         if L::may_be_later(timer, due) && L::unschedule(&mut timers.wheel, timer) {
-            let timer = shard.schedule(&mut timers, key.to_owned(), due);
-            self.map.read(key, |h, _, _| h.set_timer(timer));
+            let timer = shard.schedule(&mut timers, place.clone(), due);
+            self.map.head_at(&place, |h| h.set_timer(timer));
         }
         self.tidy(shard, &mut timers, 0);
     }
@@ -738,9 +795,14 @@ where
     /// operation does; the sweep pays the steps), under the wheel shard's
     /// lock and no record's: the wheel asks the records. Returns whether
     /// more is owed.
-    fn tidy(&self, shard: &WheelShard<K, L>, timers: &mut Timers<K, L>, cap: usize) -> bool {
-        let owed = L::tidy(&mut timers.wheel, cap, |key| {
-            self.map.read(&key, |h, _, _| h.timer())
+    fn tidy(
+        &self,
+        shard: &WheelShard<S::Place, L>,
+        timers: &mut Timers<S::Place, L>,
+        cap: usize,
+    ) -> bool {
+        let owed = L::tidy(&mut timers.wheel, cap, |place| {
+            self.map.head_at(&place, |h| h.timer())
         });
         if owed != shard.tidy_owed.load(Ordering::Relaxed) {
             shard.tidy_owed.store(owed, Ordering::Relaxed);
@@ -936,7 +998,12 @@ where
         out.len() - before
     }
 
-    fn sweep_shard(&self, shard: &WheelShard<K, L>, now: MonoTime, out: &mut Vec<Removed<K, V>>) {
+    fn sweep_shard(
+        &self,
+        shard: &WheelShard<S::Place, L>,
+        now: MonoTime,
+        out: &mut Vec<Removed<K, V>>,
+    ) {
         // Nothing due: no lock. An insert racing this look is one that
         // finishes after the sweep; the next sweep sees it.
         if now.as_millis() >= shard.next_due_ms.load(Ordering::Acquire) {
@@ -961,7 +1028,12 @@ where
     }
 
     /// Advances a wheel shard to `now` and decides what fired, in batches.
-    fn fire_due(&self, shard: &WheelShard<K, L>, now: MonoTime, out: &mut Vec<Removed<K, V>>) {
+    fn fire_due(
+        &self,
+        shard: &WheelShard<S::Place, L>,
+        now: MonoTime,
+        out: &mut Vec<Removed<K, V>>,
+    ) {
         let mut fired = {
             let mut guard = lock_at(Rung::Wheel, &shard.timers);
             let timers = &mut *guard;
@@ -990,7 +1062,7 @@ where
     }
 
     /// The wheel shard that holds `key`'s timer.
-    fn timers_of<Q: Hash + ?Sized>(&self, key: &Q) -> &WheelShard<K, L> {
+    fn timers_of<Q: Hash + ?Sized>(&self, key: &Q) -> &WheelShard<S::Place, L> {
         let shard = SHARD_HASH.hash_one(key) as usize % WHEEL_SHARDS;
         &self.timers[shard]
     }
@@ -1002,15 +1074,15 @@ where
         &self,
         fired: Fired<L::Item, L>,
         now: MonoTime,
-        shard: &WheelShard<K, L>,
-        timers: &mut Timers<K, L>,
+        shard: &WheelShard<S::Place, L>,
+        timers: &mut Timers<S::Place, L>,
         out: &mut Vec<Removed<K, V>>,
     ) {
         let check_handle =
             !crate::base::faults::active(crate::base::faults::StoreFault::SweepIgnoresHandle);
         let Fired { item, due, handle } = fired;
-        let key = L::key(item);
-        let verdict = self.map.remove_if(&key, |h, _| {
+        let place = L::place(item);
+        let verdict = self.map.remove_at(&place, |h, _| {
             if check_handle && !L::names(h.timer(), due, handle) {
                 return Err(Keep::Stale);
             }
@@ -1024,7 +1096,7 @@ where
         let live = matches!(verdict, Some(Ok(_)) | Some(Err(Keep::Live(_))));
         L::settle(&mut timers.wheel, live);
         match verdict {
-            Some(Ok(record)) => {
+            Some(Ok((key, record))) => {
                 self.ceiling.release(1);
                 out.push(Removed {
                     stamp: record.stamp(),
@@ -1033,8 +1105,8 @@ where
                 });
             }
             Some(Err(Keep::Live(deadline_ms))) => {
-                let timer = shard.schedule(timers, key.clone(), deadline_ms);
-                self.map.read(&key, |h, _, _| h.set_timer(timer));
+                let timer = shard.schedule(timers, place.clone(), deadline_ms);
+                self.map.head_at(&place, |h| h.set_timer(timer));
             }
             // The record was removed, replaced or rescheduled since its
             // entry fired (between batches): nothing is left to do.
@@ -1088,7 +1160,7 @@ where
 
     /// The wheel shard of `key`, for tests that corrupt it on purpose.
     #[cfg(test)]
-    pub(crate) fn timers_for_audit(&self, key: &K) -> &Mutex<Timers<K, L>> {
+    pub(crate) fn timers_for_audit(&self, key: &K) -> &Mutex<Timers<S::Place, L>> {
         &self.timers_of(key).timers
     }
 
