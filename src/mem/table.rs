@@ -64,7 +64,7 @@ pub struct Removed<K, V> {
 /// records apart), the entry's due tick for the slab tables and the
 /// named ones (a slab key, the place a named record's entry names, names
 /// one record for good; ADR 0050). `K` is the record's place
-/// ([`Storage::Place`]). Every method given the wheel runs under the
+/// ([`Placed::Place`]). Every method given the wheel runs under the
 /// wheel shard's lock.
 pub(crate) trait Timing<K>: Liveness + Sized {
     /// What the wheel holds for a place.
