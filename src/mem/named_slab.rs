@@ -21,10 +21,11 @@
 //!   equal, checked under the slot's lock. A renewal, a read or a change
 //!   takes no index lock.
 //! - **The key is kept once.** A key that fits [`KEY_WORDS`] words is
-//!   moved out of the record into words beside the slot's lock as the
-//!   record enters its slot, and back as it leaves (as a kind's own
-//!   [`SlotWords`]); a longer key stays in the record, and the words say
-//!   so ([`KEPT`]). A read that takes no lock
+//!   written to words beside the slot's lock as its record enters the
+//!   slot; a longer key is kept in the record, boxed (one word in the
+//!   slot), and the words say so ([`KEPT`]). A record leaving the table
+//!   leaves without its key: the table hands out the key it was asked
+//!   for, or the one its slot held. A read that takes no lock
 //!   ([`NamedTable::peek`]) compares the key looked for with the words,
 //!   under the slot's sequence check, with the record's head and the
 //!   kind's words.
@@ -59,10 +60,11 @@ pub(crate) trait OwnedSlotKey: SlotKey + Sized {
     fn from_key_words(words: [u64; KEY_WORDS]) -> Option<Self>;
 }
 
-/// A named record in its slot: its key (`None` while the words beside
-/// the slot hold it) and its payload.
+/// A named record in its slot: its key if the words beside the slot
+/// cannot hold it (boxed: most keys fit the words, and the slot keeps
+/// one word for the rest), and its payload.
 pub(crate) struct Named<K, V> {
-    key: Option<K>,
+    key: Option<Box<K>>,
     value: V,
 }
 
@@ -107,7 +109,7 @@ impl<W> ByName<W> {
         Q: SlotKey + Eq + ?Sized,
     {
         match &named.key {
-            Some(own) => own.borrow() == key,
+            Some(own) => (**own).borrow() == key,
             None => key.key_words() == Some(self.key_words()),
         }
     }
@@ -115,32 +117,33 @@ impl<W> ByName<W> {
     /// The key of the record `named` beside these words. Under the slot's
     /// lock.
     fn key_of<K: OwnedSlotKey + Clone, V>(&self, named: &Named<K, V>) -> K {
-        named.key.clone().unwrap_or_else(|| {
+        named.key.as_deref().cloned().unwrap_or_else(|| {
             K::from_key_words(self.key_words()).expect("the words hold the key they were given")
         })
     }
 }
 
-impl<K: OwnedSlotKey, V, W: SlotWords<V>> SlotWords<Named<K, V>> for ByName<W> {
+/// The kind's words of a named record: its key's words are written by
+/// [`NamedSlab`]'s creation, before the record enters its slot, and left
+/// as they are when it leaves (a slot without a record reads as dead
+/// before its key is compared).
+impl<K, V, W: SlotWords<V>> SlotWords<Named<K, V>> for ByName<W> {
     fn fill(&self, head: &Head, named: &mut Named<K, V>) {
-        let words = match named.key.as_ref().and_then(SlotKey::key_words) {
-            Some(words) => {
-                named.key = None;
-                words
-            }
-            None => KEPT,
-        };
-        for (word, w) in self.key.iter().zip(words) {
-            word.store(w, Ordering::Release);
-        }
         self.words.fill(head, &mut named.value);
     }
 
     fn empty(&self, named: &mut Named<K, V>) {
-        if named.key.is_none() {
-            named.key = K::from_key_words(self.key_words());
-        }
         self.words.empty(&mut named.value);
+    }
+}
+
+impl<W> ByName<W> {
+    /// Writes a key's words (under the slot's lock, before its record's
+    /// head: a reader sees a dead head or the whole key).
+    fn set_key(&self, words: [u64; KEY_WORDS]) {
+        for (word, w) in self.key.iter().zip(words) {
+            word.store(w, Ordering::Release);
+        }
     }
 }
 
@@ -251,26 +254,29 @@ where
             // No slot left: the table answers with its scope.
             None => (self.slab.claim()?, true),
         };
-        let mut key = Some(key);
-        let (r, replaced) = Storage::<u64, Named<K, V>>::upsert(
-            &self.slab,
-            slot_key,
-            |place, seen| match decide(place, seen.map(|(head, named)| (head, &named.value))) {
-                Upsert::Put(Record { head, value }, r) => Upsert::Put(
-                    Record {
-                        head,
-                        value: Named {
-                            key: key.take(),
-                            value,
-                        },
-                    },
-                    r,
-                ),
+        // The key goes into the words beside the slot, or if too long for
+        // them into the record.
+        let words = key.key_words();
+        let mut long = Some(words.is_none().then(|| Box::new(key)));
+        let mut old_head = None;
+        let (r, replaced) = self.slab.upsert(slot_key, |beside, held| {
+            let seen = held.as_deref().map(|named| (&beside.head, &named.value));
+            match decide(&slot_key, seen) {
+                Upsert::Put(Record { head, value }, r) => {
+                    beside.words.set_key(words.unwrap_or(KEPT));
+                    let named = Named {
+                        key: long.take().expect("put once"),
+                        value,
+                    };
+                    let (named, old) = beside.put(held, Record { head, value: named });
+                    old_head = old;
+                    Upsert::Put(named, r)
+                }
                 Upsert::Keep(r) => Upsert::Keep(r),
-            },
-        )?;
+            }
+        });
         if fresh {
-            if key.is_none() {
+            if long.is_none() {
                 writer.insert(slot_key as u32);
             } else {
                 self.slab.unclaim(slot_key);
@@ -278,9 +284,9 @@ where
         }
         Some((
             r,
-            replaced.map(|Record { head, value }| Record {
-                head,
-                value: value.value,
+            replaced.map(|named| Record {
+                head: old_head.expect("a replaced record had a head"),
+                value: named.value,
             }),
         ))
     }

@@ -375,6 +375,26 @@ pub(crate) struct Beside<W> {
     pub(crate) words: W,
 }
 
+impl<W> Beside<W> {
+    /// Puts `record` in the slot these are beside, under its lock, where
+    /// `old` (if any) leaves it: the old record's parts go back into it
+    /// and the new one's into the words. Returns the payload the slot
+    /// keeps, and the old record's head.
+    pub(crate) fn put<V>(&self, old: Option<&mut V>, record: Record<V>) -> (V, Option<Head>)
+    where
+        W: SlotWords<V>,
+    {
+        let old_head = old.map(|old| {
+            self.words.empty(old);
+            self.head.copy()
+        });
+        let Record { head, mut value } = record;
+        self.head.set(&head);
+        self.words.fill(&head, &mut value);
+        (value, old_head)
+    }
+}
+
 /// A kind's words beside its slab slot: what its reads that take no lock
 /// read of a record `V`. The words are the only copy while the record is
 /// in its slot: a record entering the slot moves those parts of itself
@@ -408,13 +428,8 @@ impl<V, W: SlotWords<V>> Storage<u64, V> for Slab<V, Beside<W>> {
         let (r, replaced) = Slab::upsert(self, key, |b, v| {
             match decide(&key, v.as_deref().map(|v| (&b.head, v))) {
                 Upsert::Put(record, r) => {
-                    if let Some(old) = v {
-                        old_head = Some(b.head.copy());
-                        b.words.empty(old);
-                    }
-                    let Record { head, mut value } = record;
-                    b.head.set(&head);
-                    b.words.fill(&head, &mut value);
+                    let (value, old) = b.put(v, record);
+                    old_head = old;
                     Upsert::Put(value, r)
                 }
                 Upsert::Keep(r) => Upsert::Keep(r),
