@@ -398,13 +398,15 @@ impl<W> Beside<W> {
 /// A kind's words beside its slab slot: what its reads that take no lock
 /// read of a record `V`. The words are the only copy while the record is
 /// in its slot: a record entering the slot moves those parts of itself
-/// into them, and one leaving takes them back, so what leaves a table is
-/// whole again. Both run under the slot's lock, and store with `Release`.
+/// into them, and one leaving takes back those its removal needs (a
+/// removed record's attributes, for one, are left behind). Both run under
+/// the slot's lock, and store with `Release`.
 pub(crate) trait SlotWords<V>: Default + Sync {
     /// Moves `value`'s parts into the words (a record entering its slot
     /// with `head`).
     fn fill(&self, head: &Head, value: &mut V);
-    /// Moves them back into `value` (the record leaving its slot).
+    /// Moves back into `value` the parts its removal needs (the record
+    /// leaving its slot).
     fn empty(&self, value: &mut V);
 }
 

@@ -189,7 +189,7 @@ impl Store {
                 let c = counts.entry(*tenant).or_default();
                 c.presence += 1;
                 c.members.insert(member.clone());
-                if let Some(seq) = presence.lease {
+                if let Some(seq) = presence.lease() {
                     seen_children
                         .entry((*tenant, seq))
                         .or_default()

@@ -734,7 +734,7 @@ impl Store {
         for member in children.members {
             let removed = self.shared.presence.remove_with(
                 &(tenant, member),
-                |v, _, _| owned_by(v.lease == Some(seq)),
+                |v, _, _| owned_by(v.lease() == Some(seq)),
                 now,
             );
             if let Ok(child) = removed {

@@ -5,7 +5,7 @@ use super::idempotency::{IdemParams, Outcome};
 use super::owned_by;
 use super::retire::Stored;
 use super::retire::Why;
-use super::slot_parts::{AttrsWords, ValidAt};
+use super::slot_parts::{AttrsWords, KeptAttrs, ValidAt};
 use super::tenant::{Owner, TenantIndex};
 use super::visible::Ancestry;
 use super::{Collection, NameKey, NameLookup, Store};
@@ -38,7 +38,7 @@ pub(crate) struct Listing {
     /// The version the listing was inserted at: unique per publication,
     /// so a re-published key is a different listing.
     pub(super) origin: u64,
-    attrs: Attrs,
+    attrs: KeptAttrs,
     /// Pending or bound join attempts (at most `attempts_per_listing_max`).
     pub(super) attempts: Vec<u64>,
     /// Visible only once registered with its lease.
@@ -69,9 +69,7 @@ impl SlotWords<Listing> for ListingWords {
         self.attrs.fill(&mut listing.attrs);
     }
 
-    fn empty(&self, listing: &mut Listing) {
-        self.attrs.empty(&mut listing.attrs);
-    }
+    fn empty(&self, _: &mut Listing) {}
 }
 
 /// What a read sees of a visible listing.
@@ -210,7 +208,7 @@ impl Store {
             owner,
             lease,
             origin: version,
-            attrs: attrs.clone(),
+            attrs: KeptAttrs::new(attrs.clone()),
             attempts: Vec::new(),
             attached: false,
             holder: None,

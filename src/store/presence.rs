@@ -7,7 +7,7 @@ use crate::contract::events::RecordId;
 use crate::contract::relay::PresenceInfo;
 
 use super::retire::Stored;
-use super::slot_parts::{AttrsWords, ValidAt};
+use super::slot_parts::{AttrsWords, KeptAttrs, ValidAt};
 use super::tenant::{Owner, TenantIndex};
 use super::visible::Ancestry;
 use super::{owned_by, Collection, NameKey, NameLookup, Renewal, Store};
@@ -28,10 +28,17 @@ use std::time::Duration;
 
 pub(crate) struct Presence {
     pub(super) owner: Owner,
-    /// The lease this presence is attached to, if any.
-    pub(super) lease: Option<u64>,
-    attrs: Attrs,
+    /// The lease this presence is attached to, or [`NO_LEASE`].
+    lease: u64,
+    attrs: KeptAttrs,
     pub(super) attached: bool,
+}
+
+impl Presence {
+    /// The lease this presence is attached to, if any.
+    pub(super) fn lease(&self) -> Option<u64> {
+        (self.lease != NO_LEASE).then_some(self.lease)
+    }
 }
 
 /// A presence record's words beside its slot: what a read that takes no
@@ -51,15 +58,12 @@ const NO_LEASE: u64 = 0;
 
 impl SlotWords<Presence> for PresenceWords {
     fn fill(&self, _: &Head, presence: &mut Presence) {
-        self.lease
-            .store(presence.lease.unwrap_or(NO_LEASE), Ordering::Release);
+        self.lease.store(presence.lease, Ordering::Release);
         self.valid_at.reset();
         self.attrs.fill(&mut presence.attrs);
     }
 
-    fn empty(&self, presence: &mut Presence) {
-        self.attrs.empty(&mut presence.attrs);
-    }
+    fn empty(&self, _: &mut Presence) {}
 }
 
 impl Stored for Presence {
@@ -95,7 +99,7 @@ impl Child for Presence {
     fn ancestry(&self) -> Ancestry {
         Ancestry {
             owner_valid: self.owner.valid(),
-            lease: self.lease,
+            lease: self.lease(),
             listing: None,
         }
     }
@@ -169,8 +173,8 @@ impl Store {
             let created = self.create(tenant, key.clone(), parent, now, deadline, |owner, _| {
                 Presence {
                     owner,
-                    lease,
-                    attrs: attrs.clone(),
+                    lease: lease.unwrap_or(NO_LEASE),
+                    attrs: KeptAttrs::new(attrs.clone()),
                     attached: false,
                 }
             });
@@ -200,7 +204,7 @@ impl Store {
         let check = |v: &Presence, version: &dyn Fn() -> u64| {
             if !v.attached || !v.owner.valid() {
                 Err(Error::NotFound)
-            } else if v.lease != lease {
+            } else if v.lease() != lease {
                 Err(Error::Conflict {
                     current_version: version(),
                 })
@@ -316,12 +320,12 @@ impl Store {
                         visible.then(|| {
                             let seen = words.attrs.with(&v.attrs, |attrs| {
                                 see(PresenceSeen {
-                                    lease: v.lease,
+                                    lease: v.lease(),
                                     stamp,
                                     attrs,
                                 })
                             });
-                            (v.lease, seen)
+                            (v.lease(), seen)
                         })
                     },
                 );
@@ -381,7 +385,7 @@ impl Store {
         let why = why.into();
         let (tenant, member) = r.key;
         let presence = r.value;
-        if let (true, Some(lease)) = (detach, presence.lease) {
+        if let (true, Some(lease)) = (detach, presence.lease()) {
             self.detach_from_lease(lease, LeaseChild::Members, &member);
         }
         if presence.attached {

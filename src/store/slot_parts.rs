@@ -11,9 +11,23 @@ use crate::base::sync::{AtomicU64, Ordering};
 const LONG_ATTRS: u64 = u8::MAX as u64;
 
 /// A record's attributes, kept here, and only here, while they fit
-/// ([`Attrs::to_words`]); longer ones stay in the record, and the words
-/// say so.
+/// ([`Attrs::to_words`]); longer ones stay in the record
+/// ([`KeptAttrs`]), and the words say so.
 pub(super) struct AttrsWords([AtomicU64; 3]);
+
+/// What a record keeps of its attributes: nothing while they are in its
+/// slot's words, which hold any that fit; longer ones, boxed (a word of
+/// the slot, where [`Attrs`] would take three). A record made outside its
+/// slot holds its attributes here until it enters the slot.
+#[derive(Default)]
+pub(super) struct KeptAttrs(Option<Box<Attrs>>);
+
+impl KeptAttrs {
+    /// A record's attributes before it enters its slot.
+    pub(super) fn new(attrs: Attrs) -> Self {
+        KeptAttrs((!attrs.is_empty()).then(|| Box::new(attrs)))
+    }
+}
 
 impl Default for AttrsWords {
     fn default() -> Self {
@@ -28,14 +42,14 @@ impl AttrsWords {
 
     /// Keeps `attrs`: in the words if they fit (the record's `kept` left
     /// empty), else in `kept`. Under the slot's lock.
-    pub(super) fn store(&self, kept: &mut Attrs, attrs: Attrs) {
+    pub(super) fn store(&self, kept: &mut KeptAttrs, attrs: Attrs) {
         let words = match attrs.to_words() {
             Some(words) => {
-                *kept = Attrs::EMPTY;
+                kept.0 = None;
                 words
             }
             None => {
-                *kept = attrs;
+                kept.0 = Some(Box::new(attrs));
                 [LONG_ATTRS, 0, 0]
             }
         };
@@ -44,25 +58,20 @@ impl AttrsWords {
         }
     }
 
-    /// Moves the record's attributes in, as it enters its slot.
-    pub(super) fn fill(&self, kept: &mut Attrs) {
-        let attrs = std::mem::take(kept);
+    /// Moves the record's attributes in, as it enters its slot. A record
+    /// leaving its slot leaves its attributes behind: its removal needs
+    /// none of them.
+    pub(super) fn fill(&self, kept: &mut KeptAttrs) {
+        let attrs = kept.0.take().map(|attrs| *attrs).unwrap_or_default();
         self.store(kept, attrs);
-    }
-
-    /// Moves them back into the record, as it leaves its slot.
-    pub(super) fn empty(&self, kept: &mut Attrs) {
-        if let Some(attrs) = Attrs::from_words(self.words()) {
-            *kept = attrs;
-        }
     }
 
     /// Runs `see` on the attributes, from the words or from the record's
     /// `kept`. Under the slot's lock.
-    pub(super) fn with<R>(&self, kept: &Attrs, see: impl FnOnce(&Attrs) -> R) -> R {
+    pub(super) fn with<R>(&self, kept: &KeptAttrs, see: impl FnOnce(&Attrs) -> R) -> R {
         match Attrs::from_words(self.words()) {
             Some(attrs) => see(&attrs),
-            None => see(kept),
+            None => see(kept.0.as_deref().unwrap_or(&Attrs::EMPTY)),
         }
     }
 
@@ -121,14 +130,18 @@ mod tests {
     fn the_long_marker_is_no_inline_length() {
         assert_eq!(Attrs::from_words([LONG_ATTRS, 0, 0]), None);
         let words = AttrsWords::default();
-        let mut kept = Attrs::new(&[7; Attrs::INLINE_BYTES + 1]);
+        let long = [7; Attrs::INLINE_BYTES + 1];
+        let mut kept = KeptAttrs::new(Attrs::new(&long));
         words.fill(&mut kept);
         assert_eq!(words.peek(), None, "long attributes stay in the record");
-        assert_eq!(kept.len(), Attrs::INLINE_BYTES + 1);
+        assert_eq!(words.with(&kept, |a| a.to_vec()), long);
         words.store(&mut kept, Attrs::new(b"short"));
-        assert!(kept.is_empty(), "short ones leave the record");
+        assert!(kept.0.is_none(), "short ones leave the record");
         assert_eq!(words.with(&kept, |a| a.to_vec()), b"short");
-        words.empty(&mut kept);
-        assert_eq!(kept, b"short");
+        let mut kept = KeptAttrs::new(Attrs::new(b"made short"));
+        words.fill(&mut kept);
+        assert!(kept.0.is_none(), "a record made with short ones keeps none");
+        assert_eq!(words.with(&kept, |a| a.to_vec()), b"made short");
+        assert!(KeptAttrs::new(Attrs::EMPTY).0.is_none(), "none boxed");
     }
 }
