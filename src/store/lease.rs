@@ -80,6 +80,16 @@ impl LeaseChildren {
     }
 }
 
+/// Pushes onto one of a lease's short lists, growing it by doubling from
+/// one: most leases have one or a few children of a kind, and a vector's
+/// own first growth makes room for four.
+fn push_small<T>(list: &mut Vec<T>, item: T) {
+    if list.len() == list.capacity() {
+        list.reserve_exact(list.capacity().max(1));
+    }
+    list.push(item);
+}
+
 impl Lease {
     pub(super) fn children_mut(&mut self) -> &mut LeaseChildren {
         self.children.get_or_insert_with(Default::default)
@@ -530,7 +540,7 @@ impl Store {
                 if let Some(seen) = endpoints.iter_mut().find(|(a, _)| *a == addr) {
                     seen.1 = now;
                 } else if endpoints.len() < cap {
-                    endpoints.push((addr, now));
+                    push_small(endpoints, (addr, now));
                 } else if let Some(oldest) = endpoints.iter_mut().min_by_key(|(a, at)| (*at, *a)) {
                     *oldest = (addr, now);
                 }
@@ -660,7 +670,7 @@ impl Store {
                     let (cap, held) = (cap as u64, children.len() as u64);
                     return Err(Error::capacity(Scope::Parent(kind.collection()), cap, held));
                 }
-                children.push(child.clone());
+                push_small(children, child.clone());
                 Ok(((), None))
             });
         match taken {
