@@ -19,11 +19,9 @@ use crate::contract::events::RecordId;
 use crate::contract::relay::LeaseGrant;
 use crate::contract::relay::ListingInfo;
 use crate::contract::relay::{Admission, JoinTicket};
+use crate::mem::named_slab::{NamedSlab, NamedTable};
 use crate::mem::quota::Reservation;
-use crate::mem::record::Record;
-use crate::mem::shard::ShardMap;
 use crate::mem::table::Removed;
-use crate::mem::table::Table;
 
 /// The parameters a stored outcome was produced from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -118,9 +116,9 @@ impl Drop for Claim<'_> {
 
 impl Stored for Idem {
     type Key = NameKey;
-    type Storage = ShardMap<NameKey, Record<Self>>;
+    type Storage = NamedSlab<NameKey, Self>;
 
-    fn table(store: &Store) -> &Table<NameKey, Idem> {
+    fn table(store: &Store) -> &NamedTable<NameKey, Idem> {
         &store.shared.idempotency
     }
 

@@ -24,8 +24,9 @@ use crate::contract::events::Cause;
 use crate::contract::events::RecordId;
 use crate::contract::names::RESERVED_PREFIX;
 use crate::contract::relay::LockInfo;
-use crate::mem::record::{Head, Record, Stamp};
-use crate::mem::table::{Removed, Table};
+use crate::mem::named_slab::{NamedSlab, NamedTable};
+use crate::mem::record::{Head, Stamp};
+use crate::mem::table::Removed;
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
@@ -39,9 +40,9 @@ pub(crate) struct Lock {
 
 impl Stored for Lock {
     type Key = NameKey;
-    type Storage = crate::mem::shard::ShardMap<NameKey, Record<Self>>;
+    type Storage = NamedSlab<NameKey, Self>;
 
-    fn table(store: &Store) -> &Table<NameKey, Lock> {
+    fn table(store: &Store) -> &NamedTable<NameKey, Lock> {
         &store.shared.locks
     }
 
