@@ -7,6 +7,7 @@
 //! difference. It is what the simulation tests check after every batch of
 //! steps, and an operator can run it on a quiet store.
 
+use super::attach::LeaseChild;
 use super::tenant::Tenant;
 use super::{Collection, Store};
 use crate::base::ids::TenantId;
@@ -148,13 +149,13 @@ impl Store {
             }
             let c = counts.entry(tenant).or_default();
             c.leases += 1;
-            let as_set = |v: &Vec<Name>| v.iter().cloned().collect::<BTreeSet<_>>();
+            let as_set = |v: &[Name]| v.iter().cloned().collect::<BTreeSet<_>>();
             let children = match &lease.children {
                 Some(c) => (
-                    as_set(&c.listings),
-                    as_set(&c.members),
-                    as_set(&c.locks),
-                    as_set(&c.streams),
+                    as_set(c.of(LeaseChild::Listings)),
+                    as_set(c.of(LeaseChild::Members)),
+                    as_set(c.of(LeaseChild::Locks)),
+                    as_set(c.of(LeaseChild::Streams)),
                 ),
                 None => Children::default(),
             };

@@ -44,45 +44,80 @@ pub(crate) struct Lease {
     pub(super) children: Option<Box<LeaseChildren>>,
 }
 
-/// What hangs off a lease, by kind.
+/// What hangs off a lease: its attached children's names, in one vector
+/// of one run per kind, and its observed endpoints. One vector, not one
+/// per kind: most leases hold a listing and a few members, and each
+/// vector's first growth makes room for four.
 #[derive(Default)]
 pub(crate) struct LeaseChildren {
-    /// Attached listings, by key (at most `listings_per_lease_max`).
-    pub(super) listings: Vec<Name>,
-    /// Attached presence records, by member (at most `presence_per_lease_max`).
-    pub(super) members: Vec<Name>,
-    /// Attached named locks, by name (at most `locks_per_lease_max`).
-    pub(super) locks: Vec<Name>,
-    /// Attached streams, by name (at most `streams_per_lease_max`).
-    pub(super) streams: Vec<Name>,
+    /// The runs, listings, locks, streams and members
+    /// ([`run`](Self::run)): members last, the kind a lease holds most of
+    /// (at most `presence_per_lease_max`), so a new child of another kind
+    /// moves few names.
+    names: Vec<Name>,
+    /// Where each run ends in `names`.
+    ends: [u32; 4],
     /// Observed public endpoints (at most `endpoints_per_lease_max`).
     endpoints: Vec<(SocketAddr, MonoTime)>,
 }
 
 impl LeaseChildren {
-    /// The index of children of `kind`.
-    fn of(&self, kind: LeaseChild) -> &Vec<Name> {
+    /// Room made at once while the vector is short; past it, it doubles.
+    const GROWN_ONE_BY_ONE: usize = 8;
+
+    /// Which run is `kind`'s.
+    fn run(kind: LeaseChild) -> usize {
         match kind {
-            LeaseChild::Listings => &self.listings,
-            LeaseChild::Members => &self.members,
-            LeaseChild::Locks => &self.locks,
-            LeaseChild::Streams => &self.streams,
+            LeaseChild::Listings => 0,
+            LeaseChild::Locks => 1,
+            LeaseChild::Streams => 2,
+            LeaseChild::Members => 3,
         }
     }
 
-    fn of_mut(&mut self, kind: LeaseChild) -> &mut Vec<Name> {
-        match kind {
-            LeaseChild::Listings => &mut self.listings,
-            LeaseChild::Members => &mut self.members,
-            LeaseChild::Locks => &mut self.locks,
-            LeaseChild::Streams => &mut self.streams,
+    /// Where `kind`'s run is in `names`.
+    fn span(&self, kind: LeaseChild) -> std::ops::Range<usize> {
+        let run = Self::run(kind);
+        let start = run.checked_sub(1).map_or(0, |before| self.ends[before]);
+        start as usize..self.ends[run] as usize
+    }
+
+    /// The attached children of `kind`, by name.
+    pub(super) fn of(&self, kind: LeaseChild) -> &[Name] {
+        &self.names[self.span(kind)]
+    }
+
+    /// Adds `child` at the end of `kind`'s run.
+    fn push(&mut self, kind: LeaseChild, child: Name) {
+        if self.names.len() == self.names.capacity() {
+            let more = if self.names.len() < Self::GROWN_ONE_BY_ONE {
+                1
+            } else {
+                self.names.len()
+            };
+            self.names.reserve_exact(more);
+        }
+        let run = Self::run(kind);
+        self.names.insert(self.ends[run] as usize, child);
+        for end in &mut self.ends[run..] {
+            *end += 1;
+        }
+    }
+
+    /// Takes the last entry of `child` out of `kind`'s run, if any.
+    fn remove_last(&mut self, kind: LeaseChild, child: &str) {
+        let span = self.span(kind);
+        if let Some(i) = self.names[span.clone()].iter().rposition(|c| &**c == child) {
+            self.names.remove(span.start + i);
+            for end in &mut self.ends[Self::run(kind)..] {
+                *end -= 1;
+            }
         }
     }
 }
 
-/// Pushes onto one of a lease's short lists, growing it by doubling from
-/// one: most leases have one or a few children of a kind, and a vector's
-/// own first growth makes room for four.
+/// Pushes onto a lease's list of endpoints, growing it by doubling from
+/// one (a vector's own first growth makes room for four).
 fn push_small<T>(list: &mut Vec<T>, item: T) {
     if list.len() == list.capacity() {
         list.reserve_exact(list.capacity().max(1));
@@ -100,11 +135,8 @@ impl Lease {
     /// entry, which is its own to give back or confirm.
     pub(super) fn detach(&mut self, kind: LeaseChild, child: &str) {
         if let Some(children) = self.children.as_mut() {
-            let index = children.of_mut(kind);
             // From the end: a creation taking its slot back finds it there.
-            if let Some(i) = index.iter().rposition(|c| &**c == child) {
-                index.swap_remove(i);
-            }
+            children.remove_last(kind, child);
         }
     }
 }
@@ -665,12 +697,13 @@ impl Store {
                 if !lease.owner.valid() {
                     return Err(Error::Revoked);
                 }
-                let children = lease.children_mut().of_mut(kind);
-                if children.len() >= cap {
-                    let (cap, held) = (cap as u64, children.len() as u64);
+                let children = lease.children_mut();
+                let held = children.of(kind).len();
+                if held >= cap {
+                    let (cap, held) = (cap as u64, held as u64);
                     return Err(Error::capacity(Scope::Parent(kind.collection()), cap, held));
                 }
-                push_small(children, child.clone());
+                children.push(kind, child.clone());
                 Ok(((), None))
             });
         match taken {
@@ -731,9 +764,9 @@ impl Store {
         let children_why = why.for_children(|| root);
         let mut n = 0;
         let children = lease.children.map(|c| *c).unwrap_or_default();
-        for key in children.listings {
+        for key in children.of(LeaseChild::Listings) {
             let removed = self.shared.listings.remove_with(
-                &(tenant, key),
+                &(tenant, key.clone()),
                 |v, _, _| owned_by(v.lease == seq),
                 now,
             );
@@ -741,9 +774,9 @@ impl Store {
                 n += 1 + self.retire_listing(child, children_why.clone(), now, false);
             }
         }
-        for member in children.members {
+        for member in children.of(LeaseChild::Members) {
             let removed = self.shared.presence.remove_with(
-                &(tenant, member),
+                &(tenant, member.clone()),
                 |v, _, _| owned_by(v.lease() == Some(seq)),
                 now,
             );
@@ -752,9 +785,9 @@ impl Store {
                 self.retire_presence(child, children_why.clone(), false);
             }
         }
-        for name in children.locks {
+        for name in children.of(LeaseChild::Locks) {
             let removed = self.shared.locks.remove_with(
-                &(tenant, name),
+                &(tenant, name.clone()),
                 |v, _, _| owned_by(v.lease == Some(seq)),
                 now,
             );
@@ -763,15 +796,15 @@ impl Store {
                 self.retire_lock(child, children_why.clone(), false);
             }
         }
-        for name in children.streams {
+        for name in children.of(LeaseChild::Streams) {
             // One still being created was never visible: its creation
             // finds it gone and answers for it.
-            let removed = self.shared.streams.remove_child((tenant, &name), seq);
+            let removed = self.shared.streams.remove_child((tenant, name), seq);
             // (A stream is not a record: it is not counted in `n`.)
             if let Some(stream) = removed.filter(|s| s.visible()) {
                 self.retire_stream(
                     tenant,
-                    Arc::from(name),
+                    Arc::from(name.clone()),
                     &stream,
                     children_why.clone(),
                     false,
@@ -932,6 +965,44 @@ mod tests {
             s.get_lease(T, lease.id),
             Err(Error::Revoked | Error::NotFound)
         ));
+    }
+
+    /// A lease's children of each kind stay in their own run through
+    /// additions and removals of every kind, in any order, and a removal
+    /// takes the last entry of its name.
+    #[test]
+    fn a_leases_children_keep_to_their_kinds() {
+        use super::super::attach::LeaseChild as K;
+        let mut c = LeaseChildren::default();
+        let names =
+            |c: &LeaseChildren, kind| c.of(kind).iter().map(|n| n.to_string()).collect::<Vec<_>>();
+        for (kind, name) in [
+            (K::Members, "m1"),
+            (K::Listings, "l1"),
+            (K::Streams, "s1"),
+            (K::Members, "m2"),
+            (K::Locks, "k1"),
+            (K::Listings, "l2"),
+            (K::Members, "m1"),
+        ] {
+            c.push(kind, Name::new(name));
+        }
+        assert_eq!(names(&c, K::Listings), ["l1", "l2"]);
+        assert_eq!(names(&c, K::Locks), ["k1"]);
+        assert_eq!(names(&c, K::Streams), ["s1"]);
+        assert_eq!(names(&c, K::Members), ["m1", "m2", "m1"]);
+        c.remove_last(K::Members, "m1");
+        c.remove_last(K::Locks, "m2"); // not a lock: nothing
+        c.remove_last(K::Listings, "l1");
+        assert_eq!(names(&c, K::Listings), ["l2"]);
+        assert_eq!(names(&c, K::Locks), ["k1"]);
+        assert_eq!(names(&c, K::Streams), ["s1"]);
+        assert_eq!(names(&c, K::Members), ["m1", "m2"]);
+        for (kind, name) in [(K::Streams, "s1"), (K::Locks, "k1"), (K::Listings, "l2")] {
+            c.remove_last(kind, name);
+        }
+        assert_eq!(names(&c, K::Members), ["m1", "m2"]);
+        assert_eq!(c.names.len(), 2);
     }
 
     #[test]
