@@ -138,8 +138,8 @@ impl<K, V, W: SlotWords<V>> SlotWords<Named<K, V>> for ByName<W> {
 }
 
 impl<W> ByName<W> {
-    /// Writes a key's words (under the slot's lock, before its record's
-    /// head: a reader sees a dead head or the whole key).
+    /// Writes a key's words, under the slot's lock (a reader that takes
+    /// none reads them inside the slot's sequence check).
     fn set_key(&self, words: [u64; KEY_WORDS]) {
         for (word, w) in self.key.iter().zip(words) {
             word.store(w, Ordering::Release);
@@ -218,7 +218,7 @@ where
 /// generation: it names one record for good (a record replacing an
 /// expired one of its name in the same slot is due later than any entry
 /// of the expired one), so its wheel entry is the slot key and the due
-/// tick (ADR 0050), 12 bytes where a name would be 48 and a handle.
+/// tick (ADR 0050): 12 bytes, where the name and a handle took 48.
 impl<K, V, W> Placed for NamedSlab<K, V, W> {
     type Place = u64;
 }

@@ -61,10 +61,9 @@ pub struct Removed<K, V> {
 /// How a table's wheel names a record's one entry, and what the record's
 /// timer word holds for it: a [`TimerHandle`]'s bits for the map tables
 /// (a map key can leave and come back, so only a handle tells its
-/// records apart), the entry's due tick for the slab tables and the
-/// named ones (a slab key, the place a named record's entry names, names
-/// one record for good; ADR 0050). `K` is the record's place
-/// ([`Placed::Place`]). Every method given the wheel runs under the
+/// records apart), the entry's due tick for the slab and named tables
+/// (their entries name a slot key, which names one record for good;
+/// ADR 0050). `K` is the record's place ([`Placed::Place`]). Every method given the wheel runs under the
 /// wheel shard's lock.
 pub(crate) trait Timing<K>: Liveness + Sized {
     /// What the wheel holds for a place.
