@@ -106,13 +106,23 @@ mod imp {
             key: K,
             decide: impl FnOnce(Option<&V>) -> Upsert<V, R>,
         ) -> (R, Option<V>) {
+            self.upsert_keyed(key, |_, held| decide(held))
+        }
+
+        /// [`upsert`](Self::upsert), `decide` shown the key as the map
+        /// holds it (no copy of it needed).
+        pub(crate) fn upsert_keyed<R>(
+            &self,
+            key: K,
+            decide: impl FnOnce(&K, Option<&V>) -> Upsert<V, R>,
+        ) -> (R, Option<V>) {
             let _shard = enter(Rung::Shard);
             match self.inner.entry(key) {
-                Entry::Occupied(mut slot) => match decide(Some(slot.get())) {
+                Entry::Occupied(mut slot) => match decide(slot.key(), Some(slot.get())) {
                     Upsert::Put(value, r) => (r, Some(slot.insert(value))),
                     Upsert::Keep(r) => (r, None),
                 },
-                Entry::Vacant(slot) => match decide(None) {
+                Entry::Vacant(slot) => match decide(slot.key(), None) {
                     Upsert::Put(value, r) => {
                         slot.insert(value);
                         (r, None)
@@ -212,9 +222,17 @@ mod imp {
             key: K,
             decide: impl FnOnce(Option<&V>) -> Upsert<V, R>,
         ) -> (R, Option<V>) {
+            self.upsert_keyed(key, |_, held| decide(held))
+        }
+
+        pub(crate) fn upsert_keyed<R>(
+            &self,
+            key: K,
+            decide: impl FnOnce(&K, Option<&V>) -> Upsert<V, R>,
+        ) -> (R, Option<V>) {
             let _shard = enter(Rung::Shard);
             let mut map = write(&self.inner);
-            match decide(map.get(&key)) {
+            match decide(&key, map.get(&key)) {
                 Upsert::Put(value, r) => (r, map.insert(key, value)),
                 Upsert::Keep(r) => (r, None),
             }

@@ -315,9 +315,8 @@ impl<K: Eq + Hash + Ord + Clone, V> Storage<K, V> for ShardMap<K, Record<V>> {
         key: K,
         decide: impl FnOnce(&K, Option<(&Head, &V)>) -> Upsert<Record<V>, R>,
     ) -> Option<(R, Option<Record<V>>)> {
-        let place = key.clone();
-        Some(ShardMap::upsert(self, key, |r| {
-            decide(&place, r.map(|r| (&r.head, &r.value)))
+        Some(ShardMap::upsert_keyed(self, key, |place, r| {
+            decide(place, r.map(|r| (&r.head, &r.value)))
         }))
     }
     fn remove_if<E>(
