@@ -99,18 +99,9 @@ mod imp {
         }
 
         /// Decides, under the exclusive shard lock, what to do with `key`
-        /// given its current value. Returns the decision's result and the
-        /// value it replaced, if any.
-        pub(crate) fn upsert<R>(
-            &self,
-            key: K,
-            decide: impl FnOnce(Option<&V>) -> Upsert<V, R>,
-        ) -> (R, Option<V>) {
-            self.upsert_keyed(key, |_, held| decide(held))
-        }
-
-        /// [`upsert`](Self::upsert), `decide` shown the key as the map
-        /// holds it (no copy of it needed).
+        /// given its current value, shown the key as the map holds it (no
+        /// copy of it needed). Returns the decision's result and the value
+        /// it replaced, if any.
         pub(crate) fn upsert_keyed<R>(
             &self,
             key: K,
@@ -217,14 +208,6 @@ mod imp {
             write(&self.inner).get_mut(key).map(f)
         }
 
-        pub(crate) fn upsert<R>(
-            &self,
-            key: K,
-            decide: impl FnOnce(Option<&V>) -> Upsert<V, R>,
-        ) -> (R, Option<V>) {
-            self.upsert_keyed(key, |_, held| decide(held))
-        }
-
         pub(crate) fn upsert_keyed<R>(
             &self,
             key: K,
@@ -267,6 +250,18 @@ mod imp {
 }
 
 pub(crate) use imp::ShardMap;
+
+impl<K: Eq + Hash, V> ShardMap<K, V> {
+    /// [`upsert_keyed`](ShardMap::upsert_keyed) for a decision that needs
+    /// only the value.
+    pub(crate) fn upsert<R>(
+        &self,
+        key: K,
+        decide: impl FnOnce(Option<&V>) -> Upsert<V, R>,
+    ) -> (R, Option<V>) {
+        self.upsert_keyed(key, |_, held| decide(held))
+    }
+}
 
 #[cfg(all(test, debug_assertions, not(relaystore_loom)))]
 mod tests {
