@@ -149,7 +149,8 @@ impl ModelNamed {
     /// Removes the record `name`; whether there was one.
     pub fn remove(&self, name: u64) -> bool {
         matches!(
-            self.0.remove_if(&ModelKey(name), |_, _| Ok::<(), ()>(())),
+            self.0
+                .remove_if(&ModelKey(name), |_, _, _| Ok::<(), ()>(())),
             Some(Ok(_))
         )
     }

@@ -152,3 +152,27 @@ fn a_cursor_survives_a_trip_through_text() {
         keys(s.list_listings(T, Some(&cursor), 2).unwrap())
     );
 }
+
+#[test]
+fn a_cursor_no_page_gave_is_refused() {
+    let (_c, s) = store();
+    let g = s.grant(T, "h", SEC * 60, None).unwrap();
+    s.publish(T, g.id, "a", b"", None).unwrap();
+    for text in ["a", "", "-1", "lobby-7"] {
+        let forged = relaystore::Cursor::from(text);
+        assert!(
+            matches!(
+                s.list_listings(T, Some(&forged), 2),
+                Err(Error::InvalidArgument { .. })
+            ),
+            "listings after {text:?}"
+        );
+        assert!(
+            matches!(
+                s.list_presence(T, Some(&forged), 2),
+                Err(Error::InvalidArgument { .. })
+            ),
+            "presence after {text:?}"
+        );
+    }
+}

@@ -206,8 +206,10 @@ pub trait RelayEngine: Clone + Send + Sync + 'static {
         key: &str,
     ) -> impl Future<Output = Result<()>> + Send;
 
-    /// One page of a tenant's visible listings in key order; pass the
-    /// returned cursor back for the next page.
+    /// One page of a tenant's visible listings; pass the returned cursor
+    /// back for the next page. The order is stable for a scan (a listing
+    /// live for the whole scan is on exactly one page): key order on
+    /// Redis, the records' places in memory.
     fn list_listings(
         &self,
         tenant: TenantId,
@@ -235,7 +237,8 @@ pub trait RelayEngine: Clone + Send + Sync + 'static {
         member: &str,
     ) -> impl Future<Output = Result<PresenceInfo>> + Send;
 
-    /// One page of a tenant's visible presence records in member order.
+    /// One page of a tenant's visible presence records, in the order
+    /// [`list_listings`](Self::list_listings) pages listings.
     fn list_presence(
         &self,
         tenant: TenantId,

@@ -147,7 +147,10 @@ pub struct ListingInfo {
 
 /// Where a listing of keys stopped; pass it back for the next page. Its
 /// text form (`Display`, `From<&str>`) can travel to a client and back:
-/// it is the last key of the page, and paging resumes after it.
+/// on Redis it is the page's last key, in memory the page's last place
+/// (a number), and paging resumes after it. A cursor is for the engine
+/// and the `list` call that gave it: the in-memory engine refuses one
+/// that does not name a place with [`Error::InvalidArgument`](crate::Error::InvalidArgument).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(transparent))]
@@ -170,7 +173,8 @@ impl std::fmt::Display for Cursor {
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Page<T> {
-    /// The visible items of this page, in key order.
+    /// The visible items of this page, in the engine's order for the
+    /// scan (key order on Redis, the records' places in memory).
     pub items: Vec<T>,
     /// `Some` if there may be more; pass it to the next call.
     pub next: Option<Cursor>,

@@ -294,14 +294,14 @@ where
     fn remove_if<E>(
         &self,
         key: &K,
-        decide: impl FnOnce(&Head, &V) -> std::result::Result<(), E>,
+        decide: impl FnOnce(&u64, &Head, &V) -> std::result::Result<(), E>,
     ) -> Option<std::result::Result<Record<V>, E>> {
         let mut writer = self.index.write(self.index.hash(key));
         let slot = self.slot_of(&writer, key)?;
         let slot_key = self.slab.read_at(slot, |k, _, _| k)?;
         let removed =
-            Storage::<u64, Named<K, V>>::remove_if(&self.slab, &slot_key, |head, named| {
-                decide(head, &named.value)
+            Storage::<u64, Named<K, V>>::remove_if(&self.slab, &slot_key, |place, head, named| {
+                decide(place, head, &named.value)
             })?;
         if removed.is_ok() {
             let gone = writer.remove(slot);
@@ -327,9 +327,10 @@ where
             .slab
             .read(place, |beside, named| beside.words.key_of(named))?;
         let mut writer = self.index.write(self.index.hash(&key));
-        let removed = Storage::<u64, Named<K, V>>::remove_if(&self.slab, place, |head, named| {
-            decide(head, &named.value)
-        })?;
+        let removed =
+            Storage::<u64, Named<K, V>>::remove_if(&self.slab, place, |_, head, named| {
+                decide(head, &named.value)
+            })?;
         if removed.is_ok() {
             let gone = writer.remove(*place as u32);
             debug_assert!(gone, "a removed named record had its entry");
@@ -438,6 +439,18 @@ where
         Q: SlotKey + Hash + ?Sized,
     {
         self.storage().peek(key, f)
+    }
+
+    /// The key of the record at `place` (a slot key, which names one
+    /// record for good), if it is still there: read without a lock when
+    /// the slot's words hold it, else under the slot's lock.
+    pub(crate) fn key_at(&self, place: u64) -> Option<K> {
+        let named = self.storage();
+        let words = named.slab.peek(&place, |b| b.words.key_words())?;
+        match (words != KEPT).then(|| K::from_key_words(words)).flatten() {
+            Some(key) => Some(key),
+            None => named.slab.read(&place, |b, n| b.words.key_of(n)),
+        }
     }
 
     /// The word of the slot holding `key`'s record (found without a

@@ -58,6 +58,35 @@ pub struct Removed<K, V> {
     pub stamp: Stamp,
 }
 
+/// What [`Table::insert_placed`] answers: the new record's stamp, what
+/// was kept of its place, and the expired record it replaced.
+pub(crate) type Inserted<P, K, V> = (Stamp, P, Option<Removed<K, V>>);
+
+/// What a sweep hands out for each record it removed: the record alone
+/// ([`Removed`]), or with its place (a named record's slot key).
+trait Swept<P, K, V> {
+    fn of(place: P, removed: Removed<K, V>) -> Self;
+    fn removed(&self) -> &Removed<K, V>;
+}
+
+impl<P, K, V> Swept<P, K, V> for Removed<K, V> {
+    fn of(_: P, removed: Removed<K, V>) -> Self {
+        removed
+    }
+    fn removed(&self) -> &Removed<K, V> {
+        self
+    }
+}
+
+impl<P, K, V> Swept<P, K, V> for (P, Removed<K, V>) {
+    fn of(place: P, removed: Removed<K, V>) -> Self {
+        (place, removed)
+    }
+    fn removed(&self) -> &Removed<K, V> {
+        &self.1
+    }
+}
+
 /// How a table's wheel names a record's one entry, and what the record's
 /// timer word holds for it: a [`TimerHandle`]'s bits for the map tables
 /// (a map key can leave and come back, so only a handle tells its
@@ -270,10 +299,12 @@ pub(crate) trait Storage<K, V>: Find<K, V> + Placed<Place: Clone> {
         key: K,
         decide: impl FnOnce(&Self::Place, Option<(&Head, &V)>) -> Upsert<Record<V>, R>,
     ) -> Option<(R, Option<Record<V>>)>;
+    /// Removes `key`'s record if `decide`, told its place, approves it
+    /// under the record's lock. `None` if the key has no record.
     fn remove_if<E>(
         &self,
         key: &K,
-        decide: impl FnOnce(&Head, &V) -> Result<(), E>,
+        decide: impl FnOnce(&Self::Place, &Head, &V) -> Result<(), E>,
     ) -> Option<Result<Record<V>, E>>;
     /// [`remove_if`](Self::remove_if) for the record at `place` (as the
     /// wheel names it), with its key. `None` if no record is there.
@@ -322,16 +353,17 @@ impl<K: Eq + Hash + Ord + Clone, V> Storage<K, V> for ShardMap<K, Record<V>> {
     fn remove_if<E>(
         &self,
         key: &K,
-        decide: impl FnOnce(&Head, &V) -> Result<(), E>,
+        decide: impl FnOnce(&K, &Head, &V) -> Result<(), E>,
     ) -> Option<Result<Record<V>, E>> {
-        ShardMap::remove_if(self, key, |r| decide(&r.head, &r.value))
+        ShardMap::remove_if(self, key, |r| decide(key, &r.head, &r.value))
     }
     fn remove_at<E>(
         &self,
         key: &K,
         decide: impl FnOnce(&Head, &V) -> Result<(), E>,
     ) -> Option<Result<(K, Record<V>), E>> {
-        Storage::remove_if(self, key, decide).map(|r| r.map(|record| (key.clone(), record)))
+        Storage::remove_if(self, key, |_, head, value| decide(head, value))
+            .map(|r| r.map(|record| (key.clone(), record)))
     }
     fn head_at<R>(&self, key: &K, f: impl FnOnce(&Head) -> R) -> Option<R> {
         ShardMap::read(self, key, |r| f(&r.head))
@@ -444,11 +476,11 @@ impl<V, W: SlotWords<V>> Storage<u64, V> for Slab<V, Beside<W>> {
     fn remove_if<E>(
         &self,
         key: &u64,
-        decide: impl FnOnce(&Head, &V) -> Result<(), E>,
+        decide: impl FnOnce(&u64, &Head, &V) -> Result<(), E>,
     ) -> Option<Result<Record<V>, E>> {
         let mut head = None;
         Slab::remove_if(self, key, |b, v| {
-            decide(&b.head, v)?;
+            decide(key, &b.head, v)?;
             head = Some(b.head.copy());
             b.words.empty(v);
             // A slot left without a record reads as dead to a reader
@@ -468,7 +500,8 @@ impl<V, W: SlotWords<V>> Storage<u64, V> for Slab<V, Beside<W>> {
         key: &u64,
         decide: impl FnOnce(&Head, &V) -> Result<(), E>,
     ) -> Option<Result<(u64, Record<V>), E>> {
-        Storage::remove_if(self, key, decide).map(|r| r.map(|record| (*key, record)))
+        Storage::remove_if(self, key, |_, head, value| decide(head, value))
+            .map(|r| r.map(|record| (*key, record)))
     }
     fn head_at<R>(&self, key: &u64, f: impl FnOnce(&Head) -> R) -> Option<R> {
         Slab::read(self, key, |b, _| f(&b.head))
@@ -596,6 +629,23 @@ where
         deadline_ms: u64,
         ceiling: u64,
     ) -> Result<(Stamp, Option<Removed<K, V>>)> {
+        self.insert_placed(key, make, now, deadline_ms, ceiling, |_| ())
+            .map(|(stamp, (), replaced)| (stamp, replaced))
+    }
+
+    /// [`insert_under`](Self::insert_under), also answering what `keep`
+    /// takes of the new record's place (a named record's slot key, which
+    /// names it for good; an expired record it replaced was in the same
+    /// place).
+    pub(crate) fn insert_placed<P>(
+        &self,
+        key: K,
+        make: impl FnOnce(u64) -> V,
+        now: MonoTime,
+        deadline_ms: u64,
+        ceiling: u64,
+        keep: impl FnOnce(&S::Place) -> P,
+    ) -> Result<Inserted<P, K, V>> {
         let reservation = Reservation::acquire_under(&[(&self.ceiling, 1, ceiling)])?;
         let shard = self.timers_of(&key);
         let mut timers = lock_at(Rung::Wheel, &shard.timers);
@@ -619,7 +669,7 @@ where
             let timer = shard.schedule(&mut timers, place.clone(), deadline_ms);
             Upsert::Put(
                 Record::new(version, deadline_ms, timer, make(version)),
-                Ok(stamp),
+                Ok((stamp, keep(place))),
             )
         });
         let Some((outcome, replaced)) = upserted else {
@@ -629,7 +679,7 @@ where
                 used: self.map.len() as u64,
             });
         };
-        let stamp = outcome?;
+        let (stamp, kept) = outcome?;
         reservation.commit();
         let replaced = replaced.map(|old| {
             L::unschedule(&mut timers.wheel, old.timer());
@@ -641,7 +691,7 @@ where
             }
         });
         self.tidy(shard, &mut timers, 0);
-        Ok((stamp, replaced))
+        Ok((stamp, kept, replaced))
     }
 
     /// Runs `f` on a live record under a shared shard lock. Crate-internal:
@@ -955,13 +1005,28 @@ where
         decide: impl FnOnce(&V, Stamp, bool) -> Result<()>,
         now: MonoTime,
     ) -> Result<Removed<K, V>> {
+        self.remove_placed(key, decide, now, |_| ())
+            .map(|((), removed)| removed)
+    }
+
+    /// [`remove_with`](Self::remove_with), also answering what `keep`
+    /// takes of the removed record's place.
+    pub(crate) fn remove_placed<P>(
+        &self,
+        key: &K,
+        decide: impl FnOnce(&V, Stamp, bool) -> Result<()>,
+        now: MonoTime,
+        keep: impl FnOnce(&S::Place) -> P,
+    ) -> Result<(P, Removed<K, V>)> {
         let shard = self.timers_of(key);
         let mut timers = lock_at(Rung::Wheel, &shard.timers);
-        let verdict = self.map.remove_if(key, |h, v| {
+        let mut kept = None;
+        let verdict = self.map.remove_if(key, |place, h, v| {
             let state = h.state();
             let stamp = h.stamp_of(state);
             decide(v, stamp, state.is_live(now))?;
             self.versions.retire(stamp.version);
+            kept = Some(keep(place));
             Ok(())
         });
         match verdict {
@@ -971,11 +1036,12 @@ where
                 L::unschedule(&mut timers.wheel, record.timer());
                 self.tidy(shard, &mut timers, 0);
                 self.ceiling.release(1);
-                Ok(Removed {
+                let removed = Removed {
                     stamp: record.stamp(),
                     key: key.clone(),
                     value: record.value,
-                })
+                };
+                Ok((kept.expect("an approved removal kept its place"), removed))
             }
         }
     }
@@ -996,6 +1062,20 @@ where
     /// it gives it a new timer word, so its batch finds the word changed
     /// and leaves it alone (`Keep::Stale`).
     pub(crate) fn sweep(&self, now: MonoTime, out: &mut Vec<Removed<K, V>>) -> usize {
+        self.sweep_out(now, out)
+    }
+
+    /// [`sweep`](Self::sweep), handing out each removed record's place
+    /// with it.
+    pub(crate) fn sweep_placed(
+        &self,
+        now: MonoTime,
+        out: &mut Vec<(S::Place, Removed<K, V>)>,
+    ) -> usize {
+        self.sweep_out(now, out)
+    }
+
+    fn sweep_out<T: Swept<S::Place, K, V>>(&self, now: MonoTime, out: &mut Vec<T>) -> usize {
         let before = out.len();
         let mut shards_removing = 0;
         for timers in self.timers.iter() {
@@ -1005,19 +1085,21 @@ where
         }
         // Each shard's removals come in order; merge them into one.
         if shards_removing > 1 {
-            out[before..]
-                .sort_by(|a, b| (a.stamp.deadline, &a.key).cmp(&(b.stamp.deadline, &b.key)));
+            out[before..].sort_by(|a, b| {
+                let (a, b) = (a.removed(), b.removed());
+                (a.stamp.deadline, &a.key).cmp(&(b.stamp.deadline, &b.key))
+            });
         }
         self.swept_to_ms
             .fetch_max(now.as_millis(), Ordering::AcqRel);
         out.len() - before
     }
 
-    fn sweep_shard(
+    fn sweep_shard<T: Swept<S::Place, K, V>>(
         &self,
         shard: &WheelShard<S::Place, L>,
         now: MonoTime,
-        out: &mut Vec<Removed<K, V>>,
+        out: &mut Vec<T>,
     ) {
         // Nothing due: no lock. An insert racing this look is one that
         // finishes after the sweep; the next sweep sees it.
@@ -1043,11 +1125,11 @@ where
     }
 
     /// Advances a wheel shard to `now` and decides what fired, in batches.
-    fn fire_due(
+    fn fire_due<T: Swept<S::Place, K, V>>(
         &self,
         shard: &WheelShard<S::Place, L>,
         now: MonoTime,
-        out: &mut Vec<Removed<K, V>>,
+        out: &mut Vec<T>,
     ) {
         let mut fired = {
             let mut guard = lock_at(Rung::Wheel, &shard.timers);
@@ -1085,13 +1167,13 @@ where
     /// Decides one fired entry under the wheel lock: removes its record if
     /// it is expired, reschedules it if it was renewed, skips it if the
     /// entry is no longer the record's.
-    fn sweep_one(
+    fn sweep_one<T: Swept<S::Place, K, V>>(
         &self,
         fired: Fired<L::Item, L>,
         now: MonoTime,
         shard: &WheelShard<S::Place, L>,
         timers: &mut Timers<S::Place, L>,
-        out: &mut Vec<Removed<K, V>>,
+        out: &mut Vec<T>,
     ) {
         let check_handle =
             !crate::base::faults::active(crate::base::faults::StoreFault::SweepIgnoresHandle);
@@ -1113,11 +1195,12 @@ where
         match verdict {
             Some(Ok((key, record))) => {
                 self.ceiling.release(1);
-                out.push(Removed {
+                let removed = Removed {
                     stamp: record.stamp(),
                     key,
                     value: record.value,
-                });
+                };
+                out.push(T::of(place, removed));
             }
             Some(Err(Keep::Live(deadline_ms))) => {
                 let timer = shard.schedule(timers, place.clone(), deadline_ms);

@@ -82,10 +82,11 @@ pub(super) trait Child: Stored {
     fn set_attached(&mut self);
     /// What the record's visibility depends on.
     fn ancestry(&self) -> Ancestry;
-    /// How a record of this kind goes into the tenant's index, if it does
-    /// (listings and presence records). An indexed record is made visible
-    /// under the index's lock; any other without it.
-    const INDEX: Option<fn(&Self::Key, &mut TenantIndex)> = None;
+    /// How a record of this kind goes into the tenant's index, by its
+    /// place, if it does (listings and presence records). An indexed
+    /// record is made visible under the index's lock; any other without
+    /// it.
+    const INDEX: Option<fn(u64, &mut TenantIndex)> = None;
     /// Whether this is the record a creation inserted at `version`, for
     /// taking it back after a stop (the default: the key alone says so).
     fn made_at(&self, _version: u64) -> bool {
@@ -433,18 +434,19 @@ impl Store {
             record
         };
         let mut tries = 0;
-        let (stamp, replaced) = loop {
+        let insert = || table.insert_placed(key.clone(), &build, now, deadline, ceiling, |&p| p);
+        let (stamp, place, replaced) = loop {
             tries += 1;
             let inserted = match C::INDEX.filter(|_| born) {
                 Some(put) => {
                     let mut index = lock_at(Rung::TenantIndex, &epoch.tenant.index);
-                    let inserted = table.insert_under(key.clone(), &build, now, deadline, ceiling);
-                    if inserted.is_ok() {
-                        put(&key, &mut index);
+                    let inserted = insert();
+                    if let Ok((_, place, _)) = &inserted {
+                        put(*place, &mut index);
                     }
                     inserted
                 }
-                None => table.insert_under(key.clone(), &build, now, deadline, ceiling),
+                None => insert(),
             };
             match inserted {
                 Ok(done) => break done,
@@ -466,12 +468,12 @@ impl Store {
             pending.commit();
         }
         if let Some(old) = replaced {
-            // An expired record under the same key: its retirement takes
-            // the key out of the tenant's index, where a record born
-            // attached has just put it back.
-            C::retire(self, old, Cause::Expired, now);
+            // An expired record under the same key, in the same place: its
+            // retirement takes the place out of the tenant's index, where
+            // a record born attached has just put it back.
+            C::retire(self, place, old, Cause::Expired, now);
             if let Some(put) = C::INDEX.filter(|_| born) {
-                put(&key, &mut lock_at(Rung::TenantIndex, &epoch.tenant.index));
+                put(place, &mut lock_at(Rung::TenantIndex, &epoch.tenant.index));
             }
         }
         let version = stamp.version;
@@ -490,17 +492,24 @@ impl Store {
                     Ok(((), None))
                 })
                 .map_err(|_| Error::Revoked)?;
+            // The record attached is the one inserted (at `version`), so
+            // still in the place its insert answered.
             if let Some((put, index)) = index.as_mut() {
-                put(&key, index);
+                put(place, index);
             }
         }
         pending.commit();
         drop(pending);
         seam::after(seam::Step::Committed);
         if decide::stop_checked() && self.is_stopped() {
-            let taken = table.remove_with(&key, |v, _, _| owned_by(v.made_at(version)), now);
-            if let Ok(r) = taken {
-                C::retire(self, r, Cause::Drained, now);
+            let taken = table.remove_placed(
+                &key,
+                |v, _, _| owned_by(v.made_at(version)),
+                now,
+                |&place| place,
+            );
+            if let Ok((place, r)) = taken {
+                C::retire(self, place, r, Cause::Drained, now);
             }
             return Err(Error::STOPPED);
         }
@@ -535,8 +544,14 @@ impl Store {
         if decide::key_taken(self.ancestors_visible(tenant, &ancestry, now)) {
             return Occupant::Visible;
         }
-        if let Ok(removed) = table.remove_with(key, |_, s, _| owned_by(s.version == version), now) {
-            C::retire(self, removed, Cause::Cascaded, now);
+        let taken = table.remove_placed(
+            key,
+            |_, s, _| owned_by(s.version == version),
+            now,
+            |&place| place,
+        );
+        if let Ok((place, removed)) = taken {
+            C::retire(self, place, removed, Cause::Cascaded, now);
         }
         Occupant::Cleared
     }

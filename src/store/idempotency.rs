@@ -124,6 +124,7 @@ impl Stored for Idem {
 
     fn retire(
         store: &Store,
+        _place: u64,
         removed: Removed<NameKey, Self>,
         cause: Cause,
         _now: MonoTime,

@@ -54,7 +54,13 @@ impl Stored for Attempt {
         &store.shared.attempts
     }
 
-    fn retire(store: &Store, removed: Removed<IdKey, Self>, cause: Cause, _now: MonoTime) -> usize {
+    fn retire(
+        store: &Store,
+        _place: u64,
+        removed: Removed<IdKey, Self>,
+        cause: Cause,
+        _now: MonoTime,
+    ) -> usize {
         store.retire_attempt(removed, cause, true);
         0
     }

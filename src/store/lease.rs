@@ -237,7 +237,13 @@ impl Stored for Lease {
         &store.shared.leases
     }
 
-    fn retire(store: &Store, removed: Removed<IdKey, Self>, cause: Cause, now: MonoTime) -> usize {
+    fn retire(
+        store: &Store,
+        _place: u64,
+        removed: Removed<IdKey, Self>,
+        cause: Cause,
+        now: MonoTime,
+    ) -> usize {
         store.retire_lease(removed, cause, now)
     }
 }
@@ -765,24 +771,26 @@ impl Store {
         let mut n = 0;
         let children = lease.children.map(|c| *c).unwrap_or_default();
         for key in children.of(LeaseChild::Listings) {
-            let removed = self.shared.listings.remove_with(
+            let removed = self.shared.listings.remove_placed(
                 &(tenant, key.clone()),
                 |v, _, _| owned_by(v.lease == seq),
                 now,
+                |&place| place,
             );
-            if let Ok(child) = removed {
-                n += 1 + self.retire_listing(child, children_why.clone(), now, false);
+            if let Ok((place, child)) = removed {
+                n += 1 + self.retire_listing(place, child, children_why.clone(), now, false);
             }
         }
         for member in children.of(LeaseChild::Members) {
-            let removed = self.shared.presence.remove_with(
+            let removed = self.shared.presence.remove_placed(
                 &(tenant, member.clone()),
                 |v, _, _| owned_by(v.lease() == Some(seq)),
                 now,
+                |&place| place,
             );
-            if let Ok(child) = removed {
+            if let Ok((place, child)) = removed {
                 n += 1;
-                self.retire_presence(child, children_why.clone(), false);
+                self.retire_presence(place, child, children_why.clone(), false);
             }
         }
         for name in children.of(LeaseChild::Locks) {

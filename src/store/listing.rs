@@ -90,11 +90,12 @@ impl Stored for Listing {
 
     fn retire(
         store: &Store,
+        place: u64,
         removed: Removed<NameKey, Self>,
         cause: Cause,
         now: MonoTime,
     ) -> usize {
-        store.retire_listing(removed, cause, now, true)
+        store.retire_listing(place, removed, cause, now, true)
     }
 }
 
@@ -122,8 +123,8 @@ impl Child for Listing {
         }
     }
 
-    const INDEX: Option<fn(&NameKey, &mut TenantIndex)> = Some(|key, index| {
-        index.listings.insert(key.1.clone());
+    const INDEX: Option<fn(u64, &mut TenantIndex)> = Some(|place, index| {
+        index.listings.insert(place);
     });
 
     /// The origin is the version the listing was inserted at.
@@ -490,7 +491,7 @@ impl Store {
     ) -> Result<()> {
         self.inside_gate();
         let view = self.listing_view(nkey, now)?;
-        let removed = self.shared.listings.remove_with(
+        let (place, removed) = self.shared.listings.remove_placed(
             nkey,
             |v, stamp, _| {
                 super::owned_by(v.origin == view.origin)?;
@@ -502,16 +503,21 @@ impl Store {
                 }
             },
             now,
+            |&place| place,
         )?;
-        self.retire_listing(removed, cause, now, true);
+        self.retire_listing(place, removed, cause, now, true);
         Ok(())
     }
 
-    /// Up to `limit` visible listings of `tenant` after `cursor`, in key
-    /// order. A listing visible for the whole scan is returned exactly once
-    /// across the pages; nothing expired or revoked is returned. A page may
-    /// hold fewer than `limit` items when some keys turned invisible; `next`
-    /// says whether to go on. `limit` must be in `1..=page_len_max`.
+    /// Up to `limit` visible listings of `tenant` after `cursor`, in the
+    /// order of their places in the store (not their keys' order: a
+    /// listing keeps its place while it lives, so the order is stable). A
+    /// listing visible for the whole scan is returned exactly once across
+    /// the pages; nothing expired or revoked is returned. A page may hold
+    /// fewer than `limit` items when some turned invisible; `next` says
+    /// whether to go on. `limit` must be in `1..=page_len_max`; a cursor
+    /// that is not an earlier page's `next` is
+    /// [`Error::InvalidArgument`].
     pub fn list_listings(
         &self,
         tenant: TenantId,
@@ -524,47 +530,57 @@ impl Store {
                 cursor,
                 limit,
                 |index| &index.listings,
-                |store, key, now| store.listing_view(key, now).ok().map(|v| v.info),
+                |store, place, now| {
+                    let key = store.shared.listings.key_at(place)?;
+                    store.listing_view(&key, now).ok().map(|v| v.info)
+                },
             )
         })
     }
 
-    /// One page of a tenant's index: up to `limit` keys after `cursor`,
-    /// each turned into an item by `view` (invisible ones are skipped).
+    /// One page of a tenant's index: up to `limit` places after `cursor`,
+    /// each turned into an item by `view` (invisible ones, and places
+    /// left meanwhile, are skipped). A record keeps its place while it
+    /// lives, so one live for the whole scan is on exactly one page.
     pub(super) fn page<T>(
         &self,
         tenant: TenantId,
         cursor: Option<&Cursor>,
         limit: usize,
-        index: fn(&TenantIndex) -> &std::collections::BTreeSet<Name>,
-        view: impl Fn(&Self, &NameKey, MonoTime) -> Option<T>,
+        index: fn(&TenantIndex) -> &std::collections::BTreeSet<u64>,
+        view: impl Fn(&Self, u64, MonoTime) -> Option<T>,
     ) -> Result<Page<T>> {
         self.shared.config.check_page_limit(limit)?;
+        let start =
+            match cursor {
+                None => Bound::Unbounded,
+                Some(c) => Bound::Excluded(c.as_str().parse::<u64>().map_err(|_| {
+                    Error::InvalidArgument {
+                        reason: "a page's cursor must be the `next` of an earlier page",
+                    }
+                })?),
+            };
         let Some(t) = self.tenant(tenant) else {
             return Ok(Page {
                 items: Vec::new(),
                 next: None,
             });
         };
-        let keys: Vec<Name> = {
+        let places: Vec<u64> = {
             let guard = lock_at(Rung::TenantIndex, &t.tenant.index);
-            let start = match cursor {
-                Some(Cursor(after)) => Bound::Excluded(&**after),
-                None => Bound::Unbounded,
-            };
             index(&guard)
-                .range::<str, _>((start, Bound::Unbounded))
+                .range((start, Bound::Unbounded))
                 .take(limit)
-                .cloned()
+                .copied()
                 .collect()
         };
         let now = self.shared.clock.now();
-        let next = (keys.len() == limit)
-            .then(|| keys.last().map(|k| Cursor(Arc::from(k.as_str()))))
+        let next = (places.len() == limit)
+            .then(|| places.last().map(|p| Cursor(Arc::from(p.to_string()))))
             .flatten();
-        let items = keys
+        let items = places
             .into_iter()
-            .filter_map(|key| view(self, &(tenant, key), now))
+            .filter_map(|place| view(self, place, now))
             .collect();
         Ok(Page { items, next })
     }
@@ -648,6 +664,7 @@ impl Store {
 
     pub(super) fn retire_listing(
         &self,
+        place: u64,
         r: Removed<NameKey, Listing>,
         why: impl Into<Why>,
         now: MonoTime,
@@ -671,7 +688,7 @@ impl Store {
             }
             lock_at(Rung::TenantIndex, &listing.owner.tenant().index)
                 .listings
-                .remove(&key);
+                .remove(&place);
             let id = || RecordId::Listing(Arc::from(key.clone()));
             self.announce(Collection::Listings, tenant, id, &why, || None);
         }

@@ -48,6 +48,7 @@ impl Stored for Lock {
 
     fn retire(
         store: &Store,
+        _place: u64,
         removed: Removed<NameKey, Self>,
         cause: Cause,
         _now: MonoTime,

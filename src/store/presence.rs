@@ -76,11 +76,12 @@ impl Stored for Presence {
 
     fn retire(
         store: &Store,
+        place: u64,
         removed: Removed<NameKey, Self>,
         cause: Cause,
         _now: MonoTime,
     ) -> usize {
-        store.retire_presence(removed, cause, true);
+        store.retire_presence(place, removed, cause, true);
         0
     }
 }
@@ -104,8 +105,8 @@ impl Child for Presence {
         }
     }
 
-    const INDEX: Option<fn(&NameKey, &mut TenantIndex)> = Some(|key, index| {
-        index.members.insert(key.1.clone());
+    const INDEX: Option<fn(u64, &mut TenantIndex)> = Some(|place, index| {
+        index.members.insert(place);
     });
 }
 
@@ -343,8 +344,9 @@ impl Store {
         Ok(seen)
     }
 
-    /// Up to `limit` visible presence records after `cursor`, in member
-    /// order, with the same guarantees as [`Store::list_listings`].
+    /// Up to `limit` visible presence records after `cursor`, in the
+    /// order of their places, with the same guarantees as
+    /// [`Store::list_listings`].
     pub fn list_presence(
         &self,
         tenant: TenantId,
@@ -356,7 +358,10 @@ impl Store {
             cursor,
             limit,
             |index| &index.members,
-            |store, key, now| store.presence_info(key, now).ok(),
+            |store, place, now| {
+                let key = store.shared.presence.key_at(place)?;
+                store.presence_info(&key, now).ok()
+            },
         )
     }
 
@@ -365,12 +370,13 @@ impl Store {
         let key = (tenant, self.key_name(member)?);
         let now = self.shared.clock.now();
         self.presence_info(&key, now)?;
-        let removed = self.shared.presence.remove_with(
+        let (place, removed) = self.shared.presence.remove_placed(
             &key,
             |v, _, _| owned_by(v.attached && v.owner.valid()),
             now,
+            |&place| place,
         )?;
-        self.retire_presence(removed, Cause::Released, true);
+        self.retire_presence(place, removed, Cause::Released, true);
         Ok(())
     }
 }
@@ -378,6 +384,7 @@ impl Store {
 impl Store {
     pub(super) fn retire_presence(
         &self,
+        place: u64,
         r: Removed<NameKey, Presence>,
         why: impl Into<Why>,
         detach: bool,
@@ -396,7 +403,7 @@ impl Store {
                 .release(1);
             lock_at(Rung::TenantIndex, &presence.owner.tenant().index)
                 .members
-                .remove(&member);
+                .remove(&place);
             self.announce(
                 Collection::Presence,
                 tenant,

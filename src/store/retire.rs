@@ -19,7 +19,7 @@
 use super::Store;
 use crate::base::time::MonoTime;
 use crate::contract::events::{Cause, Root};
-use crate::mem::table::{Removed, Storage, TableOf};
+use crate::mem::table::{Placed, Removed, Storage, TableOf};
 use std::hash::Hash;
 
 /// Why a record is retired, as its removal event tells it: its cause and,
@@ -71,14 +71,17 @@ impl Why {
 pub(super) trait Stored: Sized {
     /// The table's key.
     type Key: Eq + Hash + Ord + Clone;
-    /// Where the table keeps its records.
-    type Storage: Storage<Self::Key, Self>;
+    /// Where the table keeps its records: a slab, whose slot key names
+    /// each record for good (its place).
+    type Storage: Storage<Self::Key, Self> + Placed<Place = u64>;
     /// The record's table.
     fn table(store: &Store) -> &TableOf<Self::Key, Self, Self::Storage>;
     /// The removal bookkeeping of a record that left its table (detached
-    /// from its parent): returns the descendants it removed.
+    /// from its parent) from slot key `place`: returns the descendants it
+    /// removed.
     fn retire(
         store: &Store,
+        place: u64,
         removed: Removed<Self::Key, Self>,
         cause: Cause,
         now: MonoTime,
@@ -89,16 +92,16 @@ impl Store {
     /// Sweeps one kind's table at `now` and retires what left: the records
     /// removed, descendants included.
     pub(super) fn sweep_kind<S: Stored>(&self, now: MonoTime) -> usize {
-        let mut out = Vec::new();
-        S::table(self).sweep(now, &mut out);
+        let mut out: Vec<(u64, Removed<S::Key, S>)> = Vec::new();
+        S::table(self).sweep_placed(now, &mut out);
         out.into_iter()
-            .map(|r| {
+            .map(|(place, r)| {
                 let late = now.saturating_since(r.stamp.deadline);
                 crate::contract::metrics::expiry_lag(
                     crate::contract::metrics::EngineLabel::Memory,
                     late,
                 );
-                1 + S::retire(self, r, Cause::Expired, now)
+                1 + S::retire(self, place, r, Cause::Expired, now)
             })
             .sum()
     }

@@ -34,7 +34,6 @@ use crate::base::error::{Error, Result, Scope};
 use crate::base::faults::{self, StoreFault};
 use crate::base::ids::TenantId;
 use crate::base::name::Holder;
-use crate::base::name::Name;
 use crate::base::sync::{lock_at, Arc, AtomicBool, AtomicU64, Mutex, Ordering, Rung};
 use crate::base::time::MonoTime;
 use crate::base::words::LimitSnapshot;
@@ -195,14 +194,16 @@ impl Tenant {
     }
 }
 
-/// The tenant's named records, for `list` and for tenant revocation. Its
+/// The tenant's listings and presence records, for `list` and for tenant
+/// revocation, each by its place: the slot key that names it for good, a
+/// word where its name is several (pages come in slot-key order). Its
 /// leases are not indexed: a walk finds them in one pass over the lease
 /// slab (ADR 0043), so a grant and a lease's removal take no lock of the
 /// tenant's.
 #[derive(Default)]
 pub(crate) struct TenantIndex {
-    pub(super) listings: BTreeSet<Name>,
-    pub(super) members: BTreeSet<Name>,
+    pub(super) listings: BTreeSet<u64>,
+    pub(super) members: BTreeSet<u64>,
 }
 
 /// One epoch of a tenant: what the registry holds for it, and what every
@@ -633,12 +634,12 @@ impl Store {
         self.end_members(tenant, &members, approve, cause, now);
     }
 
-    /// The members of a tenant's presence index now.
-    pub(super) fn members_of(&self, t: &Tenant) -> Vec<Name> {
+    /// The places of a tenant's presence records now (its index).
+    pub(super) fn members_of(&self, t: &Tenant) -> Vec<u64> {
         lock_at(Rung::TenantIndex, &t.index)
             .members
             .iter()
-            .cloned()
+            .copied()
             .collect()
     }
 
@@ -668,25 +669,34 @@ impl Store {
         removed
     }
 
-    /// Removes the presence records of `members` of `tenant` where
-    /// `approve` accepts them; how many it removed.
+    /// Removes the presence records of `tenant` at `places` (its index's)
+    /// where `approve` accepts them; how many it removed. A record is
+    /// removed by its name, read at its place: one that left its place
+    /// meanwhile is gone or another record.
     pub(super) fn end_members(
         &self,
         tenant: TenantId,
-        members: &[Name],
+        places: &[u64],
         approve: fn(&Owner) -> Result<()>,
         cause: Cause,
         now: MonoTime,
     ) -> usize {
         let mut removed = 0;
-        for member in members {
-            let taken = self.shared.presence.remove_with(
-                &(tenant, member.clone()),
+        for &place in places {
+            let Some(key) = self.shared.presence.key_at(place) else {
+                continue;
+            };
+            if key.0 != tenant {
+                continue;
+            }
+            let taken = self.shared.presence.remove_placed(
+                &key,
                 |v, _, _| approve(&v.owner),
                 now,
+                |&place| place,
             );
-            if let Ok(r) = taken {
-                self.retire_presence(r, cause, true);
+            if let Ok((place, r)) = taken {
+                self.retire_presence(place, r, cause, true);
                 removed += 1;
             }
         }
