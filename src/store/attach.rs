@@ -29,7 +29,9 @@
 //!    taken, the removal could not see the child, so the creation fails
 //!    and removes the child itself; if the parent is removed after the
 //!    confirmation, the removal's cascade finds the slot and removes the
-//!    child. Last, the record is marked attached (visible); a kind the
+//!    child. A lease's slot for a record is a count of slots taken until
+//!    then, and the confirmation turns it into the record's place (its
+//!    slot key), which is all the lease keeps of it. Last, the record is marked attached (visible); a kind the
 //!    tenant's index holds (listings, presence) is marked and indexed
 //!    under the index's lock, so a tenant revocation or a drain that walks
 //!    the index either sees it or happened before it.
@@ -129,18 +131,26 @@ impl LeaseChild {
     }
 }
 
+/// A child as its lease's list names it: a record by its place, a stream
+/// by its name.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum ChildOf<'a> {
+    Place(u64),
+    Stream(&'a str),
+}
+
 /// Where a new record hangs. A listing parent is named by the caller's
 /// borrowed name: its slot is taken, confirmed and given back without an
 /// owned key.
 pub(super) enum Parent<'n> {
     /// Nowhere: a lease, or presence or a lock without a lease.
     None,
-    /// In lease `seq`'s index of `kind`, as `child`.
-    Lease {
-        seq: u64,
-        kind: LeaseChild,
-        child: Name,
-    },
+    /// In lease `seq`'s list of `kind`, a record kind: a slot taken
+    /// first, confirmed with the record's place once it is inserted.
+    Lease { seq: u64, kind: LeaseChild },
+    /// In lease `seq`'s list of streams, as `name` (a stream is no slab
+    /// record).
+    LeaseStream { seq: u64, name: Name },
     /// In the attempts of the visible listing under `key` (a tenant and
     /// the caller's name), as `child`. Taking the slot finds the listing's
     /// publication and records it in `origin`, where the new record reads
@@ -162,8 +172,9 @@ impl Parent<'_> {
     pub(super) fn reserve(&self, store: &Store, tenant: TenantId, now: MonoTime) -> Result<()> {
         match self {
             Parent::None => Ok(()),
-            Parent::Lease { seq, kind, child } => {
-                store.take_lease_slot(tenant, *seq, *kind, child, now)
+            Parent::Lease { seq, kind } => store.take_lease_slot(tenant, *seq, *kind, None, now),
+            Parent::LeaseStream { seq, name } => {
+                store.take_lease_slot(tenant, *seq, LeaseChild::Streams, Some(name), now)
             }
             Parent::Listing { key, origin, child } => {
                 store.take_listing_slot(*key, origin, *child, now)
@@ -172,14 +183,22 @@ impl Parent<'_> {
     }
 
     /// Whether the slot is still in a parent that is still there, under the
-    /// parent's shard lock (see rule 3). The slot was pushed last, so the
-    /// search starts from the end (one comparison unless another creation
-    /// took a slot since).
-    pub(super) fn confirm(&self, store: &Store) -> Result<()> {
-        let held = match self {
-            Parent::None => Some(true),
-            Parent::Lease { seq, kind, child } => store.holds_lease_slot(*seq, *kind, child),
-            Parent::Listing { key, origin, child } => {
+    /// parent's shard lock (see rule 3); a lease's slot for a record
+    /// becomes the record's `place` (the key of its slot, which a stream
+    /// has none of). A stream's or an attempt's slot was pushed last, so
+    /// the search starts from the end (one comparison unless another
+    /// creation took a slot since).
+    pub(super) fn confirm(&self, store: &Store, place: Option<u64>) -> Result<()> {
+        let held = match (self, place) {
+            (Parent::None, _) => Some(true),
+            (Parent::Lease { seq, kind }, Some(place)) => {
+                store.confirm_lease_slot(*seq, *kind, ChildOf::Place(place))
+            }
+            (Parent::Lease { .. }, None) => Some(false),
+            (Parent::LeaseStream { seq, name }, _) => {
+                store.confirm_lease_slot(*seq, LeaseChild::Streams, ChildOf::Stream(name))
+            }
+            (Parent::Listing { key, origin, child }, _) => {
                 store.holds_listing_slot(*key, origin.get(), *child)
             }
         };
@@ -190,11 +209,17 @@ impl Parent<'_> {
         }
     }
 
-    /// Gives the slot back.
-    pub(super) fn release(&self, store: &Store) {
+    /// Gives the slot back: a lease's slot for a record as it was taken,
+    /// or as the `place` it was confirmed with.
+    pub(super) fn release(&self, store: &Store, place: Option<u64>) {
         match self {
             Parent::None => {}
-            Parent::Lease { seq, kind, child } => store.detach_from_lease(*seq, *kind, child),
+            Parent::Lease { seq, kind } => {
+                store.give_lease_slot(*seq, *kind, place.map(ChildOf::Place))
+            }
+            Parent::LeaseStream { seq, name } => {
+                store.give_lease_slot(*seq, LeaseChild::Streams, Some(ChildOf::Stream(name)))
+            }
             Parent::Listing { key, origin, child } => {
                 store.give_listing_slot(*key, origin.get(), *child)
             }
@@ -228,6 +253,8 @@ struct Pending<'s, 'e, C: Child> {
     shared: Option<&'s Counter>,
     /// The key and version of the inserted, not yet attached record.
     inserted: Option<(C::Key, u64)>,
+    /// The place the parent's slot was confirmed with, if it was.
+    confirmed: Option<u64>,
     /// The holder counted against its per-holder quota (`C::HOLDER_QUOTA`).
     holder: Option<Holder>,
 }
@@ -265,7 +292,7 @@ impl<C: Child> Drop for Pending<'_, '_, C> {
             self.epoch.tenant.release_holder(&holder, c);
         }
         if self.slot {
-            self.parent.release(self.store);
+            self.parent.release(self.store, self.confirmed);
         }
         // The hold goes last: giving it back may forget the tenant.
         if self.held {
@@ -358,6 +385,7 @@ impl Store {
             quotas: 0,
             shared: None,
             inserted: None,
+            confirmed: None,
             holder: None,
         };
         let table = C::table(self);
@@ -480,7 +508,8 @@ impl Store {
         if !born {
             pending.inserted = Some((key.clone(), version));
             seam::after(seam::Step::Inserted);
-            pending.parent.confirm(self)?;
+            pending.parent.confirm(self, Some(place))?;
+            pending.confirmed = Some(place);
             seam::after(seam::Step::Confirmed);
             then()?;
             let mut index =
@@ -557,9 +586,10 @@ impl Store {
     }
 }
 
-/// Where a panic can enter a creation: a test build can make any step
-/// boundary panic, to check that the guard rolls back everything taken so
-/// far. In other builds every call is an empty inline function. (The model
+/// Where a panic, or another operation, can enter a creation: a test
+/// build can make any step boundary panic, to check that the guard rolls
+/// back everything taken so far, or run a closure there, to put a race at
+/// a chosen point. In other builds every call is an empty inline function. (The model
 /// checker's twins of the protocol's decisions enter through `decide`.)
 pub(super) mod seam {
     /// A boundary between two steps of the protocol.
@@ -590,11 +620,39 @@ pub(super) mod seam {
         PANIC_AFTER.with(|p| p.set(step));
     }
 
+    /// A closure the next creation on this thread runs after a step.
+    #[cfg(test)]
+    type Interleaved = Option<(Step, Box<dyn FnOnce()>)>;
+
+    #[cfg(test)]
+    std::thread_local! {
+        static RUN_AFTER: std::cell::RefCell<Interleaved> = const { std::cell::RefCell::new(None) };
+    }
+
+    /// Makes the next creation on this thread run `run` after `step`.
+    #[cfg(all(test, not(relaystore_loom)))]
+    pub(crate) fn run_after(step: Step, run: impl FnOnce() + 'static) {
+        RUN_AFTER.with(|r| *r.borrow_mut() = Some((step, Box::new(run))));
+    }
+
     #[cfg(test)]
     pub(crate) fn after(step: Step) {
         if PANIC_AFTER.with(|p| p.get()) == Some(step) {
             PANIC_AFTER.with(|p| p.set(None));
             panic!("injected panic after {step:?}");
+        }
+        let run = RUN_AFTER.with(|r| {
+            let mut r = r.borrow_mut();
+            match r.take() {
+                Some((at, run)) if at == step => Some(run),
+                other => {
+                    *r = other;
+                    None
+                }
+            }
+        });
+        if let Some(run) = run {
+            run();
         }
     }
 }
@@ -696,6 +754,37 @@ mod tests {
         assert_eq!(s.shared.leases.slots(), 2);
         assert_eq!(s.shared.attempts.slots(), 1);
         s.audit().unwrap();
+    }
+
+    /// A lease revoked while a child is created under it, at each step
+    /// of the creation (rule 3): before the confirmation the revocation
+    /// cannot see the child, so the creation refuses and takes it back;
+    /// after it, the cascade finds the child's place and removes it. Either
+    /// way nothing is left and the name is free.
+    #[test]
+    fn a_lease_revoked_during_a_childs_creation_leaves_nothing() {
+        use super::seam::run_after;
+        for step in [Step::Reserved, Step::Inserted, Step::Confirmed] {
+            let s = Store::new(StoreConfig::default(), Arc::new(ManualClock::new())).unwrap();
+            let lease = s.grant(T, "h", TTL, None).unwrap().id;
+            let revoker = s.clone();
+            run_after(step, move || revoker.revoke(T, lease).unwrap());
+            let made = s.heartbeat(T, "m", TTL, None, Some(lease));
+            assert_eq!(
+                made.map(drop),
+                Err(Error::Revoked),
+                "revoked after {step:?}"
+            );
+            assert_eq!(
+                s.get_presence(T, "m"),
+                Err(Error::NotFound),
+                "after {step:?}"
+            );
+            assert_eq!(s.stats().presence, 0, "after {step:?}");
+            s.audit().unwrap_or_else(|e| panic!("after {step:?}: {e}"));
+            s.heartbeat(T, "m", TTL, None, None)
+                .unwrap_or_else(|e| panic!("the name after {step:?}: {e}"));
+        }
     }
 
     #[test]

@@ -135,6 +135,8 @@ impl Store {
             by_ptr.iter().map(|(id, t)| (Arc::as_ptr(t), *id)).collect();
         let tenant_of = |t: &Tenant| owners.get(&(t as *const Tenant)).copied();
         let mut lease_children: ChildIndex = BTreeMap::new();
+        type Places = [Vec<u64>; 3];
+        let mut lease_places: Vec<((TenantId, u64), Places, BTreeSet<Name>)> = Vec::new();
         let mut listing_children: BTreeMap<(TenantId, Name), BTreeSet<u64>> = BTreeMap::new();
         let mut pending = 0u64;
         let mut problem: Option<String> = None;
@@ -150,18 +152,47 @@ impl Store {
             }
             let c = counts.entry(tenant).or_default();
             c.leases += 1;
-            let as_set = |v: &[Name]| v.iter().cloned().collect::<BTreeSet<_>>();
-            let children = match &lease.children {
-                Some(c) => (
-                    as_set(c.of(LeaseChild::Listings)),
-                    as_set(c.of(LeaseChild::Members)),
-                    as_set(c.of(LeaseChild::Locks)),
-                    as_set(c.of(LeaseChild::Streams)),
-                ),
-                None => Children::default(),
-            };
-            lease_children.insert((tenant, *seq), children);
+            // The children's places, named after the walk (a record's name
+            // is read at its place, not under this lease's lock).
+            if let Some(c) = &lease.children {
+                if c.pending_slots() != 0 {
+                    fail(format!("lease {seq} keeps slots no creation confirmed"));
+                }
+                let places = |kind| c.places(kind).collect::<Vec<_>>();
+                lease_places.push((
+                    (tenant, *seq),
+                    [
+                        places(LeaseChild::Listings),
+                        places(LeaseChild::Members),
+                        places(LeaseChild::Locks),
+                    ],
+                    c.streams().iter().cloned().collect::<BTreeSet<_>>(),
+                ));
+            } else {
+                lease_children.insert((tenant, *seq), Children::default());
+            }
         });
+        // A place no record of the lease's tenant holds is named so, and
+        // differs from every child the records name.
+        let named = |key: Option<NameKey>, tenant, place: u64| match key {
+            Some((t, name)) if t == tenant => name,
+            _ => Name::new(&format!("<place {place}: no record>")),
+        };
+        for ((tenant, seq), [listings, members, locks], streams) in lease_places {
+            let names = |places: Vec<u64>, at: &dyn Fn(u64) -> Option<NameKey>| {
+                places
+                    .into_iter()
+                    .map(|place| named(at(place), tenant, place))
+                    .collect::<BTreeSet<_>>()
+            };
+            let children = (
+                names(listings, &|p| self.shared.listings.key_at(p)),
+                names(members, &|p| self.shared.presence.key_at(p)),
+                names(locks, &|p| self.shared.locks.key_at(p)),
+                streams,
+            );
+            lease_children.insert((tenant, seq), children);
+        }
         let mut seen_children: ChildIndex = BTreeMap::new();
         self.shared.listings.for_each(|(tenant, key), listing, _| {
             if !listing.attached {
@@ -401,6 +432,36 @@ mod tests {
             .members
             .insert(ghost);
         assert!(s.audit().unwrap_err().finding().contains("tenant index"));
+    }
+
+    #[test]
+    fn the_audit_notices_a_leases_stale_list_of_children() {
+        use super::super::attach::ChildOf;
+        use super::super::attach::LeaseChild;
+        let s = busy();
+        let t = TenantId(1);
+        let lease = s.list_leases(t, None, 1).unwrap().items[0].id;
+        let seq = s.lease_seq(lease).unwrap();
+        let now = s.shared.clock.now();
+        // A slot taken that no creation confirmed.
+        s.take_lease_slot(t, seq, LeaseChild::Members, None, now)
+            .unwrap();
+        assert!(s.audit().unwrap_err().finding().contains("confirmed"));
+        s.give_lease_slot(seq, LeaseChild::Members, None);
+        s.audit().unwrap();
+        // A place no record holds: a slot key at a generation never used.
+        s.take_lease_slot(t, seq, LeaseChild::Members, None, now)
+            .unwrap();
+        let ghost = u64::MAX - 9;
+        let place = ChildOf::Place(ghost);
+        assert_eq!(
+            s.confirm_lease_slot(seq, LeaseChild::Members, place),
+            Some(true)
+        );
+        let finding = s.audit().unwrap_err();
+        assert!(finding.finding().contains("no record"), "{finding}");
+        s.detach_from_lease(seq, LeaseChild::Members, place);
+        s.audit().unwrap();
     }
 
     #[test]

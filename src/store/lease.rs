@@ -1,6 +1,6 @@
 //! Leases: TTL-bound grants that other records attach to.
 
-use super::attach::{Child, LeaseChild, Parent};
+use super::attach::{Child, ChildOf, LeaseChild, Parent};
 use super::decide;
 use super::idempotency::{IdemParams, Outcome};
 use super::owned_by;
@@ -44,73 +44,169 @@ pub(crate) struct Lease {
     pub(super) children: Option<Box<LeaseChildren>>,
 }
 
-/// What hangs off a lease: its attached children's names, in one vector
-/// of one run per kind, and its observed endpoints. One vector, not one
-/// per kind: most leases hold a listing and a few members, and each
-/// vector's first growth makes room for four.
+/// What hangs off a lease: its child records' places, in one vector of
+/// one run per kind, its streams' names, and its observed endpoints. A
+/// child record is named by its place (the slot key that names it for
+/// good, a word), where its name is its record's to keep; a stream is no
+/// slab record, so it is named by its name.
 #[derive(Default)]
 pub(crate) struct LeaseChildren {
-    /// The runs, listings, locks, streams and members
-    /// ([`run`](Self::run)): members last, the kind a lease holds most of
-    /// (at most `presence_per_lease_max`), so a new child of another kind
-    /// moves few names.
-    names: Vec<Name>,
-    /// Where each run ends in `names`.
-    ends: [u32; 4],
+    /// The runs, listings, locks and members ([`run`](Self::run)):
+    /// members last, the kind a lease holds most of (at most
+    /// `presence_per_lease_max`), so a new child of another kind moves few
+    /// places. A slot taken by a creation that has not confirmed its
+    /// record yet (whose place is known only once it is inserted) is
+    /// [`PENDING`] in its run.
+    places: Vec<u64>,
+    /// Where each run ends in `places`.
+    ends: [u32; 3],
+    /// The streams' names, boxed: most leases have none, and the box is
+    /// one word where the vector is three.
+    streams: Option<Box<StreamNames>>,
     /// Observed public endpoints (at most `endpoints_per_lease_max`).
     endpoints: Vec<(SocketAddr, MonoTime)>,
 }
+
+/// A lease's streams' names ([`LeaseChildren::streams`]).
+#[derive(Default)]
+struct StreamNames(Vec<Name>);
+
+/// A slot in a lease's list taken and not yet confirmed: no slot key is
+/// zero (a slot's generation starts at one).
+const PENDING: u64 = 0;
 
 impl LeaseChildren {
     /// Room made at once while the vector is short; past it, it doubles.
     const GROWN_ONE_BY_ONE: usize = 8;
 
-    /// Which run is `kind`'s.
-    fn run(kind: LeaseChild) -> usize {
+    /// Which run is `kind`'s; `None` for streams, kept by name.
+    fn run(kind: LeaseChild) -> Option<usize> {
         match kind {
-            LeaseChild::Listings => 0,
-            LeaseChild::Locks => 1,
-            LeaseChild::Streams => 2,
-            LeaseChild::Members => 3,
+            LeaseChild::Listings => Some(0),
+            LeaseChild::Locks => Some(1),
+            LeaseChild::Members => Some(2),
+            LeaseChild::Streams => None,
         }
     }
 
-    /// Where `kind`'s run is in `names`.
+    /// Where `kind`'s run is in `places` (empty for streams).
     fn span(&self, kind: LeaseChild) -> std::ops::Range<usize> {
-        let run = Self::run(kind);
+        let Some(run) = Self::run(kind) else {
+            return 0..0;
+        };
         let start = run.checked_sub(1).map_or(0, |before| self.ends[before]);
         start as usize..self.ends[run] as usize
     }
 
-    /// The attached children of `kind`, by name.
-    pub(super) fn of(&self, kind: LeaseChild) -> &[Name] {
-        &self.names[self.span(kind)]
+    /// The places of the confirmed children of `kind` (none for streams:
+    /// [`streams`](Self::streams)).
+    pub(super) fn places(&self, kind: LeaseChild) -> impl Iterator<Item = u64> + '_ {
+        self.places[self.span(kind)]
+            .iter()
+            .copied()
+            .filter(|&p| p != PENDING)
     }
 
-    /// Adds `child` at the end of `kind`'s run.
-    fn push(&mut self, kind: LeaseChild, child: Name) {
-        if self.names.len() == self.names.capacity() {
-            let more = if self.names.len() < Self::GROWN_ONE_BY_ONE {
+    /// Slots taken by creations not yet confirmed, of every kind.
+    pub(super) fn pending_slots(&self) -> usize {
+        self.places.iter().filter(|&&p| p == PENDING).count()
+    }
+
+    /// The streams' names.
+    pub(super) fn streams(&self) -> &[Name] {
+        self.streams.as_deref().map_or(&[], |names| &names.0)
+    }
+
+    /// The slots of `kind` taken: its children and its creations not yet
+    /// confirmed.
+    fn held(&self, kind: LeaseChild) -> usize {
+        match Self::run(kind) {
+            Some(_) => self.span(kind).len(),
+            None => self.streams().len(),
+        }
+    }
+
+    /// Puts `entry` at the end of `kind`'s run.
+    fn push(&mut self, kind: LeaseChild, entry: u64) {
+        let Some(run) = Self::run(kind) else {
+            return;
+        };
+        if self.places.len() == self.places.capacity() {
+            let more = if self.places.len() < Self::GROWN_ONE_BY_ONE {
                 1
             } else {
-                self.names.len()
+                self.places.len()
             };
-            self.names.reserve_exact(more);
+            self.places.reserve_exact(more);
         }
-        let run = Self::run(kind);
-        self.names.insert(self.ends[run] as usize, child);
+        self.places.insert(self.ends[run] as usize, entry);
         for end in &mut self.ends[run..] {
             *end += 1;
         }
     }
 
-    /// Takes the last entry of `child` out of `kind`'s run, if any.
-    fn remove_last(&mut self, kind: LeaseChild, child: &str) {
-        let span = self.span(kind);
-        if let Some(i) = self.names[span.clone()].iter().rposition(|c| &**c == child) {
-            self.names.remove(span.start + i);
-            for end in &mut self.ends[Self::run(kind)..] {
+    /// Takes the last `entry` out of `kind`'s run, if it is there.
+    fn remove(&mut self, kind: LeaseChild, entry: u64) {
+        let (Some(run), span) = (Self::run(kind), self.span(kind)) else {
+            return;
+        };
+        if let Some(i) = self.places[span.clone()].iter().rposition(|&p| p == entry) {
+            self.places.remove(span.start + i);
+            for end in &mut self.ends[run..] {
                 *end -= 1;
+            }
+        }
+    }
+
+    /// Takes a slot of record kind `kind` for a creation, to be confirmed
+    /// with its place ([`confirm`](Self::confirm)) or given back.
+    fn reserve(&mut self, kind: LeaseChild) {
+        self.push(kind, PENDING);
+    }
+
+    /// Turns one of `kind`'s pending slots into `place`; false if none is
+    /// pending.
+    fn confirm(&mut self, kind: LeaseChild, place: u64) -> bool {
+        let span = self.span(kind);
+        match self.places[span].iter_mut().find(|p| **p == PENDING) {
+            Some(slot) => {
+                *slot = place;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Gives back a pending slot of `kind` that was never confirmed.
+    fn give_back(&mut self, kind: LeaseChild) {
+        self.remove(kind, PENDING);
+    }
+
+    /// Takes `place` out of `kind`'s run, if it is there.
+    fn remove_place(&mut self, kind: LeaseChild, place: u64) {
+        if place != PENDING {
+            self.remove(kind, place);
+        }
+    }
+
+    /// Adds a stream's name.
+    fn push_stream(&mut self, name: Name) {
+        self.streams
+            .get_or_insert_with(Default::default)
+            .0
+            .push(name);
+    }
+
+    /// Takes the last entry of stream `name` out, if any: one, not all (a
+    /// creation of the same name in flight may hold another, its own to
+    /// give back or confirm).
+    fn remove_stream(&mut self, name: &str) {
+        if let Some(names) = self.streams.as_mut().map(|names| &mut names.0) {
+            if let Some(i) = names.iter().rposition(|n| &**n == name) {
+                names.remove(i);
+            }
+            if names.is_empty() {
+                self.streams = None;
             }
         }
     }
@@ -130,13 +226,13 @@ impl Lease {
         self.children.get_or_insert_with(Default::default)
     }
 
-    /// Takes one entry of `child` out of the index of `kind` (bookkeeping).
-    /// One, not all: a creation of the same key in flight may hold another
-    /// entry, which is its own to give back or confirm.
-    pub(super) fn detach(&mut self, kind: LeaseChild, child: &str) {
+    /// Takes child `child` out of its list (bookkeeping).
+    fn detach(&mut self, kind: LeaseChild, child: ChildOf<'_>) {
         if let Some(children) = self.children.as_mut() {
-            // From the end: a creation taking its slot back finds it there.
-            children.remove_last(kind, child);
+            match child {
+                ChildOf::Place(place) => children.remove_place(kind, place),
+                ChildOf::Stream(name) => children.remove_stream(name),
+            }
         }
     }
 }
@@ -683,15 +779,17 @@ impl Store {
 }
 
 impl Store {
-    /// Takes a slot for `child` in tenant `tenant`'s lease `seq`'s index
-    /// of `kind` ([`Parent::reserve`](super::attach::Parent::reserve)):
-    /// refused if the lease is not visible or the index is at its cap.
+    /// Takes a slot of `kind` in tenant `tenant`'s lease `seq`'s list
+    /// ([`Parent::reserve`](super::attach::Parent::reserve)), for a
+    /// stream under its name (`stream`), for a record to be confirmed
+    /// with its place: refused if the lease is not visible or the list is
+    /// at its cap.
     pub(super) fn take_lease_slot(
         &self,
         tenant: TenantId,
         seq: u64,
         kind: LeaseChild,
-        child: &Name,
+        stream: Option<&Name>,
         now: MonoTime,
     ) -> Result<()> {
         let cap = kind.cap(&self.shared.config);
@@ -704,12 +802,15 @@ impl Store {
                     return Err(Error::Revoked);
                 }
                 let children = lease.children_mut();
-                let held = children.of(kind).len();
+                let held = children.held(kind);
                 if held >= cap {
                     let (cap, held) = (cap as u64, held as u64);
                     return Err(Error::capacity(Scope::Parent(kind.collection()), cap, held));
                 }
-                children.push(kind, child.clone());
+                match stream {
+                    Some(name) => children.push_stream(name.clone()),
+                    None => children.reserve(kind),
+                }
                 Ok(((), None))
             });
         match taken {
@@ -719,21 +820,42 @@ impl Store {
         }
     }
 
-    /// Whether lease `seq` is still there, valid, and holds a slot for
-    /// `child` in its index of `kind` (searched from the end, where a
-    /// creation's slot was pushed); `None` if the lease is gone.
-    pub(super) fn holds_lease_slot(
+    /// Confirms a slot taken in lease `seq`'s list of `kind`: for a
+    /// record, turns a pending slot into its place; for a stream, finds
+    /// its name (searched from the end, where its slot was pushed).
+    /// Whether the lease is still there, valid, and held the slot; `None`
+    /// if the lease is gone.
+    pub(super) fn confirm_lease_slot(
         &self,
         seq: u64,
         kind: LeaseChild,
-        child: &Name,
+        child: ChildOf<'_>,
     ) -> Option<bool> {
         self.shared.leases.modify(&seq, |l| {
-            l.owner.valid()
-                && l.children
+            if !l.owner.valid() {
+                return false;
+            }
+            match child {
+                ChildOf::Place(place) => l.children_mut().confirm(kind, place),
+                ChildOf::Stream(name) => l
+                    .children
                     .as_deref()
-                    .is_some_and(|c| c.of(kind).iter().rev().any(|s| s == child))
+                    .is_some_and(|c| c.streams().iter().rev().any(|s| &**s == name)),
+            }
         })
+    }
+
+    /// Gives back a slot of `kind` in lease `seq`'s list that a creation
+    /// took and did not confirm (a record's), or confirmed as `child`.
+    pub(super) fn give_lease_slot(&self, seq: u64, kind: LeaseChild, child: Option<ChildOf<'_>>) {
+        self.shared.leases.modify(&seq, |l| match child {
+            Some(child) => l.detach(kind, child),
+            None => {
+                if let Some(children) = l.children.as_mut() {
+                    children.give_back(kind);
+                }
+            }
+        });
     }
 
     pub(super) fn retire_lease(
@@ -770,9 +892,14 @@ impl Store {
         let children_why = why.for_children(|| root);
         let mut n = 0;
         let children = lease.children.map(|c| *c).unwrap_or_default();
-        for key in children.of(LeaseChild::Listings) {
+        // Each child record by its name, read at its place: one that left
+        // its place meanwhile is gone, or another record (not this lease's).
+        for at in children.places(LeaseChild::Listings) {
+            let Some(key) = self.shared.listings.key_at(at) else {
+                continue;
+            };
             let removed = self.shared.listings.remove_placed(
-                &(tenant, key.clone()),
+                &key,
                 |v, _, _| owned_by(v.lease == seq),
                 now,
                 |&place| place,
@@ -781,9 +908,12 @@ impl Store {
                 n += 1 + self.retire_listing(place, child, children_why.clone(), now, false);
             }
         }
-        for member in children.of(LeaseChild::Members) {
+        for at in children.places(LeaseChild::Members) {
+            let Some(key) = self.shared.presence.key_at(at) else {
+                continue;
+            };
             let removed = self.shared.presence.remove_placed(
-                &(tenant, member.clone()),
+                &key,
                 |v, _, _| owned_by(v.lease() == Some(seq)),
                 now,
                 |&place| place,
@@ -793,18 +923,22 @@ impl Store {
                 self.retire_presence(place, child, children_why.clone(), false);
             }
         }
-        for name in children.of(LeaseChild::Locks) {
-            let removed = self.shared.locks.remove_with(
-                &(tenant, name.clone()),
+        for at in children.places(LeaseChild::Locks) {
+            let Some(key) = self.shared.locks.key_at(at) else {
+                continue;
+            };
+            let removed = self.shared.locks.remove_placed(
+                &key,
                 |v, _, _| owned_by(v.lease == Some(seq)),
                 now,
+                |&place| place,
             );
-            if let Ok(child) = removed {
+            if let Ok((place, child)) = removed {
                 n += 1;
-                self.retire_lock(child, children_why.clone(), false);
+                self.retire_lock(place, child, children_why.clone(), false);
             }
         }
-        for name in children.of(LeaseChild::Streams) {
+        for name in children.streams() {
             // One still being created was never visible: its creation
             // finds it gone and answers for it.
             let removed = self.shared.streams.remove_child((tenant, name), seq);
@@ -823,7 +957,8 @@ impl Store {
         n
     }
 
-    pub(super) fn detach_from_lease(&self, seq: u64, kind: LeaseChild, child: &str) {
+    /// Takes a removed child out of lease `seq`'s list.
+    pub(super) fn detach_from_lease(&self, seq: u64, kind: LeaseChild, child: ChildOf<'_>) {
         self.shared.leases.modify(&seq, |l| l.detach(kind, child));
     }
 }
@@ -976,41 +1111,53 @@ mod tests {
     }
 
     /// A lease's children of each kind stay in their own run through
-    /// additions and removals of every kind, in any order, and a removal
-    /// takes the last entry of its name.
+    /// slots taken, confirmed with places, given back and removed in any
+    /// order; a slot is confirmed only if one of its kind was taken, and
+    /// a stream is kept by its name.
     #[test]
     fn a_leases_children_keep_to_their_kinds() {
         use super::super::attach::LeaseChild as K;
         let mut c = LeaseChildren::default();
-        let names =
-            |c: &LeaseChildren, kind| c.of(kind).iter().map(|n| n.to_string()).collect::<Vec<_>>();
-        for (kind, name) in [
-            (K::Members, "m1"),
-            (K::Listings, "l1"),
-            (K::Streams, "s1"),
-            (K::Members, "m2"),
-            (K::Locks, "k1"),
-            (K::Listings, "l2"),
-            (K::Members, "m1"),
+        for kind in [K::Members, K::Listings, K::Members, K::Locks, K::Listings] {
+            c.reserve(kind);
+        }
+        assert_eq!((c.held(K::Members), c.pending_slots()), (2, 5));
+        let places = |c: &LeaseChildren, kind| c.places(kind).collect::<Vec<_>>();
+        assert!(!c.confirm(K::Streams, 9), "a stream has no place");
+        for (kind, place) in [
+            (K::Members, 11),
+            (K::Listings, 21),
+            (K::Members, 12),
+            (K::Locks, 31),
+            (K::Listings, 22),
         ] {
-            c.push(kind, Name::new(name));
+            assert!(c.confirm(kind, place), "{kind:?} {place}");
         }
-        assert_eq!(names(&c, K::Listings), ["l1", "l2"]);
-        assert_eq!(names(&c, K::Locks), ["k1"]);
-        assert_eq!(names(&c, K::Streams), ["s1"]);
-        assert_eq!(names(&c, K::Members), ["m1", "m2", "m1"]);
-        c.remove_last(K::Members, "m1");
-        c.remove_last(K::Locks, "m2"); // not a lock: nothing
-        c.remove_last(K::Listings, "l1");
-        assert_eq!(names(&c, K::Listings), ["l2"]);
-        assert_eq!(names(&c, K::Locks), ["k1"]);
-        assert_eq!(names(&c, K::Streams), ["s1"]);
-        assert_eq!(names(&c, K::Members), ["m1", "m2"]);
-        for (kind, name) in [(K::Streams, "s1"), (K::Locks, "k1"), (K::Listings, "l2")] {
-            c.remove_last(kind, name);
+        assert!(!c.confirm(K::Members, 13), "no member's slot was taken");
+        c.push_stream(Name::new("s1"));
+        assert_eq!(places(&c, K::Listings), [21, 22]);
+        assert_eq!(places(&c, K::Locks), [31]);
+        assert_eq!(places(&c, K::Members), [11, 12]);
+        assert_eq!(places(&c, K::Streams), [] as [u64; 0]);
+        assert_eq!(c.pending_slots(), 0);
+        c.reserve(K::Members);
+        assert_eq!(c.held(K::Members), 3, "a pending slot counts to the cap");
+        c.give_back(K::Members);
+        c.give_back(K::Members); // none pending: nothing
+        assert_eq!((c.held(K::Members), c.pending_slots()), (2, 0));
+        c.remove_place(K::Members, 11);
+        c.remove_place(K::Locks, 12); // not a lock's place: nothing
+        c.remove_place(K::Listings, 21);
+        assert_eq!(places(&c, K::Listings), [22]);
+        assert_eq!(places(&c, K::Locks), [31]);
+        assert_eq!(places(&c, K::Members), [12]);
+        assert_eq!(c.streams().len(), 1);
+        c.remove_stream("s1");
+        for (kind, place) in [(K::Locks, 31), (K::Listings, 22), (K::Members, 12)] {
+            c.remove_place(kind, place);
         }
-        assert_eq!(names(&c, K::Members), ["m1", "m2"]);
-        assert_eq!(c.names.len(), 2);
+        assert!(c.places.is_empty() && c.streams.is_none());
+        assert_eq!(c.ends, [0; 3]);
     }
 
     #[test]

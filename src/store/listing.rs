@@ -1,5 +1,6 @@
 //! Listings: published, discoverable entries attached to a lease.
 
+use super::attach::ChildOf;
 use super::attach::{Child, LeaseChild, Parent};
 use super::idempotency::{IdemParams, Outcome};
 use super::owned_by;
@@ -202,7 +203,6 @@ impl Store {
         let parent = Parent::Lease {
             seq: lease,
             kind: LeaseChild::Listings,
-            child: key.clone(),
         };
         let nkey: NameKey = (tenant, key.clone());
         let make = |owner, version| Listing {
@@ -693,7 +693,7 @@ impl Store {
             self.announce(Collection::Listings, tenant, id, &why, || None);
         }
         if detach {
-            self.detach_from_lease(listing.lease, LeaseChild::Listings, &key);
+            self.detach_from_lease(listing.lease, LeaseChild::Listings, ChildOf::Place(place));
         }
         let children_why = why.for_children(|| {
             self.shared.events.subscribed().then(|| Root {

@@ -6,6 +6,7 @@
 //! silently at its deadline and can then be taken again. `release` checks the
 //! fence, so a holder whose lock lapsed can never release its successor's.
 
+use super::attach::ChildOf;
 use super::attach::{Child, LeaseChild, Parent};
 use super::decide;
 use super::retire::Stored;
@@ -48,12 +49,12 @@ impl Stored for Lock {
 
     fn retire(
         store: &Store,
-        _place: u64,
+        place: u64,
         removed: Removed<NameKey, Self>,
         cause: Cause,
         _now: MonoTime,
     ) -> usize {
-        store.retire_lock(removed, cause, true);
+        store.retire_lock(place, removed, cause, true);
         0
     }
 }
@@ -244,7 +245,6 @@ impl Store {
             Some(seq) => Parent::Lease {
                 seq,
                 kind: LeaseChild::Locks,
-                child: name.clone(),
             },
             None => Parent::None,
         };
@@ -359,13 +359,14 @@ impl Store {
         let fence = self.fence_of_this_incarnation(fence)?;
         let now = self.shared.clock.now();
         // Live or lapsed-but-unswept: only this fence's lock is removed.
-        match self.shared.locks.remove_with(
+        match self.shared.locks.remove_placed(
             &key,
             |v, _, _| owned_by(decide::release(v.fence, fence)),
             now,
+            |&place| place,
         ) {
-            Ok(removed) => {
-                self.retire_lock(removed, Cause::Released, true);
+            Ok((place, removed)) => {
+                self.retire_lock(place, removed, Cause::Released, true);
                 Ok(())
             }
             Err(Error::NotFound) => Ok(()),
@@ -375,12 +376,18 @@ impl Store {
 }
 
 impl Store {
-    pub(super) fn retire_lock(&self, r: Removed<NameKey, Lock>, why: impl Into<Why>, detach: bool) {
+    pub(super) fn retire_lock(
+        &self,
+        place: u64,
+        r: Removed<NameKey, Lock>,
+        why: impl Into<Why>,
+        detach: bool,
+    ) {
         let why = why.into();
         let (tenant, name) = r.key;
         let held = r.value;
         if let (true, Some(seq)) = (detach, held.lease) {
-            self.detach_from_lease(seq, LeaseChild::Locks, &name);
+            self.detach_from_lease(seq, LeaseChild::Locks, ChildOf::Place(place));
         }
         if held.attached {
             held.owner.tenant().quota(Collection::Locks).release(1);

@@ -1,5 +1,6 @@
 //! Presence: a member's heartbeat record with a TTL.
 
+use super::attach::ChildOf;
 use super::attach::{Child, LeaseChild, Occupant, Parent};
 use super::retire::Why;
 use crate::base::sync::{lock_at, Arc, Rung};
@@ -166,7 +167,6 @@ impl Store {
                 Some(seq) => Parent::Lease {
                     seq,
                     kind: LeaseChild::Members,
-                    child: key.1.clone(),
                 },
                 None => Parent::None,
             };
@@ -393,7 +393,7 @@ impl Store {
         let (tenant, member) = r.key;
         let presence = r.value;
         if let (true, Some(lease)) = (detach, presence.lease()) {
-            self.detach_from_lease(lease, LeaseChild::Members, &member);
+            self.detach_from_lease(lease, LeaseChild::Members, ChildOf::Place(place));
         }
         if presence.attached {
             presence

@@ -1,6 +1,7 @@
 //! The store's side of streams (`src/coord/stream.rs`): names, the lifecycle, the
 //! clock, and the wake each append sends to the stream's followers.
 
+use super::attach::ChildOf;
 use super::attach::{LeaseChild, Parent};
 use super::idempotency::{payload_digest, IdemParams, Outcome};
 use super::retire::Why;
@@ -86,23 +87,22 @@ impl Store {
         // stream, so the creation takes it back; one removed after it finds
         // the slot and removes the stream.
         let seq = self.lease_seq(lease)?;
-        let parent = Parent::Lease {
+        let parent = Parent::LeaseStream {
             seq,
-            kind: LeaseChild::Streams,
-            child: Name::new(&name),
+            name: Name::new(&name),
         };
         parent.reserve(self, tenant, now)?;
         let key = TenantName(tenant, Arc::clone(&name));
         let serial = match self.shared.streams.create(key, config, Some(seq)) {
             Ok(Created::New(serial)) => serial,
             other => {
-                parent.release(self);
+                parent.release(self, None);
                 return other.map(drop);
             }
         };
-        if let Err(e) = parent.confirm(self) {
+        if let Err(e) = parent.confirm(self, None) {
             self.shared.streams.withdraw((tenant, &name), serial);
-            parent.release(self);
+            parent.release(self, None);
             return Err(e);
         }
         if self.shared.streams.reveal((tenant, &name), serial) {
@@ -480,7 +480,7 @@ impl Store {
         let why = why.into();
         self.inside_gate();
         if let Some(seq) = stream.lease.filter(|_| detach) {
-            self.detach_from_lease(seq, LeaseChild::Streams, &name);
+            self.detach_from_lease(seq, LeaseChild::Streams, ChildOf::Stream(&name));
         }
         self.announce(
             Collection::Streams,
