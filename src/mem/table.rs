@@ -615,25 +615,14 @@ where
         now: MonoTime,
         deadline_ms: u64,
     ) -> Result<(Stamp, Option<Removed<K, V>>)> {
-        self.insert_under(key, make, now, deadline_ms, self.ceiling.limit())
-    }
-
-    /// [`insert_with`](Self::insert_with) against `ceiling` instead of the
-    /// table's own limit: for an admission that reads all its limits from
-    /// one snapshot of the configuration.
-    pub(crate) fn insert_under(
-        &self,
-        key: K,
-        make: impl FnOnce(u64) -> V,
-        now: MonoTime,
-        deadline_ms: u64,
-        ceiling: u64,
-    ) -> Result<(Stamp, Option<Removed<K, V>>)> {
+        let ceiling = self.ceiling.limit();
         self.insert_placed(key, make, now, deadline_ms, ceiling, |_| ())
             .map(|(stamp, (), replaced)| (stamp, replaced))
     }
 
-    /// [`insert_under`](Self::insert_under), also answering what `keep`
+    /// [`insert_with`](Self::insert_with) against `ceiling` instead of the
+    /// table's own limit (for an admission that reads all its limits from
+    /// one snapshot of the configuration), also answering what `keep`
     /// takes of the new record's place (a named record's slot key, which
     /// names it for good; an expired record it replaced was in the same
     /// place).
