@@ -548,8 +548,8 @@ fn admission_vs_reconfigure(fault: StoreFault) {
 }
 
 /// A read without a lock of the named record 1 racing its removal and
-/// the creation of record 2, which takes the slot 1 left and rebuilds
-/// the name index's one shard: the read answers 1's value, or nothing;
+/// the creation of record 2, which takes the slot 1 left (and, as the
+/// index's first table holds both, no rebuild): the read answers 1's value, or nothing;
 /// never 2's. Twins: a read that keeps the first live record under the
 /// name's tag without comparing its key, and one that does not look at
 /// the slot's word again.
@@ -574,14 +574,17 @@ fn named_read_vs_reuse(fault: StoreFault) {
 
 /// A read without a lock of the named record 1 racing the creation of
 /// record 2, which grows the index's one shard (the model checker's
-/// arrays start at two words): 1 was there before the read began, so the
-/// read finds it, whichever array it probes. Twin: a rebuild that
-/// publishes its array before copying the entries into it.
+/// tables start at four words, three taken before the read): 1 was there
+/// before the read began, so the read finds it, whatever the table held
+/// when it probed. Twin: a rebuild that marks its end before its entries
+/// are back.
 fn named_read_vs_growth(fault: StoreFault) {
     common::explore(&name(fault, "named_read_vs_growth"), move || {
         store_fault(fault);
         let named = Arc::new(ModelNamed::new());
-        named.insert(1, 10);
+        for name in [1, 3, 4] {
+            named.insert(name, name * 10);
+        }
         let reader = {
             let named = Arc::clone(&named);
             thread::spawn(move || named.read(1))
@@ -596,17 +599,16 @@ fn named_read_vs_growth(fault: StoreFault) {
 }
 
 /// A read without a lock of record 1 racing removals and creations of
-/// other names that rebuild the index's shard into its other array of
-/// the same size and then back into the array the read began on,
-/// clearing it while the read may probe it. Record 1 is there
-/// throughout, so the read finds it. Twin: a read that trusts a miss
-/// without looking whether a rebuild replaced its array.
-fn named_read_vs_array_reuse(fault: StoreFault) {
-    common::explore_bounded(&name(fault, "named_read_vs_array_reuse"), 2, move || {
+/// other names that rebuild the index's shard in place twice, clearing
+/// the table while the read may probe it. Record 1 is there throughout,
+/// so the read finds it. Twin: a read that trusts a miss without looking
+/// whether a rebuild was under way or came between its two looks.
+fn named_read_vs_rebuild(fault: StoreFault) {
+    common::explore_bounded(&name(fault, "named_read_vs_rebuild"), 2, move || {
         store_fault(fault);
         let named = Arc::new(ModelNamed::new());
-        // Record 1 in an array of four words (grown by 2) with one
-        // tombstone: the next two removals and creations rebuild twice.
+        // Record 1 in the first table, of four words, with one
+        // tombstone: the next removals and creations rebuild it twice.
         named.insert(1, 10);
         named.insert(2, 20);
         assert!(named.remove(2));
@@ -828,17 +830,17 @@ fn a_named_read_finds_its_record_while_the_index_grows() {
 
 #[test]
 #[should_panic(expected = "a live record went missing")]
-fn broken_twin_index_published_before_its_entries_loses_a_record() {
-    named_read_vs_growth(StoreFault::IndexPublishedEarly);
+fn broken_twin_index_rebuild_ending_before_its_entries_loses_a_record() {
+    named_read_vs_growth(StoreFault::IndexEndMarkedEarly);
 }
 
 #[test]
-fn a_named_read_finds_its_record_while_its_array_is_reused() {
-    named_read_vs_array_reuse(StoreFault::None);
+fn a_named_read_finds_its_record_while_its_table_is_rebuilt() {
+    named_read_vs_rebuild(StoreFault::None);
 }
 
 #[test]
 #[should_panic(expected = "a live record went missing")]
 fn broken_twin_index_read_trusting_a_miss_loses_a_record() {
-    named_read_vs_array_reuse(StoreFault::IndexMissUnchecked);
+    named_read_vs_rebuild(StoreFault::IndexMissUnchecked);
 }

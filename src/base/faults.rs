@@ -165,11 +165,11 @@ pub enum StoreFault {
     /// record under the name's hash tag without comparing the record's
     /// key with the name looked for.
     NameUnverified,
-    /// A name index's rebuild publishes its new array before it copies the
-    /// live entries into it.
-    IndexPublishedEarly,
+    /// A name index's rebuild marks its end before it has entered the live
+    /// entries again.
+    IndexEndMarkedEarly,
     /// A read of a name index trusts a miss without looking whether a
-    /// rebuild replaced (and may have been clearing) the array it probed.
+    /// rebuild was clearing the table it probed.
     IndexMissUnchecked,
 }
 

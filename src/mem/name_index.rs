@@ -2,63 +2,69 @@
 //! lock (ADR 0078).
 //!
 //! The index is sharded by the name's hash. A shard is an open-addressing
-//! array of words, each naming one slot: the slot's index in the low 28
+//! table of words, each naming one slot: the slot's index in the low 28
 //! bits ([`SLOTS_MAX`]) and a tag of the name's hash above them. A reader
-//! loads the shard's current array, probes it with plain loads and hands
-//! every slot whose tag matches to its caller, who verifies in the slot,
-//! under the slot's own check, that the record there has the name looked
-//! for. So an entry is a hint: a stale one (a record removed, its slot
-//! reused) or a tag shared by two names costs one look at a slot, never a
-//! wrong answer, and a reader writes nothing shared.
+//! loads the shard's `current` word, probes the table with plain loads
+//! and hands every slot whose tag matches to its caller, who verifies in
+//! the slot, under the slot's own check, that the record there has the
+//! name looked for. So an entry is a hint: a stale one (a record removed,
+//! its slot reused) or a tag shared by two names costs one look at a
+//! slot, never a wrong answer, and a reader writes nothing shared.
 //!
 //! # Ground rules
 //!
 //! - **Writers hold the shard's lock** ([`Rung::Names`]) and, holding it,
-//!   keep the array exact: an entry names a slot while, and only while,
+//!   keep the table exact: an entry names a slot while, and only while,
 //!   that slot holds the live record of a name in the shard. The slab
 //!   table that owns the index fills a slot before it enters the slot
 //!   here, and removes the entry before its slot is emptied.
-//! - **Entries never move within an array.** A removal leaves a
-//!   tombstone, which a probe passes over; an insertion takes the first
-//!   empty word on its probe. Tombstones and growth are
-//!   cleared by rebuilding the live entries into another array and
-//!   publishing it: the shard's `current` word names the array readers
-//!   probe, with a count of publications.
-//! - **Arrays are kept, never freed** (as a slab keeps its slots): each
-//!   size has two, made when a rebuild first needs one and reused by
-//!   later rebuilds, so a reader may probe any array it once found
-//!   current. A hit is verified in its slot, so it is right whatever the
-//!   array held; a miss counts only if `current` did not move during the
-//!   probe (a rebuild may have been clearing the array the reader
-//!   probed), and the reader probes again otherwise. A reader that
-//!   missed a record inserted after it loaded `current` overlapped that
-//!   insertion, so the read is ordered before it.
-//! - **Bounded.** An array is at most three quarters full, tombstones
-//!   counted, and a rebuilt one at most half full of live entries. The
-//!   kept arrays of the sizes a shard outgrew cost less than its current
-//!   pair.
+//! - **Entries move only in a rebuild.** A removal leaves a tombstone,
+//!   which a probe passes over; an insertion takes the first empty word
+//!   on its probe. Tombstones and growth are cleared by rebuilding the
+//!   table in place: the writer marks `current` as rebuilding (with a new
+//!   count), clears the table, enters the live entries again and stores
+//!   `current` unmarked with the count after. A hit is verified in its
+//!   slot, so it stands whatever the reader probed; a miss counts only if
+//!   `current` was unmarked and did not move during the probe, and the
+//!   reader probes again otherwise (waiting, while the mark stays, for
+//!   the rebuild to end: it is the one time a reader waits for a writer).
+//! - **Tables grow by segments that are kept, never freed** (as a slab
+//!   keeps its slots): a table of `FIRST_WORDS << c` words is the shard's
+//!   first `c + 1` segments, and growing makes the next, as large as all
+//!   before it. So a reader may probe with any `current` it once loaded,
+//!   and a shard keeps one table's words: the sizes it outgrew are part
+//!   of it, and churn makes none.
+//! - **Bounded.** A table is at most three quarters full, tombstones
+//!   counted, and a rebuilt one at most five eighths full of live
+//!   entries, so it grows by doubling and is never under three eighths
+//!   full once past its first size.
 
 use crate::base::ids::SLOTS_MAX;
-use crate::base::sync::{lock_at, AtomicU64, Mutex, Ordering, Ranked, Rung};
+use crate::base::sync::{lock_at, spin_wait, AtomicU64, Mutex, Ordering, Ranked, Rung};
 use crossbeam_utils::CachePadded;
 use std::hash::Hash;
+use std::ops::ControlFlow;
 use std::sync::OnceLock;
 
 /// Shards per index: a writer locks one, so two threads creating or
 /// removing records of different names rarely meet. One in the model
-/// checker, whose models then reach a shard's growth with two names.
+/// checker, whose models then reach a shard's growth with four names.
 const SHARDS: usize = crate::base::sync::sized(16, 1);
-/// The words in a shard's first array (and its smallest rebuilt one).
-const FIRST_WORDS: usize = crate::base::sync::sized(16, 2);
-/// Array sizes a shard may use: `FIRST_WORDS << class` words for each
-/// class below this, enough for every slot of a slab (a rebuilt array is
-/// at most half full). Three in the model checker, whose arrays are all
-/// made up front (the std one-time cell is not a modelled primitive).
+/// The words in a shard's first table (and its first segment). Four in
+/// the model checker: a removal and a creation fit them without a
+/// rebuild, so the models that race those alone explore no rebuild.
+const FIRST_WORDS: usize = crate::base::sync::sized(16, 4);
+/// Table sizes a shard may use: `FIRST_WORDS << class` words for each
+/// class below this, enough for every slot of a slab (a rebuilt table is
+/// at most five eighths full). Three in the model checker, whose segments
+/// are all made up front (the std one-time cell is not a modelled
+/// primitive).
 const CLASSES: usize = crate::base::sync::sized(27, 3);
-/// A shard's `current` word: the array's class in the low bits, then
-/// which of the class's two, then the count of publications.
+/// A shard's `current` word: the table's class in the low bits, then
+/// whether a rebuild is under way, then the count of rebuild steps (two
+/// per rebuild: its start and its end).
 const CLASS_BITS: u32 = 5;
-const WHICH_BIT: u64 = 1 << CLASS_BITS;
+const REBUILDING: u64 = 1 << CLASS_BITS;
 const COUNT_SHIFT: u32 = CLASS_BITS + 1;
 
 /// A word that names no slot and ends a probe.
@@ -77,12 +83,13 @@ const TAG_MASK: u64 = (1 << TAG_BITS) - 1;
 const SHARD_BITS: u32 = SHARDS.trailing_zeros();
 
 const _: () = assert!(SLOTS_MAX.is_power_of_two() && SHARDS.is_power_of_two());
+const _: () = assert!(FIRST_WORDS.is_power_of_two());
 const _: () = assert!(CLASSES <= 1 << CLASS_BITS);
 const _: () =
-    assert!(crate::base::sync::MODEL || (FIRST_WORDS << (CLASSES - 1)) as u64 >= 4 * SLOTS_MAX);
+    assert!(crate::base::sync::MODEL || (FIRST_WORDS << (CLASSES - 1)) as u64 >= 2 * SLOTS_MAX);
 
 /// The tag a hash leaves in its entries; its low bits are also where a
-/// probe starts, so an array rebuilds from its words alone.
+/// probe starts, so a table rebuilds from its words alone.
 fn tag_of(hash: u64) -> u64 {
     (hash >> SHARD_BITS) & TAG_MASK
 }
@@ -99,21 +106,99 @@ fn slot_in(word: u64) -> u32 {
     (word & SLOT_MASK) as u32
 }
 
-/// An array of `len` empty words.
-fn array_of(len: usize) -> Box<[AtomicU64]> {
-    debug_assert!(len.is_power_of_two());
+fn class_in(current: u64) -> usize {
+    (current & (REBUILDING - 1)) as usize
+}
+
+/// The words of segment `k`: the first segment's, then as many as all
+/// segments before it.
+fn segment_len(k: usize) -> usize {
+    if k == 0 {
+        FIRST_WORDS
+    } else {
+        FIRST_WORDS << (k - 1)
+    }
+}
+
+/// Which segment holds a table's word `at`, and where in it.
+#[inline]
+fn locate(at: usize) -> (usize, usize) {
+    let q = at / FIRST_WORDS;
+    if q == 0 {
+        (0, at)
+    } else {
+        let k = (usize::BITS - q.leading_zeros()) as usize;
+        (k, at - (FIRST_WORDS << (k - 1)))
+    }
+}
+
+/// A segment of `len` empty words.
+fn segment_of(len: usize) -> Box<[AtomicU64]> {
     (0..len).map(|_| AtomicU64::new(EMPTY)).collect()
 }
 
-/// The words a probe for `tag` visits in `words`, in order: every word
-/// once.
-fn probe(words: &[AtomicU64], tag: u64) -> impl Iterator<Item = &AtomicU64> {
-    let mask = words.len() - 1;
-    let start = tag as usize & mask;
-    (0..words.len()).map(move |i| &words[(start + i) & mask])
+/// A shard's table of one class: its first `class + 1` segments, which
+/// exist.
+#[derive(Clone, Copy)]
+struct Table<'a> {
+    segments: &'a [OnceLock<Box<[AtomicU64]>>],
+    len: usize,
 }
 
-/// What a shard's writers count: its array's live entries and
+impl<'a> Table<'a> {
+    /// Runs `visit` on the words a probe for `tag` visits, in order (every
+    /// word once, a segment's run at a time), until it breaks.
+    #[inline]
+    fn probe<R>(
+        self,
+        tag: u64,
+        mut visit: impl FnMut(&'a AtomicU64) -> ControlFlow<R>,
+    ) -> Option<R> {
+        let mask = self.len - 1;
+        let (mut at, mut left) = (tag as usize & mask, self.len);
+        while left > 0 {
+            let (k, i) = locate(at);
+            let segment = self.segments[k]
+                .get()
+                .expect("a table's segments are made before it is used");
+            // A table ends where its last segment does, so a run to the
+            // segment's end stays in the table.
+            let run = (segment.len() - i).min(left);
+            for word in &segment[i..i + run] {
+                if let ControlFlow::Break(r) = visit(word) {
+                    return Some(r);
+                }
+            }
+            left -= run;
+            at = (at + run) & mask;
+        }
+        None
+    }
+
+    /// The table's words, in order.
+    fn words(self) -> impl Iterator<Item = &'a AtomicU64> {
+        let last = locate(self.len - 1).0;
+        self.segments[..=last].iter().flat_map(|segment| {
+            segment
+                .get()
+                .expect("a table's segments are made before it is used")
+                .iter()
+        })
+    }
+}
+
+/// The first empty word a probe for `tag` visits, if any.
+fn empty_word(table: Table<'_>, tag: u64) -> Option<&AtomicU64> {
+    table.probe(tag, |at| {
+        if at.load(Ordering::Relaxed) == EMPTY {
+            ControlFlow::Break(at)
+        } else {
+            ControlFlow::Continue(())
+        }
+    })
+}
+
+/// What a shard's writers count: its table's live entries and
 /// tombstones.
 #[derive(Default)]
 struct Tally {
@@ -121,43 +206,49 @@ struct Tally {
     dead: usize,
 }
 
-/// A size class's two arrays, each made when first needed and kept.
-type Pair = [OnceLock<Box<[AtomicU64]>>; 2];
-
 struct Shard {
     writers: Mutex<Tally>,
-    /// The array readers probe (see [`CLASS_BITS`]).
+    /// The table readers probe, and whether it is being rebuilt (see
+    /// [`CLASS_BITS`]).
     current: AtomicU64,
-    /// Each class's two arrays, made when first needed and kept.
-    arrays: Box<[Pair]>,
+    /// The table's segments, each made when a table first needs it and
+    /// kept.
+    segments: Box<[OnceLock<Box<[AtomicU64]>>]>,
 }
 
 impl Shard {
     fn new() -> Self {
-        let arrays: Box<[Pair]> = (0..CLASSES)
-            .map(|_| [OnceLock::new(), OnceLock::new()])
-            .collect();
-        for (class, pair) in arrays.iter().enumerate() {
-            for array in pair {
-                if class == 0 || crate::base::sync::MODEL {
-                    let _ = array.set(array_of(FIRST_WORDS << class));
-                }
+        let segments: Box<[OnceLock<Box<[AtomicU64]>>]> =
+            (0..CLASSES).map(|_| OnceLock::new()).collect();
+        for (k, segment) in segments.iter().enumerate() {
+            if k == 0 || crate::base::sync::MODEL {
+                let _ = segment.set(segment_of(segment_len(k)));
             }
         }
         Shard {
             writers: Mutex::new(Tally::default()),
             current: AtomicU64::new(0),
-            arrays,
+            segments,
         }
     }
 
-    /// The array a `current` word names; it was made before it was named.
-    fn array(&self, current: u64) -> &[AtomicU64] {
-        let class = (current & ((1 << CLASS_BITS) - 1)) as usize;
-        let which = usize::from(current & WHICH_BIT != 0);
-        self.arrays[class][which]
-            .get()
-            .expect("an array is made before it is published")
+    /// The table a `current` word names; its segments were made before
+    /// it was named.
+    fn table(&self, current: u64) -> Table<'_> {
+        Table {
+            segments: &self.segments,
+            len: FIRST_WORDS << class_in(current),
+        }
+    }
+
+    /// The words the shard's segments hold.
+    #[cfg(all(test, not(relaystore_loom)))]
+    fn words_made(&self) -> usize {
+        self.segments
+            .iter()
+            .filter_map(|s| s.get())
+            .map(|s| s.len())
+            .sum()
     }
 }
 
@@ -198,27 +289,35 @@ impl NameIndex {
     /// Offers `at` every slot the index holds under `hash`'s tag, in probe
     /// order, until it answers: `at` verifies, in the slot, that the
     /// record there is the one looked for. Takes no lock and writes
-    /// nothing shared.
+    /// nothing shared; waits only while a rebuild of the shard runs.
     #[inline]
     pub(crate) fn find<R>(&self, hash: u64, mut at: impl FnMut(u32) -> Option<R>) -> Option<R> {
         let tag = tag_of(hash);
         let shard = self.shard(hash);
         loop {
             let current = shard.current.load(Ordering::Acquire);
-            for word in probe(shard.array(current), tag) {
+            if current & REBUILDING != 0 {
+                spin_wait();
+                continue;
+            }
+            let found = shard.table(current).probe(tag, |word| {
                 match word.load(Ordering::Acquire) {
-                    EMPTY => break,
+                    EMPTY => return ControlFlow::Break(None),
                     w if w & LIVE != 0 && tag_in(w) == tag => {
                         if let Some(found) = at(slot_in(w)) {
-                            return Some(found);
+                            return ControlFlow::Break(Some(found));
                         }
                     }
                     _ => {}
                 }
+                ControlFlow::Continue(())
+            });
+            if let Some(Some(found)) = found {
+                return Some(found);
             }
-            // A miss counts from an array no rebuild replaced meanwhile
-            // (the words a rebuild stores are `Release`, so a probe that
-            // saw one sees the count it moved).
+            // A miss counts from a table no rebuild began clearing
+            // meanwhile (the words a rebuild stores are `Release`, so a
+            // probe that saw one sees the mark stored before them).
             if shard.current.load(Ordering::Acquire) == current
                 || crate::base::faults::active(crate::base::faults::StoreFault::IndexMissUnchecked)
             {
@@ -257,38 +356,36 @@ pub(crate) struct Writer<'a> {
 }
 
 impl<'a> Writer<'a> {
-    /// The array readers probe now; only a writer changes which it is.
-    fn words(&self) -> &'a [AtomicU64] {
+    /// The table readers probe now; only a writer changes which it is.
+    fn table(&self) -> Table<'a> {
         let shard: &'a Shard = self.shard;
-        shard.array(shard.current.load(Ordering::Relaxed))
+        shard.table(shard.current.load(Ordering::Relaxed))
     }
 
     /// The slot of the hash's entry for which `is` holds (the slot holds
     /// the live record looked for). Exact: the lock is held.
     pub(crate) fn find(&self, mut is: impl FnMut(u32) -> bool) -> Option<u32> {
-        for word in probe(self.words(), self.tag) {
-            match word.load(Ordering::Relaxed) {
-                EMPTY => return None,
+        self.table()
+            .probe(self.tag, |word| match word.load(Ordering::Relaxed) {
+                EMPTY => ControlFlow::Break(None),
                 w if w & LIVE != 0 && tag_in(w) == self.tag && is(slot_in(w)) => {
-                    return Some(slot_in(w))
+                    ControlFlow::Break(Some(slot_in(w)))
                 }
-                _ => {}
-            }
-        }
-        None
+                _ => ControlFlow::Continue(()),
+            })
+            .flatten()
     }
 
     /// Enters `slot` under the hash, after its record is in it. Rebuilds
-    /// the array first when this entry would fill it past three quarters.
+    /// the table first when this entry would fill it past three quarters.
     pub(crate) fn insert(&mut self, slot: u32) {
-        if (self.tally.live + self.tally.dead + 1) * 4 > self.words().len() * 3 {
+        if (self.tally.live + self.tally.dead + 1) * 4 > self.table().len * 3 {
             self.rebuild();
         }
         // Into the first empty word: tombstones stay until a rebuild, so
         // when one comes depends on the counts alone.
-        probe(self.words(), self.tag)
-            .find(|at| at.load(Ordering::Relaxed) == EMPTY)
-            .expect("an array is never full")
+        empty_word(self.table(), self.tag)
+            .expect("a table is never full")
             .store(word_of(self.tag, slot), Ordering::Release);
         self.tally.live += 1;
     }
@@ -297,63 +394,65 @@ impl<'a> Writer<'a> {
     /// broken invariant the caller reports).
     pub(crate) fn remove(&mut self, slot: u32) -> bool {
         let word = word_of(self.tag, slot);
-        for at in probe(self.words(), self.tag) {
-            match at.load(Ordering::Relaxed) {
-                EMPTY => return false,
-                w if w == word => {
-                    at.store(TOMBSTONE, Ordering::Release);
-                    self.tally.live -= 1;
-                    self.tally.dead += 1;
-                    return true;
-                }
-                _ => {}
-            }
-        }
-        false
+        let at = self
+            .table()
+            .probe(self.tag, |at| match at.load(Ordering::Relaxed) {
+                EMPTY => ControlFlow::Break(None),
+                w if w == word => ControlFlow::Break(Some(at)),
+                _ => ControlFlow::Continue(()),
+            })
+            .flatten();
+        let Some(at) = at else {
+            return false;
+        };
+        at.store(TOMBSTONE, Ordering::Release);
+        self.tally.live -= 1;
+        self.tally.dead += 1;
+        true
     }
 
-    /// Rebuilds the live entries, without tombstones, into an array at
-    /// most half full (the class's other array if the size stays), and
-    /// publishes it. The words it stores are `Release` (a reader that
-    /// probed the array it reuses sees the publication that replaced it).
+    /// Rebuilds the table in place, without tombstones, at the size that
+    /// leaves it at most five eighths full (making the segments a larger
+    /// one needs), between the two stores to `current` that mark the
+    /// rebuild's start and end. The words it stores are `Release`, so a
+    /// reader that saw one sees the start's mark when it looks again.
     fn rebuild(&mut self) {
-        let class = (self.tally.live + 1) * 2;
-        let class = class
+        let from = self.table();
+        let live: Vec<u64> = from
+            .words()
+            .map(|w| w.load(Ordering::Relaxed))
+            .filter(|w| w & LIVE != 0)
+            .collect();
+        let wanted = ((live.len() + 1) * 8).div_ceil(5);
+        let class = wanted
             .div_ceil(FIRST_WORDS)
             .next_power_of_two()
-            .trailing_zeros() as u64;
-        let current = self.shard.current.load(Ordering::Relaxed);
-        let which = if current & ((1 << CLASS_BITS) - 1) == class {
-            !current & WHICH_BIT
-        } else {
-            0
-        };
-        let next = ((current >> COUNT_SHIFT) + 1) << COUNT_SHIFT | which | class;
-        let from = self.shard.array(current);
-        let fill = |to: &[AtomicU64]| {
-            for word in to {
-                word.store(EMPTY, Ordering::Release);
-            }
-            for w in from.iter().map(|w| w.load(Ordering::Relaxed)) {
-                if w & LIVE != 0 {
-                    probe(to, tag_in(w))
-                        .find(|at| at.load(Ordering::Relaxed) == EMPTY)
-                        .expect("a rebuilt array has room for every live entry")
-                        .store(w, Ordering::Release);
-                }
-            }
-        };
-        let to = self.shard.arrays[class as usize][usize::from(which != 0)]
-            .get_or_init(|| array_of(FIRST_WORDS << class));
-        if crate::base::faults::active(crate::base::faults::StoreFault::IndexPublishedEarly) {
-            // The model checker's broken twin: readers may find the new
-            // array before its entries.
-            self.shard.current.store(next, Ordering::Release);
-            fill(to);
-        } else {
-            fill(to);
-            self.shard.current.store(next, Ordering::Release);
+            .trailing_zeros() as usize;
+        for (k, segment) in self.shard.segments[..=class].iter().enumerate() {
+            segment.get_or_init(|| segment_of(segment_len(k)));
         }
+        let count = self.shard.current.load(Ordering::Relaxed) >> COUNT_SHIFT;
+        let class_bits = class as u64;
+        let start = (count + 1) << COUNT_SHIFT | REBUILDING | class_bits;
+        let end = (count + 2) << COUNT_SHIFT | class_bits;
+        let to = self.shard.table(start);
+        let early =
+            crate::base::faults::active(crate::base::faults::StoreFault::IndexEndMarkedEarly);
+        self.shard.current.store(start, Ordering::Relaxed);
+        for word in to.words() {
+            word.store(EMPTY, Ordering::Release);
+        }
+        if early {
+            // The model checker's broken twin: the rebuild's end is
+            // marked before its entries are back.
+            self.shard.current.store(end, Ordering::Release);
+        }
+        for w in live {
+            empty_word(to, tag_in(w))
+                .expect("a rebuilt table has room for every live entry")
+                .store(w, Ordering::Release);
+        }
+        self.shard.current.store(end, Ordering::Release);
         self.tally.dead = 0;
     }
 }
@@ -437,10 +536,10 @@ mod tests {
         }
     }
 
-    /// Churn at a steady size rebuilds arrays of the same size instead of
+    /// Churn at a steady size rebuilds tables of the same size instead of
     /// growing: tombstones never fill a shard.
     #[test]
-    fn churn_at_a_steady_size_keeps_the_arrays_small() {
+    fn churn_at_a_steady_size_keeps_the_tables_small() {
         let mut names = Names::new();
         for round in 0..200 {
             for i in 0..50 {
@@ -455,10 +554,52 @@ mod tests {
             .index
             .shards
             .iter()
-            .map(|s| s.array(s.current.load(Ordering::Relaxed)).len())
+            .map(|s| s.table(s.current.load(Ordering::Relaxed)).len)
             .max()
             .unwrap();
-        assert!(largest <= 4 * FIRST_WORDS, "largest array: {largest} words");
+        assert!(largest <= 4 * FIRST_WORDS, "largest table: {largest} words");
+        let made = names.index.shards.iter().map(|s| s.words_made()).max();
+        assert!(made <= Some(4 * FIRST_WORDS), "words made: {made:?}");
+    }
+
+    /// The words an index keeps, over every shard, against its live
+    /// entries: a shard keeps one table, which a rebuild leaves at most
+    /// five eighths full and which grows by doubling at three quarters,
+    /// so it is never under three eighths full once past its first size;
+    /// the sizes it outgrew and its churn cost nothing more.
+    #[test]
+    fn an_index_keeps_one_table_per_shard_through_growth_and_churn() {
+        let mut names = Names::new();
+        let all: Vec<String> = (0..40_000).map(|i| format!("member-{i}")).collect();
+        let kept =
+            |names: &Names| -> usize { names.index.shards.iter().map(|s| s.words_made()).sum() };
+        for name in &all {
+            names.add(name);
+        }
+        let live = names.index.len();
+        assert!(
+            kept(&names) * 3 <= live * 8,
+            "{} words for {live} entries after growth",
+            kept(&names)
+        );
+        // Churn at a steady size: a quarter leaves and comes back, twice.
+        for _ in 0..2 {
+            for name in all.iter().step_by(4) {
+                names.drop_name(name);
+            }
+            for name in all.iter().step_by(4) {
+                names.add(name);
+            }
+        }
+        assert_eq!(names.index.len(), live);
+        assert!(
+            kept(&names) * 3 <= live * 8,
+            "{} words for {live} entries after churn",
+            kept(&names)
+        );
+        for name in &all {
+            assert!(names.lookup(name).is_some(), "{name}");
+        }
     }
 
     /// Two names whose tags are equal are told apart in the slot: an
@@ -484,6 +625,43 @@ mod tests {
             assert_eq!(looked, slot + 1, "probed in insertion order");
         }
         assert_eq!(index.find(hash, |_| None::<u32>), None);
+    }
+
+    /// A probe over a table of several segments visits every word once,
+    /// in table order from where its tag starts it, wrapping at the end.
+    #[test]
+    fn a_probe_crosses_segments_in_table_order() {
+        let shard = Shard::new();
+        for (k, segment) in shard.segments[..4].iter().enumerate() {
+            segment.get_or_init(|| segment_of(segment_len(k)));
+        }
+        let table = shard.table(3);
+        assert_eq!(table.len, 8 * FIRST_WORDS);
+        let order: Vec<*const AtomicU64> = table.words().map(|w| w as *const _).collect();
+        assert_eq!(order.len(), table.len);
+        for (at, word) in order.iter().enumerate() {
+            let (k, i) = locate(at);
+            assert!(std::ptr::eq(*word, &shard.segments[k].get().unwrap()[i]));
+        }
+        for tag in [
+            0,
+            1,
+            FIRST_WORDS as u64 - 1,
+            3 * FIRST_WORDS as u64 + 5,
+            u64::MAX,
+        ] {
+            let start = tag as usize % table.len;
+            let mut probed: Vec<*const AtomicU64> = Vec::new();
+            let none: Option<()> = table.probe(tag, |w| {
+                probed.push(w as *const _);
+                ControlFlow::Continue(())
+            });
+            assert_eq!(none, None);
+            let expected: Vec<*const AtomicU64> = (0..table.len)
+                .map(|i| order[(start + i) % table.len])
+                .collect();
+            assert_eq!(probed, expected, "tag {tag}");
+        }
     }
 
     #[test]
