@@ -7,7 +7,7 @@
 //! difference. It is what the simulation tests check after every batch of
 //! steps, and an operator can run it on a quiet store.
 
-use super::attach::LeaseChild;
+use super::attach::{Child, LeaseChild};
 use super::tenant::Tenant;
 use super::{Collection, NameKey, Store};
 use crate::base::ids::TenantId;
@@ -195,7 +195,7 @@ impl Store {
         }
         let mut seen_children: ChildIndex = BTreeMap::new();
         self.shared.listings.for_each(|(tenant, key), listing, _| {
-            if !listing.attached {
+            if !listing.attached() {
                 fail(format!("listing {key:?} left unattached"));
                 return;
             }
@@ -203,7 +203,7 @@ impl Store {
             c.listings += 1;
             c.listing_keys.insert(key.clone());
             seen_children
-                .entry((*tenant, listing.lease))
+                .entry((*tenant, listing.lease()))
                 .or_default()
                 .0
                 .insert(key.clone());
@@ -215,7 +215,7 @@ impl Store {
         self.shared
             .presence
             .for_each(|(tenant, member), presence, _| {
-                if !presence.attached {
+                if !presence.attached() {
                     fail(format!("presence {member:?} left unattached"));
                     return;
                 }

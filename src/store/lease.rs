@@ -902,7 +902,7 @@ impl Store {
             };
             let removed = self.shared.listings.remove_placed(
                 &key,
-                |v, _, _| owned_by(v.lease == seq),
+                |v, _, _| owned_by(v.lease() == seq),
                 now,
                 |&place| place,
             );

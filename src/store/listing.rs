@@ -6,7 +6,7 @@ use super::idempotency::{IdemParams, Outcome};
 use super::owned_by;
 use super::retire::Stored;
 use super::retire::Why;
-use super::slot_parts::{AttrsWords, KeptAttrs, ValidAt};
+use super::slot_parts::{AttrsWords, KeptAttrs, ParentWord, ValidAt};
 use super::tenant::{Owner, TenantIndex};
 use super::visible::Ancestry;
 use super::{Collection, NameKey, NameLookup, Store};
@@ -34,20 +34,75 @@ use std::time::Duration;
 
 pub(crate) struct Listing {
     pub(super) owner: Owner,
-    /// The lease this listing lives under.
-    pub(super) lease: u64,
+    /// The lease this listing lives under, and whether the listing is
+    /// attached (registered with it: visible only then).
+    parent: ParentWord,
     /// The version the listing was inserted at: unique per publication,
     /// so a re-published key is a different listing.
     pub(super) origin: u64,
     attrs: KeptAttrs,
     /// Pending or bound join attempts (at most `attempts_per_listing_max`).
-    pub(super) attempts: Vec<u64>,
-    /// Visible only once registered with its lease.
-    pub(super) attached: bool,
+    pub(super) attempts: Attempts,
     /// The lease's holder, when its tenant counts listings per holder:
     /// the count this listing's removal gives back. Boxed, so a store that
     /// counts nothing per holder pays one word per listing for it.
     pub(super) holder: Option<Box<Holder>>,
+}
+
+impl Listing {
+    /// The lease this listing lives under.
+    pub(super) fn lease(&self) -> u64 {
+        self.parent.lease()
+    }
+}
+
+/// A listing's pending or bound join attempts, by slot key: nothing
+/// allocated while there are none (most listings, most of the time), and
+/// the list given back when the last leaves.
+#[derive(Default)]
+#[expect(
+    clippy::box_collection,
+    reason = "one word in the listing's slot where a list takes three"
+)]
+pub(super) struct Attempts(Option<Box<Vec<u64>>>);
+
+impl Attempts {
+    pub(super) fn len(&self) -> usize {
+        self.0.as_ref().map_or(0, |a| a.len())
+    }
+
+    pub(super) fn push(&mut self, seq: u64) {
+        self.0.get_or_insert_with(Default::default).push(seq);
+    }
+
+    pub(super) fn iter(&self) -> impl DoubleEndedIterator<Item = &u64> {
+        self.0.iter().flat_map(|a| a.iter())
+    }
+
+    /// Takes one entry of `seq` out, searching from the end (where it was
+    /// pushed).
+    pub(super) fn remove_last(&mut self, seq: u64) {
+        if let Some(a) = &mut self.0 {
+            if let Some(i) = a.iter().rposition(|s| *s == seq) {
+                a.swap_remove(i);
+            }
+        }
+        self.tidy();
+    }
+
+    /// Takes every entry of `seq` out.
+    pub(super) fn remove_all(&mut self, seq: u64) {
+        if let Some(a) = &mut self.0 {
+            a.retain(|s| *s != seq);
+        }
+        self.tidy();
+    }
+
+    fn tidy(&mut self) {
+        if self.0.as_ref().is_some_and(|a| a.is_empty()) {
+            self.0 = None;
+        }
+    }
 }
 
 /// A listing's words beside its slot: what a read that takes no lock
@@ -65,7 +120,7 @@ pub(crate) struct ListingWords {
 impl SlotWords<Listing> for ListingWords {
     fn fill(&self, _: &Head, listing: &mut Listing) {
         self.origin.store(listing.origin, Ordering::Release);
-        self.lease.store(listing.lease, Ordering::Release);
+        self.lease.store(listing.parent.lease(), Ordering::Release);
         self.valid_at.reset();
         self.attrs.fill(&mut listing.attrs);
     }
@@ -109,17 +164,17 @@ impl Child for Listing {
     }
 
     fn attached(&self) -> bool {
-        self.attached
+        self.parent.attached()
     }
 
     fn set_attached(&mut self) {
-        self.attached = true;
+        self.parent.attach();
     }
 
     fn ancestry(&self) -> Ancestry {
         Ancestry {
             owner_valid: self.owner.valid(),
-            lease: Some(self.lease),
+            lease: Some(self.lease()),
             listing: None,
         }
     }
@@ -207,11 +262,10 @@ impl Store {
         let nkey: NameKey = (tenant, key.clone());
         let make = |owner, version| Listing {
             owner,
-            lease,
+            parent: ParentWord::new(lease),
             origin: version,
             attrs: KeptAttrs::new(attrs.clone()),
-            attempts: Vec::new(),
-            attached: false,
+            attempts: Attempts::default(),
             holder: None,
         };
         // The publisher: the lease's holder (read only for a tenant that
@@ -323,13 +377,13 @@ impl Store {
                     now,
                     |_| true,
                     |v, words, stamp| {
-                        let visible = v.attached && v.owner.valid();
+                        let visible = v.attached() && v.owner.valid();
                         words.valid_at.mark(visible, revocations);
                         visible.then(|| {
                             let seen = |attrs: &Attrs| {
                                 see(ListingSeen {
                                     origin: v.origin,
-                                    lease: v.lease,
+                                    lease: v.lease(),
                                     version: stamp.version,
                                     attrs,
                                 })
@@ -339,7 +393,7 @@ impl Store {
                             } else {
                                 seen(&Attrs::EMPTY)
                             };
-                            (v.lease, seen)
+                            (v.lease(), seen)
                         })
                     },
                 );
@@ -606,10 +660,10 @@ impl Store {
         // The listing's lease, and whether its slot was taken.
         let mut lease = None;
         let taken = self.shared.listings.update(name, now, None, |l, _| {
-            if !l.attached || !l.owner.valid() {
+            if !l.attached() || !l.owner.valid() {
                 return Err(Error::NotFound);
             }
-            lease = Some(l.lease);
+            lease = Some(l.lease());
             if l.attempts.len() >= cap {
                 return Err(Error::capacity(
                     Scope::Parent(Collection::Attempts),
@@ -655,9 +709,7 @@ impl Store {
     pub(super) fn give_listing_slot(&self, key: (TenantId, &str), origin: u64, child: u64) {
         self.shared.listings.modify(&key as &dyn NameLookup, |l| {
             if l.origin == origin {
-                if let Some(i) = l.attempts.iter().rposition(|s| *s == child) {
-                    l.attempts.swap_remove(i);
-                }
+                l.attempts.remove_last(child);
             }
         });
     }
@@ -674,7 +726,7 @@ impl Store {
         self.inside_gate();
         let (tenant, key) = r.key;
         let listing = r.value;
-        if listing.attached {
+        if listing.attached() {
             listing
                 .owner
                 .tenant()
@@ -693,7 +745,7 @@ impl Store {
             self.announce(Collection::Listings, tenant, id, &why, || None);
         }
         if detach {
-            self.detach_from_lease(listing.lease, LeaseChild::Listings, ChildOf::Place(place));
+            self.detach_from_lease(listing.lease(), LeaseChild::Listings, ChildOf::Place(place));
         }
         let children_why = why.for_children(|| {
             self.shared.events.subscribed().then(|| Root {
@@ -703,7 +755,7 @@ impl Store {
             })
         });
         let mut n = 0;
-        for seq in &listing.attempts {
+        for seq in listing.attempts.iter() {
             let origin = listing.origin;
             let removed = self.shared.attempts.remove_with(
                 seq,
@@ -716,7 +768,7 @@ impl Store {
             }
         }
         // The hold goes last: the tenant must outlive its record's children.
-        if listing.attached {
+        if listing.attached() {
             self.release_owner(&listing.owner);
         }
         n
@@ -728,7 +780,7 @@ impl Store {
         let key: &dyn NameLookup = &(tenant, listing);
         self.shared.listings.modify(key, |l| {
             if l.origin == origin {
-                l.attempts.retain(|s| *s != seq);
+                l.attempts.remove_all(seq);
             }
         });
     }
@@ -751,6 +803,27 @@ mod tests {
 
     fn word(s: &Store, key: &str) -> Option<u64> {
         s.shared.listings.word(&(T, key) as &dyn NameLookup)
+    }
+
+    /// A listing's attempts allocate nothing while there are none, and
+    /// give their list back when the last leaves, whichever way.
+    #[test]
+    fn attempts_keep_a_list_only_while_there_are_some() {
+        let mut a = Attempts::default();
+        assert!(a.0.is_none());
+        for seq in [7, 8, 7] {
+            a.push(seq);
+        }
+        assert_eq!(a.iter().copied().collect::<Vec<_>>(), [7, 8, 7]);
+        a.remove_last(7);
+        assert_eq!(a.iter().copied().collect::<Vec<_>>(), [7, 8]);
+        a.remove_all(7);
+        assert_eq!((a.len(), a.0.is_some()), (1, true));
+        a.remove_last(8);
+        assert!(a.0.is_none(), "the last to leave gives the list back");
+        a.push(9);
+        a.remove_all(9);
+        assert!(a.0.is_none());
     }
 
     #[test]

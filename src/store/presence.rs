@@ -8,7 +8,7 @@ use crate::contract::events::RecordId;
 use crate::contract::relay::PresenceInfo;
 
 use super::retire::Stored;
-use super::slot_parts::{AttrsWords, KeptAttrs, ValidAt};
+use super::slot_parts::{AttrsWords, KeptAttrs, ParentWord, ValidAt};
 use super::tenant::{Owner, TenantIndex};
 use super::visible::Ancestry;
 use super::{owned_by, Collection, NameKey, NameLookup, Renewal, Store};
@@ -29,16 +29,17 @@ use std::time::Duration;
 
 pub(crate) struct Presence {
     pub(super) owner: Owner,
-    /// The lease this presence is attached to, or [`NO_LEASE`].
-    lease: u64,
+    /// The lease this presence is attached to (or none), and whether it
+    /// is attached yet.
+    parent: ParentWord,
     attrs: KeptAttrs,
-    pub(super) attached: bool,
 }
 
 impl Presence {
     /// The lease this presence is attached to, if any.
     pub(super) fn lease(&self) -> Option<u64> {
-        (self.lease != NO_LEASE).then_some(self.lease)
+        let lease = self.parent.lease();
+        (lease != ParentWord::NONE).then_some(lease)
     }
 }
 
@@ -47,19 +48,16 @@ impl Presence {
 /// here, while they fit.
 #[derive(Default)]
 pub(crate) struct PresenceWords {
-    /// The lease's key, or [`NO_LEASE`] (no slab key is zero).
+    /// The lease's key, or [`ParentWord::NONE`].
     lease: AtomicU64,
     /// Seen attached, with its owner's epoch valid.
     valid_at: ValidAt,
     attrs: AttrsWords,
 }
 
-/// [`PresenceWords::lease`] of a record attached to no lease.
-const NO_LEASE: u64 = 0;
-
 impl SlotWords<Presence> for PresenceWords {
     fn fill(&self, _: &Head, presence: &mut Presence) {
-        self.lease.store(presence.lease, Ordering::Release);
+        self.lease.store(presence.parent.lease(), Ordering::Release);
         self.valid_at.reset();
         self.attrs.fill(&mut presence.attrs);
     }
@@ -91,11 +89,11 @@ impl Child for Presence {
     const QUOTAS: &'static [Collection] = &[Collection::Presence];
 
     fn attached(&self) -> bool {
-        self.attached
+        self.parent.attached()
     }
 
     fn set_attached(&mut self) {
-        self.attached = true;
+        self.parent.attach();
     }
 
     fn ancestry(&self) -> Ancestry {
@@ -174,9 +172,8 @@ impl Store {
             let created = self.create(tenant, key.clone(), parent, now, deadline, |owner, _| {
                 Presence {
                     owner,
-                    lease: lease.unwrap_or(NO_LEASE),
+                    parent: ParentWord::new(lease.unwrap_or(ParentWord::NONE)),
                     attrs: KeptAttrs::new(attrs.clone()),
-                    attached: false,
                 }
             });
             match created {
@@ -203,7 +200,7 @@ impl Store {
         attrs: Option<&Attrs>,
     ) -> Result<Stamp> {
         let check = |v: &Presence, version: &dyn Fn() -> u64| {
-            if !v.attached || !v.owner.valid() {
+            if !v.attached() || !v.owner.valid() {
                 Err(Error::NotFound)
             } else if v.lease() != lease {
                 Err(Error::Conflict {
@@ -300,7 +297,7 @@ impl Store {
             Peeked::Seen((lease, stamp, attrs)) => {
                 // Words no write overlapped: attributes they hold.
                 let attrs = Attrs::from_words(attrs).unwrap_or_default();
-                let lease = (lease != NO_LEASE).then_some(lease);
+                let lease = (lease != ParentWord::NONE).then_some(lease);
                 let seen = see(PresenceSeen {
                     lease,
                     stamp,
@@ -316,7 +313,7 @@ impl Store {
                     now,
                     |_| true,
                     |v, words, stamp| {
-                        let visible = v.attached && v.owner.valid();
+                        let visible = v.attached() && v.owner.valid();
                         words.valid_at.mark(visible, revocations);
                         visible.then(|| {
                             let seen = words.attrs.with(&v.attrs, |attrs| {
@@ -372,7 +369,7 @@ impl Store {
         self.presence_info(&key, now)?;
         let (place, removed) = self.shared.presence.remove_placed(
             &key,
-            |v, _, _| owned_by(v.attached && v.owner.valid()),
+            |v, _, _| owned_by(v.attached() && v.owner.valid()),
             now,
             |&place| place,
         )?;
@@ -395,7 +392,7 @@ impl Store {
         if let (true, Some(lease)) = (detach, presence.lease()) {
             self.detach_from_lease(lease, LeaseChild::Members, ChildOf::Place(place));
         }
-        if presence.attached {
+        if presence.attached() {
             presence
                 .owner
                 .tenant()

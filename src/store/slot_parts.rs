@@ -1,9 +1,11 @@
 //! Parts of a kind's words beside its slot that more than one kind keeps
-//! (ADR 0076, ADR 0078): its attributes, and the mark that lets a read
-//! that takes no lock trust its owner's epoch.
+//! (ADR 0076, ADR 0078): its attributes, the mark that lets a read that
+//! takes no lock trust its owner's epoch, and the word a child keeps its
+//! lease and its attachment in.
 
 use super::tenant::Revocations;
 use crate::base::attrs::Attrs;
+use crate::base::ids::SLOTS_MAX;
 use crate::base::sync::{AtomicU64, Ordering};
 
 /// The first word of [`AttrsWords`] for attributes kept in the record (no
@@ -85,6 +87,41 @@ impl AttrsWords {
     }
 }
 
+/// A child record's lease (a lease's slab key, or [`ParentWord::NONE`])
+/// and whether the child is attached (registered with its parents, so
+/// visible), in one word of the record: a slab key's slot index never
+/// reaches [`ATTACHED`]'s bit.
+#[derive(Clone, Copy)]
+pub(super) struct ParentWord(u64);
+
+/// Set in a [`ParentWord`] once the child is attached.
+const ATTACHED: u64 = 1 << 31;
+const _: () = assert!(SLOTS_MAX <= ATTACHED);
+
+impl ParentWord {
+    /// No lease: no slab key is zero.
+    pub(super) const NONE: u64 = 0;
+
+    /// A child of `lease` (or of none), not yet attached.
+    pub(super) fn new(lease: u64) -> Self {
+        debug_assert_eq!(lease & ATTACHED, 0, "a slab key's index is under 2^28");
+        ParentWord(lease)
+    }
+
+    /// The lease's key, or [`ParentWord::NONE`].
+    pub(super) fn lease(self) -> u64 {
+        self.0 & !ATTACHED
+    }
+
+    pub(super) fn attached(self) -> bool {
+        self.0 & ATTACHED != 0
+    }
+
+    pub(super) fn attach(&mut self) {
+        self.0 |= ATTACHED;
+    }
+}
+
 /// The store's tenant-revocation count at which a record was last seen
 /// visible by its owner's epoch under its slot's lock ([`Revocations`]),
 /// or [`Revocations::NEVER`]: a read that takes no lock trusts the epoch
@@ -125,6 +162,18 @@ impl ValidAt {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_parent_word_keeps_the_lease_whole_beside_the_mark() {
+        let largest = ((u64::from(u32::MAX) - 1) << 32) | (SLOTS_MAX - 1);
+        for lease in [ParentWord::NONE, 1 << 32, largest] {
+            let mut word = ParentWord::new(lease);
+            assert!(!word.attached());
+            word.attach();
+            assert!(word.attached());
+            assert_eq!(word.lease(), lease);
+        }
+    }
 
     #[test]
     fn the_long_marker_is_no_inline_length() {
