@@ -60,16 +60,20 @@ pub(crate) struct LeaseChildren {
     places: Vec<u64>,
     /// Where each run ends in `places`.
     ends: [u32; 3],
-    /// The streams' names, boxed: most leases have none, and the box is
-    /// one word where the vector is three.
-    streams: Option<Box<StreamNames>>,
+    /// Its streams' names and its observed endpoints, boxed: most leases
+    /// have neither, and the box is one word where the two vectors are
+    /// six.
+    rare: Option<Box<Rare>>,
+}
+
+/// What few leases have ([`LeaseChildren::rare`]).
+#[derive(Default)]
+struct Rare {
+    /// The streams' names.
+    streams: Vec<Name>,
     /// Observed public endpoints (at most `endpoints_per_lease_max`).
     endpoints: Vec<(SocketAddr, MonoTime)>,
 }
-
-/// A lease's streams' names ([`LeaseChildren::streams`]).
-#[derive(Default)]
-struct StreamNames(Vec<Name>);
 
 /// A slot in a lease's list taken and not yet confirmed: no slot key is
 /// zero (a slot's generation starts at one).
@@ -116,7 +120,16 @@ impl LeaseChildren {
 
     /// The streams' names.
     pub(super) fn streams(&self) -> &[Name] {
-        self.streams.as_deref().map_or(&[], |names| &names.0)
+        self.rare.as_deref().map_or(&[], |rare| &rare.streams)
+    }
+
+    /// The observed endpoints.
+    fn endpoints(&self) -> &[(SocketAddr, MonoTime)] {
+        self.rare.as_deref().map_or(&[], |rare| &rare.endpoints)
+    }
+
+    fn endpoints_mut(&mut self) -> &mut Vec<(SocketAddr, MonoTime)> {
+        &mut self.rare.get_or_insert_with(Default::default).endpoints
     }
 
     /// The slots of `kind` taken: its children and its creations not yet
@@ -193,9 +206,9 @@ impl LeaseChildren {
 
     /// Adds a stream's name.
     fn push_stream(&mut self, name: Name) {
-        self.streams
+        self.rare
             .get_or_insert_with(Default::default)
-            .0
+            .streams
             .push(name);
     }
 
@@ -203,12 +216,12 @@ impl LeaseChildren {
     /// creation of the same name in flight may hold another, its own to
     /// give back or confirm).
     fn remove_stream(&mut self, name: &str) {
-        if let Some(names) = self.streams.as_mut().map(|names| &mut names.0) {
-            if let Some(i) = names.iter().rposition(|n| &**n == name) {
-                names.remove(i);
+        if let Some(rare) = self.rare.as_mut() {
+            if let Some(i) = rare.streams.iter().rposition(|n| &**n == name) {
+                rare.streams.remove(i);
             }
-            if names.is_empty() {
-                self.streams = None;
+            if rare.streams.is_empty() && rare.endpoints.is_empty() {
+                self.rare = None;
             }
         }
     }
@@ -672,7 +685,7 @@ impl Store {
                 if !l.owner.valid() {
                     return Err(Error::Revoked);
                 }
-                let endpoints = &mut l.children_mut().endpoints;
+                let endpoints = l.children_mut().endpoints_mut();
                 if let Some(seen) = endpoints.iter_mut().find(|(a, _)| *a == addr) {
                     seen.1 = now;
                 } else if endpoints.len() < cap {
@@ -697,7 +710,7 @@ impl Store {
             l.owner.valid().then(|| {
                 l.children
                     .as_ref()
-                    .map(|c| c.endpoints.as_slice())
+                    .map(|c| c.endpoints())
                     .unwrap_or_default()
                     .iter()
                     .map(|&(addr, last_seen)| EndpointSeen {
@@ -1158,7 +1171,7 @@ mod tests {
         for (kind, place) in [(K::Locks, 31), (K::Listings, 22), (K::Members, 12)] {
             c.remove_place(kind, place);
         }
-        assert!(c.places.is_empty() && c.streams.is_none());
+        assert!(c.places.is_empty() && c.rare.is_none());
         assert_eq!(c.ends, [0; 3]);
     }
 
