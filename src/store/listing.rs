@@ -56,51 +56,79 @@ impl Listing {
     }
 }
 
-/// A listing's pending or bound join attempts, by slot key: nothing
-/// allocated while there are none (most listings, most of the time), and
-/// the list given back when the last leaves.
+/// A listing's pending or bound join attempts, by slot key: the first
+/// in the record (no slot key is zero), more boxed. A listing with at
+/// most one join in flight (most, most of the time) allocates nothing
+/// for it, and the box goes when its last entry leaves.
 #[derive(Default)]
 #[expect(
     clippy::box_collection,
     reason = "one word in the listing's slot where a list takes three"
 )]
-pub(super) struct Attempts(Option<Box<Vec<u64>>>);
+pub(super) struct Attempts {
+    /// An attempt, or [`Attempts::NONE`].
+    first: u64,
+    more: Option<Box<Vec<u64>>>,
+}
 
 impl Attempts {
+    const NONE: u64 = 0;
+
     pub(super) fn len(&self) -> usize {
-        self.0.as_ref().map_or(0, |a| a.len())
+        usize::from(self.first != Self::NONE) + self.more.as_ref().map_or(0, |m| m.len())
     }
 
     pub(super) fn push(&mut self, seq: u64) {
-        self.0.get_or_insert_with(Default::default).push(seq);
+        debug_assert_ne!(seq, Self::NONE, "no slot key is zero");
+        if self.first == Self::NONE {
+            self.first = seq;
+        } else {
+            self.more.get_or_insert_with(Default::default).push(seq);
+        }
     }
 
+    /// The entries, oldest first.
     pub(super) fn iter(&self) -> impl DoubleEndedIterator<Item = &u64> {
-        self.0.iter().flat_map(|a| a.iter())
+        std::iter::once(&self.first)
+            .filter(|&&s| s != Self::NONE)
+            .chain(self.more.iter().flat_map(|m| m.iter()))
     }
 
     /// Takes one entry of `seq` out, searching from the end (where it was
     /// pushed).
     pub(super) fn remove_last(&mut self, seq: u64) {
-        if let Some(a) = &mut self.0 {
-            if let Some(i) = a.iter().rposition(|s| *s == seq) {
-                a.swap_remove(i);
-            }
+        let in_more = self
+            .more
+            .as_mut()
+            .and_then(|m| m.iter().rposition(|s| *s == seq).map(|i| m.remove(i)));
+        if in_more.is_none() && self.first == seq {
+            self.first = Self::NONE;
         }
         self.tidy();
     }
 
     /// Takes every entry of `seq` out.
     pub(super) fn remove_all(&mut self, seq: u64) {
-        if let Some(a) = &mut self.0 {
-            a.retain(|s| *s != seq);
+        if let Some(m) = &mut self.more {
+            m.retain(|s| *s != seq);
+        }
+        if self.first == seq {
+            self.first = Self::NONE;
         }
         self.tidy();
     }
 
+    /// Keeps the first entry in the record and no empty box.
     fn tidy(&mut self) {
-        if self.0.as_ref().is_some_and(|a| a.is_empty()) {
-            self.0 = None;
+        if self.first == Self::NONE {
+            if let Some(m) = &mut self.more {
+                if !m.is_empty() {
+                    self.first = m.remove(0);
+                }
+            }
+        }
+        if self.more.as_ref().is_some_and(|m| m.is_empty()) {
+            self.more = None;
         }
     }
 }
@@ -810,20 +838,34 @@ mod tests {
     #[test]
     fn attempts_keep_a_list_only_while_there_are_some() {
         let mut a = Attempts::default();
-        assert!(a.0.is_none());
-        for seq in [7, 8, 7] {
+        let seqs = |a: &Attempts| a.iter().copied().collect::<Vec<_>>();
+        a.push(7);
+        assert!(a.more.is_none(), "one attempt allocates nothing");
+        for seq in [8, 7] {
             a.push(seq);
         }
-        assert_eq!(a.iter().copied().collect::<Vec<_>>(), [7, 8, 7]);
+        assert_eq!(seqs(&a), [7, 8, 7]);
+        assert_eq!(a.iter().rev().copied().collect::<Vec<_>>(), [7, 8, 7]);
         a.remove_last(7);
-        assert_eq!(a.iter().copied().collect::<Vec<_>>(), [7, 8]);
+        assert_eq!(seqs(&a), [7, 8]);
         a.remove_all(7);
-        assert_eq!((a.len(), a.0.is_some()), (1, true));
+        assert_eq!(seqs(&a), [8]);
+        assert_eq!(a.len(), 1);
+        assert!(
+            a.more.is_none(),
+            "the last in the box moved into the record"
+        );
         a.remove_last(8);
-        assert!(a.0.is_none(), "the last to leave gives the list back");
-        a.push(9);
-        a.remove_all(9);
-        assert!(a.0.is_none());
+        assert_eq!((a.len(), a.first), (0, Attempts::NONE));
+        for seq in [1, 2, 3] {
+            a.push(seq);
+        }
+        a.remove_last(1);
+        assert_eq!(seqs(&a), [2, 3]);
+        a.remove_all(2);
+        a.remove_all(3);
+        assert_eq!(a.len(), 0);
+        assert!(a.more.is_none());
     }
 
     #[test]
