@@ -35,9 +35,10 @@
 //!   and a shard keeps one table's words: the sizes it outgrew are part
 //!   of it, and churn makes none.
 //! - **Bounded.** A table is at most three quarters full, tombstones
-//!   counted, and a rebuilt one at most five eighths full of live
-//!   entries, so it grows by doubling and is never under three eighths
-//!   full once past its first size.
+//!   counted, and a rebuild leaves it at most five eighths full of live
+//!   entries, so it grows by doubling, and one grown by insertions is at
+//!   least three eighths full. Removals leave its segments in place: a
+//!   shard keeps the words of the largest table it reached.
 
 use crate::base::ids::SLOTS_MAX;
 use crate::base::sync::{lock_at, spin_wait, AtomicU64, Mutex, Ordering, Ranked, Rung};
@@ -565,8 +566,8 @@ mod tests {
     /// The words an index keeps, over every shard, against its live
     /// entries: a shard keeps one table, which a rebuild leaves at most
     /// five eighths full and which grows by doubling at three quarters,
-    /// so it is never under three eighths full once past its first size;
-    /// the sizes it outgrew and its churn cost nothing more.
+    /// so one grown by insertions is at least three eighths full; the
+    /// sizes it outgrew and churn at a steady size cost nothing more.
     #[test]
     fn an_index_keeps_one_table_per_shard_through_growth_and_churn() {
         let mut names = Names::new();
