@@ -1,6 +1,7 @@
 //! `Attrs`: a listing's or presence record's attributes, as the record
 //! keeps them and as reads return them.
 
+use crate::base::inline::InlineBytes;
 use std::borrow::Borrow;
 use std::fmt;
 use std::hash::{Hash, Hasher};
@@ -34,53 +35,8 @@ pub struct Attrs(Repr);
 
 #[derive(Clone)]
 enum Repr {
-    Inline(Inline),
+    Inline(InlineBytes),
     Shared(Arc<[u8]>),
-}
-
-/// Attributes kept inline, laid out as [`Attrs::to_words`] lays them out:
-/// the length in the first byte, then the bytes, then zeros (one more
-/// byte than the longest attributes, so the value is three whole words
-/// and is made from them a word at a time).
-#[derive(Clone, Copy)]
-#[repr(C, align(8))]
-struct Inline {
-    len: Len,
-    bytes: [u8; Attrs::INLINE_BYTES + 1],
-}
-
-macro_rules! lengths {
-    ($($len:ident = $n:literal)*) => {
-        /// An inline value's length, 0 to 22: an enum, so the values a
-        /// length never takes tell [`Repr`]'s variants apart and an
-        /// `Attrs` is 24 bytes.
-        #[derive(Clone, Copy)]
-        #[repr(u8)]
-        enum Len { $($len = $n,)* }
-
-        /// Each length's [`Len`], by length.
-        const LENS: [Len; Attrs::INLINE_BYTES + 1] = [$(Len::$len,)*];
-    };
-}
-
-lengths!(
-    L0 = 0 L1 = 1 L2 = 2 L3 = 3 L4 = 4 L5 = 5 L6 = 6 L7 = 7 L8 = 8 L9 = 9 L10 = 10 L11 = 11
-    L12 = 12 L13 = 13 L14 = 14 L15 = 15 L16 = 16 L17 = 17 L18 = 18 L19 = 19 L20 = 20 L21 = 21
-    L22 = 22
-);
-
-impl Inline {
-    /// The value three words of [`Attrs::to_words`]'s layout keep, whose
-    /// length is `len`.
-    #[inline(always)]
-    fn of_words(len: Len, words: [u64; 3]) -> Inline {
-        let [w0, w1, w2] = words.map(u64::to_le_bytes);
-        let mut bytes = [0; Attrs::INLINE_BYTES + 1];
-        bytes[..7].copy_from_slice(&w0[1..]);
-        bytes[7..15].copy_from_slice(&w1);
-        bytes[15..].copy_from_slice(&w2);
-        Inline { len, bytes }
-    }
 }
 
 impl Attrs {
@@ -89,36 +45,22 @@ impl Attrs {
     pub const INLINE_BYTES: usize = 22;
 
     /// No attributes.
-    pub const EMPTY: Attrs = Attrs(Repr::Inline(Inline {
-        len: Len::L0,
-        bytes: [0; Attrs::INLINE_BYTES + 1],
-    }));
+    pub const EMPTY: Attrs = Attrs(Repr::Inline(InlineBytes::EMPTY));
 
     /// The attributes `bytes`: inline if short, else shared.
     #[inline]
     pub fn new(bytes: &[u8]) -> Self {
-        // One arm per length, so that each copy has a width known at
-        // compile time (as `Name::new` does for names).
-        macro_rules! by_length {
-            ($($n:literal)*) => {
-                match bytes.len() {
-                    $($n => {
-                        let mut inline = [0; Attrs::INLINE_BYTES + 1];
-                        inline[..$n].copy_from_slice(&bytes[..$n]);
-                        Repr::Inline(Inline { len: LENS[$n], bytes: inline })
-                    })*
-                    _ => Repr::Shared(Arc::from(bytes)),
-                }
-            };
+        match InlineBytes::new(bytes, Attrs::INLINE_BYTES) {
+            Some(inline) => Attrs(Repr::Inline(inline)),
+            None => Attrs(Repr::Shared(Arc::from(bytes))),
         }
-        Attrs(by_length!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22))
     }
 
     /// The bytes.
     #[inline]
     pub fn as_bytes(&self) -> &[u8] {
         match &self.0 {
-            Repr::Inline(Inline { len, bytes }) => &bytes[..*len as usize],
+            Repr::Inline(inline) => inline.bytes(),
             Repr::Shared(bytes) => bytes,
         }
     }
@@ -135,16 +77,10 @@ impl Attrs {
     /// attributes longer than [`INLINE_BYTES`](Self::INLINE_BYTES).
     #[inline]
     pub(crate) fn to_words(&self) -> Option<[u64; 3]> {
-        let Repr::Inline(inline) = &self.0 else {
-            return None;
-        };
-        let b = &inline.bytes;
-        let word = |bytes: [u8; 8]| u64::from_le_bytes(bytes);
-        Some([
-            inline.len as u64 | word([0, b[0], b[1], b[2], b[3], b[4], b[5], b[6]]),
-            word([b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14]]),
-            word([b[15], b[16], b[17], b[18], b[19], b[20], b[21], b[22]]),
-        ])
+        match &self.0 {
+            Repr::Inline(inline) => Some(inline.to_words()),
+            Repr::Shared(_) => None,
+        }
     }
 
     /// The attributes three words keep ([`to_words`](Self::to_words));
@@ -152,16 +88,10 @@ impl Attrs {
     /// inline width), never a panic.
     #[inline]
     pub(crate) fn from_words(words: [u64; 3]) -> Option<Attrs> {
-        let len = *LENS.get((words[0] & 0xFF) as usize)?;
         // Zeros past the bytes whatever the words held there, as every
         // inline value keeps.
-        let kept = len as usize + 1;
-        let words: [u64; 3] = std::array::from_fn(|i| match kept.saturating_sub(i * 8) {
-            0 => 0,
-            n if n >= 8 => words[i],
-            n => words[i] & ((1 << (n * 8)) - 1),
-        });
-        Some(Attrs(Repr::Inline(Inline::of_words(len, words))))
+        InlineBytes::from_words(words, Attrs::INLINE_BYTES)
+            .map(|inline| Attrs(Repr::Inline(inline)))
     }
 }
 

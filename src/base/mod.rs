@@ -13,6 +13,7 @@ pub mod faults;
 #[cfg(not(relaystore_loom))]
 pub(crate) mod faults;
 pub(crate) mod ids;
+pub(crate) mod inline;
 pub(crate) mod name;
 pub(crate) mod secrets;
 pub(crate) mod slot_word;

@@ -2,6 +2,7 @@
 //! holder (`Holder`), a listing's key, a member's name — and as records
 //! keep it.
 
+use crate::base::inline::InlineBytes;
 use std::borrow::Borrow;
 use std::cmp::Ordering;
 use std::fmt;
@@ -46,98 +47,24 @@ pub type Holder = Name;
 
 #[derive(Clone)]
 enum Repr {
-    Inline(Inline),
+    Inline(InlineBytes),
     Shared(Arc<str>),
 }
 
-/// A name kept inline, laid out as [`Name::to_words`] lays it out: its
-/// length in the first byte, then its bytes, then zeros.
-///
-/// The one rule this type's `unsafe` rests on: **`bytes[..len]` is
-/// UTF-8**. And one that equality rests on: the bytes past `len` are
-/// zeros. Only [`Inline::of`] (a copy of a `&str`),
-/// [`Name::from_words`] (which checks) and `Name::default` (empty) make
-/// one.
-#[derive(Clone, Copy)]
-#[repr(C, align(8))]
-struct Inline {
-    len: Len,
-    bytes: [u8; Name::INLINE_BYTES],
-}
-
-macro_rules! lengths {
-    ($($len:ident = $n:literal)*) => {
-        /// An inline name's length, 0 to 23: an enum, so the values a
-        /// length never takes tell [`Repr`]'s variants apart and a
-        /// `Name` is 24 bytes.
-        #[derive(Clone, Copy)]
-        #[repr(u8)]
-        enum Len { $($len = $n,)* }
-
-        /// Each length's [`Len`], by length.
-        const LENS: [Len; Name::INLINE_BYTES + 1] = [$(Len::$len,)*];
-    };
-}
-
-lengths!(
-    L0 = 0 L1 = 1 L2 = 2 L3 = 3 L4 = 4 L5 = 5 L6 = 6 L7 = 7 L8 = 8 L9 = 9 L10 = 10 L11 = 11
-    L12 = 12 L13 = 13 L14 = 14 L15 = 15 L16 = 16 L17 = 17 L18 = 18 L19 = 19 L20 = 20 L21 = 21
-    L22 = 22 L23 = 23
-);
-
-/// Up to eight bytes as a little-endian word, zeros above: loads of the
-/// bytes themselves (overlapping where the length is not a power of two),
-/// so that a name is made in registers and stored a word at a time. (Made
-/// through a byte buffer, its bytes were stored at one width and loaded
-/// at another, which the processor cannot forward: ADR 0077.)
-#[inline(always)]
-fn word_of(b: &[u8]) -> u64 {
-    let n = b.len();
-    debug_assert!(n <= 8);
-    if n >= 4 {
-        let lo = u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
-        let hi = u64::from(u32::from_le_bytes([b[n - 4], b[n - 3], b[n - 2], b[n - 1]]));
-        lo | hi << ((n - 4) * 8)
-    } else if n > 0 {
-        u64::from(b[0]) | u64::from(b[n / 2]) << (n / 2 * 8) | u64::from(b[n - 1]) << ((n - 1) * 8)
-    } else {
-        0
-    }
-}
-
-impl Inline {
-    /// `name`, if it is short enough to be kept inline.
-    #[inline]
-    fn of(name: &str) -> Option<Inline> {
-        let words = Name::to_words(name)?;
-        Some(Inline::of_words(LENS[name.len()], words))
-    }
-
-    /// The inline name three words of [`Name::to_words`]'s layout keep,
-    /// whose length is `len`. Its bytes must be UTF-8 (the rule on
-    /// `Inline`): the caller has checked them, or made the words from a
-    /// `&str`.
-    #[inline(always)]
-    fn of_words(len: Len, words: [u64; 3]) -> Inline {
-        let [w0, w1, w2] = words.map(u64::to_le_bytes);
-        let mut bytes = [0; Name::INLINE_BYTES];
-        bytes[..7].copy_from_slice(&w0[1..]);
-        bytes[7..15].copy_from_slice(&w1);
-        bytes[15..].copy_from_slice(&w2);
-        Inline { len, bytes }
-    }
-
-    #[inline]
-    #[allow(unsafe_code)] // An inline name's bytes are UTF-8: ADR 0077.
-    fn as_str(&self) -> &str {
-        let bytes = &self.bytes[..self.len as usize];
-        debug_assert!(std::str::from_utf8(bytes).is_ok());
-        // SAFETY: `bytes[..len]` is UTF-8 (the rule on `Inline`): `of`
-        // copies it from a `&str`, `from_words` makes an `Inline` only of
-        // bytes it checked, `Name::default`'s is empty; the fields are
-        // private to this module, which writes them nowhere else.
-        unsafe { std::str::from_utf8_unchecked(bytes) }
-    }
+/// An inline name's bytes as a `&str`. The one rule this `unsafe` rests
+/// on: **an inline name's bytes are UTF-8**. Only [`Name::new`] (a copy
+/// of a `&str`), [`Name::from_words`] (which checks) and `Name::default`
+/// (empty) make an inline name.
+#[inline]
+#[allow(unsafe_code)] // An inline name's bytes are UTF-8: ADR 0077.
+fn as_str(inline: &InlineBytes) -> &str {
+    let bytes = inline.bytes();
+    debug_assert!(std::str::from_utf8(bytes).is_ok());
+    // SAFETY: the bytes are UTF-8 (the rule above): `Name::new` copies
+    // them from a `&str`, `from_words` makes an inline name only of bytes
+    // it checked, `Name::default`'s are none; `Repr` is private to this
+    // module, which makes an inline name nowhere else.
+    unsafe { std::str::from_utf8_unchecked(bytes) }
 }
 
 impl Name {
@@ -148,7 +75,7 @@ impl Name {
     /// beyond.
     #[inline]
     pub fn new(name: &str) -> Self {
-        match Inline::of(name) {
+        match InlineBytes::new(name.as_bytes(), Name::INLINE_BYTES) {
             Some(inline) => Name(Repr::Inline(inline)),
             None => Name(Repr::Shared(Arc::from(name))),
         }
@@ -158,7 +85,7 @@ impl Name {
     #[inline]
     pub fn as_str(&self) -> &str {
         match &self.0 {
-            Repr::Inline(inline) => inline.as_str(),
+            Repr::Inline(inline) => as_str(inline),
             Repr::Shared(name) => name,
         }
     }
@@ -173,17 +100,7 @@ impl Name {
     /// in the first byte, then its bytes, little-endian, zeros after.
     /// `None` for a name longer than [`Name::INLINE_BYTES`].
     pub(crate) fn to_words(name: &str) -> Option<[u64; 3]> {
-        let text = name.as_bytes();
-        let n = text.len();
-        if n > Name::INLINE_BYTES {
-            return None;
-        }
-        let (a, b) = (n.min(7), n.min(15));
-        Some([
-            n as u64 | word_of(&text[..a]) << 8,
-            word_of(&text[a..b]),
-            word_of(&text[b..]),
-        ])
+        InlineBytes::words_of(name.as_bytes())
     }
 
     /// The name three words keep ([`Name::to_words`]); `None` for words
@@ -194,23 +111,12 @@ impl Name {
     /// the bytes were a third of a lease read's cost (ADR 0077).
     #[inline]
     pub(crate) fn from_words(words: [u64; 3]) -> Option<Name> {
-        const HIGH_BITS: u64 = 0x8080_8080_8080_8080;
-        let len = *LENS.get((words[0] & 0xFF) as usize)?;
-        // Zeros past the name whatever the words held there (the rule on
-        // `Inline`), so names compare by their words.
-        let kept = len as usize + 1;
-        let words: [u64; 3] = std::array::from_fn(|i| match kept.saturating_sub(i * 8) {
-            0 => 0,
-            n if n >= 8 => words[i],
-            n => words[i] & ((1 << (n * 8)) - 1),
-        });
-        // The first word less its length byte, and the other two: every
-        // byte of the name.
-        let ascii = ((words[0] >> 8) | words[1] | words[2]) & HIGH_BITS == 0;
-        let inline = Inline::of_words(len, words);
-        if !ascii {
-            // Made only of bytes that are UTF-8 (the rule on `Inline`).
-            std::str::from_utf8(&inline.bytes[..len as usize]).ok()?;
+        // Zeros past the name whatever the words held there, so names
+        // compare by their words.
+        let inline = InlineBytes::from_words(words, Name::INLINE_BYTES)?;
+        if inline.high_bits() != 0 {
+            // Made only of bytes that are UTF-8 (the rule on `as_str`).
+            std::str::from_utf8(inline.bytes()).ok()?;
         }
         Some(Name(Repr::Inline(inline)))
     }
@@ -218,19 +124,16 @@ impl Name {
 
 impl Default for Name {
     fn default() -> Self {
-        Name(Repr::Inline(Inline {
-            len: Len::L0,
-            bytes: [0; Name::INLINE_BYTES],
-        }))
+        Name(Repr::Inline(InlineBytes::EMPTY))
     }
 }
 
 impl PartialEq for Name {
-    /// Two inline names compare by their length and bytes, zeros past
-    /// the length included (fixed widths: no call to `memcmp`).
+    /// Two inline names compare by their words, zeros past the bytes
+    /// included (fixed widths: no call to `memcmp`).
     fn eq(&self, other: &Name) -> bool {
         match (&self.0, &other.0) {
-            (Repr::Inline(a), Repr::Inline(b)) => a.len as u8 == b.len as u8 && a.bytes == b.bytes,
+            (Repr::Inline(a), Repr::Inline(b)) => a == b,
             _ => self.as_str() == other.as_str(),
         }
     }
@@ -320,7 +223,7 @@ impl From<String> for Name {
 impl From<Name> for Arc<str> {
     fn from(h: Name) -> Self {
         match h.0 {
-            Repr::Inline(inline) => Arc::from(inline.as_str()),
+            Repr::Inline(inline) => Arc::from(as_str(&inline)),
             Repr::Shared(name) => name,
         }
     }
@@ -385,9 +288,8 @@ mod tests {
                 assert_eq!(made.is_shared(), len > Name::INLINE_BYTES);
             }
         }
-        // The lengths a name never has tell inline from shared apart.
+        // A first word that is never zero tells inline from shared apart.
         assert_eq!(std::mem::size_of::<Name>(), 24);
-        assert_eq!(std::mem::size_of::<Option<Name>>(), 24);
     }
 
     #[test]
