@@ -73,12 +73,21 @@ impl Name {
 
     /// The name `name`: inline up to [`Name::INLINE_BYTES`] bytes, shared
     /// beyond.
-    #[inline]
+    #[inline(always)]
     pub fn new(name: &str) -> Self {
         match InlineBytes::new(name.as_bytes(), Name::INLINE_BYTES) {
             Some(inline) => Name(Repr::Inline(inline)),
-            None => Name(Repr::Shared(Arc::from(name))),
+            None => Name::shared(name),
         }
+    }
+
+    /// A name past the inline width. Apart, so that [`Name::new`] is made
+    /// where it is called (its value is then built where the caller keeps
+    /// it, not stored by one frame and loaded at another width by the next).
+    #[cold]
+    #[inline(never)]
+    fn shared(name: &str) -> Self {
+        Name(Repr::Shared(Arc::from(name)))
     }
 
     /// The name.

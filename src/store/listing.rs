@@ -322,6 +322,7 @@ impl Store {
     }
 
     /// The visible listing under `key`, with what its children need.
+    #[inline(always)]
     pub(super) fn listing_view(&self, key: &NameKey, now: MonoTime) -> Result<ListingView> {
         let (mut view, left) = self.visible_listing(key, now, true, |seen| ListingView {
             origin: seen.origin,
@@ -357,6 +358,7 @@ impl Store {
     /// the last tenant revocation, live, with attributes in its words.
     /// Anything else is read under the lock, which marks the listing
     /// valid for the next read.
+    #[inline(always)]
     fn visible_listing<R>(
         &self,
         key: &dyn NameLookup,
@@ -398,41 +400,7 @@ impl Store {
                 (lease, seen)
             }
             Peeked::Missing => return Err(Error::NotFound),
-            Peeked::Locked => {
-                let revocations = self.shared.revocations.now();
-                let seen = self.shared.listings.read_words(
-                    key,
-                    now,
-                    |_| true,
-                    |v, words, stamp| {
-                        let visible = v.attached() && v.owner.valid();
-                        words.valid_at.mark(visible, revocations);
-                        visible.then(|| {
-                            let seen = |attrs: &Attrs| {
-                                see(ListingSeen {
-                                    origin: v.origin,
-                                    lease: v.lease(),
-                                    version: stamp.version,
-                                    attrs,
-                                })
-                            };
-                            let seen = if with_attrs {
-                                words.attrs.with(&v.attrs, seen)
-                            } else {
-                                seen(&Attrs::EMPTY)
-                            };
-                            (v.lease(), seen)
-                        })
-                    },
-                );
-                match seen {
-                    Ok(Some(seen)) => seen,
-                    Ok(None) | Err(Error::Expired) | Err(Error::NotFound) => {
-                        return Err(Error::NotFound)
-                    }
-                    Err(e) => return Err(e),
-                }
-            }
+            Peeked::Locked => self.visible_listing_locked(key, now, with_attrs, see)?,
         };
         let left = self
             .lease_remaining(key.tenant(), lease, now)
@@ -440,10 +408,67 @@ impl Store {
         Ok((seen, left))
     }
 
+    /// [`visible_listing`](Self::visible_listing) under the slot's lock:
+    /// the listing's lease and what `see` made of it.
+    #[cold]
+    #[inline(never)]
+    fn visible_listing_locked<R>(
+        &self,
+        key: &dyn NameLookup,
+        now: MonoTime,
+        with_attrs: bool,
+        see: impl FnOnce(ListingSeen<'_>) -> R,
+    ) -> Result<(u64, R)> {
+        let revocations = self.shared.revocations.now();
+        let seen = self.shared.listings.read_words(
+            key,
+            now,
+            |_| true,
+            |v, words, stamp| {
+                let visible = v.attached() && v.owner.valid();
+                words.valid_at.mark(visible, revocations);
+                visible.then(|| {
+                    let seen = |attrs: &Attrs| {
+                        see(ListingSeen {
+                            origin: v.origin,
+                            lease: v.lease(),
+                            version: stamp.version,
+                            attrs,
+                        })
+                    };
+                    let seen = if with_attrs {
+                        words.attrs.with(&v.attrs, seen)
+                    } else {
+                        seen(&Attrs::EMPTY)
+                    };
+                    (v.lease(), seen)
+                })
+            },
+        );
+        match seen {
+            Ok(Some(seen)) => Ok(seen),
+            Ok(None) | Err(Error::Expired) | Err(Error::NotFound) => Err(Error::NotFound),
+            Err(e) => Err(e),
+        }
+    }
+
     /// A visible listing.
     pub fn get_listing(&self, tenant: TenantId, key: &str) -> Result<ListingInfo> {
         let key = (tenant, self.key_name(key)?);
-        self.consistent(|| Ok(self.listing_view(&key, self.shared.clock.now())?.info))
+        // What the consistent read hands back is plain words and `Attrs`;
+        // the answer is made once, after it.
+        let ((lease, version, attrs), left) = self.consistent(|| {
+            self.visible_listing(&key, self.shared.clock.now(), true, |seen| {
+                (seen.lease, seen.version, seen.attrs.clone())
+            })
+        })?;
+        Ok(ListingInfo {
+            key: key.1,
+            lease: self.lease_id(lease),
+            attrs,
+            version,
+            remaining: left,
+        })
     }
 
     /// Reads a visible listing in place: `read` gets its lease and its

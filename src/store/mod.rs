@@ -511,6 +511,7 @@ impl Store {
 
     /// Runs a read of listings, streams, queues or schedules so that it
     /// sees every commit whole or not at all.
+    #[inline(always)]
     fn consistent<R>(&self, read: impl FnMut() -> R) -> R {
         self.shared.gate.read(read)
     }
@@ -574,6 +575,7 @@ impl Store {
 
     /// A caller-supplied name as a named record's key holds it (inline up
     /// to 23 bytes, ADR 0046), under the rules of [`name`](Self::name).
+    #[inline(always)]
     fn key_name(&self, name: &str) -> Result<Name> {
         self.check_name(name)?;
         Ok(Name::new(name))

@@ -254,6 +254,7 @@ impl Store {
         self.visible_presence(name, self.shared.clock.now(), |seen| read(seen.attrs))
     }
 
+    #[inline(always)]
     fn presence_info(&self, key: &NameKey, now: MonoTime) -> Result<PresenceInfo> {
         self.visible_presence(key, now, |seen| PresenceInfo {
             member: key.1.clone(),
@@ -274,6 +275,7 @@ impl Store {
     /// the last tenant revocation, live, with attributes in its words.
     /// Anything else is read under the lock, which marks the record
     /// valid for the next read.
+    #[inline(always)]
     fn visible_presence<R>(
         &self,
         key: &dyn NameLookup,
@@ -306,39 +308,50 @@ impl Store {
                 (lease, seen)
             }
             Peeked::Missing => return Err(Error::NotFound),
-            Peeked::Locked => {
-                let revocations = self.shared.revocations.now();
-                let seen = self.shared.presence.read_words(
-                    key,
-                    now,
-                    |_| true,
-                    |v, words, stamp| {
-                        let visible = v.attached() && v.owner.valid();
-                        words.valid_at.mark(visible, revocations);
-                        visible.then(|| {
-                            let seen = words.attrs.with(&v.attrs, |attrs| {
-                                see(PresenceSeen {
-                                    lease: v.lease(),
-                                    stamp,
-                                    attrs,
-                                })
-                            });
-                            (v.lease(), seen)
-                        })
-                    },
-                );
-                match seen {
-                    Ok(Some(seen)) => seen,
-                    Ok(None) => return Err(Error::NotFound),
-                    Err(e) => return Err(e),
-                }
-            }
+            Peeked::Locked => self.visible_presence_locked(key, now, see)?,
         };
         if let Some(lease) = lease {
             self.lease_status(key.tenant(), lease, now)
                 .map_err(|_| Error::NotFound)?;
         }
         Ok(seen)
+    }
+
+    /// [`visible_presence`](Self::visible_presence) under the record's
+    /// lock: its lease, if it has one, and what `see` made of it.
+    #[cold]
+    #[inline(never)]
+    fn visible_presence_locked<R>(
+        &self,
+        key: &dyn NameLookup,
+        now: MonoTime,
+        see: impl FnOnce(PresenceSeen<'_>) -> R,
+    ) -> Result<(Option<u64>, R)> {
+        let revocations = self.shared.revocations.now();
+        let seen = self.shared.presence.read_words(
+            key,
+            now,
+            |_| true,
+            |v, words, stamp| {
+                let visible = v.attached() && v.owner.valid();
+                words.valid_at.mark(visible, revocations);
+                visible.then(|| {
+                    let seen = words.attrs.with(&v.attrs, |attrs| {
+                        see(PresenceSeen {
+                            lease: v.lease(),
+                            stamp,
+                            attrs,
+                        })
+                    });
+                    (v.lease(), seen)
+                })
+            },
+        );
+        match seen {
+            Ok(Some(seen)) => Ok(seen),
+            Ok(None) => Err(Error::NotFound),
+            Err(e) => Err(e),
+        }
     }
 
     /// Up to `limit` visible presence records after `cursor`, in the
