@@ -24,7 +24,11 @@
 //! - `hashbrown_id/1t` and `hashbrown_name/1t`: one thread's get of a
 //!   record from a plain `HashMap` (std's, which is hashbrown) by a lease's
 //!   id and by `(tenant, name)`, with no synchronisation at all: what one
-//!   thread's lease read, and listing or presence read, is held against.
+//!   thread's lease read, and listing or presence read, is held against;
+//! - `clock/1t`: one reading of the production clock
+//!   (`relaystore::time::SystemClock`), which every read of a record with
+//!   a deadline takes once, and no hash map read does: the part of a
+//!   store read no layout of the record removes.
 //!
 //! Before the timed groups the bench prints how many heap bytes one read
 //! of each collection allocates (a counting allocator; untimed; the
@@ -37,6 +41,7 @@ mod support;
 use cap::Cap;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use dashmap::DashMap;
+use relaystore::time::{Clock, SystemClock};
 use relaystore::{Store, StoreConfig, TenantId};
 use std::alloc::System;
 use std::collections::HashMap;
@@ -241,6 +246,15 @@ fn floor_reads(c: &mut Criterion) {
         }
     }
     group.throughput(Throughput::Elements(1));
+    let clock = std::sync::Arc::new(SystemClock::new());
+    group.bench_function(BenchmarkId::new("clock", "1t"), |b| {
+        b.iter_custom(|iters| {
+            let clock = clock.clone();
+            run_threads(1, iters, move |_, _| {
+                black_box(clock.now());
+            })
+        })
+    });
     for floor in ["hashbrown_id", "hashbrown_name"] {
         let f = f.clone();
         group.bench_function(BenchmarkId::new(floor, "1t"), |b| {

@@ -8,7 +8,10 @@ judges it by, each a median over the runs, with the runs' own figures:
 - each collection's scaling over the sequence-checked floor's, in the same
   run;
 - one thread's read of a lease over a plain HashMap get by id, and of a
-  listing or presence record over one by (tenant, name).
+  listing or presence record over one by (tenant, name);
+- one reading of the production clock over the get by id (every store
+  read takes one; no map read does), and each collection's read over the
+  get plus that reading.
 
     python3 scripts/hot_table.py [--runs 5] [criterion args]
 
@@ -60,6 +63,15 @@ def figures(m):
     for kind in ["listing", "presence"]:
         out[f"{kind} 1t / hashbrown get by name"] = (
             m[f"read_hot/{kind}/hot/1t"] / m["read_hot/floor/hashbrown_name/1t"])
+    clock = m["read_hot/floor/clock/1t"]
+    out["clock reading / hashbrown get by id"] = (
+        clock / m["read_hot/floor/hashbrown_id/1t"])
+    out["lease 1t / (get by id + clock)"] = (
+        m["read_hot/lease/hot/1t"] / (m["read_hot/floor/hashbrown_id/1t"] + clock))
+    for kind in ["listing", "presence"]:
+        out[f"{kind} 1t / (get by name + clock)"] = (
+            m[f"read_hot/{kind}/hot/1t"]
+            / (m["read_hot/floor/hashbrown_name/1t"] + clock))
     return out
 
 
