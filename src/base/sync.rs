@@ -338,6 +338,22 @@ pub(crate) fn lock_at<T>(rung: Rung, mutex: &Mutex<T>) -> Ranked<'_, T> {
     }
 }
 
+/// [`lock_at`] if `mutex` is free now; `None` if it is held (a lock
+/// poisoned by a panic is taken, as `lock` takes it).
+#[cfg(not(relaystore_loom))]
+pub(crate) fn try_lock_at<T>(rung: Rung, mutex: &Mutex<T>) -> Option<Ranked<'_, T>> {
+    let entered = enter(rung);
+    let guard = match mutex.try_lock() {
+        Ok(guard) => guard,
+        Err(std::sync::TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+        Err(std::sync::TryLockError::WouldBlock) => return None,
+    };
+    Some(Ranked {
+        guard,
+        _rung: entered,
+    })
+}
+
 /// A value replaced whole while readers keep reading it: a reader sees the
 /// old value or the new one, never a mix. `arc-swap` outside the model
 /// checker (a read writes no shared memory); a mutex over an `Arc` under

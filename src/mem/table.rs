@@ -36,7 +36,9 @@
 //!   path removes it.
 
 use crate::base::error::{Error, Result, Scope};
-use crate::base::sync::{lock_at, Arc, AtomicBool, AtomicU64, Mutex, Ordering, Rung};
+#[cfg(not(relaystore_loom))]
+use crate::base::sync::try_lock_at;
+use crate::base::sync::{lock_at, Arc, AtomicBool, AtomicU64, Mutex, Ordering, Ranked, Rung};
 use crate::base::time::MonoTime;
 use crate::mem::quota::{Counter, Reservation};
 use crate::mem::record::{renewal, Head, Record, Refusal, Stamp, Versions};
@@ -206,9 +208,53 @@ pub(crate) struct WheelShard<K, L: Timing<K>> {
     /// slab table's: its operations pay only a whole pass, ADR 0050).
     /// Written only under the shard's lock.
     tidy_owed: AtomicBool,
+    /// Operations waiting for `timers` ([`lock`](Self::lock)), for a sweep
+    /// to let in between its batches ([`give_way`](Self::give_way)). A
+    /// hint only: no decision reads it. Not in the models (a loom build
+    /// leaves it at zero).
+    #[cfg_attr(relaystore_loom, allow(dead_code))]
+    waiting: std::sync::atomic::AtomicUsize,
 }
 
 impl<K, L: Timing<K>> WheelShard<K, L> {
+    /// The shard's lock, for an operation (a creation, a removal, a
+    /// deadline moved earlier): one that has to wait counts itself in
+    /// `waiting` meanwhile, so that a sweep lets it in at its next batch.
+    fn lock(&self) -> Ranked<'_, Timers<K, L>> {
+        #[cfg(not(relaystore_loom))]
+        if let Some(timers) = try_lock_at(Rung::Wheel, &self.timers) {
+            return timers;
+        }
+        #[cfg(not(relaystore_loom))]
+        self.waiting
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let timers = lock_at(Rung::Wheel, &self.timers);
+        #[cfg(not(relaystore_loom))]
+        self.waiting
+            .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+        timers
+    }
+
+    /// Called by a sweep between two batches, with the lock given back:
+    /// waits, up to [`GIVE_WAY_MAX`], while operations wait for the lock,
+    /// so they take it before the sweep takes it again. A thread that
+    /// gives a lock back and takes it again at once keeps it in practice
+    /// (a waiter woken by the unlock is not yet running): without this, a
+    /// mass expiry held every creation on a shard for the whole of the
+    /// shard's sweep, seconds at 10^7 records.
+    fn give_way(&self) {
+        #[cfg(all(not(relaystore_loom), feature = "native"))]
+        {
+            let waiting = || self.waiting.load(std::sync::atomic::Ordering::Relaxed) > 0;
+            if waiting() {
+                let since = std::time::Instant::now();
+                while waiting() && since.elapsed() < GIVE_WAY_MAX {
+                    crate::base::sync::spin_wait();
+                }
+            }
+        }
+    }
+
     /// Schedules `item` at `due` (under this shard's lock: `timers`);
     /// returns the record's timer word.
     fn schedule(&self, timers: &mut Timers<K, L>, item: K, due: u64) -> u64 {
@@ -235,6 +281,11 @@ pub(crate) struct Timers<K, L: Timing<K>> {
 /// wait behind. One entry per hold in the model-checking build, so the
 /// models explore every gap between batches.
 pub const SWEEP_BATCH_MAX: usize = crate::base::sync::sized(1024, 1);
+
+/// The longest a sweep waits, between two batches, for the operations
+/// waiting for a wheel shard's lock to take it ([`WheelShard::give_way`]).
+#[cfg(all(not(relaystore_loom), feature = "native"))]
+const GIVE_WAY_MAX: std::time::Duration = std::time::Duration::from_millis(1);
 
 /// Wheel entries the sweep's compaction examines per hold of a wheel
 /// shard's lock (each a read of a slot, for a slab table's wheel).
@@ -577,6 +628,7 @@ where
                         }),
                         next_due_ms: AtomicU64::new(u64::MAX),
                         tidy_owed: AtomicBool::new(false),
+                        waiting: std::sync::atomic::AtomicUsize::new(0),
                     })
                 })
                 .collect(),
@@ -637,7 +689,7 @@ where
     ) -> Result<Inserted<P, K, V>> {
         let reservation = Reservation::acquire_under(&[(&self.ceiling, 1, ceiling)])?;
         let shard = self.timers_of(&key);
-        let mut timers = lock_at(Rung::Wheel, &shard.timers);
+        let mut timers = shard.lock();
         let upserted = self.map.upsert(key.clone(), |place, existing| {
             if let Some((old, _)) = existing {
                 let state = old.state();
@@ -823,7 +875,7 @@ where
         S: Find<Q, V>,
     {
         let shard = self.timers_of(key);
-        let mut timers = lock_at(Rung::Wheel, &shard.timers);
+        let mut timers = shard.lock();
         // Read, then written after the wheel's work: the wheel is never
         // called under a record's lock (its compaction reads records).
         // Every write of a timer word holds this wheel lock, and so does
@@ -1008,7 +1060,7 @@ where
         keep: impl FnOnce(&S::Place) -> P,
     ) -> Result<(P, Removed<K, V>)> {
         let shard = self.timers_of(key);
-        let mut timers = lock_at(Rung::Wheel, &shard.timers);
+        let mut timers = shard.lock();
         let mut kept = None;
         let verdict = self.map.remove_if(key, |place, h, v| {
             let state = h.state();
@@ -1110,6 +1162,8 @@ where
             if !self.tidy(shard, &mut timers, cap) {
                 break;
             }
+            drop(timers);
+            shard.give_way();
         }
     }
 
@@ -1134,10 +1188,14 @@ where
         let mut batch = fired.drain(..);
         while batch.len() > 0 {
             let mut timers = lock_at(Rung::Wheel, &shard.timers);
+            #[cfg(all(test, not(relaystore_loom)))]
+            tests::at_batch();
             for fired in batch.by_ref().take(SWEEP_BATCH_MAX) {
                 self.sweep_one(fired, now, shard, &mut timers, out);
             }
             self.tidy(shard, &mut timers, 0);
+            drop(timers);
+            shard.give_way();
         }
         drop(batch);
         // The scratch space goes back for the next sweep to reuse.
@@ -1357,6 +1415,92 @@ mod tests {
 
     fn held(t: &SlabTable<u32>) -> (usize, usize, usize) {
         (t.len(), t.scheduled(), t.stale_timers())
+    }
+
+    std::thread_local! {
+        /// What a sweep on this thread runs at the start of each batch,
+        /// under the wheel shard's lock ([`at_batch`]).
+        static AT_BATCH: std::cell::RefCell<Option<Box<dyn FnMut()>>> =
+            std::cell::RefCell::new(None);
+    }
+
+    /// Runs this thread's batch hook, if a test set one.
+    pub(super) fn at_batch() {
+        AT_BATCH.with(|hook| {
+            if let Some(hook) = hook.borrow_mut().as_mut() {
+                hook();
+            }
+        });
+    }
+
+    /// A creation that waits for a wheel shard's lock while a sweep of
+    /// many records of that shard holds it is let in at the sweep's next
+    /// batch, not after the shard's last: the sweep gives the lock back
+    /// between batches and waits for the waiters to take it. (Before, the
+    /// sweep took the lock back at once and kept it in practice, and a
+    /// mass expiry held creations for the whole of a shard's sweep.)
+    #[test]
+    fn a_creation_waiting_for_a_shard_is_let_in_between_a_sweeps_batches() {
+        let n = 64 * SWEEP_BATCH_MAX;
+        let t: Arc<SlabTable<u32>> = Arc::new(Table::new(
+            Scope::Named("test"),
+            n as u64 + 16,
+            Arc::new(Versions::new()),
+            MonoTime::ZERO,
+        ));
+        let keys: Vec<u64> = (0..n).map(|_| create(&t, 1)).collect();
+        let in_first = |t: &SlabTable<u32>, k: &u64| std::ptr::eq(t.timers_of(k), &*t.timers[0]);
+        let first = keys.iter().filter(|k| in_first(&t, k)).count();
+        assert!(
+            first > 4 * SWEEP_BATCH_MAX,
+            "{first} records in the first shard"
+        );
+        // The creator, once told, creates a record in the shard the sweep
+        // takes first.
+        let (go, told) = std::sync::mpsc::channel::<()>();
+        let creator = std::thread::spawn({
+            let t = t.clone();
+            move || {
+                told.recv().expect("told to create");
+                loop {
+                    let made = t.with_key(|key| match in_first(&t, &key) {
+                        true => t.insert(key, 7, MonoTime::ZERO, 100),
+                        false => Err(Error::NotFound),
+                    });
+                    if made.is_ok() {
+                        // How many of the expired records were gone by then.
+                        return n + 1 - t.len();
+                    }
+                }
+            }
+        });
+        // In the sweep's first batch, under the first shard's lock, the
+        // creator starts, and the batch goes on once it waits for the lock.
+        let mut go = Some(go);
+        let shard = t.clone();
+        AT_BATCH.with(|hook| {
+            *hook.borrow_mut() = Some(Box::new(move || {
+                if let Some(go) = go.take() {
+                    go.send(()).expect("the creator");
+                    while shard.timers[0]
+                        .waiting
+                        .load(std::sync::atomic::Ordering::Relaxed)
+                        == 0
+                    {
+                        std::thread::yield_now();
+                    }
+                }
+            }));
+        });
+        assert_eq!(t.sweep(MonoTime::from_millis(2), &mut Vec::new()), n);
+        AT_BATCH.with(|hook| hook.borrow_mut().take());
+        let removed_first = creator.join().expect("the creator");
+        assert!(
+            removed_first < first,
+            "the creation waited for the shard's whole sweep: \
+             {removed_first} of its {first} records removed first"
+        );
+        assert_eq!(t.len(), 1);
     }
 
     /// A slab record's deadline moved earlier, then back to the tick its
