@@ -235,6 +235,14 @@ impl<K, L: Timing<K>> WheelShard<K, L> {
         timers
     }
 
+    /// Whether an operation waits for the lock (never, in a model).
+    fn awaited(&self) -> bool {
+        #[cfg(not(relaystore_loom))]
+        return self.waiting.load(std::sync::atomic::Ordering::Relaxed) > 0;
+        #[cfg(relaystore_loom)]
+        false
+    }
+
     /// Called by a sweep between two batches, with the lock given back:
     /// waits, up to [`GIVE_WAY_MAX`], while operations wait for the lock,
     /// so they take it before the sweep takes it again. A thread that
@@ -245,10 +253,9 @@ impl<K, L: Timing<K>> WheelShard<K, L> {
     fn give_way(&self) {
         #[cfg(all(not(relaystore_loom), feature = "native"))]
         {
-            let waiting = || self.waiting.load(std::sync::atomic::Ordering::Relaxed) > 0;
-            if waiting() {
+            if self.awaited() {
                 let since = std::time::Instant::now();
-                while waiting() && since.elapsed() < GIVE_WAY_MAX {
+                while self.awaited() && since.elapsed() < GIVE_WAY_MAX {
                     crate::base::sync::spin_wait();
                 }
             }
@@ -281,6 +288,11 @@ pub(crate) struct Timers<K, L: Timing<K>> {
 /// wait behind. One entry per hold in the model-checking build, so the
 /// models explore every gap between batches.
 pub const SWEEP_BATCH_MAX: usize = crate::base::sync::sized(1024, 1);
+
+/// How many fired entries a sweep decides between two looks at whether an
+/// operation waits for the wheel shard's lock, which ends its batch early
+/// (a batch held such an operation for up to a millisecond or two).
+const SWEEP_CHECK_EVERY: usize = 32;
 
 /// The longest a sweep waits, between two batches, for the operations
 /// waiting for a wheel shard's lock to take it ([`WheelShard::give_way`]).
@@ -1190,8 +1202,12 @@ where
             let mut timers = lock_at(Rung::Wheel, &shard.timers);
             #[cfg(all(test, not(relaystore_loom)))]
             tests::at_batch();
-            for fired in batch.by_ref().take(SWEEP_BATCH_MAX) {
+            for (i, fired) in batch.by_ref().take(SWEEP_BATCH_MAX).enumerate() {
                 self.sweep_one(fired, now, shard, &mut timers, out);
+                // An operation waiting for the lock ends the batch early.
+                if (i + 1) % SWEEP_CHECK_EVERY == 0 && shard.awaited() {
+                    break;
+                }
             }
             self.tidy(shard, &mut timers, 0);
             drop(timers);
@@ -1499,6 +1515,11 @@ mod tests {
             removed_first < first,
             "the creation waited for the shard's whole sweep: \
              {removed_first} of its {first} records removed first"
+        );
+        // And it waited for a few looks' worth of entries, not a batch.
+        assert!(
+            removed_first <= SWEEP_BATCH_MAX / 4,
+            "the creation waited for {removed_first} removals"
         );
         assert_eq!(t.len(), 1);
     }
