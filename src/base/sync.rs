@@ -338,20 +338,115 @@ pub(crate) fn lock_at<T>(rung: Rung, mutex: &Mutex<T>) -> Ranked<'_, T> {
     }
 }
 
-/// [`lock_at`] if `mutex` is free now; `None` if it is held (a lock
-/// poisoned by a panic is taken, as `lock` takes it).
-#[cfg(not(relaystore_loom))]
-pub(crate) fn try_lock_at<T>(rung: Rung, mutex: &Mutex<T>) -> Option<Ranked<'_, T>> {
-    let entered = enter(rung);
-    let guard = match mutex.try_lock() {
-        Ok(guard) => guard,
-        Err(std::sync::TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
-        Err(std::sync::TryLockError::WouldBlock) => return None,
-    };
-    Some(Ranked {
-        guard,
-        _rung: entered,
-    })
+/// A mutex that a holder working in a loop (a sweep, batch after batch)
+/// gives way on: the others take it through [`lock`](Self::lock), which
+/// counts one that has to wait; the looping holder takes it through
+/// [`hold`](Self::hold), looks whether anyone waits
+/// ([`awaited`](Self::awaited)) and, having let it go, lets those waiting
+/// at that moment take it first ([`give_way`](Self::give_way)). A thread
+/// that gives a mutex back and takes it again at once keeps it in
+/// practice (a waiter the unlock wakes is not yet running), so without
+/// this the loop's holds, however short, add up to one wait.
+///
+/// The counts are hints that nothing decides by: the model-checking build
+/// keeps none (its models explore every gap between holds as it is), and
+/// a build without OS threads gives no way.
+pub(crate) struct GivesWay<T> {
+    mutex: Mutex<T>,
+    /// Threads waiting in `lock`.
+    #[cfg(not(relaystore_loom))]
+    waiting: std::sync::atomic::AtomicUsize,
+    /// Threads that took the mutex in `lock` after waiting for it: when
+    /// it has passed a count taken with `waiting`, those have had it.
+    #[cfg(not(relaystore_loom))]
+    let_in: std::sync::atomic::AtomicUsize,
+}
+
+/// The longest [`GivesWay::give_way`] waits for the waiters to take the
+/// mutex, spinning: a waiter runs on another core, and a thread that
+/// yields its core to a busy one loses it for a time slice (a sweep that
+/// did tripled the capacity run's expiry-lag p99).
+#[cfg(all(not(relaystore_loom), feature = "native"))]
+const GIVE_WAY_MAX: std::time::Duration = std::time::Duration::from_micros(50);
+
+impl<T> GivesWay<T> {
+    pub(crate) fn new(value: T) -> Self {
+        GivesWay {
+            mutex: Mutex::new(value),
+            #[cfg(not(relaystore_loom))]
+            waiting: std::sync::atomic::AtomicUsize::new(0),
+            #[cfg(not(relaystore_loom))]
+            let_in: std::sync::atomic::AtomicUsize::new(0),
+        }
+    }
+
+    /// [`lock_at`], counted among the waiters while it waits.
+    pub(crate) fn lock(&self, rung: Rung) -> Ranked<'_, T> {
+        #[cfg(not(relaystore_loom))]
+        {
+            use std::sync::atomic::Ordering::Relaxed;
+            let entered = enter(rung);
+            let guard = match self.mutex.try_lock() {
+                Ok(guard) => guard,
+                Err(std::sync::TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+                Err(std::sync::TryLockError::WouldBlock) => {
+                    self.waiting.fetch_add(1, Relaxed);
+                    let guard = lock(&self.mutex);
+                    self.let_in.fetch_add(1, Relaxed);
+                    self.waiting.fetch_sub(1, Relaxed);
+                    guard
+                }
+            };
+            Ranked {
+                guard,
+                _rung: entered,
+            }
+        }
+        #[cfg(relaystore_loom)]
+        lock_at(rung, &self.mutex)
+    }
+
+    /// [`lock_at`], for the holder that gives way.
+    pub(crate) fn hold(&self, rung: Rung) -> Ranked<'_, T> {
+        lock_at(rung, &self.mutex)
+    }
+
+    /// Whether a thread waits in [`lock`](Self::lock) (never, in a model).
+    pub(crate) fn awaited(&self) -> bool {
+        #[cfg(not(relaystore_loom))]
+        return self.waiting.load(std::sync::atomic::Ordering::Relaxed) > 0;
+        #[cfg(relaystore_loom)]
+        false
+    }
+
+    /// Called with the mutex let go: waits, up to [`GIVE_WAY_MAX`], for
+    /// the threads waiting in [`lock`](Self::lock) now to take it (those
+    /// that come after them wait their turn).
+    pub(crate) fn give_way(&self) {
+        #[cfg(all(not(relaystore_loom), feature = "native"))]
+        {
+            use std::sync::atomic::Ordering::Relaxed;
+            // Read in this order, a waiter counted in `waiting` is let in
+            // after `before` was read, or (in a window of a few
+            // instructions) just before: then the wait ends at its bound.
+            let before = self.let_in.load(Relaxed);
+            let waiting = self.waiting.load(Relaxed);
+            if waiting > 0 {
+                let since = std::time::Instant::now();
+                while self.let_in.load(Relaxed).wrapping_sub(before) < waiting
+                    && since.elapsed() < GIVE_WAY_MAX
+                {
+                    std::hint::spin_loop();
+                }
+            }
+        }
+    }
+
+    /// How many threads wait in [`lock`](Self::lock), for tests.
+    #[cfg(all(test, not(relaystore_loom)))]
+    pub(crate) fn waiting(&self) -> usize {
+        self.waiting.load(std::sync::atomic::Ordering::Relaxed)
+    }
 }
 
 /// A value replaced whole while readers keep reading it: a reader sees the

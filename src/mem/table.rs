@@ -36,9 +36,7 @@
 //!   path removes it.
 
 use crate::base::error::{Error, Result, Scope};
-#[cfg(not(relaystore_loom))]
-use crate::base::sync::try_lock_at;
-use crate::base::sync::{lock_at, Arc, AtomicBool, AtomicU64, Mutex, Ordering, Ranked, Rung};
+use crate::base::sync::{Arc, AtomicBool, AtomicU64, GivesWay, Ordering, Ranked, Rung};
 use crate::base::time::MonoTime;
 use crate::mem::quota::{Counter, Reservation};
 use crate::mem::record::{renewal, Head, Record, Refusal, Stamp, Versions};
@@ -198,7 +196,9 @@ impl Timing<u64> for ByKey {
 
 /// One shard of a table's wheel.
 pub(crate) struct WheelShard<K, L: Timing<K>> {
-    timers: Mutex<Timers<K, L>>,
+    /// The wheel, behind a lock its sweep gives way on between batches
+    /// (ADR 0022).
+    timers: GivesWay<Timers<K, L>>,
     /// A lower bound on the earliest tick this shard's wheel has work at,
     /// so a sweep skips a shard with nothing due without taking its lock.
     /// Lowered by an insert due before it; set exactly by each advance.
@@ -208,75 +208,18 @@ pub(crate) struct WheelShard<K, L: Timing<K>> {
     /// slab table's: its operations pay only a whole pass, ADR 0050).
     /// Written only under the shard's lock.
     tidy_owed: AtomicBool,
-    /// Operations waiting for `timers` ([`lock`](Self::lock)), for a sweep
-    /// to let in between its batches ([`give_way`](Self::give_way)). A
-    /// hint only: no decision reads it. Not in the models (a loom build
-    /// leaves it at zero).
-    #[cfg_attr(relaystore_loom, allow(dead_code))]
-    waiting: std::sync::atomic::AtomicUsize,
-    /// How many operations have taken the lock after waiting for it, so
-    /// that a sweep waits for those waiting when it gives way, not for
-    /// every one that comes after them.
-    #[cfg_attr(any(relaystore_loom, not(feature = "native")), allow(dead_code))]
-    let_in: std::sync::atomic::AtomicUsize,
 }
 
 impl<K, L: Timing<K>> WheelShard<K, L> {
     /// The shard's lock, for an operation (a creation, a removal, a
-    /// deadline moved earlier): one that has to wait counts itself in
-    /// `waiting` meanwhile, so that a sweep lets it in at its next batch.
+    /// deadline moved earlier): a sweep lets it in between its batches.
     fn lock(&self) -> Ranked<'_, Timers<K, L>> {
-        #[cfg(not(relaystore_loom))]
-        if let Some(timers) = try_lock_at(Rung::Wheel, &self.timers) {
-            return timers;
-        }
-        #[cfg(not(relaystore_loom))]
-        self.waiting
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let timers = lock_at(Rung::Wheel, &self.timers);
-        #[cfg(not(relaystore_loom))]
-        self.waiting
-            .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
-        timers
+        self.timers.lock(Rung::Wheel)
     }
 
-    /// Whether an operation waits for the lock (never, in a model).
-    fn awaited(&self) -> bool {
-        #[cfg(not(relaystore_loom))]
-        return self.waiting.load(std::sync::atomic::Ordering::Relaxed) > 0;
-        #[cfg(relaystore_loom)]
-        false
-    }
-
-    /// Called by a sweep between two batches, with the lock given back:
-    /// waits, up to [`GIVE_WAY_MAX`], for the operations waiting for the
-    /// lock now to take it, so they take it before the sweep takes it
-    /// again (those that come after them wait their turn). A thread that
-    /// gives a lock back and takes it again at once keeps it in practice
-    /// (a waiter woken by the unlock is not yet running): without this, a
-    /// mass expiry held every creation on a shard for the whole of the
-    /// shard's sweep, seconds at 10^7 records.
-    fn give_way(&self) {
-        #[cfg(all(not(relaystore_loom), feature = "native"))]
-        {
-            use std::sync::atomic::Ordering::Relaxed;
-            // Read in this order, a waiter counted in `waiting` is let in
-            // after `before` was read, or (in a window of a few
-            // instructions) just before: then the wait ends at its bound.
-            let before = self.let_in.load(Relaxed);
-            let waiting = self.waiting.load(Relaxed);
-            if waiting > 0 {
-                let since = std::time::Instant::now();
-                while self.let_in.load(Relaxed).wrapping_sub(before) < waiting
-                    && since.elapsed() < GIVE_WAY_MAX
-                {
-                    // A spin, not a yield: the waiter runs on another core,
-                    // and a sweep that yields its core to a busy one loses
-                    // it for a time slice (the expiry lag's p99 tripled).
-                    std::hint::spin_loop();
-                }
-            }
-        }
+    /// The shard's lock, for the sweep, which gives way on it.
+    fn hold(&self) -> Ranked<'_, Timers<K, L>> {
+        self.timers.hold(Rung::Wheel)
     }
 
     /// Schedules `item` at `due` (under this shard's lock: `timers`);
@@ -310,11 +253,6 @@ pub const SWEEP_BATCH_MAX: usize = crate::base::sync::sized(1024, 1);
 /// operation waits for the wheel shard's lock, which ends its batch early
 /// (a batch held such an operation for up to a millisecond or two).
 const SWEEP_CHECK_EVERY: usize = 32;
-
-/// The longest a sweep waits, between two batches, for the operations
-/// waiting for a wheel shard's lock to take it ([`WheelShard::give_way`]).
-#[cfg(all(not(relaystore_loom), feature = "native"))]
-const GIVE_WAY_MAX: std::time::Duration = std::time::Duration::from_micros(50);
 
 /// Wheel entries the sweep's compaction examines per hold of a wheel
 /// shard's lock (each a read of a slot, for a slab table's wheel).
@@ -651,14 +589,12 @@ where
             timers: (0..WHEEL_SHARDS)
                 .map(|_| {
                     CachePadded::new(WheelShard {
-                        timers: Mutex::new(Timers {
+                        timers: GivesWay::new(Timers {
                             wheel: L::wheel(start.as_millis()),
                             fired: Vec::new(),
                         }),
                         next_due_ms: AtomicU64::new(u64::MAX),
                         tidy_owed: AtomicBool::new(false),
-                        waiting: std::sync::atomic::AtomicUsize::new(0),
-                        let_in: std::sync::atomic::AtomicUsize::new(0),
                     })
                 })
                 .collect(),
@@ -1184,16 +1120,16 @@ where
         if !shard.tidy_owed.load(Ordering::Relaxed) {
             return;
         }
-        let mut left = L::owed(&lock_at(Rung::Wheel, &shard.timers).wheel).max(1);
+        let mut left = L::owed(&shard.hold().wheel).max(1);
         while left > 0 {
             let cap = left.min(COMPACT_PER_HOLD);
             left -= cap;
-            let mut timers = lock_at(Rung::Wheel, &shard.timers);
+            let mut timers = shard.hold();
             if !self.tidy(shard, &mut timers, cap) {
                 break;
             }
             drop(timers);
-            shard.give_way();
+            shard.timers.give_way();
         }
     }
 
@@ -1205,7 +1141,7 @@ where
         out: &mut Vec<T>,
     ) {
         let mut fired = {
-            let mut guard = lock_at(Rung::Wheel, &shard.timers);
+            let mut guard = shard.hold();
             let timers = &mut *guard;
             timers.wheel.advance(now.as_millis(), &mut timers.fired);
             let next = timers.wheel.next_due().unwrap_or(u64::MAX);
@@ -1217,23 +1153,23 @@ where
         };
         let mut batch = fired.drain(..);
         while batch.len() > 0 {
-            let mut timers = lock_at(Rung::Wheel, &shard.timers);
+            let mut timers = shard.hold();
             #[cfg(all(test, not(relaystore_loom)))]
             tests::at_batch();
             for (i, fired) in batch.by_ref().take(SWEEP_BATCH_MAX).enumerate() {
                 self.sweep_one(fired, now, shard, &mut timers, out);
                 // An operation waiting for the lock ends the batch early.
-                if (i + 1) % SWEEP_CHECK_EVERY == 0 && shard.awaited() {
+                if (i + 1) % SWEEP_CHECK_EVERY == 0 && shard.timers.awaited() {
                     break;
                 }
             }
             self.tidy(shard, &mut timers, 0);
             drop(timers);
-            shard.give_way();
+            shard.timers.give_way();
         }
         drop(batch);
         // The scratch space goes back for the next sweep to reuse.
-        let mut timers = lock_at(Rung::Wheel, &shard.timers);
+        let mut timers = shard.hold();
         if timers.fired.capacity() < fired.capacity() {
             timers.fired = fired;
         }
@@ -1321,26 +1257,21 @@ where
     /// Wheel entries; equals `len()` whenever no operation is in flight.
     #[cfg(any(test, feature = "internals"))]
     pub(crate) fn scheduled(&self) -> usize {
-        self.timers
-            .iter()
-            .map(|t| lock_at(Rung::Wheel, &t.timers).wheel.len())
-            .sum()
+        self.timers.iter().map(|t| t.hold().wheel.len()).sum()
     }
 
     /// Wheel entries counted stale (cancelled, or for a slab table fired
     /// and not yet settled) that the wheels still hold.
     #[cfg(any(test, relaystore_loom))]
     pub(crate) fn stale_timers(&self) -> usize {
-        self.timers
-            .iter()
-            .map(|t| lock_at(Rung::Wheel, &t.timers).wheel.stale())
-            .sum()
+        self.timers.iter().map(|t| t.hold().wheel.stale()).sum()
     }
 
-    /// The wheel shard of `key`, for tests that corrupt it on purpose.
+    /// The wheel shard of `key`, held, for tests that corrupt it on
+    /// purpose.
     #[cfg(test)]
-    pub(crate) fn timers_for_audit(&self, key: &K) -> &Mutex<Timers<S::Place, L>> {
-        &self.timers_of(key).timers
+    pub(crate) fn timers_for_audit(&self, key: &K) -> Ranked<'_, Timers<S::Place, L>> {
+        self.timers_of(key).hold()
     }
 
     /// Visits every record (live or not) with its current stamp.
@@ -1516,11 +1447,7 @@ mod tests {
             *hook.borrow_mut() = Some(Box::new(move || {
                 if let Some(go) = go.take() {
                     go.send(()).expect("the creator");
-                    while shard.timers[0]
-                        .waiting
-                        .load(std::sync::atomic::Ordering::Relaxed)
-                        == 0
-                    {
+                    while shard.timers[0].timers.waiting() == 0 {
                         std::thread::yield_now();
                     }
                 }

@@ -467,7 +467,9 @@ mod tests {
     #[test]
     fn the_audit_notices_a_timer_without_a_record() {
         let s = busy();
-        crate::base::sync::lock(s.shared.leases.timers_for_audit(&(u64::MAX - 9)))
+        s.shared
+            .leases
+            .timers_for_audit(&(u64::MAX - 9))
             .wheel
             .schedule(crate::mem::wheel::SplitKey::from(u64::MAX - 9), 1);
         assert!(s.audit().unwrap_err().finding().contains("wheel"));
