@@ -81,9 +81,9 @@ impl Name {
         }
     }
 
-    /// A name past the inline width. Apart, so that [`Name::new`] is made
-    /// where it is called (its value is then built where the caller keeps
-    /// it, not stored by one frame and loaded at another width by the next).
+    /// A name past the inline width. Apart, so that [`Name::new`] is small
+    /// enough to be made where it is called: its three words are then
+    /// stored where the caller keeps them, with no call between.
     #[cold]
     #[inline(never)]
     fn shared(name: &str) -> Self {

@@ -165,10 +165,11 @@ impl Gate {
     /// all: once optimistically (writing nothing shared), and if a commit
     /// overlapped it, once more under the commit lock.
     ///
-    /// The optimistic read is inlined into the caller, so its answer is
-    /// made where the caller keeps it (a read's answer moved through one
-    /// more frame was stored and loaded at different widths, which cost
-    /// a listing read a fifth of its time).
+    /// The optimistic read is inlined into the caller, and the check of
+    /// whether this thread is inside the gate waits for the slow way, so
+    /// a plain read makes no call and reads no thread-local (a hot
+    /// presence read 0.95x, a lease or listing read unchanged, five
+    /// alternating runs).
     #[inline(always)]
     pub(crate) fn read<R>(&self, mut read: impl FnMut() -> R) -> R {
         // A thread inside the gate (a mutation, or the committer) sees
