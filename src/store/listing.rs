@@ -322,7 +322,6 @@ impl Store {
     }
 
     /// The visible listing under `key`, with what its children need.
-    #[inline(always)]
     pub(super) fn listing_view(&self, key: &NameKey, now: MonoTime) -> Result<ListingView> {
         let (mut view, left) = self.visible_listing(key, now, true, |seen| ListingView {
             origin: seen.origin,
