@@ -20,6 +20,11 @@
 //! | 1/600 | session churn: revoke (cascading), grant, publish |
 //! | 1/60 | a member vanishes: heartbeat with a 1 s TTL, never renewed |
 //!
+//! Hosted members' first heartbeats carry the lease's 600 s TTL
+//! (`--host-ttl`), standing for the heartbeats a relay's members send
+//! while it fills: hosting 10^7 sessions takes about a minute, and with
+//! 15 s the mix would begin in a mass expiry of most members.
+//!
 //! It reports throughput and latency per operation (one operation in 16 is
 //! timed), heap bytes per session (a counting allocator), expiry lag
 //! (deadline to the removal event, from the vanished members), and how many
@@ -71,6 +76,11 @@ const MEMBERS: u64 = 4;
 const LEASE_TTL: Duration = Duration::from_secs(600);
 const PRESENCE_TTL: Duration = Duration::from_secs(15);
 const VANISH_TTL: Duration = Duration::from_secs(1);
+/// The TTL of a hosted member's first heartbeat (`--host-ttl`): the
+/// lease's, so that a hosting phase longer than [`PRESENCE_TTL`] (a
+/// minute at 10^7 sessions) does not end with most members expired at
+/// once. The mix's heartbeats carry [`PRESENCE_TTL`].
+const HOST_TTL: Duration = LEASE_TTL;
 const SAMPLE_EVERY: u64 = 16;
 /// The most replay records the run sizes its store for (see [`limits`]).
 const REPLAY_MAX: u64 = 1 << 24;
@@ -86,6 +96,9 @@ const USAGE: &str =
   --sessions N   hosted sessions (default 20000)
   --seconds S    how long the load runs (default 15)
   --threads T    worker threads running the operation mix (default 2)
+  --host-ttl S   the TTL in seconds of a hosted member's first heartbeat (default 600, the
+                 lease's; the mix's heartbeats carry 15 s). 15 makes a run whose hosting takes
+                 longer than 15 s begin with a mass expiry (memory engine only)
   --json PATH    also write the results as JSON to PATH (for dashboards and comparisons)
   --baseline     then run the same sessions and mix on a plain baseline store (a Mutex<HashMap>
                  per collection, a BinaryHeap of deadlines, a sweeper thread) and print the two
@@ -158,7 +171,8 @@ trait Subject: Send + Sync + 'static {
     /// What the tables call it.
     const NAME: &'static str;
     /// Hosts session `i`: its lease, listing and members.
-    fn host(&self, i: u64) -> Result<Self::Lease, Failure>;
+    /// Hosts session `i`; its members' first heartbeats carry `member_ttl`.
+    fn host(&self, i: u64, member_ttl: Duration) -> Result<Self::Lease, Failure>;
     fn heartbeat(&self, tenant: u64, member: &str, ttl: Duration) -> Result<(), Failure>;
     fn lookup(&self, tenant: u64, listing: &str) -> Result<(), Failure>;
     /// begin_join, bind_endpoint, consume.
@@ -197,12 +211,12 @@ impl Subject for Embedded {
     type Lease = LeaseId;
     const NAME: &'static str = "relaystore";
 
-    fn host(&self, i: u64) -> Result<LeaseId, Failure> {
+    fn host(&self, i: u64, member_ttl: Duration) -> Result<LeaseId, Failure> {
         let (s, tenant) = (&self.store, TenantId(i % TENANTS));
         let lease = s.grant(tenant, &format!("host-{i}"), LEASE_TTL, None)?;
         s.publish(tenant, lease.id, &listing(i), b"mode=ffa;slots=8", None)?;
         for m in 0..MEMBERS {
-            s.heartbeat(tenant, &format!("s{i}-m{m}"), PRESENCE_TTL, None, None)?;
+            s.heartbeat(tenant, &format!("s{i}-m{m}"), member_ttl, None, None)?;
         }
         Ok(lease.id)
     }
@@ -289,12 +303,12 @@ impl Subject for baseline::Baseline {
     type Lease = u64;
     const NAME: &'static str = "baseline";
 
-    fn host(&self, i: u64) -> Result<u64, Failure> {
+    fn host(&self, i: u64, member_ttl: Duration) -> Result<u64, Failure> {
         let tenant = i % TENANTS;
         let lease = self.grant(tenant, &format!("host-{i}"), LEASE_TTL)?;
         self.publish(tenant, lease, &listing(i), b"mode=ffa;slots=8")?;
         for m in 0..MEMBERS {
-            baseline::Baseline::heartbeat(self, tenant, &format!("s{i}-m{m}"), PRESENCE_TTL)?;
+            baseline::Baseline::heartbeat(self, tenant, &format!("s{i}-m{m}"), member_ttl)?;
         }
         Ok(lease)
     }
@@ -585,6 +599,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             open_loop: Some(0),
             engine: Some("memory".into()),
             baseline: Some(false),
+            host_ttl: Some(0),
         },
         USAGE,
     );
@@ -593,6 +608,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let baseline = o.baseline == Some(true);
     match o.engine.as_deref() {
         Some("memory") => {}
+        Some("redis" | "redis-cluster") if o.host_ttl.is_some() => {
+            eprintln!("error: --host-ttl applies to the memory engine only\n\n{USAGE}");
+            std::process::exit(2);
+        }
         Some("redis" | "redis-cluster") => return on_redis::run(&o, config),
         Some(other) => {
             eprintln!("error: unknown engine {other:?}\n\n{USAGE}");
@@ -654,11 +673,12 @@ fn run_mix<S: Subject>(
     subject: &Arc<S>,
 ) -> Result<Report, Box<dyn std::error::Error>> {
     let n = o.sessions;
+    let member_ttl = Duration::from_secs(o.host_ttl.unwrap_or(HOST_TTL.as_secs()));
     let heap_before = heap_bytes();
     let setup = Instant::now();
     let sessions: Vec<Session<S::Lease>> = (0..n)
         .map(|i| {
-            subject.host(i).map(|lease| Session {
+            subject.host(i, member_ttl).map(|lease| Session {
                 tenant: i % TENANTS,
                 lease: Mutex::new(lease),
             })

@@ -20,6 +20,10 @@ pub struct Options {
     pub open_loop: Option<u64>,
     pub engine: Option<String>,
     pub baseline: Option<bool>,
+    /// Seconds of TTL a hosted member's first heartbeat carries (the
+    /// capacity run's `--host-ttl`; `None` if not given, and in the
+    /// defaults if not an option of the example).
+    pub host_ttl: Option<u64>,
 }
 
 impl Options {
@@ -33,6 +37,7 @@ impl Options {
             open_loop: None,
             engine: None,
             baseline: None,
+            host_ttl: None,
         }
     }
 }
@@ -55,9 +60,11 @@ fn parse_options(defaults: Options) -> Result<Options, String> {
     let json = defaults.json.is_some();
     let open_loop = defaults.open_loop.is_some();
     let engine = defaults.engine.is_some();
+    let host_ttl = defaults.host_ttl.is_some();
     let mut o = Options {
         json: None,
         open_loop: None,
+        host_ttl: None,
         ..defaults
     };
     let mut args = std::env::args().skip(1);
@@ -69,7 +76,8 @@ fn parse_options(defaults: Options) -> Result<Options, String> {
         let known = matches!(flag.as_str(), "--sessions" | "--seconds" | "--threads")
             || (json && flag == "--json")
             || (open_loop && flag == "--open-loop")
-            || (engine && flag == "--engine");
+            || (engine && flag == "--engine")
+            || (host_ttl && flag == "--host-ttl");
         if !known {
             return Err(format!("unknown option {flag:?}"));
         }
@@ -80,6 +88,10 @@ fn parse_options(defaults: Options) -> Result<Options, String> {
             "--seconds" => o.seconds = parse(&value)?,
             "--json" => o.json = Some(value),
             "--engine" => o.engine = Some(value),
+            "--host-ttl" => match parse(&value)? {
+                0 => return Err("--host-ttl SECONDS must be positive".into()),
+                ttl => o.host_ttl = Some(ttl),
+            },
             "--open-loop" => match parse(&value)? {
                 0 => return Err("--open-loop RATE must be positive".into()),
                 rate => o.open_loop = Some(rate),
