@@ -171,6 +171,11 @@ pub enum StoreFault {
     /// A read of a name index trusts a miss without looking whether a
     /// rebuild was clearing the table it probed.
     IndexMissUnchecked,
+    /// A read of a listing or of a presence record answers from the
+    /// record's own words without reading its lease after them, so a
+    /// child whose lease's revocation has not yet reached it reads as
+    /// visible.
+    ChildParentUnread,
 }
 
 std::thread_local! {

@@ -401,6 +401,9 @@ impl Store {
             Peeked::Missing => return Err(Error::NotFound),
             Peeked::Locked => self.visible_listing_locked(key, now, with_attrs, see)?,
         };
+        if crate::base::faults::active(crate::base::faults::StoreFault::ChildParentUnread) {
+            return Ok((seen, Duration::ZERO));
+        }
         let left = self
             .lease_remaining(key.tenant(), lease, now)
             .map_err(|_| Error::NotFound)?;

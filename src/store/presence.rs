@@ -310,7 +310,9 @@ impl Store {
             Peeked::Missing => return Err(Error::NotFound),
             Peeked::Locked => self.visible_presence_locked(key, now, see)?,
         };
-        if let Some(lease) = lease {
+        if let Some(lease) = lease.filter(|_| {
+            !crate::base::faults::active(crate::base::faults::StoreFault::ChildParentUnread)
+        }) {
             self.lease_status(key.tenant(), lease, now)
                 .map_err(|_| Error::NotFound)?;
         }
