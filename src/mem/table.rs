@@ -249,6 +249,12 @@ pub(crate) struct Timers<K, L: Timing<K>> {
 /// models explore every gap between batches.
 pub const SWEEP_BATCH_MAX: usize = crate::base::sync::sized(1024, 1);
 
+/// The most removed records one step of a sweep collects before they are
+/// retired (their events sent, their bookkeeping undone): a mass expiry
+/// is retired a step at a time, so what the sweep holds stays bounded and
+/// the first removals are announced while later ones are still found.
+pub const SWEEP_STEP_MAX: usize = 8192;
+
 /// How many fired entries a sweep decides between two looks at whether an
 /// operation waits for the wheel shard's lock, which ends its batch early
 /// (a batch held such an operation for up to a millisecond or two).
@@ -1069,25 +1075,46 @@ where
     /// it gives it a new timer word, so its batch finds the word changed
     /// and leaves it alone (`Keep::Stale`).
     pub(crate) fn sweep(&self, now: MonoTime, out: &mut Vec<Removed<K, V>>) -> usize {
-        self.sweep_out(now, out)
+        let before = out.len();
+        let done = self.sweep_out(now, out, usize::MAX);
+        debug_assert!(done, "an unbounded step sweeps everything due");
+        out.len() - before
     }
 
-    /// [`sweep`](Self::sweep), handing out each removed record's place
-    /// with it.
+    /// One step of a sweep to `now`: like [`sweep`](Self::sweep), but
+    /// appends at most `max` removals, each with its record's place, and
+    /// answers whether the sweep is done. A step that is not leaves the
+    /// fired entries it did not reach for the next step, which the caller
+    /// takes (at the same `now`) once it has retired these. Each step's
+    /// removals are in `(deadline, key)` order; a sweep of more than
+    /// `max` is in that order step by step (deterministic still: the
+    /// shards are stepped through in their fixed order).
     pub(crate) fn sweep_placed(
         &self,
         now: MonoTime,
         out: &mut Vec<(S::Place, Removed<K, V>)>,
-    ) -> usize {
-        self.sweep_out(now, out)
+        max: usize,
+    ) -> bool {
+        self.sweep_out(now, out, max)
     }
 
-    fn sweep_out<T: Swept<S::Place, K, V>>(&self, now: MonoTime, out: &mut Vec<T>) -> usize {
+    fn sweep_out<T: Swept<S::Place, K, V>>(
+        &self,
+        now: MonoTime,
+        out: &mut Vec<T>,
+        max: usize,
+    ) -> bool {
         let before = out.len();
         let mut shards_removing = 0;
+        let mut done = true;
         for timers in self.timers.iter() {
             let len = out.len();
-            self.sweep_shard(timers, now, out);
+            let room = max - (len - before);
+            if room == 0 {
+                done = false;
+                break;
+            }
+            done &= self.sweep_shard(timers, now, out, room);
             shards_removing += usize::from(out.len() > len);
         }
         // Each shard's removals come in order; merge them into one.
@@ -1097,28 +1124,32 @@ where
                 (a.stamp.deadline, &a.key).cmp(&(b.stamp.deadline, &b.key))
             });
         }
-        self.swept_to_ms
-            .fetch_max(now.as_millis(), Ordering::AcqRel);
-        out.len() - before
+        if done {
+            self.swept_to_ms
+                .fetch_max(now.as_millis(), Ordering::AcqRel);
+        }
+        done
     }
 
+    /// Sweeps one wheel shard to `now`, appending at most `max` removals;
+    /// whether it is done.
     fn sweep_shard<T: Swept<S::Place, K, V>>(
         &self,
         shard: &WheelShard<S::Place, L>,
         now: MonoTime,
         out: &mut Vec<T>,
-    ) {
+        max: usize,
+    ) -> bool {
         // Nothing due: no lock. An insert racing this look is one that
         // finishes after the sweep; the next sweep sees it.
-        if now.as_millis() >= shard.next_due_ms.load(Ordering::Acquire) {
-            self.fire_due(shard, now, out);
-        }
+        let done = now.as_millis() < shard.next_due_ms.load(Ordering::Acquire)
+            || self.fire_due(shard, now, out, max);
         // The compaction steps a slab table's operations left owed, a
         // bounded number of entries per hold of the lock, and no more than
         // were owed when this sweep came: steps that removals racing it
         // owe wait for the next sweep, so a sweep always ends.
         if !shard.tidy_owed.load(Ordering::Relaxed) {
-            return;
+            return done;
         }
         let mut left = L::owed(&shard.hold().wheel).max(1);
         while left > 0 {
@@ -1131,15 +1162,20 @@ where
             drop(timers);
             shard.timers.give_way();
         }
+        done
     }
 
-    /// Advances a wheel shard to `now` and decides what fired, in batches.
+    /// Advances a wheel shard to `now` and decides what fired, in batches,
+    /// until `max` records are removed; whether every fired entry was
+    /// decided. Those not reached wait, first in line, for the next step.
     fn fire_due<T: Swept<S::Place, K, V>>(
         &self,
         shard: &WheelShard<S::Place, L>,
         now: MonoTime,
         out: &mut Vec<T>,
-    ) {
+        max: usize,
+    ) -> bool {
+        let start = out.len();
         let mut fired = {
             let mut guard = shard.hold();
             let timers = &mut *guard;
@@ -1147,17 +1183,20 @@ where
             let next = timers.wheel.next_due().unwrap_or(u64::MAX);
             shard.next_due_ms.store(next, Ordering::Release);
             if timers.fired.is_empty() {
-                return;
+                return true;
             }
             std::mem::take(&mut timers.fired)
         };
         let mut batch = fired.drain(..);
-        while batch.len() > 0 {
+        while batch.len() > 0 && out.len() - start < max {
             let mut timers = shard.hold();
             #[cfg(all(test, not(relaystore_loom)))]
             tests::at_batch();
             for (i, fired) in batch.by_ref().take(SWEEP_BATCH_MAX).enumerate() {
                 self.sweep_one(fired, now, shard, &mut timers, out);
+                if out.len() - start == max {
+                    break;
+                }
                 // An operation waiting for the lock ends the batch early.
                 if (i + 1) % SWEEP_CHECK_EVERY == 0 && shard.timers.awaited() {
                     break;
@@ -1167,12 +1206,24 @@ where
             drop(timers);
             shard.timers.give_way();
         }
+        if batch.len() > 0 {
+            // The step is full: what is left goes back ahead of anything a
+            // later advance fires, and the shard reads as due, so the next
+            // step comes back for it.
+            let rest: Vec<_> = batch.collect();
+            let mut timers = shard.hold();
+            let later = std::mem::replace(&mut timers.fired, rest);
+            timers.fired.extend(later);
+            shard.next_due_ms.store(0, Ordering::Release);
+            return false;
+        }
         drop(batch);
         // The scratch space goes back for the next sweep to reuse.
         let mut timers = shard.hold();
         if timers.fired.capacity() < fired.capacity() {
             timers.fired = fired;
         }
+        true
     }
 
     /// The wheel shard that holds `key`'s timer.

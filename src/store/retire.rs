@@ -19,7 +19,7 @@
 use super::Store;
 use crate::base::time::MonoTime;
 use crate::contract::events::{Cause, Root};
-use crate::mem::table::{Placed, Removed, Storage, TableOf};
+use crate::mem::table::{Placed, Removed, Storage, TableOf, SWEEP_STEP_MAX};
 use std::hash::Hash;
 
 /// Why a record is retired, as its removal event tells it: its cause and,
@@ -90,20 +90,33 @@ pub(super) trait Stored: Sized {
 
 impl Store {
     /// Sweeps one kind's table at `now` and retires what left: the records
-    /// removed, descendants included.
+    /// removed, descendants included. A step of at most [`SWEEP_STEP_MAX`]
+    /// removals is retired before the next is found, so a mass expiry
+    /// holds a step's records, not all of them, and its first events go
+    /// out while the rest are still being found.
     pub(super) fn sweep_kind<S: Stored>(&self, now: MonoTime) -> usize {
         let mut out: Vec<(u64, Removed<S::Key, S>)> = Vec::new();
-        S::table(self).sweep_placed(now, &mut out);
-        out.into_iter()
-            .map(|(place, r)| {
-                let late = now.saturating_since(r.stamp.deadline);
-                crate::contract::metrics::expiry_lag(
-                    crate::contract::metrics::EngineLabel::Memory,
-                    late,
-                );
-                1 + S::retire(self, place, r, Cause::Expired, now)
-            })
-            .sum()
+        let mut removed = 0;
+        loop {
+            // A step at a time, each retired before the next is found.
+            let done = S::table(self).sweep_placed(now, &mut out, SWEEP_STEP_MAX);
+            #[cfg(all(test, not(relaystore_loom)))]
+            tests::holding(out.len());
+            removed += out
+                .drain(..)
+                .map(|(place, r)| {
+                    let late = now.saturating_since(r.stamp.deadline);
+                    crate::contract::metrics::expiry_lag(
+                        crate::contract::metrics::EngineLabel::Memory,
+                        late,
+                    );
+                    1 + S::retire(self, place, r, Cause::Expired, now)
+                })
+                .sum::<usize>();
+            if done {
+                return removed;
+            }
+        }
     }
 
     /// An order-independent digest of one kind's table, tagged `tag`.
@@ -127,4 +140,65 @@ pub(super) fn digest_table<K: Eq + Hash + Ord + Clone, V, S: Storage<K, V>>(
         d = d.wrapping_add(h.finish());
     });
     d
+}
+
+#[cfg(all(test, not(relaystore_loom)))]
+mod tests {
+    use crate::base::ids::TenantId;
+    use crate::contract::config::StoreConfig;
+    use crate::contract::events::{Collection, Received};
+    use crate::mem::table::SWEEP_STEP_MAX;
+    use crate::store::Store;
+    use crate::time::ManualClock;
+    use std::cell::Cell;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    std::thread_local! {
+        /// The most removed records this thread's sweeps held at once
+        /// before retiring them.
+        static HELD_MOST: Cell<usize> = const { Cell::new(0) };
+    }
+
+    pub(super) fn holding(n: usize) {
+        HELD_MOST.with(|most| most.set(most.get().max(n)));
+    }
+
+    #[test]
+    fn a_mass_expiry_is_retired_a_bounded_step_at_a_time() {
+        let expiring = 3 * SWEEP_STEP_MAX;
+        let clock = Arc::new(ManualClock::new());
+        let config = StoreConfig::default()
+            .presence_max(expiring as u64)
+            .subscriber_buffer_max(2 * expiring)
+            .tenant(crate::TenantQuota::unlimited());
+        let store = Store::new(config, clock.clone()).unwrap();
+        let events = store.subscribe_to(&[Collection::Presence]).unwrap();
+        for m in 0..expiring {
+            store
+                .heartbeat(
+                    TenantId(m as u64 % 4),
+                    &format!("m{m}"),
+                    Duration::from_secs(5),
+                    None,
+                    None,
+                )
+                .unwrap();
+        }
+        clock.advance(Duration::from_secs(6));
+        HELD_MOST.with(|most| most.set(0));
+        assert_eq!(store.sweep(), expiring);
+        assert_eq!(store.stats().presence, 0);
+        let held = HELD_MOST.with(Cell::get);
+        assert!(
+            held <= SWEEP_STEP_MAX,
+            "the sweep held {held} removed records at once (the step is {SWEEP_STEP_MAX})"
+        );
+        let mut seen = 0;
+        while let Some(received) = events.try_recv() {
+            assert!(matches!(received, Received::Event(_)), "{received:?}");
+            seen += 1;
+        }
+        assert_eq!(seen, expiring, "every removal announced once");
+    }
 }
