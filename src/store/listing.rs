@@ -457,13 +457,20 @@ impl Store {
     /// A visible listing.
     pub fn get_listing(&self, tenant: TenantId, key: &str) -> Result<ListingInfo> {
         let key = (tenant, self.key_name(key)?);
-        // What the consistent read hands back is plain words and `Attrs`;
-        // the answer is made once, after it.
-        let ((lease, version, attrs), left) = self.consistent(|| {
-            self.visible_listing(&key, self.shared.clock.now(), true, |seen| {
-                (seen.lease, seen.version, seen.attrs.clone())
-            })
-        })?;
+        // The consistent read writes what it saw here, and the answer is
+        // made once, after it: handed back through the read, the words
+        // were stored and loaded again in other widths.
+        let (mut lease, mut version, mut attrs) = (0, 0, Attrs::EMPTY);
+        let mut left = Ok(Duration::ZERO);
+        self.consistent(|| {
+            left = self
+                .visible_listing(&key, self.shared.clock.now(), true, |seen| {
+                    (lease, version) = (seen.lease, seen.version);
+                    attrs = seen.attrs.clone();
+                })
+                .map(|((), left)| left);
+        });
+        let left = left?;
         Ok(ListingInfo {
             key: key.1,
             lease: self.lease_id(lease),
