@@ -295,28 +295,46 @@ impl Store {
             let lease = words.lease.load(Ordering::Acquire);
             Some((lease, head.stamp_of(state), attrs))
         });
-        let (lease, seen) = match peeked {
+        match peeked {
             Peeked::Seen((lease, stamp, attrs)) => {
-                // Words no write overlapped: attributes they hold.
-                let attrs = Attrs::from_words(attrs).unwrap_or_default();
                 let lease = (lease != ParentWord::NONE).then_some(lease);
-                let seen = see(PresenceSeen {
+                self.presence_lease_visible(key.tenant(), lease, now)?;
+                // Words no write overlapped: attributes they hold. `see`
+                // runs last, so what it makes is made where it is
+                // returned (made before the lease's check, it was copied
+                // after it, and the copy stalled on its own stores).
+                let attrs = Attrs::from_words(attrs).unwrap_or_default();
+                Ok(see(PresenceSeen {
                     lease,
                     stamp,
                     attrs: &attrs,
-                });
-                (lease, seen)
+                }))
             }
-            Peeked::Missing => return Err(Error::NotFound),
-            Peeked::Locked => self.visible_presence_locked(key, now, see)?,
-        };
+            Peeked::Missing => Err(Error::NotFound),
+            Peeked::Locked => {
+                let (lease, seen) = self.visible_presence_locked(key, now, see)?;
+                self.presence_lease_visible(key.tenant(), lease, now)?;
+                Ok(seen)
+            }
+        }
+    }
+
+    /// `NotFound` unless a presence record's lease, if it has one, is
+    /// visible: read after the record's own words.
+    #[inline(always)]
+    fn presence_lease_visible(
+        &self,
+        tenant: TenantId,
+        lease: Option<u64>,
+        now: MonoTime,
+    ) -> Result<()> {
         if let Some(lease) = lease.filter(|_| {
             !crate::base::faults::active(crate::base::faults::StoreFault::ChildParentUnread)
         }) {
-            self.lease_status(key.tenant(), lease, now)
+            self.lease_status(tenant, lease, now)
                 .map_err(|_| Error::NotFound)?;
         }
-        Ok(seen)
+        Ok(())
     }
 
     /// [`visible_presence`](Self::visible_presence) under the record's
