@@ -30,6 +30,14 @@
 //!   a deadline takes once, and no hash map read does: the part of a
 //!   store read no layout of the record removes.
 //!
+//! - `coarse_clock/1t`: one reading of a
+//!   [`relaystore::time::CoarseClock`], a load of the word its thread
+//!   sets every millisecond.
+//!
+//! Group `read_hot/coarse_clock`: one thread's read of each hot record
+//! (`{kind}/hot/1t`) in the same store built on a `CoarseClock` ticking
+//! every millisecond instead of the system clock.
+//!
 //! Before the timed groups the bench prints how many heap bytes one read
 //! of each collection allocates (a counting allocator; untimed; the
 //! driver's own allocations in that moment count too, so read a figure
@@ -41,7 +49,7 @@ mod support;
 use cap::Cap;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use dashmap::DashMap;
-use relaystore::time::{Clock, SystemClock};
+use relaystore::time::{Clock, CoarseClock, SystemClock, COARSE_TICK_MIN};
 use relaystore::{Store, StoreConfig, TenantId};
 use std::alloc::System;
 use std::collections::HashMap;
@@ -79,8 +87,14 @@ fn member(i: u64) -> String {
     format!("member-{i:05}")
 }
 
-/// `N` leases, each with a listing, and `N` members' presence.
+/// `N` leases, each with a listing, and `N` members' presence, in a
+/// store on the system clock.
 fn fixture() -> Fixture {
+    fixture_on(None)
+}
+
+/// [`fixture`], on `clock` if one is given.
+fn fixture_on(clock: Option<std::sync::Arc<dyn Clock>>) -> Fixture {
     let config = StoreConfig::default()
         .leases_max(N * 2)
         .listings_max(N * 2)
@@ -91,7 +105,12 @@ fn fixture() -> Fixture {
                 .listings_max(N * 2)
                 .presence_max(N * 2),
         );
-    let store = Store::builder().config(config).build().expect("a store");
+    let builder = Store::builder().config(config);
+    let builder = match clock {
+        Some(clock) => builder.clock(clock),
+        None => builder,
+    };
+    let store = builder.build().expect("a store");
     let leases = (0..N)
         .map(|i| {
             let lease = store
@@ -255,6 +274,15 @@ fn floor_reads(c: &mut Criterion) {
             })
         })
     });
+    let coarse = std::sync::Arc::new(CoarseClock::start(COARSE_TICK_MIN).expect("a clock"));
+    group.bench_function(BenchmarkId::new("coarse_clock", "1t"), |b| {
+        b.iter_custom(|iters| {
+            let clock = coarse.clone();
+            run_threads(1, iters, move |_, _| {
+                black_box(clock.now());
+            })
+        })
+    });
     for floor in ["hashbrown_id", "hashbrown_name"] {
         let f = f.clone();
         group.bench_function(BenchmarkId::new(floor, "1t"), |b| {
@@ -302,11 +330,35 @@ fn hot_reads(c: &mut Criterion) {
     }
 }
 
+/// One thread's read of each hot record in a store on a [`CoarseClock`]
+/// ticking every millisecond: the same reads as `read_hot/{kind}/hot/1t`
+/// with the clock's reading a load.
+fn coarse_clock_reads(c: &mut Criterion) {
+    let clock = std::sync::Arc::new(CoarseClock::start(COARSE_TICK_MIN).expect("a clock"));
+    let f = std::sync::Arc::new(fixture_on(Some(clock)));
+    let names = std::sync::Arc::new((
+        (0..N).map(listing).collect::<Vec<_>>(),
+        (0..N).map(member).collect::<Vec<_>>(),
+    ));
+    let mut group = c.benchmark_group("read_hot/coarse_clock");
+    group.throughput(Throughput::Elements(1));
+    for collection in ["lease", "listing", "presence"] {
+        let (f, names) = (f.clone(), names.clone());
+        group.bench_function(BenchmarkId::new(collection, "hot/1t"), |b| {
+            b.iter_custom(|iters| {
+                let (f, names) = (f.clone(), names.clone());
+                run_threads(1, iters, move |_, _| read(&f, collection, HOT, &names))
+            })
+        });
+    }
+    group.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default()
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(2));
-    targets = hot_reads, floor_reads
+    targets = hot_reads, floor_reads, coarse_clock_reads
 }
 criterion_main!(benches);

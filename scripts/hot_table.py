@@ -11,7 +11,9 @@ judges it by, each a median over the runs, with the runs' own figures:
   listing or presence record over one by (tenant, name);
 - one reading of the production clock over the get by id (every store
   read takes one; no map read does), and each collection's read over the
-  get plus that reading.
+  get plus that reading;
+- one reading of a `CoarseClock` over the get by id, and one thread's
+  read of each collection in a store on that clock over its get.
 
     python3 scripts/hot_table.py [--runs 5] [criterion args]
 
@@ -72,6 +74,15 @@ def figures(m):
         out[f"{kind} 1t / (get by name + clock)"] = (
             m[f"read_hot/{kind}/hot/1t"]
             / (m["read_hot/floor/hashbrown_name/1t"] + clock))
+    if "read_hot/coarse_clock/lease/hot/1t" in m:
+        out["coarse clock reading / hashbrown get by id"] = (
+            m["read_hot/floor/coarse_clock/1t"] / m["read_hot/floor/hashbrown_id/1t"])
+        out["lease 1t, coarse clock / get by id"] = (
+            m["read_hot/coarse_clock/lease/hot/1t"] / m["read_hot/floor/hashbrown_id/1t"])
+        for kind in ["listing", "presence"]:
+            out[f"{kind} 1t, coarse clock / get by name"] = (
+                m[f"read_hot/coarse_clock/{kind}/hot/1t"]
+                / m["read_hot/floor/hashbrown_name/1t"])
     return out
 
 

@@ -112,7 +112,17 @@ mod store;
 #[cfg(relaystore_loom)]
 #[doc(hidden)]
 pub use base::faults;
-pub use base::time;
+/// Time as an input: the [`Clock`](time::Clock) trait, the production
+/// [`SystemClock`](time::SystemClock), the test's
+/// [`ManualClock`](time::ManualClock) and the coarse
+/// [`CoarseClock`](time::CoarseClock), read from a word its thread keeps
+/// current (ADR 0079). Every expiry decision is made on a
+/// [`MonoTime`](time::MonoTime); the wall clock only reports.
+pub mod time {
+    #[cfg(feature = "native")]
+    pub use crate::base::coarse_clock::{CoarseClock, COARSE_TICK_MAX, COARSE_TICK_MIN};
+    pub use crate::base::time::*;
+}
 
 #[cfg(feature = "metrics")]
 pub mod metrics {

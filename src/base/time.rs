@@ -1,11 +1,12 @@
-//! Time as an input: the [`Clock`] trait and its two implementations.
+//! Time as an input: the [`Clock`] trait and its implementations (a
+//! third, `CoarseClock`, in `coarse_clock.rs`).
 //!
 //! Every expiry decision in the store is made on a [`MonoTime`], a reading of
 //! a monotonic clock in whole milliseconds since the clock's origin. The wall
 //! clock is read only to report an absolute expiry to callers and never
 //! decides anything, so a wall-clock jump in either direction changes no
-//! outcome. This module is the only place in the crate that reads the OS
-//! clock.
+//! outcome. This module and `coarse_clock.rs` are the only places in the
+//! crate that read the OS clock.
 
 #[cfg(feature = "native")]
 use std::sync::atomic::AtomicI64;

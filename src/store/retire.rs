@@ -145,11 +145,11 @@ pub(super) fn digest_table<K: Eq + Hash + Ord + Clone, V, S: Storage<K, V>>(
 #[cfg(all(test, not(relaystore_loom)))]
 mod tests {
     use crate::base::ids::TenantId;
-    use crate::contract::config::StoreConfig;
+    use crate::base::time::ManualClock;
+    use crate::contract::config::{StoreConfig, TenantQuota};
     use crate::contract::events::{Collection, Received};
     use crate::mem::table::SWEEP_STEP_MAX;
     use crate::store::Store;
-    use crate::time::ManualClock;
     use std::cell::Cell;
     use std::sync::Arc;
     use std::time::Duration;
@@ -171,7 +171,7 @@ mod tests {
         let config = StoreConfig::default()
             .presence_max(expiring as u64)
             .subscriber_buffer_max(2 * expiring)
-            .tenant(crate::TenantQuota::unlimited());
+            .tenant(TenantQuota::unlimited());
         let store = Store::new(config, clock.clone()).unwrap();
         let events = store.subscribe_to(&[Collection::Presence]).unwrap();
         for m in 0..expiring {
