@@ -45,6 +45,7 @@ use crate::mem::slab::Slab;
 use crate::mem::wheel::{ByKey, Fired, Handles, Liveness, SplitKey, TimerHandle, Wheel};
 use crossbeam_utils::CachePadded;
 use std::borrow::Borrow;
+use std::collections::VecDeque;
 use std::hash::Hash;
 
 /// A record that left a table, with the stamp it had when it left.
@@ -239,8 +240,13 @@ impl<K, L: Timing<K>> WheelShard<K, L> {
 
 pub(crate) struct Timers<K, L: Timing<K>> {
     pub(crate) wheel: Wheel<L::Item, L>,
-    /// Scratch space reused by every sweep, so sweeping does not allocate.
+    /// Scratch space the wheel's advance fills, reused by every sweep, so
+    /// sweeping does not allocate.
     fired: Vec<Fired<L::Item, L>>,
+    /// Fired entries a sweep's step left undecided, in order: the next
+    /// step takes them first. Taken from the front, so what a mass expiry
+    /// leaves is never copied again.
+    carried: VecDeque<Fired<L::Item, L>>,
 }
 
 /// Fired wheel entries a sweep handles per hold of a wheel shard's lock:
@@ -254,6 +260,10 @@ pub const SWEEP_BATCH_MAX: usize = crate::base::sync::sized(1024, 1);
 /// is retired a step at a time, so what the sweep holds stays bounded and
 /// the first removals are announced while later ones are still found.
 pub const SWEEP_STEP_MAX: usize = 8192;
+
+/// The most room for carried fired entries a wheel shard keeps between
+/// sweeps.
+const CARRIED_KEPT_MAX: usize = 4 * SWEEP_BATCH_MAX;
 
 /// How many fired entries a sweep decides between two looks at whether an
 /// operation waits for the wheel shard's lock, which ends its batch early
@@ -598,6 +608,7 @@ where
                         timers: GivesWay::new(Timers {
                             wheel: L::wheel(start.as_millis()),
                             fired: Vec::new(),
+                            carried: VecDeque::new(),
                         }),
                         next_due_ms: AtomicU64::new(u64::MAX),
                         tidy_owed: AtomicBool::new(false),
@@ -1176,23 +1187,29 @@ where
         max: usize,
     ) -> bool {
         let start = out.len();
-        let mut fired = {
+        let mut pending = {
             let mut guard = shard.hold();
             let timers = &mut *guard;
             timers.wheel.advance(now.as_millis(), &mut timers.fired);
             let next = timers.wheel.next_due().unwrap_or(u64::MAX);
             shard.next_due_ms.store(next, Ordering::Release);
-            if timers.fired.is_empty() {
+            if timers.fired.is_empty() && timers.carried.is_empty() {
                 return true;
             }
-            std::mem::take(&mut timers.fired)
+            // What an earlier step left goes first; each fired entry is
+            // moved here once (the scratch keeps its room).
+            let mut pending = std::mem::take(&mut timers.carried);
+            pending.extend(timers.fired.drain(..));
+            pending
         };
-        let mut batch = fired.drain(..);
-        while batch.len() > 0 && out.len() - start < max {
+        while !pending.is_empty() && out.len() - start < max {
             let mut timers = shard.hold();
             #[cfg(all(test, not(relaystore_loom)))]
             tests::at_batch();
-            for (i, fired) in batch.by_ref().take(SWEEP_BATCH_MAX).enumerate() {
+            for i in 0..SWEEP_BATCH_MAX {
+                let Some(fired) = pending.pop_front() else {
+                    break;
+                };
                 self.sweep_one(fired, now, shard, &mut timers, out);
                 if out.len() - start == max {
                     break;
@@ -1206,24 +1223,25 @@ where
             drop(timers);
             shard.timers.give_way();
         }
-        if batch.len() > 0 {
-            // The step is full: what is left goes back ahead of anything a
-            // later advance fires, and the shard reads as due, so the next
-            // step comes back for it.
-            let rest: Vec<_> = batch.collect();
-            let mut timers = shard.hold();
-            let later = std::mem::replace(&mut timers.fired, rest);
-            timers.fired.extend(later);
-            shard.next_due_ms.store(0, Ordering::Release);
-            return false;
+        if pending.is_empty() {
+            // Its room is kept for the next sweep, up to a few batches' (a
+            // mass expiry's is given back; the advance's scratch keeps it).
+            if pending.capacity() <= CARRIED_KEPT_MAX {
+                let mut timers = shard.hold();
+                if timers.carried.is_empty() {
+                    timers.carried = pending;
+                }
+            }
+            return true;
         }
-        drop(batch);
-        // The scratch space goes back for the next sweep to reuse.
+        // The step is full: what is left waits for the next step, ahead
+        // of anything another sweep left meanwhile, and the shard reads
+        // as due, so the next step comes back for it.
         let mut timers = shard.hold();
-        if timers.fired.capacity() < fired.capacity() {
-            timers.fired = fired;
-        }
-        true
+        pending.extend(timers.carried.drain(..));
+        timers.carried = pending;
+        shard.next_due_ms.store(0, Ordering::Release);
+        false
     }
 
     /// The wheel shard that holds `key`'s timer.
