@@ -114,9 +114,9 @@ mod store;
 pub use base::faults;
 /// Time as an input: the [`Clock`](time::Clock) trait, the production
 /// [`SystemClock`](time::SystemClock), the test's
-/// [`ManualClock`](time::ManualClock) and the coarse
-/// [`CoarseClock`](time::CoarseClock), read from a word its thread keeps
-/// current (ADR 0079). Every expiry decision is made on a
+/// [`ManualClock`](time::ManualClock) and, with the `native` feature,
+/// the coarse `CoarseClock`, read from a word its thread keeps current
+/// (ADR 0079). Every expiry decision is made on a
 /// [`MonoTime`](time::MonoTime); the wall clock only reports.
 pub mod time {
     #[cfg(feature = "native")]
