@@ -55,7 +55,8 @@
 //! visible from the moment it exists (a lock's fence is readable the
 //! moment the lock is held).
 
-use super::retire::Stored;
+use super::name_key::NameKey;
+use super::retire::{Stored, Why};
 use super::tenant::{Epoch, Owner, TenantIndex};
 use super::visible::Ancestry;
 use super::{decide, owned_by, Collection, Store};
@@ -69,6 +70,7 @@ use crate::contract::config::{Limits, StoreConfig};
 use crate::contract::events::Cause;
 use crate::mem::quota::{Counter, Reservation};
 use crate::mem::record::Stamp;
+use crate::mem::table::Removed;
 use std::cell::Cell;
 
 /// A kind of record that [`Store::create`] can make.
@@ -102,32 +104,153 @@ pub(super) trait Child: Stored {
     fn count_holder(&mut self, _holder: Holder) {}
 }
 
-/// The kind of child a lease keeps an index of.
-#[derive(Clone, Copy, Debug)]
-pub(super) enum LeaseChild {
-    Listings,
-    Members,
-    Locks,
-    Streams,
+/// The kind of child a lease keeps: its collection, where the lease keeps
+/// it, and its cap per lease. A record kind's descriptor is its
+/// [`OnLease::CHILD`]; streams, kept by name, have [`STREAMS`](Self::STREAMS).
+#[derive(Clone, Copy)]
+pub(super) struct LeaseChild {
+    collection: Collection,
+    /// Its run among a lease's places: its position in
+    /// [`ON_LEASE`](super::ON_LEASE); `None` for streams, kept by name.
+    run: Option<usize>,
+    cap: fn(&StoreConfig) -> usize,
+}
+
+impl std::fmt::Debug for LeaseChild {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.collection.scope_name())
+    }
 }
 
 impl LeaseChild {
-    pub(super) fn collection(self) -> Collection {
-        match self {
-            LeaseChild::Listings => Collection::Listings,
-            LeaseChild::Members => Collection::Presence,
-            LeaseChild::Locks => Collection::Locks,
-            LeaseChild::Streams => Collection::Streams,
+    /// Streams: a lease keeps their names.
+    pub(super) const STREAMS: LeaseChild = LeaseChild {
+        collection: Collection::Streams,
+        run: None,
+        cap: |config| config.streams_per_lease_max,
+    };
+
+    /// A record kind a lease keeps by place, in the run its position in
+    /// [`ON_LEASE`](super::ON_LEASE) gives it: a kind missing there does
+    /// not compile.
+    const fn placed(collection: Collection, cap: fn(&StoreConfig) -> usize) -> LeaseChild {
+        let mut run = 0;
+        while run < super::ON_LEASE.len() {
+            if super::ON_LEASE[run].collection as usize == collection as usize {
+                return LeaseChild {
+                    collection,
+                    run: Some(run),
+                    cap,
+                };
+            }
+            run += 1;
         }
+        panic!("a record kind a lease keeps by place is listed in ON_LEASE")
+    }
+
+    pub(super) fn collection(self) -> Collection {
+        self.collection
+    }
+
+    /// Its run among a lease's places; `None` for streams.
+    pub(super) fn run(self) -> Option<usize> {
+        self.run
     }
 
     pub(super) fn cap(self, config: &StoreConfig) -> usize {
-        match self {
-            LeaseChild::Listings => config.listings_per_lease_max,
-            LeaseChild::Members => config.presence_per_lease_max,
-            LeaseChild::Locks => config.locks_per_lease_max,
-            LeaseChild::Streams => config.streams_per_lease_max,
+        (self.cap)(config)
+    }
+}
+
+/// A record kind a lease keeps by place (listings, presence records,
+/// locks): everything the lease's protocol needs of it, so that the
+/// lease's list, its cascade and the audit are written once for every
+/// such kind. A kind is one `impl` of this and a line in
+/// [`ON_LEASE`](super::ON_LEASE).
+pub(super) trait OnLease: Child<Key = NameKey> {
+    /// Its collection.
+    const COLLECTION: Collection;
+    /// Its cap per lease.
+    fn cap(config: &StoreConfig) -> usize;
+    /// Its descriptor.
+    const CHILD: LeaseChild = LeaseChild::placed(Self::COLLECTION, Self::cap);
+    /// The lease the record hangs from, if any.
+    fn lease_of(&self) -> Option<u64>;
+    /// The key of the record at `place`, if it is still there.
+    fn key_at(store: &Store, place: u64) -> Option<NameKey>;
+    /// The removal bookkeeping of a record its lease's cascade removed
+    /// (not detached: the lease is going); returns the descendants it
+    /// removed.
+    fn retire_with_lease(
+        store: &Store,
+        place: u64,
+        removed: Removed<NameKey, Self>,
+        why: Why,
+        now: MonoTime,
+    ) -> usize;
+}
+
+/// A kind of [`OnLease`] as [`ON_LEASE`](super::ON_LEASE) lists it.
+pub(super) struct OnLeaseKind {
+    pub(super) collection: Collection,
+    /// Removes lease `seq`'s child at `place` and retires it (the
+    /// records removed, itself included; none if the place holds
+    /// another record now).
+    pub(super) cascade: fn(&Store, u64, u64, &Why, MonoTime) -> usize,
+    /// The table's records, its ceiling's count and its wheel entries.
+    #[cfg(any(test, feature = "internals"))]
+    pub(super) held: fn(&Store) -> (usize, u64, usize),
+    /// The key of the record at a place, if it is still there.
+    #[cfg(any(test, feature = "internals"))]
+    pub(super) key_at: fn(&Store, u64) -> Option<NameKey>,
+    /// Each record's tenant, whether it is attached, its lease and its
+    /// name.
+    #[cfg(any(test, feature = "internals"))]
+    pub(super) each: fn(&Store, &mut EachChild<'_>),
+}
+
+/// What [`OnLeaseKind::each`] is told of each record: its tenant, whether
+/// it is attached, its lease and its name.
+#[cfg(any(test, feature = "internals"))]
+pub(super) type EachChild<'a> = dyn FnMut(TenantId, bool, Option<u64>, &Name) + 'a;
+
+impl OnLeaseKind {
+    pub(super) const fn of<K: OnLease>() -> OnLeaseKind {
+        OnLeaseKind {
+            collection: K::COLLECTION,
+            cascade: cascade::<K>,
+            #[cfg(any(test, feature = "internals"))]
+            held: |store| {
+                let table = K::table(store);
+                (table.len(), table.ceiling().used(), table.scheduled())
+            },
+            #[cfg(any(test, feature = "internals"))]
+            key_at: K::key_at,
+            #[cfg(any(test, feature = "internals"))]
+            each: |store, f| {
+                K::table(store)
+                    .for_each(|(tenant, name), v, _| f(*tenant, v.attached(), v.lease_of(), name))
+            },
         }
+    }
+}
+
+/// Removes lease `seq`'s child of kind `K` at `at`, read by its name at
+/// its place: a record that left the place meanwhile is gone, or another
+/// record (not this lease's).
+fn cascade<K: OnLease>(store: &Store, at: u64, seq: u64, why: &Why, now: MonoTime) -> usize {
+    let Some(key) = K::key_at(store, at) else {
+        return 0;
+    };
+    let removed = K::table(store).remove_placed(
+        &key,
+        |v, _, _| owned_by(v.lease_of() == Some(seq)),
+        now,
+        |&place| place,
+    );
+    match removed {
+        Ok((place, child)) => 1 + K::retire_with_lease(store, place, child, why.clone(), now),
+        Err(_) => 0,
     }
 }
 
@@ -174,7 +297,7 @@ impl Parent<'_> {
             Parent::None => Ok(()),
             Parent::Lease { seq, kind } => store.take_lease_slot(tenant, *seq, *kind, None, now),
             Parent::LeaseStream { seq, name } => {
-                store.take_lease_slot(tenant, *seq, LeaseChild::Streams, Some(name), now)
+                store.take_lease_slot(tenant, *seq, LeaseChild::STREAMS, Some(name), now)
             }
             Parent::Listing { key, origin, child } => {
                 store.take_listing_slot(*key, origin, *child, now)
@@ -196,7 +319,7 @@ impl Parent<'_> {
             }
             (Parent::Lease { .. }, None) => Some(false),
             (Parent::LeaseStream { seq, name }, _) => {
-                store.confirm_lease_slot(*seq, LeaseChild::Streams, ChildOf::Stream(name))
+                store.confirm_lease_slot(*seq, LeaseChild::STREAMS, ChildOf::Stream(name))
             }
             (Parent::Listing { key, origin, child }, _) => {
                 store.holds_listing_slot(*key, origin.get(), *child)
@@ -218,7 +341,7 @@ impl Parent<'_> {
                 store.give_lease_slot(*seq, *kind, place.map(ChildOf::Place))
             }
             Parent::LeaseStream { seq, name } => {
-                store.give_lease_slot(*seq, LeaseChild::Streams, Some(ChildOf::Stream(name)))
+                store.give_lease_slot(*seq, LeaseChild::STREAMS, Some(ChildOf::Stream(name)))
             }
             Parent::Listing { key, origin, child } => {
                 store.give_listing_slot(*key, origin.get(), *child)

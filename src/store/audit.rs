@@ -7,9 +7,9 @@
 //! difference. It is what the simulation tests check after every batch of
 //! steps, and an operator can run it on a quiet store.
 
-use super::attach::{Child, LeaseChild};
+use super::attach::Child;
 use super::tenant::Tenant;
-use super::{Collection, NameKey, Store};
+use super::{Collection, NameKey, Store, ON_LEASE};
 use crate::base::ids::TenantId;
 use crate::base::name::Name;
 use crate::base::sync::{lock_at, Arc, Ordering, Rung};
@@ -29,26 +29,26 @@ impl AuditError {
     }
 }
 
-/// A lease's children by kind: listings, members, locks, streams.
-type Children = (
-    BTreeSet<Name>,
-    BTreeSet<Name>,
-    BTreeSet<Name>,
-    BTreeSet<Name>,
-);
+/// A lease's children by kind: each [`ON_LEASE`] kind's in its run, then
+/// its streams.
+type Children = [BTreeSet<Name>; ON_LEASE.len() + 1];
 type ChildIndex = BTreeMap<(TenantId, u64), Children>;
+
+/// Where a lease's streams are in [`Children`].
+const STREAMS: usize = ON_LEASE.len();
 
 #[derive(Default)]
 struct Counts {
-    leases: u64,
-    listings: u64,
-    presence: u64,
-    attempts: u64,
-    replay: u64,
-    idempotency: u64,
-    locks: u64,
+    /// Records by collection (attempts: pending ones; replay: all).
+    by: [u64; Collection::ALL.len()],
     listing_keys: BTreeSet<Name>,
     members: BTreeSet<Name>,
+}
+
+impl Counts {
+    fn add(&mut self, collection: Collection) {
+        self.by[collection as usize] += 1;
+    }
 }
 
 impl Store {
@@ -77,18 +77,10 @@ impl Store {
             self.shared.leases.ceiling().used(),
             self.shared.leases.scheduled(),
         )?;
-        check(
-            "listings",
-            self.shared.listings.len(),
-            self.shared.listings.ceiling().used(),
-            self.shared.listings.scheduled(),
-        )?;
-        check(
-            "presence",
-            self.shared.presence.len(),
-            self.shared.presence.ceiling().used(),
-            self.shared.presence.scheduled(),
-        )?;
+        for kind in &ON_LEASE {
+            let (held, counted, scheduled) = (kind.held)(self);
+            check(kind.collection.scope_name(), held, counted, scheduled)?;
+        }
         check(
             "attempts",
             self.shared.attempts.len(),
@@ -106,12 +98,6 @@ impl Store {
             self.shared.idempotency.len(),
             self.shared.idempotency.ceiling().used(),
             self.shared.idempotency.scheduled(),
-        )?;
-        check(
-            "locks",
-            self.shared.locks.len(),
-            self.shared.locks.ceiling().used(),
-            self.shared.locks.scheduled(),
         )?;
         self.shared.streams.audit()?;
         self.shared.queues.audit()?;
@@ -135,7 +121,7 @@ impl Store {
             by_ptr.iter().map(|(id, t)| (Arc::as_ptr(t), *id)).collect();
         let tenant_of = |t: &Tenant| owners.get(&(t as *const Tenant)).copied();
         let mut lease_children: ChildIndex = BTreeMap::new();
-        type Places = [Vec<u64>; 3];
+        type Places = [Vec<u64>; ON_LEASE.len()];
         let mut lease_places: Vec<((TenantId, u64), Places, BTreeSet<Name>)> = Vec::new();
         let mut listing_children: BTreeMap<(TenantId, Name), BTreeSet<u64>> = BTreeMap::new();
         let mut pending = 0u64;
@@ -151,21 +137,16 @@ impl Store {
                 _ => fail(format!("lease {seq} points at another tenant's state")),
             }
             let c = counts.entry(tenant).or_default();
-            c.leases += 1;
+            c.add(Collection::Leases);
             // The children's places, named after the walk (a record's name
             // is read at its place, not under this lease's lock).
             if let Some(c) = &lease.children {
                 if c.pending_slots() != 0 {
                     fail(format!("lease {seq} keeps slots no creation confirmed"));
                 }
-                let places = |kind| c.places(kind).collect::<Vec<_>>();
                 lease_places.push((
                     (tenant, *seq),
-                    [
-                        places(LeaseChild::Listings),
-                        places(LeaseChild::Members),
-                        places(LeaseChild::Locks),
-                    ],
+                    std::array::from_fn(|run| c.places_of_run(run).collect()),
                     c.streams().iter().cloned().collect::<BTreeSet<_>>(),
                 ));
             } else {
@@ -178,78 +159,51 @@ impl Store {
             Some((t, name)) if t == tenant => name,
             _ => Name::new(&format!("<place {place}: no record>")),
         };
-        for ((tenant, seq), [listings, members, locks], streams) in lease_places {
-            let names = |places: Vec<u64>, at: &dyn Fn(u64) -> Option<NameKey>| {
-                places
+        for ((tenant, seq), places, streams) in lease_places {
+            let mut children = Children::default();
+            for ((names, kind), places) in children.iter_mut().zip(&ON_LEASE).zip(places) {
+                *names = places
                     .into_iter()
-                    .map(|place| named(at(place), tenant, place))
-                    .collect::<BTreeSet<_>>()
-            };
-            let children = (
-                names(listings, &|p| self.shared.listings.key_at(p)),
-                names(members, &|p| self.shared.presence.key_at(p)),
-                names(locks, &|p| self.shared.locks.key_at(p)),
-                streams,
-            );
+                    .map(|place| named((kind.key_at)(self, place), tenant, place))
+                    .collect();
+            }
+            children[STREAMS] = streams;
             lease_children.insert((tenant, seq), children);
         }
         let mut seen_children: ChildIndex = BTreeMap::new();
+        for (run, kind) in ON_LEASE.iter().enumerate() {
+            (kind.each)(self, &mut |tenant, attached, lease, name| {
+                if !attached {
+                    let what = kind.collection.scope_name();
+                    fail(format!("{what} {name:?} left unattached"));
+                    return;
+                }
+                counts.entry(tenant).or_default().add(kind.collection);
+                if let Some(seq) = lease {
+                    seen_children.entry((tenant, seq)).or_default()[run].insert(name.clone());
+                }
+            });
+        }
         self.shared.listings.for_each(|(tenant, key), listing, _| {
-            if !listing.attached() {
-                fail(format!("listing {key:?} left unattached"));
-                return;
+            if listing.attached() {
+                let c = counts.entry(*tenant).or_default();
+                c.listing_keys.insert(key.clone());
+                listing_children.insert(
+                    (*tenant, key.clone()),
+                    listing.attempts.iter().copied().collect(),
+                );
             }
-            let c = counts.entry(*tenant).or_default();
-            c.listings += 1;
-            c.listing_keys.insert(key.clone());
-            seen_children
-                .entry((*tenant, listing.lease()))
-                .or_default()
-                .0
-                .insert(key.clone());
-            listing_children.insert(
-                (*tenant, key.clone()),
-                listing.attempts.iter().copied().collect(),
-            );
         });
         self.shared
             .presence
             .for_each(|(tenant, member), presence, _| {
-                if !presence.attached() {
-                    fail(format!("presence {member:?} left unattached"));
-                    return;
-                }
-                let c = counts.entry(*tenant).or_default();
-                c.presence += 1;
-                c.members.insert(member.clone());
-                if let Some(seq) = presence.lease() {
-                    seen_children
-                        .entry((*tenant, seq))
-                        .or_default()
-                        .1
-                        .insert(member.clone());
+                if presence.attached() {
+                    let c = counts.entry(*tenant).or_default();
+                    c.members.insert(member.clone());
                 }
             });
-        self.shared.locks.for_each(|(tenant, name), held, _| {
-            if !held.attached {
-                fail(format!("lock {name:?} left unattached"));
-                return;
-            }
-            counts.entry(*tenant).or_default().locks += 1;
-            if let Some(seq) = held.lease {
-                seen_children
-                    .entry((*tenant, seq))
-                    .or_default()
-                    .2
-                    .insert(name.clone());
-            }
-        });
         for (tenant, seq, name) in self.shared.streams.attached() {
-            seen_children
-                .entry((tenant, seq))
-                .or_default()
-                .3
-                .insert(Name::new(&name));
+            seen_children.entry((tenant, seq)).or_default()[STREAMS].insert(Name::new(&name));
         }
         let mut seen_attempts: BTreeMap<(TenantId, Name), BTreeSet<u64>> = BTreeMap::new();
         let mut origins: BTreeMap<(TenantId, Name), u64> = BTreeMap::new();
@@ -266,9 +220,9 @@ impl Store {
                 return;
             }
             let c = counts.entry(tenant).or_default();
-            c.replay += 1;
+            c.add(Collection::Replay);
             if !attempt.phase.is_consumed() {
-                c.attempts += 1;
+                c.add(Collection::Attempts);
                 pending += 1;
                 let key = (tenant, attempt.listing.clone());
                 if origins.get(&key) == Some(&attempt.origin) {
@@ -278,9 +232,12 @@ impl Store {
                 }
             }
         });
-        self.shared
-            .idempotency
-            .for_each(|(tenant, _), _, _| counts.entry(*tenant).or_default().idempotency += 1);
+        self.shared.idempotency.for_each(|(tenant, _), _, _| {
+            counts
+                .entry(*tenant)
+                .or_default()
+                .add(Collection::Idempotency)
+        });
         if let Some(p) = problem {
             return Err(p);
         }
@@ -293,27 +250,13 @@ impl Store {
 
         for (id, t) in &by_ptr {
             let c = counts.remove(id).unwrap_or_default();
-            let c_ = &c;
-            let held = |c: Collection| match c {
-                Collection::Leases => c_.leases,
-                Collection::Listings => c_.listings,
-                Collection::Presence => c_.presence,
-                Collection::Attempts => c_.attempts,
-                Collection::Replay => c_.replay,
-                Collection::Idempotency => c_.idempotency,
-                Collection::Locks => c_.locks,
-                Collection::Tombstones
-                | Collection::Streams
-                | Collection::Queues
-                | Collection::Schedules => 0,
-            };
             // A quota that is switched off keeps no count to compare.
             for what in Collection::ALL {
                 let counter = t.quota(what);
                 if !counter.is_counted() {
                     continue;
                 }
-                let (held, admitted) = (held(what), counter.used());
+                let (held, admitted) = (c.by[what as usize], counter.used());
                 if held != admitted {
                     return Err(format!(
                         "{id} {}: {held} records, {admitted} admitted",
@@ -321,7 +264,9 @@ impl Store {
                     ));
                 }
             }
-            let records = c.leases + c.listings + c.presence + c.replay + c.idempotency + c.locks;
+            // Every record holds its tenant once: a join attempt is
+            // counted twice (pending and replay), as a replay record.
+            let records = c.by.iter().sum::<u64>() - c.by[Collection::Attempts as usize];
             let holds = t.holds.load(Ordering::Acquire);
             if records != holds || holds == 0 {
                 return Err(format!(
@@ -437,30 +382,27 @@ mod tests {
     #[test]
     fn the_audit_notices_a_leases_stale_list_of_children() {
         use super::super::attach::ChildOf;
-        use super::super::attach::LeaseChild;
+        use super::super::attach::OnLease;
+        use super::super::presence::Presence;
+        let members = Presence::CHILD;
         let s = busy();
         let t = TenantId(1);
         let lease = s.list_leases(t, None, 1).unwrap().items[0].id;
         let seq = s.lease_seq(lease).unwrap();
         let now = s.shared.clock.now();
         // A slot taken that no creation confirmed.
-        s.take_lease_slot(t, seq, LeaseChild::Members, None, now)
-            .unwrap();
+        s.take_lease_slot(t, seq, members, None, now).unwrap();
         assert!(s.audit().unwrap_err().finding().contains("confirmed"));
-        s.give_lease_slot(seq, LeaseChild::Members, None);
+        s.give_lease_slot(seq, members, None);
         s.audit().unwrap();
         // A place no record holds: a slot key at a generation never used.
-        s.take_lease_slot(t, seq, LeaseChild::Members, None, now)
-            .unwrap();
+        s.take_lease_slot(t, seq, members, None, now).unwrap();
         let ghost = u64::MAX - 9;
         let place = ChildOf::Place(ghost);
-        assert_eq!(
-            s.confirm_lease_slot(seq, LeaseChild::Members, place),
-            Some(true)
-        );
+        assert_eq!(s.confirm_lease_slot(seq, members, place), Some(true));
         let finding = s.audit().unwrap_err();
         assert!(finding.finding().contains("no record"), "{finding}");
-        s.detach_from_lease(seq, LeaseChild::Members, place);
+        s.detach_from_lease(seq, members, place);
         s.audit().unwrap();
     }
 

@@ -3,13 +3,12 @@
 use super::attach::{Child, ChildOf, LeaseChild, Parent};
 use super::decide;
 use super::idempotency::{IdemParams, Outcome};
-use super::owned_by;
 use super::retire::Stored;
 use super::retire::Why;
 use super::tenant::Owner;
 use super::tenant::Revocations;
 use super::visible::Ancestry;
-use super::{Collection, IdKey, Renewal, Store};
+use super::{Collection, IdKey, Renewal, Store, ON_LEASE};
 use crate::base::error::{Error, Result, Scope};
 use crate::base::ids::{LeaseId, TenantId};
 use crate::base::name::Holder;
@@ -59,7 +58,7 @@ pub(crate) struct LeaseChildren {
     /// [`PENDING`] in its run.
     places: Vec<u64>,
     /// Where each run ends in `places`.
-    ends: [u32; 3],
+    ends: [u32; ON_LEASE.len()],
     /// Its streams' names and its observed endpoints, boxed: most leases
     /// have neither, and the box is one word where the two vectors are
     /// six.
@@ -85,26 +84,32 @@ impl LeaseChildren {
 
     /// Which run is `kind`'s; `None` for streams, kept by name.
     fn run(kind: LeaseChild) -> Option<usize> {
-        match kind {
-            LeaseChild::Listings => Some(0),
-            LeaseChild::Locks => Some(1),
-            LeaseChild::Members => Some(2),
-            LeaseChild::Streams => None,
-        }
+        kind.run()
     }
 
-    /// Where `kind`'s run is in `places` (empty for streams).
-    fn span(&self, kind: LeaseChild) -> std::ops::Range<usize> {
-        let Some(run) = Self::run(kind) else {
-            return 0..0;
-        };
+    /// Where run `run` is in `places`.
+    fn span_of(&self, run: usize) -> std::ops::Range<usize> {
         let start = run.checked_sub(1).map_or(0, |before| self.ends[before]);
         start as usize..self.ends[run] as usize
     }
 
+    /// Where `kind`'s run is in `places` (empty for streams).
+    fn span(&self, kind: LeaseChild) -> std::ops::Range<usize> {
+        Self::run(kind).map_or(0..0, |run| self.span_of(run))
+    }
+
+    /// The places of the confirmed children in run `run`.
+    pub(super) fn places_of_run(&self, run: usize) -> impl Iterator<Item = u64> + '_ {
+        self.places[self.span_of(run)]
+            .iter()
+            .copied()
+            .filter(|&p| p != PENDING)
+    }
+
     /// The places of the confirmed children of `kind` (none for streams:
     /// [`streams`](Self::streams)).
-    pub(super) fn places(&self, kind: LeaseChild) -> impl Iterator<Item = u64> + '_ {
+    #[cfg(all(test, not(relaystore_loom)))]
+    fn places(&self, kind: LeaseChild) -> impl Iterator<Item = u64> + '_ {
         self.places[self.span(kind)]
             .iter()
             .copied()
@@ -907,50 +912,10 @@ impl Store {
         let children_why = why.for_children(|| root);
         let mut n = 0;
         let children = lease.children.map(|c| *c).unwrap_or_default();
-        // Each child record by its name, read at its place: one that left
-        // its place meanwhile is gone, or another record (not this lease's).
-        for at in children.places(LeaseChild::Listings) {
-            let Some(key) = self.shared.listings.key_at(at) else {
-                continue;
-            };
-            let removed = self.shared.listings.remove_placed(
-                &key,
-                |v, _, _| owned_by(v.lease() == seq),
-                now,
-                |&place| place,
-            );
-            if let Ok((place, child)) = removed {
-                n += 1 + self.retire_listing(place, child, children_why.clone(), now, false);
-            }
-        }
-        for at in children.places(LeaseChild::Members) {
-            let Some(key) = self.shared.presence.key_at(at) else {
-                continue;
-            };
-            let removed = self.shared.presence.remove_placed(
-                &key,
-                |v, _, _| owned_by(v.lease() == Some(seq)),
-                now,
-                |&place| place,
-            );
-            if let Ok((place, child)) = removed {
-                n += 1;
-                self.retire_presence(place, child, children_why.clone(), false);
-            }
-        }
-        for at in children.places(LeaseChild::Locks) {
-            let Some(key) = self.shared.locks.key_at(at) else {
-                continue;
-            };
-            let removed = self.shared.locks.remove_placed(
-                &key,
-                |v, _, _| owned_by(v.lease == Some(seq)),
-                now,
-                |&place| place,
-            );
-            if let Ok((place, child)) = removed {
-                n += 1;
-                self.retire_lock(place, child, children_why.clone(), false);
+        // Each kind's children, in the cascade's order.
+        for (run, kind) in ON_LEASE.iter().enumerate() {
+            for at in children.places_of_run(run) {
+                n += (kind.cascade)(self, at, seq, &children_why, now);
             }
         }
         for name in children.streams() {
@@ -1131,48 +1096,53 @@ mod tests {
     /// a stream is kept by its name.
     #[test]
     fn a_leases_children_keep_to_their_kinds() {
-        use super::super::attach::LeaseChild as K;
+        use super::super::attach::{LeaseChild, OnLease};
+        use super::super::listing::Listing;
+        use super::super::lock::Lock;
+        use super::super::presence::Presence;
+        let (members, listings) = (Presence::CHILD, Listing::CHILD);
+        let (locks, streams) = (Lock::CHILD, LeaseChild::STREAMS);
         let mut c = LeaseChildren::default();
-        for kind in [K::Members, K::Listings, K::Members, K::Locks, K::Listings] {
+        for kind in [members, listings, members, locks, listings] {
             c.reserve(kind);
         }
-        assert_eq!((c.held(K::Members), c.pending_slots()), (2, 5));
+        assert_eq!((c.held(members), c.pending_slots()), (2, 5));
         let places = |c: &LeaseChildren, kind| c.places(kind).collect::<Vec<_>>();
-        assert!(!c.confirm(K::Streams, 9), "a stream has no place");
+        assert!(!c.confirm(streams, 9), "a stream has no place");
         for (kind, place) in [
-            (K::Members, 11),
-            (K::Listings, 21),
-            (K::Members, 12),
-            (K::Locks, 31),
-            (K::Listings, 22),
+            (members, 11),
+            (listings, 21),
+            (members, 12),
+            (locks, 31),
+            (listings, 22),
         ] {
             assert!(c.confirm(kind, place), "{kind:?} {place}");
         }
-        assert!(!c.confirm(K::Members, 13), "no member's slot was taken");
+        assert!(!c.confirm(members, 13), "no member's slot was taken");
         c.push_stream(Name::new("s1"));
-        assert_eq!(places(&c, K::Listings), [21, 22]);
-        assert_eq!(places(&c, K::Locks), [31]);
-        assert_eq!(places(&c, K::Members), [11, 12]);
-        assert_eq!(places(&c, K::Streams), [] as [u64; 0]);
+        assert_eq!(places(&c, listings), [21, 22]);
+        assert_eq!(places(&c, locks), [31]);
+        assert_eq!(places(&c, members), [11, 12]);
+        assert_eq!(places(&c, streams), [] as [u64; 0]);
         assert_eq!(c.pending_slots(), 0);
-        c.reserve(K::Members);
-        assert_eq!(c.held(K::Members), 3, "a pending slot counts to the cap");
-        c.give_back(K::Members);
-        c.give_back(K::Members); // none pending: nothing
-        assert_eq!((c.held(K::Members), c.pending_slots()), (2, 0));
-        c.remove_place(K::Members, 11);
-        c.remove_place(K::Locks, 12); // not a lock's place: nothing
-        c.remove_place(K::Listings, 21);
-        assert_eq!(places(&c, K::Listings), [22]);
-        assert_eq!(places(&c, K::Locks), [31]);
-        assert_eq!(places(&c, K::Members), [12]);
+        c.reserve(members);
+        assert_eq!(c.held(members), 3, "a pending slot counts to the cap");
+        c.give_back(members);
+        c.give_back(members); // none pending: nothing
+        assert_eq!((c.held(members), c.pending_slots()), (2, 0));
+        c.remove_place(members, 11);
+        c.remove_place(locks, 12); // not a lock's place: nothing
+        c.remove_place(listings, 21);
+        assert_eq!(places(&c, listings), [22]);
+        assert_eq!(places(&c, locks), [31]);
+        assert_eq!(places(&c, members), [12]);
         assert_eq!(c.streams().len(), 1);
         c.remove_stream("s1");
-        for (kind, place) in [(K::Locks, 31), (K::Listings, 22), (K::Members, 12)] {
+        for (kind, place) in [(locks, 31), (listings, 22), (members, 12)] {
             c.remove_place(kind, place);
         }
         assert!(c.places.is_empty() && c.rare.is_none());
-        assert_eq!(c.ends, [0; 3]);
+        assert_eq!(c.ends, [0; ON_LEASE.len()]);
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Listings: published, discoverable entries attached to a lease.
 
 use super::attach::ChildOf;
-use super::attach::{Child, LeaseChild, Parent};
+use super::attach::{Child, OnLease, Parent};
 use super::idempotency::{IdemParams, Outcome};
 use super::owned_by;
 use super::retire::Stored;
@@ -19,6 +19,7 @@ use crate::base::sync::{lock_at, Arc, Rung};
 use crate::base::sync::{AtomicU64, Ordering};
 use crate::base::time::MonoTime;
 use crate::base::time::DEADLINE_MAX_MS;
+use crate::contract::config::StoreConfig;
 use crate::contract::events::Cause;
 use crate::contract::events::{RecordId, Root};
 use crate::contract::relay::Cursor;
@@ -183,6 +184,32 @@ impl Stored for Listing {
     }
 }
 
+impl OnLease for Listing {
+    const COLLECTION: Collection = Collection::Listings;
+
+    fn cap(config: &StoreConfig) -> usize {
+        config.listings_per_lease_max
+    }
+
+    fn lease_of(&self) -> Option<u64> {
+        Some(self.lease())
+    }
+
+    fn key_at(store: &Store, place: u64) -> Option<NameKey> {
+        store.shared.listings.key_at(place)
+    }
+
+    fn retire_with_lease(
+        store: &Store,
+        place: u64,
+        removed: Removed<NameKey, Self>,
+        why: Why,
+        now: MonoTime,
+    ) -> usize {
+        store.retire_listing(place, removed, why, now, false)
+    }
+}
+
 impl Child for Listing {
     const QUOTAS: &'static [Collection] = &[Collection::Listings];
     const HOLDER_QUOTA: Option<Collection> = Some(Collection::Listings);
@@ -285,7 +312,7 @@ impl Store {
         self.inside_gate();
         let parent = Parent::Lease {
             seq: lease,
-            kind: LeaseChild::Listings,
+            kind: Listing::CHILD,
         };
         let nkey: NameKey = (tenant, key.clone());
         let make = |owner, version| Listing {
@@ -807,7 +834,7 @@ impl Store {
             self.announce(Collection::Listings, tenant, id, &why, || None);
         }
         if detach {
-            self.detach_from_lease(listing.lease(), LeaseChild::Listings, ChildOf::Place(place));
+            self.detach_from_lease(listing.lease(), Listing::CHILD, ChildOf::Place(place));
         }
         let children_why = why.for_children(|| {
             self.shared.events.subscribed().then(|| Root {

@@ -7,7 +7,7 @@
 //! fence, so a holder whose lock lapsed can never release its successor's.
 
 use super::attach::ChildOf;
-use super::attach::{Child, LeaseChild, Parent};
+use super::attach::{Child, OnLease, Parent};
 use super::decide;
 use super::retire::Stored;
 use super::retire::Why;
@@ -21,6 +21,7 @@ use crate::base::name::Name;
 use crate::base::sync::Arc;
 use crate::base::sync::Ordering;
 use crate::base::time::MonoTime;
+use crate::contract::config::StoreConfig;
 use crate::contract::events::Cause;
 use crate::contract::events::RecordId;
 use crate::contract::names::RESERVED_PREFIX;
@@ -55,6 +56,33 @@ impl Stored for Lock {
         _now: MonoTime,
     ) -> usize {
         store.retire_lock(place, removed, cause, true);
+        0
+    }
+}
+
+impl OnLease for Lock {
+    const COLLECTION: Collection = Collection::Locks;
+
+    fn cap(config: &StoreConfig) -> usize {
+        config.locks_per_lease_max
+    }
+
+    fn lease_of(&self) -> Option<u64> {
+        self.lease
+    }
+
+    fn key_at(store: &Store, place: u64) -> Option<NameKey> {
+        store.shared.locks.key_at(place)
+    }
+
+    fn retire_with_lease(
+        store: &Store,
+        place: u64,
+        removed: Removed<NameKey, Self>,
+        why: Why,
+        _now: MonoTime,
+    ) -> usize {
+        store.retire_lock(place, removed, why, false);
         0
     }
 }
@@ -244,7 +272,7 @@ impl Store {
         let parent = match lease {
             Some(seq) => Parent::Lease {
                 seq,
-                kind: LeaseChild::Locks,
+                kind: Lock::CHILD,
             },
             None => Parent::None,
         };
@@ -387,7 +415,7 @@ impl Store {
         let (tenant, name) = r.key;
         let held = r.value;
         if let (true, Some(seq)) = (detach, held.lease) {
-            self.detach_from_lease(seq, LeaseChild::Locks, ChildOf::Place(place));
+            self.detach_from_lease(seq, Lock::CHILD, ChildOf::Place(place));
         }
         if held.attached {
             held.owner.tenant().quota(Collection::Locks).release(1);

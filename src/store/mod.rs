@@ -129,6 +129,16 @@ impl Renewal {
 /// `(tenant, seq)`, in the table and in every wheel entry.
 type IdKey = u64;
 
+/// The record kinds a lease keeps by place, in the order its cascade
+/// removes them. A kind's position is its run in a lease's list of
+/// places; its cascade and its audit come from its [`attach::OnLease`]
+/// implementation.
+const ON_LEASE: [attach::OnLeaseKind; 3] = [
+    attach::OnLeaseKind::of::<Listing>(),
+    attach::OnLeaseKind::of::<Presence>(),
+    attach::OnLeaseKind::of::<Lock>(),
+];
+
 /// Counts of records held, per collection (live or awaiting the sweep).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Stats {

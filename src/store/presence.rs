@@ -1,7 +1,7 @@
 //! Presence: a member's heartbeat record with a TTL.
 
 use super::attach::ChildOf;
-use super::attach::{Child, LeaseChild, Occupant, Parent};
+use super::attach::{Child, Occupant, OnLease, Parent};
 use super::retire::Why;
 use crate::base::sync::{lock_at, Arc, Rung};
 use crate::contract::events::RecordId;
@@ -18,6 +18,7 @@ use crate::base::ids::{LeaseId, TenantId};
 use crate::base::name::Name;
 use crate::base::sync::{AtomicU64, Ordering};
 use crate::base::time::MonoTime;
+use crate::contract::config::StoreConfig;
 use crate::contract::events::Cause;
 use crate::contract::relay::Cursor;
 use crate::contract::relay::Page;
@@ -81,6 +82,33 @@ impl Stored for Presence {
         _now: MonoTime,
     ) -> usize {
         store.retire_presence(place, removed, cause, true);
+        0
+    }
+}
+
+impl OnLease for Presence {
+    const COLLECTION: Collection = Collection::Presence;
+
+    fn cap(config: &StoreConfig) -> usize {
+        config.presence_per_lease_max
+    }
+
+    fn lease_of(&self) -> Option<u64> {
+        self.lease()
+    }
+
+    fn key_at(store: &Store, place: u64) -> Option<NameKey> {
+        store.shared.presence.key_at(place)
+    }
+
+    fn retire_with_lease(
+        store: &Store,
+        place: u64,
+        removed: Removed<NameKey, Self>,
+        why: Why,
+        _now: MonoTime,
+    ) -> usize {
+        store.retire_presence(place, removed, why, false);
         0
     }
 }
@@ -164,7 +192,7 @@ impl Store {
             let parent = match lease {
                 Some(seq) => Parent::Lease {
                     seq,
-                    kind: LeaseChild::Members,
+                    kind: Presence::CHILD,
                 },
                 None => Parent::None,
             };
@@ -423,7 +451,7 @@ impl Store {
         let (tenant, member) = r.key;
         let presence = r.value;
         if let (true, Some(lease)) = (detach, presence.lease()) {
-            self.detach_from_lease(lease, LeaseChild::Members, ChildOf::Place(place));
+            self.detach_from_lease(lease, Presence::CHILD, ChildOf::Place(place));
         }
         if presence.attached() {
             presence

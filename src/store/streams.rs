@@ -480,7 +480,7 @@ impl Store {
         let why = why.into();
         self.inside_gate();
         if let Some(seq) = stream.lease.filter(|_| detach) {
-            self.detach_from_lease(seq, LeaseChild::Streams, ChildOf::Stream(&name));
+            self.detach_from_lease(seq, LeaseChild::STREAMS, ChildOf::Stream(&name));
         }
         self.announce(
             Collection::Streams,
