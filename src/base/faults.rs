@@ -1,8 +1,8 @@
 //! Fault switches for the loom models' broken twins.
 //!
 //! Each switch turns one decision into its classic broken form at the one
-//! place that decision is made (`store/decide.rs`, the creation seam in
-//! `store/attach.rs`, `record.rs`, `quota.rs`, the sweep in `table.rs`, the generation check
+//! place that decision is made (`store/protocol/decide.rs`, the creation seam in
+//! `store/protocol/attach.rs`, `record.rs`, `quota.rs`, the sweep in `table.rs`, the generation check
 //! and the visit's count in `slab.rs`), so
 //! each model can prove it catches the bug it is about. Production bodies
 //! contain no fault code. Loom runs all threads of one model on the test's

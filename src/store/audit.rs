@@ -7,7 +7,7 @@
 //! difference. It is what the simulation tests check after every batch of
 //! steps, and an operator can run it on a quiet store.
 
-use super::attach::Child;
+use super::protocol::attach::Child;
 use super::tenant::Tenant;
 use super::{Collection, NameKey, Store, ON_LEASE};
 use crate::base::ids::TenantId;
@@ -381,9 +381,9 @@ mod tests {
 
     #[test]
     fn the_audit_notices_a_leases_stale_list_of_children() {
-        use super::super::attach::ChildOf;
-        use super::super::attach::OnLease;
-        use super::super::presence::Presence;
+        use super::super::kinds::presence::Presence;
+        use super::super::protocol::attach::ChildOf;
+        use super::super::protocol::attach::OnLease;
         let members = Presence::CHILD;
         let s = busy();
         let t = TenantId(1);

@@ -260,7 +260,7 @@ impl Store {
     /// versions can tell. For tests and diagnostics; costs a full scan.
     #[cfg(any(test, feature = "internals"))]
     pub fn digest(&self) -> u64 {
-        use super::retire::digest_table;
+        use super::protocol::retire::digest_table;
         use super::{Attempt, Idem, Lease, Listing, Lock, Presence};
         self.digest_kind::<Lease>(1)
             .wrapping_add(self.digest_kind::<Listing>(2))

@@ -29,46 +29,29 @@
 //! - **Events after the fact.** Events are emitted after the removal, never
 //!   under a lock. Records that were never visible (rolled back) emit none.
 
-mod attach;
 #[cfg(any(test, feature = "internals"))]
 mod audit;
 mod builder;
 mod contract;
-mod decide;
-mod groups;
-mod idempotency;
-mod join;
-mod lease;
+mod kinds;
 mod lifecycle;
-mod listing;
-mod lock;
-mod name_key;
+mod mechanisms;
 mod observe;
-mod outbox;
-mod presence;
-mod queues;
+mod protocol;
 mod reconfigure;
-mod retire;
-mod schedules;
-mod slot_parts;
-mod streams;
 mod tenant;
-mod tx;
-mod tx_batch;
 mod usage;
-mod visible;
-mod wakes;
 
 #[cfg(any(test, feature = "internals"))]
 pub use audit::AuditError;
 pub use builder::{StoreBuilder, EXPIRY_TICK_DEFAULT};
-pub use groups::Member;
-pub use lease::LEASE_SLOTS_PER_ITEM;
-pub use lock::LockGuard;
+pub use kinds::lease::LEASE_SLOTS_PER_ITEM;
+pub use kinds::lock::LockGuard;
+pub use mechanisms::groups::Member;
+pub use mechanisms::schedules::{Scheduler, SchedulerStop};
+pub use mechanisms::streams::Follower;
+pub use mechanisms::tx::{Committed, Transaction, TX_OPS_MAX};
 pub use observe::REFUSAL_LOG_INTERVAL;
-pub use schedules::{Scheduler, SchedulerStop};
-pub use streams::Follower;
-pub use tx::{Committed, Transaction, TX_OPS_MAX};
 
 // The contract's values, for the engine's own files (`super::Health`).
 use crate::contract::relay::{LockInfo, Renewal};
@@ -101,13 +84,13 @@ use crate::mem::record::{Stamp, Versions};
 use crate::mem::shard::ShardMap;
 use crate::mem::table::{SlabTable, Storage, Table, TableOf};
 use crate::mem::wake::WakeHub;
-use idempotency::Idem;
-use join::Attempt;
-use lease::{Lease, LeaseWords};
-use listing::{Listing, ListingWords};
-use lock::Lock;
-use name_key::{NameKey, NameLookup};
-use presence::{Presence, PresenceWords};
+use kinds::idempotency::Idem;
+use kinds::join::Attempt;
+use kinds::lease::{Lease, LeaseWords};
+use kinds::listing::{Listing, ListingWords};
+use kinds::lock::Lock;
+use kinds::presence::{Presence, PresenceWords};
+use protocol::name_key::{NameKey, NameLookup};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tenant::{Epoch, Revocations};
 
@@ -131,12 +114,12 @@ type IdKey = u64;
 
 /// The record kinds a lease keeps by place, in the order its cascade
 /// removes them. A kind's position is its run in a lease's list of
-/// places; its cascade and its audit come from its [`attach::OnLease`]
+/// places; its cascade and its audit come from its [`protocol::attach::OnLease`]
 /// implementation.
-const ON_LEASE: [attach::OnLeaseKind; 3] = [
-    attach::OnLeaseKind::of::<Listing>(),
-    attach::OnLeaseKind::of::<Presence>(),
-    attach::OnLeaseKind::of::<Lock>(),
+const ON_LEASE: [protocol::attach::OnLeaseKind; 3] = [
+    protocol::attach::OnLeaseKind::of::<Listing>(),
+    protocol::attach::OnLeaseKind::of::<Presence>(),
+    protocol::attach::OnLeaseKind::of::<Lock>(),
 ];
 
 /// Counts of records held, per collection (live or awaiting the sweep).
@@ -655,7 +638,7 @@ impl Store {
         collection: Collection,
         tenant: TenantId,
         id: impl FnOnce() -> RecordId,
-        why: &retire::Why,
+        why: &protocol::retire::Why,
         holder: impl FnOnce() -> Option<crate::base::name::Holder>,
     ) {
         crate::contract::metrics::removal(

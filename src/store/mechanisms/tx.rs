@@ -37,7 +37,6 @@
 //! expired join attempts then answer `NotFound` (swept) rather than
 //! `Expired`.
 
-use super::Store;
 use crate::base::attrs::Attrs;
 use crate::base::error::{Error, Result};
 use crate::base::ids::{JobId, LeaseId, TenantId};
@@ -51,6 +50,7 @@ use crate::contract::queue::{ClaimToken, Failed, JobInfo, JobOptions, JobState, 
 use crate::contract::relay::ListingInfo;
 use crate::contract::stream::{StreamEntry, StreamRead};
 use crate::coord::queue::Staged;
+use crate::store::Store;
 
 pub use crate::contract::tx::TX_OPS_MAX;
 use crate::contract::tx::{check_stage, TxTarget as Target};

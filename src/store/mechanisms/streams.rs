@@ -1,17 +1,17 @@
 //! The store's side of streams (`src/coord/stream.rs`): names, the lifecycle, the
 //! clock, and the wake each append sends to the stream's followers.
 
-use super::attach::ChildOf;
-use super::attach::{LeaseChild, Parent};
-use super::idempotency::{payload_digest, IdemParams, Outcome};
-use super::retire::Why;
-use super::Collection;
-use super::Store;
 use crate::base::error::{Error, Result};
 use crate::base::ids::TenantId;
 use crate::base::name::Name;
 use crate::contract::events::RecordId;
 use crate::coord::stream::Stream;
+use crate::store::kinds::idempotency::{payload_digest, IdemParams, Outcome};
+use crate::store::protocol::attach::ChildOf;
+use crate::store::protocol::attach::{LeaseChild, Parent};
+use crate::store::protocol::retire::Why;
+use crate::store::Collection;
+use crate::store::Store;
 
 use crate::base::sync::Arc;
 use crate::base::time::MonoTime;
@@ -132,7 +132,7 @@ impl Store {
 
     /// Whether tenant `tenant`'s lease `seq` is visible now: the gate of
     /// every use of a stream attached to it.
-    pub(super) fn alive(&self, tenant: TenantId) -> impl Fn(u64) -> bool + '_ {
+    pub(in crate::store) fn alive(&self, tenant: TenantId) -> impl Fn(u64) -> bool + '_ {
         move |seq| {
             self.lease_status(tenant, seq, self.shared.clock.now())
                 .is_ok()
@@ -140,7 +140,11 @@ impl Store {
     }
 
     /// [`alive`](Self::alive) at `now` (a commit decides at one instant).
-    pub(super) fn alive_at(&self, tenant: TenantId, now: MonoTime) -> impl Fn(u64) -> bool + '_ {
+    pub(in crate::store) fn alive_at(
+        &self,
+        tenant: TenantId,
+        now: MonoTime,
+    ) -> impl Fn(u64) -> bool + '_ {
         move |seq| self.lease_status(tenant, seq, now).is_ok()
     }
 
@@ -301,7 +305,7 @@ impl Store {
         self.shared.streams.len()
     }
 
-    pub(super) fn stream_name(&self, name: &str) -> Result<Arc<str>> {
+    pub(in crate::store) fn stream_name(&self, name: &str) -> Result<Arc<str>> {
         self.check_own_name(name)?;
         Ok(Arc::from(name))
     }
@@ -417,7 +421,7 @@ fn has_entries(read: &StreamRead) -> bool {
 /// listener attached before the first read) in between: the one wait loop
 /// of followers and group members. `ServiceUnavailable` once the store
 /// has stopped or is gone.
-pub(super) async fn read_until<T>(
+pub(in crate::store) async fn read_until<T>(
     wakes: &Listener,
     mut read: impl FnMut() -> Result<T>,
     ready: impl Fn(&T) -> bool,
@@ -436,7 +440,7 @@ pub(super) async fn read_until<T>(
 #[cfg(feature = "native")]
 /// [`read_until`], blocking the calling thread for at most `timeout`
 /// (`None`: until `ready`); what `read` returned last if the time ran out.
-pub(super) fn blocking_read_until<T>(
+pub(in crate::store) fn blocking_read_until<T>(
     wakes: &Listener,
     timeout: Option<Duration>,
     mut read: impl FnMut() -> Result<T>,
@@ -469,7 +473,7 @@ impl Store {
     /// (when `detach`: the lease is not itself being removed), and a wake
     /// for its followers, who then find it gone. Streams are not records:
     /// they own no tenant units or holds.
-    pub(super) fn retire_stream(
+    pub(in crate::store) fn retire_stream(
         &self,
         tenant: TenantId,
         name: Arc<str>,

@@ -16,17 +16,17 @@
 //! kind); each kind's `retire_*` is in the kind's own file, so this file
 //! imports none of them.
 
-use super::Store;
 use crate::base::time::MonoTime;
 use crate::contract::events::{Cause, Root};
 use crate::mem::table::{Placed, Removed, Storage, TableOf, SWEEP_STEP_MAX};
+use crate::store::Store;
 use std::hash::Hash;
 
 /// Why a record is retired, as its removal event tells it: its cause and,
 /// for a cascade, the removal that started it (made only when someone
 /// subscribes: building it may copy a name).
 #[derive(Clone)]
-pub(super) struct Why {
+pub(in crate::store) struct Why {
     cause: Cause,
     root: Option<Root>,
 }
@@ -38,11 +38,11 @@ impl From<Cause> for Why {
 }
 
 impl Why {
-    pub(super) fn cause(&self) -> Cause {
+    pub(in crate::store) fn cause(&self) -> Cause {
         self.cause
     }
 
-    pub(super) fn root(&self) -> Option<&Root> {
+    pub(in crate::store) fn root(&self) -> Option<&Root> {
         self.root.as_ref()
     }
 
@@ -56,7 +56,7 @@ impl Why {
 
     /// What the children of a record retired for `self` are retired for:
     /// the same root if this is a cascade, else this record's removal.
-    pub(super) fn for_children(&self, root: impl FnOnce() -> Option<Root>) -> Self {
+    pub(in crate::store) fn for_children(&self, root: impl FnOnce() -> Option<Root>) -> Self {
         if self.cause == Cause::Cascaded {
             Why::cascade(self.root.clone())
         } else {
@@ -67,8 +67,8 @@ impl Why {
 
 /// A kind of record the store keeps in a table of its own: where it lives
 /// and what removing it involves. The sweep and the digest loop over the
-/// kinds through this trait; creation adds [`Child`](super::attach::Child).
-pub(super) trait Stored: Sized {
+/// kinds through this trait; creation adds [`Child`](crate::store::protocol::attach::Child).
+pub(in crate::store) trait Stored: Sized {
     /// The table's key.
     type Key: Eq + Hash + Ord + Clone;
     /// Where the table keeps its records: a slab, whose slot key names
@@ -94,7 +94,7 @@ impl Store {
     /// removals is retired before the next is found, so a mass expiry
     /// holds a step's records, not all of them, and its first events go
     /// out while the rest are still being found.
-    pub(super) fn sweep_kind<S: Stored>(&self, now: MonoTime) -> usize {
+    pub(in crate::store) fn sweep_kind<S: Stored>(&self, now: MonoTime) -> usize {
         let mut out: Vec<(u64, Removed<S::Key, S>)> = Vec::new();
         let mut removed = 0;
         loop {
@@ -121,14 +121,14 @@ impl Store {
 
     /// An order-independent digest of one kind's table, tagged `tag`.
     #[cfg(any(test, feature = "internals"))]
-    pub(super) fn digest_kind<S: Stored>(&self, tag: u8) -> u64 {
+    pub(in crate::store) fn digest_kind<S: Stored>(&self, tag: u8) -> u64 {
         digest_table(S::table(self), tag)
     }
 }
 
 /// The sum of per-record hashes of (tag, key, version, deadline).
 #[cfg(any(test, feature = "internals"))]
-pub(super) fn digest_table<K: Eq + Hash + Ord + Clone, V, S: Storage<K, V>>(
+pub(in crate::store) fn digest_table<K: Eq + Hash + Ord + Clone, V, S: Storage<K, V>>(
     table: &TableOf<K, V, S>,
     tag: u8,
 ) -> u64 {
@@ -160,7 +160,7 @@ mod tests {
         static HELD_MOST: Cell<usize> = const { Cell::new(0) };
     }
 
-    pub(super) fn holding(n: usize) {
+    pub(in crate::store) fn holding(n: usize) {
         HELD_MOST.with(|most| most.set(most.get().max(n)));
     }
 

@@ -1,15 +1,5 @@
 //! Listings: published, discoverable entries attached to a lease.
 
-use super::attach::ChildOf;
-use super::attach::{Child, OnLease, Parent};
-use super::idempotency::{IdemParams, Outcome};
-use super::owned_by;
-use super::retire::Stored;
-use super::retire::Why;
-use super::slot_parts::{AttrsWords, KeptAttrs, ParentWord, ValidAt};
-use super::tenant::{Owner, TenantIndex};
-use super::visible::Ancestry;
-use super::{Collection, NameKey, NameLookup, Store};
 use crate::base::attrs::Attrs;
 use crate::base::error::{Error, Result, Scope};
 use crate::base::ids::{LeaseId, TenantId};
@@ -29,30 +19,40 @@ use crate::mem::named_slab::{NamedSlab, NamedTable, Peeked};
 use crate::mem::record::Head;
 use crate::mem::table::Removed;
 use crate::mem::table::SlotWords;
+use crate::store::kinds::idempotency::{IdemParams, Outcome};
+use crate::store::owned_by;
+use crate::store::protocol::attach::ChildOf;
+use crate::store::protocol::attach::{Child, OnLease, Parent};
+use crate::store::protocol::retire::Stored;
+use crate::store::protocol::retire::Why;
+use crate::store::protocol::slot_parts::{AttrsWords, KeptAttrs, ParentWord, ValidAt};
+use crate::store::protocol::visible::Ancestry;
+use crate::store::tenant::{Owner, TenantIndex};
+use crate::store::{Collection, NameKey, NameLookup, Store};
 use std::cell::Cell;
 use std::ops::Bound;
 use std::time::Duration;
 
 pub(crate) struct Listing {
-    pub(super) owner: Owner,
+    pub(in crate::store) owner: Owner,
     /// The lease this listing lives under, and whether the listing is
     /// attached (registered with it: visible only then).
     parent: ParentWord,
     /// The version the listing was inserted at: unique per publication,
     /// so a re-published key is a different listing.
-    pub(super) origin: u64,
+    pub(in crate::store) origin: u64,
     attrs: KeptAttrs,
     /// Pending or bound join attempts (at most `attempts_per_listing_max`).
-    pub(super) attempts: Attempts,
+    pub(in crate::store) attempts: Attempts,
     /// The lease's holder, when its tenant counts listings per holder:
     /// the count this listing's removal gives back. Boxed, so a store that
     /// counts nothing per holder pays one word per listing for it.
-    pub(super) holder: Option<Box<Holder>>,
+    pub(in crate::store) holder: Option<Box<Holder>>,
 }
 
 impl Listing {
     /// The lease this listing lives under.
-    pub(super) fn lease(&self) -> u64 {
+    pub(in crate::store) fn lease(&self) -> u64 {
         self.parent.lease()
     }
 }
@@ -66,7 +66,7 @@ impl Listing {
     clippy::box_collection,
     reason = "one word in the listing's slot where a list takes three"
 )]
-pub(super) struct Attempts {
+pub(in crate::store) struct Attempts {
     /// An attempt, or [`Attempts::NONE`].
     first: u64,
     more: Option<Box<Vec<u64>>>,
@@ -75,11 +75,11 @@ pub(super) struct Attempts {
 impl Attempts {
     const NONE: u64 = 0;
 
-    pub(super) fn len(&self) -> usize {
+    pub(in crate::store) fn len(&self) -> usize {
         usize::from(self.first != Self::NONE) + self.more.as_ref().map_or(0, |m| m.len())
     }
 
-    pub(super) fn push(&mut self, seq: u64) {
+    pub(in crate::store) fn push(&mut self, seq: u64) {
         debug_assert_ne!(seq, Self::NONE, "no slot key is zero");
         if self.first == Self::NONE {
             self.first = seq;
@@ -89,7 +89,7 @@ impl Attempts {
     }
 
     /// The entries, oldest first.
-    pub(super) fn iter(&self) -> impl DoubleEndedIterator<Item = &u64> {
+    pub(in crate::store) fn iter(&self) -> impl DoubleEndedIterator<Item = &u64> {
         std::iter::once(&self.first)
             .filter(|&&s| s != Self::NONE)
             .chain(self.more.iter().flat_map(|m| m.iter()))
@@ -97,7 +97,7 @@ impl Attempts {
 
     /// Takes one entry of `seq` out, searching from the end (where it was
     /// pushed).
-    pub(super) fn remove_last(&mut self, seq: u64) {
+    pub(in crate::store) fn remove_last(&mut self, seq: u64) {
         let in_more = self
             .more
             .as_mut()
@@ -109,7 +109,7 @@ impl Attempts {
     }
 
     /// Takes every entry of `seq` out.
-    pub(super) fn remove_all(&mut self, seq: u64) {
+    pub(in crate::store) fn remove_all(&mut self, seq: u64) {
         if let Some(m) = &mut self.more {
             m.retain(|s| *s != seq);
         }
@@ -251,8 +251,8 @@ impl From<&str> for Cursor {
 }
 
 /// What the store needs to know about a visible listing.
-pub(super) struct ListingView {
-    pub(super) origin: u64,
+pub(in crate::store) struct ListingView {
+    pub(in crate::store) origin: u64,
     info: ListingInfo,
 }
 
@@ -300,7 +300,7 @@ impl Store {
 
     /// Publishes at `now`, running `then` just before the listing becomes
     /// visible (a transaction's commit: see `create_then`).
-    pub(super) fn publish_now(
+    pub(in crate::store) fn publish_now(
         &self,
         tenant: TenantId,
         lease: u64,
@@ -349,7 +349,11 @@ impl Store {
     }
 
     /// The visible listing under `key`, with what its children need.
-    pub(super) fn listing_view(&self, key: &NameKey, now: MonoTime) -> Result<ListingView> {
+    pub(in crate::store) fn listing_view(
+        &self,
+        key: &NameKey,
+        now: MonoTime,
+    ) -> Result<ListingView> {
         let (mut view, left) = self.visible_listing(key, now, true, |seen| ListingView {
             origin: seen.origin,
             info: ListingInfo {
@@ -368,7 +372,11 @@ impl Store {
     /// a child needs to attach to it, or to check it still hangs from the
     /// same publication. Reads none of the listing's attributes, which
     /// every joiner of a busy listing would otherwise share.
-    pub(super) fn listing_origin(&self, key: &dyn NameLookup, now: MonoTime) -> Result<u64> {
+    pub(in crate::store) fn listing_origin(
+        &self,
+        key: &dyn NameLookup,
+        now: MonoTime,
+    ) -> Result<u64> {
         self.visible_listing(key, now, false, |seen| seen.origin)
             .map(|(origin, _)| origin)
     }
@@ -535,7 +543,7 @@ impl Store {
     /// Whether the listing under `nkey` could be updated or removed at
     /// `expected` now: visible, and at that version if one is given. The
     /// check a transaction's commit makes before it changes anything.
-    pub(super) fn check_listing_at(
+    pub(in crate::store) fn check_listing_at(
         &self,
         nkey: &NameKey,
         expected: Option<u64>,
@@ -567,7 +575,7 @@ impl Store {
     }
 
     /// [`update_listing`](Self::update_listing) at `now`.
-    pub(super) fn update_listing_at(
+    pub(in crate::store) fn update_listing_at(
         &self,
         nkey: &NameKey,
         expected_version: u64,
@@ -586,7 +594,7 @@ impl Store {
                     return Err(Error::NotFound);
                 }
                 words.attrs.store(&mut v.attrs, attrs);
-                Ok(((), Some(super::stamp_deadline(&stamp))))
+                Ok(((), Some(crate::store::stamp_deadline(&stamp))))
             },
         )?;
         Ok(stamp.version)
@@ -625,7 +633,7 @@ impl Store {
     }
 
     /// Ends the listing under `nkey` at `now`.
-    pub(super) fn end_listing_at(
+    pub(in crate::store) fn end_listing_at(
         &self,
         nkey: &NameKey,
         expected: Option<u64>,
@@ -637,7 +645,7 @@ impl Store {
         let (place, removed) = self.shared.listings.remove_placed(
             nkey,
             |v, stamp, _| {
-                super::owned_by(v.origin == view.origin)?;
+                crate::store::owned_by(v.origin == view.origin)?;
                 match expected {
                     Some(e) if e != stamp.version => Err(Error::Conflict {
                         current_version: stamp.version,
@@ -685,7 +693,7 @@ impl Store {
     /// each turned into an item by `view` (invisible ones, and places
     /// left meanwhile, are skipped). A record keeps its place while it
     /// lives, so one live for the whole scan is on exactly one page.
-    pub(super) fn page<T>(
+    pub(in crate::store) fn page<T>(
         &self,
         tenant: TenantId,
         cursor: Option<&Cursor>,
@@ -731,12 +739,12 @@ impl Store {
 
 impl Store {
     /// Takes a slot for attempt `child` in the visible listing under
-    /// `key` ([`Parent::reserve`](super::attach::Parent::reserve)), in
+    /// `key` ([`Parent::reserve`](crate::store::protocol::attach::Parent::reserve)), in
     /// the one visit that also reads its publication into `origin`:
     /// refused if the listing is not visible or its attempts are at
     /// their cap. The listing's lease is checked after, with the slot
     /// held, and the slot given back if that lease is gone.
-    pub(super) fn take_listing_slot(
+    pub(in crate::store) fn take_listing_slot(
         &self,
         key: (TenantId, &str),
         origin: &Cell<u64>,
@@ -782,7 +790,7 @@ impl Store {
     /// Whether the listing under `key` is still the one published as
     /// `origin`, valid, and holds attempt `child`'s slot (searched from
     /// the end, where it was pushed); `None` if the listing is gone.
-    pub(super) fn holds_listing_slot(
+    pub(in crate::store) fn holds_listing_slot(
         &self,
         key: (TenantId, &str),
         origin: u64,
@@ -795,7 +803,12 @@ impl Store {
 
     /// Gives attempt `child`'s slot in the listing published as `origin`
     /// back: one entry, from the end.
-    pub(super) fn give_listing_slot(&self, key: (TenantId, &str), origin: u64, child: u64) {
+    pub(in crate::store) fn give_listing_slot(
+        &self,
+        key: (TenantId, &str),
+        origin: u64,
+        child: u64,
+    ) {
         self.shared.listings.modify(&key as &dyn NameLookup, |l| {
             if l.origin == origin {
                 l.attempts.remove_last(child);
@@ -803,7 +816,7 @@ impl Store {
         });
     }
 
-    pub(super) fn retire_listing(
+    pub(in crate::store) fn retire_listing(
         &self,
         place: u64,
         r: Removed<NameKey, Listing>,
@@ -865,7 +878,13 @@ impl Store {
 
     /// Takes attempt `seq` out of the pending attempts of the listing
     /// published as `origin`.
-    pub(super) fn detach_attempt(&self, tenant: TenantId, listing: &str, origin: u64, seq: u64) {
+    pub(in crate::store) fn detach_attempt(
+        &self,
+        tenant: TenantId,
+        listing: &str,
+        origin: u64,
+        seq: u64,
+    ) {
         let key: &dyn NameLookup = &(tenant, listing);
         self.shared.listings.modify(key, |l| {
             if l.origin == origin {

@@ -3,10 +3,10 @@
 //! takes no lock trust its owner's epoch, and the word a child keeps its
 //! lease and its attachment in.
 
-use super::tenant::Revocations;
 use crate::base::attrs::Attrs;
 use crate::base::ids::SLOTS_MAX;
 use crate::base::sync::{AtomicU64, Ordering};
+use crate::store::tenant::Revocations;
 
 /// The first word of [`AttrsWords`] for attributes kept in the record (no
 /// length an inline value has).
@@ -15,18 +15,18 @@ const LONG_ATTRS: u64 = u8::MAX as u64;
 /// A record's attributes, kept here, and only here, while they fit
 /// ([`Attrs::to_words`]); longer ones stay in the record
 /// ([`KeptAttrs`]), and the words say so.
-pub(super) struct AttrsWords([AtomicU64; 3]);
+pub(in crate::store) struct AttrsWords([AtomicU64; 3]);
 
 /// What a record keeps of its attributes: nothing while they are in its
 /// slot's words, which hold any that fit; longer ones, boxed (a word of
 /// the slot, where [`Attrs`] would take three). A record made outside its
 /// slot holds its attributes here until it enters the slot.
 #[derive(Default)]
-pub(super) struct KeptAttrs(Option<Box<Attrs>>);
+pub(in crate::store) struct KeptAttrs(Option<Box<Attrs>>);
 
 impl KeptAttrs {
     /// A record's attributes before it enters its slot.
-    pub(super) fn new(attrs: Attrs) -> Self {
+    pub(in crate::store) fn new(attrs: Attrs) -> Self {
         KeptAttrs((!attrs.is_empty()).then(|| Box::new(attrs)))
     }
 }
@@ -44,7 +44,7 @@ impl AttrsWords {
 
     /// Keeps `attrs`: in the words if they fit (the record's `kept` left
     /// empty), else in `kept`. Under the slot's lock.
-    pub(super) fn store(&self, kept: &mut KeptAttrs, attrs: Attrs) {
+    pub(in crate::store) fn store(&self, kept: &mut KeptAttrs, attrs: Attrs) {
         let words = match attrs.to_words() {
             Some(words) => {
                 kept.0 = None;
@@ -63,14 +63,14 @@ impl AttrsWords {
     /// Moves the record's attributes in, as it enters its slot. A record
     /// leaving its slot leaves its attributes behind: its removal needs
     /// none of them.
-    pub(super) fn fill(&self, kept: &mut KeptAttrs) {
+    pub(in crate::store) fn fill(&self, kept: &mut KeptAttrs) {
         let attrs = kept.0.take().map(|attrs| *attrs).unwrap_or_default();
         self.store(kept, attrs);
     }
 
     /// Runs `see` on the attributes, from the words or from the record's
     /// `kept`. Under the slot's lock.
-    pub(super) fn with<R>(&self, kept: &KeptAttrs, see: impl FnOnce(&Attrs) -> R) -> R {
+    pub(in crate::store) fn with<R>(&self, kept: &KeptAttrs, see: impl FnOnce(&Attrs) -> R) -> R {
         match Attrs::from_words(self.words()) {
             Some(attrs) => see(&attrs),
             None => see(kept.0.as_deref().unwrap_or(&Attrs::EMPTY)),
@@ -81,7 +81,7 @@ impl AttrsWords {
     /// (to make into [`Attrs`] once the read is known whole); `None` if
     /// they are kept in the record.
     #[inline]
-    pub(super) fn peek(&self) -> Option<[u64; 3]> {
+    pub(in crate::store) fn peek(&self) -> Option<[u64; 3]> {
         let words = self.words();
         (words[0] != LONG_ATTRS).then_some(words)
     }
@@ -92,7 +92,7 @@ impl AttrsWords {
 /// visible), in one word of the record: a slab key's slot index never
 /// reaches [`ATTACHED`]'s bit.
 #[derive(Clone, Copy)]
-pub(super) struct ParentWord(u64);
+pub(in crate::store) struct ParentWord(u64);
 
 /// Set in a [`ParentWord`] once the child is attached.
 const ATTACHED: u64 = 1 << 31;
@@ -100,24 +100,24 @@ const _: () = assert!(SLOTS_MAX <= ATTACHED);
 
 impl ParentWord {
     /// No lease: no slab key is zero.
-    pub(super) const NONE: u64 = 0;
+    pub(in crate::store) const NONE: u64 = 0;
 
     /// A child of `lease` (or of none), not yet attached.
-    pub(super) fn new(lease: u64) -> Self {
+    pub(in crate::store) fn new(lease: u64) -> Self {
         debug_assert_eq!(lease & ATTACHED, 0, "a slab key's index is under 2^28");
         ParentWord(lease)
     }
 
     /// The lease's key, or [`ParentWord::NONE`].
-    pub(super) fn lease(self) -> u64 {
+    pub(in crate::store) fn lease(self) -> u64 {
         self.0 & !ATTACHED
     }
 
-    pub(super) fn attached(self) -> bool {
+    pub(in crate::store) fn attached(self) -> bool {
         self.0 & ATTACHED != 0
     }
 
-    pub(super) fn attach(&mut self) {
+    pub(in crate::store) fn attach(&mut self) {
         self.0 |= ATTACHED;
     }
 }
@@ -126,7 +126,7 @@ impl ParentWord {
 /// visible by its owner's epoch under its slot's lock ([`Revocations`]),
 /// or [`Revocations::NEVER`]: a read that takes no lock trusts the epoch
 /// only while the count is still this.
-pub(super) struct ValidAt(AtomicU64);
+pub(in crate::store) struct ValidAt(AtomicU64);
 
 impl Default for ValidAt {
     fn default() -> Self {
@@ -136,14 +136,14 @@ impl Default for ValidAt {
 
 impl ValidAt {
     /// Never seen valid (a record entering its slot).
-    pub(super) fn reset(&self) {
+    pub(in crate::store) fn reset(&self) {
         self.0.store(Revocations::NEVER, Ordering::Release);
     }
 
     /// Records, under the slot's lock, that the record was seen `valid`
     /// as of `revocations` (read before the check, with no revocation at
     /// work).
-    pub(super) fn mark(&self, valid: bool, revocations: u64) {
+    pub(in crate::store) fn mark(&self, valid: bool, revocations: u64) {
         if valid
             && Revocations::settled(revocations)
             && self.0.load(Ordering::Relaxed) != revocations
@@ -154,7 +154,7 @@ impl ValidAt {
 
     /// Whether no tenant revocation began since the record was seen valid.
     #[inline]
-    pub(super) fn still(&self, revocations: &Revocations) -> bool {
+    pub(in crate::store) fn still(&self, revocations: &Revocations) -> bool {
         revocations.still(self.0.load(Ordering::Acquire))
     }
 }

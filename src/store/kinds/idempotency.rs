@@ -7,9 +7,6 @@
 //! while the first is still running, the retryable `InFlight`. A failed
 //! operation releases its claim (also on panic), so a retry runs it again.
 
-use super::retire::Stored;
-use super::tenant::Owner;
-use super::{owned_by, Collection, NameKey, Store};
 use crate::base::error::{Error, Result};
 use crate::base::ids::{JoinToken, TenantId};
 use crate::base::sync::Arc;
@@ -22,6 +19,9 @@ use crate::contract::relay::{Admission, JoinTicket};
 use crate::mem::named_slab::{NamedSlab, NamedTable};
 use crate::mem::quota::Reservation;
 use crate::mem::table::Removed;
+use crate::store::protocol::retire::Stored;
+use crate::store::tenant::Owner;
+use crate::store::{owned_by, Collection, NameKey, Store};
 
 /// The parameters a stored outcome was produced from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -65,7 +65,7 @@ pub(crate) enum IdemParams {
 
 /// A 64-bit digest of an enqueue's payloads, in order (SipHash, fixed
 /// keys): what an idempotency record compares a repeat's payloads by.
-pub(super) fn payload_digest(payloads: &[&[u8]]) -> u64 {
+pub(in crate::store) fn payload_digest(payloads: &[&[u8]]) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     payloads.hash(&mut hasher);
@@ -85,7 +85,7 @@ pub(crate) enum Outcome {
 }
 
 pub(crate) struct Idem {
-    pub(super) owner: Owner,
+    pub(in crate::store) owner: Owner,
     params: IdemParams,
     outcome: Option<Outcome>,
 }
@@ -137,7 +137,7 @@ impl Stored for Idem {
 impl Store {
     /// Runs `run` at most once per idempotency key within the window.
     #[allow(clippy::too_many_arguments)]
-    pub(super) fn idempotent<T>(
+    pub(in crate::store) fn idempotent<T>(
         &self,
         tenant: TenantId,
         key: Option<&str>,
@@ -237,7 +237,7 @@ impl Store {
 }
 
 impl Store {
-    pub(super) fn retire_idem(&self, r: Removed<NameKey, Idem>, cause: Cause) {
+    pub(in crate::store) fn retire_idem(&self, r: Removed<NameKey, Idem>, cause: Cause) {
         r.value
             .owner
             .tenant()

@@ -21,7 +21,7 @@ pub(crate) enum Phase {
 }
 
 impl Phase {
-    pub(super) fn is_consumed(self) -> bool {
+    pub(in crate::store) fn is_consumed(self) -> bool {
         matches!(self, Phase::Consumed(_))
     }
 }
@@ -29,7 +29,11 @@ impl Phase {
 /// What a bind of `observed` does to an attempt in `phase` at `version`:
 /// `Ok(Some(next))` moves it (Pending -> Bound), `Ok(None)` repeats the
 /// winning bind, `Err` refuses.
-pub(super) fn bind(phase: Phase, observed: SocketAddr, version: u64) -> Result<Option<Phase>> {
+pub(in crate::store) fn bind(
+    phase: Phase,
+    observed: SocketAddr,
+    version: u64,
+) -> Result<Option<Phase>> {
     if active(StoreFault::BindIgnoresPhase) {
         return Ok(Some(Phase::Bound(observed)));
     }
@@ -45,7 +49,7 @@ pub(super) fn bind(phase: Phase, observed: SocketAddr, version: u64) -> Result<O
 
 /// What a consume does to an attempt in `phase` at `version`: the address
 /// to admit (the attempt becomes `Consumed` with it), or why not.
-pub(super) fn consume(phase: Phase, version: u64) -> Result<SocketAddr> {
+pub(in crate::store) fn consume(phase: Phase, version: u64) -> Result<SocketAddr> {
     match phase {
         Phase::Bound(addr) => Ok(addr),
         Phase::Consumed(addr) if active(StoreFault::ConsumeIgnoresPhase) => Ok(addr),
@@ -57,41 +61,41 @@ pub(super) fn consume(phase: Phase, version: u64) -> Result<SocketAddr> {
 }
 
 /// Whether a release with `fence` may remove a lock held with `held`.
-pub(super) fn release(held: u64, fence: u64) -> bool {
+pub(in crate::store) fn release(held: u64, fence: u64) -> bool {
     held == fence || active(StoreFault::ReleaseUnfenced)
 }
 
 /// Whether a key held by a record that is still visible is taken.
-pub(super) fn key_taken(holder_visible: bool) -> bool {
+pub(in crate::store) fn key_taken(holder_visible: bool) -> bool {
     holder_visible && !active(StoreFault::KeyHolderIgnored)
 }
 
 /// Whether a revocation writes the lease's tombstone before removing the
 /// lease (so a renewal that misses the lease finds the tombstone).
-pub(super) fn tombstone_first() -> bool {
+pub(in crate::store) fn tombstone_first() -> bool {
     !active(StoreFault::TombstoneAfterRemoval)
 }
 
 /// Whether a join registers its attempt with its listing.
-pub(super) fn join_attaches() -> bool {
+pub(in crate::store) fn join_attaches() -> bool {
     !active(StoreFault::JoinWithoutAttach)
 }
 
 /// Whether a creation takes a unit of its table's ceiling before its
 /// narrow scopes are decided (never; the order the protocol forbids).
-pub(super) fn shared_scope_first() -> bool {
+pub(in crate::store) fn shared_scope_first() -> bool {
     active(StoreFault::SharedScopeFirst)
 }
 
 /// Whether a creation reads each limit from its counter, one at a time
 /// (never; it reads them all from one snapshot of the configuration).
-pub(super) fn limits_read_apart() -> bool {
+pub(in crate::store) fn limits_read_apart() -> bool {
     active(StoreFault::LimitsReadApart)
 }
 
 /// Whether a creation that committed looks at the store's state, to take
 /// its record back if a drain stopped the store meanwhile.
-pub(super) fn stop_checked() -> bool {
+pub(in crate::store) fn stop_checked() -> bool {
     !active(StoreFault::StopUnchecked)
 }
 

@@ -6,14 +6,6 @@
 //! silently at its deadline and can then be taken again. `release` checks the
 //! fence, so a holder whose lock lapsed can never release its successor's.
 
-use super::attach::ChildOf;
-use super::attach::{Child, OnLease, Parent};
-use super::decide;
-use super::retire::Stored;
-use super::retire::Why;
-use super::tenant::Owner;
-use super::visible::Ancestry;
-use super::{owned_by, Collection, NameKey, NameLookup, Renewal, Store};
 use crate::base::error::{Error, Result};
 use crate::base::ids::{LeaseId, TenantId};
 use crate::base::name::Holder;
@@ -29,15 +21,23 @@ use crate::contract::relay::LockInfo;
 use crate::mem::named_slab::{NamedSlab, NamedTable};
 use crate::mem::record::{Head, Stamp};
 use crate::mem::table::Removed;
+use crate::store::protocol::attach::ChildOf;
+use crate::store::protocol::attach::{Child, OnLease, Parent};
+use crate::store::protocol::decide;
+use crate::store::protocol::retire::Stored;
+use crate::store::protocol::retire::Why;
+use crate::store::protocol::visible::Ancestry;
+use crate::store::tenant::Owner;
+use crate::store::{owned_by, Collection, NameKey, NameLookup, Renewal, Store};
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
 pub(crate) struct Lock {
-    pub(super) owner: Owner,
-    pub(super) holder: Holder,
+    pub(in crate::store) owner: Owner,
+    pub(in crate::store) holder: Holder,
     fence: u64,
-    pub(super) lease: Option<u64>,
-    pub(super) attached: bool,
+    pub(in crate::store) lease: Option<u64>,
+    pub(in crate::store) attached: bool,
 }
 
 impl Stored for Lock {
@@ -208,7 +208,7 @@ impl LockGuard {
     /// The state of a lock this guard has just taken for `holder`: the
     /// engine contract's answer to `try_lock`. A lock's version is its
     /// fence when it is taken.
-    pub(super) fn taken_by(self, holder: &str) -> LockInfo {
+    pub(in crate::store) fn taken_by(self, holder: &str) -> LockInfo {
         LockInfo {
             holder: Holder::new(holder),
             fence: self.fence,
@@ -254,7 +254,7 @@ impl Store {
 
     /// [`try_lock`](Self::try_lock) under any name (the store's own
     /// reserved ones too).
-    pub(super) fn take_lock(
+    pub(in crate::store) fn take_lock(
         &self,
         tenant: TenantId,
         name: &str,
@@ -404,7 +404,7 @@ impl Store {
 }
 
 impl Store {
-    pub(super) fn retire_lock(
+    pub(in crate::store) fn retire_lock(
         &self,
         place: u64,
         r: Removed<NameKey, Lock>,

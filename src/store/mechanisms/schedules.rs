@@ -1,7 +1,6 @@
 //! The store's side of schedules (`src/coord/schedule.rs`): the scheduler lock,
 //! the leader check before a run, and the fires' path into the queues.
 
-use super::{LockGuard, Store};
 use crate::base::error::{Error, Result};
 use crate::base::ids::TenantId;
 use crate::base::sync::Arc;
@@ -11,6 +10,7 @@ use crate::contract::queue::JobOptions;
 use crate::contract::runner::ScheduleRunner;
 use crate::contract::runner::SchedulerStep;
 use crate::contract::schedule::{ScheduleInfo, ScheduleRun};
+use crate::store::{LockGuard, Store};
 use std::time::Duration;
 
 impl Store {
@@ -67,7 +67,7 @@ impl Store {
 
     /// The input rules of a schedule: its name, its queue's, its payload's
     /// size, its spec's grammar and interval.
-    pub(super) fn check_schedule(
+    pub(in crate::store) fn check_schedule(
         &self,
         name: &str,
         spec: &str,
@@ -137,7 +137,11 @@ impl Store {
 
     /// [`run_schedules`](Self::run_schedules) for the runner holding the
     /// scheduler lock with `fence` (the engine contract's form).
-    pub(super) fn run_schedules_fenced(&self, tenant: TenantId, fence: u64) -> Result<ScheduleRun> {
+    pub(in crate::store) fn run_schedules_fenced(
+        &self,
+        tenant: TenantId,
+        fence: u64,
+    ) -> Result<ScheduleRun> {
         let options = JobOptions::default();
         self.shared.schedules.run(
             tenant,

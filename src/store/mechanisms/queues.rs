@@ -1,8 +1,6 @@
 //! The store's side of job queues (`src/coord/queue.rs`): names, ids, the
 //! lifecycle, the clock, and the wakes that workers wait on.
 
-use super::idempotency::{payload_digest, IdemParams, Outcome};
-use super::Store;
 use crate::base::error::{Error, Result};
 use crate::base::ids::{JobId, TenantId};
 use crate::base::secrets::random_bytes;
@@ -18,6 +16,8 @@ use crate::contract::queue::{
 use crate::coord::queue::Waiting;
 use crate::mem::named::TenantName;
 use crate::mem::wake::Listener;
+use crate::store::kinds::idempotency::{payload_digest, IdemParams, Outcome};
+use crate::store::Store;
 use std::time::{Duration, UNIX_EPOCH};
 
 impl Store {
@@ -47,7 +47,7 @@ impl Store {
     }
 
     /// Creates a queue under any name (the store's own, reserved ones too).
-    pub(super) fn create_queue_named(
+    pub(in crate::store) fn create_queue_named(
         &self,
         tenant: TenantId,
         name: Arc<str>,
@@ -133,7 +133,7 @@ impl Store {
     /// [`enqueue_many`](Self::enqueue_many) under the options'
     /// idempotency key, if they have one: a repeat answers the first
     /// job's number the key remembers.
-    pub(super) fn enqueue_keyed(
+    pub(in crate::store) fn enqueue_keyed(
         &self,
         tenant: TenantId,
         queue: &str,
@@ -171,7 +171,7 @@ impl Store {
     /// Enqueues jobs with the same options, all or none (one admission
     /// for all of them); returns the first one's sequence number (the
     /// others follow it). The store's schedules fire through it.
-    pub(super) fn enqueue_many(
+    pub(in crate::store) fn enqueue_many(
         &self,
         tenant: TenantId,
         queue: &str,
@@ -220,7 +220,7 @@ impl Store {
     }
 
     /// [`claim`](Self::claim) from any queue (the store's own too).
-    pub(super) fn claim_in(
+    pub(in crate::store) fn claim_in(
         &self,
         tenant: TenantId,
         queue: &str,
@@ -335,7 +335,7 @@ impl Store {
     }
 
     /// [`ack`](Self::ack) in any queue (the store's own too).
-    pub(super) fn ack_in(
+    pub(in crate::store) fn ack_in(
         &self,
         tenant: TenantId,
         queue: &str,
@@ -458,7 +458,7 @@ impl Store {
     }
 
     /// [`fail`](Self::fail) in any queue (the store's own too).
-    pub(super) fn fail_in(
+    pub(in crate::store) fn fail_in(
         &self,
         tenant: TenantId,
         queue: &str,
@@ -557,7 +557,7 @@ impl Store {
 
     /// The input rules of a job (every enqueue's, plain, scheduled or
     /// staged): payload size, delay or `run_at`, attempts.
-    pub(super) fn check_job(&self, payload: usize, options: &JobOptions) -> Result<()> {
+    pub(in crate::store) fn check_job(&self, payload: usize, options: &JobOptions) -> Result<()> {
         let wall = options
             .run_at
             .map_or(UNIX_EPOCH, |_| self.shared.clock.wall());
@@ -570,22 +570,22 @@ impl Store {
     /// How long from now a job enqueued with `options` waits: its delay,
     /// or its `run_at`'s distance by the store's wall clock (read only
     /// for a `run_at`).
-    pub(super) fn delay_of(&self, options: &JobOptions) -> Duration {
+    pub(in crate::store) fn delay_of(&self, options: &JobOptions) -> Duration {
         match options.run_at {
             Some(_) => options.delay_from(self.shared.clock.wall()),
             None => options.delay,
         }
     }
 
-    pub(super) fn check_queue_to_inspect(&self, queue: &str) -> Result<()> {
+    pub(in crate::store) fn check_queue_to_inspect(&self, queue: &str) -> Result<()> {
         self.shared.config.check_inspected_queue(queue)
     }
 
-    pub(super) fn job_id(&self, seq: u64) -> JobId {
+    pub(in crate::store) fn job_id(&self, seq: u64) -> JobId {
         JobId::new(self.shared.incarnation, seq)
     }
 
-    pub(super) fn job_seq(&self, id: JobId) -> Result<u64> {
+    pub(in crate::store) fn job_seq(&self, id: JobId) -> Result<u64> {
         id.seq_in(self.shared.incarnation).ok_or(Error::Restarted)
     }
 }

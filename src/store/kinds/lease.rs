@@ -1,14 +1,5 @@
 //! Leases: TTL-bound grants that other records attach to.
 
-use super::attach::{Child, ChildOf, LeaseChild, Parent};
-use super::decide;
-use super::idempotency::{IdemParams, Outcome};
-use super::retire::Stored;
-use super::retire::Why;
-use super::tenant::Owner;
-use super::tenant::Revocations;
-use super::visible::Ancestry;
-use super::{Collection, IdKey, Renewal, Store, ON_LEASE};
 use crate::base::error::{Error, Result, Scope};
 use crate::base::ids::{LeaseId, TenantId};
 use crate::base::name::Holder;
@@ -26,6 +17,15 @@ use crate::mem::record::{Head, Stamp, State};
 use crate::mem::slab::Slab;
 use crate::mem::table::{Beside, SlotWords};
 use crate::mem::table::{Removed, SlabTable};
+use crate::store::kinds::idempotency::{IdemParams, Outcome};
+use crate::store::protocol::attach::{Child, ChildOf, LeaseChild, Parent};
+use crate::store::protocol::decide;
+use crate::store::protocol::retire::Stored;
+use crate::store::protocol::retire::Why;
+use crate::store::protocol::visible::Ancestry;
+use crate::store::tenant::Owner;
+use crate::store::tenant::Revocations;
+use crate::store::{Collection, IdKey, Renewal, Store, ON_LEASE};
 use std::cell::Cell;
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -35,12 +35,12 @@ use std::time::Duration;
 pub const LEASE_SLOTS_PER_ITEM: u32 = 64;
 
 pub(crate) struct Lease {
-    pub(super) owner: Owner,
-    pub(super) holder: Holder,
+    pub(in crate::store) owner: Owner,
+    pub(in crate::store) holder: Holder,
     /// Children and observed endpoints, allocated on first use: most leases
     /// have few or none, and keeping four vectors inline would more than
     /// double every lease's map entry, on the renew hot path.
-    pub(super) children: Option<Box<LeaseChildren>>,
+    pub(in crate::store) children: Option<Box<LeaseChildren>>,
 }
 
 /// What hangs off a lease: its child records' places, in one vector of
@@ -99,7 +99,7 @@ impl LeaseChildren {
     }
 
     /// The places of the confirmed children in run `run`.
-    pub(super) fn places_of_run(&self, run: usize) -> impl Iterator<Item = u64> + '_ {
+    pub(in crate::store) fn places_of_run(&self, run: usize) -> impl Iterator<Item = u64> + '_ {
         self.places[self.span_of(run)]
             .iter()
             .copied()
@@ -119,12 +119,12 @@ impl LeaseChildren {
     /// Slots taken by creations not yet confirmed, of every kind (for
     /// the audit: a store at rest has none).
     #[cfg(any(test, feature = "internals"))]
-    pub(super) fn pending_slots(&self) -> usize {
+    pub(in crate::store) fn pending_slots(&self) -> usize {
         self.places.iter().filter(|&&p| p == PENDING).count()
     }
 
     /// The streams' names.
-    pub(super) fn streams(&self) -> &[Name] {
+    pub(in crate::store) fn streams(&self) -> &[Name] {
         self.rare.as_deref().map_or(&[], |rare| &rare.streams)
     }
 
@@ -242,7 +242,7 @@ fn push_small<T>(list: &mut Vec<T>, item: T) {
 }
 
 impl Lease {
-    pub(super) fn children_mut(&mut self) -> &mut LeaseChildren {
+    pub(in crate::store) fn children_mut(&mut self) -> &mut LeaseChildren {
         self.children.get_or_insert_with(Default::default)
     }
 
@@ -298,7 +298,7 @@ impl LeaseWords {
 
     /// The lease's holder: from the words, or from the record if it is
     /// kept there. Under the slot's lock.
-    pub(super) fn holder(&self, lease: &Lease) -> Holder {
+    pub(in crate::store) fn holder(&self, lease: &Lease) -> Holder {
         Name::from_words(self.holder_words()).unwrap_or_else(|| lease.holder.clone())
     }
 
@@ -309,7 +309,7 @@ impl LeaseWords {
     /// Records, under the slot's lock, that the lease's epoch is valid as
     /// of `revocations` (a count read before the check, with no
     /// revocation at work), for reads that take no lock.
-    pub(super) fn mark_valid(&self, lease: &Lease, revocations: u64) {
+    pub(in crate::store) fn mark_valid(&self, lease: &Lease, revocations: u64) {
         if Revocations::settled(revocations)
             && lease.owner.valid()
             && self.valid_at.load(Ordering::Relaxed) != revocations
@@ -772,7 +772,7 @@ impl Store {
     /// A visible lease's time left at `now`, read without its slot's lock,
     /// if it is plainly visible ([`peek_lease`](Self::peek_lease)).
     #[inline]
-    pub(super) fn peek_lease_remaining(
+    pub(in crate::store) fn peek_lease_remaining(
         &self,
         tenant: TenantId,
         seq: u64,
@@ -785,7 +785,7 @@ impl Store {
 
     /// Reads tenant `tenant`'s lease `seq` and its words under the slot's
     /// lock; `NotFound` if it is another tenant's.
-    pub(super) fn read_lease_words<R>(
+    pub(in crate::store) fn read_lease_words<R>(
         &self,
         tenant: TenantId,
         seq: u64,
@@ -800,11 +800,11 @@ impl Store {
 
 impl Store {
     /// Takes a slot of `kind` in tenant `tenant`'s lease `seq`'s list
-    /// ([`Parent::reserve`](super::attach::Parent::reserve)), for a
+    /// ([`Parent::reserve`](crate::store::protocol::attach::Parent::reserve)), for a
     /// stream under its name (`stream`), for a record to be confirmed
     /// with its place: refused if the lease is not visible or the list is
     /// at its cap.
-    pub(super) fn take_lease_slot(
+    pub(in crate::store) fn take_lease_slot(
         &self,
         tenant: TenantId,
         seq: u64,
@@ -845,7 +845,7 @@ impl Store {
     /// its name (searched from the end, where its slot was pushed).
     /// Whether the lease is still there, valid, and held the slot; `None`
     /// if the lease is gone.
-    pub(super) fn confirm_lease_slot(
+    pub(in crate::store) fn confirm_lease_slot(
         &self,
         seq: u64,
         kind: LeaseChild,
@@ -867,7 +867,12 @@ impl Store {
 
     /// Gives back a slot of `kind` in lease `seq`'s list that a creation
     /// took and did not confirm (a record's), or confirmed as `child`.
-    pub(super) fn give_lease_slot(&self, seq: u64, kind: LeaseChild, child: Option<ChildOf<'_>>) {
+    pub(in crate::store) fn give_lease_slot(
+        &self,
+        seq: u64,
+        kind: LeaseChild,
+        child: Option<ChildOf<'_>>,
+    ) {
         self.shared.leases.modify(&seq, |l| match child {
             Some(child) => l.detach(kind, child),
             None => {
@@ -878,7 +883,7 @@ impl Store {
         });
     }
 
-    pub(super) fn retire_lease(
+    pub(in crate::store) fn retire_lease(
         &self,
         r: Removed<IdKey, Lease>,
         cause: Cause,
@@ -938,7 +943,12 @@ impl Store {
     }
 
     /// Takes a removed child out of lease `seq`'s list.
-    pub(super) fn detach_from_lease(&self, seq: u64, kind: LeaseChild, child: ChildOf<'_>) {
+    pub(in crate::store) fn detach_from_lease(
+        &self,
+        seq: u64,
+        kind: LeaseChild,
+        child: ChildOf<'_>,
+    ) {
         self.shared.leases.modify(&seq, |l| l.detach(kind, child));
     }
 }
@@ -946,7 +956,7 @@ impl Store {
 impl Store {
     /// A visible lease's time left at `now` (what its children live for),
     /// or why it is not visible.
-    pub(super) fn lease_remaining(
+    pub(in crate::store) fn lease_remaining(
         &self,
         tenant: TenantId,
         seq: u64,
@@ -970,7 +980,7 @@ impl Store {
 
     /// Reads tenant `tenant`'s lease `seq`; `NotFound` if it is another
     /// tenant's.
-    pub(super) fn read_lease<R>(
+    pub(in crate::store) fn read_lease<R>(
         &self,
         tenant: TenantId,
         seq: u64,
@@ -984,7 +994,7 @@ impl Store {
 
     /// What a missing lease is: revoked while its tombstone lives, else
     /// not found.
-    pub(super) fn gone(&self, tenant: TenantId, seq: u64, now: MonoTime) -> Error {
+    pub(in crate::store) fn gone(&self, tenant: TenantId, seq: u64, now: MonoTime) -> Error {
         match self
             .shared
             .tombstones
@@ -1096,10 +1106,10 @@ mod tests {
     /// a stream is kept by its name.
     #[test]
     fn a_leases_children_keep_to_their_kinds() {
-        use super::super::attach::{LeaseChild, OnLease};
-        use super::super::listing::Listing;
-        use super::super::lock::Lock;
-        use super::super::presence::Presence;
+        use crate::store::kinds::listing::Listing;
+        use crate::store::kinds::lock::Lock;
+        use crate::store::kinds::presence::Presence;
+        use crate::store::protocol::attach::{LeaseChild, OnLease};
         let (members, listings) = (Presence::CHILD, Listing::CHILD);
         let (locks, streams) = (Lock::CHILD, LeaseChild::STREAMS);
         let mut c = LeaseChildren::default();

@@ -9,27 +9,32 @@
 //! precise answer for the record itself (`Expired`, `Revoked` for a lease
 //! while its tombstone lives, `ReplayRejected` for a consumed token).
 
-use super::Store;
 use crate::base::error::Result;
 use crate::base::ids::TenantId;
 use crate::base::name::Name;
 use crate::base::time::MonoTime;
+use crate::store::Store;
 
 /// What a record's visibility depends on besides its own liveness, read
 /// from the record under its shard lock and checked after it is released
 /// (no nested map calls).
-pub(super) struct Ancestry {
+pub(in crate::store) struct Ancestry {
     /// The record's tenant epoch has not ended.
-    pub(super) owner_valid: bool,
+    pub(in crate::store) owner_valid: bool,
     /// The lease it hangs from, if any.
-    pub(super) lease: Option<u64>,
+    pub(in crate::store) lease: Option<u64>,
     /// The listing (key and publication) it hangs from, if any.
-    pub(super) listing: Option<(Name, u64)>,
+    pub(in crate::store) listing: Option<(Name, u64)>,
 }
 
 impl Store {
     /// Whether every ancestor in `a` is visible (and the owner valid).
-    pub(super) fn ancestors_visible(&self, tenant: TenantId, a: &Ancestry, now: MonoTime) -> bool {
+    pub(in crate::store) fn ancestors_visible(
+        &self,
+        tenant: TenantId,
+        a: &Ancestry,
+        now: MonoTime,
+    ) -> bool {
         a.owner_valid
             && a.lease
                 .is_none_or(|seq| self.lease_status(tenant, seq, now).is_ok())
@@ -40,7 +45,12 @@ impl Store {
     }
 
     /// Whether a lease is visible: `Ok`, or why not.
-    pub(super) fn lease_status(&self, tenant: TenantId, seq: u64, now: MonoTime) -> Result<()> {
+    pub(in crate::store) fn lease_status(
+        &self,
+        tenant: TenantId,
+        seq: u64,
+        now: MonoTime,
+    ) -> Result<()> {
         self.lease_remaining(tenant, seq, now).map(drop)
     }
 }

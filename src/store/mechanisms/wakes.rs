@@ -1,7 +1,6 @@
 //! The store's side of wake channels (`src/mem/wake.rs`): names are checked
 //! here, and the lifecycle decides whether a channel still takes work.
 
-use super::Store;
 #[cfg(doc)]
 use crate::base::error::Error;
 use crate::base::error::Result;
@@ -9,6 +8,7 @@ use crate::base::ids::TenantId;
 #[cfg(doc)]
 use crate::contract::wake::Wake;
 use crate::mem::wake::Listener;
+use crate::store::Store;
 
 impl Store {
     /// Wakes every listener of `channel` attached before this call, once:
@@ -60,7 +60,7 @@ impl Store {
         self.shared.wakes.listeners()
     }
 
-    pub(super) fn channel_name(&self, channel: &str) -> Result<std::sync::Arc<str>> {
+    pub(in crate::store) fn channel_name(&self, channel: &str) -> Result<std::sync::Arc<str>> {
         self.check_own_name(channel)?;
         Ok(std::sync::Arc::from(channel))
     }

@@ -7,16 +7,16 @@
 //! its slot was reserved when the attempt began, so consumption can never
 //! fail for lack of room.
 
-use super::attach::{Child, Parent};
-use super::decide::{self, Phase};
-use super::idempotency::{IdemParams, Outcome};
-use super::retire::Stored;
-use super::retire::Why;
-use super::tenant::Owner;
-use super::visible::Ancestry;
-use super::{Collection, IdKey, Store};
 use crate::base::error::{Error, Result};
 use crate::base::ids::{AttemptId, JoinToken, TenantId, TOKEN_SECRET_BYTES};
+use crate::store::kinds::idempotency::{IdemParams, Outcome};
+use crate::store::protocol::attach::{Child, Parent};
+use crate::store::protocol::decide::{self, Phase};
+use crate::store::protocol::retire::Stored;
+use crate::store::protocol::retire::Why;
+use crate::store::protocol::visible::Ancestry;
+use crate::store::tenant::Owner;
+use crate::store::{Collection, IdKey, Store};
 
 use crate::base::name::Name;
 use crate::base::sync::Arc;
@@ -32,18 +32,18 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 pub(crate) struct Attempt {
-    pub(super) owner: Owner,
+    pub(in crate::store) owner: Owner,
     /// The listing's name, inline up to 23 bytes like the listing's own
     /// key (ADR 0046): a join makes no allocation for it.
-    pub(super) listing: Name,
+    pub(in crate::store) listing: Name,
     /// The publication of the listing this attempt joins.
-    pub(super) origin: u64,
+    pub(in crate::store) origin: u64,
     /// Inline up to 23 bytes (no allocation of its own for the usual
     /// client id); longer names are shared out of line.
     client: Name,
     secret: [u8; TOKEN_SECRET_BYTES],
-    pub(super) phase: Phase,
-    pub(super) attached: bool,
+    pub(in crate::store) phase: Phase,
+    pub(in crate::store) attached: bool,
 }
 
 impl Stored for Attempt {
@@ -261,7 +261,7 @@ impl Store {
                     match decide::bind(v.phase, observed, stamp.version)? {
                         Some(next) => {
                             v.phase = next;
-                            Ok((observed, Some(super::stamp_deadline(&stamp))))
+                            Ok((observed, Some(crate::store::stamp_deadline(&stamp))))
                         }
                         // The winning bind, repeated: the same binding.
                         None => Ok((observed, None)),
@@ -321,7 +321,7 @@ impl Store {
                     let addr = decide::consume(v.phase, stamp.version)?;
                     v.phase = Phase::Consumed(addr);
                     // Remembered as replay memory past the token's deadline.
-                    let remembered = super::stamp_deadline(&stamp) + grace_ms;
+                    let remembered = crate::store::stamp_deadline(&stamp) + grace_ms;
                     let found = (addr, v.client.clone(), v.origin, v.owner.clone());
                     Ok((found, Some(remembered)))
                 })?;
@@ -414,7 +414,7 @@ impl Store {
 }
 
 impl Store {
-    pub(super) fn retire_attempt(
+    pub(in crate::store) fn retire_attempt(
         &self,
         r: Removed<IdKey, Attempt>,
         why: impl Into<Why>,

@@ -55,11 +55,6 @@
 //! visible from the moment it exists (a lock's fence is readable the
 //! moment the lock is held).
 
-use super::name_key::NameKey;
-use super::retire::{Stored, Why};
-use super::tenant::{Epoch, Owner, TenantIndex};
-use super::visible::Ancestry;
-use super::{decide, owned_by, Collection, Store};
 use crate::base::error::{Error, Result};
 use crate::base::ids::TenantId;
 use crate::base::name::Holder;
@@ -71,10 +66,15 @@ use crate::contract::events::Cause;
 use crate::mem::quota::{Counter, Reservation};
 use crate::mem::record::Stamp;
 use crate::mem::table::Removed;
+use crate::store::protocol::name_key::NameKey;
+use crate::store::protocol::retire::{Stored, Why};
+use crate::store::protocol::visible::Ancestry;
+use crate::store::tenant::{Epoch, Owner, TenantIndex};
+use crate::store::{owned_by, protocol::decide, Collection, Store};
 use std::cell::Cell;
 
 /// A kind of record that [`Store::create`] can make.
-pub(super) trait Child: Stored {
+pub(in crate::store) trait Child: Stored {
     /// The tenant quotas one record takes a unit of, narrowest first.
     const QUOTAS: &'static [Collection];
     /// A store-wide counter the record takes a unit of, besides its
@@ -108,10 +108,10 @@ pub(super) trait Child: Stored {
 /// it, and its cap per lease. A record kind's descriptor is its
 /// [`OnLease::CHILD`]; streams, kept by name, have [`STREAMS`](Self::STREAMS).
 #[derive(Clone, Copy)]
-pub(super) struct LeaseChild {
+pub(in crate::store) struct LeaseChild {
     collection: Collection,
     /// Its run among a lease's places: its position in
-    /// [`ON_LEASE`](super::ON_LEASE); `None` for streams, kept by name.
+    /// [`ON_LEASE`](crate::store::ON_LEASE); `None` for streams, kept by name.
     run: Option<usize>,
     cap: fn(&StoreConfig) -> usize,
 }
@@ -124,19 +124,19 @@ impl std::fmt::Debug for LeaseChild {
 
 impl LeaseChild {
     /// Streams: a lease keeps their names.
-    pub(super) const STREAMS: LeaseChild = LeaseChild {
+    pub(in crate::store) const STREAMS: LeaseChild = LeaseChild {
         collection: Collection::Streams,
         run: None,
         cap: |config| config.streams_per_lease_max,
     };
 
     /// A record kind a lease keeps by place, in the run its position in
-    /// [`ON_LEASE`](super::ON_LEASE) gives it: a kind missing there does
+    /// [`ON_LEASE`](crate::store::ON_LEASE) gives it: a kind missing there does
     /// not compile.
     const fn placed(collection: Collection, cap: fn(&StoreConfig) -> usize) -> LeaseChild {
         let mut run = 0;
-        while run < super::ON_LEASE.len() {
-            if super::ON_LEASE[run].collection as usize == collection as usize {
+        while run < crate::store::ON_LEASE.len() {
+            if crate::store::ON_LEASE[run].collection as usize == collection as usize {
                 return LeaseChild {
                     collection,
                     run: Some(run),
@@ -148,16 +148,16 @@ impl LeaseChild {
         panic!("a record kind a lease keeps by place is listed in ON_LEASE")
     }
 
-    pub(super) fn collection(self) -> Collection {
+    pub(in crate::store) fn collection(self) -> Collection {
         self.collection
     }
 
     /// Its run among a lease's places; `None` for streams.
-    pub(super) fn run(self) -> Option<usize> {
+    pub(in crate::store) fn run(self) -> Option<usize> {
         self.run
     }
 
-    pub(super) fn cap(self, config: &StoreConfig) -> usize {
+    pub(in crate::store) fn cap(self, config: &StoreConfig) -> usize {
         (self.cap)(config)
     }
 }
@@ -166,8 +166,8 @@ impl LeaseChild {
 /// locks): everything the lease's protocol needs of it, so that the
 /// lease's list, its cascade and the audit are written once for every
 /// such kind. A kind is one `impl` of this and a line in
-/// [`ON_LEASE`](super::ON_LEASE).
-pub(super) trait OnLease: Child<Key = NameKey> {
+/// [`ON_LEASE`](crate::store::ON_LEASE).
+pub(in crate::store) trait OnLease: Child<Key = NameKey> {
     /// Its collection.
     const COLLECTION: Collection;
     /// Its cap per lease.
@@ -190,32 +190,32 @@ pub(super) trait OnLease: Child<Key = NameKey> {
     ) -> usize;
 }
 
-/// A kind of [`OnLease`] as [`ON_LEASE`](super::ON_LEASE) lists it.
-pub(super) struct OnLeaseKind {
-    pub(super) collection: Collection,
+/// A kind of [`OnLease`] as [`ON_LEASE`](crate::store::ON_LEASE) lists it.
+pub(in crate::store) struct OnLeaseKind {
+    pub(in crate::store) collection: Collection,
     /// Removes lease `seq`'s child at `place` and retires it (the
     /// records removed, itself included; none if the place holds
     /// another record now).
-    pub(super) cascade: fn(&Store, u64, u64, &Why, MonoTime) -> usize,
+    pub(in crate::store) cascade: fn(&Store, u64, u64, &Why, MonoTime) -> usize,
     /// The table's records, its ceiling's count and its wheel entries.
     #[cfg(any(test, feature = "internals"))]
-    pub(super) held: fn(&Store) -> (usize, u64, usize),
+    pub(in crate::store) held: fn(&Store) -> (usize, u64, usize),
     /// The key of the record at a place, if it is still there.
     #[cfg(any(test, feature = "internals"))]
-    pub(super) key_at: fn(&Store, u64) -> Option<NameKey>,
+    pub(in crate::store) key_at: fn(&Store, u64) -> Option<NameKey>,
     /// Each record's tenant, whether it is attached, its lease and its
     /// name.
     #[cfg(any(test, feature = "internals"))]
-    pub(super) each: fn(&Store, &mut EachChild<'_>),
+    pub(in crate::store) each: fn(&Store, &mut EachChild<'_>),
 }
 
 /// What [`OnLeaseKind::each`] is told of each record: its tenant, whether
 /// it is attached, its lease and its name.
 #[cfg(any(test, feature = "internals"))]
-pub(super) type EachChild<'a> = dyn FnMut(TenantId, bool, Option<u64>, &Name) + 'a;
+pub(in crate::store) type EachChild<'a> = dyn FnMut(TenantId, bool, Option<u64>, &Name) + 'a;
 
 impl OnLeaseKind {
-    pub(super) const fn of<K: OnLease>() -> OnLeaseKind {
+    pub(in crate::store) const fn of<K: OnLease>() -> OnLeaseKind {
         OnLeaseKind {
             collection: K::COLLECTION,
             cascade: cascade::<K>,
@@ -257,7 +257,7 @@ fn cascade<K: OnLease>(store: &Store, at: u64, seq: u64, why: &Why, now: MonoTim
 /// A child as its lease's list names it: a record by its place, a stream
 /// by its name.
 #[derive(Clone, Copy, Debug)]
-pub(super) enum ChildOf<'a> {
+pub(in crate::store) enum ChildOf<'a> {
     Place(u64),
     Stream(&'a str),
 }
@@ -265,7 +265,7 @@ pub(super) enum ChildOf<'a> {
 /// Where a new record hangs. A listing parent is named by the caller's
 /// borrowed name: its slot is taken, confirmed and given back without an
 /// owned key.
-pub(super) enum Parent<'n> {
+pub(in crate::store) enum Parent<'n> {
     /// Nowhere: a lease, or presence or a lock without a lease.
     None,
     /// In lease `seq`'s list of `kind`, a record kind: a slot taken
@@ -292,7 +292,12 @@ impl Parent<'_> {
     /// visit before the creation's insert: the same write also reads the
     /// publication, and the listing's lease is checked after, with the
     /// slot held (given back if that lease is gone).
-    pub(super) fn reserve(&self, store: &Store, tenant: TenantId, now: MonoTime) -> Result<()> {
+    pub(in crate::store) fn reserve(
+        &self,
+        store: &Store,
+        tenant: TenantId,
+        now: MonoTime,
+    ) -> Result<()> {
         match self {
             Parent::None => Ok(()),
             Parent::Lease { seq, kind } => store.take_lease_slot(tenant, *seq, *kind, None, now),
@@ -311,7 +316,7 @@ impl Parent<'_> {
     /// has none of). A stream's or an attempt's slot was pushed last, so
     /// the search starts from the end (one comparison unless another
     /// creation took a slot since).
-    pub(super) fn confirm(&self, store: &Store, place: Option<u64>) -> Result<()> {
+    pub(in crate::store) fn confirm(&self, store: &Store, place: Option<u64>) -> Result<()> {
         let held = match (self, place) {
             (Parent::None, _) => Some(true),
             (Parent::Lease { seq, kind }, Some(place)) => {
@@ -334,7 +339,7 @@ impl Parent<'_> {
 
     /// Gives the slot back: a lease's slot for a record as it was taken,
     /// or as the `place` it was confirmed with.
-    pub(super) fn release(&self, store: &Store, place: Option<u64>) {
+    pub(in crate::store) fn release(&self, store: &Store, place: Option<u64>) {
         match self {
             Parent::None => {}
             Parent::Lease { seq, kind } => {
@@ -351,7 +356,7 @@ impl Parent<'_> {
 }
 
 /// What an insert found under a key it could not take.
-pub(super) enum Occupant {
+pub(in crate::store) enum Occupant {
     /// A visible record: the key is genuinely taken.
     Visible,
     /// A record being created right now (not yet visible): retry shortly.
@@ -431,7 +436,7 @@ impl Store {
     /// version it gets (a lock's fence is its version), once, so it may
     /// move what the record keeps. Returns the record's stamp.
     #[allow(clippy::too_many_arguments)]
-    pub(super) fn create<C: Child>(
+    pub(in crate::store) fn create<C: Child>(
         &self,
         tenant: TenantId,
         key: C::Key,
@@ -452,7 +457,7 @@ impl Store {
     /// `holder` names the holder to count the record against when its
     /// tenant counts `C::HOLDER_QUOTA` per holder (asked only then).
     #[allow(clippy::too_many_arguments)]
-    pub(super) fn create_then<C: Child>(
+    pub(in crate::store) fn create_then<C: Child>(
         &self,
         tenant: TenantId,
         key: C::Key,
@@ -679,7 +684,7 @@ impl Store {
 
     /// What holds `key`: a visible record, a creation in flight, or a
     /// record no longer visible, which is removed so the key can be reused.
-    pub(super) fn occupant<C: Child>(
+    pub(in crate::store) fn occupant<C: Child>(
         &self,
         tenant: TenantId,
         key: &C::Key,
@@ -714,7 +719,7 @@ impl Store {
 /// back everything taken so far, or run a closure there, to put a race at
 /// a chosen point. In other builds every call is an empty inline function. (The model
 /// checker's twins of the protocol's decisions enter through `decide`.)
-pub(super) mod seam {
+pub(in crate::store) mod seam {
     /// A boundary between two steps of the protocol.
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
     pub(crate) enum Step {

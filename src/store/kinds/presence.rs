@@ -1,17 +1,12 @@
 //! Presence: a member's heartbeat record with a TTL.
 
-use super::attach::ChildOf;
-use super::attach::{Child, Occupant, OnLease, Parent};
-use super::retire::Why;
 use crate::base::sync::{lock_at, Arc, Rung};
 use crate::contract::events::RecordId;
 use crate::contract::relay::PresenceInfo;
+use crate::store::protocol::attach::ChildOf;
+use crate::store::protocol::attach::{Child, Occupant, OnLease, Parent};
+use crate::store::protocol::retire::Why;
 
-use super::retire::Stored;
-use super::slot_parts::{AttrsWords, KeptAttrs, ParentWord, ValidAt};
-use super::tenant::{Owner, TenantIndex};
-use super::visible::Ancestry;
-use super::{owned_by, Collection, NameKey, NameLookup, Renewal, Store};
 use crate::base::attrs::Attrs;
 use crate::base::error::{Error, Result};
 use crate::base::ids::{LeaseId, TenantId};
@@ -26,10 +21,15 @@ use crate::mem::named_slab::{NamedSlab, NamedTable, Peeked};
 use crate::mem::record::Head;
 use crate::mem::record::Stamp;
 use crate::mem::table::{Removed, SlotWords};
+use crate::store::protocol::retire::Stored;
+use crate::store::protocol::slot_parts::{AttrsWords, KeptAttrs, ParentWord, ValidAt};
+use crate::store::protocol::visible::Ancestry;
+use crate::store::tenant::{Owner, TenantIndex};
+use crate::store::{owned_by, Collection, NameKey, NameLookup, Renewal, Store};
 use std::time::Duration;
 
 pub(crate) struct Presence {
-    pub(super) owner: Owner,
+    pub(in crate::store) owner: Owner,
     /// The lease this presence is attached to (or none), and whether it
     /// is attached yet.
     parent: ParentWord,
@@ -38,7 +38,7 @@ pub(crate) struct Presence {
 
 impl Presence {
     /// The lease this presence is attached to, if any.
-    pub(super) fn lease(&self) -> Option<u64> {
+    pub(in crate::store) fn lease(&self) -> Option<u64> {
         let lease = self.parent.lease();
         (lease != ParentWord::NONE).then_some(lease)
     }
@@ -440,7 +440,7 @@ impl Store {
 }
 
 impl Store {
-    pub(super) fn retire_presence(
+    pub(in crate::store) fn retire_presence(
         &self,
         place: u64,
         r: Removed<NameKey, Presence>,

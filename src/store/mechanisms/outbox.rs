@@ -1,7 +1,6 @@
 //! The outbox: messages about changes, delivered at least once by
 //! `outbox_run_once`, on a queue of the store's own per tenant.
 
-use super::Store;
 use crate::base::error::{Error, Result};
 use crate::base::ids::{JobId, TenantId};
 use crate::base::name::Name;
@@ -11,6 +10,7 @@ use crate::contract::outbox::OutboxMessage;
 use crate::contract::outbox::OutboxRun;
 use crate::contract::outbox::{deliver, frame, outbox_config};
 use crate::contract::queue::JobOptions;
+use crate::store::Store;
 
 impl Store {
     /// Puts a message on the tenant's outbox (created on first use with
@@ -47,12 +47,12 @@ impl Store {
     }
 
     /// Creates the tenant's outbox queue (a no-op if it exists).
-    pub(super) fn outbox_create(&self, tenant: TenantId) -> Result<()> {
+    pub(in crate::store) fn outbox_create(&self, tenant: TenantId) -> Result<()> {
         self.create_queue_named(tenant, Arc::from(OUTBOX_QUEUE), outbox_config())
     }
 
     /// An outbox message as its queue holds it ([`frame`]).
-    pub(super) fn outbox_frame(&self, topic: &str, payload: &[u8]) -> Result<Vec<u8>> {
+    pub(in crate::store) fn outbox_frame(&self, topic: &str, payload: &[u8]) -> Result<Vec<u8>> {
         frame(&self.shared.config, topic, payload)
     }
 

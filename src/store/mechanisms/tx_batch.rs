@@ -1,11 +1,11 @@
 //! The contract's transactions on the in-memory store: a [`TxBatch`] is
-//! staged on a [`Transaction`](super::Transaction), which owns how a
+//! staged on a [`Transaction`](crate::store::Transaction), which owns how a
 //! commit stays atomic (ADR 0028), and its results are read back in
 //! staging order (ADR 0069).
 
-use super::Store;
 use crate::base::error::Result;
 use crate::contract::tx::{TxApplied, TxBatch, TxOp, TxOutcome};
+use crate::store::Store;
 
 /// A staged change's result: known at staging, or read from the commit.
 enum Pending {

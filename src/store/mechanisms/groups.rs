@@ -2,10 +2,6 @@
 //! clock, and the stream's lifecycle. What a group promises is the
 //! contract's (`contract/group.rs`).
 
-#[cfg(feature = "native")]
-use super::streams::blocking_read_until;
-use super::streams::read_until;
-use super::Store;
 use crate::base::error::Result;
 use crate::base::ids::TenantId;
 use crate::base::sync::Arc;
@@ -13,6 +9,10 @@ use crate::base::time::duration_to_millis_ceil;
 use crate::contract::group::{Claimed, GroupConfig, GroupInfo, GroupRead, PendingEntry};
 use crate::contract::names::stream_wake_channel as wake_channel;
 use crate::mem::wake::Listener;
+#[cfg(feature = "native")]
+use crate::store::mechanisms::streams::blocking_read_until;
+use crate::store::mechanisms::streams::read_until;
+use crate::store::Store;
 use std::time::Duration;
 
 impl Store {
