@@ -57,21 +57,85 @@ impl Collection {
 
     /// The collection's name, as a refusal's message shows it.
     pub(crate) fn scope_name(self) -> &'static str {
-        match self {
-            Collection::Leases => "leases",
-            Collection::Listings => "listings",
-            Collection::Presence => "presence",
-            Collection::Attempts => "attempts",
-            Collection::Replay => "replay",
-            Collection::Idempotency => "idempotency",
-            Collection::Tombstones => "tombstones",
-            Collection::Locks => "locks",
-            Collection::Streams => "streams",
-            Collection::Queues => "queues",
-            Collection::Schedules => "schedules",
-        }
+        ABOUT[self as usize].name
+    }
+
+    /// The collection's letter, unique among the collections: how an
+    /// engine that names records by short keys writes it (the Redis
+    /// engine's keys, its room under the store-wide ceilings, its events
+    /// and its scope codes).
+    #[cfg(feature = "redis")]
+    pub(crate) const fn letter(self) -> u8 {
+        ABOUT[self as usize].letter
     }
 }
+
+/// What is said of a collection once, for every engine.
+struct About {
+    name: &'static str,
+    letter: u8,
+}
+
+/// Each collection's [`About`], in [`Collection::ALL`]'s order.
+const ABOUT: [About; Collection::ALL.len()] = [
+    About {
+        name: "leases",
+        letter: b'l',
+    },
+    About {
+        name: "listings",
+        letter: b'p',
+    },
+    About {
+        name: "presence",
+        letter: b'm',
+    },
+    About {
+        name: "attempts",
+        letter: b'a',
+    },
+    About {
+        name: "replay",
+        letter: b'r',
+    },
+    About {
+        name: "idempotency",
+        letter: b'i',
+    },
+    About {
+        name: "tombstones",
+        letter: b't',
+    },
+    About {
+        name: "locks",
+        letter: b'k',
+    },
+    About {
+        name: "streams",
+        letter: b's',
+    },
+    About {
+        name: "queues",
+        letter: b'q',
+    },
+    About {
+        name: "schedules",
+        letter: b'h',
+    },
+];
+
+// Letters are unique.
+const _: () = {
+    let mut i = 0;
+    while i < ABOUT.len() {
+        let mut j = i + 1;
+        while j < ABOUT.len() {
+            assert!(ABOUT[i].letter != ABOUT[j].letter);
+            j += 1;
+        }
+        i += 1;
+    }
+};
 
 // `ALL[i] as usize == i`: per-collection arrays are indexed by the enum.
 const _: () = {
@@ -81,3 +145,17 @@ const _: () = {
         i += 1;
     }
 };
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The table is in the enum's order: each collection's name is its
+    /// variant's, in lower case.
+    #[test]
+    fn each_collection_is_described_by_its_own_row() {
+        for c in Collection::ALL {
+            assert_eq!(c.scope_name(), format!("{c:?}").to_lowercase());
+        }
+    }
+}

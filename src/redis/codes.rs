@@ -1,115 +1,129 @@
 //! The Redis engine's codes for the contract's collections and capacity
-//! scopes, each written once: the letter a collection's keys, room and
-//! removal events use in the Lua library, and the number a refusal names
-//! its scope by. Everything else (the ceilings string a handle sends, the
-//! events' decoding, the refusals' scopes, the library's event letters) is
-//! derived from these two tables.
+//! scopes: the letter a collection's keys, room and removal events use in
+//! the Lua library (written once, in the collection's description), and
+//! the number a refusal names its scope by (derived from the collection,
+//! or a mechanism scope's place in one list). The ceilings string a handle
+//! sends, the events' decoding, the refusals' scopes and the library's
+//! header of event letters and scope codes are derived from these.
 
 use crate::base::error::Scope;
 use crate::contract::events::Collection;
 
 /// A collection's letter in the library: its keys, its room under the
-/// store-wide ceilings and its removal events. Every collection has one
-/// (tombstones only for their removal events: this engine does not bound
-/// them store-wide, ADR 0073).
-pub(super) const fn letter(c: Collection) -> Option<u8> {
-    Some(match c {
-        Collection::Leases => b'l',
-        Collection::Listings => b'p',
-        Collection::Presence => b'm',
-        Collection::Attempts => b'a',
-        Collection::Replay => b'r',
-        Collection::Idempotency => b'i',
-        Collection::Locks => b'k',
-        Collection::Streams => b's',
-        Collection::Queues => b'q',
-        Collection::Schedules => b'h',
-        Collection::Tombstones => b't',
-    })
+/// store-wide ceilings and its removal events (tombstones only for their
+/// removal events: this engine does not bound them store-wide, ADR 0073).
+/// Written once, in the collection's description
+/// ([`Collection::letter`]).
+pub(super) const fn letter(c: Collection) -> u8 {
+    c.letter()
 }
 
 /// The collection of `letter`, if any.
 pub(super) fn collection_of(letter: u8) -> Option<Collection> {
     Collection::ALL
         .into_iter()
-        .find(|&c| self::letter(c) == Some(letter))
+        .find(|&c| self::letter(c) == letter)
 }
 
-/// The scope of every capacity refusal the library can answer, by its code
-/// (the library's `CAPACITY` reply: code, limit, use).
-pub(super) const SCOPES: [(i64, Scope); 38] = [
-    (1, Scope::Tenant(Collection::Leases)),
-    (2, Scope::Tenant(Collection::Locks)),
-    (3, Scope::Parent(Collection::Locks)),
-    (4, Scope::Tenant(Collection::Idempotency)),
-    (5, Scope::Parent(Collection::Listings)),
-    (6, Scope::Tenant(Collection::Listings)),
-    (7, Scope::Parent(Collection::Attempts)),
-    (8, Scope::Tenant(Collection::Attempts)),
-    (9, Scope::Tenant(Collection::Replay)),
-    (10, Scope::Parent(Collection::Presence)),
-    (11, Scope::Tenant(Collection::Presence)),
-    (12, Scope::Collection(Collection::Leases)),
-    (13, Scope::Collection(Collection::Listings)),
-    (14, Scope::Collection(Collection::Presence)),
-    (15, Scope::Collection(Collection::Attempts)),
-    (16, Scope::Collection(Collection::Replay)),
-    (17, Scope::Collection(Collection::Idempotency)),
-    (18, Scope::Collection(Collection::Locks)),
-    (19, Scope::Tenant(Collection::Streams)),
-    (20, Scope::Parent(Collection::Streams)),
-    (21, Scope::StreamEntries),
-    (22, Scope::StreamConsumers),
-    (23, Scope::Collection(Collection::Streams)),
-    (24, Scope::StreamBytesTotal),
-    (25, Scope::StreamEntriesTotal),
-    (26, Scope::Collection(Collection::Queues)),
-    (27, Scope::QueueJobsTotal),
-    (28, Scope::QueueBytesTotal),
-    (29, Scope::Collection(Collection::Schedules)),
-    (30, Scope::Tenant(Collection::Queues)),
-    (31, Scope::QueueJobs),
-    (32, Scope::QueueBytes),
-    (33, Scope::QueueDeadLetters),
-    (34, Scope::Tenant(Collection::Schedules)),
-    (35, Scope::Holder(Collection::Leases)),
-    (36, Scope::Holder(Collection::Listings)),
-    (37, Scope::QueueUniqueKeys),
-    (38, Scope::StreamGroupPending),
+/// A scope of one collection: its kind's digit in a code, and its table's
+/// name in the library's header (keyed there by the collection's letter).
+type PerCollection = (i64, fn(Collection) -> Scope, &'static str);
+
+const PER_COLLECTION: [PerCollection; 4] = [
+    (1, Scope::Tenant, "TENANT_SCOPE"),
+    (2, Scope::Parent, "PARENT_SCOPE"),
+    (3, Scope::Collection, "CEILING_SCOPE"),
+    (4, Scope::Holder, "HOLDER_SCOPE"),
 ];
+
+/// The scopes of a mechanism's own limits the library can refuse with:
+/// each one's name in the library's header. Its code is its place here,
+/// from 1.
+const MECHANISM_SCOPES: [(&str, Scope); 11] = [
+    ("S_ENTRIES", Scope::StreamEntries),
+    ("S_CONSUMERS", Scope::StreamConsumers),
+    ("S_PENDING", Scope::StreamGroupPending),
+    ("S_BYTES_TOTAL", Scope::StreamBytesTotal),
+    ("S_ENTRIES_TOTAL", Scope::StreamEntriesTotal),
+    ("Q_JOBS", Scope::QueueJobs),
+    ("Q_BYTES", Scope::QueueBytes),
+    ("Q_DEAD", Scope::QueueDeadLetters),
+    ("Q_UNIQUE", Scope::QueueUniqueKeys),
+    ("Q_JOBS_TOTAL", Scope::QueueJobsTotal),
+    ("Q_BYTES_TOTAL", Scope::QueueBytesTotal),
+];
+
+/// The code a refusal of `scope` names it by (the library's `CAPACITY`
+/// reply: code, limit, use). A scope of one collection is its kind's
+/// digit times 100 plus the collection's place in [`Collection::ALL`], so
+/// a new collection's scopes have codes without a line here; a
+/// mechanism's scope is its place in [`MECHANISM_SCOPES`]. `None` for a
+/// scope the library never answers (those only a process counts).
+pub(super) fn code_of(scope: Scope) -> Option<i64> {
+    let per = PER_COLLECTION.iter().find_map(|&(digit, of, _)| {
+        Collection::ALL
+            .into_iter()
+            .find(|&c| of(c) == scope)
+            .map(|c| digit * 100 + c as i64)
+    });
+    per.or_else(|| {
+        MECHANISM_SCOPES
+            .iter()
+            .position(|&(_, s)| s == scope)
+            .map(|at| at as i64 + 1)
+    })
+}
 
 /// The scope a refusal's code names.
 pub(super) fn scope_of(code: i64) -> Option<Scope> {
-    SCOPES.iter().find(|(c, _)| *c == code).map(|&(_, s)| s)
+    let (digit, at) = (code / 100, code % 100);
+    if digit == 0 {
+        let at = usize::try_from(code).ok()?.checked_sub(1)?;
+        return MECHANISM_SCOPES.get(at).map(|&(_, s)| s);
+    }
+    let (_, of, _) = PER_COLLECTION.iter().find(|&&(d, _, _)| d == digit)?;
+    let c = Collection::ALL.get(usize::try_from(at).ok()?)?;
+    Some(of(*c))
 }
 
-/// The code of a scope (what the library answers a refusal of it with).
-#[cfg(test)]
-fn code_of(scope: Scope) -> Option<i64> {
-    SCOPES.iter().find(|(_, s)| *s == scope).map(|&(c, _)| c)
+/// The scope codes as the library's header defines them
+/// (`@SCOPES@` in `lua/prelude.lua`): a table per kind of collection
+/// scope, keyed by the collection's letter, and a name per mechanism
+/// scope. No code is typed in Lua.
+pub(super) fn scopes_lua() -> String {
+    let mut out = String::new();
+    for (_, of, table) in PER_COLLECTION {
+        let rows: Vec<String> = Collection::ALL
+            .into_iter()
+            .filter_map(|c| Some(format!("{} = {}", letter(c) as char, code_of(of(c))?)))
+            .collect();
+        out.push_str(&format!("local {table} = {{{}}}\n", rows.join(", ")));
+    }
+    let (names, codes): (Vec<_>, Vec<_>) = MECHANISM_SCOPES
+        .iter()
+        .map(|&(name, scope)| {
+            (
+                name,
+                code_of(scope).map_or(String::new(), |c| c.to_string()),
+            )
+        })
+        .unzip();
+    out.push_str(&format!(
+        "local {} = {}",
+        names.join(", "),
+        codes.join(", ")
+    ));
+    out
 }
 
 /// The library's event letters, as the Lua line that defines them
 /// (`@EVENT_LETTERS@` in `lua/prelude.lua`).
 pub(super) fn event_letters_lua() -> String {
-    let names = [
-        ("E_LEASE", Collection::Leases),
-        ("E_LISTING", Collection::Listings),
-        ("E_MEMBER", Collection::Presence),
-        ("E_ATTEMPT", Collection::Attempts),
-        ("E_REPLAY", Collection::Replay),
-        ("E_IDEM", Collection::Idempotency),
-        ("E_LOCK", Collection::Locks),
-        ("E_STREAM", Collection::Streams),
-        ("E_QUEUE", Collection::Queues),
-        ("E_SCHEDULE", Collection::Schedules),
-        ("E_TOMB", Collection::Tombstones),
-    ];
-    let (lhs, rhs): (Vec<_>, Vec<_>) = names
-        .iter()
-        .map(|&(name, c)| {
-            let l = letter(c).expect("every announced collection has a letter");
-            (name, format!("'{}'", l as char))
+    let (lhs, rhs): (Vec<_>, Vec<_>) = Collection::ALL
+        .into_iter()
+        .map(|c| {
+            let name = format!("E_{}", c.scope_name().to_uppercase());
+            (name, format!("'{}'", letter(c) as char))
         })
         .unzip();
     format!("local {} = {}", lhs.join(", "), rhs.join(", "))
@@ -122,25 +136,55 @@ mod tests {
     #[test]
     fn letters_are_unique_and_name_their_collection() {
         for c in Collection::ALL {
-            if let Some(l) = letter(c) {
-                assert_eq!(collection_of(l), Some(c), "{c:?}");
-            }
+            assert_eq!(collection_of(letter(c)), Some(c), "{c:?}");
         }
         assert_eq!(collection_of(b'z'), None);
     }
 
+    /// Every scope the library can answer has one code, and the code
+    /// names it back: each collection's four scopes and each mechanism
+    /// scope.
     #[test]
     fn scope_codes_are_unique_both_ways() {
-        for &(code, scope) in &SCOPES {
-            assert_eq!(scope_of(code), Some(scope), "{code}");
-            assert_eq!(code_of(scope), Some(code), "{scope:?}");
-        }
-        // Every store-wide ceiling this engine counts has its code (all
-        // but tombstones, which it does not bound store-wide).
+        let mut scopes: Vec<Scope> = MECHANISM_SCOPES.iter().map(|&(_, s)| s).collect();
         for c in Collection::ALL {
-            if c != Collection::Tombstones {
-                assert!(code_of(Scope::Collection(c)).is_some(), "{c:?}");
-            }
+            scopes.extend([
+                Scope::Tenant(c),
+                Scope::Parent(c),
+                Scope::Collection(c),
+                Scope::Holder(c),
+            ]);
         }
+        let mut codes = std::collections::BTreeSet::new();
+        for scope in scopes {
+            let code = code_of(scope).unwrap_or_else(|| panic!("{scope:?} has no code"));
+            assert!(codes.insert(code), "{scope:?}: code {code} twice");
+            assert_eq!(scope_of(code), Some(scope), "{code}");
+        }
+        for code in [0, -1, 12, 99, 150, 500] {
+            assert_eq!(scope_of(code), None, "{code}");
+        }
+        // Scopes only a process counts have no code.
+        assert_eq!(code_of(Scope::Tenants), None);
+    }
+
+    /// The header names every code it defines once, as the library
+    /// reads it.
+    #[test]
+    fn the_header_defines_every_scope_by_name() {
+        let header = scopes_lua();
+        assert!(header.contains(&format!(
+            "l = {}",
+            code_of(Scope::Tenant(Collection::Leases)).unwrap()
+        )));
+        assert!(
+            header.contains("local CEILING_SCOPE = {l = 300, "),
+            "{header}"
+        );
+        assert!(
+            header.contains("local S_ENTRIES, S_CONSUMERS, "),
+            "{header}"
+        );
+        assert!(header.ends_with("10, 11"), "{header}");
     }
 }

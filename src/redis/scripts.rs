@@ -162,7 +162,8 @@ const NAME: &str = "@LIBRARY@";
 pub(super) static LIBRARY: LazyLock<Library> = LazyLock::new(|| {
     let mut code = include_str!("lua/prelude.lua")
         .replace("@LAPSED@", crate::contract::names::LAPSED)
-        .replace("@EVENT_LETTERS@", &super::codes::event_letters_lua());
+        .replace("@EVENT_LETTERS@", &super::codes::event_letters_lua())
+        .replace("@SCOPES@", &super::codes::scopes_lua());
     // A per-tenant body is an entry of `OPS`, so that a transaction
     // (`lua/tx.lua`) runs several in one call.
     for (op, body, kind) in FUNCTIONS {

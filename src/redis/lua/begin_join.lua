@@ -21,9 +21,9 @@ if not p then
 end
 reap(REAP_MAX)
 local pending = R .. 'pa:' .. key
-local refused = parent_full(pending, tonumber(ARGV[7]), 7)
-  or full(ATTEMPTS, tonumber(ARGV[8]), 8)
-  or full(REPLAY, tonumber(ARGV[9]), 9)
+local refused = parent_full(pending, tonumber(ARGV[7]), PARENT_SCOPE.a)
+  or full(ATTEMPTS, tonumber(ARGV[8]), TENANT_SCOPE.a)
+  or full(REPLAY, tonumber(ARGV[9]), TENANT_SCOPE.r)
   or idempotency_room(ikey, tonumber(ARGV[14]))
 if refused then
   return refused

@@ -24,6 +24,6 @@ if refused then
 end
 call('HSET', R .. 'a:' .. seq, 'st', 'c', 'v', num(tonumber(a[5]) + 1))
 call('SREM', R .. 'pa:' .. a[1], seq)
-leave_index(ATTEMPTS, seq, E_ATTEMPT, CONSUMED_)
+leave_index(ATTEMPTS, seq, E_ATTEMPTS, CONSUMED_)
 remember(ikey, fingerprint, tonumber(ARGV[6]), {'c', a[2], 'k', a[1], 'ad', a[4]})
 return {OK, a[2], a[1], a[4]}

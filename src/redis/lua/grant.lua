@@ -18,7 +18,8 @@ end
 reap(REAP_MAX)
 local per_holder = tonumber(ARGV[10])
 local holder_set = R .. 'lh:' .. holder
-local refused = holder_full(holder_set, per_holder, 35) or full(LEASES, tonumber(ARGV[5]), 1)
+local refused = holder_full(holder_set, per_holder, HOLDER_SCOPE.l)
+  or full(LEASES, tonumber(ARGV[5]), TENANT_SCOPE.l)
   or idempotency_room(ikey, tonumber(ARGV[9]))
 if refused then
   return refused

@@ -48,12 +48,12 @@ end
 reap(REAP_MAX)
 local under = R .. 'lm:' .. lease
 if lease ~= '' then
-  local refused = parent_full(under, tonumber(ARGV[8]), 10)
+  local refused = parent_full(under, tonumber(ARGV[8]), PARENT_SCOPE.m)
   if refused then
     return refused
   end
 end
-local refused = full(MEMBERS, tonumber(ARGV[9]), 11)
+local refused = full(MEMBERS, tonumber(ARGV[9]), TENANT_SCOPE.m)
 if refused then
   return refused
 end

@@ -39,10 +39,12 @@ local EXISTS, TRIMMED, INVALID = 14, 15, 16
 -- Queues: a claim that is not the job's live one; schedules: a fence that
 -- does not hold the scheduler lock.
 local STALE_CLAIM, LEADERSHIP_LOST = 17, 18
--- Capacity scopes of streams, queues and schedules (src/redis/reply.rs).
-local S_TENANT, S_PARENT, S_ENTRIES, S_CONSUMERS = 19, 20, 21, 22
-local Q_TENANT, Q_JOBS, Q_BYTES, Q_DEAD, H_TENANT = 30, 31, 32, 33, 34
-local Q_UNIQUE, S_PENDING = 37, 38
+-- Capacity scopes (src/redis/codes.rs): TENANT_SCOPE, PARENT_SCOPE,
+-- CEILING_SCOPE and HOLDER_SCOPE by collection letter, then each
+-- mechanism scope by name (S_ENTRIES, Q_JOBS, ...).
+@SCOPES@
+local S_TENANT, S_PARENT = TENANT_SCOPE.s, PARENT_SCOPE.s
+local Q_TENANT, H_TENANT = TENANT_SCOPE.q, TENANT_SCOPE.h
 
 -- Per-call state, set by `begin`. Redis runs one call at a time, so these
 -- are never shared between calls in flight.
@@ -314,7 +316,6 @@ end
 -- (ROOM) and the same call made again with the room.
 local SKEW_CLUSTER = 1000
 local SKEW
-local CEILING_SCOPE = {l = 12, p = 13, m = 14, a = 15, r = 16, i = 17, k = 18}
 
 -- Budgets: store-wide limits on what has no deadline (streams, queues,
 -- schedules), so their reservations have no horizon. A reservation weighs
@@ -322,12 +323,15 @@ local CEILING_SCOPE = {l = 12, p = 13, m = 14, a = 15, r = 16, i = 17, k = 18}
 -- budget's limits at once. Per letter: the hash `<base><letter>` holds
 -- each reservation as "<w2>/<w3>|<its record's key>|<taken at (ms)>",
 -- `<base><LETTER>` the sums (fields 1, 2, 3); the limit is
--- "<count>/<l2>/<l3>" (-1: off); the scopes of their refusals
--- (src/redis/reply.rs) are:
---   's' streams: count, bytes, entries (23, 24, 25)
---   'q' queues: count, jobs, bytes (26, 27, 28)
---   'h' schedules: count (29)
-local BUDGETS = {s = {23, 24, 25}, q = {26, 27, 28}, h = {29}}
+-- "<count>/<l2>/<l3>" (-1: off); the scopes of their refusals are:
+--   's' streams: count, bytes, entries
+--   'q' queues: count, jobs, bytes
+--   'h' schedules: count
+local BUDGETS = {
+  s = {CEILING_SCOPE.s, S_BYTES_TOTAL, S_ENTRIES_TOTAL},
+  q = {CEILING_SCOPE.q, Q_JOBS_TOTAL, Q_BYTES_TOTAL},
+  h = {CEILING_SCOPE.h},
+}
 -- On a cluster a budget's room is taken before its record is written, by
 -- a second call; a handle that dies in between leaves room no record
 -- holds, and nothing lapses by itself. So a grant is good for
@@ -539,9 +543,9 @@ local function leave_index(index, id, collection, cause)
       root = ROOT[1] .. ROOT[2] .. #ROOT[3] .. ':' .. ROOT[3]
     end
     local holder
-    if collection == E_LEASE then
+    if collection == E_LEASES then
       holder = call('HGET', R .. 'l:' .. id, 'h')
-    elseif collection == E_LOCK then
+    elseif collection == E_LOCKS then
       holder = call('HGET', R .. 'k:' .. id, 'h')
     end
     holder = holder and ('h' .. #holder .. ':' .. holder) or '-'
@@ -854,7 +858,7 @@ end
 -- Drops an attempt that is pending or bound (not the replay memory of a
 -- consumed one), announced with `cause`.
 local function drop_attempt(seq, key, cause)
-  leave_index(ATTEMPTS, seq, E_ATTEMPT, cause)
+  leave_index(ATTEMPTS, seq, E_ATTEMPTS, cause)
   call('DEL', R .. 'a:' .. seq)
   call('ZREM', REPLAY, seq)
   call('SREM', R .. 'pa:' .. key, seq)
@@ -867,13 +871,13 @@ local function drop_listing(key, cause)
   local pending = R .. 'pa:' .. key
   local outer = ROOT
   if cause ~= CASCADED_ then
-    ROOT = {cause, E_LISTING, key}
+    ROOT = {cause, E_LISTINGS, key}
   end
   for _, seq in ipairs(call('SMEMBERS', pending)) do
     drop_attempt(seq, key, CASCADED_)
   end
   ROOT = outer
-  leave_index(LISTINGS, key, E_LISTING, cause)
+  leave_index(LISTINGS, key, E_LISTINGS, cause)
   unlink(pk, 'lp:', key)
   -- A listing counted against its publisher's quota (`hq`: the holder).
   local counted = call('HGET', pk, 'hq')
@@ -888,7 +892,7 @@ end
 local function drop_member(member, cause)
   local mk = R .. 'm:' .. member
   unlink(mk, 'lm:', member)
-  leave_index(MEMBERS, member, E_MEMBER, cause)
+  leave_index(MEMBERS, member, E_PRESENCE, cause)
   call('DEL', mk)
   call('ZREM', MEMBER_KEYS, member)
 end
@@ -1043,7 +1047,7 @@ local function drop_stream(name, cause)
   local sk = K .. 's:' .. name
   unlink(sk, 'ls:', name)
   if cause then
-    leave_index(STREAMS, name, E_STREAM, cause)
+    leave_index(STREAMS, name, E_STREAMS, cause)
   elseif call('ZREM', STREAMS, name) == 1 then
     give_back(sk)
   end
@@ -1375,7 +1379,7 @@ end
 
 -- Removes queue `name` with every job in it, announced with `cause`.
 local function drop_queue(name, cause)
-  leave_index(QUEUES, name, E_QUEUE, cause)
+  leave_index(QUEUES, name, E_QUEUES, cause)
   local keys = {K .. 'q:' .. name}
   for _, parts in ipairs({QUEUE_FIELDS, QUEUE_STATES, QUEUE_UNIQUE}) do
     for _, part in ipairs(parts) do
@@ -1390,12 +1394,12 @@ end
 -- attempts, its streams, its endpoints.
 local function detach(seq, cause)
   local outer = ROOT
-  ROOT = {cause, E_LEASE, seq}
+  ROOT = {cause, E_LEASES, seq}
   local att = R .. 'la:' .. seq
   for _, name in ipairs(call('SMEMBERS', att)) do
     local k = R .. 'k:' .. name
     if call('HGET', k, 'l') == seq then
-      leave_index(LOCKS, name, E_LOCK, CASCADED_)
+      leave_index(LOCKS, name, E_LOCKS, CASCADED_)
       call('DEL', k)
     end
   end
@@ -1471,7 +1475,7 @@ local function end_grave(grave, max)
   for i = 1, #leases, 2 do
     local seq = leases[i]
     local cause = tonumber(leases[i + 1]) > at and REVOKED_ or EXPIRED_
-    leave_index(LEASES, seq, E_LEASE, cause)
+    leave_index(LEASES, seq, E_LEASES, cause)
     detach(seq, cause)
     call('DEL', R .. 'l:' .. seq)
     -- A revoked lease leaves a tombstone until the revocation's own end,
@@ -1552,7 +1556,7 @@ end
 -- Drops up to `max` idempotency records past their time, announced.
 local function forget_keys(max)
   for _, ikey in ipairs(call('ZRANGEBYSCORE', IDEM, '-inf', NOW, 'LIMIT', 0, max)) do
-    leave_index(IDEM, ikey, E_IDEM, EXPIRED_)
+    leave_index(IDEM, ikey, E_IDEMPOTENCY, EXPIRED_)
   end
 end
 
@@ -1566,19 +1570,19 @@ local function reap(max)
     return
   end
   for _, seq in ipairs(call('ZRANGEBYSCORE', LEASES, '-inf', NOW, 'LIMIT', 0, max)) do
-    leave_index(LEASES, seq, E_LEASE, EXPIRED_)
+    leave_index(LEASES, seq, E_LEASES, EXPIRED_)
     detach(seq, EXPIRED_)
   end
   for _, name in ipairs(call('ZRANGEBYSCORE', LOCKS, '-inf', NOW, 'LIMIT', 0, max)) do
     unlink(R .. 'k:' .. name, 'la:', name)
-    leave_index(LOCKS, name, E_LOCK, EXPIRED_)
+    leave_index(LOCKS, name, E_LOCKS, EXPIRED_)
   end
   for _, seq in ipairs(call('ZRANGEBYSCORE', ATTEMPTS, '-inf', NOW, 'LIMIT', 0, max)) do
     local key = call('HGET', R .. 'a:' .. seq, 'k')
     if key then
       call('SREM', R .. 'pa:' .. key, seq)
     end
-    leave_index(ATTEMPTS, seq, E_ATTEMPT, EXPIRED_)
+    leave_index(ATTEMPTS, seq, E_ATTEMPTS, EXPIRED_)
   end
   for _, member in ipairs(call('ZRANGEBYSCORE', MEMBERS, '-inf', NOW, 'LIMIT', 0, max)) do
     drop_member(member, EXPIRED_)
@@ -1586,7 +1590,7 @@ local function reap(max)
   forget_replay(max)
   forget_keys(max)
   for _, seq in ipairs(call('ZRANGEBYSCORE', TOMBS, '-inf', NOW, 'LIMIT', 0, max)) do
-    leave_index(TOMBS, seq, E_TOMB, EXPIRED_)
+    leave_index(TOMBS, seq, E_TOMBSTONES, EXPIRED_)
   end
 end
 
@@ -1684,7 +1688,7 @@ local function idempotency_room(ikey, limit)
     return nil
   end
   forget_keys(REAP_MAX)
-  return full(IDEM, limit, 4)
+  return full(IDEM, limit, TENANT_SCOPE.i)
 end
 
 -- Room for the record a call that creates nothing else remembers under

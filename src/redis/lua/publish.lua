@@ -37,9 +37,9 @@ end
 local published = R .. 'lp:' .. lease
 local per_holder = tonumber(ARGV[11])
 local holder_set = R .. 'ph:' .. l[3]
-local refused = parent_full(published, tonumber(ARGV[6]), 5)
-  or holder_full(holder_set, per_holder, 36)
-  or full(LISTINGS, tonumber(ARGV[7]), 6) or idempotency_room(ikey, tonumber(ARGV[10]))
+local refused = parent_full(published, tonumber(ARGV[6]), PARENT_SCOPE.p)
+  or holder_full(holder_set, per_holder, HOLDER_SCOPE.p)
+  or full(LISTINGS, tonumber(ARGV[7]), TENANT_SCOPE.p) or idempotency_room(ikey, tonumber(ARGV[10]))
 if refused then
   return refused
 end

@@ -5,7 +5,7 @@ local name, fence = ARGV[3], tonumber(ARGV[4])
 local k = R .. 'k:' .. name
 local f = call('HGET', k, 'f')
 if f and tonumber(f) == fence then
-  leave_index(LOCKS, name, E_LOCK, RELEASED_)
+  leave_index(LOCKS, name, E_LOCKS, RELEASED_)
   unlink(k, 'la:', name)
   call('DEL', k)
 end

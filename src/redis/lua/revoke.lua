@@ -9,7 +9,7 @@ if state == REVOKED then
 elseif state ~= OK then
   return {state}
 end
-leave_index(LEASES, seq, E_LEASE, REVOKED_)
+leave_index(LEASES, seq, E_LEASES, REVOKED_)
 detach(seq, REVOKED_)
 local k = R .. 'l:' .. seq
 local until_ms = NOW + tonumber(ARGV[4])

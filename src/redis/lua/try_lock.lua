@@ -13,19 +13,19 @@ if cur[1] then
   end
   -- Lapsed, or its lease is gone: the name is free.
   unlink(k, 'la:', name)
-  leave_index(LOCKS, name, E_LOCK, tonumber(cur[1]) > NOW and CASCADED_ or EXPIRED_)
+  leave_index(LOCKS, name, E_LOCKS, tonumber(cur[1]) > NOW and CASCADED_ or EXPIRED_)
 end
 if lease ~= '' then
   local state = lease_state(lease)
   if state ~= OK then
     return {state}
   end
-  local refused = parent_full(R .. 'la:' .. lease, tonumber(ARGV[8]), 3)
+  local refused = parent_full(R .. 'la:' .. lease, tonumber(ARGV[8]), PARENT_SCOPE.k)
   if refused then
     return refused
   end
 end
-local refused = full(LOCKS, tonumber(ARGV[7]), 2)
+local refused = full(LOCKS, tonumber(ARGV[7]), TENANT_SCOPE.k)
 if refused then
   return refused
 end

@@ -4,6 +4,6 @@ local hkey = K .. 'h:' .. name
 if call('EXISTS', hkey) == 0 then
   return {NOT_FOUND}
 end
-leave_index(SCHEDULES, name, E_SCHEDULE, RELEASED_)
+leave_index(SCHEDULES, name, E_SCHEDULES, RELEASED_)
 call('DEL', hkey)
 return {OK}
