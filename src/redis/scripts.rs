@@ -1,6 +1,7 @@
 //! The engine's server-side code: one Redis Functions library
 //! (`FUNCTION LOAD`), the shared part `lua/prelude.lua` followed by one
-//! registered function per transition, each body in its own `lua/*.lua`.
+//! registered function per transition, each body in its own `lua/*.lua`
+//! (the list is generated from those files by `build.rs`).
 //! A library is loaded once per server, so the helpers it defines are made
 //! once rather than on every call (as a script sent by `EVALSHA` would).
 //!
@@ -34,89 +35,20 @@ enum Kind {
 use Kind::{Frees, Meta, Read, Tenant};
 
 macro_rules! functions {
-    ($($name:ident = $op:literal, $file:literal, $kind:expr;)*) => {
+    ($($name:ident = $op:literal, $file:literal, $kind:expr, $replicated:literal;)*) => {
         #[allow(non_camel_case_types, clippy::upper_case_acronyms)]
         enum Index { $($name),* }
         $(pub(super) const $name: Function = Function(Index::$name as usize);)*
-        /// (operation, body, kind) of every function.
-        const FUNCTIONS: &[(&str, &str, Kind)] = &[
-            $(($op, include_str!(concat!("lua/", $file)), $kind)),*
+        /// (operation, body, kind, replicated) of every function.
+        const FUNCTIONS: &[(&str, &str, Kind, bool)] = &[
+            $(($op, include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/redis/lua/", $file)), $kind, $replicated)),*
         ];
     };
 }
 
-functions! {
-    META = "meta", "meta.lua", Meta;
-    GRANT = "grant", "grant.lua", Tenant;
-    RENEW = "renew", "renew.lua", Tenant;
-    GET_LEASE = "get_lease", "get_lease.lua", Read;
-    LIST_LEASES = "list_leases", "list_leases.lua", Read;
-    REVOKE = "revoke", "revoke.lua", Frees;
-    OBSERVE = "observe", "observe.lua", Tenant;
-    ENDPOINTS = "endpoints", "endpoints.lua", Read;
-    TRY_LOCK = "try_lock", "try_lock.lua", Tenant;
-    GET_LOCK = "get_lock", "get_lock.lua", Read;
-    RENEW_LOCK = "renew_lock", "renew_lock.lua", Tenant;
-    RELEASE_LOCK = "release_lock", "release_lock.lua", Frees;
-    PUBLISH = "publish", "publish.lua", Tenant;
-    GET_LISTING = "get_listing", "get_listing.lua", Read;
-    UPDATE_LISTING = "update_listing", "update_listing.lua", Tenant;
-    UNPUBLISH = "unpublish", "unpublish.lua", Frees;
-    LIST_LISTINGS = "list_listings", "list_listings.lua", Read;
-    BEGIN_JOIN = "begin_join", "begin_join.lua", Tenant;
-    BIND = "bind", "bind.lua", Tenant;
-    CONSUME = "consume", "consume.lua", Tenant;
-    CANCEL_JOIN = "cancel_join", "cancel_join.lua", Frees;
-    GET_ATTEMPT = "get_attempt", "get_attempt.lua", Read;
-    HEARTBEAT = "heartbeat", "heartbeat.lua", Tenant;
-    GET_PRESENCE = "get_presence", "get_presence.lua", Read;
-    LEAVE = "leave", "leave.lua", Frees;
-    LIST_PRESENCE = "list_presence", "list_presence.lua", Read;
-    REVOKE_TENANT = "revoke_tenant", "revoke_tenant.lua", Tenant;
-    SWEEP = "sweep", "sweep.lua", Tenant;
-    FORGET = "forget", "forget.lua", Tenant;
-    DUE = "due", "due.lua", Meta;
-    SWEEPER = "sweeper", "sweeper.lua", Meta;
-    ROOM = "room", "room.lua", Meta;
-    HOLDS = "holds", "holds.lua", Meta;
-    CREATE_STREAM = "create_stream", "create_stream.lua", Tenant;
-    DELETE_STREAM = "delete_stream", "delete_stream.lua", Tenant;
-    APPEND = "append", "append.lua", Tenant;
-    READ_STREAM = "read_stream", "read_stream.lua", Read;
-    TRIM_STREAM = "trim_stream", "trim_stream.lua", Tenant;
-    COMMIT = "commit", "commit.lua", Tenant;
-    STREAM_INFO = "stream_info", "stream_info.lua", Tenant;
-    CREATE_GROUP = "create_group", "create_group.lua", Tenant;
-    DELETE_GROUP = "delete_group", "delete_group.lua", Tenant;
-    READ_GROUP = "read_group", "read_group.lua", Tenant;
-    ACK_GROUP = "ack_group", "ack_group.lua", Tenant;
-    CLAIM_IDLE = "claim_idle", "claim_idle.lua", Tenant;
-    PENDING = "pending", "pending.lua", Read;
-    GROUP_INFO = "group_info", "group_info.lua", Read;
-    CREATE_QUEUE = "create_queue", "create_queue.lua", Tenant;
-    DELETE_QUEUE = "delete_queue", "delete_queue.lua", Tenant;
-    ENQUEUE = "enqueue", "enqueue.lua", Tenant;
-    CLAIM = "claim", "claim.lua", Tenant;
-    EXTEND_CLAIM = "extend_claim", "extend_claim.lua", Tenant;
-    SNOOZE = "snooze", "snooze.lua", Tenant;
-    ACK = "ack", "ack.lua", Tenant;
-    ACK_BATCH = "ack_batch", "ack_batch.lua", Tenant;
-    CANCEL_JOB = "cancel_job", "cancel_job.lua", Frees;
-    FAIL = "fail", "fail.lua", Tenant;
-    JOB = "job", "job.lua", Tenant;
-    QUEUE_INFO = "queue_info", "queue_info.lua", Tenant;
-    DEAD_LETTERS = "dead_letters", "dead_letters.lua", Tenant;
-    REQUEUE_DEAD = "requeue_dead", "requeue_dead.lua", Tenant;
-    PURGE_DEAD = "purge_dead", "purge_dead.lua", Tenant;
-    SCHEDULE = "schedule", "schedule.lua", Tenant;
-    UNSCHEDULE = "unschedule", "unschedule.lua", Tenant;
-    SCHEDULES = "schedules", "schedules.lua", Read;
-    USAGE = "usage", "usage.lua", Read;
-    RUN_SCHEDULES = "run_schedules", "run_schedules.lua", Tenant;
-    PROBE = "probe", "probe.lua", Meta;
-    WRITABLE = "writable", "writable.lua", Meta;
-    TX = "tx", "tx.lua", Tenant;
-}
+// The list, one line per file of `lua/` but `prelude.lua`, each named by
+// its file and of the kind its first line says (`build.rs`).
+include!(concat!(env!("OUT_DIR"), "/functions.rs"));
 
 /// The library: its code and the names its functions are called by.
 pub(super) struct Library {
@@ -133,20 +65,9 @@ impl Function {
     /// Whether an authorization rests on its write, so that with
     /// `wait_replicas` set its success waits for the replicas.
     pub(super) fn replicated(self) -> bool {
-        [
-            GRANT,
-            REVOKE,
-            REVOKE_TENANT,
-            TRY_LOCK,
-            RENEW_LOCK,
-            BIND,
-            CONSUME,
-        ]
-        .iter()
-        .any(|f| f.0 == self.0)
+        FUNCTIONS[self.0].3
     }
 
-    /// Its operation's name (its body's entry in the library's `OPS`).
     pub(super) fn op(self) -> &'static str {
         FUNCTIONS[self.0].0
     }
@@ -166,12 +87,12 @@ pub(super) static LIBRARY: LazyLock<Library> = LazyLock::new(|| {
         .replace("@SCOPES@", &super::codes::scopes_lua());
     // A per-tenant body is an entry of `OPS`, so that a transaction
     // (`lua/tx.lua`) runs several in one call.
-    for (op, body, kind) in FUNCTIONS {
+    for (op, body, kind, _) in FUNCTIONS {
         if *kind != Meta {
             code.push_str(&format!("\nOPS['{op}'] = function()\n{body}end\n"));
         }
     }
-    for (op, body, kind) in FUNCTIONS {
+    for (op, body, kind, _) in FUNCTIONS {
         // A per-tenant body runs inside `begin` and `finish` (the reply
         // and the removal events it caused); the others as they are.
         let wrapped = if *kind != Meta {
@@ -200,7 +121,7 @@ pub(super) static LIBRARY: LazyLock<Library> = LazyLock::new(|| {
         code: format!("#!lua name={library}\n{}", code.replace(NAME, &library)),
         names: FUNCTIONS
             .iter()
-            .map(|(op, _, _)| format!("{library}_{op}"))
+            .map(|(op, ..)| format!("{library}_{op}"))
             .collect(),
     }
 });
@@ -216,6 +137,31 @@ fn fnv1a(text: &str) -> u64 {
 mod tests {
     use super::super::codes::{collection_of, event_letters_lua};
     use super::*;
+
+    /// Every file of `lua/` but the prelude is one function, and the
+    /// authorizations whose success waits for replicas are these seven.
+    #[test]
+    fn each_lua_file_is_one_function_of_the_kind_its_first_line_says() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/src/redis/lua");
+        let files = std::fs::read_dir(dir).unwrap().count();
+        assert_eq!(FUNCTIONS.len(), files - 1);
+        let replicated: Vec<&str> = FUNCTIONS.iter().filter(|f| f.3).map(|f| f.0).collect();
+        let authorizations = [
+            "bind",
+            "consume",
+            "grant",
+            "renew_lock",
+            "revoke",
+            "revoke_tenant",
+            "try_lock",
+        ];
+        assert_eq!(replicated, authorizations);
+        assert!(READ_STREAM.reads_only() && !GRANT.reads_only());
+        assert!(GRANT.replicated() && !GET_LEASE.replicated());
+        for (op, body, ..) in FUNCTIONS {
+            assert!(body.starts_with("-- function: "), "{op}");
+        }
+    }
 
     /// The library names a collection's room by its letter (`rooms({{'m',
     /// ..}})`, `room.m`): every letter it uses so is one of this table's.

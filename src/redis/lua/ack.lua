@@ -1,3 +1,4 @@
+-- function: tenant
 -- ack: ARGV[3] queue, ARGV[4] job number, ARGV[5] claim token. Removes
 -- the job if the claim is its live one. Reply: {OK}, {NOT_FOUND} or
 -- {STALE_CLAIM}.

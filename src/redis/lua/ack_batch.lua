@@ -1,3 +1,4 @@
+-- function: tenant
 -- ack_batch: ARGV[3] queue, then pairs of a job number and its claim
 -- token. Each pair is acknowledged on its own, as `ack` would: removed if
 -- the claim is its live one. Reply: {OK, then per pair OK, NOT_FOUND or

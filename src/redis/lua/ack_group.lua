@@ -1,3 +1,4 @@
+-- function: tenant
 -- ack_group: ARGV[3] stream, ARGV[4] group, ARGV[5...] offsets. Removes
 -- each from the group's pending list, pending or dead. Reply: {OK, how
 -- many the list held}.

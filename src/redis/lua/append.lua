@@ -1,3 +1,4 @@
+-- function: tenant
 -- append: ARGV[3] name, ARGV[4] payload, ARGV[5] the stream's wake
 -- channel (its followers are woken with the entry, so a follower on any
 -- instance wakes even if the caller dies right after), ARGV[6] idempotency

@@ -1,3 +1,4 @@
+-- function: tenant
 -- begin_join: ARGV[3] listing key, ARGV[4] client, ARGV[5] ttl (ms),
 -- ARGV[6] the token's secret (hex; only its SHA-1 is kept on the attempt),
 -- ARGV[7] attempts_per_listing_max, ARGV[8] the tenant's attempt quota,

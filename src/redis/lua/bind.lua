@@ -1,3 +1,4 @@
+-- function: tenant, replicated
 -- bind_endpoint: ARGV[3] attempt sequence number, ARGV[4] secret (hex),
 -- ARGV[5] the observed address. Pending -> Bound, once; the same address
 -- again returns the binding; another is CONFLICT. Reply: {OK, version}.

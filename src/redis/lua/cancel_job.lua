@@ -1,3 +1,4 @@
+-- function: frees
 -- cancel_job: ARGV[3] queue, ARGV[4] job number. The job leaves the
 -- queue whatever its state (a claim on it is then answered NOT_FOUND).
 -- A removal, so it runs on a server at maxmemory. Reply: {OK} or

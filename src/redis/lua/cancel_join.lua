@@ -1,3 +1,4 @@
+-- function: frees
 -- cancel_join: ARGV[3] attempt sequence number. A pending or bound attempt
 -- goes; a consumed one is REPLAY.
 local seq = ARGV[3]

@@ -1,3 +1,4 @@
+-- function: tenant
 -- claim: ARGV[3] queue, ARGV[4] worker, ARGV[5] visibility (ms, '' for
 -- the queue's), ARGV[6] most jobs. Settles what is due, then claims
 -- ready jobs by priority, oldest first within one. Reply: {OK, visibility (ms), ms until something

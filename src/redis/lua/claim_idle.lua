@@ -1,3 +1,4 @@
+-- function: tenant
 -- claim_idle: ARGV[3] stream, ARGV[4] group, ARGV[5] member, ARGV[6]
 -- min_idle (ms), ARGV[7] the most entries to look at. Takes the entries
 -- idle that long, the longest idle first: one trimmed away leaves the

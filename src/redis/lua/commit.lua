@@ -1,3 +1,4 @@
+-- function: tenant
 -- commit: ARGV[3] name, ARGV[4] consumer, ARGV[5] offset, ARGV[6]
 -- consumers_per_stream_max (named consumers and groups together). Never
 -- backwards. Reply: {OK}, {CONFLICT,

@@ -1,3 +1,4 @@
+-- function: tenant, replicated
 -- consume: ARGV[3] attempt sequence number, ARGV[4] secret (hex), ARGV[5]
 -- idempotency key ('' for none), ARGV[6] idempotency_ttl (ms), ARGV[7] the
 -- tenant's idempotency quota. Bound -> Consumed, exactly once; the attempt

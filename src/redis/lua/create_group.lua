@@ -1,3 +1,4 @@
+-- function: tenant
 -- create_group: ARGV[3] stream, ARGV[4] group, ARGV[5] its settings (as
 -- `sg:` holds them), ARGV[6] where it starts ('o' the first entry held, 'e'
 -- the stream's next offset, or an offset), ARGV[7]

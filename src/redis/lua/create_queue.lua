@@ -1,3 +1,4 @@
+-- function: tenant
 -- create_queue: ARGV[3] name, ARGV[4] jobs_max, ARGV[5] bytes_max,
 -- ARGV[6] dead_letters_max, ARGV[7] visibility (ms), ARGV[8]
 -- attempts_max, ARGV[9] and ARGV[10] the backoff's base and max (ms),

@@ -1,3 +1,4 @@
+-- function: tenant
 -- create_stream: ARGV[3] name, ARGV[4] entries_max, ARGV[5] bytes_max,
 -- ARGV[6] age limit (ms, '' for none), ARGV[7] 'r' (refuse when full) or
 -- 't' (trim the oldest), ARGV[8] the lease sequence number to attach to

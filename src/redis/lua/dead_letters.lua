@@ -1,3 +1,4 @@
+-- function: tenant
 -- dead_letters: ARGV[3] queue, ARGV[4] the lowest job number to list,
 -- ARGV[5] most to list. Reply: {OK, then per dead letter, by number: its
 -- number, attempts, reason, payload}.

@@ -1,3 +1,4 @@
+-- function: meta
 -- due: the store's due index, KEYS[1] "{<ns>}:due" (tenants by their
 -- earliest deadline, in the meta key's slot). ARGV[1] says what to do:
 --   'lower', ARGV[2] tenant, ARGV[3] deadline: lower the tenant's place

@@ -1,3 +1,4 @@
+-- function: read
 -- endpoints: ARGV[3] lease sequence number. Reply: {OK, then address and
 -- age (ms) of each endpoint seen, most recent first}.
 local seq = ARGV[3]

@@ -1,3 +1,4 @@
+-- function: tenant
 -- enqueue: ARGV[3] queue, ARGV[4] delay (ms, 0 for none), ARGV[5]
 -- attempts_max ('' for the queue's), ARGV[6] the queue's wake channel,
 -- ARGV[7] idempotency key ('' for none), ARGV[8] idempotency_ttl (ms),

@@ -1,3 +1,4 @@
+-- function: tenant
 -- extend_claim: ARGV[3] queue, ARGV[4] job number, ARGV[5] claim token,
 -- ARGV[6] visibility (ms, '' for the queue's). The live claim now lapses
 -- that long after now, the same token, the attempt unused. Reply: {OK,

@@ -1,3 +1,4 @@
+-- function: tenant
 -- fail: ARGV[3] queue, ARGV[4] job number, ARGV[5] claim token, ARGV[6]
 -- reason, ARGV[7] a random draw (below 2^32) for the jitter. The job
 -- retries after an equal-jitter exponential backoff (half of min(max,

@@ -1,3 +1,4 @@
+-- function: tenant
 -- forget: deletes the tenant's own keys if it holds nothing now (ADR
 -- 0072): no record in any index of its epoch or incarnation, no ended
 -- epoch left to bury, and no revocation whose leases still read Revoked

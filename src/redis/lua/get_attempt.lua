@@ -1,3 +1,4 @@
+-- function: read
 -- get_attempt: ARGV[3] attempt sequence number. Writes nothing.
 -- Reply: {OK, listing key, client, state ('p', 'b' or 'c'), address (''
 -- while pending), version, ms left (before the attempt's deadline, or,

@@ -1,3 +1,4 @@
+-- function: read
 -- get_lease: ARGV[3] sequence number.
 -- Reply: {OK, holder, version, remaining}.
 local state, l = lease_state(ARGV[3], 'h', 'v', 'd')

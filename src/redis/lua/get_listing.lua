@@ -1,3 +1,4 @@
+-- function: read
 -- get_listing: ARGV[3] key. Reply: {OK, lease sequence number, attributes,
 -- version, ms left (the lease's)}.
 local p = visible_listing(ARGV[3])

@@ -1,3 +1,4 @@
+-- function: read
 -- get_lock: ARGV[3] name. Reply: {OK, holder, fence, version, remaining}.
 local l = call('HMGET', R .. 'k:' .. ARGV[3], 'h', 'f', 'v', 'd', 'l')
 if not l[1] or tonumber(l[4]) <= NOW or (l[5] ~= '' and lease_state(l[5]) ~= OK) then

@@ -1,3 +1,4 @@
+-- function: read
 -- get_presence: ARGV[3] member. Reply: {OK, attributes, lease sequence
 -- number ('' for none), version, remaining}.
 local m = visible_member(ARGV[3])

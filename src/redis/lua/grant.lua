@@ -1,3 +1,4 @@
+-- function: tenant, replicated
 -- grant: ARGV[3] holder, ARGV[4] ttl (ms), ARGV[5] the tenant's lease quota
 -- (-1: off), ARGV[6] how long a record's key outlives its deadline (ms),
 -- ARGV[7] idempotency key ('' for none), ARGV[8] idempotency_ttl (ms),

@@ -1,3 +1,4 @@
+-- function: read
 -- group_info: ARGV[3] stream, ARGV[4] group. Writes nothing. Reply: {OK,
 -- the offset its next read starts at, entries on its pending list, live
 -- ones among them, its settings}.

@@ -1,3 +1,4 @@
+-- function: tenant
 -- heartbeat: ARGV[3] member, ARGV[4] ttl (ms), ARGV[5] '1' if ARGV[6] holds
 -- new attributes, ARGV[7] the lease sequence number to attach to ('' for
 -- none), ARGV[8] presence_per_lease_max, ARGV[9] the tenant's presence

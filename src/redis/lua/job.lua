@@ -1,3 +1,4 @@
+-- function: tenant
 -- job: ARGV[3] queue, ARGV[4] job number. Settles what is due first.
 -- Reply: {OK, state ('r' ready, 'd' delayed, 'c' claimed, 'x' dead), ms
 -- left (delayed, claimed; else 0), the worker (claimed) or reason (dead)

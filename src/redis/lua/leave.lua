@@ -1,3 +1,4 @@
+-- function: frees
 -- leave: ARGV[3] member. Removes a visible presence record.
 if not visible_member(ARGV[3]) then
   return {NOT_FOUND}

@@ -1,3 +1,4 @@
+-- function: read
 -- list_leases: ARGV[3] the member to resume after ('' from the start),
 -- ARGV[4] how many to scan. Reply: `page`'s over the tenant's leases in id
 -- order, each visible lease as its member, then sequence number, holder,

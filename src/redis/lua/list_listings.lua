@@ -1,3 +1,4 @@
+-- function: read
 -- list_listings: ARGV[3] the key to resume after ('' from the start),
 -- ARGV[4] how many keys to scan. Reply: `page`'s, each visible listing as
 -- key, lease sequence number, attributes, version, ms left (the lease's).

@@ -1,3 +1,4 @@
+-- function: read
 -- list_presence: ARGV[3] the member to resume after ('' from the start),
 -- ARGV[4] how many members to scan. Reply: `page`'s, each visible record as
 -- member, attributes, lease sequence number ('' for none), version,

@@ -1,3 +1,4 @@
+-- function: meta
 -- The store's incarnation: KEYS[1] is the meta key "{<ns>}:meta"; ARGV[1]
 -- a fresh random incarnation, kept only if the key holds none (a new store,
 -- or a server that lost its data). Reply: {incarnation, born, known, used},

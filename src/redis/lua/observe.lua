@@ -1,3 +1,4 @@
+-- function: tenant
 -- observe_endpoint: ARGV[3] lease sequence number, ARGV[4] the address,
 -- ARGV[5] endpoints_per_lease_max. Records the address as seen now; past
 -- the cap the least recently seen one is replaced. Reply: {OK}.

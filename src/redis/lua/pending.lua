@@ -1,3 +1,4 @@
+-- function: read
 -- pending: ARGV[3] stream, ARGV[4] group, ARGV[5] the offset to list from,
 -- ARGV[6] the most entries. Writes nothing. Reply: {OK, (offset,
 -- deliveries, idle ms, dead 0|1, member) per entry, in offset order}.

@@ -1,3 +1,4 @@
+-- function: meta
 -- probe: the contract's formulas as this library computes them, for the
 -- test that holds them to the rows of src/contract/rules.rs's tables.
 -- ARGV[1] the formula ('backoff', 'catch_up' or 'claim_live'), then its

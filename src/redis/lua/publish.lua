@@ -1,3 +1,4 @@
+-- function: tenant
 -- publish: ARGV[3] lease sequence number, ARGV[4] key, ARGV[5] attributes,
 -- ARGV[6] listings_per_lease_max, ARGV[7] the tenant's listing quota (-1:
 -- off), ARGV[8] idempotency key ('' for none), ARGV[9] idempotency_ttl

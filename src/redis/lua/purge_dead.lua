@@ -1,3 +1,4 @@
+-- function: tenant
 -- purge_dead: ARGV[3] queue. Removes every dead letter. Reply: {OK, how
 -- many}.
 local name = ARGV[3]

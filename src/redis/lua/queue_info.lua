@@ -1,3 +1,4 @@
+-- function: tenant
 -- queue_info: ARGV[3] queue. Settles what is due first. Reply: {OK,
 -- ready, delayed, claimed, dead, payload bytes}.
 local name = ARGV[3]

@@ -1,3 +1,4 @@
+-- function: tenant
 -- read_group: ARGV[3] stream, ARGV[4] group, ARGV[5] member, ARGV[6] the
 -- most entries to deliver. Delivers entries from the group's position on
 -- (passing over what was trimmed) and puts each on its pending list.

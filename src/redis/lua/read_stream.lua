@@ -1,3 +1,4 @@
+-- function: read
 -- read_stream: ARGV[3] name, ARGV[4] the offset to read from, ARGV[5] the
 -- most entries to return. Writes nothing: entries past the stream's age
 -- are skipped (the next append drops them). Reply: {OK, payloads...}

@@ -1,3 +1,4 @@
+-- function: frees
 -- release_lock: ARGV[3] name, ARGV[4] fence. Idempotent; never releases a
 -- later holder's lock. Reply: {OK}. (A fence from before this
 -- incarnation is answered by the engine before the call.)

@@ -1,3 +1,4 @@
+-- function: tenant
 -- renew / renew_at: ARGV[3] sequence number, ARGV[4] ttl (ms), ARGV[5] the
 -- expected version ('' for any), ARGV[6] how long the key outlives the
 -- deadline (ms). Reply: {OK, version, remaining}.

@@ -1,3 +1,4 @@
+-- function: tenant, replicated
 -- renew_lock: ARGV[3] name, ARGV[4] fence, ARGV[5] ttl (ms), ARGV[6] how
 -- long the key outlives the deadline (ms). Reply: {OK, version, remaining};
 -- EXPIRED once it lapsed (also when another owner took it since),

@@ -1,3 +1,4 @@
+-- function: tenant
 -- requeue_dead: ARGV[3] queue, ARGV[4] job number, ARGV[5] the queue's
 -- wake channel. The dead letter is ready again with fresh attempts.
 -- Reply: {OK} or {NOT_FOUND}.

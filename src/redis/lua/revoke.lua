@@ -1,3 +1,4 @@
+-- function: frees, replicated
 -- revoke: ARGV[3] sequence number, ARGV[4] tombstone_ttl (ms). Removes the
 -- lease's locks in the same step and leaves a tombstone, so the lease reads
 -- Revoked until the tombstone's key expires; the tombstone's end is

@@ -1,3 +1,4 @@
+-- function: tenant, replicated
 -- revoke_tenant: ARGV[3] tombstone_ttl (ms). Everything the tenant holds
 -- becomes invisible at once: a new epoch starts, with empty keys; the old
 -- epoch's keys are buried a few at a time by later calls (`bury`), and

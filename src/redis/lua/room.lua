@@ -1,3 +1,4 @@
+-- function: meta
 -- room: the store-wide ceilings' reservations (the prelude's `room_*`),
 -- for a cluster, where a tenant's function cannot reach them. KEYS[1] is
 -- "{<ns>}:room". ARGV[1] is the operation:

@@ -1,3 +1,4 @@
+-- function: tenant
 -- run_schedules: ARGV[3] the fence the runner holds the scheduler lock
 -- with, ARGV[4] the lock's name, ARGV[5] the prefix of a queue's wake
 -- channel, ARGV[6] the most missed fires one schedule enqueues, ARGV[7]

@@ -1,3 +1,4 @@
+-- function: tenant
 -- schedule: ARGV[3] name, ARGV[4] spec, ARGV[5] interval (ms), ARGV[6]
 -- queue, ARGV[7] payload, ARGV[8] the tenant's schedule quota (-1: off).
 -- A schedule is `h:<name>` under K (a hash: `sp` spec, `iv` interval,

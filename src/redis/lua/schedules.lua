@@ -1,3 +1,4 @@
+-- function: read
 -- schedules: the tenant's schedules by name. Reply: {OK, then per
 -- schedule: name, spec, interval (ms), queue, ms to its next fire, fires
 -- so far}.

@@ -1,3 +1,4 @@
+-- function: tenant
 -- snooze: ARGV[3] queue, ARGV[4] job number, ARGV[5] claim token, ARGV[6]
 -- delay (ms; 0: at once), ARGV[7] the queue's wake channel. The live
 -- claim ends without using an attempt: the job is ready after the delay

@@ -1,3 +1,4 @@
+-- function: tenant
 -- stream_info: ARGV[3] name, ARGV[4] a consumer ('' for none). Entries
 -- past the stream's age go first, so it counts what a read returns. Reply:
 -- {OK, first offset held, next offset, entries, payload bytes, consumers,

@@ -1,3 +1,4 @@
+-- function: tenant
 -- sweep: ARGV[3] most entries to take from each index. Removes (and
 -- announces) what is due, as a creation's reaping does, buries some of an
 -- ended epoch (`bury`), and records the

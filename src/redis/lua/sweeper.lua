@@ -1,3 +1,4 @@
+-- function: meta
 -- sweeper: the sweeper lease, KEYS[1] "{<ns>}:sweeper". ARGV[1] the
 -- asking handle's origin, ARGV[2] the lease's length (ms). Takes the
 -- lease if it is free, renews it if the asker holds it. Reply: 1 if the

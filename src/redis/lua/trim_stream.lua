@@ -1,3 +1,4 @@
+-- function: tenant
 -- trim_stream: ARGV[3] name, ARGV[4] the offset below which every entry
 -- goes (entries past the stream's age go first). Reply: {OK, first offset
 -- held} or {INVALID, 2} for an offset past the end.

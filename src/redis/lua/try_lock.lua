@@ -1,3 +1,4 @@
+-- function: tenant, replicated
 -- try_lock: ARGV[3] name, ARGV[4] owner, ARGV[5] ttl (ms), ARGV[6] the lease
 -- sequence number to attach to ('' for none), ARGV[7] the tenant's lock
 -- quota (-1: off), ARGV[8] locks_per_lease_max, ARGV[9] how long the key

@@ -1,3 +1,4 @@
+-- function: tenant
 -- tx: a transaction of one tenant's changes, all or none (ADR 0069).
 -- ARGV[3] the number of operations, then for each: its function's name
 -- (an OPS entry), the number of its arguments, and its arguments (as the

@@ -1,3 +1,4 @@
+-- function: frees
 -- unpublish / revoke_listing: ARGV[3] key, ARGV[4] expected version ('' for
 -- any), ARGV[5] '1' for revoke_listing (a listing that is not visible is
 -- then OK). Removes the listing and its pending and bound attempts.

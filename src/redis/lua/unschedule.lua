@@ -1,3 +1,4 @@
+-- function: tenant
 -- unschedule: ARGV[3] name. Reply: {OK} or {NOT_FOUND}.
 local name = ARGV[3]
 local hkey = K .. 'h:' .. name

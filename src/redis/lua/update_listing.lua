@@ -1,3 +1,4 @@
+-- function: tenant
 -- update_listing: ARGV[3] key, ARGV[4] expected version, ARGV[5] attributes.
 -- Reply: {OK, new version}.
 local key = ARGV[3]

@@ -1,3 +1,4 @@
+-- function: read
 -- usage: what the tenant holds against its quotas, counted as its
 -- creations count it (`full`: live records only). Reply: {OK, leases,
 -- listings, presence records, pending attempts, attempt records,

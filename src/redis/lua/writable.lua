@@ -1,3 +1,4 @@
+-- function: meta
 -- writable: writes nothing, but is not flagged `allow-oom`, so a server
 -- at `maxmemory` refuses it (`OOM`): the health check's probe of whether
 -- a primary takes writes.

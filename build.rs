@@ -1,0 +1,67 @@
+//! Generates the Redis engine's list of library functions from
+//! `src/redis/lua/`: every file there but `prelude.lua` is one function,
+//! named by its file, whose first line says what it is:
+//!
+//! ```text
+//! -- function: tenant | read | frees | meta [, replicated]
+//! ```
+//!
+//! So a new function is a new file, and nothing else lists it. The list
+//! lands in `$OUT_DIR/functions.rs`, which `src/redis/scripts.rs`
+//! includes; a file without that line stops the build.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+fn main() {
+    let dir = Path::new("src/redis/lua");
+    println!("cargo:rerun-if-changed={}", dir.display());
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .expect("src/redis/lua is readable")
+        .map(|entry| entry.expect("a directory entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "lua"))
+        .filter(|p| p.file_stem().is_some_and(|s| s != "prelude"))
+        .collect();
+    files.sort();
+    let mut rows = String::new();
+    for path in &files {
+        let op = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .expect("a UTF-8 file name");
+        assert!(
+            op.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'),
+            "{}: a function's file is named in lower case and underscores",
+            path.display()
+        );
+        let text = std::fs::read_to_string(path).expect("a readable Lua file");
+        let first = text.lines().next().unwrap_or_default();
+        let Some(what) = first.strip_prefix("-- function: ") else {
+            panic!(
+                "{}: the first line is not `-- function: <kind>`",
+                path.display()
+            );
+        };
+        let mut parts = what.split(", ");
+        let kind = match parts.next() {
+            Some("tenant") => "Tenant",
+            Some("read") => "Read",
+            Some("frees") => "Frees",
+            Some("meta") => "Meta",
+            other => panic!("{}: unknown kind {other:?}", path.display()),
+        };
+        let replicated = match parts.next() {
+            None => false,
+            Some("replicated") => true,
+            Some(other) => panic!("{}: unknown flag {other:?}", path.display()),
+        };
+        writeln!(
+            rows,
+            "    {} = \"{op}\", \"{op}.lua\", {kind}, {replicated};",
+            op.to_uppercase()
+        )
+        .expect("writing to a string");
+    }
+    let out = Path::new(&std::env::var("OUT_DIR").expect("OUT_DIR is set")).join("functions.rs");
+    std::fs::write(out, format!("functions! {{\n{rows}}}\n")).expect("OUT_DIR is writable");
+}
