@@ -19,7 +19,7 @@ use crate::contract::relay::{Admission, JoinTicket};
 use crate::mem::named_slab::{NamedSlab, NamedTable};
 use crate::mem::quota::Reservation;
 use crate::mem::table::Removed;
-use crate::store::protocol::retire::Stored;
+use crate::store::protocol::retire::{Stored, Why};
 use crate::store::tenant::Owner;
 use crate::store::{owned_by, Collection, NameKey, Store};
 
@@ -126,10 +126,11 @@ impl Stored for Idem {
         store: &Store,
         _place: u64,
         removed: Removed<NameKey, Self>,
-        cause: Cause,
+        why: Why,
         _now: MonoTime,
+        _detach: bool,
     ) -> usize {
-        store.retire_idem(removed, cause);
+        store.retire_idem(removed, why.cause());
         0
     }
 }

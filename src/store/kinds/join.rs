@@ -58,10 +58,11 @@ impl Stored for Attempt {
         store: &Store,
         _place: u64,
         removed: Removed<IdKey, Self>,
-        cause: Cause,
+        why: Why,
         _now: MonoTime,
+        detach: bool,
     ) -> usize {
-        store.retire_attempt(removed, cause, true);
+        store.retire_attempt(removed, why, detach);
         0
     }
 }

@@ -357,10 +357,12 @@ impl Stored for Lease {
         store: &Store,
         _place: u64,
         removed: Removed<IdKey, Self>,
-        cause: Cause,
+        why: Why,
         now: MonoTime,
+        _detach: bool,
     ) -> usize {
-        store.retire_lease(removed, cause, now)
+        // A lease has no parent, and its removal is never a cascade.
+        store.retire_lease(removed, why.cause(), now)
     }
 }
 

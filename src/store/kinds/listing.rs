@@ -177,10 +177,11 @@ impl Stored for Listing {
         store: &Store,
         place: u64,
         removed: Removed<NameKey, Self>,
-        cause: Cause,
+        why: Why,
         now: MonoTime,
+        detach: bool,
     ) -> usize {
-        store.retire_listing(place, removed, cause, now, true)
+        store.retire_listing(place, removed, why, now, detach)
     }
 }
 
@@ -197,16 +198,6 @@ impl OnLease for Listing {
 
     fn key_at(store: &Store, place: u64) -> Option<NameKey> {
         store.shared.listings.key_at(place)
-    }
-
-    fn retire_with_lease(
-        store: &Store,
-        place: u64,
-        removed: Removed<NameKey, Self>,
-        why: Why,
-        now: MonoTime,
-    ) -> usize {
-        store.retire_listing(place, removed, why, now, false)
     }
 }
 

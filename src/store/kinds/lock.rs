@@ -52,10 +52,11 @@ impl Stored for Lock {
         store: &Store,
         place: u64,
         removed: Removed<NameKey, Self>,
-        cause: Cause,
+        why: Why,
         _now: MonoTime,
+        detach: bool,
     ) -> usize {
-        store.retire_lock(place, removed, cause, true);
+        store.retire_lock(place, removed, why, detach);
         0
     }
 }
@@ -73,17 +74,6 @@ impl OnLease for Lock {
 
     fn key_at(store: &Store, place: u64) -> Option<NameKey> {
         store.shared.locks.key_at(place)
-    }
-
-    fn retire_with_lease(
-        store: &Store,
-        place: u64,
-        removed: Removed<NameKey, Self>,
-        why: Why,
-        _now: MonoTime,
-    ) -> usize {
-        store.retire_lock(place, removed, why, false);
-        0
     }
 }
 

@@ -78,10 +78,11 @@ impl Stored for Presence {
         store: &Store,
         place: u64,
         removed: Removed<NameKey, Self>,
-        cause: Cause,
+        why: Why,
         _now: MonoTime,
+        detach: bool,
     ) -> usize {
-        store.retire_presence(place, removed, cause, true);
+        store.retire_presence(place, removed, why, detach);
         0
     }
 }
@@ -99,17 +100,6 @@ impl OnLease for Presence {
 
     fn key_at(store: &Store, place: u64) -> Option<NameKey> {
         store.shared.presence.key_at(place)
-    }
-
-    fn retire_with_lease(
-        store: &Store,
-        place: u64,
-        removed: Removed<NameKey, Self>,
-        why: Why,
-        _now: MonoTime,
-    ) -> usize {
-        store.retire_presence(place, removed, why, false);
-        0
     }
 }
 

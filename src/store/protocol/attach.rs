@@ -65,7 +65,6 @@ use crate::contract::config::{Limits, StoreConfig};
 use crate::contract::events::Cause;
 use crate::mem::quota::{Counter, Reservation};
 use crate::mem::record::Stamp;
-use crate::mem::table::Removed;
 use crate::store::protocol::name_key::NameKey;
 use crate::store::protocol::retire::{Stored, Why};
 use crate::store::protocol::visible::Ancestry;
@@ -178,16 +177,6 @@ pub(in crate::store) trait OnLease: Child<Key = NameKey> {
     fn lease_of(&self) -> Option<u64>;
     /// The key of the record at `place`, if it is still there.
     fn key_at(store: &Store, place: u64) -> Option<NameKey>;
-    /// The removal bookkeeping of a record its lease's cascade removed
-    /// (not detached: the lease is going); returns the descendants it
-    /// removed.
-    fn retire_with_lease(
-        store: &Store,
-        place: u64,
-        removed: Removed<NameKey, Self>,
-        why: Why,
-        now: MonoTime,
-    ) -> usize;
 }
 
 /// A kind of [`OnLease`] as [`ON_LEASE`](crate::store::ON_LEASE) lists it.
@@ -249,7 +238,7 @@ fn cascade<K: OnLease>(store: &Store, at: u64, seq: u64, why: &Why, now: MonoTim
         |&place| place,
     );
     match removed {
-        Ok((place, child)) => 1 + K::retire_with_lease(store, place, child, why.clone(), now),
+        Ok((place, child)) => 1 + K::retire(store, place, child, why.clone(), now, false),
         Err(_) => 0,
     }
 }
@@ -627,7 +616,7 @@ impl Store {
             // An expired record under the same key, in the same place: its
             // retirement takes the place out of the tenant's index, where
             // a record born attached has just put it back.
-            C::retire(self, place, old, Cause::Expired, now);
+            C::retire(self, place, old, Cause::Expired.into(), now, true);
             if let Some(put) = C::INDEX.filter(|_| born) {
                 put(place, &mut lock_at(Rung::TenantIndex, &epoch.tenant.index));
             }
@@ -666,7 +655,7 @@ impl Store {
                 |&place| place,
             );
             if let Ok((place, r)) = taken {
-                C::retire(self, place, r, Cause::Drained, now);
+                C::retire(self, place, r, Cause::Drained.into(), now, true);
             }
             return Err(Error::STOPPED);
         }
@@ -708,7 +697,7 @@ impl Store {
             |&place| place,
         );
         if let Ok((place, removed)) = taken {
-            C::retire(self, place, removed, Cause::Cascaded, now);
+            C::retire(self, place, removed, Cause::Cascaded.into(), now, true);
         }
         Occupant::Cleared
     }

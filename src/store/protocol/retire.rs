@@ -76,15 +76,17 @@ pub(in crate::store) trait Stored: Sized {
     type Storage: Storage<Self::Key, Self> + Placed<Place = u64>;
     /// The record's table.
     fn table(store: &Store) -> &TableOf<Self::Key, Self, Self::Storage>;
-    /// The removal bookkeeping of a record that left its table (detached
-    /// from its parent) from slot key `place`: returns the descendants it
-    /// removed.
+    /// The removal bookkeeping of a record that left its table from slot
+    /// key `place`, for `why`; it also leaves its parent's list if
+    /// `detach` (false in a cascade: the parent is going itself). Returns
+    /// the descendants it removed.
     fn retire(
         store: &Store,
         place: u64,
         removed: Removed<Self::Key, Self>,
-        cause: Cause,
+        why: Why,
         now: MonoTime,
+        detach: bool,
     ) -> usize;
 }
 
@@ -110,7 +112,7 @@ impl Store {
                         crate::contract::metrics::EngineLabel::Memory,
                         late,
                     );
-                    1 + S::retire(self, place, r, Cause::Expired, now)
+                    1 + S::retire(self, place, r, Cause::Expired.into(), now, true)
                 })
                 .sum::<usize>();
             if done {
