@@ -1,14 +1,17 @@
-//! Generates the Redis engine's list of library functions from
-//! `src/redis/lua/`: every file there but `prelude.lua` is one function,
-//! named by its file, whose first line says what it is:
+//! Generates the Redis engine's library lists from `src/redis/lua/`.
+//!
+//! Every `.lua` file there is one function, named by its file, whose
+//! first line says what it is:
 //!
 //! ```text
 //! -- function: tenant | read | frees | meta [, replicated]
 //! ```
 //!
-//! So a new function is a new file, and nothing else lists it. The list
-//! lands in `$OUT_DIR/functions.rs`, which `src/redis/scripts.rs`
-//! includes; a file without that line stops the build.
+//! So a new function is a new file, and nothing else lists it. The
+//! library's shared part is the files of `lua/shared/`, in the order of
+//! their names. Both lists land in `$OUT_DIR/functions.rs`, which
+//! `src/redis/scripts.rs` includes; a function's file without that line
+//! stops the build.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -20,7 +23,6 @@ fn main() {
         .expect("src/redis/lua is readable")
         .map(|entry| entry.expect("a directory entry").path())
         .filter(|p| p.extension().is_some_and(|e| e == "lua"))
-        .filter(|p| p.file_stem().is_some_and(|s| s != "prelude"))
         .collect();
     files.sort();
     let mut rows = String::new();
@@ -62,6 +64,28 @@ fn main() {
         )
         .expect("writing to a string");
     }
+    let mut shared: Vec<_> = std::fs::read_dir(dir.join("shared"))
+        .expect("src/redis/lua/shared is readable")
+        .map(|entry| entry.expect("a directory entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "lua"))
+        .collect();
+    shared.sort();
+    let mut parts = String::new();
+    for path in &shared {
+        let name = path
+            .file_name()
+            .and_then(|s| s.to_str())
+            .expect("a UTF-8 file name");
+        writeln!(
+            parts,
+            "    (\"{name}\", include_str!(concat!(env!(\"CARGO_MANIFEST_DIR\"), \"/src/redis/lua/shared/{name}\"))),"
+        )
+        .expect("writing to a string");
+    }
     let out = Path::new(&std::env::var("OUT_DIR").expect("OUT_DIR is set")).join("functions.rs");
-    std::fs::write(out, format!("functions! {{\n{rows}}}\n")).expect("OUT_DIR is writable");
+    std::fs::write(
+        out,
+        format!("functions! {{\n{rows}}}\n\n/// The library's shared part, file by file in name order.\nconst SHARED: &[(&str, &str)] = &[\n{parts}];\n"),
+    )
+    .expect("OUT_DIR is writable");
 }

@@ -87,7 +87,7 @@ pub(super) fn scope_of(code: i64) -> Option<Scope> {
 }
 
 /// The scope codes as the library's header defines them
-/// (`@SCOPES@` in `lua/prelude.lua`): a table per kind of collection
+/// (`@SCOPES@` in `lua/shared/00_state.lua`): a table per kind of collection
 /// scope, keyed by the collection's letter, and a name per mechanism
 /// scope. No code is typed in Lua.
 pub(super) fn scopes_lua() -> String {
@@ -117,7 +117,7 @@ pub(super) fn scopes_lua() -> String {
 }
 
 /// The library's event letters, as the Lua line that defines them
-/// (`@EVENT_LETTERS@` in `lua/prelude.lua`).
+/// (`@EVENT_LETTERS@` in `lua/shared/40_events.lua`).
 pub(super) fn event_letters_lua() -> String {
     let (lhs, rhs): (Vec<_>, Vec<_>) = Collection::ALL
         .into_iter()

@@ -1,7 +1,7 @@
 //! Removal events on Redis.
 //!
 //! Every function that removes a record reports it (`finish` in
-//! `lua/prelude.lua`): it numbers the tenant's removals, publishes them on
+//! `lua/shared/99_finish.lua`): it numbers the tenant's removals, publishes them on
 //! the store's Pub/Sub channel for every instance, and returns them with
 //! its reply. The handle that made the call delivers them to its own
 //! subscribers from the reply, before the call returns, as the in-memory
@@ -46,7 +46,7 @@ pub(super) struct Aftermath {
 }
 
 /// Splits a per-tenant function's answer (`{reply}` or `{reply, events,
-/// last, due, needs, freed}`, as `finish` in the prelude makes it) into
+/// last, due, needs, freed}`, as `finish` in `lua/shared/99_finish.lua` makes it) into
 /// the reply's values and the rest.
 pub(super) fn split(answer: Vec<Value>) -> Result<(Vec<Value>, Aftermath)> {
     let mut parts = answer.into_iter();
@@ -104,7 +104,7 @@ fn malformed(what: &str) -> Error {
 }
 
 /// One encoded removal (collection letter, cause letter, root, holder,
-/// id: `leave_index` in `lua/prelude.lua`) as an event of `tenant`, with
+/// id: `leave_index` in `lua/shared/40_events.lua`) as an event of `tenant`, with
 /// ids of `incarnation`; `None` if it is not one.
 fn decode(tenant: TenantId, incarnation: u64, seq: u64, raw: &[u8]) -> Option<Event> {
     let (&c, rest) = raw.split_first()?;
@@ -145,7 +145,7 @@ fn decode(tenant: TenantId, incarnation: u64, seq: u64, raw: &[u8]) -> Option<Ev
     })
 }
 
-/// A cause's letter (`lua/prelude.lua`).
+/// A cause's letter (`lua/shared/40_events.lua`).
 fn cause_of(letter: u8) -> Option<Cause> {
     Some(match letter {
         b'e' => Cause::Expired,

@@ -1,6 +1,6 @@
 //! Consumer groups on Redis (contract/group.rs has the rules): each
 //! transition is one function on the stream's tenant slot
-//! (`lua/prelude.lua` has the layout), idle times from the server's
+//! (`lua/shared/70_streams.lua` has the layout), idle times from the server's
 //! clock.
 
 use super::reply::Reply;

@@ -408,7 +408,7 @@ impl std::fmt::Debug for RedisEngine {
 /// What the caller passed that an incarnation issued: checked against the
 /// store's incarnation before the function runs, and by the function
 /// against the birth of the tenant's record (`begin` in
-/// `lua/prelude.lua`), which is younger than it if the tenant's slot lost
+/// `lua/shared/50_begin.lua`), which is younger than it if the tenant's slot lost
 /// its keys.
 #[derive(Copy, Clone)]
 enum Issued {
@@ -874,7 +874,7 @@ impl RedisEngine {
     }
 
     /// One page of a key-ordered index through a page function
-    /// (`page` in `lua/prelude.lua`): `limit` (in `1..=page_len_max`) keys
+    /// (`page` in `lua/shared/60_records.lua`): `limit` (in `1..=page_len_max`) keys
     /// scanned after `cursor`; each visible one is its key and `width`
     /// values, which `item` turns into an item (given the key's position).
     async fn page<T>(

@@ -2,10 +2,10 @@
 //! visibility, one validity rule for every claim operation, equal-jitter
 //! retries, dead letters, and workers woken by enqueues on any instance.
 //!
-//! A queue lives in its tenant's slot, beside its jobs (`lua/prelude.lua`
+//! A queue lives in its tenant's slot, beside its jobs (`lua/shared/75_queues.lua`
 //! has the layout); every transition is one function. Time-driven moves
 //! (a delay ends, a claim lapses) are settled by the next call on the
-//! queue's jobs, whichever it is (`queue_now` in `lua/prelude.lua`), by the
+//! queue's jobs, whichever it is (`queue_now` in `lua/shared/75_queues.lua`), by the
 //! server's clock, so no timer runs in Redis; a worker waiting in
 //! `claim_wait` wakes for enqueues and requeues on any instance, and
 //! otherwise sleeps exactly until the queue's next such move. The outbox
@@ -763,7 +763,7 @@ fn epoch_ms(at: std::time::SystemTime) -> u64 {
 }
 
 /// A unique job's states as the library reads them (`unique_takes` in
-/// `lua/prelude.lua`): 'w' waiting, 'c' claimed, 'd' dead.
+/// `lua/shared/75_queues.lua`): 'w' waiting, 'c' claimed, 'd' dead.
 fn unique_states(states: crate::contract::queue::UniqueStates) -> String {
     [
         (states.waiting, 'w'),

@@ -1,5 +1,5 @@
 //! A function's reply: an array whose first element is a code
-//! (`lua/prelude.lua` names them), then the values.
+//! (`lua/shared/00_state.lua` names them), then the values.
 
 use crate::base::attrs::Attrs;
 use crate::base::error::{Error, Result};

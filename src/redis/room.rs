@@ -6,7 +6,7 @@
 //! creation takes a reservation after every narrower check passed
 //! (per-parent cap, tenant quota), and the record keeps its token (its
 //! `rv` field); the record's removal gives the reservation back
-//! (`leave_index` in `lua/prelude.lua`, and burial after
+//! (`leave_index` in `lua/shared/40_events.lua`, and burial after
 //! `revoke_tenant`). A reservation also lapses by itself at its horizon,
 //! which is never earlier than its record can live, so room that a dead
 //! instance could not give back returns within a bounded time, and room is

@@ -1,7 +1,8 @@
 //! The engine's server-side code: one Redis Functions library
-//! (`FUNCTION LOAD`), the shared part `lua/prelude.lua` followed by one
-//! registered function per transition, each body in its own `lua/*.lua`
-//! (the list is generated from those files by `build.rs`).
+//! (`FUNCTION LOAD`), the shared part (`lua/shared/*.lua`, in the order of
+//! their names) followed by one registered function per transition, each
+//! body in its own `lua/*.lua` (both lists are generated from those files
+//! by `build.rs`).
 //! A library is loaded once per server, so the helpers it defines are made
 //! once rather than on every call (as a script sent by `EVALSHA` would).
 //!
@@ -46,8 +47,9 @@ macro_rules! functions {
     };
 }
 
-// The list, one line per file of `lua/` but `prelude.lua`, each named by
-// its file and of the kind its first line says (`build.rs`).
+// The list, one line per file of `lua/`, each named by its file and of
+// the kind its first line says; and `SHARED`, the files of `lua/shared/`
+// (`build.rs`).
 include!(concat!(env!("OUT_DIR"), "/functions.rs"));
 
 /// The library: its code and the names its functions are called by.
@@ -81,7 +83,11 @@ impl Function {
 const NAME: &str = "@LIBRARY@";
 
 pub(super) static LIBRARY: LazyLock<Library> = LazyLock::new(|| {
-    let mut code = include_str!("lua/prelude.lua")
+    let mut code = SHARED
+        .iter()
+        .map(|(_, text)| *text)
+        .collect::<Vec<_>>()
+        .join("\n")
         .replace("@LAPSED@", crate::contract::names::LAPSED)
         .replace("@EVENT_LETTERS@", &super::codes::event_letters_lua())
         .replace("@SCOPES@", &super::codes::scopes_lua());
@@ -138,13 +144,27 @@ mod tests {
     use super::super::codes::{collection_of, event_letters_lua};
     use super::*;
 
-    /// Every file of `lua/` but the prelude is one function, and the
-    /// authorizations whose success waits for replicas are these seven.
+    /// The `.lua` files of `dir`, with their text.
+    fn lua_files(dir: &str) -> Vec<(String, String)> {
+        let dir = format!("{}/src/redis/lua/{dir}", env!("CARGO_MANIFEST_DIR"));
+        let mut files: Vec<_> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|entry| entry.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "lua"))
+            .map(|p| {
+                let text = std::fs::read_to_string(&p).unwrap();
+                (p.file_name().unwrap().to_str().unwrap().to_owned(), text)
+            })
+            .collect();
+        files.sort();
+        files
+    }
+
+    /// Every file of `lua/` is one function, and the authorizations whose
+    /// success waits for replicas are these seven.
     #[test]
     fn each_lua_file_is_one_function_of_the_kind_its_first_line_says() {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/src/redis/lua");
-        let files = std::fs::read_dir(dir).unwrap().count();
-        assert_eq!(FUNCTIONS.len(), files - 1);
+        assert_eq!(FUNCTIONS.len(), lua_files("").len());
         let replicated: Vec<&str> = FUNCTIONS.iter().filter(|f| f.3).map(|f| f.0).collect();
         let authorizations = [
             "bind",
@@ -160,6 +180,29 @@ mod tests {
         assert!(GRANT.replicated() && !GET_LEASE.replicated());
         for (op, body, ..) in FUNCTIONS {
             assert!(body.starts_with("-- function: "), "{op}");
+        }
+    }
+
+    /// The shared part is every file of `lua/shared/`, in name order, and
+    /// no file of the library is over 400 lines: a file owns one
+    /// mechanism or one operation family, and a successor reads it whole.
+    #[test]
+    fn the_library_is_its_files_each_of_at_most_400_lines() {
+        let shared = lua_files("shared");
+        let names: Vec<&str> = SHARED.iter().map(|(name, _)| *name).collect();
+        let files: Vec<&str> = shared.iter().map(|(name, _)| name.as_str()).collect();
+        assert_eq!(names, files);
+        assert!(shared.len() >= 10, "{files:?}");
+        let mut at = 0;
+        for (name, text) in &shared {
+            let start = text.lines().next().unwrap_or_default();
+            at += LIBRARY.code[at..]
+                .find(start)
+                .unwrap_or_else(|| panic!("{name} is not in the library after its predecessor"));
+        }
+        for (name, text) in shared.iter().chain(&lua_files("")) {
+            let lines = text.lines().count();
+            assert!(lines <= 400, "{name} is {lines} lines");
         }
     }
 

@@ -4,7 +4,7 @@
 //!
 //! A stream lives in its tenant's slot: a hash of its settings and
 //! counters, two lists in step (payloads, append times) and a hash of
-//! consumers (`lua/prelude.lua` has the layout). Every transition is one
+//! consumers (`lua/shared/70_streams.lua` has the layout). Every transition is one
 //! function. Offsets come from the stream's own counter, so they never
 //! repeat, also across trims and an emptied stream. Entries past the
 //! stream's age are never returned (each read compares the server's clock

@@ -1,7 +1,7 @@
 //! The sweeper: Redis runs nothing when a deadline passes, so a handle
 //! looks. The store's due index (`{ns}:due`, in the meta key's slot) holds
 //! each tenant at its earliest deadline (`due` and `index_at` in
-//! `lua/prelude.lua` keep it low enough). Every handle runs a loop that
+//! `lua/shared/40_events.lua` keep it low enough). Every handle runs a loop that
 //! takes the sweeper lease when it is free; the holder, every
 //! `sweep_interval`, takes the tenants due now and runs `sweep` on each
 //! (what is due is removed and announced, and the tenant's next deadline
@@ -107,7 +107,7 @@ impl RedisEngine {
     /// Lowers `tenant`'s place in the due index to `deadline` (a write set
     /// an earlier deadline than the index had). A failure is logged, not
     /// returned: the write itself succeeded, and the tenant's next write
-    /// after the index's deadline asks again (`due` in the prelude).
+    /// after the index's deadline asks again (`due` in `lua/shared/40_events.lua`).
     pub(super) async fn lower_due(&self, tenant: TenantId, deadline: u64) {
         let lowered: Result<i64> = self
             .inner

@@ -13,7 +13,7 @@
 -- new and the register already holds ARGV[4] tenants (`tenants_max`; -1:
 -- none): then `known` is -1 and `used` the register's size, and nothing
 -- is written. A tenant registered whose record is missing lost it with
--- its slot (`begin` in the prelude); one that held nothing for long is
+-- its slot (`begin` in shared/50_begin.lua); one that held nothing for long is
 -- taken off by `forget_idle_tenants` (src/redis/tenant.rs, ADR 0072).
 --
 -- ARGV[1] 'scan', ARGV[2] a cursor, ARGV[3] a count: one HSCAN step of

@@ -1,10 +1,10 @@
 -- function: meta
--- room: the store-wide ceilings' reservations (the prelude's `room_*`),
+-- room: the store-wide ceilings' reservations (`room_*` in shared/30_room.lua),
 -- for a cluster, where a tenant's function cannot reach them. KEYS[1] is
 -- "{<ns>}:room". ARGV[1] is the operation:
 -- 'take', then (letter, limit (-1: none), span ms) triples (for a
 --   budget: its limit text and the reservation's weights, `BUDGETS` in
---   the prelude): {OK, token, horizon, ...} for each, or the refusal of
+--   shared/30_room.lua): {OK, token, horizon, ...} for each, or the refusal of
 --   the first full ceiling;
 -- 'give', then tokens: {OK};
 -- 'extend', then a span (ms) and tokens: {OK, horizon};
