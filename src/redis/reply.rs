@@ -6,32 +6,69 @@ use crate::base::error::{Error, Result};
 use redis::Value;
 use std::sync::Arc;
 
-pub(super) const OK: i64 = 0;
-pub(super) const NOT_FOUND: i64 = 1;
-pub(super) const EXPIRED: i64 = 2;
-pub(super) const REVOKED: i64 = 3;
-pub(super) const CONFLICT: i64 = 4;
-pub(super) const HELD: i64 = 5;
-pub(super) const CAPACITY: i64 = 6;
-pub(super) const STALE: i64 = 7;
-pub(super) const UNKNOWN: i64 = 8;
-pub(super) const RESTARTED: i64 = 9;
-pub(super) const MISMATCH: i64 = 10;
-pub(super) const REPLAYED: i64 = 11;
-pub(super) const DRAINING: i64 = 12;
-pub(super) const ROOM: i64 = 13;
-pub(super) const EXISTS: i64 = 14;
-pub(super) const TRIMMED: i64 = 15;
-pub(super) const INVALID: i64 = 16;
-pub(super) const STALE_CLAIM: i64 = 17;
-pub(super) const LEADERSHIP_LOST: i64 = 18;
+macro_rules! codes {
+    ($($(#[$doc:meta])* $name:ident = $code:literal,)*) => {
+        $($(#[$doc])* pub(super) const $name: i64 = $code;)*
+        /// Every code with its name, as the library's header defines them.
+        const CODES: &[(&str, i64)] = &[$((stringify!($name), $code)),*];
+    };
+}
 
-/// The reasons an `INVALID` reply names by number.
-const INVALID_REASONS: [&str; 3] = [
-    crate::contract::stream::PAYLOAD_OVER_BYTES_MAX,
-    crate::contract::stream::PAST_THE_END,
-    crate::contract::group::START_PAST_THE_END,
+codes! {
+    OK = 0,
+    NOT_FOUND = 1,
+    EXPIRED = 2,
+    REVOKED = 3,
+    CONFLICT = 4,
+    HELD = 5,
+    CAPACITY = 6,
+    STALE = 7,
+    UNKNOWN = 8,
+    RESTARTED = 9,
+    MISMATCH = 10,
+    REPLAYED = 11,
+    DRAINING = 12,
+    /// The call needs room under a store-wide ceiling that only the engine
+    /// can take (on a cluster): nothing was written; the needs follow.
+    ROOM = 13,
+    /// Streams: the name is taken with other settings.
+    EXISTS = 14,
+    /// Streams: an offset trimmed away (with the first held).
+    TRIMMED = 15,
+    /// A bad argument only the server can judge, with its reason's number
+    /// (its place in [`INVALID_REASONS`], from 1).
+    INVALID = 16,
+    /// Queues: a claim that is not the job's live one.
+    STALE_CLAIM = 17,
+    /// Schedules: a fence that does not hold the scheduler lock.
+    LEADERSHIP_LOST = 18,
+}
+
+/// The reasons an `INVALID` reply names by number (its place here, from
+/// 1), each with the name the library gives that number.
+const INVALID_REASONS: [(&str, &str); 3] = [
+    (
+        "BAD_PAYLOAD",
+        crate::contract::stream::PAYLOAD_OVER_BYTES_MAX,
+    ),
+    ("PAST_THE_END", crate::contract::stream::PAST_THE_END),
+    (
+        "START_PAST_THE_END",
+        crate::contract::group::START_PAST_THE_END,
+    ),
 ];
+
+/// The reply codes and the `INVALID` reasons as the library's header
+/// defines them (`@REPLY_CODES@` in `lua/shared/00_state.lua`), one
+/// `local` a line: no code is typed in Lua.
+pub(super) fn codes_lua() -> String {
+    let codes = CODES.iter().map(|&(name, code)| (name, code));
+    let reasons = (1..).zip(INVALID_REASONS).map(|(n, (name, _))| (name, n));
+    codes
+        .chain(reasons)
+        .map(|(name, code)| format!("local {name} = {code}\n"))
+        .collect()
+}
 
 /// A reply the engine did not expect: a bug, or a Redis that is not ours.
 fn malformed(what: &str) -> Error {
@@ -132,7 +169,8 @@ impl Reply {
                 reason: usize::try_from(self.int(1)?)
                     .ok()
                     .and_then(|n| INVALID_REASONS.get(n.wrapping_sub(1)))
-                    .ok_or_else(|| malformed("an unknown reason"))?,
+                    .ok_or_else(|| malformed("an unknown reason"))?
+                    .1,
             },
             CONFLICT => Error::Conflict {
                 current_version: self.uint(1)?,
@@ -144,5 +182,32 @@ impl Reply {
             },
             code => return Err(malformed(&format!("unexpected code {code}"))),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every code and reason is defined once in the header, with the
+    /// number the engine reads it by, and the library uses no bare number
+    /// in their place (`{INVALID, 2}`).
+    #[test]
+    fn the_library_defines_each_reply_code_once_by_its_number() {
+        let header = codes_lua();
+        let mut codes: Vec<i64> = CODES.iter().map(|c| c.1).collect();
+        codes.dedup();
+        assert_eq!(codes, (0..=LEADERSHIP_LOST).collect::<Vec<_>>());
+        for (name, code) in CODES {
+            assert_eq!(header.matches(&format!("local {name} = ")).count(), 1);
+            assert!(header.contains(&format!("local {name} = {code}\n")));
+        }
+        assert!(header.contains("local PAST_THE_END = 2\n"));
+        let library = &super::super::scripts::LIBRARY.code;
+        assert!(library.contains(&header));
+        for digit in 0..10 {
+            let bare = format!("{{INVALID, {digit}");
+            assert!(!library.contains(&bare), "{bare}");
+        }
     }
 }

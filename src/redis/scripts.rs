@@ -89,6 +89,7 @@ pub(super) static LIBRARY: LazyLock<Library> = LazyLock::new(|| {
         .collect::<Vec<_>>()
         .join("\n")
         .replace("@LAPSED@", crate::contract::names::LAPSED)
+        .replace("@REPLY_CODES@", &super::reply::codes_lua())
         .replace("@EVENT_LETTERS@", &super::codes::event_letters_lua())
         .replace("@SCOPES@", &super::codes::scopes_lua());
     // A per-tenant body is an entry of `OPS`, so that a transaction

@@ -26,7 +26,7 @@ if not s then
 end
 local em, bm, n = tonumber(s[1]), tonumber(s[2]), tonumber(s[6])
 if #payload > bm then
-  return {INVALID, 1}
+  return {INVALID, BAD_PAYLOAD}
 end
 local entries = K .. 'sp:' .. name
 local len, b = drop_aged(name, s)

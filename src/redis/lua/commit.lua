@@ -2,7 +2,7 @@
 -- commit: ARGV[3] name, ARGV[4] consumer, ARGV[5] offset, ARGV[6]
 -- consumers_per_stream_max (named consumers and groups together). Never
 -- backwards. Reply: {OK}, {CONFLICT,
--- committed} for an offset below the committed one, {INVALID, 2} for one
+-- committed} for an offset below the committed one, {INVALID, PAST_THE_END} for one
 -- past the end, or a refusal of a new consumer past the cap.
 local name, consumer, offset = ARGV[3], ARGV[4], tonumber(ARGV[5])
 local s = visible_stream(name)
@@ -10,7 +10,7 @@ if not s then
   return {NOT_FOUND}
 end
 if offset > tonumber(s[6]) then
-  return {INVALID, 2}
+  return {INVALID, PAST_THE_END}
 end
 local consumers = K .. 'sc:' .. name
 local committed = call('HGET', consumers, consumer)

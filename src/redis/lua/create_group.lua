@@ -4,7 +4,7 @@
 -- the stream's next offset, or an offset), ARGV[7]
 -- consumers_per_stream_max (named consumers and groups together). Reply:
 -- {OK} (also when the same group is there already: a retried create),
--- {EXISTS} when the name is taken with other settings, {INVALID, 3} for a
+-- {EXISTS} when the name is taken with other settings, {INVALID, START_PAST_THE_END} for a
 -- start past the stream's end, or a refusal.
 local name, group, settings, start = ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 local s = visible_stream(name)
@@ -34,7 +34,7 @@ elseif start == 'e' then
 else
   next = tonumber(start)
   if next > n then
-    return {INVALID, 3}
+    return {INVALID, START_PAST_THE_END}
   end
 end
 call('HSET', groups, group, settings)

@@ -2,7 +2,7 @@
 -- read_stream: ARGV[3] name, ARGV[4] the offset to read from, ARGV[5] the
 -- most entries to return. Writes nothing: entries past the stream's age
 -- are skipped (the next append drops them). Reply: {OK, payloads...}
--- (from the offset on), {TRIMMED, first offset held} or {INVALID, 2}
+-- (from the offset on), {TRIMMED, first offset held} or {INVALID, PAST_THE_END}
 -- for an offset past the end.
 local name, from, max = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
 local s = visible_stream(name)
@@ -18,7 +18,7 @@ if from < first then
   return {TRIMMED, first}
 end
 if from > n then
-  return {INVALID, 2}
+  return {INVALID, PAST_THE_END}
 end
 if max <= 0 or from == n then
   return {OK}

@@ -1,7 +1,7 @@
 -- function: tenant
 -- trim_stream: ARGV[3] name, ARGV[4] the offset below which every entry
 -- goes (entries past the stream's age go first). Reply: {OK, first offset
--- held} or {INVALID, 2} for an offset past the end.
+-- held} or {INVALID, PAST_THE_END} for an offset past the end.
 local name, before = ARGV[3], tonumber(ARGV[4])
 local s = visible_stream(name)
 if not s then
@@ -9,7 +9,7 @@ if not s then
 end
 local n = tonumber(s[6])
 if before > n then
-  return {INVALID, 2}
+  return {INVALID, PAST_THE_END}
 end
 local len, b = drop_aged(name, s)
 local base = n - len

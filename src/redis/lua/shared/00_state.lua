@@ -29,20 +29,10 @@
 --          "{<ns>}:room", so the function takes and gives back room itself
 -- A function's own arguments start at ARGV[3].
 --
--- Replies are arrays whose first element is a code (src/redis/reply.rs).
-local OK, NOT_FOUND, EXPIRED, REVOKED, CONFLICT = 0, 1, 2, 3, 4
-local HELD, CAPACITY, STALE, UNKNOWN, RESTARTED, MISMATCH, REPLAYED = 5, 6, 7, 8, 9, 10, 11
-local DRAINING = 12
--- The call needs room under a store-wide ceiling that only the engine can
--- take (on a cluster): nothing was written; the needs are in the reply.
-local ROOM = 13
--- Streams: the name is taken with other settings; an offset trimmed away
--- (with the first held); a bad argument only the server can judge (with
--- the reason's number, src/redis/reply.rs).
-local EXISTS, TRIMMED, INVALID = 14, 15, 16
--- Queues: a claim that is not the job's live one; schedules: a fence that
--- does not hold the scheduler lock.
-local STALE_CLAIM, LEADERSHIP_LOST = 17, 18
+-- Replies are arrays whose first element is a code: OK, NOT_FOUND, ...,
+-- and the reasons of an INVALID reply (BAD_PAYLOAD, ...), written in from
+-- src/redis/reply.rs when the library is built.
+@REPLY_CODES@
 -- Capacity scopes (src/redis/codes.rs): TENANT_SCOPE, PARENT_SCOPE,
 -- CEILING_SCOPE and HOLDER_SCOPE by collection letter, then each
 -- mechanism scope by name (S_ENTRIES, Q_JOBS, ...).
