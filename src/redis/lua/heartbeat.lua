@@ -18,7 +18,7 @@ if lease ~= '' then
 end
 local mk = R .. 'm:' .. member
 local d = NOW + ttl
-local m = visible_member(member)
+local m = visible_member(member, lease)
 if m then
   if m[2] ~= lease then
     return {CONFLICT, tonumber(m[3])}

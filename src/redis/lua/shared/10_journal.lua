@@ -192,13 +192,14 @@ local function undo_journal()
 end
 
 -- Integers as decimal text (Lua numbers are doubles; everything stored
--- stays below 2^53).
+-- is an integer below 2^53). `%d` formats the integer it converts to,
+-- at half the server time of `%.0f`, which formats a float.
 local function num(x)
-  return string.format('%.0f', x)
+  return string.format('%d', x)
 end
 
 -- A lease's member in LEASE_IDS: its sequence number, zero-padded so that
 -- lexical order is numeric order.
 local function lease_member(seq)
-  return string.format('%016.0f', tonumber(seq))
+  return string.format('%016d', tonumber(seq))
 end

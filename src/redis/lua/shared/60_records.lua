@@ -93,10 +93,14 @@ end
 
 -- `member`'s presence record if visible (not past its deadline, and its
 -- lease, if it has one, live): {attrs, lease, version, deadline, until
--- it counts under the ceiling}, or nil.
-local function visible_member(member)
+-- it counts under the ceiling}, or nil. `live`: a lease the caller has
+-- just found live, which is not read again.
+local function visible_member(member, live)
   local m = call('HMGET', R .. 'm:' .. member, 'a', 'l', 'v', 'd', 'z')
-  if not m[1] or tonumber(m[4]) <= NOW or (m[2] ~= '' and lease_state(m[2]) ~= OK) then
+  if not m[1] or tonumber(m[4]) <= NOW then
+    return nil
+  end
+  if m[2] ~= '' and m[2] ~= live and lease_state(m[2]) ~= OK then
     return nil
   end
   return m
