@@ -244,6 +244,7 @@ async fn run(url: &str, o: &Options) {
             set / call
         );
     }
+    server_cost(url, &engine, &ids, &scripted, seconds, (&host, port)).await;
     scripted.remove().await;
     wake_latency(&engine, &other).await;
     drop(listeners);
@@ -386,6 +387,148 @@ impl ScriptedFloor {
     }
 }
 
+/// What each operation costs the server, as `INFO commandstats` counts it
+/// (reset before each row, read after it): its functions' time per
+/// operation and the commands they ran, at 64 in flight for `span` each;
+/// beside the scripted floor's call and a `SET PX`. The server's own time,
+/// so a client sharing its cores does not move it.
+async fn server_cost(
+    url: &str,
+    engine: &RedisEngine,
+    ids: &Arc<Vec<(TenantId, LeaseId)>>,
+    scripted: &ScriptedFloor,
+    span: Duration,
+    (host, port): (&str, u16),
+) {
+    let client = redis::Client::open(url).expect("REDIS_URL");
+    let mut admin = client
+        .get_multiplexed_async_connection()
+        .await
+        .expect("connect to REDIS_URL");
+    println!(
+        "server time per operation (INFO commandstats, 64 in flight, {}s a row)",
+        span.as_secs()
+    );
+    println!(
+        "{:>12}  {:>10}  {:>10}  {:>10}  {:>14}",
+        "op", "µs/op", "calls/op", "cmds/op", "over floor"
+    );
+    let scripted_call = {
+        reset_stats(&mut admin).await;
+        scripted.measure(64, span).await;
+        let stats = command_stats(&mut admin).await;
+        stats.fcall_usec / stats.fcalls.max(1.0)
+    };
+    for op in [
+        "heartbeat",
+        "lookup",
+        "get_lease",
+        "renew",
+        "grant",
+        "join",
+        "append",
+        "job",
+    ] {
+        reset_stats(&mut admin).await;
+        let (e, ids) = (engine.clone(), Arc::clone(ids));
+        let rate = measure(64, span, move |k| {
+            let (e, ids) = (e.clone(), Arc::clone(&ids));
+            async move { one_remote(&e, &ids, op, k).await }
+        })
+        .await;
+        let stats = command_stats(&mut admin).await;
+        let ops = (rate * span.as_secs_f64()).max(1.0);
+        let per_op = stats.fcall_usec / ops;
+        println!(
+            "{op:>12}  {per_op:>10.1}  {:>10.2}  {:>10.1}  {:>14.2}",
+            stats.fcalls / ops,
+            stats.inner_calls / ops,
+            per_op / scripted_call,
+        );
+    }
+    let set = ["SET", "relaystore-floor:__rand_int__", "v", "PX", "60000"];
+    reset_stats(&mut admin).await;
+    let set_usec = match redis_benchmark(host, port, 64, &set) {
+        Some(_) => command_stats(&mut admin)
+            .await
+            .usec_per_call
+            .get("set")
+            .copied(),
+        None => None,
+    };
+    println!(
+        "{:>12}  {scripted_call:>10.1}  {:>10.2}  {:>10.1}  {:>14.2}",
+        "scripted", 1.0, 3.0, 1.0
+    );
+    if let Some(set) = set_usec {
+        println!(
+            "{:>12}  {set:>10.1}  (one command, redis-benchmark)",
+            "SET PX"
+        );
+    }
+}
+
+/// What `INFO commandstats` says since its last reset.
+struct CommandStats {
+    /// Microseconds in `FCALL` (the functions' whole time, their commands
+    /// included).
+    fcall_usec: f64,
+    fcalls: f64,
+    /// Commands other than `FCALL`: the ones functions ran.
+    inner_calls: f64,
+    usec_per_call: std::collections::HashMap<String, f64>,
+}
+
+async fn reset_stats(admin: &mut redis::aio::MultiplexedConnection) {
+    let _: () = redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query_async(admin)
+        .await
+        .expect("CONFIG RESETSTAT");
+}
+
+async fn command_stats(admin: &mut redis::aio::MultiplexedConnection) -> CommandStats {
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(admin)
+        .await
+        .expect("INFO commandstats");
+    let mut stats = CommandStats {
+        fcall_usec: 0.0,
+        fcalls: 0.0,
+        inner_calls: 0.0,
+        usec_per_call: Default::default(),
+    };
+    for line in info.lines() {
+        let Some((name, fields)) = line
+            .strip_prefix("cmdstat_")
+            .and_then(|l| l.split_once(':'))
+        else {
+            continue;
+        };
+        let field = |key: &str| {
+            fields
+                .split(',')
+                .find_map(|f| f.strip_prefix(key)?.strip_prefix('='))
+                .and_then(|v| v.parse::<f64>().ok())
+                .unwrap_or(0.0)
+        };
+        let (calls, usec) = (field("calls"), field("usec"));
+        stats
+            .usec_per_call
+            .insert(name.to_owned(), field("usec_per_call"));
+        match name {
+            "fcall" | "fcall_ro" => {
+                stats.fcall_usec += usec;
+                stats.fcalls += calls;
+            }
+            "info" | "config|resetstat" => {}
+            _ => stats.inner_calls += calls,
+        }
+    }
+    stats
+}
+
 /// How long a notify on one handle takes to wake a listener on another
 /// (one at a time, so no queueing): from the call to the listener's wake.
 async fn wake_latency(a: &RedisEngine, b: &RedisEngine) {
@@ -433,6 +576,14 @@ async fn one_remote(e: &RedisEngine, ids: &[(TenantId, LeaseId)], op: &str, k: u
             return 3 * u64::from(bound.is_ok() && consumed.is_ok());
         }
         "renew" => e.renew(tenant, id, TTL).await.is_ok(),
+        // A member of the lease, refreshed (created by its first call).
+        "heartbeat" => {
+            let member = format!("m{}", k as usize % ids.len());
+            e.heartbeat(tenant, &member, TTL, None, Some(id))
+                .await
+                .is_ok()
+        }
+        "lookup" => e.get_listing(tenant, LOBBY).await.is_ok(),
         "notify" => e.notify(tenant, LOBBY).await.is_ok(),
         "health" => e.health().await == relaystore::Health::Ready,
         "append" => e.append(tenant, FEED, &ENTRY, None).await.is_ok(),
