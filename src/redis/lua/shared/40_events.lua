@@ -49,9 +49,12 @@ end
 -- Gives back the reservation of the record under `key` (its `rv` field),
 -- if it has one. A record keeps its field after it left its index (a
 -- lease reads as expired, a consumed attempt is replay memory), so only
--- the call that takes it out of its index gives it back.
-local function give_back(key)
-  local token = call('HGET', key, 'rv')
+-- the call that takes it out of its index gives it back. `token`: the
+-- field as the caller read it (nil: read it here).
+local function give_back(key, token)
+  if token == nil then
+    token = call('HGET', key, 'rv')
+  end
   if token and token ~= '' then
     if ROOM_KEY then
       room_give(ROOM_KEY .. ':', {token})
@@ -66,12 +69,14 @@ end
 -- its room back (the record's key, "<collection>:<id>", must still be
 -- there: callers delete it after).
 local function leave_index(index, id, collection, cause)
+  -- A lease's fields this needs, read at once: its holder, its
+  -- reservation, and `hq`, the holder whose quota counted it (if one did).
+  local lease
   if index == LEASES then
+    lease = call('HMGET', R .. 'l:' .. id, 'h', 'rv', 'hq')
     call('ZREM', LEASE_IDS, lease_member(id))
-    -- A lease counted against its holder's quota (`hq`: the holder).
-    local counted = call('HGET', R .. 'l:' .. id, 'hq')
-    if counted then
-      call('SREM', R .. 'lh:' .. counted, id)
+    if lease[3] then
+      call('SREM', R .. 'lh:' .. lease[3], id)
     end
   end
   if call('ZREM', index, id) == 1 then
@@ -79,11 +84,14 @@ local function leave_index(index, id, collection, cause)
     if cause == CASCADED_ and ROOT then
       root = ROOT[1] .. ROOT[2] .. #ROOT[3] .. ':' .. ROOT[3]
     end
-    local holder
-    if collection == E_LEASES then
-      holder = call('HGET', R .. 'l:' .. id, 'h')
+    -- A lease's or a lock's holder and reservation (nil: give_back reads
+    -- the reservation of another kind's record).
+    local holder, token
+    if lease then
+      holder, token = lease[1], lease[2]
     elseif collection == E_LOCKS then
-      holder = call('HGET', R .. 'k:' .. id, 'h')
+      local lock = call('HMGET', R .. 'k:' .. id, 'h', 'rv')
+      holder, token = lock[1], lock[2]
     end
     holder = holder and ('h' .. #holder .. ':' .. holder) or '-'
     EVENTS[#EVENTS + 1] = collection .. cause .. root .. holder .. id
@@ -91,7 +99,7 @@ local function leave_index(index, id, collection, cause)
     if KEPT[collection] then
       base = K
     end
-    give_back(base .. collection .. ':' .. id)
+    give_back(base .. collection .. ':' .. id, token)
   end
 end
 
