@@ -26,7 +26,11 @@
 //! `writable` function, which only answers: the client side and the
 //! smallest function call) for `--seconds`
 //! each, then the scripted floor for `--seconds` and `redis-benchmark -c 1
-//! -P <depth>`, and prints ops/s and the ratios to both floors.
+//! -P <depth>`, and prints ops/s and the ratios to both floors. Then, at
+//! 64 in flight, each operation's server time, function calls and
+//! commands per operation from `INFO commandstats` (reset before each row;
+//! the stats of the whole server, so run it on a server nothing else
+//! uses), beside the scripted floor's call and a `SET PX`.
 //! Runs only when `REDIS_URL` is set; `redis-benchmark` must be on PATH.
 //! Keys go under a namespace of their own; the floors write
 //! `relaystore-floor:*` keys (the SET PX ones with a one-minute expiry,
