@@ -7,7 +7,7 @@
 //! header of event letters and scope codes are derived from these.
 
 use crate::base::error::Scope;
-use crate::contract::events::Collection;
+use crate::contract::events::{Cause, Collection};
 
 /// A collection's letter in the library: its keys, its room under the
 /// store-wide ceilings and its removal events (tombstones only for their
@@ -23,6 +23,25 @@ pub(super) fn collection_of(letter: u8) -> Option<Collection> {
     Collection::ALL
         .into_iter()
         .find(|&c| self::letter(c) == letter)
+}
+
+/// Each cause the library announces a removal with: its letter in an
+/// event, and its name in the library (`EXPIRED_`, ...). A drain is a
+/// process's own: no function announces one.
+const CAUSES: [(Cause, u8, &str); 5] = [
+    (Cause::Expired, b'e', "EXPIRED_"),
+    (Cause::Revoked, b'r', "REVOKED_"),
+    (Cause::Cascaded, b'c', "CASCADED_"),
+    (Cause::Released, b'x', "RELEASED_"),
+    (Cause::Consumed, b'u', "CONSUMED_"),
+];
+
+/// The cause of an event's `letter`, if any.
+pub(super) fn cause_of(letter: u8) -> Option<Cause> {
+    CAUSES
+        .iter()
+        .find(|&&(_, l, _)| l == letter)
+        .map(|&(cause, ..)| cause)
 }
 
 /// A scope of one collection: its kind's digit in a code, and its table's
@@ -116,8 +135,9 @@ pub(super) fn scopes_lua() -> String {
     out
 }
 
-/// The library's event letters, as the Lua line that defines them
-/// (`@EVENT_LETTERS@` in `lua/shared/40_events.lua`).
+/// The library's event letters, as the Lua lines that define them
+/// (`@EVENT_LETTERS@` in `lua/shared/40_events.lua`): a collection's
+/// (`E_LEASES`, ...), then a cause's (`EXPIRED_`, ...).
 pub(super) fn event_letters_lua() -> String {
     let (lhs, rhs): (Vec<_>, Vec<_>) = Collection::ALL
         .into_iter()
@@ -126,7 +146,17 @@ pub(super) fn event_letters_lua() -> String {
             (name, format!("'{}'", letter(c) as char))
         })
         .unzip();
-    format!("local {} = {}", lhs.join(", "), rhs.join(", "))
+    let (causes, letters): (Vec<_>, Vec<_>) = CAUSES
+        .iter()
+        .map(|&(_, l, name)| (name, format!("'{}'", l as char)))
+        .unzip();
+    format!(
+        "local {} = {}\nlocal {} = {}",
+        lhs.join(", "),
+        rhs.join(", "),
+        causes.join(", "),
+        letters.join(", ")
+    )
 }
 
 #[cfg(test)]
@@ -139,6 +169,24 @@ mod tests {
             assert_eq!(collection_of(letter(c)), Some(c), "{c:?}");
         }
         assert_eq!(collection_of(b'z'), None);
+    }
+
+    /// Every cause a function announces has one letter, which names it
+    /// back, and the library's header defines it under its name.
+    #[test]
+    fn cause_letters_are_unique_and_name_their_cause() {
+        let mut letters = std::collections::BTreeSet::new();
+        for (cause, l, name) in CAUSES {
+            assert!(letters.insert(l), "{name}: letter {} twice", l as char);
+            assert_eq!(cause_of(l), Some(cause), "{name}");
+        }
+        assert_eq!(cause_of(b'z'), None);
+        assert!(
+            event_letters_lua()
+                .ends_with("local EXPIRED_, REVOKED_, CASCADED_, RELEASED_, CONSUMED_ = 'e', 'r', 'c', 'x', 'u'"),
+            "{}",
+            event_letters_lua()
+        );
     }
 
     /// Every scope the library can answer has one code, and the code

@@ -21,7 +21,7 @@ use super::{Inner, RedisEngine, RedisTarget};
 use crate::base::error::{Error, Result};
 use crate::base::ids::{AttemptId, LeaseId, TenantId};
 use crate::base::name::Holder;
-use crate::contract::events::{Cause, Collection, Event, RecordId, Root};
+use crate::contract::events::{Collection, Event, RecordId, Root};
 use crate::mem::events::{EventHub, Subscription};
 use crate::mem::wake::WakeHub;
 use redis::Value;
@@ -110,7 +110,7 @@ fn decode(tenant: TenantId, incarnation: u64, seq: u64, raw: &[u8]) -> Option<Ev
     let (&c, rest) = raw.split_first()?;
     let (&why, rest) = rest.split_first()?;
     let collection = super::codes::collection_of(c)?;
-    let cause = cause_of(why)?;
+    let cause = super::codes::cause_of(why)?;
     let (root, rest) = match rest.split_first()? {
         (b'-', rest) => (None, rest),
         (&root_cause, rest) => {
@@ -120,7 +120,7 @@ fn decode(tenant: TenantId, incarnation: u64, seq: u64, raw: &[u8]) -> Option<Ev
             let root = Root {
                 collection: root_collection,
                 id: record_id(root_collection, incarnation, id)?,
-                cause: cause_of(root_cause)?,
+                cause: super::codes::cause_of(root_cause)?,
             };
             (Some(root), rest)
         }
@@ -142,18 +142,6 @@ fn decode(tenant: TenantId, incarnation: u64, seq: u64, raw: &[u8]) -> Option<Ev
         holder,
         root,
         seq,
-    })
-}
-
-/// A cause's letter (`lua/shared/40_events.lua`).
-fn cause_of(letter: u8) -> Option<Cause> {
-    Some(match letter {
-        b'e' => Cause::Expired,
-        b'r' => Cause::Revoked,
-        b'c' => Cause::Cascaded,
-        b'x' => Cause::Released,
-        b'u' => Cause::Consumed,
-        _ => return None,
     })
 }
 
@@ -480,6 +468,7 @@ fn netstrings(mut bytes: &[u8]) -> Option<Vec<&[u8]>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::contract::events::Cause;
 
     #[test]
     fn an_event_reads_with_its_root_and_holder() {

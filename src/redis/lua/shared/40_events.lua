@@ -8,10 +8,9 @@
 -- record's id. A record is announced
 -- when it leaves its collection's index, and only then, so each removal
 -- is announced once whichever call (or sweep) gets to it first.
--- The letters come from src/redis/codes.rs, written in when the library is
--- built.
+-- The letters (a collection's E_LEASES, ..., a cause's EXPIRED_, ...) come
+-- from src/redis/codes.rs, written in when the library is built.
 @EVENT_LETTERS@
-local EXPIRED_, REVOKED_, CASCADED_, RELEASED_, CONSUMED_ = 'e', 'r', 'c', 'x', 'u'
 -- The collections whose records are under K (they outlive a tenant's
 -- revocation), not R.
 local KEPT = {s = true, q = true, h = true}
