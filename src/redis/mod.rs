@@ -109,6 +109,14 @@ pub struct RedisOptions {
     /// How often the handle holding the sweeper lease looks for records
     /// past their deadline, to remove and announce them; the lease lasts
     /// ten of these. Default 100 ms; from 1 ms to 60 s.
+    ///
+    /// A record past its deadline reads as gone at once (every function
+    /// checks deadlines by the server's clock); this bounds when its
+    /// removal event goes out: within one interval and one sweep's length,
+    /// while a sweep keeps up (a sweep takes at most 1,024 due tenants,
+    /// and at most 256 records of each of a tenant's indexes, then leaves
+    /// the rest to the next), and within ten intervals more if the
+    /// sweeper's holder died (its lease must lapse first).
     pub sweep_interval: Duration,
     /// PEM certificates of the authorities a `rediss://` server's
     /// certificate must chain to, instead of the system's roots. `None`
