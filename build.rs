@@ -7,7 +7,10 @@
 //! -- function: tenant | read | frees | meta [, replicated]
 //! ```
 //!
-//! So a new function is a new file, and nothing else lists it. The
+//! A second line `-- arguments: a, b, c` names its arguments: the body
+//! reads them as locals of those names, and the engine passes them as
+//! the fields of a generated `<Op>Args` type, so neither side counts
+//! positions. So a new function is a new file, and nothing else lists it. The
 //! library's shared part is the files of `lua/shared/`, in the order of
 //! their names. Both lists land in `$OUT_DIR/functions.rs`, which
 //! `src/redis/scripts.rs` includes; a function's file without that line
@@ -26,6 +29,7 @@ fn main() {
         .collect();
     files.sort();
     let mut rows = String::new();
+    let mut types = String::new();
     for path in &files {
         let op = path
             .file_stem()
@@ -57,12 +61,59 @@ fn main() {
             Some("replicated") => true,
             Some(other) => panic!("{}: unknown flag {other:?}", path.display()),
         };
+        // A function that names its arguments (`-- arguments: a, b`, the
+        // second line) gets a Rust type with a field per name, and its
+        // body those names as locals.
+        let names: Vec<&str> = text
+            .lines()
+            .nth(1)
+            .and_then(|l| l.strip_prefix("-- arguments: "))
+            .map(|l| l.split(", ").collect())
+            .unwrap_or_default();
+        for name in &names {
+            assert!(
+                name.bytes().next().is_some_and(|b| b.is_ascii_lowercase())
+                    && name
+                        .bytes()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_'),
+                "{}: an argument's name is a Lua name in lower case: {name:?}",
+                path.display()
+            );
+        }
         writeln!(
             rows,
-            "    {} = \"{op}\", \"{op}.lua\", {kind}, {replicated};",
-            op.to_uppercase()
+            "    {} = \"{op}\", \"{op}.lua\", {kind}, {replicated}, [{}];",
+            op.to_uppercase(),
+            names
+                .iter()
+                .map(|n| format!("\"{n}\""))
+                .collect::<Vec<_>>()
+                .join(", ")
         )
         .expect("writing to a string");
+        if !names.is_empty() {
+            let camel: String = op
+                .split('_')
+                .map(|w| w[..1].to_uppercase() + &w[1..])
+                .collect();
+            let fields: String = names
+                .iter()
+                .map(|n| format!("    pub(in crate::redis) {n}: Arg,\n"))
+                .collect();
+            let encoded: Vec<String> = names.iter().map(|n| format!("self.{n}.0")).collect();
+            writeln!(
+                types,
+                "/// The arguments of `{op}` (`lua/{op}.lua`), by the names its body\n\
+                 /// reads them by.\n\
+                 pub(in crate::redis) struct {camel}Args {{\n{fields}}}\n\n\
+                 impl {camel}Args {{\n    \
+                 /// The arguments in the order the body's names take them.\n    \
+                 pub(in crate::redis) fn encode(self) -> Vec<Vec<u8>> {{\n        \
+                 vec![{}]\n    }}\n}}\n",
+                encoded.join(", ")
+            )
+            .expect("writing to a string");
+        }
     }
     let mut shared: Vec<_> = std::fs::read_dir(dir.join("shared"))
         .expect("src/redis/lua/shared is readable")
@@ -85,7 +136,7 @@ fn main() {
     let out = Path::new(&std::env::var("OUT_DIR").expect("OUT_DIR is set")).join("functions.rs");
     std::fs::write(
         out,
-        format!("functions! {{\n{rows}}}\n\n/// The library's shared part, file by file in name order.\nconst SHARED: &[(&str, &str)] = &[\n{parts}];\n"),
+        format!("functions! {{\n{rows}}}\n\n{types}\n/// The library's shared part, file by file in name order.\nconst SHARED: &[(&str, &str)] = &[\n{parts}];\n"),
     )
     .expect("OUT_DIR is writable");
 }

@@ -31,17 +31,20 @@ impl RedisEngine {
         let ttl_ms = self.ttl_ms(ttl)?;
         let config = self.config();
         let quota = self.quota(tenant);
-        let args = args![
-            member,
-            ttl_ms.to_string(),
-            if attrs.is_some() { "1" } else { "0" },
-            attrs.unwrap_or_default(),
-            lease.map_or_else(String::new, |l| l.seq().to_string()),
-            config.presence_per_lease_max.to_string(),
-            quota_arg(quota.presence_max),
-            self.keep_ms().to_string(),
-            if self.refusing_new() { "1" } else { "0" },
-        ];
+        let args = scripts::HeartbeatArgs {
+            member: member.into(),
+            ttl: ttl_ms.into(),
+            has_attrs: attrs.is_some().into(),
+            attrs: attrs.unwrap_or_default().into(),
+            lease: lease
+                .map_or_else(String::new, |l| l.seq().to_string())
+                .into(),
+            per_lease_max: config.presence_per_lease_max.into(),
+            quota: quota_arg(quota.presence_max).into(),
+            keep: self.keep_ms().into(),
+            draining: self.refusing_new().into(),
+        }
+        .encode();
         let issued = lease.map_or(Issued::Nothing, |l| Issued::Id(l.incarnation(), l.seq()));
         let reply = self
             .answer(scripts::HEARTBEAT, tenant, Mode::Upserting, issued, args)
@@ -61,7 +64,10 @@ impl RedisEngine {
                 tenant,
                 Mode::Existing,
                 Issued::Nothing,
-                args![member],
+                scripts::GetPresenceArgs {
+                    member: member.into(),
+                }
+                .encode(),
             )
             .await?;
         self.presence_at(member.into(), &reply, 1)
@@ -89,7 +95,10 @@ impl RedisEngine {
             tenant,
             Mode::Existing,
             Issued::Nothing,
-            args![member],
+            scripts::LeaveArgs {
+                member: member.into(),
+            }
+            .encode(),
         )
         .await
         .map(drop)

@@ -36,15 +36,56 @@ enum Kind {
 use Kind::{Frees, Meta, Read, Tenant};
 
 macro_rules! functions {
-    ($($name:ident = $op:literal, $file:literal, $kind:expr, $replicated:literal;)*) => {
+    ($($name:ident = $op:literal, $file:literal, $kind:expr, $replicated:literal, [$($arg:literal),*];)*) => {
         #[allow(non_camel_case_types, clippy::upper_case_acronyms)]
         enum Index { $($name),* }
         $(pub(super) const $name: Function = Function(Index::$name as usize);)*
-        /// (operation, body, kind, replicated) of every function.
-        const FUNCTIONS: &[(&str, &str, Kind, bool)] = &[
-            $(($op, include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/redis/lua/", $file)), $kind, $replicated)),*
+        /// (operation, body, kind, replicated, its arguments' names if it
+        /// names them) of every function.
+        const FUNCTIONS: &[(&str, &str, Kind, bool, &[&str])] = &[
+            $(($op, include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/redis/lua/", $file)), $kind, $replicated, &[$($arg),*])),*
         ];
     };
+}
+
+/// One argument of a function, as its text: a name or bytes as they are,
+/// a number in decimal, a flag as `1` or `0`.
+pub(super) struct Arg(pub(super) Vec<u8>);
+
+impl From<&str> for Arg {
+    fn from(text: &str) -> Self {
+        Arg(text.as_bytes().to_vec())
+    }
+}
+
+impl From<String> for Arg {
+    fn from(text: String) -> Self {
+        Arg(text.into_bytes())
+    }
+}
+
+impl From<&[u8]> for Arg {
+    fn from(bytes: &[u8]) -> Self {
+        Arg(bytes.to_vec())
+    }
+}
+
+impl From<u64> for Arg {
+    fn from(n: u64) -> Self {
+        Arg(n.to_string().into_bytes())
+    }
+}
+
+impl From<usize> for Arg {
+    fn from(n: usize) -> Self {
+        Arg(n.to_string().into_bytes())
+    }
+}
+
+impl From<bool> for Arg {
+    fn from(flag: bool) -> Self {
+        Arg(vec![if flag { b'1' } else { b'0' }])
+    }
 }
 
 // The list, one line per file of `lua/`, each named by its file and of
@@ -94,12 +135,13 @@ pub(super) static LIBRARY: LazyLock<Library> = LazyLock::new(|| {
         .replace("@SCOPES@", &super::codes::scopes_lua());
     // A per-tenant body is an entry of `OPS`, so that a transaction
     // (`lua/tx.lua`) runs several in one call.
-    for (op, body, kind, _) in FUNCTIONS {
+    for (op, body, kind, _, names) in FUNCTIONS {
         if *kind != Meta {
-            code.push_str(&format!("\nOPS['{op}'] = function()\n{body}end\n"));
+            let names = locals(names, 3);
+            code.push_str(&format!("\nOPS['{op}'] = function()\n{names}{body}end\n"));
         }
     }
-    for (op, body, kind, _) in FUNCTIONS {
+    for (op, body, kind, _, names) in FUNCTIONS {
         // A per-tenant body runs inside `begin` and `finish` (the reply
         // and the removal events it caused); the others as they are.
         let wrapped = if *kind != Meta {
@@ -108,7 +150,10 @@ pub(super) static LIBRARY: LazyLock<Library> = LazyLock::new(|| {
                  return finish(OPS['{op}']())\n"
             )
         } else {
-            format!("  KEYS, ARGV, JOURNAL, DEFERRED = keys, args, nil, nil\n{body}")
+            format!(
+                "  KEYS, ARGV, JOURNAL, DEFERRED = keys, args, nil, nil\n{}{body}",
+                locals(names, 1)
+            )
         };
         // A function that only reads is flagged `no-writes` (Redis refuses
         // any write in it), a removal `allow-oom`: Redis runs both on a
@@ -132,6 +177,20 @@ pub(super) static LIBRARY: LazyLock<Library> = LazyLock::new(|| {
             .collect(),
     }
 });
+
+/// The Lua line that gives a function's named arguments their names, the
+/// first at `ARGV[first]` (a per-tenant function's own arguments start at
+/// 3: `begin` reads the first two).
+fn locals(names: &[&str], first: usize) -> String {
+    if names.is_empty() {
+        return String::new();
+    }
+    let at: Vec<String> = (first..)
+        .take(names.len())
+        .map(|i| format!("ARGV[{i}]"))
+        .collect();
+    format!("local {} = {}\n", names.join(", "), at.join(", "))
+}
 
 /// FNV-1a: a stable hash of the code (the same in every process).
 fn fnv1a(text: &str) -> u64 {
@@ -182,6 +241,44 @@ mod tests {
         for (op, body, ..) in FUNCTIONS {
             assert!(body.starts_with("-- function: "), "{op}");
         }
+    }
+
+    /// A function that names its arguments reads none by position, and
+    /// its body gets them as locals from `ARGV[3]` on (from `ARGV[1]` on a
+    /// meta function), in the order of its type's fields.
+    #[test]
+    fn a_function_that_names_its_arguments_reads_none_by_position() {
+        let mut named = 0;
+        for (op, body, kind, _, names) in FUNCTIONS {
+            if names.is_empty() {
+                continue;
+            }
+            named += 1;
+            assert!(
+                !body.contains("ARGV["),
+                "{op} reads an argument by position"
+            );
+            let first = if *kind == Meta { 1 } else { 3 };
+            let line = locals(names, first);
+            assert!(LIBRARY.code.contains(&format!("{line}{body}")), "{op}");
+        }
+        assert!(named >= 3, "{named} functions name their arguments");
+        assert_eq!(locals(&["a", "b"], 3), "local a, b = ARGV[3], ARGV[4]\n");
+        let args = HeartbeatArgs {
+            member: "m".into(),
+            ttl: 15_000u64.into(),
+            has_attrs: true.into(),
+            attrs: b"x".as_slice().into(),
+            lease: String::new().into(),
+            per_lease_max: 4u64.into(),
+            quota: "-1".into(),
+            keep: 1_000u64.into(),
+            draining: false.into(),
+        };
+        let encoded: Vec<Vec<u8>> = ["m", "15000", "1", "x", "", "4", "-1", "1000", "0"]
+            .map(|a| a.as_bytes().to_vec())
+            .to_vec();
+        assert_eq!(args.encode(), encoded);
     }
 
     /// The shared part is every file of `lua/shared/`, in name order, and

@@ -1,7 +1,8 @@
 -- function: read
--- get_presence: ARGV[3] member. Reply: {OK, attributes, lease sequence
--- number ('' for none), version, remaining}.
-local m = visible_member(ARGV[3])
+-- arguments: member
+-- get_presence: a visible presence record. Reply: {OK, attributes, lease
+-- sequence number ('' for none), version, remaining}.
+local m = visible_member(member)
 if not m then
   return {NOT_FOUND}
 end

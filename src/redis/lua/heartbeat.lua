@@ -1,15 +1,15 @@
 -- function: tenant
--- heartbeat: ARGV[3] member, ARGV[4] ttl (ms), ARGV[5] '1' if ARGV[6] holds
--- new attributes, ARGV[7] the lease sequence number to attach to ('' for
--- none), ARGV[8] presence_per_lease_max, ARGV[9] the tenant's presence
--- quota (-1: off), ARGV[10] how long the key outlives the deadline (ms),
--- ARGV[11] '1' if new records are refused (the caller is draining).
+-- arguments: member, ttl, has_attrs, attrs, lease, per_lease_max, quota, keep, draining
+-- heartbeat: `ttl` in ms; `attrs` replace the stored ones if `has_attrs`
+-- is '1'; `lease` the sequence number of the lease to attach to ('' for
+-- none); `per_lease_max` presence_per_lease_max; `quota` the tenant's
+-- presence quota (-1: off); `keep` how long the key outlives the deadline
+-- (ms); `draining` '1' if new records are refused (the caller drains).
 -- Refreshes a visible record (an absolute reset) or creates one. Reply:
 -- {OK, version, remaining}; CONFLICT when the member is present under
 -- another live lease; the lease's state if it is not live; DRAINING for a
 -- new record that is refused.
-local member, ttl, lease = ARGV[3], tonumber(ARGV[4]), ARGV[7]
-local keep = tonumber(ARGV[10])
+ttl, keep = tonumber(ttl), tonumber(keep)
 if lease ~= '' then
   local state = lease_state(lease)
   if state ~= OK then
@@ -31,15 +31,15 @@ if m then
   end
   local v = tonumber(m[3]) + 1
   call('HSET', mk, 'v', num(v), 'd', num(d), 'z', z)
-  if ARGV[5] == '1' then
-    call('HSET', mk, 'a', ARGV[6])
+  if has_attrs == '1' then
+    call('HSET', mk, 'a', attrs)
   end
   call('PEXPIREAT', mk, num(d + keep))
   index_at(MEMBERS, d, member, tonumber(m[4]))
   return {OK, v, ttl}
 end
 -- Missing, lapsed, or under a lease that is gone: a new record.
-if ARGV[11] == '1' then
+if draining == '1' then
   return {DRAINING}
 end
 if call('EXISTS', mk) == 1 then
@@ -49,12 +49,12 @@ end
 reap(REAP_MAX)
 local under = R .. 'lm:' .. lease
 if lease ~= '' then
-  local refused = parent_full(under, tonumber(ARGV[8]), PARENT_SCOPE.m)
+  local refused = parent_full(under, tonumber(per_lease_max), PARENT_SCOPE.m)
   if refused then
     return refused
   end
 end
-local refused = full(MEMBERS, tonumber(ARGV[9]), TENANT_SCOPE.m)
+local refused = full(MEMBERS, tonumber(quota), TENANT_SCOPE.m)
 if refused then
   return refused
 end
@@ -63,9 +63,8 @@ if not room then
   return answer
 end
 local v = next_fence()
-local attrs = ''
-if ARGV[5] == '1' then
-  attrs = ARGV[6]
+if has_attrs ~= '1' then
+  attrs = ''
 end
 call('HSET', mk, 'a', attrs, 'l', lease, 'v', num(v), 'd', num(d), 'z', room.m[2],
   'rv', room.m[1])

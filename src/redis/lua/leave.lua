@@ -1,7 +1,8 @@
 -- function: frees
--- leave: ARGV[3] member. Removes a visible presence record.
-if not visible_member(ARGV[3]) then
+-- arguments: member
+-- leave: removes a visible presence record.
+if not visible_member(member) then
   return {NOT_FOUND}
 end
-drop_member(ARGV[3], RELEASED_)
+drop_member(member, RELEASED_)
 return {OK}
