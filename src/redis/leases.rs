@@ -30,16 +30,17 @@ impl RedisEngine {
         }
         let ttl_ms = self.ttl_ms(ttl)?;
         let quota = self.quota(tenant);
-        let args = args![
-            holder.to_owned(),
-            ttl_ms.to_string(),
-            quota_arg(quota.leases_max),
-            self.keep_ms().to_string(),
-            idempotency_key.unwrap_or("").to_owned(),
-            self.idempotency_ttl_ms().to_string(),
-            quota_arg(quota.idempotency_max),
-            quota_arg(quota.leases_per_holder_max),
-        ];
+        let args = scripts::GrantArgs {
+            holder: holder.into(),
+            ttl_ms: ttl_ms.into(),
+            quota: quota_arg(quota.leases_max).into(),
+            keep_ms: self.keep_ms().into(),
+            ikey: idempotency_key.unwrap_or("").into(),
+            ikey_ttl: self.idempotency_ttl_ms().into(),
+            ikey_quota: quota_arg(quota.idempotency_max).into(),
+            per_holder_quota: quota_arg(quota.leases_per_holder_max).into(),
+        }
+        .encode();
         let reply = self
             .answer(
                 scripts::GRANT,
@@ -90,12 +91,13 @@ impl RedisEngine {
         version: Option<u64>,
     ) -> Result<Renewal> {
         let ttl_ms = self.ttl_ms(ttl)?;
-        let args = args![
-            id.seq().to_string(),
-            ttl_ms.to_string(),
-            version.map_or_else(String::new, |v| v.to_string()),
-            self.keep_ms().to_string(),
-        ];
+        let args = scripts::RenewArgs {
+            seq: id.seq().into(),
+            ttl_ms: ttl_ms.into(),
+            expected: version.map_or_else(String::new, |v| v.to_string()).into(),
+            keep_ms: self.keep_ms().into(),
+        }
+        .encode();
         let reply = self.existing(scripts::RENEW, tenant, id, args).await?;
         Ok(Renewal {
             version: reply.uint(1)?,
@@ -105,7 +107,10 @@ impl RedisEngine {
 
     /// A live lease ([`Store::get_lease`](crate::Store::get_lease)).
     pub async fn get_lease(&self, tenant: TenantId, id: LeaseId) -> Result<LeaseInfo> {
-        let args = args![id.seq().to_string()];
+        let args = scripts::GetLeaseArgs {
+            seq: id.seq().into(),
+        }
+        .encode();
         let reply = self.existing(scripts::GET_LEASE, tenant, id, args).await?;
         Ok(LeaseInfo {
             id,
@@ -146,7 +151,11 @@ impl RedisEngine {
     /// lease's tombstone lives (`tombstone_ttl`).
     pub async fn revoke(&self, tenant: TenantId, id: LeaseId) -> Result<()> {
         let tombstone = crate::base::time::duration_to_millis_ceil(self.config().tombstone_ttl);
-        let args = args![id.seq().to_string(), tombstone.to_string()];
+        let args = scripts::RevokeArgs {
+            seq: id.seq().into(),
+            tombstone_ms: tombstone.into(),
+        }
+        .encode();
         self.existing(scripts::REVOKE, tenant, id, args)
             .await
             .map(drop)

@@ -1,7 +1,7 @@
 -- function: read
--- get_lease: ARGV[3] sequence number.
--- Reply: {OK, holder, version, remaining}.
-local state, l = lease_state(ARGV[3], 'h', 'v', 'd')
+-- arguments: seq
+-- get_lease: lease `seq`. Reply: {OK, holder, version, remaining}.
+local state, l = lease_state(seq, 'h', 'v', 'd')
 if state ~= OK then
   return {state}
 end

@@ -1,15 +1,16 @@
 -- function: tenant
--- renew / renew_at: ARGV[3] sequence number, ARGV[4] ttl (ms), ARGV[5] the
--- expected version ('' for any), ARGV[6] how long the key outlives the
--- deadline (ms). Reply: {OK, version, remaining}.
-local seq, ttl = ARGV[3], tonumber(ARGV[4])
+-- arguments: seq, ttl_ms, expected, keep_ms
+-- renew / renew_at: lease `seq` for `ttl_ms`; `expected` the expected
+-- version ('' for any); `keep_ms` how long the key outlives the deadline.
+-- Reply: {OK, version, remaining}.
+local ttl = tonumber(ttl_ms)
 local state, l = lease_state(seq, 'v', 'd', 'z')
 if state ~= OK then
   return {state}
 end
 local k = R .. 'l:' .. seq
 local v = tonumber(l[1])
-if ARGV[5] ~= '' and tonumber(ARGV[5]) ~= v then
+if expected ~= '' and tonumber(expected) ~= v then
   return {CONFLICT, v}
 end
 v = v + 1
@@ -27,6 +28,6 @@ if not z then
   return {ROOM}
 end
 call('HSET', k, 'v', num(v), 'd', num(d), 'z', z)
-call('PEXPIREAT', k, num(d + tonumber(ARGV[6])))
+call('PEXPIREAT', k, num(d + tonumber(keep_ms)))
 index_at(LEASES, d, seq, tonumber(l[2]))
 return {OK, v, ttl}

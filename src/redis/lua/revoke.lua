@@ -1,9 +1,9 @@
 -- function: frees, replicated
--- revoke: ARGV[3] sequence number, ARGV[4] tombstone_ttl (ms). Removes the
+-- arguments: seq, tombstone_ms
+-- revoke: lease `seq`, its tombstone kept `tombstone_ms`. Removes the
 -- lease's locks in the same step and leaves a tombstone, so the lease reads
 -- Revoked until the tombstone's key expires; the tombstone's end is
 -- announced by the reaping that finds it in TOMBS. Reply: {OK} or a code.
-local seq = ARGV[3]
 local state = lease_state(seq)
 if state == REVOKED then
   return {OK}
@@ -13,7 +13,7 @@ end
 leave_index(LEASES, seq, E_LEASES, REVOKED_)
 detach(seq, REVOKED_)
 local k = R .. 'l:' .. seq
-local until_ms = NOW + tonumber(ARGV[4])
+local until_ms = NOW + tonumber(tombstone_ms)
 call('HSET', k, 'x', '1', 'd', num(until_ms))
 call('PEXPIREAT', k, num(until_ms))
 -- The tombstone's end is announced (and the tenant is not forgotten
