@@ -36,20 +36,21 @@ impl RedisEngine {
         crate::base::secrets::fill(&mut secret)?;
         let config = self.config();
         let quota = self.quota(tenant);
-        let args = args![
-            listing,
-            client,
-            ttl_ms.to_string(),
-            hex(&secret),
-            config.attempts_per_listing_max.to_string(),
-            quota_arg(quota.attempts_max),
-            quota_arg(quota.replay_max),
-            crate::base::time::duration_to_millis_ceil(config.replay_grace).to_string(),
-            self.keep_ms().to_string(),
-            idempotency_key.unwrap_or(""),
-            self.idempotency_ttl_ms().to_string(),
-            quota_arg(quota.idempotency_max),
-        ];
+        let args = scripts::BeginJoinArgs {
+            key: listing.into(),
+            client: client.into(),
+            ttl_ms: ttl_ms.into(),
+            secret: hex(&secret).into(),
+            per_listing_max: config.attempts_per_listing_max.into(),
+            quota: quota_arg(quota.attempts_max).into(),
+            replay_quota: quota_arg(quota.replay_max).into(),
+            grace_ms: crate::base::time::duration_to_millis_ceil(config.replay_grace).into(),
+            keep_ms: self.keep_ms().into(),
+            ikey: idempotency_key.unwrap_or("").into(),
+            ikey_ttl: self.idempotency_ttl_ms().into(),
+            ikey_quota: quota_arg(quota.idempotency_max).into(),
+        }
+        .encode();
         let reply = self
             .answer(
                 scripts::BEGIN_JOIN,
@@ -86,11 +87,12 @@ impl RedisEngine {
         if token.attempt() != attempt {
             return Err(Error::NotFound);
         }
-        let args = args![
-            attempt.seq().to_string(),
-            hex(token.secret()),
-            addr.to_string()
-        ];
+        let args = scripts::BindArgs {
+            seq: attempt.seq().into(),
+            secret: hex(token.secret()).into(),
+            addr: addr.to_string().into(),
+        }
+        .encode();
         let reply = self
             .on_attempt(scripts::BIND, tenant, attempt, args)
             .await?;
@@ -120,13 +122,14 @@ impl RedisEngine {
         }
         let attempt = token.attempt();
         let quota = self.quota(tenant);
-        let args = args![
-            attempt.seq().to_string(),
-            hex(token.secret()),
-            idempotency_key.unwrap_or(""),
-            self.idempotency_ttl_ms().to_string(),
-            quota_arg(quota.idempotency_max),
-        ];
+        let args = scripts::ConsumeArgs {
+            seq: attempt.seq().into(),
+            secret: hex(token.secret()).into(),
+            ikey: idempotency_key.unwrap_or("").into(),
+            ikey_ttl: self.idempotency_ttl_ms().into(),
+            ikey_quota: quota_arg(quota.idempotency_max).into(),
+        }
+        .encode();
         let issued = Issued::Id(attempt.incarnation(), attempt.seq());
         // A key's record is a new record, under the idempotency ceiling;
         // a draining handle still consumes, and remembers the key.
@@ -153,7 +156,10 @@ impl RedisEngine {
     /// Cancels a pending or bound attempt; a consumed one is
     /// `ReplayRejected`.
     pub async fn cancel_join(&self, tenant: TenantId, attempt: AttemptId) -> Result<()> {
-        let args = args![attempt.seq().to_string()];
+        let args = scripts::CancelJoinArgs {
+            seq: attempt.seq().into(),
+        }
+        .encode();
         self.on_attempt(scripts::CANCEL_JOIN, tenant, attempt, args)
             .await
             .map(drop)
@@ -164,7 +170,10 @@ impl RedisEngine {
     /// bound while it and its listing are visible, consumed while its
     /// token's replay memory lasts. Writes nothing.
     pub async fn get_attempt(&self, tenant: TenantId, attempt: AttemptId) -> Result<AttemptInfo> {
-        let args = args![attempt.seq().to_string()];
+        let args = scripts::GetAttemptArgs {
+            seq: attempt.seq().into(),
+        }
+        .encode();
         let reply = self
             .on_attempt(scripts::GET_ATTEMPT, tenant, attempt, args)
             .await?;

@@ -48,17 +48,18 @@ impl RedisEngine {
         }
         let config = self.config();
         let quota = self.quota(tenant);
-        let args = args![
-            lease.seq().to_string(),
-            key,
-            attrs,
-            config.listings_per_lease_max.to_string(),
-            quota_arg(quota.listings_max),
-            idempotency_key.unwrap_or(""),
-            self.idempotency_ttl_ms().to_string(),
-            quota_arg(quota.idempotency_max),
-            quota_arg(quota.listings_per_holder_max),
-        ];
+        let args = scripts::PublishArgs {
+            lease: lease.seq().into(),
+            key: key.into(),
+            attrs: attrs.into(),
+            per_lease_max: config.listings_per_lease_max.into(),
+            quota: quota_arg(quota.listings_max).into(),
+            ikey: idempotency_key.unwrap_or("").into(),
+            ikey_ttl: self.idempotency_ttl_ms().into(),
+            ikey_quota: quota_arg(quota.idempotency_max).into(),
+            per_holder_quota: quota_arg(quota.listings_per_holder_max).into(),
+        }
+        .encode();
         Ok(Call {
             function: scripts::PUBLISH,
             mode: Mode::Creating,
@@ -76,7 +77,7 @@ impl RedisEngine {
                 tenant,
                 Mode::Existing,
                 Issued::Nothing,
-                args![key],
+                scripts::GetListingArgs { key: key.into() }.encode(),
             )
             .await?;
         Ok(ListingInfo {
@@ -114,7 +115,12 @@ impl RedisEngine {
             function: scripts::UPDATE_LISTING,
             mode: Mode::Existing,
             issued: Issued::Nothing,
-            args: args![key, expected_version.to_string(), attrs],
+            args: scripts::UpdateListingArgs {
+                key: key.into(),
+                expected: expected_version.into(),
+                attrs: attrs.into(),
+            }
+            .encode(),
         })
     }
 
@@ -167,7 +173,12 @@ impl RedisEngine {
             function: scripts::UNPUBLISH,
             mode: Mode::Existing,
             issued: Issued::Nothing,
-            args: args![key, expected, if revoke { "1" } else { "0" }],
+            args: scripts::UnpublishArgs {
+                key: key.into(),
+                expected: expected.into(),
+                revoking: revoke.into(),
+            }
+            .encode(),
         })
     }
 

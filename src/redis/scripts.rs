@@ -262,7 +262,7 @@ mod tests {
             let line = locals(names, first);
             assert!(LIBRARY.code.contains(&format!("{line}{body}")), "{op}");
         }
-        assert!(named >= 7, "{named} functions name their arguments");
+        assert!(named >= 16, "{named} functions name their arguments");
         assert_eq!(locals(&["a", "b"], 3), "local a, b = ARGV[3], ARGV[4]\n");
         let args = HeartbeatArgs {
             member: "m".into(),

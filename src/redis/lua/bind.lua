@@ -1,9 +1,9 @@
 -- function: tenant, replicated
--- bind_endpoint: ARGV[3] attempt sequence number, ARGV[4] secret (hex),
--- ARGV[5] the observed address. Pending -> Bound, once; the same address
--- again returns the binding; another is CONFLICT. Reply: {OK, version}.
-local seq, addr = ARGV[3], ARGV[5]
-local code, a = attempt(seq, ARGV[4])
+-- arguments: seq, secret, addr
+-- bind_endpoint: attempt `seq` presented with `secret` (hex), observed at
+-- `addr`. Pending -> Bound, once; the same address again returns the
+-- binding; another is CONFLICT. Reply: {OK, version}.
+local code, a = attempt(seq, secret)
 if code ~= OK then
   return {code}
 end

@@ -1,7 +1,7 @@
 -- function: frees
--- cancel_join: ARGV[3] attempt sequence number. A pending or bound attempt
--- goes; a consumed one is REPLAY.
-local seq = ARGV[3]
+-- arguments: seq
+-- cancel_join: attempt `seq`. A pending or bound attempt goes; a consumed
+-- one is REPLAY.
 local code, a = attempt(seq, nil)
 if code ~= OK then
   return {code}

@@ -1,9 +1,9 @@
 -- function: read
--- get_attempt: ARGV[3] attempt sequence number. Writes nothing.
+-- arguments: seq
+-- get_attempt: attempt `seq`. Writes nothing.
 -- Reply: {OK, listing key, client, state ('p', 'b' or 'c'), address (''
 -- while pending), version, ms left (before the attempt's deadline, or,
 -- consumed, before its replay memory is forgotten)}.
-local seq = ARGV[3]
 local code, a = attempt(seq, nil)
 if code == REPLAYED then
   local c = call('HMGET', R .. 'a:' .. seq, 'k', 'c', 'ad', 'v', 'f')

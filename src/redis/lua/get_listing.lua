@@ -1,7 +1,8 @@
 -- function: read
--- get_listing: ARGV[3] key. Reply: {OK, lease sequence number, attributes,
--- version, ms left (the lease's)}.
-local p = visible_listing(ARGV[3])
+-- arguments: key
+-- get_listing: listing `key`. Reply: {OK, lease sequence number,
+-- attributes, version, ms left (the lease's)}.
+local p = visible_listing(key)
 if not p then
   return {NOT_FOUND}
 end

@@ -1,14 +1,14 @@
 -- function: tenant
--- publish: ARGV[3] lease sequence number, ARGV[4] key, ARGV[5] attributes,
--- ARGV[6] listings_per_lease_max, ARGV[7] the tenant's listing quota (-1:
--- off), ARGV[8] idempotency key ('' for none), ARGV[9] idempotency_ttl
--- (ms), ARGV[10] the tenant's idempotency quota (-1: off), ARGV[11] the
--- lease holder's listing quota within the tenant (-1: off).
+-- arguments: lease, key, attrs, per_lease_max, quota, ikey, ikey_ttl, ikey_quota, per_holder_quota
+-- publish: listing `key` with `attrs` under lease `lease`;
+-- `per_lease_max` listings_per_lease_max; `quota` the tenant's listing
+-- quota (-1: off); `ikey` the idempotency key ('' for none), kept
+-- `ikey_ttl` ms, under the tenant's idempotency quota `ikey_quota` (-1:
+-- off); `per_holder_quota` the lease holder's listing quota within the
+-- tenant (-1: off).
 -- Reply: {OK, version, ms left (the lease's, now: a repeat reports it
 -- too)}; CONFLICT with the version of a visible listing under the key; the
 -- lease's state if it is not live.
-local lease, key, attrs = ARGV[3], ARGV[4], ARGV[5]
-local ikey = ARGV[8]
 local fingerprint = 'publish\0' .. lease .. '\0' .. key .. '\0' .. attrs
 local seen = idempotent(ikey, fingerprint, {'v'})
 if seen then
@@ -36,18 +36,18 @@ if call('EXISTS', R .. 'p:' .. key) == 1 then
   drop_listing(key, CASCADED_)
 end
 local published = R .. 'lp:' .. lease
-local per_holder = tonumber(ARGV[11])
+local per_holder = tonumber(per_holder_quota)
 local holder_set = R .. 'ph:' .. l[3]
-local refused = parent_full(published, tonumber(ARGV[6]), PARENT_SCOPE.p)
+local refused = parent_full(published, tonumber(per_lease_max), PARENT_SCOPE.p)
   or holder_full(holder_set, per_holder, HOLDER_SCOPE.p)
-  or full(LISTINGS, tonumber(ARGV[7]), TENANT_SCOPE.p) or idempotency_room(ikey, tonumber(ARGV[10]))
+  or full(LISTINGS, tonumber(quota), TENANT_SCOPE.p) or idempotency_room(ikey, tonumber(ikey_quota))
 if refused then
   return refused
 end
 -- A listing counts as long as its lease does: its reservation lasts as
 -- long as the lease's, and moves out with it.
 local wanted = {{'p', tonumber(l[2]) or tonumber(l[1]), 0}}
-local room, answer = rooms(with_key(wanted, ikey, tonumber(ARGV[9])))
+local room, answer = rooms(with_key(wanted, ikey, tonumber(ikey_ttl)))
 if not room then
   return answer
 end
@@ -60,5 +60,5 @@ if per_holder >= 0 then
   call('HSET', R .. 'p:' .. key, 'hq', l[3])
   call('SADD', holder_set, key)
 end
-remember(ikey, fingerprint, tonumber(ARGV[9]), {'v', num(v)})
+remember(ikey, fingerprint, tonumber(ikey_ttl), {'v', num(v)})
 return {OK, v, tonumber(l[1]) - NOW}

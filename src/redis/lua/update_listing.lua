@@ -1,15 +1,15 @@
 -- function: tenant
--- update_listing: ARGV[3] key, ARGV[4] expected version, ARGV[5] attributes.
--- Reply: {OK, new version}.
-local key = ARGV[3]
+-- arguments: key, expected, attrs
+-- update_listing: listing `key`'s attributes replaced by `attrs` if it is
+-- at version `expected`. Reply: {OK, new version}.
 local p = visible_listing(key)
 if not p then
   return {NOT_FOUND}
 end
 local v = tonumber(p[3])
-if v ~= tonumber(ARGV[4]) then
+if v ~= tonumber(expected) then
   return {CONFLICT, v}
 end
 v = v + 1
-call('HSET', R .. 'p:' .. key, 'a', ARGV[5], 'v', num(v))
+call('HSET', R .. 'p:' .. key, 'a', attrs, 'v', num(v))
 return {OK, v}
