@@ -304,6 +304,18 @@ mod tests {
         }
     }
 
+    /// The library holds the reply codes' header and uses no bare number
+    /// in a code's place (`{INVALID, 2}`).
+    #[test]
+    fn the_library_reads_reply_codes_by_name() {
+        let library = &LIBRARY.code;
+        assert!(library.contains(&super::super::reply::codes_lua()));
+        for digit in 0..10 {
+            let bare = format!("{{INVALID, {digit}");
+            assert!(!library.contains(&bare), "{bare}");
+        }
+    }
+
     /// The library names a collection's room by its letter (`rooms({{'m',
     /// ..}})`, `room.m`): every letter it uses so is one of this table's.
     #[test]
