@@ -22,12 +22,7 @@ use std::path::Path;
 fn main() {
     let dir = Path::new("src/redis/lua");
     println!("cargo:rerun-if-changed={}", dir.display());
-    let mut files: Vec<_> = std::fs::read_dir(dir)
-        .expect("src/redis/lua is readable")
-        .map(|entry| entry.expect("a directory entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "lua"))
-        .collect();
-    files.sort();
+    let files = lua_files(dir);
     let mut rows = String::new();
     let mut types = String::new();
     for path in &files {
@@ -115,12 +110,7 @@ fn main() {
             .expect("writing to a string");
         }
     }
-    let mut shared: Vec<_> = std::fs::read_dir(dir.join("shared"))
-        .expect("src/redis/lua/shared is readable")
-        .map(|entry| entry.expect("a directory entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "lua"))
-        .collect();
-    shared.sort();
+    let shared = lua_files(&dir.join("shared"));
     let mut parts = String::new();
     for path in &shared {
         let name = path
@@ -139,4 +129,15 @@ fn main() {
         format!("functions! {{\n{rows}}}\n\n{types}\n/// The library's shared part, file by file in name order.\nconst SHARED: &[(&str, &str)] = &[\n{parts}];\n"),
     )
     .expect("OUT_DIR is writable");
+}
+
+/// The `.lua` files of `dir` (not of its subdirectories), in name order.
+fn lua_files(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{} is not readable: {e}", dir.display()))
+        .map(|entry| entry.expect("a directory entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "lua"))
+        .collect();
+    files.sort();
+    files
 }
