@@ -240,6 +240,7 @@ pub mod wake {
 pub use mem::{quota, wheel};
 
 pub use base::attrs::Attrs;
+pub use base::collection::{Kind, KINDS_MAX};
 pub use base::error::{Error, Result, Scope, Unavailable};
 pub use base::ids::{
     AttemptId, JobId, JoinToken, LeaseId, ParseIdError, TenantId, TOKEN_SECRET_BYTES,
@@ -253,6 +254,7 @@ pub use contract::config::{
 pub use contract::engine::{
     Engine, Events, Follow, GroupMember, RelayEngine, StreamEngine, WakeEngine, Wakes,
 };
+pub use contract::kinds::{RecordKind, KIND_NAME_BYTES_MAX};
 pub use contract::lifecycle::{DegradedReason, Health};
 pub use contract::names::{OUTBOX_QUEUE, RESERVED_PREFIX, SCHEDULER_LOCK};
 pub use contract::outbox::{outbox_config, OutboxMessage, OutboxRun};
@@ -260,7 +262,7 @@ pub use contract::queue::ClaimedJob;
 pub use contract::queue::DeadLetter;
 pub use contract::relay::{
     Admission, AttemptInfo, AttemptState, Binding, Cursor, EndpointSeen, JoinTicket, LeaseGrant,
-    LeaseInfo, ListingInfo, LockInfo, Page, PresenceInfo, Renewal,
+    LeaseInfo, ListingInfo, LockInfo, Page, PresenceInfo, RecordInfo, Renewal,
 };
 pub use contract::runner::ScheduleRunner;
 pub use contract::runner::SchedulerStep;

@@ -52,6 +52,19 @@ fn an_evicting_redis_is_refused_at_connect() {
     block_on(engine(&ok)).expect("noeviction is accepted");
 }
 
+/// Declared kinds are the in-memory store's: the engine refuses them at
+/// connect, before it reaches for a server, rather than drop them.
+#[test]
+fn declared_kinds_are_refused_at_connect() {
+    let options = RedisOptions::standalone("redis://127.0.0.1:1/");
+    let config = config().declare(relaystore::RecordKind::new("permission"));
+    let refused = block_on(RedisEngine::connect(options, config));
+    assert!(
+        matches!(&refused, Err(Error::InvalidConfig { field: "kinds", .. })),
+        "{refused:?}"
+    );
+}
+
 #[test]
 fn a_server_that_stops_answering_fails_calls_closed_and_leaves_nothing_partial() {
     let server = Server::start(&[]);

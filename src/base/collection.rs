@@ -36,12 +36,15 @@ pub enum Collection {
     Queues,
     /// Interval schedules (their removal: unscheduled).
     Schedules,
+    /// Records of the kinds a relay declared ([`Kind`]), every kind
+    /// together: each is bounded by its own kind's limits.
+    Records,
 }
 
 impl Collection {
     /// Every collection, in declaration order: what per-collection data is
     /// indexed by (`Collection as usize`).
-    pub const ALL: [Collection; 11] = [
+    pub const ALL: [Collection; 12] = [
         Collection::Leases,
         Collection::Listings,
         Collection::Presence,
@@ -53,6 +56,7 @@ impl Collection {
         Collection::Streams,
         Collection::Queues,
         Collection::Schedules,
+        Collection::Records,
     ];
 
     /// The collection's name, as a refusal's message shows it.
@@ -122,6 +126,10 @@ const ABOUT: [About; Collection::ALL.len()] = [
         name: "schedules",
         letter: b'h',
     },
+    About {
+        name: "records",
+        letter: b'd',
+    },
 ];
 
 // Letters are unique.
@@ -145,6 +153,42 @@ const _: () = {
         i += 1;
     }
 };
+
+/// The most record kinds one store declares: the in-memory store keeps a
+/// kind's number in four bits of a slot key that a slot's index never
+/// uses (a table holds at most 2^28 records).
+pub const KINDS_MAX: usize = 16;
+
+/// A record kind a relay declared, by its place in
+/// [`StoreConfig::kinds`](crate::StoreConfig::kinds) (from 0): what a
+/// declared record's operations, removal events and refusals name it by.
+/// [`Store::kind`](crate::Store::kind) finds one by its name.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Kind(u8);
+
+impl Kind {
+    /// The kind declared `index`-th; `None` at [`KINDS_MAX`] and past it.
+    /// A store with fewer kinds refuses a kind it did not declare.
+    pub const fn at(index: usize) -> Option<Kind> {
+        if index < KINDS_MAX {
+            Some(Kind(index as u8))
+        } else {
+            None
+        }
+    }
+
+    /// Its place among the declared kinds.
+    pub const fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+impl std::fmt::Display for Kind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "kind {}", self.0)
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -1,6 +1,6 @@
 //! The one public error type.
 
-use crate::base::collection::Collection;
+use crate::base::collection::{Collection, Kind};
 use std::fmt;
 
 /// Everything a store operation can refuse with.
@@ -203,6 +203,12 @@ pub enum Scope {
     /// The ceiling of a `TtlMap` or of a quota `Counter` built outside a
     /// store (feature `internals`), by name.
     Named(&'static str),
+    /// A declared record kind's store-wide ceiling (its `max`).
+    KindCeiling(Kind),
+    /// A declared record kind's quota per tenant (its `per_tenant_max`).
+    KindTenant(Kind),
+    /// A declared record kind's cap per lease (its `per_lease_max`).
+    KindParent(Kind),
 }
 
 /// The values of an [`Error::InvalidConfig`] as its message shows them.
@@ -238,6 +244,9 @@ impl fmt::Display for Scope {
             Scope::QueueJobsTotal => f.write_str("store-wide budget of queue jobs"),
             Scope::QueueBytesTotal => f.write_str("store-wide budget of queue bytes"),
             Scope::Named(name) => write!(f, "{name} ceiling"),
+            Scope::KindCeiling(kind) => write!(f, "store-wide ceiling on records of {kind}"),
+            Scope::KindTenant(kind) => write!(f, "tenant quota for records of {kind}"),
+            Scope::KindParent(kind) => write!(f, "per-lease cap on records of {kind}"),
         }
     }
 }

@@ -13,40 +13,10 @@ use crate::base::time::duration_to_millis_ceil;
 use crate::base::time::DEADLINE_MAX_MS;
 use crate::base::words::Words;
 use crate::contract::events::Collection;
+use crate::contract::kinds::RecordKind;
 use std::time::Duration;
 
-/// Defines a settings struct and, for each of its fields, a setter of the
-/// same name that takes the field's value and returns the settings, so a
-/// configuration reads as a chain from its defaults:
-/// `StoreConfig::default().leases_max(50_000).ttl_max(Duration::from_secs(3600))`.
-/// The fields stay public for reading; outside the crate the structs
-/// (`#[non_exhaustive]`) are built only through the setters, written once,
-/// here.
-macro_rules! settings {
-    (
-        $(#[$meta:meta])*
-        pub struct $name:ident {
-            $($(#[$field_meta:meta])* pub $field:ident: $ty:ty,)*
-        }
-    ) => {
-        $(#[$meta])*
-        pub struct $name {
-            $($(#[$field_meta])* pub $field: $ty,)*
-        }
-
-        impl $name {
-            $(
-                #[doc = concat!("Sets [`", stringify!($field), "`](Self::", stringify!($field), ").")]
-                #[must_use]
-                pub fn $field(mut self, value: $ty) -> Self {
-                    self.$field = value;
-                    self
-                }
-            )*
-        }
-    };
-}
-pub(crate) use settings;
+use crate::contract::settings::settings;
 
 /// Most missed fires a schedule enqueues after a pause; then it skips
 /// forward to its grid.
@@ -106,7 +76,8 @@ impl TenantQuota {
             Collection::Tombstones
             | Collection::Streams
             | Collection::Queues
-            | Collection::Schedules => None,
+            | Collection::Schedules
+            | Collection::Records => None,
         }
     }
 
@@ -178,7 +149,8 @@ impl TenantQuota {
     /// which [`StoreConfig::streams_per_tenant_max`],
     /// [`queues_per_tenant_max`](StoreConfig::queues_per_tenant_max) and
     /// [`schedules_per_tenant_max`](StoreConfig::schedules_per_tenant_max)
-    /// bound alike for every tenant).
+    /// bound alike for every tenant, and for records, which each kind's
+    /// [`per_tenant_max`](RecordKind::per_tenant_max) bounds).
     pub fn limit(&self, c: Collection) -> u64 {
         match c {
             Collection::Leases => self.leases_max,
@@ -191,7 +163,8 @@ impl TenantQuota {
             Collection::Tombstones
             | Collection::Streams
             | Collection::Queues
-            | Collection::Schedules => Self::OFF,
+            | Collection::Schedules
+            | Collection::Records => Self::OFF,
         }
     }
 
@@ -537,6 +510,10 @@ pub struct StoreConfig {
     /// or above this floor if it is higher; set it when the wall clock may
     /// have stepped back across a restart. At most `u64::MAX / 2`.
     pub fence_floor: u64,
+    /// The record kinds the relay declares, at most
+    /// [`KINDS_MAX`](crate::KINDS_MAX); a kind is named by its place here
+    /// ([`Kind`](crate::Kind)). None by default.
+    pub kinds: Vec<RecordKind>,
 }
 }
 
@@ -596,6 +573,7 @@ impl Default for StoreConfig {
             driver_stall_max: Duration::from_secs(5),
             drain_window_max: Duration::from_secs(60 * 60),
             fence_floor: 0,
+            kinds: Vec::new(),
         }
     }
 }
@@ -617,7 +595,15 @@ impl StoreConfig {
             Collection::Streams => self.streams_max,
             Collection::Queues => self.queues_max,
             Collection::Schedules => self.schedules_max,
+            Collection::Records => self.kinds.iter().fold(0, |n, k| n.saturating_add(k.max)),
         }
+    }
+
+    /// Declares one more record kind, after those declared before.
+    #[must_use]
+    pub fn declare(mut self, kind: RecordKind) -> Self {
+        self.kinds.push(kind);
+        self
     }
 
     /// The name of the field that holds the ceiling on collection `c`.
@@ -634,6 +620,7 @@ impl StoreConfig {
             Collection::Streams => "streams_max",
             Collection::Queues => "queues_max",
             Collection::Schedules => "schedules_max",
+            Collection::Records => "kinds.max",
         }
     }
 
@@ -760,7 +747,13 @@ impl StoreConfig {
                 return invalid(field, "must be positive", zero(field));
             }
         }
-        if let Some(&c) = Collection::ALL.iter().find(|&&c| self.ceiling(c) == 0) {
+        // The records' ceiling is their kinds' together: none declared, none.
+        let bounded = |c: &&Collection| **c != Collection::Records;
+        if let Some(&c) = Collection::ALL
+            .iter()
+            .filter(bounded)
+            .find(|&&c| self.ceiling(c) == 0)
+        {
             let field = Self::ceiling_field(c);
             return invalid(field, "must be positive", zero(field));
         }
@@ -787,7 +780,8 @@ impl StoreConfig {
                 Collection::Tombstones
                 | Collection::Streams
                 | Collection::Queues
-                | Collection::Schedules => {
+                | Collection::Schedules
+                | Collection::Records => {
                     unreachable!("no tenant quota bounds these collections")
                 }
             };
@@ -812,7 +806,7 @@ impl StoreConfig {
         if let Some((field, _)) = sizes.iter().find(|(_, v)| *v == 0) {
             return invalid(field, "must be positive", zero(field));
         }
-        Ok(())
+        crate::contract::kinds::validate(&self.kinds, self.ttl_min, self.ttl_max)
     }
 }
 

@@ -3,6 +3,7 @@
 //! subscriber reads ([`Received`], or a [`RecvError`]).
 
 pub use crate::base::collection::Collection;
+use crate::base::collection::Kind;
 use crate::base::ids::{AttemptId, LeaseId, TenantId};
 use crate::base::name::Holder;
 use std::sync::Arc;
@@ -45,6 +46,15 @@ pub enum RecordId {
     Queue(Arc<str>),
     /// A schedule, by name.
     Schedule(Arc<str>),
+    /// A record of a declared kind, by its kind, its lease and its name.
+    Record {
+        /// Its kind.
+        kind: Kind,
+        /// The lease it hung from.
+        lease: LeaseId,
+        /// Its name.
+        name: Arc<str>,
+    },
 }
 
 /// One removal.

@@ -111,6 +111,9 @@ fn scope_labels(scope: Scope) -> (&'static str, &'static str) {
         Scope::QueueJobsTotal => ("queue_jobs_total", "queues"),
         Scope::QueueBytesTotal => ("queue_bytes_total", "queues"),
         Scope::Named(name) => (name, ""),
+        Scope::KindCeiling(_) => ("collection", collection(Collection::Records)),
+        Scope::KindTenant(_) => ("tenant", collection(Collection::Records)),
+        Scope::KindParent(_) => ("parent", collection(Collection::Records)),
     }
 }
 

@@ -28,7 +28,7 @@
 use crate::base::ids::JobId;
 use crate::base::name::Name;
 use crate::base::time::duration_to_millis_ceil;
-use crate::contract::config::settings;
+use crate::contract::settings::settings;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 

@@ -3,6 +3,7 @@
 //! with time as time remaining.
 
 use crate::base::attrs::Attrs;
+use crate::base::collection::Kind;
 use crate::base::ids::{AttemptId, JoinToken, LeaseId};
 use crate::base::name::{Holder, Name};
 use std::net::SocketAddr;
@@ -193,6 +194,24 @@ pub struct PresenceInfo {
     /// Its version.
     pub version: u64,
     /// Time left before it expires unless refreshed.
+    pub remaining: Duration,
+}
+
+/// A visible record of a declared kind.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordInfo {
+    /// Its kind.
+    pub kind: Kind,
+    /// The lease it hangs from.
+    pub lease: LeaseId,
+    /// Its name within its lease and kind.
+    pub name: Name,
+    /// Its attributes.
+    pub attrs: Attrs,
+    /// Its version.
+    pub version: u64,
+    /// Time left before it expires unless renewed.
     pub remaining: Duration,
 }
 

@@ -66,6 +66,7 @@ impl StoreConfig {
             driver_stall_max,
             drain_window_max,
             fence_floor,
+            kinds,
         );
         // Every field is either run-time or listed above: a field added to the
         // configuration and to neither fails here, in every test.

@@ -173,6 +173,8 @@ fn record_id(collection: Collection, incarnation: u64, id: &str) -> Option<Recor
         Collection::Streams => RecordId::Stream(Arc::from(id)),
         Collection::Queues => RecordId::Queue(Arc::from(id)),
         Collection::Schedules => RecordId::Schedule(Arc::from(id)),
+        // No function announces one: the engine keeps no declared kinds.
+        Collection::Records => return None,
     })
 }
 

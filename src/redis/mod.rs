@@ -475,10 +475,20 @@ impl RedisEngine {
     /// namespace, so give every handle of one namespace the same config
     /// (ADR 0031); [`reconfigure`](Self::reconfigure) and
     /// [`set_quota_policy`](Self::set_quota_policy) change a handle's
-    /// limits later (ADR 0067).
+    /// limits later (ADR 0067). Declared record kinds
+    /// ([`StoreConfig::kinds`]) are kept by the in-memory store only: a
+    /// configuration that declares any is [`Error::InvalidConfig`] naming
+    /// `kinds`.
     pub async fn connect(options: RedisOptions, config: StoreConfig) -> Result<Self> {
         options.validate()?;
         config.validate()?;
+        if !config.kinds.is_empty() {
+            return Err(Error::InvalidConfig {
+                field: "kinds",
+                rule: "declared record kinds are kept by the in-memory store only",
+                values: format!("{} kinds declared", config.kinds.len()),
+            });
+        }
         let ttl = TtlRange::new(config.ttl_min, config.ttl_max)?;
         let conn = Conn::open(&options).await?;
         let sweep_interval = options.sweep_interval;

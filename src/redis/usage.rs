@@ -9,11 +9,13 @@ use crate::contract::config::TenantQuota;
 use crate::contract::usage::{TenantUsage, Usage};
 
 /// The collections the library counts, in the order of its reply: every
-/// one but tombstones, which no tenant quota bounds.
+/// one but tombstones, which no tenant quota bounds, and declared kinds'
+/// records, which this engine keeps none of (it refuses a configuration
+/// that declares kinds).
 fn counted() -> impl Iterator<Item = Collection> {
     Collection::ALL
         .into_iter()
-        .filter(|&c| c != Collection::Tombstones)
+        .filter(|&c| !matches!(c, Collection::Tombstones | Collection::Records))
 }
 
 impl RedisEngine {

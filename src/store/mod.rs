@@ -90,6 +90,7 @@ use kinds::lease::{Lease, LeaseWords};
 use kinds::listing::{Listing, ListingWords};
 use kinds::lock::Lock;
 use kinds::presence::{Presence, PresenceWords};
+use kinds::record::{Declared, DeclaredWords, RecordKey};
 use protocol::name_key::{NameKey, NameLookup};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tenant::{Epoch, Revocations};
@@ -116,10 +117,11 @@ type IdKey = u64;
 /// removes them. A kind's position is its run in a lease's list of
 /// places; its cascade and its audit come from its [`protocol::attach::OnLease`]
 /// implementation.
-const ON_LEASE: [protocol::attach::OnLeaseKind; 3] = [
+const ON_LEASE: [protocol::attach::OnLeaseKind; 4] = [
     protocol::attach::OnLeaseKind::of::<Listing>(),
     protocol::attach::OnLeaseKind::of::<Presence>(),
     protocol::attach::OnLeaseKind::of::<Lock>(),
+    protocol::attach::OnLeaseKind::of::<Declared>(),
 ];
 
 /// Counts of records held, per collection (live or awaiting the sweep).
@@ -131,6 +133,8 @@ pub struct Stats {
     pub listings: usize,
     /// Presence records held.
     pub presence: usize,
+    /// Records of the declared kinds held, every kind together.
+    pub records: usize,
     /// Attempt records held, including remembered consumed tokens.
     pub attempts: usize,
     /// Pending or bound attempts admitted.
@@ -199,6 +203,10 @@ pub(crate) struct Shared {
     tombstones: Table<IdKey, TenantId>,
     listings: NamedTable<NameKey, Listing, ListingWords>,
     presence: NamedTable<NameKey, Presence, PresenceWords>,
+    /// Records of the declared kinds, every kind in one table.
+    records: NamedTable<RecordKey, Declared, DeclaredWords>,
+    /// Each declared kind's store-wide counter, in the kinds' order.
+    kind_ceilings: Box<[Counter]>,
     attempts: SlabTable<Attempt>,
     pending: Counter,
     idempotency: NamedTable<NameKey, Idem>,
@@ -281,6 +289,8 @@ impl Store {
             tombstones: table(&config, Collection::Tombstones, &versions, start),
             listings: table(&config, Collection::Listings, &versions, start),
             presence: table(&config, Collection::Presence, &versions, start),
+            records: table(&config, Collection::Records, &versions, start),
+            kind_ceilings: kinds::record::kind_ceilings(&config.kinds),
             attempts: table(&config, Collection::Replay, &versions, start),
             pending: Counter::new(
                 Scope::Collection(Collection::Attempts),
@@ -357,6 +367,7 @@ impl Store {
             leases: self.shared.leases.len(),
             listings: self.shared.listings.len(),
             presence: self.shared.presence.len(),
+            records: self.shared.records.len(),
             attempts: self.shared.attempts.len(),
             attempts_pending: self.shared.pending.used(),
             tombstones: self.shared.tombstones.len(),
@@ -432,6 +443,7 @@ impl Store {
         // Parents first, so their children go with them as `Cascaded`.
         let mut n = self.sweep_kind::<Lease>(now)
             + self.sweep_kind::<Presence>(now)
+            + self.sweep_kind::<Declared>(now)
             + self.sweep_kind::<Attempt>(now)
             + self.sweep_kind::<Listing>(now);
         // Aged stream entries are not records: they are trimmed, not counted.
@@ -479,6 +491,7 @@ impl Store {
                 Collection::Streams => s.streams.len(),
                 Collection::Queues => s.queues.len(),
                 Collection::Schedules => s.schedules.len(),
+                Collection::Records => s.records.len() as u64,
             };
             crate::contract::metrics::records(
                 crate::contract::metrics::EngineLabel::Memory,

@@ -124,6 +124,7 @@ impl Store {
             Collection::Idempotency => self.shared.idempotency.ceiling(),
             Collection::Tombstones => self.shared.tombstones.ceiling(),
             Collection::Locks => self.shared.locks.ceiling(),
+            Collection::Records => self.shared.records.ceiling(),
             Collection::Streams | Collection::Queues | Collection::Schedules => return None,
         };
         Some(super::Usage {

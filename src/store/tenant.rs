@@ -30,6 +30,7 @@
 //!   holds nothing else.
 
 use super::{Collection, Store};
+use crate::base::collection::Kind;
 use crate::base::error::{Error, Result, Scope};
 use crate::base::faults::{self, StoreFault};
 use crate::base::ids::TenantId;
@@ -39,6 +40,7 @@ use crate::base::time::MonoTime;
 use crate::base::words::LimitSnapshot;
 use crate::contract::config::TenantQuota;
 use crate::contract::events::Cause;
+use crate::contract::kinds::RecordKind;
 use crate::mem::quota::Counter;
 use crate::mem::shard::Upsert;
 use crossbeam_utils::CachePadded;
@@ -68,6 +70,9 @@ pub(crate) struct Tenant {
     /// Leases and listings per holder, for the per-holder quotas that were
     /// on when the tenant registered (`None`: both off, nothing counted).
     holders: Option<Holders>,
+    /// One counter per declared record kind, in the kinds' order, bounded
+    /// by its `per_tenant_max` (empty for a store without kinds).
+    kinds: Box<[Counter]>,
 }
 
 /// A tenant's per-holder counts: `[leases, listings]` by holder, an entry
@@ -87,7 +92,7 @@ fn holder_slot(c: Collection) -> Option<usize> {
 }
 
 impl Tenant {
-    fn new(q: &TenantQuota) -> Self {
+    fn new(q: &TenantQuota, kinds: &[RecordKind]) -> Self {
         let quota = |c: Collection| {
             let limit = q.limit(c);
             let scope = Scope::Tenant(c);
@@ -110,7 +115,18 @@ impl Tenant {
                     counts: Mutex::new(HashMap::new()),
                 })
             },
+            kinds: (0..kinds.len())
+                .filter_map(Kind::at)
+                .map(|kind| {
+                    Counter::new(Scope::KindTenant(kind), kinds[kind.index()].per_tenant_max)
+                })
+                .collect(),
         }
+    }
+
+    /// The tenant's counter of records of declared kind `kind`.
+    pub(super) fn kind_quota(&self, kind: Kind) -> Option<&Counter> {
+        self.kinds.get(kind.index())
     }
 
     /// Whether this tenant counts `c` per holder (decided at registration).
@@ -512,7 +528,7 @@ impl Store {
                 Upsert::Keep(Err(count.refusal(count.used())))
             }
             None => {
-                let tenant = Tenant::new(&q);
+                let tenant = Tenant::new(&q, &self.shared.config.kinds);
                 tenant.holds.store(1, Ordering::Release);
                 let epoch = Arc::new(Epoch {
                     ended: AtomicBool::new(false),

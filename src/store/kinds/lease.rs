@@ -1,6 +1,6 @@
 //! Leases: TTL-bound grants that other records attach to.
 
-use crate::base::error::{Error, Result, Scope};
+use crate::base::error::{Error, Result};
 use crate::base::ids::{LeaseId, TenantId};
 use crate::base::name::Holder;
 use crate::base::name::Name;
@@ -18,7 +18,7 @@ use crate::mem::slab::Slab;
 use crate::mem::table::{Beside, SlotWords};
 use crate::mem::table::{Removed, SlabTable};
 use crate::store::kinds::idempotency::{IdemParams, Outcome};
-use crate::store::protocol::attach::{Child, ChildOf, LeaseChild, Parent};
+use crate::store::protocol::attach::{Child, ChildOf, LeaseChild, Parent, KIND_BITS};
 use crate::store::protocol::decide;
 use crate::store::protocol::retire::Stored;
 use crate::store::protocol::retire::Why;
@@ -75,8 +75,15 @@ struct Rare {
 }
 
 /// A slot in a lease's list taken and not yet confirmed: no slot key is
-/// zero (a slot's generation starts at one).
+/// zero (a slot's generation starts at one). A declared kind's pending
+/// slot carries its kind's number ([`LeaseChild::tag`]).
 const PENDING: u64 = 0;
+
+/// Whether a place in a lease's list is a pending slot: its generation
+/// is zero, whatever kind's number it carries.
+fn is_pending(place: u64) -> bool {
+    place >> 32 == 0
+}
 
 impl LeaseChildren {
     /// Room made at once while the vector is short; past it, it doubles.
@@ -98,29 +105,30 @@ impl LeaseChildren {
         Self::run(kind).map_or(0..0, |run| self.span_of(run))
     }
 
-    /// The places of the confirmed children in run `run`.
+    /// The places of the confirmed children in run `run` (a declared
+    /// kind's without the kind's number they carry here).
     pub(in crate::store) fn places_of_run(&self, run: usize) -> impl Iterator<Item = u64> + '_ {
         self.places[self.span_of(run)]
             .iter()
-            .copied()
-            .filter(|&p| p != PENDING)
+            .filter(|&&p| !is_pending(p))
+            .map(|&p| p & !KIND_BITS)
     }
 
     /// The places of the confirmed children of `kind` (none for streams:
     /// [`streams`](Self::streams)).
-    #[cfg(all(test, not(relaystore_loom)))]
-    fn places(&self, kind: LeaseChild) -> impl Iterator<Item = u64> + '_ {
+    pub(in crate::store) fn places(&self, kind: LeaseChild) -> impl Iterator<Item = u64> + '_ {
+        let tag = kind.tag();
         self.places[self.span(kind)]
             .iter()
-            .copied()
-            .filter(|&p| p != PENDING)
+            .filter(move |&&p| !is_pending(p) && p & KIND_BITS == tag)
+            .map(|&p| p & !KIND_BITS)
     }
 
     /// Slots taken by creations not yet confirmed, of every kind (for
     /// the audit: a store at rest has none).
     #[cfg(any(test, feature = "internals"))]
     pub(in crate::store) fn pending_slots(&self) -> usize {
-        self.places.iter().filter(|&&p| p == PENDING).count()
+        self.places.iter().filter(|&&p| is_pending(p)).count()
     }
 
     /// The streams' names.
@@ -138,15 +146,22 @@ impl LeaseChildren {
     }
 
     /// The slots of `kind` taken: its children and its creations not yet
-    /// confirmed.
+    /// confirmed (of a declared kind, those carrying its number).
     fn held(&self, kind: LeaseChild) -> usize {
-        match Self::run(kind) {
-            Some(_) => self.span(kind).len(),
-            None => self.streams().len(),
+        match (Self::run(kind), kind.kind()) {
+            (Some(_), None) => self.span(kind).len(),
+            (Some(_), Some(_)) => {
+                let tag = kind.tag();
+                self.places[self.span(kind)]
+                    .iter()
+                    .filter(|&&p| p & KIND_BITS == tag)
+                    .count()
+            }
+            (None, _) => self.streams().len(),
         }
     }
 
-    /// Puts `entry` at the end of `kind`'s run.
+    /// Puts `entry` at the end of `kind`'s run, with its kind's number.
     fn push(&mut self, kind: LeaseChild, entry: u64) {
         let Some(run) = Self::run(kind) else {
             return;
@@ -159,17 +174,20 @@ impl LeaseChildren {
             };
             self.places.reserve_exact(more);
         }
-        self.places.insert(self.ends[run] as usize, entry);
+        self.places
+            .insert(self.ends[run] as usize, entry | kind.tag());
         for end in &mut self.ends[run..] {
             *end += 1;
         }
     }
 
-    /// Takes the last `entry` out of `kind`'s run, if it is there.
+    /// Takes the last `entry` of `kind` out of `kind`'s run, if it is
+    /// there.
     fn remove(&mut self, kind: LeaseChild, entry: u64) {
         let (Some(run), span) = (Self::run(kind), self.span(kind)) else {
             return;
         };
+        let entry = entry | kind.tag();
         if let Some(i) = self.places[span.clone()].iter().rposition(|&p| p == entry) {
             self.places.remove(span.start + i);
             for end in &mut self.ends[run..] {
@@ -187,10 +205,10 @@ impl LeaseChildren {
     /// Turns one of `kind`'s pending slots into `place`; false if none is
     /// pending.
     fn confirm(&mut self, kind: LeaseChild, place: u64) -> bool {
-        let span = self.span(kind);
-        match self.places[span].iter_mut().find(|p| **p == PENDING) {
+        let (span, tag) = (self.span(kind), kind.tag());
+        match self.places[span].iter_mut().find(|p| **p == PENDING | tag) {
             Some(slot) => {
-                *slot = place;
+                *slot = place | tag;
                 true
             }
             None => false,
@@ -204,7 +222,7 @@ impl LeaseChildren {
 
     /// Takes `place` out of `kind`'s run, if it is there.
     fn remove_place(&mut self, kind: LeaseChild, place: u64) {
-        if place != PENDING {
+        if !is_pending(place) {
             self.remove(kind, place);
         }
     }
@@ -827,7 +845,7 @@ impl Store {
                 let held = children.held(kind);
                 if held >= cap {
                     let (cap, held) = (cap as u64, held as u64);
-                    return Err(Error::capacity(Scope::Parent(kind.collection()), cap, held));
+                    return Err(Error::capacity(kind.scope(), cap, held));
                 }
                 match stream {
                     Some(name) => children.push_stream(name.clone()),
@@ -1114,27 +1132,30 @@ mod tests {
         use crate::store::protocol::attach::{LeaseChild, OnLease};
         let (members, listings) = (Presence::CHILD, Listing::CHILD);
         let (locks, streams) = (Lock::CHILD, LeaseChild::STREAMS);
+        // A place is a slot key: a generation of at least one above the
+        // slot's index.
+        let p = |index: u64| (1 << 32) | index;
         let mut c = LeaseChildren::default();
         for kind in [members, listings, members, locks, listings] {
             c.reserve(kind);
         }
         assert_eq!((c.held(members), c.pending_slots()), (2, 5));
         let places = |c: &LeaseChildren, kind| c.places(kind).collect::<Vec<_>>();
-        assert!(!c.confirm(streams, 9), "a stream has no place");
+        assert!(!c.confirm(streams, p(9)), "a stream has no place");
         for (kind, place) in [
-            (members, 11),
-            (listings, 21),
-            (members, 12),
-            (locks, 31),
-            (listings, 22),
+            (members, p(11)),
+            (listings, p(21)),
+            (members, p(12)),
+            (locks, p(31)),
+            (listings, p(22)),
         ] {
             assert!(c.confirm(kind, place), "{kind:?} {place}");
         }
-        assert!(!c.confirm(members, 13), "no member's slot was taken");
+        assert!(!c.confirm(members, p(13)), "no member's slot was taken");
         c.push_stream(Name::new("s1"));
-        assert_eq!(places(&c, listings), [21, 22]);
-        assert_eq!(places(&c, locks), [31]);
-        assert_eq!(places(&c, members), [11, 12]);
+        assert_eq!(places(&c, listings), [p(21), p(22)]);
+        assert_eq!(places(&c, locks), [p(31)]);
+        assert_eq!(places(&c, members), [p(11), p(12)]);
         assert_eq!(places(&c, streams), [] as [u64; 0]);
         assert_eq!(c.pending_slots(), 0);
         c.reserve(members);
@@ -1142,19 +1163,52 @@ mod tests {
         c.give_back(members);
         c.give_back(members); // none pending: nothing
         assert_eq!((c.held(members), c.pending_slots()), (2, 0));
-        c.remove_place(members, 11);
-        c.remove_place(locks, 12); // not a lock's place: nothing
-        c.remove_place(listings, 21);
-        assert_eq!(places(&c, listings), [22]);
-        assert_eq!(places(&c, locks), [31]);
-        assert_eq!(places(&c, members), [12]);
+        c.remove_place(members, p(11));
+        c.remove_place(locks, p(12)); // not a lock's place: nothing
+        c.remove_place(listings, p(21));
+        assert_eq!(places(&c, listings), [p(22)]);
+        assert_eq!(places(&c, locks), [p(31)]);
+        assert_eq!(places(&c, members), [p(12)]);
         assert_eq!(c.streams().len(), 1);
         c.remove_stream("s1");
-        for (kind, place) in [(locks, 31), (listings, 22), (members, 12)] {
+        for (kind, place) in [(locks, p(31)), (listings, p(22)), (members, p(12))] {
             c.remove_place(kind, place);
         }
         assert!(c.places.is_empty() && c.rare.is_none());
         assert_eq!(c.ends, [0; ON_LEASE.len()]);
+    }
+
+    /// Declared kinds share one run, each place carrying its kind's
+    /// number: each kind counts, confirms and gives back only its own, and
+    /// the run hands out the places without the number.
+    #[test]
+    fn declared_kinds_share_a_run_and_keep_to_their_own() {
+        use crate::base::collection::Kind;
+        use crate::store::kinds::record::Declared;
+        use crate::store::protocol::attach::OnLease;
+        let p = |index: u64| (1 << 32) | index;
+        let [a, b] = [0, 15].map(|k| Declared::CHILD.of_kind(Kind::at(k).unwrap()));
+        let mut c = LeaseChildren::default();
+        for kind in [a, b, b] {
+            c.reserve(kind);
+        }
+        assert_eq!((c.held(a), c.held(b), c.pending_slots()), (1, 2, 3));
+        assert!(c.confirm(b, p(7)) && c.confirm(b, p(8)));
+        assert!(!c.confirm(b, p(9)), "no other slot of b is pending");
+        assert!(c.confirm(a, p(7)), "the same place under another kind");
+        let run = ON_LEASE.len() - 1;
+        assert_eq!(c.places_of_run(run).collect::<Vec<_>>(), [p(7), p(7), p(8)]);
+        assert_eq!(c.places(b).collect::<Vec<_>>(), [p(7), p(8)]);
+        c.remove_place(a, p(8)); // b's, not a's: nothing
+        assert_eq!((c.held(a), c.held(b)), (1, 2));
+        c.remove_place(b, p(7));
+        assert_eq!(c.places(a).collect::<Vec<_>>(), [p(7)]);
+        assert_eq!(c.places(b).collect::<Vec<_>>(), [p(8)]);
+        c.reserve(a);
+        c.give_back(b); // none of b's pending: nothing
+        assert_eq!((c.held(a), c.pending_slots()), (2, 1));
+        c.give_back(a);
+        assert_eq!((c.held(a), c.pending_slots()), (1, 0));
     }
 
     #[test]

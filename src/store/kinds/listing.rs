@@ -199,6 +199,11 @@ impl OnLease for Listing {
     fn key_at(store: &Store, place: u64) -> Option<NameKey> {
         store.shared.listings.key_at(place)
     }
+
+    #[cfg(any(test, feature = "internals"))]
+    fn named(key: &NameKey) -> (TenantId, Name) {
+        key.clone()
+    }
 }
 
 impl Child for Listing {

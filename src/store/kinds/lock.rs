@@ -75,6 +75,11 @@ impl OnLease for Lock {
     fn key_at(store: &Store, place: u64) -> Option<NameKey> {
         store.shared.locks.key_at(place)
     }
+
+    #[cfg(any(test, feature = "internals"))]
+    fn named(key: &NameKey) -> (TenantId, Name) {
+        key.clone()
+    }
 }
 
 impl Child for Lock {

@@ -8,3 +8,4 @@ pub(in crate::store) mod lease;
 pub(in crate::store) mod listing;
 pub(in crate::store) mod lock;
 pub(in crate::store) mod presence;
+pub(in crate::store) mod record;

@@ -101,6 +101,11 @@ impl OnLease for Presence {
     fn key_at(store: &Store, place: u64) -> Option<NameKey> {
         store.shared.presence.key_at(place)
     }
+
+    #[cfg(any(test, feature = "internals"))]
+    fn named(key: &NameKey) -> (TenantId, Name) {
+        key.clone()
+    }
 }
 
 impl Child for Presence {

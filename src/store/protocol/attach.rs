@@ -55,7 +55,8 @@
 //! visible from the moment it exists (a lock's fence is readable the
 //! moment the lock is held).
 
-use crate::base::error::{Error, Result};
+use crate::base::collection::{Kind, KINDS_MAX};
+use crate::base::error::{Error, Result, Scope};
 use crate::base::ids::TenantId;
 use crate::base::name::Holder;
 use crate::base::name::Name;
@@ -65,10 +66,9 @@ use crate::contract::config::{Limits, StoreConfig};
 use crate::contract::events::Cause;
 use crate::mem::quota::{Counter, Reservation};
 use crate::mem::record::Stamp;
-use crate::store::protocol::name_key::NameKey;
 use crate::store::protocol::retire::{Stored, Why};
 use crate::store::protocol::visible::Ancestry;
-use crate::store::tenant::{Epoch, Owner, TenantIndex};
+use crate::store::tenant::{Epoch, Owner, Tenant, TenantIndex};
 use crate::store::{owned_by, protocol::decide, Collection, Store};
 use std::cell::Cell;
 
@@ -101,6 +101,17 @@ pub(in crate::store) trait Child: Stored {
     /// Keeps the holder the creation counted this record against, for the
     /// removal that gives it back (a lease has its holder already).
     fn count_holder(&mut self, _holder: Holder) {}
+    /// A declared kind's counters of the record under `key`, besides its
+    /// collection's: the kind's quota in `tenant`, taken after the
+    /// tenant's quotas, and the kind's store-wide ceiling, taken with the
+    /// shared scopes. None for the built-in kinds.
+    fn kind_counters<'s, 't>(
+        _store: &'s Store,
+        _tenant: &'t Tenant,
+        _key: &Self::Key,
+    ) -> Option<(&'t Counter, &'s Counter)> {
+        None
+    }
 }
 
 /// The kind of child a lease keeps: its collection, where the lease keeps
@@ -113,6 +124,28 @@ pub(in crate::store) struct LeaseChild {
     /// [`ON_LEASE`](crate::store::ON_LEASE); `None` for streams, kept by name.
     run: Option<usize>,
     cap: fn(&StoreConfig) -> usize,
+    /// For a declared kind's records, which share one run: the kind, whose
+    /// number each of their places carries ([`tag`](Self::tag)) and whose
+    /// cap is its own.
+    kind: Option<Kind>,
+}
+
+/// Where a declared kind's number sits in a place (a slot key) and in a
+/// record's lease word: the bits above a slot's index, which is below
+/// [`SLOTS_MAX`](crate::base::ids::SLOTS_MAX) (2^28), and below its
+/// generation.
+pub(in crate::store) const KIND_SHIFT: u32 = crate::base::ids::SLOTS_MAX.trailing_zeros();
+
+/// The bits of a place that hold a kind's number.
+pub(in crate::store) const KIND_BITS: u64 = ((KINDS_MAX as u64) - 1) << KIND_SHIFT;
+
+// Every kind's number fits below a slot key's generation.
+const _: () = assert!((KINDS_MAX as u64) << KIND_SHIFT <= 1 << 32);
+
+/// `word` (a place or a lease's key, whose kind bits are zero) with
+/// `kind`'s number in its kind bits.
+pub(in crate::store) fn tagged(word: u64, kind: Kind) -> u64 {
+    word | (kind.index() as u64) << KIND_SHIFT
 }
 
 impl std::fmt::Debug for LeaseChild {
@@ -127,7 +160,28 @@ impl LeaseChild {
         collection: Collection::Streams,
         run: None,
         cap: |config| config.streams_per_lease_max,
+        kind: None,
     };
+
+    /// The records of declared kind `kind`, in the run of the records'
+    /// collection.
+    pub(in crate::store) fn of_kind(self, kind: Kind) -> LeaseChild {
+        LeaseChild {
+            kind: Some(kind),
+            ..self
+        }
+    }
+
+    /// The bits its places carry: its kind's number, for a declared
+    /// kind's records; none for the other kinds.
+    pub(in crate::store) fn tag(self) -> u64 {
+        self.kind.map_or(0, |kind| tagged(0, kind))
+    }
+
+    /// The declared kind whose records these are, if they are.
+    pub(in crate::store) fn kind(self) -> Option<Kind> {
+        self.kind
+    }
 
     /// A record kind a lease keeps by place, in the run its position in
     /// [`ON_LEASE`](crate::store::ON_LEASE) gives it: a kind missing there does
@@ -140,15 +194,12 @@ impl LeaseChild {
                     collection,
                     run: Some(run),
                     cap,
+                    kind: None,
                 };
             }
             run += 1;
         }
         panic!("a record kind a lease keeps by place is listed in ON_LEASE")
-    }
-
-    pub(in crate::store) fn collection(self) -> Collection {
-        self.collection
     }
 
     /// Its run among a lease's places; `None` for streams.
@@ -157,7 +208,21 @@ impl LeaseChild {
     }
 
     pub(in crate::store) fn cap(self, config: &StoreConfig) -> usize {
-        (self.cap)(config)
+        match self.kind {
+            Some(kind) => config
+                .kinds
+                .get(kind.index())
+                .map_or(0, |k| k.per_lease_max),
+            None => (self.cap)(config),
+        }
+    }
+
+    /// The scope a full list refuses with.
+    pub(in crate::store) fn scope(self) -> Scope {
+        match self.kind {
+            Some(kind) => Scope::KindParent(kind),
+            None => Scope::Parent(self.collection),
+        }
     }
 }
 
@@ -166,7 +231,7 @@ impl LeaseChild {
 /// lease's list, its cascade and the audit are written once for every
 /// such kind. A kind is one `impl` of this and a line in
 /// [`ON_LEASE`](crate::store::ON_LEASE).
-pub(in crate::store) trait OnLease: Child<Key = NameKey> {
+pub(in crate::store) trait OnLease: Child {
     /// Its collection.
     const COLLECTION: Collection;
     /// Its cap per lease.
@@ -176,7 +241,12 @@ pub(in crate::store) trait OnLease: Child<Key = NameKey> {
     /// The lease the record hangs from, if any.
     fn lease_of(&self) -> Option<u64>;
     /// The key of the record at `place`, if it is still there.
-    fn key_at(store: &Store, place: u64) -> Option<NameKey>;
+    fn key_at(store: &Store, place: u64) -> Option<Self::Key>;
+    /// The tenant of the record under `key`, and the name its lease's
+    /// list knows it by in the audit (unique among the lease's children
+    /// of its collection).
+    #[cfg(any(test, feature = "internals"))]
+    fn named(key: &Self::Key) -> (TenantId, Name);
 }
 
 /// A kind of [`OnLease`] as [`ON_LEASE`](crate::store::ON_LEASE) lists it.
@@ -189,9 +259,10 @@ pub(in crate::store) struct OnLeaseKind {
     /// The table's records, its ceiling's count and its wheel entries.
     #[cfg(any(test, feature = "internals"))]
     pub(in crate::store) held: fn(&Store) -> (usize, u64, usize),
-    /// The key of the record at a place, if it is still there.
+    /// The tenant and audit name ([`OnLease::named`]) of the record at a
+    /// place, if it is still there.
     #[cfg(any(test, feature = "internals"))]
-    pub(in crate::store) key_at: fn(&Store, u64) -> Option<NameKey>,
+    pub(in crate::store) key_at: fn(&Store, u64) -> Option<(TenantId, Name)>,
     /// Each record's tenant, whether it is attached, its lease and its
     /// name.
     #[cfg(any(test, feature = "internals"))]
@@ -214,11 +285,13 @@ impl OnLeaseKind {
                 (table.len(), table.ceiling().used(), table.scheduled())
             },
             #[cfg(any(test, feature = "internals"))]
-            key_at: K::key_at,
+            key_at: |store, place| K::key_at(store, place).map(|key| K::named(&key)),
             #[cfg(any(test, feature = "internals"))]
             each: |store, f| {
-                K::table(store)
-                    .for_each(|(tenant, name), v, _| f(*tenant, v.attached(), v.lease_of(), name))
+                K::table(store).for_each(|key, v, _| {
+                    let (tenant, name) = K::named(key);
+                    f(tenant, v.attached(), v.lease_of(), &name)
+                })
             },
         }
     }
@@ -368,6 +441,10 @@ struct Pending<'s, 'e, C: Child> {
     /// How many of `C::QUOTAS` are held.
     quotas: usize,
     shared: Option<&'s Counter>,
+    /// A declared kind's unit in the tenant's count of its records, and
+    /// in the store's.
+    kind_tenant: Option<&'e Counter>,
+    kind_shared: Option<&'s Counter>,
     /// The key and version of the inserted, not yet attached record.
     inserted: Option<(C::Key, u64)>,
     /// The place the parent's slot was confirmed with, if it was.
@@ -383,6 +460,8 @@ impl<C: Child> Pending<'_, '_, C> {
         self.slot = false;
         self.quotas = 0;
         self.shared = None;
+        self.kind_tenant = None;
+        self.kind_shared = None;
         self.inserted = None;
         self.holder = None;
     }
@@ -401,6 +480,12 @@ impl<C: Child> Drop for Pending<'_, '_, C> {
         }
         if let Some(shared) = self.shared.take() {
             shared.release(1);
+        }
+        for counter in [self.kind_shared.take(), self.kind_tenant.take()]
+            .into_iter()
+            .flatten()
+        {
+            counter.release(1);
         }
         for &c in &C::QUOTAS[..self.quotas] {
             self.epoch.tenant.quota(c).release(1);
@@ -501,6 +586,8 @@ impl Store {
             slot: false,
             quotas: 0,
             shared: None,
+            kind_tenant: None,
+            kind_shared: None,
             inserted: None,
             confirmed: None,
             holder: None,
@@ -555,12 +642,21 @@ impl Store {
             epoch.tenant.quota(c).acquire_under(1, limit)?;
             pending.quotas += 1;
         }
+        let kind = C::kind_counters(self, &epoch.tenant, &key);
+        if let Some((in_tenant, _)) = kind {
+            in_tenant.acquire(1)?;
+            pending.kind_tenant = Some(in_tenant);
+        }
         drop(early);
         seam::after(seam::Step::Reserved);
         // Shared scopes: store-wide counters, then the table's ceiling.
         if let (Some(shared), Some(limit)) = (shared, shared_limit) {
             shared.acquire_under(1, limit)?;
             pending.shared = Some(shared);
+        }
+        if let Some((_, in_store)) = kind {
+            in_store.acquire(1)?;
+            pending.kind_shared = Some(in_store);
         }
         let born = matches!(pending.parent, Parent::None);
         // The insert below runs at most twice, and builds the record only
