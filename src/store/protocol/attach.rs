@@ -889,7 +889,7 @@ mod tests {
     /// store must be exactly as before (audit, stats, digest), and the same
     /// creation must then succeed (nothing left answering `InFlight`).
     fn rolls_back(step: Step, create: impl Fn(&Store) -> Result<(), Error>) {
-        let s = Store::new(StoreConfig::default(), Arc::new(ManualClock::new())).unwrap();
+        let s = Store::new(one_kind(), Arc::new(ManualClock::new())).unwrap();
         let lease = s.grant(T, "h", TTL, None).unwrap().id;
         s.publish(T, lease, "lobby", b"", None).unwrap();
         let setup = |s: &Store| {
@@ -905,6 +905,19 @@ mod tests {
         assert_eq!((s.stats(), s.digest()), before, "after {step:?}");
         create(&s).unwrap_or_else(|e| panic!("retry after a panic at {step:?}: {e}"));
         s.audit().unwrap();
+    }
+
+    /// The default limits and one declared kind, which holds one record
+    /// in all: a unit a creation kept would refuse the next one.
+    fn one_kind() -> StoreConfig {
+        let kind = crate::contract::kinds::RecordKind::new("perm")
+            .per_tenant_max(1)
+            .max(1);
+        StoreConfig::default().declare(kind)
+    }
+
+    fn perm() -> crate::base::collection::Kind {
+        crate::base::collection::Kind::at(0).unwrap()
     }
 
     fn lease_of(s: &Store) -> crate::base::ids::LeaseId {
@@ -925,6 +938,10 @@ mod tests {
                 guard.map(drop).ok_or(Error::InFlight)
             });
             rolls_back(step, |s| s.begin_join(T, "lobby", "c", TTL, None).map(drop));
+            rolls_back(step, |s| {
+                s.put_record(T, perm(), lease_of(s), "r", TTL, None)
+                    .map(drop)
+            });
         }
         // Records without a parent are visible from their insert on: only
         // the step before it can roll back.
@@ -997,6 +1014,25 @@ mod tests {
             s.audit().unwrap_or_else(|e| panic!("after {step:?}: {e}"));
             s.heartbeat(T, "m", TTL, None, None)
                 .unwrap_or_else(|e| panic!("the name after {step:?}: {e}"));
+        }
+        // A declared record, whose kind holds one record in all: its units
+        // come back whichever way the creation ended.
+        for step in [Step::Reserved, Step::Inserted, Step::Confirmed] {
+            let s = Store::new(one_kind(), Arc::new(ManualClock::new())).unwrap();
+            let lease = s.grant(T, "h", TTL, None).unwrap().id;
+            let revoker = s.clone();
+            run_after(step, move || revoker.revoke(T, lease).unwrap());
+            let made = s.put_record(T, perm(), lease, "r", TTL, None);
+            assert_eq!(
+                made.map(drop),
+                Err(Error::Revoked),
+                "revoked after {step:?}"
+            );
+            assert_eq!(s.stats().records, 0, "after {step:?}");
+            s.audit().unwrap_or_else(|e| panic!("after {step:?}: {e}"));
+            let again = s.grant(T, "h", TTL, None).unwrap().id;
+            s.put_record(T, perm(), again, "r", TTL, None)
+                .unwrap_or_else(|e| panic!("the kind's unit after {step:?}: {e}"));
         }
     }
 
