@@ -1,7 +1,9 @@
 //! Cancellation on the Redis engine (SPEC §8): a caller that drops a
-//! call's future mid-flight (here, a timeout of a few hundred microseconds
-//! to a few milliseconds, so drops land before the request is sent, while
-//! the server runs it, and after) leaves nothing partial. During churn on
+//! call's future mid-flight (here, a timeout drawn from zero to twice the
+//! time a grant takes on the target, measured first: on a cluster a
+//! creation takes its room before its record, so its calls take longer;
+//! drops land before the request is sent, while the server runs it, and
+//! after) leaves nothing partial. During churn on
 //! two handles, every dropped or finished call's record either exists whole
 //! or not at all: once every deadline has passed and the sweeper has run,
 //! the tenant holds nothing, the store-wide ceilings count nothing, and no
@@ -49,11 +51,30 @@ impl Rng {
     }
 }
 
-/// `call` under a timeout drawn from 0 to 400 µs (a loopback call takes
-/// about 100 µs): `None` if it was dropped.
-async fn maybe<T>(rng: &mut Rng, call: impl Future<Output = T>) -> Option<T> {
-    let budget = Duration::from_micros(rng.next() % 400);
+/// A worker's generator, and the longest timeout it draws (µs).
+struct Draws {
+    rng: Rng,
+    budget_max_us: u64,
+}
+
+/// `call` under a timeout drawn from 0 to the worker's longest: `None`
+/// if it was dropped.
+async fn maybe<T>(draws: &mut Draws, call: impl Future<Output = T>) -> Option<T> {
+    let budget = Duration::from_micros(draws.rng.next() % draws.budget_max_us);
     tokio::time::timeout(budget, call).await.ok()
+}
+
+/// The median time of a grant on `e`, unhurried (its leases expire with
+/// the rest).
+async fn grant_time(e: &RedisEngine) -> Duration {
+    let mut took = Vec::new();
+    for _ in 0..21 {
+        let started = std::time::Instant::now();
+        e.grant(T, "probe", TTL, None).await.unwrap();
+        took.push(started.elapsed());
+    }
+    took.sort();
+    took[took.len() / 2]
 }
 
 fn addr(port: u16) -> SocketAddr {
@@ -62,16 +83,24 @@ fn addr(port: u16) -> SocketAddr {
 
 /// One worker's churn: grants, publishes, joins bound and consumed,
 /// heartbeats, locks and revocations, each under a random timeout, the
-/// next call using whatever the earlier ones returned.
-async fn churn(e: RedisEngine, seed: u64) -> usize {
-    let mut rng = Rng(seed | 1);
+/// next call using whatever the earlier ones returned. Returns the calls
+/// dropped and the grants that answered.
+async fn churn(e: RedisEngine, seed: u64, budget_max_us: u64) -> (usize, usize) {
+    let mut rng = Draws {
+        rng: Rng(seed | 1),
+        budget_max_us,
+    };
     let mut dropped = 0;
+    let mut granted = 0;
     let mut leases = Vec::new();
     for i in 0..ROUNDS {
         let key = format!("k{seed}-{i}");
-        match rng.next() % 6 {
+        match rng.rng.next() % 6 {
             0 | 1 => match maybe(&mut rng, e.grant(T, "h", TTL, Some(&key))).await {
-                Some(Ok(g)) => leases.push(g.id),
+                Some(Ok(g)) => {
+                    granted += 1;
+                    leases.push(g.id)
+                }
                 Some(Err(err)) => panic!("grant: {err:?}"),
                 None => dropped += 1,
             },
@@ -136,7 +165,7 @@ async fn churn(e: RedisEngine, seed: u64) -> usize {
             }
         }
     }
-    dropped
+    (dropped, granted)
 }
 
 #[test]
@@ -147,17 +176,27 @@ fn calls_dropped_mid_flight_leave_nothing_partial() {
         for e in &engines {
             heard.push(e.subscribe().await.unwrap());
         }
+        let took = grant_time(&engines[0]).await;
+        let budget_max_us = (2 * took.as_micros() as u64).max(100);
         let workers: Vec<_> = (0..4u64)
             .map(|w| {
                 let e = engines[(w % 2) as usize].clone();
-                tokio::spawn(churn(e, 0x9E37 + w * 7919))
+                tokio::spawn(churn(e, 0x9E37 + w * 7919, budget_max_us))
             })
             .collect();
-        let mut dropped = 0;
+        let (mut dropped, mut granted) = (0, 0);
         for w in workers {
-            dropped += w.await.unwrap();
+            let (d, g) = w.await.unwrap();
+            dropped += d;
+            granted += g;
         }
+        // Both kinds of outcome, many times: drops, and calls that
+        // answered (a grant takes `took`).
         assert!(dropped > 50, "{name}: only {dropped} calls were dropped");
+        assert!(
+            granted >= 10,
+            "{name}: only {granted} grants answered within {budget_max_us} µs (a grant took {took:?})"
+        );
         // Past every deadline, every replay grace and idempotency TTL, and
         // every reservation's horizon (a record's life plus the cluster's
         // clock skew allowance): everything has gone, whole.
