@@ -172,7 +172,12 @@ impl RedisEngine {
         addr: SocketAddr,
     ) -> Result<()> {
         let cap = self.config().endpoints_per_lease_max;
-        let args = args![lease.seq().to_string(), addr.to_string(), cap.to_string()];
+        let args = scripts::ObserveArgs {
+            seq: lease.seq().into(),
+            address: addr.to_string().into(),
+            per_lease_max: cap.into(),
+        }
+        .encode();
         self.existing(scripts::OBSERVE, tenant, lease, args)
             .await
             .map(drop)
@@ -180,7 +185,10 @@ impl RedisEngine {
 
     /// The endpoints observed for a live lease, most recently seen first.
     pub async fn endpoints(&self, tenant: TenantId, lease: LeaseId) -> Result<Vec<EndpointSeen>> {
-        let args = args![lease.seq().to_string()];
+        let args = scripts::EndpointsArgs {
+            seq: lease.seq().into(),
+        }
+        .encode();
         let reply = self
             .existing(scripts::ENDPOINTS, tenant, lease, args)
             .await?;

@@ -38,15 +38,18 @@ impl RedisEngine {
         let ttl_ms = self.ttl_ms(ttl)?;
         let config = self.config();
         let quota = self.quota(tenant);
-        let args = args![
-            name.to_owned(),
-            owner.to_owned(),
-            ttl_ms.to_string(),
-            lease.map_or_else(String::new, |l| l.seq().to_string()),
-            quota_arg(quota.locks_max),
-            config.locks_per_lease_max.to_string(),
-            self.keep_ms().to_string(),
-        ];
+        let args = scripts::TryLockArgs {
+            name: name.into(),
+            owner: owner.into(),
+            ttl: ttl_ms.into(),
+            lease: lease
+                .map_or_else(String::new, |l| l.seq().to_string())
+                .into(),
+            quota: quota_arg(quota.locks_max).into(),
+            per_lease_max: config.locks_per_lease_max.into(),
+            keep: self.keep_ms().into(),
+        }
+        .encode();
         let issued = lease.map_or(Issued::Nothing, |l| Issued::Id(l.incarnation(), l.seq()));
         let Some(reply) = self
             .run(scripts::TRY_LOCK, tenant, Mode::Creating, issued, args)
@@ -76,7 +79,7 @@ impl RedisEngine {
                 tenant,
                 Mode::Existing,
                 Issued::Nothing,
-                args![name],
+                scripts::GetLockArgs { name: name.into() }.encode(),
             )
             .await?;
         Ok(LockInfo {
@@ -99,12 +102,13 @@ impl RedisEngine {
     ) -> Result<Renewal> {
         self.check_name(name)?;
         let ttl_ms = self.ttl_ms(ttl)?;
-        let args = args![
-            name.to_owned(),
-            fence.to_string(),
-            ttl_ms.to_string(),
-            self.keep_ms().to_string(),
-        ];
+        let args = scripts::RenewLockArgs {
+            name: name.into(),
+            fence: fence.into(),
+            ttl: ttl_ms.into(),
+            keep: self.keep_ms().into(),
+        }
+        .encode();
         let reply = self
             .answer(
                 scripts::RENEW_LOCK,
@@ -124,7 +128,11 @@ impl RedisEngine {
     /// Idempotent, and never releases a later holder's lock.
     pub async fn release_lock(&self, tenant: TenantId, name: &str, fence: u64) -> Result<()> {
         self.check_name(name)?;
-        let args = args![name.to_owned(), fence.to_string()];
+        let args = scripts::ReleaseLockArgs {
+            name: name.into(),
+            fence: fence.into(),
+        }
+        .encode();
         match self
             .run(
                 scripts::RELEASE_LOCK,

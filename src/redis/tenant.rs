@@ -25,7 +25,10 @@ impl RedisEngine {
                 tenant,
                 Mode::Existing,
                 Issued::Nothing,
-                args![tombstone.to_string()],
+                scripts::RevokeTenantArgs {
+                    tombstone_ttl: tombstone.into(),
+                }
+                .encode(),
             )
             .await?
         {

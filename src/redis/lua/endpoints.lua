@@ -1,7 +1,7 @@
 -- function: read
--- endpoints: ARGV[3] lease sequence number. Reply: {OK, then address and
--- age (ms) of each endpoint seen, most recent first}.
-local seq = ARGV[3]
+-- arguments: seq
+-- endpoints: `seq` the lease's sequence number. Reply: {OK, then address
+-- and age (ms) of each endpoint seen, most recent first}.
 local state = lease_state(seq)
 if state ~= OK then
   return {state}

@@ -1,6 +1,7 @@
 -- function: read
--- get_lock: ARGV[3] name. Reply: {OK, holder, fence, version, remaining}.
-local l = call('HMGET', R .. 'k:' .. ARGV[3], 'h', 'f', 'v', 'd', 'l')
+-- arguments: name
+-- get_lock: reply {OK, holder, fence, version, remaining}.
+local l = call('HMGET', R .. 'k:' .. name, 'h', 'f', 'v', 'd', 'l')
 if not l[1] or tonumber(l[4]) <= NOW or (l[5] ~= '' and lease_state(l[5]) ~= OK) then
   return {NOT_FOUND}
 end

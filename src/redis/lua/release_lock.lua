@@ -1,8 +1,9 @@
 -- function: frees
--- release_lock: ARGV[3] name, ARGV[4] fence. Idempotent; never releases a
+-- arguments: name, fence
+-- release_lock: idempotent; never releases a
 -- later holder's lock. Reply: {OK}. (A fence from before this
 -- incarnation is answered by the engine before the call.)
-local name, fence = ARGV[3], tonumber(ARGV[4])
+fence = tonumber(fence)
 local k = R .. 'k:' .. name
 local f = call('HGET', k, 'f')
 if f and tonumber(f) == fence then

@@ -1,10 +1,11 @@
 -- function: tenant, replicated
--- renew_lock: ARGV[3] name, ARGV[4] fence, ARGV[5] ttl (ms), ARGV[6] how
--- long the key outlives the deadline (ms). Reply: {OK, version, remaining};
+-- arguments: name, fence, ttl, keep
+-- renew_lock: `ttl` in ms; `keep` how long the key outlives the deadline
+-- (ms). Reply: {OK, version, remaining};
 -- EXPIRED once it lapsed (also when another owner took it since),
 -- NOT_FOUND after a release or once its lease is gone. (A fence from
 -- before this incarnation is answered by the engine before the call.)
-local name, fence, ttl = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
+fence, ttl = tonumber(fence), tonumber(ttl)
 local k = R .. 'k:' .. name
 local l = call('HMGET', k, 'f', 'v', 'd', 'l', 'z')
 if not l[1] then
@@ -25,6 +26,6 @@ if not z then
   return {ROOM}
 end
 call('HSET', k, 'v', num(v), 'd', num(d), 'z', z)
-call('PEXPIREAT', k, num(d + tonumber(ARGV[6])))
+call('PEXPIREAT', k, num(d + tonumber(keep)))
 index_at(LOCKS, d, name, tonumber(l[3]))
 return {OK, v, ttl}

@@ -1,10 +1,11 @@
 -- function: tenant, replicated
--- try_lock: ARGV[3] name, ARGV[4] owner, ARGV[5] ttl (ms), ARGV[6] the lease
--- sequence number to attach to ('' for none), ARGV[7] the tenant's lock
--- quota (-1: off), ARGV[8] locks_per_lease_max, ARGV[9] how long the key
--- outlives the deadline (ms). Reply: {OK, fence, version, remaining} or
--- {HELD} when another live owner holds it.
-local name, owner, ttl, lease = ARGV[3], ARGV[4], tonumber(ARGV[5]), ARGV[6]
+-- arguments: name, owner, ttl, lease, quota, per_lease_max, keep
+-- try_lock: `ttl` in ms; `lease` the sequence number of the lease to
+-- attach to ('' for none); `quota` the tenant's lock quota (-1: off);
+-- `per_lease_max` locks_per_lease_max; `keep` how long the key outlives
+-- the deadline (ms). Reply: {OK, fence, version, remaining} or {HELD} when
+-- another live owner holds it.
+ttl = tonumber(ttl)
 local k = R .. 'k:' .. name
 reap(REAP_MAX)
 local cur = call('HMGET', k, 'd', 'l')
@@ -21,12 +22,12 @@ if lease ~= '' then
   if state ~= OK then
     return {state}
   end
-  local refused = parent_full(R .. 'la:' .. lease, tonumber(ARGV[8]), PARENT_SCOPE.k)
+  local refused = parent_full(R .. 'la:' .. lease, tonumber(per_lease_max), PARENT_SCOPE.k)
   if refused then
     return refused
   end
 end
-local refused = full(LOCKS, tonumber(ARGV[7]), TENANT_SCOPE.k)
+local refused = full(LOCKS, tonumber(quota), TENANT_SCOPE.k)
 if refused then
   return refused
 end
@@ -38,7 +39,7 @@ end
 local f = next_fence()
 call('HSET', k, 'h', owner, 'f', num(f), 'v', num(f), 'd', num(d), 'l', lease,
   'z', room.k[2], 'rv', room.k[1])
-call('PEXPIREAT', k, num(d + tonumber(ARGV[9])))
+call('PEXPIREAT', k, num(d + tonumber(keep)))
 index_at(LOCKS, d, name)
 if lease ~= '' then
   call('SADD', R .. 'la:' .. lease, name)
