@@ -2,7 +2,10 @@
 //! what a relay sees when every joiner looks up one popular lobby, or
 //! every datagram checks one allocation.
 //!
-//! Groups `read_hot/{lease,listing,presence}`: `hot/Nt` has every thread
+//! Groups `read_hot/{lease,listing,presence,presence_leased,record}`
+//! (`presence_leased`: a presence record attached to a lease, whose read
+//! checks the lease too; `record`: a record of a declared kind under its
+//! lease, the same shape): `hot/Nt` has every thread
 //! read the same record, `uniform/Nt` spreads the reads over all 10^4
 //! records of the collection; N is 1 and 2 threads. Throughput is in
 //! reads per second over all threads, so criterion's figures compare
@@ -73,6 +76,7 @@ const HOT: u64 = 4_242;
 struct Fixture {
     store: Store,
     leases: Vec<(TenantId, relaystore::LeaseId)>,
+    kind: relaystore::Kind,
 }
 
 fn tenant(i: u64) -> TenantId {
@@ -87,6 +91,10 @@ fn member(i: u64) -> String {
     format!("member-{i:05}")
 }
 
+fn leased(i: u64) -> String {
+    format!("leased-{i:05}")
+}
+
 /// `N` leases, each with a listing, and `N` members' presence, in a
 /// store on the system clock.
 fn fixture() -> Fixture {
@@ -99,6 +107,7 @@ fn fixture_on(clock: Option<std::sync::Arc<dyn Clock>>) -> Fixture {
         .leases_max(N * 2)
         .listings_max(N * 2)
         .presence_max(N * 2)
+        .declare(relaystore::RecordKind::new("member").ttl_max(TTL))
         .tenant(
             relaystore::TenantQuota::default()
                 .leases_max(N * 2)
@@ -111,6 +120,7 @@ fn fixture_on(clock: Option<std::sync::Arc<dyn Clock>>) -> Fixture {
         None => builder,
     };
     let store = builder.build().expect("a store");
+    let kind = store.kind("member").expect("declared");
     let leases = (0..N)
         .map(|i| {
             let lease = store
@@ -122,14 +132,24 @@ fn fixture_on(clock: Option<std::sync::Arc<dyn Clock>>) -> Fixture {
             store
                 .heartbeat(tenant(i), &member(i), TTL, None, None)
                 .unwrap();
+            store
+                .heartbeat(tenant(i), &leased(i), TTL, None, Some(lease.id))
+                .unwrap();
+            store
+                .put_record(tenant(i), kind, lease.id, &member(i), TTL, None)
+                .unwrap();
             (tenant(i), lease.id)
         })
         .collect();
-    Fixture { store, leases }
+    Fixture {
+        store,
+        leases,
+        kind,
+    }
 }
 
 /// Reads record `i` of `collection`.
-fn read(f: &Fixture, collection: &str, i: u64, names: &(Vec<String>, Vec<String>)) {
+fn read(f: &Fixture, collection: &str, i: u64, names: &(Vec<String>, Vec<String>, Vec<String>)) {
     let t = tenant(i);
     match collection {
         "lease" => {
@@ -138,8 +158,15 @@ fn read(f: &Fixture, collection: &str, i: u64, names: &(Vec<String>, Vec<String>
         "listing" => {
             black_box(f.store.get_listing(t, &names.0[i as usize]).unwrap());
         }
-        _ => {
+        "presence" => {
             black_box(f.store.get_presence(t, &names.1[i as usize]).unwrap());
+        }
+        "presence_leased" => {
+            black_box(f.store.get_presence(t, &names.2[i as usize]).unwrap());
+        }
+        _ => {
+            let (lease, name) = (f.leases[i as usize].1, &names.1[i as usize]);
+            black_box(f.store.get_record(t, f.kind, lease, name).unwrap());
         }
     }
 }
@@ -300,8 +327,9 @@ fn hot_reads(c: &mut Criterion) {
     let names = std::sync::Arc::new((
         (0..N).map(listing).collect::<Vec<_>>(),
         (0..N).map(member).collect::<Vec<_>>(),
+        (0..N).map(leased).collect::<Vec<_>>(),
     ));
-    for collection in ["lease", "listing", "presence"] {
+    for collection in ["lease", "listing", "presence", "presence_leased", "record"] {
         let before = HEAP.total_allocated();
         for _ in 0..1_000 {
             read(&f, collection, HOT, &names);
@@ -309,7 +337,7 @@ fn hot_reads(c: &mut Criterion) {
         let per_read = (HEAP.total_allocated() - before) as f64 / 1_000.0;
         println!("read_hot/{collection}: {per_read:.1} heap bytes allocated per read");
     }
-    for collection in ["lease", "listing", "presence"] {
+    for collection in ["lease", "listing", "presence", "presence_leased", "record"] {
         let mut group = c.benchmark_group(format!("read_hot/{collection}"));
         for threads in THREADS {
             group.throughput(Throughput::Elements(threads as u64));
@@ -339,6 +367,7 @@ fn coarse_clock_reads(c: &mut Criterion) {
     let names = std::sync::Arc::new((
         (0..N).map(listing).collect::<Vec<_>>(),
         (0..N).map(member).collect::<Vec<_>>(),
+        (0..N).map(leased).collect::<Vec<_>>(),
     ));
     let mut group = c.benchmark_group("read_hot/coarse_clock");
     group.throughput(Throughput::Elements(1));
