@@ -49,14 +49,15 @@ impl RedisEngine {
         payload: &[u8],
     ) -> Result<Call> {
         let interval = self.config().check_schedule(name, spec, queue, payload)?;
-        let args = args![
-            name,
-            spec,
-            interval.to_string(),
-            queue,
-            payload,
-            quota_arg(self.config().schedules_per_tenant_max),
-        ];
+        let args = scripts::ScheduleArgs {
+            name: name.into(),
+            spec: spec.into(),
+            interval: interval.into(),
+            queue: queue.into(),
+            payload: payload.into(),
+            quota: quota_arg(self.config().schedules_per_tenant_max).into(),
+        }
+        .encode();
         Ok(Call {
             function: scripts::SCHEDULE,
             mode: Mode::Creating,
@@ -79,7 +80,7 @@ impl RedisEngine {
             function: scripts::UNSCHEDULE,
             mode: Mode::Existing,
             issued: Issued::Nothing,
-            args: args![name],
+            args: scripts::UnscheduleArgs { name: name.into() }.encode(),
         })
     }
 
@@ -136,13 +137,14 @@ impl RedisEngine {
     /// `refused` and fires again at the next run; so is every due
     /// schedule while this handle drains (`Draining`, as its enqueues).
     pub async fn run_schedules(&self, tenant: TenantId, fence: u64) -> Result<ScheduleRun> {
-        let args = args![
-            fence.to_string(),
-            SCHEDULER_LOCK,
-            wake_channel("").as_bytes(),
-            SCHEDULE_CATCH_UP_MAX.to_string(),
-            if self.refusing_new() { "1" } else { "0" },
-        ];
+        let args = scripts::RunSchedulesArgs {
+            fence: fence.into(),
+            lock_name: SCHEDULER_LOCK.into(),
+            wake_prefix: wake_channel("").as_bytes().into(),
+            catch_up_max: u64::from(SCHEDULE_CATCH_UP_MAX).into(),
+            draining: self.refusing_new().into(),
+        }
+        .encode();
         let Some(reply) = self
             .run(
                 scripts::RUN_SCHEDULES,

@@ -1,21 +1,23 @@
 -- function: tenant
--- run_schedules: ARGV[3] the fence the runner holds the scheduler lock
--- with, ARGV[4] the lock's name, ARGV[5] the prefix of a queue's wake
--- channel, ARGV[6] the most missed fires one schedule enqueues, ARGV[7]
+-- arguments: fence, lock_name, wake_prefix, catch_up_max, draining
+-- run_schedules: `fence` the runner holds the scheduler lock `lock_name`
+-- with; `wake_prefix` the prefix of a queue's wake channel;
+-- `catch_up_max` the most missed fires one schedule enqueues; `draining`
 -- '1' when the calling handle drains (its fires are refused with
 -- DRAINING, as its enqueues are, and stay due). Refused
 -- unless the lock is held with that fence now. Each schedule whose grid
 -- point has passed enqueues one job per grid point passed (at most
--- ARGV[6], and at most what its queue has room for; the rest are
+-- `catch_up_max`, and at most what its queue has room for; the rest are
 -- skipped) and moves to its next grid point, in the same step; with no
 -- room at all it stays due, refused as one job would be. Reply: {OK, fired, skipped, ms to the next fire (-1:
 -- none), then per schedule whose queue refused: its name and the
 -- refusal's code and three values (0 when unused)} or {LEADERSHIP_LOST}.
-local lock = call('HMGET', R .. 'k:' .. ARGV[4], 'f', 'd')
-if not lock[1] or lock[1] ~= ARGV[3] or tonumber(lock[2]) <= NOW then
+local lock = call('HMGET', R .. 'k:' .. lock_name, 'f', 'd')
+if not lock[1] or lock[1] ~= fence or tonumber(lock[2]) <= NOW then
   return {LEADERSHIP_LOST}
 end
-local most, draining = tonumber(ARGV[6]), ARGV[7] == '1'
+local most = tonumber(catch_up_max)
+draining = draining == '1'
 local fired, skipped, next_in = 0, 0, -1
 local refused = {}
 for _, name in ipairs(call('ZRANGE', SCHEDULES, 0, -1)) do
@@ -33,7 +35,7 @@ for _, name in ipairs(call('ZRANGE', SCHEDULES, 0, -1)) do
       for i = 1, math.max(fires, 1) do
         payloads[i] = h[4]
       end
-      first, refusal = enqueue_jobs(h[3], payloads, nil, nil, ARGV[5] .. h[3])
+      first, refusal = enqueue_jobs(h[3], payloads, nil, nil, wake_prefix .. h[3])
     end
     if first then
       fired = fired + fires

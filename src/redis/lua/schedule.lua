@@ -1,6 +1,7 @@
 -- function: tenant
--- schedule: ARGV[3] name, ARGV[4] spec, ARGV[5] interval (ms), ARGV[6]
--- queue, ARGV[7] payload, ARGV[8] the tenant's schedule quota (-1: off).
+-- arguments: name, spec, interval, queue, payload, quota
+-- schedule: `interval` in ms; `quota` the tenant's schedule quota (-1:
+-- off).
 -- A schedule is `h:<name>` under K (a hash: `sp` spec, `iv` interval,
 -- `nx` the next grid point (ms, the server's clock), `q` queue, `p`
 -- payload, `f` fires so far, `rv` its reservation); SCHEDULES indexes
@@ -8,18 +9,18 @@
 -- payload changes nothing (a retried call keeps the grid); otherwise it
 -- replaces it (its grid starts now). Reply: {OK}, {NOT_FOUND} for a
 -- missing queue, or a refusal.
-local name, interval = ARGV[3], tonumber(ARGV[5])
-if not queue_of(ARGV[6]) then
+interval = tonumber(interval)
+if not queue_of(queue) then
   return {NOT_FOUND}
 end
 local hkey = K .. 'h:' .. name
 local held = call('HMGET', hkey, 'rv', 'iv', 'q', 'p')
 local token = held[1]
-if token and tonumber(held[2]) == interval and held[3] == ARGV[6] and held[4] == ARGV[7] then
+if token and tonumber(held[2]) == interval and held[3] == queue and held[4] == payload then
   return {OK}
 end
 if not token then
-  local refused = full(SCHEDULES, tonumber(ARGV[8]), H_TENANT)
+  local refused = full(SCHEDULES, tonumber(quota), H_TENANT)
   if refused then
     return refused
   end
@@ -29,7 +30,7 @@ if not token then
   end
   token = room.h[1]
 end
-call('HSET', hkey, 'sp', ARGV[4], 'iv', num(interval), 'nx', num(NOW + interval),
-  'q', ARGV[6], 'p', ARGV[7], 'f', '0', 'rv', token)
+call('HSET', hkey, 'sp', spec, 'iv', num(interval), 'nx', num(NOW + interval),
+  'q', queue, 'p', payload, 'f', '0', 'rv', token)
 call('ZADD', SCHEDULES, '+inf', name)
 return {OK}

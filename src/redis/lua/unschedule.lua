@@ -1,6 +1,6 @@
 -- function: tenant
--- unschedule: ARGV[3] name. Reply: {OK} or {NOT_FOUND}.
-local name = ARGV[3]
+-- arguments: name
+-- unschedule: reply {OK} or {NOT_FOUND}.
 local hkey = K .. 'h:' .. name
 if call('EXISTS', hkey) == 0 then
   return {NOT_FOUND}
