@@ -735,6 +735,27 @@ mod tests {
         s.audit().unwrap();
     }
 
+    /// A tenant's revocation takes its records with its leases: gone from
+    /// the table, their units back, their removal announced.
+    #[test]
+    fn a_tenant_revocation_takes_its_records() {
+        let kinds = vec![RecordKind::new("permission").per_tenant_max(2).max(2)];
+        let (s, _, perm, _) = store(kinds);
+        let sub = s.subscribe_to(&[Collection::Records]).unwrap();
+        let lease = s.grant(T, "relay-a", TTL, None).unwrap().id;
+        s.put_record(T, perm, lease, "a", TTL, None).unwrap();
+        s.put_record(T, perm, lease, "b", TTL, None).unwrap();
+        s.revoke_tenant(T).unwrap();
+        s.sweep();
+        assert_eq!(s.stats().records, 0);
+        let gone: Vec<_> = events(&sub).into_iter().map(|e| e.cause).collect();
+        assert_eq!(gone, [Cause::Cascaded, Cause::Cascaded]);
+        let lease = s.grant(T, "relay-a", TTL, None).unwrap().id;
+        s.put_record(T, perm, lease, "a", TTL, None).unwrap();
+        s.put_record(T, perm, lease, "b", TTL, None).unwrap();
+        s.audit().unwrap();
+    }
+
     /// A read of a record seen valid writes nothing to its slot; a name
     /// longer than the slot's words keeps is read under the lock, alike.
     #[test]
