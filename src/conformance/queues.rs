@@ -145,6 +145,15 @@ where
         }),
         "a full dead-letter set stops the queue"
     );
+    // Dead letters are listed oldest first, a page at a time.
+    let all = e.dead_letters(T, "work", None, 10).await?;
+    ensure_eq!(all.len(), 4, "every dead letter");
+    let ids =
+        |page: &[crate::contract::queue::DeadLetter]| page.iter().map(|d| d.id).collect::<Vec<_>>();
+    let first = e.dead_letters(T, "work", None, 2).await?;
+    ensure_eq!(ids(&first), ids(&all[..2]), "a page of two");
+    let rest = e.dead_letters(T, "work", Some(first[1].id), 10).await?;
+    ensure_eq!(ids(&rest), ids(&all[2..]), "the page after it");
     // A smaller queue with the other settings left at their defaults is a
     // valid queue: its dead-letter cap follows its jobs_max.
     let small = QueueConfig {

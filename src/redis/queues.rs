@@ -92,9 +92,8 @@ impl RedisEngine {
         self.queue_call(
             scripts::DELETE_QUEUE,
             tenant,
-            name,
             Issued::Nothing,
-            args![],
+            scripts::DeleteQueueArgs { name: name.into() }.encode(),
         )
         .await
         .map(drop)
@@ -258,11 +257,15 @@ impl RedisEngine {
         self.check_name(worker)?;
         let max = self.config().claim_batch(max_jobs)?;
         let visibility = visibility.map(|v| self.ttl_ms(v)).transpose()?;
-        let args = args![
-            worker,
-            visibility.map_or_else(String::new, |v| v.to_string()),
-            max.to_string(),
-        ];
+        let args = scripts::ClaimArgs {
+            name: queue.into(),
+            worker: worker.into(),
+            visibility: visibility
+                .map_or_else(String::new, |v| v.to_string())
+                .into(),
+            most: max.into(),
+        }
+        .encode();
         // The call runs in a task of its own, so a caller that drops this
         // future (a timeout, `select!`) mid-call cannot leave jobs claimed
         // for nobody: the task gets the answer anyway and, finding the
@@ -272,7 +275,7 @@ impl RedisEngine {
         let queue_name = queue.to_owned();
         tokio::spawn(async move {
             let reply = engine
-                .queue_call(scripts::CLAIM, tenant, &queue_name, Issued::Nothing, args)
+                .queue_call(scripts::CLAIM, tenant, Issued::Nothing, args)
                 .await;
             if let Err(Ok(reply)) = answer.send(reply) {
                 engine.return_claims(tenant, &queue_name, &reply).await;
@@ -308,14 +311,16 @@ impl RedisEngine {
         while at + 3 < reply.len() {
             if let (Ok(seq), Ok(token)) = (reply.uint(at), reply.uint(at + 1)) {
                 // A snooze of no delay: ready again in its place.
-                let args = args![
-                    seq.to_string(),
-                    token.to_string(),
-                    "0",
-                    wake_channel(queue).as_bytes()
-                ];
+                let args = scripts::SnoozeArgs {
+                    name: queue.into(),
+                    seq: seq.into(),
+                    token: token.into(),
+                    delay: 0u64.into(),
+                    wake: wake_channel(queue).as_bytes().into(),
+                }
+                .encode();
                 let _ = self
-                    .queue_call(scripts::SNOOZE, tenant, queue, Issued::Nothing, args)
+                    .queue_call(scripts::SNOOZE, tenant, Issued::Nothing, args)
                     .await;
             }
             at += 4;
@@ -384,8 +389,12 @@ impl RedisEngine {
     /// leaves the queue whatever its state.
     pub async fn cancel_job(&self, tenant: TenantId, queue: &str, job: JobId) -> Result<()> {
         self.config().check_own_name(queue)?;
-        let args = args![job.seq().to_string()];
-        self.queue_call(scripts::CANCEL_JOB, tenant, queue, issued(job), args)
+        let args = scripts::CancelJobArgs {
+            name: queue.into(),
+            seq: job.seq().into(),
+        }
+        .encode();
+        self.queue_call(scripts::CANCEL_JOB, tenant, issued(job), args)
             .await
             .map(drop)
     }
@@ -402,7 +411,8 @@ impl RedisEngine {
         self.config().check_own_name(queue)?;
         self.config().check_ack_batch(acks.len())?;
         let incarnation = self.incarnation();
-        let mut args = Vec::new();
+        // The queue, then pairs of a job's number and its claim's token.
+        let mut args = args![queue];
         for &(job, claim) in acks {
             // An id of another incarnation is answered here, as a pair
             // that matches nothing there.
@@ -415,7 +425,7 @@ impl RedisEngine {
             args.push(claim.to_bits().to_string().into_bytes());
         }
         let reply = self
-            .queue_call(scripts::ACK_BATCH, tenant, queue, Issued::Nothing, args)
+            .queue_call(scripts::ACK_BATCH, tenant, Issued::Nothing, args)
             .await?;
         acks.iter()
             .enumerate()
@@ -446,13 +456,17 @@ impl RedisEngine {
     ) -> Result<Duration> {
         self.config().check_own_name(queue)?;
         let visibility = visibility.map(|v| self.ttl_ms(v)).transpose()?;
-        let args = args![
-            job.seq().to_string(),
-            claim.to_bits().to_string(),
-            visibility.map_or_else(String::new, |v| v.to_string()),
-        ];
+        let args = scripts::ExtendClaimArgs {
+            name: queue.into(),
+            seq: job.seq().into(),
+            token: claim.to_bits().into(),
+            visibility: visibility
+                .map_or_else(String::new, |v| v.to_string())
+                .into(),
+        }
+        .encode();
         let reply = self
-            .queue_call(scripts::EXTEND_CLAIM, tenant, queue, issued(job), args)
+            .queue_call(scripts::EXTEND_CLAIM, tenant, issued(job), args)
             .await?;
         reply.millis(1)
     }
@@ -474,13 +488,15 @@ impl RedisEngine {
         } else {
             self.ttl_ms(delay)?
         };
-        let args = args![
-            job.seq().to_string(),
-            claim.to_bits().to_string(),
-            delay.to_string(),
-            wake_channel(queue).as_bytes(),
-        ];
-        self.queue_call(scripts::SNOOZE, tenant, queue, issued(job), args)
+        let args = scripts::SnoozeArgs {
+            name: queue.into(),
+            seq: job.seq().into(),
+            token: claim.to_bits().into(),
+            delay: delay.into(),
+            wake: wake_channel(queue).as_bytes().into(),
+        }
+        .encode();
+        self.queue_call(scripts::SNOOZE, tenant, issued(job), args)
             .await
             .map(drop)
     }
@@ -498,8 +514,13 @@ impl RedisEngine {
 
     /// The `ack` call (on a queue whose name the caller checked).
     pub(super) fn ack_call(&self, queue: &str, job: JobId, claim: ClaimToken) -> Call {
-        let args = args![job.seq().to_string(), claim.to_bits().to_string()];
-        queue_of(scripts::ACK, queue, issued(job), args)
+        let args = scripts::AckArgs {
+            name: queue.into(),
+            seq: job.seq().into(),
+            token: claim.to_bits().into(),
+        }
+        .encode();
+        queue_of(scripts::ACK, issued(job), args)
     }
 
     /// Fails a claimed job with `reason`: it retries after the queue's
@@ -540,21 +561,27 @@ impl RedisEngine {
         self.check_name(reason)?;
         let mut draw = [0u8; 4];
         crate::base::secrets::random_bytes(&mut draw)?;
-        let args = args![
-            job.seq().to_string(),
-            claim.to_bits().to_string(),
-            reason,
-            u32::from_le_bytes(draw).to_string(),
-        ];
-        Ok(queue_of(scripts::FAIL, queue, issued(job), args))
+        let args = scripts::FailArgs {
+            name: queue.into(),
+            seq: job.seq().into(),
+            token: claim.to_bits().into(),
+            reason: reason.into(),
+            draw: u64::from(u32::from_le_bytes(draw)).into(),
+        }
+        .encode();
+        Ok(queue_of(scripts::FAIL, issued(job), args))
     }
 
     /// A job as it is now (what is due settled first).
     pub async fn job(&self, tenant: TenantId, queue: &str, job: JobId) -> Result<JobInfo> {
         self.config().check_inspected_queue(queue)?;
-        let args = args![job.seq().to_string()];
+        let args = scripts::JobArgs {
+            name: queue.into(),
+            seq: job.seq().into(),
+        }
+        .encode();
         let reply = self
-            .queue_call(scripts::JOB, tenant, queue, issued(job), args)
+            .queue_call(scripts::JOB, tenant, issued(job), args)
             .await?;
         let left = reply.millis(2)?;
         let text = reply.text(3)?;
@@ -580,7 +607,12 @@ impl RedisEngine {
     pub async fn queue_info(&self, tenant: TenantId, queue: &str) -> Result<QueueInfo> {
         self.config().check_inspected_queue(queue)?;
         let reply = self
-            .queue_call(scripts::QUEUE_INFO, tenant, queue, Issued::Nothing, args![])
+            .queue_call(
+                scripts::QUEUE_INFO,
+                tenant,
+                Issued::Nothing,
+                scripts::QueueInfoArgs { name: queue.into() }.encode(),
+            )
             .await?;
         let count = |at| {
             reply
@@ -609,9 +641,14 @@ impl RedisEngine {
         let from = after.map_or(0, |id| id.seq().saturating_add(1));
         let max = self.config().page_cap(max);
         let issued = after.map_or(Issued::Nothing, issued);
-        let args = args![from.to_string(), max.to_string()];
+        let args = scripts::DeadLettersArgs {
+            name: queue.into(),
+            from: from.into(),
+            most: max.into(),
+        }
+        .encode();
         let reply = self
-            .queue_call(scripts::DEAD_LETTERS, tenant, queue, issued, args)
+            .queue_call(scripts::DEAD_LETTERS, tenant, issued, args)
             .await?;
         let incarnation = self.incarnation();
         let mut dead = Vec::new();
@@ -631,8 +668,13 @@ impl RedisEngine {
     /// Returns a dead letter to the queue, ready, with fresh attempts.
     pub async fn requeue_dead(&self, tenant: TenantId, queue: &str, job: JobId) -> Result<()> {
         self.config().check_inspected_queue(queue)?;
-        let args = args![job.seq().to_string(), wake_channel(queue).as_bytes()];
-        self.queue_call(scripts::REQUEUE_DEAD, tenant, queue, issued(job), args)
+        let args = scripts::RequeueDeadArgs {
+            name: queue.into(),
+            seq: job.seq().into(),
+            wake: wake_channel(queue).as_bytes().into(),
+        }
+        .encode();
+        self.queue_call(scripts::REQUEUE_DEAD, tenant, issued(job), args)
             .await
             .map(drop)
     }
@@ -641,7 +683,12 @@ impl RedisEngine {
     pub async fn purge_dead(&self, tenant: TenantId, queue: &str) -> Result<usize> {
         self.config().check_inspected_queue(queue)?;
         let reply = self
-            .queue_call(scripts::PURGE_DEAD, tenant, queue, Issued::Nothing, args![])
+            .queue_call(
+                scripts::PURGE_DEAD,
+                tenant,
+                Issued::Nothing,
+                scripts::PurgeDeadArgs { name: queue.into() }.encode(),
+            )
             .await?;
         Ok(usize::try_from(reply.uint(1)?).unwrap_or(usize::MAX))
     }
@@ -721,24 +768,21 @@ impl RedisEngine {
         &self,
         function: scripts::Function,
         tenant: TenantId,
-        queue: &str,
         issued: Issued,
         args: Vec<Vec<u8>>,
     ) -> Result<Reply> {
-        self.answer_call(tenant, queue_of(function, queue, issued, args))
+        self.answer_call(tenant, queue_of(function, issued, args))
             .await
     }
 }
 
-/// A call of `function` on `queue` with `args`.
-fn queue_of(function: scripts::Function, queue: &str, issued: Issued, args: Vec<Vec<u8>>) -> Call {
-    let mut argv = args![queue];
-    argv.extend(args);
+/// A call of `function` on a queue with `args` (the queue's name first).
+fn queue_of(function: scripts::Function, issued: Issued, args: Vec<Vec<u8>>) -> Call {
     Call {
         function,
         mode: Mode::Existing,
         issued,
-        args: argv,
+        args,
     }
 }
 

@@ -1,9 +1,9 @@
 -- function: tenant
--- ack: ARGV[3] queue, ARGV[4] job number, ARGV[5] claim token. Removes
+-- arguments: name, seq, token
+-- ack: `name` the queue, `seq` the job's number, `token` the claim's. Removes
 -- the job if the claim is its live one. Reply: {OK}, {NOT_FOUND} or
 -- {STALE_CLAIM}.
-local name, seq = ARGV[3], ARGV[4]
-local q, refused = claimed_job(name, seq, ARGV[5])
+local q, refused = claimed_job(name, seq, token)
 if not q then
   return refused
 end

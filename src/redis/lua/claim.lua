@@ -1,21 +1,21 @@
 -- function: tenant
--- claim: ARGV[3] queue, ARGV[4] worker, ARGV[5] visibility (ms, '' for
--- the queue's), ARGV[6] most jobs. Settles what is due, then claims
+-- arguments: name, worker, visibility, most
+-- claim: `name` the queue, `visibility` in ms ('' for the queue's),
+-- `most` the most jobs. Settles what is due, then claims
 -- ready jobs by priority, oldest first within one. Reply: {OK, visibility (ms), ms until something
 -- changes by itself (-1: nothing), then per job: its number, the claim's
 -- token, the attempt, the payload}.
-local name, worker = ARGV[3], ARGV[4]
 local q = queue_now(name)
 if not q then
   return {NOT_FOUND}
 end
 local vis = q[4]
-if ARGV[5] ~= '' then
-  vis = tonumber(ARGV[5])
+if visibility ~= '' then
+  vis = tonumber(visibility)
 end
 local lapses = NOW + vis
 local out = {OK, vis, 0}
-for _, seq in ipairs(call('ZRANGE', qk('qr', name), 0, tonumber(ARGV[6]) - 1)) do
+for _, seq in ipairs(call('ZRANGE', qk('qr', name), 0, tonumber(most) - 1)) do
   call('ZREM', qk('qr', name), seq)
   call('ZADD', qk('qc', name), num(lapses), seq)
   local token = num(next_fence())

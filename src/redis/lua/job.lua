@@ -1,9 +1,9 @@
 -- function: tenant
--- job: ARGV[3] queue, ARGV[4] job number. Settles what is due first.
+-- arguments: name, seq
+-- job: `name` the queue, `seq` the job's number. Settles what is due first.
 -- Reply: {OK, state ('r' ready, 'd' delayed, 'c' claimed, 'x' dead), ms
 -- left (delayed, claimed; else 0), the worker (claimed) or reason (dead)
 -- or '', attempts, attempts_max, payload, priority} or {NOT_FOUND}.
-local name, seq = ARGV[3], ARGV[4]
 if not queue_now(name) then
   return {NOT_FOUND}
 end

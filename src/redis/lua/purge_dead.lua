@@ -1,7 +1,7 @@
 -- function: tenant
--- purge_dead: ARGV[3] queue. Removes every dead letter. Reply: {OK, how
+-- arguments: name
+-- purge_dead: removes every dead letter. Reply: {OK, how
 -- many}.
-local name = ARGV[3]
 if not queue_now(name) then
   return {NOT_FOUND}
 end

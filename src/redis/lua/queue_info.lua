@@ -1,7 +1,7 @@
 -- function: tenant
--- queue_info: ARGV[3] queue. Settles what is due first. Reply: {OK,
+-- arguments: name
+-- queue_info: settles what is due first. Reply: {OK,
 -- ready, delayed, claimed, dead, payload bytes}.
-local name = ARGV[3]
 local q = queue_now(name)
 if not q then
   return {NOT_FOUND}

@@ -1,6 +1,7 @@
 -- function: tenant
--- snooze: ARGV[3] queue, ARGV[4] job number, ARGV[5] claim token, ARGV[6]
--- delay (ms; 0: at once), ARGV[7] the queue's wake channel. The live
+-- arguments: name, seq, token, delay, wake
+-- snooze: `name` the queue, `seq` the job's number, `token` the claim's,
+-- `delay` in ms (0: at once), `wake` the queue's wake channel. The live
 -- claim ends without using an attempt: the job is ready after the delay
 -- (ready jobs are ordered by priority, then number, so at once means in
 -- its place), the
@@ -8,18 +9,17 @@
 -- woken (a waiting one then sleeps until the delay ends). Also how a
 -- claim whose caller went away is given back. Reply: {OK}, {NOT_FOUND} or
 -- {STALE_CLAIM} (the claim lapsed or was superseded: nothing changes).
-local name, seq = ARGV[3], ARGV[4]
-local q, refused = claimed_job(name, seq, ARGV[5])
+local q, refused = claimed_job(name, seq, token)
 if not q then
   return refused
 end
 unclaim(name, seq)
 call('HINCRBY', qk('qa', name), seq, -1)
-local delay = tonumber(ARGV[6])
+delay = tonumber(delay)
 if delay == 0 then
   make_ready(name, seq)
 else
   call('ZADD', qk('qd', name), num(NOW + delay), seq)
 end
-publish_wake(ARGV[7])
+publish_wake(wake)
 return {OK}
