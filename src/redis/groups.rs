@@ -91,12 +91,14 @@ impl RedisEngine {
     ) -> Result<()> {
         self.check_name(group)?;
         self.inner.stream_limits.check_group(&config)?;
-        let args = args![
-            group,
-            settings(&config),
-            start(&config),
-            self.inner.stream_limits.consumers_max.to_string(),
-        ];
+        let args = scripts::CreateGroupArgs {
+            name: name.into(),
+            group: group.into(),
+            settings: settings(&config).into(),
+            start: start(&config).into(),
+            consumers_max: self.inner.stream_limits.consumers_max.into(),
+        }
+        .encode();
         self.stream_call(scripts::CREATE_GROUP, tenant, name, args)
             .await
             .map(drop)
@@ -106,7 +108,12 @@ impl RedisEngine {
     /// list.
     pub async fn delete_group(&self, tenant: TenantId, name: &str, group: &str) -> Result<()> {
         self.check_name(group)?;
-        self.stream_call(scripts::DELETE_GROUP, tenant, name, args![group])
+        let args = scripts::DeleteGroupArgs {
+            name: name.into(),
+            group: group.into(),
+        }
+        .encode();
+        self.stream_call(scripts::DELETE_GROUP, tenant, name, args)
             .await
             .map(drop)
     }
@@ -124,7 +131,13 @@ impl RedisEngine {
         self.check_name(group)?;
         self.check_name(member)?;
         let max = self.config().group_batch(max)?;
-        let args = args![group, member, max.to_string()];
+        let args = scripts::ReadGroupArgs {
+            name: name.into(),
+            group: group.into(),
+            member: member.into(),
+            most: max.into(),
+        }
+        .encode();
         let reply = self
             .stream_call(scripts::READ_GROUP, tenant, name, args)
             .await?;
@@ -155,7 +168,8 @@ impl RedisEngine {
     ) -> Result<usize> {
         self.check_name(group)?;
         self.config().check_group_acks(offsets.len())?;
-        let mut args = args![group];
+        // The stream, the group, then the offsets.
+        let mut args = args![name, group];
         args.extend(offsets.iter().map(|o| o.to_string().into_bytes()));
         let reply = self
             .stream_call(scripts::ACK_GROUP, tenant, name, args)
@@ -177,12 +191,14 @@ impl RedisEngine {
         self.check_name(group)?;
         self.check_name(member)?;
         let max = self.config().group_batch(max)?;
-        let args = args![
-            group,
-            member,
-            duration_to_millis_ceil(min_idle).to_string(),
-            max.to_string(),
-        ];
+        let args = scripts::ClaimIdleArgs {
+            name: name.into(),
+            group: group.into(),
+            member: member.into(),
+            min_idle: duration_to_millis_ceil(min_idle).into(),
+            most: max.into(),
+        }
+        .encode();
         let reply = self
             .stream_call(scripts::CLAIM_IDLE, tenant, name, args)
             .await?;
@@ -209,7 +225,13 @@ impl RedisEngine {
     ) -> Result<Vec<PendingEntry>> {
         self.check_name(group)?;
         let max = self.config().page_cap(max);
-        let args = args![group, from.to_string(), max.to_string()];
+        let args = scripts::PendingArgs {
+            name: name.into(),
+            group: group.into(),
+            from: from.into(),
+            most: max.into(),
+        }
+        .encode();
         let reply = self
             .stream_call(scripts::PENDING, tenant, name, args)
             .await?;
@@ -231,7 +253,16 @@ impl RedisEngine {
     pub async fn group_info(&self, tenant: TenantId, name: &str, group: &str) -> Result<GroupInfo> {
         self.check_name(group)?;
         let reply = self
-            .stream_call(scripts::GROUP_INFO, tenant, name, args![group])
+            .stream_call(
+                scripts::GROUP_INFO,
+                tenant,
+                name,
+                scripts::GroupInfoArgs {
+                    name: name.into(),
+                    group: group.into(),
+                }
+                .encode(),
+            )
             .await?;
         let held = usize::try_from(reply.uint(2)?).unwrap_or(usize::MAX);
         let live = usize::try_from(reply.uint(3)?).unwrap_or(usize::MAX);

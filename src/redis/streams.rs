@@ -74,7 +74,8 @@ impl RedisEngine {
     /// `Streams`, cause `Released`); its followers on every instance wake
     /// and find it gone.
     pub async fn delete_stream(&self, tenant: TenantId, name: &str) -> Result<()> {
-        self.stream_call(scripts::DELETE_STREAM, tenant, name, Vec::new())
+        let args = scripts::DeleteStreamArgs { name: name.into() }.encode();
+        self.stream_call(scripts::DELETE_STREAM, tenant, name, args)
             .await
             .map(drop)
     }
@@ -153,7 +154,12 @@ impl RedisEngine {
         max: usize,
     ) -> Result<StreamRead> {
         let max = self.config().page_cap(max);
-        let args = args![from.to_string(), max.to_string()];
+        let args = scripts::ReadStreamArgs {
+            name: name.into(),
+            from: from.into(),
+            most: max.into(),
+        }
+        .encode();
         let reply = self
             .stream_call(scripts::READ_STREAM, tenant, name, args)
             .await?;
@@ -177,7 +183,12 @@ impl RedisEngine {
 
     /// [`trim_stream`](Self::trim_stream)'s call.
     pub(super) fn trim_stream_call(&self, name: &str, before: u64) -> Result<Call> {
-        self.stream_of(scripts::TRIM_STREAM, name, args![before.to_string()])
+        let args = scripts::TrimStreamArgs {
+            name: name.into(),
+            before: before.into(),
+        }
+        .encode();
+        self.stream_of(scripts::TRIM_STREAM, name, args)
     }
 
     /// Records that `consumer` has processed everything below `offset`;
@@ -198,11 +209,13 @@ impl RedisEngine {
     /// [`commit`](Self::commit)'s call.
     pub(super) fn commit_call(&self, name: &str, consumer: &str, offset: u64) -> Result<Call> {
         self.check_name(consumer)?;
-        let args = args![
-            consumer,
-            offset.to_string(),
-            self.inner.stream_limits.consumers_max.to_string(),
-        ];
+        let args = scripts::CommitArgs {
+            name: name.into(),
+            consumer: consumer.into(),
+            offset: offset.into(),
+            consumers_max: self.inner.stream_limits.consumers_max.into(),
+        }
+        .encode();
         self.stream_of(scripts::COMMIT, name, args)
     }
 
@@ -269,7 +282,12 @@ impl RedisEngine {
 
     /// `stream_info.lua` for `consumer` (`""`: none).
     async fn info_of(&self, tenant: TenantId, name: &str, consumer: &str) -> Result<Reply> {
-        self.stream_call(scripts::STREAM_INFO, tenant, name, args![consumer])
+        let args = scripts::StreamInfoArgs {
+            name: name.into(),
+            consumer: consumer.into(),
+        }
+        .encode();
+        self.stream_call(scripts::STREAM_INFO, tenant, name, args)
             .await
     }
 
@@ -286,7 +304,8 @@ impl RedisEngine {
         self.answer_call(tenant, call).await
     }
 
-    /// A call of `function` on the stream `name` with `args`.
+    /// A call of `function` on the stream `name` (checked here) with
+    /// `args`, the stream's name first.
     fn stream_of(
         &self,
         function: scripts::Function,
@@ -294,13 +313,11 @@ impl RedisEngine {
         args: Vec<Vec<u8>>,
     ) -> Result<Call> {
         self.config().check_own_name(name)?;
-        let mut argv = args![name];
-        argv.extend(args);
         Ok(Call {
             function,
             mode: Mode::Existing,
             issued: Issued::Nothing,
-            args: argv,
+            args,
         })
     }
 }

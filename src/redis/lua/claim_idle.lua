@@ -1,12 +1,12 @@
 -- function: tenant
--- claim_idle: ARGV[3] stream, ARGV[4] group, ARGV[5] member, ARGV[6]
--- min_idle (ms), ARGV[7] the most entries to look at. Takes the entries
+-- arguments: name, group, member, min_idle, most
+-- claim_idle: `name` the stream, `min_idle` in ms, `most` the most
+-- entries to look at. Takes the entries
 -- idle that long, the longest idle first: one trimmed away leaves the
 -- list, one delivered deliveries_max times is marked dead, any other is
 -- delivered to the member once more. Reply: {OK, delivered, (offset,
 -- deliveries, payload) per delivered entry, dead, offsets..., trimmed,
 -- offsets...}.
-local name, group, member = ARGV[3], ARGV[4], ARGV[5]
 local s, settings = visible_group(name, group)
 if not s then
   return {NOT_FOUND}
@@ -16,8 +16,8 @@ local gp, go, gi = group_keys(name, group)
 local n = tonumber(s[6])
 local len = drop_aged(name, s)
 local first = n - len
-local due = call('ZRANGEBYSCORE', gi, '-inf', NOW - tonumber(ARGV[6]), 'LIMIT', 0,
-  tonumber(ARGV[7]))
+local due = call('ZRANGEBYSCORE', gi, '-inf', NOW - tonumber(min_idle), 'LIMIT', 0,
+  tonumber(most))
 local delivered, dead, trimmed = {}, {}, {}
 for _, m in ipairs(due) do
   local offset = tonumber(m)

@@ -1,10 +1,11 @@
 -- function: tenant
--- commit: ARGV[3] name, ARGV[4] consumer, ARGV[5] offset, ARGV[6]
--- consumers_per_stream_max (named consumers and groups together). Never
+-- arguments: name, consumer, offset, consumers_max
+-- commit: `consumers_max` consumers_per_stream_max (named consumers and
+-- groups together). Never
 -- backwards. Reply: {OK}, {CONFLICT,
 -- committed} for an offset below the committed one, {INVALID, PAST_THE_END} for one
 -- past the end, or a refusal of a new consumer past the cap.
-local name, consumer, offset = ARGV[3], ARGV[4], tonumber(ARGV[5])
+offset = tonumber(offset)
 local s = visible_stream(name)
 if not s then
   return {NOT_FOUND}
@@ -20,7 +21,7 @@ if committed then
   end
 else
   local held = call('HLEN', consumers) + call('HLEN', K .. 'sg:' .. name)
-  local cap = tonumber(ARGV[6])
+  local cap = tonumber(consumers_max)
   if held >= cap then
     return {CAPACITY, S_CONSUMERS, cap, held}
   end

@@ -1,12 +1,12 @@
 -- function: tenant
--- create_group: ARGV[3] stream, ARGV[4] group, ARGV[5] its settings (as
--- `sg:` holds them), ARGV[6] where it starts ('o' the first entry held, 'e'
--- the stream's next offset, or an offset), ARGV[7]
+-- arguments: name, group, settings, start, consumers_max
+-- create_group: `name` the stream, `settings` the group's (as `sg:` holds
+-- them), `start` where it starts ('o' the first entry held, 'e' the
+-- stream's next offset, or an offset), `consumers_max`
 -- consumers_per_stream_max (named consumers and groups together). Reply:
 -- {OK} (also when the same group is there already: a retried create),
 -- {EXISTS} when the name is taken with other settings, {INVALID, START_PAST_THE_END} for a
 -- start past the stream's end, or a refusal.
-local name, group, settings, start = ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 local s = visible_stream(name)
 if not s then
   return {NOT_FOUND}
@@ -20,7 +20,7 @@ if held then
   return {EXISTS}
 end
 local readers = call('HLEN', K .. 'sc:' .. name) + call('HLEN', groups)
-local cap = tonumber(ARGV[7])
+local cap = tonumber(consumers_max)
 if readers >= cap then
   return {CAPACITY, S_CONSUMERS, cap, readers}
 end

@@ -1,7 +1,8 @@
 -- function: tenant
--- delete_group: ARGV[3] stream, ARGV[4] group. Reply: {OK}, or {NOT_FOUND}
+-- arguments: name, group
+-- delete_group: `name` the stream. Reply: {OK}, or {NOT_FOUND}
 -- if the stream has no such group.
-if not visible_stream(ARGV[3]) or not drop_group(ARGV[3], ARGV[4]) then
+if not visible_stream(name) or not drop_group(name, group) then
   return {NOT_FOUND}
 end
 return {OK}

@@ -1,6 +1,6 @@
 -- function: tenant
--- delete_stream: ARGV[3] name. Reply: {OK} or {NOT_FOUND}.
-local name = ARGV[3]
+-- arguments: name
+-- delete_stream: reply {OK} or {NOT_FOUND}.
 if not visible_stream(name) then
   return {NOT_FOUND}
 end

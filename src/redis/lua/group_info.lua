@@ -1,8 +1,8 @@
 -- function: read
--- group_info: ARGV[3] stream, ARGV[4] group. Writes nothing. Reply: {OK,
+-- arguments: name, group
+-- group_info: `name` the stream. Writes nothing. Reply: {OK,
 -- the offset its next read starts at, entries on its pending list, live
 -- ones among them, its settings}.
-local name, group = ARGV[3], ARGV[4]
 local s, settings = visible_group(name, group)
 if not s then
   return {NOT_FOUND}

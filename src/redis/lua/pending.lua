@@ -1,16 +1,16 @@
 -- function: read
--- pending: ARGV[3] stream, ARGV[4] group, ARGV[5] the offset to list from,
--- ARGV[6] the most entries. Writes nothing. Reply: {OK, (offset,
+-- arguments: name, group, from, most
+-- pending: `name` the stream, `from` the offset to list from, `most` the
+-- most entries. Writes nothing. Reply: {OK, (offset,
 -- deliveries, idle ms, dead 0|1, member) per entry, in offset order}.
-local name, group = ARGV[3], ARGV[4]
 local s = visible_group(name, group)
 if not s then
   return {NOT_FOUND}
 end
 local gp = group_key('gp', name, group)
 local out = {OK}
-local listed = call('ZRANGEBYSCORE', group_key('go', name, group), ARGV[5], '+inf',
-  'LIMIT', 0, tonumber(ARGV[6]))
+local listed = call('ZRANGEBYSCORE', group_key('go', name, group), from, '+inf',
+  'LIMIT', 0, tonumber(most))
 for _, m in ipairs(listed) do
   local d, at, dead, who = pending_entry(gp, m)
   out[#out + 1] = tonumber(m)

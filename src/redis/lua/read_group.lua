@@ -1,10 +1,10 @@
 -- function: tenant
--- read_group: ARGV[3] stream, ARGV[4] group, ARGV[5] member, ARGV[6] the
--- most entries to deliver. Delivers entries from the group's position on
+-- arguments: name, group, member, most
+-- read_group: `name` the stream, `most` the most entries to deliver. Delivers entries from the group's position on
 -- (passing over what was trimmed) and puts each on its pending list.
 -- Reply: {OK, offsets passed over, first offset delivered, payloads...},
 -- or {CAPACITY, S_PENDING, pending_max, held} when the list is full.
-local name, group, member, max = ARGV[3], ARGV[4], ARGV[5], tonumber(ARGV[6])
+local max = tonumber(most)
 local s, settings = visible_group(name, group)
 if not s then
   return {NOT_FOUND}

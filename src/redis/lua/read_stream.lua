@@ -1,10 +1,12 @@
 -- function: read
--- read_stream: ARGV[3] name, ARGV[4] the offset to read from, ARGV[5] the
--- most entries to return. Writes nothing: entries past the stream's age
+-- arguments: name, from, most
+-- read_stream: `from` the offset to read from, `most` the most entries to
+-- return. Writes nothing: entries past the stream's age
 -- are skipped (the next append drops them). Reply: {OK, payloads...}
 -- (from the offset on), {TRIMMED, first offset held} or {INVALID, PAST_THE_END}
 -- for an offset past the end.
-local name, from, max = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
+from = tonumber(from)
+local max = tonumber(most)
 local s = visible_stream(name)
 if not s then
   return {NOT_FOUND}

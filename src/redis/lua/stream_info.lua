@@ -1,9 +1,9 @@
 -- function: tenant
--- stream_info: ARGV[3] name, ARGV[4] a consumer ('' for none). Entries
+-- arguments: name, consumer
+-- stream_info: `consumer` a consumer ('' for none). Entries
 -- past the stream's age go first, so it counts what a read returns. Reply:
 -- {OK, first offset held, next offset, entries, payload bytes, consumers,
 -- the consumer's committed offset (-1: none), consumer groups}.
-local name, consumer = ARGV[3], ARGV[4]
 local s = visible_stream(name)
 if not s then
   return {NOT_FOUND}

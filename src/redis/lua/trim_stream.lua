@@ -1,8 +1,9 @@
 -- function: tenant
--- trim_stream: ARGV[3] name, ARGV[4] the offset below which every entry
+-- arguments: name, before
+-- trim_stream: `before` the offset below which every entry
 -- goes (entries past the stream's age go first). Reply: {OK, first offset
 -- held} or {INVALID, PAST_THE_END} for an offset past the end.
-local name, before = ARGV[3], tonumber(ARGV[4])
+before = tonumber(before)
 local s = visible_stream(name)
 if not s then
   return {NOT_FOUND}
