@@ -133,16 +133,25 @@ impl RedisEngine {
         limit: usize,
     ) -> Result<Page<LeaseInfo>> {
         let incarnation = self.incarnation();
-        self.page(scripts::LIST_LEASES, tenant, cursor, limit, 4, |r, at| {
-            let seq = r.uint(at + 1)?;
-            Ok(LeaseInfo {
-                id: LeaseId::new(incarnation, seq),
-                holder: Holder::from(&*r.text(at + 2)?),
-                fence: seq,
-                version: r.uint(at + 3)?,
-                remaining: r.millis(at + 4)?,
-            })
-        })
+        self.page(
+            (scripts::LIST_LEASES, |after, limit| {
+                scripts::ListLeasesArgs { after, limit }.encode()
+            }),
+            tenant,
+            cursor,
+            limit,
+            4,
+            |r, at| {
+                let seq = r.uint(at + 1)?;
+                Ok(LeaseInfo {
+                    id: LeaseId::new(incarnation, seq),
+                    holder: Holder::from(&*r.text(at + 2)?),
+                    fence: seq,
+                    version: r.uint(at + 3)?,
+                    remaining: r.millis(at + 4)?,
+                })
+            },
+        )
         .await
     }
 

@@ -192,15 +192,24 @@ impl RedisEngine {
         limit: usize,
     ) -> Result<Page<ListingInfo>> {
         let incarnation = self.incarnation();
-        self.page(scripts::LIST_LISTINGS, tenant, cursor, limit, 4, |r, at| {
-            Ok(ListingInfo {
-                key: Name::new(&r.text(at)?),
-                lease: LeaseId::new(incarnation, r.uint(at + 1)?),
-                attrs: r.attrs(at + 2)?,
-                version: r.uint(at + 3)?,
-                remaining: r.millis(at + 4)?,
-            })
-        })
+        self.page(
+            (scripts::LIST_LISTINGS, |after, limit| {
+                scripts::ListListingsArgs { after, limit }.encode()
+            }),
+            tenant,
+            cursor,
+            limit,
+            4,
+            |r, at| {
+                Ok(ListingInfo {
+                    key: Name::new(&r.text(at)?),
+                    lease: LeaseId::new(incarnation, r.uint(at + 1)?),
+                    attrs: r.attrs(at + 2)?,
+                    version: r.uint(at + 3)?,
+                    remaining: r.millis(at + 4)?,
+                })
+            },
+        )
         .await
     }
 

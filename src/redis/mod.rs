@@ -895,9 +895,14 @@ impl RedisEngine {
     /// (`page` in `lua/shared/60_records.lua`): `limit` (in `1..=page_len_max`) keys
     /// scanned after `cursor`; each visible one is its key and `width`
     /// values, which `item` turns into an item (given the key's position).
+    /// `function` comes with the encoding of its arguments from `after`
+    /// and `limit`.
     async fn page<T>(
         &self,
-        function: scripts::Function,
+        (function, args): (
+            scripts::Function,
+            impl FnOnce(scripts::Arg, scripts::Arg) -> Vec<Vec<u8>>,
+        ),
         tenant: TenantId,
         cursor: Option<&Cursor>,
         limit: usize,
@@ -906,7 +911,8 @@ impl RedisEngine {
     ) -> Result<Page<T>> {
         self.config().check_page_limit(limit)?;
         let after = cursor.map_or("", Cursor::as_str);
-        let args = args![after, limit.to_string()];
+        // The function's own arguments, `after` and `limit`.
+        let args = args(after.into(), limit.into());
         let Some(reply) = self
             .run(function, tenant, Mode::Existing, Issued::Nothing, args)
             .await?

@@ -81,9 +81,16 @@ impl RedisEngine {
         cursor: Option<&Cursor>,
         limit: usize,
     ) -> Result<Page<PresenceInfo>> {
-        self.page(scripts::LIST_PRESENCE, tenant, cursor, limit, 4, |r, at| {
-            self.presence_at(r.text(at)?, r, at + 1)
-        })
+        self.page(
+            (scripts::LIST_PRESENCE, |after, limit| {
+                scripts::ListPresenceArgs { after, limit }.encode()
+            }),
+            tenant,
+            cursor,
+            limit,
+            4,
+            |r, at| self.presence_at(r.text(at)?, r, at + 1),
+        )
         .await
     }
 

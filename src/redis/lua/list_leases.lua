@@ -1,9 +1,10 @@
 -- function: read
--- list_leases: ARGV[3] the member to resume after ('' from the start),
--- ARGV[4] how many to scan. Reply: `page`'s over the tenant's leases in id
+-- arguments: after, limit
+-- list_leases: `after` the member to resume after ('' from the start),
+-- `limit` how many to scan. Reply: `page`'s over the tenant's leases in id
 -- order, each visible lease as its member, then sequence number, holder,
 -- version, ms left.
-return page(LEASE_IDS, ARGV[3], tonumber(ARGV[4]), function(member)
+return page(LEASE_IDS, after, tonumber(limit), function(member)
   local seq = num(tonumber(member))
   local state, l = lease_state(seq, 'h', 'v', 'd')
   if state == OK then

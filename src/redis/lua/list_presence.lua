@@ -1,9 +1,10 @@
 -- function: read
--- list_presence: ARGV[3] the member to resume after ('' from the start),
--- ARGV[4] how many members to scan. Reply: `page`'s, each visible record as
+-- arguments: after, limit
+-- list_presence: `after` the member to resume after ('' from the start),
+-- `limit` how many members to scan. Reply: `page`'s, each visible record as
 -- member, attributes, lease sequence number ('' for none), version,
 -- remaining.
-return page(MEMBER_KEYS, ARGV[3], tonumber(ARGV[4]), function(member)
+return page(MEMBER_KEYS, after, tonumber(limit), function(member)
   local m = visible_member(member)
   if m then
     return {m[1], m[2], tonumber(m[3]), tonumber(m[4]) - NOW}
