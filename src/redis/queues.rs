@@ -59,20 +59,22 @@ impl RedisEngine {
     ) -> Result<()> {
         self.inner.queue_limits.check(config)?;
         let visibility = self.ttl_ms(config.visibility)?;
-        let args = args![
-            name.to_owned(),
-            config.jobs_max.to_string(),
-            config.bytes_max.to_string(),
-            config.dead_letters_cap().to_string(),
-            visibility.to_string(),
-            config.attempts_max.to_string(),
-            duration_to_millis_ceil(config.backoff.base).to_string(),
-            duration_to_millis_ceil(config.backoff.max).to_string(),
-            config
+        let args = scripts::CreateQueueArgs {
+            name: name.into(),
+            jobs_max: config.jobs_max.into(),
+            bytes_max: config.bytes_max.into(),
+            dead_max: config.dead_letters_cap().into(),
+            visibility: visibility.into(),
+            attempts_max: config.attempts_max.to_string().into(),
+            backoff_base: duration_to_millis_ceil(config.backoff.base).into(),
+            backoff_max: duration_to_millis_ceil(config.backoff.max).into(),
+            jitter_seed: config
                 .jitter_seed
-                .map_or_else(String::new, |s| s.to_string()),
-            quota_arg(self.config().queues_per_tenant_max),
-        ];
+                .map_or_else(String::new, |s| s.to_string())
+                .into(),
+            quota: quota_arg(self.config().queues_per_tenant_max).into(),
+        }
+        .encode();
         self.answer(
             scripts::CREATE_QUEUE,
             tenant,

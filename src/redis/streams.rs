@@ -45,23 +45,27 @@ impl RedisEngine {
         self.config().check_own_name(name)?;
         self.inner.stream_limits.check(&config)?;
         let store = self.config();
-        let args = args![
-            name.to_owned(),
-            config.entries_max.to_string(),
-            config.bytes_max.to_string(),
-            config
+        let args = scripts::CreateStreamArgs {
+            name: name.into(),
+            entries_max: config.entries_max.into(),
+            bytes_max: config.bytes_max.into(),
+            age_max: config
                 .age_max
-                .map_or_else(String::new, |a| duration_to_millis_ceil(a).to_string()),
-            match config.when_full {
+                .map_or_else(String::new, |a| duration_to_millis_ceil(a).to_string())
+                .into(),
+            when_full: match config.when_full {
                 WhenFull::Refuse => "r",
                 WhenFull::TrimOldest => "t",
-            },
-            config
+            }
+            .into(),
+            lease: config
                 .lease
-                .map_or_else(String::new, |l| l.seq().to_string()),
-            quota_arg(store.streams_per_tenant_max),
-            store.streams_per_lease_max.to_string(),
-        ];
+                .map_or_else(String::new, |l| l.seq().to_string())
+                .into(),
+            quota: quota_arg(store.streams_per_tenant_max).into(),
+            per_lease_max: store.streams_per_lease_max.into(),
+        }
+        .encode();
         let issued = config
             .lease
             .map_or(Issued::Nothing, |l| Issued::Id(l.incarnation(), l.seq()));
@@ -119,14 +123,15 @@ impl RedisEngine {
         self.config().check_own_name(name)?;
         let channel = wake_channel(name);
         let quota = self.quota(tenant);
-        let args = args![
-            name,
-            payload,
-            channel.as_bytes(),
-            idempotency_key.unwrap_or(""),
-            self.idempotency_ttl_ms().to_string(),
-            quota_arg(quota.idempotency_max),
-        ];
+        let args = scripts::AppendArgs {
+            name: name.into(),
+            payload: payload.into(),
+            wake: channel.as_bytes().into(),
+            ikey: idempotency_key.unwrap_or("").into(),
+            ikey_ttl: self.idempotency_ttl_ms().into(),
+            quota: quota_arg(quota.idempotency_max).into(),
+        }
+        .encode();
         // A key's record is a new record, under the idempotency ceiling;
         // a draining handle still appends, and remembers the key.
         let mode = if idempotency_key.is_some() {

@@ -1,14 +1,13 @@
 -- function: tenant
--- append: ARGV[3] name, ARGV[4] payload, ARGV[5] the stream's wake
--- channel (its followers are woken with the entry, so a follower on any
--- instance wakes even if the caller dies right after), ARGV[6] idempotency
--- key ('' for none), ARGV[7] idempotency_ttl (ms), ARGV[8] the tenant's
--- idempotency quota. Entries past the stream's age go first; then a full
+-- arguments: name, payload, wake, ikey, ikey_ttl, quota
+-- append: `wake` the stream's wake channel (its followers are woken with
+-- the entry, so a follower on any instance wakes even if the caller dies
+-- right after); `ikey` an idempotency key ('' for none); `ikey_ttl`
+-- idempotency_ttl (ms); `quota` the tenant's idempotency quota. Entries past the stream's age go first; then a full
 -- stream refuses, or trims its oldest entries, as created. With a key, a
 -- repeat of the same append answers its offset (the key's record holds the
 -- offset and a SHA-1 of the payload, not the payload). Reply: {OK, offset}
 -- or a refusal.
-local name, payload, ikey = ARGV[3], ARGV[4], ARGV[6]
 local fingerprint = ''
 if ikey ~= '' then
   fingerprint = 'append\0' .. name .. '\0' .. redis.sha1hex(payload)
@@ -38,7 +37,7 @@ if s[4] == 'r' then
     return {CAPACITY, S_ENTRIES, bm, b}
   end
 end
-local refused = key_room(ikey, tonumber(ARGV[7]), tonumber(ARGV[8]))
+local refused = key_room(ikey, tonumber(ikey_ttl), tonumber(quota))
 if refused then
   return refused
 end
@@ -54,6 +53,6 @@ local last = tonumber(call('LINDEX', times, -1) or '0')
 call('RPUSH', entries, payload)
 call('RPUSH', times, num(math.max(NOW, last)))
 call('HSET', K .. 's:' .. name, 'n', num(n + 1), 'b', num(b + #payload))
-publish_wake(ARGV[5])
-remember(ikey, fingerprint, tonumber(ARGV[7]), {'o', num(n)})
+publish_wake(wake)
+remember(ikey, fingerprint, tonumber(ikey_ttl), {'o', num(n)})
 return {OK, n}
