@@ -152,7 +152,10 @@ impl RedisEngine {
                         true,
                     )
                 })?;
-                let args = args![PER_TENANT.to_string()];
+                let args = scripts::SweepArgs {
+                    most: PER_TENANT.into(),
+                }
+                .encode();
                 let next = match self
                     .run(
                         scripts::SWEEP,

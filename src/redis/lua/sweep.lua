@@ -1,10 +1,11 @@
 -- function: tenant
--- sweep: ARGV[3] most entries to take from each index. Removes (and
+-- arguments: most
+-- sweep: `most` the most entries to take from each index. Removes (and
 -- announces) what is due, as a creation's reaping does, buries some of an
 -- ended epoch (`bury`), and records the
 -- tenant's next deadline for the sweeper. Reply: {OK, next deadline in
 -- ms, or -1 when nothing of the tenant has a deadline}.
-reap(tonumber(ARGV[3]))
+reap(tonumber(most))
 local next_due = -1
 for _, index in ipairs({LEASES, LOCKS, ATTEMPTS, MEMBERS, REPLAY, IDEM, TOMBS}) do
   local first = call('ZRANGE', index, 0, 0, 'WITHSCORES')
