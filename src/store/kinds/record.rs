@@ -313,8 +313,19 @@ impl Store {
         self.check_name(name)?;
         let seq = self.lease_seq(lease)?;
         let key: RecordKey = (tenant, tagged(seq, kind), Name::new(name));
-        let now = self.shared.clock.now();
-        self.visible_record(&key, now, |stamp, attrs| RecordInfo {
+        self.record_info(&key, kind, lease, self.shared.clock.now())
+    }
+
+    /// The visible record under `key` (of `kind`, under `lease`) as a
+    /// read returns it.
+    fn record_info(
+        &self,
+        key: &RecordKey,
+        kind: Kind,
+        lease: LeaseId,
+        now: MonoTime,
+    ) -> Result<RecordInfo> {
+        self.visible_record(key, now, |stamp, attrs| RecordInfo {
             kind,
             lease,
             name: key.2.clone(),
@@ -429,15 +440,7 @@ impl Store {
             .filter_map(|place| {
                 let key = self.shared.records.key_at(place)?;
                 (key.0 == tenant).then_some(())?;
-                self.visible_record(&key, now, |stamp, attrs| RecordInfo {
-                    kind,
-                    lease,
-                    name: key.2.clone(),
-                    attrs: attrs.clone(),
-                    version: stamp.version,
-                    remaining: stamp.remaining(now),
-                })
-                .ok()
+                self.record_info(&key, kind, lease, now).ok()
             })
             .collect())
     }
