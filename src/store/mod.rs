@@ -203,8 +203,9 @@ pub(crate) struct Shared {
     tombstones: Table<IdKey, TenantId>,
     listings: NamedTable<NameKey, Listing, ListingWords>,
     presence: NamedTable<NameKey, Presence, PresenceWords>,
-    /// Records of the declared kinds, every kind in one table.
-    records: NamedTable<RecordKey, Declared, DeclaredWords>,
+    /// Records of the declared kinds, every kind in one table; boxed, so
+    /// the store is built within a model thread's 32 KiB stack.
+    records: Box<NamedTable<RecordKey, Declared, DeclaredWords>>,
     /// Each declared kind's store-wide counter, in the kinds' order.
     kind_ceilings: Box<[Counter]>,
     attempts: SlabTable<Attempt>,
@@ -289,7 +290,7 @@ impl Store {
             tombstones: table(&config, Collection::Tombstones, &versions, start),
             listings: table(&config, Collection::Listings, &versions, start),
             presence: table(&config, Collection::Presence, &versions, start),
-            records: table(&config, Collection::Records, &versions, start),
+            records: Box::new(table(&config, Collection::Records, &versions, start)),
             kind_ceilings: kinds::record::kind_ceilings(&config.kinds),
             attempts: table(&config, Collection::Replay, &versions, start),
             pending: Counter::new(
