@@ -85,7 +85,7 @@ impl Stored for Declared {
     type Storage = NamedSlab<RecordKey, Self, DeclaredWords>;
 
     fn table(store: &Store) -> &NamedTable<RecordKey, Declared, DeclaredWords> {
-        &*store.shared.records
+        &store.shared.records
     }
 
     fn retire(
