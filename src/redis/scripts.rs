@@ -304,6 +304,45 @@ mod tests {
         }
     }
 
+    /// The library is one Lua chunk, and Lua refuses a chunk with more
+    /// than 200 locals in scope at once (the server answers "main
+    /// function has more than 200 local variables" and loads nothing).
+    /// The shared part's chunk-level locals are the lines that start with
+    /// `local` (a block's are indented), with its headers'; function
+    /// bodies' locals are their own.
+    #[test]
+    fn the_library_stays_under_luas_200_locals() {
+        let headers = [
+            super::super::reply::codes_lua(),
+            event_letters_lua(),
+            super::super::codes::scopes_lua(),
+        ];
+        let texts = SHARED
+            .iter()
+            .map(|(_, text)| (*text).to_owned())
+            .chain(headers);
+        let mut count = 0;
+        for text in texts {
+            for line in text.lines() {
+                let Some(rest) = line.strip_prefix("local ") else {
+                    continue;
+                };
+                count += match rest.strip_prefix("function ") {
+                    Some(_) => 1,
+                    None => rest
+                        .split('=')
+                        .next()
+                        .unwrap_or_default()
+                        .split(',')
+                        .count(),
+                };
+            }
+        }
+        assert!(count <= 200, "{count} locals in the library's chunk");
+        assert!(count >= 150, "the count missed the locals: {count}");
+        eprintln!("{count} of 200 locals");
+    }
+
     /// The library holds the reply codes' header and uses no bare number
     /// in a code's place (`{INVALID, 2}`).
     #[test]

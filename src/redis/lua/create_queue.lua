@@ -15,7 +15,7 @@ if held then
   end
   return {EXISTS}
 end
-local refused = full(QUEUES, tonumber(quota), Q_TENANT)
+local refused = full(QUEUES, tonumber(quota), TENANT_SCOPE.q)
 if refused then
   return refused
 end

@@ -25,12 +25,12 @@ if lease ~= '' then
   if state ~= OK then
     return {state}
   end
-  local refused = parent_full(R .. 'ls:' .. lease, tonumber(per_lease_max), S_PARENT)
+  local refused = parent_full(R .. 'ls:' .. lease, tonumber(per_lease_max), PARENT_SCOPE.s)
   if refused then
     return refused
   end
 end
-local refused = full(STREAMS, tonumber(quota), S_TENANT)
+local refused = full(STREAMS, tonumber(quota), TENANT_SCOPE.s)
 if refused then
   return refused
 end

@@ -20,7 +20,7 @@ if token and tonumber(held[2]) == interval and held[3] == queue and held[4] == p
   return {OK}
 end
 if not token then
-  local refused = full(SCHEDULES, tonumber(quota), H_TENANT)
+  local refused = full(SCHEDULES, tonumber(quota), TENANT_SCOPE.h)
   if refused then
     return refused
   end

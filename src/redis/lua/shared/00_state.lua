@@ -37,8 +37,9 @@
 -- CEILING_SCOPE and HOLDER_SCOPE by collection letter, then each
 -- mechanism scope by name (S_ENTRIES, Q_JOBS, ...).
 @SCOPES@
-local S_TENANT, S_PARENT = TENANT_SCOPE.s, PARENT_SCOPE.s
-local Q_TENANT, H_TENANT = TENANT_SCOPE.q, TENANT_SCOPE.h
+-- The library is one Lua chunk, which holds at most 200 locals: a
+-- mechanism with several helpers keeps them as fields of one table
+-- (DECLARED in 65_declared.lua).
 
 -- Per-call state, set by `begin`. Redis runs one call at a time, so these
 -- are never shared between calls in flight.
