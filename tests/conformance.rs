@@ -12,9 +12,9 @@ use relaystore::stream::{
 use relaystore::wake::Listener;
 use relaystore::{
     Admission, AttemptId, AttemptInfo, Binding, ClaimedJob, Cursor, DeadLetter, EndpointSeen,
-    Engine, Error, Health, JobId, JoinTicket, JoinToken, LeaseGrant, LeaseId, LeaseInfo,
-    ListingInfo, LockInfo, OutboxMessage, OutboxRun, Page, PresenceInfo, RelayEngine, Renewal,
-    Result, Store, StoreConfig, StreamEngine, TenantId, TxBatch, TxOutcome, WakeEngine,
+    Engine, Error, Health, JobId, JoinTicket, JoinToken, Kind, LeaseGrant, LeaseId, LeaseInfo,
+    ListingInfo, LockInfo, OutboxMessage, OutboxRun, Page, PresenceInfo, RecordInfo, RelayEngine,
+    Renewal, Result, Store, StoreConfig, StreamEngine, TenantId, TxBatch, TxOutcome, WakeEngine,
 };
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -70,6 +70,9 @@ enum Defect {
     /// `commit_tx` commits each change on its own: a refusal leaves the
     /// changes staged before it applied.
     PiecemealCommit,
+    /// Records of declared kinds do not go with their lease: a record
+    /// read after its lease is gone answers as it was last seen.
+    OrphanedRecords,
 }
 
 /// The in-memory engine with one defect.
@@ -78,7 +81,12 @@ struct Broken {
     inner: Store,
     defect: Defect,
     admitted: Arc<Mutex<HashMap<AttemptId, Admission>>>,
+    /// Every record seen, by tenant, kind, lease and name, until removed
+    /// (`OrphanedRecords`).
+    records: Arc<Mutex<HashMap<RecordKey, RecordInfo>>>,
 }
+
+type RecordKey = (TenantId, Kind, LeaseId, String);
 
 struct BrokenHarness {
     inner: InMemory,
@@ -97,6 +105,7 @@ impl Harness for BrokenHarness {
             inner: self.inner.engine(config).await?,
             defect: self.defect,
             admitted: Arc::default(),
+            records: Arc::default(),
         })
     }
 
@@ -153,6 +162,49 @@ impl RelayEngine for Broken {
         drained() -> ();
         subscribe() -> Result<Subscription>;
         subscribe_to(collections: &[Collection]) -> Result<Subscription>;
+        put_record(tenant: TenantId, kind: Kind, lease: LeaseId, name: &str, ttl: Duration, attrs: Option<&[u8]>) -> Result<Renewal>;
+        renew_record(tenant: TenantId, kind: Kind, lease: LeaseId, name: &str, ttl: Duration) -> Result<Renewal>;
+        list_records(tenant: TenantId, kind: Kind, lease: LeaseId) -> Result<Vec<RecordInfo>>;
+    }
+
+    fn kind(&self, name: &str) -> Result<Kind> {
+        RelayEngine::kind(&self.inner, name)
+    }
+
+    async fn get_record(
+        &self,
+        tenant: TenantId,
+        kind: Kind,
+        lease: LeaseId,
+        name: &str,
+    ) -> Result<RecordInfo> {
+        let got = RelayEngine::get_record(&self.inner, tenant, kind, lease, name).await;
+        let key = (tenant, kind, lease, name.to_owned());
+        let mut records = self.records.lock().unwrap();
+        match (&got, self.defect) {
+            (Ok(record), _) => {
+                records.insert(key, record.clone());
+            }
+            (Err(Error::NotFound), Defect::OrphanedRecords) => {
+                if let Some(seen) = records.get(&key) {
+                    return Ok(seen.clone());
+                }
+            }
+            _ => {}
+        }
+        got
+    }
+
+    async fn remove_record(
+        &self,
+        tenant: TenantId,
+        kind: Kind,
+        lease: LeaseId,
+        name: &str,
+    ) -> Result<()> {
+        let key = (tenant, kind, lease, name.to_owned());
+        self.records.lock().unwrap().remove(&key);
+        RelayEngine::remove_record(&self.inner, tenant, kind, lease, name).await
     }
 
     async fn update_listing(
@@ -176,7 +228,8 @@ impl RelayEngine for Broken {
             | Defect::FlatPriorities
             | Defect::NotUnique
             | Defect::EndlessDeliveries
-            | Defect::PiecemealCommit => expected,
+            | Defect::PiecemealCommit
+            | Defect::OrphanedRecords => expected,
         };
         RelayEngine::update_listing(&self.inner, tenant, key, expected, attrs).await
     }
@@ -516,5 +569,13 @@ fn the_suite_catches_an_engine_that_commits_a_transaction_piecemeal() {
             "tx::refusals_are_the_operations",
             "tx::claims_settle_together"
         ]
+    );
+}
+
+#[test]
+fn the_suite_catches_an_engine_whose_records_outlive_their_lease() {
+    assert_eq!(
+        failed_checks(Defect::OrphanedRecords),
+        vec!["records::lifecycle"]
     );
 }

@@ -37,6 +37,7 @@ mod limits;
 mod listings;
 mod locks;
 mod queues;
+mod records;
 mod streams;
 mod tx;
 mod wakes;
@@ -138,7 +139,7 @@ macro_rules! ensure_eq {
 pub(crate) use {ensure, ensure_eq};
 
 /// The checks of the relay records (leases, endpoints, listings, presence,
-/// joins, locks, limits, cascades, tenants, restarts, drain, removal
+/// joins, locks, records of declared kinds, limits, cascades, tenants, restarts, drain, removal
 /// events), in the order
 /// [`run_relay`] runs them.
 pub const RELAY_CHECKS: &[&str] = &[
@@ -161,6 +162,9 @@ pub const RELAY_CHECKS: &[&str] = &[
     "joins::inspection",
     "locks::exclusive_and_fenced",
     "locks::attached_to_a_lease",
+    "records::put_get_list_remove",
+    "records::limits",
+    "records::lifecycle",
     "limits::bad_input",
     "limits::tenant_quota",
     "limits::holder_quota",
@@ -360,6 +364,15 @@ pub async fn run_relay_where<H: Harness>(harness: &H, keep: impl Fn(&str) -> boo
         &keep
     );
     check!(h, failures, RELAY_CHECKS, locks::attached_to_a_lease, &keep);
+    check!(
+        h,
+        failures,
+        RELAY_CHECKS,
+        records::put_get_list_remove,
+        &keep
+    );
+    check!(h, failures, RELAY_CHECKS, records::limits, &keep);
+    check!(h, failures, RELAY_CHECKS, records::lifecycle, &keep);
     check!(h, failures, RELAY_CHECKS, limits::bad_input, &keep);
     check!(h, failures, RELAY_CHECKS, limits::tenant_quota, &keep);
     check!(h, failures, RELAY_CHECKS, limits::holder_quota, &keep);

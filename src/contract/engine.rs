@@ -58,6 +58,7 @@
 //! # Ok::<(), Error>(())
 //! ```
 
+use crate::base::collection::Kind;
 use crate::base::error::Result;
 use crate::base::ids::JobId;
 use crate::base::ids::{AttemptId, JoinToken, LeaseId, TenantId};
@@ -72,7 +73,7 @@ use crate::contract::queue::{
 };
 use crate::contract::relay::{
     Admission, AttemptInfo, Binding, Cursor, EndpointSeen, JoinTicket, LeaseGrant, LeaseInfo,
-    ListingInfo, LockInfo, Page, PresenceInfo, Renewal,
+    ListingInfo, LockInfo, Page, PresenceInfo, RecordInfo, Renewal,
 };
 use crate::contract::schedule::{ScheduleInfo, ScheduleRun};
 use crate::contract::stream::{StreamConfig, StreamInfo, StreamRead};
@@ -87,7 +88,7 @@ use std::time::Duration;
 ///
 /// An engine is a cheap `Clone` handle that can be shared across threads
 /// and tasks. Operations are grouped below as leases, listings, presence,
-/// joins, locks, and tenants; each is documented in full on the
+/// joins, records of declared kinds, locks, and tenants; each is documented in full on the
 /// [`Store`](crate::Store) method of the same name. Relay code that needs
 /// nothing else is written against `E: RelayEngine` and runs on every
 /// engine.
@@ -296,6 +297,61 @@ pub trait RelayEngine: Clone + Send + Sync + 'static {
         &self,
         tenant: TenantId,
         attempt: AttemptId,
+    ) -> impl Future<Output = Result<()>> + Send;
+
+    // ----- records of declared kinds -----
+
+    /// The kind the engine's configuration declared under `name`
+    /// ([`Store::kind`](crate::Store::kind)).
+    fn kind(&self, name: &str) -> Result<Kind>;
+
+    /// Creates or renews a record of a declared kind under a lease
+    /// ([`Store::put_record`](crate::Store::put_record)).
+    fn put_record(
+        &self,
+        tenant: TenantId,
+        kind: Kind,
+        lease: LeaseId,
+        name: &str,
+        ttl: Duration,
+        attrs: Option<&[u8]>,
+    ) -> impl Future<Output = Result<Renewal>> + Send;
+
+    /// Renews a record of a declared kind, keeping its attributes.
+    fn renew_record(
+        &self,
+        tenant: TenantId,
+        kind: Kind,
+        lease: LeaseId,
+        name: &str,
+        ttl: Duration,
+    ) -> impl Future<Output = Result<Renewal>> + Send;
+
+    /// A visible record of a declared kind.
+    fn get_record(
+        &self,
+        tenant: TenantId,
+        kind: Kind,
+        lease: LeaseId,
+        name: &str,
+    ) -> impl Future<Output = Result<RecordInfo>> + Send;
+
+    /// A lease's visible records of one declared kind, in the order they
+    /// were made.
+    fn list_records(
+        &self,
+        tenant: TenantId,
+        kind: Kind,
+        lease: LeaseId,
+    ) -> impl Future<Output = Result<Vec<RecordInfo>>> + Send;
+
+    /// Removes a record of a declared kind (cause `Released`).
+    fn remove_record(
+        &self,
+        tenant: TenantId,
+        kind: Kind,
+        lease: LeaseId,
+        name: &str,
     ) -> impl Future<Output = Result<()>> + Send;
 
     // ----- locks -----

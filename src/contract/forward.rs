@@ -65,6 +65,11 @@ macro_rules! served {
             consume(tenant: $crate::base::ids::TenantId, token: &$crate::base::ids::JoinToken, idempotency_key: Option<&str>) -> $crate::base::error::Result<$crate::contract::relay::Admission>;
             get_attempt(tenant: $crate::base::ids::TenantId, attempt: $crate::base::ids::AttemptId) -> $crate::base::error::Result<$crate::contract::relay::AttemptInfo>;
             cancel_join(tenant: $crate::base::ids::TenantId, attempt: $crate::base::ids::AttemptId) -> $crate::base::error::Result<()>;
+            put_record(tenant: $crate::base::ids::TenantId, kind: $crate::base::collection::Kind, lease: $crate::base::ids::LeaseId, name: &str, ttl: ::std::time::Duration, attrs: Option<&[u8]>) -> $crate::base::error::Result<$crate::contract::relay::Renewal>;
+            renew_record(tenant: $crate::base::ids::TenantId, kind: $crate::base::collection::Kind, lease: $crate::base::ids::LeaseId, name: &str, ttl: ::std::time::Duration) -> $crate::base::error::Result<$crate::contract::relay::Renewal>;
+            get_record(tenant: $crate::base::ids::TenantId, kind: $crate::base::collection::Kind, lease: $crate::base::ids::LeaseId, name: &str) -> $crate::base::error::Result<$crate::contract::relay::RecordInfo>;
+            list_records(tenant: $crate::base::ids::TenantId, kind: $crate::base::collection::Kind, lease: $crate::base::ids::LeaseId) -> $crate::base::error::Result<Vec<$crate::contract::relay::RecordInfo>>;
+            remove_record(tenant: $crate::base::ids::TenantId, kind: $crate::base::collection::Kind, lease: $crate::base::ids::LeaseId, name: &str) -> $crate::base::error::Result<()>;
             get_lock(tenant: $crate::base::ids::TenantId, name: &str) -> $crate::base::error::Result<$crate::contract::relay::LockInfo>;
             renew_lock(tenant: $crate::base::ids::TenantId, name: &str, fence: u64, ttl: ::std::time::Duration) -> $crate::base::error::Result<$crate::contract::relay::Renewal>;
             release_lock(tenant: $crate::base::ids::TenantId, name: &str, fence: u64) -> $crate::base::error::Result<()>;

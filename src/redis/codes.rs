@@ -6,6 +6,7 @@
 //! sends, the events' decoding, the refusals' scopes and the library's
 //! header of event letters and scope codes are derived from these.
 
+use crate::base::collection::{Kind, KINDS_MAX};
 use crate::base::error::Scope;
 use crate::contract::events::{Cause, Collection};
 
@@ -23,6 +24,26 @@ pub(super) fn collection_of(letter: u8) -> Option<Collection> {
     Collection::ALL
         .into_iter()
         .find(|&c| self::letter(c) == letter)
+}
+
+/// Each declared kind's letter in the library, by the kind's place: its
+/// records' keys, its room under its store-wide ceiling and its scopes'
+/// tables. Upper case, so no collection's letter; and none of the budgets'
+/// sums (`S`, `Q`, `H`: `BUDGETS` in `lua/shared/30_room.lua` keeps a
+/// budget's sums under its letter in upper case).
+const KIND_LETTERS: &[u8; KINDS_MAX] = b"ABCDEFGIJKLMNOPR";
+
+/// A declared kind's letter in the library.
+pub(super) const fn kind_letter(kind: Kind) -> u8 {
+    KIND_LETTERS[kind.index()]
+}
+
+/// The kind of `letter`, if it is a kind's.
+pub(super) fn kind_of(letter: u8) -> Option<Kind> {
+    KIND_LETTERS
+        .iter()
+        .position(|&l| l == letter)
+        .and_then(Kind::at)
 }
 
 /// Each cause the library announces a removal with: its letter in an
@@ -55,6 +76,20 @@ const PER_COLLECTION: [PerCollection; 4] = [
     (4, Scope::Holder, "HOLDER_SCOPE"),
 ];
 
+/// A declared kind's scopes: each one's digit in a code (a kind's code is
+/// [`KIND_CODES`] plus its digit times 100 plus the kind's place), and the
+/// table of the library's header its letter is a key of.
+type PerKind = (i64, fn(Kind) -> Scope, &'static str);
+
+const PER_KIND: [PerKind; 3] = [
+    (1, Scope::KindTenant, "TENANT_SCOPE"),
+    (2, Scope::KindParent, "PARENT_SCOPE"),
+    (3, Scope::KindCeiling, "CEILING_SCOPE"),
+];
+
+/// Where the declared kinds' codes start: above every collection's.
+const KIND_CODES: i64 = 1000;
+
 /// The scopes of a mechanism's own limits the library can refuse with:
 /// each one's name in the library's header. Its code is its place here,
 /// from 1.
@@ -79,6 +114,15 @@ const MECHANISM_SCOPES: [(&str, Scope); 11] = [
 /// mechanism's scope is its place in [`MECHANISM_SCOPES`]. `None` for a
 /// scope the library never answers (those only a process counts).
 pub(super) fn code_of(scope: Scope) -> Option<i64> {
+    let kind = PER_KIND.iter().find_map(|&(digit, of, _)| {
+        (0..KINDS_MAX)
+            .filter_map(Kind::at)
+            .find(|&k| of(k) == scope)
+            .map(|k| KIND_CODES + digit * 100 + k.index() as i64)
+    });
+    if kind.is_some() {
+        return kind;
+    }
     let per = PER_COLLECTION.iter().find_map(|&(digit, of, _)| {
         Collection::ALL
             .into_iter()
@@ -95,6 +139,11 @@ pub(super) fn code_of(scope: Scope) -> Option<i64> {
 
 /// The scope a refusal's code names.
 pub(super) fn scope_of(code: i64) -> Option<Scope> {
+    if code >= KIND_CODES {
+        let (digit, at) = ((code - KIND_CODES) / 100, (code - KIND_CODES) % 100);
+        let (_, of, _) = PER_KIND.iter().find(|&&(d, _, _)| d == digit)?;
+        return Kind::at(usize::try_from(at).ok()?).map(of);
+    }
     let (digit, at) = (code / 100, code % 100);
     if digit == 0 {
         let at = usize::try_from(code).ok()?.checked_sub(1)?;
@@ -107,14 +156,24 @@ pub(super) fn scope_of(code: i64) -> Option<Scope> {
 
 /// The scope codes as the library's header defines them
 /// (`@SCOPES@` in `lua/shared/00_state.lua`): a table per kind of collection
-/// scope, keyed by the collection's letter, and a name per mechanism
-/// scope. No code is typed in Lua.
+/// scope, keyed by the collection's letter (and a declared kind's scopes
+/// by the kind's letter), and a name per mechanism scope. No code is
+/// typed in Lua.
 pub(super) fn scopes_lua() -> String {
     let mut out = String::new();
     for (_, of, table) in PER_COLLECTION {
+        let kinds = PER_KIND
+            .iter()
+            .find(|&&(_, _, t)| t == table)
+            .map(|&(_, of, _)| of);
         let rows: Vec<String> = Collection::ALL
             .into_iter()
             .filter_map(|c| Some(format!("{} = {}", letter(c) as char, code_of(of(c))?)))
+            .chain(kinds.into_iter().flat_map(|of| {
+                (0..KINDS_MAX).filter_map(Kind::at).filter_map(move |k| {
+                    Some(format!("{} = {}", kind_letter(k) as char, code_of(of(k))?))
+                })
+            }))
             .collect();
         out.push_str(&format!("local {table} = {{{}}}\n", rows.join(", ")));
     }
@@ -167,8 +226,32 @@ mod tests {
     fn letters_are_unique_and_name_their_collection() {
         for c in Collection::ALL {
             assert_eq!(collection_of(letter(c)), Some(c), "{c:?}");
+            assert!(letter(c).is_ascii_lowercase(), "{c:?}");
         }
         assert_eq!(collection_of(b'z'), None);
+    }
+
+    /// Each kind's letter names it back, is upper case (so no
+    /// collection's), and is none of the budgets' sums.
+    #[test]
+    fn kind_letters_are_unique_and_name_their_kind() {
+        for k in (0..KINDS_MAX).filter_map(Kind::at) {
+            let l = kind_letter(k);
+            assert_eq!(kind_of(l), Some(k), "{k}");
+            assert!(l.is_ascii_uppercase(), "{k}");
+        }
+        for budget in [
+            Collection::Streams,
+            Collection::Queues,
+            Collection::Schedules,
+        ] {
+            assert_eq!(
+                kind_of(letter(budget).to_ascii_uppercase()),
+                None,
+                "{budget:?}"
+            );
+        }
+        assert_eq!(kind_of(b'a'), None);
     }
 
     /// Every cause a function announces has one letter, which names it
@@ -203,13 +286,20 @@ mod tests {
                 Scope::Holder(c),
             ]);
         }
+        for k in (0..KINDS_MAX).filter_map(Kind::at) {
+            scopes.extend([
+                Scope::KindTenant(k),
+                Scope::KindParent(k),
+                Scope::KindCeiling(k),
+            ]);
+        }
         let mut codes = std::collections::BTreeSet::new();
         for scope in scopes {
             let code = code_of(scope).unwrap_or_else(|| panic!("{scope:?} has no code"));
             assert!(codes.insert(code), "{scope:?}: code {code} twice");
             assert_eq!(scope_of(code), Some(scope), "{code}");
         }
-        for code in [0, -1, 12, 99, 150, 500] {
+        for code in [0, -1, 12, 99, 150, 500, 1000, 1099, 1116, 1400] {
             assert_eq!(scope_of(code), None, "{code}");
         }
         // Scopes only a process counts have no code.

@@ -21,6 +21,12 @@ impl RelayEngine for RedisEngine {
 
     served!(relay async RedisEngine);
 
+    // Naming a kind asks nothing of a server: it is read from the
+    // configuration.
+    fn kind(&self, name: &str) -> Result<crate::base::collection::Kind> {
+        RedisEngine::kind(self, name)
+    }
+
     forward! { async RedisEngine:
         try_lock(tenant: TenantId, name: &str, owner: &str, ttl: Duration, lease: Option<LeaseId>) -> Result<Option<LockInfo>>;
         drained() -> ();

@@ -173,8 +173,19 @@ fn record_id(collection: Collection, incarnation: u64, id: &str) -> Option<Recor
         Collection::Streams => RecordId::Stream(Arc::from(id)),
         Collection::Queues => RecordId::Queue(Arc::from(id)),
         Collection::Schedules => RecordId::Schedule(Arc::from(id)),
-        // No function announces one: the engine keeps no declared kinds.
-        Collection::Records => return None,
+        // "<kind's letter>:<lease>:<name>" (`lua/shared/65_declared.lua`).
+        Collection::Records => {
+            let (kind, rest) = id.split_once(':')?;
+            let (lease, name) = rest.split_once(':')?;
+            let [letter] = kind.as_bytes() else {
+                return None;
+            };
+            RecordId::Record {
+                kind: super::codes::kind_of(*letter)?,
+                lease: LeaseId::new(incarnation, lease.parse().ok()?),
+                name: Arc::from(name),
+            }
+        }
     })
 }
 

@@ -60,6 +60,7 @@ mod presence;
 mod probe;
 mod queues;
 mod reconfigure;
+mod records;
 mod reply;
 mod room;
 mod schedules;
@@ -476,19 +477,12 @@ impl RedisEngine {
     /// (ADR 0031); [`reconfigure`](Self::reconfigure) and
     /// [`set_quota_policy`](Self::set_quota_policy) change a handle's
     /// limits later (ADR 0067). Declared record kinds
-    /// ([`StoreConfig::kinds`]) are kept by the in-memory store only: a
-    /// configuration that declares any is [`Error::InvalidConfig`] naming
-    /// `kinds`.
+    /// ([`StoreConfig::kinds`]) are named by their place in the list, so
+    /// every handle of one namespace declares the same kinds in the same
+    /// order.
     pub async fn connect(options: RedisOptions, config: StoreConfig) -> Result<Self> {
         options.validate()?;
         config.validate()?;
-        if !config.kinds.is_empty() {
-            return Err(Error::InvalidConfig {
-                field: "kinds",
-                rule: "declared record kinds are kept by the in-memory store only",
-                values: format!("{} kinds declared", config.kinds.len()),
-            });
-        }
         let ttl = TtlRange::new(config.ttl_min, config.ttl_max)?;
         let conn = Conn::open(&options).await?;
         let sweep_interval = options.sweep_interval;

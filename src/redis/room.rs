@@ -58,6 +58,24 @@ fn letter(c: Collection) -> char {
     codes::letter(c) as char
 }
 
+/// What `config` counts by reservations with horizons, by letter: the
+/// counted collections, then each declared kind (whose records count
+/// under its own ceiling), with the scope a refusal names and the limit.
+fn counted(config: &StoreConfig) -> Vec<(char, Scope, u64)> {
+    CEILINGS
+        .iter()
+        .map(|&c| (letter(c), Scope::Collection(c), config.ceiling(c)))
+        .chain(config.kinds.iter().enumerate().filter_map(|(i, k)| {
+            let kind = crate::base::collection::Kind::at(i)?;
+            Some((
+                char::from(codes::kind_letter(kind)),
+                Scope::KindCeiling(kind),
+                k.max,
+            ))
+        }))
+        .collect()
+}
+
 /// Reservations one scan step of [`RedisEngine::reclaim_budgets`] looks at.
 const RECLAIM_SCAN: usize = 256;
 
@@ -114,9 +132,12 @@ pub(super) struct Ceilings {
     /// last: it failed to answer.
     down: Vec<std::sync::atomic::AtomicU64>,
     since: std::time::Instant,
-    /// Per counted collection (in `CEILINGS` order), whether its next
-    /// creation first counts every share: set at connect and whenever the
-    /// ceilings change, cleared once no share holds more than its part.
+    /// What is counted, by letter, and the scope its refusals name
+    /// (`counted`; the kinds are fixed for a handle's life).
+    counted: Vec<(char, Scope)>,
+    /// Per entry of `counted`, whether its next creation first counts
+    /// every share: set at connect and whenever the ceilings change,
+    /// cleared once no share holds more than its part.
     checking: Vec<std::sync::atomic::AtomicBool>,
 }
 
@@ -135,7 +156,11 @@ impl Ceilings {
             inline: !cluster,
             down: (0..shares).map(|_| Default::default()).collect(),
             since: std::time::Instant::now(),
-            checking: CEILINGS
+            counted: counted(config)
+                .into_iter()
+                .map(|(letter, scope, _)| (letter, scope))
+                .collect(),
+            checking: counted(config)
                 .iter()
                 .map(|_| std::sync::atomic::AtomicBool::new(cluster))
                 .collect(),
@@ -155,7 +180,7 @@ impl Ceilings {
 
     /// The flag of the counted collection of `letter`.
     fn check_of(&self, letter: char) -> Option<&std::sync::atomic::AtomicBool> {
-        let at = CEILINGS.iter().position(|&c| self::letter(c) == letter)?;
+        let at = self.counted.iter().position(|&(l, _)| l == letter)?;
         Some(&self.checking[at])
     }
 
@@ -179,15 +204,16 @@ impl Ceilings {
             .iter()
             .map(|&c| (letter(c), budget_limits(config, c)))
             .collect();
-        let on = CEILINGS
+        let counted = counted(config);
+        let on = counted
             .iter()
-            .map(|&c| config.ceiling(c))
+            .map(|&(_, _, limit)| limit)
             .chain(budgets.iter().flat_map(|(_, l)| l.iter().copied()))
             .any(|limit| limit < 1 << 53);
         if on {
-            CEILINGS
+            counted
                 .iter()
-                .map(|&c| format!("{}{}", letter(c), text(config.ceiling(c))))
+                .map(|&(letter, _, limit)| format!("{letter}{}", text(limit)))
                 .chain(budgets.iter().map(|(letter, l)| {
                     let parts: Vec<String> = l.iter().map(|&x| text(x)).collect();
                     format!("{letter}{}", parts.join("/"))
@@ -493,10 +519,11 @@ impl RedisEngine {
             check.store(false, std::sync::atomic::Ordering::Release);
             return Ok(());
         }
-        let scope = CEILINGS
+        let scope = ceilings
+            .counted
             .iter()
-            .find(|&&c| self::letter(c) == letter)
-            .map(|&c| Scope::Collection(c));
+            .find(|&&(l, _)| l == letter)
+            .map(|&(_, scope)| scope);
         match scope {
             Some(scope) if total >= limit => Err(Error::CapacityExceeded {
                 scope,

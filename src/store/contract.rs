@@ -30,6 +30,12 @@ impl RelayEngine for Store {
 
     served!(relay ready Store);
 
+    // Naming a kind asks nothing of a server: it is read from the
+    // configuration.
+    fn kind(&self, name: &str) -> Result<crate::base::collection::Kind> {
+        Store::kind(self, name)
+    }
+
     // Waiting for the end of a drain is the one wait of this trait.
     forward! { async Store:
         drained() -> ();

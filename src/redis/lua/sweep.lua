@@ -16,6 +16,10 @@ for _, index in ipairs({LEASES, LOCKS, ATTEMPTS, MEMBERS, REPLAY, IDEM, TOMBS}) 
     end
   end
 end
+local records = DECLARED.due()
+if records and (next_due < 0 or records < next_due) then
+  next_due = records
+end
 -- An ended epoch not yet buried: due again at once.
 if call('EXISTS', GRAVES) == 1 then
   next_due = NOW

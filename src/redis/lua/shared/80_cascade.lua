@@ -3,7 +3,8 @@
 --
 -- Drops what is attached to lease `seq` (the cascade of its removal for
 -- `cause`): its locks, its presence records, its listings and their
--- attempts, its streams, its endpoints.
+-- attempts, its records of the declared kinds, its streams, its
+-- endpoints.
 local function detach(seq, cause)
   local outer = ROOT
   ROOT = {cause, E_LEASES, seq}
@@ -22,6 +23,7 @@ local function detach(seq, cause)
     end
   end
   call('DEL', members)
+  DECLARED.detach(seq)
   local published = R .. 'lp:' .. seq
   for _, key in ipairs(call('SMEMBERS', published)) do
     if call('HGET', R .. 'p:' .. key, 'l') == seq then
@@ -143,7 +145,7 @@ local function bury(max)
     end
   end
   call('LPOP', GRAVES)
-  call('DEL', grave .. 'at')
+  call('DEL', grave .. 'at', grave .. 'rk')
 end
 
 -- Clean-up run by every creating function, at most `max` entries of each
@@ -199,6 +201,7 @@ local function reap(max)
   for _, member in ipairs(call('ZRANGEBYSCORE', MEMBERS, '-inf', NOW, 'LIMIT', 0, max)) do
     drop_member(member, EXPIRED_)
   end
+  DECLARED.reap(max)
   forget_replay(max)
   forget_keys(max)
   for _, seq in ipairs(call('ZRANGEBYSCORE', TOMBS, '-inf', NOW, 'LIMIT', 0, max)) do

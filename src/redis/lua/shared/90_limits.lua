@@ -40,9 +40,10 @@ end
 
 -- Refuses a child when its parent's set of children `set` already holds
 -- `cap` (the per-parent caps: listings per lease, attempts per listing,
--- locks and presence records per lease). Returns nil when there is room.
-local function parent_full(set, cap, scope)
-  local held = call('SCARD', set)
+-- locks and presence records per lease, a kind's records per lease: a
+-- sorted set, `card` 'ZCARD'). Returns nil when there is room.
+local function parent_full(set, cap, scope, card)
+  local held = call(card or 'SCARD', set)
   if held >= cap then
     return {CAPACITY, scope, cap, held}
   end

@@ -1,0 +1,65 @@
+-- function: tenant
+-- arguments: kind, lease, name, ttl, has_attrs, attrs, per_lease_max, quota, keep, draining
+-- put_record: the record `name` of the declared kind of letter `kind`
+-- under lease `lease` (its sequence number), live for `ttl` ms (an
+-- absolute reset); `attrs` replace the stored ones if `has_attrs` is '1';
+-- `per_lease_max` the kind's cap per lease; `quota` its tenant quota (-1:
+-- off); `keep` how long the key outlives the deadline (ms); `draining`
+-- '1' if new records are refused. Renews a visible record or creates one.
+-- Reply: {OK, version, remaining}; the lease's state if it is not live;
+-- DRAINING for a new record that is refused.
+ttl, keep = tonumber(ttl), tonumber(keep)
+local state = lease_state(lease)
+if state ~= OK then
+  return {state}
+end
+local key = DECLARED.key(kind, lease, name)
+local d = NOW + ttl
+local r = DECLARED.visible(kind, lease, name, lease)
+if r then
+  local z = cover(r[4], d, 3 * ttl, function()
+    return {key}
+  end)
+  if not z then
+    return {ROOM}
+  end
+  local v = tonumber(r[2]) + 1
+  call('HSET', key, 'v', num(v), 'd', num(d), 'z', z)
+  if has_attrs == '1' then
+    call('HSET', key, 'a', attrs)
+  end
+  call('PEXPIREAT', key, num(d + keep))
+  index_at(DECLARED.index(kind), d, DECLARED.id(kind, lease, name), tonumber(r[3]))
+  return {OK, v, ttl}
+end
+-- Missing or lapsed: a new record.
+if draining == '1' then
+  return {DRAINING}
+end
+if call('EXISTS', key) == 1 then
+  DECLARED.drop(kind, lease, name, EXPIRED_)
+end
+reap(REAP_MAX)
+local under = DECLARED.children(kind, lease)
+local refused = parent_full(under, tonumber(per_lease_max), PARENT_SCOPE[kind], 'ZCARD')
+if refused then
+  return refused
+end
+refused = full(DECLARED.index(kind), tonumber(quota), TENANT_SCOPE[kind])
+if refused then
+  return refused
+end
+local room, answer = rooms({{kind, d, 3 * ttl}})
+if not room then
+  return answer
+end
+local v = next_fence()
+if has_attrs ~= '1' then
+  attrs = ''
+end
+call('HSET', key, 'a', attrs, 'v', num(v), 'd', num(d), 'z', room[kind][2], 'rv', room[kind][1])
+call('PEXPIREAT', key, num(d + keep))
+index_at(DECLARED.index(kind), d, DECLARED.id(kind, lease, name))
+call('ZADD', under, num(v), name)
+call('SADD', R .. 'rk', kind)
+return {OK, v, ttl}
