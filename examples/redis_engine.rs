@@ -30,7 +30,10 @@
 //! 64 in flight, each operation's server time, function calls and
 //! commands per operation from `INFO commandstats` (reset before each row;
 //! the stats of the whole server, so run it on a server nothing else
-//! uses), beside the scripted floor's call and a `SET PX`.
+//! uses), beside the scripted floor's call and a `SET PX`; that table
+//! also has a record of a declared kind under a lease (`record`: put,
+//! refreshing it; `get_record`) beside a member attached to the lease,
+//! the built-in kind of the same shape (`heartbeat`, `get_member`).
 //! Runs only when `REDIS_URL` is set; `redis-benchmark` must be on PATH.
 //! Keys go under a namespace of their own; the floors write
 //! `relaystore-floor:*` keys (the SET PX ones with a one-minute expiry,
@@ -49,7 +52,7 @@ mod support;
 use relaystore::queue::{JobOptions, QueueConfig};
 use relaystore::redis::{RedisEngine, RedisOptions};
 use relaystore::stream::{StreamConfig, WhenFull};
-use relaystore::{LeaseId, Store, StoreConfig, TenantId, TenantQuota, TxBatch};
+use relaystore::{LeaseId, RecordKind, Store, StoreConfig, TenantId, TenantQuota, TxBatch};
 use std::net::SocketAddr;
 use std::process::Command;
 
@@ -70,6 +73,8 @@ const LOG: &str = "log";
 const ENTRY: [u8; 64] = [7; 64];
 /// The queue the job rows go through.
 const JOBS: &str = "jobs";
+/// The declared kind the record rows put and read.
+const KIND: &str = "permission";
 const JOIN_TTL: Duration = Duration::from_secs(1);
 const SEEN: SocketAddr = SocketAddr::V4(std::net::SocketAddrV4::new(
     std::net::Ipv4Addr::new(203, 0, 113, 7),
@@ -104,7 +109,8 @@ async fn run(url: &str, o: &Options) {
         .leases_max(10_000_000)
         .replay_max(replay)
         .replay_grace(Duration::from_secs(1))
-        .tenant(TenantQuota::default().replay_max(replay));
+        .tenant(TenantQuota::default().replay_max(replay))
+        .declare(RecordKind::new(KIND).ttl_max(TTL));
     let engine = RedisEngine::connect(
         RedisOptions::standalone(url).namespace(&namespace),
         config.clone(),
@@ -427,6 +433,9 @@ async fn server_cost(
     };
     for op in [
         "heartbeat",
+        "get_member",
+        "record",
+        "get_record",
         "lookup",
         "get_lease",
         "renew",
@@ -588,6 +597,23 @@ async fn one_remote(e: &RedisEngine, ids: &[(TenantId, LeaseId)], op: &str, k: u
             e.heartbeat(tenant, &member, TTL, None, Some(id))
                 .await
                 .is_ok()
+        }
+        "get_member" => {
+            let member = format!("m{}", k as usize % ids.len());
+            e.get_presence(tenant, &member).await.is_ok()
+        }
+        // A record of a declared kind under the lease, the same shape as
+        // the heartbeat's member: put (created by its first call), read.
+        "record" | "get_record" => {
+            let name = format!("m{}", k as usize % ids.len());
+            let kind = e.kind(KIND).expect("the declared kind");
+            if op == "record" {
+                e.put_record(tenant, kind, id, &name, TTL, None)
+                    .await
+                    .is_ok()
+            } else {
+                e.get_record(tenant, kind, id, &name).await.is_ok()
+            }
         }
         "lookup" => e.get_listing(tenant, LOBBY).await.is_ok(),
         "notify" => e.notify(tenant, LOBBY).await.is_ok(),
