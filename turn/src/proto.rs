@@ -368,7 +368,7 @@ impl Relay {
         }
         for ip in peers {
             self.state
-                .permit(allocation.lease, allocation.relayed, ip)
+                .permit(allocation.lease, ip)
                 .map_err(|r| refused(r, ErrorCode::BAD_REQUEST))?;
         }
         Ok(Success::empty())
@@ -386,7 +386,7 @@ impl Relay {
             return Err(fail(ErrorCode::BAD_REQUEST));
         }
         self.state
-            .bind_channel(allocation.lease, allocation.relayed, channel, peer)
+            .bind_channel(allocation.lease, channel, peer)
             .map_err(|r| refused(r, ErrorCode::BAD_REQUEST))?;
         Ok(Success::empty())
     }

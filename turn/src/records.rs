@@ -10,7 +10,7 @@
 
 use relaystore::events::{Collection, Subscription};
 use relaystore::redis::{RedisEngine, RedisOptions};
-use relaystore::{Error, LeaseGrant, LeaseId, Store, StoreConfig, TenantId};
+use relaystore::{Error, Kind, LeaseGrant, LeaseId, Store, StoreConfig, TenantId};
 use std::time::{Duration, Instant};
 
 /// The tenant every record of the relay belongs to.
@@ -111,6 +111,65 @@ impl Records {
         }
     }
 
+    /// The kind the records' configuration declared under `name`.
+    pub fn kind(&self, name: &str) -> Result<Kind, Error> {
+        match self {
+            Records::Memory(store) => store.kind(name),
+            Records::Redis { engine, .. } => engine.kind(name),
+        }
+    }
+
+    /// `read` of the visible record `name` of `kind` under `lease`: its
+    /// attributes.
+    pub fn read_record<R>(
+        &self,
+        kind: Kind,
+        lease: LeaseId,
+        name: &str,
+        read: impl FnOnce(&[u8]) -> R,
+    ) -> Result<R, Error> {
+        match self {
+            Records::Memory(store) => store.read_record(TENANT, kind, lease, name, read),
+            Records::Redis {
+                engine, runtime, ..
+            } => runtime
+                .block_on(engine.get_record(TENANT, kind, lease, name))
+                .map(|r| read(&r.attrs)),
+        }
+    }
+
+    /// Creates or renews the record `name` of `kind` under `lease` for
+    /// `ttl`; `attrs`, if given, replace its attributes.
+    pub fn put_record(
+        &self,
+        kind: Kind,
+        lease: LeaseId,
+        name: &str,
+        ttl: Duration,
+        attrs: Option<&[u8]>,
+    ) -> Result<(), Error> {
+        match self {
+            Records::Memory(store) => store
+                .put_record(TENANT, kind, lease, name, ttl, attrs)
+                .map(|_| ()),
+            Records::Redis {
+                engine, runtime, ..
+            } => runtime
+                .block_on(engine.put_record(TENANT, kind, lease, name, ttl, attrs))
+                .map(|_| ()),
+        }
+    }
+
+    /// Removes the record `name` of `kind` under `lease`.
+    pub fn remove_record(&self, kind: Kind, lease: LeaseId, name: &str) -> Result<(), Error> {
+        match self {
+            Records::Memory(store) => store.remove_record(TENANT, kind, lease, name),
+            Records::Redis {
+                engine, runtime, ..
+            } => runtime.block_on(engine.remove_record(TENANT, kind, lease, name)),
+        }
+    }
+
     /// The holder of `lease` and its time left, if it is live.
     pub fn lease(&self, lease: LeaseId) -> Option<(String, Duration)> {
         let info = match self {
@@ -167,20 +226,15 @@ impl Records {
         }
     }
 
-    /// Creates or refreshes the presence record `key` for `ttl`.
-    pub fn heartbeat(
-        &self,
-        key: &str,
-        ttl: Duration,
-        attrs: Option<&[u8]>,
-        lease: Option<LeaseId>,
-    ) -> Result<(), Error> {
+    /// Creates or refreshes the presence record `key` for `ttl`, of no
+    /// lease.
+    pub fn heartbeat(&self, key: &str, ttl: Duration, attrs: Option<&[u8]>) -> Result<(), Error> {
         match self {
-            Records::Memory(store) => store.heartbeat(TENANT, key, ttl, attrs, lease).map(|_| ()),
+            Records::Memory(store) => store.heartbeat(TENANT, key, ttl, attrs, None).map(|_| ()),
             Records::Redis {
                 engine, runtime, ..
             } => runtime
-                .block_on(engine.heartbeat(TENANT, key, ttl, attrs, lease))
+                .block_on(engine.heartbeat(TENANT, key, ttl, attrs, None))
                 .map(|_| ()),
         }
     }

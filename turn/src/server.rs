@@ -138,7 +138,8 @@ impl Relay {
         Ok(Relay {
             users: Users::new(&config.users, &config.realm),
             nonces: Nonces::new(config.nonce_lifetime),
-            state: State::new(records, &config, local_addr),
+            state: State::new(records, &config, local_addr)
+                .map_err(|e| io::Error::other(e.to_string()))?,
             next_port: config.min_port,
             config,
             poll,
@@ -277,9 +278,9 @@ impl Relay {
             return;
         };
         let peer = self.state.allocation(from).and_then(|a| {
-            let peer = self.state.channel_peer(a.relayed, channel.id())?;
+            let peer = self.state.channel_peer(a.lease, channel.id())?;
             self.state
-                .permitted(a.relayed, peer.ip())
+                .permitted(a.lease, peer.ip())
                 .then_some((a.relayed, peer))
         });
         self.relay_to_peer(peer, channel.data());
@@ -294,7 +295,7 @@ impl Relay {
         let peer = peer.addr(msg.transaction_id());
         let target = self.state.allocation(from).and_then(|a| {
             self.state
-                .permitted(a.relayed, peer.ip())
+                .permitted(a.lease, peer.ip())
                 .then_some((a.relayed, peer))
         });
         self.relay_to_peer(target, data.data());
@@ -316,16 +317,16 @@ impl Relay {
     /// a permission.
     fn on_peer(&mut self, port: u16, data: &[u8], peer: SocketAddr, out: &mut Send) {
         let relayed = SocketAddr::new(self.config.relay_ip, port);
-        let Some(client) = self.state.client_of(relayed) else {
+        let Some((client, lease)) = self.state.client_of(relayed) else {
             self.count(|c| &c.dropped);
             return;
         };
-        if !self.state.permitted(relayed, peer.ip()) {
+        if !self.state.permitted(lease, peer.ip()) {
             self.count(|c| &c.dropped);
             return;
         }
         self.room(out);
-        let channel = self.state.peer_channel(relayed, peer);
+        let channel = self.state.peer_channel(lease, peer);
         let buffer = out.buffer();
         let start = buffer.len();
         match channel {

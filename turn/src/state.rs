@@ -5,21 +5,25 @@
 //! | allocation | lease, holder = user | (its id) | | LIFETIME, renewed by Refresh |
 //! | five-tuple → allocation | listing on the allocation | `f` client, relay's listen address | relayed address, Allocate's transaction id | the allocation's |
 //! | relayed address → client | listing on the allocation | `r` relayed | client address | the allocation's |
-//! | permission | presence on the allocation | `p` relayed, peer IP | | 300 s, renewed by CreatePermission and ChannelBind |
-//! | channel → peer | presence on the allocation | `c` relayed, channel | peer address | 600 s, renewed by ChannelBind |
-//! | peer → channel | presence on the allocation | `b` relayed, peer | channel | 600 s, renewed by ChannelBind |
-//! | reserved port (EVEN-PORT R=1) | presence | `v` token | port | 30 s, taken once |
+//! | permission | declared kind `permission` under the allocation | peer IP | | 300 s, renewed by CreatePermission and ChannelBind |
+//! | channel → peer | declared kind `channel` under the allocation | channel | peer address | 600 s, renewed by ChannelBind |
+//! | peer → channel | declared kind `peer` under the allocation | peer address | channel | 600 s, renewed by ChannelBind |
+//! | reserved port (EVEN-PORT R=1) | presence (of no allocation) | `v` token | port | 30 s, taken once |
 //!
 //! Every lookup on the packet path (the client's five-tuple, the relayed
 //! address, the permission, the channel) is a read of the store, in place
-//! (`read_listing`, `read_presence`: nothing copied or allocated), and the
+//! (`read_listing`, `read_record`: nothing copied or allocated), and the
 //! store never shows a record past its deadline; nothing is cached beside
 //! it.
-//! Permissions and channels are attached to the allocation's lease, so they
-//! end with it (the store cascades); the per-user allocation quota is the
-//! store's per-holder lease quota, the relay's ceiling its lease ceiling.
+//! Permissions and channels are records of the kinds the relay declares
+//! ([`store_config`]), under the allocation's lease: they end with it (the
+//! store cascades), each kind has its own limits, and a name needs no
+//! prefix. A reservation is held for a token before any allocation takes
+//! it, so it is a tenant-wide presence record. The per-user allocation
+//! quota is the store's per-holder lease quota, the relay's ceiling its
+//! lease ceiling.
 
-use relaystore::{Error, LeaseGrant, LeaseId, Scope, StoreConfig, TenantQuota};
+use relaystore::{Error, Kind, LeaseGrant, LeaseId, RecordKind, Scope, StoreConfig, TenantQuota};
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
@@ -36,28 +40,56 @@ pub use crate::records::TENANT;
 /// costs a tenth of that.
 pub const EXPIRY_TICK: Duration = Duration::from_millis(100);
 
+/// The declared kind of permissions: a peer IP under its allocation.
+pub const PERMISSION: &str = "permission";
+/// The declared kind of a channel binding by channel: its peer.
+pub const CHANNEL: &str = "channel";
+/// The declared kind of a channel binding by peer: its channel.
+pub const PEER: &str = "peer";
+
 /// The store settings a relay with `config` needs.
 pub fn store_config(config: &Config) -> StoreConfig {
     let allocations = config.allocations_max;
-    // Per allocation: two listings (`f`, `r`) and its children.
-    let children = config.children_per_allocation as u64;
+    // Per allocation: two listings (`f`, `r`) and its children, each kind
+    // up to `children_per_allocation`.
+    let children = config.children_per_allocation;
+    let kind = |name: &str| {
+        let all = allocations.saturating_mul(children as u64);
+        RecordKind::new(name)
+            .ttl_min(config.ttl_min())
+            .ttl_max(config.ttl_max())
+            .per_lease_max(children)
+            .per_tenant_max(all)
+            .max(all)
+    };
+    // A reservation is held for at most one allocation's request at a time.
+    let reservations = allocations;
     StoreConfig::default()
         .ttl_min(config.ttl_min())
         .ttl_max(config.ttl_max())
         .leases_max(allocations)
         .listings_max(allocations.saturating_mul(2))
-        .presence_max(allocations.saturating_mul(children + 1))
-        .presence_per_lease_max(config.children_per_allocation)
+        .presence_max(reservations)
         .listings_per_lease_max(2)
         .idempotency_max(allocations)
+        .declare(kind(PERMISSION))
+        .declare(kind(CHANNEL))
+        .declare(kind(PEER))
         .tenant(
             TenantQuota::default()
                 .leases_max(allocations)
                 .listings_max(allocations.saturating_mul(2))
-                .presence_max(allocations.saturating_mul(children + 1))
+                .presence_max(reservations)
                 .idempotency_max(allocations)
                 .leases_per_holder_max(config.allocations_per_user),
         )
+}
+
+/// The declared kinds, as the records name them.
+struct Kinds {
+    permission: Kind,
+    channel: Kind,
+    peer: Kind,
 }
 
 /// A store key, written on the stack: a tag letter and fixed-width hex
@@ -77,6 +109,14 @@ impl Key {
         let mut bytes = [0u8; KEY_MAX];
         bytes[0] = tag;
         Key { bytes, len: 1 }
+    }
+
+    /// A record's name within its lease and kind: no tag.
+    fn name() -> Key {
+        Key {
+            bytes: [0u8; KEY_MAX],
+            len: 0,
+        }
     }
 
     /// Appends the low `digits` hex digits of `value`.
@@ -190,6 +230,7 @@ impl From<Error> for Refusal {
 /// The relay's view of its records.
 pub struct State {
     records: Records,
+    kinds: Kinds,
     /// The relay's own address: the server's half of every five-tuple.
     listen: SocketAddr,
     permission_lifetime: Duration,
@@ -199,15 +240,22 @@ pub struct State {
 
 impl State {
     /// The state of a relay with `config` listening on `listen`, in
-    /// `records`.
-    pub fn new(records: Records, config: &Config, listen: SocketAddr) -> State {
-        State {
+    /// `records`, whose configuration declares the relay's kinds
+    /// ([`store_config`]); `NotFound` if it does not.
+    pub fn new(records: Records, config: &Config, listen: SocketAddr) -> Result<State, Error> {
+        let kinds = Kinds {
+            permission: records.kind(PERMISSION)?,
+            channel: records.kind(CHANNEL)?,
+            peer: records.kind(PEER)?,
+        };
+        Ok(State {
             records,
+            kinds,
             listen,
             permission_lifetime: config.permission_lifetime,
             channel_lifetime: config.channel_lifetime,
             reservation_lifetime: config.reservation_lifetime,
-        }
+        })
     }
 
     /// The records.
@@ -245,37 +293,41 @@ impl State {
             .flatten()
     }
 
-    /// The client whose allocation relays from `relayed`.
-    pub fn client_of(&self, relayed: SocketAddr) -> Option<SocketAddr> {
+    /// The client whose allocation relays from `relayed`, and the
+    /// allocation's lease.
+    pub fn client_of(&self, relayed: SocketAddr) -> Option<(SocketAddr, LeaseId)> {
         let key = Key::new(b'r').addr(relayed);
         self.records
-            .read_listing(key.as_str(), |_, attrs| decode(attrs))
+            .read_listing(key.as_str(), |lease, attrs| {
+                decode(attrs).map(|(addr, _)| (addr, lease))
+            })
+            .ok()
+            .flatten()
+    }
+
+    /// Whether the allocation `lease` has a permission for `peer`.
+    pub fn permitted(&self, lease: LeaseId, peer: IpAddr) -> bool {
+        let name = Key::name().ip(peer);
+        self.records
+            .read_record(self.kinds.permission, lease, name.as_str(), |_| ())
+            .is_ok()
+    }
+
+    /// The peer bound to `channel` on the allocation `lease`.
+    pub fn channel_peer(&self, lease: LeaseId, channel: u16) -> Option<SocketAddr> {
+        let name = Key::name().port(channel);
+        self.records
+            .read_record(self.kinds.channel, lease, name.as_str(), decode)
             .ok()
             .flatten()
             .map(|(addr, _)| addr)
     }
 
-    /// Whether the allocation at `relayed` has a permission for `peer`.
-    pub fn permitted(&self, relayed: SocketAddr, peer: IpAddr) -> bool {
-        let key = Key::new(b'p').addr(relayed).ip(peer);
-        self.records.read_presence(key.as_str(), |_| ()).is_ok()
-    }
-
-    /// The peer bound to `channel` on the allocation at `relayed`.
-    pub fn channel_peer(&self, relayed: SocketAddr, channel: u16) -> Option<SocketAddr> {
-        let key = Key::new(b'c').addr(relayed).port(channel);
+    /// The channel bound to `peer` on the allocation `lease`.
+    pub fn peer_channel(&self, lease: LeaseId, peer: SocketAddr) -> Option<u16> {
+        let name = Key::name().addr(peer);
         self.records
-            .read_presence(key.as_str(), decode)
-            .ok()
-            .flatten()
-            .map(|(addr, _)| addr)
-    }
-
-    /// The channel bound to `peer` on the allocation at `relayed`.
-    pub fn peer_channel(&self, relayed: SocketAddr, peer: SocketAddr) -> Option<u16> {
-        let key = Key::new(b'b').addr(relayed).addr(peer);
-        self.records
-            .read_presence(key.as_str(), |attrs| {
+            .read_record(self.kinds.peer, lease, name.as_str(), |attrs| {
                 let bytes: [u8; 2] = attrs.get(..2)?.try_into().ok()?;
                 Some(u16::from_be_bytes(bytes))
             })
@@ -333,26 +385,30 @@ impl State {
     }
 
     /// Installs or refreshes the permission for `peer` on the allocation
-    /// `lease` at `relayed`.
-    pub fn permit(&self, lease: LeaseId, relayed: SocketAddr, peer: IpAddr) -> Result<(), Refusal> {
-        let key = Key::new(b'p').addr(relayed).ip(peer);
-        self.records
-            .heartbeat(key.as_str(), self.permission_lifetime, None, Some(lease))?;
+    /// `lease`.
+    pub fn permit(&self, lease: LeaseId, peer: IpAddr) -> Result<(), Refusal> {
+        let name = Key::name().ip(peer);
+        self.records.put_record(
+            self.kinds.permission,
+            lease,
+            name.as_str(),
+            self.permission_lifetime,
+            None,
+        )?;
         Ok(())
     }
 
-    /// Binds `channel` to `peer` on the allocation `lease` at `relayed`, or
-    /// refreshes that binding. A channel bound to another peer, or a peer
-    /// bound to another channel, is [`Refusal::Conflict`] (400).
+    /// Binds `channel` to `peer` on the allocation `lease`, or refreshes
+    /// that binding. A channel bound to another peer, or a peer bound to
+    /// another channel, is [`Refusal::Conflict`] (400).
     pub fn bind_channel(
         &self,
         lease: LeaseId,
-        relayed: SocketAddr,
         channel: u16,
         peer: SocketAddr,
     ) -> Result<(), Refusal> {
-        let bound_peer = self.channel_peer(relayed, channel);
-        let bound_channel = self.peer_channel(relayed, peer);
+        let bound_peer = self.channel_peer(lease, channel);
+        let bound_channel = self.peer_channel(lease, peer);
         match (bound_peer, bound_channel) {
             (Some(p), _) if p != peer => return Err(Refusal::Conflict),
             (_, Some(c)) if c != channel => return Err(Refusal::Conflict),
@@ -360,29 +416,33 @@ impl State {
         }
         let mut attrs = Vec::with_capacity(20);
         encode(peer, &mut attrs);
-        let by_channel = Key::new(b'c').addr(relayed).port(channel);
-        self.records.heartbeat(
+        let by_channel = Key::name().port(channel);
+        self.records.put_record(
+            self.kinds.channel,
+            lease,
             by_channel.as_str(),
             self.channel_lifetime,
             Some(&attrs),
-            Some(lease),
         )?;
-        let by_peer = Key::new(b'b').addr(relayed).addr(peer);
+        let by_peer = Key::name().addr(peer);
         let created = bound_peer.is_none();
-        if let Err(e) = self.records.heartbeat(
+        if let Err(e) = self.records.put_record(
+            self.kinds.peer,
+            lease,
             by_peer.as_str(),
             self.channel_lifetime,
             Some(&channel.to_be_bytes()),
-            Some(lease),
         ) {
             if created {
                 // All or nothing: the half just made goes again.
-                let _ = self.records.leave(by_channel.as_str());
+                let _ = self
+                    .records
+                    .remove_record(self.kinds.channel, lease, by_channel.as_str());
             }
             return Err(e.into());
         }
         // The binding installs or refreshes the peer's permission too.
-        self.permit(lease, relayed, peer.ip())
+        self.permit(lease, peer.ip())
     }
 
     /// Holds `port` for the reservation `token` (EVEN-PORT R=1).
@@ -392,7 +452,6 @@ impl State {
             key.as_str(),
             self.reservation_lifetime,
             Some(&port.to_be_bytes()),
-            None,
         )?;
         Ok(())
     }
@@ -451,12 +510,15 @@ mod tests {
         let relayed: SocketAddr = "255.255.255.255:65535".parse().unwrap();
         let peer: SocketAddr = "1.2.3.4:5".parse().unwrap();
         // A tag, 8 hex digits an IPv4 address, 4 a port.
-        let permission = Key::new(b'p').addr(relayed).ip(peer.ip());
-        assert_eq!(permission.as_str(), "pffffffffffff01020304");
-        let by_peer = Key::new(b'b').addr(relayed).addr(peer);
-        assert_eq!(by_peer.as_str(), "bffffffffffff010203040005");
-        let channel = Key::new(b'c').addr(relayed).port(0x4001);
-        assert_eq!(channel.as_str().len(), 1 + 12 + 4);
+        let relayed_key = Key::new(b'r').addr(relayed);
+        assert_eq!(relayed_key.as_str(), "rffffffffffff");
+        // A record's name has no tag: its kind says what it is.
+        let permission = Key::name().ip(peer.ip());
+        assert_eq!(permission.as_str(), "01020304");
+        let by_peer = Key::name().addr(peer);
+        assert_eq!(by_peer.as_str(), "010203040005");
+        let channel = Key::name().port(0x4001);
+        assert_eq!(channel.as_str(), "4001");
     }
 
     #[test]

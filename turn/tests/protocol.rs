@@ -8,6 +8,7 @@
 use relaystore::time::ManualClock;
 use relaystore::{Store, StoreConfig};
 use relaystore_turn::{state, Config, Counters, Records, Relay};
+use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -186,6 +187,25 @@ fn a_full_relay_answers_508() {
     let mut bob = Client::new(relay.handle.local_addr, "bob", "hunter2");
     assert!(success(&alice.allocate()));
     assert_eq!(error_code(&bob.allocate()), Some(508));
+}
+
+/// Each record kind the relay declares has its own per-allocation cap:
+/// permissions fill theirs (508 for one more) while a channel binding
+/// still fits, and a refreshed permission takes no new room.
+#[test]
+fn an_allocation_full_of_permissions_answers_508() {
+    let relay = start(Config {
+        children_per_allocation: 2,
+        ..config()
+    });
+    let mut client = Client::new(relay.handle.local_addr, "alice", "secret");
+    assert!(success(&client.allocate()));
+    let peer = |last: u8| SocketAddr::from(([192, 0, 2, last], 9));
+    assert!(success(&client.permit(peer(1))));
+    assert!(success(&client.permit(peer(2))));
+    assert_eq!(error_code(&client.permit(peer(3))), Some(508));
+    assert!(success(&client.permit(peer(2))), "a refresh");
+    assert!(success(&client.bind(0x4000, peer(1))));
 }
 
 #[test]
