@@ -12,7 +12,15 @@
 //! the fields of a generated `<Op>Args` type, so neither side counts
 //! positions. So a new function is a new file, and nothing else lists it. The
 //! library's shared part is the files of `lua/shared/`, in the order of
-//! their names. Both lists land in `$OUT_DIR/functions.rs`, which
+//! their names.
+//!
+//! A line `-- reply: version uint, remaining millis` among its first
+//! three names and types the values of its `OK` reply after the code
+//! (`uint`, `int`, `text`, `bytes`, `attrs`, `millis`); `each: a text,
+//! b uint` (after them, `; each: ...`) names the values of rows repeated
+//! to the end. It
+//! gets a Rust type `<Op>Reply` (rows: `<Op>Row`) that decodes a reply
+//! by those names, so the engine reads no reply by position. Both lists land in `$OUT_DIR/functions.rs`, which
 //! `src/redis/scripts.rs` includes; a function's file without that line
 //! stops the build.
 
@@ -86,11 +94,18 @@ fn main() {
                 .join(", ")
         )
         .expect("writing to a string");
+        let camel: String = op
+            .split('_')
+            .map(|w| w[..1].to_uppercase() + &w[1..])
+            .collect();
+        if let Some(line) = text
+            .lines()
+            .take(3)
+            .find_map(|l| l.strip_prefix("-- reply: "))
+        {
+            reply_type(&mut types, op, &camel, line, path);
+        }
         if !names.is_empty() {
-            let camel: String = op
-                .split('_')
-                .map(|w| w[..1].to_uppercase() + &w[1..])
-                .collect();
             let fields: String = names
                 .iter()
                 .map(|n| format!("    pub(in crate::redis) {n}: Arg,\n"))
@@ -129,6 +144,110 @@ fn main() {
         format!("functions! {{\n{rows}}}\n\n{types}\n/// The library's shared part, file by file in name order.\nconst SHARED: &[(&str, &str)] = &[\n{parts}];\n"),
     )
     .expect("OUT_DIR is writable");
+}
+
+/// How a reply value of each type is read (`src/redis/reply.rs`), and
+/// its Rust type.
+const REPLY_TYPES: [(&str, &str, &str); 6] = [
+    ("uint", "uint", "u64"),
+    ("int", "int", "i64"),
+    ("text", "text", "std::sync::Arc<str>"),
+    ("bytes", "bytes", "std::sync::Arc<[u8]>"),
+    ("attrs", "attrs", "crate::base::attrs::Attrs"),
+    ("millis", "millis", "std::time::Duration"),
+];
+
+/// `(name, reader, Rust type)` of each `name type` in `list`.
+fn reply_fields<'a>(list: &'a str, path: &Path) -> Vec<(&'a str, &'static str, &'static str)> {
+    list.split(", ")
+        .filter(|f| !f.is_empty())
+        .map(|field| {
+            let (name, ty) = field.split_once(' ').unwrap_or_else(|| {
+                panic!(
+                    "{}: a reply value is `name type`: {field:?}",
+                    path.display()
+                )
+            });
+            let (_, read, rust) = REPLY_TYPES
+                .iter()
+                .find(|(t, ..)| *t == ty)
+                .unwrap_or_else(|| panic!("{}: unknown reply type {ty:?}", path.display()));
+            (name, *read, *rust)
+        })
+        .collect()
+}
+
+/// The `<Camel>Reply` type (and `<Camel>Row`) of a `-- reply:` line.
+fn reply_type(types: &mut String, op: &str, camel: &str, line: &str, path: &Path) {
+    let (head, each) = match (line.strip_prefix("each: "), line.split_once("; each: ")) {
+        (Some(each), _) => ("", Some(each)),
+        (None, Some((head, each))) => (head, Some(each)),
+        (None, None) => (line, None),
+    };
+    let head = reply_fields(head, path);
+    let each = each.map(|e| reply_fields(e, path));
+    let decl = |fields: &[(&str, &str, &str)]| -> String {
+        fields
+            .iter()
+            .map(|(n, _, t)| format!("    pub(in crate::redis) {n}: {t},\n"))
+            .collect()
+    };
+    let reads = |fields: &[(&str, &str, &str)], indent: &str| -> String {
+        fields
+            .iter()
+            .enumerate()
+            .map(|(i, (n, read, _))| format!("{indent}{n}: reply.{read}(at + {i})?,\n"))
+            .collect()
+    };
+    let mut fields = decl(&head);
+    let mut rows = String::new();
+    if let Some(each) = &each {
+        fields.push_str(&format!(
+            "    pub(in crate::redis) each: Vec<{camel}Row>,\n"
+        ));
+        writeln!(
+            types,
+            "/// One row of `{op}`'s reply.\n\
+             pub(in crate::redis) struct {camel}Row {{\n{}}}\n",
+            decl(each)
+        )
+        .expect("writing to a string");
+        rows = format!(
+            "        let mut each = Vec::new();\n        \
+             while at < reply.len() {{\n            \
+             each.push({camel}Row {{\n{}            }});\n            \
+             at += {};\n        }}\n",
+            reads(each, "                "),
+            each.len()
+        );
+    }
+    let head_reads: String = head
+        .iter()
+        .enumerate()
+        .map(|(i, (n, read, _))| format!("        let {n} = reply.{read}(at + {i})?;\n"))
+        .collect();
+    let names: Vec<&str> = head
+        .iter()
+        .map(|(n, ..)| *n)
+        .chain(each.as_ref().map(|_| "each"))
+        .collect();
+    writeln!(
+        types,
+        "/// The values of `{op}`'s `OK` reply (`lua/{op}.lua`), by the names its\n\
+         /// header gives them.\n\
+         pub(in crate::redis) struct {camel}Reply {{\n{fields}}}\n\n\
+         impl {camel}Reply {{\n    \
+         /// Reads an `OK` reply: exactly these values after its code.\n    \
+         #[allow(unused_mut, clippy::identity_op)]\n    \
+         pub(in crate::redis) fn decode(reply: &super::reply::Reply) -> crate::base::error::Result<Self> {{\n        \
+         let mut at = 1;\n{head_reads}        \
+         at += {n};\n{rows}        \
+         super::reply::exactly(reply, at)?;\n        \
+         Ok(Self {{ {names} }})\n    }}\n}}\n",
+        n = head.len(),
+        names = names.join(", "),
+    )
+    .expect("writing to a string");
 }
 
 /// The `.lua` files of `dir` (not of its subdirectories), in name order.

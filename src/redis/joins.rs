@@ -60,10 +60,11 @@ impl RedisEngine {
                 args,
             )
             .await?;
-        let attempt = AttemptId::new(self.incarnation(), reply.uint(1)?);
+        let r = scripts::BeginJoinReply::decode(&reply)?;
+        let attempt = AttemptId::new(self.incarnation(), r.seq);
         let secret =
-            unhex(&reply.text(2)?).ok_or_else(|| Error::backend("malformed token secret", true))?;
-        let (deadline, now) = (reply.uint(3)?, reply.uint(4)?);
+            unhex(&r.secret).ok_or_else(|| Error::backend("malformed token secret", true))?;
+        let (deadline, now) = (r.deadline, r.now);
         Ok(JoinTicket {
             attempt,
             token: token(attempt, &secret),
@@ -99,7 +100,7 @@ impl RedisEngine {
         Ok(Binding {
             attempt,
             addr,
-            version: reply.uint(1)?,
+            version: scripts::BindReply::decode(&reply)?.version,
         })
     }
 
@@ -141,14 +142,15 @@ impl RedisEngine {
         let reply = self
             .answer(scripts::CONSUME, tenant, mode, issued, args)
             .await?;
-        let addr = reply
-            .text(3)?
+        let r = scripts::ConsumeReply::decode(&reply)?;
+        let addr = r
+            .address
             .parse()
             .map_err(|_| Error::backend("malformed bound address", true))?;
         Ok(Admission {
             attempt,
-            client: reply.text(1)?,
-            listing: reply.text(2)?,
+            client: r.client,
+            listing: r.listing,
             addr,
         })
     }
@@ -177,13 +179,13 @@ impl RedisEngine {
         let reply = self
             .on_attempt(scripts::GET_ATTEMPT, tenant, attempt, args)
             .await?;
+        let r = scripts::GetAttemptReply::decode(&reply)?;
         let addr = || -> Result<SocketAddr> {
-            reply
-                .text(4)?
+            r.address
                 .parse()
                 .map_err(|_| Error::backend("malformed bound address", true))
         };
-        let state = match &*reply.text(3)? {
+        let state = match &*r.state {
             "p" => AttemptState::Pending,
             "b" => AttemptState::Bound(addr()?),
             "c" => AttemptState::Consumed(addr()?),
@@ -196,11 +198,11 @@ impl RedisEngine {
         };
         Ok(AttemptInfo {
             attempt,
-            listing: reply.text(1)?,
-            client: reply.text(2)?,
+            listing: r.listing.clone(),
+            client: r.client.clone(),
             state,
-            version: reply.uint(5)?,
-            remaining: reply.millis(6)?,
+            version: r.version,
+            remaining: r.remaining,
         })
     }
 

@@ -50,18 +50,13 @@ impl RedisEngine {
                 args,
             )
             .await?;
-        let (seq, version, deadline, now) = (
-            reply.uint(1)?,
-            reply.uint(2)?,
-            reply.uint(3)?,
-            reply.uint(4)?,
-        );
+        let r = scripts::GrantReply::decode(&reply)?;
         Ok(LeaseGrant {
-            id: LeaseId::new(self.incarnation(), seq),
-            fence: seq,
-            version,
-            remaining: Duration::from_millis(deadline.saturating_sub(now)),
-            expires_at: UNIX_EPOCH + Duration::from_millis(deadline),
+            id: LeaseId::new(self.incarnation(), r.seq),
+            fence: r.seq,
+            version: r.version,
+            remaining: Duration::from_millis(r.deadline.saturating_sub(r.now)),
+            expires_at: UNIX_EPOCH + Duration::from_millis(r.deadline),
         })
     }
 
@@ -99,9 +94,10 @@ impl RedisEngine {
         }
         .encode();
         let reply = self.existing(scripts::RENEW, tenant, id, args).await?;
+        let r = scripts::RenewReply::decode(&reply)?;
         Ok(Renewal {
-            version: reply.uint(1)?,
-            remaining: reply.millis(2)?,
+            version: r.version,
+            remaining: r.remaining,
         })
     }
 
@@ -112,12 +108,13 @@ impl RedisEngine {
         }
         .encode();
         let reply = self.existing(scripts::GET_LEASE, tenant, id, args).await?;
+        let r = scripts::GetLeaseReply::decode(&reply)?;
         Ok(LeaseInfo {
             id,
-            holder: Holder::from(&*reply.text(1)?),
+            holder: Holder::from(&*r.holder),
             fence: id.seq(),
-            version: reply.uint(2)?,
-            remaining: reply.millis(3)?,
+            version: r.version,
+            remaining: r.remaining,
         })
     }
 
@@ -201,20 +198,17 @@ impl RedisEngine {
         let reply = self
             .existing(scripts::ENDPOINTS, tenant, lease, args)
             .await?;
-        let mut seen = Vec::new();
-        let mut at = 1;
-        while at + 1 < reply.len() {
-            let addr = reply
-                .text(at)?
-                .parse()
-                .map_err(|_| Error::backend("malformed endpoint", true))?;
-            seen.push(EndpointSeen {
-                addr,
-                age: reply.millis(at + 1)?,
-            });
-            at += 2;
-        }
-        Ok(seen)
+        scripts::EndpointsReply::decode(&reply)?
+            .each
+            .into_iter()
+            .map(|e| {
+                let addr = e
+                    .address
+                    .parse()
+                    .map_err(|_| Error::backend("malformed endpoint", true))?;
+                Ok(EndpointSeen { addr, age: e.age })
+            })
+            .collect()
     }
 
     /// Runs a function on an existing lease: `NotFound` when the tenant has

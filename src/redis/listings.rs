@@ -23,12 +23,13 @@ impl RedisEngine {
     ) -> Result<ListingInfo> {
         let call = self.publish_call(tenant, lease, key, attrs, idempotency_key)?;
         let reply = self.answer_call(tenant, call).await?;
+        let published = scripts::PublishReply::decode(&reply)?;
         Ok(ListingInfo {
             key: Name::new(key),
             lease,
             attrs: Attrs::new(attrs),
-            version: reply.uint(1)?,
-            remaining: reply.millis(2)?,
+            version: published.version,
+            remaining: published.remaining,
         })
     }
 
@@ -80,12 +81,13 @@ impl RedisEngine {
                 scripts::GetListingArgs { key: key.into() }.encode(),
             )
             .await?;
+        let r = scripts::GetListingReply::decode(&reply)?;
         Ok(ListingInfo {
             key: Name::new(key),
-            lease: LeaseId::new(self.incarnation(), reply.uint(1)?),
-            attrs: reply.attrs(2)?,
-            version: reply.uint(3)?,
-            remaining: reply.millis(4)?,
+            lease: LeaseId::new(self.incarnation(), r.lease),
+            attrs: r.attrs,
+            version: r.version,
+            remaining: r.remaining,
         })
     }
 
@@ -99,7 +101,8 @@ impl RedisEngine {
         attrs: &[u8],
     ) -> Result<u64> {
         let call = self.update_listing_call(key, expected_version, attrs)?;
-        self.answer_call(tenant, call).await?.uint(1)
+        let reply = self.answer_call(tenant, call).await?;
+        Ok(scripts::UpdateListingReply::decode(&reply)?.version)
     }
 
     /// [`update_listing`](Self::update_listing)'s call.

@@ -61,11 +61,12 @@ impl RedisEngine {
             return Ok(None);
         }
         reply.refusal()?;
+        let r = scripts::TryLockReply::decode(&reply)?;
         Ok(Some(LockInfo {
             holder: owner.into(),
-            fence: reply.uint(1)?,
-            version: reply.uint(2)?,
-            remaining: reply.millis(3)?,
+            fence: r.fence,
+            version: r.version,
+            remaining: r.remaining,
         }))
     }
 
@@ -82,11 +83,12 @@ impl RedisEngine {
                 scripts::GetLockArgs { name: name.into() }.encode(),
             )
             .await?;
+        let r = scripts::GetLockReply::decode(&reply)?;
         Ok(LockInfo {
-            holder: Holder::from(&*reply.text(1)?),
-            fence: reply.uint(2)?,
-            version: reply.uint(3)?,
-            remaining: reply.millis(4)?,
+            holder: Holder::from(&*r.holder),
+            fence: r.fence,
+            version: r.version,
+            remaining: r.remaining,
         })
     }
 
@@ -118,9 +120,10 @@ impl RedisEngine {
                 args,
             )
             .await?;
+        let r = scripts::RenewLockReply::decode(&reply)?;
         Ok(Renewal {
-            version: reply.uint(1)?,
-            remaining: reply.millis(2)?,
+            version: r.version,
+            remaining: r.remaining,
         })
     }
 

@@ -49,9 +49,10 @@ impl RedisEngine {
         let reply = self
             .answer(scripts::HEARTBEAT, tenant, Mode::Upserting, issued, args)
             .await?;
+        let r = scripts::HeartbeatReply::decode(&reply)?;
         Ok(Renewal {
-            version: reply.uint(1)?,
-            remaining: reply.millis(2)?,
+            version: r.version,
+            remaining: r.remaining,
         })
     }
 
@@ -70,7 +71,14 @@ impl RedisEngine {
                 .encode(),
             )
             .await?;
-        self.presence_at(member.into(), &reply, 1)
+        let r = scripts::GetPresenceReply::decode(&reply)?;
+        Ok(PresenceInfo {
+            member: Name::new(member),
+            attrs: r.attrs,
+            lease: self.lease_of(&r.lease)?,
+            version: r.version,
+            remaining: r.remaining,
+        })
     }
 
     /// One page of a tenant's visible presence records in member order,
@@ -119,21 +127,24 @@ impl RedisEngine {
         reply: &Reply,
         at: usize,
     ) -> Result<PresenceInfo> {
-        let lease = reply.text(at + 1)?;
-        let lease = if lease.is_empty() {
-            None
-        } else {
-            let seq = lease
-                .parse()
-                .map_err(|_| Error::backend("malformed lease of a presence record", true))?;
-            Some(LeaseId::new(self.incarnation(), seq))
-        };
         Ok(PresenceInfo {
             member: Name::new(&member),
             attrs: reply.attrs(at)?,
-            lease,
+            lease: self.lease_of(&reply.text(at + 1)?)?,
             version: reply.uint(at + 2)?,
             remaining: reply.millis(at + 3)?,
         })
+    }
+
+    /// The lease of a presence record as the library writes it: its
+    /// sequence number, or '' for none.
+    fn lease_of(&self, seq: &str) -> Result<Option<LeaseId>> {
+        if seq.is_empty() {
+            return Ok(None);
+        }
+        let seq = seq
+            .parse()
+            .map_err(|_| Error::backend("malformed lease of a presence record", true))?;
+        Ok(Some(LeaseId::new(self.incarnation(), seq)))
     }
 }

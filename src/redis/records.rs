@@ -3,7 +3,6 @@
 //! `lua/shared/65_declared.lua` describes; a kind is its letter there
 //! (`codes.rs`).
 
-use super::reply::Reply;
 use super::{codes, quota_arg, scripts, Issued, Mode, RedisEngine};
 use crate::base::collection::Kind;
 use crate::base::error::Result;
@@ -92,7 +91,11 @@ impl RedisEngine {
                 args,
             )
             .await?;
-        renewal(&reply)
+        let r = scripts::PutRecordReply::decode(&reply)?;
+        Ok(Renewal {
+            version: r.version,
+            remaining: r.remaining,
+        })
     }
 
     /// Renews the visible record `name` of `kind` under `lease` for `ttl`
@@ -126,7 +129,11 @@ impl RedisEngine {
                 args,
             )
             .await?;
-        renewal(&reply)
+        let r = scripts::RenewRecordReply::decode(&reply)?;
+        Ok(Renewal {
+            version: r.version,
+            remaining: r.remaining,
+        })
     }
 
     /// The visible record `name` of `kind` under `lease`.
@@ -148,7 +155,15 @@ impl RedisEngine {
         let reply = self
             .answer(scripts::GET_RECORD, tenant, Mode::Existing, on.issued, args)
             .await?;
-        record_at(&reply, 1, kind, lease, Name::new(name))
+        let r = scripts::GetRecordReply::decode(&reply)?;
+        Ok(RecordInfo {
+            kind,
+            lease,
+            name: Name::new(name),
+            attrs: r.attrs,
+            version: r.version,
+            remaining: r.remaining,
+        })
     }
 
     /// The visible records of `kind` under `lease`, in the order they were
@@ -175,10 +190,18 @@ impl RedisEngine {
                 args,
             )
             .await?;
-        (1..reply.len())
-            .step_by(4)
-            .map(|at| record_at(&reply, at + 1, kind, lease, Name::new(&reply.text(at)?)))
-            .collect()
+        Ok(scripts::ListRecordsReply::decode(&reply)?
+            .each
+            .into_iter()
+            .map(|r| RecordInfo {
+                kind,
+                lease,
+                name: Name::new(&r.name),
+                attrs: r.attrs,
+                version: r.version,
+                remaining: r.remaining,
+            })
+            .collect())
     }
 
     /// Removes the visible record `name` of `kind` under `lease` (cause
@@ -209,31 +232,4 @@ impl RedisEngine {
         .await
         .map(drop)
     }
-}
-
-/// A put's or a renewal's answer: {OK, version, remaining}.
-fn renewal(reply: &Reply) -> Result<Renewal> {
-    Ok(Renewal {
-        version: reply.uint(1)?,
-        remaining: reply.millis(2)?,
-    })
-}
-
-/// A record from a reply whose attributes, version and remaining time
-/// start at `at`.
-fn record_at(
-    reply: &Reply,
-    at: usize,
-    kind: Kind,
-    lease: LeaseId,
-    name: Name,
-) -> Result<RecordInfo> {
-    Ok(RecordInfo {
-        kind,
-        lease,
-        name,
-        attrs: reply.attrs(at)?,
-        version: reply.uint(at + 1)?,
-        remaining: reply.millis(at + 2)?,
-    })
 }

@@ -185,6 +185,19 @@ impl Reply {
     }
 }
 
+/// Refuses a reply with other than `len` values: a typed reply
+/// (`scripts::<Op>Reply`) reads all of one and nothing past it.
+pub(super) fn exactly(reply: &Reply, len: usize) -> Result<()> {
+    if reply.len() == len {
+        Ok(())
+    } else {
+        Err(malformed(&format!(
+            "{} values where {len} were expected",
+            reply.len()
+        )))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -281,6 +281,78 @@ mod tests {
         assert_eq!(args.encode(), encoded);
     }
 
+    /// The values of a Lua table constructor's top level: `{OK, f(a, b),
+    /// t[1]}` has three.
+    fn top_level_values(table: &str) -> usize {
+        let inner = &table[1..table.len() - 1];
+        let (mut depth, mut values) = (0i32, 1);
+        let mut quoted = None;
+        for c in inner.chars() {
+            match (quoted, c) {
+                (Some(q), c) if c == q => quoted = None,
+                (Some(_), _) => {}
+                (None, '\'' | '"') => quoted = Some(c),
+                (None, '(' | '[' | '{') => depth += 1,
+                (None, ')' | ']' | '}') => depth -= 1,
+                (None, ',') if depth == 0 => values += 1,
+                _ => {}
+            }
+        }
+        values
+    }
+
+    /// A function that types its reply (`-- reply: ...`, whose Rust side
+    /// `<Op>Reply::decode` reads exactly those values) returns that many
+    /// after `OK` from every `return {OK, ...}` of its body; and the
+    /// decoding refuses a reply of another length.
+    #[test]
+    fn a_typed_replys_returns_have_its_values() {
+        let mut typed = 0;
+        for (op, body, ..) in FUNCTIONS {
+            let Some(line) = body
+                .lines()
+                .take(3)
+                .find_map(|l| l.strip_prefix("-- reply: "))
+            else {
+                continue;
+            };
+            typed += 1;
+            if line.starts_with("each: ") || line.contains("; each: ") {
+                continue;
+            }
+            let values = line.split(", ").filter(|f| !f.is_empty()).count();
+            let mut returns = 0;
+            let mut lines = body.lines().map(str::trim);
+            while let Some(l) = lines.next() {
+                let Some(start) = l.strip_prefix("return {OK") else {
+                    continue;
+                };
+                // The table, with the lines it continues on.
+                let mut table = format!("{{OK{start}");
+                while table.matches('{').count() > table.matches('}').count() {
+                    table.push(' ');
+                    table.push_str(lines.next().unwrap_or("}"));
+                }
+                returns += 1;
+                assert_eq!(top_level_values(&table), values + 1, "{op}: {table}");
+            }
+            assert!(returns > 0, "{op} types a reply it never returns");
+        }
+        assert!(typed >= 20, "{typed} functions type their replies");
+        assert_eq!(top_level_values("{OK, f(a, b), t[1], 'x,y'}"), 4);
+        let short =
+            super::super::reply::Reply::new(vec![redis::Value::Int(0), redis::Value::Int(7)])
+                .unwrap();
+        assert_eq!(BindReply::decode(&short).map(|r| r.version).ok(), Some(7));
+        let long = super::super::reply::Reply::new(vec![
+            redis::Value::Int(0),
+            redis::Value::Int(7),
+            redis::Value::Int(8),
+        ])
+        .unwrap();
+        assert!(BindReply::decode(&long).is_err(), "a value too many");
+    }
+
     /// The shared part is every file of `lua/shared/`, in name order, and
     /// no file of the library is over 400 lines: a file owns one
     /// mechanism or one operation family, and a successor reads it whole.

@@ -98,7 +98,7 @@ impl RedisEngine {
         let call = self.append_call(tenant, name, payload, idempotency_key)?;
         let reply = self.answer_call(tenant, call).await?;
         self.appended(tenant, name);
-        reply.uint(1)
+        Ok(scripts::AppendReply::decode(&reply)?.offset)
     }
 
     /// What follows an append on this handle: its followers here wake
@@ -168,14 +168,15 @@ impl RedisEngine {
         let reply = self
             .stream_call(scripts::READ_STREAM, tenant, name, args)
             .await?;
-        let entries = (1..reply.len())
-            .map(|at| {
-                Ok(StreamEntry {
-                    offset: from + at as u64 - 1,
-                    payload: reply.bytes(at)?,
-                })
+        let entries: Vec<StreamEntry> = scripts::ReadStreamReply::decode(&reply)?
+            .each
+            .into_iter()
+            .zip(from..)
+            .map(|(entry, offset)| StreamEntry {
+                offset,
+                payload: entry.payload,
             })
-            .collect::<Result<Vec<_>>>()?;
+            .collect();
         let next = from + entries.len() as u64;
         Ok(StreamRead { entries, next })
     }
@@ -228,14 +229,15 @@ impl RedisEngine {
     /// bytes, consumers. Entries past the stream's age that no append has
     /// dropped yet are counted, though no read returns them.
     pub async fn stream_info(&self, tenant: TenantId, name: &str) -> Result<StreamInfo> {
-        let reply = self.info_of(tenant, name, "").await?;
+        let r = self.info_of(tenant, name, "").await?;
+        let count = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
         Ok(StreamInfo {
-            first: reply.uint(1)?,
-            next: reply.uint(2)?,
-            entries: usize::try_from(reply.uint(3)?).unwrap_or(usize::MAX),
-            bytes: usize::try_from(reply.uint(4)?).unwrap_or(usize::MAX),
-            consumers: usize::try_from(reply.uint(5)?).unwrap_or(usize::MAX),
-            groups: usize::try_from(reply.uint(7)?).unwrap_or(usize::MAX),
+            first: r.first,
+            next: r.next,
+            entries: count(r.entries),
+            bytes: count(r.bytes),
+            consumers: count(r.consumers),
+            groups: count(r.groups),
         })
     }
 
@@ -247,8 +249,8 @@ impl RedisEngine {
         consumer: &str,
     ) -> Result<Option<u64>> {
         self.check_name(consumer)?;
-        let reply = self.info_of(tenant, name, consumer).await?;
-        Ok(u64::try_from(reply.int(6)?).ok())
+        let r = self.info_of(tenant, name, consumer).await?;
+        Ok(u64::try_from(r.committed).ok())
     }
 
     /// Follows the stream as `consumer`, from its committed offset (or the
@@ -270,11 +272,8 @@ impl RedisEngine {
             .inner
             .wakes
             .listen_coalescing(tenant, wake_channel(name))?;
-        let reply = self.info_of(tenant, name, consumer).await?;
-        let position = match u64::try_from(reply.int(6)?) {
-            Ok(committed) => committed,
-            Err(_) => reply.uint(1)?,
-        };
+        let r = self.info_of(tenant, name, consumer).await?;
+        let position = u64::try_from(r.committed).unwrap_or(r.first);
         Ok(RedisFollower {
             engine: self.clone(),
             tenant,
@@ -286,14 +285,21 @@ impl RedisEngine {
     }
 
     /// `stream_info.lua` for `consumer` (`""`: none).
-    async fn info_of(&self, tenant: TenantId, name: &str, consumer: &str) -> Result<Reply> {
+    async fn info_of(
+        &self,
+        tenant: TenantId,
+        name: &str,
+        consumer: &str,
+    ) -> Result<scripts::StreamInfoReply> {
         let args = scripts::StreamInfoArgs {
             name: name.into(),
             consumer: consumer.into(),
         }
         .encode();
-        self.stream_call(scripts::STREAM_INFO, tenant, name, args)
-            .await
+        let reply = self
+            .stream_call(scripts::STREAM_INFO, tenant, name, args)
+            .await?;
+        scripts::StreamInfoReply::decode(&reply)
     }
 
     /// One call of a function on an existing stream: the name checked and

@@ -143,12 +143,17 @@ impl RedisEngine {
     /// on this handle (its wakes here).
     fn applied(&self, tenant: TenantId, op: &TxOp, r: &Reply) -> Result<TxApplied> {
         Ok(match op {
-            TxOp::Publish { .. } | TxOp::UpdateListing { .. } => TxApplied::Listing {
-                version: r.uint(1)?,
+            TxOp::Publish { .. } => TxApplied::Listing {
+                version: scripts::PublishReply::decode(r)?.version,
+            },
+            TxOp::UpdateListing { .. } => TxApplied::Listing {
+                version: scripts::UpdateListingReply::decode(r)?.version,
             },
             TxOp::Append { stream, .. } => {
                 self.appended(tenant, stream);
-                TxApplied::Appended { offset: r.uint(1)? }
+                TxApplied::Appended {
+                    offset: scripts::AppendReply::decode(r)?.offset,
+                }
             }
             TxOp::Enqueue { .. } | TxOp::OutboxPut { .. } => TxApplied::Enqueued {
                 job: JobId::new(self.incarnation(), self.enqueued(r)?),

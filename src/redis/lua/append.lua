@@ -1,5 +1,6 @@
 -- function: tenant
 -- arguments: name, payload, wake, ikey, ikey_ttl, quota
+-- reply: offset uint
 -- append: `wake` the stream's wake channel (its followers are woken with
 -- the entry, so a follower on any instance wakes even if the caller dies
 -- right after); `ikey` an idempotency key ('' for none); `ikey_ttl`

@@ -1,5 +1,6 @@
 -- function: tenant
 -- arguments: key, client, ttl_ms, secret, per_listing_max, quota, replay_quota, grace_ms, keep_ms, ikey, ikey_ttl, ikey_quota
+-- reply: seq uint, secret text, deadline uint, now uint
 -- begin_join: an attempt of `client` on listing `key` for `ttl_ms`;
 -- `secret` the token's secret (hex; only its SHA-1 is kept on the
 -- attempt); `per_listing_max` attempts_per_listing_max; `quota` the

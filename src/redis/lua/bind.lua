@@ -1,5 +1,6 @@
 -- function: tenant, replicated
 -- arguments: seq, secret, addr
+-- reply: version uint
 -- bind_endpoint: attempt `seq` presented with `secret` (hex), observed at
 -- `addr`. Pending -> Bound, once; the same address again returns the
 -- binding; another is CONFLICT. Reply: {OK, version}.

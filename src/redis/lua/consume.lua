@@ -1,5 +1,6 @@
 -- function: tenant, replicated
 -- arguments: seq, secret, ikey, ikey_ttl, ikey_quota
+-- reply: client text, listing text, address text
 -- consume: attempt `seq` presented with `secret` (hex); `ikey` the
 -- idempotency key ('' for none), kept `ikey_ttl` ms, under the tenant's
 -- idempotency quota `ikey_quota`. Bound -> Consumed, exactly once; the

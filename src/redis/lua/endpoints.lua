@@ -1,5 +1,6 @@
 -- function: read
 -- arguments: seq
+-- reply: each: address text, age millis
 -- endpoints: `seq` the lease's sequence number. Reply: {OK, then address
 -- and age (ms) of each endpoint seen, most recent first}.
 local state = lease_state(seq)

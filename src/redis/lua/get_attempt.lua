@@ -1,5 +1,6 @@
 -- function: read
 -- arguments: seq
+-- reply: listing text, client text, state text, address text, version uint, remaining millis
 -- get_attempt: attempt `seq`. Writes nothing.
 -- Reply: {OK, listing key, client, state ('p', 'b' or 'c'), address (''
 -- while pending), version, ms left (before the attempt's deadline, or,

@@ -1,5 +1,6 @@
 -- function: read
 -- arguments: seq
+-- reply: holder text, version uint, remaining millis
 -- get_lease: lease `seq`. Reply: {OK, holder, version, remaining}.
 local state, l = lease_state(seq, 'h', 'v', 'd')
 if state ~= OK then

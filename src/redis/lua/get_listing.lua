@@ -1,5 +1,6 @@
 -- function: read
 -- arguments: key
+-- reply: lease uint, attrs attrs, version uint, remaining millis
 -- get_listing: listing `key`. Reply: {OK, lease sequence number,
 -- attributes, version, ms left (the lease's)}.
 local p = visible_listing(key)

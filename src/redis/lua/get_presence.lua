@@ -1,5 +1,6 @@
 -- function: read
 -- arguments: member
+-- reply: attrs attrs, lease text, version uint, remaining millis
 -- get_presence: a visible presence record. Reply: {OK, attributes, lease
 -- sequence number ('' for none), version, remaining}.
 local m = visible_member(member)

@@ -1,5 +1,6 @@
 -- function: read
 -- arguments: kind, lease, name
+-- reply: attrs attrs, version uint, remaining millis
 -- get_record: the visible record `name` of kind `kind` under lease
 -- `lease`. Reply: {OK, attributes, version, remaining}, NOT_FOUND (also
 -- when the lease is not live) or EXPIRED.

@@ -1,5 +1,6 @@
 -- function: tenant, replicated
 -- arguments: holder, ttl_ms, quota, keep_ms, ikey, ikey_ttl, ikey_quota, per_holder_quota
+-- reply: seq uint, version uint, deadline uint, now uint
 -- grant: `ttl_ms` the TTL; `quota` the tenant's lease quota (-1: off);
 -- `keep_ms` how long a record's key outlives its deadline; `ikey` the
 -- idempotency key ('' for none), kept `ikey_ttl` ms, under the tenant's

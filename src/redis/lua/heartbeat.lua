@@ -1,5 +1,6 @@
 -- function: tenant
 -- arguments: member, ttl, has_attrs, attrs, lease, per_lease_max, quota, keep, draining
+-- reply: version uint, remaining millis
 -- heartbeat: `ttl` in ms; `attrs` replace the stored ones if `has_attrs`
 -- is '1'; `lease` the sequence number of the lease to attach to ('' for
 -- none); `per_lease_max` presence_per_lease_max; `quota` the tenant's

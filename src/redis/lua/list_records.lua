@@ -1,5 +1,6 @@
 -- function: read
 -- arguments: kind, lease
+-- reply: each: name text, attrs attrs, version uint, remaining millis
 -- list_records: the visible records of kind `kind` under lease `lease`,
 -- in the order they were made (at most the kind's cap per lease, so in
 -- one reply). Reply: {OK, then each record's name, attributes, version,

@@ -1,5 +1,6 @@
 -- function: tenant
 -- arguments: lease, key, attrs, per_lease_max, quota, ikey, ikey_ttl, ikey_quota, per_holder_quota
+-- reply: version uint, remaining millis
 -- publish: listing `key` with `attrs` under lease `lease`;
 -- `per_lease_max` listings_per_lease_max; `quota` the tenant's listing
 -- quota (-1: off); `ikey` the idempotency key ('' for none), kept

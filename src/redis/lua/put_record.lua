@@ -1,5 +1,6 @@
 -- function: tenant
 -- arguments: kind, lease, name, ttl, has_attrs, attrs, per_lease_max, quota, keep, draining
+-- reply: version uint, remaining millis
 -- put_record: the record `name` of the declared kind of letter `kind`
 -- under lease `lease` (its sequence number), live for `ttl` ms (an
 -- absolute reset); `attrs` replace the stored ones if `has_attrs` is '1';

@@ -1,5 +1,6 @@
 -- function: read
 -- arguments: name, from, most
+-- reply: each: payload bytes
 -- read_stream: `from` the offset to read from, `most` the most entries to
 -- return. Writes nothing: entries past the stream's age
 -- are skipped (the next append drops them). Reply: {OK, payloads...}

@@ -1,5 +1,6 @@
 -- function: tenant
 -- arguments: seq, ttl_ms, expected, keep_ms
+-- reply: version uint, remaining millis
 -- renew / renew_at: lease `seq` for `ttl_ms`; `expected` the expected
 -- version ('' for any); `keep_ms` how long the key outlives the deadline.
 -- Reply: {OK, version, remaining}.

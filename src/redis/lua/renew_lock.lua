@@ -1,5 +1,6 @@
 -- function: tenant, replicated
 -- arguments: name, fence, ttl, keep
+-- reply: version uint, remaining millis
 -- renew_lock: `ttl` in ms; `keep` how long the key outlives the deadline
 -- (ms). Reply: {OK, version, remaining};
 -- EXPIRED once it lapsed (also when another owner took it since),

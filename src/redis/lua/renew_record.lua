@@ -1,5 +1,6 @@
 -- function: tenant
 -- arguments: kind, lease, name, ttl, keep
+-- reply: version uint, remaining millis
 -- renew_record: renews the visible record `name` of kind `kind` under
 -- lease `lease` for `ttl` ms (an absolute reset), keeping its attributes;
 -- `keep` how long the key outlives the deadline (ms). Reply: {OK,

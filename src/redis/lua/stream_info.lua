@@ -1,5 +1,6 @@
 -- function: tenant
 -- arguments: name, consumer
+-- reply: first uint, next uint, entries uint, bytes uint, consumers uint, committed int, groups uint
 -- stream_info: `consumer` a consumer ('' for none). Entries
 -- past the stream's age go first, so it counts what a read returns. Reply:
 -- {OK, first offset held, next offset, entries, payload bytes, consumers,

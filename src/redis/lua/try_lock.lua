@@ -1,5 +1,6 @@
 -- function: tenant, replicated
 -- arguments: name, owner, ttl, lease, quota, per_lease_max, keep
+-- reply: fence uint, version uint, remaining millis
 -- try_lock: `ttl` in ms; `lease` the sequence number of the lease to
 -- attach to ('' for none); `quota` the tenant's lock quota (-1: off);
 -- `per_lease_max` locks_per_lease_max; `keep` how long the key outlives

@@ -1,5 +1,6 @@
 -- function: tenant
 -- arguments: key, expected, attrs
+-- reply: version uint
 -- update_listing: listing `key`'s attributes replaced by `attrs` if it is
 -- at version `expected`. Reply: {OK, new version}.
 local p = visible_listing(key)
