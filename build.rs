@@ -10,7 +10,8 @@
 //! A second line `-- arguments: a, b, c` names its arguments: the body
 //! reads them as locals of those names, and the engine passes them as
 //! the fields of a generated `<Op>Args` type, so neither side counts
-//! positions. So a new function is a new file, and nothing else lists it. The
+//! positions. The last name may be `...name`: the arguments from there
+//! on, a list (`Vec<Arg>` in Rust, a table in Lua). So a new function is a new file, and nothing else lists it. The
 //! library's shared part is the files of `lua/shared/`, in the order of
 //! their names.
 //!
@@ -73,7 +74,13 @@ fn main() {
             .and_then(|l| l.strip_prefix("-- arguments: "))
             .map(|l| l.split(", ").collect())
             .unwrap_or_default();
-        for name in &names {
+        for (i, name) in names.iter().enumerate() {
+            // The last may be `...name`: every argument from there on, as a
+            // list.
+            let name = match name.strip_prefix("...") {
+                Some(rest) if i + 1 == names.len() => rest,
+                _ => name,
+            };
             assert!(
                 name.bytes().next().is_some_and(|b| b.is_ascii_lowercase())
                     && name
@@ -106,11 +113,19 @@ fn main() {
             reply_type(&mut types, op, &camel, line, path);
         }
         if !names.is_empty() {
-            let fields: String = names
+            let (fixed, rest) = match names.last().and_then(|n| n.strip_prefix("...")) {
+                Some(rest) => (&names[..names.len() - 1], Some(rest)),
+                None => (&names[..], None),
+            };
+            let fields: String = fixed
                 .iter()
                 .map(|n| format!("    pub(in crate::redis) {n}: Arg,\n"))
+                .chain(rest.map(|n| format!("    pub(in crate::redis) {n}: Vec<Arg>,\n")))
                 .collect();
-            let encoded: Vec<String> = names.iter().map(|n| format!("self.{n}.0")).collect();
+            let encoded: Vec<String> = fixed.iter().map(|n| format!("self.{n}.0")).collect();
+            let tail = rest.map_or(String::new(), |n| {
+                format!("\n        out.extend(self.{n}.into_iter().map(|a| a.0));")
+            });
             writeln!(
                 types,
                 "/// The arguments of `{op}` (`lua/{op}.lua`), by the names its body\n\
@@ -118,8 +133,9 @@ fn main() {
                  pub(in crate::redis) struct {camel}Args {{\n{fields}}}\n\n\
                  impl {camel}Args {{\n    \
                  /// The arguments in the order the body's names take them.\n    \
+                 #[allow(unused_mut)]\n    \
                  pub(in crate::redis) fn encode(self) -> Vec<Vec<u8>> {{\n        \
-                 vec![{}]\n    }}\n}}\n",
+                 let mut out = vec![{}];{tail}\n        out\n    }}\n}}\n",
                 encoded.join(", ")
             )
             .expect("writing to a string");

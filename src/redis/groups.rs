@@ -168,13 +168,17 @@ impl RedisEngine {
     ) -> Result<usize> {
         self.check_name(group)?;
         self.config().check_group_acks(offsets.len())?;
-        // The stream, the group, then the offsets.
-        let mut args = args![name, group];
-        args.extend(offsets.iter().map(|o| o.to_string().into_bytes()));
+        let args = scripts::AckGroupArgs {
+            name: name.into(),
+            group: group.into(),
+            offsets: offsets.iter().map(|&o| o.into()).collect(),
+        }
+        .encode();
         let reply = self
             .stream_call(scripts::ACK_GROUP, tenant, name, args)
             .await?;
-        Ok(usize::try_from(reply.uint(1)?).unwrap_or(usize::MAX))
+        let acked = scripts::AckGroupReply::decode(&reply)?.acked;
+        Ok(usize::try_from(acked).unwrap_or(usize::MAX))
     }
 
     /// Takes over idle pending entries for `member`

@@ -196,27 +196,32 @@ impl RedisEngine {
             self.check_name(k)?;
         }
         let quota = self.quota(tenant);
-        let mut args = args![
-            queue,
-            duration_to_millis_ceil(options.delay).to_string(),
-            options
+        let args = scripts::EnqueueArgs {
+            name: queue.into(),
+            delay: duration_to_millis_ceil(options.delay).into(),
+            attempts_max: options
                 .attempts_max
-                .map_or_else(String::new, |a| a.to_string()),
-            wake_channel(queue).as_bytes(),
-            key.unwrap_or(""),
-            self.idempotency_ttl_ms().to_string(),
-            quota_arg(quota.idempotency_max),
-            options
+                .map_or_else(String::new, |a| a.to_string())
+                .into(),
+            wake: wake_channel(queue).as_bytes().into(),
+            ikey: key.unwrap_or("").into(),
+            ikey_ttl: self.idempotency_ttl_ms().into(),
+            ikey_quota: quota_arg(quota.idempotency_max).into(),
+            run_at: options
                 .run_at
-                .map_or_else(String::new, |at| epoch_ms(at).to_string()),
-            options.priority.to_string(),
-            unique.map_or("", |u| &*u.key),
-            unique
+                .map_or_else(String::new, |at| epoch_ms(at).to_string())
+                .into(),
+            priority: options.priority.to_string().into(),
+            ukey: unique.map_or("", |u| &*u.key).into(),
+            ukey_window: unique
                 .map_or(0, |u| duration_to_millis_ceil(u.window))
-                .to_string(),
-            unique.map_or_else(String::new, |u| unique_states(u.states)),
-        ];
-        args.extend(payloads.iter().map(|p| p.to_vec()));
+                .into(),
+            ukey_states: unique
+                .map_or_else(String::new, |u| unique_states(u.states))
+                .into(),
+            payloads: payloads.iter().map(|&p| p.into()).collect(),
+        }
+        .encode();
         Ok(Call {
             function: scripts::ENQUEUE,
             mode: Mode::Creating,
@@ -413,8 +418,8 @@ impl RedisEngine {
         self.config().check_own_name(queue)?;
         self.config().check_ack_batch(acks.len())?;
         let incarnation = self.incarnation();
-        // The queue, then pairs of a job's number and its claim's token.
-        let mut args = args![queue];
+        // Pairs of a job's number and its claim's token.
+        let mut pairs = Vec::with_capacity(2 * acks.len());
         for &(job, claim) in acks {
             // An id of another incarnation is answered here, as a pair
             // that matches nothing there.
@@ -423,9 +428,14 @@ impl RedisEngine {
             } else {
                 0
             };
-            args.push(seq.to_string().into_bytes());
-            args.push(claim.to_bits().to_string().into_bytes());
+            pairs.push(seq.into());
+            pairs.push(claim.to_bits().into());
         }
+        let args = scripts::AckBatchArgs {
+            name: queue.into(),
+            acks: pairs,
+        }
+        .encode();
         let reply = self
             .queue_call(scripts::ACK_BATCH, tenant, Issued::Nothing, args)
             .await?;

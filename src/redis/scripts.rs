@@ -178,18 +178,32 @@ pub(super) static LIBRARY: LazyLock<Library> = LazyLock::new(|| {
     }
 });
 
-/// The Lua line that gives a function's named arguments their names, the
+/// The Lua lines that give a function's named arguments their names, the
 /// first at `ARGV[first]` (a per-tenant function's own arguments start at
-/// 3: `begin` reads the first two).
+/// 3: `begin` reads the first two); a last `...name` gets every argument
+/// from its place on, as a table.
 fn locals(names: &[&str], first: usize) -> String {
-    if names.is_empty() {
-        return String::new();
+    let (fixed, rest) = match names.last().and_then(|n| n.strip_prefix("...")) {
+        Some(rest) => (&names[..names.len() - 1], Some(rest)),
+        None => (names, None),
+    };
+    let mut out = String::new();
+    if !fixed.is_empty() {
+        let at: Vec<String> = (first..)
+            .take(fixed.len())
+            .map(|i| format!("ARGV[{i}]"))
+            .collect();
+        out = format!("local {} = {}\n", fixed.join(", "), at.join(", "));
     }
-    let at: Vec<String> = (first..)
-        .take(names.len())
-        .map(|i| format!("ARGV[{i}]"))
-        .collect();
-    format!("local {} = {}\n", names.join(", "), at.join(", "))
+    // A list: every argument from there on (copied one by one: `unpack`
+    // stops at Lua's stack limit, a few thousand values).
+    if let Some(rest) = rest {
+        out.push_str(&format!(
+            "local {rest} = {{}}\nfor i = {}, #ARGV do\n  {rest}[#{rest} + 1] = ARGV[i]\nend\n",
+            first + fixed.len()
+        ));
+    }
+    out
 }
 
 /// FNV-1a: a stable hash of the code (the same in every process).
@@ -264,6 +278,10 @@ mod tests {
         }
         assert!(named >= 16, "{named} functions name their arguments");
         assert_eq!(locals(&["a", "b"], 3), "local a, b = ARGV[3], ARGV[4]\n");
+        assert_eq!(
+            locals(&["a", "...more"], 3),
+            "local a = ARGV[3]\nlocal more = {}\nfor i = 4, #ARGV do\n  more[#more + 1] = ARGV[i]\nend\n"
+        );
         let args = HeartbeatArgs {
             member: "m".into(),
             ttl: 15_000u64.into(),
