@@ -69,9 +69,9 @@ async fn registered(server: &Server, namespace: &str, tenant: TenantId) -> Optio
         .unwrap()
 }
 
-/// The name of the library's meta function on `server` (the only library
-/// a private server has).
-async fn meta_function(server: &Server) -> String {
+/// The name of the library's function that takes a tenant off the
+/// register on `server` (the only library a private server has).
+async fn unregister_function(server: &Server) -> String {
     fn names(value: &::redis::Value, out: &mut Vec<String>) {
         match value {
             ::redis::Value::BulkString(bytes) => {
@@ -95,8 +95,8 @@ async fn meta_function(server: &Server) -> String {
     let mut all = Vec::new();
     names(&listed, &mut all);
     all.into_iter()
-        .find(|n| n.starts_with("relaystore_") && n.ends_with("_meta"))
-        .expect("the library's meta function")
+        .find(|n| n.starts_with("relaystore_") && n.ends_with("_meta_unregister"))
+        .expect("the library's meta_unregister function")
 }
 
 /// The refusal of a full `tenants_max` of one.
@@ -221,10 +221,9 @@ fn a_tenant_that_comes_back_while_it_is_forgotten_stays_registered() {
         assert_ne!(after, before, "registered anew");
         // The audit's last step, with the generation it read.
         let unregistered: i64 = ::redis::cmd("FCALL")
-            .arg(meta_function(&server).await)
+            .arg(unregister_function(&server).await)
             .arg(1)
             .arg(format!("{{{namespace}}}:meta"))
-            .arg("unregister")
             .arg(T.0)
             .arg(&before)
             .query_async(&mut admin)

@@ -626,22 +626,22 @@ impl RedisEngine {
         crate::base::secrets::random_bytes(&mut bytes)?;
         let fresh = u64::from_le_bytes(bytes);
         let key = format!("{{{}}}:meta", self.inner.namespace);
-        let mut argv = args![format!("{fresh:016x}")];
-        if let Some((tenant, register)) = tenant {
-            argv.push(tenant.0.to_string().into_bytes());
-            argv.push(if register {
-                b"1".to_vec()
+        // A tenants ceiling a Lua number cannot hold exactly is none.
+        let limit = self.config().tenants_max;
+        let argv = scripts::MetaArgs {
+            incarnation: format!("{fresh:016x}").into(),
+            tenant: tenant
+                .map_or_else(String::new, |(t, _)| t.0.to_string())
+                .into(),
+            register: tenant.is_some_and(|(_, register)| register).into(),
+            tenants_max: if limit >= 1 << 53 {
+                "-1".to_owned()
             } else {
-                b"0".to_vec()
-            });
-            // A tenants ceiling a Lua number cannot hold exactly is none.
-            let limit = self.config().tenants_max;
-            argv.push(if limit >= 1 << 53 {
-                b"-1".to_vec()
-            } else {
-                limit.to_string().into_bytes()
-            });
+                limit.to_string()
+            }
+            .into(),
         }
+        .encode();
         let (seen, born, known, used): (String, String, i64, u64) =
             self.inner.conn.call(scripts::META, &key, argv).await?;
 

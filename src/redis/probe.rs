@@ -14,8 +14,11 @@ impl RedisEngine {
     /// returns its outputs as the library formats them. Touches no key.
     #[doc(hidden)]
     pub async fn probe_formula(&self, formula: &str, inputs: &[u64]) -> Result<Vec<String>> {
-        let mut args = vec![formula.as_bytes().to_vec()];
-        args.extend(inputs.iter().map(|i| i.to_string().into_bytes()));
+        let args = scripts::ProbeArgs {
+            formula: formula.into(),
+            inputs: inputs.iter().map(|&i| i.into()).collect(),
+        }
+        .encode();
         let key = format!("{{{}}}:probe", self.inner.namespace);
         self.inner.conn.call(scripts::PROBE, &key, args).await
     }

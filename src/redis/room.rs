@@ -76,6 +76,27 @@ fn counted(config: &StoreConfig) -> Vec<(char, Scope, u64)> {
         .collect()
 }
 
+/// `room_take`'s arguments: (letter, limit, span or weights) triples.
+fn take(wanted: Vec<String>) -> Vec<Vec<u8>> {
+    scripts::RoomTakeArgs {
+        wanted: wanted.into_iter().map(scripts::Arg::from).collect(),
+    }
+    .encode()
+}
+
+/// `room_give`'s arguments.
+fn give(tokens: Vec<scripts::Arg>) -> Vec<Vec<u8>> {
+    scripts::RoomGiveArgs { tokens }.encode()
+}
+
+/// `room_count`'s arguments.
+fn count(letter: char) -> Vec<Vec<u8>> {
+    scripts::RoomCountArgs {
+        letter: letter.to_string().into(),
+    }
+    .encode()
+}
+
 /// Reservations one scan step of [`RedisEngine::reclaim_budgets`] looks at.
 const RECLAIM_SCAN: usize = 256;
 
@@ -405,17 +426,21 @@ impl RedisEngine {
         let (budgets, counted): (Vec<usize>, Vec<usize>) =
             (0..takes.len()).partition(|&i| budget(takes[i].0));
         if !budgets.is_empty() {
-            let mut args = vec![b"take".to_vec()];
+            let mut wanted = Vec::new();
             for &i in &budgets {
                 let (letter, asked) = takes[i];
-                args.extend(args![letter.to_string(), ceilings.limit(letter)?, asked]);
+                wanted.extend([
+                    letter.to_string(),
+                    ceilings.limit(letter)?,
+                    asked.to_owned(),
+                ]);
             }
-            let reply = self.room_at(0, args).await?;
+            let reply = self.room_at(0, scripts::ROOM_TAKE, take(wanted)).await?;
             fill(0, &budgets, &reply, &mut grants, taken)?;
         }
         if !counted.is_empty() {
             let home = ceilings.order(tenant)[0];
-            let mut args = vec![b"take".to_vec()];
+            let mut wanted = Vec::new();
             let mut fits = !ceilings.is_down(home);
             for &i in &counted {
                 let (letter, span) = takes[i];
@@ -423,10 +448,10 @@ impl RedisEngine {
                 let part = ceilings.share_of(ceilings.ceiling(letter)?, home);
                 fits &= part != Some(0);
                 let part = part.map_or_else(|| "-1".to_owned(), |p| p.to_string());
-                args.extend(args![letter.to_string(), part, span]);
+                wanted.extend([letter.to_string(), part, span.to_owned()]);
             }
             let first = if fits {
-                match self.room_at(home, args).await {
+                match self.room_at(home, scripts::ROOM_TAKE, take(wanted)).await {
                     Ok(reply) => Some(reply),
                     Err(e) if unreachable(&e) => {
                         ceilings.mark_down(home);
@@ -476,8 +501,8 @@ impl RedisEngine {
                 continue;
             }
             let text = part.map_or_else(|| "-1".to_owned(), |p| p.to_string());
-            let args = args!["take", letter.to_string(), text, span];
-            match self.room_at(share, args).await {
+            let args = take(vec![letter.to_string(), text, span.to_owned()]);
+            match self.room_at(share, scripts::ROOM_TAKE, args).await {
                 Ok(reply) => return Ok((routed(&reply.text(1)?, share), reply.uint(2)?)),
                 Err(Error::CapacityExceeded { scope, used: u, .. }) => {
                     used += u;
@@ -544,7 +569,7 @@ impl RedisEngine {
                 return Ok(None);
             }
             match self
-                .room_at(share, args!["count", letter.to_string()])
+                .room_at(share, scripts::ROOM_COUNT, count(letter))
                 .await
             {
                 Ok(reply) => Ok(Some(reply.uint(1)?)),
@@ -585,11 +610,16 @@ impl RedisEngine {
             if tokens.is_empty() {
                 continue;
             }
-            let mut args = args!["extend", span];
+            let mut own = Vec::new();
             for token in tokens {
-                args.push(split_token(token)?.1.as_bytes().to_vec());
+                own.push(split_token(token)?.1.into());
             }
-            match self.room_at(share, args).await {
+            let args = scripts::RoomExtendArgs {
+                span: span.into(),
+                tokens: own,
+            }
+            .encode();
+            match self.room_at(share, scripts::ROOM_EXTEND, args).await {
                 Ok(reply) => horizon = horizon.min(reply.uint(1)?),
                 Err(e) if unreachable(&e) => {
                     ceilings.mark_down(share);
@@ -623,7 +653,7 @@ impl RedisEngine {
             return Ok(None);
         }
         let used = if BUDGETS.contains(&c) {
-            self.room(args!["count", letter(c).to_string()])
+            self.room(scripts::ROOM_COUNT, count(letter(c)))
                 .await?
                 .uint(1)?
         } else {
@@ -657,13 +687,13 @@ impl RedisEngine {
             let letter = letter(c);
             let mut cursor = String::from("0");
             loop {
-                let args = args![
-                    "stale",
-                    letter.to_string(),
-                    cursor.clone(),
-                    RECLAIM_SCAN.to_string()
-                ];
-                let reply = self.room(args).await?;
+                let args = scripts::RoomStaleArgs {
+                    letter: letter.to_string().into(),
+                    cursor: cursor.as_str().into(),
+                    count: RECLAIM_SCAN.into(),
+                }
+                .encode();
+                let reply = self.room(scripts::ROOM_STALE, args).await?;
                 cursor = reply.text(1)?.to_string();
                 let mut at = 2;
                 while at + 1 < reply.len() {
@@ -671,10 +701,18 @@ impl RedisEngine {
                     let held: i64 = self
                         .inner
                         .conn
-                        .call(scripts::HOLDS, &key, args![token.as_bytes()])
+                        .call(
+                            scripts::HOLDS,
+                            &key,
+                            scripts::HoldsArgs {
+                                token: token.as_bytes().into(),
+                            }
+                            .encode(),
+                        )
                         .await?;
                     if held == 0 {
-                        self.room(args!["give", token.as_bytes()]).await?;
+                        self.room(scripts::ROOM_GIVE, give(vec![token.as_bytes().into()]))
+                            .await?;
                         tracing::info!(%token, %key, "relaystore redis: budget room no record held was given back");
                         reclaimed += 1;
                     }
@@ -688,16 +726,21 @@ impl RedisEngine {
         Ok(reclaimed)
     }
 
-    /// One call of the meta slot's `room` function (`lua/room.lua`): its
-    /// reply, or the error its refusal stands for.
-    async fn room(&self, args: Vec<Vec<u8>>) -> Result<Reply> {
-        self.room_at(0, args).await
+    /// One call of a `room_*` function (`lua/room_*.lua`) on the meta
+    /// slot: its reply, or the error its refusal stands for.
+    async fn room(&self, function: scripts::Function, args: Vec<Vec<u8>>) -> Result<Reply> {
+        self.room_at(0, function, args).await
     }
 
-    /// One call of the `room` function on share `share`.
-    async fn room_at(&self, share: usize, args: Vec<Vec<u8>>) -> Result<Reply> {
+    /// One call of a `room_*` function on share `share`.
+    async fn room_at(
+        &self,
+        share: usize,
+        function: scripts::Function,
+        args: Vec<Vec<u8>>,
+    ) -> Result<Reply> {
         let key = &self.inner.ceilings.keys[share];
-        let reply = Reply::new(self.inner.conn.call(scripts::ROOM, key, args).await?)?;
+        let reply = Reply::new(self.inner.conn.call(function, key, args).await?)?;
         reply.refusal()?;
         Ok(reply)
     }
@@ -711,19 +754,20 @@ impl RedisEngine {
             return;
         }
         let ceilings = &self.inner.ceilings;
-        let mut by_share = vec![vec![b"give".to_vec()]; ceilings.shares()];
+        let mut by_share: Vec<Vec<scripts::Arg>> =
+            (0..ceilings.shares()).map(|_| Vec::new()).collect();
         for token in tokens {
             let text = String::from_utf8_lossy(token);
             match split_token(&text) {
-                Ok((share, own)) => by_share[share].push(own.as_bytes().to_vec()),
+                Ok((share, own)) => by_share[share].push(own.into()),
                 Err(e) => tracing::warn!(error = %e, "relaystore redis: room was not given back"),
             }
         }
-        for (share, args) in by_share.into_iter().enumerate() {
-            if args.len() == 1 || ceilings.is_down(share) {
+        for (share, own) in by_share.into_iter().enumerate() {
+            if own.is_empty() || ceilings.is_down(share) {
                 continue;
             }
-            if let Err(e) = self.room_at(share, args).await {
+            if let Err(e) = self.room_at(share, scripts::ROOM_GIVE, give(own)).await {
                 ceilings.mark_down(share);
                 tracing::warn!(error = %e, share, "relaystore redis: room was not given back (it lapses at its horizon)");
             }

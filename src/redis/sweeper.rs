@@ -95,10 +95,11 @@ impl RedisEngine {
             .call(
                 scripts::SWEEPER,
                 &self.meta_key("sweeper"),
-                args![
-                    format!("{:x}", self.inner.origin),
-                    crate::base::time::duration_to_millis_ceil(length).to_string()
-                ],
+                scripts::SweeperArgs {
+                    holder: format!("{:x}", self.inner.origin).into(),
+                    ttl: crate::base::time::duration_to_millis_ceil(length).into(),
+                }
+                .encode(),
             )
             .await?;
         Ok(held == 1)
@@ -113,9 +114,13 @@ impl RedisEngine {
             .inner
             .conn
             .call(
-                scripts::DUE,
+                scripts::DUE_LOWER,
                 &self.meta_key("due"),
-                args!["lower", tenant.0.to_string(), deadline.to_string()],
+                scripts::DueLowerArgs {
+                    tenant: tenant.0.into(),
+                    deadline: deadline.into(),
+                }
+                .encode(),
             )
             .await;
         if let Err(e) = lowered {
@@ -140,7 +145,11 @@ impl RedisEngine {
             let taken: Vec<String> = self
                 .inner
                 .conn
-                .call(scripts::DUE, &key, args!["take", TAKE.to_string()])
+                .call(
+                    scripts::DUE_TAKE,
+                    &key,
+                    scripts::DueTakeArgs { most: TAKE.into() }.encode(),
+                )
                 .await?;
             for pair in taken.chunks(2) {
                 let [tenant, score] = pair else {
@@ -177,9 +186,14 @@ impl RedisEngine {
                     .inner
                     .conn
                     .call(
-                        scripts::DUE,
+                        scripts::DUE_SWEPT,
                         &key,
-                        args!["swept", tenant.as_str(), score.as_str(), next.to_string()],
+                        scripts::DueSweptArgs {
+                            tenant: tenant.as_str().into(),
+                            taken: score.as_str().into(),
+                            next_due: next.to_string().into(),
+                        }
+                        .encode(),
                     )
                     .await?;
                 swept += 1;

@@ -55,9 +55,13 @@ impl RedisEngine {
                 .inner
                 .conn
                 .call(
-                    scripts::META,
+                    scripts::META_SCAN,
                     &key,
-                    args!["scan", cursor.as_str(), FORGET_SCAN.to_string()],
+                    scripts::MetaScanArgs {
+                        cursor: cursor.as_str().into(),
+                        count: FORGET_SCAN.into(),
+                    }
+                    .encode(),
                 )
                 .await?;
             let Some((next, pairs)) = step.split_first() else {
@@ -92,9 +96,13 @@ impl RedisEngine {
                         .inner
                         .conn
                         .call(
-                            scripts::META,
+                            scripts::META_UNREGISTER,
                             &key,
-                            args!["unregister", tenant.as_str(), generation.as_str()],
+                            scripts::MetaUnregisterArgs {
+                                tenant: tenant.as_str().into(),
+                                generation: generation.as_str().into(),
+                            }
+                            .encode(),
                         )
                         .await?;
                     forgotten += usize::try_from(taken).unwrap_or(0);

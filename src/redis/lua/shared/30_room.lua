@@ -36,7 +36,7 @@ local BUDGETS = {
 -- BUDGET_GRANT_MS after it was taken (by the record slot's clock: a later
 -- call asks again), and a reservation taken BUDGET_RECLAIM_MS ago (by the
 -- meta slot's clock) whose record does not hold it can never be held
--- again and may be given back (`stale` in lua/room.lua, src/redis/room.rs).
+-- again and may be given back (lua/room_stale.lua, src/redis/room.rs).
 -- BUDGET_RECLAIM_MS > BUDGET_GRANT_MS + SKEW_CLUSTER, with room to spare.
 local BUDGET_GRANT_MS, BUDGET_RECLAIM_MS = 10000, 60000
 
