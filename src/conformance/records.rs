@@ -11,6 +11,7 @@ use crate::contract::config::StoreConfig;
 use crate::contract::engine::{Events, RelayEngine};
 use crate::contract::events::{Cause, Collection, Event, Received, RecordId, Root};
 use crate::contract::kinds::RecordKind;
+use crate::contract::usage::Usage;
 use std::time::Duration;
 
 const T: TenantId = TenantId(1);
@@ -251,6 +252,25 @@ pub(super) async fn limits<H: Harness>(h: &H) -> Outcome {
             used: 3,
         }),
         "the kind's tenant quota"
+    );
+    // Each kind's use of its tenant quota, and none for a kind not declared.
+    let usage = e.usage(T).await?;
+    ensure_eq!(
+        (usage.of_kind(permission), usage.of_kind(channel)),
+        (
+            Some(Usage { used: 3, limit: 3 }),
+            Some(Usage {
+                used: 1,
+                limit: RecordKind::new("channel").per_tenant_max,
+            })
+        ),
+        "the kinds' usage"
+    );
+    let undeclared = Kind::at(2).ok_or_else(|| super::Fault::new("no kind 2".into()))?;
+    ensure_eq!(
+        usage.of_kind(undeclared),
+        None,
+        "an undeclared kind's usage"
     );
     let og = e.grant(OTHER, "alloc", u * 100, None).await?;
     e.put_record(OTHER, permission, og.id, "a", u * 30, None)

@@ -1,7 +1,7 @@
 //! What a tenant holds against its limits, for dashboards and for a relay
 //! that wants to tell a client how close it is to a quota.
 
-use crate::base::collection::Collection;
+use crate::base::collection::{Collection, Kind, KINDS_MAX};
 
 /// A tenant's use of one limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -20,6 +20,9 @@ pub struct Usage {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TenantUsage {
     pub(crate) per: [Option<Usage>; Collection::ALL.len()],
+    /// Per declared kind, by its place: its tenant quota's use (`None`
+    /// past the kinds declared).
+    pub(crate) kinds: [Option<Usage>; KINDS_MAX],
 }
 
 impl TenantUsage {
@@ -29,5 +32,12 @@ impl TenantUsage {
     /// tenant quota bounds.
     pub fn of(&self, c: Collection) -> Option<Usage> {
         self.per[c as usize]
+    }
+
+    /// The tenant's use of its quota on records of `kind`
+    /// ([`RecordKind::per_tenant_max`](crate::RecordKind::per_tenant_max));
+    /// `None` for a kind the store did not declare.
+    pub fn of_kind(&self, kind: Kind) -> Option<Usage> {
+        self.kinds[kind.index()]
     }
 }

@@ -1,17 +1,16 @@
 //! A tenant's usage on Redis: what it holds against its quotas, counted on
 //! the server as its creations count it.
 
-use super::{scripts, Issued, Mode, RedisEngine};
-use crate::base::collection::Collection;
+use super::{codes, scripts, Issued, Mode, RedisEngine};
+use crate::base::collection::{Collection, Kind, KINDS_MAX};
 use crate::base::error::Result;
 use crate::base::ids::TenantId;
 use crate::contract::config::TenantQuota;
 use crate::contract::usage::{TenantUsage, Usage};
 
 /// The collections the library counts, in the order of its reply: every
-/// one but tombstones, which no tenant quota bounds, and declared kinds'
-/// records, which this engine keeps none of (it refuses a configuration
-/// that declares kinds).
+/// one but tombstones, which no tenant quota bounds, and the declared
+/// kinds' records, counted per kind after them.
 fn counted() -> impl Iterator<Item = Collection> {
     Collection::ALL
         .into_iter()
@@ -27,23 +26,39 @@ impl RedisEngine {
     /// ([`TenantQuota::OFF`]), and tombstones. A tenant with nothing
     /// stored uses nothing. `BackendUnavailable` if Redis does not answer.
     pub async fn usage(&self, tenant: TenantId) -> Result<TenantUsage> {
+        let config = self.config();
+        let declared: Vec<Kind> = (0..config.kinds.len()).filter_map(Kind::at).collect();
+        let args = scripts::UsageArgs {
+            kinds: declared
+                .iter()
+                .map(|&k| char::from(codes::kind_letter(k)).to_string().into())
+                .collect(),
+        }
+        .encode();
         let reply = self
             .run(
                 scripts::USAGE,
                 tenant,
                 Mode::Existing,
                 Issued::Nothing,
-                args![],
+                args,
             )
             .await?;
         let mut used = [0u64; Collection::ALL.len()];
+        let mut by_kind = [0u64; KINDS_MAX];
         if let Some(reply) = reply {
             reply.refusal()?;
-            for (at, c) in counted().enumerate() {
-                used[c as usize] = reply.uint(at + 1)?;
+            let mut at = 1;
+            for c in counted() {
+                used[c as usize] = reply.uint(at)?;
+                at += 1;
             }
+            for kind in &declared {
+                by_kind[kind.index()] = reply.uint(at)?;
+                at += 1;
+            }
+            super::reply::exactly(&reply, at)?;
         }
-        let config = self.config();
         let quota = self.quota(tenant);
         let per = Collection::ALL.map(|c| {
             let limit = match c {
@@ -58,6 +73,12 @@ impl RedisEngine {
                 limit,
             })
         });
-        Ok(TenantUsage { per })
+        let kinds = std::array::from_fn(|i| {
+            Some(Usage {
+                used: by_kind[i],
+                limit: config.kinds.get(i)?.per_tenant_max,
+            })
+        });
+        Ok(TenantUsage { per, kinds })
     }
 }

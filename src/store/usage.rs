@@ -2,6 +2,7 @@
 //! that wants to tell a client how close it is to a quota.
 
 use super::{Collection, Store};
+use crate::base::collection::Kind;
 use crate::base::ids::TenantId;
 use crate::contract::config::TenantQuota;
 use crate::contract::usage::TenantUsage;
@@ -49,6 +50,16 @@ impl Store {
                 (None, None) => None,
             },
         });
-        TenantUsage { per }
+        let declared = &self.shared.config.kinds;
+        let kinds = std::array::from_fn(|i| {
+            let kind = Kind::at(i)?;
+            let limit = declared.get(i)?.per_tenant_max;
+            let used = registered
+                .as_ref()
+                .and_then(|t| t.kind_quota(kind))
+                .map_or(0, crate::mem::quota::Counter::used);
+            Some(Usage { used, limit })
+        });
+        TenantUsage { per, kinds }
     }
 }
