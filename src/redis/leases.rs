@@ -1,7 +1,7 @@
 //! Leases on Redis: grant, renew, renew at a version, get, revoke.
 
 use super::reply::Reply;
-use super::{quota_arg, scripts, Issued, Mode, RedisEngine};
+use super::{quota_arg, scripts, Issued, Mode, PageReply, RedisEngine};
 use crate::base::error::{Error, Result};
 use crate::base::ids::{LeaseId, TenantId};
 use crate::base::name::Holder;
@@ -137,15 +137,23 @@ impl RedisEngine {
             tenant,
             cursor,
             limit,
-            4,
-            |r, at| {
-                let seq = r.uint(at + 1)?;
-                Ok(LeaseInfo {
-                    id: LeaseId::new(incarnation, seq),
-                    holder: Holder::from(&*r.text(at + 2)?),
-                    fence: seq,
-                    version: r.uint(at + 3)?,
-                    remaining: r.millis(at + 4)?,
+            |r| {
+                let page = scripts::ListLeasesReply::decode(r)?;
+                let items = page
+                    .each
+                    .into_iter()
+                    .map(|l| LeaseInfo {
+                        id: LeaseId::new(incarnation, l.seq),
+                        holder: Holder::from(&*l.holder),
+                        fence: l.seq,
+                        version: l.version,
+                        remaining: l.remaining,
+                    })
+                    .collect();
+                Ok(PageReply {
+                    more: page.more,
+                    last: page.last,
+                    items,
                 })
             },
         )

@@ -1,6 +1,6 @@
 //! Listings on Redis: publish, get, update, unpublish, revoke, pages.
 
-use super::{quota_arg, scripts, Call, Issued, Mode, RedisEngine};
+use super::{quota_arg, scripts, Call, Issued, Mode, PageReply, RedisEngine};
 use crate::base::attrs::Attrs;
 use crate::base::error::{Error, Result};
 use crate::base::ids::{LeaseId, TenantId};
@@ -202,14 +202,23 @@ impl RedisEngine {
             tenant,
             cursor,
             limit,
-            4,
-            |r, at| {
-                Ok(ListingInfo {
-                    key: Name::new(&r.text(at)?),
-                    lease: LeaseId::new(incarnation, r.uint(at + 1)?),
-                    attrs: r.attrs(at + 2)?,
-                    version: r.uint(at + 3)?,
-                    remaining: r.millis(at + 4)?,
+            |r| {
+                let page = scripts::ListListingsReply::decode(r)?;
+                let items = page
+                    .each
+                    .into_iter()
+                    .map(|l| ListingInfo {
+                        key: Name::new(&l.key),
+                        lease: LeaseId::new(incarnation, l.lease),
+                        attrs: l.attrs,
+                        version: l.version,
+                        remaining: l.remaining,
+                    })
+                    .collect();
+                Ok(PageReply {
+                    more: page.more,
+                    last: page.last,
+                    items,
                 })
             },
         )

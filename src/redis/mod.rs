@@ -887,10 +887,10 @@ impl RedisEngine {
 
     /// One page of a key-ordered index through a page function
     /// (`page` in `lua/shared/60_records.lua`): `limit` (in `1..=page_len_max`) keys
-    /// scanned after `cursor`; each visible one is its key and `width`
-    /// values, which `item` turns into an item (given the key's position).
-    /// `function` comes with the encoding of its arguments from `after`
-    /// and `limit`.
+    /// scanned after `cursor`; `decode` reads its typed reply (`more`: 1
+    /// if the scan filled `limit`; `last`: the last key scanned) and turns
+    /// each visible key's row into an item. `function` comes with the
+    /// encoding of its arguments from `after` and `limit`.
     async fn page<T>(
         &self,
         (function, args): (
@@ -900,8 +900,7 @@ impl RedisEngine {
         tenant: TenantId,
         cursor: Option<&Cursor>,
         limit: usize,
-        width: usize,
-        item: impl Fn(&Reply, usize) -> Result<T>,
+        decode: impl FnOnce(&Reply) -> Result<PageReply<T>>,
     ) -> Result<Page<T>> {
         self.config().check_page_limit(limit)?;
         let after = cursor.map_or("", Cursor::as_str);
@@ -917,17 +916,19 @@ impl RedisEngine {
             });
         };
         reply.refusal()?;
-        let next = (reply.uint(1)? == 1)
-            .then(|| reply.text(2).map(|last| Cursor::from(&*last)))
-            .transpose()?;
-        let mut items = Vec::new();
-        let mut at = 3;
-        while at + width < reply.len() {
-            items.push(item(&reply, at)?);
-            at += width + 1;
-        }
-        Ok(Page { items, next })
+        let page = decode(&reply)?;
+        Ok(Page {
+            next: (page.more == 1).then(|| Cursor::from(&*page.last)),
+            items: page.items,
+        })
     }
+}
+
+/// A page function's reply, its rows made items.
+struct PageReply<T> {
+    more: u64,
+    last: Arc<str>,
+    items: Vec<T>,
 }
 
 /// Calls one per-tenant operation may take: a new incarnation read twice,

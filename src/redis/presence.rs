@@ -1,7 +1,6 @@
 //! Presence on Redis: heartbeat, get, pages, leave.
 
-use super::reply::Reply;
-use super::{quota_arg, scripts, Issued, Mode, RedisEngine};
+use super::{quota_arg, scripts, Issued, Mode, PageReply, RedisEngine};
 use crate::base::error::{Error, Result};
 use crate::base::ids::{LeaseId, TenantId};
 use crate::base::name::Name;
@@ -96,8 +95,27 @@ impl RedisEngine {
             tenant,
             cursor,
             limit,
-            4,
-            |r, at| self.presence_at(r.text(at)?, r, at + 1),
+            |r| {
+                let page = scripts::ListPresenceReply::decode(r)?;
+                let items = page
+                    .each
+                    .into_iter()
+                    .map(|m| {
+                        Ok(PresenceInfo {
+                            member: Name::new(&m.member),
+                            attrs: m.attrs,
+                            lease: self.lease_of(&m.lease)?,
+                            version: m.version,
+                            remaining: m.remaining,
+                        })
+                    })
+                    .collect::<Result<_>>()?;
+                Ok(PageReply {
+                    more: page.more,
+                    last: page.last,
+                    items,
+                })
+            },
         )
         .await
     }
@@ -117,23 +135,6 @@ impl RedisEngine {
         )
         .await
         .map(drop)
-    }
-
-    /// `member`'s presence record from a reply whose attributes, lease,
-    /// version and remaining time start at `at`.
-    fn presence_at(
-        &self,
-        member: std::sync::Arc<str>,
-        reply: &Reply,
-        at: usize,
-    ) -> Result<PresenceInfo> {
-        Ok(PresenceInfo {
-            member: Name::new(&member),
-            attrs: reply.attrs(at)?,
-            lease: self.lease_of(&reply.text(at + 1)?)?,
-            version: reply.uint(at + 2)?,
-            remaining: reply.millis(at + 3)?,
-        })
     }
 
     /// The lease of a presence record as the library writes it: its

@@ -1,5 +1,6 @@
 -- function: read
 -- arguments: after, limit
+-- reply: more uint, last text; each: _member text, seq uint, holder text, version uint, remaining millis
 -- list_leases: `after` the member to resume after ('' from the start),
 -- `limit` how many to scan. Reply: `page`'s over the tenant's leases in id
 -- order, each visible lease as its member, then sequence number, holder,

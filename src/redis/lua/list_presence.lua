@@ -1,5 +1,6 @@
 -- function: read
 -- arguments: after, limit
+-- reply: more uint, last text; each: member text, attrs attrs, lease text, version uint, remaining millis
 -- list_presence: `after` the member to resume after ('' from the start),
 -- `limit` how many members to scan. Reply: `page`'s, each visible record as
 -- member, attributes, lease sequence number ('' for none), version,
