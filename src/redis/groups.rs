@@ -141,19 +141,20 @@ impl RedisEngine {
         let reply = self
             .stream_call(scripts::READ_GROUP, tenant, name, args)
             .await?;
-        let first = reply.uint(2)?;
-        let entries = (3..reply.len())
-            .map(|at| {
-                Ok(GroupEntry {
-                    offset: first + (at - 3) as u64,
-                    payload: reply.bytes(at)?,
-                    deliveries: 1,
-                })
+        let r = scripts::ReadGroupReply::decode(&reply)?;
+        let entries = r
+            .each
+            .into_iter()
+            .zip(r.first..)
+            .map(|(entry, offset)| GroupEntry {
+                offset,
+                payload: entry.payload,
+                deliveries: 1,
             })
-            .collect::<Result<_>>()?;
+            .collect();
         Ok(GroupRead {
             entries,
-            skipped: reply.uint(1)?,
+            skipped: r.skipped,
         })
     }
 
@@ -239,18 +240,17 @@ impl RedisEngine {
         let reply = self
             .stream_call(scripts::PENDING, tenant, name, args)
             .await?;
-        (0..(reply.len() - 1) / 5)
-            .map(|i| {
-                let at = 1 + 5 * i;
-                Ok(PendingEntry {
-                    offset: reply.uint(at)?,
-                    deliveries: u32::try_from(reply.uint(at + 1)?).unwrap_or(u32::MAX),
-                    idle: reply.millis(at + 2)?,
-                    dead: reply.int(at + 3)? == 1,
-                    member: Name::new(&reply.text(at + 4)?),
-                })
+        Ok(scripts::PendingReply::decode(&reply)?
+            .each
+            .into_iter()
+            .map(|p| PendingEntry {
+                offset: p.offset,
+                deliveries: u32::try_from(p.deliveries).unwrap_or(u32::MAX),
+                idle: p.idle,
+                dead: p.dead == 1,
+                member: Name::new(&p.member),
             })
-            .collect()
+            .collect())
     }
 
     /// What the group holds ([`Store::group_info`](crate::Store::group_info)).
@@ -268,13 +268,14 @@ impl RedisEngine {
                 .encode(),
             )
             .await?;
-        let held = usize::try_from(reply.uint(2)?).unwrap_or(usize::MAX);
-        let live = usize::try_from(reply.uint(3)?).unwrap_or(usize::MAX);
+        let r = scripts::GroupInfoReply::decode(&reply)?;
+        let held = usize::try_from(r.held).unwrap_or(usize::MAX);
+        let live = usize::try_from(r.live).unwrap_or(usize::MAX);
         Ok(GroupInfo {
-            next: reply.uint(1)?,
+            next: r.next,
             pending: live,
             dead: held.saturating_sub(live),
-            config: parse_settings(&reply.text(4)?)?,
+            config: parse_settings(&r.settings)?,
         })
     }
 }

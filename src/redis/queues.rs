@@ -291,21 +291,20 @@ impl RedisEngine {
         let reply = answered
             .await
             .map_err(|_| Error::backend("the claim's task ended without an answer", true))??;
-        let visibility = reply.millis(1)?;
-        let next = u64::try_from(reply.int(2)?).ok().map(Duration::from_millis);
+        let r = scripts::ClaimReply::decode(&reply)?;
         let incarnation = self.incarnation();
-        let mut jobs = Vec::new();
-        let mut at = 3;
-        while at + 3 < reply.len() {
-            jobs.push(ClaimedJob {
-                id: JobId::new(incarnation, reply.uint(at)?),
-                claim: ClaimToken::from_bits(reply.uint(at + 1)?),
-                attempt: u32::try_from(reply.uint(at + 2)?).unwrap_or(u32::MAX),
-                payload: reply.bytes(at + 3)?,
-                visibility,
-            });
-            at += 4;
-        }
+        let jobs = r
+            .each
+            .into_iter()
+            .map(|job| ClaimedJob {
+                id: JobId::new(incarnation, job.seq),
+                claim: ClaimToken::from_bits(job.token),
+                attempt: u32::try_from(job.attempt).unwrap_or(u32::MAX),
+                payload: job.payload,
+                visibility: r.visibility,
+            })
+            .collect();
+        let next = u64::try_from(r.next).ok().map(Duration::from_millis);
         Ok(Claimed { jobs, next })
     }
 
@@ -314,23 +313,23 @@ impl RedisEngine {
     /// be given back lapses after its visibility, as any unacknowledged
     /// claim does.
     async fn return_claims(&self, tenant: TenantId, queue: &str, reply: &Reply) {
-        let mut at = 3;
-        while at + 3 < reply.len() {
-            if let (Ok(seq), Ok(token)) = (reply.uint(at), reply.uint(at + 1)) {
-                // A snooze of no delay: ready again in its place.
-                let args = scripts::SnoozeArgs {
-                    name: queue.into(),
-                    seq: seq.into(),
-                    token: token.into(),
-                    delay: 0u64.into(),
-                    wake: wake_channel(queue).as_bytes().into(),
-                }
-                .encode();
-                let _ = self
-                    .queue_call(scripts::SNOOZE, tenant, Issued::Nothing, args)
-                    .await;
+        let Ok(claimed) = scripts::ClaimReply::decode(reply) else {
+            tracing::warn!("relaystore redis: an unreadable claim reply; its claims lapse");
+            return;
+        };
+        for job in claimed.each {
+            // A snooze of no delay: ready again in its place.
+            let args = scripts::SnoozeArgs {
+                name: queue.into(),
+                seq: job.seq.into(),
+                token: job.token.into(),
+                delay: 0u64.into(),
+                wake: wake_channel(queue).as_bytes().into(),
             }
-            at += 4;
+            .encode();
+            let _ = self
+                .queue_call(scripts::SNOOZE, tenant, Issued::Nothing, args)
+                .await;
         }
     }
 
@@ -439,13 +438,17 @@ impl RedisEngine {
         let reply = self
             .queue_call(scripts::ACK_BATCH, tenant, Issued::Nothing, args)
             .await?;
+        let codes = scripts::AckBatchReply::decode(&reply)?.each;
+        if codes.len() != acks.len() {
+            return Err(Error::backend("an ack batch answered for other acks", true));
+        }
         acks.iter()
-            .enumerate()
-            .map(|(i, &(job, _))| {
+            .zip(codes)
+            .map(|(&(job, _), answer)| {
                 if job.incarnation() != incarnation {
                     return Ok(Err(Error::Restarted));
                 }
-                Ok(match reply.int(i + 1)? {
+                Ok(match answer.code {
                     super::reply::OK => Ok(()),
                     super::reply::NOT_FOUND => Err(Error::NotFound),
                     _ => Err(Error::StaleClaim),
@@ -480,7 +483,7 @@ impl RedisEngine {
         let reply = self
             .queue_call(scripts::EXTEND_CLAIM, tenant, issued(job), args)
             .await?;
-        reply.millis(1)
+        Ok(scripts::ExtendClaimReply::decode(&reply)?.visibility)
     }
 
     /// Puts a claimed job back without using an attempt
@@ -595,9 +598,9 @@ impl RedisEngine {
         let reply = self
             .queue_call(scripts::JOB, tenant, issued(job), args)
             .await?;
-        let left = reply.millis(2)?;
-        let text = reply.text(3)?;
-        let state = match &*reply.text(1)? {
+        let r = scripts::JobReply::decode(&reply)?;
+        let (left, text) = (r.left, r.text);
+        let state = match &*r.state {
             "d" => JobState::Delayed { ready_in: left },
             "c" => JobState::Claimed {
                 worker: text,
@@ -608,10 +611,10 @@ impl RedisEngine {
         };
         Ok(JobInfo {
             state,
-            attempts: u32::try_from(reply.uint(4)?).unwrap_or(u32::MAX),
-            attempts_max: u32::try_from(reply.uint(5)?).unwrap_or(u32::MAX),
-            payload: reply.bytes(6)?,
-            priority: u8::try_from(reply.uint(7)?).unwrap_or(u8::MAX),
+            attempts: u32::try_from(r.attempts).unwrap_or(u32::MAX),
+            attempts_max: u32::try_from(r.attempts_max).unwrap_or(u32::MAX),
+            payload: r.payload,
+            priority: u8::try_from(r.priority).unwrap_or(u8::MAX),
         })
     }
 
@@ -626,17 +629,14 @@ impl RedisEngine {
                 scripts::QueueInfoArgs { name: queue.into() }.encode(),
             )
             .await?;
-        let count = |at| {
-            reply
-                .uint(at)
-                .map(|n| usize::try_from(n).unwrap_or(usize::MAX))
-        };
+        let r = scripts::QueueInfoReply::decode(&reply)?;
+        let count = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
         Ok(QueueInfo {
-            ready: count(1)?,
-            delayed: count(2)?,
-            claimed: count(3)?,
-            dead: count(4)?,
-            bytes: count(5)?,
+            ready: count(r.ready),
+            delayed: count(r.delayed),
+            claimed: count(r.claimed),
+            dead: count(r.dead),
+            bytes: count(r.bytes),
         })
     }
 
@@ -663,18 +663,16 @@ impl RedisEngine {
             .queue_call(scripts::DEAD_LETTERS, tenant, issued, args)
             .await?;
         let incarnation = self.incarnation();
-        let mut dead = Vec::new();
-        let mut at = 1;
-        while at + 3 < reply.len() {
-            dead.push(DeadLetter {
-                id: JobId::new(incarnation, reply.uint(at)?),
-                attempts: u32::try_from(reply.uint(at + 1)?).unwrap_or(u32::MAX),
-                reason: reply.text(at + 2)?,
-                payload: reply.bytes(at + 3)?,
-            });
-            at += 4;
-        }
-        Ok(dead)
+        Ok(scripts::DeadLettersReply::decode(&reply)?
+            .each
+            .into_iter()
+            .map(|d| DeadLetter {
+                id: JobId::new(incarnation, d.seq),
+                attempts: u32::try_from(d.attempts).unwrap_or(u32::MAX),
+                reason: d.reason,
+                payload: d.payload,
+            })
+            .collect())
     }
 
     /// Returns a dead letter to the queue, ready, with fresh attempts.
@@ -702,7 +700,8 @@ impl RedisEngine {
                 scripts::PurgeDeadArgs { name: queue.into() }.encode(),
             )
             .await?;
-        Ok(usize::try_from(reply.uint(1)?).unwrap_or(usize::MAX))
+        let purged = scripts::PurgeDeadReply::decode(&reply)?.purged;
+        Ok(usize::try_from(purged).unwrap_or(usize::MAX))
     }
 
     /// Puts a message on the tenant's outbox (its queue is created on

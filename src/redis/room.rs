@@ -416,10 +416,14 @@ impl RedisEngine {
                     grants: &mut Vec<Option<String>>,
                     taken: &mut Vec<Vec<u8>>|
          -> Result<()> {
-            for (n, &i) in which.iter().enumerate() {
-                let token = routed(&reply.text(1 + 2 * n)?, share);
+            let granted = scripts::RoomTakeReply::decode(reply)?.each;
+            if granted.len() != which.len() {
+                return Err(malformed("a grant short"));
+            }
+            for (grant, &i) in granted.iter().zip(which) {
+                let token = routed(&grant.token, share);
                 taken.push(token.clone().into_bytes());
-                grants[i] = Some(format!("{token}@{}", reply.uint(2 + 2 * n)?));
+                grants[i] = Some(format!("{token}@{}", grant.horizon));
             }
             Ok(())
         };
@@ -503,7 +507,11 @@ impl RedisEngine {
             let text = part.map_or_else(|| "-1".to_owned(), |p| p.to_string());
             let args = take(vec![letter.to_string(), text, span.to_owned()]);
             match self.room_at(share, scripts::ROOM_TAKE, args).await {
-                Ok(reply) => return Ok((routed(&reply.text(1)?, share), reply.uint(2)?)),
+                Ok(reply) => {
+                    let granted = scripts::RoomTakeReply::decode(&reply)?.each;
+                    let grant = granted.first().ok_or_else(|| malformed("no grant"))?;
+                    return Ok((routed(&grant.token, share), grant.horizon));
+                }
                 Err(Error::CapacityExceeded { scope, used: u, .. }) => {
                     used += u;
                     refused = Some(scope);
@@ -572,7 +580,7 @@ impl RedisEngine {
                 .room_at(share, scripts::ROOM_COUNT, count(letter))
                 .await
             {
-                Ok(reply) => Ok(Some(reply.uint(1)?)),
+                Ok(reply) => Ok(Some(scripts::RoomCountReply::decode(&reply)?.count)),
                 Err(e) if unreachable(&e) => {
                     ceilings.mark_down(share);
                     Ok(None)
@@ -620,7 +628,9 @@ impl RedisEngine {
             }
             .encode();
             match self.room_at(share, scripts::ROOM_EXTEND, args).await {
-                Ok(reply) => horizon = horizon.min(reply.uint(1)?),
+                Ok(reply) => {
+                    horizon = horizon.min(scripts::RoomExtendReply::decode(&reply)?.horizon)
+                }
                 Err(e) if unreachable(&e) => {
                     ceilings.mark_down(share);
                     for old in tokens {
@@ -653,9 +663,8 @@ impl RedisEngine {
             return Ok(None);
         }
         let used = if BUDGETS.contains(&c) {
-            self.room(scripts::ROOM_COUNT, count(letter(c)))
-                .await?
-                .uint(1)?
+            let reply = self.room(scripts::ROOM_COUNT, count(letter(c))).await?;
+            scripts::RoomCountReply::decode(&reply)?.count
         } else {
             let mut used = 0;
             for counted in self.count_shares(letter(c)).await? {
@@ -694,10 +703,10 @@ impl RedisEngine {
                 }
                 .encode();
                 let reply = self.room(scripts::ROOM_STALE, args).await?;
-                cursor = reply.text(1)?.to_string();
-                let mut at = 2;
-                while at + 1 < reply.len() {
-                    let (token, key) = (reply.text(at)?, reply.text(at + 1)?);
+                let stale = scripts::RoomStaleReply::decode(&reply)?;
+                cursor = stale.cursor.to_string();
+                for found in stale.each {
+                    let (token, key) = (found.token, found.key);
                     let held: i64 = self
                         .inner
                         .conn
@@ -716,7 +725,6 @@ impl RedisEngine {
                         tracing::info!(%token, %key, "relaystore redis: budget room no record held was given back");
                         reclaimed += 1;
                     }
-                    at += 2;
                 }
                 if cursor == "0" {
                     break;

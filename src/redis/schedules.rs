@@ -99,20 +99,18 @@ impl RedisEngine {
             return Ok(Vec::new());
         };
         reply.refusal()?;
-        let mut out = Vec::new();
-        let mut at = 1;
-        while at + 5 < reply.len() {
-            out.push(ScheduleInfo {
-                name: reply.text(at)?,
-                spec: reply.text(at + 1)?,
-                interval: reply.millis(at + 2)?,
-                queue: reply.text(at + 3)?,
-                next_in: reply.millis(at + 4)?,
-                fired: reply.uint(at + 5)?,
-            });
-            at += 6;
-        }
-        Ok(out)
+        Ok(scripts::SchedulesReply::decode(&reply)?
+            .each
+            .into_iter()
+            .map(|s| ScheduleInfo {
+                name: s.name,
+                spec: s.spec,
+                interval: s.interval,
+                queue: s.queue,
+                next_in: s.next_in,
+                fired: s.fired,
+            })
+            .collect())
     }
 
     /// Tries to take the tenant's scheduler lock
@@ -158,23 +156,23 @@ impl RedisEngine {
             return Err(crate::base::error::Error::LeadershipLost);
         };
         reply.refusal()?;
+        let r = scripts::RunSchedulesReply::decode(&reply)?;
         let mut run = ScheduleRun {
-            fired: reply.uint(1)?,
-            skipped: reply.uint(2)?,
+            fired: r.fired,
+            skipped: r.skipped,
             refused: Vec::new(),
-            next_in: u64::try_from(reply.int(3)?).ok().map(Duration::from_millis),
+            next_in: u64::try_from(r.next_in).ok().map(Duration::from_millis),
         };
-        let mut at = 4;
-        while at + 4 < reply.len() {
+        for refused in r.each {
+            // The refusal, as the function that refused would answer it.
             let refusal = Reply::new(
-                (1..=4)
-                    .map(|i| reply.int(at + i).map(Value::Int))
-                    .collect::<Result<Vec<_>>>()?,
+                [refused.code, refused.scope, refused.limit, refused.used]
+                    .map(Value::Int)
+                    .to_vec(),
             )?;
             if let Err(e) = refusal.refusal() {
-                run.refused.push((reply.text(at)?, e));
+                run.refused.push((refused.name, e));
             }
-            at += 5;
         }
         Ok(run)
     }

@@ -328,8 +328,10 @@ mod tests {
 
     /// A function that types its reply (`-- reply: ...`, whose Rust side
     /// `<Op>Reply::decode` reads exactly those values) returns that many
-    /// after `OK` from every `return {OK, ...}` of its body; and the
-    /// decoding refuses a reply of another length.
+    /// after `OK` from every `return {OK, ...}` of its body (a reply built
+    /// up in a table is held to its length by the decoding alone, which
+    /// the engine's tests run); and the decoding refuses a reply of
+    /// another length.
     #[test]
     fn a_typed_replys_returns_have_its_values() {
         let mut typed = 0;
@@ -361,7 +363,11 @@ mod tests {
                 returns += 1;
                 assert_eq!(top_level_values(&table), values + 1, "{op}: {table}");
             }
-            assert!(returns > 0, "{op} types a reply it never returns");
+            // A reply built up in a table is checked by its decoding only.
+            assert!(
+                returns > 0 || body.contains("local out = {OK}"),
+                "{op} types a reply it never returns"
+            );
         }
         assert!(typed >= 20, "{typed} functions type their replies");
         assert_eq!(top_level_values("{OK, f(a, b), t[1], 'x,y'}"), 4);

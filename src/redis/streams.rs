@@ -184,7 +184,8 @@ impl RedisEngine {
     /// Drops every entry below `before`; returns the first offset held.
     pub async fn trim_stream(&self, tenant: TenantId, name: &str, before: u64) -> Result<u64> {
         let call = self.trim_stream_call(name, before)?;
-        self.answer_call(tenant, call).await?.uint(1)
+        let reply = self.answer_call(tenant, call).await?;
+        Ok(scripts::TrimStreamReply::decode(&reply)?.first)
     }
 
     /// [`trim_stream`](Self::trim_stream)'s call.

@@ -177,7 +177,7 @@ impl RedisEngine {
                 {
                     Some(reply) => {
                         reply.refusal()?;
-                        reply.int(1)?
+                        scripts::SweepReply::decode(&reply)?.next
                     }
                     // No keys of this incarnation: nothing to sweep.
                     None => -1,

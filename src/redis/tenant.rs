@@ -86,7 +86,7 @@ impl RedisEngine {
                 {
                     Some(reply) => {
                         reply.refusal()?;
-                        reply.int(1)? == 1
+                        scripts::ForgetReply::decode(&reply)?.idle == 1
                     }
                     // Its keys are missing: kept, for `Restarted`.
                     None => false,

@@ -1,5 +1,6 @@
 -- function: tenant
 -- arguments: name, ...acks
+-- reply: each: code int
 -- ack_batch: `name` the queue, then `acks`: pairs of a job number and its
 -- claim token. Each pair is acknowledged on its own, as `ack` would:
 -- removed if the claim is its live one. Reply: {OK, then per pair OK,

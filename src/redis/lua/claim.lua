@@ -1,5 +1,6 @@
 -- function: tenant
 -- arguments: name, worker, visibility, most
+-- reply: visibility millis, next int; each: seq uint, token uint, attempt uint, payload bytes
 -- claim: `name` the queue, `visibility` in ms ('' for the queue's),
 -- `most` the most jobs. Settles what is due, then claims
 -- ready jobs by priority, oldest first within one. Reply: {OK, visibility (ms), ms until something

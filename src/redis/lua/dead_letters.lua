@@ -1,5 +1,6 @@
 -- function: tenant
 -- arguments: name, from, most
+-- reply: each: seq uint, attempts uint, reason text, payload bytes
 -- dead_letters: `name` the queue, `from` the lowest job number to list,
 -- `most` the most to list. Reply: {OK, then per dead letter, by number: its
 -- number, attempts, reason, payload}.

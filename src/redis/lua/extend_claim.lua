@@ -1,5 +1,6 @@
 -- function: tenant
 -- arguments: name, seq, token, visibility
+-- reply: visibility millis
 -- extend_claim: `name` the queue, `seq` the job's number, `token` the
 -- claim's, `visibility` in ms ('' for the queue's). The live claim now lapses
 -- that long after now, the same token, the attempt unused. Reply: {OK,

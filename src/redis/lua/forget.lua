@@ -1,4 +1,5 @@
 -- function: tenant
+-- reply: idle int
 -- forget: deletes the tenant's own keys if it holds nothing now (ADR
 -- 0072): no record in any index of its epoch or incarnation, no ended
 -- epoch left to bury, and no revocation whose leases still read Revoked

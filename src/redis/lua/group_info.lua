@@ -1,5 +1,6 @@
 -- function: read
 -- arguments: name, group
+-- reply: next uint, held uint, live uint, settings text
 -- group_info: `name` the stream. Writes nothing. Reply: {OK,
 -- the offset its next read starts at, entries on its pending list, live
 -- ones among them, its settings}.

@@ -1,5 +1,6 @@
 -- function: tenant
 -- arguments: name, seq
+-- reply: state text, left millis, text text, attempts uint, attempts_max uint, payload bytes, priority uint
 -- job: `name` the queue, `seq` the job's number. Settles what is due first.
 -- Reply: {OK, state ('r' ready, 'd' delayed, 'c' claimed, 'x' dead), ms
 -- left (delayed, claimed; else 0), the worker (claimed) or reason (dead)

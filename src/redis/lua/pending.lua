@@ -1,5 +1,6 @@
 -- function: read
 -- arguments: name, group, from, most
+-- reply: each: offset uint, deliveries uint, idle millis, dead int, member text
 -- pending: `name` the stream, `from` the offset to list from, `most` the
 -- most entries. Writes nothing. Reply: {OK, (offset,
 -- deliveries, idle ms, dead 0|1, member) per entry, in offset order}.

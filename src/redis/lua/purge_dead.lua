@@ -1,5 +1,6 @@
 -- function: tenant
 -- arguments: name
+-- reply: purged uint
 -- purge_dead: removes every dead letter. Reply: {OK, how
 -- many}.
 if not queue_now(name) then

@@ -1,5 +1,6 @@
 -- function: tenant
 -- arguments: name
+-- reply: ready uint, delayed uint, claimed uint, dead uint, bytes uint
 -- queue_info: settles what is due first. Reply: {OK,
 -- ready, delayed, claimed, dead, payload bytes}.
 local q = queue_now(name)

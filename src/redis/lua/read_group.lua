@@ -1,5 +1,6 @@
 -- function: tenant
 -- arguments: name, group, member, most
+-- reply: skipped uint, first uint; each: payload bytes
 -- read_group: `name` the stream, `most` the most entries to deliver. Delivers entries from the group's position on
 -- (passing over what was trimmed) and puts each on its pending list.
 -- Reply: {OK, offsets passed over, first offset delivered, payloads...},

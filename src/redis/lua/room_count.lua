@@ -1,5 +1,6 @@
 -- function: meta
 -- arguments: letter
+-- reply: count uint
 -- room_count: the reservations of `letter` (KEYS[1] "{<ns>}:room" or a
 -- share's) whose horizon is ahead (for a budget: the reservations held).
 -- Reply: {OK, count}.

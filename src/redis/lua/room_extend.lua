@@ -1,5 +1,6 @@
 -- function: meta
 -- arguments: span, ...tokens
+-- reply: horizon uint
 -- room_extend: moves the reservations `tokens` out to now + `span` ms
 -- (KEYS[1] "{<ns>}:room" or a share's). Reply: {OK, horizon}.
 local _, now = clock()

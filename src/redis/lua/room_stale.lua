@@ -1,5 +1,6 @@
 -- function: meta
 -- arguments: letter, cursor, count
+-- reply: cursor text; each: token text, key text
 -- room_stale: one scan step of budget `letter`'s reservations (KEYS[1]
 -- "{<ns>}:room"), from `cursor`, about `count`. Reply: {OK, the next
 -- cursor ('0' when done), then token and record key of each reservation

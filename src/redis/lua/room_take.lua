@@ -1,5 +1,6 @@
 -- function: meta
 -- arguments: ...wanted
+-- reply: each: token text, horizon uint
 -- room_take: the store-wide ceilings' reservations (`room_take` in
 -- shared/30_room.lua), for a cluster, where a tenant's function cannot
 -- reach them (KEYS[1] "{<ns>}:room" or a share's). `wanted`: (letter,

@@ -1,5 +1,6 @@
 -- function: tenant
 -- arguments: fence, lock_name, wake_prefix, catch_up_max, draining
+-- reply: fired uint, skipped uint, next_in int; each: name text, code int, scope int, limit int, used int
 -- run_schedules: `fence` the runner holds the scheduler lock `lock_name`
 -- with; `wake_prefix` the prefix of a queue's wake channel;
 -- `catch_up_max` the most missed fires one schedule enqueues; `draining`

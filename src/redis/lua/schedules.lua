@@ -1,4 +1,5 @@
 -- function: read
+-- reply: each: name text, spec text, interval millis, queue text, next_in millis, fired uint
 -- schedules: the tenant's schedules by name. Reply: {OK, then per
 -- schedule: name, spec, interval (ms), queue, ms to its next fire, fires
 -- so far}.

@@ -1,5 +1,6 @@
 -- function: tenant
 -- arguments: most
+-- reply: next int
 -- sweep: `most` the most entries to take from each index. Removes (and
 -- announces) what is due, as a creation's reaping does, buries some of an
 -- ended epoch (`bury`), and records the

@@ -1,5 +1,6 @@
 -- function: tenant
 -- arguments: name, before
+-- reply: first uint
 -- trim_stream: `before` the offset below which every entry
 -- goes (entries past the stream's age go first). Reply: {OK, first offset
 -- held} or {INVALID, PAST_THE_END} for an offset past the end.
