@@ -329,9 +329,9 @@ mod tests {
     /// A function that types its reply (`-- reply: ...`, whose Rust side
     /// `<Op>Reply::decode` reads exactly those values) returns that many
     /// after `OK` from every `return {OK, ...}` of its body (a reply built
-    /// up in a table is held to its length by the decoding alone, which
-    /// the engine's tests run); and the decoding refuses a reply of
-    /// another length.
+    /// up in a table or by a shared helper is held to its length by the
+    /// decoding alone, which the engine's tests run); and the decoding
+    /// refuses a reply of another length.
     #[test]
     fn a_typed_replys_returns_have_its_values() {
         let mut typed = 0;
@@ -363,9 +363,14 @@ mod tests {
                 returns += 1;
                 assert_eq!(top_level_values(&table), values + 1, "{op}: {table}");
             }
-            // A reply built up in a table is checked by its decoding only.
+            // A reply built up in a table, or made by a shared helper, is
+            // checked by its decoding only.
+            let elsewhere = body
+                .lines()
+                .map(str::trim)
+                .any(|l| l == "return out" || (l.starts_with("return ") && l.ends_with(')')));
             assert!(
-                returns > 0 || body.contains("local out = {OK}"),
+                returns > 0 || elsewhere,
                 "{op} types a reply it never returns"
             );
         }

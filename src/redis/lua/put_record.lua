@@ -14,25 +14,12 @@ local state = lease_state(lease)
 if state ~= OK then
   return {state}
 end
-local key = DECLARED.key(kind, lease, name)
-local d = NOW + ttl
 local r = DECLARED.visible(kind, lease, name, lease)
 if r then
-  local z = cover(r[4], d, 3 * ttl, function()
-    return {key}
-  end)
-  if not z then
-    return {ROOM}
-  end
-  local v = tonumber(r[2]) + 1
-  call('HSET', key, 'v', num(v), 'd', num(d), 'z', z)
-  if has_attrs == '1' then
-    call('HSET', key, 'a', attrs)
-  end
-  call('PEXPIREAT', key, num(d + keep))
-  index_at(DECLARED.index(kind), d, DECLARED.id(kind, lease, name), tonumber(r[3]))
-  return {OK, v, ttl}
+  return DECLARED.refresh(kind, lease, name, r, ttl, keep, has_attrs == '1' and attrs or nil)
 end
+local key = DECLARED.key(kind, lease, name)
+local d = NOW + ttl
 -- Missing or lapsed: a new record.
 if draining == '1' then
   return {DRAINING}

@@ -61,6 +61,30 @@ function DECLARED.visible(kind, lease, name, live)
   return r
 end
 
+-- Renews the visible record `r` (as `DECLARED.visible` read it) for
+-- `ttl` ms (an absolute reset), its key outliving the deadline by `keep`
+-- ms; `attrs`, if not nil, replace its attributes. Returns the reply:
+-- {OK, version, remaining}, or ROOM when the engine must move the
+-- record's room out first (a cluster).
+function DECLARED.refresh(kind, lease, name, r, ttl, keep, attrs)
+  local key = DECLARED.key(kind, lease, name)
+  local d = NOW + ttl
+  local z = cover(r[4], d, 3 * ttl, function()
+    return {key}
+  end)
+  if not z then
+    return {ROOM}
+  end
+  local v = tonumber(r[2]) + 1
+  call('HSET', key, 'v', num(v), 'd', num(d), 'z', z)
+  if attrs then
+    call('HSET', key, 'a', attrs)
+  end
+  call('PEXPIREAT', key, num(d + keep))
+  index_at(DECLARED.index(kind), d, DECLARED.id(kind, lease, name), tonumber(r[3]))
+  return {OK, v, ttl}
+end
+
 -- Drops lease `seq`'s records of every kind (cascaded; the caller set
 -- ROOT).
 function DECLARED.detach(seq)
