@@ -307,7 +307,7 @@ fn done_now<F: Future>(future: Pin<&mut F>) -> bool {
 }
 
 /// Every event buffered now, in arrival order.
-fn taken<S: Events>(events: &S) -> Result<Vec<Event>, super::Fault> {
+pub(super) fn taken<S: Events>(events: &S) -> Result<Vec<Event>, super::Fault> {
     let mut out = Vec::new();
     while let Some(received) = events.try_recv() {
         match received {

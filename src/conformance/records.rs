@@ -3,13 +3,14 @@
 //! goes with its lease, runs out on its own or is removed, each removal
 //! announced once with its kind, lease and name.
 
+use super::lifecycle::taken;
 use super::{config, ensure, ensure_eq, Harness, Outcome};
 use crate::base::collection::Kind;
 use crate::base::error::{Error, Scope};
 use crate::base::ids::TenantId;
 use crate::contract::config::StoreConfig;
-use crate::contract::engine::{Events, RelayEngine};
-use crate::contract::events::{Cause, Collection, Event, Received, RecordId, Root};
+use crate::contract::engine::RelayEngine;
+use crate::contract::events::{Cause, Collection, RecordId, Root};
 use crate::contract::kinds::RecordKind;
 use crate::contract::usage::Usage;
 use std::time::Duration;
@@ -301,18 +302,6 @@ pub(super) async fn limits<H: Harness>(h: &H) -> Outcome {
         .await
         .map_err(|err| super::Fault::new(format!("a revocation freed no unit: {err:?}")))?;
     Ok(())
-}
-
-/// Every event buffered now.
-fn taken<S: Events>(events: &S) -> Result<Vec<Event>, super::Fault> {
-    let mut out = Vec::new();
-    while let Some(received) = events.try_recv() {
-        match received {
-            Received::Event(e) => out.push(e),
-            other => return Err(super::Fault::new(format!("unexpected {other:?}"))),
-        }
-    }
-    Ok(out)
 }
 
 pub(super) async fn lifecycle<H: Harness>(h: &H) -> Outcome {
