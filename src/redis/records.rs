@@ -8,9 +8,11 @@ use crate::base::collection::Kind;
 use crate::base::error::Result;
 use crate::base::ids::{LeaseId, TenantId};
 use crate::base::name::Name;
+use crate::contract::config::StoreConfig;
 use crate::contract::kinds::RecordKind;
 use crate::contract::relay::{RecordInfo, Renewal};
 use crate::contract::rules::TtlRange;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// What every call on one record passes: the kind's letter and the
@@ -28,17 +30,19 @@ impl RedisEngine {
         crate::contract::kinds::find(&self.config().kinds, name)
     }
 
-    /// The declaration of `kind` (refused if none is at its place), and
-    /// what a call on a record of it under `lease` passes.
-    fn on(&self, kind: Kind, lease: LeaseId) -> Result<(RecordKind, On)> {
+    /// The configuration, checked to declare `kind` (refused if none is
+    /// at its place: then `config.kinds[kind.index()]` is its
+    /// declaration), and what a call on a record of it under `lease`
+    /// passes. The configuration is shared, not copied.
+    fn on(&self, kind: Kind, lease: LeaseId) -> Result<(Arc<StoreConfig>, On)> {
         let config = self.config();
-        let declared = crate::contract::kinds::declared(&config.kinds, kind)?.clone();
+        crate::contract::kinds::declared(&config.kinds, kind)?;
         let on = On {
             kind: char::from(codes::kind_letter(kind)).to_string(),
             lease: lease.seq().to_string(),
             issued: Issued::Id(lease.incarnation(), lease.seq()),
         };
-        Ok((declared, on))
+        Ok((config, on))
     }
 
     /// `ttl` in whole milliseconds, inside the kind's range.
@@ -63,12 +67,13 @@ impl RedisEngine {
         ttl: Duration,
         attrs: Option<&[u8]>,
     ) -> Result<Renewal> {
-        let (declared, on) = self.on(kind, lease)?;
+        let (config, on) = self.on(kind, lease)?;
+        let declared = &config.kinds[kind.index()];
         self.check_name(name)?;
         if let Some(a) = attrs {
             self.check_attrs(a)?;
         }
-        let ttl = Self::kind_ttl_ms(&declared, ttl)?;
+        let ttl = Self::kind_ttl_ms(declared, ttl)?;
         let args = scripts::PutRecordArgs {
             kind: on.kind.into(),
             lease: on.lease.into(),
@@ -109,9 +114,10 @@ impl RedisEngine {
         name: &str,
         ttl: Duration,
     ) -> Result<Renewal> {
-        let (declared, on) = self.on(kind, lease)?;
+        let (config, on) = self.on(kind, lease)?;
+        let declared = &config.kinds[kind.index()];
         self.check_name(name)?;
-        let ttl = Self::kind_ttl_ms(&declared, ttl)?;
+        let ttl = Self::kind_ttl_ms(declared, ttl)?;
         let args = scripts::RenewRecordArgs {
             kind: on.kind.into(),
             lease: on.lease.into(),
