@@ -369,6 +369,25 @@ pub(crate) struct GivesWay<T> {
 #[cfg(all(not(relaystore_loom), feature = "native"))]
 const GIVE_WAY_MAX: std::time::Duration = std::time::Duration::from_micros(50);
 
+#[cfg(all(test, not(relaystore_loom), feature = "native"))]
+std::thread_local! {
+    /// A test's bound for [`GivesWay::give_way`] on this thread, in place
+    /// of [`GIVE_WAY_MAX`]: a test that asserts who takes the mutex next
+    /// waits as long as it takes, however busy the machine.
+    pub(crate) static GIVE_WAY_BOUND: std::cell::Cell<Option<std::time::Duration>> =
+        const { std::cell::Cell::new(None) };
+}
+
+/// How long [`GivesWay::give_way`] waits at most on this thread.
+#[cfg(all(not(relaystore_loom), feature = "native"))]
+fn give_way_max() -> std::time::Duration {
+    #[cfg(test)]
+    if let Some(bound) = GIVE_WAY_BOUND.with(std::cell::Cell::get) {
+        return bound;
+    }
+    GIVE_WAY_MAX
+}
+
 impl<T> GivesWay<T> {
     pub(crate) fn new(value: T) -> Self {
         GivesWay {
@@ -433,8 +452,9 @@ impl<T> GivesWay<T> {
             let waiting = self.waiting.load(Relaxed);
             if waiting > 0 {
                 let since = std::time::Instant::now();
+                let bound = give_way_max();
                 while self.let_in.load(Relaxed).wrapping_sub(before) < waiting
-                    && since.elapsed() < GIVE_WAY_MAX
+                    && since.elapsed() < bound
                 {
                     std::hint::spin_loop();
                 }
@@ -446,6 +466,13 @@ impl<T> GivesWay<T> {
     #[cfg(all(test, not(relaystore_loom)))]
     pub(crate) fn waiting(&self) -> usize {
         self.waiting.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// How many threads have taken the mutex in [`lock`](Self::lock)
+    /// after waiting for it, for tests.
+    #[cfg(all(test, not(relaystore_loom)))]
+    pub(crate) fn let_in(&self) -> usize {
+        self.let_in.load(std::sync::atomic::Ordering::Relaxed)
     }
 }
 
