@@ -859,7 +859,7 @@ impl Sim {
     }
 
     /// A restart: a new store, empty, with a new incarnation. Ids from the
-    /// old one must answer `Restarted`.
+    /// old one must answer `Restarted`, its join tokens `NotFound`.
     fn restart(&mut self) {
         if let (Some(&(t, id)), Some((_, ticket))) = (self.leases.last(), self.tickets.last()) {
             self.old_ids.push((t, id, ticket.clone()));
@@ -886,8 +886,13 @@ impl Sim {
         for (t, id, ticket) in &self.old_ids {
             assert_eq!(self.store.renew(*t, *id, MS * 100), Err(Error::Restarted));
             assert_eq!(
-                self.store.consume(*t, &ticket.token, None).map(drop),
+                self.store.get_attempt(*t, ticket.attempt).map(drop),
                 Err(Error::Restarted)
+            );
+            // A client's token from before is unknown, not a restart.
+            assert_eq!(
+                self.store.consume(*t, &ticket.token, None).map(drop),
+                Err(Error::NotFound)
             );
         }
         7u8.hash(&mut self.trace);

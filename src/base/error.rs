@@ -12,7 +12,9 @@ use std::fmt;
 #[derive(Debug, Clone, PartialEq, Eq, Hash, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// No such record (or it belongs to another tenant).
+    /// No such record (or it belongs to another tenant); for a join
+    /// token, a token the store does not know: forged, garbled, long
+    /// gone, or issued before a restart.
     #[error("not found")]
     NotFound,
     /// The record's deadline has passed; it is gone even if not yet swept.
@@ -84,7 +86,9 @@ pub enum Error {
     /// A stream of that name exists already, with other settings.
     #[error("exists with other settings")]
     Exists,
-    /// The id was issued by an earlier incarnation of the store.
+    /// The id (a lease's, an attempt's, a job's) or fence was issued by
+    /// an earlier incarnation of the store. Never for a join token, which
+    /// a client hands in: that is [`NotFound`](Self::NotFound).
     #[error("store restarted since this id was issued")]
     Restarted,
     /// A configuration value breaks a rule; `field` names it as the

@@ -247,6 +247,21 @@ impl JoinToken {
     }
 }
 
+/// A token's answer where the engine found its attempt id to be of
+/// another incarnation (`Restarted`): [`Error::NotFound`], as for any
+/// token the store does not know. A token comes from a client, and text
+/// a client garbled or made up parses to an id of no incarnation at all;
+/// the store cannot tell it from a genuine token issued before a restart,
+/// so neither is reported as a restart.
+///
+/// [`Error::NotFound`]: crate::Error::NotFound
+pub(crate) fn unknown_token(e: crate::Error) -> crate::Error {
+    match e {
+        crate::Error::Restarted => crate::Error::NotFound,
+        e => e,
+    }
+}
+
 impl PartialEq for JoinToken {
     fn eq(&self, other: &Self) -> bool {
         self.attempt == other.attempt && self.matches(&other.secret)

@@ -2,7 +2,7 @@
 //! memory, the typed errors, idempotent creation, and a consume retried
 //! under its idempotency key.
 
-use super::{config, ensure, ensure_eq, join_all, Harness, Outcome};
+use super::{config, ensure, ensure_eq, join_all, Fault, Harness, Outcome};
 use crate::base::error::Error;
 use crate::base::ids::{JoinToken, TenantId, TOKEN_SECRET_BYTES};
 use crate::contract::engine::RelayEngine;
@@ -139,6 +139,29 @@ pub(super) async fn errors<H: Harness>(h: &H) -> Outcome {
         Err(Error::NotFound),
         "a forged token consumes"
     );
+    // Text a client garbled, or made up, that still parses: its attempt
+    // id is of no incarnation the store had. An unknown token, not a
+    // restart.
+    for text in [
+        "A".repeat(43),
+        format!("{}A", &"relay-garbage_".repeat(3)[..42]),
+    ] {
+        let garbled: JoinToken = text
+            .parse()
+            .map_err(|_| Fault::new(format!("{text} does not parse")))?;
+        ensure_eq!(
+            e.consume(T, &garbled, None).await.map(drop),
+            Err(Error::NotFound),
+            "a garbled token consumes"
+        );
+        ensure_eq!(
+            e.bind_endpoint(T, garbled.attempt(), &garbled, addr(1))
+                .await
+                .map(drop),
+            Err(Error::NotFound),
+            "a garbled token binds"
+        );
+    }
     e.cancel_join(T, t.attempt).await?;
     ensure_eq!(
         e.bind_endpoint(T, t.attempt, &t.token, addr(1))

@@ -1,6 +1,7 @@
 //! Revocation, removal events and lifecycle (SPEC §4, §7): cascades are
 //! visible the moment revoke returns, every removal is announced, a drain
-//! ends in `Stopped`, and ids from another incarnation are `Restarted`.
+//! ends in `Stopped`, and ids from another incarnation are `Restarted`
+//! (a join token from one is unknown: `NotFound`).
 
 use super::{config, ensure, ensure_eq, Harness, Outcome};
 use crate::base::error::Error;
@@ -511,9 +512,12 @@ pub(super) async fn restart<H: Harness>(h: &H) -> Outcome {
         Err(Error::Restarted),
         "renew"
     );
+    // A token comes from a client: one from before the restart is an
+    // unknown token, as a made-up one is (the store cannot tell them
+    // apart).
     ensure_eq!(
         after.consume(T, &t.token, None).await.map(drop),
-        Err(Error::Restarted),
+        Err(Error::NotFound),
         "a token"
     );
     ensure_eq!(
@@ -521,8 +525,14 @@ pub(super) async fn restart<H: Harness>(h: &H) -> Outcome {
             .bind_endpoint(T, t.attempt, &t.token, addr(1))
             .await
             .map(drop),
-        Err(Error::Restarted),
+        Err(Error::NotFound),
         "bind"
+    );
+    // The relay's own attempt id still says what happened.
+    ensure_eq!(
+        after.get_attempt(T, t.attempt).await.map(drop),
+        Err(Error::Restarted),
+        "an attempt id"
     );
     Ok(())
 }
