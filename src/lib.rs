@@ -241,7 +241,7 @@ pub use mem::{quota, wheel};
 
 pub use base::attrs::Attrs;
 pub use base::collection::{Kind, KINDS_MAX};
-pub use base::error::{Error, Result, Scope, Unavailable};
+pub use base::error::{ConflictReason, Error, Result, Scope, Unavailable};
 pub use base::ids::{
     AttemptId, JobId, JoinToken, LeaseId, ParseIdError, TenantId, TOKEN_SECRET_BYTES,
 };

@@ -5,7 +5,7 @@ mod common;
 
 use common::ops::*;
 use relaystore::events::Collection;
-use relaystore::{Error, Scope, Store};
+use relaystore::{ConflictReason, Error, Scope, Store};
 
 #[test]
 fn join_bind_consume_and_replay() {
@@ -15,6 +15,7 @@ fn join_bind_consume_and_replay() {
     assert_eq!(
         s.consume(T, &t.token, None),
         Err(Error::Conflict {
+            reason: ConflictReason::NotBound,
             current_version: s_version(&s, &t)
         })
     );
@@ -28,6 +29,7 @@ fn join_bind_consume_and_replay() {
     assert_eq!(
         s.bind_endpoint(T, t.attempt, &t.token, addr(2)),
         Err(Error::Conflict {
+            reason: ConflictReason::BoundElsewhere,
             current_version: b.version
         })
     );
@@ -110,7 +112,9 @@ fn a_join_names_its_listing_whatever_its_length() {
 fn s_version(s: &Store, t: &relaystore::JoinTicket) -> u64 {
     // The version of a fresh attempt is observable through a failed consume.
     match s.consume(T, &t.token, None) {
-        Err(Error::Conflict { current_version }) => current_version,
+        Err(Error::Conflict {
+            current_version, ..
+        }) => current_version,
         other => panic!("{other:?}"),
     }
 }

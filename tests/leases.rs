@@ -6,7 +6,7 @@ mod common;
 use common::ops::*;
 use relaystore::events::Collection;
 use relaystore::time::{Clock, ManualClock};
-use relaystore::{Error, Scope, TenantId, TenantQuota};
+use relaystore::{ConflictReason, Error, Scope, TenantId, TenantQuota};
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -61,6 +61,7 @@ fn renew_at_a_stale_version_conflicts() {
     assert_eq!(
         s.renew_at(T, g.id, SEC, g.version),
         Err(Error::Conflict {
+            reason: ConflictReason::Version,
             current_version: v2
         })
     );

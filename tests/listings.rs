@@ -5,7 +5,7 @@ mod common;
 
 use common::ops::*;
 use relaystore::events::Collection;
-use relaystore::{Error, Scope};
+use relaystore::{ConflictReason, Error, Scope};
 
 #[test]
 fn publish_get_update_unpublish() {
@@ -19,6 +19,7 @@ fn publish_get_update_unpublish() {
     assert_eq!(
         s.update_listing(T, "lobby", l.version, b"a=3"),
         Err(Error::Conflict {
+            reason: ConflictReason::Version,
             current_version: v2
         })
     );
@@ -26,6 +27,7 @@ fn publish_get_update_unpublish() {
     assert_eq!(
         s.unpublish(T, "lobby", Some(l.version)),
         Err(Error::Conflict {
+            reason: ConflictReason::Version,
             current_version: v2
         })
     );
@@ -42,6 +44,7 @@ fn publishing_a_live_key_conflicts_and_a_freed_key_is_reusable() {
     assert_eq!(
         s.publish(T, g.id, "lobby", b"", None),
         Err(Error::Conflict {
+            reason: ConflictReason::NameTaken,
             current_version: l.version
         })
     );

@@ -4,6 +4,7 @@
 mod common;
 
 use common::ops::*;
+use relaystore::ConflictReason;
 use relaystore::Error;
 
 #[test]
@@ -92,6 +93,7 @@ fn a_heartbeat_under_another_live_lease_reports_the_current_version() {
         assert_eq!(
             s.heartbeat(T, "alice", SEC * 30, attrs, Some(b.id)),
             Err(Error::Conflict {
+                reason: ConflictReason::OtherLease,
                 current_version: current
             })
         );

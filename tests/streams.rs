@@ -5,7 +5,7 @@ mod common;
 
 use common::ops::*;
 use relaystore::stream::{StreamConfig, WhenFull};
-use relaystore::{Error, Scope};
+use relaystore::{ConflictReason, Error, Scope};
 use std::time::Duration;
 
 fn offsets(read: &relaystore::stream::StreamRead) -> Vec<u64> {
@@ -258,7 +258,10 @@ fn commits_never_go_backwards_and_consumers_are_bounded() {
     s.commit(T, "log", "worker", 3).unwrap();
     assert_eq!(
         s.commit(T, "log", "worker", 2),
-        Err(Error::Conflict { current_version: 3 })
+        Err(Error::Conflict {
+            reason: ConflictReason::CommitBehind,
+            current_version: 3
+        })
     );
     s.commit(T, "log", "worker", 3).unwrap();
     assert_eq!(s.committed(T, "log", "worker").unwrap(), Some(3));

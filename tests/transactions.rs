@@ -7,7 +7,7 @@ use common::ops::*;
 use relaystore::events::Collection;
 use relaystore::queue::{JobOptions, JobState, QueueConfig};
 use relaystore::stream::{StreamConfig, WhenFull};
-use relaystore::{Error, LeaseId, Scope, Store, OUTBOX_QUEUE};
+use relaystore::{ConflictReason, Error, LeaseId, Scope, Store, OUTBOX_QUEUE};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Duration;
 
@@ -648,6 +648,7 @@ fn an_append_above_a_staged_offset_conflicts_the_commit() {
     assert_eq!(
         tx.commit(),
         Err(Error::Conflict {
+            reason: ConflictReason::StreamMoved,
             current_version: theirs + 1
         })
     );
@@ -839,6 +840,7 @@ fn a_trim_past_a_staged_offset_conflicts_the_commit() {
     assert_eq!(
         tx.commit(),
         Err(Error::Conflict {
+            reason: ConflictReason::StreamMoved,
             current_version: next
         })
     );

@@ -1,7 +1,7 @@
 //! Deterministic behaviour of `TtlMap` on a `ManualClock`.
 
 use relaystore::time::{Clock, ManualClock, MonoTime};
-use relaystore::{Error, Scope, TtlConfig, TtlMap};
+use relaystore::{ConflictReason, Error, Scope, TtlConfig, TtlMap};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -173,12 +173,14 @@ fn stale_version_gets_conflict_with_the_current_version() {
     assert_eq!(
         map.renew_at(&1, SEC, v1),
         Err(Error::Conflict {
+            reason: ConflictReason::Version,
             current_version: v2
         })
     );
     assert_eq!(
         map.remove_at(&1, v1),
         Err(Error::Conflict {
+            reason: ConflictReason::Version,
             current_version: v2
         })
     );
@@ -191,7 +193,10 @@ fn insert_over_a_live_entry_is_a_conflict_and_changes_nothing() {
     let v = map.insert(1, "a".into(), SEC).unwrap().version;
     assert_eq!(
         map.insert(1, "b".into(), SEC),
-        Err(Error::Conflict { current_version: v })
+        Err(Error::Conflict {
+            reason: ConflictReason::NameTaken,
+            current_version: v
+        })
     );
     assert_eq!(map.get(&1).unwrap().0, "a");
     assert_eq!((map.len(), map.admitted(), map.scheduled()), (1, 1, 1));

@@ -23,10 +23,16 @@ pub enum Error {
     /// The record was explicitly revoked.
     #[error("revoked")]
     Revoked,
-    /// A compare-and-swap lost: the record is at `current_version`.
-    #[error("version conflict: current version is {current_version}")]
+    /// The record is not in the state the call needs; `reason` says
+    /// which situation this is, and so what the caller can do.
+    #[error("conflict: {reason}")]
     Conflict {
-        /// The version the record has now.
+        /// What the call ran into.
+        reason: ConflictReason,
+        /// The version of the record in the way (for
+        /// [`ConflictReason::CommitBehind`] the consumer's committed
+        /// offset, for [`ConflictReason::StreamMoved`] the stream's next
+        /// offset): data for a retry, not for a log line.
         current_version: u64,
     },
     /// A one-time token was already consumed.
@@ -140,6 +146,83 @@ pub enum Error {
     /// runner with a newer fence took it); it fired nothing.
     #[error("leadership lost: the scheduler lock is not this runner's")]
     LeadershipLost,
+}
+
+/// What an [`Error::Conflict`] ran into. Each situation is its own
+/// reason, so a relay tells "someone else has that name" from "the client
+/// skipped a step"; [`Display`](fmt::Display) says it in an operator's
+/// words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ConflictReason {
+    /// A call that named the version it expects (`renew_at`,
+    /// `update_listing`, `unpublish` with a version) found the record at
+    /// another: it changed since that version was read.
+    Version,
+    /// A visible record holds the name: a listing published under the
+    /// key, a record made under the name by another call.
+    NameTaken,
+    /// The member is present under another lease (or under none, where
+    /// the call named one; or under one, where it named none).
+    OtherLease,
+    /// A consume of a join attempt not yet bound to an address: the
+    /// client skipped `bind_endpoint`.
+    NotBound,
+    /// A bind of a join attempt already bound to another address: the
+    /// token came from a second address.
+    BoundElsewhere,
+    /// A stream commit below the offset the consumer committed already:
+    /// commits never go back.
+    CommitBehind,
+    /// A transaction's staged appends can no longer go in at the offsets
+    /// they were staged at: the stream took other entries or trimmed
+    /// past them since.
+    StreamMoved,
+}
+
+impl ConflictReason {
+    /// Every reason, in declaration order.
+    pub const ALL: [ConflictReason; 7] = [
+        ConflictReason::Version,
+        ConflictReason::NameTaken,
+        ConflictReason::OtherLease,
+        ConflictReason::NotBound,
+        ConflictReason::BoundElsewhere,
+        ConflictReason::CommitBehind,
+        ConflictReason::StreamMoved,
+    ];
+
+    /// The reason's words, as [`Display`](fmt::Display) prints them.
+    pub const fn describe(self) -> &'static str {
+        match self {
+            ConflictReason::Version => "the record changed since the version given was read",
+            ConflictReason::NameTaken => "the name is taken by a live record",
+            ConflictReason::OtherLease => "the member is present under another lease",
+            ConflictReason::NotBound => "the join attempt is not bound to an address yet",
+            ConflictReason::BoundElsewhere => "the join attempt is bound to another address",
+            ConflictReason::CommitBehind => "the offset is below the one the consumer committed",
+            ConflictReason::StreamMoved => {
+                "the stream moved past the offsets the appends were staged at"
+            }
+        }
+    }
+}
+
+impl fmt::Display for ConflictReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.describe())
+    }
+}
+
+impl Error {
+    /// A [`Error::Conflict`] for `reason`, the record in the way at
+    /// `current_version`.
+    pub(crate) fn conflict(reason: ConflictReason, current_version: u64) -> Error {
+        Error::Conflict {
+            reason,
+            current_version,
+        }
+    }
 }
 
 /// The limit that refused an admission, named in
@@ -345,3 +428,25 @@ impl Error {
 
 /// Shorthand for results of store operations.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(all(test, not(relaystore_loom)))]
+mod tests {
+    use super::*;
+
+    /// Each conflict says its own situation in words, and the version
+    /// stays out of the message.
+    #[test]
+    fn a_conflict_says_what_happened_without_its_version() {
+        let mut seen = std::collections::HashSet::new();
+        for reason in ConflictReason::ALL {
+            let text = Error::conflict(reason, 1_796_685_819_496_117).to_string();
+            assert_eq!(text, format!("conflict: {}", reason.describe()));
+            assert!(!text.contains("1796685819496117"), "{text}");
+            assert!(seen.insert(text), "{reason:?} reads as another");
+        }
+        assert_eq!(
+            Error::conflict(ConflictReason::NotBound, 3).to_string(),
+            "conflict: the join attempt is not bound to an address yet"
+        );
+    }
+}

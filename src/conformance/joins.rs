@@ -3,7 +3,7 @@
 //! under its idempotency key.
 
 use super::{config, ensure, ensure_eq, join_all, Fault, Harness, Outcome};
-use crate::base::error::Error;
+use crate::base::error::{ConflictReason, Error};
 use crate::base::ids::{JoinToken, TenantId, TOKEN_SECRET_BYTES};
 use crate::contract::engine::RelayEngine;
 use crate::contract::relay::{AttemptState, ListingInfo};
@@ -39,9 +39,7 @@ pub(super) async fn bind_then_consume_once<H: Harness>(h: &H) -> Outcome {
     );
     ensure_eq!(
         e.bind_endpoint(T, t.attempt, &t.token, addr(2)).await,
-        Err(Error::Conflict {
-            current_version: b.version
-        }),
+        Err(Error::conflict(ConflictReason::BoundElsewhere, b.version)),
         "a second address"
     );
     let a = e.consume(T, &t.token, None).await?;
@@ -120,7 +118,10 @@ pub(super) async fn errors<H: Harness>(h: &H) -> Outcome {
     ensure!(
         matches!(
             e.consume(T, &t.token, None).await,
-            Err(Error::Conflict { .. })
+            Err(Error::Conflict {
+                reason: ConflictReason::NotBound,
+                ..
+            })
         ),
         "consuming an unbound attempt"
     );
@@ -373,7 +374,10 @@ pub(super) async fn consume_retried_with_a_key<H: Harness>(h: &H) -> Outcome {
     ensure!(
         matches!(
             e.consume(T, &other.token, Some("admit-3")).await,
-            Err(Error::Conflict { .. })
+            Err(Error::Conflict {
+                reason: ConflictReason::NotBound,
+                ..
+            })
         ),
         "an unbound attempt under a new key"
     );

@@ -1,7 +1,7 @@
 //! Leases (SPEC §4): grant, renew, get, revoke, expiry, endpoints, ids.
 
 use super::{config, ensure, ensure_eq, Harness, Outcome};
-use crate::base::error::Error;
+use crate::base::error::{ConflictReason, Error};
 use crate::base::ids::{AttemptId, JoinToken, LeaseId, TenantId};
 use crate::contract::engine::RelayEngine;
 use crate::contract::relay::Cursor;
@@ -27,9 +27,7 @@ pub(super) async fn grant_renew_get_revoke<H: Harness>(h: &H) -> Outcome {
     ensure_eq!(r.remaining, u * 20, "a renewal resets to the new TTL");
     ensure_eq!(
         e.renew_at(T, g.id, u * 20, g.version).await,
-        Err(Error::Conflict {
-            current_version: r.version
-        }),
+        Err(Error::conflict(ConflictReason::Version, r.version)),
         "renew_at a stale version"
     );
     let r2 = e.renew_at(T, g.id, u * 5, r.version).await?;

@@ -2,7 +2,7 @@
 //! visibility under the lease; heartbeat, get, list, leave.
 
 use super::{config, ensure, ensure_eq, Harness, Outcome};
-use crate::base::error::Error;
+use crate::base::error::{ConflictReason, Error};
 use crate::base::ids::TenantId;
 use crate::contract::engine::RelayEngine;
 use crate::contract::relay::Cursor;
@@ -22,7 +22,10 @@ pub(super) async fn publish_update_unpublish<H: Harness>(h: &H) -> Outcome {
     ensure!(
         matches!(
             e.publish(T, g.id, "lobby", b"", None).await,
-            Err(Error::Conflict { .. })
+            Err(Error::Conflict {
+                reason: ConflictReason::NameTaken,
+                ..
+            })
         ),
         "a live key cannot be published twice"
     );
@@ -32,9 +35,7 @@ pub(super) async fn publish_update_unpublish<H: Harness>(h: &H) -> Outcome {
     ensure!(v2 > l.version, "update moves the version");
     ensure_eq!(
         e.update_listing(T, "lobby", l.version, b"x").await,
-        Err(Error::Conflict {
-            current_version: v2
-        }),
+        Err(Error::conflict(ConflictReason::Version, v2)),
         "update at a stale version"
     );
     let now = e.get_listing(T, "lobby").await?;
@@ -73,9 +74,7 @@ pub(super) async fn publish_update_unpublish<H: Harness>(h: &H) -> Outcome {
     );
     ensure_eq!(
         e.unpublish(T, "lobby", Some(l.version)).await,
-        Err(Error::Conflict {
-            current_version: v2
-        }),
+        Err(Error::conflict(ConflictReason::Version, v2)),
         "unpublish at a stale version"
     );
     e.unpublish(T, "lobby", Some(v2)).await?;
@@ -218,7 +217,10 @@ pub(super) async fn presence<H: Harness>(h: &H) -> Outcome {
     ensure!(
         matches!(
             e.heartbeat(T, "carol", u * 50, None, Some(g2.id)).await,
-            Err(Error::Conflict { .. })
+            Err(Error::Conflict {
+                reason: ConflictReason::OtherLease,
+                ..
+            })
         ),
         "another lease took an attached member"
     );

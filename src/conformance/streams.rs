@@ -3,7 +3,7 @@
 //! their idempotency key.
 
 use super::{config, ensure_eq, Harness, Outcome};
-use crate::base::error::{Error, Scope};
+use crate::base::error::{ConflictReason, Error, Scope};
 use crate::base::ids::TenantId;
 use crate::contract::engine::{Follow, RelayEngine, StreamEngine};
 use crate::contract::stream::{StreamConfig, StreamRead, WhenFull};
@@ -109,7 +109,7 @@ where
     );
     ensure_eq!(
         e.commit(T, "log", "worker", 1).await,
-        Err(Error::Conflict { current_version: 2 }),
+        Err(Error::conflict(ConflictReason::CommitBehind, 2)),
         "a commit backwards"
     );
     drop(follower);

@@ -4,7 +4,7 @@
 //! state can change.
 
 use super::{config, ensure, ensure_eq, Fault, Harness, Outcome};
-use crate::base::error::{Error, Scope};
+use crate::base::error::{ConflictReason, Error, Scope};
 use crate::base::ids::{LeaseId, TenantId};
 use crate::base::name::Name;
 use crate::contract::engine::{Engine, RelayEngine, StreamEngine, WakeEngine, Wakes};
@@ -195,9 +195,7 @@ where
     tx.update_listing("lobby-1", v1 + 1, b"players=4")?;
     ensure_eq!(
         e.commit_tx(tx).await.map(drop),
-        Err(Error::Conflict {
-            current_version: v1
-        }),
+        Err(Error::conflict(ConflictReason::Version, v1)),
         "an update at a version the listing is not at"
     );
 

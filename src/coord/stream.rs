@@ -3,7 +3,7 @@
 //! consumers' committed offsets. What a stream promises is the contract's
 //! (`contract/stream.rs`).
 
-use crate::base::error::{Error, Result, Scope};
+use crate::base::error::{ConflictReason, Error, Result, Scope};
 use crate::base::ids::TenantId;
 use crate::base::sync::{lock_at, Arc, AtomicBool, AtomicU64, Mutex, Ordering, Ranked, Rung};
 use crate::base::time::{duration_to_millis_ceil, Clock, MonoTime};
@@ -125,9 +125,9 @@ impl Log {
             });
         }
         match committed {
-            Some(committed) if offset < committed => Err(Error::Conflict {
-                current_version: committed,
-            }),
+            Some(committed) if offset < committed => {
+                Err(Error::conflict(ConflictReason::CommitBehind, committed))
+            }
             None if consumers >= consumers_max => Err(Error::capacity(
                 Scope::StreamConsumers,
                 consumers_max as u64,
@@ -674,9 +674,10 @@ impl StreamHub {
                 // first offset past it: either way it can no longer be
                 // the stream's next entry.
                 if log.appended > first || log.first > first {
-                    return Err(Error::Conflict {
-                        current_version: log.appended.max(log.first),
-                    });
+                    return Err(Error::conflict(
+                        ConflictReason::StreamMoved,
+                        log.appended.max(log.first),
+                    ));
                 }
             }
             let bytes = staged.iter().map(|(_, p)| p.len()).sum();

@@ -26,7 +26,7 @@
 //! - **The timer** field names the record's entry in its table's wheel. It is
 //!   read and written only while that wheel's lock is held.
 
-use crate::base::error::Error;
+use crate::base::error::{ConflictReason, Error};
 use crate::base::sync::{AtomicU64, Ordering};
 use crate::base::time::{MonoTime, DEADLINE_MAX_MS};
 use crossbeam_utils::CachePadded;
@@ -210,9 +210,10 @@ impl Head {
             let before = self.stamp_of(current);
             if let Some(expected) = expected {
                 if expected != before.version {
-                    return Err(Refusal::Error(Error::Conflict {
-                        current_version: before.version,
-                    }));
+                    return Err(Refusal::Error(Error::conflict(
+                        ConflictReason::Version,
+                        before.version,
+                    )));
                 }
             }
             let deadline_ms = decide(before).map_err(Refusal::Error)?;
@@ -225,9 +226,10 @@ impl Head {
                 Err(actual) => current = actual,
             }
         }
-        Err(Refusal::Error(Error::Conflict {
-            current_version: self.stamp_of(current).version,
-        }))
+        Err(Refusal::Error(Error::conflict(
+            ConflictReason::Version,
+            self.stamp_of(current).version,
+        )))
     }
 
     /// The one compare-and-swap of the state word. (In the model-checking
@@ -261,9 +263,7 @@ impl Head {
         let before = self.stamp_of(current);
         if let Some(expected) = expected {
             if expected != before.version {
-                return Err(Error::Conflict {
-                    current_version: before.version,
-                });
+                return Err(Error::conflict(ConflictReason::Version, before.version));
             }
         }
         let deadline_ms = decide(before)?;
@@ -424,6 +424,7 @@ mod tests {
         assert_eq!(
             record.transition_mut(Some(stamp.version - 1), |_| Ok(2_000)),
             Err(Error::Conflict {
+                reason: ConflictReason::Version,
                 current_version: stamp.version
             })
         );

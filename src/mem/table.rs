@@ -35,7 +35,7 @@
 //!   inserted and released exactly once when it leaves the map, by whichever
 //!   path removes it.
 
-use crate::base::error::{Error, Result, Scope};
+use crate::base::error::{ConflictReason, Error, Result, Scope};
 use crate::base::sync::{Arc, AtomicBool, AtomicU64, GivesWay, Ordering, Ranked, Rung};
 use crate::base::time::MonoTime;
 use crate::mem::quota::{Counter, Reservation};
@@ -677,9 +677,10 @@ where
             if let Some((old, _)) = existing {
                 let state = old.state();
                 if state.is_live(now) {
-                    return Upsert::Keep(Err(Error::Conflict {
-                        current_version: old.stamp_of(state).version,
-                    }));
+                    return Upsert::Keep(Err(Error::conflict(
+                        ConflictReason::NameTaken,
+                        old.stamp_of(state).version,
+                    )));
                 }
                 self.versions.retire(old.stamp_of(state).version);
             }
@@ -959,9 +960,7 @@ where
                 return Err(Error::Expired);
             }
             if expected.is_some_and(|e| e != before.version) {
-                return Err(Error::Conflict {
-                    current_version: before.version,
-                });
+                return Err(Error::conflict(ConflictReason::Version, before.version));
             }
             let (out, deadline) = f(v, w, before)?;
             let after = match deadline {
@@ -1009,9 +1008,7 @@ where
                     return Err(Error::Expired);
                 }
                 if expected.is_some_and(|e| e != stamp.version) {
-                    return Err(Error::Conflict {
-                        current_version: stamp.version,
-                    });
+                    return Err(Error::conflict(ConflictReason::Version, stamp.version));
                 }
                 Ok(())
             },

@@ -2,7 +2,7 @@
 //! (`lua/shared/00_state.lua` names them), then the values.
 
 use crate::base::attrs::Attrs;
-use crate::base::error::{Error, Result};
+use crate::base::error::{ConflictReason, Error, Result};
 use redis::Value;
 use std::sync::Arc;
 
@@ -58,16 +58,38 @@ const INVALID_REASONS: [(&str, &str); 3] = [
     ),
 ];
 
+/// The reasons a `CONFLICT` reply names by number (its place here, from
+/// 1), each with its name in the library's `CONFLICTED` table.
+const CONFLICT_REASONS: [(&str, ConflictReason); 7] = [
+    ("VERSION", ConflictReason::Version),
+    ("NAME_TAKEN", ConflictReason::NameTaken),
+    ("OTHER_LEASE", ConflictReason::OtherLease),
+    ("NOT_BOUND", ConflictReason::NotBound),
+    ("BOUND_ELSEWHERE", ConflictReason::BoundElsewhere),
+    ("COMMIT_BEHIND", ConflictReason::CommitBehind),
+    ("STREAM_MOVED", ConflictReason::StreamMoved),
+];
+
 /// The reply codes and the `INVALID` reasons as the library's header
 /// defines them (`@REPLY_CODES@` in `lua/shared/00_state.lua`), one
-/// `local` a line: no code is typed in Lua.
+/// `local` a line, and the `CONFLICT` reasons as one table (`CONFLICTED`,
+/// one local, under Lua's 200): no code is typed in Lua.
 pub(super) fn codes_lua() -> String {
     let codes = CODES.iter().map(|&(name, code)| (name, code));
     let reasons = (1..).zip(INVALID_REASONS).map(|(n, (name, _))| (name, n));
-    codes
+    let mut header: String = codes
         .chain(reasons)
         .map(|(name, code)| format!("local {name} = {code}\n"))
-        .collect()
+        .collect();
+    let conflicts: Vec<String> = (1..)
+        .zip(CONFLICT_REASONS)
+        .map(|(n, (name, _))| format!("{name} = {n}"))
+        .collect();
+    header.push_str(&format!(
+        "local CONFLICTED = {{{}}}\n",
+        conflicts.join(", ")
+    ));
+    header
 }
 
 /// A reply the engine did not expect: a bug, or a Redis that is not ours.
@@ -174,6 +196,11 @@ impl Reply {
             },
             CONFLICT => Error::Conflict {
                 current_version: self.uint(1)?,
+                reason: usize::try_from(self.int(2)?)
+                    .ok()
+                    .and_then(|n| CONFLICT_REASONS.get(n.wrapping_sub(1)))
+                    .ok_or_else(|| malformed("an unknown conflict"))?
+                    .1,
             },
             CAPACITY => Error::CapacityExceeded {
                 scope: scope(self.int(1)?)?,
@@ -215,5 +242,24 @@ mod tests {
             assert!(header.contains(&format!("local {name} = {code}\n")));
         }
         assert!(header.contains("local PAST_THE_END = 2\n"));
+        assert!(header.contains("local CONFLICTED = {VERSION = 1, NAME_TAKEN = 2, "));
+    }
+
+    /// Each conflict reason has one number, and a reply with it reads
+    /// back as that reason.
+    #[test]
+    fn each_conflict_reason_reads_back_from_its_number() {
+        let names: Vec<ConflictReason> = CONFLICT_REASONS.iter().map(|r| r.1).collect();
+        assert_eq!(names, ConflictReason::ALL);
+        let refusal = |n| {
+            let reply = Reply::new(vec![Value::Int(CONFLICT), Value::Int(7), Value::Int(n)]);
+            reply.unwrap().refusal().unwrap_err()
+        };
+        for (n, reason) in (1..).zip(ConflictReason::ALL) {
+            assert_eq!(refusal(n), Error::conflict(reason, 7));
+        }
+        for unknown in [0, 8] {
+            assert!(matches!(refusal(unknown), Error::BackendUnavailable { .. }));
+        }
     }
 }

@@ -12,7 +12,7 @@ if a[3] == 'b' then
   if a[4] == addr then
     return {OK, tonumber(a[5])}
   end
-  return {CONFLICT, tonumber(a[5])}
+  return {CONFLICT, tonumber(a[5]), CONFLICTED.BOUND_ELSEWHERE}
 end
 local v = tonumber(a[5]) + 1
 call('HSET', R .. 'a:' .. seq, 'st', 'b', 'ad', addr, 'v', num(v))

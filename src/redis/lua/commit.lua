@@ -17,7 +17,7 @@ local consumers = K .. 'sc:' .. name
 local committed = call('HGET', consumers, consumer)
 if committed then
   if offset < tonumber(committed) then
-    return {CONFLICT, tonumber(committed)}
+    return {CONFLICT, tonumber(committed), CONFLICTED.COMMIT_BEHIND}
   end
 else
   local held = call('HLEN', consumers) + call('HLEN', K .. 'sg:' .. name)

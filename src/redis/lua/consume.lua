@@ -18,7 +18,7 @@ if code ~= OK then
   return {code}
 end
 if a[3] ~= 'b' then
-  return {CONFLICT, tonumber(a[5])}
+  return {CONFLICT, tonumber(a[5]), CONFLICTED.NOT_BOUND}
 end
 local refused = key_room(ikey, tonumber(ikey_ttl), tonumber(ikey_quota))
 if refused then

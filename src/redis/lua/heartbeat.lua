@@ -22,7 +22,7 @@ local d = NOW + ttl
 local m = visible_member(member, lease)
 if m then
   if m[2] ~= lease then
-    return {CONFLICT, tonumber(m[3])}
+    return {CONFLICT, tonumber(m[3]), CONFLICTED.OTHER_LEASE}
   end
   local z = cover(m[5], d, 3 * ttl, function()
     return {mk}

@@ -29,7 +29,7 @@ if state ~= OK then
 end
 local current = visible_listing(key)
 if current then
-  return {CONFLICT, tonumber(current[3])}
+  return {CONFLICT, tonumber(current[3]), CONFLICTED.NAME_TAKEN}
 end
 reap(REAP_MAX)
 -- A listing under the key whose lease is gone: the name is free.

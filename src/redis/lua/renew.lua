@@ -12,7 +12,7 @@ end
 local k = R .. 'l:' .. seq
 local v = tonumber(l[1])
 if expected ~= '' and tonumber(expected) ~= v then
-  return {CONFLICT, v}
+  return {CONFLICT, v, CONFLICTED.VERSION}
 end
 v = v + 1
 local d = NOW + ttl

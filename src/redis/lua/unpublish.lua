@@ -12,7 +12,7 @@ if not p then
   return {NOT_FOUND}
 end
 if expected ~= '' and tonumber(expected) ~= tonumber(p[3]) then
-  return {CONFLICT, tonumber(p[3])}
+  return {CONFLICT, tonumber(p[3]), CONFLICTED.VERSION}
 end
 drop_listing(key, revoking == '1' and REVOKED_ or RELEASED_)
 return {OK}

@@ -9,7 +9,7 @@ if not p then
 end
 local v = tonumber(p[3])
 if v ~= tonumber(expected) then
-  return {CONFLICT, v}
+  return {CONFLICT, v, CONFLICTED.VERSION}
 end
 v = v + 1
 call('HSET', R .. 'p:' .. key, 'a', attrs, 'v', num(v))

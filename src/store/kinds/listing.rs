@@ -1,7 +1,7 @@
 //! Listings: published, discoverable entries attached to a lease.
 
 use crate::base::attrs::Attrs;
-use crate::base::error::{Error, Result, Scope};
+use crate::base::error::{ConflictReason, Error, Result, Scope};
 use crate::base::ids::{LeaseId, TenantId};
 use crate::base::name::Holder;
 use crate::base::name::Name;
@@ -547,9 +547,9 @@ impl Store {
     ) -> Result<()> {
         let view = self.listing_view(nkey, now)?;
         match expected {
-            Some(e) if e != view.info.version => Err(Error::Conflict {
-                current_version: view.info.version,
-            }),
+            Some(e) if e != view.info.version => {
+                Err(Error::conflict(ConflictReason::Version, view.info.version))
+            }
             _ => Ok(()),
         }
     }
@@ -643,9 +643,9 @@ impl Store {
             |v, stamp, _| {
                 crate::store::owned_by(v.origin == view.origin)?;
                 match expected {
-                    Some(e) if e != stamp.version => Err(Error::Conflict {
-                        current_version: stamp.version,
-                    }),
+                    Some(e) if e != stamp.version => {
+                        Err(Error::conflict(ConflictReason::Version, stamp.version))
+                    }
                     _ => Ok(()),
                 }
             },

@@ -8,7 +8,7 @@ use crate::store::protocol::attach::{Child, Occupant, OnLease, Parent};
 use crate::store::protocol::retire::Why;
 
 use crate::base::attrs::Attrs;
-use crate::base::error::{Error, Result};
+use crate::base::error::{ConflictReason, Error, Result};
 use crate::base::ids::{LeaseId, TenantId};
 use crate::base::name::Name;
 use crate::base::sync::{AtomicU64, Ordering};
@@ -174,10 +174,10 @@ impl Store {
                 Ok(stamp) => return Ok(Renewal::of(stamp, now)),
                 Err(Error::NotFound | Error::Expired) => owned.get_or_insert_with(own),
                 // Under another lease: taken, unless that lease is gone.
-                Err(Error::Conflict { current_version }) => {
+                Err(taken @ Error::Conflict { .. }) => {
                     let key = owned.get_or_insert_with(own);
                     match self.occupant::<Presence>(tenant, key, now) {
-                        Occupant::Visible => return Err(Error::Conflict { current_version }),
+                        Occupant::Visible => return Err(taken),
                         Occupant::InFlight => return Err(Error::InFlight),
                         Occupant::Cleared => key,
                     }
@@ -226,9 +226,7 @@ impl Store {
             if !v.attached() || !v.owner.valid() {
                 Err(Error::NotFound)
             } else if v.lease() != lease {
-                Err(Error::Conflict {
-                    current_version: version(),
-                })
+                Err(Error::conflict(ConflictReason::OtherLease, version()))
             } else {
                 Ok(())
             }

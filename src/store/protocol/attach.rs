@@ -691,14 +691,14 @@ impl Store {
             };
             match inserted {
                 Ok(done) => break done,
-                Err(Error::Conflict { current_version }) => {
+                Err(taken @ Error::Conflict { .. }) => {
                     match self.occupant::<C>(tenant, &key, now) {
-                        Occupant::Visible => return Err(Error::Conflict { current_version }),
+                        Occupant::Visible => return Err(taken),
                         Occupant::InFlight => return Err(Error::InFlight),
                         Occupant::Cleared if tries < 2 => {}
                         // Taken at each try, if only briefly: the key was
                         // held when this insert ran.
-                        Occupant::Cleared => return Err(Error::Conflict { current_version }),
+                        Occupant::Cleared => return Err(taken),
                     }
                 }
                 Err(e) => return Err(e),

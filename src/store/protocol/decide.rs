@@ -7,7 +7,7 @@
 //! decision for its broken twin ([`crate::base::faults`]); in every other build
 //! `faults::active` is a constant `false` and the twin folds away.
 
-use crate::base::error::{Error, Result};
+use crate::base::error::{ConflictReason, Error, Result};
 use crate::base::faults::{active, StoreFault};
 use std::net::SocketAddr;
 
@@ -40,9 +40,7 @@ pub(in crate::store) fn bind(
     match phase {
         Phase::Pending => Ok(Some(Phase::Bound(observed))),
         Phase::Bound(addr) if addr == observed => Ok(None),
-        Phase::Bound(_) => Err(Error::Conflict {
-            current_version: version,
-        }),
+        Phase::Bound(_) => Err(Error::conflict(ConflictReason::BoundElsewhere, version)),
         Phase::Consumed(_) => Err(Error::ReplayRejected),
     }
 }
@@ -53,9 +51,7 @@ pub(in crate::store) fn consume(phase: Phase, version: u64) -> Result<SocketAddr
     match phase {
         Phase::Bound(addr) => Ok(addr),
         Phase::Consumed(addr) if active(StoreFault::ConsumeIgnoresPhase) => Ok(addr),
-        Phase::Pending => Err(Error::Conflict {
-            current_version: version,
-        }),
+        Phase::Pending => Err(Error::conflict(ConflictReason::NotBound, version)),
         Phase::Consumed(_) => Err(Error::ReplayRejected),
     }
 }
@@ -114,7 +110,10 @@ mod tests {
             (Phase::Bound(at(1)), Ok(None)),
             (
                 Phase::Bound(at(2)),
-                Err(Error::Conflict { current_version: 7 }),
+                Err(Error::Conflict {
+                    reason: ConflictReason::BoundElsewhere,
+                    current_version: 7,
+                }),
             ),
             (Phase::Consumed(at(1)), Err(Error::ReplayRejected)),
         ];
@@ -127,7 +126,13 @@ mod tests {
     fn consume_decisions() {
         let cases = [
             (Phase::Bound(at(1)), Ok(at(1))),
-            (Phase::Pending, Err(Error::Conflict { current_version: 7 })),
+            (
+                Phase::Pending,
+                Err(Error::Conflict {
+                    reason: ConflictReason::NotBound,
+                    current_version: 7,
+                }),
+            ),
             (Phase::Consumed(at(1)), Err(Error::ReplayRejected)),
         ];
         for (phase, want) in cases {
