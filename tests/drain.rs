@@ -116,3 +116,39 @@ fn a_stalled_driver_is_degraded_until_the_next_sweep() {
     assert_eq!(s.health(), Health::Ready);
     s.bind_endpoint(A, t.attempt, &t.token, addr(1)).unwrap();
 }
+
+/// A subscription ends when the drain does, with the store still held:
+/// first every `Drained` event, then `Closed`; one made after the drain
+/// is closed from the start, and nothing removed later is announced.
+#[test]
+fn a_subscription_ends_with_its_stores_drain() {
+    use relaystore::events::{Cause, Received, RecvError};
+    let (clock, s) = store();
+    let events = s.subscribe().unwrap();
+    let lease = s.grant(A, "h", SEC * 60, None).unwrap().id;
+    s.publish(A, lease, "lobby", b"", None).unwrap();
+    s.heartbeat(A, "m", SEC * 60, None, None).unwrap();
+    s.begin_drain(SEC).unwrap();
+    clock.advance(SEC * 2);
+    s.sweep();
+    assert!(s.blocking_drained(Duration::ZERO));
+    let mut causes = Vec::new();
+    loop {
+        match events.blocking_recv_timeout(Duration::from_secs(5)) {
+            Ok(Received::Event(e)) => causes.push(e.cause),
+            Ok(other) => panic!("{other:?}"),
+            Err(end) => {
+                assert_eq!(end, RecvError::Closed);
+                break;
+            }
+        }
+    }
+    // The lease, the listing under it, the member.
+    assert_eq!(causes, [Cause::Drained, Cause::Cascaded, Cause::Drained]);
+    let late = s.subscribe().unwrap();
+    assert_eq!(late.try_recv(), None);
+    assert_eq!(
+        late.blocking_recv_timeout(Duration::from_secs(5)),
+        Err(RecvError::Closed)
+    );
+}

@@ -7,12 +7,12 @@ use super::{config, ensure, ensure_eq, Harness, Outcome};
 use crate::base::error::Error;
 use crate::base::ids::{AttemptId, LeaseId, TenantId};
 use crate::contract::engine::{Events, RelayEngine};
-use crate::contract::events::{Cause, Collection, Event, Received, RecordId, Root};
+use crate::contract::events::{Cause, Collection, Event, Received, RecordId, RecvError, Root};
 use crate::contract::lifecycle::Health;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::task::{Context, Waker};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 const T: TenantId = TenantId(1);
@@ -451,6 +451,7 @@ pub(super) async fn drain<H: Harness>(h: &H) -> Outcome {
         "a drain window over drain_window_max"
     );
     ensure_eq!(e.health().await, Health::Ready, "after a refused drain");
+    let events = e.subscribe().await?;
     let mut drained = std::pin::pin!(e.drained());
     ensure!(!done_now(drained.as_mut()), "drained before any drain");
     let remaining = e.begin_drain(u * 10).await?;
@@ -477,6 +478,19 @@ pub(super) async fn drain<H: Harness>(h: &H) -> Outcome {
     ensure!(
         done_now(drained.as_mut()),
         "a wait for the drain's end, after the window and a sweep"
+    );
+    // The subscription hands over what it holds (on the in-memory store,
+    // what the drain revoked; a Redis handle revokes nothing), then ends,
+    // with the engine's handle still held.
+    taken(&events)?;
+    ensure!(
+        matches!(
+            std::pin::pin!(events.recv())
+                .as_mut()
+                .poll(&mut Context::from_waker(Waker::noop())),
+            Poll::Ready(Err(RecvError::Closed))
+        ),
+        "a subscription outlived its store's drain"
     );
     ensure!(
         done_now(std::pin::pin!(e.drained())),

@@ -966,7 +966,7 @@ pub trait Events: Send + Sync + 'static {
     fn try_recv(&self) -> Option<Received>;
 
     /// Waits for the next event or lag report. Cancel-safe: dropping the
-    /// future loses nothing. [`RecvError::Closed`] once the engine is gone
-    /// and the buffer is read.
+    /// future loses nothing. [`RecvError::Closed`] once the engine has
+    /// stopped (its drain ended) or is gone, and the buffer is read.
     fn recv(&self) -> impl Future<Output = std::result::Result<Received, RecvError>> + Send;
 }

@@ -59,6 +59,9 @@ pub(crate) struct EventHub {
 struct Inboxes {
     list: Vec<Arc<Inbox>>,
     next_seq: u64,
+    /// The store stopped or is gone: nothing more is delivered, and a
+    /// subscription made now is closed from the start.
+    closed: bool,
 }
 
 impl EventHub {
@@ -94,6 +97,7 @@ impl EventHub {
             wanted,
             queue: Mutex::new(Queue {
                 events: VecDeque::with_capacity(self.buffer_max.min(1024)),
+                closed: inboxes.closed,
                 ..Queue::default()
             }),
             ready: Condvar::new(),
@@ -142,6 +146,9 @@ impl EventHub {
         let mut signal = Vec::new();
         {
             let mut inboxes = lock_at(Rung::Hub, &self.inboxes);
+            if inboxes.closed {
+                return;
+            }
             if number {
                 inboxes.next_seq += 1;
                 event.seq = inboxes.next_seq;
@@ -214,12 +221,14 @@ impl EventHub {
         (inboxes.list.len(), most.unwrap_or(0))
     }
 
-    /// The store is gone: every receiver, blocked or async, is told once it
-    /// has read what is buffered.
+    /// The store stopped (its drain ended) or is gone: every receiver,
+    /// blocked or async, is told once it has read what is buffered, and
+    /// nothing is delivered from now on. Idempotent.
     pub(crate) fn close(&self) {
         let mut wake = Vec::new();
         {
-            let inboxes = lock_at(Rung::Hub, &self.inboxes);
+            let mut inboxes = lock_at(Rung::Hub, &self.inboxes);
+            inboxes.closed = true;
             for inbox in inboxes.list.iter() {
                 let mut queue = lock_at(Rung::Inbox, &inbox.queue);
                 queue.closed = true;
@@ -251,8 +260,9 @@ impl Subscription {
 
     #[cfg(feature = "native")]
     /// [`recv`](Self::recv), blocking the calling thread until an event or
-    /// lag report comes; [`RecvError::Closed`] once the store is gone and
-    /// the buffer empty. Never call it on an async runtime's worker thread.
+    /// lag report comes; [`RecvError::Closed`] once the store has stopped
+    /// (its drain ended) or is gone, and the buffer is empty. Never call it
+    /// on an async runtime's worker thread.
     pub fn blocking_recv(&self) -> Result<Received, RecvError> {
         self.wait(None)
     }
@@ -265,8 +275,8 @@ impl Subscription {
     }
 
     /// The next event or lag report, as a future for any executor;
-    /// [`RecvError::Closed`] once the store is gone and the buffer empty.
-    /// Cancel-safe: dropping it before it completes loses no event. A
+    /// [`RecvError::Closed`] once the store has stopped (its drain ended)
+    /// or is gone, and the buffer is empty. Cancel-safe: dropping it before it completes loses no event. A
     /// subscription wakes one waiting task: give each consumer its own
     /// subscription rather than awaiting one from several tasks at once (the
     /// last task to wait is the one woken).
@@ -340,8 +350,8 @@ impl std::future::Future for RecvFuture<'_> {
 }
 
 /// The subscription's events and lag reports as an async stream, which
-/// ends once the store is gone and every buffered event has been read
-/// (where [`Subscription::recv`] answers [`RecvError::Closed`]).
+/// ends once the store has stopped (its drain ended) or is gone, and
+/// every buffered event has been read (where [`Subscription::recv`] answers [`RecvError::Closed`]).
 impl futures_core::Stream for Subscription {
     type Item = Received;
 

@@ -122,6 +122,7 @@ impl RedisEngine {
                 Phase::Stopped => {
                     // The task that closes them may not have run yet.
                     self.inner.wakes.close();
+                    self.inner.hub.close();
                     return;
                 }
                 Phase::Draining(left) => tokio::time::sleep(left).await,
@@ -130,9 +131,9 @@ impl RedisEngine {
         }
     }
 
-    /// Closes this handle's wake listeners when its drain window ends:
-    /// each receives what is queued, then `Closed`, since notifies are
-    /// refused from then on. The task holds the handle weakly, so a handle
+    /// Closes this handle's wake listeners and event subscriptions when
+    /// its drain window ends: each receives what is queued, then `Closed`,
+    /// since notifies are refused and no event is delivered from then on. The task holds the handle weakly, so a handle
     /// dropped first ends it (and its drop closes them).
     fn close_listeners_at_stop(&self) {
         let inner = std::sync::Arc::downgrade(&self.inner);
@@ -150,6 +151,7 @@ impl RedisEngine {
             }
             if let Some(inner) = inner.upgrade() {
                 inner.wakes.close();
+                inner.hub.close();
             }
         });
     }

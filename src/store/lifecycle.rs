@@ -250,6 +250,9 @@ impl Store {
         }
         span.record("removed", removed);
         self.shared.state.store(STOPPED, Ordering::Release);
+        // Every `Drained` event is in the subscribers' buffers: each
+        // subscription ends once they are read.
+        self.shared.events.close();
         self.shared.drained.open();
         tracing::info!(removed, "relaystore drained");
         removed

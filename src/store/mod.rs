@@ -350,7 +350,10 @@ impl Store {
     }
 
     /// Subscribes to every removal event. Refused with `CapacityExceeded`
-    /// past `subscribers_max`.
+    /// past `subscribers_max`. The subscription ends
+    /// ([`RecvError::Closed`](crate::events::RecvError::Closed)) once the
+    /// store stops: after a drain, once its `Drained` events are read; on
+    /// a stopped store, at once.
     pub fn subscribe(&self) -> Result<Subscription> {
         self.shared.events.subscribe(&Collection::ALL)
     }
