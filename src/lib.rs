@@ -243,7 +243,8 @@ pub use base::attrs::Attrs;
 pub use base::collection::{Kind, KINDS_MAX};
 pub use base::error::{ConflictReason, Error, Result, Scope, Unavailable};
 pub use base::ids::{
-    AttemptId, JobId, JoinToken, LeaseId, ParseIdError, TenantId, TOKEN_SECRET_BYTES,
+    AttemptId, JobId, JoinToken, LeaseId, ParseIdError, ParseNameError, TenantId,
+    TOKEN_SECRET_BYTES,
 };
 pub use base::name::{Holder, Name};
 #[cfg(feature = "internals")]

@@ -59,8 +59,10 @@ impl Collection {
         Collection::Records,
     ];
 
-    /// The collection's name, as a refusal's message shows it.
-    pub(crate) fn scope_name(self) -> &'static str {
+    /// The collection's name, in lower case (`"leases"`, `"presence"`):
+    /// what [`Display`](std::fmt::Display) prints, [`FromStr`](std::str::FromStr)
+    /// reads, a refusal's message and the metrics' `collection` label show.
+    pub const fn name(self) -> &'static str {
         ABOUT[self as usize].name
     }
 
@@ -71,6 +73,24 @@ impl Collection {
     #[cfg(feature = "redis")]
     pub(crate) const fn letter(self) -> u8 {
         ABOUT[self as usize].letter
+    }
+}
+
+impl std::fmt::Display for Collection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Reads a collection's [`name`](Collection::name).
+impl std::str::FromStr for Collection {
+    type Err = crate::base::ids::ParseNameError;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        Collection::ALL
+            .into_iter()
+            .find(|c| c.name() == text)
+            .ok_or(crate::base::ids::ParseNameError { of: "collection" })
     }
 }
 
@@ -199,7 +219,7 @@ mod tests {
     #[test]
     fn each_collection_is_described_by_its_own_row() {
         for c in Collection::ALL {
-            assert_eq!(c.scope_name(), format!("{c:?}").to_lowercase());
+            assert_eq!(c.name(), format!("{c:?}").to_lowercase());
         }
     }
 }

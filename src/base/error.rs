@@ -310,10 +310,10 @@ fn values_shown(values: &str) -> String {
 impl fmt::Display for Scope {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Scope::Collection(c) => write!(f, "{} collection ceiling", c.scope_name()),
-            Scope::Tenant(c) => write!(f, "tenant quota for {}", c.scope_name()),
-            Scope::Holder(c) => write!(f, "per-holder quota for {}", c.scope_name()),
-            Scope::Parent(c) => write!(f, "per-parent cap on {}", c.scope_name()),
+            Scope::Collection(c) => write!(f, "{} collection ceiling", c.name()),
+            Scope::Tenant(c) => write!(f, "tenant quota for {}", c.name()),
+            Scope::Holder(c) => write!(f, "per-holder quota for {}", c.name()),
+            Scope::Parent(c) => write!(f, "per-parent cap on {}", c.name()),
             Scope::Tenants => f.write_str("tenants ceiling"),
             Scope::Subscribers => f.write_str("subscribers ceiling"),
             Scope::Listeners => f.write_str("listeners ceiling"),

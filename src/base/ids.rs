@@ -247,6 +247,16 @@ impl JoinToken {
     }
 }
 
+/// Text that names no value of its type: what the `FromStr` of a
+/// name-like value ([`Cause`](crate::events::Cause),
+/// [`Collection`](crate::events::Collection)) refuses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, thiserror::Error)]
+#[error("not the name of a {of}")]
+pub struct ParseNameError {
+    /// What the text was read as (`"cause"`, `"collection"`).
+    pub of: &'static str,
+}
+
 /// A token's answer where the engine found its attempt id to be of
 /// another incarnation (`Restarted`): [`Error::NotFound`], as for any
 /// token the store does not know. A token comes from a client, and text

@@ -4,8 +4,10 @@
 
 pub use crate::base::collection::Collection;
 use crate::base::collection::Kind;
+use crate::base::ids::ParseNameError;
 use crate::base::ids::{AttemptId, LeaseId, TenantId};
 use crate::base::name::Holder;
+use std::fmt;
 use std::sync::Arc;
 
 /// Why a record was removed.
@@ -24,6 +26,50 @@ pub enum Cause {
     Consumed,
     /// The store drained.
     Drained,
+}
+
+impl Cause {
+    /// Every cause, in declaration order.
+    pub const ALL: [Cause; 6] = [
+        Cause::Expired,
+        Cause::Revoked,
+        Cause::Cascaded,
+        Cause::Released,
+        Cause::Consumed,
+        Cause::Drained,
+    ];
+
+    /// The cause's name, in lower case (`"expired"`, `"cascaded"`): what
+    /// [`Display`](fmt::Display) prints, [`FromStr`](std::str::FromStr)
+    /// reads and the metrics' `cause` label shows.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Cause::Expired => "expired",
+            Cause::Revoked => "revoked",
+            Cause::Cascaded => "cascaded",
+            Cause::Released => "released",
+            Cause::Consumed => "consumed",
+            Cause::Drained => "drained",
+        }
+    }
+}
+
+impl fmt::Display for Cause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Reads a cause's [`name`](Cause::name).
+impl std::str::FromStr for Cause {
+    type Err = ParseNameError;
+
+    fn from_str(text: &str) -> Result<Self, ParseNameError> {
+        Cause::ALL
+            .into_iter()
+            .find(|c| c.name() == text)
+            .ok_or(ParseNameError { of: "cause" })
+    }
 }
 
 /// The id of a removed record.
@@ -55,6 +101,27 @@ pub enum RecordId {
         /// Its name.
         name: Arc<str>,
     },
+}
+
+/// The record as an operator reads it: its collection's word and its
+/// id (`lease 3f2a…/17`, `member alice`, `record 10.0.0.1 of kind 0
+/// under lease 3f2a…/17`).
+impl fmt::Display for RecordId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RecordId::Lease(id) => write!(f, "lease {id}"),
+            RecordId::Listing(key) => write!(f, "listing {key}"),
+            RecordId::Member(member) => write!(f, "member {member}"),
+            RecordId::Attempt(id) => write!(f, "attempt {id}"),
+            RecordId::Key(key) => write!(f, "key {key}"),
+            RecordId::Stream(name) => write!(f, "stream {name}"),
+            RecordId::Queue(name) => write!(f, "queue {name}"),
+            RecordId::Schedule(name) => write!(f, "schedule {name}"),
+            RecordId::Record { kind, lease, name } => {
+                write!(f, "record {name} of {kind} under lease {lease}")
+            }
+        }
+    }
 }
 
 /// One removal.
@@ -98,6 +165,22 @@ impl Event {
     }
 }
 
+/// One line for a log: the tenant, the record, why it went, who held
+/// it and, for a cascade, what started it (`tenant-7: listing lobby
+/// cascaded, from lease 3f2a…/17 expired (#42)`).
+impl fmt::Display for Event {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {} {}", self.tenant, self.id, self.cause)?;
+        if let Some(holder) = &self.holder {
+            write!(f, ", held by {holder}")?;
+        }
+        if let Some(root) = &self.root {
+            write!(f, ", from {root}")?;
+        }
+        write!(f, " (#{})", self.seq)
+    }
+}
+
 /// The removal that started a cascade.
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -108,6 +191,12 @@ pub struct Root {
     pub id: RecordId,
     /// Why it went (never `Cascaded`).
     pub cause: Cause,
+}
+
+impl fmt::Display for Root {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.id, self.cause)
+    }
 }
 
 /// What a subscriber reads.
@@ -129,6 +218,31 @@ pub enum Received {
         /// Events of more tenants than `gaps` lists were missed.
         every_tenant: bool,
     },
+}
+
+/// An event as [`Event`]'s `Display` prints it; a lag report as how many
+/// events were missed, and whose.
+impl fmt::Display for Received {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Received::Event(event) => event.fmt(f),
+            Received::Lagged {
+                missed,
+                gaps,
+                every_tenant,
+            } => {
+                write!(f, "lagged: {missed} events missed")?;
+                if *every_tenant {
+                    return f.write_str(", of more tenants than listed: read every tenant again");
+                }
+                for (i, gap) in gaps.iter().enumerate() {
+                    let sep = if i == 0 { ", of " } else { ", " };
+                    write!(f, "{sep}{} (#{}..=#{})", gap.tenant, gap.from, gap.to)?;
+                }
+                Ok(())
+            }
+        }
+    }
 }
 
 /// Where a subscriber missed events of one tenant: the missed events'

@@ -64,3 +64,17 @@ pub enum Health {
     /// the engine's `drained` resolves when that is done.
     Stopped,
 }
+
+/// The state in a word or two, for a probe's body or a log line:
+/// `ready`, `degraded: expiry driver stalled`, `draining: 2.5s left`,
+/// `stopped`.
+impl std::fmt::Display for Health {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Health::Ready => f.write_str("ready"),
+            Health::Degraded { reason } => write!(f, "degraded: {reason}"),
+            Health::Draining { remaining } => write!(f, "draining: {remaining:?} left"),
+            Health::Stopped => f.write_str("stopped"),
+        }
+    }
+}

@@ -84,7 +84,7 @@ pub(crate) fn health_state(health: &Health) -> u8 {
 
 /// The label value of a collection.
 fn collection(c: Collection) -> &'static str {
-    c.scope_name()
+    c.name()
 }
 
 /// A scope's kind and collection, as label values.
@@ -119,14 +119,7 @@ fn scope_labels(scope: Scope) -> (&'static str, &'static str) {
 
 #[allow(dead_code)] // Read by the label test, and by the build without the feature.
 fn cause(c: Cause) -> &'static str {
-    match c {
-        Cause::Expired => "expired",
-        Cause::Revoked => "revoked",
-        Cause::Released => "released",
-        Cause::Cascaded => "cascaded",
-        Cause::Consumed => "consumed",
-        Cause::Drained => "drained",
-    }
+    c.name()
 }
 
 #[cfg(feature = "metrics")]

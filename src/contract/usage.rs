@@ -17,7 +17,7 @@ pub struct Usage {
 /// A tenant's usage per collection, from [`Store::usage`](crate::Store::usage). A snapshot of
 /// counters that other threads keep moving; each figure is exact at some
 /// instant during the call, not all at one.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct TenantUsage {
     pub(crate) per: [Option<Usage>; Collection::ALL.len()],
     /// Per declared kind, by its place: its tenant quota's use (`None`
@@ -39,5 +39,44 @@ impl TenantUsage {
     /// `None` for a kind the store did not declare.
     pub fn of_kind(&self, kind: Kind) -> Option<Usage> {
         self.kinds[kind.index()]
+    }
+}
+
+/// `used/limit`, as `3/100`.
+impl std::fmt::Display for Usage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.used, self.limit)
+    }
+}
+
+impl TenantUsage {
+    /// Every figure kept, by the name of its collection or kind.
+    fn named(&self) -> impl Iterator<Item = (String, Usage)> + '_ {
+        let collections = Collection::ALL
+            .into_iter()
+            .filter_map(|c| Some((c.name().to_string(), self.of(c)?)));
+        let kinds = (0..KINDS_MAX)
+            .filter_map(Kind::at)
+            .filter_map(|k| Some((k.to_string(), self.of_kind(k)?)));
+        collections.chain(kinds)
+    }
+}
+
+/// Each figure kept, named: `leases: 3/100, presence: 12/1000, kind 0:
+/// 4/64` (collections without a tenant count are left out).
+impl std::fmt::Display for TenantUsage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, (name, usage)) in self.named().enumerate() {
+            let sep = if i == 0 { "" } else { ", " };
+            write!(f, "{sep}{name}: {usage}")?;
+        }
+        Ok(())
+    }
+}
+
+/// As a map from each kept figure's name to it.
+impl std::fmt::Debug for TenantUsage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_map().entries(self.named()).finish()
     }
 }

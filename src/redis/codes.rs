@@ -201,7 +201,7 @@ pub(super) fn event_letters_lua() -> String {
     let (lhs, rhs): (Vec<_>, Vec<_>) = Collection::ALL
         .into_iter()
         .map(|c| {
-            let name = format!("E_{}", c.scope_name().to_uppercase());
+            let name = format!("E_{}", c.name().to_uppercase());
             (name, format!("'{}'", letter(c) as char))
         })
         .unzip();

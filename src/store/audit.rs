@@ -79,7 +79,7 @@ impl Store {
         )?;
         for kind in &ON_LEASE {
             let (held, counted, scheduled) = (kind.held)(self);
-            check(kind.collection.scope_name(), held, counted, scheduled)?;
+            check(kind.collection.name(), held, counted, scheduled)?;
         }
         check(
             "attempts",
@@ -174,7 +174,7 @@ impl Store {
         for (run, kind) in ON_LEASE.iter().enumerate() {
             (kind.each)(self, &mut |tenant, attached, lease, name| {
                 if !attached {
-                    let what = kind.collection.scope_name();
+                    let what = kind.collection.name();
                     fail(format!("{what} {name:?} left unattached"));
                     return;
                 }
@@ -260,7 +260,7 @@ impl Store {
                 if held != admitted {
                     return Err(format!(
                         "{id} {}: {held} records, {admitted} admitted",
-                        what.scope_name()
+                        what.name()
                     ));
                 }
             }

@@ -150,7 +150,7 @@ pub(in crate::store) fn tagged(word: u64, kind: Kind) -> u64 {
 
 impl std::fmt::Debug for LeaseChild {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.collection.scope_name())
+        f.write_str(self.collection.name())
     }
 }
 
