@@ -36,28 +36,27 @@ settings! {
 #[non_exhaustive]
 pub struct TenantQuota {
     /// Leases one tenant may hold.
-    pub leases_max: u64,
+    pub leases_max: u64 = 10_000,
     /// Listings one tenant may publish.
-    pub listings_max: u64,
+    pub listings_max: u64 = 10_000,
     /// Presence records one tenant may hold.
-    pub presence_max: u64,
+    pub presence_max: u64 = 100_000,
     /// Pending (not yet consumed) join attempts one tenant may have.
-    pub attempts_max: u64,
+    pub attempts_max: u64 = 50_000,
     /// Attempt records one tenant may hold, including consumed tokens
     /// remembered for replay rejection.
-    pub replay_max: u64,
+    pub replay_max: u64 = 100_000,
     /// Idempotency records one tenant may hold.
-    pub idempotency_max: u64,
+    pub idempotency_max: u64 = 50_000,
     /// Named locks one tenant may hold.
-    pub locks_max: u64,
+    pub locks_max: u64 = 10_000,
     /// Leases one holder (a [`grant`](crate::Store::grant)'s `holder`) may
-    /// hold within the tenant: a publisher's quota. Default
-    /// [`OFF`](Self::OFF). Whether it is counted is decided when the tenant
+    /// hold within the tenant: a publisher's quota. Whether it is counted is decided when the tenant
     /// registers, as for every tenant quota.
-    pub leases_per_holder_max: u64,
+    pub leases_per_holder_max: u64 = Self::OFF,
     /// Listings one holder may publish within the tenant, under all of its
-    /// leases together. Default [`OFF`](Self::OFF).
-    pub listings_per_holder_max: u64,
+    /// leases together.
+    pub listings_per_holder_max: u64 = Self::OFF,
 }
 }
 
@@ -178,22 +177,6 @@ impl TenantQuota {
             replay_max: Self::OFF,
             idempotency_max: Self::OFF,
             locks_max: Self::OFF,
-            leases_per_holder_max: Self::OFF,
-            listings_per_holder_max: Self::OFF,
-        }
-    }
-}
-
-impl Default for TenantQuota {
-    fn default() -> Self {
-        TenantQuota {
-            leases_max: 10_000,
-            listings_max: 10_000,
-            presence_max: 100_000,
-            attempts_max: 50_000,
-            replay_max: 100_000,
-            idempotency_max: 50_000,
-            locks_max: 10_000,
             leases_per_holder_max: Self::OFF,
             listings_per_holder_max: Self::OFF,
         }
@@ -382,200 +365,139 @@ settings! {
 #[non_exhaustive]
 pub struct StoreConfig {
     /// Shortest TTL accepted anywhere; shorter is `InvalidArgument`.
-    pub ttl_min: Duration,
+    pub ttl_min: Duration = Duration::from_millis(100),
     /// Longest TTL accepted anywhere; longer is `InvalidArgument`.
-    pub ttl_max: Duration,
+    pub ttl_max: Duration = Duration::from_secs(24 * 60 * 60),
     /// Store-wide ceiling on leases. At most 2^28 (268,435,456): a lease
     /// id names one of that many slots.
-    pub leases_max: u64,
+    pub leases_max: u64 = 1_000_000,
     /// Store-wide ceiling on listings.
-    pub listings_max: u64,
+    pub listings_max: u64 = 1_000_000,
     /// Store-wide ceiling on presence records.
-    pub presence_max: u64,
+    pub presence_max: u64 = 2_000_000,
     /// Store-wide ceiling on pending join attempts.
-    pub attempts_max: u64,
+    pub attempts_max: u64 = 500_000,
     /// Store-wide ceiling on attempt records including remembered tokens.
     /// At most 2^28 (268,435,456): an attempt id names one of that many
     /// slots.
-    pub replay_max: u64,
+    pub replay_max: u64 = 1_000_000,
     /// Store-wide ceiling on idempotency records.
-    pub idempotency_max: u64,
+    pub idempotency_max: u64 = 500_000,
     /// Store-wide ceiling on named locks.
-    pub locks_max: u64,
+    pub locks_max: u64 = 100_000,
     /// Store-wide ceiling on lease revocation tombstones.
-    pub tombstones_max: u64,
+    pub tombstones_max: u64 = 500_000,
     /// Most distinct tenants the store will track.
-    pub tenants_max: u64,
+    pub tenants_max: u64 = 10_000,
     /// Quotas applied to each tenant.
-    pub tenant: TenantQuota,
+    pub tenant: TenantQuota = TenantQuota::default(),
     /// Listings one lease may carry.
-    pub listings_per_lease_max: usize,
+    pub listings_per_lease_max: usize = 16,
     /// Pending attempts one listing may have.
-    pub attempts_per_listing_max: usize,
+    pub attempts_per_listing_max: usize = 64,
     /// Observed endpoints kept per lease (least recently seen replaced).
-    pub endpoints_per_lease_max: usize,
+    pub endpoints_per_lease_max: usize = 8,
     /// Presence records one lease may carry.
-    pub presence_per_lease_max: usize,
+    pub presence_per_lease_max: usize = 256,
     /// Named locks one lease may carry.
-    pub locks_per_lease_max: usize,
+    pub locks_per_lease_max: usize = 64,
     /// Streams one lease may carry (streams created attached to it).
-    pub streams_per_lease_max: usize,
+    pub streams_per_lease_max: usize = 16,
     /// Largest attribute blob on a listing or presence record.
-    pub attrs_bytes_max: usize,
+    pub attrs_bytes_max: usize = 1024,
     /// Longest listing key, member name, holder, client or idempotency key.
-    pub name_bytes_max: usize,
+    pub name_bytes_max: usize = 128,
     /// Most listings or members returned by one `list` call.
-    pub page_len_max: usize,
+    pub page_len_max: usize = 1000,
     /// How long a consumed token is remembered after its own deadline.
-    pub replay_grace: Duration,
+    pub replay_grace: Duration = Duration::from_secs(60),
     /// How long a revoked lease answers `Revoked` rather than `NotFound`.
-    pub tombstone_ttl: Duration,
+    pub tombstone_ttl: Duration = Duration::from_secs(600),
     /// How long an idempotency key returns its original outcome.
-    pub idempotency_ttl: Duration,
+    pub idempotency_ttl: Duration = Duration::from_secs(600),
     /// Most event subscribers at once.
-    pub subscribers_max: usize,
+    pub subscribers_max: usize = 16,
     /// Events buffered per subscriber before it lags.
-    pub subscriber_buffer_max: usize,
+    pub subscriber_buffer_max: usize = 4096,
     /// Most wake listeners attached at once, store-wide.
-    pub listeners_max: u64,
+    pub listeners_max: u64 = 65_536,
     /// Most listeners on one wake channel.
-    pub listeners_per_channel_max: usize,
+    pub listeners_per_channel_max: usize = 1_024,
     /// Most wake channels (with at least one listener) per tenant.
-    pub channels_per_tenant_max: u64,
+    pub channels_per_tenant_max: u64 = 4_096,
     /// Wakes queued per listener, not yet received. A notify to a listener
     /// whose queue is full drops its oldest wake, which the next wake
     /// counts in [`Wake::missed`](crate::wake::Wake::missed). A listener
     /// holds at most this many wakes, each 32 bytes plus its payload
     /// (shared by every listener it reaches).
-    pub wake_queue_max: usize,
+    pub wake_queue_max: usize = 64,
     /// Largest payload one notify carries, in bytes
     /// ([`notify_with`](crate::Store::notify_with)); 0 allows only empty
     /// payloads.
-    pub wake_payload_bytes_max: usize,
+    pub wake_payload_bytes_max: usize = 256,
     /// Most streams held, store-wide.
-    pub streams_max: u64,
+    pub streams_max: u64 = 65_536,
     /// Most streams per tenant.
-    pub streams_per_tenant_max: u64,
+    pub streams_per_tenant_max: u64 = 1_024,
     /// Largest `entries_max` a stream may be created with (entries cost
     /// memory even when their payloads are empty).
-    pub stream_entries_max: usize,
+    pub stream_entries_max: usize = 1 << 20,
     /// Largest `bytes_max` a stream may be created with, in payload bytes.
-    pub stream_bytes_max: usize,
+    pub stream_bytes_max: usize = 16 << 20,
     /// Stream capacity the store commits to, in payload bytes: the
     /// `bytes_max` of every stream held, together. A stream reserves its
     /// whole `bytes_max` when it is created, so the streams' payloads can
     /// never need more than this.
-    pub stream_bytes_total_max: u64,
+    pub stream_bytes_total_max: u64 = 1 << 30,
     /// The same for entries: the `entries_max` of every stream held,
     /// together (an entry costs about 50 bytes besides its payload).
-    pub stream_entries_total_max: u64,
+    pub stream_entries_total_max: u64 = 1 << 22,
     /// Largest payload of one stream entry, in bytes.
-    pub stream_payload_bytes_max: usize,
+    pub stream_payload_bytes_max: usize = 64 << 10,
     /// Most named consumers per stream.
-    pub consumers_per_stream_max: usize,
+    pub consumers_per_stream_max: usize = 64,
     /// Most job queues held, store-wide.
-    pub queues_max: u64,
+    pub queues_max: u64 = 16_384,
     /// Most job queues per tenant.
-    pub queues_per_tenant_max: u64,
+    pub queues_per_tenant_max: u64 = 256,
     /// Largest `jobs_max` a queue may be created with.
-    pub queue_jobs_max: usize,
+    pub queue_jobs_max: usize = 1 << 20,
     /// Largest `bytes_max` a queue may be created with, in payload bytes.
-    pub queue_bytes_max: usize,
+    pub queue_bytes_max: usize = 64 << 20,
     /// Queue capacity the store commits to, in jobs: the `jobs_max` of
     /// every queue held, together (a queue reserves it at creation; a job
     /// costs about 150 bytes besides its payload).
-    pub queue_jobs_total_max: u64,
+    pub queue_jobs_total_max: u64 = 1 << 22,
     /// The same in payload bytes: the queues' `bytes_max` together.
-    pub queue_bytes_total_max: u64,
+    pub queue_bytes_total_max: u64 = 1 << 30,
     /// Largest payload of one job, in bytes.
-    pub job_payload_bytes_max: usize,
+    pub job_payload_bytes_max: usize = 64 << 10,
     /// Most schedules held, store-wide.
-    pub schedules_max: u64,
+    pub schedules_max: u64 = 16_384,
     /// Most schedules per tenant.
-    pub schedules_per_tenant_max: u64,
+    pub schedules_per_tenant_max: u64 = 256,
     /// Shortest interval a schedule accepts.
-    pub schedule_interval_min: Duration,
+    pub schedule_interval_min: Duration = Duration::from_millis(100),
     /// Longest interval a schedule accepts.
-    pub schedule_interval_max: Duration,
+    pub schedule_interval_max: Duration = Duration::from_secs(7 * 24 * 60 * 60),
     /// How long the expiry driver may go without sweeping before joins,
     /// binds and consumes are refused with `ServiceUnavailable` (expiry, and
     /// so token validity, can no longer be guaranteed).
-    pub driver_stall_max: Duration,
+    pub driver_stall_max: Duration = Duration::from_secs(5),
     /// Longest drain window `begin_drain` accepts; longer is
     /// `InvalidArgument`, so a drain always ends.
-    pub drain_window_max: Duration,
+    pub drain_window_max: Duration = Duration::from_secs(60 * 60),
     /// Lowest fence (lease or lock) the store may issue, as a number the
     /// host persisted from an earlier incarnation (0: none). Fences start
     /// above the wall clock at start in nanoseconds since the Unix epoch,
     /// or above this floor if it is higher; set it when the wall clock may
     /// have stepped back across a restart. At most `u64::MAX / 2`.
-    pub fence_floor: u64,
+    pub fence_floor: u64 = 0,
     /// The record kinds the relay declares, at most
     /// [`KINDS_MAX`](crate::KINDS_MAX); a kind is named by its place here
-    /// ([`Kind`](crate::Kind)). None by default.
-    pub kinds: Vec<RecordKind>,
+    /// ([`Kind`](crate::Kind)).
+    pub kinds: Vec<RecordKind> = Vec::new(),
 }
-}
-
-impl Default for StoreConfig {
-    fn default() -> Self {
-        StoreConfig {
-            ttl_min: Duration::from_millis(100),
-            ttl_max: Duration::from_secs(24 * 60 * 60),
-            leases_max: 1_000_000,
-            listings_max: 1_000_000,
-            presence_max: 2_000_000,
-            attempts_max: 500_000,
-            replay_max: 1_000_000,
-            idempotency_max: 500_000,
-            locks_max: 100_000,
-            tombstones_max: 500_000,
-            tenants_max: 10_000,
-            tenant: TenantQuota::default(),
-            listings_per_lease_max: 16,
-            attempts_per_listing_max: 64,
-            endpoints_per_lease_max: 8,
-            presence_per_lease_max: 256,
-            locks_per_lease_max: 64,
-            streams_per_lease_max: 16,
-            attrs_bytes_max: 1024,
-            name_bytes_max: 128,
-            page_len_max: 1000,
-            replay_grace: Duration::from_secs(60),
-            tombstone_ttl: Duration::from_secs(600),
-            idempotency_ttl: Duration::from_secs(600),
-            subscribers_max: 16,
-            subscriber_buffer_max: 4096,
-            listeners_max: 65_536,
-            listeners_per_channel_max: 1_024,
-            channels_per_tenant_max: 4_096,
-            wake_queue_max: 64,
-            wake_payload_bytes_max: 256,
-            streams_max: 65_536,
-            streams_per_tenant_max: 1_024,
-            stream_entries_max: 1 << 20,
-            stream_bytes_max: 16 << 20,
-            stream_bytes_total_max: 1 << 30,
-            stream_entries_total_max: 1 << 22,
-            stream_payload_bytes_max: 64 << 10,
-            consumers_per_stream_max: 64,
-            queues_max: 16_384,
-            queues_per_tenant_max: 256,
-            queue_jobs_max: 1 << 20,
-            queue_bytes_max: 64 << 20,
-            queue_jobs_total_max: 1 << 22,
-            queue_bytes_total_max: 1 << 30,
-            job_payload_bytes_max: 64 << 10,
-            schedules_max: 16_384,
-            schedules_per_tenant_max: 256,
-            schedule_interval_min: Duration::from_millis(100),
-            schedule_interval_max: Duration::from_secs(7 * 24 * 60 * 60),
-            driver_stall_max: Duration::from_secs(5),
-            drain_window_max: Duration::from_secs(60 * 60),
-            fence_floor: 0,
-            kinds: Vec::new(),
-        }
-    }
 }
 
 impl StoreConfig {

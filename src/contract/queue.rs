@@ -98,45 +98,30 @@ settings! {
 #[non_exhaustive]
 pub struct QueueConfig {
     /// Most jobs held, in every state (dead letters keep their slot until
-    /// requeued or purged). Default 10,000; at most `queue_jobs_max`.
-    pub jobs_max: usize,
-    /// Most payload bytes held, every state together. Default 16 MiB; at
-    /// most `queue_bytes_max`.
-    pub bytes_max: usize,
+    /// requeued or purged). At most `queue_jobs_max`.
+    pub jobs_max: usize = 10_000,
+    /// Most payload bytes held, every state together (the default is 16
+    /// MiB). At most `queue_bytes_max`.
+    pub bytes_max: usize = 16 << 20,
     /// Dead letters at which the queue stops taking jobs (enqueue refused
     /// with `CapacityExceeded`, scope `QueueDeadLetters`) until they are
-    /// requeued or purged. From 1 to `jobs_max`; `None` (the default):
+    /// requeued or purged. From 1 to `jobs_max`; `None`:
     /// a tenth of `jobs_max`, at least 1 ([`dead_letters_cap`](Self::dead_letters_cap)),
     /// so a smaller `jobs_max` alone never contradicts it.
-    pub dead_letters_max: Option<usize>,
+    pub dead_letters_max: Option<usize> = None,
     /// How long a claim holds its jobs unless the claim says otherwise.
-    /// Default 300 s.
-    pub visibility: Duration,
-    /// Claims a job gets before it is dead-lettered. Default 3.
-    pub attempts_max: u32,
-    /// The retry backoff. Default base 5 s, max 300 s (at most `ttl_max`).
-    pub backoff: Backoff,
+    pub visibility: Duration = Duration::from_secs(300),
+    /// Claims a job gets before it is dead-lettered.
+    pub attempts_max: u32 = 3,
+    /// The retry backoff (its `max` at most `ttl_max`).
+    pub backoff: Backoff = Backoff {
+        base: Duration::from_secs(5),
+        max: Duration::from_secs(300),
+    },
     /// The seed of the queue's jitter ([`Jitter`]); `None` draws one from
     /// the OS at creation.
-    pub jitter_seed: Option<u64>,
+    pub jitter_seed: Option<u64> = None,
 }
-}
-
-impl Default for QueueConfig {
-    fn default() -> Self {
-        QueueConfig {
-            jobs_max: 10_000,
-            bytes_max: 16 << 20,
-            dead_letters_max: None,
-            visibility: Duration::from_secs(300),
-            attempts_max: 3,
-            backoff: Backoff {
-                base: Duration::from_secs(5),
-                max: Duration::from_secs(300),
-            },
-            jitter_seed: None,
-        }
-    }
 }
 
 impl QueueConfig {

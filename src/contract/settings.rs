@@ -7,7 +7,38 @@
 /// The fields stay public for reading; outside the crate the structs
 /// (`#[non_exhaustive]`) are built only through the setters, written once,
 /// here.
+///
+/// Written with a default after each field (`pub leases_max: u64 =
+/// 1_000_000,`), it also makes the struct's `Default` from them, and each
+/// field's documentation ends with its default, so the rustdoc and the
+/// value are one text.
 macro_rules! settings {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident {
+            $($(#[$field_meta:meta])* pub $field:ident: $ty:ty = $default:expr,)*
+        }
+    ) => {
+        $crate::contract::settings::settings! {
+            $(#[$meta])*
+            pub struct $name {
+                $(
+                    $(#[$field_meta])*
+                    #[doc = ""]
+                    #[doc = concat!("Default: `", stringify!($default), "`.")]
+                    pub $field: $ty,
+                )*
+            }
+        }
+
+        impl Default for $name {
+            fn default() -> Self {
+                $name {
+                    $($field: $default,)*
+                }
+            }
+        }
+    };
     (
         $(#[$meta:meta])*
         pub struct $name:ident {

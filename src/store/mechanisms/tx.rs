@@ -243,7 +243,7 @@ impl Store {
     /// assert_eq!(offset, 0);
     /// let refused: Result<((), _), Error> = store.with_tx(|tx| {
     ///     tx.append(game, "log", b"never")?;
-    ///     Err(Error::Conflict { current_version: 0 })
+    ///     Err(Error::NotFound) // the caller gives up: nothing staged happens
     /// });
     /// assert!(refused.is_err());
     /// assert_eq!(store.stream_info(game, "log")?.entries, 1); // "never" is not in it
