@@ -25,10 +25,15 @@
 //! while it fills: hosting 10^7 sessions takes about a minute, and with
 //! 15 s the mix would begin in a mass expiry of most members.
 //!
+//! `--mix heartbeat=R,lookup=R,join=R,refresh=R,churn=R,vanish=R` sets
+//! these rates (any subset; the run prints the ones it uses).
+//!
 //! It reports throughput and latency per operation (one operation in 16 is
-//! timed), heap bytes per session (a counting allocator), expiry lag
-//! (deadline to the removal event, from the vanished members), and how many
-//! sessions one core carries at the rates above.
+//! timed), heap bytes per session (a counting allocator) beside the
+//! process's heap and resident set, expiry lag (deadline to the removal
+//! event, from the vanished members), and how many sessions one core
+//! carries at the rates above, measured at the size asked for (an
+//! operation costs more in a larger store: `--sessions`).
 //!
 //! With `--baseline` the same sessions and the same mix then run, in the
 //! same process, on the store a relay engineer writes first
@@ -91,7 +96,7 @@ const VANISHING_ROOM: u64 = 1 << 18;
 const REPLAY_FLOOR: u64 = 1 << 22;
 
 const USAGE: &str =
-    "usage: cargo run --release --example capacity -- [--sessions N] [--seconds S] [--threads T] [--json PATH] [--open-loop R] [--baseline]
+    "usage: cargo run --release --example capacity -- [--sessions N] [--seconds S] [--threads T] [--mix K=R,...] [--json PATH] [--open-loop R] [--baseline]
 
   --sessions N   hosted sessions (default 20000)
   --seconds S    how long the load runs (default 15)
@@ -99,6 +104,9 @@ const USAGE: &str =
   --host-ttl S   the TTL in seconds of a hosted member's first heartbeat (default 600, the
                  lease's; the mix's heartbeats carry 15 s). 15 makes a run whose hosting takes
                  longer than 15 s begin with a mass expiry (memory engine only)
+  --mix K=R,...  the traffic each session offers, per second, by operation: heartbeat (default
+                 0.8), lookup (0.2), join (1/30), refresh (1/300), churn (1/600), vanish (1/60);
+                 the ones not named keep their defaults
   --json PATH    also write the results as JSON to PATH (for dashboards and comparisons)
   --baseline     then run the same sessions and mix on a plain baseline store (a Mutex<HashMap>
                  per collection, a BinaryHeap of deadlines, a sweeper thread) and print the two
@@ -122,7 +130,8 @@ enum Op {
     Vanish,
 }
 
-/// Per session per second, from the table in the module docs.
+/// Per session per second, from the table in the module docs: the
+/// defaults, which `--mix` overrides ([`mix`]).
 const MIX: [(Op, f64, &str); 6] = [
     (Op::Heartbeat, 0.8, "presence heartbeat"),
     (Op::Lookup, 0.2, "listing lookup"),
@@ -135,6 +144,58 @@ const MIX: [(Op, f64, &str); 6] = [
     ),
     (Op::Vanish, 1.0 / 60.0, "vanishing member"),
 ];
+
+/// The name `--mix` gives each operation, in [`MIX`]'s order.
+const MIX_KEYS: [&str; 6] = ["heartbeat", "lookup", "join", "refresh", "churn", "vanish"];
+
+/// The run's mix: [`MIX`] with the rates `--mix` set.
+static RUN_MIX: std::sync::OnceLock<[(Op, f64, &str); 6]> = std::sync::OnceLock::new();
+
+/// The mix this run offers, per session per second.
+fn run_mix_rates() -> &'static [(Op, f64, &'static str); 6] {
+    RUN_MIX.get_or_init(|| MIX)
+}
+
+/// Reads `--mix`: `key=rate` pairs, comma-separated, each rate per
+/// session per second and non-negative; the operations it does not name
+/// keep their defaults, and at least one rate must be positive.
+fn parse_mix(text: &str) -> Result<[(Op, f64, &'static str); 6], String> {
+    let mut mix = MIX;
+    for pair in text.split(',').filter(|p| !p.is_empty()) {
+        let (key, rate) = pair
+            .split_once('=')
+            .ok_or(format!("--mix: {pair:?} is not key=rate"))?;
+        let at = MIX_KEYS.iter().position(|k| *k == key).ok_or(format!(
+            "--mix: unknown operation {key:?} (one of {MIX_KEYS:?})"
+        ))?;
+        mix[at].1 = match rate.parse::<f64>() {
+            Ok(r) if r.is_finite() && r >= 0.0 => r,
+            _ => {
+                return Err(format!(
+                    "--mix: {key}={rate} is not a rate (per session per second, at least 0)"
+                ))
+            }
+        };
+    }
+    if mix.iter().all(|m| m.1 == 0.0) {
+        return Err("--mix: every rate is 0".into());
+    }
+    Ok(mix)
+}
+
+/// The traffic a session offers, as one line.
+fn print_mix() {
+    let rates: Vec<String> = MIX_KEYS
+        .iter()
+        .zip(run_mix_rates())
+        .map(|(key, (_, rate, _))| format!("{key} {rate:.4}"))
+        .collect();
+    let total: f64 = run_mix_rates().iter().map(|m| m.1).sum();
+    println!(
+        "traffic per session per second: {} ({total:.3} in all; set with --mix key=rate,...)",
+        rates.join(", ")
+    );
+}
 
 /// Store operations one mix entry performs.
 fn store_ops(op: Op) -> u64 {
@@ -378,9 +439,10 @@ fn pick(x: &mut u64, sessions: u64) -> (Op, u64) {
     *x ^= *x << 13;
     *x ^= *x >> 7;
     *x ^= *x << 17;
-    let total_rate: f64 = MIX.iter().map(|m| m.1).sum();
+    let mix = run_mix_rates();
+    let total_rate: f64 = mix.iter().map(|m| m.1).sum();
     let mut roll = (*x >> 11) as f64 / (1u64 << 53) as f64 * total_rate;
-    let op = MIX.iter().find(|m| {
+    let op = mix.iter().find(|m| {
         roll -= m.1;
         roll < 0.0
     });
@@ -578,6 +640,11 @@ struct Report {
     rows: Vec<String>,
     lag: Histogram,
     heap_per_session: f64,
+    /// The process's heap when the hosting began: the subject's fixed
+    /// tables (sized by its limits) and the harness's own.
+    heap_at_start: i64,
+    /// The process's heap at its highest so far.
+    heap_peak: usize,
     /// CPU seconds of the whole process over the load.
     cpu_used: Option<f64>,
 }
@@ -600,9 +667,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             engine: Some("memory".into()),
             baseline: Some(false),
             host_ttl: Some(0),
+            mix: Some(String::new()),
         },
         USAGE,
     );
+    if let Some(text) = &o.mix {
+        let parsed = parse_mix(text).unwrap_or_else(|e| {
+            eprintln!("error: {e}\n\n{USAGE}");
+            std::process::exit(2);
+        });
+        RUN_MIX.set(parsed).expect("the mix is set once, first");
+    }
+    print_mix();
     let n = o.sessions;
     let config = limits(n);
     let baseline = o.baseline == Some(true);
@@ -870,6 +946,8 @@ fn run_mix<S: Subject>(
         rows,
         lag,
         heap_per_session,
+        heap_at_start: heap_before,
+        heap_peak: HEAP.max_allocated(),
         cpu_used,
     };
     print_details(o, &report);
@@ -893,7 +971,7 @@ fn run_mix<S: Subject>(
 /// and CPU.
 fn print_details(o: &Options, r: &Report) {
     let (elapsed, lag, heap_per_session) = (r.elapsed, &r.lag, r.heap_per_session);
-    let total_rate: f64 = MIX.iter().map(|m| m.1).sum();
+    let total_rate: f64 = run_mix_rates().iter().map(|m| m.1).sum();
     if let Some(rate) = o.open_loop {
         let achieved = r.mix_per_s();
         println!(
@@ -915,16 +993,23 @@ fn print_details(o: &Options, r: &Report) {
     );
     println!("  (from a member's deadline to its removal event reaching a reader blocked in recv; expiry runs every 10 ms)");
     let gib = (1u64 << 30) as f64;
-    match max_resident_bytes() {
-        Some(rss) => println!(
-            "memory: {heap_per_session:.0} heap bytes per session (the store's, at setup) = {:.0} sessions per GiB of heap; peak resident set of the process so far {:.0} MiB",
-            gib / heap_per_session,
-            rss as f64 / (1u64 << 20) as f64
-        ),
-        None => println!(
-            "memory: {heap_per_session:.0} heap bytes per session (the store's, at setup) = {:.0} sessions per GiB of heap",
-            gib / heap_per_session
-        ),
+    let mib = |bytes: f64| bytes / (1u64 << 20) as f64;
+    println!(
+        "memory: {heap_per_session:.0} heap bytes per session (the store's, at setup) = {:.0} sessions per GiB of heap",
+        gib / heap_per_session
+    );
+    println!(
+        "  the process's heap: {:.0} MiB before hosting (tables sized by the limits, and the harness), {:.0} MiB for the {} sessions, {:.0} MiB at its peak so far (the mix adds replay memory and vanishing members)",
+        mib(r.heap_at_start as f64),
+        mib(heap_per_session * o.sessions as f64),
+        o.sessions,
+        mib(r.heap_peak as f64),
+    );
+    if let Some(rss) = max_resident_bytes() {
+        println!(
+            "  peak resident set so far {:.0} MiB: the peak heap, plus what the allocator keeps of freed memory, the threads' stacks and the program",
+            mib(rss as f64)
+        );
     }
     match r.cpu_used {
         Some(cpu) if o.open_loop.is_some() => println!(
@@ -933,12 +1018,16 @@ fn print_details(o: &Options, r: &Report) {
         Some(cpu) if cpu > 0.0 => {
             let per_cpu_second = r.mix_total as f64 / cpu;
             println!(
-                "cpu: {cpu:.1} s of CPU over {elapsed:.1} s ({:.2} cores busy); one core sustains ~{:.0} sessions at these rates",
+                "cpu: {cpu:.1} s of CPU over {elapsed:.1} s ({:.2} cores busy); one core sustains ~{:.0} sessions at these rates, measured with {} sessions",
                 cpu / elapsed,
-                per_cpu_second / total_rate
+                per_cpu_second / total_rate,
+                o.sessions
             );
             println!(
-                "  ({total_rate:.3} mix operations per session per second; {per_cpu_second:.0} mix operations per CPU-second, the whole process counted)"
+                "  ({total_rate:.3} mix operations per session per second; {per_cpu_second:.0} mix operations per CPU-second, the whole process counted;"
+            );
+            println!(
+                "  an operation costs more in a larger store: plan with --sessions at your size; docs/PERFORMANCE.md draws the curve from 10^4 to 10^7)"
             );
             let sessions = per_cpu_second / total_rate;
             println!(

@@ -15,8 +15,8 @@
 //! side per Redis CPU-second, the figure that sizes a Redis fleet.
 
 use super::{
-    listing, pick, print_table, Failure, Op, Tally, LEASE_TTL, MEMBERS, MIX, PRESENCE_TTL, TENANTS,
-    VANISH_TTL,
+    listing, pick, print_table, run_mix_rates, Failure, Op, Tally, LEASE_TTL, MEMBERS,
+    PRESENCE_TTL, TENANTS, VANISH_TTL,
 };
 use crate::support::{Histogram, Options};
 use relaystore::events::{Cause, Collection, Received, RecordId};
@@ -314,7 +314,7 @@ async fn mix(
         &tally.refusals,
         elapsed,
     );
-    let total_rate: f64 = MIX.iter().map(|m| m.1).sum();
+    let total_rate: f64 = run_mix_rates().iter().map(|m| m.1).sum();
     let gib = (1u64 << 30) as f64;
     match memory_per_session {
         Some(bytes) => println!(

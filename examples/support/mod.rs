@@ -24,6 +24,10 @@ pub struct Options {
     /// capacity run's `--host-ttl`; `None` if not given, and in the
     /// defaults if not an option of the example).
     pub host_ttl: Option<u64>,
+    /// The capacity run's `--mix` (its traffic per session per second),
+    /// as given: `None` if not given, and in the defaults if not an
+    /// option of the example.
+    pub mix: Option<String>,
 }
 
 impl Options {
@@ -38,6 +42,7 @@ impl Options {
             engine: None,
             baseline: None,
             host_ttl: None,
+            mix: None,
         }
     }
 }
@@ -61,10 +66,12 @@ fn parse_options(defaults: Options) -> Result<Options, String> {
     let open_loop = defaults.open_loop.is_some();
     let engine = defaults.engine.is_some();
     let host_ttl = defaults.host_ttl.is_some();
+    let mix = defaults.mix.is_some();
     let mut o = Options {
         json: None,
         open_loop: None,
         host_ttl: None,
+        mix: None,
         ..defaults
     };
     let mut args = std::env::args().skip(1);
@@ -77,7 +84,8 @@ fn parse_options(defaults: Options) -> Result<Options, String> {
             || (json && flag == "--json")
             || (open_loop && flag == "--open-loop")
             || (engine && flag == "--engine")
-            || (host_ttl && flag == "--host-ttl");
+            || (host_ttl && flag == "--host-ttl")
+            || (mix && flag == "--mix");
         if !known {
             return Err(format!("unknown option {flag:?}"));
         }
@@ -87,6 +95,7 @@ fn parse_options(defaults: Options) -> Result<Options, String> {
             "--sessions" => o.sessions = parse(&value)?,
             "--seconds" => o.seconds = parse(&value)?,
             "--json" => o.json = Some(value),
+            "--mix" => o.mix = Some(value),
             "--engine" => o.engine = Some(value),
             "--host-ttl" => match parse(&value)? {
                 0 => return Err("--host-ttl SECONDS must be positive".into()),
