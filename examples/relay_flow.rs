@@ -26,7 +26,11 @@ fn main() -> Result<(), relaystore::Error> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
         .expect("a tokio runtime");
-    runtime.block_on(relay_flow(&store, || clock.advance(Duration::from_secs(5))))?;
+    // The store as the contract's in-memory engine: the same records.
+    let engine = store.engine();
+    runtime.block_on(relay_flow(&engine, || {
+        clock.advance(Duration::from_secs(5))
+    }))?;
     println!("stats: {:?}", store.stats());
     Ok(())
 }

@@ -60,8 +60,11 @@
 //! Relay code that should outlive one process is written against
 //! [`Engine`]: every relay operation, async, with engine-neutral values
 //! (ids that travel as text or bytes, time as time remaining, a typed
-//! [`Error::BackendUnavailable`]). [`Store`] implements it with futures that
-//! complete at once and keeps its synchronous methods as the fast path.
+//! [`Error::BackendUnavailable`]). A [`Store`] serves it as a
+//! [`MemoryEngine`] (`store.engine()`), with futures that complete at
+//! once, and keeps its synchronous methods, under the same names, as the
+//! fast path: the store itself implements none of the traits, so a name
+//! has one calling convention on each type.
 //! The Redis engine (feature `redis`) implements it too, for relays that
 //! share their state across processes; [`RelayEngine`] (the relay
 //! records: leases, endpoints, listings, presence, joins, locks, tenants,
@@ -240,11 +243,10 @@ pub mod wake {
 pub use mem::{quota, wheel};
 
 pub use base::attrs::Attrs;
-pub use base::collection::{Kind, KINDS_MAX};
+pub use base::collection::{Kind, ParseNameError, KINDS_MAX};
 pub use base::error::{ConflictReason, Error, Result, Scope, Unavailable};
 pub use base::ids::{
-    AttemptId, JobId, JoinToken, LeaseId, ParseIdError, ParseNameError, TenantId,
-    TOKEN_SECRET_BYTES,
+    AttemptId, JobId, JoinToken, LeaseId, ParseIdError, TenantId, TOKEN_SECRET_BYTES,
 };
 pub use base::name::{Holder, Name};
 #[cfg(feature = "internals")]
@@ -280,8 +282,8 @@ pub use mem::ttl::{Removed, TtlConfig, TtlMap};
 pub use store::AuditError;
 pub use store::{Committed, Transaction, TX_OPS_MAX};
 pub use store::{
-    LockGuard, Scheduler, SchedulerStop, Stats, Store, StoreBuilder, EXPIRY_TICK_DEFAULT,
-    LEASE_SLOTS_PER_ITEM, REFUSAL_LOG_INTERVAL,
+    LockGuard, MemoryEngine, Scheduler, SchedulerStop, Stats, Store, StoreBuilder,
+    EXPIRY_TICK_DEFAULT, LEASE_SLOTS_PER_ITEM, REFUSAL_LOG_INTERVAL,
 };
 
 /// The README's examples, compiled and run as doctests.

@@ -13,8 +13,9 @@ use relaystore::wake::Listener;
 use relaystore::{
     Admission, AttemptId, AttemptInfo, Binding, ClaimedJob, Cursor, DeadLetter, EndpointSeen,
     Engine, Error, Health, JobId, JoinTicket, JoinToken, Kind, LeaseGrant, LeaseId, LeaseInfo,
-    ListingInfo, LockInfo, OutboxMessage, OutboxRun, Page, PresenceInfo, RecordInfo, RelayEngine,
-    Renewal, Result, Store, StoreConfig, StreamEngine, TenantId, TxBatch, TxOutcome, WakeEngine,
+    ListingInfo, LockInfo, MemoryEngine, OutboxMessage, OutboxRun, Page, PresenceInfo, RecordInfo,
+    RelayEngine, Renewal, Result, StoreConfig, StreamEngine, TenantId, TxBatch, TxOutcome,
+    WakeEngine,
 };
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -78,7 +79,7 @@ enum Defect {
 /// The in-memory engine with one defect.
 #[derive(Clone)]
 struct Broken {
-    inner: Store,
+    inner: MemoryEngine,
     defect: Defect,
     admitted: Arc<Mutex<HashMap<AttemptId, Admission>>>,
     /// Every record seen, by tenant, kind, lease and name, until removed

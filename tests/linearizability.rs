@@ -619,7 +619,7 @@ fn tokio_runtime() -> tokio::runtime::Runtime {
 fn join_histories_in_memory_are_linearizable() {
     let runtime = tokio_runtime();
     let store = store();
-    let engines = vec![store.clone(); THREADS];
+    let engines = vec![store.engine(); THREADS];
     let mut outcomes = HashSet::new();
     for seed in 0..2_000 {
         let history = record_join(&engines, &runtime, seed, false);
@@ -655,7 +655,7 @@ fn join_histories_on_redis_from_separate_instances_are_linearizable() {
 #[test]
 fn the_checker_rejects_an_engine_that_lets_a_second_consume_through() {
     let runtime = tokio_runtime();
-    let engines = vec![store(); THREADS];
+    let engines = vec![store().engine(); THREADS];
     let rejected = (0..500)
         .filter(|&seed| !linearizable(&record_join(&engines, &runtime, seed, true)))
         .count();

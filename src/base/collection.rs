@@ -76,6 +76,16 @@ impl Collection {
     }
 }
 
+/// Text that names no value of its type: what the `FromStr` of a
+/// name-like value ([`Cause`](crate::events::Cause),
+/// [`Collection`](crate::events::Collection)) refuses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, thiserror::Error)]
+#[error("not the name of a {of}")]
+pub struct ParseNameError {
+    /// What the text was read as (`"cause"`, `"collection"`).
+    pub of: &'static str,
+}
+
 impl std::fmt::Display for Collection {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())
@@ -84,13 +94,13 @@ impl std::fmt::Display for Collection {
 
 /// Reads a collection's [`name`](Collection::name).
 impl std::str::FromStr for Collection {
-    type Err = crate::base::ids::ParseNameError;
+    type Err = ParseNameError;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
         Collection::ALL
             .into_iter()
             .find(|c| c.name() == text)
-            .ok_or(crate::base::ids::ParseNameError { of: "collection" })
+            .ok_or(ParseNameError { of: "collection" })
     }
 }
 

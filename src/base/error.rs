@@ -215,6 +215,20 @@ impl fmt::Display for ConflictReason {
 }
 
 impl Error {
+    /// This answer, as a call that took a join token gives it: `Restarted`
+    /// (the token's attempt id is of another incarnation) becomes
+    /// [`NotFound`](Self::NotFound), as for any token the store does not
+    /// know. A token comes from a client, and text a client garbled or
+    /// made up parses to an id of no incarnation at all; the store cannot
+    /// tell it from a genuine token issued before a restart, so neither is
+    /// reported as a restart.
+    pub(crate) fn for_token(self) -> Error {
+        match self {
+            Error::Restarted => Error::NotFound,
+            e => e,
+        }
+    }
+
     /// A [`Error::Conflict`] for `reason`, the record in the way at
     /// `current_version`.
     pub(crate) fn conflict(reason: ConflictReason, current_version: u64) -> Error {

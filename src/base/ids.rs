@@ -247,31 +247,6 @@ impl JoinToken {
     }
 }
 
-/// Text that names no value of its type: what the `FromStr` of a
-/// name-like value ([`Cause`](crate::events::Cause),
-/// [`Collection`](crate::events::Collection)) refuses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, thiserror::Error)]
-#[error("not the name of a {of}")]
-pub struct ParseNameError {
-    /// What the text was read as (`"cause"`, `"collection"`).
-    pub of: &'static str,
-}
-
-/// A token's answer where the engine found its attempt id to be of
-/// another incarnation (`Restarted`): [`Error::NotFound`], as for any
-/// token the store does not know. A token comes from a client, and text
-/// a client garbled or made up parses to an id of no incarnation at all;
-/// the store cannot tell it from a genuine token issued before a restart,
-/// so neither is reported as a restart.
-///
-/// [`Error::NotFound`]: crate::Error::NotFound
-pub(crate) fn unknown_token(e: crate::Error) -> crate::Error {
-    match e {
-        crate::Error::Restarted => crate::Error::NotFound,
-        e => e,
-    }
-}
-
 impl PartialEq for JoinToken {
     fn eq(&self, other: &Self) -> bool {
         self.attempt == other.attempt && self.matches(&other.secret)

@@ -5,7 +5,7 @@ use super::Harness;
 use crate::base::error::Error;
 use crate::base::time::ManualClock;
 use crate::contract::config::StoreConfig;
-use crate::store::Store;
+use crate::store::{MemoryEngine, Store};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -26,13 +26,13 @@ impl InMemory {
 }
 
 impl Harness for InMemory {
-    type Engine = Store;
+    type Engine = MemoryEngine;
 
     fn unit(&self) -> Duration {
         Duration::from_secs(1)
     }
 
-    async fn engine(&self, config: StoreConfig) -> Result<Store, Error> {
+    async fn engine(&self, config: StoreConfig) -> Result<MemoryEngine, Error> {
         let store = Store::builder()
             .config(config)
             .clock(self.clock.clone())
@@ -42,7 +42,7 @@ impl Harness for InMemory {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .push(store.clone());
-        Ok(store)
+        Ok(store.engine())
     }
 
     async fn advance(&self, elapsed: Duration) {

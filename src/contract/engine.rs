@@ -3,11 +3,12 @@
 //! [`RelayEngine`] covers the relay records (leases, listings, presence,
 //! join attempts, locks, tenants, health, drain and removal events);
 //! [`WakeEngine`] adds wake channels, [`StreamEngine`] streams, and
-//! [`Engine`] job queues, the outbox and schedules. The in-memory
-//! [`Store`](crate::Store) and the Redis engine (feature `redis`), which
-//! keeps the state in a server shared by several relay processes,
-//! implement all four (ADR 0030, ADR 0032 to ADR 0034). Code generic over
-//! `E: Engine` runs unchanged on either.
+//! [`Engine`] job queues, the outbox and schedules. The in-memory engine
+//! ([`MemoryEngine`](crate::MemoryEngine), a [`Store`](crate::Store) seen
+//! through the contract: `store.engine()`) and the Redis engine (feature
+//! `redis`), which keeps the state in a server shared by several relay
+//! processes, implement all four (ADR 0030, ADR 0032 to ADR 0034, ADR
+//! 0081). Code generic over `E: Engine` runs unchanged on either.
 //!
 //! Every operation is `async`, because a remote engine does I/O, and every
 //! returned future is `Send`, so it can be awaited inside a spawned task on
@@ -50,7 +51,8 @@
 //!
 //! // The in-memory engine's futures are ready at once: any executor will do.
 //! let store = Store::builder().build()?;
-//! let mut task = std::pin::pin!(host_and_admit(&store, TenantId(1)));
+//! let engine = store.engine(); // the contract's face of the same store
+//! let mut task = std::pin::pin!(host_and_admit(&engine, TenantId(1)));
 //! let waker = std::task::Waker::noop();
 //! let done = task.as_mut().poll(&mut std::task::Context::from_waker(waker));
 //! assert_eq!(done, std::task::Poll::Ready(Ok(())));

@@ -4,7 +4,7 @@
 
 pub use crate::base::collection::Collection;
 use crate::base::collection::Kind;
-use crate::base::ids::ParseNameError;
+use crate::base::collection::ParseNameError;
 use crate::base::ids::{AttemptId, LeaseId, TenantId};
 use crate::base::name::Holder;
 use std::fmt;

@@ -17,20 +17,33 @@ macro_rules! forward {
     (ready $engine:ident: $($name:ident($($arg:ident: $ty:ty),*) -> $out:ty;)*) => {
         $(
             fn $name(&self, $($arg: $ty),*) -> impl ::std::future::Future<Output = $out> + Send {
-                ::std::future::ready($engine::$name(self, $($arg),*))
+                let by = $crate::contract::forward::Served::served_by(self);
+                ::std::future::ready($engine::$name(by, $($arg),*))
             }
         )*
     };
     (async $engine:ident: $($name:ident($($arg:ident: $ty:ty),*) -> $out:ty;)*) => {
         $(
             async fn $name(&self, $($arg: $ty),*) -> $out {
-                $engine::$name(self, $($arg),*).await
+                let by = $crate::contract::forward::Served::served_by(self);
+                $engine::$name(by, $($arg),*).await
             }
         )*
     };
 }
 
 pub(crate) use forward;
+
+/// What serves an engine's contract methods ([`forward!`]): the engine
+/// itself (the Redis engine), or the handle it wraps (the in-memory
+/// engine, [`MemoryEngine`](crate::MemoryEngine), whose methods are its
+/// [`Store`](crate::Store)'s).
+pub(crate) trait Served {
+    /// The type whose inherent methods serve the contract.
+    type By;
+    /// That value.
+    fn served_by(&self) -> &Self::By;
+}
 
 /// The contract's operations that every engine serves as its inherent
 /// method of the same name, written once: `served!(ready Store)` or

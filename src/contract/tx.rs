@@ -220,7 +220,8 @@ impl TxOp {
 /// # let lease = store.grant(game, "host-a", Duration::from_secs(30), None)?;
 /// # let v = store.publish(game, lease.id, "lobby-1", b"state=open", None)?.version;
 /// # store.create_stream(game, "lobby-1.log", StreamConfig::new(10, 1 << 10, WhenFull::Refuse))?;
-/// # let mut task = std::pin::pin!(close_lobby(&store, game, v));
+/// # let engine = store.engine();
+/// # let mut task = std::pin::pin!(close_lobby(&engine, game, v));
 /// # let done = task.as_mut().poll(&mut std::task::Context::from_waker(std::task::Waker::noop()));
 /// # assert!(matches!(done, std::task::Poll::Ready(Ok(n)) if n > v));
 /// # use std::future::Future;

@@ -7,7 +7,7 @@ use super::{RedisEngine, RedisFollower, RedisMember};
 use crate::base::error::Result;
 use crate::base::ids::{LeaseId, TenantId};
 use crate::contract::engine::{Engine, RelayEngine, StreamEngine, WakeEngine};
-use crate::contract::forward::{forward, served};
+use crate::contract::forward::{forward, served, Served};
 use crate::contract::outbox::{OutboxMessage, OutboxRun};
 use crate::contract::queue::ClaimedJob;
 use crate::contract::relay::LockInfo;
@@ -15,6 +15,15 @@ use crate::contract::schedule::{ScheduleInfo, ScheduleRun};
 use crate::mem::events::Subscription;
 use crate::mem::wake::Listener;
 use std::time::Duration;
+
+/// The Redis engine's methods are its own.
+impl Served for RedisEngine {
+    type By = RedisEngine;
+
+    fn served_by(&self) -> &RedisEngine {
+        self
+    }
+}
 
 impl RelayEngine for RedisEngine {
     type Events = Subscription;

@@ -4,7 +4,7 @@
 use super::reply::Reply;
 use super::{quota_arg, scripts, Issued, Mode, RedisEngine};
 use crate::base::error::{Error, Result};
-use crate::base::ids::{unknown_token, AttemptId, JoinToken, TenantId, TOKEN_SECRET_BYTES};
+use crate::base::ids::{AttemptId, JoinToken, TenantId, TOKEN_SECRET_BYTES};
 use crate::contract::relay::{Admission, AttemptInfo, AttemptState, Binding, JoinTicket};
 use std::net::SocketAddr;
 use std::time::{Duration, UNIX_EPOCH};
@@ -97,7 +97,7 @@ impl RedisEngine {
         let reply = self
             .on_attempt(scripts::BIND, tenant, attempt, args)
             .await
-            .map_err(unknown_token)?;
+            .map_err(Error::for_token)?;
         Ok(Binding {
             attempt,
             addr,
@@ -143,7 +143,7 @@ impl RedisEngine {
         let reply = self
             .answer(scripts::CONSUME, tenant, mode, issued, args)
             .await
-            .map_err(unknown_token)?;
+            .map_err(Error::for_token)?;
         let r = scripts::ConsumeReply::decode(&reply)?;
         let addr = r
             .address

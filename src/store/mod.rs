@@ -33,6 +33,7 @@
 mod audit;
 mod builder;
 mod contract;
+pub use contract::MemoryEngine;
 mod kinds;
 mod lifecycle;
 mod mechanisms;

@@ -8,7 +8,7 @@
 //! fail for lack of room.
 
 use crate::base::error::{Error, Result};
-use crate::base::ids::{unknown_token, AttemptId, JoinToken, TenantId, TOKEN_SECRET_BYTES};
+use crate::base::ids::{AttemptId, JoinToken, TenantId, TOKEN_SECRET_BYTES};
 use crate::store::kinds::idempotency::{IdemParams, Outcome};
 use crate::store::protocol::attach::{Child, Parent};
 use crate::store::protocol::decide::{self, Phase};
@@ -228,7 +228,7 @@ impl Store {
         token: &JoinToken,
         now: MonoTime,
     ) -> Result<(IdKey, Name)> {
-        let seq = self.attempt_seq(id).map_err(unknown_token)?;
+        let seq = self.attempt_seq(id).map_err(Error::for_token)?;
         self.authorize(now)?;
         if token.attempt() != id {
             return Err(Error::NotFound);

@@ -193,7 +193,7 @@ impl Store {
 /// futures are ready at once).
 #[derive(Debug)]
 pub struct Scheduler {
-    inner: ScheduleRunner<Store>,
+    inner: ScheduleRunner<crate::store::MemoryEngine>,
 }
 
 impl Scheduler {
@@ -201,7 +201,7 @@ impl Scheduler {
     /// scheduler lock for `ttl` at a time.
     pub fn new(store: &Store, tenant: TenantId, runner: &str, ttl: Duration) -> Self {
         Scheduler {
-            inner: ScheduleRunner::new(store, tenant, runner, ttl),
+            inner: ScheduleRunner::new(&store.engine(), tenant, runner, ttl),
         }
     }
 
