@@ -34,7 +34,7 @@ fn a_lagging_subscriber_is_told_how_many_it_missed_and_continues() {
         })
     );
     let rest: Vec<RecordId> = events
-        .drain()
+        .try_recv_all()
         .into_iter()
         .map(|r| match r {
             Received::Event(e) => {

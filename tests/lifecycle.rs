@@ -212,7 +212,7 @@ fn drain_refuses_new_work_keeps_existing_work_and_stops_at_the_deadline() {
     assert_eq!(s.consume(A, &t2.token, None), Err(Error::STOPPED));
     assert_eq!(s.begin_drain(SEC), Err(Error::STOPPED));
     let drained: Vec<Collection> = events
-        .drain()
+        .try_recv_all()
         .into_iter()
         .filter_map(|r| match r {
             Received::Event(e) if e.cause == Cause::Drained => Some(e.collection),

@@ -145,7 +145,7 @@ fn revoking_a_lease_releases_its_locks() {
     let taken = s.try_lock(T, "shard-1", "other", SEC, None).unwrap();
     assert!(taken.is_some());
     let causes: Vec<(Collection, Cause)> = events
-        .drain()
+        .try_recv_all()
         .into_iter()
         .filter_map(|r| match r {
             Received::Event(e) => Some((e.collection, e.cause)),

@@ -242,7 +242,7 @@ fn calls_dropped_mid_flight_leave_nothing_partial() {
         let mut heard_by = [BTreeSet::new(), BTreeSet::new()];
         for _ in 0..100 {
             for (events, seen) in heard.iter().zip(heard_by.iter_mut()) {
-                for received in events.drain() {
+                for received in events.try_recv_all() {
                     let Received::Event(ev) = received else {
                         panic!("{name}: only events: {received:?}");
                     };

@@ -31,7 +31,7 @@ fn revoking_a_lease_cascades_to_everything_attached_at_once() {
         (0, 0, 0, 0, 0)
     );
     let got: Vec<(Collection, Cause)> = events
-        .drain()
+        .try_recv_all()
         .into_iter()
         .map(|r| match r {
             Received::Event(e) => (e.collection, e.cause),

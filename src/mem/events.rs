@@ -253,9 +253,15 @@ impl Subscription {
         self.take(&mut queue)
     }
 
-    /// Everything buffered now, in order.
-    pub fn drain(&self) -> Vec<Received> {
+    /// Everything buffered now, in order, without waiting.
+    pub fn try_recv_all(&self) -> Vec<Received> {
         std::iter::from_fn(|| self.try_recv()).collect()
+    }
+
+    /// [`try_recv_all`](Self::try_recv_all), under its old name.
+    #[deprecated(note = "renamed `try_recv_all`: a store's drain is `begin_drain` and `drained`")]
+    pub fn drain(&self) -> Vec<Received> {
+        self.try_recv_all()
     }
 
     #[cfg(feature = "native")]
