@@ -13,13 +13,23 @@
 //! `store.engine().grant(..).await` is the contract's (ADR 0081).
 //!
 //! The store's operations the contract does not carry, and why:
-//! `read_record`, `read_listing` and the other in-place reads (a closure
-//! over borrowed bytes cannot cross to a server); `stats`, `audit`,
-//! `digest` and `sweep` (the in-memory store's own bookkeeping and its
-//! driver's step); `blocking_*` waits (the contract's waits are async);
-//! `begin_tx` (the contract commits a `TxBatch` whole, `commit_tx`); the
-//! guards `try_lock` and `try_lead_schedules` return (the contract hands
-//! back their descriptions, `LockInfo`, as a remote engine can).
+//! - `read_record`, `read_listing`, `read_presence`: in-place reads (a
+//!   closure over borrowed bytes cannot cross to a server);
+//! - `stats`, `streams`, `queues`, `listeners`, `sweep_lag`, `sweep`,
+//!   `audit`, `digest`: the in-memory store's own counts, its driver's
+//!   step and its checks (a remote engine's are the server's; `usage` and
+//!   `health` are the contract's);
+//! - `new`, `with_policy`, `builder`: a store is built in its process (a
+//!   remote engine connects instead);
+//! - `config`, `fence_floor`: what this process built the store with;
+//! - `now`, `expires_at`: readings of this store's clock (the contract
+//!   reports time as time remaining);
+//! - `blocking_*` waits: the contract's waits are async;
+//! - `begin_tx`, `with_tx`: a transaction that reads its own writes and
+//!   spans tenants (the contract commits a `TxBatch` whole, `commit_tx`);
+//! - the guards `try_lock` and `try_lead_schedules` return: the contract
+//!   hands back their descriptions (`LockInfo`), as a remote engine can;
+//! - `engine`: this face itself.
 
 use super::{Follower, LockInfo, Member, Store};
 use crate::base::error::Result;
@@ -261,5 +271,71 @@ impl Events for Subscription {
 
     fn recv(&self) -> impl Future<Output = std::result::Result<Received, RecvError>> + Send {
         self.recv()
+    }
+}
+
+#[cfg(all(test, not(relaystore_loom)))]
+mod tests {
+    use std::collections::BTreeSet;
+    use std::path::Path;
+
+    /// The public methods of `Store` written in the files under `dir`.
+    fn store_methods(dir: &Path, out: &mut BTreeSet<String>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                store_methods(&path, out);
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            let mut inside = false;
+            for line in text.lines() {
+                if line.starts_with("impl Store {") {
+                    inside = true;
+                } else if line == "}" {
+                    inside = false;
+                } else if let Some(rest) = inside
+                    .then(|| {
+                        line.strip_prefix("    pub fn ")
+                            .or(line.strip_prefix("    pub async fn "))
+                    })
+                    .flatten()
+                {
+                    let name: String = rest
+                        .chars()
+                        .take_while(|c| c.is_alphanumeric() || *c == '_')
+                        .collect();
+                    out.insert(name);
+                }
+            }
+        }
+    }
+
+    /// Every public method of the store is the contract's operation of
+    /// the same name, or this module's documentation names it among the
+    /// operations the contract does not carry, with the reason.
+    #[test]
+    fn every_store_operation_is_the_contracts_or_listed_with_its_reason() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut methods = BTreeSet::new();
+        store_methods(&root.join("store"), &mut methods);
+        assert!(methods.len() > 80, "{} methods found", methods.len());
+        let contract = std::fs::read_to_string(root.join("contract/engine.rs")).unwrap();
+        let own = std::fs::read_to_string(root.join("store/contract.rs")).unwrap();
+        let listed: String = own.lines().filter(|l| l.starts_with("//!")).collect();
+        let missing: Vec<&String> = methods
+            .iter()
+            .filter(|m| {
+                let served = contract.contains(&format!("fn {m}("))
+                    || contract.contains(&format!("fn {m}<"));
+                let named = listed.contains(&format!("`{m}`"))
+                    || (m.starts_with("blocking_") && listed.contains("`blocking_*`"));
+                !served && !named
+            })
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "store operations neither served by the contract nor listed with a reason: {missing:?}"
+        );
     }
 }
