@@ -78,7 +78,7 @@ impl Collection {
 
 /// Text that names no value of its type: what the `FromStr` of a
 /// name-like value ([`Cause`](crate::events::Cause),
-/// [`Collection`](crate::events::Collection)) refuses.
+/// [`Collection`]) refuses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, thiserror::Error)]
 #[error("not the name of a {of}")]
 pub struct ParseNameError {
