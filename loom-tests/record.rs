@@ -9,7 +9,7 @@ mod common;
 use loom::sync::Arc;
 use loom::thread;
 use relaystore::model::{faults, ModelRecord};
-use relaystore::Error;
+use relaystore::{ConflictReason, Error};
 
 /// Two writers CAS the same record at the same expected version: exactly one
 /// wins, the loser learns the winner's version, the version strictly grew.
@@ -41,6 +41,7 @@ fn same_version_race(broken: bool) {
             let winner = *winners[0];
             assert!(winner.version > v0);
             assert!(results.contains(&Err(Error::Conflict {
+                reason: ConflictReason::Version,
                 current_version: winner.version
             })));
             assert_eq!(record.stamp(), winner, "the winner's write is what stays");

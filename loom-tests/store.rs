@@ -24,7 +24,9 @@ use loom::thread;
 use relaystore::model::faults::{store_fault, StoreFault};
 use relaystore::model::{ModelNamed, ModelSlab};
 use relaystore::time::ManualClock;
-use relaystore::{Error, Health, JoinTicket, LeaseId, Scope, Store, StoreConfig, TenantId};
+use relaystore::{
+    ConflictReason, Error, Health, JoinTicket, LeaseId, Scope, Store, StoreConfig, TenantId,
+};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -126,7 +128,10 @@ fn bind_vs_bind(fault: StoreFault) {
         );
         assert!(matches!(
             [&mine, &theirs].iter().find(|r| r.is_err()),
-            Some(Err(Error::Conflict { .. }))
+            Some(Err(Error::Conflict {
+                reason: ConflictReason::BoundElsewhere,
+                ..
+            }))
         ));
         assert_eq!(
             store.consume(T, &ticket.token, None).unwrap().addr,

@@ -102,7 +102,16 @@ fn commit_vs_append(fault: StoreFault) {
         match committed {
             Ok(_) => assert_eq!(offsets, vec![staged, plain]),
             Err(e) => {
-                assert!(matches!(e, relaystore::Error::Conflict { .. }), "{e:?}");
+                assert!(
+                    matches!(
+                        e,
+                        relaystore::Error::Conflict {
+                            reason: relaystore::ConflictReason::StreamMoved,
+                            ..
+                        }
+                    ),
+                    "{e:?}"
+                );
                 assert_eq!(offsets, vec![plain]);
             }
         }
