@@ -15,29 +15,20 @@ use crate::mem::table::Table;
 use std::hash::Hash;
 use std::time::{Duration, SystemTime};
 
+crate::contract::settings::settings! {
 /// Limits of a [`TtlMap`]. Every field is a hard limit with its unit in its
 /// name; [`TtlMap::new`] rejects an inconsistent set.
 #[derive(Debug, Clone)]
 pub struct TtlConfig {
     /// Names the collection in [`Error::CapacityExceeded`].
-    pub name: &'static str,
+    pub name: &'static str = "ttl",
     /// Most entries held at once, live or expired-but-unswept.
-    pub entries_max: u64,
+    pub entries_max: u64 = 1_000_000,
     /// Shortest TTL accepted; shorter is [`Error::InvalidArgument`].
-    pub ttl_min: Duration,
+    pub ttl_min: Duration = Duration::from_millis(1),
     /// Longest TTL accepted; longer is [`Error::InvalidArgument`].
-    pub ttl_max: Duration,
+    pub ttl_max: Duration = Duration::from_secs(24 * 60 * 60),
 }
-
-impl Default for TtlConfig {
-    fn default() -> Self {
-        TtlConfig {
-            name: "ttl",
-            entries_max: 1_000_000,
-            ttl_min: Duration::from_millis(1),
-            ttl_max: Duration::from_secs(24 * 60 * 60),
-        }
-    }
 }
 
 /// A bounded concurrent map whose entries expire after a TTL.
