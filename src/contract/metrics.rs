@@ -130,14 +130,7 @@ mod on {
 
     // Labels are static parts, so neither building a key nor a call
     // allocates, whether or not a recorder is installed.
-    const CAUSES: [Cause; 6] = [
-        Cause::Expired,
-        Cause::Revoked,
-        Cause::Cascaded,
-        Cause::Released,
-        Cause::Consumed,
-        Cause::Drained,
-    ];
+    const CAUSES: [Cause; 6] = Cause::ALL;
     static META: Metadata<'static> =
         Metadata::new(module_path!(), Level::INFO, Some(module_path!()));
 
