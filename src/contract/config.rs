@@ -51,8 +51,8 @@ pub struct TenantQuota {
     /// Named locks one tenant may hold.
     pub locks_max: u64 = 10_000,
     /// Leases one holder (a [`grant`](crate::Store::grant)'s `holder`) may
-    /// hold within the tenant: a publisher's quota. Whether it is counted is decided when the tenant
-    /// registers, as for every tenant quota.
+    /// hold within the tenant: a publisher's quota. Whether it is counted
+    /// is decided when the tenant registers, as for every tenant quota.
     pub leases_per_holder_max: u64 = Self::OFF,
     /// Listings one holder may publish within the tenant, under all of its
     /// leases together.

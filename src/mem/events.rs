@@ -282,10 +282,11 @@ impl Subscription {
 
     /// The next event or lag report, as a future for any executor;
     /// [`RecvError::Closed`] once the store has stopped (its drain ended)
-    /// or is gone, and the buffer is empty. Cancel-safe: dropping it before it completes loses no event. A
-    /// subscription wakes one waiting task: give each consumer its own
-    /// subscription rather than awaiting one from several tasks at once (the
-    /// last task to wait is the one woken).
+    /// or is gone, and the buffer is empty. Cancel-safe: dropping it
+    /// before it completes loses no event. A subscription wakes one
+    /// waiting task: give each consumer its own subscription rather than
+    /// awaiting one from several tasks at once (the last task to wait is
+    /// the one woken).
     ///
     /// The wait is the future: calling `recv` without awaiting it is not a
     /// result, and there is no blocking form under this name.
@@ -357,7 +358,8 @@ impl std::future::Future for RecvFuture<'_> {
 
 /// The subscription's events and lag reports as an async stream, which
 /// ends once the store has stopped (its drain ended) or is gone, and
-/// every buffered event has been read (where [`Subscription::recv`] answers [`RecvError::Closed`]).
+/// every buffered event has been read (where [`Subscription::recv`]
+/// answers [`RecvError::Closed`]).
 impl futures_core::Stream for Subscription {
     type Item = Received;
 

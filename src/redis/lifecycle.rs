@@ -133,8 +133,9 @@ impl RedisEngine {
 
     /// Closes this handle's wake listeners and event subscriptions when
     /// its drain window ends: each receives what is queued, then `Closed`,
-    /// since notifies are refused and no event is delivered from then on. The task holds the handle weakly, so a handle
-    /// dropped first ends it (and its drop closes them).
+    /// since notifies are refused and no event is delivered from then on.
+    /// The task holds the handle weakly, so a handle dropped first ends it
+    /// (and its drop closes them).
     fn close_listeners_at_stop(&self) {
         let inner = std::sync::Arc::downgrade(&self.inner);
         tokio::spawn(async move {
